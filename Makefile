@@ -1,0 +1,82 @@
+# pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make bench`, `make deps`.
+CC      ?= cc
+BUILD   ?= build
+BIN     ?= bin
+OPT     ?= -O2
+WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -MMD -MP
+LDLIBS  += -lpng -lm -pthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c \
+           executors/cpu/cpu_executor.c executors/cpu/threadpool.c
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/unit/*.c)
+TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom
+PROGRAMS := programs/dot_test.pxi programs/pyramid.pxi programs/foveate273.pxi
+
+all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
+
+check-deps:
+	@test -f /usr/include/png.h || { echo "libpng headers missing: run 'make deps' (apt-get install -y libpng-dev)"; exit 1; }
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libpxvm.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/mkprog: $(BUILD)/assembler/mkprog.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/gen_spec: $(BUILD)/isa/gen_spec.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The example programs are generated (float math happens here, at build time, never in the VM).
+$(PROGRAMS) &: $(BIN)/mkprog
+	$(BIN)/mkprog programs
+
+isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
+	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
+
+test: all
+	$(BIN)/pxtest
+
+bench: $(BIN)/bench_cpu
+	$(BIN)/bench_cpu
+
+asan:
+	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 test
+
+# The quick start: decode the bundled photo, foveate it, write the atlas and the tensor.
+demo: all
+	@mkdir -p out
+	$(BIN)/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png \
+	    --out atlas=out/atlas.png --npy atlas=out/patches.npy --time
+	@echo "wrote out/atlas.png (17x17 grid of 16x16 patches) and out/patches.npy (273, 16, 16, 4)"
+
+deps:
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libegl-dev libglew-dev python3-numpy
+
+clean:
+	rm -rf build bin programs/*.pxi out
+
+.PHONY: all check-deps test bench asan demo deps clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

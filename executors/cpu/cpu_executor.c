@@ -1,0 +1,310 @@
+/* cpu_executor.c - the reference executor. Every result comes from isa/px_sem.h; this file only
+ * decides which pixels to compute and spreads the work over threads: PYRAMID over rows of each
+ * level, a plan batch of SAMPLE/GATHER instructions over its instructions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../vm/pxvm.h"
+#include "threadpool.h"
+
+/* How the shared sampler reads texels here: straight from the slot's level arrays. */
+typedef struct px_cpu_src {
+    const uint8_t *level[PXVM_MAX_LEVELS];
+    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
+    int levels;
+} px_cpu_src;
+
+static inline uint32_t px__load(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void px__store(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+#define PX_SRC_T const px_cpu_src *
+#define PX_FETCH(s, l, x, y) px__load((s)->level[l] + ((size_t)(y) * (size_t)(s)->w[l] + (size_t)(x)) * 4u)
+#define PX_LEVEL_W(s, l) ((s)->w[l])
+#define PX_LEVEL_H(s, l) ((s)->h[l])
+#define PX_LEVELS(s) ((s)->levels)
+#include "../../isa/px_sem.h"
+
+struct pxvm_executor {
+    const pxvm_program *prog;
+    px_pool *pool;
+    int threads;
+    uint8_t **store;   /* per slot: the whole mip chain */
+    px_cpu_src *view;  /* per slot: level pointers and sizes */
+    uint8_t *bound;    /* per slot: an input image was bound */
+    uint64_t trap_sum; /* DOT_RGB overflow, reported by the run loop */
+};
+
+static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
+{
+    pxvm_executor *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
+    ex->threads = opt ? opt->threads : 0;
+    ex->pool = px_pool_create(ex->threads);
+    *out = ex;
+    return 0;
+}
+
+static void px__cpu_unload(pxvm_executor *ex)
+{
+    if (ex->store)
+        for (int k = 0; k < ex->prog->nslots; k++)
+            free(ex->store[k]);
+    free(ex->store);
+    free(ex->view);
+    free(ex->bound);
+    ex->store = NULL;
+    ex->view = NULL;
+    ex->bound = NULL;
+    ex->prog = NULL;
+}
+
+static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err)
+{
+    if (ex->prog)
+        px__cpu_unload(ex);
+    ex->prog = prog;
+    ex->store = calloc((size_t)prog->nslots, sizeof(uint8_t *));
+    ex->view = calloc((size_t)prog->nslots, sizeof(px_cpu_src));
+    ex->bound = calloc((size_t)prog->nslots, 1);
+    if (!ex->store || !ex->view || !ex->bound) {
+        px__cpu_unload(ex);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    for (int k = 0; k < prog->nslots; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        ex->store[k] = calloc((size_t)s->bytes, 1);
+        if (!ex->store[k]) {
+            unsigned long long b = (unsigned long long)s->bytes;
+            px__cpu_unload(ex);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, b);
+        }
+        px_cpu_src *v = &ex->view[k];
+        v->levels = s->levels;
+        for (int l = 0; l < s->levels; l++) {
+            v->level[l] = ex->store[k] + s->level_offset[l];
+            v->w[l] = px_mip_dim(s->w, l);
+            v->h[l] = px_mip_dim(s->h, l);
+        }
+    }
+    return 0;
+}
+
+static int px__cpu_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err)
+{
+    if (pxvm_check_bind(ex->prog, slot, img, err) < 0)
+        return -1;
+    memcpy(ex->store[slot], img->px, (size_t)img->w * (size_t)img->h * 4u);
+    ex->bound[slot] = 1;
+    return 0;
+}
+
+/* ---- PYRAMID -------------------------------------------------------------------------------- */
+
+typedef struct {
+    const px_cpu_src *v;
+    int level; /* destination level */
+} px__pyr_job;
+
+static void px__pyr_rows(void *ctx, int y0, int y1)
+{
+    const px__pyr_job *j = ctx;
+    const px_cpu_src *v = j->v;
+    int l = j->level, sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
+    const uint8_t *src = v->level[l - 1];
+    uint8_t *dst = (uint8_t *)v->level[l];
+    for (int y = y0; y < y1; y++) {
+        const uint8_t *r0 = src + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
+        const uint8_t *r1 = src + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
+        uint8_t *d = dst + (size_t)y * (size_t)dw * 4u;
+        if (sw >= 2) {
+            /* 2x+1 < sw for every x < dw here, so no clamping: a byte loop gcc can vectorize */
+            for (int i = 0; i < dw * 4; i++) {
+                int b = (i >> 2) * 8 + (i & 3);
+                d[i] = (uint8_t)px_box1(r0[b], r0[b + 4], r1[b], r1[b + 4]);
+            }
+        } else {
+            for (int x = 0; x < dw; x++) {
+                int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
+                px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
+            }
+        }
+    }
+}
+
+static void px__cpu_pyramid(pxvm_executor *ex, int slot)
+{
+    const px_cpu_src *v = &ex->view[slot];
+    for (int l = 1; l < v->levels; l++) {
+        px__pyr_job job = {v, l};
+        /* about 64 KiB of output per chunk */
+        int grain = 1 + (16384 / (v->w[l] > 0 ? v->w[l] : 1));
+        px_pool_for(ex->pool, v->h[l], grain, px__pyr_rows, &job);
+    }
+}
+
+/* ---- SAMPLE / GATHER ------------------------------------------------------------------------ */
+
+static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
+{
+    const pxvm_program *prog = ex->prog;
+    int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)], mode = in->a[PX_FI(SAMPLE, mode)];
+    int x0 = in->a[PX_FI(SAMPLE, dst_x)], y0 = in->a[PX_FI(SAMPLE, dst_y)];
+    int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+    const px_cpu_src *sv = &ex->view[src];
+    size_t dw = (size_t)prog->slots[dst].w;
+    uint8_t *out = ex->store[dst];
+    if (in->op == PX_OP_SAMPLE) {
+        int32_t cu = PX_ARG(in, SAMPLE, cu), cv = PX_ARG(in, SAMPLE, cv);
+        int32_t du = PX_ARG(in, SAMPLE, du), dv = PX_ARG(in, SAMPLE, dv);
+        uint32_t lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+        for (int j = 0; j < h; j++) {
+            int64_t v = px_patch_pos(cv, dv, j, h);
+            uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
+            for (int i = 0; i < w; i++)
+                px__store(row + 4 * i, px_sample(sv, px_patch_pos(cu, du, i, w), v, lod, mode));
+        }
+    } else {
+        int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
+        size_t tw = (size_t)prog->slots[t].w;
+        const uint8_t *tab = ex->store[t];
+        for (int j = 0; j < h; j++) {
+            const uint8_t *e = tab + ((size_t)(ty + j) * tw + (size_t)tx) * 4u;
+            uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
+            for (int i = 0; i < w; i++, e += 12)
+                px__store(row + 4 * i, px_sample(sv, px_entry_q16(px__load(e)), px_entry_q16(px__load(e + 4)),
+                                                 px_entry_lod(px__load(e + 8)), mode));
+        }
+    }
+}
+
+typedef struct {
+    const pxvm_executor *ex;
+    const pxi_insn *first;
+} px__batch_job;
+
+static void px__batch_part(void *ctx, int b, int e)
+{
+    const px__batch_job *j = ctx;
+    for (int i = b; i < e; i++)
+        px__cpu_fetch_insn(j->ex, j->first + i);
+}
+
+/* ---- DOT_RGB -------------------------------------------------------------------------------- */
+
+static uint64_t px__cpu_dot(pxvm_executor *ex, const pxi_insn *in)
+{
+    int w = ex->prog->slots[0].w;
+    uint8_t *img = ex->store[0];
+    const uint8_t *ra = img + (size_t)PX_ARG(in, DOT_RGB, row_a) * (size_t)w * 4u;
+    const uint8_t *rb = img + (size_t)PX_ARG(in, DOT_RGB, row_b) * (size_t)w * 4u;
+    uint64_t sum = 0;
+    for (int x = 0; x < w && ra[4 * x] && rb[4 * x]; x++)
+        sum += (uint64_t)ra[4 * x] * rb[4 * x];
+    if (sum <= PX_DOT_MAX)
+        px__store(img + (size_t)PX_ARG(in, DOT_RGB, row_out) * (size_t)w * 4u, px_dot_result((uint32_t)sum));
+    return sum;
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+static int px__cpu_reset(pxvm_executor *ex, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    char lb[16];
+    for (int k = 0; k < prog->nslots; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
+        if (s->role == PXI_ROLE_INPUT) {
+            if (!ex->bound[k])
+                return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
+                                 pxvm_slot_label(prog, k, lb));
+        } else {
+            pxvm_slot_initial(prog, k, ex->store[k]);
+        }
+        memset(ex->store[k] + l0, 0, (size_t)s->bytes - l0);
+    }
+    return 0;
+}
+
+static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    if (px__cpu_reset(ex, err) < 0)
+        return -1;
+    uint64_t steps = 0, budget = opt ? opt->max_steps : UINT64_MAX;
+    for (uint32_t s = 0; s < prog->nsteps; s++) {
+        const pxvm_step *st = &prog->steps[s];
+        const pxi_insn *first = &prog->insns[st->first];
+        if (steps + st->count > budget) {
+            int x, y;
+            uint32_t at = st->first + (uint32_t)(budget - steps);
+            pxvm_stream_xy(prog, prog->insns[at].pc, &x, &y);
+            return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, at);
+        }
+        steps += st->count;
+        if (opt && opt->trace)
+            for (uint32_t i = 0; i < st->count; i++)
+                opt->trace(opt->trace_ctx, prog, first + i);
+        if (st->kind == PXVM_STEP_BATCH) {
+            px__batch_job job = {ex, first};
+            px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
+            continue;
+        }
+        switch (first->op) {
+        case PX_OP_HALT: return 0;
+        case PX_OP_DOT_RGB: {
+            uint64_t sum = px__cpu_dot(ex, first);
+            if (sum > PX_DOT_MAX) {
+                int x, y;
+                pxvm_stream_xy(prog, first->pc, &x, &y);
+                return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, st->first, (unsigned long)sum);
+            }
+            break;
+        }
+        case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); break;
+        case PX_OP_SAMPLE:
+        case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); break;
+        default: break; /* unreachable: the validator admits only the opcodes above */
+        }
+    }
+    return 0; /* unreachable for a validated program: its last instruction is HALT */
+}
+
+static int px__cpu_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots)
+        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    const px_cpu_src *v = &ex->view[slot];
+    if (level < 0 || level >= v->levels)
+        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), v->levels - 1, level);
+    if (pxvm_image_alloc(img, v->w[level], v->h[level], err) < 0)
+        return -1;
+    memcpy(img->px, v->level[level], (size_t)img->w * (size_t)img->h * 4u);
+    return 0;
+}
+
+static void px__cpu_close(pxvm_executor *ex)
+{
+    if (!ex)
+        return;
+    if (ex->prog)
+        px__cpu_unload(ex);
+    px_pool_destroy(ex->pool);
+    free(ex);
+}
+
+const pxvm_executor_ops pxvm_cpu_executor = {
+    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, px__cpu_close,
+};

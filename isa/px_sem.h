@@ -1,0 +1,209 @@
+/* px_sem.h - the exact integer semantics of every pxvm opcode, written once.
+ *
+ * Compiled by gcc for the CPU executor and by nvcc for the CUDA-GL kernels (every function is
+ * `static inline`, and `__host__ __device__` under nvcc). No floating point appears here: the two
+ * executors agree bit for bit because they run this very arithmetic.
+ *
+ * Conventions (isa/SPEC.md states them for users):
+ * - A pixel is px_rgba: R | G<<8 | B<<16 | A<<24. Channels are treated independently.
+ * - Mip level l of a w x h slot is max(1, w>>l) x max(1, h>>l); there are
+ *   floor(log2(max(w, h))) + 1 levels (the OpenGL full chain, so GL storage matches exactly).
+ * - Coordinates are level-0 texel units in Q.16; texel i covers [i, i+1), its centre is i + 0.5.
+ *   At level l a coordinate is divided by 2^l by an arithmetic (flooring) shift.
+ * - Weights are 8-bit (0..256); the only rounding is the last step of a sample (round half up).
+ */
+#ifndef PX_SEM_H
+#define PX_SEM_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define PX_SEM static inline __host__ __device__
+#else
+#define PX_SEM static inline
+#endif
+
+typedef uint32_t px_rgba;
+typedef struct px_acc4 {
+    uint32_t c[4];
+} px_acc4; /* four channels of an unrounded bilinear value, Q.16 */
+
+#define PX_Q16_ONE 65536
+#define PX_LOD_ONE 256
+#define PX_DOT_MAX 65535u /* largest DOT_RGB sum that fits its R,G result */
+
+/* ---- small integer helpers ------------------------------------------------------------------ */
+
+PX_SEM int px_clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* floor(v / 2^s) for any sign, without relying on implementation-defined signed shifts. */
+PX_SEM int64_t px_floor_shift(int64_t v, int s)
+{
+    return v >= 0 ? (int64_t)((uint64_t)v >> s) : -(int64_t)(((uint64_t)(-(v + 1)) >> s) + 1);
+}
+
+PX_SEM uint32_t px_ch(px_rgba p, int c) { return (p >> (8 * c)) & 255u; }
+
+PX_SEM px_rgba px_pack(uint32_t r, uint32_t g, uint32_t b, uint32_t a)
+{
+    return r | (g << 8) | (b << 16) | (a << 24);
+}
+
+/* ---- mip chain ------------------------------------------------------------------------------ */
+
+PX_SEM int px_mip_dim(int n, int level)
+{
+    int d = n >> level;
+    return d > 0 ? d : 1;
+}
+
+PX_SEM int px_mip_levels(int w, int h)
+{
+    int m = w > h ? w : h, levels = 1;
+    while (m > 1) {
+        m >>= 1;
+        levels++;
+    }
+    return levels;
+}
+
+/* PYRAMID: level l+1 texel (x, y) is the box average of level-l texels 2x, 2x+1 (columns) and
+ * 2y, 2y+1 (rows), each clamped to the level-l size. With the floor sizes above the clamp only
+ * acts where a level-l dimension is 1 (the texel is then counted twice); for an odd dimension
+ * > 1 the last column (row) does not contribute to level l+1, as in OpenGL's sizes. */
+PX_SEM int px_pyr_src0(int x) { return 2 * x; }
+PX_SEM int px_pyr_src1(int x, int src_size) { return 2 * x + 1 < src_size ? 2 * x + 1 : src_size - 1; }
+
+/* One channel of a 2x2 block: the mean, rounded half up. */
+PX_SEM uint32_t px_box1(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return (a + b + c + d + 2u) >> 2; }
+
+PX_SEM px_rgba px_box4(px_rgba a, px_rgba b, px_rgba c, px_rgba d)
+{
+    px_rgba out = 0;
+    for (int ch = 0; ch < 4; ch++)
+        out |= px_box1(px_ch(a, ch), px_ch(b, ch), px_ch(c, ch), px_ch(d, ch)) << (8 * ch);
+    return out;
+}
+
+/* ---- DOT_RGB -------------------------------------------------------------------------------- */
+
+/* The result pixel of a sum that fits (sum <= PX_DOT_MAX): R = low byte, G = high byte. */
+PX_SEM px_rgba px_dot_result(uint32_t sum) { return px_pack(sum & 255u, (sum >> 8) & 255u, 0, 0); }
+
+/* ---- sampling ------------------------------------------------------------------------------- */
+
+/* Position of output pixel i of an n-pixel patch row centred at c with step d (all Q.16):
+ * c + floor((2i - (n-1)) * d / 2). Exact in 64 bits for every operand the format allows. */
+PX_SEM int64_t px_patch_pos(int32_t c, int32_t d, int i, int n)
+{
+    return (int64_t)c + px_floor_shift((int64_t)(2 * i - (n - 1)) * (int64_t)d, 1);
+}
+
+/* Linear filtering along one axis of level l (size texels): the two texels around the coordinate
+ * and the 8-bit weight of the second. pos_l = u / 2^l - 0.5 (floored to Q.16);
+ * i0 = floor(pos_l), weight = bits 15..8 of pos_l's fraction; both texels clamped to the edge. */
+PX_SEM void px_linear_axis(int64_t u, int level, int size, int *i0, int *i1, uint32_t *weight)
+{
+    int64_t p = px_floor_shift(u, level) - PX_Q16_ONE / 2;
+    int64_t i = px_floor_shift(p, 16);
+    int64_t lo = i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
+    int64_t hi = i + 1 < 0 ? 0 : (i + 1 > size - 1 ? size - 1 : i + 1);
+    *i0 = (int)lo;
+    *i1 = (int)hi;
+    *weight = (uint32_t)(((uint64_t)p & 0xFFFFu) >> 8);
+}
+
+/* Nearest texel along one axis of level l: floor(u / 2^l), clamped to the edge. */
+PX_SEM int px_nearest_axis(int64_t u, int level, int size)
+{
+    int64_t i = px_floor_shift(px_floor_shift(u, level), 16);
+    return (int)(i < 0 ? 0 : (i > size - 1 ? size - 1 : i));
+}
+
+/* Bilinear blend of four texels, unrounded: per channel
+ * ((t00*(256-fx) + t10*fx) * (256-fy) + (t01*(256-fx) + t11*fx) * fy), in 0 .. 255*65536. */
+PX_SEM px_acc4 px_bilerp(px_rgba t00, px_rgba t10, px_rgba t01, px_rgba t11, uint32_t fx, uint32_t fy)
+{
+    px_acc4 r;
+    for (int ch = 0; ch < 4; ch++) {
+        uint32_t top = px_ch(t00, ch) * (256u - fx) + px_ch(t10, ch) * fx;
+        uint32_t bot = px_ch(t01, ch) * (256u - fx) + px_ch(t11, ch) * fx;
+        r.c[ch] = top * (256u - fy) + bot * fy;
+    }
+    return r;
+}
+
+/* Blend two levels' bilinear values by the LOD fraction f (0..255) and round once, half up:
+ * (b0*(256-f) + b1*f + 2^23) >> 24. Fits in 32 bits: 255*2^24 + 2^23 < 2^32. */
+PX_SEM px_rgba px_lerp_round(px_acc4 b0, px_acc4 b1, uint32_t f)
+{
+    px_rgba out = 0;
+    for (int ch = 0; ch < 4; ch++) {
+        uint32_t t = b0.c[ch] * (256u - f) + b1.c[ch] * f + (1u << 23);
+        out |= (t >> 24) << (8 * ch);
+    }
+    return out;
+}
+
+/* Level pair and fraction of a Q8.8 LOD for a chain of `levels` levels (linear mode). */
+PX_SEM void px_lod_split(uint32_t lod, int levels, int *l0, int *l1, uint32_t *f)
+{
+    int base = (int)(lod >> 8);
+    if (base >= levels - 1) {
+        *l0 = *l1 = levels - 1;
+        *f = 0;
+    } else {
+        *l0 = base;
+        *l1 = base + 1;
+        *f = lod & 255u;
+    }
+}
+
+/* Level of a Q8.8 LOD in nearest mode: round half up, clamped to the last level. */
+PX_SEM int px_lod_nearest(uint32_t lod, int levels)
+{
+    int l = (int)((lod + 128u) >> 8);
+    return l < levels - 1 ? l : levels - 1;
+}
+
+/* The sampler, parameterised by how an executor reads texels. Define before including:
+ *   PX_SRC_T                       the executor's source handle type
+ *   PX_FETCH(src, level, x, y)     px_rgba of texel (x, y) of a level (coordinates in range)
+ *   PX_LEVEL_W(src, level), PX_LEVEL_H(src, level), PX_LEVELS(src)
+ */
+#if defined(PX_FETCH)
+PX_SEM px_acc4 px_bilinear_at(PX_SRC_T src, int level, int64_t u, int64_t v)
+{
+    int x0, x1, y0, y1;
+    uint32_t fx, fy;
+    px_linear_axis(u, level, PX_LEVEL_W(src, level), &x0, &x1, &fx);
+    px_linear_axis(v, level, PX_LEVEL_H(src, level), &y0, &y1, &fy);
+    return px_bilerp(PX_FETCH(src, level, x0, y0), PX_FETCH(src, level, x1, y0),
+                     PX_FETCH(src, level, x0, y1), PX_FETCH(src, level, x1, y1), fx, fy);
+}
+
+/* One sample at level-0 position (u, v) (Q.16) and LOD (Q8.8): the whole contract of SAMPLE and
+ * GATHER for one output pixel. */
+PX_SEM px_rgba px_sample(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod, int mode)
+{
+    int levels = PX_LEVELS(src);
+    if (mode == PX_MODE_NEAREST) {
+        int l = px_lod_nearest(lod, levels);
+        return PX_FETCH(src, l, px_nearest_axis(u, l, PX_LEVEL_W(src, l)),
+                        px_nearest_axis(v, l, PX_LEVEL_H(src, l)));
+    }
+    int l0, l1;
+    uint32_t f;
+    px_lod_split(lod, levels, &l0, &l1, &f);
+    px_acc4 b0 = px_bilinear_at(src, l0, u, v);
+    px_acc4 b1 = f ? px_bilinear_at(src, l1, u, v) : b0;
+    return px_lerp_round(b0, b1, f);
+}
+#endif
+
+/* A GATHER table entry is 3 pixels: u (Q16, u32 pixel), v (Q16, u32 pixel), then LOD (u16 in
+ * R,G; B = A = 0). These decode it from the three px_rgba values. */
+PX_SEM int32_t px_entry_q16(px_rgba p) { return p < 0x80000000u ? (int32_t)p : -(int32_t)(~p) - 1; }
+PX_SEM uint32_t px_entry_lod(px_rgba p) { return p & 0xFFFFu; }
+
+#endif

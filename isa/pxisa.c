@@ -1,0 +1,69 @@
+/* pxisa.c - the opcode table as data, built from opcodes.def. */
+#include "pxisa.h"
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* Every table row in file order, indexed by its PXG_ ordinal: an opcode's marker row (kind -1)
+ * is followed by its field rows. */
+typedef struct {
+    int is_op;
+    const char *name;
+    int value, pixels;
+    const char *text;
+    pxi_field_info field;
+} px__row;
+
+static const px__row px__rows[PXG__count] = {
+#define PX_OP(name, value, pixels, synopsis) {1, #name, value, pixels, synopsis, {0, PXK_ZERO, 0, 0, 0, 0}},
+#define PX_FIELD(op, field, kind, pixel, channel, bytes, doc) \
+    {0, #op, 0, 0, 0, {#field, PXK_##kind, pixel, channel, bytes, doc}},
+#include "opcodes.def"
+};
+
+static pxi_field_info px__fields[PXG__count];
+static pxi_op_info px__ops[256];
+static pthread_once_t px__once = PTHREAD_ONCE_INIT;
+
+static void px__build(void)
+{
+    for (int v = 0; v < 256; v++)
+        px__ops[v].value = (uint8_t)v;
+#define PX_RESERVED(first, last, family) \
+    for (int v = first; v <= last; v++)  \
+        px__ops[v].reserved_for = family;
+#include "opcodes.def"
+    for (int i = 0; i < PXG__count; i++) {
+        px__fields[i] = px__rows[i].field;
+        if (!px__rows[i].is_op)
+            continue;
+        pxi_op_info *op = &px__ops[px__rows[i].value];
+        op->name = px__rows[i].name;
+        op->pixels = (uint8_t)px__rows[i].pixels;
+        op->synopsis = px__rows[i].text;
+        op->fields = &px__fields[i + 1];
+        op->reserved_for = NULL;
+        int n = 0;
+        while (i + 1 + n < PXG__count && !px__rows[i + 1 + n].is_op)
+            n++;
+        op->nfields = (uint8_t)n;
+    }
+}
+
+const pxi_op_info *pxi_op(unsigned value)
+{
+    pthread_once(&px__once, px__build);
+    return &px__ops[value & 255u];
+}
+
+const char *pxi_kind_name(enum pxi_kind kind)
+{
+    static const char *const names[] = {"zero", "row", "slot", "mode", "u16", "dim", "q16", "lod"};
+    return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+const char *pxi_role_name(unsigned role)
+{
+    static const char *const names[] = {"program", "input", "output", "scratch", "data"};
+    return role <= PXI_ROLE_LAST ? names[role] : "?";
+}

@@ -1,0 +1,141 @@
+/* pxisa.h - the .pxi encoding: header layout, instruction layout, opcodes and operand kinds.
+ *
+ * A .pxi program is an RGBA8 image. Its pixels, read in row-major order, form a pixel stream:
+ *
+ *   stream index   what
+ *   0              magic 'P','X','V','M'
+ *   1              R = format major (1), G = format minor (0), B = slot count, A = flags (0)
+ *   2              code start: stream index of the first instruction      (u32, see below)
+ *   3              instruction count                                       (u32)
+ *   4              reserved, must be 0                                     (u32)
+ *   5 + 8*k ...    slot descriptor k (k = 0 .. slot count-1), 8 pixels:
+ *                    +0  R = role (PXI_ROLE_*), G = flags (0), B = A = 0
+ *                    +1  width  (u32)        +2  height (u32)
+ *                    +3  data origin in the program image: x (u16 in R,G), y (u16 in B,A);
+ *                        only for role DATA, 0 otherwise
+ *                    +4  patch width (u16 R,G), patch height (u16 B,A); 0,0 = not a patch atlas
+ *                    +5  patch count (u32)
+ *                    +6,+7  name: 8 bytes of [a-z0-9_], NUL-padded ("" = unnamed)
+ *   code start ...  instructions, each an opcode pixel followed by its operand pixels
+ *
+ * A u32 pixel is R | G<<8 | B<<16 | A<<24 (little-endian, the same bytes as in memory).
+ *
+ * Instruction layout (operands are drawn per opcode in opcodes.def):
+ *
+ *        R        G        B        A
+ *   +--------+--------+--------+--------+
+ *   | opcode | small operands (u8 each) |   pixel 0
+ *   +--------+--------+--------+--------+
+ *   | wider operands: u16 in R,G / B,A; |   pixels 1 .. n-1
+ *   | u32 or Q16 in R,G,B,A             |
+ *   +-----------------------------------+
+ *
+ * Slots are numbered from 1 in the order of their descriptors; slot 0 is the program image itself
+ * ("prog"), so programs can read data embedded in themselves and write results into it.
+ */
+#ifndef PXISA_H
+#define PXISA_H
+
+#include <stdint.h>
+
+#define PXI_MAGIC_R 'P'
+#define PXI_MAGIC_G 'X'
+#define PXI_MAGIC_B 'V'
+#define PXI_MAGIC_A 'M'
+#define PXI_VERSION_MAJOR 1
+#define PXI_VERSION_MINOR 0
+#define PXI_HEADER_PIXELS 5   /* stream pixels before the first slot descriptor */
+#define PXI_SLOT_PIXELS 8     /* stream pixels per slot descriptor */
+#define PXI_NAME_MAX 8        /* bytes of a slot name */
+#define PXI_MAX_FIELDS 16     /* most operands of one instruction */
+#define PXI_MAX_PIXELS 8      /* most pixels of one instruction */
+
+/* Slot roles. Slot 0 (the program image) has role PROGRAM; declared slots have the others. */
+enum pxi_role {
+    PXI_ROLE_PROGRAM = 0, /* the program image: level 0 starts as the .pxi pixels */
+    PXI_ROLE_INPUT = 1,   /* level 0 must be bound to an image of exactly the declared size */
+    PXI_ROLE_OUTPUT = 2,  /* starts zeroed; what a run produces */
+    PXI_ROLE_SCRATCH = 3, /* starts zeroed; intermediate results */
+    PXI_ROLE_DATA = 4     /* level 0 starts as a rectangle copied from the program image */
+};
+#define PXI_ROLE_LAST PXI_ROLE_DATA
+
+/* Opcodes, from the table. */
+enum pxi_opcode {
+#define PX_OP(name, value, pixels, synopsis) PX_OP_##name = value,
+#include "opcodes.def"
+};
+
+/* Operand kinds: how a field is read and what the validator demands of it. */
+enum pxi_kind {
+    PXK_ZERO, /* reserved bits: must be 0 */
+    PXK_ROW,  /* u8 row of the program image: must be < its height */
+    PXK_SLOT, /* u8 slot number: must be <= the slot count (0 = the program image) */
+    PXK_MODE, /* u8 sampling mode: PX_MODE_LINEAR or PX_MODE_NEAREST */
+    PXK_U16,  /* u16, any value (regions are checked per opcode) */
+    PXK_DIM,  /* u16 size: must be >= 1 */
+    PXK_Q16,  /* s32 fixed point, 16 fractional bits, any value */
+    PXK_LOD   /* u16 fixed point, 8 fractional bits, any value (clamped to the last level) */
+};
+
+enum pxi_mode { PX_MODE_LINEAR = 0, PX_MODE_NEAREST = 1 };
+
+/* Global field ordinals. The table lists each opcode's fields right after its PX_OP line, so a
+ * field's index inside its instruction is its ordinal minus its opcode's marker minus one. */
+enum pxi_field_ordinal {
+#define PX_OP(name, value, pixels, synopsis) PXG_##name##__op,
+#define PX_FIELD(op, field, kind, pixel, channel, bytes, doc) PXG_##op##_##field,
+#include "opcodes.def"
+    PXG__count
+};
+#define PX_FI(op, field) ((int)(PXG_##op##_##field - PXG_##op##__op - 1))
+
+/* One instruction, decoded once at load (vm/program.c). a[] holds the operands in table order. */
+typedef struct pxi_insn {
+    uint8_t op;       /* opcode value */
+    uint8_t npix;     /* pixels it occupies */
+    uint16_t nfields; /* operands in a[] */
+    uint32_t pc;      /* stream index of its opcode pixel */
+    int32_t a[PXI_MAX_FIELDS];
+} pxi_insn;
+
+/* Operand accessor: PX_ARG(insn, SAMPLE, cu). */
+#define PX_ARG(insn, op, field) ((insn)->a[PX_FI(op, field)])
+
+/* Read one little-endian little field from an instruction's pixels (4 bytes per pixel). */
+static inline uint32_t pxi_read_le(const uint8_t *pixels, int pixel, int channel, int bytes)
+{
+    const uint8_t *p = pixels + 4 * pixel + channel;
+    uint32_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline void pxi_write_le(uint8_t *pixels, int pixel, int channel, int bytes, uint32_t v)
+{
+    uint8_t *p = pixels + 4 * pixel + channel;
+    for (int i = 0; i < bytes; i++, v >>= 8)
+        p[i] = (uint8_t)(v & 255u);
+}
+
+/* Table views, for the validator, the disassembler, the assembler and the spec generator. */
+typedef struct pxi_field_info {
+    const char *name;
+    enum pxi_kind kind;
+    uint8_t pixel, channel, bytes;
+    const char *doc;
+} pxi_field_info;
+
+typedef struct pxi_op_info {
+    const char *name; /* NULL for values that are not implemented opcodes */
+    uint8_t value, pixels, nfields;
+    const pxi_field_info *fields;
+    const char *synopsis;
+    const char *reserved_for; /* family name for a reserved value, else NULL */
+} pxi_op_info;
+
+const pxi_op_info *pxi_op(unsigned value); /* always non-NULL for value < 256 */
+const char *pxi_kind_name(enum pxi_kind kind);
+const char *pxi_role_name(unsigned role);
+
+#endif

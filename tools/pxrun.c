@@ -1,0 +1,358 @@
+/* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../vm/pxvm.h"
+
+static const char px__usage[] =
+    "usage: pxrun PROGRAM.pxi [options]\n"
+    "  --in SLOT=FILE.png        bind an input slot to an image (any PNG; converted to RGBA8)\n"
+    "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
+    "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
+    "                            atlas, else the whole slot as N = 1\n"
+    "  -o FILE.pxi               write the final program image (slot 'prog')\n"
+    "  --executor cpu|cuda       which executor runs the program (default cpu)\n"
+    "  --threads N               CPU worker threads (default: all cores)\n"
+    "  --device N                CUDA device (default 0)\n"
+    "  --repeat N                run N times (timing; outputs are those of the last run)\n"
+    "  --time                    print load, run and output times\n"
+    "  --trace                   print each instruction as it executes\n"
+    "  --hash                    print a hash of every level of every slot after the run\n"
+    "  --info                    print the program's slots, instructions and launch plan\n"
+    "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
+    "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
+    "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable.\n";
+
+typedef struct {
+    char *slot;
+    int level;
+    char *path;
+} px__binding;
+
+static double px__now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int px__exit_code(const pxvm_error *err)
+{
+    switch (err->cls) {
+    case PXVM_USAGE: return 2;
+    case PXVM_MALFORMED: return 3;
+    case PXVM_INVALID: return 4;
+    case PXVM_UNLINKABLE: return 5;
+    case PXVM_TRAP: return 6;
+    case PXVM_UNAVAILABLE: return 7;
+    default: return 1;
+    }
+}
+
+static int px__die(const pxvm_error *err)
+{
+    char buf[1024];
+    pxvm_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "pxrun: %s\n", buf);
+    return px__exit_code(err);
+}
+
+static int px__bad_usage(const char *what)
+{
+    fprintf(stderr, "pxrun: %s\n%s", what, px__usage);
+    return 2;
+}
+
+/* "SLOT=PATH" or "SLOT@L=PATH" */
+static int px__parse_binding(char *arg, int allow_level, px__binding *b)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return -1;
+    *eq = 0;
+    b->slot = arg;
+    b->path = eq + 1;
+    b->level = 0;
+    char *at = strchr(arg, '@');
+    if (at) {
+        if (!allow_level)
+            return -1;
+        *at = 0;
+        char *end;
+        long l = strtol(at + 1, &end, 10);
+        if (!at[1] || *end || l < 0 || l >= PXVM_MAX_LEVELS)
+            return -1;
+        b->level = (int)l;
+    }
+    return 0;
+}
+
+static int px__parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-')
+        return -1;
+    *v = x;
+    return 0;
+}
+
+static void px__trace(void *ctx, const pxvm_program *prog, const pxi_insn *in)
+{
+    (void)ctx;
+    char buf[512];
+    int x, y;
+    pxvm_stream_xy(prog, in->pc, &x, &y);
+    pxvm_insn_format(prog, in, buf, sizeof buf);
+    fprintf(stderr, "trace: [%u] pixel (%d,%d) %s\n", (unsigned)(in - prog->insns), x, y, buf);
+}
+
+static void px__info(const pxvm_program *prog)
+{
+    char lb[16], buf[512];
+    printf("program %dx%d, format %d.%d, %d slots, %u instructions (stream %u..%u), %" PRIu64 " bytes of slots\n",
+           prog->image.w, prog->image.h, PXI_VERSION_MAJOR, PXI_VERSION_MINOR, prog->nslots, prog->ninsns,
+           prog->code_start, prog->code_end - 1, prog->memory);
+    for (int k = 0; k < prog->nslots; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        printf("  slot %d %-8s %-7s %5dx%-5d %2d levels", k, pxvm_slot_label(prog, k, lb), pxi_role_name(s->role),
+               s->w, s->h, s->levels);
+        if (s->patch_count)
+            printf(", %d patches of %dx%d", s->patch_count, s->patch_w, s->patch_h);
+        if (s->role == PXI_ROLE_DATA)
+            printf(", data at (%d,%d)", s->data_x, s->data_y);
+        printf("\n");
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        pxvm_insn_format(prog, &prog->insns[i], buf, sizeof buf);
+        int x, y;
+        pxvm_stream_xy(prog, prog->insns[i].pc, &x, &y);
+        printf("  [%u] (%d,%d) %s\n", i, x, y, buf);
+    }
+    printf("launch plan: %u steps\n", prog->nsteps);
+    for (uint32_t s = 0; s < prog->nsteps; s++)
+        printf("  step %u: %s instructions %u..%u\n", s, prog->steps[s].kind == PXVM_STEP_BATCH ? "batch" : "single",
+               prog->steps[s].first, prog->steps[s].first + prog->steps[s].count - 1);
+}
+
+/* The bytes of a --npy output: patches of an atlas in row-major tile order, or the whole slot. */
+static int px__npy_bytes(const pxvm_slot *s, const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err)
+{
+    if (!s->patch_count)
+        return pxvm_npy_encode(img->px, 1, img->h, img->w, out, len, err);
+    size_t pbytes = (size_t)s->patch_w * (size_t)s->patch_h * 4u;
+    uint8_t *buf = malloc(pbytes * (size_t)s->patch_count);
+    if (!buf)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(pbytes * (size_t)s->patch_count));
+    int cols = s->w / s->patch_w;
+    for (int p = 0; p < s->patch_count; p++) {
+        int tx = (p % cols) * s->patch_w, ty = (p / cols) * s->patch_h;
+        for (int y = 0; y < s->patch_h; y++)
+            memcpy(buf + pbytes * (size_t)p + (size_t)y * (size_t)s->patch_w * 4u,
+                   img->px + ((size_t)(ty + y) * (size_t)img->w + (size_t)tx) * 4u, (size_t)s->patch_w * 4u);
+    }
+    int rc = pxvm_npy_encode(buf, s->patch_count, s->patch_h, s->patch_w, out, len, err);
+    free(buf);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *prog_path = NULL, *final_path = NULL, *exec_name = "cpu";
+    px__binding *ins = calloc((size_t)argc, sizeof *ins), *outs = calloc((size_t)argc, sizeof *outs),
+                *npys = calloc((size_t)argc, sizeof *npys);
+    int nin = 0, nout = 0, nnpy = 0, do_time = 0, do_trace = 0, do_hash = 0, do_info = 0;
+    uint64_t repeat = 1;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_open_options oo = {0, 0};
+    if (!ins || !outs || !npys)
+        return 1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(px__usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--time")) {
+            do_time = 1;
+        } else if (!strcmp(a, "--trace")) {
+            do_trace = 1;
+        } else if (!strcmp(a, "--hash")) {
+            do_hash = 1;
+        } else if (!strcmp(a, "--info")) {
+            do_info = 1;
+        } else if (a[0] == '-' && a[1]) {
+            if (!val)
+                return px__bad_usage("an option is missing its value");
+            i++;
+            if (!strcmp(a, "--in")) {
+                if (px__parse_binding(argv[i], 0, &ins[nin++]) < 0)
+                    return px__bad_usage("--in takes SLOT=FILE.png");
+            } else if (!strcmp(a, "--out")) {
+                if (px__parse_binding(argv[i], 1, &outs[nout++]) < 0)
+                    return px__bad_usage("--out takes SLOT=FILE.png or SLOT@LEVEL=FILE.png");
+            } else if (!strcmp(a, "--npy")) {
+                if (px__parse_binding(argv[i], 0, &npys[nnpy++]) < 0)
+                    return px__bad_usage("--npy takes SLOT=FILE.npy");
+            } else if (!strcmp(a, "-o")) {
+                final_path = val;
+            } else if (!strcmp(a, "--executor")) {
+                exec_name = val;
+            } else if (!strcmp(a, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
+                oo.threads = (int)n;
+            } else if (!strcmp(a, "--device") && !px__parse_u64(val, &n) && n < 1024) {
+                oo.device = (int)n;
+            } else if (!strcmp(a, "--repeat") && !px__parse_u64(val, &n) && n >= 1) {
+                repeat = n;
+            } else if (!strcmp(a, "--max-side") && !px__parse_u64(val, &n) && n >= 1 && n <= 65535) {
+                lim.max_side = (uint32_t)n;
+            } else if (!strcmp(a, "--max-memory") && !px__parse_u64(val, &n)) {
+                lim.max_memory = n;
+            } else if (!strcmp(a, "--max-insns") && !px__parse_u64(val, &n) && n >= 1 && n <= UINT32_MAX) {
+                lim.max_insns = (uint32_t)n;
+            } else if (!strcmp(a, "--max-steps") && !px__parse_u64(val, &n)) {
+                lim.max_steps = n;
+            } else {
+                char msg[256];
+                snprintf(msg, sizeof msg, "bad option or value: %s %s", a, val);
+                return px__bad_usage(msg);
+            }
+        } else if (!prog_path) {
+            prog_path = a;
+        } else {
+            return px__bad_usage("more than one program given");
+        }
+    }
+    if (!prog_path)
+        return px__bad_usage("no program given");
+
+    pxvm_error err = {0};
+    const pxvm_executor_ops *ops = pxvm_executor_find(exec_name, &err);
+    if (!ops)
+        return px__die(&err);
+
+    double t0 = px__now();
+    pxvm_program prog;
+    if (pxvm_program_load(prog_path, &lim, &prog, &err) < 0)
+        return px__die(&err);
+    if (do_info)
+        px__info(&prog);
+    double t_load = px__now();
+
+    /* resolve every slot name before any work */
+    px__binding *lists[3] = {ins, outs, npys};
+    int counts[3] = {nin, nout, nnpy};
+    int *slot_of[3];
+    for (int li = 0; li < 3; li++) {
+        slot_of[li] = calloc((size_t)counts[li] + 1, sizeof(int));
+        for (int i = 0; i < counts[li]; i++) {
+            slot_of[li][i] = pxvm_slot_lookup(&prog, lists[li][i].slot);
+            if (slot_of[li][i] < 0) {
+                pxvm_fail(&err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
+                return px__die(&err);
+            }
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        const pxvm_slot *s = &prog.slots[slot_of[1][i]];
+        if (outs[i].level >= s->levels) {
+            char lb[16];
+            pxvm_fail(&err, PXE_NO_LEVEL, -1, -1, slot_of[1][i], pxvm_slot_label(&prog, slot_of[1][i], lb),
+                      s->levels - 1, outs[i].level);
+            return px__die(&err);
+        }
+    }
+
+    pxvm_executor *ex = NULL;
+    int rc = 0;
+    double t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
+    pxvm_outputs files = {0};
+    if (ops->open(&ex, &oo, &err) < 0)
+        return px__die(&err);
+    t_open = px__now();
+    if (ops->load(ex, &prog, &err) < 0)
+        goto fail;
+    for (int i = 0; i < nin; i++) {
+        pxvm_image img;
+        if (pxvm_png_load(ins[i].path, &lim, &img, &err) < 0)
+            goto fail;
+        int r = ops->bind(ex, slot_of[0][i], &img, &err);
+        pxvm_image_free(&img);
+        if (r < 0)
+            goto fail;
+    }
+    t_bind = px__now();
+    pxvm_run_options ro = {lim.max_steps, do_trace ? px__trace : NULL, NULL};
+    for (uint64_t r = 0; r < repeat; r++) {
+        if (ops->run(ex, &ro, &err) < 0)
+            goto fail;
+        ro.trace = NULL; /* trace the first run only */
+    }
+    t_run = px__now();
+
+    /* outputs: all written to temporary files first, renamed only when every one succeeded */
+    for (int kind = 0; kind < 3; kind++) {
+        int n = kind == 0 ? nout : kind == 1 ? nnpy : (final_path ? 1 : 0);
+        for (int i = 0; i < n; i++) {
+            int slot = kind == 0 ? slot_of[1][i] : kind == 1 ? slot_of[2][i] : 0;
+            int level = kind == 0 ? outs[i].level : 0;
+            const char *path = kind == 0 ? outs[i].path : kind == 1 ? npys[i].path : final_path;
+            pxvm_image img;
+            uint8_t *bytes = NULL;
+            size_t len = 0;
+            if (ops->read(ex, slot, level, &img, &err) < 0)
+                goto fail;
+            int r = kind == 1 ? px__npy_bytes(&prog.slots[slot], &img, &bytes, &len, &err)
+                              : pxvm_png_encode(&img, &bytes, &len, &err);
+            pxvm_image_free(&img);
+            if (r == 0)
+                r = pxvm_outputs_add(&files, path, bytes, len, &err);
+            free(bytes);
+            if (r < 0)
+                goto fail;
+        }
+    }
+    if (do_hash) {
+        char lb[16];
+        for (int k = 0; k < prog.nslots; k++)
+            for (int l = 0; l < prog.slots[k].levels; l++) {
+                pxvm_image img;
+                if (ops->read(ex, k, l, &img, &err) < 0)
+                    goto fail;
+                printf("%s L%d %dx%d %016" PRIx64 "\n", pxvm_slot_label(&prog, k, lb), l, img.w, img.h,
+                       pxvm_hash64(img.px, (size_t)img.w * (size_t)img.h * 4u));
+                pxvm_image_free(&img);
+            }
+    }
+    if (pxvm_outputs_commit(&files, &err) < 0)
+        goto fail;
+    t_out = px__now();
+    if (do_time)
+        fprintf(stderr,
+                "time: load+validate %.3f ms, executor open %.3f ms, load+bind %.3f ms, run %.3f ms (%.3f ms x %" PRIu64
+                "), outputs %.3f ms [%s]\n",
+                t_load - t0, t_open - t_load, t_bind - t_open, t_run - t_bind, (t_run - t_bind) / (double)repeat,
+                repeat, t_out - t_run, ops->name);
+    goto done;
+fail:
+    pxvm_outputs_abort(&files);
+    rc = px__die(&err);
+done:
+    ops->close(ex);
+    pxvm_program_free(&prog);
+    for (int li = 0; li < 3; li++)
+        free(slot_of[li]);
+    free(ins);
+    free(outs);
+    free(npys);
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* error.c - error records, their classes and messages (defined once in errors.def). */
+#include "pxvm.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const struct {
+    pxvm_class cls;
+    const char *fmt;
+} px__errors[PXE__count] = {
+    [PXE_NONE] = {PXVM_OK, "no error"},
+#define PXE(code, cls, fmt) [PXE_##code] = {PXVM_##cls, fmt},
+#include "errors.def"
+};
+
+int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...)
+{
+    if (!err)
+        return -1;
+    err->code = code;
+    err->cls = px__errors[code].cls;
+    err->x = x;
+    err->y = y;
+    va_list ap;
+    va_start(ap, y);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    vsnprintf(err->msg, sizeof err->msg, px__errors[code].fmt, ap);
+#pragma GCC diagnostic pop
+    va_end(ap);
+    return -1;
+}
+
+const char *pxvm_class_name(pxvm_class cls)
+{
+    switch (cls) {
+    case PXVM_OK: return "ok";
+    case PXVM_MALFORMED: return "malformed";
+    case PXVM_INVALID: return "invalid";
+    case PXVM_UNLINKABLE: return "unlinkable";
+    case PXVM_TRAP: return "trap";
+    case PXVM_IO: return "i/o error";
+    case PXVM_USAGE: return "usage";
+    case PXVM_UNAVAILABLE: return "unavailable";
+    }
+    return "?";
+}
+
+void pxvm_error_format(const pxvm_error *err, char *buf, size_t len)
+{
+    if (err->x >= 0)
+        snprintf(buf, len, "%s: pixel (%d,%d): %s", pxvm_class_name(err->cls), err->x, err->y, err->msg);
+    else
+        snprintf(buf, len, "%s: %s", pxvm_class_name(err->cls), err->msg);
+}
+
+void pxvm_limits_default(pxvm_limits *lim)
+{
+    lim->max_side = 16384;
+    lim->max_memory = 1ull << 30;
+    lim->max_insns = 1u << 20;
+    lim->max_steps = 1ull << 24;
+}

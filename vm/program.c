@@ -1,0 +1,537 @@
+/* program.c - .pxi parsing and validation (everything is checked here, once, before any run),
+ * the launch plan, and the table-driven instruction printer. */
+#include "pxvm.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../isa/px_sem.h"
+
+#define PX__PIX(img, i) ((img)->px + 4u * (size_t)(i))
+
+void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y)
+{
+    *x = (int)(index % (uint32_t)prog->image.w);
+    *y = (int)(index / (uint32_t)prog->image.w);
+}
+
+static uint32_t px__u32(const pxvm_image *img, uint32_t index) { return pxi_read_le(PX__PIX(img, index), 0, 0, 4); }
+
+/* Stream pixel coordinates for error messages, before prog->image is set. */
+#define PX__AT(img, i) (int)((i) % (uint32_t)(img)->w), (int)((i) / (uint32_t)(img)->w)
+
+void pxvm_insn_decode(const uint8_t *pixels, uint32_t pc, const pxi_op_info *op, pxi_insn *out)
+{
+    memset(out, 0, sizeof *out);
+    out->op = op->value;
+    out->npix = op->pixels;
+    out->nfields = op->nfields;
+    out->pc = pc;
+    for (int f = 0; f < op->nfields; f++) {
+        const pxi_field_info *fi = &op->fields[f];
+        uint32_t raw = pxi_read_le(pixels, fi->pixel, fi->channel, fi->bytes);
+        out->a[f] = fi->kind == PXK_Q16 ? px_entry_q16(raw) : (int32_t)raw;
+    }
+}
+
+static int px__name_char(int c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+{
+    pxvm_slot *s = &prog->slots[k];
+    uint32_t d = (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (k - 1));
+    const uint8_t *p0 = PX__PIX(img, d);
+    s->desc_pixel = (int)d;
+    s->role = p0[0];
+    if (s->role < PXI_ROLE_INPUT || s->role > PXI_ROLE_LAST)
+        return pxvm_fail(err, PXE_SLOT_ROLE, PX__AT(img, d), k, s->role);
+
+    /* name first, so that later messages can use it */
+    const uint8_t *nm = PX__PIX(img, d + 6);
+    int len = 0;
+    while (len < PXI_NAME_MAX && nm[len])
+        len++;
+    for (int i = len; i < PXI_NAME_MAX; i++)
+        if (nm[i])
+            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "has bytes after its NUL terminator");
+    for (int i = 0; i < len; i++)
+        if (!px__name_char(nm[i]))
+            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "may only use a-z, 0-9 and _");
+    if (len && nm[0] >= '0' && nm[0] <= '9')
+        return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "must not start with a digit (numbers name slots)");
+    memcpy(s->name, nm, (size_t)len);
+    s->name[len] = 0;
+    if (!strcmp(s->name, "prog"))
+        return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "'prog' is the program image's own name");
+    for (int j = 1; j < k; j++)
+        if (len && !strcmp(prog->slots[j].name, s->name))
+            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "repeats the name of an earlier slot");
+
+    if (p0[1] || p0[2] || p0[3])
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name, "flags and reserved bytes must be 0");
+    uint32_t w = px__u32(img, d + 1), h = px__u32(img, d + 2);
+    if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side)
+        return pxvm_fail(err, PXE_SLOT_SIDE, PX__AT(img, d + 1), k, s->name, w, h, lim->max_side);
+    s->w = (int)w;
+    s->h = (int)h;
+
+    const uint8_t *po = PX__PIX(img, d + 3);
+    uint32_t dx = pxi_read_le(po, 0, 0, 2), dy = pxi_read_le(po, 0, 2, 2);
+    if (s->role == PXI_ROLE_DATA) {
+        if ((uint64_t)dx + w > (uint64_t)img->w || (uint64_t)dy + h > (uint64_t)img->h)
+            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name,
+                             "its data rectangle does not lie inside the program image");
+        s->data_x = (int)dx;
+        s->data_y = (int)dy;
+    } else if (dx || dy) {
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name, "only data slots have a data origin");
+    }
+
+    const uint8_t *pp = PX__PIX(img, d + 4);
+    uint32_t pw = pxi_read_le(pp, 0, 0, 2), ph = pxi_read_le(pp, 0, 2, 2), pc = px__u32(img, d + 5);
+    if (pw || ph || pc) {
+        if (!pw || !ph || !pc || pw > w || ph > h)
+            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 4), k, s->name,
+                             "patch size and count must all be >= 1 and the patch must fit the slot");
+        if ((uint64_t)pc > (uint64_t)(w / pw) * (h / ph))
+            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 5), k, s->name,
+                             "patch count exceeds the patches that fit in the slot");
+    }
+    s->patch_w = (int)pw;
+    s->patch_h = (int)ph;
+    s->patch_count = (int)pc;
+    return 0;
+}
+
+static void px__slot_geometry(pxvm_slot *s)
+{
+    s->levels = px_mip_levels(s->w, s->h);
+    uint64_t off = 0;
+    for (int l = 0; l < s->levels; l++) {
+        s->level_offset[l] = off;
+        off += (uint64_t)px_mip_dim(s->w, l) * (uint64_t)px_mip_dim(s->h, l) * 4u;
+    }
+    s->bytes = off;
+}
+
+/* Operand rules that follow from an operand's kind alone. */
+static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi,
+                           int32_t v, pxvm_error *err)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    const char *why = NULL;
+    switch (fi->kind) {
+    case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
+    case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
+    case PXK_SLOT: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
+    case PXK_MODE: why = v != PX_MODE_LINEAR && v != PX_MODE_NEAREST ? "(mode is 0 = linear or 1 = nearest)" : NULL; break;
+    case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
+    case PXK_U16:
+    case PXK_Q16:
+    case PXK_LOD: break;
+    }
+    if (!why)
+        return 0;
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + fi->pixel, &x, &y);
+    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, fi->name, (long)v, why);
+}
+
+static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
+                           const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
+}
+
+/* A w x h rectangle at (x, y) of slot s, written by an instruction. */
+static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int slot, int x, int y, int w,
+                           int h, pxvm_error *err)
+{
+    char lb[16];
+    const pxvm_slot *s = &prog->slots[slot];
+    if (x + w > s->w || y + h > s->h)
+        return px__region_fail(prog, in, index, 1, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
+                               pxvm_slot_label(prog, slot, lb), s->w, s->h);
+    /* The header and code are never written: the program decoded at load stays the program. */
+    if (slot == 0 && (uint64_t)y * (uint64_t)prog->image.w + (uint64_t)x < prog->code_end)
+        return px__region_fail(prog, in, index, 1, err,
+                               "destination %d,%d %dx%d of the program image overlaps its header and code "
+                               "(stream 0..%u)",
+                               x, y, w, h, prog->code_end - 1);
+    return 0;
+}
+
+static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    switch (in->op) {
+    case PX_OP_DOT_RGB: {
+        int row = PX_ARG(in, DOT_RGB, row_out);
+        return px__check_write(prog, in, index, 0, 0, row, 1, 1, err);
+    }
+    case PX_OP_SAMPLE:
+    case PX_OP_GATHER: {
+        int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
+        int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        if (src == dst)
+            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                                   pxvm_slot_label(prog, src, la));
+        if (px__check_write(prog, in, index, dst, x, y, w, h, err) < 0)
+            return -1;
+        if (in->op == PX_OP_GATHER) {
+            int t = PX_ARG(in, GATHER, table);
+            int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
+            const pxvm_slot *ts = &prog->slots[t];
+            if (t == dst)
+                return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
+                                       pxvm_slot_label(prog, t, la));
+            if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
+                return px__region_fail(prog, in, index, 4, err,
+                                       "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
+                                       3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
+        }
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+/* ---- launch plan ---------------------------------------------------------------------------- */
+
+#define PX__BATCH_MAX 1024 /* bounds the pairwise rectangle checks below */
+
+static int px__is_fetch(const pxi_insn *in) { return in->op == PX_OP_SAMPLE || in->op == PX_OP_GATHER; }
+
+static int px__rects_overlap(const pxi_insn *a, const pxi_insn *b)
+{
+    int ax = a->a[PX_FI(SAMPLE, dst_x)], ay = a->a[PX_FI(SAMPLE, dst_y)];
+    int bx = b->a[PX_FI(SAMPLE, dst_x)], by = b->a[PX_FI(SAMPLE, dst_y)];
+    return ax < bx + b->a[PX_FI(SAMPLE, w)] && bx < ax + a->a[PX_FI(SAMPLE, w)] && ay < by + b->a[PX_FI(SAMPLE, h)] &&
+           by < ay + a->a[PX_FI(SAMPLE, h)];
+}
+
+static int px__build_plan(pxvm_program *prog, pxvm_error *err)
+{
+    prog->steps = malloc(sizeof(pxvm_step) * prog->ninsns);
+    if (!prog->steps)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(sizeof(pxvm_step) * prog->ninsns));
+    uint8_t reads[PXVM_MAX_SLOTS + 1], writes[PXVM_MAX_SLOTS + 1];
+    uint32_t i = 0;
+    prog->nsteps = 0;
+    while (i < prog->ninsns) {
+        pxvm_step *st = &prog->steps[prog->nsteps++];
+        st->first = i;
+        st->count = 1;
+        st->kind = PXVM_STEP_ONE;
+        if (!px__is_fetch(&prog->insns[i])) {
+            i++;
+            continue;
+        }
+        memset(reads, 0, sizeof reads);
+        memset(writes, 0, sizeof writes);
+        uint32_t j = i;
+        for (; j < prog->ninsns && j - i < PX__BATCH_MAX; j++) {
+            const pxi_insn *in = &prog->insns[j];
+            if (!px__is_fetch(in))
+                break;
+            int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
+            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src;
+            if (reads[dst] || writes[src] || writes[tab])
+                break;
+            int overlap = 0;
+            if (writes[dst])
+                for (uint32_t k = i; k < j && !overlap; k++)
+                    overlap = prog->insns[k].a[PX_FI(SAMPLE, dst)] == dst && px__rects_overlap(&prog->insns[k], in);
+            if (overlap)
+                break;
+            reads[src] = reads[tab] = writes[dst] = 1;
+        }
+        st->count = j - i;
+        st->kind = st->count > 1 ? PXVM_STEP_BATCH : PXVM_STEP_ONE;
+        i = j;
+    }
+    return 0;
+}
+
+/* ---- load ----------------------------------------------------------------------------------- */
+
+int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+{
+    memset(prog, 0, sizeof *prog);
+    prog->image = *image;
+    image->px = NULL;
+    const pxvm_image *img = &prog->image;
+    uint64_t total = (uint64_t)img->w * (uint64_t)img->h;
+    if (total < PXI_HEADER_PIXELS) {
+        pxvm_fail(err, PXE_HEADER_SHORT, -1, -1, (unsigned long long)PXI_HEADER_PIXELS, (unsigned long long)total);
+        goto fail;
+    }
+    const uint8_t *p0 = PX__PIX(img, 0), *p1 = PX__PIX(img, 1);
+    if (p0[0] != PXI_MAGIC_R || p0[1] != PXI_MAGIC_G || p0[2] != PXI_MAGIC_B || p0[3] != PXI_MAGIC_A) {
+        pxvm_fail(err, PXE_BAD_MAGIC, PX__AT(img, 0), p0[0], p0[1], p0[2], p0[3]);
+        goto fail;
+    }
+    if (p1[0] != PXI_VERSION_MAJOR || p1[1] > PXI_VERSION_MINOR) {
+        pxvm_fail(err, PXE_BAD_VERSION, PX__AT(img, 1), p1[0], p1[1], PXI_VERSION_MAJOR, PXI_VERSION_MAJOR,
+                  PXI_VERSION_MINOR);
+        goto fail;
+    }
+    if (p1[3]) {
+        pxvm_fail(err, PXE_HEADER_RESERVED, PX__AT(img, 1), "flags", p1[3]);
+        goto fail;
+    }
+    int nslots = p1[2];
+    uint64_t header_end = PXI_HEADER_PIXELS + (uint64_t)PXI_SLOT_PIXELS * (uint64_t)nslots;
+    if (header_end > total) {
+        pxvm_fail(err, PXE_HEADER_SHORT, PX__AT(img, 1), (unsigned long long)header_end, (unsigned long long)total);
+        goto fail;
+    }
+    uint32_t code_start = px__u32(img, 2), ninsns = px__u32(img, 3), reserved = px__u32(img, 4);
+    if (reserved) {
+        pxvm_fail(err, PXE_HEADER_RESERVED, PX__AT(img, 4), "word 4", reserved);
+        goto fail;
+    }
+    if (code_start < header_end) {
+        pxvm_fail(err, PXE_CODE_START, PX__AT(img, 2), code_start, (unsigned)header_end);
+        goto fail;
+    }
+    if (ninsns == 0) {
+        pxvm_fail(err, PXE_NO_CODE, PX__AT(img, 3));
+        goto fail;
+    }
+    if (ninsns > lim->max_insns) {
+        pxvm_fail(err, PXE_TOO_MANY_INSNS, PX__AT(img, 3), ninsns, lim->max_insns);
+        goto fail;
+    }
+    /* the program image itself must respect the limits a slot does */
+    if ((uint32_t)img->w > lim->max_side || (uint32_t)img->h > lim->max_side) {
+        pxvm_fail(err, PXE_SLOT_SIDE, -1, -1, 0, "prog", img->w, img->h, lim->max_side);
+        goto fail;
+    }
+
+    prog->nslots = nslots + 1;
+    prog->slots = calloc((size_t)prog->nslots, sizeof(pxvm_slot));
+    if (!prog->slots) {
+        pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        goto fail;
+    }
+    pxvm_slot *s0 = &prog->slots[0];
+    s0->role = PXI_ROLE_PROGRAM;
+    strcpy(s0->name, "prog");
+    s0->w = img->w;
+    s0->h = img->h;
+    s0->desc_pixel = -1;
+    for (int k = 1; k <= nslots; k++)
+        if (px__parse_slot(img, k, lim, prog, err) < 0)
+            goto fail;
+    prog->memory = 0;
+    for (int k = 0; k <= nslots; k++) {
+        px__slot_geometry(&prog->slots[k]);
+        prog->memory += prog->slots[k].bytes;
+    }
+    if (prog->memory > lim->max_memory) {
+        pxvm_fail(err, PXE_SLOT_MEMORY, -1, -1, (unsigned long long)prog->memory,
+                  (unsigned long long)lim->max_memory);
+        goto fail;
+    }
+
+    /* decode every instruction once, checking each operand against its kind */
+    prog->insns = malloc(sizeof(pxi_insn) * ninsns);
+    if (!prog->insns) {
+        pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(sizeof(pxi_insn) * ninsns));
+        goto fail;
+    }
+    prog->code_start = code_start;
+    uint64_t pc = code_start;
+    for (uint32_t i = 0; i < ninsns; i++) {
+        if (pc >= total) {
+            pxvm_fail(err, PXE_CODE_SHORT, -1, -1, i, "?", 1u, (unsigned long long)total);
+            goto fail;
+        }
+        unsigned value = PX__PIX(img, pc)[0];
+        const pxi_op_info *op = pxi_op(value);
+        if (!op->name) {
+            if (op->reserved_for && strcmp(op->reserved_for, "unassigned"))
+                pxvm_fail(err, PXE_OPCODE_RESERVED, PX__AT(img, pc), i, value, op->reserved_for);
+            else
+                pxvm_fail(err, PXE_OPCODE_UNKNOWN, PX__AT(img, pc), i, value);
+            goto fail;
+        }
+        if (pc + op->pixels > total) {
+            pxvm_fail(err, PXE_CODE_SHORT, PX__AT(img, pc), i, op->name, (unsigned)op->pixels,
+                      (unsigned long long)total);
+            goto fail;
+        }
+        pxi_insn *in = &prog->insns[i];
+        pxvm_insn_decode(PX__PIX(img, pc), (uint32_t)pc, op, in);
+        prog->ninsns = i + 1;
+        for (int f = 0; f < op->nfields; f++)
+            if (px__check_field(prog, in, i, &op->fields[f], in->a[f], err) < 0)
+                goto fail;
+        pc += op->pixels;
+    }
+    prog->code_end = (uint32_t)pc;
+    const pxi_insn *last = &prog->insns[ninsns - 1];
+    if (last->op != PX_OP_HALT) {
+        pxvm_fail(err, PXE_NO_HALT, PX__AT(img, last->pc), ninsns - 1, pxi_op(last->op)->name);
+        goto fail;
+    }
+    /* rules that need the whole header and code: regions against slot sizes */
+    for (uint32_t i = 0; i < ninsns; i++)
+        if (px__check_insn(prog, &prog->insns[i], i, err) < 0)
+            goto fail;
+    if (px__build_plan(prog, err) < 0)
+        goto fail;
+    return 0;
+fail:
+    pxvm_program_free(prog);
+    return -1;
+}
+
+int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+{
+    pxvm_image img;
+    memset(prog, 0, sizeof *prog);
+    if (pxvm_png_load(path, lim, &img, err) < 0)
+        return -1;
+    return pxvm_program_from_image(&img, lim, prog, err);
+}
+
+void pxvm_program_free(pxvm_program *prog)
+{
+    pxvm_image_free(&prog->image);
+    free(prog->slots);
+    free(prog->insns);
+    free(prog->steps);
+    memset(prog, 0, sizeof *prog);
+}
+
+/* ---- names and printing --------------------------------------------------------------------- */
+
+int pxvm_slot_lookup(const pxvm_program *prog, const char *name)
+{
+    if (!name || !*name)
+        return -1;
+    if (name[0] >= '0' && name[0] <= '9') {
+        char *end;
+        long v = strtol(name, &end, 10);
+        return *end || v < 0 || v >= prog->nslots ? -1 : (int)v;
+    }
+    for (int k = 0; k < prog->nslots; k++)
+        if (!strcmp(prog->slots[k].name, name))
+            return k;
+    return -1;
+}
+
+const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16])
+{
+    if (slot >= 0 && slot < prog->nslots && prog->slots[slot].name[0])
+        snprintf(buf, 16, "%s", prog->slots[slot].name);
+    else
+        snprintf(buf, 16, "#%d", slot);
+    return buf;
+}
+
+/* Exact decimal of v / 2^frac (every such value has a finite decimal expansion). */
+static void px__fmt_fixed(int64_t v, int frac, char *buf, size_t len)
+{
+    uint64_t m = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+    uint64_t ip = m >> frac, fp = m & ((1ull << frac) - 1);
+    int n = snprintf(buf, len, "%s%" PRIu64, v < 0 ? "-" : "", ip);
+    if (fp && n > 0 && (size_t)n + 2 < len) {
+        buf[n++] = '.';
+        while (fp && (size_t)n + 1 < len) {
+            fp *= 10;
+            buf[n++] = (char)('0' + (fp >> frac));
+            fp &= (1ull << frac) - 1;
+        }
+        buf[n] = 0;
+    }
+}
+
+void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    size_t n = (size_t)snprintf(buf, len, "%s", op->name ? op->name : "?");
+    for (int f = 0; f < op->nfields && n < len; f++) {
+        const pxi_field_info *fi = &op->fields[f];
+        char val[48], lb[16];
+        int32_t v = in->a[f];
+        switch (fi->kind) {
+        case PXK_ZERO: continue;
+        case PXK_SLOT: snprintf(val, sizeof val, "%s", prog ? pxvm_slot_label(prog, v, lb) : "?"); break;
+        case PXK_MODE: snprintf(val, sizeof val, "%s", v == PX_MODE_NEAREST ? "nearest" : "linear"); break;
+        case PXK_Q16: px__fmt_fixed(v, 16, val, sizeof val); break;
+        case PXK_LOD: px__fmt_fixed(v, 8, val, sizeof val); break;
+        case PXK_ROW:
+        case PXK_U16:
+        case PXK_DIM: snprintf(val, sizeof val, "%d", (int)v); break;
+        }
+        n += (size_t)snprintf(buf + n, len - n, " %s=%s", fi->name, val);
+    }
+}
+
+/* ---- executor helpers ----------------------------------------------------------------------- */
+
+int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err)
+{
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots)
+        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    const pxvm_slot *s = &prog->slots[slot];
+    if (s->role != PXI_ROLE_INPUT)
+        return pxvm_fail(err, PXE_BIND_ROLE, -1, -1, slot, pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
+    if (img->w != s->w || img->h != s->h)
+        return pxvm_fail(err, PXE_INPUT_SIZE, -1, -1, img->w, img->h, slot, pxvm_slot_label(prog, slot, lb), s->w,
+                         s->h);
+    return 0;
+}
+
+void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst)
+{
+    const pxvm_slot *s = &prog->slots[slot];
+    size_t row = (size_t)s->w * 4u;
+    if (s->role == PXI_ROLE_PROGRAM) {
+        memcpy(dst, prog->image.px, row * (size_t)s->h);
+    } else if (s->role == PXI_ROLE_DATA) {
+        for (int y = 0; y < s->h; y++)
+            memcpy(dst + row * (size_t)y,
+                   prog->image.px + ((size_t)(s->data_y + y) * (size_t)prog->image.w + (size_t)s->data_x) * 4u, row);
+    } else {
+        memset(dst, 0, row * (size_t)s->h);
+    }
+}
+
+#ifdef PXVM_HAVE_CUDA_GL
+extern const pxvm_executor_ops pxvm_cuda_gl_executor;
+#endif
+
+const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err)
+{
+    if (!strcmp(name, "cpu"))
+        return &pxvm_cpu_executor;
+    if (!strcmp(name, "cuda")) {
+#ifdef PXVM_HAVE_CUDA_GL
+        return &pxvm_cuda_gl_executor;
+#else
+        pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                  "the CUDA-GL executor is not built into this binary (it needs nvcc, EGL and GLEW "
+                  "headers at build time: run 'make deps && make')");
+        return NULL;
+#endif
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "no executor named '%s' (cpu, cuda)", name);
+    pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    return NULL;
+}

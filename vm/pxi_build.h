@@ -1,0 +1,49 @@
+/* pxi_build.h - writes .pxi program images: slots, instructions (encoded from the opcode table),
+ * raw program-image rows and embedded data. Used by the program generator, the tests and pxasm. */
+#ifndef PXI_BUILD_H
+#define PXI_BUILD_H
+
+#include "pxvm.h"
+
+typedef struct pxvm_builder_slot {
+    uint8_t role;
+    char name[PXI_NAME_MAX + 1];
+    int w, h;
+    int patch_w, patch_h, patch_count;
+    pxvm_image data; /* role DATA: the pixels embedded in the program image */
+} pxvm_builder_slot;
+
+typedef struct pxvm_builder {
+    int width; /* program image width in pixels */
+    int nslots;
+    pxvm_builder_slot slots[PXVM_MAX_SLOTS + 1]; /* [1..nslots] */
+    uint8_t *code;
+    size_t code_pixels, code_cap;
+    uint32_t ninsns;
+    uint32_t *insn_pc; /* code-relative pixel of each instruction, for patching */
+    uint8_t *rows;     /* raw program-image rows, width*4 bytes each */
+    int nrows;
+    int rows_base;     /* row index of the first raw row (fixed by the first pxvm_build_row) */
+    int failed;
+    char why[256];
+} pxvm_builder;
+
+void pxvm_build_init(pxvm_builder *b, int width);
+void pxvm_build_free(pxvm_builder *b);
+/* Declares a slot; returns its number (1..), or -1. */
+int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h);
+void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int count);
+/* A DATA slot holding a copy of img, embedded below the code. */
+int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *img);
+/* Appends an instruction; fields[] in table order (reserved fields included, normally 0).
+ * Returns its index. No validation here: the loader validates. */
+uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields);
+/* Rewrites one field of an emitted instruction. */
+void pxvm_build_patch(pxvm_builder *b, uint32_t insn, int field, int32_t value);
+/* Appends a raw program-image row (n pixels, padded with zeros); returns its row index. Call it
+ * only after every slot and instruction, since rows follow the header and code. */
+int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n);
+/* The finished program image. The header's instruction count and code start are filled in. */
+int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err);
+
+#endif

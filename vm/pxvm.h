@@ -1,0 +1,198 @@
+/* pxvm.h - the pxvm library: errors, images, programs (load + validate), launch plans, executors.
+ *
+ * Public names start with pxvm_; file-private helpers in the .c files start with px__.
+ */
+#ifndef PXVM_H
+#define PXVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../isa/pxisa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+typedef enum pxvm_class {
+    PXVM_OK = 0,
+    PXVM_MALFORMED,
+    PXVM_INVALID,
+    PXVM_UNLINKABLE,
+    PXVM_TRAP,
+    PXVM_IO,
+    PXVM_USAGE,
+    PXVM_UNAVAILABLE
+} pxvm_class;
+
+typedef enum pxvm_code {
+    PXE_NONE = 0,
+#define PXE(code, cls, fmt) PXE_##code,
+#include "errors.def"
+    PXE__count
+} pxvm_code;
+
+typedef struct pxvm_error {
+    pxvm_code code;
+    pxvm_class cls;
+    int x, y; /* the pixel of the program image the error is about, or -1, -1 */
+    char msg[768];
+} pxvm_error;
+
+/* Records error `code` (message formatted from errors.def with the arguments) at pixel (x, y);
+ * returns -1 so that callers can `return pxvm_fail(...)`. */
+int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
+const char *pxvm_class_name(pxvm_class cls);
+/* "invalid program: pixel (3,0): instruction 0 (SAMPLE): ..." */
+void pxvm_error_format(const pxvm_error *err, char *buf, size_t len);
+
+/* ---- limits --------------------------------------------------------------------------------- */
+
+typedef struct pxvm_limits {
+    uint32_t max_side;   /* largest image or slot side (default 16384) */
+    uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image (1 GiB) */
+    uint32_t max_insns;  /* instructions in one program (1<<20) */
+    uint64_t max_steps;  /* instructions executed by one run (1<<24) */
+} pxvm_limits;
+
+void pxvm_limits_default(pxvm_limits *lim);
+
+/* ---- images --------------------------------------------------------------------------------- */
+
+typedef struct pxvm_image {
+    int w, h;
+    uint8_t *px; /* w*h RGBA8 pixels, row-major, owned */
+} pxvm_image;
+
+int pxvm_image_alloc(pxvm_image *img, int w, int h, pxvm_error *err); /* zero-filled */
+void pxvm_image_free(pxvm_image *img);
+/* Decodes any PNG into RGBA8: palette -> RGB(A), grey -> RGB, 16-bit -> high byte, no alpha ->
+ * A = 255, gamma and colour chunks ignored. Sides and decoded size are checked against the limits
+ * from the header, before anything is allocated or inflated. `name` is used in messages. */
+int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                    pxvm_image *img, pxvm_error *err);
+int pxvm_png_load(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
+/* Encodes RGBA8 deterministically (fixed zlib settings, no time chunk). *out is malloc'ed. */
+int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err);
+
+/* Reads a whole file (at most max_bytes). */
+int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err);
+
+/* Output files are written all-or-nothing: each is written to a temporary file in its folder,
+ * and only pxvm_outputs_commit renames them into place; abort (or a failed commit) removes them. */
+typedef struct pxvm_outputs {
+    int n, cap;
+    char **final_path, **tmp_path;
+} pxvm_outputs;
+int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t len, pxvm_error *err);
+int pxvm_outputs_commit(pxvm_outputs *o, pxvm_error *err);
+void pxvm_outputs_abort(pxvm_outputs *o);
+
+/* NumPy .npy (format 1.0) bytes of a uint8 array of shape (n, h, w, 4). *out is malloc'ed. */
+int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err);
+
+uint64_t pxvm_hash64(const void *data, size_t len); /* FNV-1a, 64 bits */
+
+/* ---- programs ------------------------------------------------------------------------------- */
+
+#define PXVM_MAX_SLOTS 255 /* slot numbers are u8 operands; slot 0 is the program image */
+#define PXVM_MAX_LEVELS 16 /* 16384 = 2^14 -> 15 levels */
+
+typedef struct pxvm_slot {
+    uint8_t role;
+    char name[PXI_NAME_MAX + 1];
+    int w, h, levels;
+    int data_x, data_y;               /* role DATA: origin of its pixels in the program image */
+    int patch_w, patch_h, patch_count; /* patch atlas geometry, or 0 */
+    uint64_t level_offset[PXVM_MAX_LEVELS]; /* byte offset of each level in the slot's storage */
+    uint64_t bytes;                   /* storage of the whole mip chain */
+    int desc_pixel;                   /* stream index of its descriptor (-1 for slot 0) */
+} pxvm_slot;
+
+typedef enum pxvm_step_kind { PXVM_STEP_ONE, PXVM_STEP_BATCH } pxvm_step_kind;
+
+/* A launch plan step: one instruction, or a run of SAMPLE/GATHER instructions that neither read
+ * what another writes nor write overlapping rectangles, so they may execute in any order or all
+ * at once (one kernel launch, one parallel loop). */
+typedef struct pxvm_step {
+    pxvm_step_kind kind;
+    uint32_t first, count;
+} pxvm_step;
+
+typedef struct pxvm_program {
+    pxvm_image image;  /* the .pxi pixels as loaded (slot 0 starts as this) */
+    int nslots;        /* including slot 0 */
+    pxvm_slot *slots;  /* [nslots] */
+    uint32_t code_start, code_end; /* stream indices; [0, code_end) is never written */
+    uint32_t ninsns;
+    pxi_insn *insns;   /* decoded and validated */
+    uint32_t nsteps;
+    pxvm_step *steps;  /* the launch plan */
+    uint64_t memory;   /* sum of slot bytes */
+} pxvm_program;
+
+/* Parses and validates a whole program (takes ownership of *image on success and failure). */
+int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
+int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
+void pxvm_program_free(pxvm_program *prog);
+
+/* A slot by name ("image", "prog") or number ("2"); -1 if none. */
+int pxvm_slot_lookup(const pxvm_program *prog, const char *name);
+/* The name to print for a slot: its name, or "#n". */
+const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16]);
+/* Pixel (x, y) of stream index `index` in the program image. */
+void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
+
+/* "SAMPLE src=1 dst=2 mode=0 dst_x=0 dst_y=0 w=16 h=16 cu=225.5 ..." (table-driven) */
+void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len);
+/* Decodes the instruction at stream index `pc` from raw pixels (no validation beyond layout). */
+void pxvm_insn_decode(const uint8_t *pixels, uint32_t pc, const pxi_op_info *op, pxi_insn *out);
+
+/* ---- executors ------------------------------------------------------------------------------ */
+
+typedef struct pxvm_executor pxvm_executor; /* one executor instance (opaque) */
+
+typedef struct pxvm_open_options {
+    int threads; /* CPU: worker threads, 0 = all cores */
+    int device;  /* CUDA: device number */
+} pxvm_open_options;
+
+typedef struct pxvm_run_options {
+    uint64_t max_steps; /* step budget: instructions executed, HALT included */
+    /* called for every instruction before it executes (in program order), or NULL */
+    void (*trace)(void *ctx, const pxvm_program *prog, const pxi_insn *insn);
+    void *trace_ctx;
+} pxvm_run_options;
+
+/* The executor interface. Every executor runs the same validated program with the same result.
+ * Life cycle: open -> load(program) -> bind(input slots) -> run (any number of times: each run
+ * starts from the initial state of every slot but the bound inputs) -> read -> close.
+ * Functions return 0 or -1 with *err set. */
+typedef struct pxvm_executor_ops {
+    const char *name;
+    int (*open)(pxvm_executor **ex, const pxvm_open_options *opt, pxvm_error *err);
+    int (*load)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
+    int (*bind)(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err);
+    int (*run)(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err);
+    /* copies level `level` of `slot` into img (allocated by the call) */
+    int (*read)(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err);
+    void (*close)(pxvm_executor *ex);
+} pxvm_executor_ops;
+
+extern const pxvm_executor_ops pxvm_cpu_executor;
+/* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */
+const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
+
+/* Checks the common preconditions of bind (role, size) for any executor. */
+int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err);
+/* Initial level-0 contents of a non-input slot (program image, data copy, or zeros): writes
+ * w*h*4 bytes into dst. */
+void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

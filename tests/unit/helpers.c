@@ -1,0 +1,111 @@
+/* helpers.c - building, loading and running programs in tests. */
+#include <stdlib.h>
+
+#include "test.h"
+
+int px_run_image(const pxvm_image *prog_img, const pxvm_image *const *inputs, int ninputs, pxvm_program *prog,
+                 pxvm_executor **ex, pxvm_error *err)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image copy;
+    *ex = NULL;
+    memset(prog, 0, sizeof *prog);
+    if (pxvm_image_alloc(&copy, prog_img->w, prog_img->h, err) < 0)
+        return -1;
+    memcpy(copy.px, prog_img->px, (size_t)copy.w * (size_t)copy.h * 4u);
+    if (pxvm_program_from_image(&copy, &lim, prog, err) < 0)
+        return -1;
+    pxvm_open_options oo = {0, 0};
+    if (pxvm_cpu_executor.open(ex, &oo, err) < 0 || pxvm_cpu_executor.load(*ex, prog, err) < 0)
+        goto fail;
+    int k = 0;
+    for (int s = 1; s < prog->nslots && k < ninputs; s++)
+        if (prog->slots[s].role == PXI_ROLE_INPUT && pxvm_cpu_executor.bind(*ex, s, inputs[k++], err) < 0)
+            goto fail;
+    pxvm_run_options ro = {lim.max_steps, NULL, NULL};
+    if (pxvm_cpu_executor.run(*ex, &ro, err) < 0)
+        goto fail;
+    return 0;
+fail:
+    px_close(prog, *ex);
+    *ex = NULL;
+    return -1;
+}
+
+int px_run_builder(pxvm_builder *b, const pxvm_image *const *inputs, int ninputs, pxvm_program *prog,
+                   pxvm_executor **ex, pxvm_error *err)
+{
+    pxvm_image img;
+    int rc = pxvm_build_finish(b, &img, err);
+    pxvm_build_free(b);
+    if (rc < 0)
+        return -1;
+    rc = px_run_image(&img, inputs, ninputs, prog, ex, err);
+    pxvm_image_free(&img);
+    return rc;
+}
+
+void px_close(pxvm_program *prog, pxvm_executor *ex)
+{
+    if (ex)
+        pxvm_cpu_executor.close(ex);
+    pxvm_program_free(prog);
+}
+
+pxvm_image px_read(pxvm_executor *ex, int slot, int level)
+{
+    pxvm_image img = {0, 0, NULL};
+    pxvm_error err;
+    if (pxvm_cpu_executor.read(ex, slot, level, &img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "read slot %d level %d: %s", slot, level, err.msg);
+    return img;
+}
+
+pxvm_error px_load_error(pxvm_builder *b)
+{
+    pxvm_error err;
+    memset(&err, 0, sizeof err);
+    pxvm_image img;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    if (pxvm_build_finish(b, &img, &err) == 0) {
+        pxvm_program prog;
+        if (pxvm_program_from_image(&img, &lim, &prog, &err) == 0) {
+            pxvm_program_free(&prog);
+            memset(&err, 0, sizeof err);
+        }
+    }
+    pxvm_build_free(b);
+    return err;
+}
+
+uint32_t px_px(const pxvm_image *img, int x, int y)
+{
+    const uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+void px_set(pxvm_image *img, int x, int y, uint32_t v)
+{
+    uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t px_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+pxvm_image px_random_image(int w, int h, uint64_t *state)
+{
+    pxvm_image img;
+    pxvm_image_alloc(&img, w, h, NULL);
+    for (size_t i = 0; i < (size_t)w * (size_t)h * 4u; i++)
+        img.px[i] = (uint8_t)px_rand(state);
+    return img;
+}

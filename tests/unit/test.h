@@ -1,0 +1,61 @@
+/* test.h - a minimal test harness: TEST(name) { CHECK(...); } registers itself; the runner
+ * (tests/unit/main.c) runs every test (or those whose name contains argv[1]) and prints
+ * "N passed, N failed". A test passes when none of its checks failed. */
+#ifndef PX_TEST_H
+#define PX_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../vm/pxi_build.h"
+#include "../../vm/pxvm.h"
+
+typedef void (*px_test_fn)(void);
+void px_test_register(const char *name, px_test_fn fn);
+void px_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define TEST(name)                                                                  \
+    static void test_##name(void);                                                  \
+    __attribute__((constructor)) static void test_register_##name(void)            \
+    {                                                                               \
+        px_test_register(#name, test_##name);                                       \
+    }                                                                               \
+    static void test_##name(void)
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (!(cond))                                                                \
+            px_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                   \
+    } while (0)
+#define CHECK_EQ(a, b)                                                              \
+    do {                                                                            \
+        long long px_a_ = (long long)(a), px_b_ = (long long)(b);                   \
+        if (px_a_ != px_b_)                                                         \
+            px_test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, px_a_, px_b_); \
+    } while (0)
+#define CHECK_STR(hay, needle)                                                      \
+    do {                                                                            \
+        if (!strstr((hay), (needle)))                                               \
+            px_test_fail(__FILE__, __LINE__, "'%s' does not contain '%s'", (hay), (needle)); \
+    } while (0)
+
+/* ---- helpers shared by the tests (tests/unit/helpers.c) ---- */
+
+/* Runs a program image on the CPU executor: inputs bound in slot order (NULL = none).
+ * Returns 0, or -1 with *err set. On success *ex is left open for reads (close with px_close). */
+int px_run_image(const pxvm_image *prog_img, const pxvm_image *const *inputs, int ninputs, pxvm_program *prog,
+                 pxvm_executor **ex, pxvm_error *err);
+int px_run_builder(pxvm_builder *b, const pxvm_image *const *inputs, int ninputs, pxvm_program *prog,
+                   pxvm_executor **ex, pxvm_error *err);
+void px_close(pxvm_program *prog, pxvm_executor *ex);
+/* A level of a slot after a run (caller frees). */
+pxvm_image px_read(pxvm_executor *ex, int slot, int level);
+/* Loads a program image that is expected to fail validation; returns the error. */
+pxvm_error px_load_error(pxvm_builder *b);
+uint32_t px_px(const pxvm_image *img, int x, int y); /* pixel as R | G<<8 | B<<16 | A<<24 */
+void px_set(pxvm_image *img, int x, int y, uint32_t rgba);
+uint64_t px_rand(uint64_t *state); /* splitmix64 */
+pxvm_image px_random_image(int w, int h, uint64_t *state);
+
+#endif

@@ -1,0 +1,87 @@
+/* test_isa.c - the opcode table is consistent, and the generated spec is current. */
+#include <stdlib.h>
+
+#include "test.h"
+
+TEST(isa_fields_cover_every_channel_once)
+{
+    int implemented = 0;
+    for (unsigned v = 0; v < 256; v++) {
+        const pxi_op_info *op = pxi_op(v);
+        if (!op->name) {
+            CHECK(op->reserved_for != NULL); /* every other value belongs to a reserved range */
+            continue;
+        }
+        implemented++;
+        CHECK(op->pixels >= 1 && op->pixels <= PXI_MAX_PIXELS);
+        CHECK(op->nfields <= PXI_MAX_FIELDS);
+        int used[PXI_MAX_PIXELS * 4] = {0};
+        used[0] = 1; /* the opcode byte */
+        for (int f = 0; f < op->nfields; f++) {
+            const pxi_field_info *fi = &op->fields[f];
+            CHECK(fi->pixel < op->pixels);
+            CHECK(fi->bytes >= 1 && fi->channel + fi->bytes <= 4);
+            for (int b = 0; b < fi->bytes; b++)
+                used[fi->pixel * 4 + fi->channel + b]++;
+        }
+        for (int i = 0; i < op->pixels * 4; i++)
+            if (used[i] != 1)
+                px_test_fail(__FILE__, __LINE__, "%s: byte %d of its pixels is used %d times", op->name, i, used[i]);
+    }
+    CHECK_EQ(implemented, 5);
+}
+
+TEST(isa_field_accessors_match_table)
+{
+    CHECK(!strcmp(pxi_op(PX_OP_SAMPLE)->fields[PX_FI(SAMPLE, cu)].name, "cu"));
+    CHECK(!strcmp(pxi_op(PX_OP_SAMPLE)->fields[PX_FI(SAMPLE, lod)].name, "lod"));
+    CHECK(!strcmp(pxi_op(PX_OP_GATHER)->fields[PX_FI(GATHER, table_y)].name, "table_y"));
+    CHECK(!strcmp(pxi_op(PX_OP_DOT_RGB)->fields[PX_FI(DOT_RGB, row_out)].name, "row_out"));
+    /* SAMPLE and GATHER share the leading operands the executors read without looking */
+    for (int f = 0; f <= PX_FI(SAMPLE, h); f++)
+        CHECK(!strcmp(pxi_op(PX_OP_SAMPLE)->fields[f].name, pxi_op(PX_OP_GATHER)->fields[f].name));
+}
+
+TEST(isa_encode_decode_roundtrip)
+{
+    uint64_t s = 7;
+    for (int round = 0; round < 200; round++) {
+        const unsigned ops[] = {PX_OP_HALT, PX_OP_DOT_RGB, PX_OP_PYRAMID, PX_OP_SAMPLE, PX_OP_GATHER};
+        const pxi_op_info *op = pxi_op(ops[round % 5]);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        for (int i = 0; i < op->nfields; i++) {
+            uint32_t mask = op->fields[i].bytes == 4 ? 0xFFFFFFFFu : (1u << (8 * op->fields[i].bytes)) - 1;
+            uint32_t r = (uint32_t)px_rand(&s) & mask;
+            f[i] = op->fields[i].kind == PXK_Q16 ? (int32_t)(r ^ 0x80000000u) - INT32_MIN : (int32_t)r;
+        }
+        pxvm_builder b;
+        pxvm_build_init(&b, 8);
+        pxvm_build_insn(&b, op->value, f);
+        pxvm_image img;
+        CHECK(pxvm_build_finish(&b, &img, NULL) == 0);
+        pxi_insn in;
+        pxvm_insn_decode(img.px + 4 * PXI_HEADER_PIXELS, PXI_HEADER_PIXELS, op, &in);
+        for (int i = 0; i < op->nfields; i++)
+            CHECK_EQ(in.a[i], f[i]);
+        pxvm_image_free(&img);
+        pxvm_build_free(&b);
+    }
+}
+
+TEST(isa_spec_is_generated_from_the_tables)
+{
+    FILE *p = popen("bin/gen_spec isa/SPEC.in.md 2>&1", "r");
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    size_t cap = 1 << 20, n = 0;
+    char *gen = malloc(cap);
+    n = fread(gen, 1, cap, p);
+    pclose(p);
+    uint8_t *cur = NULL;
+    size_t len = 0;
+    CHECK(pxvm_read_file("isa/SPEC.md", 1 << 20, &cur, &len, NULL) == 0);
+    CHECK(n == len && cur && !memcmp(gen, cur, n)); /* run `make isa/SPEC.md` and commit it */
+    free(gen);
+    free(cur);
+}

@@ -153,17 +153,17 @@ static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_
 }
 
 /* A w x h rectangle at (x, y) of slot s, written by an instruction. */
-static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int slot, int x, int y, int w,
-                           int h, pxvm_error *err)
+static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, int slot, int x,
+                           int y, int w, int h, pxvm_error *err)
 {
     char lb[16];
     const pxvm_slot *s = &prog->slots[slot];
     if (x + w > s->w || y + h > s->h)
-        return px__region_fail(prog, in, index, 1, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
+        return px__region_fail(prog, in, index, pixel, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
                                pxvm_slot_label(prog, slot, lb), s->w, s->h);
     /* The header and code are never written: the program decoded at load stays the program. */
     if (slot == 0 && (uint64_t)y * (uint64_t)prog->image.w + (uint64_t)x < prog->code_end)
-        return px__region_fail(prog, in, index, 1, err,
+        return px__region_fail(prog, in, index, pixel, err,
                                "destination %d,%d %dx%d of the program image overlaps its header and code "
                                "(stream 0..%u)",
                                x, y, w, h, prog->code_end - 1);
@@ -176,7 +176,7 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
     switch (in->op) {
     case PX_OP_DOT_RGB: {
         int row = PX_ARG(in, DOT_RGB, row_out);
-        return px__check_write(prog, in, index, 0, 0, row, 1, 1, err);
+        return px__check_write(prog, in, index, 0, 0, 0, row, 1, 1, err);
     }
     case PX_OP_SAMPLE:
     case PX_OP_GATHER: {
@@ -186,7 +186,7 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
         if (src == dst)
             return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
                                    pxvm_slot_label(prog, src, la));
-        if (px__check_write(prog, in, index, dst, x, y, w, h, err) < 0)
+        if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
             return -1;
         if (in->op == PX_OP_GATHER) {
             int t = PX_ARG(in, GATHER, table);

@@ -57,7 +57,10 @@ isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
 
 test: all
-	$(BIN)/pxtest
+	PXVM_BIN=$(BIN) $(BIN)/pxtest
+
+goldens: all
+	PXRUN=$(BIN)/pxrun tests/golden/make-goldens
 
 bench: $(BIN)/bench_cpu
 	$(BIN)/bench_cpu
@@ -78,5 +81,5 @@ deps:
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: all check-deps test bench asan demo deps clean
+.PHONY: all check-deps test goldens bench asan demo deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -162,197 +162,225 @@ static int px__npy_bytes(const pxvm_slot *s, const pxvm_image *img, uint8_t **ou
     return rc;
 }
 
-int main(int argc, char **argv)
-{
-    const char *prog_path = NULL, *final_path = NULL, *exec_name = "cpu";
-    px__binding *ins = calloc((size_t)argc, sizeof *ins), *outs = calloc((size_t)argc, sizeof *outs),
-                *npys = calloc((size_t)argc, sizeof *npys);
-    int nin = 0, nout = 0, nnpy = 0, do_time = 0, do_trace = 0, do_hash = 0, do_info = 0;
-    uint64_t repeat = 1;
+typedef struct {
+    px__binding *ins, *outs, *npys;
+    int nin, nout, nnpy;
+    int *slot_of[3];
+    const char *prog_path, *final_path, *exec_name;
+    int do_time, do_trace, do_hash, do_info;
+    uint64_t repeat;
     pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    pxvm_open_options oo = {0, 0};
-    if (!ins || !outs || !npys)
-        return 1;
+    pxvm_open_options oo;
+} px__args;
 
+/* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
+static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
+{
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(px__usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--time")) {
-            do_time = 1;
-        } else if (!strcmp(a, "--trace")) {
-            do_trace = 1;
-        } else if (!strcmp(a, "--hash")) {
-            do_hash = 1;
-        } else if (!strcmp(a, "--info")) {
-            do_info = 1;
-        } else if (a[0] == '-' && a[1]) {
+            *rc = 0;
+            return -1;
+        } else if (!strcmp(o, "--time")) {
+            a->do_time = 1;
+        } else if (!strcmp(o, "--trace")) {
+            a->do_trace = 1;
+        } else if (!strcmp(o, "--hash")) {
+            a->do_hash = 1;
+        } else if (!strcmp(o, "--info")) {
+            a->do_info = 1;
+        } else if (o[0] == '-' && o[1]) {
+            const char *bad = NULL;
             if (!val)
-                return px__bad_usage("an option is missing its value");
-            i++;
-            if (!strcmp(a, "--in")) {
-                if (px__parse_binding(argv[i], 0, &ins[nin++]) < 0)
-                    return px__bad_usage("--in takes SLOT=FILE.png");
-            } else if (!strcmp(a, "--out")) {
-                if (px__parse_binding(argv[i], 1, &outs[nout++]) < 0)
-                    return px__bad_usage("--out takes SLOT=FILE.png or SLOT@LEVEL=FILE.png");
-            } else if (!strcmp(a, "--npy")) {
-                if (px__parse_binding(argv[i], 0, &npys[nnpy++]) < 0)
-                    return px__bad_usage("--npy takes SLOT=FILE.npy");
-            } else if (!strcmp(a, "-o")) {
-                final_path = val;
-            } else if (!strcmp(a, "--executor")) {
-                exec_name = val;
-            } else if (!strcmp(a, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
-                oo.threads = (int)n;
-            } else if (!strcmp(a, "--device") && !px__parse_u64(val, &n) && n < 1024) {
-                oo.device = (int)n;
-            } else if (!strcmp(a, "--repeat") && !px__parse_u64(val, &n) && n >= 1) {
-                repeat = n;
-            } else if (!strcmp(a, "--max-side") && !px__parse_u64(val, &n) && n >= 1 && n <= 65535) {
-                lim.max_side = (uint32_t)n;
-            } else if (!strcmp(a, "--max-memory") && !px__parse_u64(val, &n)) {
-                lim.max_memory = n;
-            } else if (!strcmp(a, "--max-insns") && !px__parse_u64(val, &n) && n >= 1 && n <= UINT32_MAX) {
-                lim.max_insns = (uint32_t)n;
-            } else if (!strcmp(a, "--max-steps") && !px__parse_u64(val, &n)) {
-                lim.max_steps = n;
+                bad = "an option is missing its value";
+            else if (!strcmp(o, "--in")) {
+                if (px__parse_binding(argv[i + 1], 0, &a->ins[a->nin++]) < 0)
+                    bad = "--in takes SLOT=FILE.png";
+            } else if (!strcmp(o, "--out")) {
+                if (px__parse_binding(argv[i + 1], 1, &a->outs[a->nout++]) < 0)
+                    bad = "--out takes SLOT=FILE.png or SLOT@LEVEL=FILE.png";
+            } else if (!strcmp(o, "--npy")) {
+                if (px__parse_binding(argv[i + 1], 0, &a->npys[a->nnpy++]) < 0)
+                    bad = "--npy takes SLOT=FILE.npy";
+            } else if (!strcmp(o, "-o")) {
+                a->final_path = val;
+            } else if (!strcmp(o, "--executor")) {
+                a->exec_name = val;
+            } else if (!strcmp(o, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
+                a->oo.threads = (int)n;
+            } else if (!strcmp(o, "--device") && !px__parse_u64(val, &n) && n < 1024) {
+                a->oo.device = (int)n;
+            } else if (!strcmp(o, "--repeat") && !px__parse_u64(val, &n) && n >= 1) {
+                a->repeat = n;
+            } else if (!strcmp(o, "--max-side") && !px__parse_u64(val, &n) && n >= 1 && n <= 65535) {
+                a->lim.max_side = (uint32_t)n;
+            } else if (!strcmp(o, "--max-memory") && !px__parse_u64(val, &n)) {
+                a->lim.max_memory = n;
+            } else if (!strcmp(o, "--max-insns") && !px__parse_u64(val, &n) && n >= 1 && n <= UINT32_MAX) {
+                a->lim.max_insns = (uint32_t)n;
+            } else if (!strcmp(o, "--max-steps") && !px__parse_u64(val, &n)) {
+                a->lim.max_steps = n;
             } else {
                 char msg[256];
-                snprintf(msg, sizeof msg, "bad option or value: %s %s", a, val);
-                return px__bad_usage(msg);
+                snprintf(msg, sizeof msg, "bad option or value: %s %s", o, val);
+                *rc = px__bad_usage(msg);
+                return -1;
             }
-        } else if (!prog_path) {
-            prog_path = a;
+            if (bad) {
+                *rc = px__bad_usage(bad);
+                return -1;
+            }
+            i++;
+        } else if (!a->prog_path) {
+            a->prog_path = o;
         } else {
-            return px__bad_usage("more than one program given");
+            *rc = px__bad_usage("more than one program given");
+            return -1;
         }
     }
-    if (!prog_path)
-        return px__bad_usage("no program given");
+    if (!a->prog_path) {
+        *rc = px__bad_usage("no program given");
+        return -1;
+    }
+    return 0;
+}
 
-    pxvm_error err = {0};
-    const pxvm_executor_ops *ops = pxvm_executor_find(exec_name, &err);
-    if (!ops)
-        return px__die(&err);
-
-    double t0 = px__now();
-    pxvm_program prog;
-    if (pxvm_program_load(prog_path, &lim, &prog, &err) < 0)
-        return px__die(&err);
-    if (do_info)
-        px__info(&prog);
-    double t_load = px__now();
-
-    /* resolve every slot name before any work */
-    px__binding *lists[3] = {ins, outs, npys};
-    int counts[3] = {nin, nout, nnpy};
-    int *slot_of[3];
-    for (int li = 0; li < 3; li++) {
-        slot_of[li] = calloc((size_t)counts[li] + 1, sizeof(int));
+/* Resolves every slot name and level before any work. */
+static int px__resolve(const pxvm_program *prog, px__args *a, pxvm_error *err)
+{
+    px__binding *lists[3] = {a->ins, a->outs, a->npys};
+    int counts[3] = {a->nin, a->nout, a->nnpy};
+    for (int li = 0; li < 3; li++)
         for (int i = 0; i < counts[li]; i++) {
-            slot_of[li][i] = pxvm_slot_lookup(&prog, lists[li][i].slot);
-            if (slot_of[li][i] < 0) {
-                pxvm_fail(&err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
-                return px__die(&err);
+            int k = a->slot_of[li][i] = pxvm_slot_lookup(prog, lists[li][i].slot);
+            if (k < 0)
+                return pxvm_fail(err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
+            if (lists[li][i].level >= prog->slots[k].levels) {
+                char lb[16];
+                return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, k, pxvm_slot_label(prog, k, lb), prog->slots[k].levels - 1,
+                                 lists[li][i].level);
             }
         }
-    }
-    for (int i = 0; i < nout; i++) {
-        const pxvm_slot *s = &prog.slots[slot_of[1][i]];
-        if (outs[i].level >= s->levels) {
-            char lb[16];
-            pxvm_fail(&err, PXE_NO_LEVEL, -1, -1, slot_of[1][i], pxvm_slot_label(&prog, slot_of[1][i], lb),
-                      s->levels - 1, outs[i].level);
-            return px__die(&err);
+    return 0;
+}
+
+/* Reads every requested output and writes it to a temporary file (committed by the caller). */
+static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
+                       pxvm_outputs *files, pxvm_error *err)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        int n = kind == 0 ? a->nout : kind == 1 ? a->nnpy : (a->final_path ? 1 : 0);
+        for (int i = 0; i < n; i++) {
+            int slot = kind == 0 ? a->slot_of[1][i] : kind == 1 ? a->slot_of[2][i] : 0;
+            int level = kind == 0 ? a->outs[i].level : 0;
+            const char *path = kind == 0 ? a->outs[i].path : kind == 1 ? a->npys[i].path : a->final_path;
+            pxvm_image img;
+            uint8_t *bytes = NULL;
+            size_t len = 0;
+            if (ops->read(ex, slot, level, &img, err) < 0)
+                return -1;
+            int r = kind == 1 ? px__npy_bytes(&prog->slots[slot], &img, &bytes, &len, err)
+                              : pxvm_png_encode(&img, &bytes, &len, err);
+            pxvm_image_free(&img);
+            if (r == 0)
+                r = pxvm_outputs_add(files, path, bytes, len, err);
+            free(bytes);
+            if (r < 0)
+                return -1;
         }
     }
+    return 0;
+}
 
-    pxvm_executor *ex = NULL;
+int main(int argc, char **argv)
+{
+    px__args a;
+    memset(&a, 0, sizeof a);
+    a.exec_name = "cpu";
+    a.repeat = 1;
+    pxvm_limits_default(&a.lim);
+    a.ins = calloc((size_t)argc, sizeof *a.ins);
+    a.outs = calloc((size_t)argc, sizeof *a.outs);
+    a.npys = calloc((size_t)argc, sizeof *a.npys);
+    for (int li = 0; li < 3; li++)
+        a.slot_of[li] = calloc((size_t)argc, sizeof(int));
+
     int rc = 0;
-    double t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
+    pxvm_error err = {0};
+    pxvm_program prog;
+    memset(&prog, 0, sizeof prog);
+    pxvm_executor *ex = NULL;
+    const pxvm_executor_ops *ops = NULL;
     pxvm_outputs files = {0};
-    if (ops->open(&ex, &oo, &err) < 0)
-        return px__die(&err);
+    double t0 = 0, t_load = 0, t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
+
+    if (!a.ins || !a.outs || !a.npys || !a.slot_of[0] || !a.slot_of[1] || !a.slot_of[2]) {
+        rc = 1;
+        goto done;
+    }
+    if (px__parse_args(argc, argv, &a, &rc) < 0)
+        goto done;
+    if (!(ops = pxvm_executor_find(a.exec_name, &err)))
+        goto fail;
+    t0 = px__now();
+    if (pxvm_program_load(a.prog_path, &a.lim, &prog, &err) < 0)
+        goto fail;
+    if (a.do_info)
+        px__info(&prog);
+    t_load = px__now();
+    if (px__resolve(&prog, &a, &err) < 0)
+        goto fail;
+    if (ops->open(&ex, &a.oo, &err) < 0)
+        goto fail;
     t_open = px__now();
     if (ops->load(ex, &prog, &err) < 0)
         goto fail;
-    for (int i = 0; i < nin; i++) {
+    for (int i = 0; i < a.nin; i++) {
         pxvm_image img;
-        if (pxvm_png_load(ins[i].path, &lim, &img, &err) < 0)
+        if (pxvm_png_load(a.ins[i].path, &a.lim, &img, &err) < 0)
             goto fail;
-        int r = ops->bind(ex, slot_of[0][i], &img, &err);
+        int r = ops->bind(ex, a.slot_of[0][i], &img, &err);
         pxvm_image_free(&img);
         if (r < 0)
             goto fail;
     }
     t_bind = px__now();
-    pxvm_run_options ro = {lim.max_steps, do_trace ? px__trace : NULL, NULL};
-    for (uint64_t r = 0; r < repeat; r++) {
+    pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL};
+    for (uint64_t r = 0; r < a.repeat; r++) {
         if (ops->run(ex, &ro, &err) < 0)
             goto fail;
         ro.trace = NULL; /* trace the first run only */
     }
     t_run = px__now();
-
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
-    for (int kind = 0; kind < 3; kind++) {
-        int n = kind == 0 ? nout : kind == 1 ? nnpy : (final_path ? 1 : 0);
-        for (int i = 0; i < n; i++) {
-            int slot = kind == 0 ? slot_of[1][i] : kind == 1 ? slot_of[2][i] : 0;
-            int level = kind == 0 ? outs[i].level : 0;
-            const char *path = kind == 0 ? outs[i].path : kind == 1 ? npys[i].path : final_path;
-            pxvm_image img;
-            uint8_t *bytes = NULL;
-            size_t len = 0;
-            if (ops->read(ex, slot, level, &img, &err) < 0)
-                goto fail;
-            int r = kind == 1 ? px__npy_bytes(&prog.slots[slot], &img, &bytes, &len, &err)
-                              : pxvm_png_encode(&img, &bytes, &len, &err);
-            pxvm_image_free(&img);
-            if (r == 0)
-                r = pxvm_outputs_add(&files, path, bytes, len, &err);
-            free(bytes);
-            if (r < 0)
-                goto fail;
-        }
-    }
-    if (do_hash) {
-        char lb[16];
-        for (int k = 0; k < prog.nslots; k++)
-            for (int l = 0; l < prog.slots[k].levels; l++) {
-                pxvm_image img;
-                if (ops->read(ex, k, l, &img, &err) < 0)
-                    goto fail;
-                printf("%s L%d %dx%d %016" PRIx64 "\n", pxvm_slot_label(&prog, k, lb), l, img.w, img.h,
-                       pxvm_hash64(img.px, (size_t)img.w * (size_t)img.h * 4u));
-                pxvm_image_free(&img);
-            }
-    }
+    if (px__outputs(ops, ex, &prog, &a, &files, &err) < 0)
+        goto fail;
+    if (a.do_hash && pxvm_hash_report(ops, ex, &prog, stdout, &err) < 0)
+        goto fail;
     if (pxvm_outputs_commit(&files, &err) < 0)
         goto fail;
     t_out = px__now();
-    if (do_time)
+    if (a.do_time)
         fprintf(stderr,
                 "time: load+validate %.3f ms, executor open %.3f ms, load+bind %.3f ms, run %.3f ms (%.3f ms x %" PRIu64
                 "), outputs %.3f ms [%s]\n",
-                t_load - t0, t_open - t_load, t_bind - t_open, t_run - t_bind, (t_run - t_bind) / (double)repeat,
-                repeat, t_out - t_run, ops->name);
+                t_load - t0, t_open - t_load, t_bind - t_open, t_run - t_bind, (t_run - t_bind) / (double)a.repeat,
+                a.repeat, t_out - t_run, ops->name);
     goto done;
 fail:
     pxvm_outputs_abort(&files);
     rc = px__die(&err);
 done:
-    ops->close(ex);
+    if (ex)
+        ops->close(ex);
     pxvm_program_free(&prog);
     for (int li = 0; li < 3; li++)
-        free(slot_of[li]);
-    free(ins);
-    free(outs);
-    free(npys);
+        free(a.slot_of[li]);
+    free(a.ins);
+    free(a.outs);
+    free(a.npys);
     return rc;
 }

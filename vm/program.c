@@ -512,6 +512,22 @@ void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst)
     }
 }
 
+int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
+                     pxvm_error *err)
+{
+    char lb[16];
+    for (int k = 0; k < prog->nslots; k++)
+        for (int l = 0; l < prog->slots[k].levels; l++) {
+            pxvm_image img;
+            if (ops->read(ex, k, l, &img, err) < 0)
+                return -1;
+            fprintf(out, "%s L%d %dx%d %016" PRIx64 "\n", pxvm_slot_label(prog, k, lb), l, img.w, img.h,
+                    pxvm_hash64(img.px, (size_t)img.w * (size_t)img.h * 4u));
+            pxvm_image_free(&img);
+        }
+    return 0;
+}
+
 #ifdef PXVM_HAVE_CUDA_GL
 extern const pxvm_executor_ops pxvm_cuda_gl_executor;
 #endif

@@ -186,6 +186,11 @@ extern const pxvm_executor_ops pxvm_cpu_executor;
 /* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */
 const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
 
+/* Prints "SLOT Llevel WxH hash" for every level of every slot, the format of the goldens in
+ * tests/golden/ and of `pxrun --hash`. */
+int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
+                     pxvm_error *err);
+
 /* Checks the common preconditions of bind (role, size) for any executor. */
 int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err);
 /* Initial level-0 contents of a non-input slot (program image, data copy, or zeros): writes

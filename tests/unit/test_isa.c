@@ -52,7 +52,7 @@ TEST(isa_encode_decode_roundtrip)
         for (int i = 0; i < op->nfields; i++) {
             uint32_t mask = op->fields[i].bytes == 4 ? 0xFFFFFFFFu : (1u << (8 * op->fields[i].bytes)) - 1;
             uint32_t r = (uint32_t)px_rand(&s) & mask;
-            f[i] = op->fields[i].kind == PXK_Q16 ? (int32_t)(r ^ 0x80000000u) - INT32_MIN : (int32_t)r;
+            f[i] = op->fields[i].kind == PXK_Q16 ? (r < 0x80000000u ? (int32_t)r : -(int32_t)(~r) - 1) : (int32_t)r;
         }
         pxvm_builder b;
         pxvm_build_init(&b, 8);
@@ -70,7 +70,10 @@ TEST(isa_encode_decode_roundtrip)
 
 TEST(isa_spec_is_generated_from_the_tables)
 {
-    FILE *p = popen("bin/gen_spec isa/SPEC.in.md 2>&1", "r");
+    char cmd[512];
+    const char *bin = getenv("PXVM_BIN");
+    snprintf(cmd, sizeof cmd, "%s/gen_spec isa/SPEC.in.md 2>&1", bin && *bin ? bin : "bin");
+    FILE *p = popen(cmd, "r");
     CHECK(p != NULL);
     if (!p)
         return;

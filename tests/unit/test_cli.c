@@ -1,0 +1,246 @@
+/* test_cli.c - pxrun as a user meets it: usage and exit codes, outputs that are all-or-nothing,
+ * the .npy tensor, the final program image, tracing, a missing executor. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* The folder of the binaries under test (`make asan` points it at the sanitized build). */
+static const char *px__bin(void)
+{
+    const char *b = getenv("PXVM_BIN");
+    return b && *b ? b : "bin";
+}
+
+/* Runs a shell command, with "bin/" replaced by px__bin(); returns its exit status and its output
+ * (stdout + stderr) in out. */
+static int px__sh(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int px__sh(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    char raw[2048];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    size_t n = 0;
+    for (const char *p = raw; *p && n + 64 < sizeof cmd;) {
+        if (!strncmp(p, "bin/", 4) && (p == raw || p[-1] == ' ')) {
+            n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s/", px__bin());
+            p += 4;
+        } else {
+            cmd[n++] = *p++;
+        }
+    }
+    cmd[n] = 0;
+    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int px__exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static const char *px__tmpdir(void)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/pxvm-test-XXXXXX");
+        if (!mkdtemp(dir))
+            dir[0] = 0;
+    }
+    return dir;
+}
+
+/* Writes a program that traps (DOT_RGB overflow) after declaring an output slot. */
+static void px__write_trap_program(const char *path)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 4, 4);
+    uint32_t dot = pxvm_build_insn(&b, PX_OP_DOT_RGB, NULL);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    uint8_t row[16 * 4];
+    memset(row, 255, sizeof row);
+    int r = pxvm_build_row(&b, row, 16);
+    int o = pxvm_build_row(&b, row, 0);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_a), r);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_b), r);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_out), o);
+    pxvm_image img;
+    uint8_t *png;
+    size_t len;
+    pxvm_outputs out = {0};
+    CHECK(pxvm_build_finish(&b, &img, NULL) == 0);
+    CHECK(pxvm_png_encode(&img, &png, &len, NULL) == 0);
+    CHECK(pxvm_outputs_add(&out, path, png, len, NULL) == 0 && pxvm_outputs_commit(&out, NULL) == 0);
+    free(png);
+    pxvm_image_free(&img);
+    pxvm_build_free(&b);
+}
+
+TEST(cli_usage_errors_exit_2)
+{
+    char out[8192];
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun"), 2);
+    CHECK_STR(out, "usage: pxrun PROGRAM.pxi");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --bogus 1"), 2);
+    CHECK_STR(out, "bad option or value: --bogus 1");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --out atlas"), 2);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --threads -3"), 2);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --executor gpu"), 2);
+    CHECK_STR(out, "no executor named 'gpu'");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --out nosuch=/tmp/x.png"), 2);
+    CHECK_STR(out, "the program has no slot 'nosuch'");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas@9=/tmp/x.png"), 2);
+    CHECK_STR(out, "has levels 0..8; level 9 asked for");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun --help"), 0);
+}
+
+TEST(cli_error_classes_have_exit_codes)
+{
+    char out[8192], path[256];
+    const char *dir = px__tmpdir();
+    snprintf(path, sizeof path, "%s/random.pxi", dir);
+    FILE *f = fopen(path, "wb");
+    for (int i = 0; f && i < 1000; i++)
+        fputc((i * 7919) & 255, f);
+    if (f)
+        fclose(f);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s", path), 3);
+    CHECK_STR(out, "pxrun: malformed: ");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/data/chelsea.png"), 3); /* a photo is no program */
+    CHECK_STR(out, "malformed: pixel (0,0): bad magic");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --max-insns 10"), 4);
+    CHECK_STR(out, "invalid: pixel (3,0): 275 instructions exceed the limit of 10");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi"), 5);
+    CHECK_STR(out, "unlinkable: input slot 1 ('image') is not bound");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --max-steps 5"), 6);
+    CHECK_STR(out, "trap: pixel (");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun /nonexistent.pxi"), 1);
+    CHECK_STR(out, "cannot read '/nonexistent.pxi'");
+}
+
+TEST(cli_cuda_executor_missing_is_a_clear_error)
+{
+    /* Here (no GPU, or a build without the CUDA-GL executor) --executor cuda must fail clearly,
+     * with no silent CPU fallback and no output. */
+    char out[8192], path[256];
+    snprintf(path, sizeof path, "%s/cuda.pxi", px__tmpdir());
+    int rc = px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --executor cuda -o %s", path);
+    if (rc == 0) {
+        printf("  (skipped: a working CUDA-GL executor is present)\n");
+        return;
+    }
+    CHECK_EQ(rc, 7);
+    CHECK_STR(out, "pxrun: unavailable: ");
+    CHECK(!px__exists(path));
+}
+
+TEST(cli_failed_run_writes_nothing_and_keeps_old_outputs)
+{
+    char out[8192], prog[256], png[256], keep[256], cmd_out[256];
+    const char *dir = px__tmpdir();
+    snprintf(prog, sizeof prog, "%s/trap.pxi", dir);
+    snprintf(png, sizeof png, "%s/out.png", dir);
+    snprintf(keep, sizeof keep, "%s/keep.png", dir);
+    snprintf(cmd_out, sizeof cmd_out, "%s/final.pxi", dir);
+    px__write_trap_program(prog);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --out out=%s -o %s", prog, png, cmd_out), 6);
+    CHECK_STR(out, "trap: pixel (13,0): instruction 0 (DOT_RGB): sum 1040400 does not fit in 16 bits");
+    CHECK(!px__exists(png));
+    CHECK(!px__exists(cmd_out));
+    /* an existing output file is left exactly as it was */
+    FILE *f = fopen(keep, "wb");
+    if (f) {
+        fputs("old contents", f);
+        fclose(f);
+    }
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --out out=%s", prog, keep), 6);
+    char buf[64] = {0};
+    f = fopen(keep, "rb");
+    if (f) {
+        CHECK(fread(buf, 1, sizeof buf - 1, f) == 12);
+        fclose(f);
+    }
+    CHECK(!strcmp(buf, "old contents"));
+    /* and no temporary file is left behind */
+    CHECK_EQ(px__sh(out, sizeof out, "ls %s | grep -c tmp-", dir), 1);
+    /* an unwritable second output also leaves the first unwritten */
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi -o %s --out prog=/nonexistent/dir/x.png", png), 1);
+    CHECK(!px__exists(png));
+}
+
+TEST(cli_dot_test_final_program_has_44_1)
+{
+    char out[8192], path[256];
+    snprintf(path, sizeof path, "%s/dot_final.pxi", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi -o %s --trace", path), 0);
+    CHECK_STR(out, "trace: [0] pixel (5,0) DOT_RGB row_a=1 row_b=2 row_out=3");
+    CHECK_STR(out, "trace: [1] pixel (6,0) HALT");
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    CHECK(pxvm_png_load(path, &lim, &img, &err) == 0);
+    if (img.px) {
+        CHECK_EQ(px_px(&img, 0, 3), 44u | (1u << 8));
+        pxvm_image_free(&img);
+    }
+}
+
+TEST(cli_foveate273_atlas_and_npy)
+{
+    char out[8192], png[256], npy[256];
+    const char *dir = px__tmpdir();
+    snprintf(png, sizeof png, "%s/atlas.png", dir);
+    snprintf(npy, sizeof npy, "%s/patches.npy", dir);
+    CHECK_EQ(px__sh(out, sizeof out,
+                    "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas=%s --npy atlas=%s",
+                    png, npy),
+             0);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image atlas;
+    pxvm_error err;
+    CHECK(pxvm_png_load(png, &lim, &atlas, &err) == 0);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    CHECK(pxvm_read_file(npy, 1 << 24, &data, &len, &err) == 0);
+    if (!atlas.px || !data)
+        return;
+    CHECK(atlas.w == 272 && atlas.h == 272);
+    CHECK(!memcmp(data, "\x93NUMPY\x01\x00", 8));
+    size_t hlen = (size_t)data[8] | ((size_t)data[9] << 8);
+    CHECK((10 + hlen) % 64 == 0);
+    CHECK(strstr((const char *)data + 10, "'shape': (273, 16, 16, 4)") != NULL);
+    CHECK_EQ(len, 10 + hlen + 273u * 16 * 16 * 4);
+    /* patch 18 (tile 1, 1) equals the atlas rectangle at (16, 16) */
+    const uint8_t *p18 = data + 10 + hlen + 18u * 16 * 16 * 4;
+    for (int y = 0; y < 16; y++)
+        CHECK(!memcmp(p18 + y * 64, atlas.px + ((size_t)(16 + y) * 272 + 16) * 4, 64));
+    free(data);
+    pxvm_image_free(&atlas);
+    /* numpy reads it as the shape and type users expect, where Debian's numpy is installed */
+    if (px__sh(out, sizeof out, "/usr/bin/python3 -c 'import numpy'") == 0) {
+        CHECK_EQ(px__sh(out, sizeof out,
+                        "/usr/bin/python3 -c \"import numpy as n; a = n.load('%s'); print(a.shape, a.dtype, int(a[18].sum()))\"",
+                        npy),
+                 0);
+        CHECK_STR(out, "(273, 16, 16, 4) uint8");
+    } else {
+        printf("  (numpy not installed: the .npy header was checked in C only)\n");
+    }
+}

@@ -75,11 +75,19 @@ demo: all
 	    --out atlas=out/atlas.png --npy atlas=out/patches.npy --time
 	@echo "wrote out/atlas.png (17x17 grid of 16x16 patches) and out/patches.npy (273, 16, 16, 4)"
 
+# The README's pictures (checked in): a program image enlarged, and what it makes of the photo.
+docs-images: all
+	@mkdir -p docs/img
+	$(BIN)/pxzoom programs/foveate273.pxi docs/img/foveate273-program-x8.png 8
+	$(BIN)/pxzoom programs/dot_test.pxi docs/img/dot_test-program-x16.png 16
+	$(BIN)/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas=docs/img/atlas.png
+	$(BIN)/pxrun programs/pyramid.pxi --in image=programs/data/chelsea.png --out image@2=docs/img/pyramid-level2.png
+
 deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libegl-dev libglew-dev python3-numpy
 
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: all check-deps test goldens bench asan demo deps clean
+.PHONY: all check-deps test goldens bench asan demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

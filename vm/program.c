@@ -158,6 +158,9 @@ static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_
 {
     char lb[16];
     const pxvm_slot *s = &prog->slots[slot];
+    if (s->role == PXI_ROLE_INPUT || s->role == PXI_ROLE_DATA)
+        return px__region_fail(prog, in, index, pixel, err, "writes slot %s, a read-only %s slot",
+                               pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
     if (x + w > s->w || y + h > s->h)
         return px__region_fail(prog, in, index, pixel, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
                                pxvm_slot_label(prog, slot, lb), s->w, s->h);
@@ -260,6 +263,41 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
         st->kind = st->count > 1 ? PXVM_STEP_BATCH : PXVM_STEP_ONE;
         i = j;
     }
+    return 0;
+}
+
+/* What each run must restore (see PXVM_RESET_*). */
+static int px__build_reset(pxvm_program *prog, pxvm_error *err)
+{
+    prog->reset = calloc((size_t)prog->nslots, 1);
+    if (!prog->reset)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
+    uint8_t *read_upper = calloc((size_t)prog->nslots, 1), *rebuilt = calloc((size_t)prog->nslots, 1);
+    if (!read_upper || !rebuilt) {
+        free(read_upper);
+        free(rebuilt);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op == PX_OP_PYRAMID && !read_upper[PX_ARG(in, PYRAMID, slot)])
+            rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
+        if (px__is_fetch(in))
+            read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
+        if (in->op == PX_OP_DOT_RGB || (px__is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0))
+            prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
+        if (in->op == PX_OP_HALT)
+            break;
+    }
+    for (int k = 0; k < prog->nslots; k++) {
+        uint8_t role = prog->slots[k].role;
+        if (role == PXI_ROLE_OUTPUT || role == PXI_ROLE_SCRATCH)
+            prog->reset[k] |= PXVM_RESET_LEVEL0;
+        if (!rebuilt[k])
+            prog->reset[k] |= PXVM_RESET_UPPER;
+    }
+    free(read_upper);
+    free(rebuilt);
     return 0;
 }
 
@@ -390,7 +428,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     for (uint32_t i = 0; i < ninsns; i++)
         if (px__check_insn(prog, &prog->insns[i], i, err) < 0)
             goto fail;
-    if (px__build_plan(prog, err) < 0)
+    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0)
         goto fail;
     return 0;
 fail:
@@ -413,6 +451,7 @@ void pxvm_program_free(pxvm_program *prog)
     free(prog->slots);
     free(prog->insns);
     free(prog->steps);
+    free(prog->reset);
     memset(prog, 0, sizeof *prog);
 }
 

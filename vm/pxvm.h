@@ -132,7 +132,14 @@ typedef struct pxvm_program {
     uint32_t nsteps;
     pxvm_step *steps;  /* the launch plan */
     uint64_t memory;   /* sum of slot bytes */
+    uint8_t *reset;    /* [nslots] PXVM_RESET_* bits: what a run must restore before it starts */
 } pxvm_program;
+
+/* What a run restores so that every run starts from the initial state (spec section 2). Slots
+ * not marked are never changed by a run: inputs and data are read-only, and levels >= 1 that a
+ * PYRAMID rebuilds before anything reads them cannot be observed. */
+#define PXVM_RESET_LEVEL0 1u /* level 0 back to its initial contents (program image or zeros) */
+#define PXVM_RESET_UPPER 2u  /* levels >= 1 back to zero */
 
 /* Parses and validates a whole program (takes ownership of *image on success and failure). */
 int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
@@ -194,7 +201,8 @@ int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm
 /* Checks the common preconditions of bind (role, size) for any executor. */
 int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err);
 /* Initial level-0 contents of a non-input slot (program image, data copy, or zeros): writes
- * w*h*4 bytes into dst. */
+ * w*h*4 bytes into dst. Executors fill every slot this way at load, then apply prog->reset at
+ * the start of every run. */
 void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst);
 
 #ifdef __cplusplus

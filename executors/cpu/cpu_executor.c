@@ -88,6 +88,8 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error 
             px__cpu_unload(ex);
             return pxvm_fail(err, PXE_NOMEM, -1, -1, b);
         }
+        if (s->role != PXI_ROLE_INPUT)
+            pxvm_slot_initial(prog, k, ex->store[k]); /* the rest starts zeroed (calloc) */
         px_cpu_src *v = &ex->view[k];
         v->levels = s->levels;
         for (int l = 0; l < s->levels; l++) {
@@ -217,21 +219,21 @@ static uint64_t px__cpu_dot(pxvm_executor *ex, const pxi_insn *in)
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
+/* The start of every run: inputs must be bound; then what the plan marks is restored. */
 static int px__cpu_reset(pxvm_executor *ex, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     char lb[16];
     for (int k = 0; k < prog->nslots; k++) {
         const pxvm_slot *s = &prog->slots[k];
+        if (s->role == PXI_ROLE_INPUT && !ex->bound[k])
+            return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
+                             pxvm_slot_label(prog, k, lb));
         size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
-        if (s->role == PXI_ROLE_INPUT) {
-            if (!ex->bound[k])
-                return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
-                                 pxvm_slot_label(prog, k, lb));
-        } else {
+        if (prog->reset[k] & PXVM_RESET_LEVEL0)
             pxvm_slot_initial(prog, k, ex->store[k]);
-        }
-        memset(ex->store[k] + l0, 0, (size_t)s->bytes - l0);
+        if (prog->reset[k] & PXVM_RESET_UPPER)
+            memset(ex->store[k] + l0, 0, (size_t)s->bytes - l0);
     }
     return 0;
 }

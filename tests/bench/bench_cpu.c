@@ -116,7 +116,7 @@ int main(int argc, char **argv)
         pxvm_cpu_executor.close(ex);
         pxvm_program_free(&prog);
     }
-    printf("  (a run also resets every slot to its initial state: the input's levels >= 1 are cleared)\n");
+    printf("  (a run includes restoring what the plan marks for reset: here nothing, PYRAMID rebuilds every level)\n");
     printf("pyramid/memcpy ratio: %.2f\n", results[0] / t_copy);
     free(t);
     free(a);

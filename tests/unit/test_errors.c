@@ -499,3 +499,16 @@ TEST(errors_random_input_fails_cleanly)
     pxvm_image_free(&input);
     pxvm_image_free(&base);
 }
+
+TEST(errors_read_only_slots)
+{
+    int32_t s[PXI_MAX_FIELDS];
+    pxvm_builder b;
+    px__base(&b, s);
+    px__pyr(&b);
+    s[PX_FI(SAMPLE, src)] = 2;
+    s[PX_FI(SAMPLE, dst)] = 1; /* into the input */
+    pxvm_build_insn(&b, PX_OP_SAMPLE, s);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2), "writes slot src, a read-only input slot");
+}

@@ -11,21 +11,45 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LDFLAGS += -fsanitize=address,undefined
 endif
 
+# The CUDA-GL executor is built when nvcc and the EGL and GLEW headers are present (CUDA_GL=0
+# turns it off; `make deps` installs the headers). It is compiled for Hopper (sm_90) and links
+# the static CUDA runtime, so the binaries need only the driver, EGL, GL and GLEW at run time.
+CUDA_HOME ?= /usr/local/cuda
+NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc))
+CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr/include/GL/glew.h)),1,0)
+NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
+
 LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+ifeq ($(CUDA_GL),1)
+LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o
+CPPFLAGS += -DPXVM_HAVE_CUDA_GL
+LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
+endif
 TEST_SRC := $(wildcard tests/unit/*.c)
 TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom
 PROGRAMS := programs/dot_test.pxi programs/pyramid.pxi programs/foveate273.pxi
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
+	@echo "pxvm: built the CPU executor$(if $(filter 1,$(CUDA_GL)), and the CUDA-GL executor ($(NVCC)), (no CUDA-GL executor: needs nvcc and 'apt-get install libegl-dev libglew-dev'))" 
 
 check-deps:
 	@test -f /usr/include/png.h || { echo "libpng headers missing: run 'make deps' (apt-get install -y libpng-dev)"; exit 1; }
 
-$(BUILD)/%.o: %.c
+# Objects are rebuilt when the configuration (CUDA-GL on or off, sanitizers) changes.
+CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
+$(CONFIG_STAMP):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@
+
+$(BUILD)/%.o: %.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/libpxvm.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -66,7 +90,7 @@ bench: $(BIN)/bench_cpu
 	$(BIN)/bench_cpu
 
 asan:
-	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 test
+	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 test
 
 # The quick start: decode the bundled photo, foveate it, write the atlas and the tensor.
 demo: all

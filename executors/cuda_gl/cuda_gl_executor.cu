@@ -1,0 +1,757 @@
+/* cuda_gl_executor.cu - the CUDA-GL executor: GL textures are the storage, CUDA kernels do the
+ * work, and every result comes from isa/px_sem.h, the same code the CPU executor runs.
+ *
+ * Context   EGL device platform, the EGL device whose EGL_CUDA_DEVICE_NV is the selected CUDA
+ *           device, an OpenGL 4.5 core context without surfaces, GL entry points through GLEW.
+ * Storage   each slot is a GL_RGBA8 texture with its full mip chain (glTexStorage2D), registered
+ *           with CUDA once at load and kept mapped until close (GL never touches it meanwhile).
+ *           Kernels read levels through texture objects (point filtering, element-type reads)
+ *           and write them through surface objects. No GL filtering or glGenerateMipmap is used.
+ * Plan      decoded on the host once (vm/program.c): a run enqueues the reset, one or two
+ *           launches per PYRAMID (up to 6 levels each, tiles kept in shared memory), one launch
+ *           per batch of independent SAMPLE/GATHER, one per DOT_RGB, all on one stream with a
+ *           single synchronisation at the end. Repeated runs replay a captured CUDA graph.
+ */
+#include <EGL/egl.h>
+#include <EGL/eglext.h>
+#include <GL/glew.h>
+#include <cuda_gl_interop.h>
+#include <cuda_runtime.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../vm/pxvm.h"
+
+/* ---- how the shared semantics read texels here ---------------------------------------------- */
+
+struct px_gpu_slot {
+    cudaTextureObject_t tex[PXVM_MAX_LEVELS];
+    cudaSurfaceObject_t surf[PXVM_MAX_LEVELS];
+    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
+    int levels;
+};
+
+static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int x, int y)
+{
+#ifdef __CUDA_ARCH__
+    uchar4 v = tex2D<uchar4>(t, (float)x + 0.5f, (float)y + 0.5f); /* point filter: texel (x, y) */
+    return (uint32_t)v.x | ((uint32_t)v.y << 8) | ((uint32_t)v.z << 16) | ((uint32_t)v.w << 24);
+#else
+    (void)t, (void)x, (void)y;
+    return 0; /* the sampler is only called on the device */
+#endif
+}
+
+#define PX_SRC_T const px_gpu_slot *
+#define PX_FETCH(s, l, x, y) px__texel((s)->tex[l], (x), (y))
+#define PX_LEVEL_W(s, l) ((s)->w[l])
+#define PX_LEVEL_H(s, l) ((s)->h[l])
+#define PX_LEVELS(s) ((s)->levels)
+#include "../../isa/px_sem.h"
+
+static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uint32_t v)
+{
+    surf2Dwrite(make_uchar4((unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                            (unsigned char)(v >> 24)),
+                s, x * 4, y);
+}
+
+/* ---- device records, built once at load ----------------------------------------------------- */
+
+struct px_gpu_fetch { /* one SAMPLE or GATHER */
+    int op, src, dst, mode, x, y, w, h;
+    int32_t cu, cv, du, dv;
+    uint32_t lod;
+    int table, tx, ty;
+};
+
+struct px_gpu_rect { /* a level to clear at the start of a run */
+    cudaSurfaceObject_t surf;
+    int w, h;
+};
+
+struct px_gpu_status {
+    uint32_t trap_insn; /* 0xFFFFFFFF: no trap */
+    uint32_t trap_sum;
+};
+
+/* ---- kernels -------------------------------------------------------------------------------- */
+
+__global__ void px__k_clear(const px_gpu_rect *rects)
+{
+    const px_gpu_rect r = rects[blockIdx.y];
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
+        px__store(r.surf, p % r.w, p / r.w, 0);
+}
+
+#define PX_PYR_LEVELS 6 /* levels built per launch: a 64x64 tile of the source level per block */
+#define PX_PYR_SIDE 32  /* the first built level's tile side */
+
+/* Levels L+1 .. L+K of a slot in one launch. Level L+m texel x depends only on level-L texels
+ * [x*2^m, (x+1)*2^m) (px_pyr_src1 clamps inside that range), so each block builds its tile's
+ * levels from shared memory with no other block's data. */
+__global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K)
+{
+    __shared__ uint32_t buf[2][PX_PYR_SIDE * PX_PYR_SIDE];
+    const px_gpu_slot *s = &slots[slot];
+    int side = 1 << (K - 1); /* tile side at level L+1 */
+    {
+        int w0 = s->w[L], h0 = s->h[L], w1 = s->w[L + 1], h1 = s->h[L + 1];
+        for (int i = threadIdx.x; i < side * side; i += blockDim.x) {
+            int x = blockIdx.x * side + i % side, y = blockIdx.y * side + i / side;
+            uint32_t v = 0;
+            if (x < w1 && y < h1) {
+                int x0 = px_pyr_src0(x), x1 = px_pyr_src1(x, w0), y0 = px_pyr_src0(y), y1 = px_pyr_src1(y, h0);
+                v = px_box4(px__texel(s->tex[L], x0, y0), px__texel(s->tex[L], x1, y0), px__texel(s->tex[L], x0, y1),
+                            px__texel(s->tex[L], x1, y1));
+                px__store(s->surf[L + 1], x, y, v);
+            }
+            buf[0][i] = v;
+        }
+    }
+    for (int m = 2, cur = 1; m <= K; m++, cur ^= 1) {
+        __syncthreads();
+        int ps = side >> (m - 2), cs = ps >> 1;
+        int lp = L + m - 1, wp = s->w[lp], hp = s->h[lp], wc = s->w[lp + 1], hc = s->h[lp + 1];
+        int ox = blockIdx.x * ps, oy = blockIdx.y * ps; /* tile origin at the previous level */
+        const uint32_t *prev = buf[cur ^ 1];
+        for (int i = threadIdx.x; i < cs * cs; i += blockDim.x) {
+            int x = blockIdx.x * cs + i % cs, y = blockIdx.y * cs + i / cs;
+            uint32_t v = 0;
+            if (x < wc && y < hc) {
+                int x0 = px_pyr_src0(x) - ox, x1 = px_pyr_src1(x, wp) - ox;
+                int y0 = px_pyr_src0(y) - oy, y1 = px_pyr_src1(y, hp) - oy;
+                v = px_box4(prev[y0 * ps + x0], prev[y0 * ps + x1], prev[y1 * ps + x0], prev[y1 * ps + x1]);
+                px__store(s->surf[lp + 1], x, y, v);
+            }
+            buf[cur][i] = v;
+        }
+    }
+}
+
+/* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
+__global__ void px__k_fetch(const px_gpu_slot *slots, const px_gpu_fetch *batch)
+{
+    const px_gpu_fetch f = batch[blockIdx.x];
+    const px_gpu_slot *src = &slots[f.src];
+    cudaSurfaceObject_t out = slots[f.dst].surf[0];
+    int n = f.w * f.h;
+    for (int p = blockIdx.y * blockDim.x + threadIdx.x; p < n; p += gridDim.y * blockDim.x) {
+        int i = p % f.w, j = p / f.w;
+        uint32_t v;
+        if (f.op == PX_OP_SAMPLE) {
+            v = px_sample(src, px_patch_pos(f.cu, f.du, i, f.w), px_patch_pos(f.cv, f.dv, j, f.h), f.lod, f.mode);
+        } else {
+            cudaTextureObject_t t = slots[f.table].tex[0];
+            int ex = f.tx + 3 * i, ey = f.ty + j;
+            v = px_sample(src, px_entry_q16(px__texel(t, ex, ey)), px_entry_q16(px__texel(t, ex + 1, ey)),
+                          px_entry_lod(px__texel(t, ex + 2, ey)), f.mode);
+        }
+        px__store(out, f.x + i, f.y + j, v);
+    }
+}
+
+/* DOT_RGB over rows of the program image (one block). */
+__global__ void px__k_dot(const px_gpu_slot *slots, int row_a, int row_b, int row_out, uint32_t insn,
+                          px_gpu_status *status)
+{
+    __shared__ int first;
+    __shared__ unsigned long long part[256];
+    const px_gpu_slot *p = &slots[0];
+    int w = p->w[0];
+    if (threadIdx.x == 0)
+        first = w;
+    __syncthreads();
+    for (int x = threadIdx.x; x < w; x += blockDim.x)
+        if (!(px__texel(p->tex[0], x, row_a) & 255u) || !(px__texel(p->tex[0], x, row_b) & 255u))
+            atomicMin(&first, x);
+    __syncthreads();
+    unsigned long long sum = 0;
+    for (int x = threadIdx.x; x < first; x += blockDim.x)
+        sum += (unsigned long long)(px__texel(p->tex[0], x, row_a) & 255u) * (px__texel(p->tex[0], x, row_b) & 255u);
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if ((int)threadIdx.x < k)
+            part[threadIdx.x] += part[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        unsigned long long total = part[0];
+        if (total <= PX_DOT_MAX)
+            px__store(p->surf[0], 0, row_out, px_dot_result((uint32_t)total));
+        else if (status->trap_insn == 0xFFFFFFFFu) { /* launches are ordered: the first trap wins */
+            status->trap_insn = insn;
+            status->trap_sum = (uint32_t)total;
+        }
+    }
+}
+
+/* ---- the executor --------------------------------------------------------------------------- */
+
+struct pxvm_executor {
+    int device;
+    EGLDisplay dpy;
+    EGLContext ctx;
+    cudaStream_t stream;
+    const pxvm_program *prog;
+    /* per slot */
+    GLuint *gl_tex;
+    cudaGraphicsResource_t *res;
+    int mapped;
+    px_gpu_slot *slots;   /* host copy of the device table */
+    cudaArray_t *arrays;  /* [slot * PXVM_MAX_LEVELS + level], fixed while mapped */
+    px_gpu_slot *d_slots; /* device table */
+    uint8_t *bound;
+    uint8_t **staging; /* pinned host staging for input uploads */
+    /* plan records */
+    px_gpu_fetch *d_fetch; /* one per instruction (unused for non-fetch ones), in program order */
+    px_gpu_rect *d_clear;
+    int nclear, max_clear_px;
+    uint8_t *d_prog; /* the program image, to restore slot 0 */
+    px_gpu_status *d_status, *h_status;
+    int max_fetch_px;
+    cudaGraphExec_t graph;
+    int have_graph;
+};
+
+#define PX__CK(call)                                                                                   \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess)                                                                         \
+            return px__cuda_fail(err, #call, e_, __LINE__);                                            \
+    } while (0)
+
+static int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, int line)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s failed: %s (%s, cuda_gl_executor.cu:%d)", what, cudaGetErrorString(e),
+             cudaGetErrorName(e), line);
+    return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+}
+
+static int px__unavailable(pxvm_error *err, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
+}
+
+/* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
+ * is checked like any other choice). Never falls back to EGL_DEFAULT_DISPLAY: CUDA and EGL may
+ * number devices differently, and interop across two GPUs fails. */
+static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
+{
+    PFNEGLQUERYDEVICESEXTPROC query_devices = (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
+    PFNEGLQUERYDEVICEATTRIBEXTPROC query_attrib =
+        (PFNEGLQUERYDEVICEATTRIBEXTPROC)eglGetProcAddress("eglQueryDeviceAttribEXT");
+    PFNEGLGETPLATFORMDISPLAYEXTPROC platform_display =
+        (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress("eglGetPlatformDisplayEXT");
+    if (!query_devices || !query_attrib || !platform_display)
+        return px__unavailable(err, "EGL has no device platform (EGL_EXT_device_enumeration, EGL_EXT_platform_device): "
+                                    "is the NVIDIA EGL driver installed?");
+    EGLDeviceEXT devs[32];
+    EGLint n = 0;
+    if (!query_devices(32, devs, &n) || n < 1)
+        return px__unavailable(err, "eglQueryDevicesEXT found no EGL device (EGL error 0x%x)", eglGetError());
+    int pick = -1;
+    const char *force = getenv("PXVM_EGL_DEVICE");
+    if (force && *force) {
+        pick = atoi(force);
+        if (pick < 0 || pick >= n)
+            return px__unavailable(err, "PXVM_EGL_DEVICE=%s, but there are %d EGL devices", force, (int)n);
+        EGLAttrib cuda_id = -1;
+        if (!query_attrib(devs[pick], EGL_CUDA_DEVICE_NV, &cuda_id))
+            return px__unavailable(err, "EGL device %d is not a CUDA device (no EGL_CUDA_DEVICE_NV)", pick);
+        if ((int)cuda_id != ex->device)
+            return px__unavailable(err,
+                                   "EGL device %d drives CUDA device %d, not the selected CUDA device %d: "
+                                   "CUDA-GL interop needs both on one GPU",
+                                   pick, (int)cuda_id, ex->device);
+    } else {
+        for (int i = 0; i < n && pick < 0; i++) {
+            EGLAttrib cuda_id = -1;
+            if (query_attrib(devs[i], EGL_CUDA_DEVICE_NV, &cuda_id) && (int)cuda_id == ex->device)
+                pick = i;
+        }
+        if (pick < 0)
+            return px__unavailable(err, "none of the %d EGL devices reports CUDA device %d (EGL_CUDA_DEVICE_NV)",
+                                   (int)n, ex->device);
+    }
+    ex->dpy = platform_display(EGL_PLATFORM_DEVICE_EXT, devs[pick], NULL);
+    EGLint major, minor;
+    if (ex->dpy == EGL_NO_DISPLAY || !eglInitialize(ex->dpy, &major, &minor))
+        return px__unavailable(err, "eglInitialize on EGL device %d failed (EGL error 0x%x)", pick, eglGetError());
+    const EGLint cfg_attr[] = {EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE};
+    EGLConfig cfg;
+    EGLint ncfg = 0;
+    if (!eglChooseConfig(ex->dpy, cfg_attr, &cfg, 1, &ncfg) || ncfg < 1)
+        return px__unavailable(err, "no EGL config with OpenGL on EGL device %d", pick);
+    if (!eglBindAPI(EGL_OPENGL_API))
+        return px__unavailable(err, "eglBindAPI(EGL_OPENGL_API) failed (EGL error 0x%x)", eglGetError());
+    const EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION, 4, EGL_CONTEXT_MINOR_VERSION, 5,
+                               EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
+    ex->ctx = eglCreateContext(ex->dpy, cfg, EGL_NO_CONTEXT, ctx_attr);
+    if (ex->ctx == EGL_NO_CONTEXT)
+        return px__unavailable(err, "no OpenGL 4.5 core context on EGL device %d (EGL error 0x%x)", pick,
+                               eglGetError());
+    if (!eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx))
+        return px__unavailable(err, "surfaceless eglMakeCurrent failed (EGL error 0x%x)", eglGetError());
+    glewExperimental = GL_TRUE;
+    GLenum g = glewInit();
+    /* Debian's GLEW is built for GLX: under EGL it reports GLEW_ERROR_NO_GLX_DISPLAY after loading
+     * every core entry point. Accept exactly that, then check the entry points we call. */
+    if (g != GLEW_OK && g != GLEW_ERROR_NO_GLX_DISPLAY)
+        return px__unavailable(err, "glewInit failed: %s", (const char *)glewGetErrorString(g));
+    if (!glTexStorage2D)
+        return px__unavailable(err, "GLEW did not load glTexStorage2D (OpenGL 4.2+ required)");
+    return 0;
+}
+
+static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return px__unavailable(err, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    int device = opt ? opt->device : 0;
+    if (device < 0 || device >= count)
+        return px__unavailable(err, "CUDA device %d does not exist (%d found)", device, count);
+    pxvm_executor *ex = (pxvm_executor *)calloc(1, sizeof *ex);
+    if (!ex)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
+    ex->device = device;
+    ex->dpy = EGL_NO_DISPLAY;
+    ex->ctx = EGL_NO_CONTEXT;
+    *out = ex;
+    if ((e = cudaSetDevice(device)) != cudaSuccess)
+        return px__unavailable(err, "cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
+    if ((e = cudaStreamCreateWithFlags(&ex->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return px__unavailable(err, "CUDA device %d cannot be used: %s", device, cudaGetErrorString(e));
+    if (px__egl_open(ex, err) < 0)
+        return -1;
+    PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status)));
+    PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status), cudaHostAllocDefault));
+    return 0;
+}
+
+static void px__gl_unload(pxvm_executor *ex)
+{
+    const pxvm_program *prog = ex->prog;
+    if (!prog)
+        return;
+    cudaStreamSynchronize(ex->stream);
+    if (ex->have_graph)
+        cudaGraphExecDestroy(ex->graph);
+    ex->have_graph = 0;
+    if (ex->slots)
+        for (int k = 0; k < prog->nslots; k++)
+            for (int l = 0; l < ex->slots[k].levels; l++) {
+                if (ex->slots[k].tex[l])
+                    cudaDestroyTextureObject(ex->slots[k].tex[l]);
+                if (ex->slots[k].surf[l])
+                    cudaDestroySurfaceObject(ex->slots[k].surf[l]);
+            }
+    if (ex->mapped)
+        cudaGraphicsUnmapResources(prog->nslots, ex->res, ex->stream);
+    ex->mapped = 0;
+    for (int k = 0; ex->res && k < prog->nslots; k++)
+        if (ex->res[k])
+            cudaGraphicsUnregisterResource(ex->res[k]);
+    if (ex->gl_tex)
+        glDeleteTextures(prog->nslots, ex->gl_tex);
+    for (int k = 0; ex->staging && k < prog->nslots; k++)
+        if (ex->staging[k])
+            cudaFreeHost(ex->staging[k]);
+    cudaFree(ex->d_slots);
+    cudaFree(ex->d_fetch);
+    cudaFree(ex->d_clear);
+    cudaFree(ex->d_prog);
+    free(ex->gl_tex);
+    free(ex->res);
+    free(ex->slots);
+    free(ex->arrays);
+    free(ex->bound);
+    free(ex->staging);
+    ex->gl_tex = NULL, ex->res = NULL, ex->slots = NULL, ex->arrays = NULL, ex->bound = NULL, ex->staging = NULL;
+    ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL, ex->d_prog = NULL;
+    ex->prog = NULL;
+}
+
+/* Clear records for `levels` [l0, l1) of slot k. */
+static void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int k, int l0, int l1)
+{
+    const px_gpu_slot *s = &ex->slots[k];
+    for (int l = l0; l < l1; l++) {
+        rects[ex->nclear].surf = s->surf[l];
+        rects[ex->nclear].w = s->w[l];
+        rects[ex->nclear].h = s->h[l];
+        if (s->w[l] * s->h[l] > ex->max_clear_px)
+            ex->max_clear_px = s->w[l] * s->h[l];
+        ex->nclear++;
+    }
+}
+
+static int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err)
+{
+    if (n == 0)
+        return 0;
+    int bx = (max_px + 255) / 256;
+    dim3 grid((unsigned)(bx < 256 ? bx : 256), (unsigned)n);
+    px__k_clear<<<grid, 256, 0, ex->stream>>>(d_rects);
+    PX__CK(cudaGetLastError());
+    return 0;
+}
+
+static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err)
+{
+    if (ex->prog)
+        px__gl_unload(ex);
+    ex->prog = prog;
+    int n = prog->nslots;
+    ex->gl_tex = (GLuint *)calloc((size_t)n, sizeof(GLuint));
+    ex->res = (cudaGraphicsResource_t *)calloc((size_t)n, sizeof(cudaGraphicsResource_t));
+    ex->slots = (px_gpu_slot *)calloc((size_t)n, sizeof(px_gpu_slot));
+    ex->arrays = (cudaArray_t *)calloc((size_t)n * PXVM_MAX_LEVELS, sizeof(cudaArray_t));
+    ex->bound = (uint8_t *)calloc((size_t)n, 1);
+    ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    if (!ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+
+    /* storage: GL textures with full chains, registered once, mapped until close */
+    glGenTextures(n, ex->gl_tex);
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        glBindTexture(GL_TEXTURE_2D, ex->gl_tex[k]);
+        glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
+        GLenum ge = glGetError();
+        if (ge != GL_NO_ERROR) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d failed: GL error 0x%x", s->levels,
+                     s->w, s->h, k, ge);
+            return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+        }
+        PX__CK(cudaGraphicsGLRegisterImage(&ex->res[k], ex->gl_tex[k], GL_TEXTURE_2D,
+                                           cudaGraphicsRegisterFlagsSurfaceLoadStore));
+    }
+    glBindTexture(GL_TEXTURE_2D, 0);
+    PX__CK(cudaGraphicsMapResources(n, ex->res, ex->stream));
+    ex->mapped = 1;
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        px_gpu_slot *g = &ex->slots[k];
+        cudaMipmappedArray_t mip;
+        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, ex->res[k]));
+        g->levels = s->levels;
+        for (int l = 0; l < s->levels; l++) {
+            cudaArray_t arr;
+            PX__CK(cudaGetMipmappedArrayLevel(&arr, mip, (unsigned)l));
+            ex->arrays[k * PXVM_MAX_LEVELS + l] = arr;
+            g->w[l] = px_mip_dim(s->w, l);
+            g->h[l] = px_mip_dim(s->h, l);
+            cudaResourceDesc rd;
+            memset(&rd, 0, sizeof rd);
+            rd.resType = cudaResourceTypeArray;
+            rd.res.array.array = arr;
+            cudaTextureDesc td;
+            memset(&td, 0, sizeof td);
+            td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+            td.filterMode = cudaFilterModePoint;
+            td.readMode = cudaReadModeElementType;
+            td.normalizedCoords = 0;
+            PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
+            PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
+        }
+        if (s->role == PXI_ROLE_INPUT)
+            PX__CK(cudaHostAlloc(&ex->staging[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocWriteCombined));
+    }
+    PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n));
+    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n, cudaMemcpyHostToDevice, ex->stream));
+
+    /* SAMPLE/GATHER records, one per instruction, so a batch is a contiguous range */
+    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
+    if (!fetch)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    ex->max_fetch_px = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_GATHER)
+            continue;
+        px_gpu_fetch *f = &fetch[i];
+        f->op = in->op;
+        f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)], f->mode = in->a[PX_FI(SAMPLE, mode)];
+        f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
+        f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
+        if (in->op == PX_OP_SAMPLE) {
+            f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
+            f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
+            f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+        } else {
+            f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
+        }
+        if (f->w * f->h > ex->max_fetch_px)
+            ex->max_fetch_px = f->w * f->h;
+    }
+    cudaError_t e = cudaMalloc(&ex->d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(ex->d_fetch, fetch, sizeof(px_gpu_fetch) * prog->ninsns, cudaMemcpyHostToDevice);
+    free(fetch);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading the launch plan", e, __LINE__);
+
+    /* initial state: every level of every slot zeroed, then level 0 of the program and data */
+    int total_levels = 0;
+    for (int k = 0; k < n; k++)
+        total_levels += ex->slots[k].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)total_levels, sizeof(px_gpu_rect));
+    px_gpu_rect *d_all = NULL;
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    ex->nclear = ex->max_clear_px = 0;
+    for (int k = 0; k < n; k++)
+        px__add_clear(ex, rects, k, 0, ex->slots[k].levels);
+    e = cudaMalloc(&d_all, sizeof(px_gpu_rect) * (size_t)ex->nclear);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(d_all, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        free(rects);
+        cudaFree(d_all);
+        return px__cuda_fail(err, "uploading clear records", e, __LINE__);
+    }
+    int rc = px__launch_clear(ex, d_all, ex->nclear, ex->max_clear_px, err);
+    /* the per-run reset: what prog->reset marks (inputs and data never change) */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int k = 0; k < n; k++) {
+        uint8_t r = prog->reset[k];
+        if ((r & PXVM_RESET_LEVEL0) && k != 0)
+            px__add_clear(ex, rects, k, 0, 1);
+        if (r & PXVM_RESET_UPPER)
+            px__add_clear(ex, rects, k, 1, ex->slots[k].levels);
+    }
+    if (rc == 0 && ex->nclear) {
+        e = cudaMalloc(&ex->d_clear, sizeof(px_gpu_rect) * (size_t)ex->nclear);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(ex->d_clear, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess)
+            rc = px__cuda_fail(err, "uploading reset records", e, __LINE__);
+    }
+    free(rects);
+    if (rc < 0) {
+        cudaStreamSynchronize(ex->stream);
+        cudaFree(d_all);
+        return -1;
+    }
+    /* level 0 of the program image (kept on the device to restore it) and of data slots */
+    uint8_t *level0 = NULL;
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        if (s->role != PXI_ROLE_PROGRAM && s->role != PXI_ROLE_DATA)
+            continue;
+        size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
+        uint8_t *tmp = (uint8_t *)realloc(level0, bytes);
+        if (!tmp) {
+            free(level0);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        }
+        level0 = tmp;
+        pxvm_slot_initial(prog, k, level0);
+        e = cudaMemcpy2DToArrayAsync(ex->arrays[k * PXVM_MAX_LEVELS], 0, 0, level0, pitch, pitch, (size_t)s->h, cudaMemcpyHostToDevice,
+                                         ex->stream);
+        if (e == cudaSuccess && k == 0 && (prog->reset[0] & PXVM_RESET_LEVEL0)) {
+            e = cudaMalloc(&ex->d_prog, bytes);
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(ex->d_prog, level0, bytes, cudaMemcpyHostToDevice, ex->stream);
+        }
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(ex->stream); /* level0 is reused for the next slot */
+        if (e != cudaSuccess) {
+            free(level0);
+            cudaFree(d_all);
+            return px__cuda_fail(err, "uploading program and data slots", e, __LINE__);
+        }
+    }
+    free(level0);
+    e = cudaStreamSynchronize(ex->stream);
+    cudaFree(d_all);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "initialising slots", e, __LINE__);
+    return 0;
+}
+
+static int px__gl_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err)
+{
+    if (pxvm_check_bind(ex->prog, slot, img, err) < 0)
+        return -1;
+    size_t pitch = (size_t)img->w * 4u;
+    PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
+    memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
+    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, ex->staging[slot], pitch, pitch, (size_t)img->h,
+                                    cudaMemcpyHostToDevice, ex->stream));
+    ex->bound[slot] = 1;
+    return 0;
+}
+
+/* Enqueues the plan's steps [0, nsteps) with no synchronisation. */
+static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status), ex->stream));
+    if (ex->d_prog) {
+        const pxvm_slot *s = &prog->slots[0];
+        size_t pitch = (size_t)s->w * 4u;
+        PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[0], 0, 0, ex->d_prog, pitch, pitch, (size_t)s->h, cudaMemcpyDeviceToDevice,
+                                        ex->stream));
+    }
+    if (px__launch_clear(ex, ex->d_clear, ex->nclear, ex->max_clear_px, err) < 0)
+        return -1;
+    for (uint32_t si = 0; si < nsteps; si++) {
+        const pxvm_step *st = &prog->steps[si];
+        const pxi_insn *in = &prog->insns[st->first];
+        if (opt && opt->trace)
+            for (uint32_t i = 0; i < st->count; i++)
+                opt->trace(opt->trace_ctx, prog, in + i);
+        switch (in->op) {
+        case PX_OP_HALT: return 0;
+        case PX_OP_PYRAMID: {
+            int k = PX_ARG(in, PYRAMID, slot);
+            const px_gpu_slot *g = &ex->slots[k];
+            for (int L = 0; L + 1 < g->levels; L += PX_PYR_LEVELS) {
+                int K = g->levels - 1 - L < PX_PYR_LEVELS ? g->levels - 1 - L : PX_PYR_LEVELS;
+                int side = 1 << (K - 1);
+                dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side));
+                px__k_pyramid<<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K);
+            }
+            break;
+        }
+        case PX_OP_SAMPLE:
+        case PX_OP_GATHER: {
+            int by = (ex->max_fetch_px + 255) / 256;
+            dim3 grid(st->count, (unsigned)(by < 64 ? by : 64));
+            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->d_fetch + st->first);
+            break;
+        }
+        case PX_OP_DOT_RGB:
+            px__k_dot<<<1, 256, 0, ex->stream>>>(ex->d_slots, PX_ARG(in, DOT_RGB, row_a), PX_ARG(in, DOT_RGB, row_b),
+                                                 PX_ARG(in, DOT_RGB, row_out), st->first, ex->d_status);
+            break;
+        default: break; /* the validator admits no other opcode */
+        }
+        PX__CK(cudaGetLastError());
+    }
+    return 0;
+}
+
+static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    char lb[16];
+    for (int k = 0; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT && !ex->bound[k])
+            return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
+                             pxvm_slot_label(prog, k, lb));
+    /* the step budget is known before anything runs: execute the steps that fit, exactly as the
+     * CPU executor does, and report the budget trap after any earlier trap */
+    uint64_t budget = opt ? opt->max_steps : UINT64_MAX, steps = 0;
+    uint32_t nsteps = 0, budget_trap = UINT32_MAX;
+    for (; nsteps < prog->nsteps; nsteps++) {
+        const pxvm_step *st = &prog->steps[nsteps];
+        if (steps + st->count > budget) {
+            budget_trap = st->first + (uint32_t)(budget - steps);
+            break;
+        }
+        steps += st->count;
+        if (prog->insns[st->first].op == PX_OP_HALT) {
+            nsteps++;
+            break;
+        }
+    }
+    int full = budget_trap == UINT32_MAX;
+    if (full && !(opt && opt->trace)) {
+        if (!ex->have_graph) { /* capture the whole run once; later runs replay it */
+            cudaGraph_t graph;
+            PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
+            int rc = px__enqueue(ex, nsteps, NULL, err);
+            cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
+            if (rc < 0)
+                return -1;
+            if (e != cudaSuccess)
+                return px__cuda_fail(err, "cudaStreamEndCapture", e, __LINE__);
+            e = cudaGraphInstantiate(&ex->graph, graph, 0);
+            cudaGraphDestroy(graph);
+            if (e != cudaSuccess)
+                return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
+            ex->have_graph = 1;
+        }
+        PX__CK(cudaGraphLaunch(ex->graph, ex->stream));
+    } else if (px__enqueue(ex, nsteps, opt, err) < 0) {
+        return -1;
+    }
+    PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status), cudaMemcpyDeviceToHost, ex->stream));
+    PX__CK(cudaStreamSynchronize(ex->stream));
+    int x, y;
+    if (ex->h_status->trap_insn != 0xFFFFFFFFu) {
+        uint32_t i = ex->h_status->trap_insn;
+        pxvm_stream_xy(prog, prog->insns[i].pc, &x, &y);
+        return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, i, (unsigned long)ex->h_status->trap_sum);
+    }
+    if (!full) {
+        pxvm_stream_xy(prog, prog->insns[budget_trap].pc, &x, &y);
+        return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, budget_trap);
+    }
+    return 0;
+}
+
+static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots)
+        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    const px_gpu_slot *g = &ex->slots[slot];
+    if (level < 0 || level >= g->levels)
+        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), g->levels - 1, level);
+    if (pxvm_image_alloc(img, g->w[level], g->h[level], err) < 0)
+        return -1;
+    size_t pitch = (size_t)img->w * 4u;
+    cudaError_t e = cudaMemcpy2DFromArrayAsync(img->px, pitch, ex->arrays[slot * PXVM_MAX_LEVELS + level], 0, 0, pitch, (size_t)img->h, cudaMemcpyDeviceToHost,
+                                       ex->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(ex->stream);
+    if (e != cudaSuccess) {
+        pxvm_image_free(img);
+        return px__cuda_fail(err, "reading a slot", e, __LINE__);
+    }
+    return 0;
+}
+
+static void px__gl_close(pxvm_executor *ex)
+{
+    if (!ex)
+        return;
+    px__gl_unload(ex);
+    if (ex->d_status)
+        cudaFree(ex->d_status);
+    if (ex->h_status)
+        cudaFreeHost(ex->h_status);
+    if (ex->stream)
+        cudaStreamDestroy(ex->stream);
+    if (ex->dpy != EGL_NO_DISPLAY) {
+        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+        if (ex->ctx != EGL_NO_CONTEXT)
+            eglDestroyContext(ex->dpy, ex->ctx);
+        eglTerminate(ex->dpy);
+    }
+    free(ex);
+}
+
+extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
+    "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_close,
+};

@@ -28,8 +28,8 @@ LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 endif
-TEST_SRC := $(wildcard tests/unit/*.c)
-TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom
+TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c
+TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 PROGRAMS := programs/dot_test.pxi programs/pyramid.pxi programs/foveate273.pxi
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
@@ -67,6 +67,9 @@ $(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

@@ -176,7 +176,8 @@ typedef struct pxvm_run_options {
 
 /* The executor interface. Every executor runs the same validated program with the same result.
  * Life cycle: open -> load(program) -> bind(input slots) -> run (any number of times: each run
- * starts from the initial state of every slot but the bound inputs) -> read -> close.
+ * starts from the initial state of every slot but the bound inputs) -> read -> close. A loaded
+ * program must stay alive until the next load or close; load may be called again for another.
  * Functions return 0 or -1 with *err set. */
 typedef struct pxvm_executor_ops {
     const char *name;

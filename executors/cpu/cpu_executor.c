@@ -34,7 +34,8 @@ static inline void px__store(uint8_t *p, uint32_t v)
 #include "../../isa/px_sem.h"
 
 struct pxvm_executor {
-    const pxvm_program *prog;
+    const pxvm_program *prog; /* alive from load until the next load or close */
+    int nslots;               /* of the loaded program: unload must not read a freed program */
     px_pool *pool;
     int threads;
     uint8_t **store;   /* per slot: the whole mip chain */
@@ -57,7 +58,7 @@ static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_
 static void px__cpu_unload(pxvm_executor *ex)
 {
     if (ex->store)
-        for (int k = 0; k < ex->prog->nslots; k++)
+        for (int k = 0; k < ex->nslots; k++)
             free(ex->store[k]);
     free(ex->store);
     free(ex->view);
@@ -73,6 +74,7 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error 
     if (ex->prog)
         px__cpu_unload(ex);
     ex->prog = prog;
+    ex->nslots = prog->nslots;
     ex->store = calloc((size_t)prog->nslots, sizeof(uint8_t *));
     ex->view = calloc((size_t)prog->nslots, sizeof(px_cpu_src));
     ex->bound = calloc((size_t)prog->nslots, 1);

@@ -198,7 +198,8 @@ struct pxvm_executor {
     EGLDisplay dpy;
     EGLContext ctx;
     cudaStream_t stream;
-    const pxvm_program *prog;
+    const pxvm_program *prog; /* alive from load until the next load or close */
+    int nslots;               /* of the loaded program: unload must not read a freed program */
     /* per slot */
     GLuint *gl_tex;
     cudaGraphicsResource_t *res;
@@ -345,15 +346,15 @@ static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_e
 
 static void px__gl_unload(pxvm_executor *ex)
 {
-    const pxvm_program *prog = ex->prog;
-    if (!prog)
+    if (!ex->prog)
         return;
+    int n = ex->nslots;
     cudaStreamSynchronize(ex->stream);
     if (ex->have_graph)
         cudaGraphExecDestroy(ex->graph);
     ex->have_graph = 0;
     if (ex->slots)
-        for (int k = 0; k < prog->nslots; k++)
+        for (int k = 0; k < n; k++)
             for (int l = 0; l < ex->slots[k].levels; l++) {
                 if (ex->slots[k].tex[l])
                     cudaDestroyTextureObject(ex->slots[k].tex[l]);
@@ -361,14 +362,14 @@ static void px__gl_unload(pxvm_executor *ex)
                     cudaDestroySurfaceObject(ex->slots[k].surf[l]);
             }
     if (ex->mapped)
-        cudaGraphicsUnmapResources(prog->nslots, ex->res, ex->stream);
+        cudaGraphicsUnmapResources(n, ex->res, ex->stream);
     ex->mapped = 0;
-    for (int k = 0; ex->res && k < prog->nslots; k++)
+    for (int k = 0; ex->res && k < n; k++)
         if (ex->res[k])
             cudaGraphicsUnregisterResource(ex->res[k]);
     if (ex->gl_tex)
-        glDeleteTextures(prog->nslots, ex->gl_tex);
-    for (int k = 0; ex->staging && k < prog->nslots; k++)
+        glDeleteTextures(n, ex->gl_tex);
+    for (int k = 0; ex->staging && k < n; k++)
         if (ex->staging[k])
             cudaFreeHost(ex->staging[k]);
     cudaFree(ex->d_slots);
@@ -416,7 +417,7 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     if (ex->prog)
         px__gl_unload(ex);
     ex->prog = prog;
-    int n = prog->nslots;
+    int n = ex->nslots = prog->nslots;
     ex->gl_tex = (GLuint *)calloc((size_t)n, sizeof(GLuint));
     ex->res = (cudaGraphicsResource_t *)calloc((size_t)n, sizeof(cudaGraphicsResource_t));
     ex->slots = (px_gpu_slot *)calloc((size_t)n, sizeof(px_gpu_slot));

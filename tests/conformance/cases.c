@@ -1,0 +1,432 @@
+/* cases.c - the conformance programs: edge-value cases, one family per opcode, and a seeded
+ * generator of random valid programs. Every case is built here, in memory, deterministically. */
+#define _POSIX_C_SOURCE 200809L
+#include "cases.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t px__next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static int px__below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(px__next(s) % (uint64_t)n); }
+
+/* Noise, or a smooth gradient (where interpolation errors would show), by seed. */
+static void px__fill(pxvm_image *img, uint64_t seed)
+{
+    uint64_t s = seed;
+    int smooth = (int)(seed & 1);
+    for (int y = 0; y < img->h; y++)
+        for (int x = 0; x < img->w; x++) {
+            uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
+            if (smooth) {
+                p[0] = (uint8_t)(x * 7 + y * 3), p[1] = (uint8_t)(x * y), p[2] = (uint8_t)(255 - x - y);
+                p[3] = (uint8_t)(x ^ y);
+            } else {
+                uint64_t r = px__next(&s);
+                memcpy(p, &r, 4);
+            }
+        }
+}
+
+void px_case_free(px_case *c)
+{
+    pxvm_image_free(&c->program);
+    for (int i = 0; i < c->ninputs; i++)
+        pxvm_image_free(&c->inputs[i]);
+    memset(c, 0, sizeof *c);
+}
+
+static int px__finish(px_case *c, pxvm_builder *b)
+{
+    pxvm_error err;
+    int rc = pxvm_build_finish(b, &c->program, &err);
+    pxvm_build_free(b);
+    return rc;
+}
+
+static int px__input(px_case *c, pxvm_builder *b, const char *name, int w, int h, uint64_t seed)
+{
+    int k = pxvm_build_slot(b, PXI_ROLE_INPUT, name, w, h);
+    c->input_slot[c->ninputs] = k;
+    pxvm_image_alloc(&c->inputs[c->ninputs], w, h, NULL);
+    px__fill(&c->inputs[c->ninputs], seed);
+    c->ninputs++;
+    return k;
+}
+
+static void px__pyr(pxvm_builder *b, int slot)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = slot;
+    pxvm_build_insn(b, PX_OP_PYRAMID, f);
+}
+
+static void px__sample(pxvm_builder *b, int src, int dst, int mode, int x, int y, int w, int h, int32_t cu, int32_t cv,
+                       int32_t du, int32_t dv, uint32_t lod)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(SAMPLE, src)] = src, f[PX_FI(SAMPLE, dst)] = dst, f[PX_FI(SAMPLE, mode)] = mode;
+    f[PX_FI(SAMPLE, dst_x)] = x, f[PX_FI(SAMPLE, dst_y)] = y, f[PX_FI(SAMPLE, w)] = w, f[PX_FI(SAMPLE, h)] = h;
+    f[PX_FI(SAMPLE, cu)] = cu, f[PX_FI(SAMPLE, cv)] = cv, f[PX_FI(SAMPLE, du)] = du, f[PX_FI(SAMPLE, dv)] = dv;
+    f[PX_FI(SAMPLE, lod)] = (int32_t)lod;
+    pxvm_build_insn(b, PX_OP_SAMPLE, f);
+}
+
+static void px__gather(pxvm_builder *b, int src, int dst, int mode, int x, int y, int w, int h, int table, int tx, int ty)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(GATHER, src)] = src, f[PX_FI(GATHER, dst)] = dst, f[PX_FI(GATHER, mode)] = mode;
+    f[PX_FI(GATHER, dst_x)] = x, f[PX_FI(GATHER, dst_y)] = y, f[PX_FI(GATHER, w)] = w, f[PX_FI(GATHER, h)] = h;
+    f[PX_FI(GATHER, table)] = table, f[PX_FI(GATHER, table_x)] = tx, f[PX_FI(GATHER, table_y)] = ty;
+    pxvm_build_insn(b, PX_OP_GATHER, f);
+}
+
+/* ---- edge-value cases ----------------------------------------------------------------------- */
+
+static int px__case_dot(px_case *c, int which)
+{
+    static const struct {
+        const char *name;
+        uint8_t a[8], b[8];
+        int width;
+    } k[] = {
+        {"dot/300", {10, 20}, {10, 10}, 16},          {"dot/65535", {255, 255}, {255, 2}, 16},
+        {"dot/overflow", {255, 255}, {255, 3}, 16},   {"dot/empty", {0, 9}, {9, 9}, 16},
+        {"dot/zero_in_b", {9, 9, 9}, {1, 0, 7}, 16},  {"dot/full_width", {1, 2, 3, 4, 5, 6, 7, 8}, {8, 7, 6, 5, 4, 3, 2, 1}, 8},
+    };
+    if (which >= (int)(sizeof k / sizeof k[0]))
+        return 0;
+    if (!c)
+        return 1;
+    snprintf(c->name, sizeof c->name, "%s", k[which].name);
+    pxvm_builder b;
+    pxvm_build_init(&b, k[which].width);
+    uint32_t dot = pxvm_build_insn(&b, PX_OP_DOT_RGB, NULL);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    uint8_t ra[64] = {0}, rb[64] = {0};
+    for (int i = 0; i < 8; i++)
+        ra[4 * i] = k[which].a[i], rb[4 * i] = k[which].b[i], ra[4 * i + 1] = rb[4 * i + 2] = (uint8_t)(i * 30);
+    int r0 = pxvm_build_row(&b, ra, 8), r1 = pxvm_build_row(&b, rb, 8), r2 = pxvm_build_row(&b, ra, 0);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_a), r0);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_b), r1);
+    pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_out), r2);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
+static const int px__pyr_sizes[][2] = {{1, 1}, {2, 1}, {1, 2}, {3, 3}, {1, 7}, {7, 1}, {5, 3}, {3, 5}, {17, 9},
+                                       {65, 33}, {255, 2}, {2, 255}, {100, 100}, {451, 300}, {16384, 1}, {1, 16384},
+                                       {3, 16384}};
+
+static int px__case_pyramid(px_case *c, int which)
+{
+    if (which >= (int)(sizeof px__pyr_sizes / sizeof px__pyr_sizes[0]))
+        return 0;
+    if (!c)
+        return 1;
+    int w = px__pyr_sizes[which][0], h = px__pyr_sizes[which][1];
+    snprintf(c->name, sizeof c->name, "pyramid/%dx%d", w, h);
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    px__pyr(&b, px__input(c, &b, "image", w, h, (uint64_t)(1000 + which)));
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
+/* SAMPLE: every LOD of interest x both modes x patches inside, hanging off each corner, mirrored,
+ * at extreme coordinates and steps, into one atlas of 8x8 tiles. */
+static int px__case_sample(px_case *c, int which)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 3}, {33, 17}, {64, 64}, {451, 300}, {16384, 1}};
+    static const uint32_t lods[] = {0, 1, 127, 128, 255, 256, 333, 768, 1279, 1536, 3583, 65535};
+    if (which >= (int)(sizeof sizes / sizeof sizes[0]))
+        return 0;
+    if (!c)
+        return 1;
+    int w = sizes[which][0], h = sizes[which][1];
+    snprintf(c->name, sizeof c->name, "sample/%dx%d", w, h);
+    const int nl = (int)(sizeof lods / sizeof lods[0]), npos = 7, tiles = nl * 2 * npos;
+    pxvm_builder b;
+    pxvm_build_init(&b, 64);
+    int src = px__input(c, &b, "image", w, h, (uint64_t)(2000 + which));
+    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 16 * 8, (tiles + 15) / 16 * 8);
+    pxvm_build_patches(&b, atlas, 8, 8, tiles);
+    px__pyr(&b, src);
+    int t = 0;
+    const int32_t W = w << 16, H = h << 16, one = 1 << 16;
+    for (int li = 0; li < nl; li++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int p = 0; p < npos; p++, t++) {
+                int32_t cu, cv, du = one + 777 * p, dv = one - 555 * p;
+                switch (p) {
+                case 0: cu = W / 2, cv = H / 2; break;                                  /* centred */
+                case 1: cu = 0, cv = 0; break;                                          /* top-left corner */
+                case 2: cu = W, cv = H; break;                                          /* bottom-right corner */
+                case 3: cu = W / 3 + 12345, cv = H / 3 - 999, du = -3 * one, dv = -one / 3; break; /* mirrored */
+                case 4: cu = INT32_MAX, cv = INT32_MIN, du = INT32_MAX, dv = INT32_MIN; break;    /* extremes */
+                case 5: cu = W / 2 + 1, cv = H / 2 - 1, du = one / 7, dv = 0; break;    /* sub-texel steps */
+                default: cu = -5 * one, cv = H + 3 * one, du = 9 * one, dv = 2 * one; break;      /* far outside */
+                }
+                px__sample(&b, src, atlas, mode, (t % 16) * 8, (t / 16) * 8, 8, 8, cu, cv, du, dv, lods[li]);
+            }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
+/* GATHER: a table of extreme and ordinary entries, embedded as a data slot and also read from
+ * the program image's own rows. */
+static int px__case_gather(px_case *c, int which)
+{
+    if (which >= 2)
+        return 0;
+    if (!c)
+        return 1;
+    snprintf(c->name, sizeof c->name, "gather/%s", which ? "table_in_program_rows" : "table_slot");
+    const int tw = 6, th = 5, w = 37, h = 23;
+    uint64_t s = 3000 + (uint64_t)which;
+    pxvm_image table;
+    pxvm_image_alloc(&table, 3 * tw, th, NULL);
+    const int32_t special[] = {0, 1, -1, 32768, 65535, 65536, INT32_MAX, INT32_MIN, w << 16, h << 16, (w << 16) + 1};
+    for (int j = 0; j < th; j++)
+        for (int i = 0; i < tw; i++) {
+            uint8_t *e = table.px + ((size_t)j * (size_t)table.w + 3u * (size_t)i) * 4u;
+            int32_t u = (i + j) % 3 ? (int32_t)(px__next(&s) % (uint64_t)((w + 4) << 16)) - (2 << 16)
+                                    : special[(i * 5 + j) % 11];
+            int32_t v = (i * j) % 4 ? (int32_t)(px__next(&s) % (uint64_t)((h + 4) << 16)) - (2 << 16)
+                                    : special[(i + 7 * j) % 11];
+            uint32_t lod = (uint32_t)((i * 97 + j * 211) % 1700) | (j == 4 ? 0xFF00u : 0u);
+            pxi_write_le(e, 0, 0, 4, (uint32_t)u);
+            pxi_write_le(e, 1, 0, 4, (uint32_t)v);
+            pxi_write_le(e, 2, 0, 4, lod | (uint32_t)px__next(&s) << 16); /* B, A ignored */
+        }
+    /* linear and nearest over the same table; with the table in the program image's own rows, the
+     * rows follow the code, so the GATHERs are patched once the rows exist */
+    pxvm_builder b;
+    pxvm_build_init(&b, 32);
+    int src = px__input(c, &b, "image", w, h, 3100 + (uint64_t)which);
+    int out = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 2 * tw, th);
+    int tab = which ? 0 : pxvm_build_data_slot(&b, "table", &table);
+    px__pyr(&b, src);
+    px__gather(&b, src, out, 0, 0, 0, tw, th, tab, 0, 0);
+    uint32_t g_lin = b.ninsns - 1;
+    px__gather(&b, src, out, 1, tw, 0, tw, th, tab, 0, 0);
+    uint32_t g_near = b.ninsns - 1;
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (which) {
+        int row0 = -1;
+        for (int j = 0; j < th; j++) {
+            int r = pxvm_build_row(&b, table.px + (size_t)j * (size_t)table.w * 4u, table.w);
+            row0 = row0 < 0 ? r : row0;
+        }
+        pxvm_build_patch(&b, g_lin, PX_FI(GATHER, table_y), row0);
+        pxvm_build_patch(&b, g_near, PX_FI(GATHER, table_y), row0);
+    }
+    pxvm_image_free(&table);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
+typedef int (*px__family)(px_case *c, int which);
+static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather};
+
+int px_case_edge(int index, px_case *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t f = 0; f < sizeof px__families / sizeof px__families[0]; f++)
+        for (int which = 0; px__families[f](NULL, which); which++)
+            if (index-- == 0)
+                return px__families[f](c, which);
+    return 0;
+}
+
+int px_case_run_all(const pxvm_executor_ops *ops, pxvm_executor *ex, px_golden_stats *stats, px_case_reports *r)
+{
+    memset(r, 0, sizeof *r);
+    px_case c;
+    for (int i = 0;; i++) {
+        int built = px_case_edge(i, &c);
+        if (built == 0)
+            return 0;
+        char **names = realloc(r->names, sizeof(char *) * (size_t)(r->n + 1));
+        char **reports = names ? realloc(r->reports, sizeof(char *) * (size_t)(r->n + 1)) : NULL;
+        if (names)
+            r->names = names;
+        if (reports)
+            r->reports = reports;
+        if (!names || !reports || built < 0) {
+            px_case_free(&c);
+            return -1;
+        }
+        pxvm_limits lim;
+        pxvm_limits_default(&lim);
+        pxvm_program prog;
+        pxvm_error err;
+        const pxvm_image *in[PX_CASE_MAX_INPUTS];
+        for (int k = 0; k < c.ninputs; k++)
+            in[k] = &c.inputs[k];
+        char *text = NULL;
+        if (pxvm_program_from_image(&c.program, &lim, &prog, &err) == 0) {
+            text = px_golden_run(ops, ex, &prog, c.input_slot, in, c.ninputs, stats);
+            pxvm_program_free(&prog);
+        }
+        r->names[r->n] = strdup(c.name);
+        r->reports[r->n] = text;
+        r->n++;
+        px_case_free(&c);
+    }
+}
+
+char *px_case_report(const px_case_reports *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->names[i], name))
+            return r->reports[i] ? strdup(r->reports[i]) : NULL;
+    return NULL;
+}
+
+void px_case_reports_free(px_case_reports *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        free(r->names[i]);
+        free(r->reports[i]);
+    }
+    free(r->names);
+    free(r->reports);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- random valid programs ------------------------------------------------------------------ */
+
+static int px__size(uint64_t *s)
+{
+    switch (px__below(s, 12)) {
+    case 0: return 1;
+    case 1: return 2;
+    case 2: return 3;
+    case 3: return 16 + px__below(s, 3) - 1;
+    case 4: return 200 + px__below(s, 400);
+    default: return 1 + px__below(s, 90);
+    }
+}
+
+static int32_t px__coord(uint64_t *s, int size)
+{
+    switch (px__below(s, 10)) {
+    case 0: return INT32_MAX - px__below(s, 3);
+    case 1: return INT32_MIN + px__below(s, 3);
+    case 2: return (int32_t)(px__below(s, 3) << 15); /* texel edges and centres near 0 */
+    default: return (int32_t)(px__next(s) % (uint64_t)((int64_t)(size + 8) << 16)) - (4 << 16);
+    }
+}
+
+static int32_t px__step(uint64_t *s)
+{
+    switch (px__below(s, 10)) {
+    case 0: return INT32_MAX;
+    case 1: return INT32_MIN;
+    case 2: return 0;
+    case 3: return 1 << (16 + px__below(s, 4));
+    default: return (int32_t)(px__next(s) % (8u << 16)) - (4 << 16);
+    }
+}
+
+static uint32_t px__lod(uint64_t *s)
+{
+    switch (px__below(s, 8)) {
+    case 0: return 65535;
+    case 1: return (uint32_t)px__below(s, 16) << 8; /* whole levels */
+    case 2: return (uint32_t)(px__below(s, 16) << 8) | 128u;
+    default: return (uint32_t)px__below(s, 12 * 256);
+    }
+}
+
+int px_case_random(uint64_t seed, px_case *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "random/%llu", (unsigned long long)seed);
+    uint64_t s = seed * 0x2545F4914F6CDD1Dull + 1;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16 + px__below(&s, 48));
+    int nin = 1 + px__below(&s, 2), nw = 1 + px__below(&s, 2), nscratch = px__below(&s, 2);
+    int slots[8], writable[8], nslot = 0, nwritable = 0;
+    char name[16];
+    for (int i = 0; i < nin; i++) {
+        snprintf(name, sizeof name, "in%d", i);
+        int w = px__size(&s), h = px__size(&s);
+        if (px__below(&s, 40) == 0)
+            w = 1000 + px__below(&s, 3000);
+        slots[nslot++] = px__input(c, &b, name, w, h, px__next(&s));
+    }
+    for (int i = 0; i < nw + nscratch; i++) {
+        snprintf(name, sizeof name, i < nw ? "out%d" : "tmp%d", i);
+        int k = pxvm_build_slot(&b, i < nw ? PXI_ROLE_OUTPUT : PXI_ROLE_SCRATCH, name, 1 + px__below(&s, 64),
+                                1 + px__below(&s, 64));
+        slots[nslot++] = writable[nwritable++] = k;
+    }
+    int table = -1;
+    if (px__below(&s, 2)) {
+        pxvm_image t;
+        int tw = 1 + px__below(&s, 6), th = 1 + px__below(&s, 6);
+        pxvm_image_alloc(&t, 3 * tw, th, NULL);
+        for (int j = 0; j < th; j++)
+            for (int i = 0; i < tw; i++) {
+                uint8_t *e = t.px + ((size_t)j * (size_t)t.w + 3u * (size_t)i) * 4u;
+                pxi_write_le(e, 0, 0, 4, (uint32_t)px__coord(&s, 64));
+                pxi_write_le(e, 1, 0, 4, (uint32_t)px__coord(&s, 64));
+                pxi_write_le(e, 2, 0, 4, px__lod(&s) | ((uint32_t)px__next(&s) << 16));
+            }
+        if (3 * tw <= b.width) {
+            table = pxvm_build_data_slot(&b, "table", &t);
+            slots[nslot++] = table;
+        }
+        pxvm_image_free(&t);
+    }
+    int ninsns = 1 + px__below(&s, 30);
+    uint32_t dots[20]; /* 3 rows each, and rows are u8 operands */
+    int ndots = 0;
+    for (int n = 0; n < ninsns; n++) {
+        int op = px__below(&s, 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
+        if (op < 3) { /* PYRAMID of any slot, the program image included */
+            px__pyr(&b, px__below(&s, 8) ? slots[px__below(&s, nslot)] : 0);
+        } else if (op < 11) { /* SAMPLE or GATHER into a writable slot */
+            int dst = writable[px__below(&s, nwritable)], src;
+            do
+                src = px__below(&s, 5) ? slots[px__below(&s, nslot)] : 0;
+            while (src == dst);
+            const pxvm_builder_slot *d = &b.slots[dst];
+            int w = 1 + px__below(&s, d->w), h = 1 + px__below(&s, d->h);
+            int x = px__below(&s, d->w - w + 1), y = px__below(&s, d->h - h + 1);
+            int mode = px__below(&s, 4) == 0;
+            int tab = op >= 9 ? slots[px__below(&s, nslot)] : -1;
+            if (tab >= 0 && tab != dst && b.slots[tab].w >= 3) {
+                const pxvm_builder_slot *t = &b.slots[tab];
+                w = w < t->w / 3 ? w : t->w / 3;
+                h = h < t->h ? h : t->h;
+                px__gather(&b, src, dst, mode, x, y, w, h, tab, px__below(&s, t->w - 3 * w + 1), px__below(&s, t->h - h + 1));
+            } else {
+                int32_t sw = src ? b.slots[src].w : b.width;
+                px__sample(&b, src, dst, mode, x, y, w, h, px__coord(&s, sw), px__coord(&s, sw), px__step(&s), px__step(&s),
+                           px__lod(&s));
+            }
+        } else if (ndots < 20) { /* DOT_RGB: rows are appended after the code */
+            dots[ndots++] = pxvm_build_insn(&b, PX_OP_DOT_RGB, NULL);
+        }
+    }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    for (int d = 0; d < ndots; d++) {
+        uint8_t ra[64 * 4], rb[64 * 4];
+        int small = px__below(&s, 16) != 0; /* mostly sums that fit; sometimes an overflow trap */
+        for (int i = 0; i < 64 * 4; i++) {
+            ra[i] = (uint8_t)(small ? px__next(&s) % 9 : px__next(&s));
+            rb[i] = (uint8_t)(small ? px__next(&s) % 9 : px__next(&s));
+        }
+        int r0 = pxvm_build_row(&b, ra, b.width), r1 = pxvm_build_row(&b, rb, b.width), r2 = pxvm_build_row(&b, ra, 0);
+        pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_a), px__below(&s, 6) ? r0 : r2);
+        pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_b), r1);
+        pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_out), r2);
+    }
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}

@@ -1,0 +1,352 @@
+/* pxconform - the conformance suite runner (tests/conformance/run wraps it).
+ *
+ *   pxconform [--executor cpu|cuda] [--device N]
+ *       Runs every edge case (cases.c) and every program of tests/golden/programs.txt on the
+ *       executor and compares every level of every slot with tests/conformance/goldens.txt and
+ *       tests/golden/goldens.txt.
+ *   pxconform --write-goldens
+ *       Writes tests/conformance/goldens.txt from the CPU reference executor.
+ *   pxconform --random N --seed S [--executor cpu|cuda] [--save DIR]
+ *       N random valid programs (seeds S .. S+N-1), each run on the executor and on the CPU
+ *       reference, compared byte for byte. (With --executor cpu the reference runs on one thread,
+ *       one instruction at a time, so the threaded, batched plan is what is checked.) On a
+ *       difference: the seed, the first instruction whose outputs differ, the slot, the first
+ *       differing pixel; the program and its inputs are saved under DIR.
+ *
+ * Ends with "conformance: P programs, O outputs, B bytes compared, D differences"; exit 0 only
+ * with no difference.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../golden/golden.h"
+#include "cases.h"
+
+typedef struct {
+    const pxvm_executor_ops *ops;
+    pxvm_executor *ex;
+} px__target;
+
+static char *px__program(const char *line, void *ctx, px_golden_stats *stats)
+{
+    px__target *t = ctx;
+    return px_golden_run_line(t->ops, t->ex, line, stats);
+}
+
+static char *px__case(const char *name, void *reports, px_golden_stats *stats)
+{
+    (void)stats;
+    return px_case_report(reports, name);
+}
+
+/* ---- random programs: run on two executors and compare ---------------------------------------- */
+
+typedef struct {
+    int failed;          /* the run failed: err holds why */
+    pxvm_error err;
+    int nimg;
+    pxvm_image *img; /* every level of every slot, in slot/level order */
+} px__result;
+
+static void px__result_free(px__result *r)
+{
+    for (int i = 0; i < r->nimg; i++)
+        pxvm_image_free(&r->img[i]);
+    free(r->img);
+    r->img = NULL;
+    r->nimg = 0;
+}
+
+/* Runs the case's program, cut after `limit` instructions when limit >= 0 (instruction `limit`
+ * becomes HALT), optionally one instruction per step. */
+static int px__run(const px__target *t, const px_case *c, long limit, int sequential, px__result *r)
+{
+    memset(r, 0, sizeof *r);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image copy;
+    if (pxvm_image_alloc(&copy, c->program.w, c->program.h, &r->err) < 0)
+        return -1;
+    memcpy(copy.px, c->program.px, (size_t)copy.w * (size_t)copy.h * 4u);
+    if (limit >= 0) {
+        pxvm_program probe;
+        pxvm_image tmp = {copy.w, copy.h, malloc((size_t)copy.w * (size_t)copy.h * 4u)};
+        if (!tmp.px)
+            return -1;
+        memcpy(tmp.px, copy.px, (size_t)copy.w * (size_t)copy.h * 4u);
+        if (pxvm_program_from_image(&tmp, &lim, &probe, &r->err) < 0)
+            return -1;
+        if ((uint32_t)limit < probe.ninsns) {
+            memset(copy.px + 4u * probe.insns[limit].pc, 0, 4); /* HALT */
+            pxi_write_le(copy.px, 3, 0, 4, (uint32_t)limit + 1);
+        }
+        pxvm_program_free(&probe);
+    }
+    pxvm_program prog;
+    if (pxvm_program_from_image(&copy, &lim, &prog, &r->err) < 0) {
+        r->failed = 1;
+        return 0;
+    }
+    if (sequential) {
+        for (uint32_t i = 0; i < prog.ninsns; i++)
+            prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
+        prog.nsteps = prog.ninsns;
+    }
+    pxvm_run_options ro = {lim.max_steps, NULL, NULL};
+    int rc = t->ops->load(t->ex, &prog, &r->err);
+    for (int i = 0; rc == 0 && i < c->ninputs; i++)
+        rc = t->ops->bind(t->ex, c->input_slot[i], &c->inputs[i], &r->err);
+    if (rc == 0)
+        rc = t->ops->run(t->ex, &ro, &r->err);
+    if (rc < 0) {
+        r->failed = 1;
+        pxvm_program_free(&prog);
+        return r->err.cls == PXVM_IO || r->err.cls == PXVM_UNAVAILABLE ? -1 : 0; /* executor broke */
+    }
+    int total = 0;
+    for (int k = 0; k < prog.nslots; k++)
+        total += prog.slots[k].levels;
+    r->img = calloc((size_t)total, sizeof(pxvm_image));
+    for (int k = 0; k < prog.nslots && r->img; k++)
+        for (int l = 0; l < prog.slots[k].levels; l++)
+            if (t->ops->read(t->ex, k, l, &r->img[r->nimg++], &r->err) < 0) {
+                pxvm_program_free(&prog);
+                return -1;
+            }
+    pxvm_program_free(&prog);
+    return 0;
+}
+
+/* 0 if equal; else describes the first difference into why. */
+static int px__compare(const px__result *a, const px__result *b, const pxvm_program *prog, px_golden_stats *st,
+                       char *why, size_t len)
+{
+    if (a->failed || b->failed) {
+        if (a->failed && b->failed && a->err.code == b->err.code && !strcmp(a->err.msg, b->err.msg) &&
+            a->err.x == b->err.x && a->err.y == b->err.y)
+            return 0;
+        snprintf(why, len, "runs end differently: '%s' vs '%s'", a->failed ? a->err.msg : "ok",
+                 b->failed ? b->err.msg : "ok");
+        return 1;
+    }
+    int i = 0;
+    for (int k = 0; k < prog->nslots; k++)
+        for (int l = 0; l < prog->slots[k].levels; l++, i++) {
+            const pxvm_image *x = &a->img[i], *y = &b->img[i];
+            size_t n = (size_t)x->w * (size_t)x->h * 4u;
+            st->outputs++;
+            st->bytes += n;
+            if (!memcmp(x->px, y->px, n))
+                continue;
+            size_t p = 0;
+            while (x->px[p] == y->px[p])
+                p++;
+            char lb[16];
+            p /= 4;
+            snprintf(why, len, "slot %s level %d, first differing pixel (%zu,%zu): %02x%02x%02x%02x vs %02x%02x%02x%02x",
+                     pxvm_slot_label(prog, k, lb), l, p % (size_t)x->w, p / (size_t)x->w, x->px[4 * p],
+                     x->px[4 * p + 1], x->px[4 * p + 2], x->px[4 * p + 3], y->px[4 * p], y->px[4 * p + 1],
+                     y->px[4 * p + 2], y->px[4 * p + 3]);
+            return 1;
+        }
+    return 0;
+}
+
+static void px__save(const char *dir, const px_case *c, uint64_t seed)
+{
+    mkdir(dir, 0755);
+    char path[1024], cmd[4096];
+    pxvm_outputs out = {0};
+    uint8_t *png;
+    size_t len;
+    snprintf(path, sizeof path, "%s/random-%llu.pxi", dir, (unsigned long long)seed);
+    int n = snprintf(cmd, sizeof cmd, "bin/pxrun %s", path);
+    if (pxvm_png_encode(&c->program, &png, &len, NULL) == 0) {
+        pxvm_outputs_add(&out, path, png, len, NULL);
+        free(png);
+    }
+    for (int i = 0; i < c->ninputs; i++) {
+        snprintf(path, sizeof path, "%s/random-%llu-in%d.png", dir, (unsigned long long)seed, c->input_slot[i]);
+        if (pxvm_png_encode(&c->inputs[i], &png, &len, NULL) == 0) {
+            pxvm_outputs_add(&out, path, png, len, NULL);
+            free(png);
+        }
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --in %d=%s", c->input_slot[i], path);
+    }
+    pxvm_outputs_commit(&out, NULL);
+    printf("  saved; rerun with: %s --hash --executor cpu|cuda\n", cmd);
+}
+
+static int px__random(const px__target *t, const px__target *ref, int sequential, long count, uint64_t seed,
+                      const char *save, px_golden_stats *st)
+{
+    long trapped = 0, insns = 0, ops[256] = {0};
+    for (long i = 0; i < count; i++) {
+        uint64_t s = seed + (uint64_t)i;
+        px_case c;
+        if (px_case_random(s, &c) < 0) {
+            printf("seed %llu: the generator built no program\n", (unsigned long long)s);
+            st->differences++;
+            px_case_free(&c);
+            continue;
+        }
+        pxvm_limits lim;
+        pxvm_limits_default(&lim);
+        pxvm_image copy;
+        pxvm_program prog;
+        pxvm_error err;
+        pxvm_image_alloc(&copy, c.program.w, c.program.h, NULL);
+        memcpy(copy.px, c.program.px, (size_t)copy.w * (size_t)copy.h * 4u);
+        if (pxvm_program_from_image(&copy, &lim, &prog, &err) < 0) {
+            printf("seed %llu: the generator made an invalid program: %s\n", (unsigned long long)s, err.msg);
+            st->differences++;
+            px_case_free(&c);
+            continue;
+        }
+        px__result a, b;
+        char why[2048];
+        st->programs++;
+        if (px__run(t, &c, -1, 0, &a) < 0 || px__run(ref, &c, -1, sequential, &b) < 0) {
+            printf("seed %llu: an executor failed: %s / %s\n", (unsigned long long)s, a.err.msg, b.err.msg);
+            return -1;
+        }
+        trapped += a.failed && b.failed;
+        insns += prog.ninsns;
+        for (uint32_t k = 0; k < prog.ninsns; k++)
+            ops[prog.insns[k].op]++;
+        if (px__compare(&a, &b, &prog, st, why, sizeof why)) {
+            st->differences++;
+            /* the first instruction whose outputs differ: the shortest differing prefix */
+            long lo = 0, hi = (long)prog.ninsns - 1; /* prefix lengths: [0, lo) agree ... hi differs */
+            while (lo < hi) {
+                long mid = (lo + hi) / 2;
+                px__result pa, pb;
+                px_golden_stats scratch = {0};
+                char tmp[2048];
+                int d = px__run(t, &c, mid, 0, &pa) == 0 && px__run(ref, &c, mid, sequential, &pb) == 0 &&
+                        px__compare(&pa, &pb, &prog, &scratch, tmp, sizeof tmp);
+                px__result_free(&pa);
+                px__result_free(&pb);
+                if (d)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            char text[512];
+            int x, y;
+            long culprit = lo > 0 ? lo - 1 : 0;
+            pxvm_insn_format(&prog, &prog.insns[culprit], text, sizeof text);
+            pxvm_stream_xy(&prog, prog.insns[culprit].pc, &x, &y);
+            printf("DIFFERENCE seed %llu: %s\n  first instruction whose outputs differ: [%ld] pixel (%d,%d) %s\n",
+                   (unsigned long long)s, why, culprit, x, y, text);
+            if (save)
+                px__save(save, &c, s);
+        }
+        px__result_free(&a);
+        px__result_free(&b);
+        pxvm_program_free(&prog);
+        px_case_free(&c);
+    }
+    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, GATHER %ld, DOT_RGB %ld); %ld runs ended in the same trap\n",
+           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB], trapped);
+    return 0;
+}
+
+static int px__write_goldens(const char *path)
+{
+    pxvm_executor *ex;
+    pxvm_error err;
+    px_case_reports r;
+    px_golden_stats st = {0};
+    if (pxvm_cpu_executor.open(&ex, NULL, &err) < 0 || px_case_run_all(&pxvm_cpu_executor, ex, &st, &r) < 0)
+        return 1;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fprintf(f, "# pxvm conformance goldens: every edge case of tests/conformance/cases.c on the CPU reference\n"
+               "# executor (FNV-1a 64 of every level of every slot, or the error a run ends with).\n"
+               "# Regenerate: bin/pxconform --write-goldens (only when semantics change on purpose)\n");
+    for (int i = 0; i < r.n; i++)
+        fprintf(f, "== %s\n%s", r.names[i], r.reports[i] ? r.reports[i] : "error: no report\n");
+    fclose(f);
+    printf("wrote %s: %d cases\n", path, r.n);
+    px_case_reports_free(&r);
+    pxvm_cpu_executor.close(ex);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *exec_name = "cpu", *save = "build/conformance-failures";
+    long count = 0;
+    uint64_t seed = 1;
+    pxvm_open_options oo = {0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--write-goldens"))
+            return px__write_goldens("tests/conformance/goldens.txt");
+        else if (!strcmp(argv[i], "--executor") && v)
+            exec_name = argv[++i];
+        else if (!strcmp(argv[i], "--device") && v)
+            oo.device = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--random") && v)
+            count = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && v)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--save") && v)
+            save = argv[++i];
+        else {
+            fprintf(stderr, "usage: pxconform [--executor cpu|cuda] [--device N] [--random N --seed S] [--save DIR] "
+                            "| --write-goldens\n");
+            return 2;
+        }
+    }
+    pxvm_error err;
+    px__target t = {pxvm_executor_find(exec_name, &err), NULL};
+    if (!t.ops || t.ops->open(&t.ex, &oo, &err) < 0) {
+        char buf[1024];
+        pxvm_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "pxconform: %s\n", buf);
+        return 7;
+    }
+    px_golden_stats st = {0};
+    int rc = 0;
+    if (count > 0) {
+        int sequential = t.ops == &pxvm_cpu_executor;
+        pxvm_open_options one = {1, 0};
+        px__target ref = {&pxvm_cpu_executor, NULL};
+        if (pxvm_cpu_executor.open(&ref.ex, sequential ? &one : NULL, &err) < 0)
+            return 1;
+        printf("random programs: %s against the CPU reference%s, seeds %llu..%llu\n", exec_name,
+               sequential ? " (one thread, one instruction per step)" : "", (unsigned long long)seed,
+               (unsigned long long)(seed + (uint64_t)count - 1));
+        rc = px__random(&t, &ref, sequential, count, seed, save, &st);
+        pxvm_cpu_executor.close(ref.ex);
+    } else {
+        px_case_reports r;
+        long before = st.programs;
+        if (px_case_run_all(t.ops, t.ex, &st, &r) < 0)
+            return 1;
+        px_golden_stats seen = {0};
+        if (px_golden_check("tests/conformance/goldens.txt", px__case, &r, &seen, stdout) < 0)
+            rc = -1;
+        st.differences += seen.differences;
+        if (seen.sections != r.n) {
+            printf("the goldens hold %ld cases but there are %d: run --write-goldens\n", seen.sections, r.n);
+            st.differences++;
+        }
+        printf("edge cases: %ld run on %s, %ld differ from the goldens\n", st.programs - before, exec_name,
+               seen.differences);
+        px_case_reports_free(&r);
+        long d0 = st.differences;
+        if (px_golden_check("tests/golden/goldens.txt", px__program, &t, &st, stdout) < 0)
+            rc = -1;
+        printf("programs/: %ld differ from the goldens\n", st.differences - d0);
+    }
+    printf("conformance: %ld programs, %ld outputs, %llu bytes compared, %ld differences\n", st.programs,
+           st.outputs, st.bytes, st.differences);
+    t.ops->close(t.ex);
+    return rc < 0 || st.differences ? 1 : 0;
+}

@@ -16,7 +16,8 @@ static const char px__usage[] =
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
     "  -o FILE.pxi               write the final program image (slot 'prog')\n"
-    "  --executor cpu|cuda       which executor runs the program (default cpu)\n"
+    "  --executor cpu|cuda|auto  which executor runs the program (default cpu; auto = cuda when it\n"
+    "                            works here, else cpu, and says which)\n"
     "  --threads N               CPU worker threads (default: all cores)\n"
     "  --device N                CUDA device (default 0)\n"
     "  --repeat N                run N times (timing; outputs are those of the last run)\n"
@@ -323,7 +324,8 @@ int main(int argc, char **argv)
     }
     if (px__parse_args(argc, argv, &a, &rc) < 0)
         goto done;
-    if (!(ops = pxvm_executor_find(a.exec_name, &err)))
+    int automatic = !strcmp(a.exec_name, "auto");
+    if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
     t0 = px__now();
     if (pxvm_program_load(a.prog_path, &a.lim, &prog, &err) < 0)
@@ -333,8 +335,25 @@ int main(int argc, char **argv)
     t_load = px__now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
-    if (ops->open(&ex, &a.oo, &err) < 0)
+    int opened = ops && ops->open(&ex, &a.oo, &err) == 0;
+    if (!opened && ex) { /* a failed open may leave a half-made executor */
+        ops->close(ex);
+        ex = NULL;
+    }
+    if (automatic) {
+        char why[1024];
+        pxvm_error_format(&err, why, sizeof why);
+        if (opened) {
+            fprintf(stderr, "pxrun: executor auto: using cuda (device %d)\n", a.oo.device);
+        } else {
+            fprintf(stderr, "pxrun: executor auto: cuda is %s; using cpu\n", why);
+            ops = &pxvm_cpu_executor;
+            if (ops->open(&ex, &a.oo, &err) < 0)
+                goto fail;
+        }
+    } else if (!opened) {
         goto fail;
+    }
     t_open = px__now();
     if (ops->load(ex, &prog, &err) < 0)
         goto fail;

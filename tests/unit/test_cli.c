@@ -244,3 +244,20 @@ TEST(cli_foveate273_atlas_and_npy)
         printf("  (numpy not installed: the .npy header was checked in C only)\n");
     }
 }
+
+TEST(cli_executor_auto_says_which_it_used)
+{
+    char out[8192], path[256];
+    snprintf(path, sizeof path, "%s/auto.pxi", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi --executor auto -o %s", path), 0);
+    CHECK(strstr(out, "pxrun: executor auto: using cuda") || strstr(out, "; using cpu"));
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    CHECK(pxvm_png_load(path, &lim, &img, &err) == 0);
+    if (img.px) {
+        CHECK_EQ(px_px(&img, 0, 3), 44u | (1u << 8));
+        pxvm_image_free(&img);
+    }
+}

@@ -23,6 +23,7 @@ static const char px__usage[] =
     "  --repeat N                run N times (timing; outputs are those of the last run)\n"
     "  --time                    print load, run and output times\n"
     "  --trace                   print each instruction as it executes\n"
+    "  --profile                 print the time of each launch-plan step (last run)\n"
     "  --hash                    print a hash of every level of every slot after the run\n"
     "  --info                    print the program's slots, instructions and launch plan\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
@@ -114,6 +115,17 @@ static void px__trace(void *ctx, const pxvm_program *prog, const pxi_insn *in)
     fprintf(stderr, "trace: [%u] pixel (%d,%d) %s\n", (unsigned)(in - prog->insns), x, y, buf);
 }
 
+static void px__profile(void *ctx, const pxvm_program *prog, uint32_t step, double ms)
+{
+    (void)ctx;
+    const pxvm_step *st = &prog->steps[step];
+    char buf[512];
+    pxvm_insn_format(prog, &prog->insns[st->first], buf, sizeof buf);
+    buf[40] = 0; /* the mnemonic and the first operands are enough here */
+    fprintf(stderr, "profile: step %u (%s, %u instruction%s: %s...) %.4f ms\n", step,
+            st->kind == PXVM_STEP_BATCH ? "batch" : "single", st->count, st->count > 1 ? "s" : "", buf, ms);
+}
+
 static void px__info(const pxvm_program *prog)
 {
     char lb[16], buf[512];
@@ -168,7 +180,7 @@ typedef struct {
     int nin, nout, nnpy;
     int *slot_of[3];
     const char *prog_path, *final_path, *exec_name;
-    int do_time, do_trace, do_hash, do_info;
+    int do_time, do_trace, do_hash, do_info, do_profile;
     uint64_t repeat;
     pxvm_limits lim;
     pxvm_open_options oo;
@@ -193,6 +205,8 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
             a->do_hash = 1;
         } else if (!strcmp(o, "--info")) {
             a->do_info = 1;
+        } else if (!strcmp(o, "--profile")) {
+            a->do_profile = 1;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
             if (!val)
@@ -367,8 +381,10 @@ int main(int argc, char **argv)
             goto fail;
     }
     t_bind = px__now();
-    pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL};
+    pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
     for (uint64_t r = 0; r < a.repeat; r++) {
+        if (a.do_profile && r + 1 == a.repeat)
+            ro.profile = px__profile; /* the last run: the earlier ones warm up */
         if (ops->run(ex, &ro, &err) < 0)
             goto fail;
         ro.trace = NULL; /* trace the first run only */

@@ -172,6 +172,10 @@ typedef struct pxvm_run_options {
     /* called for every instruction before it executes (in program order), or NULL */
     void (*trace)(void *ctx, const pxvm_program *prog, const pxi_insn *insn);
     void *trace_ctx;
+    /* called after the run with the time of each plan step (device time on a GPU, measured with
+     * events around the step's launches), or NULL; profiling runs the plan without graph replay */
+    void (*profile)(void *ctx, const pxvm_program *prog, uint32_t step, double ms);
+    void *profile_ctx;
 } pxvm_run_options;
 
 /* The executor interface. Every executor runs the same validated program with the same result.
@@ -183,6 +187,9 @@ typedef struct pxvm_executor_ops {
     const char *name;
     int (*open)(pxvm_executor **ex, const pxvm_open_options *opt, pxvm_error *err);
     int (*load)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
+    /* Copies img into an input slot. The CUDA-GL executor uploads straight from page-locked
+     * (cudaHostAlloc) memory, asynchronously: such an image must then stay unchanged until the
+     * next run returns. Any other memory may be reused as soon as bind returns. */
     int (*bind)(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err);
     int (*run)(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err);
     /* copies level `level` of `slot` into img (allocated by the call) */

@@ -1,8 +1,10 @@
 /* cpu_executor.c - the reference executor. Every result comes from isa/px_sem.h; this file only
  * decides which pixels to compute and spreads the work over threads: PYRAMID over rows of each
  * level, a plan batch of SAMPLE/GATHER instructions over its instructions. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../vm/pxvm.h"
 #include "threadpool.h"
@@ -240,6 +242,15 @@ static int px__cpu_reset(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
+static double px__ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err);
+
 static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
@@ -259,29 +270,43 @@ static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_erro
         if (opt && opt->trace)
             for (uint32_t i = 0; i < st->count; i++)
                 opt->trace(opt->trace_ctx, prog, first + i);
-        if (st->kind == PXVM_STEP_BATCH) {
-            px__batch_job job = {ex, first};
-            px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
-            continue;
-        }
-        switch (first->op) {
-        case PX_OP_HALT: return 0;
-        case PX_OP_DOT_RGB: {
-            uint64_t sum = px__cpu_dot(ex, first);
-            if (sum > PX_DOT_MAX) {
-                int x, y;
-                pxvm_stream_xy(prog, first->pc, &x, &y);
-                return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, st->first, (unsigned long)sum);
-            }
-            break;
-        }
-        case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); break;
-        case PX_OP_SAMPLE:
-        case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); break;
-        default: break; /* unreachable: the validator admits only the opcodes above */
-        }
+        double t0 = opt && opt->profile ? px__ms() : 0;
+        int rc = px__cpu_step(ex, s, err);
+        if (opt && opt->profile)
+            opt->profile(opt->profile_ctx, prog, s, px__ms() - t0);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0; /* 1: HALT */
     }
     return 0; /* unreachable for a validated program: its last instruction is HALT */
+}
+
+/* Executes plan step s: 0 to go on, 1 at HALT, -1 on a trap. */
+static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    const pxvm_step *st = &prog->steps[s];
+    const pxi_insn *first = &prog->insns[st->first];
+    if (st->kind == PXVM_STEP_BATCH) {
+        px__batch_job job = {ex, first};
+        px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
+        return 0;
+    }
+    switch (first->op) {
+    case PX_OP_HALT: return 1;
+    case PX_OP_DOT_RGB: {
+        uint64_t sum = px__cpu_dot(ex, first);
+        if (sum > PX_DOT_MAX) {
+            int x, y;
+            pxvm_stream_xy(prog, first->pc, &x, &y);
+            return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, st->first, (unsigned long)sum);
+        }
+        return 0;
+    }
+    case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); return 0;
+    case PX_OP_SAMPLE:
+    case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); return 0;
+    default: return 0; /* unreachable: the validator admits only the opcodes above */
+    }
 }
 
 static int px__cpu_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)

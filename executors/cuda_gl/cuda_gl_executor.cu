@@ -592,16 +592,24 @@ static int px__gl_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_
     if (pxvm_check_bind(ex->prog, slot, img, err) < 0)
         return -1;
     size_t pitch = (size_t)img->w * 4u;
-    PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
-    memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
-    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, ex->staging[slot], pitch, pitch, (size_t)img->h,
+    const void *src = img->px;
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, img->px) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
+        cudaGetLastError(); /* pageable memory: copy into our pinned staging buffer first */
+        PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
+        memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
+        src = ex->staging[slot];
+    }
+    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, src, pitch, pitch, (size_t)img->h,
                                     cudaMemcpyHostToDevice, ex->stream));
     ex->bound[slot] = 1;
     return 0;
 }
 
-/* Enqueues the plan's steps [0, nsteps) with no synchronisation. */
-static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, pxvm_error *err)
+/* Enqueues the plan's steps [0, nsteps) with no synchronisation; with `events` (nsteps + 1 of
+ * them), event s is recorded before step s and event s+1 after it. */
+static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
+                       pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status), ex->stream));
@@ -619,8 +627,13 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         if (opt && opt->trace)
             for (uint32_t i = 0; i < st->count; i++)
                 opt->trace(opt->trace_ctx, prog, in + i);
+        if (events)
+            PX__CK(cudaEventRecord(events[si], ex->stream));
         switch (in->op) {
-        case PX_OP_HALT: return 0;
+        case PX_OP_HALT:
+            if (events)
+                PX__CK(cudaEventRecord(events[si + 1], ex->stream));
+            return 0;
         case PX_OP_PYRAMID: {
             int k = PX_ARG(in, PYRAMID, slot);
             const px_gpu_slot *g = &ex->slots[k];
@@ -646,6 +659,8 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         default: break; /* the validator admits no other opcode */
         }
         PX__CK(cudaGetLastError());
+        if (events)
+            PX__CK(cudaEventRecord(events[si + 1], ex->stream));
     }
     return 0;
 }
@@ -675,11 +690,19 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     int full = budget_trap == UINT32_MAX;
-    if (full && !(opt && opt->trace)) {
+    cudaEvent_t *events = NULL;
+    if (opt && opt->profile) {
+        events = (cudaEvent_t *)calloc(nsteps + 1, sizeof(cudaEvent_t));
+        if (!events)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        for (uint32_t i = 0; i <= nsteps; i++)
+            PX__CK(cudaEventCreate(&events[i]));
+    }
+    if (full && !(opt && (opt->trace || opt->profile))) {
         if (!ex->have_graph) { /* capture the whole run once; later runs replay it */
             cudaGraph_t graph;
             PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
-            int rc = px__enqueue(ex, nsteps, NULL, err);
+            int rc = px__enqueue(ex, nsteps, NULL, NULL, err);
             cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
             if (rc < 0)
                 return -1;
@@ -692,11 +715,22 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             ex->have_graph = 1;
         }
         PX__CK(cudaGraphLaunch(ex->graph, ex->stream));
-    } else if (px__enqueue(ex, nsteps, opt, err) < 0) {
+    } else if (px__enqueue(ex, nsteps, opt, events, err) < 0) {
+        free(events);
         return -1;
     }
     PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status), cudaMemcpyDeviceToHost, ex->stream));
     PX__CK(cudaStreamSynchronize(ex->stream));
+    if (events) {
+        for (uint32_t i = 0; i < nsteps; i++) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, events[i], events[i + 1]) == cudaSuccess)
+                opt->profile(opt->profile_ctx, prog, i, ms);
+        }
+        for (uint32_t i = 0; i <= nsteps; i++)
+            cudaEventDestroy(events[i]);
+        free(events);
+    }
     int x, y;
     if (ex->h_status->trap_insn != 0xFFFFFFFFu) {
         uint32_t i = ex->h_status->trap_insn;

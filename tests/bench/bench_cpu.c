@@ -97,7 +97,7 @@ int main(int argc, char **argv)
         pxvm_executor *ex;
         pxvm_error err;
         pxvm_open_options oo = {0, 0};
-        pxvm_run_options ro = {1000, NULL, NULL};
+        pxvm_run_options ro = {.max_steps = 1000};
         if (px__program(W, H, which ? 273 : 0, &prog) < 0 || pxvm_cpu_executor.open(&ex, &oo, &err) < 0 ||
             pxvm_cpu_executor.load(ex, &prog, &err) < 0 || pxvm_cpu_executor.bind(ex, 1, &in, &err) < 0)
             return 1;

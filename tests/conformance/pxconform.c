@@ -94,7 +94,7 @@ static int px__run(const px__target *t, const px_case *c, long limit, int sequen
             prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
         prog.nsteps = prog.ninsns;
     }
-    pxvm_run_options ro = {lim.max_steps, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = lim.max_steps};
     int rc = t->ops->load(t->ex, &prog, &r->err);
     for (int i = 0; rc == 0 && i < c->ninputs; i++)
         rc = t->ops->bind(t->ex, c->input_slot[i], &c->inputs[i], &r->err);

@@ -19,7 +19,7 @@ char *px_golden_run(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_
     memset(&err, 0, sizeof err);
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    pxvm_run_options ro = {lim.max_steps, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = lim.max_steps};
     int rc = ops->load(ex, prog, &err);
     for (int i = 0; rc == 0 && i < ninputs; i++)
         rc = ops->bind(ex, slots[i], inputs[i], &err);

@@ -23,7 +23,7 @@ int px_run_image(const pxvm_image *prog_img, const pxvm_image *const *inputs, in
     for (int s = 1; s < prog->nslots && k < ninputs; s++)
         if (prog->slots[s].role == PXI_ROLE_INPUT && pxvm_cpu_executor.bind(*ex, s, inputs[k++], err) < 0)
             goto fail;
-    pxvm_run_options ro = {lim.max_steps, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = lim.max_steps};
     if (pxvm_cpu_executor.run(*ex, &ro, err) < 0)
         goto fail;
     return 0;

@@ -419,7 +419,7 @@ TEST(errors_unlinkable_and_traps)
     pxvm_image_alloc(&right, 8, 8, NULL);
     CHECK(pxvm_cpu_executor.bind(ex, 1, &right, &err) == 0);
     /* step budget: 3 instructions with a budget of 2 */
-    pxvm_run_options ro = {2, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = 2};
     CHECK(pxvm_cpu_executor.run(ex, &ro, &err) < 0);
     px__expect(err, PXVM_TRAP, PXE_TRAP_STEPS, AT(CODE0 + 1 + 8), "step budget of 2 instructions exhausted before instruction 2");
     ro.max_steps = 3;
@@ -488,7 +488,7 @@ TEST(errors_random_input_fails_cleanly)
             for (int k = 1; k < prog.nslots; k++)
                 if (prog.slots[k].role == PXI_ROLE_INPUT && prog.slots[k].w == 451 && prog.slots[k].h == 300)
                     pxvm_cpu_executor.bind(ex, k, &input, &err);
-            pxvm_run_options ro = {100, NULL, NULL};
+            pxvm_run_options ro = {.max_steps = 100};
             if (pxvm_cpu_executor.run(ex, &ro, &err) < 0)
                 CHECK(err.cls == PXVM_UNLINKABLE || err.cls == PXVM_TRAP);
         }

@@ -77,7 +77,7 @@ TEST(runs_repeat_from_the_initial_state)
     CHECK_EQ(prog.reset[out], PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER);
     CHECK_EQ(prog.reset[scr], PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER); /* read before its PYRAMID */
     uint64_t first = px__all_hash(ex, &prog);
-    pxvm_run_options ro = {100, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = 100};
     for (int r = 0; r < 3; r++) {
         CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
         CHECK_EQ(px__all_hash(ex, &prog), first);

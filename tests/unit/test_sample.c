@@ -345,7 +345,7 @@ TEST(fused_batch_equals_sequential_order)
         prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
     prog.nsteps = prog.ninsns;
     pxvm_open_options one = {1, 0};
-    pxvm_run_options ro = {1000, NULL, NULL};
+    pxvm_run_options ro = {.max_steps = 1000};
     CHECK(pxvm_cpu_executor.open(&ex, &one, &err) == 0);
     CHECK(pxvm_cpu_executor.load(ex, &prog, &err) == 0);
     CHECK(pxvm_cpu_executor.bind(ex, s, &src, &err) == 0);

@@ -22,14 +22,15 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 
 LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plans.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
+TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
+TOOLS    += $(BIN)/bench_gpu
 LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 endif
 TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c
-TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 PROGRAMS := programs/dot_test.pxi programs/pyramid.pxi programs/foveate273.pxi
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
@@ -70,6 +71,9 @@ $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

@@ -5,6 +5,10 @@
 
 #include "../vm/pxi_build.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* foveate273 for a w x h input: slots "image" (input) and "atlas" (output, 273 patches of
  * 16x16 in a 17-wide grid), then PYRAMID image, 273 SAMPLE, HALT. The plan: a 17x17 grid of
  * patch centres (the first 273 in row order), fixation at the image centre, M(e) = M0/(e+e0)
@@ -12,4 +16,7 @@
  * LOD = clamp(-log2 M, 0, 4), one output pixel per texel of the chosen level. */
 void pxvm_plan_foveate273(pxvm_builder *b, int w, int h);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -77,12 +77,15 @@ PX_SEM int px_pyr_src1(int x, int src_size) { return 2 * x + 1 < src_size ? 2 * 
 /* One channel of a 2x2 block: the mean, rounded half up. */
 PX_SEM uint32_t px_box1(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return (a + b + c + d + 2u) >> 2; }
 
+/* px_box1 on all four channels at once: R and B in the 16-bit lanes of one word, G and A in
+ * another. A lane holds at most 4*255 + 2 = 1022, so lanes never carry into each other and the
+ * result is exactly px_box1 per channel. */
 PX_SEM px_rgba px_box4(px_rgba a, px_rgba b, px_rgba c, px_rgba d)
 {
-    px_rgba out = 0;
-    for (int ch = 0; ch < 4; ch++)
-        out |= px_box1(px_ch(a, ch), px_ch(b, ch), px_ch(c, ch), px_ch(d, ch)) << (8 * ch);
-    return out;
+    const uint32_t m = 0x00FF00FFu;
+    uint32_t rb = (a & m) + (b & m) + (c & m) + (d & m) + 0x00020002u;
+    uint32_t ga = ((a >> 8) & m) + ((b >> 8) & m) + ((c >> 8) & m) + ((d >> 8) & m) + 0x00020002u;
+    return ((rb >> 2) & m) | (((ga >> 2) & m) << 8);
 }
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */

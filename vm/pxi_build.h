@@ -5,6 +5,10 @@
 
 #include "pxvm.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pxvm_builder_slot {
     uint8_t role;
     char name[PXI_NAME_MAX + 1];
@@ -46,4 +50,7 @@ int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n);
 /* The finished program image. The header's instruction count and code start are filled in. */
 int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

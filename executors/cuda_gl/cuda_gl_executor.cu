@@ -88,39 +88,61 @@ __global__ void px__k_clear(const px_gpu_rect *rects)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
 
-#define PX_PYR_LEVELS 6 /* levels built per launch: a 64x64 tile of the source level per block */
-#define PX_PYR_SIDE 32  /* the first built level's tile side */
+#define PX_PYR_LEVELS 6 /* levels per tile: a 64x64 tile of the source level per block */
+#define PX_PYR_SIDE 32  /* the tile's side at the first level it builds */
 
-/* Levels L+1 .. L+K of a slot in one launch. Level L+m texel x depends only on level-L texels
- * [x*2^m, (x+1)*2^m) (px_pyr_src1 clamps inside that range), so each block builds its tile's
- * levels from shared memory with no other block's data. */
-__global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K)
+/* A texel of level l: through the texture object, or, for a level this launch itself wrote
+ * (`fresh`), through the surface (texture caches are not coherent with writes of the same launch). */
+static __device__ inline uint32_t px__level_texel(const px_gpu_slot *s, int l, int x, int y, bool fresh)
 {
-    __shared__ uint32_t buf[2][PX_PYR_SIDE * PX_PYR_SIDE];
-    const px_gpu_slot *s = &slots[slot];
-    int side = 1 << (K - 1); /* tile side at level L+1 */
+    return fresh ? surf2Dread<uint32_t>(s->surf[l], x * 4, y) : px__texel(s->tex[l], x, y);
+}
+
+/* Builds levels L+1 .. L+K of one tile (tile (bx, by) of PX_PYR_SIDE texels at level L+1). Level
+ * L+m texel x depends only on level-L texels [x*2^m, (x+1)*2^m) (px_pyr_src1 clamps inside that
+ * range), so a tile needs no other tile's data: its levels live in shared memory. */
+static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, int by, bool fresh,
+                                    uint32_t (*buf)[PX_PYR_SIDE * PX_PYR_SIDE])
+{
+    const int side = PX_PYR_SIDE, pairs = side / 2;
     {
+        /* Level L+1, two horizontal neighbours per item. Inside the level a pair reads its 4x2
+         * source texels as two 16-byte surface loads (measured faster than eight 4-byte texture
+         * fetches); pairs at the borders use the clamped per-texel path. Both compute px_box4
+         * over the same texels. */
         int w0 = s->w[L], h0 = s->h[L], w1 = s->w[L + 1], h1 = s->h[L + 1];
-        for (int i = threadIdx.x; i < side * side; i += blockDim.x) {
-            int x = blockIdx.x * side + i % side, y = blockIdx.y * side + i / side;
-            uint32_t v = 0;
-            if (x < w1 && y < h1) {
-                int x0 = px_pyr_src0(x), x1 = px_pyr_src1(x, w0), y0 = px_pyr_src0(y), y1 = px_pyr_src1(y, h0);
-                v = px_box4(px__texel(s->tex[L], x0, y0), px__texel(s->tex[L], x1, y0), px__texel(s->tex[L], x0, y1),
-                            px__texel(s->tex[L], x1, y1));
-                px__store(s->surf[L + 1], x, y, v);
+#pragma unroll 2
+        for (int i = threadIdx.x; i < pairs * side; i += blockDim.x) {
+            int lx = 2 * (i % pairs), ly = i / pairs;
+            int x = bx * side + lx, y = by * side + ly;
+            uint32_t v[2] = {0, 0};
+            if (y < h1 && x + 1 < w1 && 2 * x + 3 < w0 && 2 * y + 1 < h0) {
+                uint4 a = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y);
+                uint4 b = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y + 1);
+                v[0] = px_box4(a.x, a.y, b.x, b.y);
+                v[1] = px_box4(a.z, a.w, b.z, b.w);
+                surf2Dwrite(make_uint2(v[0], v[1]), s->surf[L + 1], x * 4, y);
+            } else if (y < h1) {
+                for (int k = 0; k < 2 && x + k < w1; k++) {
+                    int xk = x + k;
+                    int x0 = px_pyr_src0(xk), x1 = px_pyr_src1(xk, w0), y0 = px_pyr_src0(y), y1 = px_pyr_src1(y, h0);
+                    v[k] = px_box4(px__level_texel(s, L, x0, y0, fresh), px__level_texel(s, L, x1, y0, fresh),
+                                   px__level_texel(s, L, x0, y1, fresh), px__level_texel(s, L, x1, y1, fresh));
+                    px__store(s->surf[L + 1], xk, y, v[k]);
+                }
             }
-            buf[0][i] = v;
+            buf[0][ly * side + lx] = v[0];
+            buf[0][ly * side + lx + 1] = v[1];
         }
     }
     for (int m = 2, cur = 1; m <= K; m++, cur ^= 1) {
         __syncthreads();
         int ps = side >> (m - 2), cs = ps >> 1;
         int lp = L + m - 1, wp = s->w[lp], hp = s->h[lp], wc = s->w[lp + 1], hc = s->h[lp + 1];
-        int ox = blockIdx.x * ps, oy = blockIdx.y * ps; /* tile origin at the previous level */
+        int ox = bx * ps, oy = by * ps; /* tile origin at the previous level */
         const uint32_t *prev = buf[cur ^ 1];
         for (int i = threadIdx.x; i < cs * cs; i += blockDim.x) {
-            int x = blockIdx.x * cs + i % cs, y = blockIdx.y * cs + i / cs;
+            int x = bx * cs + i % cs, y = by * cs + i / cs;
             uint32_t v = 0;
             if (x < wc && y < hc) {
                 int x0 = px_pyr_src0(x) - ox, x1 = px_pyr_src1(x, wp) - ox;
@@ -131,6 +153,40 @@ __global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K)
             buf[cur][i] = v;
         }
     }
+}
+
+/* Levels L+1 .. L+K, tile by tile; then, when tail > 0, the last block to finish builds levels
+ * L+K+1 .. L+K+tail from level L+K (at most 64x64 texels, one tile), in the same launch. */
+__global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter)
+{
+    __shared__ uint32_t buf[2][PX_PYR_SIDE * PX_PYR_SIDE];
+    __shared__ bool last;
+    const px_gpu_slot *s = &slots[slot];
+    px__pyr_tile(s, L, K, blockIdx.x, blockIdx.y, false, buf);
+    if (!tail)
+        return;
+    __threadfence(); /* this block's level L+K texels are visible to every block */
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(counter, 1u) == gridDim.x * gridDim.y - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    px__pyr_tile(s, L + K, tail, 0, 0, true, buf);
+    if (threadIdx.x == 0)
+        *counter = 0; /* ready for the next launch */
+}
+
+/* Profiling only: keeps the GPU busy while the host enqueues a run, so that the steps then run
+ * back to back and their event times hold no host launch gaps. */
+__global__ void px__k_spin(long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while ((long long)(t - t0) < ns);
 }
 
 /* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
@@ -208,13 +264,15 @@ struct pxvm_executor {
     cudaArray_t *arrays;  /* [slot * PXVM_MAX_LEVELS + level], fixed while mapped */
     px_gpu_slot *d_slots; /* device table */
     uint8_t *bound;
-    uint8_t **staging; /* pinned host staging for input uploads */
+    uint8_t **staging;   /* pinned host staging for input uploads from pageable memory */
+    uint8_t **d_staging; /* device linear buffer per input: H2D at full speed, then D2D into the array */
     /* plan records */
     px_gpu_fetch *d_fetch; /* one per instruction (unused for non-fetch ones), in program order */
     px_gpu_rect *d_clear;
     int nclear, max_clear_px;
     uint8_t *d_prog; /* the program image, to restore slot 0 */
     px_gpu_status *d_status, *h_status;
+    unsigned *d_counter; /* the pyramid's last-block counter (it resets it) */
     int max_fetch_px;
     cudaGraphExec_t graph;
     int have_graph;
@@ -340,6 +398,8 @@ static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_e
     if (px__egl_open(ex, err) < 0)
         return -1;
     PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status)));
+    PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned)));
+    PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned)));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status), cudaHostAllocDefault));
     return 0;
 }
@@ -369,9 +429,12 @@ static void px__gl_unload(pxvm_executor *ex)
             cudaGraphicsUnregisterResource(ex->res[k]);
     if (ex->gl_tex)
         glDeleteTextures(n, ex->gl_tex);
-    for (int k = 0; ex->staging && k < n; k++)
+    for (int k = 0; ex->staging && k < n; k++) {
         if (ex->staging[k])
             cudaFreeHost(ex->staging[k]);
+        if (ex->d_staging[k])
+            cudaFree(ex->d_staging[k]);
+    }
     cudaFree(ex->d_slots);
     cudaFree(ex->d_fetch);
     cudaFree(ex->d_clear);
@@ -382,6 +445,8 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->arrays);
     free(ex->bound);
     free(ex->staging);
+    free(ex->d_staging);
+    ex->d_staging = NULL;
     ex->gl_tex = NULL, ex->res = NULL, ex->slots = NULL, ex->arrays = NULL, ex->bound = NULL, ex->staging = NULL;
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL, ex->d_prog = NULL;
     ex->prog = NULL;
@@ -424,7 +489,8 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     ex->arrays = (cudaArray_t *)calloc((size_t)n * PXVM_MAX_LEVELS, sizeof(cudaArray_t));
     ex->bound = (uint8_t *)calloc((size_t)n, 1);
     ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
-    if (!ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
+    ex->d_staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    if (!ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
 
     /* storage: GL textures with full chains, registered once, mapped until close */
@@ -471,8 +537,10 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
             PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
             PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
         }
-        if (s->role == PXI_ROLE_INPUT)
+        if (s->role == PXI_ROLE_INPUT) {
             PX__CK(cudaHostAlloc(&ex->staging[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocWriteCombined));
+            PX__CK(cudaMalloc(&ex->d_staging[k], (size_t)s->w * (size_t)s->h * 4u));
+        }
     }
     PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n));
     PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n, cudaMemcpyHostToDevice, ex->stream));
@@ -600,8 +668,10 @@ static int px__gl_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_
         memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
         src = ex->staging[slot];
     }
-    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, src, pitch, pitch, (size_t)img->h,
-                                    cudaMemcpyHostToDevice, ex->stream));
+    /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the device */
+    PX__CK(cudaMemcpyAsync(ex->d_staging[slot], src, pitch * (size_t)img->h, cudaMemcpyHostToDevice, ex->stream));
+    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, ex->d_staging[slot], pitch, pitch,
+                                    (size_t)img->h, cudaMemcpyDeviceToDevice, ex->stream));
     ex->bound[slot] = 1;
     return 0;
 }
@@ -635,13 +705,17 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 PX__CK(cudaEventRecord(events[si + 1], ex->stream));
             return 0;
         case PX_OP_PYRAMID: {
+            /* 6 levels per launch; once the rest fits one 64x64 tile, it is the launch's tail */
             int k = PX_ARG(in, PYRAMID, slot);
             const px_gpu_slot *g = &ex->slots[k];
-            for (int L = 0; L + 1 < g->levels; L += PX_PYR_LEVELS) {
+            for (int L = 0; L + 1 < g->levels;) {
                 int K = g->levels - 1 - L < PX_PYR_LEVELS ? g->levels - 1 - L : PX_PYR_LEVELS;
-                int side = 1 << (K - 1);
-                dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side));
-                px__k_pyramid<<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K);
+                int rest = g->levels - 1 - L - K;
+                int tail = rest > 0 && g->w[L + K] <= 2 * PX_PYR_SIDE && g->h[L + K] <= 2 * PX_PYR_SIDE ? rest : 0;
+                dim3 grid((unsigned)((g->w[L + 1] + PX_PYR_SIDE - 1) / PX_PYR_SIDE),
+                          (unsigned)((g->h[L + 1] + PX_PYR_SIDE - 1) / PX_PYR_SIDE));
+                px__k_pyramid<<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
+                L += K + tail;
             }
             break;
         }
@@ -662,6 +736,25 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         if (events)
             PX__CK(cudaEventRecord(events[si + 1], ex->stream));
     }
+    return 0;
+}
+
+/* Captures the plan's first nsteps steps into an executable graph. */
+static int px__capture(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
+                       cudaGraphExec_t *out, pxvm_error *err)
+{
+    cudaGraph_t graph;
+    PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
+    int rc = px__enqueue(ex, nsteps, opt, events, err);
+    cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
+    if (rc < 0)
+        return -1;
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "cudaStreamEndCapture", e, __LINE__);
+    e = cudaGraphInstantiate(out, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
     return 0;
 }
 
@@ -700,32 +793,30 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     }
     if (full && !(opt && (opt->trace || opt->profile))) {
         if (!ex->have_graph) { /* capture the whole run once; later runs replay it */
-            cudaGraph_t graph;
-            PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
-            int rc = px__enqueue(ex, nsteps, NULL, NULL, err);
-            cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
-            if (rc < 0)
+            if (px__capture(ex, nsteps, NULL, NULL, &ex->graph, err) < 0)
                 return -1;
-            if (e != cudaSuccess)
-                return px__cuda_fail(err, "cudaStreamEndCapture", e, __LINE__);
-            e = cudaGraphInstantiate(&ex->graph, graph, 0);
-            cudaGraphDestroy(graph);
-            if (e != cudaSuccess)
-                return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
             ex->have_graph = 1;
         }
         PX__CK(cudaGraphLaunch(ex->graph, ex->stream));
-    } else if (px__enqueue(ex, nsteps, opt, events, err) < 0) {
-        free(events);
-        return -1;
+    } else {
+        if (events && !opt->trace)
+            px__k_spin<<<1, 1, 0, ex->stream>>>(100000 + 10000 * (long long)nsteps);
+        if (px__enqueue(ex, nsteps, opt, events, err) < 0) {
+            free(events);
+            return -1;
+        }
     }
     PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status), cudaMemcpyDeviceToHost, ex->stream));
     PX__CK(cudaStreamSynchronize(ex->stream));
     if (events) {
         for (uint32_t i = 0; i < nsteps; i++) {
             float ms = 0;
-            if (cudaEventElapsedTime(&ms, events[i], events[i + 1]) == cudaSuccess)
-                opt->profile(opt->profile_ctx, prog, i, ms);
+            cudaError_t e = cudaEventElapsedTime(&ms, events[i], events[i + 1]);
+            if (e != cudaSuccess) {
+                free(events);
+                return px__cuda_fail(err, "cudaEventElapsedTime", e, __LINE__);
+            }
+            opt->profile(opt->profile_ctx, prog, i, ms);
         }
         for (uint32_t i = 0; i <= nsteps; i++)
             cudaEventDestroy(events[i]);
@@ -774,6 +865,8 @@ static void px__gl_close(pxvm_executor *ex)
     px__gl_unload(ex);
     if (ex->d_status)
         cudaFree(ex->d_status);
+    if (ex->d_counter)
+        cudaFree(ex->d_counter);
     if (ex->h_status)
         cudaFreeHost(ex->h_status);
     if (ex->stream)

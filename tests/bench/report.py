@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Merges benchmark JSON into a results file and a markdown table with ratios and targets.
+
+  report.py gpu PXVM_GPU.json TORCH.json OUT.json   (tests/bench/gpu-bench)
+  report.py cpu PXVM_CPU.json OPENCV.json OUT.json  (make bench)
+
+Every ratio is baseline time / pxvm time (> 1: pxvm is faster), from figures measured in the
+same command on the same machine. Timing is never asserted anywhere; targets are reported."""
+import datetime, json, sys
+
+US = 1000.0
+
+
+def by_size(doc):
+    return {(s["w"], s["h"]): s for s in doc["sizes"]}
+
+
+def fmt_ms(ms):
+    return f"{ms * US:.1f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+def gpu(pxvm, torch, out_path):
+    P, T = by_size(pxvm), by_size(torch)
+    rows, targets, sizes = [], [], []
+    for key in P:
+        p, t = P[key], T.get(key, {})
+        w, h = key
+        lvl0 = w * h * 4
+        copy_bw = p["copy_bytes"] / (p["copy_d2d_ms"] / 1e3)
+        pyr_traffic = p["pyramid_bytes"]  # reads level 0 once, writes levels >= 1 once
+        pyr_bw = pyr_traffic / (p["pyramid_ms"] / 1e3)
+        merged = dict(p)
+        merged.update(t)
+        merged["pyramid_gbps"] = pyr_bw / 1e9
+        merged["copy_gbps"] = copy_bw / 1e9
+        merged["pyramid_fraction_of_copy_bandwidth"] = pyr_bw / copy_bw
+        ratios = {}
+        for name, base in [("torch_pyramid_float_ms", "pyramid_ms"), ("torch_pyramid_u8_ms", "pyramid_ms"),
+                           ("gl_generate_mipmap_ms", "pyramid_ms"), ("copy_d2d_ms", "pyramid_ms"),
+                           ("torch_patches_grid_sample_ms", "patches_273_ms"),
+                           ("torch_patches_loop_ms", "patches_273_ms"),
+                           ("torch_pyramid5_and_grid_sample_ms", "program_graph_ms")]:
+            if name in merged:
+                ratios[f"{name} / {base}"] = merged[name] / merged[base]
+        merged["ratios"] = ratios
+        sizes.append(merged)
+        label = f"{w}x{h}"
+        rows.append(f"| {label} | full pyramid ({p['levels']} levels) | {fmt_ms(p['pyramid_ms'])} "
+                    f"| PyTorch float {fmt_ms(t.get('torch_pyramid_float_ms', float('nan')))} "
+                    f"({t.get('torch_pyramid_float_ms', float('nan')) / p['pyramid_ms']:.1f}x), "
+                    f"PyTorch from uint8 {fmt_ms(t.get('torch_pyramid_u8_ms', float('nan')))} "
+                    f"({t.get('torch_pyramid_u8_ms', float('nan')) / p['pyramid_ms']:.1f}x), "
+                    f"glGenerateMipmap {fmt_ms(p['gl_generate_mipmap_ms'])} ({p['gl_generate_mipmap_ms'] / p['pyramid_ms']:.1f}x) "
+                    f"| {pyr_bw / 1e9:.0f} GB/s = {pyr_bw / copy_bw:.0%} of the D2D copy's {copy_bw / 1e9:.0f} GB/s |")
+        rows.append(f"| {label} | 273 patches 16x16, trilinear | {fmt_ms(p['patches_273_ms'])} "
+                    f"| vectorized grid_sample {fmt_ms(t.get('torch_patches_grid_sample_ms', float('nan')))} "
+                    f"({t.get('torch_patches_grid_sample_ms', float('nan')) / p['patches_273_ms']:.0f}x), "
+                    f"per-patch loop {fmt_ms(t.get('torch_patches_loop_ms', float('nan')))} "
+                    f"({t.get('torch_patches_loop_ms', float('nan')) / p['patches_273_ms']:.0f}x) | |")
+        rows.append(f"| {label} | foveate273 program (graph replay, host wall time incl. sync) | {fmt_ms(p['program_graph_ms'])} "
+                    f"| PyTorch 5-level pyramid + grid_sample {fmt_ms(t.get('torch_pyramid5_and_grid_sample_ms', float('nan')))} "
+                    f"({t.get('torch_pyramid5_and_grid_sample_ms', float('nan')) / p['program_graph_ms']:.0f}x) | |")
+        rows.append(f"| {label} | whole frame: pinned upload + pyramid + patches + download | {fmt_ms(p['frame_ms'])} "
+                    f"| the upload alone (pinned H2D copy of level 0) {fmt_ms(p['h2d_pinned_ms'])}: "
+                    f"{p['h2d_pinned_ms'] / p['frame_ms']:.0%} of the frame | {lvl0 / (p['h2d_pinned_ms'] / 1e3) / 1e9:.0f} GB/s over the link |")
+        rows.append(f"| {label} | 1,000 frames back to back | {p['fps']:.0f} frames/s | | |")
+        def target(work, size, limit_ms, measured):
+            if key == size:
+                targets.append({"work": work, "target_ms": limit_ms, "measured_ms": measured, "met": measured <= limit_ms})
+        target("pyramid 4096^2", (4096, 4096), 0.040, p["pyramid_ms"])
+        target("pyramid 1024^2", (1024, 1024), 0.010, p["pyramid_ms"])
+        target("273 patches 16x16 trilinear (1024^2 input)", (1024, 1024), 0.015, p["patches_273_ms"])
+        target("273 patches 16x16 trilinear (4096^2 input)", (4096, 4096), 0.015, p["patches_273_ms"])
+        target("whole frame 1024^2 from host", (1024, 1024), 0.150, p["frame_ms"])
+    doc = {"date": datetime.date.today().isoformat(), "gpu": pxvm["gpu"], "gl_renderer": pxvm.get("gl_renderer"),
+           "gl_version": pxvm.get("gl_version"), "torch": torch.get("torch"), "sizes": sizes, "targets": targets}
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"GPU: {pxvm['gpu']}, {pxvm.get('gl_version')}; PyTorch {torch.get('torch')}; medians\n")
+    print("| input | work | pxvm | baselines (ratio = baseline / pxvm) | bandwidth |\n|---|---|---|---|---|")
+    print("\n".join(rows))
+    print("\n| target | limit | measured | met |\n|---|---|---|---|")
+    for t in targets:
+        print(f"| {t['work']} | {fmt_ms(t['target_ms'])} | {fmt_ms(t['measured_ms'])} | {'yes' if t['met'] else 'NO'} |")
+
+
+def cpu(pxvm, opencv, out_path):
+    P, O = by_size(pxvm), by_size(opencv)
+    rows, targets, sizes = [], [], []
+    for key in P:
+        p, o = P[key], O.get(key, {})
+        w, h = key
+        merged = dict(p)
+        merged.update(o)
+        cv = o.get("opencv_inter_area_pyramid_ms", float("nan"))
+        merged["ratios"] = {"opencv / pxvm pyramid": cv / p["pyramid_ms"], "pyramid / memcpy": p["pyramid_ms"] / p["memcpy_ms"]}
+        sizes.append(merged)
+        rows.append(f"| {w}x{h} | {fmt_ms(p['pyramid_ms'])} | {fmt_ms(cv)} ({cv / p['pyramid_ms']:.2f}x) "
+                    f"| {fmt_ms(p['memcpy_ms'])} ({p['pyramid_ms'] / p['memcpy_ms']:.2f}x memcpy) | {fmt_ms(p['foveate273_ms'])} |")
+        if key == (4096, 4096):
+            targets.append({"work": "CPU pyramid 4096^2", "target": "<= OpenCV INTER_AREA", "measured_ms": p["pyramid_ms"],
+                            "opencv_ms": cv, "met": p["pyramid_ms"] <= cv})
+    doc = {"date": datetime.date.today().isoformat(), "cores": pxvm.get("cores"), "opencv": opencv.get("opencv"),
+           "opencv_threads": opencv.get("threads"), "sizes": sizes, "targets": targets}
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"CPU: {pxvm.get('cores')} cores; OpenCV {opencv.get('opencv')} with {opencv.get('threads')} threads; medians\n")
+    print("| input | pxvm PYRAMID | OpenCV INTER_AREA pyramid (ratio) | memcpy of level 0 | pxvm foveate273 (pyramid + 273 patches) |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    for t in targets:
+        print(f"\ntarget {t['work']} {t['target']}: {fmt_ms(t['measured_ms'])} vs {fmt_ms(t['opencv_ms'])}: {'met' if t['met'] else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] not in ("gpu", "cpu"):
+        sys.exit(__doc__)
+    a, b = (json.load(open(p)) for p in sys.argv[2:4])
+    (gpu if sys.argv[1] == "gpu" else cpu)(a, b, sys.argv[4])

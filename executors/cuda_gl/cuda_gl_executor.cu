@@ -88,8 +88,11 @@ __global__ void px__k_clear(const px_gpu_rect *rects)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
 
-#define PX_PYR_LEVELS 6 /* levels per tile: a 64x64 tile of the source level per block */
-#define PX_PYR_SIDE 32  /* the tile's side at the first level it builds */
+/* A block builds a tile's levels: SIDE texels wide at the first level it builds, so log2(SIDE)+1
+ * levels from a 2*SIDE square of the source level. Large levels use SIDE 64 (7 levels a block,
+ * more work per block for its serial chain of levels), small ones SIDE 32 (more blocks). */
+#define PX_PYR_SIDE_SMALL 32
+#define PX_PYR_SIDE_LARGE 64
 
 /* A texel of level l: through the texture object, or, for a level this launch itself wrote
  * (`fresh`), through the surface (texture caches are not coherent with writes of the same launch). */
@@ -101,17 +104,18 @@ static __device__ inline uint32_t px__level_texel(const px_gpu_slot *s, int l, i
 /* Builds levels L+1 .. L+K of one tile (tile (bx, by) of PX_PYR_SIDE texels at level L+1). Level
  * L+m texel x depends only on level-L texels [x*2^m, (x+1)*2^m) (px_pyr_src1 clamps inside that
  * range), so a tile needs no other tile's data: its levels live in shared memory. */
+template <int SIDE>
 static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, int by, bool fresh,
-                                    uint32_t (*buf)[PX_PYR_SIDE * PX_PYR_SIDE])
+                                    uint32_t (*buf)[SIDE * SIDE])
 {
-    const int side = PX_PYR_SIDE, pairs = side / 2;
+    const int side = SIDE, pairs = side / 2;
     {
         /* Level L+1, two horizontal neighbours per item. Inside the level a pair reads its 4x2
          * source texels as two 16-byte surface loads (measured faster than eight 4-byte texture
          * fetches); pairs at the borders use the clamped per-texel path. Both compute px_box4
          * over the same texels. */
         int w0 = s->w[L], h0 = s->h[L], w1 = s->w[L + 1], h1 = s->h[L + 1];
-#pragma unroll 2
+#pragma unroll 4
         for (int i = threadIdx.x; i < pairs * side; i += blockDim.x) {
             int lx = 2 * (i % pairs), ly = i / pairs;
             int x = bx * side + lx, y = by * side + ly;
@@ -156,13 +160,17 @@ static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, 
 }
 
 /* Levels L+1 .. L+K, tile by tile; then, when tail > 0, the last block to finish builds levels
- * L+K+1 .. L+K+tail from level L+K (at most 64x64 texels, one tile), in the same launch. */
-__global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter)
+ * L+K+1 .. L+K+tail from level L+K (at most 2*SIDE square, one tile), in the same launch. */
+/* 8 blocks of 256 threads per SM: at 48 registers (unbounded) only 5 fit (ncu: 62.5% occupancy,
+ * 46% of cycles with no eligible warp). */
+template <int SIDE>
+__global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
+    px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter)
 {
-    __shared__ uint32_t buf[2][PX_PYR_SIDE * PX_PYR_SIDE];
+    __shared__ uint32_t buf[2][SIDE * SIDE];
     __shared__ bool last;
     const px_gpu_slot *s = &slots[slot];
-    px__pyr_tile(s, L, K, blockIdx.x, blockIdx.y, false, buf);
+    px__pyr_tile<SIDE>(s, L, K, blockIdx.x, blockIdx.y, false, buf);
     if (!tail)
         return;
     __threadfence(); /* this block's level L+K texels are visible to every block */
@@ -173,9 +181,26 @@ __global__ void px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, 
     if (!last)
         return;
     __threadfence();
-    px__pyr_tile(s, L + K, tail, 0, 0, true, buf);
+    px__pyr_tile<SIDE>(s, L + K, tail, 0, 0, true, buf);
     if (threadIdx.x == 0)
         *counter = 0; /* ready for the next launch */
+}
+
+/* Level 0 of an input from the linear upload buffer: 4 texels per thread, one 16-byte surface
+ * store where the row allows (a 2D copy into the array on the copy engine measured slower). */
+__global__ void px__k_upload(const uint4 *src, int w, int h, cudaSurfaceObject_t dst)
+{
+    int quads = (w + 3) / 4;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < quads * h; i += gridDim.x * blockDim.x) {
+        int x = 4 * (i % quads), y = i / quads;
+        const uint32_t *row = (const uint32_t *)src + (size_t)y * (size_t)w;
+        if (x + 3 < w && (w & 3) == 0) {
+            surf2Dwrite(src[(size_t)y * (size_t)(w / 4) + (size_t)(x / 4)], dst, x * 4, y);
+        } else {
+            for (int k = 0; k < 4 && x + k < w; k++)
+                px__store(dst, x + k, y, row[x + k]);
+        }
+    }
 }
 
 /* Profiling only: keeps the GPU busy while the host enqueues a run, so that the steps then run
@@ -273,6 +298,8 @@ struct pxvm_executor {
     uint8_t *d_prog; /* the program image, to restore slot 0 */
     px_gpu_status *d_status, *h_status;
     unsigned *d_counter; /* the pyramid's last-block counter (it resets it) */
+    uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
+    size_t h_read_cap;
     int max_fetch_px;
     cudaGraphExec_t graph;
     int have_graph;
@@ -668,10 +695,12 @@ static int px__gl_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_
         memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
         src = ex->staging[slot];
     }
-    /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the device */
+    /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the SMs */
     PX__CK(cudaMemcpyAsync(ex->d_staging[slot], src, pitch * (size_t)img->h, cudaMemcpyHostToDevice, ex->stream));
-    PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[slot * PXVM_MAX_LEVELS], 0, 0, ex->d_staging[slot], pitch, pitch,
-                                    (size_t)img->h, cudaMemcpyDeviceToDevice, ex->stream));
+    int quads = (img->w + 3) / 4 * img->h, blocks = (quads + 255) / 256;
+    px__k_upload<<<blocks < 4096 ? blocks : 4096, 256, 0, ex->stream>>>((const uint4 *)ex->d_staging[slot], img->w,
+                                                                         img->h, ex->slots[slot].surf[0]);
+    PX__CK(cudaGetLastError());
     ex->bound[slot] = 1;
     return 0;
 }
@@ -705,16 +734,20 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 PX__CK(cudaEventRecord(events[si + 1], ex->stream));
             return 0;
         case PX_OP_PYRAMID: {
-            /* 6 levels per launch; once the rest fits one 64x64 tile, it is the launch's tail */
+            /* up to 7 (6) levels per launch; once the rest fits one tile, it is the launch's tail */
             int k = PX_ARG(in, PYRAMID, slot);
             const px_gpu_slot *g = &ex->slots[k];
             for (int L = 0; L + 1 < g->levels;) {
-                int K = g->levels - 1 - L < PX_PYR_LEVELS ? g->levels - 1 - L : PX_PYR_LEVELS;
+                int large = (long long)g->w[L + 1] * g->h[L + 1] >= 1024LL * 1024;
+                int side = large ? PX_PYR_SIDE_LARGE : PX_PYR_SIDE_SMALL, per = large ? 7 : 6;
+                int K = g->levels - 1 - L < per ? g->levels - 1 - L : per;
                 int rest = g->levels - 1 - L - K;
-                int tail = rest > 0 && g->w[L + K] <= 2 * PX_PYR_SIDE && g->h[L + K] <= 2 * PX_PYR_SIDE ? rest : 0;
-                dim3 grid((unsigned)((g->w[L + 1] + PX_PYR_SIDE - 1) / PX_PYR_SIDE),
-                          (unsigned)((g->h[L + 1] + PX_PYR_SIDE - 1) / PX_PYR_SIDE));
-                px__k_pyramid<<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
+                int tail = rest > 0 && g->w[L + K] <= 2 * side && g->h[L + K] <= 2 * side ? rest : 0;
+                dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side));
+                if (large)
+                    px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
+                else
+                    px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
                 L += K + tail;
             }
             break;
@@ -846,8 +879,19 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, 
         return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), g->levels - 1, level);
     if (pxvm_image_alloc(img, g->w[level], g->h[level], err) < 0)
         return -1;
-    size_t pitch = (size_t)img->w * 4u;
-    cudaError_t e = cudaMemcpy2DFromArrayAsync(img->px, pitch, ex->arrays[slot * PXVM_MAX_LEVELS + level], 0, 0, pitch, (size_t)img->h, cudaMemcpyDeviceToHost,
+    size_t pitch = (size_t)img->w * 4u, bytes = pitch * (size_t)img->h;
+    cudaError_t e = cudaSuccess;
+    if (bytes > ex->h_read_cap) {
+        if (ex->h_read)
+            cudaFreeHost(ex->h_read);
+        ex->h_read = NULL;
+        ex->h_read_cap = 0;
+        e = cudaHostAlloc(&ex->h_read, bytes, cudaHostAllocDefault);
+        if (e == cudaSuccess)
+            ex->h_read_cap = bytes;
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpy2DFromArrayAsync(ex->h_read, pitch, ex->arrays[slot * PXVM_MAX_LEVELS + level], 0, 0, pitch, (size_t)img->h, cudaMemcpyDeviceToHost,
                                        ex->stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(ex->stream);
@@ -855,6 +899,7 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, 
         pxvm_image_free(img);
         return px__cuda_fail(err, "reading a slot", e, __LINE__);
     }
+    memcpy(img->px, ex->h_read, bytes);
     return 0;
 }
 
@@ -867,6 +912,8 @@ static void px__gl_close(pxvm_executor *ex)
         cudaFree(ex->d_status);
     if (ex->d_counter)
         cudaFree(ex->d_counter);
+    if (ex->h_read)
+        cudaFreeHost(ex->h_read);
     if (ex->h_status)
         cudaFreeHost(ex->h_status);
     if (ex->stream)

@@ -144,6 +144,27 @@ int main(int argc, char **argv)
                 frame_ms.push_back(px__now_ms() - t0);
             pxvm_image_free(&atlas);
         }
+        /* the frame's parts: upload (bind + wait), run, read */
+        std::vector<double> up_ms, run_ms, read_ms;
+        for (int r = 0; r < reps / 2 + 5; r++) {
+            double a0 = px__now_ms();
+            if (ops->bind(ex, 1, &in, &err) < 0)
+                px__die("bind", &err);
+            cudaDeviceSynchronize();
+            double a1 = px__now_ms();
+            if (ops->run(ex, &plain, &err) < 0)
+                px__die("run", &err);
+            double a2 = px__now_ms();
+            if (ops->read(ex, 2, 0, &atlas, &err) < 0)
+                px__die("read", &err);
+            double a3 = px__now_ms();
+            pxvm_image_free(&atlas);
+            if (r >= 5) {
+                up_ms.push_back(a1 - a0);
+                run_ms.push_back(a2 - a1);
+                read_ms.push_back(a3 - a2);
+            }
+        }
         double t0 = px__now_ms();
         for (int r = 0; r < 1000; r++) {
             if (ops->bind(ex, 1, &in, &err) < 0 || ops->run(ex, &plain, &err) < 0 || ops->read(ex, 2, 0, &atlas, &err) < 0)
@@ -210,10 +231,11 @@ int main(int argc, char **argv)
                "     \"pyramid_ms\": %.5f, \"pyramid_bytes\": %.0f,\n"
                "     \"fov_pyramid_ms\": %.5f, \"patches_273_ms\": %.5f,\n"
                "     \"program_graph_ms\": %.5f, \"frame_ms\": %.5f, \"frames_1000_ms\": %.3f, \"fps\": %.1f,\n"
+               "     \"frame_upload_ms\": %.5f, \"frame_run_ms\": %.5f, \"frame_read_ms\": %.5f,\n"
                "     \"copy_d2d_ms\": %.5f, \"copy_bytes\": %zu, \"h2d_pinned_ms\": %.5f, \"gl_generate_mipmap_ms\": %.5f, \"gl_error\": %u}",
                si ? "," : "", W, H, pyr.slots[1].levels, px__median(pyr_steps.ms[0]), pyr_all,
                px__median(fov_steps.ms[0]), px__median(fov_steps.ms[1]), px__median(graph_ms), px__median(frame_ms),
-               frames_ms, 1000.0 / (frames_ms / 1000.0), px__median(copy_ms), 2 * bytes, px__median(h2d_ms), px__median(mip_ms), ge);
+               frames_ms, 1000.0 / (frames_ms / 1000.0), px__median(up_ms), px__median(run_ms), px__median(read_ms), px__median(copy_ms), 2 * bytes, px__median(h2d_ms), px__median(mip_ms), ge);
         fflush(stdout);
         pxvm_program_free(&pyr);
         pxvm_program_free(&fov);

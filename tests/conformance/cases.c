@@ -120,7 +120,7 @@ static int px__case_dot(px_case *c, int which)
 
 static const int px__pyr_sizes[][2] = {{1, 1}, {2, 1}, {1, 2}, {3, 3}, {1, 7}, {7, 1}, {5, 3}, {3, 5}, {17, 9},
                                        {65, 33}, {255, 2}, {2, 255}, {100, 100}, {451, 300}, {16384, 1}, {1, 16384},
-                                       {3, 16384}};
+                                       {3, 16384}, {2048, 2048}, {4097, 2051}}; /* the last two: the GPU's large tiles */
 
 static int px__case_pyramid(px_case *c, int which)
 {
@@ -141,7 +141,7 @@ static int px__case_pyramid(px_case *c, int which)
  * at extreme coordinates and steps, into one atlas of 8x8 tiles. */
 static int px__case_sample(px_case *c, int which)
 {
-    static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 3}, {33, 17}, {64, 64}, {451, 300}, {16384, 1}};
+    static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 3}, {33, 17}, {64, 64}, {451, 300}, {16384, 1}, {3001, 2049}};
     static const uint32_t lods[] = {0, 1, 127, 128, 255, 256, 333, 768, 1279, 1536, 3583, 65535};
     if (which >= (int)(sizeof sizes / sizeof sizes[0]))
         return 0;

@@ -88,6 +88,18 @@ PX_SEM px_rgba px_box4(px_rgba a, px_rgba b, px_rgba c, px_rgba d)
     return ((rb >> 2) & m) | (((ga >> 2) & m) << 8);
 }
 
+/* The same 2x2 box for a block given as two 8-byte row loads (texel 2x in the low half, 2x+1 in
+ * the high half: little-endian memory order): px_box4(lo(top), hi(top), lo(bottom), hi(bottom)),
+ * in the same packed lanes, so a CPU loop over it vectorizes. */
+PX_SEM px_rgba px_box2x2(uint64_t top, uint64_t bottom)
+{
+    const uint64_t m = 0x00FF00FF00FF00FFull;
+    uint64_t rb = (top & m) + (bottom & m), ga = ((top >> 8) & m) + ((bottom >> 8) & m);
+    uint32_t rb2 = (uint32_t)rb + (uint32_t)(rb >> 32) + 0x00020002u;
+    uint32_t ga2 = (uint32_t)ga + (uint32_t)(ga >> 32) + 0x00020002u;
+    return ((rb2 >> 2) & 0x00FF00FFu) | (((ga2 >> 2) & 0x00FF00FFu) << 8);
+}
+
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
 
 /* The result pixel of a sum that fits (sum <= PX_DOT_MAX): R = low byte, G = high byte. */

@@ -118,43 +118,78 @@ static int px__cpu_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm
 
 typedef struct {
     const px_cpu_src *v;
-    int level; /* destination level */
+    int level; /* the first level built */
 } px__pyr_job;
+
+/* The hot loop gets wider vector variants where the CPU has them, chosen when the program loads
+ * (gcc function multiversioning); the portable build is the default. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define PX_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define PX_VECTOR_CLONES
+#endif
+
+/* Row y of level l from level l-1. */
+PX_VECTOR_CLONES static void px__pyr_row(const px_cpu_src *v, int l, int y)
+{
+    int sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
+    const uint8_t *src = v->level[l - 1];
+    const uint8_t *r0 = src + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
+    const uint8_t *r1 = src + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
+    uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * (size_t)dw * 4u;
+    if (sw >= 2) {
+        /* 2x+1 < sw for every x < dw here, so no clamping: each output texel is one 8-byte load
+         * per row, and the loop vectorizes */
+        for (int x = 0; x < dw; x++) {
+            uint64_t top, bottom;
+            memcpy(&top, r0 + 8 * x, 8);
+            memcpy(&bottom, r1 + 8 * x, 8);
+            px__store(d + 4 * x, px_box2x2(top, bottom));
+        }
+    } else {
+        for (int x = 0; x < dw; x++) {
+            int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
+            px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
+        }
+    }
+}
+
+/* Items p of level l+1 (= job level): rows 2p and 2p+1 of level l, then, while they are in cache,
+ * row p of level l+1 from them (it reads exactly those two rows, or row 2p twice at height 1). */
+static void px__pyr_pairs(void *ctx, int p0, int p1)
+{
+    const px__pyr_job *j = ctx;
+    int l = j->level, h = j->v->h[l], h2 = j->v->h[l + 1];
+    for (int p = p0; p < p1; p++) {
+        px__pyr_row(j->v, l, 2 * p);
+        if (2 * p + 1 < h)
+            px__pyr_row(j->v, l, 2 * p + 1);
+        if (p < h2)
+            px__pyr_row(j->v, l + 1, p);
+    }
+}
 
 static void px__pyr_rows(void *ctx, int y0, int y1)
 {
     const px__pyr_job *j = ctx;
-    const px_cpu_src *v = j->v;
-    int l = j->level, sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
-    const uint8_t *src = v->level[l - 1];
-    uint8_t *dst = (uint8_t *)v->level[l];
-    for (int y = y0; y < y1; y++) {
-        const uint8_t *r0 = src + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
-        const uint8_t *r1 = src + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
-        uint8_t *d = dst + (size_t)y * (size_t)dw * 4u;
-        if (sw >= 2) {
-            /* 2x+1 < sw for every x < dw here, so no clamping: a byte loop gcc can vectorize */
-            for (int i = 0; i < dw * 4; i++) {
-                int b = (i >> 2) * 8 + (i & 3);
-                d[i] = (uint8_t)px_box1(r0[b], r0[b + 4], r1[b], r1[b + 4]);
-            }
-        } else {
-            for (int x = 0; x < dw; x++) {
-                int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
-                px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
-            }
-        }
-    }
+    for (int y = y0; y < y1; y++)
+        px__pyr_row(j->v, j->level, y);
 }
 
 static void px__cpu_pyramid(pxvm_executor *ex, int slot)
 {
     const px_cpu_src *v = &ex->view[slot];
-    for (int l = 1; l < v->levels; l++) {
+    for (int l = 1; l < v->levels;) {
         px__pyr_job job = {v, l};
         /* about 64 KiB of output per chunk */
         int grain = 1 + (16384 / (v->w[l] > 0 ? v->w[l] : 1));
-        px_pool_for(ex->pool, v->h[l], grain, px__pyr_rows, &job);
+        if (l + 1 < v->levels) { /* two levels in one pass */
+            px_pool_for(ex->pool, (v->h[l] + 1) / 2, (grain + 1) / 2, px__pyr_pairs, &job);
+            l += 2;
+        } else {
+            px_pool_for(ex->pool, v->h[l], grain, px__pyr_rows, &job);
+            l += 1;
+        }
     }
 }
 

@@ -104,7 +104,8 @@ def cpu(pxvm, opencv, out_path):
            "opencv_threads": opencv.get("threads"), "sizes": sizes, "targets": targets}
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
-    print(f"CPU: {pxvm.get('cores')} cores; OpenCV {opencv.get('opencv')} with {opencv.get('threads')} threads; medians\n")
+    print(f"CPU: {pxvm.get('cores')} cores; OpenCV {opencv.get('opencv')} with {opencv.get('threads')} threads; "
+          f"median of {pxvm.get('runs', 1)} alternated runs of {pxvm.get('reps')} repetitions each\n")
     print("| input | pxvm PYRAMID | OpenCV INTER_AREA pyramid (ratio) | memcpy of level 0 | pxvm foveate273 (pyramid + 273 patches) |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
@@ -112,8 +113,28 @@ def cpu(pxvm, opencv, out_path):
         print(f"\ntarget {t['work']} {t['target']}: {fmt_ms(t['measured_ms'])} vs {fmt_ms(t['opencv_ms'])}: {'met' if t['met'] else 'NOT met'}")
 
 
+def load(paths):
+    """One JSON file, or several (comma-separated) runs of the same benchmark: each figure becomes
+    the median of its runs."""
+    docs = [json.load(open(p)) for p in paths.split(",")]
+    if len(docs) == 1:
+        return docs[0]
+    out = dict(docs[0])
+    out["runs"] = len(docs)
+    out["sizes"] = []
+    for i, first in enumerate(docs[0]["sizes"]):
+        merged = dict(first)
+        for k, v in first.items():
+            if k.endswith("_ms") and isinstance(v, (int, float)):
+                vals = sorted(d["sizes"][i][k] for d in docs)
+                merged[k] = vals[len(vals) // 2]
+                merged[k.replace("_ms", "_ms_runs")] = vals
+        out["sizes"].append(merged)
+    return out
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 5 or sys.argv[1] not in ("gpu", "cpu"):
         sys.exit(__doc__)
-    a, b = (json.load(open(p)) for p in sys.argv[2:4])
+    a, b = (load(p) for p in sys.argv[2:4])
     (gpu if sys.argv[1] == "gpu" else cpu)(a, b, sys.argv[4])

@@ -44,6 +44,35 @@ TEST(sem_box_rounding_edges)
     CHECK_EQ(px_pyr_src1(0, 2), 1);
 }
 
+TEST(sem_box2x2_is_box4)
+{
+    uint64_t st = 99;
+    for (int i = 0; i < 100000; i++) {
+        uint64_t top = px_rand(&st), bottom = px_rand(&st);
+        if (i < 4) /* the extremes */
+            top = bottom = i < 2 ? 0 : ~0ull, bottom ^= (uint64_t)(i & 1) * 0xFF00FF00FF00FF00ull;
+        px_rgba want = px_box4((uint32_t)top, (uint32_t)(top >> 32), (uint32_t)bottom, (uint32_t)(bottom >> 32));
+        if (px_box2x2(top, bottom) != want) {
+            px_test_fail(__FILE__, __LINE__, "%016llx %016llx", (unsigned long long)top, (unsigned long long)bottom);
+            return;
+        }
+    }
+}
+
+TEST(sem_box4_is_box1_per_channel)
+{
+    uint64_t st = 5;
+    for (int i = 0; i < 100000; i++) {
+        uint32_t a = (uint32_t)px_rand(&st), b = (uint32_t)px_rand(&st), c = (uint32_t)px_rand(&st), d = (uint32_t)px_rand(&st);
+        px_rgba v = px_box4(a, b, c, d);
+        for (int ch = 0; ch < 4; ch++)
+            if (px_ch(v, ch) != px_box1(px_ch(a, ch), px_ch(b, ch), px_ch(c, ch), px_ch(d, ch))) {
+                px_test_fail(__FILE__, __LINE__, "%08x %08x %08x %08x channel %d", a, b, c, d, ch);
+                return;
+            }
+    }
+}
+
 TEST(sem_linear_axis_weights)
 {
     int i0, i1;

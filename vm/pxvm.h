@@ -206,6 +206,8 @@ const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
 int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
                      pxvm_error *err);
 
+/* Checks the common preconditions of read (the slot and level exist) for any executor. */
+int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err);
 /* Checks the common preconditions of bind (role, size) for any executor. */
 int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err);
 /* Initial level-0 contents of a non-input slot (program image, data copy, or zeros): writes

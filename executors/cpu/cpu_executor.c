@@ -346,13 +346,9 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
 
 static int px__cpu_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
 {
-    const pxvm_program *prog = ex->prog;
-    char lb[16];
-    if (slot < 0 || slot >= prog->nslots)
-        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    if (pxvm_check_read(ex->prog, slot, level, err) < 0)
+        return -1;
     const px_cpu_src *v = &ex->view[slot];
-    if (level < 0 || level >= v->levels)
-        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), v->levels - 1, level);
     if (pxvm_image_alloc(img, v->w[level], v->h[level], err) < 0)
         return -1;
     memcpy(img->px, v->level[level], (size_t)img->w * (size_t)img->h * 4u);

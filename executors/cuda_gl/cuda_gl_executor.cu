@@ -870,13 +870,9 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
 
 static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
 {
-    const pxvm_program *prog = ex->prog;
-    char lb[16];
-    if (slot < 0 || slot >= prog->nslots)
-        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    if (pxvm_check_read(ex->prog, slot, level, err) < 0)
+        return -1;
     const px_gpu_slot *g = &ex->slots[slot];
-    if (level < 0 || level >= g->levels)
-        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), g->levels - 1, level);
     if (pxvm_image_alloc(img, g->w[level], g->h[level], err) < 0)
         return -1;
     size_t pitch = (size_t)img->w * 4u, bytes = pitch * (size_t)img->h;

@@ -20,7 +20,8 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
 
-LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plans.c \
+LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plans.c assembler/asm.c \
+           assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
 TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)

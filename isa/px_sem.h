@@ -148,17 +148,26 @@ PX_SEM px_acc4 px_bilerp(px_rgba t00, px_rgba t10, px_rgba t01, px_rgba t11, uin
     return r;
 }
 
-/* Blend two levels' bilinear values by the LOD fraction f (0..255) and round once, half up:
- * (b0*(256-f) + b1*f + 2^23) >> 24. Fits in 32 bits: 255*2^24 + 2^23 < 2^32. */
-PX_SEM px_rgba px_lerp_round(px_acc4 b0, px_acc4 b1, uint32_t f)
+/* Blend two levels' bilinear values by the LOD fraction f (0..255), unrounded:
+ * b0*(256-f) + b1*f per channel, in 0 .. 255*2^24 (fits in 32 bits). */
+PX_SEM px_acc4 px_lerp(px_acc4 b0, px_acc4 b1, uint32_t f)
+{
+    px_acc4 r;
+    for (int ch = 0; ch < 4; ch++)
+        r.c[ch] = b0.c[ch] * (256u - f) + b1.c[ch] * f;
+    return r;
+}
+
+/* The single rounding of a sample: (t + 2^23) >> 24 per channel, half up. */
+PX_SEM px_rgba px_round24(px_acc4 t)
 {
     px_rgba out = 0;
-    for (int ch = 0; ch < 4; ch++) {
-        uint32_t t = b0.c[ch] * (256u - f) + b1.c[ch] * f + (1u << 23);
-        out |= (t >> 24) << (8 * ch);
-    }
+    for (int ch = 0; ch < 4; ch++)
+        out |= ((t.c[ch] + (1u << 23)) >> 24) << (8 * ch);
     return out;
 }
+
+PX_SEM px_rgba px_lerp_round(px_acc4 b0, px_acc4 b1, uint32_t f) { return px_round24(px_lerp(b0, b1, f)); }
 
 /* Level pair and fraction of a Q8.8 LOD for a chain of `levels` levels (linear mode). */
 PX_SEM void px_lod_split(uint32_t lod, int levels, int *l0, int *l1, uint32_t *f)
@@ -197,22 +206,52 @@ PX_SEM px_acc4 px_bilinear_at(PX_SRC_T src, int level, int64_t u, int64_t v)
                      PX_FETCH(src, level, x0, y1), PX_FETCH(src, level, x1, y1), fx, fy);
 }
 
-/* One sample at level-0 position (u, v) (Q.16) and LOD (Q8.8): the whole contract of SAMPLE and
- * GATHER for one output pixel. */
-PX_SEM px_rgba px_sample(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod, int mode)
+/* One sample at level-0 position (u, v) (Q.16) and LOD (Q8.8), before its rounding: per channel
+ * the value times 2^24 (nearest: the texel << 24, exact). */
+PX_SEM px_acc4 px_sample_acc(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod, int mode)
 {
     int levels = PX_LEVELS(src);
     if (mode == PX_MODE_NEAREST) {
         int l = px_lod_nearest(lod, levels);
-        return PX_FETCH(src, l, px_nearest_axis(u, l, PX_LEVEL_W(src, l)),
-                        px_nearest_axis(v, l, PX_LEVEL_H(src, l)));
+        px_rgba t = PX_FETCH(src, l, px_nearest_axis(u, l, PX_LEVEL_W(src, l)), px_nearest_axis(v, l, PX_LEVEL_H(src, l)));
+        px_acc4 r;
+        for (int ch = 0; ch < 4; ch++)
+            r.c[ch] = px_ch(t, ch) << 24;
+        return r;
     }
     int l0, l1;
     uint32_t f;
     px_lod_split(lod, levels, &l0, &l1, &f);
     px_acc4 b0 = px_bilinear_at(src, l0, u, v);
     px_acc4 b1 = f ? px_bilinear_at(src, l1, u, v) : b0;
-    return px_lerp_round(b0, b1, f);
+    return px_lerp(b0, b1, f);
+}
+
+/* SAMPLE and GATHER for one output pixel: one sample, rounded once. */
+PX_SEM px_rgba px_sample(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod, int mode)
+{
+    return px_round24(px_sample_acc(src, u, v, lod, mode));
+}
+
+/* ANISO for one output pixel at (u, v): taps k = 0 .. n-1 at px_patch_pos(u, tdu, k, n),
+ * px_patch_pos(v, tdv, k, n) (centred on the pixel), equal weights; the mean of the unrounded
+ * samples is rounded once, half up: (sum + n*2^23) / (n*2^24), exact in 64 bits. n = 1 is SAMPLE. */
+PX_SEM px_rgba px_sample_aniso(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod, int mode, int n, int32_t tdu,
+                               int32_t tdv)
+{
+    uint64_t sum[4] = {0, 0, 0, 0};
+    for (int k = 0; k < n; k++) {
+        int64_t du = px_floor_shift((int64_t)(2 * k - (n - 1)) * (int64_t)tdu, 1);
+        int64_t dv = px_floor_shift((int64_t)(2 * k - (n - 1)) * (int64_t)tdv, 1);
+        px_acc4 a = px_sample_acc(src, u + du, v + dv, lod, mode);
+        for (int ch = 0; ch < 4; ch++)
+            sum[ch] += a.c[ch];
+    }
+    px_rgba out = 0;
+    uint64_t den = (uint64_t)n << 24;
+    for (int ch = 0; ch < 4; ch++)
+        out |= (uint32_t)((sum[ch] + den / 2) / den) << (8 * ch);
+    return out;
 }
 #endif
 

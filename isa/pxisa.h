@@ -48,7 +48,7 @@
 #define PXI_SLOT_PIXELS 8     /* stream pixels per slot descriptor */
 #define PXI_NAME_MAX 8        /* bytes of a slot name */
 #define PXI_MAX_FIELDS 16     /* most operands of one instruction */
-#define PXI_MAX_PIXELS 8      /* most pixels of one instruction */
+#define PXI_MAX_PIXELS 16     /* most pixels of one instruction */
 
 /* Slot roles. Slot 0 (the program image) has role PROGRAM; declared slots have the others. */
 enum pxi_role {
@@ -75,8 +75,10 @@ enum pxi_kind {
     PXK_U16,  /* u16, any value (regions are checked per opcode) */
     PXK_DIM,  /* u16 size: must be >= 1 */
     PXK_Q16,  /* s32 fixed point, 16 fractional bits, any value */
-    PXK_LOD   /* u16 fixed point, 8 fractional bits, any value (clamped to the last level) */
+    PXK_LOD,  /* u16 fixed point, 8 fractional bits, any value (clamped to the last level) */
+    PXK_TAPS  /* u8 tap count: 1 .. PX_MAX_TAPS */
 };
+#define PX_MAX_TAPS 16
 
 enum pxi_mode { PX_MODE_LINEAR = 0, PX_MODE_NEAREST = 1 };
 

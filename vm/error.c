@@ -42,6 +42,8 @@ const char *pxvm_class_name(pxvm_class cls)
     case PXVM_IO: return "i/o error";
     case PXVM_USAGE: return "usage";
     case PXVM_UNAVAILABLE: return "unavailable";
+    case PXVM_ASSEMBLY: return "assembly error";
+    case PXVM_PLAN: return "plan error";
     }
     return "?";
 }

@@ -128,6 +128,7 @@ static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_
     case PXK_SLOT: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
     case PXK_MODE: why = v != PX_MODE_LINEAR && v != PX_MODE_NEAREST ? "(mode is 0 = linear or 1 = nearest)" : NULL; break;
     case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
+    case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
     case PXK_U16:
     case PXK_Q16:
     case PXK_LOD: break;
@@ -182,6 +183,7 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
         return px__check_write(prog, in, index, 0, 0, 0, row, 1, 1, err);
     }
     case PX_OP_SAMPLE:
+    case PX_OP_ANISO:
     case PX_OP_GATHER: {
         int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
         int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
@@ -213,7 +215,11 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
 
 #define PX__BATCH_MAX 1024 /* bounds the pairwise rectangle checks below */
 
-static int px__is_fetch(const pxi_insn *in) { return in->op == PX_OP_SAMPLE || in->op == PX_OP_GATHER; }
+/* SAMPLE, ANISO and GATHER: their leading operands (src .. h) share one layout (tested). */
+static int px__is_fetch(const pxi_insn *in)
+{
+    return in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+}
 
 static int px__rects_overlap(const pxi_insn *a, const pxi_insn *b)
 {
@@ -514,7 +520,8 @@ void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, s
         case PXK_LOD: px__fmt_fixed(v, 8, val, sizeof val); break;
         case PXK_ROW:
         case PXK_U16:
-        case PXK_DIM: snprintf(val, sizeof val, "%d", (int)v); break;
+        case PXK_DIM:
+        case PXK_TAPS: snprintf(val, sizeof val, "%d", (int)v); break;
         }
         n += (size_t)snprintf(buf + n, len - n, " %s=%s", fi->name, val);
     }

@@ -67,6 +67,17 @@ int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *im
     return k;
 }
 
+int pxvm_build_data_at(pxvm_builder *b, const char *name, int w, int h, int x, int y)
+{
+    int k = pxvm_build_slot(b, PXI_ROLE_DATA, name, w, h);
+    if (k > 0) {
+        b->slots[k].data_fixed = 1;
+        b->slots[k].data_x = x;
+        b->slots[k].data_y = y;
+    }
+    return k;
+}
+
 uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields)
 {
     const pxi_op_info *info = pxi_op((unsigned)op);
@@ -118,10 +129,15 @@ static size_t px__header_pixels(const pxvm_builder *b)
     return PXI_HEADER_PIXELS + (size_t)PXI_SLOT_PIXELS * (size_t)b->nslots;
 }
 
+static size_t px__code_start(const pxvm_builder *b)
+{
+    return b->code_start > 0 ? (size_t)b->code_start : px__header_pixels(b);
+}
+
 int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n)
 {
     if (b->rows_base < 0) {
-        size_t end = px__header_pixels(b) + b->code_pixels;
+        size_t end = px__code_start(b) + b->code_pixels;
         b->rows_base = (int)((end + (size_t)b->width - 1) / (size_t)b->width);
     }
     size_t rb = (size_t)b->width * 4u;
@@ -138,13 +154,15 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
 {
     if (b->failed)
         return pxvm_fail(err, PXE_USAGE, -1, -1, b->why);
-    size_t W = (size_t)b->width, hdr = px__header_pixels(b), code_end = hdr + b->code_pixels;
+    size_t W = (size_t)b->width, hdr = px__header_pixels(b), code0 = px__code_start(b), code_end = code0 + b->code_pixels;
+    if (code0 < hdr)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "the code would start inside the header");
     size_t rows = (code_end + W - 1) / W;
     if (b->rows_base >= 0)
         rows = (size_t)b->rows_base + (size_t)b->nrows;
     size_t data_row = rows;
     for (int k = 1; k <= b->nslots; k++)
-        if (b->slots[k].role == PXI_ROLE_DATA)
+        if (b->slots[k].role == PXI_ROLE_DATA && !b->slots[k].data_fixed)
             rows += (size_t)b->slots[k].h;
     if (rows > 65535 || W > 65535)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "program image would exceed 65535 pixels on a side");
@@ -153,7 +171,7 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
     uint8_t *px = out->px;
     px[0] = PXI_MAGIC_R, px[1] = PXI_MAGIC_G, px[2] = PXI_MAGIC_B, px[3] = PXI_MAGIC_A;
     px[4] = PXI_VERSION_MAJOR, px[5] = PXI_VERSION_MINOR, px[6] = (uint8_t)b->nslots, px[7] = 0;
-    pxi_write_le(px, 2, 0, 4, (uint32_t)hdr);
+    pxi_write_le(px, 2, 0, 4, (uint32_t)code0);
     pxi_write_le(px, 3, 0, 4, b->ninsns);
     for (int k = 1; k <= b->nslots; k++) {
         const pxvm_builder_slot *s = &b->slots[k];
@@ -161,7 +179,10 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
         px[4 * d] = s->role;
         pxi_write_le(px, d + 1, 0, 4, (uint32_t)s->w);
         pxi_write_le(px, d + 2, 0, 4, (uint32_t)s->h);
-        if (s->role == PXI_ROLE_DATA) {
+        if (s->role == PXI_ROLE_DATA && s->data_fixed) {
+            pxi_write_le(px, d + 3, 0, 2, (uint32_t)s->data_x);
+            pxi_write_le(px, d + 3, 2, 2, (uint32_t)s->data_y);
+        } else if (s->role == PXI_ROLE_DATA) {
             pxi_write_le(px, d + 3, 0, 2, 0);
             pxi_write_le(px, d + 3, 2, 2, (uint32_t)data_row);
             for (int y = 0; y < s->h; y++)
@@ -174,7 +195,7 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
         pxi_write_le(px, d + 5, 0, 4, (uint32_t)s->patch_count);
         memcpy(px + 4 * (d + 6), s->name, strlen(s->name));
     }
-    memcpy(px + 4 * hdr, b->code, 4 * b->code_pixels);
+    memcpy(px + 4 * code0, b->code, 4 * b->code_pixels);
     if (b->nrows)
         memcpy(px + (size_t)b->rows_base * W * 4u, b->rows, (size_t)b->nrows * W * 4u);
     return 0;

@@ -14,11 +14,14 @@ typedef struct pxvm_builder_slot {
     char name[PXI_NAME_MAX + 1];
     int w, h;
     int patch_w, patch_h, patch_count;
-    pxvm_image data; /* role DATA: the pixels embedded in the program image */
+    pxvm_image data; /* role DATA: the pixels embedded in the program image (auto-placed) */
+    int data_fixed;  /* role DATA: placed at (data_x, data_y), pixels written by the caller */
+    int data_x, data_y;
 } pxvm_builder_slot;
 
 typedef struct pxvm_builder {
-    int width; /* program image width in pixels */
+    int width;      /* program image width in pixels */
+    int code_start; /* stream index of the first instruction; 0 = right after the header */
     int nslots;
     pxvm_builder_slot slots[PXVM_MAX_SLOTS + 1]; /* [1..nslots] */
     uint8_t *code;
@@ -39,6 +42,8 @@ int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h);
 void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int count);
 /* A DATA slot holding a copy of img, embedded below the code. */
 int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *img);
+/* A DATA slot whose pixels the caller puts at (x, y) of the finished image. */
+int pxvm_build_data_at(pxvm_builder *b, const char *name, int w, int h, int x, int y);
 /* Appends an instruction; fields[] in table order (reserved fields included, normally 0).
  * Returns its index. No validation here: the loader validates. */
 uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields);

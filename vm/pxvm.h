@@ -25,7 +25,9 @@ typedef enum pxvm_class {
     PXVM_TRAP,
     PXVM_IO,
     PXVM_USAGE,
-    PXVM_UNAVAILABLE
+    PXVM_UNAVAILABLE,
+    PXVM_ASSEMBLY,
+    PXVM_PLAN
 } pxvm_class;
 
 typedef enum pxvm_code {

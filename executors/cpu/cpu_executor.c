@@ -204,15 +204,21 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
     const px_cpu_src *sv = &ex->view[src];
     size_t dw = (size_t)prog->slots[dst].w;
     uint8_t *out = ex->store[dst];
-    if (in->op == PX_OP_SAMPLE) {
+    if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
         int32_t cu = PX_ARG(in, SAMPLE, cu), cv = PX_ARG(in, SAMPLE, cv);
         int32_t du = PX_ARG(in, SAMPLE, du), dv = PX_ARG(in, SAMPLE, dv);
         uint32_t lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+        int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+        int32_t tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
+        int32_t tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
         for (int j = 0; j < h; j++) {
             int64_t v = px_patch_pos(cv, dv, j, h);
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
-            for (int i = 0; i < w; i++)
-                px__store(row + 4 * i, px_sample(sv, px_patch_pos(cu, du, i, w), v, lod, mode));
+            for (int i = 0; i < w; i++) {
+                int64_t u = px_patch_pos(cu, du, i, w);
+                px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)
+                                                              : px_sample_aniso(sv, u, v, lod, mode, taps, tdu, tdv));
+            }
         }
     } else {
         int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
@@ -339,6 +345,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
     case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); return 0;
     case PX_OP_SAMPLE:
+    case PX_OP_ANISO:
     case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); return 0;
     default: return 0; /* unreachable: the validator admits only the opcodes above */
     }

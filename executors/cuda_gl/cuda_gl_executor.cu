@@ -62,11 +62,13 @@ static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uin
 
 /* ---- device records, built once at load ----------------------------------------------------- */
 
-struct px_gpu_fetch { /* one SAMPLE or GATHER */
+struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
     int op, src, dst, mode, x, y, w, h;
     int32_t cu, cv, du, dv;
     uint32_t lod;
     int table, tx, ty;
+    int taps;
+    int32_t tdu, tdv;
 };
 
 struct px_gpu_rect { /* a level to clear at the start of a run */
@@ -226,6 +228,9 @@ __global__ void px__k_fetch(const px_gpu_slot *slots, const px_gpu_fetch *batch)
         uint32_t v;
         if (f.op == PX_OP_SAMPLE) {
             v = px_sample(src, px_patch_pos(f.cu, f.du, i, f.w), px_patch_pos(f.cv, f.dv, j, f.h), f.lod, f.mode);
+        } else if (f.op == PX_OP_ANISO) {
+            v = px_sample_aniso(src, px_patch_pos(f.cu, f.du, i, f.w), px_patch_pos(f.cv, f.dv, j, f.h), f.lod, f.mode,
+                                f.taps, f.tdu, f.tdv);
         } else {
             cudaTextureObject_t t = slots[f.table].tex[0];
             int ex = f.tx + 3 * i, ey = f.ty + j;
@@ -579,17 +584,20 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     ex->max_fetch_px = 0;
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
-        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_GATHER)
+        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER)
             continue;
         px_gpu_fetch *f = &fetch[i];
         f->op = in->op;
         f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)], f->mode = in->a[PX_FI(SAMPLE, mode)];
         f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
         f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
-        if (in->op == PX_OP_SAMPLE) {
+        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
             f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
             f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
             f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+            f->taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+            f->tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
+            f->tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
         } else {
             f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
         }
@@ -753,6 +761,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             break;
         }
         case PX_OP_SAMPLE:
+        case PX_OP_ANISO:
         case PX_OP_GATHER: {
             int by = (ex->max_fetch_px + 255) / 256;
             dim3 grid(st->count, (unsigned)(by < 64 ? by : 64));

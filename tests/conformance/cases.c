@@ -177,6 +177,44 @@ static int px__case_sample(px_case *c, int which)
     return px__finish(c, &b) == 0 ? 1 : -1;
 }
 
+/* ANISO: tap counts 1..16, tap steps along each axis, diagonal, extreme; both modes. */
+static int px__case_aniso(px_case *c, int which)
+{
+    static const int sizes[][2] = {{1, 1}, {33, 17}, {451, 300}};
+    static const int taps[] = {1, 2, 3, 8, 16};
+    if (which >= (int)(sizeof sizes / sizeof sizes[0]))
+        return 0;
+    if (!c)
+        return 1;
+    int w = sizes[which][0], h = sizes[which][1];
+    snprintf(c->name, sizeof c->name, "aniso/%dx%d", w, h);
+    const int32_t one = 1 << 16;
+    const int32_t steps[][2] = {{one, 0}, {0, one}, {3 * one / 2, one / 3}, {-2 * one, 5 * one}, {INT32_MAX, INT32_MIN}};
+    const int nt = 5, ns = 5, tiles = nt * ns * 2;
+    pxvm_builder b;
+    pxvm_build_init(&b, 64);
+    int src = px__input(c, &b, "image", w, h, (uint64_t)(4000 + which));
+    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 10 * 8, (tiles + 9) / 10 * 8);
+    px__pyr(&b, src);
+    int t = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int si = 0; si < ns; si++)
+            for (int mode = 0; mode < 2; mode++, t++) {
+                int32_t f[PXI_MAX_FIELDS] = {0};
+                f[PX_FI(ANISO, src)] = src, f[PX_FI(ANISO, dst)] = atlas, f[PX_FI(ANISO, mode)] = mode;
+                f[PX_FI(ANISO, dst_x)] = (t % 10) * 8, f[PX_FI(ANISO, dst_y)] = (t / 10) * 8;
+                f[PX_FI(ANISO, w)] = f[PX_FI(ANISO, h)] = 8;
+                f[PX_FI(ANISO, cu)] = (w << 16) / 2 + 777 * t, f[PX_FI(ANISO, cv)] = (h << 16) / 2 - 333 * t;
+                f[PX_FI(ANISO, du)] = one + 1000 * si, f[PX_FI(ANISO, dv)] = one - 999 * ti;
+                f[PX_FI(ANISO, lod)] = (int32_t)((unsigned)(ti * 211 + si * 97) % 1536);
+                f[PX_FI(ANISO, taps)] = taps[ti];
+                f[PX_FI(ANISO, tdu)] = steps[si][0], f[PX_FI(ANISO, tdv)] = steps[si][1];
+                pxvm_build_insn(&b, PX_OP_ANISO, f);
+            }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
 /* GATHER: a table of extreme and ordinary entries, embedded as a data slot and also read from
  * the program image's own rows. */
 static int px__case_gather(px_case *c, int which)
@@ -230,7 +268,8 @@ static int px__case_gather(px_case *c, int which)
 }
 
 typedef int (*px__family)(px_case *c, int which);
-static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather};
+static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather,
+                                          px__case_aniso};
 
 int px_case_edge(int index, px_case *c)
 {
@@ -406,6 +445,15 @@ int px_case_random(uint64_t seed, px_case *c)
                 w = w < t->w / 3 ? w : t->w / 3;
                 h = h < t->h ? h : t->h;
                 px__gather(&b, src, dst, mode, x, y, w, h, tab, px__below(&s, t->w - 3 * w + 1), px__below(&s, t->h - h + 1));
+            } else if (px__below(&s, 4) == 0) { /* ANISO */
+                int32_t sw = src ? b.slots[src].w : b.width, f[PXI_MAX_FIELDS] = {0};
+                f[PX_FI(ANISO, src)] = src, f[PX_FI(ANISO, dst)] = dst, f[PX_FI(ANISO, mode)] = mode;
+                f[PX_FI(ANISO, dst_x)] = x, f[PX_FI(ANISO, dst_y)] = y, f[PX_FI(ANISO, w)] = w, f[PX_FI(ANISO, h)] = h;
+                f[PX_FI(ANISO, cu)] = px__coord(&s, sw), f[PX_FI(ANISO, cv)] = px__coord(&s, sw);
+                f[PX_FI(ANISO, du)] = px__step(&s), f[PX_FI(ANISO, dv)] = px__step(&s);
+                f[PX_FI(ANISO, lod)] = (int32_t)px__lod(&s), f[PX_FI(ANISO, taps)] = 1 + px__below(&s, PX_MAX_TAPS);
+                f[PX_FI(ANISO, tdu)] = px__step(&s), f[PX_FI(ANISO, tdv)] = px__step(&s);
+                pxvm_build_insn(&b, PX_OP_ANISO, f);
             } else {
                 int32_t sw = src ? b.slots[src].w : b.width;
                 px__sample(&b, src, dst, mode, x, y, w, h, px__coord(&s, sw), px__coord(&s, sw), px__step(&s), px__step(&s),

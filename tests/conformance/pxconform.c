@@ -249,8 +249,9 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         pxvm_program_free(&prog);
         px_case_free(&c);
     }
-    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, GATHER %ld, DOT_RGB %ld); %ld runs ended in the same trap\n",
-           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB], trapped);
+    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, ANISO %ld, GATHER %ld, DOT_RGB %ld); %ld runs ended in the same "
+           "trap\n",
+           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_ANISO], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB], trapped);
     return 0;
 }
 

@@ -24,9 +24,9 @@ static int px__t(const px__chain *c, int l, int64_t x, int64_t y, int ch)
     return im->px[((size_t)y * (size_t)im->w + (size_t)x) * 4u + (size_t)ch];
 }
 
-static uint32_t px__ref_sample(const px__chain *c, int64_t u, int64_t v, uint32_t lod, int mode)
+/* One sample before its rounding: per channel, the value times 2^24. */
+static void px__ref_acc(const px__chain *c, int64_t u, int64_t v, uint32_t lod, int mode, int64_t acc[4])
 {
-    uint32_t out = 0;
     if (mode == 1) {
         int64_t l = (lod + 128) / 256;
         if (l > c->n - 1)
@@ -34,8 +34,8 @@ static uint32_t px__ref_sample(const px__chain *c, int64_t u, int64_t v, uint32_
         int64_t x = px__clamp(px__fdiv(px__fdiv(u, (int64_t)1 << l), 65536), 0, c->lv[l].w - 1);
         int64_t y = px__clamp(px__fdiv(px__fdiv(v, (int64_t)1 << l), 65536), 0, c->lv[l].h - 1);
         for (int ch = 0; ch < 4; ch++)
-            out |= (uint32_t)px__t(c, (int)l, x, y, ch) << (8 * ch);
-        return out;
+            acc[ch] = (int64_t)px__t(c, (int)l, x, y, ch) << 24;
+        return;
     }
     int l0 = (int)(lod / 256), l1 = l0 + 1;
     int64_t f = lod % 256;
@@ -54,9 +54,34 @@ static uint32_t px__ref_sample(const px__chain *c, int64_t u, int64_t v, uint32_
             int64_t bot = px__t(c, l, x0, y1, ch) * (256 - fx) + px__t(c, l, x1, y1, ch) * fx;
             B[k] = top * (256 - fy) + bot * fy;
         }
-        int64_t r = (B[0] * (256 - f) + B[1] * f + ((int64_t)1 << 23)) >> 24;
-        out |= (uint32_t)r << (8 * ch);
+        acc[ch] = B[0] * (256 - f) + B[1] * f;
     }
+}
+
+static uint32_t px__ref_sample(const px__chain *c, int64_t u, int64_t v, uint32_t lod, int mode)
+{
+    int64_t acc[4];
+    uint32_t out = 0;
+    px__ref_acc(c, u, v, lod, mode, acc);
+    for (int ch = 0; ch < 4; ch++)
+        out |= (uint32_t)((acc[ch] + ((int64_t)1 << 23)) >> 24) << (8 * ch);
+    return out;
+}
+
+/* ANISO: the mean of n unrounded taps at offsets floor((2k-(n-1)) * td / 2), rounded half up. */
+static uint32_t px__ref_aniso(const px__chain *c, int64_t u, int64_t v, uint32_t lod, int mode, int n, int32_t tdu,
+                              int32_t tdv)
+{
+    int64_t sum[4] = {0, 0, 0, 0}, acc[4];
+    for (int k = 0; k < n; k++) {
+        px__ref_acc(c, u + px__fdiv((int64_t)(2 * k - (n - 1)) * tdu, 2), v + px__fdiv((int64_t)(2 * k - (n - 1)) * tdv, 2),
+                    lod, mode, acc);
+        for (int ch = 0; ch < 4; ch++)
+            sum[ch] += acc[ch];
+    }
+    uint32_t out = 0;
+    for (int ch = 0; ch < 4; ch++)
+        out |= (uint32_t)((sum[ch] + ((int64_t)n << 23)) / ((int64_t)n << 24)) << (8 * ch);
     return out;
 }
 
@@ -73,6 +98,8 @@ typedef struct {
     int pw, ph, mode;
     int32_t cu, cv, du, dv;
     uint32_t lod;
+    int taps;                  /* > 0: ANISO with these taps and steps */
+    int32_t tdu, tdv;
 } px__case;
 
 static void px__run_case(const px__case *k, const pxvm_image *src, const char *what)
@@ -97,7 +124,12 @@ static void px__run_case(const px__case *k, const pxvm_image *src, const char *w
     f[PX_FI(SAMPLE, du)] = k->du;
     f[PX_FI(SAMPLE, dv)] = k->dv;
     f[PX_FI(SAMPLE, lod)] = (int32_t)k->lod;
-    pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+    if (k->taps) {
+        f[PX_FI(ANISO, taps)] = k->taps;
+        f[PX_FI(ANISO, tdu)] = k->tdu;
+        f[PX_FI(ANISO, tdv)] = k->tdv;
+    }
+    pxvm_build_insn(&b, k->taps ? PX_OP_ANISO : PX_OP_SAMPLE, f);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
     pxvm_program prog;
     pxvm_executor *ex;
@@ -117,9 +149,11 @@ static void px__run_case(const px__case *k, const pxvm_image *src, const char *w
         for (int x = 0; x < k->ow && !bad; x++) {
             uint32_t want = 0;
             int i = x - k->dx, j = y - k->dy;
-            if (i >= 0 && j >= 0 && i < k->pw && j < k->ph)
-                want = px__ref_sample(&c, px__ref_pos(k->cu, k->du, i, k->pw), px__ref_pos(k->cv, k->dv, j, k->ph),
-                                      k->lod, k->mode);
+            if (i >= 0 && j >= 0 && i < k->pw && j < k->ph) {
+                int64_t u = px__ref_pos(k->cu, k->du, i, k->pw), v = px__ref_pos(k->cv, k->dv, j, k->ph);
+                want = k->taps ? px__ref_aniso(&c, u, v, k->lod, k->mode, k->taps, k->tdu, k->tdv)
+                               : px__ref_sample(&c, u, v, k->lod, k->mode);
+            }
             if (px_px(&out, x, y) != want) {
                 px_test_fail(__FILE__, __LINE__, "%s: out(%d,%d) = %08x, reference %08x", what, x, y, px_px(&out, x, y),
                              want);
@@ -132,13 +166,55 @@ static void px__run_case(const px__case *k, const pxvm_image *src, const char *w
     px_close(&prog, ex);
 }
 
+TEST(aniso_random_operands_match_reference)
+{
+    uint64_t st = 777;
+    for (int round = 0; round < 120; round++) {
+        int w = 1 + (int)(px_rand(&st) % 60), h = 1 + (int)(px_rand(&st) % 60);
+        pxvm_image src = px_random_image(w, h, &st);
+        px__case k;
+        memset(&k, 0, sizeof k);
+        k.w = w, k.h = h, k.pw = 1 + (int)(px_rand(&st) % 6), k.ph = 1 + (int)(px_rand(&st) % 6);
+        k.ow = k.pw, k.oh = k.ph, k.mode = (int)(px_rand(&st) & 1);
+        k.cu = (int32_t)(px_rand(&st) % (uint64_t)((w + 8) << 16)) - (4 << 16);
+        k.cv = (int32_t)(px_rand(&st) % (uint64_t)((h + 8) << 16)) - (4 << 16);
+        k.du = (int32_t)(px_rand(&st) % (6u << 16)) - (3 << 16);
+        k.dv = (int32_t)(px_rand(&st) % (6u << 16)) - (3 << 16);
+        k.lod = (uint32_t)(px_rand(&st) % (7 * 256));
+        k.taps = 1 + (int)(px_rand(&st) % PX_MAX_TAPS);
+        k.tdu = (int32_t)(px_rand(&st) % (8u << 16)) - (4 << 16);
+        k.tdv = (int32_t)(px_rand(&st) % (8u << 16)) - (4 << 16);
+        if (round % 10 == 0) /* extremes */
+            k.taps = PX_MAX_TAPS, k.tdu = INT32_MAX, k.tdv = INT32_MIN, k.lod = 65535, k.cu = INT32_MIN;
+        char what[64];
+        snprintf(what, sizeof what, "aniso round %d", round);
+        px__run_case(&k, &src, what);
+        pxvm_image_free(&src);
+    }
+}
+
+TEST(aniso_one_tap_is_sample)
+{
+    uint64_t st = 8;
+    pxvm_image src = px_random_image(50, 40, &st);
+    for (int mode = 0; mode < 2; mode++) {
+        px__case a = {50, 40, 9, 9, 0, 0, 9, 9, mode, 1234567, 987654, 77777, -55555, 300, 1, 999999, -12345};
+        px__case s1 = a;
+        s1.taps = 0; /* the same operands as a SAMPLE */
+        px__run_case(&a, &src, "aniso 1 tap");
+        px__run_case(&s1, &src, "sample");
+    }
+    /* and the same images: both checked against the reference, whose 1-tap mean is the sample */
+    pxvm_image_free(&src);
+}
+
 TEST(sample_unit_step_at_lod0_copies_texels)
 {
     uint64_t st = 3;
     pxvm_image src = px_random_image(37, 21, &st);
     /* a 16x8 patch centred on (20.0, 10.0): positions 12.5 .. 27.5, 6.5 .. 13.5 are texel centres */
     for (int mode = 0; mode < 2; mode++) {
-        px__case k = {37, 21, 16, 8, 0, 0, 16, 8, mode, 20 << 16, 10 << 16, 1 << 16, 1 << 16, 0};
+        px__case k = {37, 21, 16, 8, 0, 0, 16, 8, mode, 20 << 16, 10 << 16, 1 << 16, 1 << 16, 0, 0, 0, 0};
         px__run_case(&k, &src, "unit step");
     }
     pxvm_builder b;
@@ -177,10 +253,10 @@ TEST(sample_edges_lods_and_sizes)
                 char what[96];
                 snprintf(what, sizeof what, "%dx%d lod %u mode %d", w, h, lods[li], mode);
                 /* a patch hanging off the top-left corner, with a non-integer step */
-                px__case k = {w, h, 12, 10, 1, 2, 9, 7, mode, -3 * 65536 + 1234, -2 * 65536 - 99, 93000, 70000, lods[li]};
+                px__case k = {w, h, 12, 10, 1, 2, 9, 7, mode, -3 * 65536 + 1234, -2 * 65536 - 99, 93000, 70000, lods[li], 0, 0, 0};
                 px__run_case(&k, &src, what);
                 /* off the bottom-right corner, negative steps (a mirrored patch) */
-                px__case m = {w, h, 8, 8, 0, 0, 8, 8, mode, (w + 2) << 16, (h + 1) << 16, -65536 - 3, -2 * 65536, lods[li]};
+                px__case m = {w, h, 8, 8, 0, 0, 8, 8, mode, (w + 2) << 16, (h + 1) << 16, -65536 - 3, -2 * 65536, lods[li], 0, 0, 0};
                 px__run_case(&m, &src, what);
             }
         pxvm_image_free(&src);
@@ -193,7 +269,7 @@ TEST(sample_constant_image_any_lod_gives_the_constant)
     pxvm_image_alloc(&src, 20, 12, NULL);
     for (int i = 0; i < 20 * 12; i++)
         px_set(&src, i % 20, i / 20, 0x807F01FFu);
-    px__case k = {20, 12, 4, 4, 0, 0, 4, 4, 0, 777777, 333333, 150000, 99999, 2 * 256 + 100};
+    px__case k = {20, 12, 4, 4, 0, 0, 4, 4, 0, 777777, 333333, 150000, 99999, 2 * 256 + 100, 0, 0, 0};
     px__run_case(&k, &src, "constant");
     pxvm_image_free(&src);
 }
@@ -205,6 +281,7 @@ TEST(sample_random_operands_match_reference)
         int w = 1 + (int)(px_rand(&st) % 70), h = 1 + (int)(px_rand(&st) % 70);
         pxvm_image src = px_random_image(w, h, &st);
         px__case k;
+        memset(&k, 0, sizeof k);
         k.w = w, k.h = h;
         k.pw = 1 + (int)(px_rand(&st) % 9), k.ph = 1 + (int)(px_rand(&st) % 9);
         k.ow = k.pw + (int)(px_rand(&st) % 3), k.oh = k.ph + (int)(px_rand(&st) % 3);

@@ -5,7 +5,7 @@ BIN     ?= bin
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
 CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -MMD -MP
-LDLIBS  += -lpng -lm -pthread
+LDLIBS  += -lpng -ljansson -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -20,10 +20,10 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
 
-LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plans.c assembler/asm.c \
+LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
-TOOLS   := $(BIN)/pxrun $(BIN)/mkprog $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
+TOOLS   := $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu
@@ -32,13 +32,14 @@ CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 endif
 TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c
-PROGRAMS := programs/dot_test.pxi programs/pyramid.pxi programs/foveate273.pxi
+PROGRAMS := $(patsubst %.pxs,%.pxi,$(wildcard programs/*.pxs)) $(patsubst %.json,%.pxi,$(wildcard programs/*.json))
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
 	@echo "pxvm: built the CPU executor$(if $(filter 1,$(CUDA_GL)), and the CUDA-GL executor ($(NVCC)), (no CUDA-GL executor: needs nvcc and 'apt-get install libegl-dev libglew-dev'))" 
 
 check-deps:
 	@test -f /usr/include/png.h || { echo "libpng headers missing: run 'make deps' (apt-get install -y libpng-dev)"; exit 1; }
+	@test -f /usr/include/jansson.h || { echo "jansson headers missing: run 'make deps' (apt-get install -y libjansson-dev)"; exit 1; }
 
 # Objects are rebuilt when the configuration (CUDA-GL on or off, sanitizers) changes.
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
@@ -63,7 +64,7 @@ $(BUILD)/libpxvm.a: $(LIB_OBJ)
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/mkprog: $(BUILD)/assembler/mkprog.o $(BUILD)/libpxvm.a
+$(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/gen_spec: $(BUILD)/isa/gen_spec.o $(BUILD)/libpxvm.a
@@ -85,9 +86,12 @@ $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# The example programs are generated (float math happens here, at build time, never in the VM).
-$(PROGRAMS) &: $(BIN)/mkprog
-	$(BIN)/mkprog programs
+# The example programs are built from their sources: assembly (.pxs) or allocation plans (.json,
+# where all float math happens, at build time, never in the VM).
+programs/%.pxi: programs/%.pxs $(BIN)/pxasm
+	$(BIN)/pxasm $< -o $@
+programs/%.pxi: programs/%.json $(BIN)/pxasm
+	$(BIN)/pxasm --plan $< -o $@ > /dev/null
 
 isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
@@ -131,7 +135,7 @@ docs-images: all
 	$(BIN)/pxrun programs/pyramid.pxi --in image=programs/data/chelsea.png --out image@2=docs/img/pyramid-level2.png
 
 deps:
-	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libegl-dev libglew-dev python3-numpy
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libegl-dev libglew-dev python3-numpy
 
 clean:
 	rm -rf build bin programs/*.pxi out

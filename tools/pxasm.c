@@ -1,4 +1,5 @@
 /* pxasm - assemble, disassemble, and compile allocation plans into pixel programs. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

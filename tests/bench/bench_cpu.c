@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../assembler/plans.h"
+#include "../../assembler/plan.h"
 
 static double px__ms(void)
 {

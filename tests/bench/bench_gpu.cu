@@ -18,7 +18,7 @@
 #include <string.h>
 #include <vector>
 
-#include "../../assembler/plans.h"
+#include "../../assembler/plan.h"
 #include "../../isa/px_sem.h"
 #include "../../vm/pxvm.h"
 

@@ -1,0 +1,584 @@
+/* plan.c - allocation plans: JSON (jansson) -> token placement -> pixel program.
+ * Floating point happens only here, in a fixed order, with dmath's deterministic functions;
+ * every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a program. */
+#include "plan.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../isa/px_sem.h"
+#include "dmath.h"
+
+static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pxvm_fail(err, PXE_PLAN, -1, -1, p->name, msg);
+}
+
+static int32_t px__q16(double v)
+{
+    double q = v * 65536.0;
+    if (q > 2147483647.0)
+        return INT32_MAX;
+    if (q < -2147483648.0)
+        return INT32_MIN;
+    return (int32_t)llround(q);
+}
+
+static double px__clampd(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* A token at (cx, cy) texels with LOD `lod` (clamped to the plan's levels): the stored LOD and
+ * the step 2^LOD that follows it exactly, so one output pixel covers one texel of that level. */
+static pxvm_plan_token px__token(const pxvm_plan *p, double cx, double cy, double lod)
+{
+    pxvm_plan_token t;
+    memset(&t, 0, sizeof t);
+    t.cx = cx;
+    t.cy = cy;
+    t.lod_q8 = (uint32_t)llround(px__clampd(lod, 0.0, (double)(p->levels - 1)) * 256.0);
+    t.step = dm_exp2((double)t.lod_q8 / 256.0);
+    t.du = t.dv = t.step;
+    t.taps = 1;
+    return t;
+}
+
+static int px__isqrt_ceil(int n)
+{
+    int g = 0;
+    while (g * g < n)
+        g++;
+    return g;
+}
+
+/* ---- schemes -------------------------------------------------------------------------------- */
+
+/* grid: cortical magnification M(e) = m0 / (scale * e + e0) over a g x g grid of patch centres
+ * (the first `budget` in row order), e the distance from the fixation in normalized image units;
+ * LOD = clamp(-log2 M, 0, levels-1). scale "auto" (the default) gives the farthest token the LOD
+ * at which its footprint (or, for aniso, its major axis) spans one grid cell: the periphery is
+ * tiled without gaps or overlap and the tokens grow finer towards the fixation. On large images
+ * that reaches the last levels; scale 1 is the compatibility setting of foveate273. */
+static void px__grid_lods(pxvm_plan *p, int n, const double *x, const double *y, double *lod)
+{
+    double emax = 0;
+    for (int i = 0; i < n; i++) {
+        double e = sqrt((x[i] - p->fx) * (x[i] - p->fx) + (y[i] - p->fy) * (y[i] - p->fy));
+        emax = e > emax ? e : emax;
+    }
+    if (p->scale_auto) {
+        int g = px__isqrt_ceil(p->budget);
+        double cell = (p->w > p->h ? p->w : p->h) / (double)g;
+        double span = cell / (p->patch * (!strcmp(p->scheme, "aniso") ? p->elongation : 1.0));
+        double target = px__clampd(span > 1 ? dm_log2(span) : 0.0, 0.0, (double)(p->levels - 1));
+        double top = p->m0 * dm_exp2(target) - p->e0;
+        p->scale = emax > 0 && top > 0 ? top / emax : 1.0;
+    }
+    for (int i = 0; i < n; i++) {
+        double e = sqrt((x[i] - p->fx) * (x[i] - p->fx) + (y[i] - p->fy) * (y[i] - p->fy));
+        lod[i] = -dm_log2(p->m0 / (p->scale * e + p->e0));
+    }
+}
+
+static int px__grid_positions(pxvm_plan *p, double **xs, double **ys)
+{
+    int g = px__isqrt_ceil(p->budget), n = p->budget;
+    *xs = malloc(sizeof(double) * (size_t)n);
+    *ys = malloc(sizeof(double) * (size_t)n);
+    if (!*xs || !*ys)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        (*xs)[i] = ((double)(i % g) + 0.5) / (double)g;
+        (*ys)[i] = ((double)(i / g) + 0.5) / (double)g;
+    }
+    return n;
+}
+
+static int px__scheme_grid(pxvm_plan *p)
+{
+    double *x, *y;
+    int n = px__grid_positions(p, &x, &y);
+    double *lod = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (n < 0 || !lod) {
+        free(x), free(y), free(lod);
+        return -1;
+    }
+    px__grid_lods(p, n, x, y, lod);
+    int aniso = !strcmp(p->scheme, "aniso");
+    for (int i = 0; i < n; i++) {
+        pxvm_plan_token t = px__token(p, x[i] * p->w, y[i] * p->h, lod[i]);
+        if (aniso) {
+            /* the footprint: minor axis = the grid's step, major = elongation x minor along the
+             * text direction; the LOD follows the minor axis, taps cover the major one */
+            double deg = p->angle_deg;
+            for (int r = 0; r < p->nregions; r++)
+                if (x[i] >= p->region[r][0] && x[i] < p->region[r][2] && y[i] >= p->region[r][1] && y[i] < p->region[r][3])
+                    deg = p->region[r][4];
+            double a = deg * dm_pi() / 180.0, c = dm_cos(a), s = dm_sin(a), major = p->elongation * t.step;
+            t.angle = a;
+            t.taps = p->taps;
+            t.tdu = major * c / p->taps;
+            t.tdv = major * s / p->taps;
+            t.du = major * fabs(c) + t.step * fabs(s);
+            t.dv = major * fabs(s) + t.step * fabs(c);
+        }
+        p->tokens[p->ntokens++] = t;
+    }
+    free(x), free(y), free(lod);
+    return 0;
+}
+
+/* uniform: the full-resolution grid, every patch x patch tile at LOD 0. */
+static int px__scheme_uniform(pxvm_plan *p)
+{
+    int tx = (p->w + p->patch - 1) / p->patch, ty = (p->h + p->patch - 1) / p->patch;
+    for (int j = 0; j < ty; j++)
+        for (int i = 0; i < tx; i++)
+            p->tokens[p->ntokens++] = px__token(p, (double)(i * p->patch) + p->patch / 2.0, (double)(j * p->patch) + p->patch / 2.0, 0);
+    return 0;
+}
+
+static double px__rmax(const pxvm_plan *p)
+{
+    double fx = p->fx * p->w, fy = p->fy * p->h, r = 0;
+    for (int c = 0; c < 4; c++) {
+        double dx = (c & 1 ? p->w : 0) - fx, dy = (c & 2 ? p->h : 0) - fy, d = sqrt(dx * dx + dy * dy);
+        r = d > r ? d : r;
+    }
+    return r;
+}
+
+/* logpolar: rings uniform in log(r + a) out to the farthest corner, wedges uniform in angle,
+ * rings x wedges <= budget with cells about square; the LOD makes a token's patch span its cell. */
+static int px__scheme_logpolar(pxvm_plan *p)
+{
+    const double ln2 = 0.6931471805599453094172321214581766, two_pi = 2.0 * dm_pi();
+    double a = p->ring_a, rmax = px__rmax(p), span = (dm_log2(rmax + a) - dm_log2(a)) * ln2;
+    int rings = (int)(sqrt((double)p->budget * span / two_pi) + 0.5);
+    rings = rings < 1 ? 1 : (rings > p->budget ? p->budget : rings);
+    int wedges = p->budget / rings;
+    double drho = span / rings;
+    for (int k = 0; k < rings; k++) {
+        double rho = dm_log2(a) * ln2 + ((double)k + 0.5) * drho, r = dm_exp2(rho / ln2) - a;
+        double dr = (r + a) * drho, arc = two_pi * r / wedges, cell = dr > arc ? dr : arc;
+        double lod = cell > p->patch ? dm_log2(cell / p->patch) : 0.0;
+        for (int j = 0; j < wedges; j++) {
+            double th = two_pi * ((double)j + 0.5 + 0.5 * (k & 1)) / wedges;
+            p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + r * dm_cos(th), p->fy * p->h + r * dm_sin(th), lod);
+        }
+    }
+    return 0;
+}
+
+/* v1: a fovea share of the budget on a square grid at LOD 0 around the fixation; the rest on rings
+ * outward. A token's cell is its receptive field k (e + e0) degrees at eccentricity e
+ * (deg_per_image degrees across the image width) times one packing factor, fitted (bisection)
+ * so that the periphery's tokens just reach the farthest corner; the cell sets the ring spacing
+ * and the token's LOD (its patch spans the cell). Returns the tokens the periphery needs at
+ * packing `f`, placing them when `place` is set. */
+static int px__v1_rings(pxvm_plan *p, double r0, double f, int place, int limit)
+{
+    const double two_pi = 2.0 * dm_pi(), ppd = p->w / p->deg_per_image, rmax = px__rmax(p);
+    int n = 0;
+    for (int ring = 0; r0 < rmax && n <= limit; ring++) {
+        double rf = p->k * (r0 / ppd + p->e0_deg) * ppd; /* pixels */
+        double cell = f * (rf > 1 ? rf : 1), rc = r0 + cell / 2;
+        double lod = cell > p->patch ? dm_log2(cell / p->patch) : 0; /* the token spans its cell */
+        int m = (int)(two_pi * rc / cell);
+        m = m < 1 ? 1 : m;
+        for (int j = 0; j < m && n <= limit; j++, n++)
+            if (place && p->ntokens < p->budget) {
+                double th = two_pi * ((double)j + 0.5 * (ring & 1)) / m;
+                p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + rc * dm_cos(th), p->fy * p->h + rc * dm_sin(th), lod);
+            }
+        r0 += cell;
+    }
+    return n;
+}
+
+static int px__scheme_v1(pxvm_plan *p)
+{
+    int nf = (int)llround(p->fovea_share * p->budget), g = px__isqrt_ceil(nf);
+    for (int i = 0; i < nf; i++)
+        p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + ((double)(i % g) - (g - 1) / 2.0) * p->patch,
+                                            p->fy * p->h + ((double)(i / g) - (g - 1) / 2.0) * p->patch, 0);
+    int np = p->budget - nf;
+    if (np <= 0)
+        return 0;
+    double r0 = g * p->patch / 2.0, lo = 1e-3, hi = 1e3; /* count(f) falls as f grows */
+    for (int it = 0; it < 60; it++) {
+        double mid = sqrt(lo * hi);
+        if (px__v1_rings(p, r0, mid, 0, np) > np)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    px__v1_rings(p, r0, hi, 1, np);
+    return 0;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------- */
+
+static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "levels", "scheme", "width",
+                                       "m0", "e0", "scale", "a", "fovea_share", "k", "e0_deg",
+                                       "deg_per_image", "angle", "elongation", "taps", "regions", "comment"};
+
+static int px__num(json_t *o, const char *key, double lo, double hi, double *v, const pxvm_plan *p, pxvm_error *err)
+{
+    json_t *j = json_object_get(o, key);
+    if (!j)
+        return 0;
+    if (!json_is_number(j))
+        return px__pfail(err, p, "'%s' must be a number", key);
+    double x = json_number_value(j);
+    if (!(x >= lo && x <= hi))
+        return px__pfail(err, p, "'%s' = %g is outside %g..%g", key, x, lo, hi);
+    *v = x;
+    return 0;
+}
+
+static int px__int(json_t *o, const char *key, int lo, int hi, int *v, const pxvm_plan *p, pxvm_error *err)
+{
+    json_t *j = json_object_get(o, key);
+    if (!j)
+        return 0;
+    if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
+        return px__pfail(err, p, "'%s' must be an integer in %d..%d", key, lo, hi);
+    *v = (int)json_integer_value(j);
+    return 0;
+}
+
+static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+    {
+        size_t k = 0;
+        while (k < sizeof px__keys / sizeof px__keys[0] && strcmp(px__keys[k], key))
+            k++;
+        if (k == sizeof px__keys / sizeof px__keys[0])
+            return px__pfail(err, p, "unknown field '%s'", key);
+    }
+    json_t *img = json_object_get(root, "image");
+    if (!json_is_array(img) || json_array_size(img) != 2 || !json_is_integer(json_array_get(img, 0)) ||
+        !json_is_integer(json_array_get(img, 1)) || json_integer_value(json_array_get(img, 0)) < 1 ||
+        json_integer_value(json_array_get(img, 1)) < 1 || json_integer_value(json_array_get(img, 0)) > 16384 ||
+        json_integer_value(json_array_get(img, 1)) > 16384)
+        return px__pfail(err, p, "'image' must be [width, height] with sides 1..16384");
+    p->w = (int)json_integer_value(json_array_get(img, 0));
+    p->h = (int)json_integer_value(json_array_get(img, 1));
+    json_t *fix = json_object_get(root, "fixation");
+    if (fix) {
+        if (!json_is_array(fix) || json_array_size(fix) != 2 || !json_is_number(json_array_get(fix, 0)) ||
+            !json_is_number(json_array_get(fix, 1)))
+            return px__pfail(err, p, "'fixation' must be [x, y], normalized");
+        p->fx = json_number_value(json_array_get(fix, 0));
+        p->fy = json_number_value(json_array_get(fix, 1));
+        if (!(p->fx >= 0 && p->fx <= 1 && p->fy >= 0 && p->fy <= 1))
+            return px__pfail(err, p, "fixation (%g, %g) is outside [0,1] x [0,1] (normalized image units)", p->fx, p->fy);
+    }
+    json_t *scheme = json_object_get(root, "scheme");
+    if (!json_is_string(scheme))
+        return px__pfail(err, p, "'scheme' is missing (grid, logpolar, v1, aniso or uniform)");
+    const char *sn = json_string_value(scheme);
+    if (strcmp(sn, "grid") && strcmp(sn, "logpolar") && strcmp(sn, "v1") && strcmp(sn, "aniso") && strcmp(sn, "uniform"))
+        return px__pfail(err, p, "unknown scheme '%s' (expected grid, logpolar, v1, aniso or uniform)", sn);
+    snprintf(p->scheme, sizeof p->scheme, "%s", sn);
+    int full = px_mip_levels(p->w, p->h);
+    p->levels = full;
+    if (px__int(root, "patch", 1, 256, &p->patch, p, err) < 0 || px__int(root, "levels", 1, full, &p->levels, p, err) < 0 ||
+        px__int(root, "width", 16, 4096, &p->width, p, err) < 0 || px__num(root, "m0", 1e-6, 1e6, &p->m0, p, err) < 0 ||
+        px__num(root, "e0", 1e-6, 1e6, &p->e0, p, err) < 0 || px__num(root, "a", 1e-3, 1e6, &p->ring_a, p, err) < 0 ||
+        px__num(root, "fovea_share", 0, 1, &p->fovea_share, p, err) < 0 || px__num(root, "k", 1e-6, 100, &p->k, p, err) < 0 ||
+        px__num(root, "e0_deg", 0, 1000, &p->e0_deg, p, err) < 0 ||
+        px__num(root, "deg_per_image", 1e-3, 1000, &p->deg_per_image, p, err) < 0 ||
+        px__num(root, "angle", -3600, 3600, &p->angle_deg, p, err) < 0 ||
+        px__num(root, "elongation", 1, 64, &p->elongation, p, err) < 0 || px__int(root, "taps", 1, PX_MAX_TAPS, &p->taps, p, err) < 0)
+        return -1;
+    json_t *scale = json_object_get(root, "scale");
+    if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
+        p->scale_auto = 0;
+        if (px__num(root, "scale", 1e-6, 1e6, &p->scale, p, err) < 0)
+            return -1;
+    }
+    json_t *regions = json_object_get(root, "regions");
+    if (regions) {
+        if (!json_is_array(regions) || json_array_size(regions) > PXVM_PLAN_MAX_REGIONS)
+            return px__pfail(err, p, "'regions' must be a list of at most %d {\"box\": [x0, y0, x1, y1], \"angle\": deg}", PXVM_PLAN_MAX_REGIONS);
+        size_t i;
+        json_t *r;
+        json_array_foreach(regions, i, r)
+        {
+            json_t *box = json_object_get(r, "box"), *ang = json_object_get(r, "angle");
+            if (!json_is_array(box) || json_array_size(box) != 4 || !json_is_number(ang))
+                return px__pfail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
+            for (int c = 0; c < 4; c++) {
+                if (!json_is_number(json_array_get(box, (size_t)c)))
+                    return px__pfail(err, p, "region %zu: box corners are numbers", i);
+                p->region[i][c] = json_number_value(json_array_get(box, (size_t)c));
+            }
+            p->region[i][4] = json_number_value(ang);
+        }
+        p->nregions = (int)json_array_size(regions);
+    }
+    int tx = (p->w + p->patch - 1) / p->patch, ty = (p->h + p->patch - 1) / p->patch, fullres = tx * ty;
+    json_t *budget = json_object_get(root, "budget");
+    if (!budget && !strcmp(p->scheme, "uniform"))
+        p->budget = fullres;
+    else if (!json_is_integer(budget))
+        return px__pfail(err, p, "'budget' (the number of tokens) is missing or not an integer");
+    else
+        p->budget = (int)json_integer_value(budget);
+    if (p->budget < 1)
+        return px__pfail(err, p, "budget %d: a plan needs at least one token", p->budget);
+    if (p->budget > fullres)
+        return px__pfail(err, p,
+                         "budget %d is larger than the image allows: %dx%d in %dx%d patches is %d tokens at full resolution",
+                         p->budget, p->w, p->h, p->patch, p->patch, fullres);
+    if (!strcmp(p->scheme, "uniform") && p->budget < fullres)
+        return px__pfail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
+                         p->h, p->patch, p->patch);
+    return 0;
+}
+
+static void px__defaults(pxvm_plan *p, const char *name)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->fx = p->fy = 0.5;
+    p->patch = 16;
+    p->width = 64;
+    p->m0 = 1.0, p->e0 = 0.5, p->scale = 1.0, p->scale_auto = 1;
+    p->ring_a = 8.0;
+    p->fovea_share = 0.2, p->k = 0.14, p->e0_deg = 0.75, p->deg_per_image = 40.0;
+    p->angle_deg = 0, p->elongation = 4.0, p->taps = 4;
+}
+
+static int px__place(pxvm_plan *p, pxvm_error *err)
+{
+    int cap = p->budget > 0 ? p->budget : 1;
+    if (!strcmp(p->scheme, "uniform"))
+        cap = ((p->w + p->patch - 1) / p->patch) * ((p->h + p->patch - 1) / p->patch);
+    p->tokens = calloc((size_t)cap, sizeof(pxvm_plan_token));
+    if (!p->tokens)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
+    int rc = !strcmp(p->scheme, "logpolar") ? px__scheme_logpolar(p)
+             : !strcmp(p->scheme, "v1")     ? px__scheme_v1(p)
+             : !strcmp(p->scheme, "uniform") ? px__scheme_uniform(p)
+                                             : px__scheme_grid(p); /* grid, aniso */
+    if (rc < 0)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    p->cols = px__isqrt_ceil(p->ntokens);
+    p->rows = (p->ntokens + p->cols - 1) / p->cols;
+    return 0;
+}
+
+int pxvm_plan_parse(const char *text, size_t len, const char *name, pxvm_plan *p, pxvm_error *err)
+{
+    px__defaults(p, name);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root)
+        return px__pfail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+    int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px__pfail(err, p, "a plan is a JSON object {...}");
+    json_decref(root);
+    if (rc == 0)
+        rc = px__place(p, err);
+    if (rc < 0)
+        pxvm_plan_free(p);
+    return rc;
+}
+
+int pxvm_plan_load(const char *path, pxvm_plan *p, pxvm_error *err)
+{
+    uint8_t *data;
+    size_t len;
+    if (pxvm_read_file(path, 1u << 24, &data, &len, err) < 0)
+        return -1;
+    int rc = pxvm_plan_parse((const char *)data, len, path, p, err);
+    free(data);
+    return rc;
+}
+
+void pxvm_plan_free(pxvm_plan *p)
+{
+    free(p->tokens);
+    p->tokens = NULL;
+    p->ntokens = 0;
+}
+
+/* ---- the program ---------------------------------------------------------------------------- */
+
+void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
+{
+    int img = pxvm_build_slot(b, PXI_ROLE_INPUT, "image", p->w, p->h);
+    int atlas = pxvm_build_slot(b, PXI_ROLE_OUTPUT, "atlas", p->cols * p->patch, p->rows * p->patch);
+    pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = img;
+    pxvm_build_insn(b, PX_OP_PYRAMID, f);
+    for (int i = 0; i < p->ntokens; i++) {
+        const pxvm_plan_token *t = &p->tokens[i];
+        memset(f, 0, sizeof f);
+        /* SAMPLE and ANISO share these operands (tested in tests/unit/test_isa.c) */
+        f[PX_FI(SAMPLE, src)] = img;
+        f[PX_FI(SAMPLE, dst)] = atlas;
+        f[PX_FI(SAMPLE, mode)] = PX_MODE_LINEAR;
+        f[PX_FI(SAMPLE, dst_x)] = (i % p->cols) * p->patch;
+        f[PX_FI(SAMPLE, dst_y)] = (i / p->cols) * p->patch;
+        f[PX_FI(SAMPLE, w)] = f[PX_FI(SAMPLE, h)] = p->patch;
+        f[PX_FI(SAMPLE, cu)] = px__q16(t->cx);
+        f[PX_FI(SAMPLE, cv)] = px__q16(t->cy);
+        f[PX_FI(SAMPLE, du)] = px__q16(t->du);
+        f[PX_FI(SAMPLE, dv)] = px__q16(t->dv);
+        f[PX_FI(SAMPLE, lod)] = (int32_t)t->lod_q8;
+        if (t->taps > 1) {
+            f[PX_FI(ANISO, taps)] = t->taps;
+            f[PX_FI(ANISO, tdu)] = px__q16(t->tdu);
+            f[PX_FI(ANISO, tdv)] = px__q16(t->tdv);
+        }
+        pxvm_build_insn(b, t->taps > 1 ? PX_OP_ANISO : PX_OP_SAMPLE, f);
+    }
+    pxvm_build_insn(b, PX_OP_HALT, NULL);
+}
+
+int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, p->width);
+    pxvm_plan_build(p, &b);
+    int rc = pxvm_build_finish(&b, out, err);
+    pxvm_build_free(&b);
+    if (rc < 0)
+        return -1;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image copy;
+    pxvm_program prog;
+    if (pxvm_image_alloc(&copy, out->w, out->h, err) < 0)
+        return -1;
+    memcpy(copy.px, out->px, (size_t)out->w * (size_t)out->h * 4u);
+    if (pxvm_program_from_image(&copy, &lim, &prog, err) < 0) {
+        pxvm_image_free(out);
+        return -1;
+    }
+    pxvm_program_free(&prog);
+    return 0;
+}
+
+void pxvm_plan_foveate273(pxvm_builder *b, int w, int h)
+{
+    pxvm_plan p;
+    char json[160];
+    pxvm_error err;
+    snprintf(json, sizeof json,
+             "{\"image\": [%d, %d], \"budget\": 273, \"scheme\": \"grid\", \"m0\": 1, \"e0\": 0.5, \"scale\": 1, \"levels\": %d}", w,
+             h, px_mip_levels(w, h) < 5 ? px_mip_levels(w, h) : 5);
+    if (pxvm_plan_parse(json, strlen(json), "foveate273", &p, &err) == 0) {
+        pxvm_plan_build(&p, b);
+        pxvm_plan_free(&p);
+    }
+}
+
+/* ---- summary and overlay -------------------------------------------------------------------- */
+
+static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *x0, double *y0, double *x1, double *y1)
+{
+    double hw = t->du * p->patch / 2, hh = t->dv * p->patch / 2;
+    *x0 = t->cx - hw, *x1 = t->cx + hw, *y0 = t->cy - hh, *y1 = t->cy + hh;
+}
+
+void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
+{
+    fprintf(out, "plan %s: scheme %s, %dx%d image, fixation (%.3f, %.3f), %d tokens of %dx%d (budget %d), atlas %dx%d\n",
+            p->name, p->scheme, p->w, p->h, p->fx, p->fy, p->ntokens, p->patch, p->patch, p->budget, p->cols * p->patch,
+            p->rows * p->patch);
+    int per[PXVM_MAX_LEVELS] = {0};
+    for (int i = 0; i < p->ntokens; i++)
+        per[p->tokens[i].lod_q8 >> 8 < PXVM_MAX_LEVELS ? p->tokens[i].lod_q8 >> 8 : PXVM_MAX_LEVELS - 1]++;
+    fprintf(out, "tokens per LOD:");
+    for (int l = 0; l < p->levels; l++)
+        if (per[l])
+            fprintf(out, "  [%d,%d): %d", l, l + 1, per[l]);
+    fprintf(out, "\n");
+    double sampled = (double)p->ntokens * p->patch * p->patch, full = (double)p->w * p->h;
+    fprintf(out, "pixels sampled: %.0f, against %.0f for the uniform grid at full resolution (%.3fx)\n", sampled, full,
+            sampled / full);
+    /* coverage on a grid of at most 1024x1024 cells */
+    int cs = 1 + (p->w > p->h ? p->w : p->h) / 1024, gw = (p->w + cs - 1) / cs, gh = (p->h + cs - 1) / cs;
+    uint8_t *cov = calloc((size_t)gw * (size_t)gh, 1);
+    long covered = 0;
+    for (int i = 0; cov && i < p->ntokens; i++) {
+        double x0, y0, x1, y1;
+        px__footprint(p, &p->tokens[i], &x0, &y0, &x1, &y1);
+        int a0 = (int)px__clampd(x0 / cs, 0, gw), a1 = (int)px__clampd(x1 / cs + 1, 0, gw);
+        int b0 = (int)px__clampd(y0 / cs, 0, gh), b1 = (int)px__clampd(y1 / cs + 1, 0, gh);
+        for (int gy = b0; gy < b1; gy++)
+            for (int gx = a0; gx < a1; gx++) {
+                double cx = (gx + 0.5) * cs, cy = (gy + 0.5) * cs;
+                if (cx >= x0 && cx < x1 && cy >= y0 && cy < y1 && !cov[(size_t)gy * (size_t)gw + (size_t)gx]) {
+                    cov[(size_t)gy * (size_t)gw + (size_t)gx] = 1;
+                    covered++;
+                }
+            }
+    }
+    free(cov);
+    fprintf(out, "covered: %.1f%% of the image by token footprints\n", 100.0 * (double)covered / ((double)gw * gh));
+}
+
+static void px__plot(pxvm_image *img, int x, int y, const uint8_t c[3])
+{
+    if (x < 0 || y < 0 || x >= img->w || y >= img->h)
+        return;
+    uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
+    p[0] = c[0], p[1] = c[1], p[2] = c[2], p[3] = 255;
+}
+
+static void px__line(pxvm_image *img, double x0, double y0, double x1, double y1, const uint8_t c[3])
+{
+    double dx = x1 - x0, dy = y1 - y0, len = fabs(dx) > fabs(dy) ? fabs(dx) : fabs(dy);
+    int n = (int)len + 1;
+    for (int i = 0; i <= n; i++) {
+        double t = (double)i / n;
+        px__plot(img, (int)floor(x0 + t * dx), (int)floor(y0 + t * dy), c);
+    }
+}
+
+int pxvm_plan_overlay(const pxvm_plan *p, const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
+{
+    if (pxvm_image_alloc(out, photo->w, photo->h, err) < 0)
+        return -1;
+    /* the photo, dimmed so that the footprints stand out */
+    for (size_t i = 0; i < (size_t)photo->w * (size_t)photo->h; i++) {
+        for (int c = 0; c < 3; c++)
+            out->px[4 * i + (size_t)c] = (uint8_t)(photo->px[4 * i + (size_t)c] * 3 / 5);
+        out->px[4 * i + 3] = 255;
+    }
+    double sx = (double)photo->w / p->w, sy = (double)photo->h / p->h;
+    static const uint8_t pal[][3] = {{40, 255, 40}, {255, 255, 40}, {255, 150, 30}, {255, 50, 50}, {230, 60, 255}, {80, 160, 255}};
+    for (int i = 0; i < p->ntokens; i++) {
+        const pxvm_plan_token *t = &p->tokens[i];
+        int l = (int)((t->lod_q8 + 128) >> 8);
+        const uint8_t *c = pal[l < 6 ? l : 5];
+        double x0, y0, x1, y1;
+        px__footprint(p, t, &x0, &y0, &x1, &y1);
+        x0 *= sx, x1 *= sx, y0 *= sy, y1 *= sy;
+        px__line(out, x0, y0, x1, y0, c);
+        px__line(out, x1, y0, x1, y1, c);
+        px__line(out, x1, y1, x0, y1, c);
+        px__line(out, x0, y1, x0, y0, c);
+        if (t->taps > 1) { /* the major axis the taps follow */
+            double hx = t->tdu * t->taps * p->patch / 2 * sx, hy = t->tdv * t->taps * p->patch / 2 * sy;
+            px__line(out, t->cx * sx - hx, t->cy * sy - hy, t->cx * sx + hx, t->cy * sy + hy, c);
+        }
+    }
+    return 0;
+}

@@ -293,8 +293,23 @@ static int px__word(px__src *s, px__tok *t, const char *what)
     return 0;
 }
 
-/* Reads lines of 8-hex-digit pixels up to ".end": all pixels in order, and how many each line had. */
+static int px__hex_block_read(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines);
+
+/* Reads lines of 8-hex-digit pixels up to ".end": all pixels in order, and how many each line had
+ * (both malloc'ed; nothing is left allocated on failure). */
 static int px__hex_block(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines)
+{
+    int rc = px__hex_block_read(s, px, n, line_len, nlines);
+    if (rc < 0) {
+        free(*px);
+        free(*line_len);
+        *px = NULL;
+        *line_len = NULL;
+    }
+    return rc;
+}
+
+static int px__hex_block_read(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines)
 {
     px__tok t;
     int cap = 0, lcap = 0;
@@ -971,9 +986,9 @@ int pxasm_assemble(const char *text, size_t len, const char *path, const pxvm_li
                 rc = px__fail_at(&s, line, col, "%s", msg);
             }
         }
-        if (rc < 0)
-            pxvm_image_free(out);
     }
+    if (rc < 0)
+        pxvm_image_free(out); /* never a partial image */
     px__prog_free(p);
     free(p);
     return rc;

@@ -133,6 +133,9 @@ docs-images: all
 	$(BIN)/pxzoom programs/dot_test.pxi docs/img/dot_test-program-x16.png 16
 	$(BIN)/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas=docs/img/atlas.png
 	$(BIN)/pxrun programs/pyramid.pxi --in image=programs/data/chelsea.png --out image@2=docs/img/pyramid-level2.png
+	for s in grid logpolar v1 aniso; do \
+	    $(BIN)/pxasm --plan docs/plans/$$s-1804x1200.json -o build/plan-$$s.pxi \
+	        --overlay programs/data/chelsea.png docs/img/plan-$$s.png > docs/img/plan-$$s.txt || exit 1; done
 
 deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libegl-dev libglew-dev python3-numpy

@@ -12,6 +12,8 @@ static const char px__usage[] =
     "       pxasm -d PROGRAM.pxi [-o SOURCE.pxs]         disassemble (to stdout without -o)\n"
     "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO.png OVERLAY.png]\n"
     "                                                    compile an allocation plan, print its summary\n"
+    "       pxasm --plan PLAN.json --overlay PHOTO.png -o OVERLAY.png\n"
+    "                                                    only draw the plan's footprints over a photo\n"
     "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 8 assembly or plan error.\n";
 
 static int px__die(const pxvm_error *err)
@@ -51,9 +53,10 @@ int main(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
             plan = argv[++i];
-        } else if (!strcmp(argv[i], "--overlay") && i + 2 < argc) {
+        } else if (!strcmp(argv[i], "--overlay") && i + 1 < argc) {
             overlay_in = argv[++i];
-            overlay_out = argv[++i];
+            if (i + 1 < argc && argv[i + 1][0] != '-') /* --overlay PHOTO OUT; else -o names the overlay */
+                overlay_out = argv[++i];
         } else if (argv[i][0] != '-' && !in) {
             in = argv[i];
         } else {
@@ -87,6 +90,9 @@ int main(int argc, char **argv)
         pxvm_program_free(&prog);
         return 0;
     }
+    int overlay_only = overlay_in && !overlay_out;
+    if (overlay_only)
+        overlay_out = out;
     if ((!in && !plan) || (in && plan) || !out || (overlay_in && !plan)) {
         fprintf(stderr, "pxasm: %s\n%s", !out ? "-o OUTPUT is needed" : "give one source or one --plan", px__usage);
         return 2;
@@ -108,7 +114,7 @@ int main(int argc, char **argv)
     } else if (pxasm_assemble_file(in, &lim, &img, &err) < 0) {
         return px__die(&err);
     }
-    if (px__write_png(out, &img, &err) < 0)
+    if (!overlay_only && px__write_png(out, &img, &err) < 0)
         return px__die(&err);
     pxvm_image_free(&img);
     return 0;

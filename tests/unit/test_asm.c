@@ -315,6 +315,7 @@ TEST(plan_random_plans_compile_validate_and_run)
             px_test_fail(__FILE__, __LINE__, "%s: %s", json, err.msg);
         else
             px_close(&prog, ex);
+        px__roundtrip(&prog_img, "random plan");
         /* compiling again gives the same bytes */
         pxvm_image again;
         CHECK(pxvm_plan_compile(&p, &again, &err) == 0 && !memcmp(again.px, prog_img.px, (size_t)again.w * (size_t)again.h * 4u));

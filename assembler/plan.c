@@ -339,6 +339,9 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         p->budget = (int)json_integer_value(budget);
     if (p->budget < 1)
         return px__pfail(err, p, "budget %d: a plan needs at least one token", p->budget);
+    if (p->budget > PXVM_PLAN_MAX_TOKENS || (!strcmp(p->scheme, "uniform") && fullres > PXVM_PLAN_MAX_TOKENS))
+        return px__pfail(err, p, "%d tokens: a plan has at most %d", !strcmp(p->scheme, "uniform") ? fullres : p->budget,
+                         PXVM_PLAN_MAX_TOKENS);
     if (p->budget > fullres)
         return px__pfail(err, p,
                          "budget %d is larger than the image allows: %dx%d in %dx%d patches is %d tokens at full resolution",
@@ -378,6 +381,9 @@ static int px__place(pxvm_plan *p, pxvm_error *err)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     p->cols = px__isqrt_ceil(p->ntokens);
     p->rows = (p->ntokens + p->cols - 1) / p->cols;
+    if ((long)p->cols * p->patch > 16384)
+        return px__pfail(err, p, "the atlas of %d tokens of %dx%d would be %ld pixels wide; the limit is 16384", p->ntokens,
+                         p->patch, p->patch, (long)p->cols * p->patch);
     return 0;
 }
 

@@ -27,6 +27,7 @@ typedef struct pxvm_plan_token {
 } pxvm_plan_token;
 
 #define PXVM_PLAN_MAX_REGIONS 16
+#define PXVM_PLAN_MAX_TOKENS 65536 /* the atlas then fits the maximum side at patch 64 */
 
 typedef struct pxvm_plan {
     char name[256];

@@ -256,6 +256,11 @@ TEST(plan_errors)
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"uniform\"}", "the uniform scheme needs 49 tokens");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"aniso\", \"taps\": 40}", "'taps' must be an integer in 1..16");
     px__plan_error("{\"image\": [100, 100], \"scheme\": \"grid\"}", "'budget' (the number of tokens) is missing");
+    px__plan_error("{\"image\": [16384, 16384], \"patch\": 1, \"budget\": 100000, \"scheme\": \"grid\"}",
+                   "100000 tokens: a plan has at most 65536");
+    px__plan_error("{\"image\": [4096, 4096], \"patch\": 8, \"scheme\": \"uniform\"}", "262144 tokens: a plan has at most 65536");
+    px__plan_error("{\"image\": [16384, 16384], \"patch\": 200, \"budget\": 6724, \"scheme\": \"grid\"}",
+                   "would be 16400 pixels wide; the limit is 16384");
 }
 
 TEST(plan_foveate273_is_the_compatibility_grid)

@@ -75,7 +75,7 @@ $(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lz -o $@
 $(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -119,6 +119,36 @@ bench-deps:
 asan:
 	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 test
 
+# Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
+# fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
+FUZZERS := load validate run asm plan
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(LIB_SRC) $(wildcard isa/*.h isa/*.def vm/*.h vm/*.def assembler/*.h)
+	@mkdir -p build/fuzz
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -ffp-contract=off \
+	    -pthread $< $(LIB_SRC) -lpng -ljansson -lm -o $@
+# Regenerates the seed corpora (kept in git) from programs/ and the conformance generator.
+fuzz-corpus: all $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o
+	$(CC) $(LDFLAGS) $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o \
+	    $(BUILD)/libpxvm.a $(LDLIBS) -o $(BUILD)/make-corpus
+	$(BUILD)/make-corpus
+	cp programs/*.pxs programs/*.json tests/fuzz/corpus/asm/ 2>/dev/null; rm -f tests/fuzz/corpus/asm/*.json
+	cp programs/*.json docs/plans/*.json tests/fuzz/corpus/plan/
+
+fuzz-run: fuzz
+	@fail=0; for f in $(FUZZERS); do rm -rf build/fuzz/corpus-$$f && mkdir -p build/fuzz/corpus-$$f && \
+	    cp tests/fuzz/corpus/$$f/* build/fuzz/corpus-$$f/ && \
+	    build/fuzz/fuzz_$$f -seed=1 -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	        -artifact_prefix=build/fuzz/crash-$$f- build/fuzz/corpus-$$f > build/fuzz/$$f.log 2>&1; rc=$$?; \
+	    if [ $$rc -eq 0 ]; then echo "ok   fuzz_$$f: $$(grep -E '^Done' build/fuzz/$$f.log)"; \
+	    else fail=1; echo "FAIL fuzz_$$f (exit $$rc): $$(grep -E 'ERROR|SUMMARY|artifact' build/fuzz/$$f.log | head -3)"; fi; \
+	done; exit $$fail
+
+# The whole test suite under valgrind's memcheck (slow: minutes).
+valgrind: all
+	PXVM_BIN=$(BIN) valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $(BIN)/pxtest
+
 # The quick start: decode the bundled photo, foveate it, write the atlas and the tensor.
 demo: all
 	@mkdir -p out
@@ -143,5 +173,5 @@ deps:
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: all check-deps test goldens bench bench-deps asan demo docs-images deps clean
+.PHONY: all check-deps test goldens bench bench-deps fuzz fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -106,9 +106,12 @@ static __device__ inline uint32_t px__level_texel(const px_gpu_slot *s, int l, i
 /* Builds levels L+1 .. L+K of one tile (tile (bx, by) of PX_PYR_SIDE texels at level L+1). Level
  * L+m texel x depends only on level-L texels [x*2^m, (x+1)*2^m) (px_pyr_src1 clamps inside that
  * range), so a tile needs no other tile's data: its levels live in shared memory. */
+/* `lin`, when not NULL, is level L as a linear array (an input's upload buffer, which holds exactly
+ * its level 0; its width a multiple of 4 so that rows are 16-byte aligned): plain 16-byte global
+ * loads then replace the surface loads. */
 template <int SIDE>
 static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, int by, bool fresh,
-                                    uint32_t (*buf)[SIDE * SIDE])
+                                    uint32_t (*buf)[SIDE * SIDE], const uint32_t *lin)
 {
     const int side = SIDE, pairs = side / 2;
     {
@@ -123,8 +126,14 @@ static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, 
             int x = bx * side + lx, y = by * side + ly;
             uint32_t v[2] = {0, 0};
             if (y < h1 && x + 1 < w1 && 2 * x + 3 < w0 && 2 * y + 1 < h0) {
-                uint4 a = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y);
-                uint4 b = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y + 1);
+                uint4 a, b;
+                if (lin) {
+                    a = __ldg((const uint4 *)(lin + (size_t)(2 * y) * (size_t)w0 + (size_t)(2 * x)));
+                    b = __ldg((const uint4 *)(lin + (size_t)(2 * y + 1) * (size_t)w0 + (size_t)(2 * x)));
+                } else {
+                    a = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y);
+                    b = surf2Dread<uint4>(s->surf[L], 2 * x * 4, 2 * y + 1);
+                }
                 v[0] = px_box4(a.x, a.y, b.x, b.y);
                 v[1] = px_box4(a.z, a.w, b.z, b.w);
                 surf2Dwrite(make_uint2(v[0], v[1]), s->surf[L + 1], x * 4, y);
@@ -167,12 +176,12 @@ static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, 
  * 46% of cycles with no eligible warp). */
 template <int SIDE>
 __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
-    px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter)
+    px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter, const uint32_t *lin)
 {
     __shared__ uint32_t buf[2][SIDE * SIDE];
     __shared__ bool last;
     const px_gpu_slot *s = &slots[slot];
-    px__pyr_tile<SIDE>(s, L, K, blockIdx.x, blockIdx.y, false, buf);
+    px__pyr_tile<SIDE>(s, L, K, blockIdx.x, blockIdx.y, false, buf, lin);
     if (!tail)
         return;
     __threadfence(); /* this block's level L+K texels are visible to every block */
@@ -183,7 +192,7 @@ __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
     if (!last)
         return;
     __threadfence();
-    px__pyr_tile<SIDE>(s, L + K, tail, 0, 0, true, buf);
+    px__pyr_tile<SIDE>(s, L + K, tail, 0, 0, true, buf, NULL);
     if (threadIdx.x == 0)
         *counter = 0; /* ready for the next launch */
 }
@@ -305,6 +314,8 @@ struct pxvm_executor {
     unsigned *d_counter; /* the pyramid's last-block counter (it resets it) */
     uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
     size_t h_read_cap;
+    uint8_t **h_out;     /* per output slot: its level 0, downloaded at the end of every run */
+    int out_valid;       /* h_out holds the last successful run's outputs */
     int max_fetch_px;
     cudaGraphExec_t graph;
     int have_graph;
@@ -466,6 +477,8 @@ static void px__gl_unload(pxvm_executor *ex)
             cudaFreeHost(ex->staging[k]);
         if (ex->d_staging[k])
             cudaFree(ex->d_staging[k]);
+        if (ex->h_out && ex->h_out[k])
+            cudaFreeHost(ex->h_out[k]);
     }
     cudaFree(ex->d_slots);
     cudaFree(ex->d_fetch);
@@ -478,7 +491,10 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->bound);
     free(ex->staging);
     free(ex->d_staging);
+    free(ex->h_out);
     ex->d_staging = NULL;
+    ex->h_out = NULL;
+    ex->out_valid = 0;
     ex->gl_tex = NULL, ex->res = NULL, ex->slots = NULL, ex->arrays = NULL, ex->bound = NULL, ex->staging = NULL;
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL, ex->d_prog = NULL;
     ex->prog = NULL;
@@ -522,7 +538,9 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     ex->bound = (uint8_t *)calloc((size_t)n, 1);
     ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->d_staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
-    if (!ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
+    ex->h_out = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    ex->out_valid = 0;
+    if (!ex->h_out || !ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
 
     /* storage: GL textures with full chains, registered once, mapped until close */
@@ -573,6 +591,8 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
             PX__CK(cudaHostAlloc(&ex->staging[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocWriteCombined));
             PX__CK(cudaMalloc(&ex->d_staging[k], (size_t)s->w * (size_t)s->h * 4u));
         }
+        if (s->role == PXI_ROLE_OUTPUT)
+            PX__CK(cudaHostAlloc(&ex->h_out[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocDefault));
     }
     PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n));
     PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n, cudaMemcpyHostToDevice, ex->stream));
@@ -752,10 +772,12 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 int rest = g->levels - 1 - L - K;
                 int tail = rest > 0 && g->w[L + K] <= 2 * side && g->h[L + K] <= 2 * side ? rest : 0;
                 dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side));
+                /* an input's level 0 is also in its linear upload buffer (inputs are read-only) */
+                const uint32_t *lin = L == 0 && ex->d_staging[k] && (g->w[0] & 3) == 0 ? (const uint32_t *)ex->d_staging[k] : NULL;
                 if (large)
-                    px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
+                    px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter, lin);
                 else
-                    px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter);
+                    px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter, lin);
                 L += K + tail;
             }
             break;
@@ -781,13 +803,29 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     return 0;
 }
 
-/* Captures the plan's first nsteps steps into an executable graph. */
+/* Downloads level 0 of every output slot into its pinned buffer, after the steps: outputs are
+ * downloaded once, at the end of the run, and read() then only copies memory. */
+static int px__enqueue_outputs(pxvm_executor *ex, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    for (int k = 0; k < prog->nslots; k++)
+        if (ex->h_out[k]) {
+            size_t pitch = (size_t)prog->slots[k].w * 4u;
+            PX__CK(cudaMemcpy2DFromArrayAsync(ex->h_out[k], pitch, ex->arrays[k * PXVM_MAX_LEVELS], 0, 0, pitch,
+                                              (size_t)prog->slots[k].h, cudaMemcpyDeviceToHost, ex->stream));
+        }
+    return 0;
+}
+
+/* Captures the plan's first nsteps steps, then the output downloads, into an executable graph. */
 static int px__capture(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
                        cudaGraphExec_t *out, pxvm_error *err)
 {
     cudaGraph_t graph;
     PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
     int rc = px__enqueue(ex, nsteps, opt, events, err);
+    if (rc == 0)
+        rc = px__enqueue_outputs(ex, err);
     cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
     if (rc < 0)
         return -1;
@@ -825,6 +863,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     int full = budget_trap == UINT32_MAX;
+    ex->out_valid = 0;
     cudaEvent_t *events = NULL;
     if (opt && opt->profile) {
         events = (cudaEvent_t *)calloc(nsteps + 1, sizeof(cudaEvent_t));
@@ -843,7 +882,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     } else {
         if (events && !opt->trace)
             px__k_spin<<<1, 1, 0, ex->stream>>>(100000 + 10000 * (long long)nsteps);
-        if (px__enqueue(ex, nsteps, opt, events, err) < 0) {
+        if (px__enqueue(ex, nsteps, opt, events, err) < 0 || px__enqueue_outputs(ex, err) < 0) {
             free(events);
             return -1;
         }
@@ -874,6 +913,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         pxvm_stream_xy(prog, prog->insns[budget_trap].pc, &x, &y);
         return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, budget_trap);
     }
+    ex->out_valid = 1;
     return 0;
 }
 
@@ -885,6 +925,10 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, 
     if (pxvm_image_alloc(img, g->w[level], g->h[level], err) < 0)
         return -1;
     size_t pitch = (size_t)img->w * 4u, bytes = pitch * (size_t)img->h;
+    if (level == 0 && ex->h_out[slot] && ex->out_valid) { /* downloaded at the end of the run */
+        memcpy(img->px, ex->h_out[slot], bytes);
+        return 0;
+    }
     cudaError_t e = cudaSuccess;
     if (bytes > ex->h_read_cap) {
         if (ex->h_read)

@@ -11,7 +11,8 @@ static void px__chunk(uint8_t **p, const char *type, const uint8_t *data, uint32
     uint8_t *q = *p;
     q[0] = (uint8_t)(len >> 24), q[1] = (uint8_t)(len >> 16), q[2] = (uint8_t)(len >> 8), q[3] = (uint8_t)len;
     memcpy(q + 4, type, 4);
-    memcpy(q + 8, data, len);
+    if (len)
+        memcpy(q + 8, data, len);
     uint32_t crc = (uint32_t)crc32(0, q + 4, len + 4);
     q[8 + len] = (uint8_t)(crc >> 24), q[9 + len] = (uint8_t)(crc >> 16), q[10 + len] = (uint8_t)(crc >> 8);
     q[11 + len] = (uint8_t)crc;

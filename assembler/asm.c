@@ -946,7 +946,8 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
         if (at < code_end)
             return px__fail_at(s, pb->line, 1, ".pixels %d %d overlaps the header and code (stream 0..%zu)", pb->x, pb->y,
                                code_end - 1);
-        memcpy(out->px + 4 * at, pb->px, 4u * (size_t)pb->n);
+        if (pb->n) /* an empty block has no buffer */
+            memcpy(out->px + 4 * at, pb->px, 4u * (size_t)pb->n);
     }
     (void)lim;
     return 0;

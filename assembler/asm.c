@@ -668,6 +668,11 @@ static int px__dir_rows(px__src *s, px__prog *p, const px__tok *dir)
     int *len, n, nlines;
     if (px__hex_block(s, &px, &n, &len, &nlines) < 0)
         return -1;
+    if (nlines == 0) { /* (and realloc below never sees size 0, which would free the rows) */
+        free(px);
+        free(len);
+        return px__fail_at(s, dir->line, dir->col, ".rows %s has no rows (one line of RRGGBBAA pixels per row)", name.text);
+    }
     uint8_t *q = realloc(p->rowpx, (size_t)(p->nrows + nlines) * (size_t)p->width * 4u);
     if (!q) {
         free(px);

@@ -18,3 +18,20 @@ TEST(fuzz_asm_empty_pixels_block)
     CHECK(pxasm_assemble_file("tests/fuzz/regressions/asm-empty-pixels-block.pxs", &lim, &img, &err) == 0);
     pxvm_image_free(&img);
 }
+
+/* fuzz_asm, 2026-11-21: two empty .rows blocks; the second grew the rows to 0 bytes, which
+ * realloc treats as a free, and the rows were then freed twice (caught by ASan). An empty
+ * .rows block is now an error. */
+TEST(fuzz_asm_two_empty_rows_blocks)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    const char *src = "HALT\n.rows a\n.end\n.rows b\n.end\n";
+    CHECK(pxasm_assemble(src, strlen(src), "rows.pxs", &lim, &img, &err) < 0);
+    CHECK_EQ(err.cls, PXVM_ASSEMBLY);
+    CHECK_STR(err.msg, "rows.pxs:2:1: .rows a has no rows (one line of RRGGBBAA pixels per row)");
+    CHECK(pxasm_assemble_file("tests/fuzz/regressions/asm-two-empty-rows-blocks.pxs", &lim, &img, &err) < 0);
+    CHECK_EQ(err.cls, PXVM_ASSEMBLY);
+}

@@ -973,24 +973,18 @@ int pxasm_assemble(const char *text, size_t len, const char *path, const pxvm_li
     if (rc == 0)
         rc = px__layout(&s, p, lim, out);
     if (rc == 0) { /* the result must load like any program; name the source line of a bad instruction */
-        pxvm_image copy;
         pxvm_program prog;
         pxvm_error e;
-        if (pxvm_image_alloc(&copy, out->w, out->h, err) < 0) {
-            rc = -1;
+        if (pxvm_program_from_copy(out, lim, &prog, &e) == 0) {
+            pxvm_program_free(&prog);
         } else {
-            memcpy(copy.px, out->px, (size_t)out->w * (size_t)out->h * 4u);
-            if (pxvm_program_from_image(&copy, lim, &prog, &e) == 0) {
-                pxvm_program_free(&prog);
-            } else {
-                int line = 1, col = 1;
-                unsigned idx;
-                if (sscanf(e.msg, "instruction %u", &idx) == 1 && idx < (unsigned)p->ninsns)
-                    line = p->insns[idx].line, col = p->insns[idx].col;
-                char msg[900];
-                pxvm_error_format(&e, msg, sizeof msg);
-                rc = px__fail_at(&s, line, col, "%s", msg);
-            }
+            int line = 1, col = 1;
+            unsigned idx;
+            if (sscanf(e.msg, "instruction %u", &idx) == 1 && idx < (unsigned)p->ninsns)
+                line = p->insns[idx].line, col = p->insns[idx].col;
+            char msg[900];
+            pxvm_error_format(&e, msg, sizeof msg);
+            rc = px__fail_at(&s, line, col, "%s", msg);
         }
     }
     if (rc < 0)

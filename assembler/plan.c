@@ -467,12 +467,8 @@ int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
         return -1;
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    pxvm_image copy;
     pxvm_program prog;
-    if (pxvm_image_alloc(&copy, out->w, out->h, err) < 0)
-        return -1;
-    memcpy(copy.px, out->px, (size_t)out->w * (size_t)out->h * 4u);
-    if (pxvm_program_from_image(&copy, &lim, &prog, err) < 0) {
+    if (pxvm_program_from_copy(out, &lim, &prog, err) < 0) {
         pxvm_image_free(out);
         return -1;
     }

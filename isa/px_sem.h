@@ -167,7 +167,6 @@ PX_SEM px_rgba px_round24(px_acc4 t)
     return out;
 }
 
-PX_SEM px_rgba px_lerp_round(px_acc4 b0, px_acc4 b1, uint32_t f) { return px_round24(px_lerp(b0, b1, f)); }
 
 /* Level pair and fraction of a Q8.8 LOD for a chain of `levels` levels (linear mode). */
 PX_SEM void px_lod_split(uint32_t lod, int levels, int *l0, int *l1, uint32_t *f)

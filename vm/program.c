@@ -442,6 +442,16 @@ fail:
     return -1;
 }
 
+int pxvm_program_from_copy(const pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+{
+    pxvm_image copy;
+    memset(prog, 0, sizeof *prog);
+    if (pxvm_image_alloc(&copy, image->w, image->h, err) < 0)
+        return -1;
+    memcpy(copy.px, image->px, (size_t)image->w * (size_t)image->h * 4u);
+    return pxvm_program_from_image(&copy, lim, prog, err);
+}
+
 int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
 {
     pxvm_image img;

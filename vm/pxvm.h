@@ -145,6 +145,8 @@ typedef struct pxvm_program {
 
 /* Parses and validates a whole program (takes ownership of *image on success and failure). */
 int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
+/* The same for a caller that keeps its image: validates a copy of it. */
+int pxvm_program_from_copy(const pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
 int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
 void pxvm_program_free(pxvm_program *prog);
 

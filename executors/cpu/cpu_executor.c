@@ -39,7 +39,6 @@ struct pxvm_executor {
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
     px_pool *pool;
-    int threads;
     uint8_t **store;   /* per slot: the whole mip chain */
     px_cpu_src *view;  /* per slot: level pointers and sizes */
     uint8_t *bound;    /* per slot: an input image was bound */
@@ -51,8 +50,7 @@ static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_
     pxvm_executor *ex = calloc(1, sizeof *ex);
     if (!ex)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
-    ex->threads = opt ? opt->threads : 0;
-    ex->pool = px_pool_create(ex->threads);
+    ex->pool = px_pool_create(opt ? opt->threads : 0);
     *out = ex;
     return 0;
 }

@@ -59,9 +59,10 @@ static void px__result_free(px__result *r)
     r->nimg = 0;
 }
 
-/* Runs the case's program, cut after `limit` instructions when limit >= 0 (instruction `limit`
- * becomes HALT), optionally one instruction per step. */
-static int px__run(const px__target *t, const px_case *c, long limit, int sequential, px__result *r)
+/* Runs the case's program (`full`, already validated), cut after `limit` instructions when
+ * limit >= 0 (instruction `limit` becomes HALT), optionally one instruction per step. */
+static int px__run(const px__target *t, const px_case *c, const pxvm_program *full, long limit, int sequential,
+                   px__result *r)
 {
     memset(r, 0, sizeof *r);
     pxvm_limits lim;
@@ -70,19 +71,9 @@ static int px__run(const px__target *t, const px_case *c, long limit, int sequen
     if (pxvm_image_alloc(&copy, c->program.w, c->program.h, &r->err) < 0)
         return -1;
     memcpy(copy.px, c->program.px, (size_t)copy.w * (size_t)copy.h * 4u);
-    if (limit >= 0) {
-        pxvm_program probe;
-        pxvm_image tmp = {copy.w, copy.h, malloc((size_t)copy.w * (size_t)copy.h * 4u)};
-        if (!tmp.px)
-            return -1;
-        memcpy(tmp.px, copy.px, (size_t)copy.w * (size_t)copy.h * 4u);
-        if (pxvm_program_from_image(&tmp, &lim, &probe, &r->err) < 0)
-            return -1;
-        if ((uint32_t)limit < probe.ninsns) {
-            memset(copy.px + 4u * probe.insns[limit].pc, 0, 4); /* HALT */
-            pxi_write_le(copy.px, 3, 0, 4, (uint32_t)limit + 1);
-        }
-        pxvm_program_free(&probe);
+    if (limit >= 0 && (uint32_t)limit < full->ninsns) {
+        memset(copy.px + 4u * full->insns[limit].pc, 0, 4); /* HALT */
+        pxi_write_le(copy.px, 3, 0, 4, (uint32_t)limit + 1);
     }
     pxvm_program prog;
     if (pxvm_program_from_image(&copy, &lim, &prog, &r->err) < 0) {
@@ -194,12 +185,9 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         }
         pxvm_limits lim;
         pxvm_limits_default(&lim);
-        pxvm_image copy;
         pxvm_program prog;
         pxvm_error err;
-        pxvm_image_alloc(&copy, c.program.w, c.program.h, NULL);
-        memcpy(copy.px, c.program.px, (size_t)copy.w * (size_t)copy.h * 4u);
-        if (pxvm_program_from_image(&copy, &lim, &prog, &err) < 0) {
+        if (pxvm_program_from_copy(&c.program, &lim, &prog, &err) < 0) {
             printf("seed %llu: the generator made an invalid program: %s\n", (unsigned long long)s, err.msg);
             st->differences++;
             px_case_free(&c);
@@ -208,7 +196,7 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         px__result a, b;
         char why[2048];
         st->programs++;
-        if (px__run(t, &c, -1, 0, &a) < 0 || px__run(ref, &c, -1, sequential, &b) < 0) {
+        if (px__run(t, &c, &prog, -1, 0, &a) < 0 || px__run(ref, &c, &prog, -1, sequential, &b) < 0) {
             printf("seed %llu: an executor failed: %s / %s\n", (unsigned long long)s, a.err.msg, b.err.msg);
             return -1;
         }
@@ -225,7 +213,7 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
                 px__result pa, pb;
                 px_golden_stats scratch = {0};
                 char tmp[2048];
-                int d = px__run(t, &c, mid, 0, &pa) == 0 && px__run(ref, &c, mid, sequential, &pb) == 0 &&
+                int d = px__run(t, &c, &prog, mid, 0, &pa) == 0 && px__run(ref, &c, &prog, mid, sequential, &pb) == 0 &&
                         px__compare(&pa, &pb, &prog, &scratch, tmp, sizeof tmp);
                 px__result_free(&pa);
                 px__result_free(&pb);

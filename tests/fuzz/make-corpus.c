@@ -43,12 +43,9 @@ static void px__emit(const pxvm_image *img, const char *name)
     free(raw);
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    pxvm_image copy;
     pxvm_program prog;
     pxvm_error err;
-    pxvm_image_alloc(&copy, img->w, img->h, NULL);
-    memcpy(copy.px, img->px, (size_t)img->w * (size_t)img->h * 4u);
-    if (pxvm_program_from_image(&copy, &lim, &prog, &err) == 0) {
+    if (pxvm_program_from_copy(img, &lim, &prog, &err) == 0) {
         snprintf(path, sizeof path, "tests/fuzz/corpus/asm/%s.pxs", name);
         FILE *f = fopen(path, "w");
         if (f) {

@@ -8,13 +8,8 @@ int px_run_image(const pxvm_image *prog_img, const pxvm_image *const *inputs, in
 {
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    pxvm_image copy;
     *ex = NULL;
-    memset(prog, 0, sizeof *prog);
-    if (pxvm_image_alloc(&copy, prog_img->w, prog_img->h, err) < 0)
-        return -1;
-    memcpy(copy.px, prog_img->px, (size_t)copy.w * (size_t)copy.h * 4u);
-    if (pxvm_program_from_image(&copy, &lim, prog, err) < 0)
+    if (pxvm_program_from_copy(prog_img, &lim, prog, err) < 0)
         return -1;
     pxvm_open_options oo = {0, 0};
     if (pxvm_cpu_executor.open(ex, &oo, err) < 0 || pxvm_cpu_executor.load(*ex, prog, err) < 0)

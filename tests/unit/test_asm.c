@@ -30,12 +30,10 @@ static int px__asm(const char *src, pxvm_image *out, pxvm_error *err)
 static void px__roundtrip(const pxvm_image *img, const char *what)
 {
     pxvm_limits lim = px__lim();
-    pxvm_image copy, again;
+    pxvm_image again;
     pxvm_program prog;
     pxvm_error err;
-    pxvm_image_alloc(&copy, img->w, img->h, NULL);
-    memcpy(copy.px, img->px, (size_t)img->w * (size_t)img->h * 4u);
-    if (pxvm_program_from_image(&copy, &lim, &prog, &err) < 0) {
+    if (pxvm_program_from_copy(img, &lim, &prog, &err) < 0) {
         px_test_fail(__FILE__, __LINE__, "%s: %s", what, err.msg);
         return;
     }
@@ -74,10 +72,7 @@ TEST(asm_programs_roundtrip_byte_identical)
         px__roundtrip(&img, path);
         /* and the file itself: the reassembled image encodes to the same bytes */
         pxvm_program prog;
-        pxvm_image copy;
-        pxvm_image_alloc(&copy, img.w, img.h, NULL);
-        memcpy(copy.px, img.px, (size_t)img.w * (size_t)img.h * 4u);
-        CHECK(pxvm_program_from_image(&copy, &lim, &prog, &err) == 0);
+        CHECK(pxvm_program_from_copy(&img, &lim, &prog, &err) == 0);
         char *text = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&text, &len);

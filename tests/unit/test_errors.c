@@ -36,11 +36,8 @@ static pxvm_error px__load_img(const pxvm_image *img, const pxvm_limits *lim)
 {
     pxvm_error err;
     memset(&err, 0, sizeof err);
-    pxvm_image copy;
-    pxvm_image_alloc(&copy, img->w, img->h, NULL);
-    memcpy(copy.px, img->px, (size_t)img->w * (size_t)img->h * 4u);
     pxvm_program prog;
-    if (pxvm_program_from_image(&copy, lim, &prog, &err) == 0) {
+    if (pxvm_program_from_copy(img, lim, &prog, &err) == 0) {
         pxvm_program_free(&prog);
         memset(&err, 0, sizeof err);
     }
@@ -406,10 +403,8 @@ TEST(errors_unlinkable_and_traps)
     px__expect(err, PXVM_UNLINKABLE, PXE_INPUT_SIZE, -1, -1, "a 8x7 image cannot be bound to slot 1 ('src'), which is 8x8");
     pxvm_image_free(&wrong);
 
-    pxvm_image copy, right;
-    pxvm_image_alloc(&copy, img.w, img.h, NULL);
-    memcpy(copy.px, img.px, (size_t)img.w * (size_t)img.h * 4u);
-    CHECK(pxvm_program_from_image(&copy, &lim, &prog, &err) == 0);
+    pxvm_image right;
+    CHECK(pxvm_program_from_copy(&img, &lim, &prog, &err) == 0);
     pxvm_image_alloc(&right, 4, 4, NULL);
     CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0);
     CHECK(pxvm_cpu_executor.load(ex, &prog, &err) == 0);

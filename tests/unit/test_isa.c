@@ -1,6 +1,7 @@
 /* test_isa.c - the opcode table is consistent, and the generated spec is current. */
 #include <stdlib.h>
 
+#include "../../isa/px_sem.h"
 #include "test.h"
 
 TEST(isa_fields_cover_every_channel_once)
@@ -61,7 +62,7 @@ TEST(isa_encode_decode_roundtrip)
         for (int i = 0; i < op->nfields; i++) {
             uint32_t mask = op->fields[i].bytes == 4 ? 0xFFFFFFFFu : (1u << (8 * op->fields[i].bytes)) - 1;
             uint32_t r = (uint32_t)px_rand(&s) & mask;
-            f[i] = op->fields[i].kind == PXK_Q16 ? (r < 0x80000000u ? (int32_t)r : -(int32_t)(~r) - 1) : (int32_t)r;
+            f[i] = op->fields[i].kind == PXK_Q16 ? px_entry_q16(r) : (int32_t)r;
         }
         pxvm_builder b;
         pxvm_build_init(&b, 8);

@@ -414,10 +414,7 @@ TEST(fused_batch_equals_sequential_order)
     /* the same program on a single thread, instruction by instruction */
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    pxvm_image copy;
-    pxvm_image_alloc(&copy, img.w, img.h, NULL);
-    memcpy(copy.px, img.px, (size_t)img.w * (size_t)img.h * 4u);
-    CHECK(pxvm_program_from_image(&copy, &lim, &prog, &err) == 0);
+    CHECK(pxvm_program_from_copy(&img, &lim, &prog, &err) == 0);
     for (uint32_t i = 0; i < prog.ninsns; i++)
         prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
     prog.nsteps = prog.ninsns;

@@ -316,7 +316,7 @@ struct pxvm_executor {
     size_t h_read_cap;
     uint8_t **h_out;     /* per output slot: its level 0, downloaded at the end of every run */
     int out_valid;       /* h_out holds the last successful run's outputs */
-    int max_fetch_px;
+    unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
     cudaGraphExec_t graph;
     int have_graph;
 };
@@ -492,6 +492,8 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->staging);
     free(ex->d_staging);
     free(ex->h_out);
+    free(ex->step_blocks);
+    ex->step_blocks = NULL;
     ex->d_staging = NULL;
     ex->h_out = NULL;
     ex->out_valid = 0;
@@ -601,7 +603,6 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
     if (!fetch)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    ex->max_fetch_px = 0;
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER)
@@ -621,8 +622,19 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
         } else {
             f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
         }
-        if (f->w * f->h > ex->max_fetch_px)
-            ex->max_fetch_px = f->w * f->h;
+    }
+    /* each fetch launch gets y blocks for its own largest patch, decided here, not per run */
+    ex->step_blocks = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof(unsigned));
+    if (!ex->step_blocks) {
+        free(fetch);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    for (uint32_t si = 0; si < prog->nsteps; si++) {
+        int most = 0;
+        for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++)
+            most = fetch[i].w * fetch[i].h > most ? fetch[i].w * fetch[i].h : most;
+        int by = (most + 255) / 256;
+        ex->step_blocks[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
     }
     cudaError_t e = cudaMalloc(&ex->d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
     if (e == cudaSuccess)
@@ -785,8 +797,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_SAMPLE:
         case PX_OP_ANISO:
         case PX_OP_GATHER: {
-            int by = (ex->max_fetch_px + 255) / 256;
-            dim3 grid(st->count, (unsigned)(by < 64 ? by : 64));
+            dim3 grid(st->count, ex->step_blocks[si]);
             px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->d_fetch + st->first);
             break;
         }

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "../vm/pxvm.h"
+#include "../vm/vm.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../vm/pxvm.h"
+#include "../vm/vm.h"
 
 static const char *px__channels(int channel, int bytes, char *buf)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../vm/pxvm.h"
+#include "../vm/vm.h"
 
 static const char px__usage[] =
     "usage: pxrun PROGRAM.pxi [options]\n"

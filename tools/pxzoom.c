@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../vm/pxvm.h"
+#include "../vm/vm.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /* error.c - error records, their classes and messages (defined once in errors.def). */
-#include "pxvm.h"
+#include "vm.h"
 
 #include <stdarg.h>
 #include <string.h>

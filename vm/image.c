@@ -1,6 +1,6 @@
 /* image.c - RGBA8 images, PNG decode/encode (libpng), files, all-or-nothing outputs, .npy. */
 #define _POSIX_C_SOURCE 200809L
-#include "pxvm.h"
+#include "vm.h"
 
 #include <errno.h>
 #include <png.h>

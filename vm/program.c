@@ -1,6 +1,6 @@
 /* program.c - .pxi parsing and validation (everything is checked here, once, before any run),
  * the launch plan, and the table-driven instruction printer. */
-#include "pxvm.h"
+#include "vm.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

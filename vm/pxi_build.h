@@ -3,7 +3,7 @@
 #ifndef PXI_BUILD_H
 #define PXI_BUILD_H
 
-#include "pxvm.h"
+#include "vm.h"
 
 #ifdef __cplusplus
 extern "C" {

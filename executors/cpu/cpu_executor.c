@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 #include "threadpool.h"
 
 /* How the shared sampler reads texels here: straight from the slot's level arrays. */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 
 /* ---- how the shared semantics read texels here ---------------------------------------------- */
 

@@ -20,7 +20,7 @@
 
 #include "../../assembler/plan.h"
 #include "../../isa/px_sem.h"
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 
 static inline pxvm_limits px_fuzz_limits(void)
 {

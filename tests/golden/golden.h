@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 
 typedef struct px_golden_stats {
     long programs, outputs, differences, sections;

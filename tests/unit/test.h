@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../vm/pxi_build.h"
-#include "../../vm/pxvm.h"
+#include "../../vm/vm.h"
 
 typedef void (*px_test_fn)(void);
 void px_test_register(const char *name, px_test_fn fn);

@@ -1,4 +1,4 @@
-/* pxvm.h - the pxvm library: errors, images, programs (load + validate), launch plans, executors.
+/* vm.h - the pxvm library: errors, images, programs (load + validate), launch plans, executors.
  *
  * Public names start with pxvm_; file-private helpers in the .c files start with px__.
  */

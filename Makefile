@@ -5,7 +5,7 @@ BIN     ?= bin
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
 CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -MMD -MP
-LDLIBS  += -lpng -ljansson -lm -pthread
+LDLIBS  += -lpng -lturbojpeg -ljansson -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -20,7 +20,7 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
 
-LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
 TOOLS   := $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
@@ -127,7 +127,7 @@ fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(LIB_SRC) $(wildcard isa/*.h isa/*.def vm/*.h vm/*.def assembler/*.h)
 	@mkdir -p build/fuzz
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -ffp-contract=off \
-	    -pthread $< $(LIB_SRC) -lpng -ljansson -lm -o $@
+	    -pthread $< $(LIB_SRC) -lpng -lturbojpeg -ljansson -lm -o $@
 # Regenerates the seed corpora (kept in git) from programs/ and the conformance generator.
 fuzz-corpus: all $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o
 	$(CC) $(LDFLAGS) $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o \

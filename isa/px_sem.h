@@ -49,6 +49,17 @@ PX_SEM px_rgba px_pack(uint32_t r, uint32_t g, uint32_t b, uint32_t a)
     return r | (g << 8) | (b << 16) | (a << 24);
 }
 
+/* ---- binding images ------------------------------------------------------------------------ */
+
+/* A pixel of 1, 3 or 4 uint8 channels `ch_stride` bytes apart, as the VM's RGBA8: grey v is
+ * (v, v, v, 255), RGB is (r, g, b, 255), RGBA is itself (spec: "Binding images"). */
+PX_SEM px_rgba px_expand(const uint8_t *p, int channels, int64_t ch_stride)
+{
+    if (channels == 1)
+        return px_pack(p[0], p[0], p[0], 255u);
+    return px_pack(p[0], p[ch_stride], p[2 * ch_stride], channels == 4 ? p[3 * ch_stride] : 255u);
+}
+
 /* ---- mip chain ------------------------------------------------------------------------------ */
 
 PX_SEM int px_mip_dim(int n, int level)

@@ -11,7 +11,8 @@
 
 static const char px__usage[] =
     "usage: pxrun PROGRAM.pxi [options]\n"
-    "  --in SLOT=FILE.png        bind an input slot to an image (any PNG; converted to RGBA8)\n"
+    "  --in SLOT=FILE            bind an input slot to an image: any PNG or JPEG (baseline or\n"
+    "                            progressive, grey or colour; decoded to RGBA8 on the host)\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
@@ -154,24 +155,27 @@ static void px__info(const pxvm_program *prog)
                prog->steps[s].first, prog->steps[s].first + prog->steps[s].count - 1);
 }
 
-/* The bytes of a --npy output: patches of an atlas in row-major tile order, or the whole slot. */
-static int px__npy_bytes(const pxvm_slot *s, const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err)
+/* The bytes of a --npy output: the patches of an atlas (as the executor reads them), or the
+ * whole slot as N = 1. */
+static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
+                         uint8_t **out, size_t *len, pxvm_error *err)
 {
-    if (!s->patch_count)
-        return pxvm_npy_encode(img->px, 1, img->h, img->w, out, len, err);
-    size_t pbytes = (size_t)s->patch_w * (size_t)s->patch_h * 4u;
-    uint8_t *buf = malloc(pbytes * (size_t)s->patch_count);
-    if (!buf)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(pbytes * (size_t)s->patch_count));
-    int cols = s->w / s->patch_w;
-    for (int p = 0; p < s->patch_count; p++) {
-        int tx = (p % cols) * s->patch_w, ty = (p / cols) * s->patch_h;
-        for (int y = 0; y < s->patch_h; y++)
-            memcpy(buf + pbytes * (size_t)p + (size_t)y * (size_t)s->patch_w * 4u,
-                   img->px + ((size_t)(ty + y) * (size_t)img->w + (size_t)tx) * 4u, (size_t)s->patch_w * 4u);
+    const pxvm_slot *s = &prog->slots[slot];
+    pxvm_image img;
+    int rc;
+    if (!s->patch_count) {
+        if (pxvm_read_image(ops, ex, prog, slot, 0, 0, &img, err) < 0)
+            return -1;
+        rc = pxvm_npy_encode(img.px, 1, img.h, img.w, out, len, err);
+    } else {
+        if (pxvm_image_alloc(&img, s->patch_w, s->patch_h * s->patch_count, err) < 0)
+            return -1;
+        pxvm_view v = pxvm_image_view(&img);
+        rc = ops->read(ex, slot, 0, 0, &v, 1, err);
+        if (rc == 0)
+            rc = pxvm_npy_encode(img.px, s->patch_count, s->patch_h, s->patch_w, out, len, err);
     }
-    int rc = pxvm_npy_encode(buf, s->patch_count, s->patch_h, s->patch_w, out, len, err);
-    free(buf);
+    pxvm_image_free(&img);
     return rc;
 }
 
@@ -213,7 +217,7 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
                 bad = "an option is missing its value";
             else if (!strcmp(o, "--in")) {
                 if (px__parse_binding(argv[i + 1], 0, &a->ins[a->nin++]) < 0)
-                    bad = "--in takes SLOT=FILE.png";
+                    bad = "--in takes SLOT=FILE (PNG or JPEG)";
             } else if (!strcmp(o, "--out")) {
                 if (px__parse_binding(argv[i + 1], 1, &a->outs[a->nout++]) < 0)
                     bad = "--out takes SLOT=FILE.png or SLOT@LEVEL=FILE.png";
@@ -292,13 +296,13 @@ static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const px
             int slot = kind == 0 ? a->slot_of[1][i] : kind == 1 ? a->slot_of[2][i] : 0;
             int level = kind == 0 ? a->outs[i].level : 0;
             const char *path = kind == 0 ? a->outs[i].path : kind == 1 ? a->npys[i].path : a->final_path;
-            pxvm_image img;
+            pxvm_image img = {0, 0, NULL};
             uint8_t *bytes = NULL;
             size_t len = 0;
-            if (ops->read(ex, slot, level, &img, err) < 0)
-                return -1;
-            int r = kind == 1 ? px__npy_bytes(&prog->slots[slot], &img, &bytes, &len, err)
-                              : pxvm_png_encode(&img, &bytes, &len, err);
+            int r = kind == 1 ? px__npy_bytes(ops, ex, prog, slot, &bytes, &len, err)
+                              : pxvm_read_image(ops, ex, prog, slot, level, 0, &img, err);
+            if (r == 0 && kind != 1)
+                r = pxvm_png_encode(&img, &bytes, &len, err);
             pxvm_image_free(&img);
             if (r == 0)
                 r = pxvm_outputs_add(files, path, bytes, len, err);
@@ -369,13 +373,13 @@ int main(int argc, char **argv)
         goto fail;
     }
     t_open = px__now();
-    if (ops->load(ex, &prog, &err) < 0)
+    if (ops->load(ex, &prog, 1, &err) < 0)
         goto fail;
     for (int i = 0; i < a.nin; i++) {
         pxvm_image img;
-        if (pxvm_png_load(a.ins[i].path, &a.lim, &img, &err) < 0)
+        if (pxvm_image_load_any(a.ins[i].path, &a.lim, &img, &err) < 0)
             goto fail;
-        int r = ops->bind(ex, a.slot_of[0][i], &img, &err);
+        int r = pxvm_bind_image(ops, ex, a.slot_of[0][i], &img, &err);
         pxvm_image_free(&img);
         if (r < 0)
             goto fail;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <png.h>
+#include <turbojpeg.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,4 +369,77 @@ int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, siz
     *out = buf;
     *len = padded + body;
     return 0;
+}
+
+/* ---- JPEG decode (libjpeg-turbo) and format dispatch ----------------------------------------- */
+
+int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                     pxvm_error *err)
+{
+    img->px = NULL;
+    img->w = img->h = 0;
+    tjhandle tj = tjInitDecompress();
+    if (!tj)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int w = 0, h = 0, subsamp = 0, colorspace = 0;
+    /* the header first: sides and size are checked before any pixel is decoded */
+    if (tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace) != 0) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
+        tjDestroy(tj);
+        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+    }
+    if (w < 1 || h < 1 || (uint32_t)w > lim->max_side || (uint32_t)h > lim->max_side) {
+        tjDestroy(tj);
+        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, (unsigned long)w, (unsigned long)h, lim->max_side);
+    }
+    unsigned long long bytes = (unsigned long long)w * (unsigned long long)h * 4u;
+    if (bytes > lim->max_memory) {
+        tjDestroy(tj);
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h, bytes,
+                         (unsigned long long)lim->max_memory);
+    }
+    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+        tjDestroy(tj);
+        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, "CMYK/YCCK JPEGs are not supported");
+    }
+    if (pxvm_image_alloc(img, w, h, err) < 0) {
+        tjDestroy(tj);
+        return -1;
+    }
+    /* the library's default, accurate integer IDCT and fancy upsampling: one decoder on the host
+     * for both executors, so the same file gives the same pixels everywhere pxvm runs */
+    if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, 0) != 0 &&
+        tjGetErrorCode(tj) == TJERR_FATAL) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
+        tjDestroy(tj);
+        pxvm_image_free(img);
+        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+    }
+    tjDestroy(tj);
+    return 0;
+}
+
+int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                          pxvm_error *err)
+{
+    if (len >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF)
+        return pxvm_jpeg_decode(data, len, name, lim, img, err);
+    if (len >= 8 && !png_sig_cmp(data, 0, 8))
+        return pxvm_png_decode(data, len, name, lim, img, err);
+    img->px = NULL;
+    img->w = img->h = 0;
+    return pxvm_fail(err, PXE_IMAGE_SIGNATURE, -1, -1, name);
+}
+
+int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
+{
+    uint8_t *data;
+    size_t len;
+    if (pxvm_read_file(path, lim->max_memory, &data, &len, err) < 0)
+        return -1;
+    int rc = pxvm_image_decode_any(data, len, path, lim, img, err);
+    free(data);
+    return rc;
 }

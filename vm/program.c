@@ -550,20 +550,6 @@ int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *e
     return 0;
 }
 
-int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err)
-{
-    char lb[16];
-    if (slot < 0 || slot >= prog->nslots)
-        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
-    const pxvm_slot *s = &prog->slots[slot];
-    if (s->role != PXI_ROLE_INPUT)
-        return pxvm_fail(err, PXE_BIND_ROLE, -1, -1, slot, pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
-    if (img->w != s->w || img->h != s->h)
-        return pxvm_fail(err, PXE_INPUT_SIZE, -1, -1, img->w, img->h, slot, pxvm_slot_label(prog, slot, lb), s->w,
-                         s->h);
-    return 0;
-}
-
 void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst)
 {
     const pxvm_slot *s = &prog->slots[slot];
@@ -586,7 +572,7 @@ int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm
     for (int k = 0; k < prog->nslots; k++)
         for (int l = 0; l < prog->slots[k].levels; l++) {
             pxvm_image img;
-            if (ops->read(ex, k, l, &img, err) < 0)
+            if (pxvm_read_image(ops, ex, prog, k, l, 0, &img, err) < 0)
                 return -1;
             fprintf(out, "%s L%d %dx%d %016" PRIx64 "\n", pxvm_slot_label(prog, k, lb), l, img.w, img.h,
                     pxvm_hash64(img.px, (size_t)img.w * (size_t)img.h * 4u));

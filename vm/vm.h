@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../include/pxvm.h" /* the public API: classes, limits, views */
 #include "../isa/pxisa.h"
 
 #ifdef __cplusplus
@@ -16,19 +17,6 @@ extern "C" {
 #endif
 
 /* ---- errors --------------------------------------------------------------------------------- */
-
-typedef enum pxvm_class {
-    PXVM_OK = 0,
-    PXVM_MALFORMED,
-    PXVM_INVALID,
-    PXVM_UNLINKABLE,
-    PXVM_TRAP,
-    PXVM_IO,
-    PXVM_USAGE,
-    PXVM_UNAVAILABLE,
-    PXVM_ASSEMBLY,
-    PXVM_PLAN
-} pxvm_class;
 
 typedef enum pxvm_code {
     PXE_NONE = 0,
@@ -47,20 +35,12 @@ typedef struct pxvm_error {
 /* Records error `code` (message formatted from errors.def with the arguments) at pixel (x, y);
  * returns -1 so that callers can `return pxvm_fail(...)`. */
 int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
-const char *pxvm_class_name(pxvm_class cls);
 /* "invalid program: pixel (3,0): instruction 0 (SAMPLE): ..." */
 void pxvm_error_format(const pxvm_error *err, char *buf, size_t len);
 
 /* ---- limits --------------------------------------------------------------------------------- */
 
-typedef struct pxvm_limits {
-    uint32_t max_side;   /* largest image or slot side (default 16384) */
-    uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image (1 GiB) */
-    uint32_t max_insns;  /* instructions in one program (1<<20) */
-    uint64_t max_steps;  /* instructions executed by one run (1<<24) */
-} pxvm_limits;
-
-void pxvm_limits_default(pxvm_limits *lim);
+/* pxvm_limits and pxvm_limits_default are public (include/pxvm.h). */
 
 /* ---- images --------------------------------------------------------------------------------- */
 
@@ -77,6 +57,14 @@ void pxvm_image_free(pxvm_image *img);
 int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
                     pxvm_image *img, pxvm_error *err);
 int pxvm_png_load(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
+/* Decodes a JPEG through libjpeg-turbo into RGBA8 (grey and YCbCr to RGB, A = 255; CMYK is
+ * refused), the limits checked from its header before decoding. */
+int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                     pxvm_error *err);
+/* PNG or JPEG by signature: what pxrun --in and the API read. */
+int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                          pxvm_error *err);
+int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
 /* Encodes RGBA8 deterministically (fixed zlib settings, no time chunk). *out is malloc'ed. */
 int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err);
 
@@ -183,21 +171,30 @@ typedef struct pxvm_run_options {
 } pxvm_run_options;
 
 /* The executor interface. Every executor runs the same validated program with the same result.
- * Life cycle: open -> load(program) -> bind(input slots) -> run (any number of times: each run
- * starts from the initial state of every slot but the bound inputs) -> read -> close. A loaded
- * program must stay alive until the next load or close; load may be called again for another.
+ * Life cycle: open -> load(program, batch) -> bind(input slots of every item) -> run (any number
+ * of times: each run runs the program on every item, each starting from the initial state of
+ * every slot but the bound inputs) -> read -> close. A loaded program must stay alive until the
+ * next load or close; load may be called again for another. A batch of B items is B
+ * independent copies of every slot; item b of a run gives the bytes a run of item b alone gives.
  * Functions return 0 or -1 with *err set. */
 typedef struct pxvm_executor_ops {
     const char *name;
     int (*open)(pxvm_executor **ex, const pxvm_open_options *opt, pxvm_error *err);
-    int (*load)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
-    /* Copies img into an input slot. The CUDA-GL executor uploads straight from page-locked
-     * (cudaHostAlloc) memory, asynchronously: such an image must then stay unchanged until the
-     * next run returns. Any other memory may be reused as soon as bind returns. */
-    int (*bind)(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err);
+    int (*load)(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
+    /* Converts and copies v->items images into an input slot of items item0.. (checked with
+     * pxvm_check_bind). A view may be reused as soon as bind returns, except that the
+     * CUDA-GL executor uploads page-locked (cudaHostAlloc) RGBA8 memory asynchronously: such an
+     * image must stay unchanged until the next run returns. Device views: CUDA-GL only. */
+    int (*bind)(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
     int (*run)(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err);
-    /* copies level `level` of `slot` into img (allocated by the call) */
-    int (*read)(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err);
+    /* Copies level `level` of `slot` of items item0.. into dst (RGBA8, checked by
+     * pxvm_check_read_view); `patches`: the atlas as its patches (public pxvm_runner_read_patches). */
+    int (*read)(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
+                pxvm_error *err);
+    /* CUDA-GL: order later work on this cudaStream_t (NULL: none); NULL op on the CPU. */
+    int (*set_stream)(pxvm_executor *ex, void *stream, pxvm_error *err);
+    /* Waits for enqueued work and reports an asynchronous run's trap; NULL op on the CPU. */
+    int (*sync)(pxvm_executor *ex, pxvm_error *err);
     void (*close)(pxvm_executor *ex);
 } pxvm_executor_ops;
 
@@ -205,15 +202,39 @@ extern const pxvm_executor_ops pxvm_cpu_executor;
 /* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */
 const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
 
-/* Prints "SLOT Llevel WxH hash" for every level of every slot, the format of the goldens in
- * tests/golden/ and of `pxrun --hash`. */
+/* Prints "SLOT Llevel WxH hash" for every level of every slot of item 0, the format of the
+ * goldens in tests/golden/ and of `pxrun --hash`. */
 int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
                      pxvm_error *err);
 
 /* Checks the common preconditions of read (the slot and level exist) for any executor. */
 int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err);
-/* Checks the common preconditions of bind (role, size) for any executor. */
-int pxvm_check_bind(const pxvm_program *prog, int slot, const pxvm_image *img, pxvm_error *err);
+/* ... and of a read into dst: items within the batch, an RGBA8 view of the level's size (or, with
+ * `patches`, of an atlas slot's patches: w = patch_w, h = patch_h * patch_count). */
+int pxvm_check_read_view(const pxvm_program *prog, int batch, int slot, int level, int item0, const pxvm_view *dst,
+                         int patches, pxvm_error *err);
+/* Checks the common preconditions of bind (role, size, items within the batch, the view's
+ * channels and sizes) for any executor. */
+int pxvm_check_bind(const pxvm_program *prog, int batch, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+
+/* ---- views ---------------------------------------------------------------------------------- */
+
+/* The view of a whole image (one item, RGBA8, host). */
+pxvm_view pxvm_image_view(const pxvm_image *img);
+/* Item `item` of a host view converted to RGBA8 (the rule in include/pxvm.h) into dst, w*4 bytes a
+ * row. The CUDA-GL executor's kernel for device views computes the same (px_view_texel). */
+void pxvm_view_to_rgba(const pxvm_view *v, int item, uint8_t *dst);
+/* A view is plain RGBA8 rows: channels 4, px_stride 4, ch_stride 1, row_stride w*4. */
+int pxvm_view_is_packed_rgba(const pxvm_view *v);
+/* Copies a level of a slot (w x h RGBA8, contiguous at src) into item `item` of dst, as rows or,
+ * with `patches`, as the atlas's patches. Host memory on both sides. */
+void pxvm_copy_out(const pxvm_slot *s, int level_w, int level_h, const uint8_t *src, const pxvm_view *dst, int item,
+                   int patches);
+/* Binds a whole image (host RGBA8) to item 0 of an input slot. */
+int pxvm_bind_image(const pxvm_executor_ops *ops, pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err);
+/* Reads a level of one item into a new image (allocated here). */
+int pxvm_read_image(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot, int level,
+                    int item, pxvm_image *img, pxvm_error *err);
 /* Initial level-0 contents of a non-input slot (program image, data copy, or zeros): writes
  * w*h*4 bytes into dst. Executors fill every slot this way at load, then apply prog->reset at
  * the start of every run. */

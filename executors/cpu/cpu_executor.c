@@ -35,14 +35,18 @@ static inline void px__store(uint8_t *p, uint32_t v)
 #define PX_LEVELS(s) ((s)->levels)
 #include "../../isa/px_sem.h"
 
+/* Item b's slot k is entry b * nslots + k of the per-slot arrays; an instruction of item b sees
+ * the slots of item b only (`store`, `view` below point at item b's row). */
 struct pxvm_executor {
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
+    int batch;                /* items */
     px_pool *pool;
-    uint8_t **store;   /* per slot: the whole mip chain */
-    px_cpu_src *view;  /* per slot: level pointers and sizes */
-    uint8_t *bound;    /* per slot: an input image was bound */
-    uint64_t trap_sum; /* DOT_RGB overflow, reported by the run loop */
+    uint8_t **all_store;   /* per item and slot: the whole mip chain */
+    px_cpu_src *all_view;  /* per item and slot: level pointers and sizes */
+    uint8_t *bound;        /* per item and slot: an input image was bound */
+    uint8_t **store;       /* the item being run: &all_store[item * nslots] */
+    px_cpu_src *view;
 };
 
 static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
@@ -57,45 +61,54 @@ static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_
 
 static void px__cpu_unload(pxvm_executor *ex)
 {
-    if (ex->store)
-        for (int k = 0; k < ex->nslots; k++)
-            free(ex->store[k]);
-    free(ex->store);
-    free(ex->view);
+    if (ex->all_store)
+        for (int k = 0; k < ex->nslots * ex->batch; k++)
+            free(ex->all_store[k]);
+    free(ex->all_store);
+    free(ex->all_view);
     free(ex->bound);
-    ex->store = NULL;
-    ex->view = NULL;
+    ex->all_store = ex->store = NULL;
+    ex->all_view = ex->view = NULL;
     ex->bound = NULL;
     ex->prog = NULL;
 }
 
-static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err)
+static void px__cpu_select(pxvm_executor *ex, int item)
+{
+    ex->store = ex->all_store + (size_t)item * (size_t)ex->nslots;
+    ex->view = ex->all_view + (size_t)item * (size_t)ex->nslots;
+}
+
+static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
         px__cpu_unload(ex);
     ex->prog = prog;
     ex->nslots = prog->nslots;
-    ex->store = calloc((size_t)prog->nslots, sizeof(uint8_t *));
-    ex->view = calloc((size_t)prog->nslots, sizeof(px_cpu_src));
-    ex->bound = calloc((size_t)prog->nslots, 1);
-    if (!ex->store || !ex->view || !ex->bound) {
+    ex->batch = batch;
+    size_t n = (size_t)prog->nslots * (size_t)batch;
+    ex->all_store = calloc(n, sizeof(uint8_t *));
+    ex->all_view = calloc(n, sizeof(px_cpu_src));
+    ex->bound = calloc(n, 1);
+    if (!ex->all_store || !ex->all_view || !ex->bound) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
-    for (int k = 0; k < prog->nslots; k++) {
+    for (size_t i = 0; i < n; i++) {
+        int k = (int)(i % (size_t)prog->nslots);
         const pxvm_slot *s = &prog->slots[k];
-        ex->store[k] = calloc((size_t)s->bytes, 1);
-        if (!ex->store[k]) {
+        ex->all_store[i] = calloc((size_t)s->bytes, 1);
+        if (!ex->all_store[i]) {
             unsigned long long b = (unsigned long long)s->bytes;
             px__cpu_unload(ex);
             return pxvm_fail(err, PXE_NOMEM, -1, -1, b);
         }
         if (s->role != PXI_ROLE_INPUT)
-            pxvm_slot_initial(prog, k, ex->store[k]); /* the rest starts zeroed (calloc) */
-        px_cpu_src *v = &ex->view[k];
+            pxvm_slot_initial(prog, k, ex->all_store[i]); /* the rest starts zeroed (calloc) */
+        px_cpu_src *v = &ex->all_view[i];
         v->levels = s->levels;
         for (int l = 0; l < s->levels; l++) {
-            v->level[l] = ex->store[k] + s->level_offset[l];
+            v->level[l] = ex->all_store[i] + s->level_offset[l];
             v->w[l] = px_mip_dim(s->w, l);
             v->h[l] = px_mip_dim(s->h, l);
         }
@@ -103,12 +116,18 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error 
     return 0;
 }
 
-static int px__cpu_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err)
+static int px__cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
-    if (pxvm_check_bind(ex->prog, slot, img, err) < 0)
+    if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
-    memcpy(ex->store[slot], img->px, (size_t)img->w * (size_t)img->h * 4u);
-    ex->bound[slot] = 1;
+    if (v->device >= 0)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
+                         "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
+    for (int i = 0; i < v->items; i++) {
+        size_t at = (size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot;
+        pxvm_view_to_rgba(v, i, ex->all_store[at]);
+        ex->bound[at] = 1;
+    }
     return 0;
 }
 
@@ -263,13 +282,13 @@ static uint64_t px__cpu_dot(pxvm_executor *ex, const pxi_insn *in)
 /* ---- run ------------------------------------------------------------------------------------ */
 
 /* The start of every run: inputs must be bound; then what the plan marks is restored. */
-static int px__cpu_reset(pxvm_executor *ex, pxvm_error *err)
+static int px__cpu_reset(pxvm_executor *ex, int item, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     char lb[16];
     for (int k = 0; k < prog->nslots; k++) {
         const pxvm_slot *s = &prog->slots[k];
-        if (s->role == PXI_ROLE_INPUT && !ex->bound[k])
+        if (s->role == PXI_ROLE_INPUT && !ex->bound[(size_t)item * (size_t)ex->nslots + (size_t)k])
             return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
                              pxvm_slot_label(prog, k, lb));
         size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
@@ -290,10 +309,12 @@ static double px__ms(void)
 
 static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err);
 
-static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
+/* One item: the plan from the start. `trace` and `profile` are those of the run (item 0 only). */
+static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options *opt, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
-    if (px__cpu_reset(ex, err) < 0)
+    px__cpu_select(ex, item);
+    if (px__cpu_reset(ex, item, err) < 0)
         return -1;
     uint64_t steps = 0, budget = opt ? opt->max_steps : UINT64_MAX;
     for (uint32_t s = 0; s < prog->nsteps; s++) {
@@ -317,6 +338,21 @@ static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_erro
             return rc < 0 ? -1 : 0; /* 1: HALT */
     }
     return 0; /* unreachable for a validated program: its last instruction is HALT */
+}
+
+/* The items one after the other (each spreads over the threads): the first trap stops the run. */
+static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
+{
+    pxvm_run_options quiet;
+    if (opt) {
+        quiet = *opt;
+        quiet.trace = NULL;
+        quiet.profile = NULL;
+    }
+    for (int b = 0; b < ex->batch; b++)
+        if (px__cpu_run_item(ex, b, b == 0 || !opt ? opt : &quiet, err) < 0)
+            return -1;
+    return 0;
 }
 
 /* Executes plan step s: 0 to go on, 1 at HALT, -1 on a trap. */
@@ -349,14 +385,18 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
 }
 
-static int px__cpu_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
+static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
+                        pxvm_error *err)
 {
-    if (pxvm_check_read(ex->prog, slot, level, err) < 0)
+    if (pxvm_check_read_view(ex->prog, ex->batch, slot, level, item0, dst, patches, err) < 0)
         return -1;
-    const px_cpu_src *v = &ex->view[slot];
-    if (pxvm_image_alloc(img, v->w[level], v->h[level], err) < 0)
-        return -1;
-    memcpy(img->px, v->level[level], (size_t)img->w * (size_t)img->h * 4u);
+    if (dst->device >= 0)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
+                         "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+    for (int i = 0; i < dst->items; i++) {
+        const px_cpu_src *v = &ex->all_view[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot];
+        pxvm_copy_out(&ex->prog->slots[slot], v->w[level], v->h[level], v->level[level], dst, i, patches);
+    }
     return 0;
 }
 
@@ -371,5 +411,5 @@ static void px__cpu_close(pxvm_executor *ex)
 }
 
 const pxvm_executor_ops pxvm_cpu_executor = {
-    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, px__cpu_close,
+    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
 };

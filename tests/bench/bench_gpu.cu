@@ -109,13 +109,13 @@ int main(int argc, char **argv)
 
         px__steps pyr_steps, fov_steps;
         pxvm_run_options prof = {1000, NULL, NULL, px__profile, &pyr_steps};
-        if (ops->load(ex, &pyr, &err) < 0 || ops->bind(ex, 1, &in, &err) < 0)
+        if (ops->load(ex, &pyr, 1, &err) < 0 || pxvm_bind_image(ops, ex, 1, &in, &err) < 0)
             px__die("load", &err);
         for (int r = 0; r < reps + 5; r++)
             if (ops->run(ex, &prof, &err) < 0)
                 px__die("run", &err);
         prof.profile_ctx = &fov_steps;
-        if (ops->load(ex, &fov, &err) < 0 || ops->bind(ex, 1, &in, &err) < 0)
+        if (ops->load(ex, &fov, 1, &err) < 0 || pxvm_bind_image(ops, ex, 1, &in, &err) < 0)
             px__die("load", &err);
         for (int r = 0; r < reps + 5; r++)
             if (ops->run(ex, &prof, &err) < 0)
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < reps + 5; r++) {
             double t0 = px__now_ms();
-            if (ops->bind(ex, 1, &in, &err) < 0 || ops->run(ex, &plain, &err) < 0 || ops->read(ex, 2, 0, &atlas, &err) < 0)
+            if (pxvm_bind_image(ops, ex, 1, &in, &err) < 0 || ops->run(ex, &plain, &err) < 0 || pxvm_read_image(ops, ex, &fov, 2, 0, 0, &atlas, &err) < 0)
                 px__die("frame", &err);
             if (r >= 5)
                 frame_ms.push_back(px__now_ms() - t0);
@@ -148,14 +148,14 @@ int main(int argc, char **argv)
         std::vector<double> up_ms, run_ms, read_ms;
         for (int r = 0; r < reps / 2 + 5; r++) {
             double a0 = px__now_ms();
-            if (ops->bind(ex, 1, &in, &err) < 0)
+            if (pxvm_bind_image(ops, ex, 1, &in, &err) < 0)
                 px__die("bind", &err);
             cudaDeviceSynchronize();
             double a1 = px__now_ms();
             if (ops->run(ex, &plain, &err) < 0)
                 px__die("run", &err);
             double a2 = px__now_ms();
-            if (ops->read(ex, 2, 0, &atlas, &err) < 0)
+            if (pxvm_read_image(ops, ex, &fov, 2, 0, 0, &atlas, &err) < 0)
                 px__die("read", &err);
             double a3 = px__now_ms();
             pxvm_image_free(&atlas);
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         }
         double t0 = px__now_ms();
         for (int r = 0; r < 1000; r++) {
-            if (ops->bind(ex, 1, &in, &err) < 0 || ops->run(ex, &plain, &err) < 0 || ops->read(ex, 2, 0, &atlas, &err) < 0)
+            if (pxvm_bind_image(ops, ex, 1, &in, &err) < 0 || ops->run(ex, &plain, &err) < 0 || pxvm_read_image(ops, ex, &fov, 2, 0, 0, &atlas, &err) < 0)
                 px__die("frames", &err);
             pxvm_image_free(&atlas);
         }

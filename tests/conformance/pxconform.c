@@ -86,9 +86,9 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
         prog.nsteps = prog.ninsns;
     }
     pxvm_run_options ro = {.max_steps = lim.max_steps};
-    int rc = t->ops->load(t->ex, &prog, &r->err);
+    int rc = t->ops->load(t->ex, &prog, 1, &r->err);
     for (int i = 0; rc == 0 && i < c->ninputs; i++)
-        rc = t->ops->bind(t->ex, c->input_slot[i], &c->inputs[i], &r->err);
+        rc = pxvm_bind_image(t->ops, t->ex, c->input_slot[i], &c->inputs[i], &r->err);
     if (rc == 0)
         rc = t->ops->run(t->ex, &ro, &r->err);
     if (rc < 0) {
@@ -102,7 +102,7 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
     r->img = calloc((size_t)total, sizeof(pxvm_image));
     for (int k = 0; k < prog.nslots && r->img; k++)
         for (int l = 0; l < prog.slots[k].levels; l++)
-            if (t->ops->read(t->ex, k, l, &r->img[r->nimg++], &r->err) < 0) {
+            if (pxvm_read_image(t->ops, t->ex, &prog, k, l, 0, &r->img[r->nimg++], &r->err) < 0) {
                 pxvm_program_free(&prog);
                 return -1;
             }

@@ -14,14 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pxvm_executor *ex;
     pxvm_open_options one = {1, 0};
     if (pxvm_cpu_executor.open(&ex, &one, &err) == 0) {
-        if (pxvm_cpu_executor.load(ex, &prog, &err) == 0) {
+        if (pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0) {
             for (int k = 1; k < prog.nslots; k++)
                 if (prog.slots[k].role == PXI_ROLE_INPUT) {
                     pxvm_image in;
                     if (pxvm_image_alloc(&in, prog.slots[k].w, prog.slots[k].h, NULL) == 0) {
                         for (size_t i = 0; i < (size_t)in.w * (size_t)in.h * 4u; i++)
                             in.px[i] = data[i % size];
-                        pxvm_cpu_executor.bind(ex, k, &in, &err);
+                        pxvm_bind_image(&pxvm_cpu_executor, ex, k, &in, &err);
                         pxvm_image_free(&in);
                     }
                 }
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (int k = 0; k < prog.nslots; k++)
                     for (int l = 0; l < prog.slots[k].levels; l++) {
                         pxvm_image out;
-                        if (pxvm_cpu_executor.read(ex, k, l, &out, &err) == 0)
+                        if (pxvm_read_image(&pxvm_cpu_executor, ex, &prog, k, l, 0, &out, &err) == 0)
                             pxvm_image_free(&out);
                     }
         }

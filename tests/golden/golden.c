@@ -20,9 +20,9 @@ char *px_golden_run(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     pxvm_run_options ro = {.max_steps = lim.max_steps};
-    int rc = ops->load(ex, prog, &err);
+    int rc = ops->load(ex, prog, 1, &err);
     for (int i = 0; rc == 0 && i < ninputs; i++)
-        rc = ops->bind(ex, slots[i], inputs[i], &err);
+        rc = pxvm_bind_image(ops, ex, slots[i], inputs[i], &err);
     if (rc == 0)
         rc = ops->run(ex, &ro, &err);
     if (rc == 0)

@@ -12,11 +12,11 @@ int px_run_image(const pxvm_image *prog_img, const pxvm_image *const *inputs, in
     if (pxvm_program_from_copy(prog_img, &lim, prog, err) < 0)
         return -1;
     pxvm_open_options oo = {0, 0};
-    if (pxvm_cpu_executor.open(ex, &oo, err) < 0 || pxvm_cpu_executor.load(*ex, prog, err) < 0)
+    if (pxvm_cpu_executor.open(ex, &oo, err) < 0 || pxvm_cpu_executor.load(*ex, prog, 1, err) < 0)
         goto fail;
     int k = 0;
     for (int s = 1; s < prog->nslots && k < ninputs; s++)
-        if (prog->slots[s].role == PXI_ROLE_INPUT && pxvm_cpu_executor.bind(*ex, s, inputs[k++], err) < 0)
+        if (prog->slots[s].role == PXI_ROLE_INPUT && pxvm_bind_image(&pxvm_cpu_executor, *ex, s, inputs[k++], err) < 0)
             goto fail;
     pxvm_run_options ro = {.max_steps = lim.max_steps};
     if (pxvm_cpu_executor.run(*ex, &ro, err) < 0)
@@ -48,11 +48,11 @@ void px_close(pxvm_program *prog, pxvm_executor *ex)
     pxvm_program_free(prog);
 }
 
-pxvm_image px_read(pxvm_executor *ex, int slot, int level)
+pxvm_image px_read(const pxvm_program *prog, pxvm_executor *ex, int slot, int level)
 {
     pxvm_image img = {0, 0, NULL};
     pxvm_error err;
-    if (pxvm_cpu_executor.read(ex, slot, level, &img, &err) < 0)
+    if (pxvm_read_image(&pxvm_cpu_executor, ex, prog, slot, level, 0, &img, &err) < 0)
         px_test_fail(__FILE__, __LINE__, "read slot %d level %d: %s", slot, level, err.msg);
     return img;
 }

@@ -50,7 +50,7 @@ int px_run_builder(pxvm_builder *b, const pxvm_image *const *inputs, int ninputs
                    pxvm_executor **ex, pxvm_error *err);
 void px_close(pxvm_program *prog, pxvm_executor *ex);
 /* A level of a slot after a run (caller frees). */
-pxvm_image px_read(pxvm_executor *ex, int slot, int level);
+pxvm_image px_read(const pxvm_program *prog, pxvm_executor *ex, int slot, int level);
 /* Loads a program image that is expected to fail validation; returns the error. */
 pxvm_error px_load_error(pxvm_builder *b);
 uint32_t px_px(const pxvm_image *img, int x, int y); /* pixel as R | G<<8 | B<<16 | A<<24 */

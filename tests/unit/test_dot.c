@@ -21,7 +21,7 @@ static int px__dot(const uint8_t *a, const uint8_t *b, int n, int width, uint32_
     pxvm_executor *ex;
     if (px_run_builder(&bld, NULL, 0, &prog, &ex, err) < 0)
         return -1;
-    pxvm_image out = px_read(ex, 0, 0);
+    pxvm_image out = px_read(&prog, ex, 0, 0);
     *result = px_px(&out, 0, row_o);
     CHECK_EQ(px_px(&out, 1, row_o), 0); /* only pixel 0 of the row is written */
     pxvm_image_free(&out);

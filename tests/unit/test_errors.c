@@ -407,12 +407,12 @@ TEST(errors_unlinkable_and_traps)
     CHECK(pxvm_program_from_copy(&img, &lim, &prog, &err) == 0);
     pxvm_image_alloc(&right, 4, 4, NULL);
     CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0);
-    CHECK(pxvm_cpu_executor.load(ex, &prog, &err) == 0);
-    CHECK(pxvm_cpu_executor.bind(ex, 2, &right, &err) < 0);
+    CHECK(pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 2, &right, &err) < 0);
     px__expect(err, PXVM_UNLINKABLE, PXE_BIND_ROLE, -1, -1, "slot 2 ('out') is a output slot");
     pxvm_image_free(&right);
     pxvm_image_alloc(&right, 8, 8, NULL);
-    CHECK(pxvm_cpu_executor.bind(ex, 1, &right, &err) == 0);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &right, &err) == 0);
     /* step budget: 3 instructions with a budget of 2 */
     pxvm_run_options ro = {.max_steps = 2};
     CHECK(pxvm_cpu_executor.run(ex, &ro, &err) < 0);
@@ -479,10 +479,10 @@ TEST(errors_random_input_fails_cleanly)
         loaded++;
         pxvm_executor *ex;
         CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0);
-        if (pxvm_cpu_executor.load(ex, &prog, &err) == 0) {
+        if (pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0) {
             for (int k = 1; k < prog.nslots; k++)
                 if (prog.slots[k].role == PXI_ROLE_INPUT && prog.slots[k].w == 451 && prog.slots[k].h == 300)
-                    pxvm_cpu_executor.bind(ex, k, &input, &err);
+                    pxvm_bind_image(&pxvm_cpu_executor, ex, k, &input, &err);
             pxvm_run_options ro = {.max_steps = 100};
             if (pxvm_cpu_executor.run(ex, &ro, &err) < 0)
                 CHECK(err.cls == PXVM_UNLINKABLE || err.cls == PXVM_TRAP);

@@ -43,10 +43,10 @@ static void px__check_pyramid(const pxvm_image *img, int max_levels_checked)
         px_test_fail(__FILE__, __LINE__, "%dx%d: %s", img->w, img->h, err.msg);
         return;
     }
-    pxvm_image prev = px_read(ex, s, 0);
+    pxvm_image prev = px_read(&prog, ex, s, 0);
     CHECK(!memcmp(prev.px, img->px, (size_t)img->w * (size_t)img->h * 4u)); /* level 0 untouched */
     for (int l = 1; l < prog.slots[s].levels && l <= max_levels_checked; l++) {
-        pxvm_image ref = px__ref_level(&prev), got = px_read(ex, s, l);
+        pxvm_image ref = px__ref_level(&prev), got = px_read(&prog, ex, s, l);
         CHECK_EQ(got.w, ref.w);
         CHECK_EQ(got.h, ref.h);
         if (got.w == ref.w && got.h == ref.h && memcmp(got.px, ref.px, (size_t)got.w * (size_t)got.h * 4u))
@@ -108,7 +108,7 @@ TEST(pyramid_level1_of_size1_axis_counts_twice)
     pxvm_error err;
     const pxvm_image *in[] = {&img};
     CHECK(px_run_builder(&b, in, 1, &prog, &ex, &err) == 0);
-    pxvm_image l1 = px_read(ex, 1, 1), l2 = px_read(ex, 1, 2);
+    pxvm_image l1 = px_read(&prog, ex, 1, 1), l2 = px_read(&prog, ex, 1, 2);
     CHECK_EQ(px_px(&l1, 0, 0) & 255, 128); /* (255+0+255+0+2)>>2 = 128 */
     CHECK_EQ(px_px(&l1, 1, 0) & 255, 2);   /* (1+2+1+2+2)>>2 = 2 */
     CHECK_EQ(px_px(&l2, 0, 0) & 255, 65);  /* (128+2+128+2+2)>>2 = 65 */

@@ -9,7 +9,7 @@ static uint64_t px__all_hash(pxvm_executor *ex, const pxvm_program *prog)
     uint64_t h = 0;
     for (int k = 0; k < prog->nslots; k++)
         for (int l = 0; l < prog->slots[k].levels; l++) {
-            pxvm_image img = px_read(ex, k, l);
+            pxvm_image img = px_read(prog, ex, k, l);
             h = h * 31 + pxvm_hash64(img.px, (size_t)img.w * (size_t)img.h * 4u);
             pxvm_image_free(&img);
         }
@@ -82,7 +82,7 @@ TEST(runs_repeat_from_the_initial_state)
         CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
         CHECK_EQ(px__all_hash(ex, &prog), first);
     }
-    pxvm_image o = px_read(ex, out, 0);
+    pxvm_image o = px_read(&prog, ex, out, 0);
     CHECK_EQ(px_px(&o, 0, 0), 0); /* the scratch slot was read while still zero */
     pxvm_image_free(&o);
     px_close(&prog, ex);

@@ -142,8 +142,8 @@ static void px__run_case(const px__case *k, const pxvm_image *src, const char *w
     px__chain c;
     c.n = prog.slots[s].levels;
     for (int l = 0; l < c.n; l++)
-        c.lv[l] = px_read(ex, s, l);
-    pxvm_image out = px_read(ex, o, 0);
+        c.lv[l] = px_read(&prog, ex, s, l);
+    pxvm_image out = px_read(&prog, ex, o, 0);
     int bad = 0;
     for (int y = 0; y < k->oh && !bad; y++)
         for (int x = 0; x < k->ow && !bad; x++) {
@@ -231,7 +231,7 @@ TEST(sample_unit_step_at_lod0_copies_texels)
     pxvm_error err;
     const pxvm_image *in[] = {&src};
     CHECK(px_run_builder(&b, in, 1, &prog, &ex, &err) == 0);
-    pxvm_image out = px_read(ex, o, 0);
+    pxvm_image out = px_read(&prog, ex, o, 0);
     for (int y = 0; y < 8; y++)
         for (int x = 0; x < 16; x++)
             CHECK_EQ(px_px(&out, x, y), px_px(&src, 12 + x, 6 + y));
@@ -358,7 +358,7 @@ TEST(gather_equals_sample_with_same_positions)
             px_test_fail(__FILE__, __LINE__, "%s", err.msg);
             continue;
         }
-        pxvm_image out = px_read(ex, o, 0);
+        pxvm_image out = px_read(&prog, ex, o, 0);
         for (int j = 0; j < ph; j++)
             for (int i = 0; i < pw; i++)
                 CHECK_EQ(px_px(&out, i, j), px_px(&out, pw + i, j));
@@ -409,7 +409,7 @@ TEST(fused_batch_equals_sequential_order)
     CHECK(px_run_image(&img, in, 1, &prog, &ex, &err) == 0);
     CHECK_EQ(prog.nsteps, 3u); /* PYRAMID, one batch of 300, HALT */
     CHECK(prog.nsteps > 1 && prog.steps[1].kind == PXVM_STEP_BATCH && prog.steps[1].count == 300);
-    pxvm_image fused = px_read(ex, o, 0);
+    pxvm_image fused = px_read(&prog, ex, o, 0);
     px_close(&prog, ex);
     /* the same program on a single thread, instruction by instruction */
     pxvm_limits lim;
@@ -421,10 +421,10 @@ TEST(fused_batch_equals_sequential_order)
     pxvm_open_options one = {1, 0};
     pxvm_run_options ro = {.max_steps = 1000};
     CHECK(pxvm_cpu_executor.open(&ex, &one, &err) == 0);
-    CHECK(pxvm_cpu_executor.load(ex, &prog, &err) == 0);
-    CHECK(pxvm_cpu_executor.bind(ex, s, &src, &err) == 0);
+    CHECK(pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, s, &src, &err) == 0);
     CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
-    pxvm_image seq = px_read(ex, o, 0);
+    pxvm_image seq = px_read(&prog, ex, o, 0);
     CHECK(!memcmp(fused.px, seq.px, (size_t)seq.w * (size_t)seq.h * 4u));
     pxvm_image_free(&fused);
     pxvm_image_free(&seq);

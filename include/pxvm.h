@@ -1,0 +1,198 @@
+/* pxvm.h - the public C API of libpxvm: pixel programs (foveated image pyramids) run on a CPU
+ * reference executor or a CUDA-GL executor, with bit-identical results.
+ *
+ *   pxvm_prog *prog;  pxvm_runner *run;
+ *   if (pxvm_prog_load("foveate273.pxi", NULL, &prog) ||
+ *       pxvm_runner_open(prog, "auto", 0, 0, 1, &run))
+ *       fprintf(stderr, "%s\n", pxvm_errmsg());
+ *   pxvm_view in = pxvm_view_host(rgb, w, h, 3);            // an RGB8 frame in host memory
+ *   pxvm_runner_bind(run, pxvm_prog_slot_find(prog, "image"), 0, &in);
+ *   pxvm_runner_run(run);
+ *   pxvm_runner_read_patches(run, pxvm_prog_slot_find(prog, "atlas"), 0, &out);
+ *
+ * Conventions (in the manner of zlib and SQLite):
+ * - Handles are opaque. What a call allocates, the matching _free/_close releases; strings and
+ *   buffers returned through pointers are released with pxvm_free.
+ * - Every call that can fail returns 0 on success or a positive pxvm_class; the message of the
+ *   last failure on the calling thread is pxvm_errmsg() (the words pxrun prints), its class
+ *   pxvm_errclass(). A failed call changes nothing the caller can observe (no output is written).
+ * - Thread safety: distinct handles may be used from distinct threads at once; one handle must
+ *   not be used by two threads at once. A pxvm_prog may be shared read-only by many runners.
+ * - Blocking: only pxvm_runner_run (without a stream), reads into host memory and
+ *   pxvm_runner_sync wait for the device; with a stream set (pxvm_runner_set_stream) binds,
+ *   runs and device reads are enqueued and return at once.
+ */
+#ifndef PXVM_PUBLIC_H
+#define PXVM_PUBLIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PXVM_VERSION_MAJOR 1
+#define PXVM_VERSION_MINOR 0
+#define PXVM_VERSION_PATCH 0
+#define PXVM_VERSION "1.0.0"
+/* The library's version as "1.0.0" (may differ from the header the caller was built with). */
+const char *pxvm_version(void);
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* The class of a failure: what pxrun's exit status and the Python exception say. */
+typedef enum pxvm_class {
+    PXVM_OK = 0,
+    PXVM_MALFORMED,   /* a file is not a .pxi / PNG / JPEG at all */
+    PXVM_INVALID,     /* it decodes but breaks a rule of the format or a limit */
+    PXVM_UNLINKABLE,  /* the images bound do not fit the program's slots */
+    PXVM_TRAP,        /* a valid, linked program failed while running */
+    PXVM_IO,          /* files, memory */
+    PXVM_USAGE,       /* arguments: names, sizes, layouts */
+    PXVM_UNAVAILABLE, /* an executor that cannot run here */
+    PXVM_ASSEMBLY,    /* pxasm source */
+    PXVM_PLAN         /* allocation plans */
+} pxvm_class;
+
+/* The message of the calling thread's last failure ("" if none): the same text pxrun prints,
+ * e.g. "invalid program: pixel (5,0): instruction 0 (SAMPLE): ...". Valid until the thread's
+ * next failing call. */
+const char *pxvm_errmsg(void);
+pxvm_class pxvm_errclass(void);
+/* "malformed", "invalid", "unlinkable", "trap", "io", "usage", "unavailable", "assembly", "plan". */
+const char *pxvm_class_name(pxvm_class cls);
+/* Releases what a pxvm_ call returned through a pointer (text, encoded images). NULL is fine. */
+void pxvm_free(void *p);
+
+/* ---- limits --------------------------------------------------------------------------------- */
+
+typedef struct pxvm_limits {
+    uint32_t max_side;   /* largest image or slot side (default 16384) */
+    uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image (1 GiB) */
+    uint32_t max_insns;  /* instructions in one program (1<<20) */
+    uint64_t max_steps;  /* instructions executed by one run (1<<24) */
+} pxvm_limits;
+
+void pxvm_limits_default(pxvm_limits *lim);
+
+/* ---- image views: caller memory the library reads or writes ---------------------------------- */
+
+/* `items` images of w x h pixels of `channels` uint8 each, at any byte strides: pixel (x, y) of
+ * item i, channel c is at data + i*item_stride + y*row_stride + x*px_stride + c*ch_stride.
+ * HWC is (row_stride = w*C, px_stride = C, ch_stride = 1), CHW is (w, 1, w*h), and any view of
+ * NumPy or PyTorch (sliced, transposed) is a view too. `device` < 0: host memory; >= 0: memory of
+ * that CUDA device (the CUDA-GL executor only; never copied through the host).
+ *
+ * Binding converts to the VM's RGBA8 exactly: 4 channels as they are, 3 channels (R, G, B, 255),
+ * 1 channel (v, v, v, 255) - the rule pxvm applies to grey PNGs. Reads write RGBA8 only
+ * (channels 4, px_stride 4, ch_stride 1). Strides are not checked against the memory behind
+ * `data`: a view must describe memory that exists. */
+typedef struct pxvm_view {
+    void *data;
+    int device;
+    int items, w, h, channels;
+    int64_t item_stride, row_stride, px_stride, ch_stride;
+} pxvm_view;
+
+/* A single contiguous HWC host image (channels 1, 3 or 4). */
+pxvm_view pxvm_view_host(const void *data, int w, int h, int channels);
+
+/* Decodes a PNG or a JPEG file (told apart by their signatures) into RGBA8, exactly as pxrun
+ * reads --in files: PNG through libpng (palette, grey, 16-bit converted, see the spec), JPEG
+ * through libjpeg-turbo (grey and YCbCr to RGB, A = 255). Sides and decoded size are checked
+ * against `lim` (NULL: defaults) from the header, before anything is decoded. *rgba is released
+ * with pxvm_free. */
+int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, int *w, int *h);
+/* The same from bytes in memory; `name` is used in messages. */
+int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm_limits *lim, uint8_t **rgba,
+                      int *w, int *h);
+/* Encodes w x h RGBA8 pixels (contiguous) as PNG, deterministically. *png is released with pxvm_free. */
+int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t *len);
+
+/* ---- programs ------------------------------------------------------------------------------- */
+
+typedef struct pxvm_prog pxvm_prog; /* a loaded, validated program; immutable */
+
+/* From a .pxi file, PNG bytes in memory, pxasm source text, or an allocation plan (JSON text;
+ * the plan fields are in assembler/README.md). `lim` NULL: defaults. `name` is used in messages. */
+int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out);
+int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_prog **out);
+int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *lim, pxvm_prog **out);
+int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *lim, pxvm_prog **out);
+void pxvm_prog_free(pxvm_prog *prog);
+
+/* pxasm source that assembles back to the same pixels; *text released with pxvm_free. */
+int pxvm_prog_disassemble(const pxvm_prog *prog, char **text);
+/* The program image as PNG bytes (a .pxi); *png released with pxvm_free. */
+int pxvm_prog_encode(const pxvm_prog *prog, void **png, size_t *len);
+
+/* What a caller needs to know of a slot. role: "program", "input", "output", "data", "scratch". */
+typedef struct pxvm_slot_info {
+    char name[16];
+    const char *role;
+    int w, h, levels;
+    int patch_w, patch_h, patch_count; /* a patch atlas, or 0 */
+} pxvm_slot_info;
+
+int pxvm_prog_slot_count(const pxvm_prog *prog);
+/* Slot k (0 .. count-1); PXVM_USAGE when there is none. */
+int pxvm_prog_slot(const pxvm_prog *prog, int k, pxvm_slot_info *info);
+/* A slot by name or number ("image", "2"); -1 if none (no error is recorded). */
+int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name);
+
+/* ---- runners: a program loaded on an executor ------------------------------------------------ */
+
+typedef struct pxvm_runner pxvm_runner;
+
+/* Loads `prog` (which must outlive the runner) on an executor: "cpu", "cuda", or "auto" (cuda
+ * when it opens here, else cpu). `device`: the CUDA device. `threads`: CPU worker threads
+ * (0 = all cores). `batch` >= 1: the runner holds that many independent copies of every slot
+ * (items), and one run runs the program on all of them (on the GPU, one launch per plan step
+ * for the whole batch). PXVM_UNAVAILABLE names why "cuda" cannot open. */
+int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, int threads, int batch,
+                     pxvm_runner **out);
+void pxvm_runner_close(pxvm_runner *run);
+/* "cpu" or "cuda": the executor in use (after "auto", the one chosen). */
+const char *pxvm_runner_executor(const pxvm_runner *run);
+int pxvm_runner_batch(const pxvm_runner *run);
+
+/* CUDA-GL only: orders all later work of the runner on the caller's CUDA stream (a cudaStream_t;
+ * NULL: none, the default). Work then waits for what was enqueued on the stream before the call
+ * that enqueues it, and the stream waits for that work (CUDA events; no device or stream is
+ * synchronised from the host). With a stream set, pxvm_runner_run returns once the run is
+ * enqueued, except for programs with DOT_RGB, whose traps are known only on the host. */
+int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
+
+/* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The
+ * images are copied (converted to RGBA8) into the runner before the call returns, or, with a
+ * stream set, before the stream's later work: the caller may then reuse its memory.
+ * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view. */
+int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
+
+/* Runs the program on every item. Each run starts from the initial state of every slot but the
+ * bound inputs, which stay bound. PXVM_UNLINKABLE if an input of some item is unbound. */
+int pxvm_runner_run(pxvm_runner *run);
+
+/* Copies level `level` of `slot` of items first_item.. into `dst` (RGBA8: channels 4,
+ * px_stride 4, ch_stride 1, w x h the level's size), host or device memory. On the GPU a device
+ * destination is written device-to-device on the runner's stream. */
+int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst);
+/* Copies the patches of an atlas slot as (items, patch_count, patch_h, patch_w, 4): `dst` has
+ * w = patch_w, h = patch_h * patch_count, row_stride = patch_w*4 (the patches back to back, in
+ * atlas order: left to right, top to bottom), item_stride >= the size of that. */
+int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst);
+
+/* Waits until the runner's enqueued work is done (CUDA: its own stream only, never the device),
+ * and reports a trap of an asynchronous run. Returns at once on the CPU. */
+int pxvm_runner_sync(pxvm_runner *run);
+
+/* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views,
+ * runs, then reads nout views (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */
+int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const pxvm_view *ins, int nout,
+                     const int *out_slots, const int *out_kinds, const pxvm_view *outs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,162 @@
+/* view.c - images in caller memory (pxvm_view): checks, the RGBA8 conversion on the way in, and
+ * the copies on the way out (rows or patches), shared by every executor on the host side. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm.h"
+#include "../isa/px_sem.h"
+
+pxvm_view pxvm_view_host(const void *data, int w, int h, int channels)
+{
+    pxvm_view v;
+    memset(&v, 0, sizeof v);
+    v.data = (void *)data;
+    v.device = -1;
+    v.items = 1;
+    v.w = w, v.h = h, v.channels = channels;
+    v.px_stride = channels;
+    v.ch_stride = 1;
+    v.row_stride = (int64_t)w * channels;
+    v.item_stride = v.row_stride * h;
+    return v;
+}
+
+pxvm_view pxvm_image_view(const pxvm_image *img)
+{
+    return pxvm_view_host(img->px, img->w, img->h, 4);
+}
+
+int pxvm_view_is_packed_rgba(const pxvm_view *v)
+{
+    return v->channels == 4 && v->px_stride == 4 && v->ch_stride == 1 && v->row_stride == (int64_t)v->w * 4;
+}
+
+/* Shapes every view must have; the memory behind it is the caller's promise. */
+static int px__check_view(const pxvm_view *v, const char *what, pxvm_error *err)
+{
+    if (!v || !v->data)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "no data (NULL pointer)");
+    if (v->items < 1 || v->w < 1 || v->h < 1) {
+        char m[128];
+        snprintf(m, sizeof m, "items, width and height must be >= 1 (got %d, %d, %d)", v->items, v->w, v->h);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
+    }
+    if (v->channels != 1 && v->channels != 3 && v->channels != 4) {
+        char m[128];
+        snprintf(m, sizeof m, "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not %d", v->channels);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
+    }
+    return 0;
+}
+
+static int px__check_items(int batch, int item0, int items, pxvm_error *err)
+{
+    if (item0 < 0 || items < 1 || item0 > batch - items)
+        return pxvm_fail(err, PXE_ITEM_RANGE, -1, -1, item0, item0 + items - 1, batch, batch - 1);
+    return 0;
+}
+
+int pxvm_check_bind(const pxvm_program *prog, int batch, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots)
+        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    const pxvm_slot *s = &prog->slots[slot];
+    if (s->role != PXI_ROLE_INPUT)
+        return pxvm_fail(err, PXE_BIND_ROLE, -1, -1, slot, pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
+    if (px__check_view(v, "input", err) < 0 || px__check_items(batch, item0, v->items, err) < 0)
+        return -1;
+    if (v->w != s->w || v->h != s->h)
+        return pxvm_fail(err, PXE_INPUT_SIZE, -1, -1, v->w, v->h, slot, pxvm_slot_label(prog, slot, lb), s->w, s->h);
+    return 0;
+}
+
+int pxvm_check_read_view(const pxvm_program *prog, int batch, int slot, int level, int item0, const pxvm_view *dst,
+                         int patches, pxvm_error *err)
+{
+    if (pxvm_check_read(prog, slot, level, err) < 0)
+        return -1;
+    if (px__check_view(dst, "output", err) < 0 || px__check_items(batch, item0, dst->items, err) < 0)
+        return -1;
+    const pxvm_slot *s = &prog->slots[slot];
+    char m[256], lb[16];
+    if (dst->channels != 4 || dst->px_stride != 4 || dst->ch_stride != 1) {
+        snprintf(m, sizeof m, "outputs are RGBA8 pixels: channels 4, px_stride 4, ch_stride 1 (got %d, %lld, %lld)",
+                 dst->channels, (long long)dst->px_stride, (long long)dst->ch_stride);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
+    }
+    int w = px_mip_dim(s->w, level), h = px_mip_dim(s->h, level);
+    if (patches) {
+        if (!s->patch_count) {
+            snprintf(m, sizeof m, "slot %d ('%s') is no patch atlas", slot, pxvm_slot_label(prog, slot, lb));
+            return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
+        }
+        w = s->patch_w, h = s->patch_h * s->patch_count;
+    }
+    if (dst->w != w || dst->h != h) {
+        snprintf(m, sizeof m, "slot %d ('%s') %s is %dx%d, the view %dx%d", slot, pxvm_slot_label(prog, slot, lb),
+                 patches ? "as patches (patch_w x patch_h*count)" : "at that level", w, h, dst->w, dst->h);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
+    }
+    return 0;
+}
+
+void pxvm_view_to_rgba(const pxvm_view *v, int item, uint8_t *dst)
+{
+    const uint8_t *base = (const uint8_t *)v->data + (int64_t)item * v->item_stride;
+    if (pxvm_view_is_packed_rgba(v)) {
+        memcpy(dst, base, (size_t)v->w * (size_t)v->h * 4u);
+        return;
+    }
+    for (int y = 0; y < v->h; y++) {
+        const uint8_t *row = base + (int64_t)y * v->row_stride;
+        uint8_t *d = dst + (size_t)y * (size_t)v->w * 4u;
+        for (int x = 0; x < v->w; x++, d += 4) {
+            px_rgba c = px_expand(row + (int64_t)x * v->px_stride, v->channels, v->ch_stride);
+            d[0] = (uint8_t)c, d[1] = (uint8_t)(c >> 8), d[2] = (uint8_t)(c >> 16), d[3] = (uint8_t)(c >> 24);
+        }
+    }
+}
+
+void pxvm_copy_out(const pxvm_slot *s, int level_w, int level_h, const uint8_t *src, const pxvm_view *dst, int item,
+                   int patches)
+{
+    uint8_t *base = (uint8_t *)dst->data + (int64_t)item * dst->item_stride;
+    if (!patches) {
+        for (int y = 0; y < level_h; y++)
+            memcpy(base + (int64_t)y * dst->row_stride, src + (size_t)y * (size_t)level_w * 4u, (size_t)level_w * 4u);
+        return;
+    }
+    /* patch p is tile (p % cols, p / cols) of the atlas; its rows go to rows p*patch_h .. */
+    int cols = s->w / s->patch_w;
+    size_t prow = (size_t)s->patch_w * 4u;
+    for (int p = 0; p < s->patch_count; p++) {
+        int tx = (p % cols) * s->patch_w, ty = (p / cols) * s->patch_h;
+        for (int y = 0; y < s->patch_h; y++)
+            memcpy(base + (int64_t)(p * s->patch_h + y) * dst->row_stride,
+                   src + ((size_t)(ty + y) * (size_t)level_w + (size_t)tx) * 4u, prow);
+    }
+}
+
+int pxvm_read_image(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot, int level,
+                    int item, pxvm_image *img, pxvm_error *err)
+{
+    img->px = NULL;
+    img->w = img->h = 0;
+    if (pxvm_check_read(prog, slot, level, err) < 0)
+        return -1;
+    if (pxvm_image_alloc(img, px_mip_dim(prog->slots[slot].w, level), px_mip_dim(prog->slots[slot].h, level), err) < 0)
+        return -1;
+    pxvm_view v = pxvm_image_view(img);
+    if (ops->read(ex, slot, level, item, &v, 0, err) < 0) {
+        pxvm_image_free(img);
+        return -1;
+    }
+    return 0;
+}
+
+int pxvm_bind_image(const pxvm_executor_ops *ops, pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err)
+{
+    pxvm_view v = pxvm_image_view(img);
+    return ops->bind(ex, slot, 0, &v, err);
+}

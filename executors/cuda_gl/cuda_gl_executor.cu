@@ -11,6 +11,12 @@
  *           launches per PYRAMID (up to 6 levels each, tiles kept in shared memory), one launch
  *           per batch of independent SAMPLE/GATHER, one per DOT_RGB, all on one stream with a
  *           single synchronisation at the end. Repeated runs replay a captured CUDA graph.
+ * Batches   a batch of B items is B copies of every slot (texture b*nslots + k is slot k of item
+ *           b); every launch covers all items (blockIdx.z, or y for DOT), so a plan step is one
+ *           launch whatever B is.
+ * Streams   with a caller's stream set, work is ordered after that stream's earlier work and
+ *           the stream after ours through events; nothing synchronises from the host except runs
+ *           of programs with DOT_RGB (their trap is read back) and reads into host memory.
  */
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
@@ -176,11 +182,14 @@ static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, 
  * 46% of cycles with no eligible warp). */
 template <int SIDE>
 __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
-    px__k_pyramid(const px_gpu_slot *slots, int slot, int L, int K, int tail, unsigned *counter, const uint32_t *lin)
+    px__k_pyramid(const px_gpu_slot *slots, int nslots, int slot, int L, int K, int tail, unsigned *counters,
+                  const uint32_t *lin_all, size_t lin_item)
 {
     __shared__ uint32_t buf[2][SIDE * SIDE];
     __shared__ bool last;
-    const px_gpu_slot *s = &slots[slot];
+    const px_gpu_slot *s = &slots[(size_t)blockIdx.z * (size_t)nslots + (size_t)slot]; /* this item's slot */
+    unsigned *counter = counters + blockIdx.z;
+    const uint32_t *lin = lin_all ? lin_all + (size_t)blockIdx.z * lin_item : NULL;
     px__pyr_tile<SIDE>(s, L, K, blockIdx.x, blockIdx.y, false, buf, lin);
     if (!tail)
         return;
@@ -197,20 +206,60 @@ __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
         *counter = 0; /* ready for the next launch */
 }
 
-/* Level 0 of an input from the linear upload buffer: 4 texels per thread, one 16-byte surface
- * store where the row allows (a 2D copy into the array on the copy engine measured slower). */
-__global__ void px__k_upload(const uint4 *src, int w, int h, cudaSurfaceObject_t dst)
+/* A caller's view on the device, as the bind kernel reads it. */
+struct px_gpu_view {
+    const uint8_t *data;
+    int w, h, channels;
+    long long item_stride, row_stride, px_stride, ch_stride;
+};
+
+/* Level 0 of input `slot` of items item0.. from a view (device memory: the caller's, or our linear
+ * upload buffer holding RGBA8 rows): each pixel through px_expand, the rule the CPU's
+ * pxvm_view_to_rgba applies. `lin`, when not NULL, also receives the RGBA8 rows (the pyramid
+ * reads an input's level 0 from there). Packed RGBA8 rows go 4 texels a thread, 16-byte loads and
+ * one 16-byte surface store (a 2D copy into the array on the copy engine measured slower). */
+__global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, const px_gpu_slot *slots, int nslots,
+                           int slot, int item0)
 {
-    int quads = (w + 3) / 4;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < quads * h; i += gridDim.x * blockDim.x) {
-        int x = 4 * (i % quads), y = i / quads;
-        const uint32_t *row = (const uint32_t *)src + (size_t)y * (size_t)w;
-        if (x + 3 < w && (w & 3) == 0) {
-            surf2Dwrite(src[(size_t)y * (size_t)(w / 4) + (size_t)(x / 4)], dst, x * 4, y);
-        } else {
-            for (int k = 0; k < 4 && x + k < w; k++)
-                px__store(dst, x + k, y, row[x + k]);
+    int item = blockIdx.y;
+    cudaSurfaceObject_t dst = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].surf[0];
+    const uint8_t *base = v.data + (long long)item * v.item_stride;
+    uint32_t *lin = lin_all ? lin_all + (size_t)item * lin_item : NULL;
+    int w = v.w, h = v.h;
+    bool quads = v.channels == 4 && v.px_stride == 4 && v.ch_stride == 1 && (w & 3) == 0 && (v.row_stride & 15) == 0 &&
+                 (((uintptr_t)base) & 15) == 0;
+    if (quads) {
+        int per_row = w / 4;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < per_row * h; i += gridDim.x * blockDim.x) {
+            int x = 4 * (i % per_row), y = i / per_row;
+            uint4 q = *(const uint4 *)(base + (long long)y * v.row_stride + 4LL * x);
+            if (lin)
+                *(uint4 *)(lin + (size_t)y * (size_t)w + (size_t)x) = q;
+            surf2Dwrite(q, dst, x * 4, y);
         }
+        return;
+    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < w * h; i += gridDim.x * blockDim.x) {
+        int x = i % w, y = i / w;
+        uint32_t p = px_expand(base + (long long)y * v.row_stride + (long long)x * v.px_stride, v.channels, v.ch_stride);
+        if (lin)
+            lin[(size_t)y * (size_t)w + (size_t)x] = p;
+        px__store(dst, x, y, p);
+    }
+}
+
+/* An atlas slot's patches of items item0.. into linear device memory (patch p's rows back to back,
+ * patches back to back, items item_stride bytes apart): block (p, item). */
+__global__ void px__k_patches(const px_gpu_slot *slots, int nslots, int slot, int item0, int cols, int pw, int ph,
+                              uint8_t *dst, long long row_stride, long long item_stride)
+{
+    int p = blockIdx.x, item = blockIdx.y;
+    cudaTextureObject_t t = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].tex[0];
+    int tx = (p % cols) * pw, ty = (p / cols) * ph;
+    uint8_t *out = dst + (long long)item * item_stride + (long long)p * ph * row_stride;
+    for (int i = threadIdx.x; i < pw * ph; i += blockDim.x) {
+        int x = i % pw, y = i / pw;
+        *(uint32_t *)(out + (long long)y * row_stride + 4LL * x) = px__texel(t, tx + x, ty + y);
     }
 }
 
@@ -226,9 +275,10 @@ __global__ void px__k_spin(long long ns)
 }
 
 /* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
-__global__ void px__k_fetch(const px_gpu_slot *slots, const px_gpu_fetch *batch)
+__global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch)
 {
     const px_gpu_fetch f = batch[blockIdx.x];
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
     const px_gpu_slot *src = &slots[f.src];
     cudaSurfaceObject_t out = slots[f.dst].surf[0];
     int n = f.w * f.h;
@@ -251,9 +301,11 @@ __global__ void px__k_fetch(const px_gpu_slot *slots, const px_gpu_fetch *batch)
 }
 
 /* DOT_RGB over rows of the program image (one block). */
-__global__ void px__k_dot(const px_gpu_slot *slots, int row_a, int row_b, int row_out, uint32_t insn,
-                          px_gpu_status *status)
+__global__ void px__k_dot(const px_gpu_slot *all_slots, int nslots, int row_a, int row_b, int row_out, uint32_t insn,
+                          px_gpu_status *all_status)
 {
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.x * (size_t)nslots; /* block b: item b */
+    px_gpu_status *status = all_status + blockIdx.x;
     __shared__ int first;
     __shared__ unsigned long long part[256];
     const px_gpu_slot *p = &slots[0];
@@ -295,30 +347,35 @@ struct pxvm_executor {
     cudaStream_t stream;
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
-    /* per slot */
+    int batch;                /* items: the per-item arrays below have batch * nslots entries */
+    int has_dot;              /* the program can trap on the device (DOT_RGB) */
+    cudaStream_t user_stream; /* the caller's stream, or NULL */
+    cudaEvent_t ev_in, ev_out; /* ordering against user_stream */
+    /* per item and slot: index item * nslots + slot */
     GLuint *gl_tex;
     cudaGraphicsResource_t *res;
     int mapped;
     px_gpu_slot *slots;   /* host copy of the device table */
-    cudaArray_t *arrays;  /* [slot * PXVM_MAX_LEVELS + level], fixed while mapped */
+    cudaArray_t *arrays;  /* [(item * nslots + slot) * PXVM_MAX_LEVELS + level], fixed while mapped */
     px_gpu_slot *d_slots; /* device table */
     uint8_t *bound;
-    uint8_t **staging;   /* pinned host staging for input uploads from pageable memory */
+    /* per slot, each holding all items back to back */
+    uint8_t **staging;   /* pinned host staging for input uploads from pageable memory (made on first use) */
     uint8_t **d_staging; /* device linear buffer per input: H2D at full speed, then D2D into the array */
     /* plan records */
     px_gpu_fetch *d_fetch; /* one per instruction (unused for non-fetch ones), in program order */
     px_gpu_rect *d_clear;
     int nclear, max_clear_px;
     uint8_t *d_prog; /* the program image, to restore slot 0 */
-    px_gpu_status *d_status, *h_status;
-    unsigned *d_counter; /* the pyramid's last-block counter (it resets it) */
+    px_gpu_status *d_status, *h_status; /* per item */
+    unsigned *d_counter; /* per item: the pyramid's last-block counter (it resets it) */
     uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
     size_t h_read_cap;
-    uint8_t **h_out;     /* per output slot: its level 0, downloaded at the end of every run */
+    uint8_t **h_out;     /* per output slot: its level 0 of every item, downloaded after synchronous runs */
     int out_valid;       /* h_out holds the last successful run's outputs */
     unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
-    cudaGraphExec_t graph;
-    int have_graph;
+    cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
+    int have_graph[2];
 };
 
 #define PX__CK(call)                                                                                   \
@@ -440,10 +497,31 @@ static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_e
         return px__unavailable(err, "CUDA device %d cannot be used: %s", device, cudaGetErrorString(e));
     if (px__egl_open(ex, err) < 0)
         return -1;
-    PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status)));
-    PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned)));
-    PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned)));
-    PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status), cudaHostAllocDefault));
+    PX__CK(cudaEventCreateWithFlags(&ex->ev_in, cudaEventDisableTiming));
+    PX__CK(cudaEventCreateWithFlags(&ex->ev_out, cudaEventDisableTiming));
+    return 0;
+}
+
+/* Our stream waits for the caller's stream (what it enqueued before this call)... */
+static int px__join_in(pxvm_executor *ex, pxvm_error *err)
+{
+    if (!ex->user_stream)
+        return 0;
+    PX__CK(cudaEventRecord(ex->ev_in, ex->user_stream));
+    PX__CK(cudaStreamWaitEvent(ex->stream, ex->ev_in, 0));
+    return 0;
+}
+
+/* ... and the caller's stream waits for what we enqueued; without a caller's stream, the call
+ * returns when its work is done. */
+static int px__join_out(pxvm_executor *ex, pxvm_error *err)
+{
+    if (!ex->user_stream) {
+        PX__CK(cudaStreamSynchronize(ex->stream));
+        return 0;
+    }
+    PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
+    PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
     return 0;
 }
 
@@ -451,27 +529,28 @@ static void px__gl_unload(pxvm_executor *ex)
 {
     if (!ex->prog)
         return;
-    int n = ex->nslots;
+    int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
-    if (ex->have_graph)
-        cudaGraphExecDestroy(ex->graph);
-    ex->have_graph = 0;
+    for (int g = 0; g < 2; g++)
+        if (ex->have_graph[g])
+            cudaGraphExecDestroy(ex->graph[g]);
+    ex->have_graph[0] = ex->have_graph[1] = 0;
     if (ex->slots)
-        for (int k = 0; k < n; k++)
-            for (int l = 0; l < ex->slots[k].levels; l++) {
-                if (ex->slots[k].tex[l])
-                    cudaDestroyTextureObject(ex->slots[k].tex[l]);
-                if (ex->slots[k].surf[l])
-                    cudaDestroySurfaceObject(ex->slots[k].surf[l]);
+        for (int i = 0; i < all; i++)
+            for (int l = 0; l < ex->slots[i].levels; l++) {
+                if (ex->slots[i].tex[l])
+                    cudaDestroyTextureObject(ex->slots[i].tex[l]);
+                if (ex->slots[i].surf[l])
+                    cudaDestroySurfaceObject(ex->slots[i].surf[l]);
             }
     if (ex->mapped)
-        cudaGraphicsUnmapResources(n, ex->res, ex->stream);
+        cudaGraphicsUnmapResources(all, ex->res, ex->stream);
     ex->mapped = 0;
-    for (int k = 0; ex->res && k < n; k++)
-        if (ex->res[k])
-            cudaGraphicsUnregisterResource(ex->res[k]);
+    for (int i = 0; ex->res && i < all; i++)
+        if (ex->res[i])
+            cudaGraphicsUnregisterResource(ex->res[i]);
     if (ex->gl_tex)
-        glDeleteTextures(n, ex->gl_tex);
+        glDeleteTextures(all, ex->gl_tex);
     for (int k = 0; ex->staging && k < n; k++) {
         if (ex->staging[k])
             cudaFreeHost(ex->staging[k]);
@@ -484,6 +563,9 @@ static void px__gl_unload(pxvm_executor *ex)
     cudaFree(ex->d_fetch);
     cudaFree(ex->d_clear);
     cudaFree(ex->d_prog);
+    cudaFree(ex->d_status);
+    cudaFree(ex->d_counter);
+    cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
     free(ex->res);
     free(ex->slots);
@@ -499,13 +581,14 @@ static void px__gl_unload(pxvm_executor *ex)
     ex->out_valid = 0;
     ex->gl_tex = NULL, ex->res = NULL, ex->slots = NULL, ex->arrays = NULL, ex->bound = NULL, ex->staging = NULL;
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL, ex->d_prog = NULL;
+    ex->d_status = NULL, ex->d_counter = NULL, ex->h_status = NULL;
     ex->prog = NULL;
 }
 
-/* Clear records for `levels` [l0, l1) of slot k. */
-static void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int k, int l0, int l1)
+/* Clear records for levels [l0, l1) of table entry i (item * nslots + slot). */
+static void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1)
 {
-    const px_gpu_slot *s = &ex->slots[k];
+    const px_gpu_slot *s = &ex->slots[i];
     for (int l = l0; l < l1; l++) {
         rects[ex->nclear].surf = s->surf[l];
         rects[ex->nclear].w = s->w[l];
@@ -527,53 +610,67 @@ static int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n
     return 0;
 }
 
-static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err)
+static cudaArray_t px__array(const pxvm_executor *ex, int item, int slot, int level)
+{
+    return ex->arrays[((size_t)item * (size_t)ex->nslots + (size_t)slot) * PXVM_MAX_LEVELS + (size_t)level];
+}
+
+static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
         px__gl_unload(ex);
+    PX__CK(cudaSetDevice(ex->device));
     ex->prog = prog;
-    int n = ex->nslots = prog->nslots;
-    ex->gl_tex = (GLuint *)calloc((size_t)n, sizeof(GLuint));
-    ex->res = (cudaGraphicsResource_t *)calloc((size_t)n, sizeof(cudaGraphicsResource_t));
-    ex->slots = (px_gpu_slot *)calloc((size_t)n, sizeof(px_gpu_slot));
-    ex->arrays = (cudaArray_t *)calloc((size_t)n * PXVM_MAX_LEVELS, sizeof(cudaArray_t));
-    ex->bound = (uint8_t *)calloc((size_t)n, 1);
+    ex->batch = batch;
+    int n = ex->nslots = prog->nslots, all = n * batch;
+    ex->has_dot = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        ex->has_dot |= prog->insns[i].op == PX_OP_DOT_RGB;
+    ex->gl_tex = (GLuint *)calloc((size_t)all, sizeof(GLuint));
+    ex->res = (cudaGraphicsResource_t *)calloc((size_t)all, sizeof(cudaGraphicsResource_t));
+    ex->slots = (px_gpu_slot *)calloc((size_t)all, sizeof(px_gpu_slot));
+    ex->arrays = (cudaArray_t *)calloc((size_t)all * PXVM_MAX_LEVELS, sizeof(cudaArray_t));
+    ex->bound = (uint8_t *)calloc((size_t)all, 1);
     ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->d_staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->h_out = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->out_valid = 0;
     if (!ex->h_out || !ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status) * (size_t)batch));
+    PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
+    PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
+    PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
 
     /* storage: GL textures with full chains, registered once, mapped until close */
-    glGenTextures(n, ex->gl_tex);
-    for (int k = 0; k < n; k++) {
-        const pxvm_slot *s = &prog->slots[k];
-        glBindTexture(GL_TEXTURE_2D, ex->gl_tex[k]);
+    glGenTextures(all, ex->gl_tex);
+    for (int i = 0; i < all; i++) {
+        const pxvm_slot *s = &prog->slots[i % n];
+        glBindTexture(GL_TEXTURE_2D, ex->gl_tex[i]);
         glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
         GLenum ge = glGetError();
         if (ge != GL_NO_ERROR) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d failed: GL error 0x%x", s->levels,
-                     s->w, s->h, k, ge);
+            char msg[192];
+            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
+                     s->levels, s->w, s->h, i % n, i / n, ge);
             return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
         }
-        PX__CK(cudaGraphicsGLRegisterImage(&ex->res[k], ex->gl_tex[k], GL_TEXTURE_2D,
+        PX__CK(cudaGraphicsGLRegisterImage(&ex->res[i], ex->gl_tex[i], GL_TEXTURE_2D,
                                            cudaGraphicsRegisterFlagsSurfaceLoadStore));
     }
     glBindTexture(GL_TEXTURE_2D, 0);
-    PX__CK(cudaGraphicsMapResources(n, ex->res, ex->stream));
+    PX__CK(cudaGraphicsMapResources(all, ex->res, ex->stream));
     ex->mapped = 1;
-    for (int k = 0; k < n; k++) {
-        const pxvm_slot *s = &prog->slots[k];
-        px_gpu_slot *g = &ex->slots[k];
+    for (int i = 0; i < all; i++) {
+        const pxvm_slot *s = &prog->slots[i % n];
+        px_gpu_slot *g = &ex->slots[i];
         cudaMipmappedArray_t mip;
-        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, ex->res[k]));
+        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, ex->res[i]));
         g->levels = s->levels;
         for (int l = 0; l < s->levels; l++) {
             cudaArray_t arr;
             PX__CK(cudaGetMipmappedArrayLevel(&arr, mip, (unsigned)l));
-            ex->arrays[k * PXVM_MAX_LEVELS + l] = arr;
+            ex->arrays[(size_t)i * PXVM_MAX_LEVELS + (size_t)l] = arr;
             g->w[l] = px_mip_dim(s->w, l);
             g->h[l] = px_mip_dim(s->h, l);
             cudaResourceDesc rd;
@@ -589,15 +686,17 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
             PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
             PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
         }
-        if (s->role == PXI_ROLE_INPUT) {
-            PX__CK(cudaHostAlloc(&ex->staging[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocWriteCombined));
-            PX__CK(cudaMalloc(&ex->d_staging[k], (size_t)s->w * (size_t)s->h * 4u));
-        }
-        if (s->role == PXI_ROLE_OUTPUT)
-            PX__CK(cudaHostAlloc(&ex->h_out[k], (size_t)s->w * (size_t)s->h * 4u, cudaHostAllocDefault));
     }
-    PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n));
-    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n, cudaMemcpyHostToDevice, ex->stream));
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        size_t bytes = (size_t)s->w * (size_t)s->h * 4u * (size_t)batch;
+        if (s->role == PXI_ROLE_INPUT)
+            PX__CK(cudaMalloc(&ex->d_staging[k], bytes));
+        if (s->role == PXI_ROLE_OUTPUT)
+            PX__CK(cudaHostAlloc(&ex->h_out[k], bytes, cudaHostAllocDefault));
+    }
+    PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)all));
+    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)all, cudaMemcpyHostToDevice, ex->stream));
 
     /* SAMPLE/GATHER records, one per instruction, so a batch is a contiguous range */
     px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
@@ -645,15 +744,15 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
 
     /* initial state: every level of every slot zeroed, then level 0 of the program and data */
     int total_levels = 0;
-    for (int k = 0; k < n; k++)
-        total_levels += ex->slots[k].levels;
+    for (int i = 0; i < all; i++)
+        total_levels += ex->slots[i].levels;
     px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)total_levels, sizeof(px_gpu_rect));
     px_gpu_rect *d_all = NULL;
     if (!rects)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     ex->nclear = ex->max_clear_px = 0;
-    for (int k = 0; k < n; k++)
-        px__add_clear(ex, rects, k, 0, ex->slots[k].levels);
+    for (int i = 0; i < all; i++)
+        px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
     e = cudaMalloc(&d_all, sizeof(px_gpu_rect) * (size_t)ex->nclear);
     if (e == cudaSuccess)
         e = cudaMemcpy(d_all, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
@@ -665,12 +764,13 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     int rc = px__launch_clear(ex, d_all, ex->nclear, ex->max_clear_px, err);
     /* the per-run reset: what prog->reset marks (inputs and data never change) */
     ex->nclear = ex->max_clear_px = 0;
-    for (int k = 0; k < n; k++) {
+    for (int i = 0; i < all; i++) {
+        int k = i % n;
         uint8_t r = prog->reset[k];
         if ((r & PXVM_RESET_LEVEL0) && k != 0)
-            px__add_clear(ex, rects, k, 0, 1);
+            px__add_clear(ex, rects, i, 0, 1);
         if (r & PXVM_RESET_UPPER)
-            px__add_clear(ex, rects, k, 1, ex->slots[k].levels);
+            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
     }
     if (rc == 0 && ex->nclear) {
         e = cudaMalloc(&ex->d_clear, sizeof(px_gpu_rect) * (size_t)ex->nclear);
@@ -699,8 +799,9 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
         }
         level0 = tmp;
         pxvm_slot_initial(prog, k, level0);
-        e = cudaMemcpy2DToArrayAsync(ex->arrays[k * PXVM_MAX_LEVELS], 0, 0, level0, pitch, pitch, (size_t)s->h, cudaMemcpyHostToDevice,
-                                         ex->stream);
+        for (int b = 0; b < batch && e == cudaSuccess; b++)
+            e = cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
+                                         cudaMemcpyHostToDevice, ex->stream);
         if (e == cudaSuccess && k == 0 && (prog->reset[0] & PXVM_RESET_LEVEL0)) {
             e = cudaMalloc(&ex->d_prog, bytes);
             if (e == cudaSuccess)
@@ -722,41 +823,95 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *
     return 0;
 }
 
-static int px__gl_bind(pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err)
+/* A device pointer of ours: memory of the executor's CUDA device (or managed memory). */
+static int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *what, pxvm_error *err)
 {
-    if (pxvm_check_bind(ex->prog, slot, img, err) < 0)
-        return -1;
-    size_t pitch = (size_t)img->w * 4u;
-    const void *src = img->px;
     cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, img->px) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
-        cudaGetLastError(); /* pageable memory: copy into our pinned staging buffer first */
-        PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
-        memcpy(ex->staging[slot], img->px, pitch * (size_t)img->h);
-        src = ex->staging[slot];
+    if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+        cudaGetLastError();
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "the pointer is not CUDA memory");
     }
-    /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the SMs */
-    PX__CK(cudaMemcpyAsync(ex->d_staging[slot], src, pitch * (size_t)img->h, cudaMemcpyHostToDevice, ex->stream));
-    int quads = (img->w + 3) / 4 * img->h, blocks = (quads + 255) / 256;
-    px__k_upload<<<blocks < 4096 ? blocks : 4096, 256, 0, ex->stream>>>((const uint4 *)ex->d_staging[slot], img->w,
-                                                                         img->h, ex->slots[slot].surf[0]);
+    if ((attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) || attr.device != ex->device) {
+        char m[160];
+        snprintf(m, sizeof m, "the memory is on %s %d, the executor on CUDA device %d",
+                 attr.type == cudaMemoryTypeHost ? "the host, pinned for device" : "CUDA device", attr.device, ex->device);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
+    }
+    return 0;
+}
+
+static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t *data, uint32_t *lin, int slot,
+                           int item0, pxvm_error *err)
+{
+    px_gpu_view gv = {data, v->w, v->h, v->channels, (long long)v->item_stride, (long long)v->row_stride,
+                      (long long)v->px_stride, (long long)v->ch_stride};
+    int quads = (v->w + 3) / 4 * v->h, blocks = (quads + 255) / 256;
+    dim3 grid((unsigned)(blocks < 2048 ? blocks : 2048), (unsigned)v->items);
+    px__k_bind<<<grid, 256, 0, ex->stream>>>(gv, lin, (size_t)v->w * (size_t)v->h, ex->d_slots, ex->nslots, slot, item0);
     PX__CK(cudaGetLastError());
-    ex->bound[slot] = 1;
+    return 0;
+}
+
+static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
+    uint8_t *d_lin = ex->d_staging[slot] + bytes * (size_t)item0;
+    if (v->device >= 0) { /* on the device: converted straight into the slot and its linear copy */
+        if (px__check_device_ptr(ex, v->data, "input", err) < 0 || px__join_in(ex, err) < 0)
+            return -1;
+        if (px__launch_bind(ex, v, (const uint8_t *)v->data, (uint32_t *)d_lin, slot, item0, err) < 0)
+            return -1;
+    } else {
+        const void *src = v->data;
+        cudaPointerAttributes attr;
+        int pinned = cudaPointerGetAttributes(&attr, v->data) == cudaSuccess && attr.type == cudaMemoryTypeHost;
+        cudaGetLastError();
+        int contiguous = pxvm_view_is_packed_rgba(v) && (v->items == 1 || v->item_stride == (int64_t)bytes);
+        if (!(pinned && contiguous)) { /* converted into our pinned staging buffer first */
+            if (!ex->staging[slot])
+                PX__CK(cudaHostAlloc(&ex->staging[slot], bytes * (size_t)ex->batch, cudaHostAllocWriteCombined));
+            PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
+            for (int i = 0; i < v->items; i++)
+                pxvm_view_to_rgba(v, i, ex->staging[slot] + bytes * (size_t)(item0 + i));
+            src = ex->staging[slot] + bytes * (size_t)item0;
+        }
+        if (px__join_in(ex, err) < 0)
+            return -1;
+        /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the SMs */
+        PX__CK(cudaMemcpyAsync(d_lin, src, bytes * (size_t)v->items, cudaMemcpyHostToDevice, ex->stream));
+        pxvm_view packed = *v;
+        packed.channels = 4, packed.px_stride = 4, packed.ch_stride = 1;
+        packed.row_stride = (int64_t)pitch, packed.item_stride = (int64_t)bytes;
+        if (px__launch_bind(ex, &packed, d_lin, NULL, slot, item0, err) < 0)
+            return -1;
+    }
+    for (int i = 0; i < v->items; i++)
+        ex->bound[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot] = 1;
+    ex->out_valid = 0;
+    if (ex->user_stream) { /* the caller may reuse its memory once its stream reaches this point */
+        PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
+        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
+    }
     return 0;
 }
 
 /* Enqueues the plan's steps [0, nsteps) with no synchronisation; with `events` (nsteps + 1 of
- * them), event s is recorded before step s and event s+1 after it. */
+ * them), event s is recorded before step s and event s+1 after it. Every launch covers all items. */
 static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
                        pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
-    PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status), ex->stream));
+    unsigned items = (unsigned)ex->batch;
+    PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status) * items, ex->stream));
     if (ex->d_prog) {
         const pxvm_slot *s = &prog->slots[0];
         size_t pitch = (size_t)s->w * 4u;
-        PX__CK(cudaMemcpy2DToArrayAsync(ex->arrays[0], 0, 0, ex->d_prog, pitch, pitch, (size_t)s->h, cudaMemcpyDeviceToDevice,
-                                        ex->stream));
+        for (int b = 0; b < ex->batch; b++)
+            PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, 0, 0), 0, 0, ex->d_prog, pitch, pitch, (size_t)s->h,
+                                            cudaMemcpyDeviceToDevice, ex->stream));
     }
     if (px__launch_clear(ex, ex->d_clear, ex->nclear, ex->max_clear_px, err) < 0)
         return -1;
@@ -783,13 +938,16 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 int K = g->levels - 1 - L < per ? g->levels - 1 - L : per;
                 int rest = g->levels - 1 - L - K;
                 int tail = rest > 0 && g->w[L + K] <= 2 * side && g->h[L + K] <= 2 * side ? rest : 0;
-                dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side));
+                dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side), items);
                 /* an input's level 0 is also in its linear upload buffer (inputs are read-only) */
                 const uint32_t *lin = L == 0 && ex->d_staging[k] && (g->w[0] & 3) == 0 ? (const uint32_t *)ex->d_staging[k] : NULL;
+                size_t lin_item = (size_t)g->w[0] * (size_t)g->h[0];
                 if (large)
-                    px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter, lin);
+                    px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, k, L, K, tail,
+                                                                                  ex->d_counter, lin, lin_item);
                 else
-                    px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, ex->stream>>>(ex->d_slots, k, L, K, tail, ex->d_counter, lin);
+                    px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, k, L, K, tail,
+                                                                                  ex->d_counter, lin, lin_item);
                 L += K + tail;
             }
             break;
@@ -797,13 +955,14 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_SAMPLE:
         case PX_OP_ANISO:
         case PX_OP_GATHER: {
-            dim3 grid(st->count, ex->step_blocks[si]);
-            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->d_fetch + st->first);
+            dim3 grid(st->count, ex->step_blocks[si], items);
+            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first);
             break;
         }
         case PX_OP_DOT_RGB:
-            px__k_dot<<<1, 256, 0, ex->stream>>>(ex->d_slots, PX_ARG(in, DOT_RGB, row_a), PX_ARG(in, DOT_RGB, row_b),
-                                                 PX_ARG(in, DOT_RGB, row_out), st->first, ex->d_status);
+            px__k_dot<<<items, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, PX_ARG(in, DOT_RGB, row_a),
+                                                     PX_ARG(in, DOT_RGB, row_b), PX_ARG(in, DOT_RGB, row_out), st->first,
+                                                     ex->d_status);
             break;
         default: break; /* the validator admits no other opcode */
         }
@@ -814,28 +973,28 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     return 0;
 }
 
-/* Downloads level 0 of every output slot into its pinned buffer, after the steps: outputs are
- * downloaded once, at the end of the run, and read() then only copies memory. */
+/* Downloads level 0 of every output slot of every item into its pinned buffer, after the steps:
+ * for a synchronous run, outputs are downloaded once, at its end, and host reads only copy memory. */
 static int px__enqueue_outputs(pxvm_executor *ex, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     for (int k = 0; k < prog->nslots; k++)
         if (ex->h_out[k]) {
-            size_t pitch = (size_t)prog->slots[k].w * 4u;
-            PX__CK(cudaMemcpy2DFromArrayAsync(ex->h_out[k], pitch, ex->arrays[k * PXVM_MAX_LEVELS], 0, 0, pitch,
-                                              (size_t)prog->slots[k].h, cudaMemcpyDeviceToHost, ex->stream));
+            size_t pitch = (size_t)prog->slots[k].w * 4u, bytes = pitch * (size_t)prog->slots[k].h;
+            for (int b = 0; b < ex->batch; b++)
+                PX__CK(cudaMemcpy2DFromArrayAsync(ex->h_out[k] + bytes * (size_t)b, pitch, px__array(ex, b, k, 0), 0, 0,
+                                                  pitch, (size_t)prog->slots[k].h, cudaMemcpyDeviceToHost, ex->stream));
         }
     return 0;
 }
 
-/* Captures the plan's first nsteps steps, then the output downloads, into an executable graph. */
-static int px__capture(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
-                       cudaGraphExec_t *out, pxvm_error *err)
+/* Captures the plan's first nsteps steps, and the output downloads if asked, into a graph. */
+static int px__capture(pxvm_executor *ex, uint32_t nsteps, int downloads, cudaGraphExec_t *out, pxvm_error *err)
 {
     cudaGraph_t graph;
     PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
-    int rc = px__enqueue(ex, nsteps, opt, events, err);
-    if (rc == 0)
+    int rc = px__enqueue(ex, nsteps, NULL, NULL, err);
+    if (rc == 0 && downloads)
         rc = px__enqueue_outputs(ex, err);
     cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
     if (rc < 0)
@@ -849,14 +1008,30 @@ static int px__capture(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     return 0;
 }
 
+/* The first trap of the run, in item order (the CPU executor runs the items in that order). */
+static int px__check_traps(pxvm_executor *ex, pxvm_error *err)
+{
+    for (int b = 0; b < ex->batch; b++)
+        if (ex->h_status[b].trap_insn != 0xFFFFFFFFu) {
+            int x, y;
+            uint32_t i = ex->h_status[b].trap_insn;
+            pxvm_stream_xy(ex->prog, ex->prog->insns[i].pc, &x, &y);
+            return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, i, (unsigned long)ex->h_status[b].trap_sum);
+        }
+    return 0;
+}
+
 static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     char lb[16];
-    for (int k = 0; k < prog->nslots; k++)
-        if (prog->slots[k].role == PXI_ROLE_INPUT && !ex->bound[k])
+    for (int i = 0; i < ex->nslots * ex->batch; i++) {
+        int k = i % ex->nslots;
+        if (prog->slots[k].role == PXI_ROLE_INPUT && !ex->bound[i])
             return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
                              pxvm_slot_label(prog, k, lb));
+    }
+    PX__CK(cudaSetDevice(ex->device));
     /* the step budget is known before anything runs: execute the steps that fit, exactly as the
      * CPU executor does, and report the budget trap after any earlier trap */
     uint64_t budget = opt ? opt->max_steps : UINT64_MAX, steps = 0;
@@ -874,7 +1049,12 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     int full = budget_trap == UINT32_MAX;
+    /* with a caller's stream the run is asynchronous and leaves outputs on the device, unless a
+     * trap must be read back first */
+    int async = ex->user_stream && full && !ex->has_dot && !(opt && (opt->trace || opt->profile));
     ex->out_valid = 0;
+    if (px__join_in(ex, err) < 0)
+        return -1;
     cudaEvent_t *events = NULL;
     if (opt && opt->profile) {
         events = (cudaEvent_t *)calloc(nsteps + 1, sizeof(cudaEvent_t));
@@ -884,12 +1064,13 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             PX__CK(cudaEventCreate(&events[i]));
     }
     if (full && !(opt && (opt->trace || opt->profile))) {
-        if (!ex->have_graph) { /* capture the whole run once; later runs replay it */
-            if (px__capture(ex, nsteps, NULL, NULL, &ex->graph, err) < 0)
+        int g = async ? 0 : 1;
+        if (!ex->have_graph[g]) { /* capture the whole run once; later runs replay it */
+            if (px__capture(ex, nsteps, g, &ex->graph[g], err) < 0)
                 return -1;
-            ex->have_graph = 1;
+            ex->have_graph[g] = 1;
         }
-        PX__CK(cudaGraphLaunch(ex->graph, ex->stream));
+        PX__CK(cudaGraphLaunch(ex->graph[g], ex->stream));
     } else {
         if (events && !opt->trace)
             px__k_spin<<<1, 1, 0, ex->stream>>>(100000 + 10000 * (long long)nsteps);
@@ -898,8 +1079,13 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             return -1;
         }
     }
-    PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status), cudaMemcpyDeviceToHost, ex->stream));
+    if (async)
+        return px__join_out(ex, err);
+    PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status) * (size_t)ex->batch,
+                           cudaMemcpyDeviceToHost, ex->stream));
     PX__CK(cudaStreamSynchronize(ex->stream));
+    if (ex->user_stream && px__join_out(ex, err) < 0)
+        return -1;
     if (events) {
         for (uint32_t i = 0; i < nsteps; i++) {
             float ms = 0;
@@ -914,13 +1100,10 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             cudaEventDestroy(events[i]);
         free(events);
     }
-    int x, y;
-    if (ex->h_status->trap_insn != 0xFFFFFFFFu) {
-        uint32_t i = ex->h_status->trap_insn;
-        pxvm_stream_xy(prog, prog->insns[i].pc, &x, &y);
-        return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, i, (unsigned long)ex->h_status->trap_sum);
-    }
+    if (px__check_traps(ex, err) < 0)
+        return -1;
     if (!full) {
+        int x, y;
         pxvm_stream_xy(prog, prog->insns[budget_trap].pc, &x, &y);
         return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, budget_trap);
     }
@@ -928,38 +1111,69 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     return 0;
 }
 
-static int px__gl_read(pxvm_executor *ex, int slot, int level, pxvm_image *img, pxvm_error *err)
+static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
+                       pxvm_error *err)
 {
-    if (pxvm_check_read(ex->prog, slot, level, err) < 0)
+    if (pxvm_check_read_view(ex->prog, ex->batch, slot, level, item0, dst, patches, err) < 0)
         return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    const pxvm_slot *s = &ex->prog->slots[slot];
     const px_gpu_slot *g = &ex->slots[slot];
-    if (pxvm_image_alloc(img, g->w[level], g->h[level], err) < 0)
-        return -1;
-    size_t pitch = (size_t)img->w * 4u, bytes = pitch * (size_t)img->h;
+    size_t pitch = (size_t)g->w[level] * 4u, bytes = pitch * (size_t)g->h[level];
+    if (dst->device >= 0) { /* device to device, on the stream */
+        if (px__check_device_ptr(ex, dst->data, "output", err) < 0 || px__join_in(ex, err) < 0)
+            return -1;
+        if (patches) {
+            if (((uintptr_t)dst->data & 3) || (dst->row_stride & 3) || (dst->item_stride & 3))
+                return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
+                                 "device patches need 4-byte aligned data and strides");
+            dim3 grid((unsigned)s->patch_count, (unsigned)dst->items);
+            px__k_patches<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, slot, item0, s->w / s->patch_w,
+                                                        s->patch_w, s->patch_h, (uint8_t *)dst->data,
+                                                        (long long)dst->row_stride, (long long)dst->item_stride);
+            PX__CK(cudaGetLastError());
+        } else {
+            for (int i = 0; i < dst->items; i++)
+                PX__CK(cudaMemcpy2DFromArrayAsync((uint8_t *)dst->data + (int64_t)i * dst->item_stride,
+                                                  (size_t)dst->row_stride, px__array(ex, item0 + i, slot, level), 0, 0,
+                                                  pitch, (size_t)g->h[level], cudaMemcpyDeviceToDevice, ex->stream));
+        }
+        return px__join_out(ex, err);
+    }
     if (level == 0 && ex->h_out[slot] && ex->out_valid) { /* downloaded at the end of the run */
-        memcpy(img->px, ex->h_out[slot], bytes);
+        for (int i = 0; i < dst->items; i++)
+            pxvm_copy_out(s, g->w[0], g->h[0], ex->h_out[slot] + bytes * (size_t)(item0 + i), dst, i, patches);
         return 0;
     }
-    cudaError_t e = cudaSuccess;
     if (bytes > ex->h_read_cap) {
         if (ex->h_read)
             cudaFreeHost(ex->h_read);
         ex->h_read = NULL;
         ex->h_read_cap = 0;
-        e = cudaHostAlloc(&ex->h_read, bytes, cudaHostAllocDefault);
-        if (e == cudaSuccess)
-            ex->h_read_cap = bytes;
+        PX__CK(cudaHostAlloc(&ex->h_read, bytes, cudaHostAllocDefault));
+        ex->h_read_cap = bytes;
     }
-    if (e == cudaSuccess)
-        e = cudaMemcpy2DFromArrayAsync(ex->h_read, pitch, ex->arrays[slot * PXVM_MAX_LEVELS + level], 0, 0, pitch, (size_t)img->h, cudaMemcpyDeviceToHost,
-                                       ex->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(ex->stream);
-    if (e != cudaSuccess) {
-        pxvm_image_free(img);
-        return px__cuda_fail(err, "reading a slot", e, __LINE__);
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    for (int i = 0; i < dst->items; i++) {
+        PX__CK(cudaMemcpy2DFromArrayAsync(ex->h_read, pitch, px__array(ex, item0 + i, slot, level), 0, 0, pitch,
+                                          (size_t)g->h[level], cudaMemcpyDeviceToHost, ex->stream));
+        PX__CK(cudaStreamSynchronize(ex->stream));
+        pxvm_copy_out(s, g->w[level], g->h[level], ex->h_read, dst, i, patches);
     }
-    memcpy(img->px, ex->h_read, bytes);
+    return 0;
+}
+
+static int px__gl_set_stream(pxvm_executor *ex, void *stream, pxvm_error *err)
+{
+    (void)err;
+    ex->user_stream = (cudaStream_t)stream;
+    return 0;
+}
+
+static int px__gl_sync(pxvm_executor *ex, pxvm_error *err)
+{
+    PX__CK(cudaStreamSynchronize(ex->stream));
     return 0;
 }
 
@@ -968,14 +1182,12 @@ static void px__gl_close(pxvm_executor *ex)
     if (!ex)
         return;
     px__gl_unload(ex);
-    if (ex->d_status)
-        cudaFree(ex->d_status);
-    if (ex->d_counter)
-        cudaFree(ex->d_counter);
     if (ex->h_read)
         cudaFreeHost(ex->h_read);
-    if (ex->h_status)
-        cudaFreeHost(ex->h_status);
+    if (ex->ev_in)
+        cudaEventDestroy(ex->ev_in);
+    if (ex->ev_out)
+        cudaEventDestroy(ex->ev_out);
     if (ex->stream)
         cudaStreamDestroy(ex->stream);
     if (ex->dpy != EGL_NO_DISPLAY) {
@@ -988,5 +1200,5 @@ static void px__gl_close(pxvm_executor *ex)
 }
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
-    "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_close,
+    "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
 };

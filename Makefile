@@ -4,7 +4,7 @@ BUILD   ?= build
 BIN     ?= bin
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
-CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -MMD -MP
+CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -fPIC -MMD -MP
 LDLIBS  += -lpng -lturbojpeg -ljansson -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -18,12 +18,16 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc))
 CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr/include/GL/glew.h)),1,0)
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
-             -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
+             -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
-LIB_SRC := isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/threadpool.c
-TOOLS   := $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
+# libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
+SOVERSION := 1
+VERSION   := 1.0.0
+SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
+TOOLS   := $(SHLIB) $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu
@@ -60,6 +64,12 @@ $(BUILD)/%.o: %.cu $(CONFIG_STAMP)
 
 $(BUILD)/libpxvm.a: $(LIB_OBJ)
 	ar rcs $@ $^
+
+$(SHLIB): $(LIB_OBJ) api/libpxvm.map
+	$(CC) -shared -Wl,-soname,libpxvm.so.$(SOVERSION) -Wl,--version-script=api/libpxvm.map -Wl,-z,defs \
+	    $(LDFLAGS) $(LIB_OBJ) $(LDLIBS) -o $@
+	ln -sf libpxvm.so.$(VERSION) $(BUILD)/libpxvm.so.$(SOVERSION)
+	ln -sf libpxvm.so.$(SOVERSION) $(BUILD)/libpxvm.so
 
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
@@ -167,11 +177,31 @@ docs-images: all
 	    $(BIN)/pxasm --plan docs/plans/$$s-1804x1200.json -o build/plan-$$s.pxi \
 	        --overlay programs/data/chelsea.png docs/img/plan-$$s.png > docs/img/plan-$$s.txt || exit 1; done
 
+# make install PREFIX=/usr/local: the library (shared and static), the header, pkg-config, the
+# tools and the Python package (for the python3 that runs make).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LIBDIR  ?= $(PREFIX)/lib
+PYTHON  ?= /usr/bin/python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python3.%d/dist-packages" % sys.version_info[1])' 2>/dev/null)
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(BUILD)/libpxvm.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libpxvm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libpxvm.so.$(SOVERSION)
+	ln -sf libpxvm.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libpxvm.so
+	install -m 644 include/pxvm.h $(DESTDIR)$(PREFIX)/include/pxvm.h
+	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@VERSION@#$(VERSION)#' \
+	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
+	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(DESTDIR)$(PREFIX)/bin/
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 python/pxvm/*.py $(DESTDIR)$(PYTHONDIR)/pxvm/)
+	-$(if $(DESTDIR),,ldconfig)
+
 deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libegl-dev libglew-dev python3-numpy
 
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: all check-deps test goldens bench bench-deps fuzz fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
+.PHONY: install all check-deps test goldens bench bench-deps fuzz fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

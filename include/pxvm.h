@@ -60,7 +60,8 @@ typedef enum pxvm_class {
  * next failing call. */
 const char *pxvm_errmsg(void);
 pxvm_class pxvm_errclass(void);
-/* "malformed", "invalid", "unlinkable", "trap", "io", "usage", "unavailable", "assembly", "plan". */
+/* "malformed", "invalid", "unlinkable", "trap", "i/o error", "usage", "unavailable", "assembly error",
+ * "plan error": the words before the colon in pxvm_errmsg(). */
 const char *pxvm_class_name(pxvm_class cls);
 /* Releases what a pxvm_ call returned through a pointer (text, encoded images). NULL is fine. */
 void pxvm_free(void *p);

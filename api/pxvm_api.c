@@ -1,0 +1,356 @@
+/* pxvm_api.c - the public API (include/pxvm.h) over the library's internals: handles, the
+ * thread's last error, and the checks a caller's arguments need before they reach an executor. */
+#define _GNU_SOURCE /* open_memstream */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../assembler/plan.h"
+#include "../assembler/pxasm.h"
+#include "../vm/vm.h"
+
+struct pxvm_prog {
+    pxvm_program p;
+    pxvm_limits lim;
+};
+
+struct pxvm_runner {
+    const pxvm_prog *prog;
+    const pxvm_executor_ops *ops;
+    pxvm_executor *ex;
+    int batch;
+};
+
+/* ---- errors: the last failure of this thread ------------------------------------------------ */
+
+static _Thread_local pxvm_class px__last_class;
+static _Thread_local char px__last_msg[1024];
+
+/* Records err as the thread's last error; returns its class (the API's return value). */
+static int px__fail(const pxvm_error *err)
+{
+    px__last_class = err->cls;
+    pxvm_error_format(err, px__last_msg, sizeof px__last_msg);
+    return (int)err->cls;
+}
+
+static int px__usage(const char *msg)
+{
+    pxvm_error err;
+    pxvm_fail(&err, PXE_USAGE, -1, -1, msg);
+    return px__fail(&err);
+}
+
+const char *pxvm_errmsg(void) { return px__last_msg; }
+pxvm_class pxvm_errclass(void) { return px__last_class; }
+void pxvm_free(void *p) { free(p); }
+const char *pxvm_version(void) { return PXVM_VERSION; }
+
+static const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
+{
+    if (lim)
+        return lim;
+    pxvm_limits_default(def);
+    return def;
+}
+
+/* ---- images --------------------------------------------------------------------------------- */
+
+int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm_limits *lim, uint8_t **rgba,
+                      int *w, int *h)
+{
+    pxvm_limits def;
+    pxvm_error err;
+    pxvm_image img;
+    if (!data || !rgba || !w || !h)
+        return px__usage("pxvm_image_decode: NULL argument");
+    if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
+        return px__fail(&err);
+    *rgba = img.px, *w = img.w, *h = img.h;
+    return 0;
+}
+
+int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, int *w, int *h)
+{
+    pxvm_limits def;
+    pxvm_error err;
+    pxvm_image img;
+    if (!path || !rgba || !w || !h)
+        return px__usage("pxvm_image_load: NULL argument");
+    if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
+        return px__fail(&err);
+    *rgba = img.px, *w = img.w, *h = img.h;
+    return 0;
+}
+
+int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t *len)
+{
+    pxvm_error err;
+    if (!rgba || !png || !len || w < 1 || h < 1)
+        return px__usage("pxvm_image_encode_png: NULL argument or empty image");
+    pxvm_image img = {w, h, (uint8_t *)rgba};
+    uint8_t *out;
+    if (pxvm_png_encode(&img, &out, len, &err) < 0)
+        return px__fail(&err);
+    *png = out;
+    return 0;
+}
+
+/* ---- programs ------------------------------------------------------------------------------- */
+
+/* Takes ownership of *img, validates it into a new handle. */
+static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, pxvm_prog **out)
+{
+    pxvm_error err;
+    pxvm_prog *p = calloc(1, sizeof *p);
+    if (!p) {
+        pxvm_image_free(img);
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *p);
+        return px__fail(&err);
+    }
+    pxvm_limits def;
+    p->lim = *px__limits(lim, &def);
+    if (pxvm_program_from_image(img, &p->lim, &p->p, &err) < 0) {
+        free(p);
+        return px__fail(&err);
+    }
+    *out = p;
+    return 0;
+}
+
+int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
+{
+    pxvm_limits def;
+    pxvm_error err;
+    pxvm_image img;
+    if (!path || !out)
+        return px__usage("pxvm_prog_load: NULL argument");
+    *out = NULL;
+    if (pxvm_png_load(path, px__limits(lim, &def), &img, &err) < 0)
+        return px__fail(&err);
+    return px__prog_from(&img, lim, out);
+}
+
+int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_prog **out)
+{
+    pxvm_limits def;
+    pxvm_error err;
+    pxvm_image img;
+    if (!data || !out)
+        return px__usage("pxvm_prog_from_png: NULL argument");
+    *out = NULL;
+    if (pxvm_png_decode(data, len, name ? name : "program", px__limits(lim, &def), &img, &err) < 0)
+        return px__fail(&err);
+    return px__prog_from(&img, lim, out);
+}
+
+int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *lim, pxvm_prog **out)
+{
+    pxvm_limits def;
+    pxvm_error err;
+    pxvm_image img;
+    if (!text || !out)
+        return px__usage("pxvm_prog_assemble: NULL argument");
+    *out = NULL;
+    if (pxasm_assemble(text, strlen(text), name ? name : "<text>", px__limits(lim, &def), &img, &err) < 0)
+        return px__fail(&err);
+    return px__prog_from(&img, lim, out);
+}
+
+int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *lim, pxvm_prog **out)
+{
+    pxvm_error err;
+    pxvm_plan plan;
+    pxvm_image img;
+    if (!json || !out)
+        return px__usage("pxvm_prog_from_plan: NULL argument");
+    *out = NULL;
+    if (pxvm_plan_parse(json, strlen(json), name ? name : "<plan>", &plan, &err) < 0)
+        return px__fail(&err);
+    int rc = pxvm_plan_compile(&plan, &img, &err);
+    pxvm_plan_free(&plan);
+    if (rc < 0)
+        return px__fail(&err);
+    return px__prog_from(&img, lim, out);
+}
+
+void pxvm_prog_free(pxvm_prog *prog)
+{
+    if (!prog)
+        return;
+    pxvm_program_free(&prog->p);
+    free(prog);
+}
+
+int pxvm_prog_disassemble(const pxvm_prog *prog, char **text)
+{
+    pxvm_error err;
+    if (!prog || !text)
+        return px__usage("pxvm_prog_disassemble: NULL argument");
+    size_t len = 0;
+    FILE *mem = open_memstream(text, &len);
+    if (!mem) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, 0ull);
+        return px__fail(&err);
+    }
+    pxasm_disassemble(&prog->p, "program", mem);
+    fclose(mem);
+    return 0;
+}
+
+int pxvm_prog_encode(const pxvm_prog *prog, void **png, size_t *len)
+{
+    if (!prog)
+        return px__usage("pxvm_prog_encode: NULL program");
+    return pxvm_image_encode_png(prog->p.image.px, prog->p.image.w, prog->p.image.h, png, len);
+}
+
+int pxvm_prog_slot_count(const pxvm_prog *prog) { return prog ? prog->p.nslots : 0; }
+
+int pxvm_prog_slot(const pxvm_prog *prog, int k, pxvm_slot_info *info)
+{
+    if (!prog || !info || k < 0 || k >= prog->p.nslots)
+        return px__usage("pxvm_prog_slot: no such slot");
+    const pxvm_slot *s = &prog->p.slots[k];
+    char lb[16];
+    snprintf(info->name, sizeof info->name, "%s", s->name[0] ? s->name : pxvm_slot_label(&prog->p, k, lb));
+    info->role = pxi_role_name(s->role);
+    info->w = s->w, info->h = s->h, info->levels = s->levels;
+    info->patch_w = s->patch_w, info->patch_h = s->patch_h, info->patch_count = s->patch_count;
+    return 0;
+}
+
+int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name)
+{
+    return prog && name ? pxvm_slot_lookup(&prog->p, name) : -1;
+}
+
+/* ---- runners -------------------------------------------------------------------------------- */
+
+int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, int threads, int batch,
+                     pxvm_runner **out)
+{
+    pxvm_error err;
+    if (!prog || !out)
+        return px__usage("pxvm_runner_open: NULL argument");
+    *out = NULL;
+    if (batch < 1 || batch > 65535)
+        return px__usage("pxvm_runner_open: batch must be 1..65535");
+    if (threads < 0 || device < 0)
+        return px__usage("pxvm_runner_open: threads and device must be >= 0");
+    if (!executor)
+        executor = "cpu";
+    int automatic = !strcmp(executor, "auto");
+    const pxvm_executor_ops *ops = pxvm_executor_find(automatic ? "cuda" : executor, &err);
+    if (!ops && !automatic)
+        return px__fail(&err);
+    pxvm_open_options oo = {threads, device};
+    pxvm_executor *ex = NULL;
+    if (ops && ops->open(&ex, &oo, &err) < 0) {
+        if (ex) /* a failed open may leave a half-made executor */
+            ops->close(ex);
+        ex = NULL;
+        if (!automatic)
+            return px__fail(&err);
+    }
+    if (!ex) { /* auto, and cuda is not here */
+        ops = &pxvm_cpu_executor;
+        if (ops->open(&ex, &oo, &err) < 0)
+            return px__fail(&err);
+    }
+    pxvm_runner *r = calloc(1, sizeof *r);
+    if (!r || ops->load(ex, &prog->p, batch, &err) < 0) {
+        if (!r)
+            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *r);
+        ops->close(ex);
+        free(r);
+        return px__fail(&err);
+    }
+    r->prog = prog, r->ops = ops, r->ex = ex, r->batch = batch;
+    *out = r;
+    return 0;
+}
+
+void pxvm_runner_close(pxvm_runner *run)
+{
+    if (!run)
+        return;
+    run->ops->close(run->ex);
+    free(run);
+}
+
+const char *pxvm_runner_executor(const pxvm_runner *run) { return run ? run->ops->name : NULL; }
+int pxvm_runner_batch(const pxvm_runner *run) { return run ? run->batch : 0; }
+
+int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_set_stream: NULL runner");
+    if (!run->ops->set_stream) {
+        if (!cuda_stream)
+            return 0;
+        return px__usage("pxvm_runner_set_stream: only the cuda executor takes a CUDA stream");
+    }
+    return run->ops->set_stream(run->ex, cuda_stream, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_bind: NULL runner");
+    return run->ops->bind(run->ex, slot, first_item, view, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_run(pxvm_runner *run)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_run: NULL runner");
+    pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
+    return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_read: NULL runner");
+    return run->ops->read(run->ex, slot, level, first_item, dst, 0, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_read_patches: NULL runner");
+    return run->ops->read(run->ex, slot, 0, first_item, dst, 1, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_sync(pxvm_runner *run)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_sync: NULL runner");
+    if (!run->ops->sync)
+        return 0;
+    return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const pxvm_view *ins, int nout,
+                     const int *out_slots, const int *out_kinds, const pxvm_view *outs)
+{
+    if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
+        return px__usage("pxvm_runner_exec: NULL argument");
+    for (int i = 0; i < nin; i++) {
+        int rc = pxvm_runner_bind(run, in_slots[i], 0, &ins[i]);
+        if (rc)
+            return rc;
+    }
+    int rc = pxvm_runner_run(run);
+    for (int i = 0; rc == 0 && i < nout; i++)
+        rc = out_kinds[i] ? pxvm_runner_read_patches(run, out_slots[i], 0, &outs[i])
+                          : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);
+    return rc;
+}

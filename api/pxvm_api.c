@@ -338,13 +338,13 @@ int pxvm_runner_sync(pxvm_runner *run)
     return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
 }
 
-int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const pxvm_view *ins, int nout,
-                     const int *out_slots, const int *out_kinds, const pxvm_view *outs)
+int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
+                     int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs)
 {
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
     for (int i = 0; i < nin; i++) {
-        int rc = pxvm_runner_bind(run, in_slots[i], 0, &ins[i]);
+        int rc = pxvm_runner_bind(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
         if (rc)
             return rc;
     }

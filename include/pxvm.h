@@ -188,10 +188,11 @@ int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const p
  * and reports a trap of an asynchronous run. Returns at once on the CPU. */
 int pxvm_runner_sync(pxvm_runner *run);
 
-/* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views,
- * runs, then reads nout views (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */
-int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const pxvm_view *ins, int nout,
-                     const int *out_slots, const int *out_kinds, const pxvm_view *outs);
+/* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
+ * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
+ * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */
+int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
+                     int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 
 #ifdef __cplusplus
 }

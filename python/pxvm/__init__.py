@@ -1,0 +1,540 @@
+"""pxvm: foveated image pyramids as pixel programs, from Python.
+
+    import pxvm
+    prog = pxvm.Program.load("programs/foveate273.pxi")
+    runner = pxvm.Runner(prog, executor="auto")
+    patches = runner.patches(pxvm.load_image("programs/data/chelsea.png"))   # (273, 16, 16, 4) uint8
+
+Images are NumPy uint8 arrays or PyTorch uint8 tensors (CPU or CUDA), (H, W), (H, W, C) or
+(C, H, W) with C in 1 (grey), 3 (RGB) or 4 (RGBA), any strides; batches add a leading B axis
+or are lists. What is copied, and when:
+- inputs are read once, by the library, straight from your memory into the VM's storage (converted
+  to RGBA8 on the way: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)); no Python-side copy, and
+  CUDA inputs never pass through the host;
+- outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
+  device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
+  without a synchronisation.
+Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
+dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
+"""
+import ctypes
+import json as _json
+import os
+
+from . import _capi
+from ._capi import View as _View, SlotInfo as _SlotInfo, Limits as _Limits
+
+_lib = _capi.lib
+
+__all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
+           "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",
+           "library_version", "library_path"]
+
+library_version = _lib.pxvm_version().decode()
+library_path = _capi.library_path
+__version__ = library_version
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+class Error(Exception):
+    """A pxvm failure; `cls` is the library's class name ("invalid", "trap", ...)."""
+    cls = None
+
+
+class Malformed(Error):
+    cls = "malformed"
+
+
+class InvalidProgram(Error):
+    cls = "invalid"
+
+
+class Unlinkable(Error):
+    cls = "unlinkable"
+
+
+class Trap(Error):
+    cls = "trap"
+
+
+class PxIOError(Error, OSError):
+    cls = "i/o error"
+
+
+class UsageError(Error, ValueError):
+    cls = "usage"
+
+
+class Unavailable(Error):
+    cls = "unavailable"
+
+
+class AssemblyError(Error):
+    cls = "assembly error"
+
+
+class PlanError(Error):
+    cls = "plan error"
+
+
+_BY_CLASS = {1: Malformed, 2: InvalidProgram, 3: Unlinkable, 4: Trap, 5: PxIOError, 6: UsageError,
+             7: Unavailable, 8: AssemblyError, 9: PlanError}
+
+
+def _check(rc):
+    if rc:
+        raise _BY_CLASS.get(rc, Error)(_lib.pxvm_errmsg().decode(errors="replace"))
+
+
+def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
+    lim = _Limits()
+    _lib.pxvm_limits_default(ctypes.byref(lim))
+    for k, v in (("max_side", max_side), ("max_memory", max_memory), ("max_insns", max_insns),
+                 ("max_steps", max_steps)):
+        if v is not None:
+            setattr(lim, k, int(v))
+    return lim
+
+
+def _take_bytes(ptr, n):
+    try:
+        return ctypes.string_at(ptr, n)
+    finally:
+        _lib.pxvm_free(ptr)
+
+
+# ---- images ---------------------------------------------------------------------------------------
+
+def _np():
+    import numpy
+    return numpy
+
+
+def load_image(path, **limits):
+    """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
+    (libpng, libjpeg-turbo), the limits checked from the file's header first."""
+    np = _np()
+    px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
+    lim = _limits(**limits)
+    _check(_lib.pxvm_image_load(os.fsencode(path), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
+                                ctypes.byref(h)))
+    data = _take_bytes(px, w.value * h.value * 4)
+    return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()
+
+
+# ---- programs -------------------------------------------------------------------------------------
+
+class Slot:
+    """A program slot: name, role ("input", "output", ...), size, levels, patch geometry."""
+    __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count")
+
+    def __init__(self, index, info):
+        self.index = index
+        self.name = info.name.decode()
+        self.role = info.role.decode()
+        self.w, self.h, self.levels = info.w, info.h, info.levels
+        self.patch_w, self.patch_h, self.patch_count = info.patch_w, info.patch_h, info.patch_count
+
+    def __repr__(self):
+        extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""
+        return "Slot(%d %r %s %dx%d, %d levels%s)" % (self.index, self.name, self.role, self.w, self.h, self.levels,
+                                                      extra)
+
+
+class Program:
+    """A loaded, validated pixel program (immutable). Make one with load, from_plan, from_png or
+    assemble."""
+
+    def __init__(self, handle, name):
+        self._h = ctypes.c_void_p(handle)
+        self.name = name
+        n = _lib.pxvm_prog_slot_count(self._h)
+        self.slots = []
+        for k in range(n):
+            info = _SlotInfo()
+            _check(_lib.pxvm_prog_slot(self._h, k, ctypes.byref(info)))
+            self.slots.append(Slot(k, info))
+
+    @classmethod
+    def _make(cls, fn, name, *args, **limits):
+        h = ctypes.c_void_p()
+        lim = _limits(**limits)
+        _check(fn(*args, ctypes.byref(lim), ctypes.byref(h)))
+        return cls(h.value, name)
+
+    @classmethod
+    def load(cls, path, **limits):
+        """A .pxi file (limits: max_side, max_memory, max_insns, max_steps)."""
+        return cls._make(_lib.pxvm_prog_load, str(path), os.fsencode(path), **limits)
+
+    @classmethod
+    def from_png(cls, data, name="program", **limits):
+        """A .pxi given as PNG bytes."""
+        data = bytes(data)
+        return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), name.encode(), **limits)
+
+    @classmethod
+    def assemble(cls, text, name="<text>", **limits):
+        """pxasm source text (assembler/README.md)."""
+        return cls._make(_lib.pxvm_prog_assemble, name, text.encode(), name.encode(), **limits)
+
+    @classmethod
+    def from_plan(cls, plan, name=None, **limits):
+        """An allocation plan: a dict, a JSON string, or the path of a JSON file (the fields are in
+        assembler/README.md). All float math happens here, deterministically."""
+        if isinstance(plan, dict):
+            text, name = _json.dumps(plan), name or "<plan>"
+        elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):
+            with open(plan, "rb") as f:
+                text, name = f.read().decode(), name or str(plan)
+        else:
+            text, name = str(plan), name or "<plan>"
+        return cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
+
+    def disassemble(self):
+        """pxasm source that assembles back to the same pixels."""
+        p = ctypes.c_void_p()
+        _check(_lib.pxvm_prog_disassemble(self._h, ctypes.byref(p)))
+        return _take_bytes(p, len(ctypes.string_at(p))).decode()
+
+    def to_png(self):
+        """The program image as PNG bytes (what a .pxi file holds)."""
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        _check(_lib.pxvm_prog_encode(self._h, ctypes.byref(p), ctypes.byref(n)))
+        return _take_bytes(p, n.value)
+
+    def save(self, path):
+        with open(path, "wb") as f:
+            f.write(self.to_png())
+
+    def slot(self, name):
+        """A slot by name or number."""
+        k = _lib.pxvm_prog_slot_find(self._h, str(name).encode())
+        if k < 0:
+            raise UsageError("usage: the program has no slot '%s'" % name)
+        return self.slots[k]
+
+    @property
+    def inputs(self):
+        return [s for s in self.slots if s.role == "input"]
+
+    @property
+    def outputs(self):
+        return [s for s in self.slots if s.role == "output"]
+
+    def __repr__(self):
+        return "Program(%r, %d slots)" % (self.name, len(self.slots))
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h is not None and h.value:
+            _lib.pxvm_prog_free(h)
+            self._h = ctypes.c_void_p()
+
+
+def assemble(text, name="<text>", **limits):
+    """pxasm source text -> Program."""
+    return Program.assemble(text, name, **limits)
+
+
+# ---- arrays and tensors as views ----------------------------------------------------------------
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class _Arr:
+    """What the library needs of an array: pointer, shape and byte strides, device; `keep` holds
+    the object alive during the call."""
+    __slots__ = ("ptr", "shape", "strides", "device", "keep")
+
+
+def _describe(x):
+    a = _Arr()
+    if _is_torch(x):
+        import torch
+        if x.dtype != torch.uint8:
+            raise TypeError("pxvm: images must be uint8, got a torch tensor of %s" % x.dtype)
+        a.ptr, a.shape, a.strides = x.data_ptr(), tuple(x.shape), tuple(x.stride())  # uint8: elements = bytes
+        a.device = x.device.index if x.device.type == "cuda" else -1
+        if x.device.type == "cuda" and a.device is None:
+            a.device = torch.cuda.current_device()
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError("pxvm: tensors must be on the CPU or a CUDA device, not %s" % x.device)
+        a.keep = x
+        return a
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai["typestr"] not in ("|u1", "<u1"):
+            raise TypeError("pxvm: images must be uint8, got a CUDA array of %s" % cai["typestr"])
+        a.shape = tuple(cai["shape"])
+        st = cai.get("strides")
+        if st is None:
+            st, acc = [], 1
+            for d in reversed(a.shape):
+                st.insert(0, acc)
+                acc *= d
+        a.ptr, a.strides, a.device, a.keep = cai["data"][0], tuple(st), -2, x  # -2: the runner's device
+        return a
+    np = _np()
+    arr = np.asarray(x)
+    if arr.dtype != np.uint8:
+        raise TypeError("pxvm: images must be uint8 arrays, got %s" % arr.dtype)
+    a.ptr, a.shape, a.strides, a.device, a.keep = arr.ctypes.data, arr.shape, arr.strides, -1, arr
+    return a
+
+
+def _image_view(a, w, h, batched):
+    """A View of `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
+    The layout is the one whose (H, W) is the slot's; HWC first where both fit."""
+    shape, st = list(a.shape), list(a.strides)
+    if batched:
+        if not shape:
+            raise ValueError("pxvm: a batch needs a leading batch axis")
+        items, item_stride = shape.pop(0), st.pop(0)
+    else:
+        items, item_stride = 1, 0
+    want = "(B, H, W), (B, H, W, C) or (B, C, H, W)" if batched else "(H, W), (H, W, C) or (C, H, W)"
+    if len(shape) == 2:
+        H, W, C, rs, ps, cs = shape[0], shape[1], 1, st[0], st[1], 0
+    elif len(shape) == 3:
+        hwc = shape[2] in (1, 3, 4)
+        chw = shape[0] in (1, 3, 4)
+        if hwc and chw:  # both possible: the one that fits the slot, HWC first
+            hwc = tuple(shape[:2]) == (h, w) or tuple(shape[1:]) != (h, w)
+        if hwc:
+            H, W, C, rs, ps, cs = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        elif chw:
+            C, H, W, cs, rs, ps = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        else:
+            raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    else:
+        raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    v = _View()
+    v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
+    v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
+    return v
+
+
+# ---- runners --------------------------------------------------------------------------------------
+
+class Runner:
+    """A program loaded on an executor: "cpu", "cuda" (CUDA-GL) or "auto" (cuda when it opens here).
+
+    run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
+    run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
+    A runner keeps its slots loaded per batch size (the first call with a new size loads them:
+    milliseconds on the GPU), so repeated calls cost only the run."""
+
+    def __init__(self, program, executor="cpu", device=0, threads=0):
+        if not isinstance(program, Program):
+            program = Program.load(program)
+        self.program = program
+        self.device = int(device)
+        self.threads = int(threads)
+        self._runners = {}
+        self._stream = {}
+        self.executor = executor
+        self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
+
+    def _runner(self, batch):
+        r = self._runners.get(batch)
+        if r is None:
+            h = ctypes.c_void_p()
+            _check(_lib.pxvm_runner_open(self.program._h, self.executor.encode(), self.device, self.threads, batch,
+                                         ctypes.byref(h)))
+            r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
+        return r
+
+    def close(self):
+        for h, _ in self._runners.values():
+            _lib.pxvm_runner_close(h)
+        self._runners = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "Runner(%r, executor=%r)" % (self.program, self.executor)
+
+    # -- the one call into the library per run
+    def _exec(self, inputs, batch, outs, batched=False):
+        """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
+        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches.
+        Returns the output arrays in the order of outs."""
+        h, name = self._runner(batch)
+        binds = []  # (slot, first item, description, has a batch axis)
+        for k, x in inputs.items():
+            if isinstance(x, (list, tuple)):
+                binds += [(k, i, _describe(xi), False) for i, xi in enumerate(x)]
+            else:
+                binds.append((k, 0, _describe(x), batched))
+        on_cuda = any(a.device != -1 for _, _, a, _ in binds)
+        if on_cuda:
+            import torch
+            if name != "cuda":
+                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
+            for _, _, a, _ in binds:
+                if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
+                    a.device = self.device
+                elif a.device >= 0 and a.device != self.device:
+                    raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
+                                     (a.device, self.device))
+            # the library orders its work after this stream's and the stream after its work
+            handle = torch.cuda.current_stream(self.device).cuda_stream or 1  # 0: the legacy default stream
+            if self._stream.get(batch) != handle:
+                _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+                self._stream[batch] = handle
+        elif self._stream.get(batch):
+            _check(_lib.pxvm_runner_set_stream(h, None))
+            self._stream[batch] = 0
+        nin, nout = len(binds), len(outs)
+        in_slots = (ctypes.c_int * max(nin, 1))()
+        in_items = (ctypes.c_int * max(nin, 1))()
+        in_views = (_View * max(nin, 1))()
+        for i, (k, item, a, has_axis) in enumerate(binds):
+            s = self.program.slots[k]
+            in_slots[i], in_items[i] = k, item
+            in_views[i] = _image_view(a, s.w, s.h, has_axis)
+        out_slots = (ctypes.c_int * max(nout, 1))()
+        out_kinds = (ctypes.c_int * max(nout, 1))()
+        out_views = (_View * max(nout, 1))()
+        results = []
+        for i, (k, kind) in enumerate(outs):
+            s = self.program.slots[k]
+            if kind:
+                shape = (s.patch_count, s.patch_h, s.patch_w, 4)
+                vw, vh = s.patch_w, s.patch_h * s.patch_count
+            else:
+                shape = (s.h, s.w, 4)
+                vw, vh = s.w, s.h
+            full = (batch,) + shape
+            if on_cuda:
+                import torch
+                arr = torch.empty(full, dtype=torch.uint8, device="cuda:%d" % self.device)
+                ptr, devno = arr.data_ptr(), self.device
+            else:
+                np = _np()
+                arr = np.empty(full, dtype=np.uint8)
+                ptr, devno = arr.ctypes.data, -1
+            v = out_views[i]
+            v.data, v.device, v.items, v.w, v.h, v.channels = ptr, devno, batch, vw, vh, 4
+            v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
+            out_slots[i], out_kinds[i] = k, kind
+            results.append(arr)
+        _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
+        del binds  # the inputs were read (or, on a stream, the stream's later work waits for that)
+        return results
+
+    def _inputs(self, args, kwargs):
+        ins = self.program.inputs
+        if args:
+            if len(args) > 1 or len(ins) != 1 or kwargs:
+                raise UsageError("usage: give inputs by slot name (%s)" % ", ".join(s.name for s in ins))
+            return {ins[0].index: args[0]}
+        bound = {}
+        for key, x in kwargs.items():
+            s = self.program.slot(key)
+            bound[s.index] = x
+        missing = [s.name for s in ins if s.index not in bound]
+        if missing:
+            raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])
+        return bound
+
+    def _atlas(self, slot):
+        if slot is not None:
+            s = self.program.slot(slot)
+            if not s.patch_count:
+                raise UsageError("usage: slot '%s' is no patch atlas" % s.name)
+            return s
+        for s in self.program.slots:
+            if s.patch_count and s.role == "output":
+                return s
+        raise UsageError("usage: the program has no patch atlas output")
+
+    def run(self, *image, **inputs):
+        """Runs once: {output slot name: level 0 as (H, W, 4)}."""
+        outs = self.program.outputs
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs])
+        return {s.name: r[0] for s, r in zip(outs, res)}
+
+    def patches(self, *image, slot=None, **inputs):
+        """Runs once: the patches of the (first) atlas output, (N, h, w, 4)."""
+        s = self._atlas(slot)
+        return self._exec(self._inputs(image, inputs), 1, [(s.index, 1)])[0][0]
+
+    def _batch_inputs(self, images, inputs):
+        if images is not None:
+            inputs = dict(inputs)
+            ins = self.program.inputs
+            if len(ins) != 1:
+                raise UsageError("usage: give batches by slot name (%s)" % ", ".join(s.name for s in ins))
+            inputs[ins[0].name] = images
+        bound = self._inputs((), inputs)
+        sizes = {len(x) if isinstance(x, (list, tuple)) else int(x.shape[0]) for x in bound.values()}
+        if len(sizes) != 1 or 0 in sizes:
+            raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
+        return bound, sizes.pop()
+
+    def run_batch(self, images=None, **inputs):
+        """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
+        On the GPU each plan step is one launch for the whole batch."""
+        bound, b = self._batch_inputs(images, inputs)
+        outs = self.program.outputs
+        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True)
+        return {s.name: r for s, r in zip(outs, res)}
+
+    def patches_batch(self, images=None, slot=None, **inputs):
+        """The atlas's patches for a batch: (B, N, h, w, 4)."""
+        bound, b = self._batch_inputs(images, inputs)
+        s = self._atlas(slot)
+        return self._exec(bound, b, [(s.index, 1)], batched=True)[0]
+
+    def read(self, slot, level=0, batch=1):
+        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
+        np = _np()
+        s = self.program.slot(slot)
+        h = self._runner(batch)[0]
+        w, hh = max(1, s.w >> level), max(1, s.h >> level)
+        arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
+        v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
+        _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
+        return arr
+
+
+# ---- convenience ----------------------------------------------------------------------------------
+
+_pyramid_cache = {}
+
+
+def pyramid(image, executor="cpu", device=0):
+    """The full mip chain of an image under the PYRAMID rule ((a+b+c+d+2)>>2 per 2x2 block, OpenGL
+    sizes), computed by the VM: a list of (h, w, 4) arrays, level 0 first."""
+    a = _describe(image)
+    sh = list(a.shape)
+    if len(sh) == 2 or (len(sh) == 3 and sh[2] in (1, 3, 4)):
+        h, w = sh[0], sh[1]
+    elif len(sh) == 3 and sh[0] in (1, 3, 4):
+        h, w = sh[1], sh[2]
+    else:
+        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
+    key = (w, h, executor, device)
+    r = _pyramid_cache.get(key)
+    if r is None:
+        prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
+        r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
+    if a.device == -1:
+        r._exec({1: image}, 1, [])
+        s = r.program.slots[1]
+        return [r.read(1, l)[0] for l in range(s.levels)]
+    raise UsageError("usage: pxvm.pyramid takes host images (use a Runner with executor='cuda' for tensors)")

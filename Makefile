@@ -30,7 +30,7 @@ SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
 TOOLS   := $(SHLIB) $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
-TOOLS    += $(BIN)/bench_gpu
+TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device
 LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
@@ -90,6 +90,9 @@ $(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conforma
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_device: $(BUILD)/tests/bench/bench_device.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

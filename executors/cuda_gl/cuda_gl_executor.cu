@@ -525,10 +525,19 @@ static int px__join_out(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
+/* Interop calls act on the GL context current on the calling thread: a process may hold several
+ * executors (one context each), so each makes its own current before any GL or interop call. */
+static void px__make_current(pxvm_executor *ex)
+{
+    if (ex->dpy != EGL_NO_DISPLAY && ex->ctx != EGL_NO_CONTEXT && eglGetCurrentContext() != ex->ctx)
+        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx);
+}
+
 static void px__gl_unload(pxvm_executor *ex)
 {
     if (!ex->prog)
         return;
+    px__make_current(ex);
     int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
     for (int g = 0; g < 2; g++)
@@ -620,6 +629,8 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     if (ex->prog)
         px__gl_unload(ex);
     PX__CK(cudaSetDevice(ex->device));
+    px__make_current(ex);
+    cudaGetLastError(); /* an error left by other code on this thread is not this load's */
     ex->prog = prog;
     ex->batch = batch;
     int n = ex->nslots = prog->nslots, all = n * batch;
@@ -1182,6 +1193,7 @@ static void px__gl_close(pxvm_executor *ex)
     if (!ex)
         return;
     px__gl_unload(ex);
+    px__make_current(ex);
     if (ex->h_read)
         cudaFreeHost(ex->h_read);
     if (ex->ev_in)

@@ -1,0 +1,100 @@
+"""CUDA tensors on the CUDA-GL executor (the GPU machine: PXVM_TEST_EXECUTOR=cuda): outputs equal
+the CPU executor's bytes, never pass through the host, and follow torch's current stream."""
+import os
+
+import numpy as np
+import pytest
+
+import pxvm
+from conftest import EXECUTOR, ROOT, golden_programs, random_images
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(EXECUTOR != "cuda" or not torch.cuda.is_available(),
+                                reason="needs PXVM_TEST_EXECUTOR=cuda and a CUDA device")
+
+
+def cpu_and_gpu(prog):
+    return pxvm.Runner(prog, executor="cpu"), pxvm.Runner(prog, executor="cuda")
+
+
+def test_every_program_cuda_tensors_equal_cpu():
+    rng = np.random.default_rng(4)
+    for path, ins in golden_programs():
+        prog = pxvm.Program.load(path)
+        cpu, gpu = cpu_and_gpu(prog)
+        feeds = {s.name: random_images(rng, 1, s.h, s.w)[0] for s in prog.inputs}
+        want = cpu.run(**feeds)
+        got = gpu.run(**{k: torch.from_numpy(v).cuda() for k, v in feeds.items()})
+        for name, arr in want.items():
+            assert got[name].is_cuda and got[name].dtype == torch.uint8
+            assert np.array_equal(got[name].cpu().numpy(), arr), (path, name)
+
+
+def test_layouts_on_the_device_equal_cpu(foveate, photo):
+    cpu, gpu = cpu_and_gpu(foveate)
+    rgb = np.ascontiguousarray(photo[:, :, :3])
+    want = cpu.patches(rgb)
+    t = torch.from_numpy(rgb).cuda()
+    big = torch.zeros((600, 902, 3), dtype=torch.uint8, device="cuda")
+    big[::2, ::2] = t
+    for name, x in {"hwc": t, "chw permuted": t.permute(2, 0, 1), "chw contiguous": t.permute(2, 0, 1).contiguous(),
+                    "strided": big[::2, ::2], "rgba": torch.from_numpy(photo).cuda()}.items():
+        got = gpu.patches(x)
+        ref = want if name != "rgba" else cpu.patches(photo)
+        assert got.is_cuda and np.array_equal(got.cpu().numpy(), ref), name
+    grey = torch.from_numpy(np.ascontiguousarray(photo[:, :, 0])).cuda()
+    assert np.array_equal(gpu.patches(grey).cpu().numpy(), cpu.patches(photo[:, :, 0]))
+
+
+def test_batch_equals_loop_on_the_device(foveate):
+    rng = np.random.default_rng(5)
+    imgs = random_images(rng, 6, 300, 451)
+    cpu, gpu = cpu_and_gpu(foveate)
+    loop = np.stack([cpu.patches(x) for x in imgs])
+    dev = torch.from_numpy(np.stack(imgs)).cuda()
+    assert np.array_equal(gpu.patches_batch(dev).cpu().numpy(), loop)
+    assert np.array_equal(gpu.patches_batch([x for x in dev]).cpu().numpy(), loop)
+    assert np.array_equal(gpu.patches_batch(np.stack(imgs)), loop)  # host batch on the GPU: NumPy out
+    singles = torch.stack([gpu.patches(x) for x in dev])
+    assert np.array_equal(singles.cpu().numpy(), loop)
+
+
+def test_a_non_default_stream_is_followed(foveate, photo):
+    cpu, gpu = cpu_and_gpu(foveate)
+    want = cpu.patches(photo)
+    src = torch.from_numpy(photo).cuda()
+    s = torch.cuda.Stream()
+    for _ in range(3):
+        with torch.cuda.stream(s):
+            x = torch.zeros_like(src)
+            torch.cuda._sleep(20_000_000)  # the input is written late on s: the library must wait for it
+            x.copy_(src)
+            out = gpu.patches(x)
+            out2 = out.clone()  # used on s at once, no synchronisation
+        s.synchronize()
+        assert np.array_equal(out2.cpu().numpy(), want)
+
+
+def test_no_host_round_trip_for_cuda_inputs(foveate, photo):
+    from torch.profiler import ProfilerActivity, profile
+    gpu = pxvm.Runner(foveate, executor="cuda")
+    x = torch.from_numpy(photo).cuda()
+    gpu.patches(x)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            out = gpu.patches(x)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events()]
+    copies = [n for n in names if "Memcpy" in n and ("HtoD" in n or "DtoH" in n)]
+    kernels = [n for n in names if "px__k_" in n]
+    print("kernels seen:", sorted(set(kernels)), "host copies:", copies)
+    assert any("px__k_bind" in n for n in kernels) and any("px__k_patches" in n for n in kernels)
+    assert copies == []
+    assert out.is_cuda
+
+
+def test_wrong_device_or_executor_is_a_value_error(foveate, photo):
+    cpu = pxvm.Runner(foveate, executor="cpu")
+    with pytest.raises(ValueError, match="CUDA tensors need executor 'cuda'"):
+        cpu.patches(torch.from_numpy(photo).cuda())

@@ -43,6 +43,7 @@ all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
 
 check-deps:
 	@test -f /usr/include/png.h || { echo "libpng headers missing: run 'make deps' (apt-get install -y libpng-dev)"; exit 1; }
+	@test -f /usr/include/turbojpeg.h || { echo "libjpeg-turbo headers missing: run 'make deps' (apt-get install -y libturbojpeg0-dev)"; exit 1; }
 	@test -f /usr/include/jansson.h || { echo "jansson headers missing: run 'make deps' (apt-get install -y libjansson-dev)"; exit 1; }
 
 # Objects are rebuilt when the configuration (CUDA-GL on or off, sanitizers) changes.
@@ -109,8 +110,9 @@ programs/%.pxi: programs/%.json $(BIN)/pxasm
 isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
 
+# the C suite, then the Python tests against $(BUILD)/libpxvm.so.1 (tests/run-tests)
 test: all
-	PXVM_BIN=$(BIN) $(BIN)/pxtest
+	PXVM_PYTEST=$(or $(PXVM_PYTEST),1) tests/run-tests $(BIN) $(BUILD)
 
 goldens: all
 	PXRUN=$(BIN)/pxrun tests/golden/make-goldens
@@ -130,7 +132,7 @@ bench-deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y python3-opencv python3-numpy
 
 asan:
-	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 test
+	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 PXVM_PYTEST=0 test
 
 # Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
 # fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
@@ -201,7 +203,8 @@ install: all
 	-$(if $(DESTDIR),,ldconfig)
 
 deps:
-	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libegl-dev libglew-dev python3-numpy
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libturbojpeg0-dev \
+	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil
 
 clean:
 	rm -rf build bin programs/*.pxi out

@@ -155,6 +155,8 @@ class Program:
             info = _SlotInfo()
             _check(_lib.pxvm_prog_slot(self._h, k, ctypes.byref(info)))
             self.slots.append(Slot(k, info))
+        self._inputs = [s for s in self.slots if s.role == "input"]
+        self._outputs = [s for s in self.slots if s.role == "output"]
 
     @classmethod
     def _make(cls, fn, name, *args, **limits):
@@ -217,11 +219,11 @@ class Program:
 
     @property
     def inputs(self):
-        return [s for s in self.slots if s.role == "input"]
+        return self._inputs
 
     @property
     def outputs(self):
-        return [s for s in self.slots if s.role == "output"]
+        return self._outputs
 
     def __repr__(self):
         return "Program(%r, %d slots)" % (self.name, len(self.slots))
@@ -253,7 +255,7 @@ class _Arr:
 def _describe(x):
     a = _Arr()
     if _is_torch(x):
-        import torch
+        torch = _torch()
         if x.dtype != torch.uint8:
             raise TypeError("pxvm: images must be uint8, got a torch tensor of %s" % x.dtype)
         a.ptr, a.shape, a.strides = x.data_ptr(), tuple(x.shape), tuple(x.stride())  # uint8: elements = bytes
@@ -285,8 +287,8 @@ def _describe(x):
     return a
 
 
-def _image_view(a, w, h, batched):
-    """A View of `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
+def _fill_view(v, a, w, h, batched):
+    """Fills View v with `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
     The layout is the one whose (H, W) is the slot's; HWC first where both fit."""
     shape, st = list(a.shape), list(a.strides)
     if batched:
@@ -311,10 +313,41 @@ def _image_view(a, w, h, batched):
             raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
     else:
         raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
-    v = _View()
     v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
     v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
     return v
+
+
+def _image_view(a, w, h, batched):
+    return _fill_view(_View(), a, w, h, batched)
+
+
+def _c_contiguous(shape, strides):
+    """Rows of bytes back to back (axes of length 1 may have any stride)."""
+    acc = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+_torch_mod = None
+
+
+def _torch():
+    global _torch_mod
+    if _torch_mod is None:
+        import torch
+        _torch_mod = torch
+    return _torch_mod
+
+
+def _current_stream(device):
+    """torch's current CUDA stream on `device` as a cudaStream_t (0: the legacy default stream)."""
+    torch = _torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the cheap form, where torch has it
+    return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
 
 
 # ---- runners --------------------------------------------------------------------------------------
@@ -335,6 +368,8 @@ class Runner:
         self.threads = int(threads)
         self._runners = {}
         self._stream = {}
+        self._bufs = {}
+        self._torch_device = "cuda:%d" % self.device
         self.executor = executor
         self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
 
@@ -368,10 +403,20 @@ class Runner:
         return "Runner(%r, executor=%r)" % (self.program, self.executor)
 
     # -- the one call into the library per run
-    def _exec(self, inputs, batch, outs, batched=False):
+    def _buffers(self, batch, nin, nout):
+        """The ctypes arrays of one call shape, made once and refilled (they cost microseconds)."""
+        key = (batch, nin, nout)
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = ((ctypes.c_int * max(nin, 1))(), (ctypes.c_int * max(nin, 1))(),
+                                      (_View * max(nin, 1))(), (ctypes.c_int * max(nout, 1))(),
+                                      (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
+        return bufs
+
+    def _exec(self, inputs, batch, outs, batched=False, out=None):
         """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
-        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches.
-        Returns the output arrays in the order of outs."""
+        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
+        to write them into instead of new ones. Returns the output arrays in the order of outs."""
         h, name = self._runner(batch)
         binds = []  # (slot, first item, description, has a batch axis)
         for k, x in inputs.items():
@@ -379,19 +424,20 @@ class Runner:
                 binds += [(k, i, _describe(xi), False) for i, xi in enumerate(x)]
             else:
                 binds.append((k, 0, _describe(x), batched))
-        on_cuda = any(a.device != -1 for _, _, a, _ in binds)
-        if on_cuda:
-            import torch
-            if name != "cuda":
-                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-            for _, _, a, _ in binds:
+        on_cuda = False
+        for _, _, a, _ in binds:
+            if a.device != -1:
+                on_cuda = True
                 if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
                     a.device = self.device
-                elif a.device >= 0 and a.device != self.device:
+                elif a.device != self.device:
                     raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
                                      (a.device, self.device))
+        if on_cuda:
+            if name != "cuda":
+                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
             # the library orders its work after this stream's and the stream after its work
-            handle = torch.cuda.current_stream(self.device).cuda_stream or 1  # 0: the legacy default stream
+            handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
             if self._stream.get(batch) != handle:
                 _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
                 self._stream[batch] = handle
@@ -399,33 +445,34 @@ class Runner:
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
         nin, nout = len(binds), len(outs)
-        in_slots = (ctypes.c_int * max(nin, 1))()
-        in_items = (ctypes.c_int * max(nin, 1))()
-        in_views = (_View * max(nin, 1))()
+        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
+        slots = self.program.slots
         for i, (k, item, a, has_axis) in enumerate(binds):
-            s = self.program.slots[k]
+            s = slots[k]
             in_slots[i], in_items[i] = k, item
-            in_views[i] = _image_view(a, s.w, s.h, has_axis)
-        out_slots = (ctypes.c_int * max(nout, 1))()
-        out_kinds = (ctypes.c_int * max(nout, 1))()
-        out_views = (_View * max(nout, 1))()
+            _fill_view(in_views[i], a, s.w, s.h, has_axis)
         results = []
         for i, (k, kind) in enumerate(outs):
-            s = self.program.slots[k]
+            s = slots[k]
             if kind:
-                shape = (s.patch_count, s.patch_h, s.patch_w, 4)
                 vw, vh = s.patch_w, s.patch_h * s.patch_count
+                full = (batch, s.patch_count, s.patch_h, s.patch_w, 4)
             else:
-                shape = (s.h, s.w, 4)
                 vw, vh = s.w, s.h
-            full = (batch,) + shape
-            if on_cuda:
-                import torch
-                arr = torch.empty(full, dtype=torch.uint8, device="cuda:%d" % self.device)
+                full = (batch, s.h, s.w, 4)
+            if out is not None:
+                arr = out[i]
+                d = _describe(arr)
+                if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
+                    raise ValueError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
+                                     ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
+                                      tuple(d.shape)))
+                ptr, devno = d.ptr, (self.device if on_cuda else -1)
+            elif on_cuda:
+                arr = _torch().empty(full, dtype=_torch().uint8, device=self._torch_device)
                 ptr, devno = arr.data_ptr(), self.device
             else:
-                np = _np()
-                arr = np.empty(full, dtype=np.uint8)
+                arr = _np().empty(full, dtype=_np().uint8)
                 ptr, devno = arr.ctypes.data, -1
             v = out_views[i]
             v.data, v.device, v.items, v.w, v.h, v.channels = ptr, devno, batch, vw, vh, 4
@@ -468,10 +515,13 @@ class Runner:
         res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs])
         return {s.name: r[0] for s, r in zip(outs, res)}
 
-    def patches(self, *image, slot=None, **inputs):
-        """Runs once: the patches of the (first) atlas output, (N, h, w, 4)."""
+    def patches(self, *image, slot=None, out=None, **inputs):
+        """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
+        C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
+        written there instead of into a new array."""
         s = self._atlas(slot)
-        return self._exec(self._inputs(image, inputs), 1, [(s.index, 1)])[0][0]
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]])
+        return out if out is not None else res[0][0]
 
     def _batch_inputs(self, images, inputs):
         if images is not None:
@@ -494,11 +544,11 @@ class Runner:
         res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True)
         return {s.name: r for s, r in zip(outs, res)}
 
-    def patches_batch(self, images=None, slot=None, **inputs):
-        """The atlas's patches for a batch: (B, N, h, w, 4)."""
+    def patches_batch(self, images=None, slot=None, out=None, **inputs):
+        """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches)."""
         bound, b = self._batch_inputs(images, inputs)
         s = self._atlas(slot)
-        return self._exec(bound, b, [(s.index, 1)], batched=True)[0]
+        return self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out])[0]
 
     def read(self, slot, level=0, batch=1):
         """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""

@@ -105,6 +105,18 @@ def test_every_layout_gives_the_same_bytes(foveate, photo):
     assert isinstance(out, np.ndarray)  # host in, NumPy out
 
 
+def test_out_receives_the_patches(foveate, photo):
+    r = pxvm.Runner(foveate, executor=EXECUTOR)
+    buf = np.zeros((273, 16, 16, 4), np.uint8)
+    assert r.patches(photo, out=buf) is buf
+    assert np.array_equal(buf, r.patches(photo))
+    many = np.zeros((2, 273, 16, 16, 4), np.uint8)
+    r.patches_batch([photo, photo], out=many)
+    assert np.array_equal(many[1], buf)
+    with pytest.raises(ValueError, match="C-contiguous uint8 host array of shape"):
+        r.patches(photo, out=np.zeros((273, 16, 16, 3), np.uint8))
+
+
 def test_inputs_are_not_modified_and_outputs_are_new(foveate, photo):
     r = pxvm.Runner(foveate, executor=EXECUTOR)
     before = photo.copy()

@@ -273,3 +273,16 @@ def test_the_library_exports_exactly_the_public_header():
     exported = set(re.findall(r"^\s+(pxvm_[a-z_]+);", open(os.path.join(ROOT, "api", "libpxvm.map")).read(), re.M))
     assert declared == exported
     assert pxvm.library_version == "1.0.0"
+
+
+def readme_python_blocks():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_readme_quick_start_runs(monkeypatch):
+    block = next(b for b in readme_python_blocks() if "pxvm.Runner(pxvm.Program.load" in b)
+    monkeypatch.chdir(ROOT)
+    env = {}
+    exec(block, env)
+    assert env["patches"].shape == (273, 16, 16, 4)

@@ -98,3 +98,15 @@ def test_wrong_device_or_executor_is_a_value_error(foveate, photo):
     cpu = pxvm.Runner(foveate, executor="cpu")
     with pytest.raises(ValueError, match="CUDA tensors need executor 'cuda'"):
         cpu.patches(torch.from_numpy(photo).cuda())
+
+
+def test_readme_torch_example_runs(monkeypatch):
+    from test_api import readme_python_blocks
+    block = next(b for b in readme_python_blocks() if "patches_batch(frames)" in b)
+    monkeypatch.chdir(ROOT)
+    env = {}
+    exec(block, env)
+    assert env["tokens"].shape == (32, 273, 16, 16, 4) and env["tokens"].is_cuda
+    assert env["emb"].shape == (32, 273, 1024)
+    cpu = pxvm.Runner(env["prog"], executor="cpu")
+    assert np.array_equal(env["tokens"][7].cpu().numpy(), cpu.patches(env["frames"][7].cpu().numpy()))

@@ -14,6 +14,7 @@ static const char px__usage[] =
     "                                                    compile an allocation plan, print its summary\n"
     "       pxasm --plan PLAN.json --overlay PHOTO.png -o OVERLAY.png\n"
     "                                                    only draw the plan's footprints over a photo\n"
+    "'-' is standard input (the source, the plan or the photo: one of them) or standard output.\n"
     "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 8 assembly or plan error.\n";
 
 static int px__die(const pxvm_error *err)
@@ -57,12 +58,16 @@ int main(int argc, char **argv)
             overlay_in = argv[++i];
             if (i + 1 < argc && argv[i + 1][0] != '-') /* --overlay PHOTO OUT; else -o names the overlay */
                 overlay_out = argv[++i];
-        } else if (argv[i][0] != '-' && !in) {
+        } else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !in) {
             in = argv[i];
         } else {
             fprintf(stderr, "pxasm: bad argument '%s'\n%s", argv[i], px__usage);
             return 2;
         }
+    }
+    if ((in && !strcmp(in, "-")) + (plan && !strcmp(plan, "-")) + (overlay_in && !strcmp(overlay_in, "-")) > 1) {
+        fprintf(stderr, "pxasm: '-' (standard input) names at most one input\n%s", px__usage);
+        return 2;
     }
     pxvm_limits lim;
     pxvm_limits_default(&lim);

@@ -1,6 +1,7 @@
 /* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@ static const char px__usage[] =
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
     "  -o FILE.pxi               write the final program image (slot 'prog')\n"
+    "  --png fast|best           PNG outputs: fast (default: zlib level 1, Up filter) or best\n"
+    "                            (level 6, adaptive filters: smaller, about 3x slower); both\n"
+    "                            deterministic\n"
     "  --executor cpu|cuda|auto  which executor runs the program (default cpu; auto = cuda when it\n"
     "                            works here, else cpu, and says which)\n"
     "  --threads N               CPU worker threads (default: all cores)\n"
@@ -29,6 +33,14 @@ static const char px__usage[] =
     "  --info                    print the program's slots, instructions and launch plan\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
     "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
+    "Files: '-' is standard input (for the program or one --in; at most one of them) and standard\n"
+    "output. Inputs may be pipes, FIFOs and /dev/fd paths (read up to --max-memory bytes).\n"
+    "Outputs are written only after the run succeeded. A regular file (or a new path) is written\n"
+    "to a temporary file beside it and renamed into place when every output succeeded, so it is\n"
+    "either the old or the complete new file; a symlink is followed and its target replaced that\n"
+    "way. '-', a FIFO or a character device is written directly (before any rename), and cannot be\n"
+    "taken back once written: a reader may see a partial stream if a later write fails. Directories,\n"
+    "block devices and sockets are refused. SIGINT/SIGTERM remove the temporary files.\n"
     "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable.\n";
 
 typedef struct {
@@ -185,6 +197,7 @@ typedef struct {
     int *slot_of[3];
     const char *prog_path, *final_path, *exec_name;
     int do_time, do_trace, do_hash, do_info, do_profile;
+    pxvm_png_mode png;
     uint64_t repeat;
     pxvm_limits lim;
     pxvm_open_options oo;
@@ -226,6 +239,8 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
                     bad = "--npy takes SLOT=FILE.npy";
             } else if (!strcmp(o, "-o")) {
                 a->final_path = val;
+            } else if (!strcmp(o, "--png") && (!strcmp(val, "fast") || !strcmp(val, "best"))) {
+                a->png = !strcmp(val, "best") ? PXVM_PNG_BEST : PXVM_PNG_FAST;
             } else if (!strcmp(o, "--executor")) {
                 a->exec_name = val;
             } else if (!strcmp(o, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
@@ -262,6 +277,13 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
     }
     if (!a->prog_path) {
         *rc = px__bad_usage("no program given");
+        return -1;
+    }
+    int from_stdin = !strcmp(a->prog_path, "-");
+    for (int i = 0; i < a->nin; i++)
+        from_stdin += !strcmp(a->ins[i].path, "-");
+    if (from_stdin > 1) {
+        *rc = px__bad_usage("'-' (standard input) names at most one of the program and the --in files");
         return -1;
     }
     return 0;
@@ -302,7 +324,7 @@ static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const px
             int r = kind == 1 ? px__npy_bytes(ops, ex, prog, slot, &bytes, &len, err)
                               : pxvm_read_image(ops, ex, prog, slot, level, 0, &img, err);
             if (r == 0 && kind != 1)
-                r = pxvm_png_encode(&img, &bytes, &len, err);
+                r = pxvm_png_encode_ex(&img, a->png, &bytes, &len, err);
             pxvm_image_free(&img);
             if (r == 0)
                 r = pxvm_outputs_add(files, path, bytes, len, err);
@@ -314,8 +336,19 @@ static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const px
     return 0;
 }
 
+/* SIGINT, SIGTERM: no temporary output file stays behind; then the default action. */
+static void px__on_signal(int sig)
+{
+    pxvm_outputs_remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGPIPE, SIG_IGN); /* a closed pipe is an i/o error (EPIPE), not a silent death */
+    signal(SIGINT, px__on_signal);
+    signal(SIGTERM, px__on_signal);
     px__args a;
     memset(&a, 0, sizeof a);
     a.exec_name = "cpu";
@@ -334,6 +367,7 @@ int main(int argc, char **argv)
     pxvm_executor *ex = NULL;
     const pxvm_executor_ops *ops = NULL;
     pxvm_outputs files = {0};
+    pxvm_outputs_track(&files);
     double t0 = 0, t_load = 0, t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
 
     if (!a.ins || !a.outs || !a.npys || !a.slot_of[0] || !a.slot_of[1] || !a.slot_of[2]) {

@@ -8,6 +8,9 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,37 +152,73 @@ int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxv
     return 0;
 }
 
+/* Reads what `fd` has left, in chunks, stopping with an error past max_bytes: a pipe or a device
+ * of any length is cut at the limit, never buffered whole. */
+static int px__read_stream(int fd, const char *name, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err)
+{
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
+    for (;;) {
+        if (n == cap) {
+            if ((uint64_t)cap > max_bytes) {
+                free(buf);
+                return pxvm_fail(err, PXE_IO_READ, -1, -1, name, "the stream is longer than the memory limit (see --max-memory)");
+            }
+            uint8_t *more = realloc(buf, cap * 2);
+            if (!more) {
+                free(buf);
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(cap * 2));
+            }
+            buf = more, cap *= 2;
+        }
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            free(buf);
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, name, strerror(e));
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+        if ((uint64_t)n > max_bytes) {
+            free(buf);
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, name, "the stream is longer than the memory limit (see --max-memory)");
+        }
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
 int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err)
 {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, strerror(errno));
+    int from_stdin = !strcmp(path, "-");
+    const char *name = from_stdin ? "<stdin>" : path;
+    int fd = from_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pxvm_fail(err, PXE_IO_READ, -1, -1, name, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, "not a regular file");
+    int rc;
+    if (fstat(fd, &st) != 0) {
+        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, strerror(errno));
+    } else if (S_ISDIR(st.st_mode)) {
+        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, "is a directory");
+    } else if (!S_ISREG(st.st_mode)) { /* a pipe, FIFO, /dev/fd/N, terminal or device: streamed */
+        rc = px__read_stream(fd, name, max_bytes, data, len, err);
+    } else if ((uint64_t)st.st_size > max_bytes) {
+        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, "file larger than the memory limit");
+    } else {
+        rc = px__read_stream(fd, name, max_bytes, data, len, err); /* st_size may change under us */
     }
-    if ((uint64_t)st.st_size > max_bytes) {
-        fclose(f);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, "file larger than the memory limit");
-    }
-    size_t n = (size_t)st.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n);
-    }
-    if (fread(buf, 1, n, f) != n) {
-        free(buf);
-        fclose(f);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, "short read");
-    }
-    fclose(f);
-    *data = buf;
-    *len = n;
-    return 0;
+    if (!from_stdin)
+        close(fd);
+    return rc;
 }
 
 int pxvm_png_load(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
@@ -216,6 +255,11 @@ static void px__png_flush(png_structp png) { (void)png; }
 
 int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err)
 {
+    return pxvm_png_encode_ex(img, PXVM_PNG_FAST, out, len, err);
+}
+
+int pxvm_png_encode_ex(const pxvm_image *img, pxvm_png_mode mode, uint8_t **out, size_t *len, pxvm_error *err)
+{
     px__png_io io;
     memset(&io, 0, sizeof io);
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);
@@ -232,7 +276,13 @@ int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_erro
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)io.out_cap);
     }
     png_set_write_fn(png, &io, px__png_write, px__png_flush);
-    png_set_compression_level(png, 6);
+    /* both settings are fixed, so the bytes depend only on the pixels (and zlib's version) */
+    if (mode == PXVM_PNG_BEST) {
+        png_set_compression_level(png, 6);
+    } else {
+        png_set_compression_level(png, 1);
+        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
+    }
     png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, PNG_COLOR_TYPE_RGBA,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -250,31 +300,121 @@ int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_erro
     return 0;
 }
 
-/* ---- all-or-nothing outputs ----------------------------------------------------------------- */
+/* ---- outputs: all-or-nothing files, streamed pipes and devices --------------------------------- */
+
+/* The outputs whose temporary files exist right now, for pxvm_outputs_remove_temporaries (a
+ * signal handler's call). */
+static pxvm_outputs *volatile px__tracked;
+
+void pxvm_outputs_track(pxvm_outputs *o) { px__tracked = o; }
+
+void pxvm_outputs_remove_temporaries(void)
+{
+    pxvm_outputs *o = px__tracked;
+    if (!o)
+        return;
+    for (int i = 0; i < o->n; i++)
+        if (o->tmp_path[i])
+            unlink(o->tmp_path[i]); /* async-signal-safe */
+}
+
+/* Follows symbolic links (up to 40) to the path they name, which may not exist yet. */
+static int px__follow_links(const char *path, char *out, size_t cap, pxvm_error *err)
+{
+    snprintf(out, cap, "%s", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode))
+            return 0;
+        if (hops == 40)
+            return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(ELOOP));
+        char target[PATH_MAX];
+        ssize_t k = readlink(out, target, sizeof target - 1);
+        if (k < 0)
+            return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(errno));
+        target[k] = 0;
+        if (target[0] == '/') {
+            snprintf(out, cap, "%s", target);
+        } else { /* relative to the link's folder */
+            char *slash = strrchr(out, '/');
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+            if ((size_t)snprintf(out, cap, "%s/%s", dir, target) >= cap)
+                return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(ENAMETOOLONG));
+        }
+    }
+}
+
+static int px__outputs_grow(pxvm_outputs *o, pxvm_error *err)
+{
+    if (o->n < o->cap)
+        return 0;
+    int cap = o->cap ? 2 * o->cap : 8;
+    char **a = calloc((size_t)cap, sizeof(char *)), **b = calloc((size_t)cap, sizeof(char *));
+    uint8_t **c = calloc((size_t)cap, sizeof(uint8_t *));
+    size_t *d = calloc((size_t)cap, sizeof(size_t));
+    if (!a || !b || !c || !d) {
+        free(a), free(b), free(c), free(d);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    if (o->n) {
+        memcpy(a, o->final_path, sizeof(char *) * (size_t)o->n);
+        memcpy(b, o->tmp_path, sizeof(char *) * (size_t)o->n);
+        memcpy(c, o->stream_data, sizeof(uint8_t *) * (size_t)o->n);
+        memcpy(d, o->stream_len, sizeof(size_t) * (size_t)o->n);
+    }
+    /* the signal handler may read tmp_path at any time: swap whole arrays with signals blocked */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    char **fa = o->final_path, **fb = o->tmp_path;
+    uint8_t **fc = o->stream_data;
+    size_t *fd = o->stream_len;
+    o->final_path = a, o->tmp_path = b, o->stream_data = c, o->stream_len = d, o->cap = cap;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(fa), free(fb), free(fc), free(fd);
+    return 0;
+}
 
 int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t len, pxvm_error *err)
 {
-    if (o->n == o->cap) {
-        int cap = o->cap ? 2 * o->cap : 8;
-        char **a = realloc(o->final_path, sizeof(char *) * (size_t)cap);
-        if (!a)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-        o->final_path = a;
-        char **b = realloc(o->tmp_path, sizeof(char *) * (size_t)cap);
-        if (!b)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-        o->tmp_path = b;
-        o->cap = cap;
+    if (px__outputs_grow(o, err) < 0)
+        return -1;
+    int to_stdout = !strcmp(path, "-");
+    struct stat st;
+    /* stat follows every link, /proc's magic ones too (/dev/stdout -> /proc/self/fd/1 -> a pipe) */
+    int exists = !to_stdout && stat(path, &st) == 0;
+    if (to_stdout || (exists && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))) {
+        /* a stream: written as it is at commit, after every file was written */
+        uint8_t *copy = malloc(len ? len : 1);
+        char *fin = strdup(path);
+        if (!copy || !fin) {
+            free(copy), free(fin);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len);
+        }
+        if (len)
+            memcpy(copy, data, len);
+        o->final_path[o->n] = fin, o->tmp_path[o->n] = NULL;
+        o->stream_data[o->n] = copy, o->stream_len[o->n] = len;
+        o->n++;
+        return 0;
     }
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16), *fin = strdup(path);
+    char target[PATH_MAX]; /* a regular file or a new path: the file a symlink names is replaced */
+    if (px__follow_links(path, target, sizeof target, err) < 0)
+        return -1;
+    if (exists && !S_ISREG(st.st_mode))
+        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path,
+                         S_ISDIR(st.st_mode) ? "is a directory"
+                                             : "not a regular file, FIFO or character device: pxvm does not replace it");
+    size_t n = strlen(target);
+    char *tmp = malloc(n + 16), *fin = strdup(target);
     if (!tmp || !fin) {
         free(tmp);
         free(fin);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
-    /* same folder as the final file, so that rename() is atomic */
-    snprintf(tmp, n + 16, "%s.tmp-XXXXXX", path);
+    /* same folder as the final file (the link's target), so that rename() is atomic */
+    snprintf(tmp, n + 16, "%s.tmp-XXXXXX", target);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
@@ -282,65 +422,97 @@ int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t
         free(fin);
         return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(e));
     }
+    o->final_path[o->n] = fin, o->tmp_path[o->n] = tmp, o->stream_data[o->n] = NULL, o->stream_len[o->n] = 0;
+    o->n++; /* tracked from here: a signal now removes the temporary file */
     fchmod(fd, 0644);
     const uint8_t *p = data;
     size_t done = 0;
     while (done < len) {
         ssize_t k = write(fd, p + done, len - done);
         if (k <= 0) {
-            int e = errno;
+            int e = k < 0 ? errno : EIO;
             close(fd);
-            unlink(tmp);
-            free(tmp);
-            free(fin);
-            return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(e));
+            return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(e)); /* abort removes tmp */
         }
         done += (size_t)k;
     }
-    if (close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        free(fin);
-        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(e));
-    }
-    o->final_path[o->n] = fin;
-    o->tmp_path[o->n] = tmp;
-    o->n++;
+    if (close(fd) != 0)
+        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(errno));
     return 0;
 }
 
 static void px__outputs_free(pxvm_outputs *o)
 {
-    for (int i = 0; i < o->n; i++) {
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    int n = o->n;
+    o->n = 0; /* nothing left for a signal handler */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (int i = 0; i < n; i++) {
         free(o->final_path[i]);
         free(o->tmp_path[i]);
+        free(o->stream_data[i]);
     }
     free(o->final_path);
     free(o->tmp_path);
+    free(o->stream_data);
+    free(o->stream_len);
     memset(o, 0, sizeof *o);
+}
+
+/* Writes a stream output: standard output, a FIFO or a character device, directly. */
+static int px__write_stream(const char *path, const uint8_t *data, size_t len, pxvm_error *err)
+{
+    int to_stdout = !strcmp(path, "-");
+    int fd = to_stdout ? 1 : open(path, O_WRONLY | O_CLOEXEC);
+    const char *name = to_stdout ? "<stdout>" : path;
+    if (fd < 0)
+        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, name, strerror(errno));
+    size_t done = 0;
+    int e = 0;
+    while (done < len) {
+        ssize_t k = write(fd, data + done, len - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            e = k < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)k;
+    }
+    if (!to_stdout && close(fd) != 0 && !e)
+        e = errno;
+    return e ? pxvm_fail(err, PXE_IO_WRITE, -1, -1, name, strerror(e)) : 0;
 }
 
 int pxvm_outputs_commit(pxvm_outputs *o, pxvm_error *err)
 {
-    for (int i = 0; i < o->n; i++) {
-        if (rename(o->tmp_path[i], o->final_path[i]) != 0) {
-            int e = errno;
-            pxvm_fail(err, PXE_IO_WRITE, -1, -1, o->final_path[i], strerror(e));
-            for (int j = i; j < o->n; j++)
-                unlink(o->tmp_path[j]);
-            px__outputs_free(o);
-            return -1;
+    int rc = 0;
+    for (int i = 0; i < o->n && rc == 0; i++) /* streams first: if one fails, no file is replaced */
+        if (!o->tmp_path[i])
+            rc = px__write_stream(o->final_path[i], o->stream_data[i], o->stream_len[i], err);
+    for (int i = 0; i < o->n && rc == 0; i++)
+        if (o->tmp_path[i]) {
+            if (rename(o->tmp_path[i], o->final_path[i]) != 0)
+                rc = pxvm_fail(err, PXE_IO_WRITE, -1, -1, o->final_path[i], strerror(errno));
+            else {
+                free(o->tmp_path[i]);
+                o->tmp_path[i] = NULL;
+            }
         }
-    }
-    px__outputs_free(o);
-    return 0;
+    if (rc < 0)
+        pxvm_outputs_abort(o);
+    else
+        px__outputs_free(o);
+    return rc;
 }
 
 void pxvm_outputs_abort(pxvm_outputs *o)
 {
     for (int i = 0; i < o->n; i++)
-        unlink(o->tmp_path[i]);
+        if (o->tmp_path[i])
+            unlink(o->tmp_path[i]);
     px__outputs_free(o);
 }
 

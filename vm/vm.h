@@ -65,21 +65,37 @@ int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const px
 int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                           pxvm_error *err);
 int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
-/* Encodes RGBA8 deterministically (fixed zlib settings, no time chunk). *out is malloc'ed. */
+/* Encodes RGBA8 deterministically (fixed zlib settings, no time chunk). *out is malloc'ed.
+ * FAST (the default): zlib level 1, the Up filter on every row; BEST: level 6, libpng's adaptive
+ * filter choice (smaller, about 3x slower). */
+typedef enum pxvm_png_mode { PXVM_PNG_FAST, PXVM_PNG_BEST } pxvm_png_mode;
 int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err);
+int pxvm_png_encode_ex(const pxvm_image *img, pxvm_png_mode mode, uint8_t **out, size_t *len, pxvm_error *err);
 
-/* Reads a whole file (at most max_bytes). */
+/* Reads a whole file (at most max_bytes): a regular file, or "-" (standard input), a pipe, FIFO,
+ * /dev/fd/N or character device, read in chunks and cut at max_bytes with an error. */
 int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err);
 
-/* Output files are written all-or-nothing: each is written to a temporary file in its folder,
- * and only pxvm_outputs_commit renames them into place; abort (or a failed commit) removes them. */
+/* Outputs. A regular file (or a new path) is written all-or-nothing: to a temporary file in its
+ * folder, renamed into place by pxvm_outputs_commit only when every output succeeded; abort (or a
+ * failed commit) removes the temporary files. A symbolic link is followed and its target
+ * replaced that way. "-" (standard output), a FIFO or a character device is written directly at
+ * commit, before any rename (so a failed stream replaces no file); its write errors (ENOSPC,
+ * EPIPE) are i/o errors. Anything else (a directory, a block device, a socket) is refused: nothing
+ * that is not a regular file is ever replaced. */
 typedef struct pxvm_outputs {
     int n, cap;
-    char **final_path, **tmp_path;
+    char **final_path, **tmp_path;       /* tmp_path NULL: a stream */
+    uint8_t **stream_data;
+    size_t *stream_len;
 } pxvm_outputs;
 int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t len, pxvm_error *err);
 int pxvm_outputs_commit(pxvm_outputs *o, pxvm_error *err);
 void pxvm_outputs_abort(pxvm_outputs *o);
+/* For a SIGINT/SIGTERM handler: pxvm_outputs_track(o) names the outputs under way, and
+ * pxvm_outputs_remove_temporaries() (async-signal-safe) unlinks their temporary files. */
+void pxvm_outputs_track(pxvm_outputs *o);
+void pxvm_outputs_remove_temporaries(void);
 
 /* NumPy .npy (format 1.0) bytes of a uint8 array of shape (n, h, w, 4). *out is malloc'ed. */
 int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err);

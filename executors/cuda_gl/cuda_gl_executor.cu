@@ -631,6 +631,21 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     PX__CK(cudaSetDevice(ex->device));
     px__make_current(ex);
     cudaGetLastError(); /* an error left by other code on this thread is not this load's */
+    /* the memory it needs, checked before anything is allocated: a clear error, not a failed
+     * allocation halfway (slots with their mip chains, and the inputs' linear copies) */
+    unsigned long long need = (unsigned long long)prog->memory;
+    for (int k = 0; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            need += 4ull * (unsigned long long)prog->slots[k].w * (unsigned long long)prog->slots[k].h;
+    need *= (unsigned long long)batch;
+    size_t free_b = 0, total_b = 0;
+    PX__CK(cudaMemGetInfo(&free_b, &total_b));
+    if (need > free_b)
+        return px__unavailable(err,
+                               "the program needs %llu bytes of GPU memory (%d item%s: slots with their mip chains "
+                               "and input copies), CUDA device %d has %llu bytes free of %llu",
+                               need, batch, batch == 1 ? "" : "s", ex->device, (unsigned long long)free_b,
+                               (unsigned long long)total_b);
     ex->prog = prog;
     ex->batch = batch;
     int n = ex->nslots = prog->nslots, all = n * batch;

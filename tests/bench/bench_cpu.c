@@ -56,7 +56,7 @@ static double px__time_program(pxvm_program *prog, const pxvm_image *in, int rep
     pxvm_run_options ro = {.max_steps = 1000};
     double *t = malloc(sizeof(double) * (size_t)reps), m = -1;
     if (t && pxvm_cpu_executor.open(&ex, NULL, &err) == 0) {
-        if (pxvm_cpu_executor.load(ex, prog, &err) == 0 && pxvm_cpu_executor.bind(ex, 1, in, &err) == 0 &&
+        if (pxvm_cpu_executor.load(ex, prog, 1, &err) == 0 && pxvm_bind_image(&pxvm_cpu_executor, ex, 1, in, &err) == 0 &&
             pxvm_cpu_executor.run(ex, &ro, &err) == 0) { /* the first run warms up */
             for (int r = 0; r < reps; r++) {
                 double s = px__ms();
@@ -109,9 +109,31 @@ int main(int argc, char **argv)
         if (px__load(&b, &fov) < 0)
             return 1;
         double t_pyr = px__time_program(&pyr, &in, reps), t_fov = px__time_program(&fov, &in, reps);
+        /* PNG output of a W x H image (pxrun --out): the default fast setting and --png best, on a
+         * photo-like picture (smooth gradients with a little noise) */
+        for (size_t i = 0; i < bytes; i++) {
+            size_t x = (i / 4) % (size_t)W, y = (i / 4) / (size_t)W;
+            c[i] = (uint8_t)((x / 8 + y / 5 + (i % 4) * 60 + ((i * 2654435761u) >> 29)) & 255);
+        }
+        pxvm_image pic = {W, H, c};
+        double t_png[2];
+        size_t png_len[2];
+        for (int m = 0; m < 2; m++) {
+            int n = reps < 3 ? reps : 3;
+            for (int r = 0; r < n; r++) {
+                uint8_t *png;
+                double s0 = px__ms();
+                if (pxvm_png_encode_ex(&pic, m ? PXVM_PNG_BEST : PXVM_PNG_FAST, &png, &png_len[m], NULL) < 0)
+                    return 1;
+                t[r] = px__ms() - s0;
+                free(png);
+            }
+            t_png[m] = px__median(t, n);
+        }
         printf("%s\n    {\"w\": %d, \"h\": %d, \"levels\": %d, \"memcpy_ms\": %.4f, \"pyramid_ms\": %.4f, "
-               "\"foveate273_ms\": %.4f}",
-               si ? "," : "", W, H, pyr.slots[1].levels, t_copy, t_pyr, t_fov);
+               "\"foveate273_ms\": %.4f, \"png_fast_ms\": %.3f, \"png_fast_bytes\": %zu, \"png_best_ms\": %.3f, "
+               "\"png_best_bytes\": %zu}",
+               si ? "," : "", W, H, pyr.slots[1].levels, t_copy, t_pyr, t_fov, t_png[0], png_len[0], t_png[1], png_len[1]);
         fflush(stdout);
         pxvm_program_free(&pyr);
         pxvm_program_free(&fov);

@@ -109,6 +109,13 @@ def cpu(pxvm, opencv, out_path):
     print("| input | pxvm PYRAMID | OpenCV INTER_AREA pyramid (ratio) | memcpy of level 0 | pxvm foveate273 (pyramid + 273 patches) |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
+    print("\n| input | PNG output, default (--png fast) | --png best (the former setting) | best / fast |")
+    print("|---|---|---|---|")
+    for key in P:
+        p = P[key]
+        if "png_fast_ms" in p:
+            print(f"| {key[0]}x{key[1]} | {fmt_ms(p['png_fast_ms'])}, {p['png_fast_bytes'] / 1e6:.1f} MB "
+                  f"| {fmt_ms(p['png_best_ms'])}, {p['png_best_bytes'] / 1e6:.1f} MB | {p['png_best_ms'] / p['png_fast_ms']:.1f}x |")
     for t in targets:
         print(f"\ntarget {t['work']} {t['target']}: {fmt_ms(t['measured_ms'])} vs {fmt_ms(t['opencv_ms'])}: {'met' if t['met'] else 'NOT met'}")
 

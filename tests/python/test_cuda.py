@@ -110,3 +110,15 @@ def test_readme_torch_example_runs(monkeypatch):
     assert env["emb"].shape == (32, 273, 1024)
     cpu = pxvm.Runner(env["prog"], executor="cpu")
     assert np.array_equal(env["tokens"][7].cpu().numpy(), cpu.patches(env["frames"][7].cpu().numpy()))
+
+
+def test_slots_beyond_free_gpu_memory_are_unavailable_and_the_gpu_stays_usable(foveate, photo):
+    prog = pxvm.assemble(".width 16\n.slot image input 8192x8192\nPYRAMID image\nHALT\n")
+    free, total = torch.cuda.mem_get_info()
+    batch = int(free // (8192 * 8192 * 4 * 2)) + 8  # more items than fit
+    r = pxvm.Runner(prog, executor="cuda")
+    with pytest.raises(pxvm.Unavailable, match=r"the program needs \d+ bytes of GPU memory \(%d items.*CUDA device 0 "
+                                               r"has \d+ bytes free of \d+" % batch):
+        r.run_batch([np.zeros((8192, 8192), np.uint8)] * batch)
+    cpu, gpu = cpu_and_gpu(foveate)
+    assert np.array_equal(gpu.patches(photo), cpu.patches(photo))

@@ -27,7 +27,9 @@ LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program
 SOVERSION := 1
 VERSION   := 1.0.0
 SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
-TOOLS   := $(SHLIB) $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
+# pxbatch is built with MPI when mpicc is here (Debian's libopenmpi-dev), else for one process
+MPICC   ?= $(shell command -v mpicc 2>/dev/null)
+TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device
@@ -75,6 +77,12 @@ $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/tools/pxbatch.o: tools/pxbatch.c $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(BIN)/pxbatch: $(BUILD)/tools/pxbatch.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -204,7 +212,7 @@ install: all
 
 deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libturbojpeg0-dev \
-	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil
+	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil libopenmpi-dev openmpi-bin
 
 clean:
 	rm -rf build bin programs/*.pxi out

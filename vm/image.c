@@ -520,13 +520,24 @@ void pxvm_outputs_abort(pxvm_outputs *o)
 
 int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err)
 {
-    char dict[128];
-    int dl = snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d, %d, 4), }", n, h,
-                      w);
+    const int shape[4] = {n, h, w, 4};
+    return pxvm_npy_encode_shape(data, 4, shape, out, len, err);
+}
+
+int pxvm_npy_encode_shape(const uint8_t *data, int ndim, const int *shape, uint8_t **out, size_t *len, pxvm_error *err)
+{
+    char dims[160] = "", dict[256];
+    size_t body = 1;
+    for (int i = 0; i < ndim && i < 8; i++) {
+        size_t at = strlen(dims);
+        snprintf(dims + at, sizeof dims - at, "%d, ", shape[i]);
+        body *= (size_t)shape[i];
+    }
+    int dl = snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': False, 'shape': (%.*s), }",
+                      ndim == 1 ? (int)strlen(dims) - 1 : (int)strlen(dims) - 2, dims);
     /* magic(6) + version(2) + header length(2) + dict + padding + '\n', a multiple of 64 */
     size_t hdr = 10 + (size_t)dl + 1;
     size_t padded = (hdr + 63) / 64 * 64;
-    size_t body = (size_t)n * (size_t)h * (size_t)w * 4u;
     uint8_t *buf = malloc(padded + body);
     if (!buf)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(padded + body));
@@ -537,7 +548,8 @@ int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, siz
     memcpy(buf + 10, dict, (size_t)dl);
     memset(buf + 10 + dl, ' ', padded - 10 - (size_t)dl - 1);
     buf[padded - 1] = '\n';
-    memcpy(buf + padded, data, body);
+    if (body)
+        memcpy(buf + padded, data, body);
     *out = buf;
     *len = padded + body;
     return 0;

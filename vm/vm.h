@@ -99,6 +99,8 @@ void pxvm_outputs_remove_temporaries(void);
 
 /* NumPy .npy (format 1.0) bytes of a uint8 array of shape (n, h, w, 4). *out is malloc'ed. */
 int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err);
+/* The same for any shape of ndim (1..8) dimensions. */
+int pxvm_npy_encode_shape(const uint8_t *data, int ndim, const int *shape, uint8_t **out, size_t *len, pxvm_error *err);
 
 uint64_t pxvm_hash64(const void *data, size_t len); /* FNV-1a, 64 bits */
 

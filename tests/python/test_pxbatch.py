@@ -1,0 +1,134 @@
+"""pxbatch: a dataset in shards, one process or several under mpirun (Open MPI, CPU executor in
+CI): the shards are the same bytes however the work is split, a killed run resumes to the same
+result, a bad file is listed in its shard's errors and does not stop the job."""
+import glob
+import json
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import pxvm
+from conftest import BIN, PHOTO
+
+PXBATCH = os.path.join(BIN, "pxbatch")
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """300 crops of the photo (PNG and JPEG, 64x48), one corrupt file, and a program for them."""
+    from PIL import Image
+    root = tmp_path_factory.mktemp("ds")
+    img = root / "img"
+    img.mkdir()
+    photo = pxvm.load_image(PHOTO)[:, :, :3]
+    for i in range(300):
+        y, x = (i * 7) % 250, (i * 13) % 380
+        Image.fromarray(photo[y:y + 48, x:x + 64]).save(img / ("%03d.%s" % (i, "jpg" if i % 2 else "png")))
+    (img / "150-corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    prog = pxvm.Program.from_plan({"image": [64, 48], "budget": 8, "scheme": "grid", "levels": 3})
+    prog.save(root / "p.pxi")
+    return root
+
+
+def pxbatch(ds, out, *extra, mpi=0, check_rc=1):
+    cmd = [PXBATCH, str(ds / "p.pxi"), "--in-dir", str(ds / "img"), "--out", str(out), "--shard-size", "16",
+           "--executor", "cpu", "--threads", "1", *extra]
+    if mpi:
+        cmd = ["mpirun", "-np", str(mpi), "--oversubscribe"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV)
+    if check_rc is not None:
+        assert r.returncode == check_rc, r.stderr
+    return r
+
+
+def files(out):
+    return {os.path.basename(f): open(f, "rb").read() for f in sorted(glob.glob(str(out / "shard-*")))}
+
+
+def test_shards_cover_the_dataset_with_the_programs_bytes(dataset, tmp_path):
+    r = pxbatch(dataset, tmp_path / "one")
+    assert "301 images" not in r.stderr and "300 images" in r.stderr and "1 failed" in r.stderr
+    out = files(tmp_path / "one")
+    assert len(out) == 2 * 19  # 301 files in shards of 16
+    runner = pxvm.Runner(pxvm.Program.load(str(dataset / "p.pxi")))
+    seen, errors = 0, []
+    for name in sorted(out):
+        if not name.endswith(".json"):
+            continue
+        idx = json.loads(out[name])
+        arr = np.load(str(tmp_path / "one" / name.replace(".json", ".npy")))
+        assert arr.shape == tuple(idx["shape"]) and arr.shape[1:] == (8, 16, 16, 4)
+        for row in idx["rows"]:
+            assert np.array_equal(arr[row["row"]], runner.patches(pxvm.load_image(row["file"])))
+            seen += 1
+        errors += idx["errors"]
+    assert seen == 300
+    assert [os.path.basename(e["file"]) for e in errors] == ["150-corrupt.png"]
+    assert "malformed" in errors[0]["error"] and "corrupt or truncated PNG" in errors[0]["error"]
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="needs Open MPI's mpirun")
+def test_two_ranks_write_the_same_bytes_as_one_process(dataset, tmp_path):
+    pxbatch(dataset, tmp_path / "one")
+    r = pxbatch(dataset, tmp_path / "two", mpi=2)
+    assert "over 2 processes" in r.stderr
+    assert files(tmp_path / "two") == files(tmp_path / "one")
+    r = pxbatch(dataset, tmp_path / "three", mpi=3)
+    assert files(tmp_path / "three") == files(tmp_path / "one")
+
+
+def test_a_killed_run_resumes_to_the_same_result(dataset, tmp_path):
+    pxbatch(dataset, tmp_path / "ref")
+    ref = files(tmp_path / "ref")
+    out = tmp_path / "run"
+    # a real kill, as early as it lands
+    p = subprocess.Popen([PXBATCH, str(dataset / "p.pxi"), "--in-dir", str(dataset / "img"), "--out", str(out),
+                          "--shard-size", "16", "--executor", "cpu", "--threads", "1"], env=MPI_ENV,
+                         stderr=subprocess.DEVNULL)
+    while not glob.glob(str(out / "shard-*.json")) and p.poll() is None:
+        time.sleep(0.001)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    # and a crash between a shard's two files: its data written, its index (the marker) not
+    (out / "shard-00003.npy").write_bytes(b"partial")
+    for f in glob.glob(str(out / "shard-00003.json")) + glob.glob(str(out / "shard-00007.*")):
+        os.remove(f)
+    r = pxbatch(dataset, out)
+    assert files(out) == ref
+    assert [n for n in os.listdir(out) if ".tmp-" in n] == []
+    r = pxbatch(dataset, out)  # everything finished: all skipped
+    assert "19 finished shards skipped" in r.stderr and "0 images" in r.stderr and "1 failed" in r.stderr
+
+
+def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
+    master, slave = pty.openpty()
+    p = subprocess.Popen([PXBATCH, str(dataset / "p.pxi"), "--in-dir", str(dataset / "img"), "--out",
+                          str(tmp_path / "o"), "--shard-size", "16", "--executor", "cpu"], stderr=slave, env=MPI_ENV)
+    p.wait()
+    os.close(slave)
+    text = b""
+    try:
+        while True:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            text += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert b"\rpxbatch: shard 19 of 19" in text and b"images/s" in text
+    r = subprocess.run([PXBATCH, str(dataset / "p.pxi"), "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    assert r.returncode == 2 and "one of --in-list, --in-dir" in r.stderr
+    lst = tmp_path / "list.txt"
+    lst.write_text("\n".join(sorted(glob.glob(str(dataset / "img" / "*")))) + "\n")
+    r = subprocess.run([PXBATCH, str(dataset / "p.pxi"), "--in-list", str(lst), "--out", str(tmp_path / "l"),
+                        "--shard-size", "16", "--executor", "cpu"], capture_output=True, text=True)
+    assert r.returncode == 1 and files(tmp_path / "l") == files(tmp_path / "o")

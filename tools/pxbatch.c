@@ -32,6 +32,7 @@ static const char px__usage[] =
     "  --devices N               CUDA devices to use without MPI (default: all); under mpirun each\n"
     "                            rank takes device (local rank mod devices)\n"
     "  --threads N               CPU worker threads per process (default: all cores)\n"
+    "  --decoders N              decoding threads per worker (default: cores / workers, 1..64)\n"
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (file -> row, and the\n"
     "files that failed with their pxvm error). Finished shards are skipped on a rerun.\n"
@@ -43,7 +44,7 @@ typedef struct {
     char **files;
     int nfiles;
     const char *prog_path, *out_dir, *exec_name;
-    int shard_size, devices, threads;
+    int shard_size, devices, threads, decoders;
     pxvm_limits lim;
 } px__job;
 
@@ -112,14 +113,21 @@ typedef struct {
     int w, h;           /* the input slot's size */
     pxvm_image *img;    /* [count] decoded (px NULL: failed) */
     char **why;         /* [count] the error of a failed input */
-    pthread_t thread;
-    int started;
+    pthread_t thread[64];
+    struct px__decoder *dec;
+    int started;       /* decoding threads running */
 } px__shard;
+
+typedef struct px__decoder {
+    px__shard *s;
+    int t, n; /* this thread decodes items t, t + n, ... */
+} px__decoder;
 
 static void *px__decode(void *arg)
 {
-    px__shard *s = arg;
-    for (int i = 0; i < s->count; i++) {
+    px__decoder *d = arg;
+    px__shard *s = d->s;
+    for (int i = d->t; i < s->count; i += d->n) {
         pxvm_error err;
         const char *path = s->job->files[s->first + i];
         if (pxvm_image_load_any(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
@@ -135,6 +143,8 @@ static void *px__decode(void *arg)
     return NULL;
 }
 
+
+
 static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *prog, int input, int shard)
 {
     memset(s, 0, sizeof *s);
@@ -146,16 +156,31 @@ static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *p
     s->why = calloc((size_t)s->count, sizeof(char *));
     if (!s->img || !s->why)
         return -1;
-    s->started = pthread_create(&s->thread, NULL, px__decode, s) == 0;
-    if (!s->started)
-        px__decode(s);
+    /* the images of a shard are decoded by several host threads, so that decoding keeps up with
+     * the GPU where the cores allow (JPEG decoding is the slow part of a pipeline) */
+    int n = j->decoders < s->count ? j->decoders : s->count;
+    s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px__decoder));
+    for (int t = 0; s->dec && t < n; t++) {
+        s->dec[t] = (px__decoder){s, t, n};
+        if (pthread_create(&s->thread[s->started], NULL, px__decode, &s->dec[t]) == 0)
+            s->started++;
+        else
+            px__decode(&s->dec[t]);
+    }
     return 0;
+}
+
+static void px__shard_join(px__shard *s)
+{
+    for (int t = 0; t < s->started; t++)
+        pthread_join(s->thread[t], NULL);
+    s->started = 0;
 }
 
 static void px__shard_free(px__shard *s)
 {
-    if (s->started)
-        pthread_join(s->thread, NULL);
+    px__shard_join(s);
+    free(s->dec);
     for (int i = 0; i < s->count; i++) {
         pxvm_image_free(&s->img[i]);
         free(s->why[i]);
@@ -197,10 +222,7 @@ static int px__shard_run(px__worker_state *w, px__shard *s, int input, int out_s
 {
     const pxvm_program *prog = s->prog;
     const pxvm_slot *o = &prog->slots[out_slot];
-    if (s->started) {
-        pthread_join(s->thread, NULL);
-        s->started = 0;
-    }
+    px__shard_join(s);
     int rows = 0, dummy = -1;
     for (int i = 0; i < s->count; i++)
         if (s->img[i].px) {
@@ -460,6 +482,8 @@ int main(int argc, char **argv)
             j.shard_size = atoi(v), i++;
         else if (v && !strcmp(o, "--devices") && atoi(v) >= 1)
             j.devices = atoi(v), i++;
+        else if (v && !strcmp(o, "--decoders") && atoi(v) >= 1 && atoi(v) <= 64)
+            j.decoders = atoi(v), i++;
         else if (v && !strcmp(o, "--threads") && atoi(v) >= 0)
             j.threads = atoi(v), i++;
         else if (o[0] != '-' && !j.prog_path)
@@ -536,6 +560,11 @@ int main(int argc, char **argv)
         nworkers = size == 1 && ndev ? ndev : 1;
     }
     int gpus = ndev ? ndev : 1;
+    if (!j.decoders) { /* this host's cores, shared by its workers (and its ranks) */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int per = (int)(cores / (nworkers * (size > gpus ? gpus : size)));
+        j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
+    }
     px__worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     double t0 = px__now();

@@ -431,18 +431,6 @@ static void *px__work(void *arg)
     return NULL;
 }
 
-static int px__exit_code(pxvm_class c)
-{
-    switch (c) {
-    case PXVM_USAGE: return 2;
-    case PXVM_MALFORMED: return 3;
-    case PXVM_INVALID: return 4;
-    case PXVM_UNLINKABLE: return 5;
-    case PXVM_TRAP: return 6;
-    case PXVM_UNAVAILABLE: return 7;
-    default: return 1;
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -508,7 +496,7 @@ int main(int argc, char **argv)
         pxvm_error_format(&err, buf, sizeof buf);
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", buf);
-        rc = px__exit_code(err.cls);
+        rc = pxvm_exit_status(err.cls);
         goto end;
     }
     int input = -1, out_slot = -1;
@@ -587,7 +575,7 @@ int main(int argc, char **argv)
             pxvm_error_format(&ws[i].err, buf, sizeof buf);
             fprintf(stderr, "pxbatch: rank %d worker %d: %s\n", rank, i, buf);
             if (!worst)
-                worst = px__exit_code(ws[i].rc);
+                worst = pxvm_exit_status(ws[i].rc);
         }
     }
     double secs = px__now() - t0;

@@ -56,25 +56,13 @@ static double px__now(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static int px__exit_code(const pxvm_error *err)
-{
-    switch (err->cls) {
-    case PXVM_USAGE: return 2;
-    case PXVM_MALFORMED: return 3;
-    case PXVM_INVALID: return 4;
-    case PXVM_UNLINKABLE: return 5;
-    case PXVM_TRAP: return 6;
-    case PXVM_UNAVAILABLE: return 7;
-    default: return 1;
-    }
-}
 
 static int px__die(const pxvm_error *err)
 {
     char buf[1024];
     pxvm_error_format(err, buf, sizeof buf);
     fprintf(stderr, "pxrun: %s\n", buf);
-    return px__exit_code(err);
+    return pxvm_exit_status(err->cls);
 }
 
 static int px__bad_usage(const char *what)

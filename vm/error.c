@@ -63,3 +63,17 @@ void pxvm_limits_default(pxvm_limits *lim)
     lim->max_insns = 1u << 20;
     lim->max_steps = 1ull << 24;
 }
+
+int pxvm_exit_status(pxvm_class cls)
+{
+    switch (cls) {
+    case PXVM_OK: return 0;
+    case PXVM_USAGE: return 2;
+    case PXVM_MALFORMED: return 3;
+    case PXVM_INVALID: return 4;
+    case PXVM_UNLINKABLE: return 5;
+    case PXVM_TRAP: return 6;
+    case PXVM_UNAVAILABLE: return 7;
+    default: return 1;
+    }
+}

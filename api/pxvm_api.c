@@ -240,24 +240,11 @@ int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, in
         return px__usage("pxvm_runner_open: threads and device must be >= 0");
     if (!executor)
         executor = "cpu";
-    int automatic = !strcmp(executor, "auto");
-    const pxvm_executor_ops *ops = pxvm_executor_find(automatic ? "cuda" : executor, &err);
-    if (!ops && !automatic)
-        return px__fail(&err);
     pxvm_open_options oo = {threads, device};
-    pxvm_executor *ex = NULL;
-    if (ops && ops->open(&ex, &oo, &err) < 0) {
-        if (ex) /* a failed open may leave a half-made executor */
-            ops->close(ex);
-        ex = NULL;
-        if (!automatic)
-            return px__fail(&err);
-    }
-    if (!ex) { /* auto, and cuda is not here */
-        ops = &pxvm_cpu_executor;
-        if (ops->open(&ex, &oo, &err) < 0)
-            return px__fail(&err);
-    }
+    const pxvm_executor_ops *ops;
+    pxvm_executor *ex;
+    if (pxvm_executor_open_named(executor, &oo, &ops, &ex, NULL, &err) < 0)
+        return px__fail(&err);
     pxvm_runner *r = calloc(1, sizeof *r);
     if (!r || ops->load(ex, &prog->p, batch, &err) < 0) {
         if (!r)

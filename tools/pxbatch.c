@@ -368,21 +368,9 @@ static void *px__work(void *arg)
     px__worker *w = arg;
     const px__job *j = w->job;
     int nshards = (j->nfiles + j->shard_size - 1) / j->shard_size;
-    int automatic = !strcmp(w->exec, "auto");
-    const pxvm_executor_ops *ops = pxvm_executor_find(automatic ? "cuda" : w->exec, &w->err);
     pxvm_open_options oo = {j->threads, w->device};
-    if (ops && ops->open(&w->st.ex, &oo, &w->err) < 0) {
-        if (w->st.ex)
-            ops->close(w->st.ex);
-        w->st.ex = NULL;
-        ops = NULL;
-    }
-    if (!ops && automatic) {
-        ops = &pxvm_cpu_executor;
-        if (ops->open(&w->st.ex, &oo, &w->err) < 0)
-            ops = NULL;
-    }
-    if (!ops) {
+    const pxvm_executor_ops *ops;
+    if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
         w->rc = w->err.cls;
         return NULL;
     }

@@ -364,7 +364,7 @@ int main(int argc, char **argv)
     }
     if (px__parse_args(argc, argv, &a, &rc) < 0)
         goto done;
-    int automatic = !strcmp(a.exec_name, "auto");
+    int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
     t0 = px__now();
@@ -375,24 +375,16 @@ int main(int argc, char **argv)
     t_load = px__now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
-    int opened = ops && ops->open(&ex, &a.oo, &err) == 0;
-    if (!opened && ex) { /* a failed open may leave a half-made executor */
-        ops->close(ex);
-        ex = NULL;
-    }
+    pxvm_error cuda_why = {0};
+    if (pxvm_executor_open_named(a.exec_name, &a.oo, &ops, &ex, &cuda_why, &err) < 0)
+        goto fail;
     if (automatic) {
         char why[1024];
-        pxvm_error_format(&err, why, sizeof why);
-        if (opened) {
+        pxvm_error_format(&cuda_why, why, sizeof why);
+        if (ops != &pxvm_cpu_executor)
             fprintf(stderr, "pxrun: executor auto: using cuda (device %d)\n", a.oo.device);
-        } else {
+        else
             fprintf(stderr, "pxrun: executor auto: cuda is %s; using cpu\n", why);
-            ops = &pxvm_cpu_executor;
-            if (ops->open(&ex, &a.oo, &err) < 0)
-                goto fail;
-        }
-    } else if (!opened) {
-        goto fail;
     }
     t_open = px__now();
     if (ops->load(ex, &prog, 1, &err) < 0)

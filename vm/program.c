@@ -585,6 +585,26 @@ int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm
 extern const pxvm_executor_ops pxvm_cuda_gl_executor;
 #endif
 
+int pxvm_executor_open_named(const char *name, const pxvm_open_options *opt, const pxvm_executor_ops **ops,
+                             pxvm_executor **ex, pxvm_error *cuda_why, pxvm_error *err)
+{
+    int automatic = !strcmp(name, "auto");
+    *ex = NULL;
+    *ops = pxvm_executor_find(automatic ? "cuda" : name, err);
+    if (*ops && (*ops)->open(ex, opt, err) == 0)
+        return 0;
+    if (*ex) { /* a failed open may leave a half-made executor */
+        (*ops)->close(*ex);
+        *ex = NULL;
+    }
+    if (!automatic)
+        return -1;
+    if (cuda_why)
+        *cuda_why = *err;
+    *ops = &pxvm_cpu_executor;
+    return (*ops)->open(ex, opt, err);
+}
+
 const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err)
 {
     if (!strcmp(name, "cpu"))

@@ -8,6 +8,7 @@
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
 #include "../vm/vm.h"
+#include "../isa/px_sem.h"
 
 struct pxvm_prog {
     pxvm_program p;
@@ -341,3 +342,43 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
                           : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);
     return rc;
 }
+
+/* ---- fixations and token geometry ------------------------------------------------------------ */
+
+int pxvm_prog_fixation_use(const pxvm_prog *prog)
+{
+    return !prog ? 0 : prog->p.writes_fixation ? 2 : prog->p.uses_fixation ? 1 : 0;
+}
+
+int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
+                              const int32_t *xy, int device)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_set_fixations: NULL runner");
+    return run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0 ? px__fail(&err)
+                                                                                                        : 0;
+}
+
+int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int32_t *xy, int device)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_read_fixations: NULL runner");
+    return run->ops->read_state(run->ex, PXVM_STATE_FIXATIONS, 0, first_item, items, xy, device, &err) < 0
+               ? px__fail(&err)
+               : 0;
+}
+
+int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int items, int32_t *dst, int device)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_read_geometry: NULL runner");
+    return run->ops->read_state(run->ex, PXVM_STATE_GEOMETRY, slot, first_item, items, dst, device, &err) < 0
+               ? px__fail(&err)
+               : 0;
+}
+
+_Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agree");
+_Static_assert(PXVM_GEOM_INTS == PX_GEOM_INTS, "public and ISA geometry sizes agree");

@@ -840,14 +840,40 @@ static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *
     switch (fi->kind) {
     case PXK_SLOT: rc = px__slot_value(s, p, o, &v); break;
     case PXK_ROW: rc = px__row_value(s, p, o, rows_base, &v); break;
-    case PXK_MODE:
-        if (!strcmp(o->text, "linear") || !strcmp(o->text, "0"))
+    case PXK_MODE: {
+        /* linear | nearest, optionally @fN: positions relative to fixation register N */
+        const char *at = strchr(o->text, '@');
+        size_t n = at ? (size_t)(at - o->text) : strlen(o->text);
+        long long reg = -1;
+        if (!strncmp(o->text, "linear", n) && n == 6)
             v = PX_MODE_LINEAR;
-        else if (!strcmp(o->text, "nearest") || !strcmp(o->text, "1"))
+        else if (!strncmp(o->text, "nearest", n) && n == 7)
             v = PX_MODE_NEAREST;
+        else if (n == 1 && (o->text[0] == '0' || o->text[0] == '1'))
+            v = o->text[0] - '0';
         else
-            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is not a mode (expected linear or nearest)", fi->name, o->text);
+            v = -1;
+        if (v >= 0 && at && (at[1] != 'f' || px__parse_int(at + 2, 0, PX_FIX_REGS - 1, &reg) < 0))
+            v = -1;
+        if (v < 0)
+            rc = px__fail_at(s, o->line, o->col,
+                             "operand %s: '%s' is not a mode (expected linear or nearest, optionally @f0..@f7 for "
+                             "positions relative to that fixation register)",
+                             fi->name, o->text);
+        else if (reg >= 0)
+            v = PX_MODE_REL(v, reg);
         break;
+    }
+    case PXK_U8:
+    case PXK_FLAG:
+    case PXK_REG:
+    case PXK_LEVEL: {
+        int hi = fi->kind == PXK_FLAG ? 1 : fi->kind == PXK_REG ? PX_FIX_REGS - 1 : fi->kind == PXK_LEVEL ? PXVM_MAX_LEVELS - 1 : 255;
+        if (px__parse_int(o->text, 0, hi, &v) < 0)
+            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected an integer in 0..%d)", fi->name,
+                             o->text, hi);
+        break;
+    }
     case PXK_U16:
     case PXK_DIM:
         if (px__parse_int(o->text, fi->kind == PXK_DIM ? 1 : 0, 65535, &v) < 0)

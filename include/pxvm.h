@@ -188,6 +188,35 @@ int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const p
  * and reports a trap of an asynchronous run. Returns at once on the CPU. */
 int pxvm_runner_sync(pxvm_runner *run);
 
+/* ---- fixations and token geometry ------------------------------------------------------------ */
+
+/* Every runner item has PXVM_FIX_REGS fixation registers, each an (x, y) pair of int32: level-0
+ * texel coordinates of the image in Q16 (x * 65536; the centre of texel (i, j) is
+ * ((2i+1) << 15, (2j+1) << 15)). Relative SAMPLE/GATHER/ANISO add a register to their
+ * positions; ARGMAX writes one. Every run starts with the values set here ((0, 0) until set):
+ * changing them changes nothing else (no reload; on the GPU the same graph is replayed). */
+#define PXVM_FIX_REGS 8
+/* Sets registers first_reg .. first_reg+nregs-1 of items first_item .. first_item+items-1 from
+ * xy, laid out [items][nregs][2] int32, in host memory (device < 0) or in CUDA memory of the
+ * runner's device (cuda executor; copied device to device on the runner's stream). xy may be
+ * reused when the call returns. */
+int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
+                              const int32_t *xy, int device);
+/* After a run: the registers as it left them (ARGMAX results), [items][PXVM_FIX_REGS][2] int32,
+ * into host memory (device < 0; waits for the run) or CUDA memory (on the runner's stream). */
+int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int32_t *xy, int device);
+/* After a run: the geometry of every token of atlas slot `slot`, as its sampling instruction
+ * used it, [items][patch_count][PXVM_GEOM_INTS] int32: centre x, y (Q16 level-0 texels, after
+ * the fixation offset), steps du, dv (Q16; 0, 0 for GATHER, whose centre is its middle table
+ * entry) and the LOD used (Q8.8, clamped to the last level; nearest: the rounded level). A token
+ * that no instruction writes as one whole tile reads (0, 0, 0, 0, -1). Host or CUDA memory as
+ * for pxvm_runner_read_fixations. */
+#define PXVM_GEOM_INTS 5
+int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int items, int32_t *dst, int device);
+/* Does the program use fixation registers (1: relative sampling or ARGMAX; 2: it also writes
+ * them, with ARGMAX), or not (0)? */
+int pxvm_prog_fixation_use(const pxvm_prog *prog);
+
 /* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */

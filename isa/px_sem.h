@@ -17,6 +17,8 @@
 
 #include <stdint.h>
 
+#include "pxisa.h"
+
 #if defined(__CUDACC__)
 #define PX_SEM static inline __host__ __device__
 #else
@@ -262,6 +264,121 @@ PX_SEM px_rgba px_sample_aniso(PX_SRC_T src, int64_t u, int64_t v, uint32_t lod,
     for (int ch = 0; ch < 4; ch++)
         out |= (uint32_t)((sum[ch] + den / 2) / den) << (8 * ch);
     return out;
+}
+#endif
+
+/* ---- fixation: saliency, argmax, relative positions, token geometry ----------------------- */
+
+/* A mode operand's filter (PX_MODE_LINEAR / PX_MODE_NEAREST) and its fixation register (-1:
+ * absolute positions). */
+PX_SEM int px_mode_filter(int mode) { return mode & (int)PX_MODE_FILTER; }
+PX_SEM int px_mode_reg(int mode) { return (mode & (int)PX_MODE_RELATIVE) ? (mode >> PX_MODE_REG_SHIFT) & 7 : -1; }
+
+PX_SEM int32_t px_sat32(int64_t v) { return v > INT32_MAX ? INT32_MAX : (v < INT32_MIN ? INT32_MIN : (int32_t)v); }
+PX_SEM uint32_t px_absdiff(int a, int b) { return (uint32_t)(a > b ? a - b : b - a); }
+
+/* SALIENCY's weighted centre-surround difference of two texels (after Itti, Koch and Niebur 1998):
+ * luminance I = r+g+b, red-green RG = r-g, blue-yellow BY = 2b-r-g, each an absolute difference
+ * between the centre and the surround texel; at most 255 * (765 + 510 + 1020) = 585,225. */
+PX_SEM uint32_t px_centre_surround(px_rgba c, px_rgba s, uint32_t w_lum, uint32_t w_rg, uint32_t w_by)
+{
+    int cr = (int)px_ch(c, 0), cg = (int)px_ch(c, 1), cb = (int)px_ch(c, 2);
+    int sr = (int)px_ch(s, 0), sg = (int)px_ch(s, 1), sb = (int)px_ch(s, 2);
+    return w_lum * px_absdiff(cr + cg + cb, sr + sg + sb) + w_rg * px_absdiff(cr - cg, sr - sg) +
+           w_by * px_absdiff(2 * cb - cr - cg, 2 * sb - sr - sg);
+}
+
+/* A saliency value v (0..255) written, or added to the old map pixel's R (saturating): the map
+ * pixel is (v, v, v, 255). */
+PX_SEM px_rgba px_saliency_pixel(uint32_t v, int accumulate, px_rgba old)
+{
+    if (accumulate) {
+        v += px_ch(old, 0);
+        v = v > 255u ? 255u : v;
+    }
+    return px_pack(v, v, v, 255u);
+}
+
+/* ARGMAX's value of a texel: wr*r + wg*g + wb*b + wa*a (at most 4 * 255 * 255). */
+PX_SEM uint32_t px_argmax_value(px_rgba p, uint32_t wr, uint32_t wg, uint32_t wb, uint32_t wa)
+{
+    return wr * px_ch(p, 0) + wg * px_ch(p, 1) + wb * px_ch(p, 2) + wa * px_ch(p, 3);
+}
+
+/* The centre of texel x of a level `level_size` texels wide, in Q16 level-0 texel coordinates of
+ * a slot `space_size` wide: floor((x + 1/2) * space_size / level_size * 2^16), exact. */
+PX_SEM int32_t px_texel_centre_q16(int x, int level_size, int space_size)
+{
+    return (int32_t)((((int64_t)(2 * x + 1) * (int64_t)space_size) << 15) / (int64_t)level_size);
+}
+
+/* Inhibition of return: is the position (X, Y) (Q16) within `radius` texels of the fixation
+ * (fx, fy)? Disc test (X-fx)^2 + (Y-fy)^2 <= (radius*2^16)^2 in 64 bits, after a box test that
+ * keeps every square below 2^61 (radius <= 16384 is validated). */
+PX_SEM int px_inhibited(int32_t X, int32_t Y, int32_t fx, int32_t fy, int radius)
+{
+    int64_t r = (int64_t)radius << 16, dx = (int64_t)X - fx, dy = (int64_t)Y - fy;
+    if (dx > r || dx < -r || dy > r || dy < -r)
+        return 0;
+    return dx * dx + dy * dy <= r * r;
+}
+
+/* ARGMAX's choice between two candidates (value, row-major index): the larger value, and of
+ * equal values the smaller index (the first in row-major order). */
+PX_SEM int px_argmax_better(uint32_t v, int64_t i, uint32_t best_v, int64_t best_i)
+{
+    return best_i < 0 || v > best_v || (v == best_v && i < best_i);
+}
+
+/* The LOD a sample actually uses, Q8.8: linear clamps it to the last level; nearest rounds it to
+ * a level (half up), then clamps. */
+PX_SEM int32_t px_lod_used(uint32_t lod, int filter, int levels)
+{
+    if (filter == PX_MODE_NEAREST)
+        return px_lod_nearest(lod, levels) * PX_LOD_ONE;
+    uint32_t last = (uint32_t)(levels - 1) * PX_LOD_ONE;
+    return (int32_t)(lod < last ? lod : last);
+}
+
+/* Token geometry, the 5 int32 a sampling instruction writes for its patch: centre x, y (Q16,
+ * after the fixation offset, saturated to 32 bits), steps du, dv (Q16; 0, 0 for GATHER) and the
+ * LOD used (Q8.8). A token no instruction writes reads (0, 0, 0, 0, -1). */
+#define PX_GEOM_INTS 5
+PX_SEM void px_geom_write(int32_t *g, int64_t cx, int64_t cy, int32_t du, int32_t dv, int32_t lod)
+{
+    g[0] = px_sat32(cx);
+    g[1] = px_sat32(cy);
+    g[2] = du;
+    g[3] = dv;
+    g[4] = lod;
+}
+
+#if defined(PX_FETCH)
+/* SALIENCY at map texel (x, y): the largest px_centre_surround over the level-c texels of the
+ * block [x << (map-c), (x+1) << (map-c)) x [y << (map-c), ...) (clipped to level c), each against
+ * the level-s texel above it (coordinates >> (s-c), clamped to level s), shifted right by
+ * `shift` and capped at 255. */
+PX_SEM uint32_t px_saliency_at(PX_SRC_T src, int c, int s, int map, int x, int y, uint32_t w_lum, uint32_t w_rg,
+                               uint32_t w_by, int shift)
+{
+    int k = map - c, d = s - c;
+    int wc = PX_LEVEL_W(src, c), hc = PX_LEVEL_H(src, c), ws = PX_LEVEL_W(src, s), hs = PX_LEVEL_H(src, s);
+    int x0 = x << k, y0 = y << k, x1 = (x + 1) << k, y1 = (y + 1) << k;
+    x1 = x1 < wc ? x1 : wc;
+    y1 = y1 < hc ? y1 : hc;
+    uint32_t best = 0;
+    for (int yc = y0; yc < y1; yc++) {
+        int ys = yc >> d;
+        ys = ys < hs - 1 ? ys : hs - 1;
+        for (int xc = x0; xc < x1; xc++) {
+            int xs = xc >> d;
+            xs = xs < ws - 1 ? xs : ws - 1;
+            uint32_t v = px_centre_surround(PX_FETCH(src, c, xc, yc), PX_FETCH(src, s, xs, ys), w_lum, w_rg, w_by);
+            best = v > best ? v : best;
+        }
+    }
+    best >>= shift;
+    return best > 255u ? 255u : best;
 }
 #endif
 

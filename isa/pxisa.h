@@ -76,11 +76,27 @@ enum pxi_kind {
     PXK_DIM,  /* u16 size: must be >= 1 */
     PXK_Q16,  /* s32 fixed point, 16 fractional bits, any value */
     PXK_LOD,  /* u16 fixed point, 8 fractional bits, any value (clamped to the last level) */
-    PXK_TAPS  /* u8 tap count: 1 .. PX_MAX_TAPS */
+    PXK_TAPS, /* u8 tap count: 1 .. PX_MAX_TAPS */
+    PXK_U8,   /* u8, any value (ranges are checked per opcode) */
+    PXK_FLAG, /* u8: 0 or 1 */
+    PXK_REG,  /* u8 fixation register: < PX_FIX_REGS */
+    PXK_LEVEL /* u8 mip level: < PXVM_MAX_LEVELS (checked against its slot per opcode) */
 };
 #define PX_MAX_TAPS 16
 
+/* The mode operand of SAMPLE, GATHER and ANISO: bit 0 the filter; bit 1 set: positions are
+ * relative to fixation register (mode >> 2) & 7 (bits 2-4); bits 5-7 must be 0, and so must the
+ * register bits of an absolute mode. */
 enum pxi_mode { PX_MODE_LINEAR = 0, PX_MODE_NEAREST = 1 };
+#define PX_MODE_FILTER 1u
+#define PX_MODE_RELATIVE 2u
+#define PX_MODE_REG_SHIFT 2
+#define PX_MODE_VALID_BITS 0x1Fu
+#define PX_MODE_REL(filter, reg) ((int)((filter) | PX_MODE_RELATIVE | ((unsigned)(reg) << PX_MODE_REG_SHIFT)))
+
+/* Fixation registers: per run and per batch item, each an (x, y) pair of signed Q16 level-0
+ * texel coordinates. A run starts with the values the host set (0, 0 until set). */
+#define PX_FIX_REGS 8
 
 /* Global field ordinals. The table lists each opcode's fields right after its PX_OP line, so a
  * field's index inside its instruction is its ordinal minus its opcode's marker minus one. */

@@ -126,7 +126,15 @@ static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_
     case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
     case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
     case PXK_SLOT: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
-    case PXK_MODE: why = v != PX_MODE_LINEAR && v != PX_MODE_NEAREST ? "(mode is 0 = linear or 1 = nearest)" : NULL; break;
+    case PXK_MODE:
+        why = (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
+                  ? "(mode is bit 0 = nearest, bit 1 = relative, bits 2-4 = its fixation register; other bits 0)"
+                  : NULL;
+        break;
+    case PXK_FLAG: why = v > 1 ? "(a flag is 0 or 1)" : NULL; break;
+    case PXK_REG: why = v >= PX_FIX_REGS ? "(fixation registers are 0..7)" : NULL; break;
+    case PXK_LEVEL: why = v >= PXVM_MAX_LEVELS ? "(levels are 0..15)" : NULL; break;
+    case PXK_U8:
     case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
     case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
     case PXK_U16:
@@ -205,6 +213,42 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
                                        "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
                                        3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
         }
+        return 0;
+    }
+    case PX_OP_SALIENCY: {
+        int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);
+        int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
+        const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
+        if (src == dst)
+            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                                   pxvm_slot_label(prog, src, la));
+        if (!(c < sl))
+            return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
+        if (sl >= ss->levels || m >= ss->levels)
+            return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
+                                   sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
+        if (m < c)
+            return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
+        if (PX_ARG(in, SALIENCY, shift) > 20)
+            return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
+        int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
+        if (ds->w != mw || ds->h != mh)
+            return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
+                                   pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
+        return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
+    }
+    case PX_OP_ARGMAX: {
+        int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
+        if (level >= prog->slots[src].levels)
+            return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
+                                   prog->slots[src].levels, pxvm_slot_label(prog, src, la));
+        if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
+            return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
+                                   PX_ARG(in, ARGMAX, ior_first),
+                                   PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
+        if (PX_ARG(in, ARGMAX, radius) > 16384)
+            return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
+                                   PX_ARG(in, ARGMAX, radius));
         return 0;
     }
     default: return 0;
@@ -290,6 +334,10 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
             rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
         if (px__is_fetch(in))
             read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
+        if (in->op == PX_OP_SALIENCY)
+            read_upper[PX_ARG(in, SALIENCY, src)] = 1;
+        if (in->op == PX_OP_ARGMAX && PX_ARG(in, ARGMAX, level) > 0)
+            read_upper[PX_ARG(in, ARGMAX, src)] = 1;
         if (in->op == PX_OP_DOT_RGB || (px__is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0))
             prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
         if (in->op == PX_OP_HALT)
@@ -304,6 +352,40 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
     }
     free(read_upper);
     free(rebuilt);
+    return 0;
+}
+
+/* Token geometry: which atlas token each sampling instruction writes (its rectangle is exactly
+ * one tile of an atlas slot), and where each atlas slot's tokens start in the geometry table. */
+static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
+{
+    prog->geom_base = malloc(sizeof(int) * (size_t)prog->nslots);
+    prog->insn_token = malloc(sizeof(int32_t) * (size_t)prog->ninsns);
+    if (!prog->geom_base || !prog->insn_token)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns);
+    prog->ngeom = 0;
+    for (int k = 0; k < prog->nslots; k++) {
+        prog->geom_base[k] = prog->slots[k].patch_count ? prog->ngeom : -1;
+        prog->ngeom += prog->slots[k].patch_count;
+    }
+    prog->uses_fixation = prog->writes_fixation = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        prog->insn_token[i] = -1;
+        prog->writes_fixation |= in->op == PX_OP_ARGMAX;
+        prog->uses_fixation |= in->op == PX_OP_ARGMAX || in->op == PX_OP_SALIENCY;
+        if (!px__is_fetch(in))
+            continue;
+        prog->uses_fixation |= px_mode_reg(in->a[PX_FI(SAMPLE, mode)]) >= 0;
+        const pxvm_slot *d = &prog->slots[in->a[PX_FI(SAMPLE, dst)]];
+        int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
+        if (!d->patch_count || in->a[PX_FI(SAMPLE, w)] != d->patch_w || in->a[PX_FI(SAMPLE, h)] != d->patch_h ||
+            x % d->patch_w || y % d->patch_h)
+            continue;
+        int t = (y / d->patch_h) * (d->w / d->patch_w) + x / d->patch_w;
+        if (t < d->patch_count)
+            prog->insn_token[i] = prog->geom_base[in->a[PX_FI(SAMPLE, dst)]] + t;
+    }
     return 0;
 }
 
@@ -434,7 +516,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     for (uint32_t i = 0; i < ninsns; i++)
         if (px__check_insn(prog, &prog->insns[i], i, err) < 0)
             goto fail;
-    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0)
+    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0 || px__build_geometry(prog, err) < 0)
         goto fail;
     return 0;
 fail:
@@ -468,6 +550,8 @@ void pxvm_program_free(pxvm_program *prog)
     free(prog->insns);
     free(prog->steps);
     free(prog->reset);
+    free(prog->geom_base);
+    free(prog->insn_token);
     memset(prog, 0, sizeof *prog);
 }
 
@@ -525,7 +609,17 @@ void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, s
         switch (fi->kind) {
         case PXK_ZERO: continue;
         case PXK_SLOT: snprintf(val, sizeof val, "%s", prog ? pxvm_slot_label(prog, v, lb) : "?"); break;
-        case PXK_MODE: snprintf(val, sizeof val, "%s", v == PX_MODE_NEAREST ? "nearest" : "linear"); break;
+        case PXK_MODE:
+            if (px_mode_reg(v) >= 0)
+                snprintf(val, sizeof val, "%s@f%d", px_mode_filter(v) == PX_MODE_NEAREST ? "nearest" : "linear",
+                         px_mode_reg(v));
+            else
+                snprintf(val, sizeof val, "%s", px_mode_filter(v) == PX_MODE_NEAREST ? "nearest" : "linear");
+            break;
+        case PXK_U8:
+        case PXK_FLAG:
+        case PXK_REG:
+        case PXK_LEVEL:
         case PXK_Q16: px__fmt_fixed(v, 16, val, sizeof val); break;
         case PXK_LOD: px__fmt_fixed(v, 8, val, sizeof val); break;
         case PXK_ROW:

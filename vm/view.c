@@ -160,3 +160,48 @@ int pxvm_bind_image(const pxvm_executor_ops *ops, pxvm_executor *ex, int slot, c
     pxvm_view v = pxvm_image_view(img);
     return ops->bind(ex, slot, 0, &v, err);
 }
+
+/* ---- fixation registers and token geometry -------------------------------------------------- */
+
+size_t pxvm_state_ints(const pxvm_program *prog, int what)
+{
+    return what == PXVM_STATE_FIXATIONS ? (size_t)PX_FIX_REGS * 2u : (size_t)prog->ngeom * PX_GEOM_INTS;
+}
+
+int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int items, int reg0, int nregs, const void *xy,
+                         pxvm_error *err)
+{
+    (void)prog;
+    if (!xy)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", "NULL pointer");
+    if (reg0 < 0 || nregs < 1 || reg0 + nregs > PX_FIX_REGS) {
+        char m[128];
+        snprintf(m, sizeof m, "registers %d..%d asked for; there are %d (0..%d)", reg0, reg0 + nregs - 1, PX_FIX_REGS,
+                 PX_FIX_REGS - 1);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", m);
+    }
+    return px__check_items(batch, item0, items, err);
+}
+
+int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, int item0, int items, const void *dst,
+                     pxvm_error *err)
+{
+    if (what != PXVM_STATE_FIXATIONS && what != PXVM_STATE_GEOMETRY)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "unknown state (fixations or geometry)");
+    if (!dst)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what == PXVM_STATE_FIXATIONS ? "fixations" : "geometry",
+                         "NULL pointer");
+    if (what == PXVM_STATE_GEOMETRY && (slot < 0 || slot >= prog->nslots || prog->geom_base[slot] < 0)) {
+        char m[128], lb[16];
+        snprintf(m, sizeof m, "slot %s is no patch atlas, so it has no token geometry",
+                 slot >= 0 && slot < prog->nslots ? pxvm_slot_label(prog, slot, lb) : "?");
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "geometry", m);
+    }
+    return px__check_items(batch, item0, items, err);
+}
+
+void pxvm_geometry_clear(int32_t *g, size_t tokens)
+{
+    for (size_t t = 0; t < tokens; t++)
+        px_geom_write(g + t * PX_GEOM_INTS, 0, 0, 0, 0, -1);
+}

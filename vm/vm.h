@@ -144,6 +144,13 @@ typedef struct pxvm_program {
     pxvm_step *steps;  /* the launch plan */
     uint64_t memory;   /* sum of slot bytes */
     uint8_t *reset;    /* [nslots] PXVM_RESET_* bits: what a run must restore before it starts */
+    /* token geometry (spec "Fixation"): tokens of every atlas slot in slot order; geom_base[k] is
+     * slot k's first token (-1: not an atlas); insn_token[i] the token instruction i writes, -1 */
+    int ngeom;
+    int *geom_base;
+    int32_t *insn_token;
+    int uses_fixation;   /* relative sampling, SALIENCY or ARGMAX */
+    int writes_fixation; /* ARGMAX: registers change during a run */
 } pxvm_program;
 
 /* What a run restores so that every run starts from the initial state (spec section 2). Slots
@@ -217,7 +224,31 @@ typedef struct pxvm_executor_ops {
     /* Waits for enqueued work and reports an asynchronous run's trap; NULL op on the CPU. */
     int (*sync)(pxvm_executor *ex, pxvm_error *err);
     void (*close)(pxvm_executor *ex);
+    /* Sets fixation registers reg0 .. reg0+nregs-1 of items item0 .. item0+items-1 from xy
+     * ([items][nregs][2] int32, Q16 level-0 texels; checked with pxvm_check_fixations): every
+     * later run starts with them. xy is host memory (device < 0), or CUDA memory of the
+     * executor's device (CUDA-GL only); it may be reused when the call returns. */
+    int (*set_fixations)(pxvm_executor *ex, int item0, int items, int reg0, int nregs, const int32_t *xy, int device,
+                         pxvm_error *err);
+    /* After a run, copies state of items item0.. into dst (host, or CUDA memory on CUDA-GL):
+     * PXVM_STATE_FIXATIONS: the registers as the run left them, [items][8][2] int32 (slot is
+     * ignored); PXVM_STATE_GEOMETRY: the token geometry of atlas slot `slot`,
+     * [items][patch_count][PX_GEOM_INTS] int32. */
+    int (*read_state)(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+                      pxvm_error *err);
 } pxvm_executor_ops;
+
+enum { PXVM_STATE_FIXATIONS = 0, PXVM_STATE_GEOMETRY = 1 };
+/* The int32 values per item of a state (PXVM_STATE_*) as the executors store it (geometry: of
+ * every atlas slot). */
+size_t pxvm_state_ints(const pxvm_program *prog, int what);
+/* Checks set_fixations' and read_state's arguments for any executor. */
+int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int items, int reg0, int nregs, const void *xy,
+                         pxvm_error *err);
+int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, int item0, int items, const void *dst,
+                     pxvm_error *err);
+/* The geometry table's value before any run: every token (0, 0, 0, 0, -1). */
+void pxvm_geometry_clear(int32_t *g, size_t tokens);
 
 extern const pxvm_executor_ops pxvm_cpu_executor;
 /* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */

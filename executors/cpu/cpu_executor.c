@@ -9,31 +9,7 @@
 #include "../../vm/vm.h"
 #include "threadpool.h"
 
-/* How the shared sampler reads texels here: straight from the slot's level arrays. */
-typedef struct px_cpu_src {
-    const uint8_t *level[PXVM_MAX_LEVELS];
-    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
-    int levels;
-} px_cpu_src;
-
-static inline uint32_t px__load(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static inline void px__store(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-#define PX_SRC_T const px_cpu_src *
-#define PX_FETCH(s, l, x, y) px__load((s)->level[l] + ((size_t)(y) * (size_t)(s)->w[l] + (size_t)(x)) * 4u)
-#define PX_LEVEL_W(s, l) ((s)->w[l])
-#define PX_LEVEL_H(s, l) ((s)->h[l])
-#define PX_LEVELS(s) ((s)->levels)
-#include "../../isa/px_sem.h"
+#include "cpu_slot.h"
 
 /* Item b's slot k is entry b * nslots + k of the per-slot arrays; an instruction of item b sees
  * the slots of item b only (`store`, `view` below point at item b's row). */
@@ -47,6 +23,10 @@ struct pxvm_executor {
     uint8_t *bound;        /* per item and slot: an input image was bound */
     uint8_t **store;       /* the item being run: &all_store[item * nslots] */
     px_cpu_src *view;
+    int32_t *fix_set;      /* per item: the registers a run starts with, [batch][8][2] */
+    int32_t *fix_all;      /* per item: the registers of the run, [batch][8][2] */
+    int32_t *geom_all;     /* per item: token geometry, [batch][ngeom][PX_GEOM_INTS] */
+    int32_t *fix, *geom;   /* the item being run */
 };
 
 static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
@@ -67,6 +47,10 @@ static void px__cpu_unload(pxvm_executor *ex)
     free(ex->all_store);
     free(ex->all_view);
     free(ex->bound);
+    free(ex->fix_set);
+    free(ex->fix_all);
+    free(ex->geom_all);
+    ex->fix_set = ex->fix_all = ex->geom_all = NULL;
     ex->all_store = ex->store = NULL;
     ex->all_view = ex->view = NULL;
     ex->bound = NULL;
@@ -77,6 +61,8 @@ static void px__cpu_select(pxvm_executor *ex, int item)
 {
     ex->store = ex->all_store + (size_t)item * (size_t)ex->nslots;
     ex->view = ex->all_view + (size_t)item * (size_t)ex->nslots;
+    ex->fix = ex->fix_all + (size_t)item * PX_FIX_REGS * 2u;
+    ex->geom = ex->geom_all + (size_t)item * pxvm_state_ints(ex->prog, PXVM_STATE_GEOMETRY);
 }
 
 static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
@@ -90,7 +76,13 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     ex->all_store = calloc(n, sizeof(uint8_t *));
     ex->all_view = calloc(n, sizeof(px_cpu_src));
     ex->bound = calloc(n, 1);
-    if (!ex->all_store || !ex->all_view || !ex->bound) {
+    size_t nfix = (size_t)batch * PX_FIX_REGS * 2u, ngeom = (size_t)batch * (size_t)prog->ngeom;
+    ex->fix_set = calloc(nfix, sizeof(int32_t));
+    ex->fix_all = calloc(nfix, sizeof(int32_t));
+    ex->geom_all = malloc((ngeom ? ngeom : 1) * PX_GEOM_INTS * sizeof(int32_t));
+    if (ex->geom_all)
+        pxvm_geometry_clear(ex->geom_all, ngeom);
+    if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -215,24 +207,29 @@ static void px__cpu_pyramid(pxvm_executor *ex, int slot)
 static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
 {
     const pxvm_program *prog = ex->prog;
-    int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)], mode = in->a[PX_FI(SAMPLE, mode)];
+    int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)], mode_op = in->a[PX_FI(SAMPLE, mode)];
     int x0 = in->a[PX_FI(SAMPLE, dst_x)], y0 = in->a[PX_FI(SAMPLE, dst_y)];
     int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+    int mode = px_mode_filter(mode_op), reg = px_mode_reg(mode_op);
+    int64_t fx = reg >= 0 ? ex->fix[2 * reg] : 0, fy = reg >= 0 ? ex->fix[2 * reg + 1] : 0; /* fixation offset */
+    int32_t token = prog->insn_token[in - prog->insns];
     const px_cpu_src *sv = &ex->view[src];
     size_t dw = (size_t)prog->slots[dst].w;
     uint8_t *out = ex->store[dst];
     if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
-        int32_t cu = PX_ARG(in, SAMPLE, cu), cv = PX_ARG(in, SAMPLE, cv);
+        int64_t cu = PX_ARG(in, SAMPLE, cu) + fx, cv = PX_ARG(in, SAMPLE, cv) + fy;
         int32_t du = PX_ARG(in, SAMPLE, du), dv = PX_ARG(in, SAMPLE, dv);
         uint32_t lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
         int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
         int32_t tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
         int32_t tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
+        if (token >= 0)
+            px_geom_write(ex->geom + (size_t)token * PX_GEOM_INTS, cu, cv, du, dv, px_lod_used(lod, mode, sv->levels));
         for (int j = 0; j < h; j++) {
-            int64_t v = px_patch_pos(cv, dv, j, h);
+            int64_t v = cv + px_patch_pos(0, dv, j, h);
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
             for (int i = 0; i < w; i++) {
-                int64_t u = px_patch_pos(cu, du, i, w);
+                int64_t u = cu + px_patch_pos(0, du, i, w);
                 px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)
                                                               : px_sample_aniso(sv, u, v, lod, mode, taps, tdu, tdv));
             }
@@ -241,11 +238,16 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
         size_t tw = (size_t)prog->slots[t].w;
         const uint8_t *tab = ex->store[t];
+        if (token >= 0) { /* a GATHER token's geometry: its centre entry's position and LOD */
+            const uint8_t *e = tab + ((size_t)(ty + h / 2) * tw + (size_t)(tx + 3 * (w / 2))) * 4u;
+            px_geom_write(ex->geom + (size_t)token * PX_GEOM_INTS, px_entry_q16(px__load(e)) + fx,
+                          px_entry_q16(px__load(e + 4)) + fy, 0, 0, px_lod_used(px_entry_lod(px__load(e + 8)), mode, sv->levels));
+        }
         for (int j = 0; j < h; j++) {
             const uint8_t *e = tab + ((size_t)(ty + j) * tw + (size_t)tx) * 4u;
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
             for (int i = 0; i < w; i++, e += 12)
-                px__store(row + 4 * i, px_sample(sv, px_entry_q16(px__load(e)), px_entry_q16(px__load(e + 4)),
+                px__store(row + 4 * i, px_sample(sv, px_entry_q16(px__load(e)) + fx, px_entry_q16(px__load(e + 4)) + fy,
                                                  px_entry_lod(px__load(e + 8)), mode));
         }
     }
@@ -261,6 +263,20 @@ static void px__batch_part(void *ctx, int b, int e)
     const px__batch_job *j = ctx;
     for (int i = b; i < e; i++)
         px__cpu_fetch_insn(j->ex, j->first + i);
+}
+
+/* ---- SALIENCY and ARGMAX (fixation) --------------------------------------------------------- */
+
+typedef struct {
+    const pxvm_executor *ex;
+    const pxi_insn *in;
+} px__insn_job;
+
+static void px__saliency_rows(void *ctx, int y0, int y1)
+{
+    const px__insn_job *j = ctx;
+    int src = PX_ARG(j->in, SALIENCY, src), dst = PX_ARG(j->in, SALIENCY, dst);
+    px_cpu_saliency_rows(&j->ex->view[src], j->ex->store[dst], j->ex->prog->slots[dst].w, j->in, y0, y1);
 }
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
@@ -316,6 +332,7 @@ static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options 
     px__cpu_select(ex, item);
     if (px__cpu_reset(ex, item, err) < 0)
         return -1;
+    memcpy(ex->fix, ex->fix_set + (size_t)item * PX_FIX_REGS * 2u, sizeof(int32_t) * PX_FIX_REGS * 2u);
     uint64_t steps = 0, budget = opt ? opt->max_steps : UINT64_MAX;
     for (uint32_t s = 0; s < prog->nsteps; s++) {
         const pxvm_step *st = &prog->steps[s];
@@ -378,6 +395,16 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         return 0;
     }
     case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); return 0;
+    case PX_OP_SALIENCY: {
+        px__insn_job job = {ex, first};
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, SALIENCY, dst)].h, 8, px__saliency_rows, &job);
+        return 0;
+    }
+    case PX_OP_ARGMAX: {
+        const pxvm_slot *space = &prog->slots[PX_ARG(first, ARGMAX, space)];
+        px_cpu_argmax(&ex->view[PX_ARG(first, ARGMAX, src)], space->w, space->h, first, ex->fix);
+        return 0;
+    }
     case PX_OP_SAMPLE:
     case PX_OP_ANISO:
     case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); return 0;
@@ -400,6 +427,39 @@ static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const
     return 0;
 }
 
+static int px__cpu_set_fixations(pxvm_executor *ex, int item0, int items, int reg0, int nregs, const int32_t *xy,
+                                 int device, pxvm_error *err)
+{
+    if (pxvm_check_fixations(ex->prog, ex->batch, item0, items, reg0, nregs, xy, err) < 0)
+        return -1;
+    if (device >= 0)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations",
+                         "CUDA device memory can be read only by the CUDA-GL executor (executor cuda)");
+    for (int i = 0; i < items; i++)
+        memcpy(ex->fix_set + ((size_t)(item0 + i) * PX_FIX_REGS + (size_t)reg0) * 2u, xy + (size_t)i * (size_t)nregs * 2u,
+               sizeof(int32_t) * 2u * (size_t)nregs);
+    return 0;
+}
+
+static int px__cpu_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+                              pxvm_error *err)
+{
+    if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
+        return -1;
+    if (device >= 0)
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
+                         "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0;
+    const int32_t *src = what == PXVM_STATE_FIXATIONS ? ex->fix_all : ex->geom_all;
+    if (what == PXVM_STATE_GEOMETRY) {
+        part = (size_t)ex->prog->slots[slot].patch_count * PX_GEOM_INTS;
+        at = (size_t)ex->prog->geom_base[slot] * PX_GEOM_INTS;
+    }
+    for (int i = 0; i < items; i++)
+        memcpy(dst + (size_t)i * part, src + (size_t)(item0 + i) * n + at, sizeof(int32_t) * part);
+    return 0;
+}
+
 static void px__cpu_close(pxvm_executor *ex)
 {
     if (!ex)
@@ -412,4 +472,5 @@ static void px__cpu_close(pxvm_executor *ex)
 
 const pxvm_executor_ops pxvm_cpu_executor = {
     "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
+    px__cpu_set_fixations, px__cpu_read_state,
 };

@@ -32,44 +32,14 @@
 
 #include "../../vm/vm.h"
 
-/* ---- how the shared semantics read texels here ---------------------------------------------- */
-
-struct px_gpu_slot {
-    cudaTextureObject_t tex[PXVM_MAX_LEVELS];
-    cudaSurfaceObject_t surf[PXVM_MAX_LEVELS];
-    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
-    int levels;
-};
-
-static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int x, int y)
-{
-#ifdef __CUDA_ARCH__
-    uchar4 v = tex2D<uchar4>(t, (float)x + 0.5f, (float)y + 0.5f); /* point filter: texel (x, y) */
-    return (uint32_t)v.x | ((uint32_t)v.y << 8) | ((uint32_t)v.z << 16) | ((uint32_t)v.w << 24);
-#else
-    (void)t, (void)x, (void)y;
-    return 0; /* the sampler is only called on the device */
-#endif
-}
-
-#define PX_SRC_T const px_gpu_slot *
-#define PX_FETCH(s, l, x, y) px__texel((s)->tex[l], (x), (y))
-#define PX_LEVEL_W(s, l) ((s)->w[l])
-#define PX_LEVEL_H(s, l) ((s)->h[l])
-#define PX_LEVELS(s) ((s)->levels)
-#include "../../isa/px_sem.h"
-
-static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uint32_t v)
-{
-    surf2Dwrite(make_uchar4((unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                            (unsigned char)(v >> 24)),
-                s, x * 4, y);
-}
+#include "gpu_slot.cuh"
 
 /* ---- device records, built once at load ----------------------------------------------------- */
 
 struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
-    int op, src, dst, mode, x, y, w, h;
+    int op, src, dst, mode, x, y, w, h; /* mode: the filter only */
+    int reg;                            /* fixation register of a relative instruction, or -1 */
+    int token;                          /* the token whose geometry it writes, or -1 */
     int32_t cu, cv, du, dv;
     uint32_t lod;
     int table, tx, ty;
@@ -275,25 +245,44 @@ __global__ void px__k_spin(long long ns)
 }
 
 /* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
-__global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch)
+/* fix: [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry. */
+__global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch, const int32_t *fix,
+                            int32_t *geom, int ngeom)
 {
     const px_gpu_fetch f = batch[blockIdx.x];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
     const px_gpu_slot *src = &slots[f.src];
     cudaSurfaceObject_t out = slots[f.dst].surf[0];
+    int64_t fx = 0, fy = 0; /* the fixation offset of a relative instruction */
+    if (f.reg >= 0) {
+        fx = fix[(size_t)blockIdx.z * PX_FIX_REGS * 2u + 2u * (unsigned)f.reg];
+        fy = fix[(size_t)blockIdx.z * PX_FIX_REGS * 2u + 2u * (unsigned)f.reg + 1u];
+    }
+    int64_t cu = f.cu + fx, cv = f.cv + fy;
+    if (f.token >= 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+        int32_t *g = geom + ((size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token) * PX_GEOM_INTS;
+        if (f.op == PX_OP_GATHER) { /* the centre entry's position and LOD */
+            cudaTextureObject_t t = slots[f.table].tex[0];
+            int ex = f.tx + 3 * (f.w / 2), ey = f.ty + f.h / 2;
+            px_geom_write(g, px_entry_q16(px__texel(t, ex, ey)) + fx, px_entry_q16(px__texel(t, ex + 1, ey)) + fy, 0, 0,
+                          px_lod_used(px_entry_lod(px__texel(t, ex + 2, ey)), f.mode, src->levels));
+        } else {
+            px_geom_write(g, cu, cv, f.du, f.dv, px_lod_used(f.lod, f.mode, src->levels));
+        }
+    }
     int n = f.w * f.h;
     for (int p = blockIdx.y * blockDim.x + threadIdx.x; p < n; p += gridDim.y * blockDim.x) {
         int i = p % f.w, j = p / f.w;
         uint32_t v;
         if (f.op == PX_OP_SAMPLE) {
-            v = px_sample(src, px_patch_pos(f.cu, f.du, i, f.w), px_patch_pos(f.cv, f.dv, j, f.h), f.lod, f.mode);
+            v = px_sample(src, cu + px_patch_pos(0, f.du, i, f.w), cv + px_patch_pos(0, f.dv, j, f.h), f.lod, f.mode);
         } else if (f.op == PX_OP_ANISO) {
-            v = px_sample_aniso(src, px_patch_pos(f.cu, f.du, i, f.w), px_patch_pos(f.cv, f.dv, j, f.h), f.lod, f.mode,
+            v = px_sample_aniso(src, cu + px_patch_pos(0, f.du, i, f.w), cv + px_patch_pos(0, f.dv, j, f.h), f.lod, f.mode,
                                 f.taps, f.tdu, f.tdv);
         } else {
             cudaTextureObject_t t = slots[f.table].tex[0];
             int ex = f.tx + 3 * i, ey = f.ty + j;
-            v = px_sample(src, px_entry_q16(px__texel(t, ex, ey)), px_entry_q16(px__texel(t, ex + 1, ey)),
+            v = px_sample(src, px_entry_q16(px__texel(t, ex, ey)) + fx, px_entry_q16(px__texel(t, ex + 1, ey)) + fy,
                           px_entry_lod(px__texel(t, ex + 2, ey)), f.mode);
         }
         px__store(out, f.x + i, f.y + j, v);
@@ -376,6 +365,9 @@ struct pxvm_executor {
     unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
     cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
     int have_graph[2];
+    /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
+     * buffer unless the program writes registers); token geometry [batch][ngeom][5] */
+    int32_t *d_fix_set, *d_fix_run, *d_geom;
 };
 
 #define PX__CK(call)                                                                                   \
@@ -573,6 +565,11 @@ static void px__gl_unload(pxvm_executor *ex)
     cudaFree(ex->d_clear);
     cudaFree(ex->d_prog);
     cudaFree(ex->d_status);
+    if (ex->d_fix_run != ex->d_fix_set)
+        cudaFree(ex->d_fix_run);
+    cudaFree(ex->d_fix_set);
+    cudaFree(ex->d_geom);
+    ex->d_fix_set = ex->d_fix_run = ex->d_geom = NULL;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
@@ -667,6 +664,25 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
+    {
+        size_t fix_bytes = sizeof(int32_t) * PX_FIX_REGS * 2u * (size_t)batch;
+        size_t ngeom = (size_t)prog->ngeom * (size_t)batch;
+        PX__CK(cudaMalloc(&ex->d_fix_set, fix_bytes));
+        PX__CK(cudaMemsetAsync(ex->d_fix_set, 0, fix_bytes, ex->stream));
+        ex->d_fix_run = ex->d_fix_set;
+        if (prog->writes_fixation)
+            PX__CK(cudaMalloc(&ex->d_fix_run, fix_bytes));
+        int32_t *g = (int32_t *)malloc(sizeof(int32_t) * PX_GEOM_INTS * (ngeom ? ngeom : 1));
+        if (!g)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        pxvm_geometry_clear(g, ngeom);
+        cudaError_t ge = cudaMalloc(&ex->d_geom, sizeof(int32_t) * PX_GEOM_INTS * (ngeom ? ngeom : 1));
+        if (ge == cudaSuccess)
+            ge = cudaMemcpy(ex->d_geom, g, sizeof(int32_t) * PX_GEOM_INTS * ngeom, cudaMemcpyHostToDevice);
+        free(g);
+        if (ge != cudaSuccess)
+            return px__cuda_fail(err, "allocating fixation registers and token geometry", ge, __LINE__);
+    }
 
     /* storage: GL textures with full chains, registered once, mapped until close */
     glGenTextures(all, ex->gl_tex);
@@ -734,7 +750,9 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
             continue;
         px_gpu_fetch *f = &fetch[i];
         f->op = in->op;
-        f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)], f->mode = in->a[PX_FI(SAMPLE, mode)];
+        f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)];
+        f->mode = px_mode_filter(in->a[PX_FI(SAMPLE, mode)]), f->reg = px_mode_reg(in->a[PX_FI(SAMPLE, mode)]);
+        f->token = prog->insn_token[i];
         f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
         f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
         if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
@@ -932,6 +950,9 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     const pxvm_program *prog = ex->prog;
     unsigned items = (unsigned)ex->batch;
     PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status) * items, ex->stream));
+    if (ex->d_fix_run != ex->d_fix_set) /* ARGMAX writes registers: each run starts from the set ones */
+        PX__CK(cudaMemcpyAsync(ex->d_fix_run, ex->d_fix_set, sizeof(int32_t) * PX_FIX_REGS * 2u * items,
+                               cudaMemcpyDeviceToDevice, ex->stream));
     if (ex->d_prog) {
         const pxvm_slot *s = &prog->slots[0];
         size_t pitch = (size_t)s->w * 4u;
@@ -982,9 +1003,16 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_ANISO:
         case PX_OP_GATHER: {
             dim3 grid(st->count, ex->step_blocks[si], items);
-            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first);
+            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first, ex->d_fix_run,
+                                                      ex->d_geom, prog->ngeom);
             break;
         }
+        case PX_OP_SALIENCY: {
+            const pxvm_slot *d = &prog->slots[PX_ARG(in, SALIENCY, dst)];
+            PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, in, d->w, d->h, (int)items, ex->stream));
+            break;
+        }
+        case PX_OP_ARGMAX: PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, in, ex->d_fix_run, (int)items, ex->stream)); break;
         case PX_OP_DOT_RGB:
             px__k_dot<<<items, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, PX_ARG(in, DOT_RGB, row_a),
                                                      PX_ARG(in, DOT_RGB, row_b), PX_ARG(in, DOT_RGB, row_out), st->first,
@@ -1190,6 +1218,54 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     return 0;
 }
 
+static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg0, int nregs, const int32_t *xy,
+                                int device, pxvm_error *err)
+{
+    if (pxvm_check_fixations(ex->prog, ex->batch, item0, items, reg0, nregs, xy, err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    if (device >= 0 && px__check_device_ptr(ex, xy, "fixations", err) < 0)
+        return -1;
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    /* a strided copy into [item][8][2]; from pageable host memory the source is staged before the
+     * call returns, from device memory the caller's stream waits for it (join_out) */
+    size_t row = sizeof(int32_t) * 2u * (size_t)nregs;
+    PX__CK(cudaMemcpy2DAsync(ex->d_fix_set + ((size_t)item0 * PX_FIX_REGS + (size_t)reg0) * 2u,
+                             sizeof(int32_t) * 2u * PX_FIX_REGS, xy, row, row, (size_t)items,
+                             device >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, ex->stream));
+    if (device >= 0 && ex->user_stream) {
+        PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
+        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
+    }
+    return 0;
+}
+
+static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+                             pxvm_error *err)
+{
+    if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    if (device >= 0 && px__check_device_ptr(ex, dst, "output", err) < 0)
+        return -1;
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0;
+    if (what == PXVM_STATE_GEOMETRY) {
+        part = (size_t)ex->prog->slots[slot].patch_count * PX_GEOM_INTS;
+        at = (size_t)ex->prog->geom_base[slot] * PX_GEOM_INTS;
+    }
+    const int32_t *src = (what == PXVM_STATE_FIXATIONS ? ex->d_fix_run : ex->d_geom) + (size_t)item0 * n + at;
+    PX__CK(cudaMemcpy2DAsync(dst, sizeof(int32_t) * part, src, sizeof(int32_t) * n, sizeof(int32_t) * part, (size_t)items,
+                             device >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost, ex->stream));
+    if (device < 0) {
+        PX__CK(cudaStreamSynchronize(ex->stream));
+        return 0;
+    }
+    return px__join_out(ex, err);
+}
+
 static int px__gl_set_stream(pxvm_executor *ex, void *stream, pxvm_error *err)
 {
     (void)err;
@@ -1228,4 +1304,5 @@ static void px__gl_close(pxvm_executor *ex)
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
+    px__gl_set_fixations, px__gl_read_state,
 };

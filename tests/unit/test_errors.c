@@ -266,10 +266,10 @@ TEST(errors_opcodes_and_operands)
 
     px__base(&b, s);
     px__pyr(&b);
-    s[PX_FI(SAMPLE, mode)] = 2;
+    s[PX_FI(SAMPLE, mode)] = 4; /* a register without the relative bit */
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand mode = 2");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand mode = 4");
 
     px__base(&b, s);
     px__pyr(&b);

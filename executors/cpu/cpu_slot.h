@@ -1,0 +1,43 @@
+/* cpu_slot.h - what the CPU executor's files share: a slot's levels as the shared semantics
+ * (isa/px_sem.h) read them, and the little-endian pixel loads and stores. Included by
+ * cpu_executor.c (the executor and the core opcodes) and fixation.c (SALIENCY, ARGMAX). */
+#ifndef PX_CPU_SLOT_H
+#define PX_CPU_SLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../vm/vm.h"
+
+/* How the shared sampler reads texels here: straight from the slot's level arrays. */
+typedef struct px_cpu_src {
+    const uint8_t *level[PXVM_MAX_LEVELS];
+    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
+    int levels;
+} px_cpu_src;
+
+static inline uint32_t px__load(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void px__store(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+#define PX_SRC_T const px_cpu_src *
+#define PX_FETCH(s, l, x, y) px__load((s)->level[l] + ((size_t)(y) * (size_t)(s)->w[l] + (size_t)(x)) * 4u)
+#define PX_LEVEL_W(s, l) ((s)->w[l])
+#define PX_LEVEL_H(s, l) ((s)->h[l])
+#define PX_LEVELS(s) ((s)->levels)
+#include "../../isa/px_sem.h"
+
+/* fixation.c: SALIENCY rows y0..y1-1 of its map (dst level 0, dst_w wide), and ARGMAX into the
+ * run's registers fix[8][2] (space_w x space_h: the `space` slot's level 0). */
+void px_cpu_saliency_rows(const px_cpu_src *src, uint8_t *dst, int dst_w, const pxi_insn *in, int y0, int y1);
+void px_cpu_argmax(const px_cpu_src *src, int space_w, int space_h, const pxi_insn *in, int32_t *fix);
+
+#endif

@@ -1,0 +1,54 @@
+/* gpu_slot.cuh - what the CUDA-GL executor's translation units share: how a slot is seen on the
+ * device (texture objects to read, surface objects to write, per level), and how the shared
+ * integer semantics of isa/px_sem.h read texels here. Included by cuda_gl_executor.cu (the
+ * executor and the core opcodes) and fixation.cu (SALIENCY, ARGMAX). */
+#ifndef PX_GPU_SLOT_CUH
+#define PX_GPU_SLOT_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../../vm/vm.h"
+
+/* ---- how the shared semantics read texels here ---------------------------------------------- */
+
+struct px_gpu_slot {
+    cudaTextureObject_t tex[PXVM_MAX_LEVELS];
+    cudaSurfaceObject_t surf[PXVM_MAX_LEVELS];
+    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
+    int levels;
+};
+
+static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int x, int y)
+{
+#ifdef __CUDA_ARCH__
+    uchar4 v = tex2D<uchar4>(t, (float)x + 0.5f, (float)y + 0.5f); /* point filter: texel (x, y) */
+    return (uint32_t)v.x | ((uint32_t)v.y << 8) | ((uint32_t)v.z << 16) | ((uint32_t)v.w << 24);
+#else
+    (void)t, (void)x, (void)y;
+    return 0; /* the sampler is only called on the device */
+#endif
+}
+
+#define PX_SRC_T const px_gpu_slot *
+#define PX_FETCH(s, l, x, y) px__texel((s)->tex[l], (x), (y))
+#define PX_LEVEL_W(s, l) ((s)->w[l])
+#define PX_LEVEL_H(s, l) ((s)->h[l])
+#define PX_LEVELS(s) ((s)->levels)
+#include "../../isa/px_sem.h"
+
+static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uint32_t v)
+{
+    surf2Dwrite(make_uchar4((unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                            (unsigned char)(v >> 24)),
+                s, x * 4, y);
+}
+
+/* fixation.cu: one launch each, covering every item (grid z / blocks per item). fix_run holds
+ * [items][8][2] int32 registers. */
+cudaError_t px_gpu_saliency(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, int map_w, int map_h, int items,
+                            cudaStream_t stream);
+cudaError_t px_gpu_argmax(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, int32_t *fix_run, int items,
+                          cudaStream_t stream);
+
+#endif

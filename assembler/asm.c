@@ -59,8 +59,9 @@ static void px__skip_space(px__src *s)
     }
 }
 
-/* Words are runs of [A-Za-z0-9_.+-#]: names, mnemonics, numbers, sizes (451x300), directives. */
-static int px__is_word(int c) { return isalnum(c) || c == '_' || c == '.' || c == '+' || c == '-' || c == '#'; }
+/* Words are runs of [A-Za-z0-9_.+-#@]: names, mnemonics, numbers, sizes (451x300), directives,
+ * relative modes (linear@f3). */
+static int px__is_word(int c) { return isalnum(c) || c == '_' || c == '.' || c == '+' || c == '-' || c == '#' || c == '@'; }
 
 static int px__next(px__src *s, px__tok *t)
 {

@@ -134,9 +134,9 @@ static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_
     case PXK_FLAG: why = v > 1 ? "(a flag is 0 or 1)" : NULL; break;
     case PXK_REG: why = v >= PX_FIX_REGS ? "(fixation registers are 0..7)" : NULL; break;
     case PXK_LEVEL: why = v >= PXVM_MAX_LEVELS ? "(levels are 0..15)" : NULL; break;
-    case PXK_U8:
     case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
     case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
+    case PXK_U8:
     case PXK_U16:
     case PXK_Q16:
     case PXK_LOD: break;
@@ -616,12 +616,12 @@ void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, s
             else
                 snprintf(val, sizeof val, "%s", px_mode_filter(v) == PX_MODE_NEAREST ? "nearest" : "linear");
             break;
+        case PXK_Q16: px__fmt_fixed(v, 16, val, sizeof val); break;
+        case PXK_LOD: px__fmt_fixed(v, 8, val, sizeof val); break;
         case PXK_U8:
         case PXK_FLAG:
         case PXK_REG:
         case PXK_LEVEL:
-        case PXK_Q16: px__fmt_fixed(v, 16, val, sizeof val); break;
-        case PXK_LOD: px__fmt_fixed(v, 8, val, sizeof val); break;
         case PXK_ROW:
         case PXK_U16:
         case PXK_DIM:

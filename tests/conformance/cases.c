@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 
+#include "../../isa/px_sem.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +86,39 @@ static void px__gather(pxvm_builder *b, int src, int dst, int mode, int x, int y
     f[PX_FI(GATHER, dst_x)] = x, f[PX_FI(GATHER, dst_y)] = y, f[PX_FI(GATHER, w)] = w, f[PX_FI(GATHER, h)] = h;
     f[PX_FI(GATHER, table)] = table, f[PX_FI(GATHER, table_x)] = tx, f[PX_FI(GATHER, table_y)] = ty;
     pxvm_build_insn(b, PX_OP_GATHER, f);
+}
+
+static void px__saliency(pxvm_builder *b, int src, int dst, int acc, int c, int sl, int m, int shift, int wl, int wrg,
+                         int wby)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(SALIENCY, src)] = src, f[PX_FI(SALIENCY, dst)] = dst, f[PX_FI(SALIENCY, accumulate)] = acc;
+    f[PX_FI(SALIENCY, centre)] = c, f[PX_FI(SALIENCY, surround)] = sl, f[PX_FI(SALIENCY, map)] = m;
+    f[PX_FI(SALIENCY, shift)] = shift, f[PX_FI(SALIENCY, w_lum)] = wl, f[PX_FI(SALIENCY, w_rg)] = wrg;
+    f[PX_FI(SALIENCY, w_by)] = wby;
+    pxvm_build_insn(b, PX_OP_SALIENCY, f);
+}
+
+static void px__argmax(pxvm_builder *b, int src, int level, int reg, const int w[4], int space, int first, int count,
+                       int radius)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(ARGMAX, src)] = src, f[PX_FI(ARGMAX, level)] = level, f[PX_FI(ARGMAX, reg)] = reg;
+    f[PX_FI(ARGMAX, w_r)] = w[0], f[PX_FI(ARGMAX, w_g)] = w[1], f[PX_FI(ARGMAX, w_b)] = w[2], f[PX_FI(ARGMAX, w_a)] = w[3];
+    f[PX_FI(ARGMAX, space)] = space, f[PX_FI(ARGMAX, ior_first)] = first, f[PX_FI(ARGMAX, ior_count)] = count;
+    f[PX_FI(ARGMAX, radius)] = radius;
+    pxvm_build_insn(b, PX_OP_ARGMAX, f);
+}
+
+static void px__aniso(pxvm_builder *b, int src, int dst, int mode, int x, int y, int w, int h, int32_t cu, int32_t cv,
+                      int32_t step, uint32_t lod, int taps, int32_t tdu, int32_t tdv)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(ANISO, src)] = src, f[PX_FI(ANISO, dst)] = dst, f[PX_FI(ANISO, mode)] = mode;
+    f[PX_FI(ANISO, dst_x)] = x, f[PX_FI(ANISO, dst_y)] = y, f[PX_FI(ANISO, w)] = w, f[PX_FI(ANISO, h)] = h;
+    f[PX_FI(ANISO, cu)] = cu, f[PX_FI(ANISO, cv)] = cv, f[PX_FI(ANISO, du)] = step, f[PX_FI(ANISO, dv)] = step;
+    f[PX_FI(ANISO, lod)] = (int32_t)lod, f[PX_FI(ANISO, taps)] = taps, f[PX_FI(ANISO, tdu)] = tdu, f[PX_FI(ANISO, tdv)] = tdv;
+    pxvm_build_insn(b, PX_OP_ANISO, f);
 }
 
 /* ---- edge-value cases ----------------------------------------------------------------------- */
@@ -267,9 +302,163 @@ static int px__case_gather(px_case *c, int which)
     return px__finish(c, &b) == 0 ? 1 : -1;
 }
 
+/* Fixation: ARGMAX ties, flat images, corners, 1x1, inhibition covering the image, SALIENCY on
+ * odd sizes, relative SAMPLE/GATHER/ANISO with extreme registers, token geometry. */
+static void px__set(pxvm_image *img, int x, int y, uint8_t r, uint8_t g, uint8_t bl, uint8_t a)
+{
+    uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
+    p[0] = r, p[1] = g, p[2] = bl, p[3] = a;
+}
+
+static int px__case_fixation(px_case *c, int which)
+{
+    static const char *const names[] = {"fixation/argmax_flat",        "fixation/argmax_ties_and_corner",
+                                        "fixation/one_by_one",         "fixation/saliency_odd_scanpath",
+                                        "fixation/inhibition_covers_all", "fixation/extreme_registers",
+                                        "fixation/itti_64x48",         "fixation/topdown_map"};
+    if (which >= (int)(sizeof names / sizeof names[0]))
+        return 0;
+    if (!c)
+        return 1;
+    snprintf(c->name, sizeof c->name, "%s", names[which]);
+    pxvm_builder b;
+    pxvm_build_init(&b, 32);
+    static const int rgb1[4] = {1, 1, 1, 0}, r1[4] = {1, 0, 0, 0}, g1[4] = {0, 1, 0, 0};
+    const int32_t one = 1 << 16;
+    switch (which) {
+    case 0: { /* flat: the first texel wins; the patch is centred on its centre */
+        int in = px__input(c, &b, "image", 5, 3, 1);
+        for (int y = 0; y < 3; y++)
+            for (int x = 0; x < 5; x++)
+                px__set(&c->inputs[0], x, y, 77, 77, 77, 255);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 4, 4);
+        pxvm_build_patches(&b, atlas, 4, 4, 1);
+        px__argmax(&b, in, 0, 0, rgb1, in, 0, 0, 0);
+        px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, 0), 0, 0, 4, 4, 0, 0, one, one, 0);
+        break;
+    }
+    case 1: { /* a tie (first in row-major order), a corner maximum in another channel, inhibition */
+        int in = px__input(c, &b, "image", 6, 4, 2);
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 6; x++)
+                px__set(&c->inputs[0], x, y, 0, 0, 0, 255);
+        px__set(&c->inputs[0], 4, 1, 200, 0, 0, 255);
+        px__set(&c->inputs[0], 1, 2, 200, 0, 0, 255);
+        px__set(&c->inputs[0], 5, 3, 0, 255, 0, 255);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 6, 2);
+        pxvm_build_patches(&b, atlas, 2, 2, 3);
+        px__argmax(&b, in, 0, 0, r1, in, 0, 0, 0);
+        px__argmax(&b, in, 0, 1, g1, in, 0, 0, 0);
+        px__argmax(&b, in, 0, 2, r1, in, 0, 1, 1);
+        for (int k = 0; k < 3; k++)
+            px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_NEAREST, k), 2 * k, 0, 2, 2, 0, 0, one, one, 0);
+        break;
+    }
+    case 2: { /* 1x1: a radius-0 disc inhibits the only texel, so ARGMAX falls back to it */
+        int in = px__input(c, &b, "image", 1, 1, 3);
+        pxvm_image t;
+        pxvm_image_alloc(&t, 6, 2, NULL);
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 2; i++) {
+                uint8_t *e = t.px + ((size_t)j * 6u + 3u * (size_t)i) * 4u;
+                pxi_write_le(e, 0, 0, 4, (uint32_t)(i * one - one / 2));
+                pxi_write_le(e, 1, 0, 4, (uint32_t)(j * one));
+                pxi_write_le(e, 2, 0, 4, 0);
+            }
+        int table = pxvm_build_data_slot(&b, "table", &t);
+        pxvm_image_free(&t);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 4, 2);
+        pxvm_build_patches(&b, atlas, 2, 2, 2);
+        px__argmax(&b, in, 0, 0, rgb1, in, 0, 0, 0);
+        px__argmax(&b, in, 0, 1, rgb1, in, 0, 1, 0);
+        px__gather(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, 1), 0, 0, 2, 2, table, 0, 0);
+        px__gather(&b, in, atlas, PX_MODE_REL(PX_MODE_NEAREST, 0), 2, 0, 2, 2, table, 0, 0);
+        break;
+    }
+    case 3: { /* odd sizes: saliency maps with clipped blocks, a 4-fixation scanpath */
+        int in = px__input(c, &b, "image", 7, 5, 4);
+        int sal = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "sal", 3, 2);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 12, 6);
+        pxvm_build_patches(&b, atlas, 3, 3, 8);
+        px__pyr(&b, in);
+        px__saliency(&b, in, sal, 0, 0, 2, 1, 2, 1, 1, 1);
+        px__saliency(&b, in, sal, 1, 1, 2, 1, 0, 3, 2, 1);
+        for (int k = 0; k < 4; k++)
+            px__argmax(&b, sal, 0, k, r1, in, 0, k, 2);
+        for (int k = 0; k < 4; k++) {
+            px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, k), 3 * k, 0, 3, 3, one / 3, -one / 5, one, one, 64);
+            px__aniso(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, k), 3 * k, 3, 3, 3, 0, 0, 2 * one, 256, 3, one, one / 2);
+        }
+        break;
+    }
+    case 4: { /* inhibition discs that cover the image: every ARGMAX returns the global maximum */
+        int in = px__input(c, &b, "image", 9, 9, 6);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 9, 3);
+        pxvm_build_patches(&b, atlas, 3, 3, 3);
+        for (int k = 0; k < 3; k++)
+            px__argmax(&b, in, 0, k, rgb1, in, 0, k, 16384);
+        for (int k = 0; k < 3; k++)
+            px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_NEAREST, k), 3 * k, 0, 3, 3, 0, 0, one, one, 0);
+        break;
+    }
+    case 5: { /* registers at the Q16 extremes: positions clamp, geometry saturates */
+        int in = px__input(c, &b, "image", 10, 7, 7);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 8, 4);
+        pxvm_build_patches(&b, atlas, 2, 2, 8);
+        c->has_fix = 1;
+        const int32_t v[16] = {INT32_MAX, INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX, INT32_MIN, 0, 0,
+                               5 * one + 1, 3 * one - 1, -one, 20 * one, one / 2, one / 2, 9 * one, 6 * one};
+        memcpy(c->fix, v, sizeof v);
+        px__pyr(&b, in);
+        for (int k = 0; k < 8; k++)
+            px__sample(&b, in, atlas, PX_MODE_REL(k & 1, k), 2 * (k % 4), 2 * (k / 4), 2, 2, k & 2 ? INT32_MAX : INT32_MIN + k,
+                       k * one / 4, one << (k % 3), one, (uint32_t)(k * 100));
+        break;
+    }
+    case 6: { /* the Itti-Koch pattern: centres 1, 2 against surrounds c+2, c+3, maps at level 3 */
+        int in = px__input(c, &b, "image", 64, 48, 9);
+        for (int y = 0; y < 48; y++) /* a soft gradient with one red square */
+            for (int x = 0; x < 64; x++)
+                px__set(&c->inputs[0], x, y, (uint8_t)(90 + x / 2), (uint8_t)(100 + y / 2), 110, 255);
+        for (int y = 14; y < 22; y++)
+            for (int x = 40; x < 46; x++)
+                px__set(&c->inputs[0], x, y, 250, 20, 20, 255);
+        int sal = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "sal", 8, 6);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 16, 8);
+        pxvm_build_patches(&b, atlas, 4, 4, 8);
+        px__pyr(&b, in);
+        int first = 1;
+        for (int cl = 1; cl <= 2; cl++)
+            for (int d = 2; d <= 3; d++, first = 0)
+                px__saliency(&b, in, sal, !first, cl, cl + d, 3, 3, 1, 2, 1);
+        for (int k = 0; k < 4; k++)
+            px__argmax(&b, sal, 0, k, r1, in, 0, k, 8);
+        for (int k = 0; k < 4; k++)
+            for (int t = 0; t < 2; t++)
+                px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, k), 4 * ((2 * k + t) % 4), 4 * ((2 * k + t) / 4), 4, 4,
+                           t ? 6 * one : 0, 0, (1 + t) * one, (1 + t) * one, (uint32_t)(t * 256));
+        break;
+    }
+    default: { /* top-down: ARGMAX over a caller's map of another size, in the image's coordinates */
+        int in = px__input(c, &b, "image", 32, 32, 10);
+        int query = px__input(c, &b, "query", 5, 3, 11);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 8, 4);
+        pxvm_build_patches(&b, atlas, 4, 4, 2);
+        px__pyr(&b, in);
+        px__argmax(&b, query, 0, 0, g1, in, 0, 0, 0);
+        px__argmax(&b, query, 0, 1, g1, in, 0, 1, 4);
+        px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, 0), 0, 0, 4, 4, 0, 0, 2 * one, 2 * one, 256);
+        px__sample(&b, in, atlas, PX_MODE_REL(PX_MODE_LINEAR, 1), 4, 0, 4, 4, 0, 0, 2 * one, 2 * one, 256);
+        break;
+    }
+    }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
 typedef int (*px__family)(px_case *c, int which);
 static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather,
-                                          px__case_aniso};
+                                          px__case_aniso, px__case_fixation};
 
 int px_case_edge(int index, px_case *c)
 {
@@ -308,7 +497,7 @@ int px_case_run_all(const pxvm_executor_ops *ops, pxvm_executor *ex, px_golden_s
             in[k] = &c.inputs[k];
         char *text = NULL;
         if (pxvm_program_from_image(&c.program, &lim, &prog, &err) == 0) {
-            text = px_golden_run(ops, ex, &prog, c.input_slot, in, c.ninputs, stats);
+            text = px_golden_run(ops, ex, &prog, c.input_slot, in, c.ninputs, c.has_fix ? c.fix : NULL, stats);
             pxvm_program_free(&prog);
         }
         r->names[r->n] = strdup(c.name);
@@ -405,6 +594,21 @@ int px_case_random(uint64_t seed, px_case *c)
                                 1 + px__below(&s, 64));
         slots[nslot++] = writable[nwritable++] = k;
     }
+    /* fixation: a third of the programs set registers, sample relative to them, and may compute
+     * saliency maps (slot "sal": level `sal_map` of the first input) and ARGMAX */
+    int use_fix = px__below(&s, 3) == 0, sal = -1, sal_map = 0;
+    const pxvm_builder_slot *in0 = &b.slots[slots[0]];
+    int in0_levels = px_mip_levels(in0->w, in0->h);
+    if (use_fix) {
+        c->has_fix = 1;
+        for (int r = 0; r < 2 * PX_FIX_REGS; r++)
+            c->fix[r] = px__coord(&s, in0->w);
+        if (in0_levels >= 2) {
+            sal_map = px__below(&s, in0_levels);
+            sal = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "sal", px_mip_dim(in0->w, sal_map), px_mip_dim(in0->h, sal_map));
+            slots[nslot++] = sal;
+        }
+    }
     int table = -1;
     if (px__below(&s, 2)) {
         pxvm_image t;
@@ -427,8 +631,21 @@ int px_case_random(uint64_t seed, px_case *c)
     uint32_t dots[20]; /* 3 rows each, and rows are u8 operands */
     int ndots = 0;
     for (int n = 0; n < ninsns; n++) {
-        int op = px__below(&s, 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
-        if (op < 3) { /* PYRAMID of any slot, the program image included */
+        int op = px__below(&s, use_fix ? 15 : 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
+        if (op == 12 && sal >= 0) { /* SALIENCY of the first input into "sal" */
+            int cl = px__below(&s, sal_map + 1 < in0_levels - 1 ? sal_map + 1 : in0_levels - 1);
+            int sl = cl + 1 + px__below(&s, in0_levels - cl - 1);
+            px__saliency(&b, slots[0], sal, px__below(&s, 2), cl, sl, sal_map, px__below(&s, 21), px__below(&s, 256),
+                         px__below(&s, 256), px__below(&s, 256));
+        } else if (op >= 12) { /* ARGMAX of any slot level, with or without inhibition */
+            int src = slots[px__below(&s, nslot)], space = slots[px__below(&s, nslot)];
+            const pxvm_builder_slot *ss = &b.slots[src];
+            int first = px__below(&s, PX_FIX_REGS), count = px__below(&s, PX_FIX_REGS - first + 1);
+            int w4[4] = {px__below(&s, 256), px__below(&s, 256), px__below(&s, 256), px__below(&s, 4) ? 0 : px__below(&s, 256)};
+            int radius = px__below(&s, 8) == 0 ? 16384 : px__below(&s, 1 + ss->w / 2);
+            px__argmax(&b, src, px__below(&s, px_mip_levels(ss->w, ss->h)), px__below(&s, PX_FIX_REGS), w4, space, first,
+                       count, radius);
+        } else if (op < 3) { /* PYRAMID of any slot, the program image included */
             px__pyr(&b, px__below(&s, 8) ? slots[px__below(&s, nslot)] : 0);
         } else if (op < 11) { /* SAMPLE or GATHER into a writable slot */
             int dst = writable[px__below(&s, nwritable)], src;
@@ -439,6 +656,8 @@ int px_case_random(uint64_t seed, px_case *c)
             int w = 1 + px__below(&s, d->w), h = 1 + px__below(&s, d->h);
             int x = px__below(&s, d->w - w + 1), y = px__below(&s, d->h - h + 1);
             int mode = px__below(&s, 4) == 0;
+            if (use_fix && px__below(&s, 2))
+                mode = PX_MODE_REL(mode, px__below(&s, PX_FIX_REGS));
             int tab = op >= 9 ? slots[px__below(&s, nslot)] : -1;
             if (tab >= 0 && tab != dst && b.slots[tab].w >= 3) {
                 const pxvm_builder_slot *t = &b.slots[tab];

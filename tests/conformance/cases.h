@@ -13,6 +13,8 @@ typedef struct px_case {
     int ninputs;
     int input_slot[PX_CASE_MAX_INPUTS];
     pxvm_image inputs[PX_CASE_MAX_INPUTS];
+    int has_fix;                    /* fixation registers to set before the run */
+    int32_t fix[PX_FIX_REGS * 2];
 } px_case;
 
 /* Edge case number `index` (0, 1, ...): 1 when built, 0 past the last, -1 on a build error. */

@@ -23,6 +23,7 @@
 
 #include "../golden/golden.h"
 #include "cases.h"
+#include "../../isa/px_sem.h"
 
 typedef struct {
     const pxvm_executor_ops *ops;
@@ -89,6 +90,8 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
     int rc = t->ops->load(t->ex, &prog, 1, &r->err);
     for (int i = 0; rc == 0 && i < c->ninputs; i++)
         rc = pxvm_bind_image(t->ops, t->ex, c->input_slot[i], &c->inputs[i], &r->err);
+    if (rc == 0 && c->has_fix)
+        rc = t->ops->set_fixations(t->ex, 0, 1, 0, PX_FIX_REGS, c->fix, -1, &r->err);
     if (rc == 0)
         rc = t->ops->run(t->ex, &ro, &r->err);
     if (rc < 0) {
@@ -96,7 +99,7 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
         pxvm_program_free(&prog);
         return r->err.cls == PXVM_IO || r->err.cls == PXVM_UNAVAILABLE ? -1 : 0; /* executor broke */
     }
-    int total = 0;
+    int total = 2; /* every level of every slot, then the registers and the token geometry */
     for (int k = 0; k < prog.nslots; k++)
         total += prog.slots[k].levels;
     r->img = calloc((size_t)total, sizeof(pxvm_image));
@@ -106,6 +109,24 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
                 pxvm_program_free(&prog);
                 return -1;
             }
+    /* registers (16 int32 = 16 "pixels") and geometry (5 int32 per token), compared as images */
+    int n[2] = {2 * PX_FIX_REGS, prog.ngeom * PX_GEOM_INTS};
+    for (int what = 0; what < 2 && r->img; what++) {
+        pxvm_image *img = &r->img[r->nimg++];
+        if (n[what] == 0 || pxvm_image_alloc(img, n[what], 1, &r->err) < 0)
+            continue;
+        int rc2 = 0;
+        if (what == PXVM_STATE_FIXATIONS)
+            rc2 = t->ops->read_state(t->ex, what, 0, 0, 1, (int32_t *)(void *)img->px, -1, &r->err);
+        for (int k = 0; what == PXVM_STATE_GEOMETRY && k < prog.nslots && rc2 == 0; k++)
+            if (prog.geom_base[k] >= 0)
+                rc2 = t->ops->read_state(t->ex, what, k, 0, 1, (int32_t *)(void *)img->px + prog.geom_base[k] * PX_GEOM_INTS,
+                                         -1, &r->err);
+        if (rc2 < 0) {
+            pxvm_program_free(&prog);
+            return -1;
+        }
+    }
     pxvm_program_free(&prog);
     return 0;
 }
@@ -142,6 +163,21 @@ static int px__compare(const px__result *a, const px__result *b, const pxvm_prog
                      y->px[4 * p + 2], y->px[4 * p + 3]);
             return 1;
         }
+    for (int what = 0; what < 2; what++, i++) { /* fixation registers, token geometry */
+        const pxvm_image *x = &a->img[i], *y = &b->img[i];
+        size_t n = (size_t)x->w * (size_t)x->h * 4u;
+        st->outputs += n > 0;
+        st->bytes += n;
+        if (n && memcmp(x->px, y->px, n)) {
+            size_t p = 0;
+            while (x->px[p] == y->px[p])
+                p++;
+            const int32_t *xa = (const int32_t *)(const void *)x->px, *ya = (const int32_t *)(const void *)y->px;
+            snprintf(why, len, "%s differ at int32 %zu: %d vs %d", what ? "token geometry" : "fixation registers", p / 4,
+                     xa[p / 4], ya[p / 4]);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -237,9 +273,10 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         pxvm_program_free(&prog);
         px_case_free(&c);
     }
-    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, ANISO %ld, GATHER %ld, DOT_RGB %ld); %ld runs ended in the same "
-           "trap\n",
-           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_ANISO], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB], trapped);
+    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, ANISO %ld, GATHER %ld, DOT_RGB %ld, SALIENCY %ld, ARGMAX %ld); %ld "
+           "runs ended in the same trap\n",
+           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_ANISO], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB],
+           ops[PX_OP_SALIENCY], ops[PX_OP_ARGMAX], trapped);
     return 0;
 }
 

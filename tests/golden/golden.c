@@ -7,8 +7,33 @@
 
 #include "../../isa/px_sem.h"
 
+int px_golden_state_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
+                           pxvm_error *err)
+{
+    if (!prog->uses_fixation)
+        return 0;
+    int32_t fix[PX_FIX_REGS * 2];
+    if (ops->read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, err) < 0)
+        return -1;
+    fprintf(out, "FIX %016llx\n", (unsigned long long)pxvm_hash64(fix, sizeof fix));
+    char lb[16];
+    for (int k = 0; k < prog->nslots; k++) {
+        if (prog->geom_base[k] < 0)
+            continue;
+        size_t n = (size_t)prog->slots[k].patch_count * PX_GEOM_INTS;
+        int32_t *g = malloc(sizeof(int32_t) * n);
+        if (!g || ops->read_state(ex, PXVM_STATE_GEOMETRY, k, 0, 1, g, -1, err) < 0) {
+            free(g);
+            return g ? -1 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        }
+        fprintf(out, "GEOM %s %016llx\n", pxvm_slot_label(prog, k, lb), (unsigned long long)pxvm_hash64(g, sizeof(int32_t) * n));
+        free(g);
+    }
+    return 0;
+}
+
 char *px_golden_run(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const int *slots,
-                    const pxvm_image *const *inputs, int ninputs, px_golden_stats *stats)
+                    const pxvm_image *const *inputs, int ninputs, const int32_t *fix, px_golden_stats *stats)
 {
     char *text = NULL;
     size_t len = 0;
@@ -23,10 +48,14 @@ char *px_golden_run(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_
     int rc = ops->load(ex, prog, 1, &err);
     for (int i = 0; rc == 0 && i < ninputs; i++)
         rc = pxvm_bind_image(ops, ex, slots[i], inputs[i], &err);
+    if (rc == 0 && fix)
+        rc = ops->set_fixations(ex, 0, 1, 0, PX_FIX_REGS, fix, -1, &err);
     if (rc == 0)
         rc = ops->run(ex, &ro, &err);
     if (rc == 0)
         rc = pxvm_hash_report(ops, ex, prog, out, &err);
+    if (rc == 0)
+        rc = px_golden_state_report(ops, ex, prog, out, &err);
     if (rc < 0) {
         char buf[1024];
         pxvm_error_format(&err, buf, sizeof buf);
@@ -76,7 +105,7 @@ char *px_golden_run_line(const pxvm_executor_ops *ops, pxvm_executor *ex, const 
         inputs[n] = &images[n];
         n++;
     }
-    text = px_golden_run(ops, ex, &prog, slots, inputs, n, stats);
+    text = px_golden_run(ops, ex, &prog, slots, inputs, n, NULL, stats);
     for (int i = 0; i < n; i++)
         pxvm_image_free(&images[i]);
     pxvm_program_free(&prog);

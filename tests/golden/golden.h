@@ -14,10 +14,15 @@ typedef struct px_golden_stats {
     unsigned long long bytes;
 } px_golden_stats;
 
-/* Runs a loaded program on an open executor with the given inputs bound; returns its report
- * (malloc'ed) and adds its outputs and bytes to stats. */
+/* Runs a loaded program on an open executor with the given inputs bound and fixation registers
+ * set (fix: [8][2], or NULL); returns its report (malloc'ed) and adds its outputs and bytes to
+ * stats. Programs that use fixations also report "FIX hash" (the registers after the run) and
+ * "GEOM slot hash" per atlas slot (the token geometry). */
 char *px_golden_run(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const int *slots,
-                    const pxvm_image *const *inputs, int ninputs, px_golden_stats *stats);
+                    const pxvm_image *const *inputs, int ninputs, const int32_t *fix, px_golden_stats *stats);
+/* The "FIX" and "GEOM" lines of a run (nothing for a program that uses no fixation). */
+int px_golden_state_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
+                           pxvm_error *err);
 /* "PROGRAM [--in SLOT=IMAGE]..." (a line of tests/golden/programs.txt) -> report. */
 char *px_golden_run_line(const pxvm_executor_ops *ops, pxvm_executor *ex, const char *line, px_golden_stats *stats);
 

@@ -147,6 +147,8 @@ static int px__scheme_uniform(pxvm_plan *p)
 
 static double px__rmax(const pxvm_plan *p)
 {
+    if (p->relative) /* every fixation: the farthest corner is at most the diagonal away */
+        return sqrt((double)p->w * p->w + (double)p->h * p->h);
     double fx = p->fx * p->w, fy = p->fy * p->h, r = 0;
     for (int c = 0; c < 4; c++) {
         double dx = (c & 1 ? p->w : 0) - fx, dy = (c & 2 ? p->h : 0) - fy, d = sqrt(dx * dx + dy * dy);
@@ -228,7 +230,7 @@ static int px__scheme_v1(pxvm_plan *p)
 
 static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "levels", "scheme", "width",
                                        "m0", "e0", "scale", "a", "fovea_share", "k", "e0_deg",
-                                       "deg_per_image", "angle", "elongation", "taps", "regions", "comment"};
+                                       "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "comment"};
 
 static int px__num(json_t *o, const char *key, double lo, double hi, double *v, const pxvm_plan *p, pxvm_error *err)
 {
@@ -276,10 +278,13 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     p->w = (int)json_integer_value(json_array_get(img, 0));
     p->h = (int)json_integer_value(json_array_get(img, 1));
     json_t *fix = json_object_get(root, "fixation");
-    if (fix) {
+    if (json_is_string(fix) && !strcmp(json_string_value(fix), "relative")) {
+        p->relative = 1;
+        p->fx = p->fy = 0; /* token centres are offsets from the fixation */
+    } else if (fix) {
         if (!json_is_array(fix) || json_array_size(fix) != 2 || !json_is_number(json_array_get(fix, 0)) ||
             !json_is_number(json_array_get(fix, 1)))
-            return px__pfail(err, p, "'fixation' must be [x, y], normalized");
+            return px__pfail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
         p->fx = json_number_value(json_array_get(fix, 0));
         p->fy = json_number_value(json_array_get(fix, 1));
         if (!(p->fx >= 0 && p->fx <= 1 && p->fy >= 0 && p->fy <= 1))
@@ -303,6 +308,25 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         px__num(root, "angle", -3600, 3600, &p->angle_deg, p, err) < 0 ||
         px__num(root, "elongation", 1, 64, &p->elongation, p, err) < 0 || px__int(root, "taps", 1, PX_MAX_TAPS, &p->taps, p, err) < 0)
         return -1;
+    if (px__int(root, "scanpath", 1, PX_FIX_REGS, &p->scanpath, p, err) < 0)
+        return -1;
+    if (p->scanpath) {
+        if (fix && !p->relative)
+            return px__pfail(err, p, "a scanpath samples around fixations found at run time: 'fixation' must be "
+                                     "\"relative\" (or left out)");
+        p->relative = 1;
+        p->fx = p->fy = 0;
+    }
+    p->ior_radius = (p->w > p->h ? p->w : p->h) / 8;
+    if (px__int(root, "inhibition", 0, 16384, &p->ior_radius, p, err) < 0)
+        return -1;
+    if (p->relative && strcmp(p->scheme, "logpolar") && strcmp(p->scheme, "v1"))
+        return px__pfail(err, p,
+                         "scheme %s places its tokens on the image, not around the gaze: fixation-relative plans "
+                         "are logpolar or v1",
+                         p->scheme);
+    if (p->relative && px_mip_levels(p->w, p->h) < 2 && p->scanpath)
+        return px__pfail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
     json_t *scale = json_object_get(root, "scale");
     if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
         p->scale_auto = 0;
@@ -379,8 +403,12 @@ static int px__place(pxvm_plan *p, pxvm_error *err)
                                              : px__scheme_grid(p); /* grid, aniso */
     if (rc < 0)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    p->cols = px__isqrt_ceil(p->ntokens);
-    p->rows = (p->ntokens + p->cols - 1) / p->cols;
+    int all = p->ntokens * (p->scanpath ? p->scanpath : 1);
+    if (all > PXVM_PLAN_MAX_TOKENS)
+        return px__pfail(err, p, "%d tokens x %d fixations: a plan has at most %d", p->ntokens, p->scanpath,
+                         PXVM_PLAN_MAX_TOKENS);
+    p->cols = px__isqrt_ceil(all);
+    p->rows = (all + p->cols - 1) / p->cols;
     if ((long)p->cols * p->patch > 16384)
         return px__pfail(err, p, "the atlas of %d tokens of %dx%d would be %ld pixels wide; the limit is 16384", p->ntokens,
                          p->patch, p->patch, (long)p->cols * p->patch);
@@ -389,11 +417,21 @@ static int px__place(pxvm_plan *p, pxvm_error *err)
 
 int pxvm_plan_parse(const char *text, size_t len, const char *name, pxvm_plan *p, pxvm_error *err)
 {
+    return pxvm_plan_parse_scanpath(text, len, name, 0, p, err);
+}
+
+int pxvm_plan_parse_scanpath(const char *text, size_t len, const char *name, int scanpath, pxvm_plan *p,
+                             pxvm_error *err)
+{
     px__defaults(p, name);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)
         return px__pfail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+    if (scanpath && json_is_object(root)) { /* the plan, made relative, around K fixations found at run time */
+        json_object_set_new(root, "scanpath", json_integer(scanpath));
+        json_object_set_new(root, "fixation", json_string("relative"));
+    }
     int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px__pfail(err, p, "a plan is a JSON object {...}");
     json_decref(root);
     if (rc == 0)
@@ -423,23 +461,73 @@ void pxvm_plan_free(pxvm_plan *p)
 
 /* ---- the program ---------------------------------------------------------------------------- */
 
+/* The saliency stage of a scanpath plan (after Itti, Koch and Niebur 1998): centre levels
+ * c = m-2 .. m against surrounds c+3 and c+4, maps at level m = min(4, levels-1), the six maps
+ * added with equal weights; pairs beyond the pyramid are left out (small images get
+ * c = 0 against the last level). Returns the map slot. */
+static int px__saliency_level(const pxvm_plan *p)
+{
+    int levels = px_mip_levels(p->w, p->h);
+    return levels - 1 < 4 ? levels - 1 : 4;
+}
+
+static void px__build_saliency(const pxvm_plan *p, pxvm_builder *b, int img, int map)
+{
+    int levels = px_mip_levels(p->w, p->h), m = px__saliency_level(p);
+    int32_t f[PXI_MAX_FIELDS];
+    int n = 0;
+    for (int c = m - 2 < 0 ? 0 : m - 2; c <= m; c++)
+        for (int d = 3; d <= 4; d++) {
+            if (c + d >= levels)
+                continue;
+            memset(f, 0, sizeof f);
+            f[PX_FI(SALIENCY, src)] = img, f[PX_FI(SALIENCY, dst)] = map, f[PX_FI(SALIENCY, accumulate)] = n > 0;
+            f[PX_FI(SALIENCY, centre)] = c, f[PX_FI(SALIENCY, surround)] = c + d, f[PX_FI(SALIENCY, map)] = m;
+            f[PX_FI(SALIENCY, shift)] = 3;
+            f[PX_FI(SALIENCY, w_lum)] = f[PX_FI(SALIENCY, w_rg)] = f[PX_FI(SALIENCY, w_by)] = 1;
+            pxvm_build_insn(b, PX_OP_SALIENCY, f);
+            n++;
+        }
+    if (n == 0) { /* a pyramid too short for Itti's pairs */
+        memset(f, 0, sizeof f);
+        f[PX_FI(SALIENCY, src)] = img, f[PX_FI(SALIENCY, dst)] = map, f[PX_FI(SALIENCY, surround)] = levels - 1;
+        f[PX_FI(SALIENCY, map)] = m, f[PX_FI(SALIENCY, shift)] = 3;
+        f[PX_FI(SALIENCY, w_lum)] = f[PX_FI(SALIENCY, w_rg)] = f[PX_FI(SALIENCY, w_by)] = 1;
+        pxvm_build_insn(b, PX_OP_SALIENCY, f);
+    }
+}
+
 void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
 {
+    int copies = p->scanpath ? p->scanpath : 1;
     int img = pxvm_build_slot(b, PXI_ROLE_INPUT, "image", p->w, p->h);
     int atlas = pxvm_build_slot(b, PXI_ROLE_OUTPUT, "atlas", p->cols * p->patch, p->rows * p->patch);
-    pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens);
+    pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens * copies);
+    int map = p->scanpath ? pxvm_build_slot(b, PXI_ROLE_SCRATCH, "saliency", px_mip_dim(p->w, px__saliency_level(p)),
+                                            px_mip_dim(p->h, px__saliency_level(p)))
+                          : 0;
     int32_t f[PXI_MAX_FIELDS] = {0};
     f[PX_FI(PYRAMID, slot)] = img;
     pxvm_build_insn(b, PX_OP_PYRAMID, f);
-    for (int i = 0; i < p->ntokens; i++) {
+    if (p->scanpath) { /* saliency, then K fixations, each inhibiting around the earlier ones */
+        px__build_saliency(p, b, img, map);
+        for (int k = 0; k < p->scanpath; k++) {
+            memset(f, 0, sizeof f);
+            f[PX_FI(ARGMAX, src)] = map, f[PX_FI(ARGMAX, reg)] = k, f[PX_FI(ARGMAX, w_r)] = 1;
+            f[PX_FI(ARGMAX, space)] = img, f[PX_FI(ARGMAX, ior_count)] = k, f[PX_FI(ARGMAX, radius)] = p->ior_radius;
+            pxvm_build_insn(b, PX_OP_ARGMAX, f);
+        }
+    }
+    for (int a = 0; a < p->ntokens * copies; a++) {
+        int i = a % p->ntokens, k = a / p->ntokens; /* token i around fixation k */
         const pxvm_plan_token *t = &p->tokens[i];
         memset(f, 0, sizeof f);
         /* SAMPLE and ANISO share these operands (tested in tests/unit/test_isa.c) */
         f[PX_FI(SAMPLE, src)] = img;
         f[PX_FI(SAMPLE, dst)] = atlas;
-        f[PX_FI(SAMPLE, mode)] = PX_MODE_LINEAR;
-        f[PX_FI(SAMPLE, dst_x)] = (i % p->cols) * p->patch;
-        f[PX_FI(SAMPLE, dst_y)] = (i / p->cols) * p->patch;
+        f[PX_FI(SAMPLE, mode)] = p->relative ? PX_MODE_REL(PX_MODE_LINEAR, k) : PX_MODE_LINEAR;
+        f[PX_FI(SAMPLE, dst_x)] = (a % p->cols) * p->patch;
+        f[PX_FI(SAMPLE, dst_y)] = (a / p->cols) * p->patch;
         f[PX_FI(SAMPLE, w)] = f[PX_FI(SAMPLE, h)] = p->patch;
         f[PX_FI(SAMPLE, cu)] = px__q16(t->cx);
         f[PX_FI(SAMPLE, cv)] = px__q16(t->cy);
@@ -495,7 +583,8 @@ void pxvm_plan_foveate273(pxvm_builder *b, int w, int h)
 static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *x0, double *y0, double *x1, double *y1)
 {
     double hw = t->du * p->patch / 2, hh = t->dv * p->patch / 2;
-    *x0 = t->cx - hw, *x1 = t->cx + hw, *y0 = t->cy - hh, *y1 = t->cy + hh;
+    double ox = p->relative ? p->w / 2.0 : 0, oy = p->relative ? p->h / 2.0 : 0; /* relative: around the centre */
+    *x0 = ox + t->cx - hw, *x1 = ox + t->cx + hw, *y0 = oy + t->cy - hh, *y1 = oy + t->cy + hh;
 }
 
 void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
@@ -554,18 +643,66 @@ static void px__line(pxvm_image *img, double x0, double y0, double x1, double y1
     }
 }
 
-int pxvm_plan_overlay(const pxvm_plan *p, const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
+static const uint8_t pal[][3] = {{40, 255, 40}, {255, 255, 40}, {255, 150, 30}, {255, 50, 50}, {230, 60, 255}, {80, 160, 255}};
+
+/* The photo, dimmed so that the footprints stand out. */
+static int px__dimmed(const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
 {
     if (pxvm_image_alloc(out, photo->w, photo->h, err) < 0)
         return -1;
-    /* the photo, dimmed so that the footprints stand out */
     for (size_t i = 0; i < (size_t)photo->w * (size_t)photo->h; i++) {
         for (int c = 0; c < 3; c++)
             out->px[4 * i + (size_t)c] = (uint8_t)(photo->px[4 * i + (size_t)c] * 3 / 5);
         out->px[4 * i + 3] = 255;
     }
+    return 0;
+}
+
+int pxvm_geometry_overlay(const pxvm_image *photo, const int32_t *geom, int ntokens, int patch_w, int patch_h,
+                          const int32_t *fix, int nfix, pxvm_image *out, pxvm_error *err)
+{
+    if (px__dimmed(photo, out, err) < 0)
+        return -1;
+    for (int i = 0; i < ntokens; i++) {
+        const int32_t *g = geom + (size_t)i * PX_GEOM_INTS;
+        if (g[4] < 0)
+            continue; /* no instruction wrote this token */
+        double cx = g[0] / 65536.0, cy = g[1] / 65536.0, hw = fabs(g[2] / 65536.0) * patch_w / 2;
+        double hh = fabs(g[3] / 65536.0) * patch_h / 2;
+        int l = (g[4] + 128) >> 8;
+        const uint8_t *c = pal[l < 6 ? l : 5];
+        if (hw == 0 && hh == 0) { /* GATHER: its centre entry */
+            px__line(out, cx - 2, cy, cx + 2, cy, c);
+            px__line(out, cx, cy - 2, cx, cy + 2, c);
+            continue;
+        }
+        px__line(out, cx - hw, cy - hh, cx + hw, cy - hh, c);
+        px__line(out, cx + hw, cy - hh, cx + hw, cy + hh, c);
+        px__line(out, cx + hw, cy + hh, cx - hw, cy + hh, c);
+        px__line(out, cx - hw, cy + hh, cx - hw, cy - hh, c);
+    }
+    /* the scanpath: discs at the fixations (the first one larger), joined in order */
+    static const uint8_t white[3] = {255, 255, 255}, cyan[3] = {40, 230, 255};
+    double r = (photo->w > photo->h ? photo->w : photo->h) / 80.0 + 3;
+    for (int k = 0; k < nfix; k++) {
+        double fx = fix[2 * k] / 65536.0, fy = fix[2 * k + 1] / 65536.0, rk = k == 0 ? 1.6 * r : r;
+        if (k > 0)
+            px__line(out, fix[2 * k - 2] / 65536.0, fix[2 * k - 1] / 65536.0, fx, fy, cyan);
+        for (int a = 0; a < 64; a++) {
+            double t0 = a * 2 * 3.14159265358979 / 64, t1 = (a + 1) * 2 * 3.14159265358979 / 64;
+            for (double d = 0; d < 2; d += 1)
+                px__line(out, fx + (rk - d) * cos(t0), fy + (rk - d) * sin(t0), fx + (rk - d) * cos(t1),
+                         fy + (rk - d) * sin(t1), white);
+        }
+    }
+    return 0;
+}
+
+int pxvm_plan_overlay(const pxvm_plan *p, const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
+{
+    if (px__dimmed(photo, out, err) < 0)
+        return -1;
     double sx = (double)photo->w / p->w, sy = (double)photo->h / p->h;
-    static const uint8_t pal[][3] = {{40, 255, 40}, {255, 255, 40}, {255, 150, 30}, {255, 50, 50}, {230, 60, 255}, {80, 160, 255}};
     for (int i = 0; i < p->ntokens; i++) {
         const pxvm_plan_token *t = &p->tokens[i];
         int l = (int)((t->lod_q8 + 128) >> 8);

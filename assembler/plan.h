@@ -43,20 +43,34 @@ typedef struct pxvm_plan {
     int taps;
     int nregions;                    /* aniso: per-region angles (normalized boxes) */
     double region[PXVM_PLAN_MAX_REGIONS][5];
-    int ntokens, cols, rows;         /* computed */
+    int relative;                    /* "fixation": "relative": token centres are offsets from fixation
+                                        register k, valid for every fixation (logpolar, v1) */
+    int scanpath;                    /* K >= 1: saliency, K ARGMAX fixations, the tokens around each
+                                        (implies relative); 0: none */
+    int ior_radius;                  /* scanpath: inhibition-of-return radius, texels */
+    int ntokens, cols, rows;         /* computed; the atlas holds ntokens * max(1, scanpath) tokens */
     pxvm_plan_token *tokens;
 } pxvm_plan;
 
 /* Reads and checks a plan (name is used in messages), and places its tokens. */
 int pxvm_plan_parse(const char *json, size_t len, const char *name, pxvm_plan *plan, pxvm_error *err);
 int pxvm_plan_load(const char *path, pxvm_plan *plan, pxvm_error *err);
+/* pxvm_plan_parse with "scanpath": K and "fixation": "relative" set (K > 0; pxrun --scanpath). */
+int pxvm_plan_parse_scanpath(const char *json, size_t len, const char *name, int scanpath, pxvm_plan *plan,
+                             pxvm_error *err);
 /* The program of a placed plan, into a builder (slots image and atlas, then code) or an image. */
 void pxvm_plan_build(const pxvm_plan *plan, pxvm_builder *b);
 int pxvm_plan_compile(const pxvm_plan *plan, pxvm_image *out, pxvm_error *err);
 /* Tokens per LOD, pixels sampled against the full-resolution grid, covered fraction. */
 void pxvm_plan_summary(const pxvm_plan *plan, FILE *out);
-/* The photo with every token's footprint drawn on it, coloured by LOD. */
+/* The photo with every token's footprint drawn on it, coloured by LOD (a relative plan: around
+ * the image centre). */
 int pxvm_plan_overlay(const pxvm_plan *plan, const pxvm_image *photo, pxvm_image *out, pxvm_error *err);
+/* The photo with the footprints of a run's token geometry (ntokens x PX_GEOM_INTS int32, as
+ * pxvm_runner_read_geometry gives it; patches patch_w x patch_h) and its fixations (nfix
+ * registers, Q16) drawn on it: the scanpath as numbered discs joined in order. */
+int pxvm_geometry_overlay(const pxvm_image *photo, const int32_t *geom, int ntokens, int patch_w, int patch_h,
+                          const int32_t *fix, int nfix, pxvm_image *out, pxvm_error *err);
 void pxvm_plan_free(pxvm_plan *plan);
 
 /* foveate273 (the compatibility setting of the grid scheme: M0 = 1, e0 = 0.5, eccentricity in

@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
+#include "../assembler/plan.h"
+#include "../isa/px_sem.h"
 #include "../vm/vm.h"
 
 static const char px__usage[] =
-    "usage: pxrun PROGRAM.pxi [options]\n"
+    "usage: pxrun PROGRAM.pxi|PLAN.json [options]\n"
+    "  (a plan, JSON as for pxasm --plan, is compiled first)\n"
     "  --in SLOT=FILE            bind an input slot to an image: any PNG or JPEG (baseline or\n"
     "                            progressive, grey or colour; decoded to RGBA8 on the host)\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
@@ -31,6 +35,17 @@ static const char px__usage[] =
     "  --profile                 print the time of each launch-plan step (last run)\n"
     "  --hash                    print a hash of every level of every slot after the run\n"
     "  --info                    print the program's slots, instructions and launch plan\n"
+    "  --fixation X,Y            set fixation register 0 (again: 1, 2, ...) before the run, for\n"
+    "                            fixation-relative programs: level-0 texels of the first input, or\n"
+    "                            normalized to it when both are in [0, 1] with a decimal point\n"
+    "                            (0.5,0.4); '512px,300px' forces texels\n"
+    "  --scanpath K              PLAN.json only: compile it relative to K fixations that the run\n"
+    "                            finds itself (bottom-up saliency, ARGMAX with inhibition of return)\n"
+    "                            and print them; logpolar and v1 plans\n"
+    "  --geometry SLOT=FILE.npy  the token geometry of an atlas slot as int32 (N, 5): centre x, y\n"
+    "                            (Q16 level-0 texels), du, dv (Q16), LOD used (Q8.8)\n"
+    "  --overlay FILE.png        the first input with the first atlas's token footprints and the\n"
+    "                            fixations drawn on it\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
     "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
     "Files: '-' is standard input (for the program or one --in; at most one of them) and standard\n"
@@ -180,8 +195,11 @@ static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const 
 }
 
 typedef struct {
-    px__binding *ins, *outs, *npys;
-    int nin, nout, nnpy;
+    px__binding *ins, *outs, *npys, *geoms;
+    int nin, nout, nnpy, ngeom;
+    int nfix, scanpath;
+    const char *fix_text[PX_FIX_REGS];
+    const char *overlay_path;
     int *slot_of[3];
     const char *prog_path, *final_path, *exec_name;
     int do_time, do_trace, do_hash, do_info, do_profile;
@@ -225,6 +243,18 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
             } else if (!strcmp(o, "--npy")) {
                 if (px__parse_binding(argv[i + 1], 0, &a->npys[a->nnpy++]) < 0)
                     bad = "--npy takes SLOT=FILE.npy";
+            } else if (!strcmp(o, "--geometry")) {
+                if (px__parse_binding(argv[i + 1], 0, &a->geoms[a->ngeom++]) < 0)
+                    bad = "--geometry takes SLOT=FILE.npy";
+            } else if (!strcmp(o, "--fixation")) {
+                if (a->nfix >= PX_FIX_REGS)
+                    bad = "at most 8 --fixation (registers 0..7)";
+                else
+                    a->fix_text[a->nfix++] = val;
+            } else if (!strcmp(o, "--scanpath") && !px__parse_u64(val, &n) && n >= 1 && n <= PX_FIX_REGS) {
+                a->scanpath = (int)n;
+            } else if (!strcmp(o, "--overlay")) {
+                a->overlay_path = val;
             } else if (!strcmp(o, "-o")) {
                 a->final_path = val;
             } else if (!strcmp(o, "--png") && (!strcmp(val, "fast") || !strcmp(val, "best"))) {
@@ -324,6 +354,137 @@ static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const px
     return 0;
 }
 
+/* ---- fixations, plans, geometry --------------------------------------------------------------- */
+
+static int px__ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+/* A .pxi, or a plan compiled here (.json, or any file with --scanpath). */
+static int px__load_program(const px__args *a, pxvm_program *prog, pxvm_error *err)
+{
+    if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
+        return pxvm_program_load(a->prog_path, &a->lim, prog, err);
+    uint8_t *data;
+    size_t len;
+    if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
+        return -1;
+    pxvm_plan plan;
+    int rc = pxvm_plan_parse_scanpath((const char *)data, len, a->prog_path, a->scanpath, &plan, err);
+    free(data);
+    if (rc < 0)
+        return -1;
+    pxvm_image img;
+    rc = pxvm_plan_compile(&plan, &img, err);
+    pxvm_plan_free(&plan);
+    return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
+}
+
+/* The first input slot: what --fixation is normalized to and --overlay draws on; -1 if none. */
+static int px__first_input(const pxvm_program *prog)
+{
+    for (int k = 1; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            return k;
+    return -1;
+}
+
+/* "X,Y": texels, or normalized to w x h when both are in [0, 1] with a decimal point; "px" after a
+ * number forces texels. Q16 out. */
+static int px__parse_fixation(const char *text, int w, int h, int32_t xy[2], pxvm_error *err)
+{
+    double v[2];
+    int texels = 0, dots = 0;
+    const char *p = text;
+    for (int i = 0; i < 2; i++) {
+        char *end;
+        v[i] = strtod(p, &end);
+        if (end == p)
+            goto bad;
+        dots += memchr(p, '.', (size_t)(end - p)) != NULL;
+        if (!strncmp(end, "px", 2))
+            texels = 1, end += 2;
+        if (i == 0 && *end != ',')
+            goto bad;
+        if (i == 1 && *end)
+            goto bad;
+        p = end + 1;
+    }
+    if (!texels && dots == 2 && v[0] >= 0 && v[0] <= 1 && v[1] >= 0 && v[1] <= 1) {
+        if (w < 0)
+            return pxvm_fail(err, PXE_USAGE, -1, -1, "--fixation: a normalized fixation needs an input slot to scale to");
+        v[0] *= w, v[1] *= h;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!(v[i] > -32768.0 && v[i] < 32768.0))
+            goto bad;
+        xy[i] = (int32_t)llround(v[i] * 65536.0);
+    }
+    return 0;
+bad:;
+    char msg[300];
+    snprintf(msg, sizeof msg, "--fixation '%s': expected X,Y (texels in -32768..32767, or normalized 0.0..1.0)", text);
+    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+}
+
+/* The registers ARGMAX writes (0 .. highest + 1), or 0. */
+static int px__written_registers(const pxvm_program *prog)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        if (prog->insns[i].op == PX_OP_ARGMAX && PX_ARG(&prog->insns[i], ARGMAX, reg) + 1 > n)
+            n = PX_ARG(&prog->insns[i], ARGMAX, reg) + 1;
+    return n;
+}
+
+/* After the run: the fixations found (printed), --geometry files and the --overlay picture. */
+static int px__fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
+                                const px__args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err)
+{
+    int32_t fix[PX_FIX_REGS * 2];
+    if (ops->read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, err) < 0)
+        return -1;
+    int found = px__written_registers(prog);
+    for (int k = 0; k < found; k++)
+        printf("fixation %d: %.4f %.4f\n", k, fix[2 * k] / 65536.0, fix[2 * k + 1] / 65536.0);
+    for (int i = 0; i < a->ngeom + (a->overlay_path ? 1 : 0); i++) {
+        int slot = i < a->ngeom ? pxvm_slot_lookup(prog, a->geoms[i].slot) : -1;
+        if (i == a->ngeom) /* the overlay: the first atlas */
+            for (int k = 0; k < prog->nslots && slot < 0; k++)
+                slot = prog->geom_base[k] >= 0 ? k : -1;
+        if (i < a->ngeom && slot < 0)
+            return pxvm_fail(err, PXE_NO_SLOT, -1, -1, a->geoms[i].slot);
+        if (i == a->ngeom && (slot < 0 || !photo))
+            return pxvm_fail(err, PXE_USAGE, -1, -1, "--overlay needs a program with an input slot and a patch atlas");
+        const pxvm_slot *s = &prog->slots[slot];
+        int32_t *g = malloc(sizeof(int32_t) * PX_GEOM_INTS * (size_t)(s->patch_count ? s->patch_count : 1));
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        pxvm_image pic = {0, 0, NULL};
+        int rc = g ? ops->read_state(ex, PXVM_STATE_GEOMETRY, slot, 0, 1, g, -1, err)
+                   : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        if (rc == 0 && i < a->ngeom) {
+            const int shape[2] = {s->patch_count, PX_GEOM_INTS};
+            rc = pxvm_npy_encode_typed(g, "<i4", 4, 2, shape, &bytes, &len, err);
+        } else if (rc == 0) {
+            rc = pxvm_geometry_overlay(photo, g, s->patch_count, s->patch_w, s->patch_h, fix, found ? found : a->nfix,
+                                       &pic, err);
+            if (rc == 0)
+                rc = pxvm_png_encode_ex(&pic, a->png, &bytes, &len, err);
+        }
+        if (rc == 0)
+            rc = pxvm_outputs_add(files, i < a->ngeom ? a->geoms[i].path : a->overlay_path, bytes, len, err);
+        free(g);
+        free(bytes);
+        pxvm_image_free(&pic);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* SIGINT, SIGTERM: no temporary output file stays behind; then the default action. */
 static void px__on_signal(int sig)
 {
@@ -345,6 +506,8 @@ int main(int argc, char **argv)
     a.ins = calloc((size_t)argc, sizeof *a.ins);
     a.outs = calloc((size_t)argc, sizeof *a.outs);
     a.npys = calloc((size_t)argc, sizeof *a.npys);
+    a.geoms = calloc((size_t)argc, sizeof *a.geoms);
+    pxvm_image photo = {0, 0, NULL};
     for (int li = 0; li < 3; li++)
         a.slot_of[li] = calloc((size_t)argc, sizeof(int));
 
@@ -358,7 +521,7 @@ int main(int argc, char **argv)
     pxvm_outputs_track(&files);
     double t0 = 0, t_load = 0, t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
 
-    if (!a.ins || !a.outs || !a.npys || !a.slot_of[0] || !a.slot_of[1] || !a.slot_of[2]) {
+    if (!a.ins || !a.outs || !a.npys || !a.geoms || !a.slot_of[0] || !a.slot_of[1] || !a.slot_of[2]) {
         rc = 1;
         goto done;
     }
@@ -368,7 +531,7 @@ int main(int argc, char **argv)
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
     t0 = px__now();
-    if (pxvm_program_load(a.prog_path, &a.lim, &prog, &err) < 0)
+    if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
     if (a.do_info)
         px__info(&prog);
@@ -394,8 +557,19 @@ int main(int argc, char **argv)
         if (pxvm_image_load_any(a.ins[i].path, &a.lim, &img, &err) < 0)
             goto fail;
         int r = pxvm_bind_image(ops, ex, a.slot_of[0][i], &img, &err);
-        pxvm_image_free(&img);
+        if (a.overlay_path && a.slot_of[0][i] == px__first_input(&prog) && !photo.px)
+            photo = img; /* kept for the overlay */
+        else
+            pxvm_image_free(&img);
         if (r < 0)
+            goto fail;
+    }
+    for (int k = 0; k < a.nfix; k++) {
+        int in = px__first_input(&prog);
+        int32_t xy[2];
+        if (px__parse_fixation(a.fix_text[k], in >= 0 ? prog.slots[in].w : -1, in >= 0 ? prog.slots[in].h : -1, xy, &err) <
+                0 ||
+            ops->set_fixations(ex, 0, 1, k, 1, xy, -1, &err) < 0)
             goto fail;
     }
     t_bind = px__now();
@@ -410,6 +584,9 @@ int main(int argc, char **argv)
     t_run = px__now();
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
     if (px__outputs(ops, ex, &prog, &a, &files, &err) < 0)
+        goto fail;
+    if ((prog.uses_fixation || a.ngeom || a.overlay_path) &&
+        px__fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
         goto fail;
     if (a.do_hash && pxvm_hash_report(ops, ex, &prog, stdout, &err) < 0)
         goto fail;
@@ -435,5 +612,7 @@ done:
     free(a.ins);
     free(a.outs);
     free(a.npys);
+    free(a.geoms);
+    pxvm_image_free(&photo);
     return rc;
 }

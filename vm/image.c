@@ -526,14 +526,20 @@ int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, siz
 
 int pxvm_npy_encode_shape(const uint8_t *data, int ndim, const int *shape, uint8_t **out, size_t *len, pxvm_error *err)
 {
+    return pxvm_npy_encode_typed(data, "|u1", 1, ndim, shape, out, len, err);
+}
+
+int pxvm_npy_encode_typed(const void *data, const char *descr, size_t elem, int ndim, const int *shape, uint8_t **out,
+                          size_t *len, pxvm_error *err)
+{
     char dims[160] = "", dict[256];
-    size_t body = 1;
+    size_t body = elem;
     for (int i = 0; i < ndim && i < 8; i++) {
         size_t at = strlen(dims);
         snprintf(dims + at, sizeof dims - at, "%d, ", shape[i]);
         body *= (size_t)shape[i];
     }
-    int dl = snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': False, 'shape': (%.*s), }",
+    int dl = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%.*s), }", descr,
                       ndim == 1 ? (int)strlen(dims) - 1 : (int)strlen(dims) - 2, dims);
     /* magic(6) + version(2) + header length(2) + dict + padding + '\n', a multiple of 64 */
     size_t hdr = 10 + (size_t)dl + 1;

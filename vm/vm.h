@@ -104,6 +104,9 @@ void pxvm_outputs_remove_temporaries(void);
 int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err);
 /* The same for any shape of ndim (1..8) dimensions. */
 int pxvm_npy_encode_shape(const uint8_t *data, int ndim, const int *shape, uint8_t **out, size_t *len, pxvm_error *err);
+/* ... and any element type: descr as NumPy writes it ("<i4" for little-endian int32), elem bytes. */
+int pxvm_npy_encode_typed(const void *data, const char *descr, size_t elem, int ndim, const int *shape, uint8_t **out,
+                          size_t *len, pxvm_error *err);
 
 uint64_t pxvm_hash64(const void *data, size_t len); /* FNV-1a, 64 bits */
 

@@ -82,6 +82,10 @@ _BY_CLASS = {1: Malformed, 2: InvalidProgram, 3: Unlinkable, 4: Trap, 5: PxIOErr
              7: Unavailable, 8: AssemblyError, 9: PlanError}
 
 
+PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
+PXVM_GEOM_INTS = 5  # int32 of one token's geometry
+
+
 def _check(rc):
     if rc:
         raise _BY_CLASS.get(rc, Error)(_lib.pxvm_errmsg().decode(errors="replace"))
@@ -157,6 +161,11 @@ class Program:
             self.slots.append(Slot(k, info))
         self._inputs = [s for s in self.slots if s.role == "input"]
         self._outputs = [s for s in self.slots if s.role == "output"]
+        use = _lib.pxvm_prog_fixation_use(self._h)
+        #: the program samples relative to fixation registers (or finds fixations itself)
+        self.uses_fixation = use >= 1
+        #: the program finds its own fixations (SALIENCY + ARGMAX: a "scanpath" plan)
+        self.finds_fixations = use == 2
 
     @classmethod
     def _make(cls, fn, name, *args, **limits):
@@ -413,11 +422,13 @@ class Runner:
                                       (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
         return bufs
 
-    def _exec(self, inputs, batch, outs, batched=False, out=None):
+    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None):
         """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
         batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
-        to write them into instead of new ones. Returns the output arrays in the order of outs."""
+        to write them into instead of new ones; fixation: see _fixations. Returns the output arrays
+        in the order of outs."""
         h, name = self._runner(batch)
+        fix = self._fixations(fixation, batch, batched)
         binds = []  # (slot, first item, description, has a batch axis)
         for k, x in inputs.items():
             if isinstance(x, (list, tuple)):
@@ -444,6 +455,18 @@ class Runner:
         elif self._stream.get(batch):
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
+        if fix is not None:
+            fdev = _is_torch(fix) and fix.is_cuda
+            if fdev and not on_cuda:
+                if name != "cuda":
+                    raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
+                handle = _current_stream(self.device) or 1
+                if self._stream.get(batch) != handle:
+                    _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+                    self._stream[batch] = handle
+            ptr = fix.data_ptr() if _is_torch(fix) else fix.ctypes.data
+            _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fix.shape[1], ctypes.c_void_p(ptr),
+                                                  self.device if fdev else -1))
         nin, nout = len(binds), len(outs)
         in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
         slots = self.program.slots
@@ -483,6 +506,89 @@ class Runner:
         del binds  # the inputs were read (or, on a stream, the stream's later work waits for that)
         return results
 
+    def _fixations(self, fixation, batch, batched):
+        """Fixations as Q16 int32 (batch, nregs, 2), host NumPy or a CUDA tensor (converted on the
+        device, on the current stream: no copy to the host), or None to keep the registers."""
+        if fixation is None:
+            return None
+        if isinstance(fixation, str):
+            if fixation != "saliency":
+                raise UsageError("usage: fixation is (x, y) in level-0 texels, an array, or 'saliency'")
+            if not self.program.finds_fixations:
+                raise UsageError("usage: fixation='saliency': program %s finds no fixations (compile a logpolar or v1 "
+                                 "plan with \"scanpath\": K)" % self.program.name)
+            return None
+        if not self.program.uses_fixation:
+            raise UsageError("usage: fixation: program %s samples no position relative to a fixation (compile its "
+                             "plan with \"fixation\": \"relative\")" % self.program.name)
+        if _is_torch(fixation):
+            torch = _torch()
+            t = (fixation.to(torch.float64) * 65536.0).round().clamp(-2147483648, 2147483647).to(torch.int32)
+        else:
+            np = _np()
+            t = np.clip(np.round(np.asarray(fixation, dtype=np.float64) * 65536.0), -2147483648, 2147483647)
+            t = t.astype(np.int32)
+        if not batched and t.ndim in (1, 2):
+            t = t.reshape((1,) + tuple(t.shape))
+        if t.ndim == 2:  # (B, 2): register 0 of each item
+            t = t.reshape(t.shape[0], 1, 2)
+        if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
+            raise ValueError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
+                             "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
+        return t.contiguous() if _is_torch(t) else _np().ascontiguousarray(t)
+
+    def fixations(self, batch=1, device=None):
+        """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64): what
+        ARGMAX found (a scanpath in registers 0..K-1) or what was set. NumPy from the host;
+        with device="cuda" a CUDA tensor, read on the device."""
+        h = self._runner(batch)[0]
+        if device is not None and self._runners[batch][1] == "cuda":
+            torch = _torch()
+            t = torch.empty((batch, PXVM_FIX_REGS, 2), dtype=torch.int32, device=self._torch_device)
+            self._sync_stream(batch)
+            _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(t.data_ptr()), self.device))
+            return t.to(torch.float64) / 65536.0
+        np = _np()
+        a = np.empty((batch, PXVM_FIX_REGS, 2), dtype=np.int32)
+        _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(a.ctypes.data), -1))
+        return a.astype(np.float64) / 65536.0
+
+    def _sync_stream(self, batch):
+        h = self._runners[batch][0]
+        handle = _current_stream(self.device) or 1
+        if self._stream.get(batch) != handle:
+            _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+            self._stream[batch] = handle
+
+    def geometry(self, slot=None, batch=1, exact=False, device=None):
+        """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
+        (centre x, centre y, step, LOD; level-0 texels, step = du; NaN for a token no instruction
+        wrote), or with exact=True the library's int32 (B, N, 5): Q16 x, y, du, dv and the Q8.8
+        LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
+        s = self._atlas(slot)
+        h = self._runner(batch)[0]
+        on_dev = device is not None and self._runners[batch][1] == "cuda"
+        if on_dev:
+            torch = _torch()
+            g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
+            self._sync_stream(batch)
+            _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.data_ptr()), self.device))
+            if exact:
+                return g
+            f = torch.stack([g[..., 0].double() / 65536.0, g[..., 1].double() / 65536.0, g[..., 2].double() / 65536.0,
+                             g[..., 4].double() / 256.0], dim=-1).float()
+            f[g[..., 4] < 0] = float("nan")
+            return f
+        np = _np()
+        g = np.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=np.int32)
+        _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.ctypes.data), -1))
+        if exact:
+            return g
+        f = np.stack([g[..., 0] / 65536.0, g[..., 1] / 65536.0, g[..., 2] / 65536.0, g[..., 4] / 256.0],
+                     axis=-1).astype(np.float32)
+        f[g[..., 4] < 0] = np.nan
+        return f
+
     def _inputs(self, args, kwargs):
         ins = self.program.inputs
         if args:
@@ -509,19 +615,29 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
-    def run(self, *image, **inputs):
-        """Runs once: {output slot name: level 0 as (H, W, 4)}."""
+    def run(self, *image, fixation=None, **inputs):
+        """Runs once: {output slot name: level 0 as (H, W, 4)}.
+
+        fixation: for fixation-relative programs, (x, y) in level-0 texels of the image (register
+        0; a (K, 2) array sets registers 0..K-1), host values or a CUDA tensor (converted and
+        copied on the device); "saliency" for programs that find their own fixations. Fixations
+        stay set for later runs until set again; changing them reloads nothing."""
         outs = self.program.outputs
-        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs])
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
-    def patches(self, *image, slot=None, out=None, **inputs):
+    def patches(self, *image, slot=None, out=None, fixation=None, with_geometry=False, **inputs):
         """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
-        written there instead of into a new array."""
+        written there instead of into a new array. fixation: as for run. with_geometry: returns
+        (patches, geometry (N, 4)) with geometry as Runner.geometry gives it, on the same device."""
         s = self._atlas(slot)
-        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]])
-        return out if out is not None else res[0][0]
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]],
+                         fixation=fixation)
+        p = out if out is not None else res[0][0]
+        if with_geometry:
+            return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
+        return p
 
     def _batch_inputs(self, images, inputs):
         if images is not None:
@@ -536,19 +652,24 @@ class Runner:
             raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
-    def run_batch(self, images=None, **inputs):
+    def run_batch(self, images=None, fixations=None, **inputs):
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
-        On the GPU each plan step is one launch for the whole batch."""
+        On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
+        (B, K, 2)) texels, one per item, host or CUDA (stays on the device), or "saliency"."""
         bound, b = self._batch_inputs(images, inputs)
         outs = self.program.outputs
-        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True)
+        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations)
         return {s.name: r for s, r in zip(outs, res)}
 
-    def patches_batch(self, images=None, slot=None, out=None, **inputs):
-        """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches)."""
+    def patches_batch(self, images=None, slot=None, out=None, fixations=None, with_geometry=False, **inputs):
+        """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
+        fixations and with_geometry ((B, N, 4)) as for run_batch and patches."""
         bound, b = self._batch_inputs(images, inputs)
         s = self._atlas(slot)
-        return self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out])[0]
+        p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations)[0]
+        if with_geometry:
+            return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
+        return p
 
     def read(self, slot, level=0, batch=1):
         """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""

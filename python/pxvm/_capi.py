@@ -77,6 +77,10 @@ def _load():
         "pxvm_runner_read_patches": (I, [P, I, I, VP]),
         "pxvm_runner_sync": (I, [P]),
         "pxvm_runner_exec": (I, [P, I, IP, IP, VP, I, IP, IP, VP]),
+        "pxvm_runner_set_fixations": (I, [P, I, I, I, I, P, I]),
+        "pxvm_runner_read_fixations": (I, [P, I, I, P, I]),
+        "pxvm_runner_read_geometry": (I, [P, I, I, I, P, I]),
+        "pxvm_prog_fixation_use": (I, [P]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

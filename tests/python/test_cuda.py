@@ -122,3 +122,38 @@ def test_slots_beyond_free_gpu_memory_are_unavailable_and_the_gpu_stays_usable(f
         r.run_batch([np.zeros((8192, 8192), np.uint8)] * batch)
     cpu, gpu = cpu_and_gpu(foveate)
     assert np.array_equal(gpu.patches(photo), cpu.patches(photo))
+
+
+# ---- fixations on the device ------------------------------------------------------------------
+
+def test_scanpath_plan_cuda_equals_cpu_patches_fixations_and_geometry(photo):
+    prog = pxvm.Program.from_plan({"image": [451, 300], "budget": 64, "scheme": "logpolar", "scanpath": 4})
+    cpu, gpu = cpu_and_gpu(prog)
+    want = cpu.patches(photo, fixation="saliency")
+    got, geo = gpu.patches(torch.from_numpy(photo).cuda(), fixation="saliency", with_geometry=True)
+    assert np.array_equal(got.cpu().numpy(), want)
+    assert np.array_equal(gpu.fixations(), cpu.fixations())
+    assert np.array_equal(gpu.geometry(exact=True), cpu.geometry(exact=True))
+    assert geo.is_cuda and np.allclose(geo.cpu().numpy(), cpu.geometry()[0], equal_nan=True)
+
+
+def test_device_fixations_per_item_stay_on_the_device_and_equal_cpu(photo):
+    from torch.profiler import ProfilerActivity, profile
+    prog = pxvm.Program.from_plan({"image": [451, 300], "budget": 64, "scheme": "v1", "fixation": "relative"})
+    cpu, gpu = cpu_and_gpu(prog)
+    rng = np.random.default_rng(3)
+    fix = rng.uniform(0, 450, (8, 2))
+    frames = torch.from_numpy(np.stack([photo] * 8)).cuda()
+    dfix = torch.from_numpy(fix).cuda()
+    want = cpu.patches_batch(np.stack([photo] * 8), fixations=fix)
+    got = gpu.patches_batch(frames, fixations=dfix)
+    assert np.array_equal(got.cpu().numpy(), want)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(5):
+            out, geo = gpu.patches_batch(frames, fixations=dfix + i, with_geometry=True)
+        torch.cuda.synchronize()
+    copies = [e.name for e in prof.events() if "Memcpy" in e.name and ("HtoD" in e.name or "DtoH" in e.name)]
+    assert copies == [] and out.is_cuda and geo.is_cuda
+    assert np.array_equal(gpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round((fix + 4) * 65536)).astype(np.int32)[:, None, :],
+                          cpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round(fix * 65536)).astype(np.int32)[:, None, :])

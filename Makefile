@@ -192,6 +192,8 @@ docs-images: all
 	for s in grid logpolar v1 aniso; do \
 	    $(BIN)/pxasm --plan docs/plans/$$s-1804x1200.json -o build/plan-$$s.pxi \
 	        --overlay programs/data/chelsea.png docs/img/plan-$$s.png > docs/img/plan-$$s.txt || exit 1; done
+	$(BIN)/pxrun docs/plans/scanpath-logpolar.json --in image=programs/data/chelsea.png \
+	    --overlay docs/img/scanpath.png > docs/img/scanpath.txt
 
 # make install PREFIX=/usr/local: the library (shared and static), the header, pkg-config, the
 # tools and the Python package (for the python3 that runs make).

@@ -157,3 +157,14 @@ def test_device_fixations_per_item_stay_on_the_device_and_equal_cpu(photo):
     assert copies == [] and out.is_cuda and geo.is_cuda
     assert np.array_equal(gpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round((fix + 4) * 65536)).astype(np.int32)[:, None, :],
                           cpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round(fix * 65536)).astype(np.int32)[:, None, :])
+
+
+def test_readme_fixation_example_runs(monkeypatch):
+    from test_api import readme_python_blocks
+    block = next(b for b in readme_python_blocks() if "fixations=gaze" in b)
+    monkeypatch.chdir(ROOT)
+    env = {}
+    exec(block, env)
+    assert env["tokens"].shape == (32, 273, 16, 16, 4) and env["tokens"].is_cuda
+    assert env["where"].shape == (32, 273, 4) and env["where"].is_cuda
+    assert env["scan"].fixations().shape == (1, 8, 2)

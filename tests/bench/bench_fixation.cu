@@ -2,12 +2,12 @@
  * with 1024x1024 frames already in GPU memory and everything on one caller stream (no host
  * synchronisation until a measurement ends). Figures, not assertions; prints JSON.
  *
- *   same      one fixation-relative logpolar plan (273 tokens): bind + run + patches per frame
+ *   same      one fixation-relative logpolar plan (budget 273: 270 tokens): bind + run + patches per frame
  *   moving    the same with a new fixation every frame, set from device memory
  *             (pxvm_runner_set_fixations): no reload, the same CUDA graph replayed
  *   moving_host  ... set from host memory
  *   recompile the old way: a new absolute plan per fixation (compile + load + run + patches)
- *   saliency  a scanpath plan: SALIENCY + ARGMAX (K = 1 and 4) + 273 tokens around each fixation
+ *   saliency  a scanpath plan: SALIENCY + ARGMAX (K = 1 and 4) + the tokens around each fixation
  *   batch32   32 images with 32 fixations in one batched run, against 32 absolute programs (one
  *             per fixation, loaded once) run one after another
  *
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     }
     double recompile_ms = (px__now_ms() - t0) / nre;
 
-    /* saliency + ARGMAX + 273 tokens around each of K fixations */
+    /* saliency + ARGMAX + the tokens around each of K fixations */
     double sal_ms[2];
     const int ks[2] = {1, 4};
     for (int v = 0; v < 2; v++) {
@@ -203,13 +203,15 @@ int main(int argc, char **argv)
     cudaGetDeviceProperties(&prop, 0);
     int driver = 0;
     cudaDriverGetVersion(&driver);
-    printf("{\"gpu\": \"%s\", \"cuda_driver_api\": %d, \"w\": %d, \"h\": %d, \"frames\": %d, \"tokens\": 273,\n"
+    pxvm_slot_info ai;
+    px__ck(pxvm_prog_slot(rel.prog, rel.atlas, &ai), "slot");
+    printf("{\"gpu\": \"%s\", \"cuda_driver_api\": %d, \"w\": %d, \"h\": %d, \"frames\": %d, \"tokens\": %d,\n"
            " \"same_fixation_frame_us\": %.3f, \"new_fixation_device_frame_us\": %.3f, "
            "\"new_fixation_host_frame_us\": %.3f,\n"
            " \"new_fixation_cost_ratio\": %.3f, \"recompile_per_fixation_ms\": %.3f, \"recompile_vs_relative\": %.1f,\n"
-           " \"saliency_argmax_273_frame_us\": %.3f, \"saliency_scanpath4_1092_frame_us\": %.3f,\n"
+           " \"saliency_argmax_tokens_frame_us\": %.3f, \"saliency_scanpath4_frame_us\": %.3f,\n"
            " \"batch32_32_fixations_us\": %.3f, \"programs32_us\": %.3f, \"batch_vs_programs\": %.2f}\n",
-           prop.name, driver, W, H, frames, 1e3 * same_ms, 1e3 * moving_ms, 1e3 * moving_host_ms, moving_ms / same_ms,
+           prop.name, driver, W, H, frames, ai.patch_count, 1e3 * same_ms, 1e3 * moving_ms, 1e3 * moving_host_ms, moving_ms / same_ms,
            recompile_ms, recompile_ms / moving_ms, 1e3 * sal_ms[0], 1e3 * sal_ms[1], 1e3 * batch_ms, 1e3 * programs_ms,
            programs_ms / batch_ms);
     px__close(&rel);

@@ -165,6 +165,7 @@ def test_readme_fixation_example_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
     env = {}
     exec(block, env)
-    assert env["tokens"].shape == (32, 273, 16, 16, 4) and env["tokens"].is_cuda
-    assert env["where"].shape == (32, 273, 4) and env["where"].is_cuda
+    n = env["r"]._atlas(None).patch_count  # logpolar: rings x wedges <= the budget
+    assert env["tokens"].shape == (32, n, 16, 16, 4) and env["tokens"].is_cuda and 250 <= n <= 273
+    assert env["where"].shape == (32, n, 4) and env["where"].is_cuda
     assert env["scan"].fixations().shape == (1, 8, 2)

@@ -236,6 +236,7 @@ typedef struct {
 typedef struct {
     char name[PXI_NAME_MAX + 1];
     int role, w, h, pw, ph, pn;
+    int persist;            /* the word `persistent` */
     int at_x, at_y, has_at; /* data slot at a fixed origin */
     pxvm_image data;        /* data slot contents (.data / .table) */
     int line;
@@ -384,7 +385,7 @@ static int px__find_slot(const px__prog *p, const char *name)
     return -1;
 }
 
-/* .slot NAME|- ROLE WxH [patches=PWxPHxN] [at=(X,Y)] */
+/* .slot NAME|- ROLE WxH [patches=PWxPHxN] [at=(X,Y)] [persistent] */
 static int px__dir_slot(px__src *s, px__prog *p, const px__tok *dir)
 {
     px__tok t;
@@ -416,8 +417,12 @@ static int px__dir_slot(px__src *s, px__prog *p, const px__tok *dir)
         if (t.kind == T_EOL || t.kind == T_EOF)
             break;
         px__tok eq, v;
+        if (t.kind == T_WORD && !strcmp(t.text, "persistent")) {
+            sl->persist = 1;
+            continue;
+        }
         if (t.kind != T_WORD || px__next(s, &eq) < 0 || eq.kind != T_EQ)
-            return px__fail_at(s, t.line, t.col, "expected patches=PWxPHxN or at=(X,Y)");
+            return px__fail_at(s, t.line, t.col, "expected patches=PWxPHxN, at=(X,Y) or persistent");
         if (!strcmp(t.text, "patches")) {
             if (px__word(s, &v, "PWxPHxN") < 0)
                 return -1;
@@ -840,6 +845,7 @@ static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *
     int rc = 0;
     switch (fi->kind) {
     case PXK_SLOT: rc = px__slot_value(s, p, o, &v); break;
+    case PXK_MASK: rc = strcmp(o->text, "none") ? px__slot_value(s, p, o, &v) : 0; break;
     case PXK_ROW: rc = px__row_value(s, p, o, rows_base, &v); break;
     case PXK_MODE: {
         /* linear | nearest, optionally @fN: positions relative to fixation register N */
@@ -912,6 +918,8 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
         int n = sl->has_at ? pxvm_build_data_at(&b, sl->name, sl->w, sl->h, sl->at_x, sl->at_y)
                 : sl->data.px ? pxvm_build_data_slot(&b, sl->name, &sl->data)
                               : pxvm_build_slot(&b, sl->role, sl->name, sl->w, sl->h);
+        if (n >= 0 && sl->persist)
+            pxvm_build_persist(&b, n);
         if (n < 0) {
             int rc = px__fail_at(s, sl->line, 1, "%s", b.why);
             pxvm_build_free(&b);

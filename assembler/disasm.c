@@ -19,6 +19,8 @@ void pxasm_disassemble(const pxvm_program *prog, const char *name, FILE *out)
         fprintf(out, ".slot %s %s %dx%d", s->name[0] ? s->name : "-", pxi_role_name(s->role), s->w, s->h);
         if (s->patch_count)
             fprintf(out, " patches=%dx%dx%d", s->patch_w, s->patch_h, s->patch_count);
+        if (s->flags & PXI_SLOT_PERSIST)
+            fprintf(out, " persistent");
         if (s->role == PXI_ROLE_DATA)
             fprintf(out, " at=(%d,%d)", s->data_x, s->data_y);
         fprintf(out, "   ; slot %d\n", k);

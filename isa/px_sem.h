@@ -382,6 +382,110 @@ PX_SEM uint32_t px_saliency_at(PX_SRC_T src, int c, int s, int map, int x, int y
 }
 #endif
 
+/* ---- video: tiles, frame differences, footprints ------------------------------------------- */
+
+PX_SEM int px_tiles(int n) { return (n + PX_TILE - 1) >> PX_TILE_SHIFT; }
+
+/* DIFF: the largest per-channel absolute difference of two pixels. */
+PX_SEM uint32_t px_maxdiff(px_rgba a, px_rgba b)
+{
+    uint32_t m = 0;
+    for (int c = 0; c < 4; c++) {
+        uint32_t d = px_absdiff((int)px_ch(a, c), (int)px_ch(b, c));
+        m = d > m ? d : m;
+    }
+    return m;
+}
+
+/* A tile mask pixel: (255, 0, 0, 255) dirty, (0, 0, 0, 255) clean; any R != 0 reads as dirty. */
+PX_SEM px_rgba px_mask_pixel(int dirty) { return px_pack(dirty ? 255u : 0u, 0, 0, 255u); }
+PX_SEM int px_mask_dirty(px_rgba p) { return (p & 255u) != 0; }
+
+/* A rectangle of tiles, inclusive; empty when x0 > x1 or y0 > y1. */
+typedef struct px_tilebox {
+    int x0, y0, x1, y1;
+} px_tilebox;
+
+/* Incremental PYRAMID: the tiles under texel (x, y) of level l >= 1 of a w x h slot: its level-0
+ * footprint [x << l, (x+1) << l) x [y << l, (y+1) << l), clipped to the slot. */
+PX_SEM px_tilebox px_texel_tiles(int x, int y, int level, int w, int h)
+{
+    int64_t x1 = (((int64_t)x + 1) << level) - 1, y1 = (((int64_t)y + 1) << level) - 1;
+    px_tilebox b;
+    b.x0 = (int)(((int64_t)x << level) >> PX_TILE_SHIFT);
+    b.y0 = (int)(((int64_t)y << level) >> PX_TILE_SHIFT);
+    b.x1 = (int)((x1 < w - 1 ? x1 : w - 1) >> PX_TILE_SHIFT);
+    b.y1 = (int)((y1 < h - 1 ? y1 : h - 1) >> PX_TILE_SHIFT);
+    return b;
+}
+
+/* The texels of level `level` (size texels) that samples at positions lo..hi (Q16, lo <= hi) read,
+ * [*t0, *t1]: linear reads i0 and i0 + 1 of px_linear_axis, nearest px_nearest_axis (both
+ * monotonic in the position, so the ends of the range bound every position between). */
+PX_SEM void px_texel_range(int64_t lo, int64_t hi, int level, int size, int filter, int *t0, int *t1)
+{
+    if (filter == PX_MODE_NEAREST) {
+        *t0 = px_nearest_axis(lo, level, size);
+        *t1 = px_nearest_axis(hi, level, size);
+        return;
+    }
+    int a0, a1, b0, b1;
+    uint32_t f;
+    px_linear_axis(lo, level, size, &a0, &a1, &f);
+    px_linear_axis(hi, level, size, &b0, &b1, &f);
+    *t0 = a0;
+    *t1 = b1;
+}
+
+/* Incremental sampling: the tiles of a w x h source (level 0) that samples at positions in
+ * [u_lo, u_hi] x [v_lo, v_hi] read at levels lmin..lmax (clamped to the chain): per level the
+ * texels read (px_texel_range), their level-0 footprints, the bounding box of all of them. A
+ * conservative box: it holds every tile whose pixels can reach an output. */
+PX_SEM px_tilebox px_footprint_tiles(int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi, int lmin, int lmax,
+                                     int filter, int w, int h)
+{
+    int levels = px_mip_levels(w, h);
+    lmax = lmax < levels - 1 ? lmax : levels - 1;
+    lmin = lmin < lmax ? lmin : lmax;
+    px_tilebox b = {1 << 30, 1 << 30, -1, -1};
+    for (int l = lmin; l <= lmax; l++) {
+        int x0, x1, y0, y1;
+        px_texel_range(u_lo, u_hi, l, px_mip_dim(w, l), filter, &x0, &x1);
+        px_texel_range(v_lo, v_hi, l, px_mip_dim(h, l), filter, &y0, &y1);
+        px_tilebox t = px_texel_tiles(x0, y0, l, w, h), e = px_texel_tiles(x1, y1, l, w, h);
+        b.x0 = t.x0 < b.x0 ? t.x0 : b.x0;
+        b.y0 = t.y0 < b.y0 ? t.y0 : b.y0;
+        b.x1 = e.x1 > b.x1 ? e.x1 : b.x1;
+        b.y1 = e.y1 > b.y1 ? e.y1 : b.y1;
+    }
+    return b;
+}
+
+/* The levels a LOD reads: nearest its rounded level; linear l0, and l0 + 1 when the fraction is
+ * not 0 (px_sample_acc reads only l0 then). */
+PX_SEM void px_lod_levels(uint32_t lod, int filter, int levels, int *lmin, int *lmax)
+{
+    if (filter == PX_MODE_NEAREST) {
+        *lmin = *lmax = px_lod_nearest(lod, levels);
+        return;
+    }
+    int l0, l1;
+    uint32_t f;
+    px_lod_split(lod, levels, &l0, &l1, &f);
+    *lmin = l0;
+    *lmax = f ? l1 : l0;
+}
+
+/* The positions a SAMPLE or ANISO patch reads along one axis, before the fixation offset: the
+ * patch's first and last output pixel, widened by the first and last tap. */
+PX_SEM void px_patch_span(int32_t c, int32_t d, int n, int taps, int32_t td, int64_t *lo, int64_t *hi)
+{
+    int64_t a = c + px_patch_pos(0, d, 0, n), b = c + px_patch_pos(0, d, n - 1, n);
+    int64_t ta = px_floor_shift((int64_t)(1 - taps) * (int64_t)td, 1), tb = px_floor_shift((int64_t)(taps - 1) * (int64_t)td, 1);
+    *lo = (a < b ? a : b) + (ta < tb ? ta : tb);
+    *hi = (a < b ? b : a) + (ta < tb ? tb : ta);
+}
+
 /* A GATHER table entry is 3 pixels: u (Q16, u32 pixel), v (Q16, u32 pixel), then LOD (u16 in
  * R,G; B = A = 0). These decode it from the three px_rgba values. */
 PX_SEM int32_t px_entry_q16(px_rgba p) { return p < 0x80000000u ? (int32_t)p : -(int32_t)(~p) - 1; }

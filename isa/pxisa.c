@@ -58,7 +58,7 @@ const pxi_op_info *pxi_op(unsigned value)
 
 const char *pxi_kind_name(enum pxi_kind kind)
 {
-    static const char *const names[] = {"zero", "row", "slot", "mode", "u16", "dim", "q16", "lod", "taps", "u8", "flag", "reg", "level"};
+    static const char *const names[] = {"zero", "row", "slot", "mode", "u16", "dim", "q16", "lod", "taps", "u8", "flag", "reg", "level", "mask"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

@@ -9,7 +9,7 @@
  *   3              instruction count                                       (u32)
  *   4              reserved, must be 0                                     (u32)
  *   5 + 8*k ...    slot descriptor k (k = 0 .. slot count-1), 8 pixels:
- *                    +0  R = role (PXI_ROLE_*), G = flags (0), B = A = 0
+ *                    +0  R = role (PXI_ROLE_*), G = flags (PXI_SLOT_*), B = A = 0
  *                    +1  width  (u32)        +2  height (u32)
  *                    +3  data origin in the program image: x (u16 in R,G), y (u16 in B,A);
  *                        only for role DATA, 0 otherwise
@@ -60,6 +60,17 @@ enum pxi_role {
 };
 #define PXI_ROLE_LAST PXI_ROLE_DATA
 
+/* Slot flags (descriptor pixel +0, G). PERSIST: the slot (output or scratch) is not restored
+ * between runs: it starts from its initial state when the program is loaded (or the runner
+ * reset) and keeps what each run leaves, so video programs update it frame by frame. */
+#define PXI_SLOT_PERSIST 1u
+#define PXI_SLOT_FLAGS 1u /* the flags defined so far */
+
+/* Video: tiles of DIFF, UPDATE and incremental PYRAMID/sampling are PX_TILE x PX_TILE texels of
+ * level 0; a tile mask has one pixel per tile, R != 0 meaning dirty. */
+#define PX_TILE 16
+#define PX_TILE_SHIFT 4
+
 /* Opcodes, from the table. */
 enum pxi_opcode {
 #define PX_OP(name, value, pixels, synopsis) PX_OP_##name = value,
@@ -80,7 +91,8 @@ enum pxi_kind {
     PXK_U8,   /* u8, any value (ranges are checked per opcode) */
     PXK_FLAG, /* u8: 0 or 1 */
     PXK_REG,  /* u8 fixation register: < PX_FIX_REGS */
-    PXK_LEVEL /* u8 mip level: < PXVM_MAX_LEVELS (checked against its slot per opcode) */
+    PXK_LEVEL, /* u8 mip level: < PXVM_MAX_LEVELS (checked against its slot per opcode) */
+    PXK_MASK   /* u8 slot of a tile mask, or 0 = none (optional in assembly) */
 };
 #define PX_MAX_TAPS 16
 

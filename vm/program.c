@@ -69,8 +69,13 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
         if (len && !strcmp(prog->slots[j].name, s->name))
             return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "repeats the name of an earlier slot");
 
-    if (p0[1] || p0[2] || p0[3])
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name, "flags and reserved bytes must be 0");
+    if ((p0[1] & ~PXI_SLOT_FLAGS) || p0[2] || p0[3])
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
+                         "flags other than 1 (persistent) and the reserved bytes must be 0");
+    s->flags = p0[1];
+    if ((s->flags & PXI_SLOT_PERSIST) && s->role != PXI_ROLE_OUTPUT && s->role != PXI_ROLE_SCRATCH)
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
+                         "only output and scratch slots can be persistent (inputs are bound, data is constant)");
     uint32_t w = px__u32(img, d + 1), h = px__u32(img, d + 2);
     if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side)
         return pxvm_fail(err, PXE_SLOT_SIDE, PX__AT(img, d + 1), k, s->name, w, h, lim->max_side);
@@ -125,7 +130,8 @@ static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_
     switch (fi->kind) {
     case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
     case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
-    case PXK_SLOT: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
+    case PXK_SLOT:
+    case PXK_MASK: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
     case PXK_MODE:
         why = (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
                   ? "(mode is bit 0 = nearest, bit 1 = relative, bits 2-4 = its fixation register; other bits 0)"
@@ -182,6 +188,28 @@ static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_
     return 0;
 }
 
+/* The tile mask of an incremental SAMPLE/ANISO/GATHER (0: none); its field differs per opcode. */
+static int px__fetch_mask(const pxi_insn *in)
+{
+    return in->op == PX_OP_SAMPLE ? PX_ARG(in, SAMPLE, mask)
+           : in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, mask)
+                                   : PX_ARG(in, GATHER, mask);
+}
+
+/* A tile mask of slot `of`: level 0 is ceil(w/16) x ceil(h/16). */
+static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int mask, int of,
+                          pxvm_error *err)
+{
+    char la[16], lb[16];
+    const pxvm_slot *m = &prog->slots[mask], *s = &prog->slots[of];
+    if (m->w != px_tiles(s->w) || m->h != px_tiles(s->h))
+        return px__region_fail(prog, in, index, 0, err,
+                               "tile mask %s is %dx%d; slot %s (%dx%d) has %dx%d tiles of 16x16",
+                               pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
+                               px_tiles(s->w), px_tiles(s->h));
+    return 0;
+}
+
 static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     char la[16], lb[16];
@@ -196,9 +224,23 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
         int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
         int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
         int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        int mask = px__fetch_mask(in);
         if (src == dst)
             return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
                                    pxvm_slot_label(prog, src, la));
+        if (mask) {
+            if (px__check_mask(prog, in, index, mask, src, err) < 0)
+                return -1;
+            if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
+                return px__region_fail(prog, in, index, 0, err,
+                                       "samples incrementally (mask %s) into slot %s, which is not persistent: the "
+                                       "patches it skips would not keep their bytes",
+                                       pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
+            if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
+                return px__region_fail(prog, in, index, 3, err,
+                                       "an incremental GATHER needs its table in a data slot (constant), not slot %s",
+                                       pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
+        }
         if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
             return -1;
         if (in->op == PX_OP_GATHER) {
@@ -214,6 +256,29 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
                                        3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
         }
         return 0;
+    }
+    case PX_OP_PYRAMID:
+        return PX_ARG(in, PYRAMID, mask) ? px__check_mask(prog, in, index, PX_ARG(in, PYRAMID, mask),
+                                                          PX_ARG(in, PYRAMID, slot), err)
+                                         : 0;
+    case PX_OP_DIFF:
+    case PX_OP_UPDATE: {
+        int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
+        const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
+        if (frame == cur)
+            return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
+                                   pxvm_slot_label(prog, cur, la));
+        if (fs->w != cs->w || fs->h != cs->h)
+            return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
+                                   pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
+                                   cs->h);
+        if (mask == frame || mask == cur)
+            return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
+        if (px__check_mask(prog, in, index, mask, cur, err) < 0)
+            return -1;
+        if (in->op == PX_OP_DIFF)
+            return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
+        return px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err);
     }
     case PX_OP_SALIENCY: {
         int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);
@@ -298,8 +363,8 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
             if (!px__is_fetch(in))
                 break;
             int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
-            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src;
-            if (reads[dst] || writes[src] || writes[tab])
+            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src, mask = px__fetch_mask(in);
+            if (reads[dst] || writes[src] || writes[tab] || writes[mask])
                 break;
             int overlap = 0;
             if (writes[dst])
@@ -307,7 +372,7 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
                     overlap = prog->insns[k].a[PX_FI(SAMPLE, dst)] == dst && px__rects_overlap(&prog->insns[k], in);
             if (overlap)
                 break;
-            reads[src] = reads[tab] = writes[dst] = 1;
+            reads[src] = reads[tab] = reads[mask] = writes[dst] = 1;
         }
         st->count = j - i;
         st->kind = st->count > 1 ? PXVM_STEP_BATCH : PXVM_STEP_ONE;
@@ -330,7 +395,7 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
     }
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
-        if (in->op == PX_OP_PYRAMID && !read_upper[PX_ARG(in, PYRAMID, slot)])
+        if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)])
             rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
         if (px__is_fetch(in))
             read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
@@ -349,9 +414,38 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
             prog->reset[k] |= PXVM_RESET_LEVEL0;
         if (!rebuilt[k])
             prog->reset[k] |= PXVM_RESET_UPPER;
+        if (prog->slots[k].flags & PXI_SLOT_PERSIST)
+            prog->reset[k] = 0; /* what a run leaves, the next one starts from */
     }
     free(read_upper);
     free(rebuilt);
+    return 0;
+}
+
+/* The box of an incremental GATHER: every entry of its table region (constant data). */
+static int px__gather_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err)
+{
+    if (!prog->insn_box) {
+        prog->insn_box = calloc(prog->ninsns, sizeof(pxvm_fetch_box));
+        if (!prog->insn_box)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns);
+    }
+    int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
+    int w = PX_ARG(in, GATHER, w), h = PX_ARG(in, GATHER, h), filter = px_mode_filter(PX_ARG(in, GATHER, mode));
+    const pxvm_slot *ts = &prog->slots[t], *ss = &prog->slots[PX_ARG(in, GATHER, src)];
+    pxvm_fetch_box b = {INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 1 << 30, -1};
+    for (int j = 0; j < h; j++)
+        for (int e = 0; e < w; e++) {
+            const uint8_t *p = PX__PIX(&prog->image, (size_t)(ts->data_y + ty + j) * (size_t)prog->image.w +
+                                                         (size_t)(ts->data_x + tx + 3 * e));
+            int64_t u = px_entry_q16(pxi_read_le(p, 0, 0, 4)), v = px_entry_q16(pxi_read_le(p, 1, 0, 4));
+            int l0, l1;
+            px_lod_levels(px_entry_lod(pxi_read_le(p, 2, 0, 4)), filter, ss->levels, &l0, &l1);
+            b.u_lo = u < b.u_lo ? u : b.u_lo, b.u_hi = u > b.u_hi ? u : b.u_hi;
+            b.v_lo = v < b.v_lo ? v : b.v_lo, b.v_hi = v > b.v_hi ? v : b.v_hi;
+            b.lmin = l0 < b.lmin ? l0 : b.lmin, b.lmax = l1 > b.lmax ? l1 : b.lmax;
+        }
+    prog->insn_box[i] = b;
     return 0;
 }
 
@@ -369,9 +463,15 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
         prog->ngeom += prog->slots[k].patch_count;
     }
     prog->uses_fixation = prog->writes_fixation = 0;
+    for (int k = 0; k < prog->nslots; k++)
+        prog->uses_video |= (prog->slots[k].flags & PXI_SLOT_PERSIST) != 0;
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         prog->insn_token[i] = -1;
+        prog->uses_video |= in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ||
+                            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, mask)) || (px__is_fetch(in) && px__fetch_mask(in));
+        if (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, mask) && px__gather_box(prog, in, i, err) < 0)
+            return -1;
         prog->writes_fixation |= in->op == PX_OP_ARGMAX;
         prog->uses_fixation |= in->op == PX_OP_ARGMAX || in->op == PX_OP_SALIENCY;
         if (!px__is_fetch(in))
@@ -551,6 +651,7 @@ void pxvm_program_free(pxvm_program *prog)
     free(prog->steps);
     free(prog->reset);
     free(prog->geom_base);
+    free(prog->insn_box);
     free(prog->insn_token);
     memset(prog, 0, sizeof *prog);
 }
@@ -608,6 +709,10 @@ void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, s
         int32_t v = in->a[f];
         switch (fi->kind) {
         case PXK_ZERO: continue;
+        case PXK_MASK:
+            if (!v)
+                continue; /* none: the default */
+            /* fall through */
         case PXK_SLOT: snprintf(val, sizeof val, "%s", prog ? pxvm_slot_label(prog, v, lb) : "?"); break;
         case PXK_MODE:
             if (px_mode_reg(v) >= 0)

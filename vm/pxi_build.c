@@ -177,6 +177,7 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
         const pxvm_builder_slot *s = &b->slots[k];
         int d = PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (k - 1);
         px[4 * d] = s->role;
+        px[4 * d + 1] = s->flags;
         pxi_write_le(px, d + 1, 0, 4, (uint32_t)s->w);
         pxi_write_le(px, d + 2, 0, 4, (uint32_t)s->h);
         if (s->role == PXI_ROLE_DATA && s->data_fixed) {
@@ -199,4 +200,10 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
     if (b->nrows)
         memcpy(px + (size_t)b->rows_base * W * 4u, b->rows, (size_t)b->nrows * W * 4u);
     return 0;
+}
+
+void pxvm_build_persist(pxvm_builder *b, int slot)
+{
+    if (slot >= 1 && slot <= b->nslots)
+        b->slots[slot].flags |= PXI_SLOT_PERSIST;
 }

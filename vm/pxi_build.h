@@ -11,6 +11,7 @@ extern "C" {
 
 typedef struct pxvm_builder_slot {
     uint8_t role;
+    uint8_t flags; /* PXI_SLOT_* (pxvm_build_persist) */
     char name[PXI_NAME_MAX + 1];
     int w, h;
     int patch_w, patch_h, patch_count;
@@ -40,6 +41,8 @@ void pxvm_build_free(pxvm_builder *b);
 /* Declares a slot; returns its number (1..), or -1. */
 int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h);
 void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int count);
+/* Marks a slot persistent (PXI_SLOT_PERSIST: not restored between runs). */
+void pxvm_build_persist(pxvm_builder *b, int slot);
 /* A DATA slot holding a copy of img, embedded below the code. */
 int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *img);
 /* A DATA slot whose pixels the caller puts at (x, y) of the finished image. */

@@ -117,6 +117,7 @@ uint64_t pxvm_hash64(const void *data, size_t len); /* FNV-1a, 64 bits */
 
 typedef struct pxvm_slot {
     uint8_t role;
+    uint8_t flags;                    /* PXI_SLOT_* */
     char name[PXI_NAME_MAX + 1];
     int w, h, levels;
     int data_x, data_y;               /* role DATA: origin of its pixels in the program image */
@@ -152,9 +153,19 @@ typedef struct pxvm_program {
     int ngeom;
     int *geom_base;
     int32_t *insn_token;
+    /* video: the position box of each incremental GATHER (its table is constant data), computed
+     * at load; NULL when there is none */
+    struct pxvm_fetch_box *insn_box;
+    int uses_video;      /* DIFF, UPDATE, persistent slots or incremental instructions */
     int uses_fixation;   /* relative sampling, SALIENCY or ARGMAX */
     int writes_fixation; /* ARGMAX: registers change during a run */
 } pxvm_program;
+
+/* The positions (Q16, before a fixation offset) and levels an incremental GATHER reads. */
+typedef struct pxvm_fetch_box {
+    int64_t u_lo, u_hi, v_lo, v_hi;
+    int lmin, lmax;
+} pxvm_fetch_box;
 
 /* What a run restores so that every run starts from the initial state (spec section 2). Slots
  * not marked are never changed by a run: inputs and data are read-only, and levels >= 1 that a

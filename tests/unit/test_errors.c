@@ -230,7 +230,7 @@ TEST(errors_opcodes_and_operands)
     px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPCODE_UNKNOWN, AT(CODE0 + 1), "instruction 1: unknown opcode 0x80");
     img.px[4 * (CODE0 + 1)] = 0x21;
     px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPCODE_RESERVED, AT(CODE0 + 1), "reserved for anisotropic footprints: further");
-    img.px[4 * (CODE0 + 1)] = 0x30;
+    img.px[4 * (CODE0 + 1)] = 0x32;
     px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPCODE_RESERVED, AT(CODE0 + 1), "video");
     img.px[4 * (CODE0 + 1)] = PX_OP_HALT;
     img.px[4 * (CODE0 + 1) + 2] = 1; /* HALT's reserved bytes */

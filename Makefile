@@ -22,7 +22,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            assembler/disasm.c assembler/dmath.c \
-           executors/cpu/cpu_executor.c executors/cpu/fixation.c executors/cpu/threadpool.c
+           executors/cpu/cpu_executor.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0
@@ -33,7 +33,7 @@ TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation
-LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o $(BUILD)/executors/cuda_gl/fixation.o
+LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 endif

@@ -213,6 +213,11 @@ int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int3
  * for pxvm_runner_read_fixations. */
 #define PXVM_GEOM_INTS 5
 int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int items, int32_t *dst, int device);
+/* A rectangle of level-0 texels (video: what changed in a frame). */
+typedef struct pxvm_rect {
+    int32_t x, y, w, h;
+} pxvm_rect;
+
 /* Does the program use fixation registers (1: relative sampling or ARGMAX; 2: it also writes
  * them, with ARGMAX), or not (0)? */
 int pxvm_prog_fixation_use(const pxvm_prog *prog);

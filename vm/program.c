@@ -196,6 +196,8 @@ static int px__fetch_mask(const pxi_insn *in)
                                    : PX_ARG(in, GATHER, mask);
 }
 
+int pxvm_fetch_mask(const pxi_insn *in) { return px__fetch_mask(in); }
+
 /* A tile mask of slot `of`: level 0 is ceil(w/16) x ceil(h/16). */
 static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int mask, int of,
                           pxvm_error *err)

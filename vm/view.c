@@ -165,7 +165,34 @@ int pxvm_bind_image(const pxvm_executor_ops *ops, pxvm_executor *ex, int slot, c
 
 size_t pxvm_state_ints(const pxvm_program *prog, int what)
 {
-    return what == PXVM_STATE_FIXATIONS ? (size_t)PX_FIX_REGS * 2u : (size_t)prog->ngeom * PX_GEOM_INTS;
+    return what == PXVM_STATE_FIXATIONS  ? (size_t)PX_FIX_REGS * 2u
+           : what == PXVM_STATE_GEOMETRY ? (size_t)prog->ngeom * PX_GEOM_INTS
+                                         : (size_t)prog->ngeom;
+}
+
+size_t pxvm_state_elem(int what) { return what == PXVM_STATE_CHANGED ? 1u : 4u; }
+
+int pxvm_check_dirty(const pxvm_program *prog, int batch, int item, const pxvm_rect *rects, int n, pxvm_error *err)
+{
+    (void)prog;
+    if (n < 0 || n > PXVM_MAX_RECTS || (n && !rects)) {
+        char m[128];
+        snprintf(m, sizeof m, "%d rectangles: a run takes 0..%d (merge them)", n, PXVM_MAX_RECTS);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "dirty rectangles", m);
+    }
+    return px__check_items(batch, item, 1, err);
+}
+
+int pxvm_rects_touch_tile(const pxvm_rect *rects, int n, int tx, int ty)
+{
+    int64_t x0 = (int64_t)tx * PX_TILE, y0 = (int64_t)ty * PX_TILE;
+    for (int i = 0; i < n; i++) {
+        const pxvm_rect *r = &rects[i];
+        if (r->w > 0 && r->h > 0 && r->x < x0 + PX_TILE && x0 < (int64_t)r->x + r->w && r->y < y0 + PX_TILE &&
+            y0 < (int64_t)r->y + r->h)
+            return 1;
+    }
+    return 0;
 }
 
 int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int items, int reg0, int nregs, const void *xy,
@@ -186,12 +213,12 @@ int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int ite
 int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, int item0, int items, const void *dst,
                      pxvm_error *err)
 {
-    if (what != PXVM_STATE_FIXATIONS && what != PXVM_STATE_GEOMETRY)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "unknown state (fixations or geometry)");
+    if (what != PXVM_STATE_FIXATIONS && what != PXVM_STATE_GEOMETRY && what != PXVM_STATE_CHANGED)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "unknown state (fixations, geometry or changed tokens)");
     if (!dst)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what == PXVM_STATE_FIXATIONS ? "fixations" : "geometry",
                          "NULL pointer");
-    if (what == PXVM_STATE_GEOMETRY && (slot < 0 || slot >= prog->nslots || prog->geom_base[slot] < 0)) {
+    if (what != PXVM_STATE_FIXATIONS && (slot < 0 || slot >= prog->nslots || prog->geom_base[slot] < 0)) {
         char m[128], lb[16];
         snprintf(m, sizeof m, "slot %s is no patch atlas, so it has no token geometry",
                  slot >= 0 && slot < prog->nslots ? pxvm_slot_label(prog, slot, lb) : "?");

@@ -187,6 +187,9 @@ const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16]);
 /* Pixel (x, y) of stream index `index` in the program image. */
 void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
 
+/* The tile mask operand of a SAMPLE, ANISO or GATHER (0: not incremental). */
+int pxvm_fetch_mask(const pxi_insn *in);
+
 /* "SAMPLE src=1 dst=2 mode=0 dst_x=0 dst_y=0 w=16 h=16 cu=225.5 ..." (table-driven) */
 void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len);
 /* Decodes the instruction at stream index `pc` from raw pixels (no validation beyond layout). */
@@ -248,14 +251,28 @@ typedef struct pxvm_executor_ops {
      * PXVM_STATE_FIXATIONS: the registers as the run left them, [items][8][2] int32 (slot is
      * ignored); PXVM_STATE_GEOMETRY: the token geometry of atlas slot `slot`,
      * [items][patch_count][PX_GEOM_INTS] int32. */
-    int (*read_state)(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+    int (*read_state)(pxvm_executor *ex, int what, int slot, int item0, int items, void *dst, int device,
                       pxvm_error *err);
+    /* Video. Dirty rectangles (level-0 texels of the frame DIFF compares) for item `item`'s next
+     * run: its DIFF then marks the tiles they touch instead of comparing (n = 0: nothing
+     * changed). Checked with pxvm_check_dirty; host memory, copied before the call returns. */
+    int (*set_dirty)(pxvm_executor *ex, int item, const pxvm_rect *rects, int n, pxvm_error *err);
+    /* Restarts a stream: persistent slots back to their initial state and every item unprimed
+     * (its next DIFF marks every tile dirty, its incremental instructions all sample). */
+    int (*reset)(pxvm_executor *ex, pxvm_error *err);
 } pxvm_executor_ops;
 
-enum { PXVM_STATE_FIXATIONS = 0, PXVM_STATE_GEOMETRY = 1 };
+/* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */
+enum { PXVM_STATE_FIXATIONS = 0, PXVM_STATE_GEOMETRY = 1, PXVM_STATE_CHANGED = 2 };
+#define PXVM_MAX_RECTS 256 /* dirty rectangles per item and run */
+int pxvm_check_dirty(const pxvm_program *prog, int batch, int item, const pxvm_rect *rects, int n, pxvm_error *err);
+/* Does a dirty rectangle list mark tile (tx, ty)? */
+int pxvm_rects_touch_tile(const pxvm_rect *rects, int n, int tx, int ty);
 /* The int32 values per item of a state (PXVM_STATE_*) as the executors store it (geometry: of
  * every atlas slot). */
 size_t pxvm_state_ints(const pxvm_program *prog, int what);
+/* The bytes of one value of a state (int32 for fixations and geometry, uint8 for changed). */
+size_t pxvm_state_elem(int what);
 /* Checks set_fixations' and read_state's arguments for any executor. */
 int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int items, int reg0, int nregs, const void *xy,
                          pxvm_error *err);

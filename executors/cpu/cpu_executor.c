@@ -27,6 +27,14 @@ struct pxvm_executor {
     int32_t *fix_all;      /* per item: the registers of the run, [batch][8][2] */
     int32_t *geom_all;     /* per item: token geometry, [batch][ngeom][PX_GEOM_INTS] */
     int32_t *fix, *geom;   /* the item being run */
+    /* video, per item: primed (a run has completed since load or reset), the registers each
+     * incremental relative instruction last sampled with [batch][ninsns][2], the changed-token
+     * bytes [batch][ngeom], the dirty rectangles for the next run (n = -1: none given) */
+    uint8_t *primed, *changed_all, *changed;
+    int32_t *last_reg;
+    pxvm_rect *rects;
+    int *nrects;
+    int item;
 };
 
 static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
@@ -50,6 +58,15 @@ static void px__cpu_unload(pxvm_executor *ex)
     free(ex->fix_set);
     free(ex->fix_all);
     free(ex->geom_all);
+    free(ex->primed);
+    free(ex->changed_all);
+    free(ex->last_reg);
+    free(ex->rects);
+    free(ex->nrects);
+    ex->primed = ex->changed_all = NULL;
+    ex->last_reg = NULL;
+    ex->rects = NULL;
+    ex->nrects = NULL;
     ex->fix_set = ex->fix_all = ex->geom_all = NULL;
     ex->all_store = ex->store = NULL;
     ex->all_view = ex->view = NULL;
@@ -63,6 +80,8 @@ static void px__cpu_select(pxvm_executor *ex, int item)
     ex->view = ex->all_view + (size_t)item * (size_t)ex->nslots;
     ex->fix = ex->fix_all + (size_t)item * PX_FIX_REGS * 2u;
     ex->geom = ex->geom_all + (size_t)item * pxvm_state_ints(ex->prog, PXVM_STATE_GEOMETRY);
+    ex->changed = ex->changed_all + (size_t)item * (size_t)ex->prog->ngeom;
+    ex->item = item;
 }
 
 static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
@@ -82,7 +101,15 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     ex->geom_all = malloc((ngeom ? ngeom : 1) * PX_GEOM_INTS * sizeof(int32_t));
     if (ex->geom_all)
         pxvm_geometry_clear(ex->geom_all, ngeom);
-    if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all) {
+    ex->primed = calloc((size_t)batch, 1);
+    ex->changed_all = calloc(ngeom ? ngeom : 1, 1);
+    ex->last_reg = calloc((size_t)batch * prog->ninsns * 2u, sizeof(int32_t));
+    ex->rects = calloc((size_t)batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
+    ex->nrects = malloc(sizeof(int) * (size_t)batch);
+    for (int b = 0; ex->nrects && b < batch; b++)
+        ex->nrects[b] = -1;
+    if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
+        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -204,6 +231,39 @@ static void px__cpu_pyramid(pxvm_executor *ex, int slot)
 
 /* ---- SAMPLE / GATHER ------------------------------------------------------------------------ */
 
+/* An incremental instruction samples on an unprimed item, when its fixation register moved since
+ * it last sampled, or when its footprint (px_footprint_tiles) touches a dirty tile. */
+static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uint32_t index, int64_t fx, int64_t fy,
+                                int mask)
+{
+    const pxvm_program *prog = ex->prog;
+    int reg = px_mode_reg(in->a[PX_FI(SAMPLE, mode)]), filter = px_mode_filter(in->a[PX_FI(SAMPLE, mode)]);
+    int need = !ex->primed[ex->item];
+    if (reg >= 0) {
+        int32_t *last = ex->last_reg + ((size_t)ex->item * prog->ninsns + index) * 2u;
+        need |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
+        last[0] = (int32_t)fx, last[1] = (int32_t)fy;
+    }
+    if (need)
+        return 1;
+    const px_cpu_src *sv = &ex->view[in->a[PX_FI(SAMPLE, src)]];
+    int64_t u_lo, u_hi, v_lo, v_hi;
+    int lmin, lmax;
+    if (in->op == PX_OP_GATHER) {
+        const pxvm_fetch_box *b = &prog->insn_box[index];
+        u_lo = b->u_lo, u_hi = b->u_hi, v_lo = b->v_lo, v_hi = b->v_hi, lmin = b->lmin, lmax = b->lmax;
+    } else {
+        int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+        px_patch_span(PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, w), taps,
+                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0, &u_lo, &u_hi);
+        px_patch_span(PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, dv), PX_ARG(in, SAMPLE, h), taps,
+                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0, &v_lo, &v_hi);
+        px_lod_levels((uint32_t)PX_ARG(in, SAMPLE, lod), filter, sv->levels, &lmin, &lmax);
+    }
+    px_tilebox box = px_footprint_tiles(u_lo + fx, u_hi + fx, v_lo + fy, v_hi + fy, lmin, lmax, filter, sv->w[0], sv->h[0]);
+    return px_cpu_box_dirty(ex->store[mask], prog->slots[mask].w, box);
+}
+
 static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
 {
     const pxvm_program *prog = ex->prog;
@@ -212,8 +272,17 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
     int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
     int mode = px_mode_filter(mode_op), reg = px_mode_reg(mode_op);
     int64_t fx = reg >= 0 ? ex->fix[2 * reg] : 0, fy = reg >= 0 ? ex->fix[2 * reg + 1] : 0; /* fixation offset */
-    int32_t token = prog->insn_token[in - prog->insns];
+    uint32_t index = (uint32_t)(in - prog->insns);
+    int32_t token = prog->insn_token[index];
     const px_cpu_src *sv = &ex->view[src];
+    int mask = pxvm_fetch_mask(in);
+    if (mask && !px__cpu_fetch_needed(ex, in, index, fx, fy, mask)) {
+        if (token >= 0)
+            ex->changed[token] = 0; /* its patch keeps its bytes (the slot is persistent) */
+        return;
+    }
+    if (token >= 0)
+        ex->changed[token] = 1;
     size_t dw = (size_t)prog->slots[dst].w;
     uint8_t *out = ex->store[dst];
     if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
@@ -277,6 +346,41 @@ static void px__saliency_rows(void *ctx, int y0, int y1)
     const px__insn_job *j = ctx;
     int src = PX_ARG(j->in, SALIENCY, src), dst = PX_ARG(j->in, SALIENCY, dst);
     px_cpu_saliency_rows(&j->ex->view[src], j->ex->store[dst], j->ex->prog->slots[dst].w, j->in, y0, y1);
+}
+
+/* ---- DIFF, UPDATE, incremental PYRAMID (video) ----------------------------------------------- */
+
+typedef struct {
+    const pxvm_executor *ex;
+    const pxi_insn *in;
+    int level;
+} px__video_job;
+
+static void px__video_diff_rows(void *ctx, int y0, int y1)
+{
+    const px__video_job *j = ctx;
+    const pxvm_executor *ex = j->ex;
+    int mask = PX_ARG(j->in, DIFF, mask);
+    px_cpu_diff_rows(&ex->view[PX_ARG(j->in, DIFF, frame)], &ex->view[PX_ARG(j->in, DIFF, cur)], ex->store[mask],
+                     ex->prog->slots[mask].w, j->in, ex->primed[ex->item], ex->rects + (size_t)ex->item * PXVM_MAX_RECTS,
+                     ex->nrects[ex->item], y0, y1);
+}
+
+static void px__video_update_rows(void *ctx, int y0, int y1)
+{
+    const px__video_job *j = ctx;
+    const pxvm_executor *ex = j->ex;
+    int mask = PX_ARG(j->in, UPDATE, mask);
+    px_cpu_update_rows(&ex->view[PX_ARG(j->in, UPDATE, frame)], ex->store[PX_ARG(j->in, UPDATE, cur)], ex->store[mask],
+                       ex->prog->slots[mask].w, y0, y1);
+}
+
+static void px__video_pyramid_rows(void *ctx, int y0, int y1)
+{
+    const px__video_job *j = ctx;
+    int mask = PX_ARG(j->in, PYRAMID, mask);
+    px_cpu_pyramid_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
+                        j->level, y0, y1);
 }
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
@@ -351,8 +455,13 @@ static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options 
         int rc = px__cpu_step(ex, s, err);
         if (opt && opt->profile)
             opt->profile(opt->profile_ctx, prog, s, px__ms() - t0);
-        if (rc != 0)
-            return rc < 0 ? -1 : 0; /* 1: HALT */
+        if (rc < 0)
+            return -1;
+        if (rc > 0) { /* HALT: the item has run; its dirty rectangles are used up */
+            ex->primed[item] = 1;
+            ex->nrects[item] = -1;
+            return 0;
+        }
     }
     return 0; /* unreachable for a validated program: its last instruction is HALT */
 }
@@ -394,7 +503,26 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         }
         return 0;
     }
-    case PX_OP_PYRAMID: px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot)); return 0;
+    case PX_OP_PYRAMID:
+        if (PX_ARG(first, PYRAMID, mask)) {
+            px__video_job job = {ex, first, 0};
+            const px_cpu_src *v = &ex->view[PX_ARG(first, PYRAMID, slot)];
+            for (job.level = 1; job.level < v->levels; job.level++)
+                px_pool_for(ex->pool, v->h[job.level], 8, px__video_pyramid_rows, &job);
+        } else {
+            px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
+        }
+        return 0;
+    case PX_OP_DIFF: {
+        px__video_job job = {ex, first, 0};
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 1, px__video_diff_rows, &job);
+        return 0;
+    }
+    case PX_OP_UPDATE: {
+        px__video_job job = {ex, first, 0};
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, UPDATE, cur)].h, 16, px__video_update_rows, &job);
+        return 0;
+    }
     case PX_OP_SALIENCY: {
         px__insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, SALIENCY, dst)].h, 8, px__saliency_rows, &job);
@@ -441,7 +569,36 @@ static int px__cpu_set_fixations(pxvm_executor *ex, int item0, int items, int re
     return 0;
 }
 
-static int px__cpu_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+static int px__cpu_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects, int n, pxvm_error *err)
+{
+    if (pxvm_check_dirty(ex->prog, ex->batch, item, rects, n, err) < 0)
+        return -1;
+    if (n)
+        memcpy(ex->rects + (size_t)item * PXVM_MAX_RECTS, rects, sizeof(pxvm_rect) * (size_t)n);
+    ex->nrects[item] = n;
+    return 0;
+}
+
+static int px__cpu_restart(pxvm_executor *ex, pxvm_error *err)
+{
+    (void)err;
+    const pxvm_program *prog = ex->prog;
+    for (int b = 0; b < ex->batch; b++) {
+        ex->primed[b] = 0;
+        ex->nrects[b] = -1;
+        for (int k = 0; k < prog->nslots; k++) {
+            const pxvm_slot *s = &prog->slots[k];
+            if (!(s->flags & PXI_SLOT_PERSIST))
+                continue;
+            uint8_t *st = ex->all_store[(size_t)b * (size_t)prog->nslots + (size_t)k];
+            memset(st, 0, (size_t)s->bytes);
+            pxvm_slot_initial(prog, k, st);
+        }
+    }
+    return 0;
+}
+
+static int px__cpu_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, void *dst, int device,
                               pxvm_error *err)
 {
     if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
@@ -449,14 +606,17 @@ static int px__cpu_read_state(pxvm_executor *ex, int what, int slot, int item0, 
     if (device >= 0)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
                          "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
-    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0;
-    const int32_t *src = what == PXVM_STATE_FIXATIONS ? ex->fix_all : ex->geom_all;
-    if (what == PXVM_STATE_GEOMETRY) {
-        part = (size_t)ex->prog->slots[slot].patch_count * PX_GEOM_INTS;
-        at = (size_t)ex->prog->geom_base[slot] * PX_GEOM_INTS;
+    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0, e = pxvm_state_elem(what);
+    const uint8_t *src = what == PXVM_STATE_FIXATIONS  ? (const uint8_t *)ex->fix_all
+                         : what == PXVM_STATE_GEOMETRY ? (const uint8_t *)ex->geom_all
+                                                       : ex->changed_all;
+    if (what != PXVM_STATE_FIXATIONS) {
+        size_t per = what == PXVM_STATE_GEOMETRY ? PX_GEOM_INTS : 1;
+        part = (size_t)ex->prog->slots[slot].patch_count * per;
+        at = (size_t)ex->prog->geom_base[slot] * per;
     }
     for (int i = 0; i < items; i++)
-        memcpy(dst + (size_t)i * part, src + (size_t)(item0 + i) * n + at, sizeof(int32_t) * part);
+        memcpy((uint8_t *)dst + (size_t)i * part * e, src + ((size_t)(item0 + i) * n + at) * e, e * part);
     return 0;
 }
 
@@ -472,5 +632,5 @@ static void px__cpu_close(pxvm_executor *ex)
 
 const pxvm_executor_ops pxvm_cpu_executor = {
     "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
-    px__cpu_set_fixations, px__cpu_read_state,
+    px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart,
 };

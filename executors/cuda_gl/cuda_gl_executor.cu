@@ -40,6 +40,10 @@ struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
     int op, src, dst, mode, x, y, w, h; /* mode: the filter only */
     int reg;                            /* fixation register of a relative instruction, or -1 */
     int token;                          /* the token whose geometry it writes, or -1 */
+    int mask;                           /* incremental: the tile mask slot of src, else 0 */
+    int index;                          /* instruction index (its last registers) */
+    long long u_lo, u_hi, v_lo, v_hi;   /* incremental: positions read before the fixation offset */
+    int lmin, lmax;                     /* ... and levels */
     int32_t cu, cv, du, dv;
     uint32_t lod;
     int table, tx, ty;
@@ -245,9 +249,20 @@ __global__ void px__k_spin(long long ns)
 }
 
 /* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
-/* fix: [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry. */
+/* Per item video state the fetch kernel reads and writes. */
+struct px_gpu_video {
+    const uint8_t *primed; /* [items] */
+    int32_t *last_reg;     /* [items][ninsns][2] */
+    uint8_t *changed;      /* [items][ngeom] */
+    int ninsns;
+};
+
+/* fix: [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry.
+ * An incremental instruction (f.mask) decides, in its one block, whether it samples: on an
+ * unprimed item, when its register moved, or when a dirty tile lies in its footprint box (the
+ * threads scan the box together); otherwise its patch keeps its bytes. */
 __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch, const int32_t *fix,
-                            int32_t *geom, int ngeom)
+                            int32_t *geom, int ngeom, px_gpu_video vid)
 {
     const px_gpu_fetch f = batch[blockIdx.x];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
@@ -259,6 +274,32 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
         fy = fix[(size_t)blockIdx.z * PX_FIX_REGS * 2u + 2u * (unsigned)f.reg + 1u];
     }
     int64_t cu = f.cu + fx, cv = f.cv + fy;
+    if (f.mask) { /* launched with one block per instruction: the block's decision is final */
+        int need = !vid.primed[blockIdx.z];
+        if (f.reg >= 0) {
+            int32_t *last = vid.last_reg + ((size_t)blockIdx.z * (size_t)vid.ninsns + (size_t)f.index) * 2u;
+            need |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
+            __syncthreads();
+            if (threadIdx.x == 0)
+                last[0] = (int32_t)fx, last[1] = (int32_t)fy;
+        }
+        int dirty = need;
+        if (!__syncthreads_or(need)) {
+            px_tilebox b = px_footprint_tiles(f.u_lo + fx, f.u_hi + fx, f.v_lo + fy, f.v_hi + fy, f.lmin, f.lmax, f.mode,
+                                              src->w[0], src->h[0]);
+            cudaTextureObject_t m = slots[f.mask].tex[0];
+            int bw = b.x1 - b.x0 + 1, n = b.x1 >= b.x0 && b.y1 >= b.y0 ? bw * (b.y1 - b.y0 + 1) : 0;
+            for (int p = threadIdx.x; p < n && !dirty; p += blockDim.x)
+                dirty = px_mask_dirty(px__texel(m, b.x0 + p % bw, b.y0 + p / bw));
+        }
+        int sample = __syncthreads_or(dirty);
+        if (f.token >= 0 && threadIdx.x == 0)
+            vid.changed[(size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token] = (uint8_t)sample;
+        if (!sample)
+            return;
+    } else if (f.token >= 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+        vid.changed[(size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token] = 1;
+    }
     if (f.token >= 0 && blockIdx.y == 0 && threadIdx.x == 0) {
         int32_t *g = geom + ((size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token) * PX_GEOM_INTS;
         if (f.op == PX_OP_GATHER) { /* the centre entry's position and LOD */
@@ -385,7 +426,21 @@ struct pxvm_executor {
     /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
      * buffer unless the program writes registers); token geometry [batch][ngeom][5] */
     int32_t *d_fix_set, *d_fix_run, *d_geom;
+    /* video, per item: primed, host dirty rectangles, registers of incremental instructions,
+     * changed tokens */
+    uint8_t *d_primed, *d_changed;
+    px_gpu_dirty *d_dirty;
+    int32_t *d_last_reg;
 };
+
+/* The end of a run of a video program: every item primed, its dirty rectangles used up. */
+__global__ void px__k_video_end(uint8_t *primed, px_gpu_dirty *dirty, int items)
+{
+    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < items; b += gridDim.x * blockDim.x) {
+        primed[b] = 1;
+        dirty[b].n = -1;
+    }
+}
 
 #define PX__CK(call)                                                                                   \
     do {                                                                                               \
@@ -586,6 +641,13 @@ static void px__gl_unload(pxvm_executor *ex)
         cudaFree(ex->d_fix_run);
     cudaFree(ex->d_fix_set);
     cudaFree(ex->d_geom);
+    cudaFree(ex->d_primed);
+    cudaFree(ex->d_changed);
+    cudaFree(ex->d_dirty);
+    cudaFree(ex->d_last_reg);
+    ex->d_primed = ex->d_changed = NULL;
+    ex->d_dirty = NULL;
+    ex->d_last_reg = NULL;
     ex->d_fix_set = ex->d_fix_run = ex->d_geom = NULL;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
@@ -697,8 +759,20 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (ge == cudaSuccess)
             ge = cudaMemcpy(ex->d_geom, g, sizeof(int32_t) * PX_GEOM_INTS * ngeom, cudaMemcpyHostToDevice);
         free(g);
+        if (ge == cudaSuccess)
+            ge = cudaMalloc(&ex->d_primed, (size_t)batch);
+        if (ge == cudaSuccess)
+            ge = cudaMalloc(&ex->d_changed, ngeom ? ngeom : 1);
+        if (ge == cudaSuccess)
+            ge = cudaMalloc(&ex->d_dirty, sizeof(px_gpu_dirty) * (size_t)batch);
+        if (ge == cudaSuccess)
+            ge = cudaMalloc(&ex->d_last_reg, sizeof(int32_t) * 2u * prog->ninsns * (size_t)batch);
+        if (ge == cudaSuccess)
+            ge = cudaMemsetAsync(ex->d_changed, 0, ngeom ? ngeom : 1, ex->stream);
         if (ge != cudaSuccess)
-            return px__cuda_fail(err, "allocating fixation registers and token geometry", ge, __LINE__);
+            return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __LINE__);
+        px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, batch); /* dirty rectangles: none */
+        PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
     }
 
     /* storage: GL textures with full chains, registered once, mapped until close */
@@ -770,6 +844,22 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)];
         f->mode = px_mode_filter(in->a[PX_FI(SAMPLE, mode)]), f->reg = px_mode_reg(in->a[PX_FI(SAMPLE, mode)]);
         f->token = prog->insn_token[i];
+        f->mask = pxvm_fetch_mask(in);
+        f->index = (int)i;
+        if (f->mask && in->op == PX_OP_GATHER) {
+            const pxvm_fetch_box *b = &prog->insn_box[i];
+            f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
+        } else if (f->mask) {
+            int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+            int64_t lo, hi;
+            px_patch_span(PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, w), taps,
+                          in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0, &lo, &hi);
+            f->u_lo = lo, f->u_hi = hi;
+            px_patch_span(PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, dv), PX_ARG(in, SAMPLE, h), taps,
+                          in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0, &lo, &hi);
+            f->v_lo = lo, f->v_hi = hi;
+            px_lod_levels((uint32_t)PX_ARG(in, SAMPLE, lod), f->mode, prog->slots[f->src].levels, &f->lmin, &f->lmax);
+        }
         f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
         f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
         if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
@@ -790,10 +880,12 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
     for (uint32_t si = 0; si < prog->nsteps; si++) {
-        int most = 0;
-        for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++)
+        int most = 0, incremental = 0;
+        for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++) {
             most = fetch[i].w * fetch[i].h > most ? fetch[i].w * fetch[i].h : most;
-        int by = (most + 255) / 256;
+            incremental |= fetch[i].mask != 0;
+        }
+        int by = incremental ? 1 : (most + 255) / 256; /* an incremental decision is one block's */
         ex->step_blocks[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
     }
     cudaError_t e = cudaMalloc(&ex->d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
@@ -989,10 +1081,18 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             PX__CK(cudaEventRecord(events[si], ex->stream));
         switch (in->op) {
         case PX_OP_HALT:
+            if (prog->uses_video) {
+                px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, (int)items);
+                PX__CK(cudaGetLastError());
+            }
             if (events)
                 PX__CK(cudaEventRecord(events[si + 1], ex->stream));
             return 0;
         case PX_OP_PYRAMID: {
+            if (PX_ARG(in, PYRAMID, mask)) {
+                PX__CK(px_gpu_pyramid_incremental(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream));
+                break;
+            }
             /* up to 7 (6) levels per launch; once the rest fits one tile, it is the launch's tail */
             int k = PX_ARG(in, PYRAMID, slot);
             const px_gpu_slot *g = &ex->slots[k];
@@ -1020,10 +1120,15 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_ANISO:
         case PX_OP_GATHER: {
             dim3 grid(st->count, ex->step_blocks[si], items);
+            px_gpu_video vid = {ex->d_primed, ex->d_last_reg, ex->d_changed, (int)prog->ninsns};
             px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first, ex->d_fix_run,
-                                                      ex->d_geom, prog->ngeom);
+                                                      ex->d_geom, prog->ngeom, vid);
             break;
         }
+        case PX_OP_DIFF:
+            PX__CK(px_gpu_diff(ex->d_slots, ex->nslots, prog, in, (int)items, ex->d_primed, ex->d_dirty, ex->stream));
+            break;
+        case PX_OP_UPDATE: PX__CK(px_gpu_update(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream)); break;
         case PX_OP_SALIENCY: {
             const pxvm_slot *d = &prog->slots[PX_ARG(in, SALIENCY, dst)];
             PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, in, d->w, d->h, (int)items, ex->stream));
@@ -1268,7 +1373,60 @@ static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg
     return 0;
 }
 
-static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, int32_t *dst, int device,
+static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects, int n, pxvm_error *err)
+{
+    if (pxvm_check_dirty(ex->prog, ex->batch, item, rects, n, err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    px_gpu_dirty d; /* count and rectangles, one staged copy (pageable: read before the call returns) */
+    memset(&d, 0, offsetof(px_gpu_dirty, r));
+    d.n = n;
+    if (n)
+        memcpy(d.r, rects, sizeof(pxvm_rect) * (size_t)n);
+    PX__CK(cudaMemcpyAsync(ex->d_dirty + item, &d, offsetof(px_gpu_dirty, r) + sizeof(pxvm_rect) * (size_t)n,
+                           cudaMemcpyHostToDevice, ex->stream));
+    return 0;
+}
+
+static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    PX__CK(cudaSetDevice(ex->device));
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect)), *d = NULL;
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++)
+        if (prog->slots[i % ex->nslots].flags & PXI_SLOT_PERSIST) /* their initial state is zero */
+            px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
+    int n = ex->nclear, px = ex->max_clear_px, rc = 0;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    if (n) {
+        cudaError_t e = cudaMalloc(&d, sizeof(px_gpu_rect) * (size_t)n);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(d, rects, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice);
+        rc = e != cudaSuccess ? px__cuda_fail(err, "clearing persistent slots", e, __LINE__)
+                              : px__launch_clear(ex, d, n, px, err);
+    }
+    free(rects);
+    if (rc == 0) {
+        px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
+        PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)ex->batch, ex->stream));
+        PX__CK(cudaStreamSynchronize(ex->stream)); /* the clear records are freed next */
+    }
+    cudaFree(d);
+    return rc;
+}
+
+static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, void *dst, int device,
                              pxvm_error *err)
 {
     if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
@@ -1278,13 +1436,16 @@ static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, i
         return -1;
     if (px__join_in(ex, err) < 0)
         return -1;
-    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0;
-    if (what == PXVM_STATE_GEOMETRY) {
-        part = (size_t)ex->prog->slots[slot].patch_count * PX_GEOM_INTS;
-        at = (size_t)ex->prog->geom_base[slot] * PX_GEOM_INTS;
+    size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0, e = pxvm_state_elem(what);
+    if (what != PXVM_STATE_FIXATIONS) {
+        size_t per = what == PXVM_STATE_GEOMETRY ? PX_GEOM_INTS : 1;
+        part = (size_t)ex->prog->slots[slot].patch_count * per;
+        at = (size_t)ex->prog->geom_base[slot] * per;
     }
-    const int32_t *src = (what == PXVM_STATE_FIXATIONS ? ex->d_fix_run : ex->d_geom) + (size_t)item0 * n + at;
-    PX__CK(cudaMemcpy2DAsync(dst, sizeof(int32_t) * part, src, sizeof(int32_t) * n, sizeof(int32_t) * part, (size_t)items,
+    const uint8_t *base = what == PXVM_STATE_FIXATIONS  ? (const uint8_t *)ex->d_fix_run
+                          : what == PXVM_STATE_GEOMETRY ? (const uint8_t *)ex->d_geom
+                                                        : ex->d_changed;
+    PX__CK(cudaMemcpy2DAsync(dst, e * part, base + ((size_t)item0 * n + at) * e, e * n, e * part, (size_t)items,
                              device >= 0 ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost, ex->stream));
     if (device < 0) {
         PX__CK(cudaStreamSynchronize(ex->stream));
@@ -1331,5 +1492,5 @@ static void px__gl_close(pxvm_executor *ex)
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
-    px__gl_set_fixations, px__gl_read_state,
+    px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart,
 };

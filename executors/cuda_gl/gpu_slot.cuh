@@ -44,6 +44,33 @@ static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uin
                 s, x * 4, y);
 }
 
+/* Dirty rectangles given by the host for an item's next run (n = -1: none), as DIFF reads them. */
+struct px_gpu_dirty {
+    int n, pad[3];
+    pxvm_rect r[PXVM_MAX_RECTS];
+};
+
+static __device__ inline int pxvm_rects_touch_tile_dev(const pxvm_rect *rects, int n, int tx, int ty)
+{
+    long long x0 = (long long)tx * PX_TILE, y0 = (long long)ty * PX_TILE;
+    for (int i = 0; i < n; i++) {
+        const pxvm_rect *r = &rects[i];
+        if (r->w > 0 && r->h > 0 && r->x < x0 + PX_TILE && x0 < (long long)r->x + r->w && r->y < y0 + PX_TILE &&
+            y0 < (long long)r->y + r->h)
+            return 1;
+    }
+    return 0;
+}
+
+/* video.cu: DIFF (primed, dirty: per item), UPDATE, incremental PYRAMID; one launch (two for
+ * a pyramid of more than 5 levels) for every item. */
+cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
+                        const uint8_t *primed, const px_gpu_dirty *dirty, cudaStream_t stream);
+cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
+                          cudaStream_t stream);
+cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
+                                       const pxi_insn *in, int items, cudaStream_t stream);
+
 /* fixation.cu: one launch each, covering every item (grid z / blocks per item). fix_run holds
  * [items][8][2] int32 registers. */
 cudaError_t px_gpu_saliency(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, int map_w, int map_h, int items,

@@ -1,0 +1,140 @@
+/* video.cu - DIFF, UPDATE and incremental PYRAMID on the CUDA-GL executor; the CPU reference is
+ * executors/cpu/video.c. Both compute isa/px_sem.h's px_maxdiff, px_mask_pixel, px_texel_tiles
+ * and px_box4. The incremental-sampling decision lives in the fetch kernel (cuda_gl_executor.cu). */
+#include "gpu_slot.cuh"
+
+static __device__ inline uint32_t px__sread(cudaSurfaceObject_t s, int x, int y) { return surf2Dread<uint32_t>(s, x * 4, y); }
+
+/* One block per tile (blockIdx.x, .y), blockIdx.z the item: a thread per texel. */
+__global__ void px__k_diff(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask, uint32_t threshold,
+                           const uint8_t *primed, const px_gpu_dirty *dirty)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
+    const px_gpu_slot *f = &slots[frame], *c = &slots[cur];
+    const px_gpu_dirty *d = &dirty[blockIdx.z];
+    int tx = blockIdx.x, ty = blockIdx.y, x = tx * PX_TILE + (int)threadIdx.x % PX_TILE, y = ty * PX_TILE + (int)threadIdx.x / PX_TILE;
+    int on = 0;
+    if (!primed[blockIdx.z]) {
+        on = 1;
+    } else if (d->n >= 0) {
+        on = threadIdx.x == 0 && pxvm_rects_touch_tile_dev(d->r, d->n, tx, ty);
+    } else if (x < f->w[0] && y < f->h[0]) {
+        on = px_maxdiff(px__texel(f->tex[0], x, y), px__texel(c->tex[0], x, y)) > threshold;
+    }
+    int dirty_tile = __syncthreads_or(on);
+    if (threadIdx.x == 0)
+        px__store(slots[mask].surf[0], tx, ty, px_mask_pixel(dirty_tile));
+}
+
+/* A thread per texel of cur level 0. */
+__global__ void px__k_update(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
+    const px_gpu_slot *c = &slots[cur];
+    int p = blockIdx.x * blockDim.x + threadIdx.x, w = c->w[0];
+    if (p >= w * c->h[0])
+        return;
+    int x = p % w, y = p / w;
+    if (px_mask_dirty(px__texel(slots[mask].tex[0], x >> PX_TILE_SHIFT, y >> PX_TILE_SHIFT)))
+        px__store(c->surf[0], x, y, px__texel(slots[frame].tex[0], x, y));
+}
+
+/* Levels 1 .. min(4, levels-1) of one dirty tile: a level-l texel (l <= 4) lies in one tile, so
+ * the tile's texels of every such level depend only on its own level-0 texels, and a block
+ * rebuilds them all in shared memory, exactly the texels the rule rebuilds. */
+__global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
+    const px_gpu_slot *s = &slots[slot];
+    int tx = blockIdx.x, ty = blockIdx.y;
+    if (!px_mask_dirty(px__texel(slots[mask].tex[0], tx, ty)))
+        return;
+    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
+    int lx = (int)threadIdx.x % PX_TILE, ly = (int)threadIdx.x / PX_TILE;
+    int x = tx * PX_TILE + lx, y = ty * PX_TILE + ly;
+    t[0][threadIdx.x] = x < s->w[0] && y < s->h[0] ? px__sread(s->surf[0], x, y) : 0u;
+    __syncthreads();
+    int top = s->levels - 1 < 4 ? s->levels - 1 : 4;
+    for (int l = 1; l <= top; l++) {
+        int side = PX_TILE >> l, prev = PX_TILE >> (l - 1), ox = (tx * PX_TILE) >> l, oy = (ty * PX_TILE) >> l;
+        int pox = (tx * PX_TILE) >> (l - 1), poy = (ty * PX_TILE) >> (l - 1);
+        const uint32_t *src = t[(l - 1) & 1];
+        uint32_t *dst = t[l & 1];
+        if (lx < side && ly < side) {
+            int gx = ox + lx, gy = oy + ly;
+            if (gx < s->w[l] && gy < s->h[l]) {
+                int sw = s->w[l - 1], sh = s->h[l - 1];
+                int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, sw) - pox;
+                int c = px_pyr_src0(gy) - poy, d = px_pyr_src1(gy, sh) - poy;
+                uint32_t v = px_box4(src[c * prev + a], src[c * prev + b], src[d * prev + a], src[d * prev + b]);
+                dst[ly * side + lx] = v;
+                px__store(s->surf[l], gx, gy, v);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* Levels 5 .. of the slot for one item (blockIdx.x): each level after the one below, each texel
+ * rebuilt when a dirty tile lies under its footprint. */
+__global__ void __launch_bounds__(1024) px__k_pyr_upper(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.x * (size_t)nslots;
+    const px_gpu_slot *s = &slots[slot];
+    cudaTextureObject_t m = slots[mask].tex[0];
+    for (int l = PX_TILE_SHIFT + 1; l < s->levels; l++) {
+        int w = s->w[l], sw = s->w[l - 1], sh = s->h[l - 1];
+        for (int p = threadIdx.x; p < w * s->h[l]; p += blockDim.x) {
+            int x = p % w, y = p / w, dirty = 0;
+            px_tilebox b = px_texel_tiles(x, y, l, s->w[0], s->h[0]);
+            for (int ty = b.y0; ty <= b.y1 && !dirty; ty++)
+                for (int tx = b.x0; tx <= b.x1 && !dirty; tx++)
+                    dirty = px_mask_dirty(px__texel(m, tx, ty));
+            if (!dirty)
+                continue;
+            int a = px_pyr_src0(x), bb = px_pyr_src1(x, sw), c = px_pyr_src0(y), d = px_pyr_src1(y, sh);
+            px__store(s->surf[l], x, y,
+                      px_box4(px__sread(s->surf[l - 1], a, c), px__sread(s->surf[l - 1], bb, c),
+                              px__sread(s->surf[l - 1], a, d), px__sread(s->surf[l - 1], bb, d)));
+        }
+        __threadfence();
+        __syncthreads();
+    }
+}
+
+cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
+                        const uint8_t *primed, const px_gpu_dirty *dirty, cudaStream_t stream)
+{
+    const pxvm_slot *m = &prog->slots[PX_ARG(in, DIFF, mask)];
+    px__k_diff<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(
+        d_slots, nslots, PX_ARG(in, DIFF, frame), PX_ARG(in, DIFF, cur), PX_ARG(in, DIFF, mask),
+        (uint32_t)PX_ARG(in, DIFF, threshold), primed, dirty);
+    return cudaGetLastError();
+}
+
+cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
+                          cudaStream_t stream)
+{
+    const pxvm_slot *c = &prog->slots[PX_ARG(in, UPDATE, cur)];
+    unsigned blocks = (unsigned)(((long long)c->w * c->h + 255) / 256);
+    px__k_update<<<dim3(blocks, 1, (unsigned)items), 256, 0, stream>>>(d_slots, nslots, PX_ARG(in, UPDATE, frame),
+                                                                       PX_ARG(in, UPDATE, cur), PX_ARG(in, UPDATE, mask));
+    return cudaGetLastError();
+}
+
+cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
+                                       const pxi_insn *in, int items, cudaStream_t stream)
+{
+    int slot = PX_ARG(in, PYRAMID, slot), mask = PX_ARG(in, PYRAMID, mask);
+    const pxvm_slot *s = &prog->slots[slot], *m = &prog->slots[mask];
+    if (s->levels < 2)
+        return cudaSuccess;
+    px__k_pyr_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(d_slots, nslots,
+                                                                                                            slot, mask);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && s->levels > PX_TILE_SHIFT + 1) {
+        px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, slot, mask);
+        e = cudaGetLastError();
+    }
+    return e;
+}

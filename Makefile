@@ -37,7 +37,7 @@ LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o $(BUILD)/executors/cud
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 endif
-TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c
+TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c tests/conformance/video.c
 PROGRAMS := $(patsubst %.pxs,%.pxi,$(wildcard programs/*.pxs)) $(patsubst %.json,%.pxi,$(wildcard programs/*.json))
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
@@ -95,7 +95,7 @@ $(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lz -o $@
-$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
+$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a

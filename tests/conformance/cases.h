@@ -32,4 +32,30 @@ int px_case_run_all(const pxvm_executor_ops *ops, pxvm_executor *ex, px_golden_s
 char *px_case_report(const px_case_reports *r, const char *name); /* a copy, or NULL */
 void px_case_reports_free(px_case_reports *r);
 
+/* ---- video (video.c) ---- */
+
+#define PX_VIDEO_MAX_FRAMES 8
+#define PX_VIDEO_MAX_RECTS 4
+
+/* A random frame sequence with its incremental program and its full-recompute twin. */
+typedef struct px_video_case {
+    char name[64];
+    int w, h, threshold, nframes;
+    pxvm_image incremental, full;
+    pxvm_image frames[PX_VIDEO_MAX_FRAMES];
+    int nrects[PX_VIDEO_MAX_FRAMES]; /* -1: DIFF compares; else the rectangles given for that frame */
+    pxvm_rect rects[PX_VIDEO_MAX_FRAMES][PX_VIDEO_MAX_RECTS];
+    int restart[PX_VIDEO_MAX_FRAMES], moved[PX_VIDEO_MAX_FRAMES];
+    int32_t fix[PX_VIDEO_MAX_FRAMES][PX_FIX_REGS * 2];
+} px_video_case;
+
+int px_video_make(uint64_t seed, px_video_case *v); /* 1, or -1 on a build error */
+void px_video_case_free(px_video_case *v);
+/* Runs the sequence on `ops` (incremental and full programs) and, when ref is given, the
+ * incremental program on ref too; counts into st and describes the first failure in why.
+ * Returns 0 (st->differences counts failures), -1 if an executor broke. */
+extern long px_video_tokens, px_video_sampled; /* tokens after each first frame, and those sampled */
+int px_video_check(const pxvm_executor_ops *ops, const pxvm_executor_ops *ref, const px_video_case *v,
+                   px_golden_stats *st, char *why, size_t len);
+
 #endif

@@ -13,6 +13,11 @@
  *       difference: the seed, the first instruction whose outputs differ, the slot, the first
  *       differing pixel; the program and its inputs are saved under DIR.
  *
+ *   pxconform --video N --seed S [--executor cpu|cuda]
+ *       N random frame sequences (tests/conformance/video.c): incremental == full recompute on the
+ *       executor after every frame, changed tokens conservative, and (cuda) the same bytes as the
+ *       CPU reference.
+ *
  * Ends with "conformance: P programs, O outputs, B bytes compared, D differences"; exit 0 only
  * with no difference.
  */
@@ -306,7 +311,7 @@ static int px__write_goldens(const char *path)
 int main(int argc, char **argv)
 {
     const char *exec_name = "cpu", *save = "build/conformance-failures";
-    long count = 0;
+    long count = 0, videos = 0;
     uint64_t seed = 1;
     pxvm_open_options oo = {0, 0};
     for (int i = 1; i < argc; i++) {
@@ -319,13 +324,15 @@ int main(int argc, char **argv)
             oo.device = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--random") && v)
             count = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--video") && v)
+            videos = atol(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && v)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--save") && v)
             save = argv[++i];
         else {
             fprintf(stderr, "usage: pxconform [--executor cpu|cuda] [--device N] [--random N --seed S] [--save DIR] "
-                            "| --write-goldens\n");
+                            "[--video N --seed S] | --write-goldens\n");
             return 2;
         }
     }
@@ -339,7 +346,31 @@ int main(int argc, char **argv)
     }
     px_golden_stats st = {0};
     int rc = 0;
-    if (count > 0) {
+    if (videos > 0) {
+        const pxvm_executor_ops *ref = t.ops == &pxvm_cpu_executor ? NULL : &pxvm_cpu_executor;
+        printf("video sequences: %s, incremental against full recompute%s, seeds %llu..%llu\n", exec_name,
+               ref ? " and against the CPU reference" : "", (unsigned long long)seed,
+               (unsigned long long)(seed + (uint64_t)videos - 1));
+        long frames = 0;
+        for (long i = 0; i < videos && rc == 0; i++) {
+            px_video_case vc;
+            char why[1024];
+            if (px_video_make(seed + (uint64_t)i, &vc) < 0) {
+                printf("seed %llu: the generator built no program\n", (unsigned long long)(seed + (uint64_t)i));
+                st.differences++;
+            } else {
+                long d = st.differences;
+                frames += vc.nframes;
+                if (px_video_check(t.ops, ref, &vc, &st, why, sizeof why) < 0)
+                    rc = -1;
+                if (st.differences != d || rc < 0)
+                    printf("DIFFERENCE %s\n", why);
+            }
+            px_video_case_free(&vc);
+        }
+        printf("%ld frames; after the first frame %ld of %ld incremental tokens were sampled again (%.1f%%)\n", frames,
+               px_video_sampled, px_video_tokens, px_video_tokens ? 100.0 * (double)px_video_sampled / (double)px_video_tokens : 0.0);
+    } else if (count > 0) {
         int sequential = t.ops == &pxvm_cpu_executor;
         pxvm_open_options one = {1, 0};
         px__target ref = {&pxvm_cpu_executor, NULL};

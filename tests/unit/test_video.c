@@ -1,0 +1,139 @@
+/* test_video.c - DIFF, UPDATE, dirty rectangles and restarts with explicit values; validation of
+ * the video operands; and random frame sequences where incremental == full recompute
+ * (tests/conformance/video.c) on the CPU executor. */
+#include <stdlib.h>
+
+#include "../../isa/px_sem.h"
+#include "../conformance/cases.h"
+#include "test.h"
+
+/* frame 40x20 -> cur (persistent) with a 3x2 tile mask: DIFF threshold T, UPDATE. */
+static int px__diff_program(int threshold, pxvm_program *prog)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 32);
+    int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 40, 20);
+    int cur = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "cur", 40, 20);
+    int mask = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "mask", 3, 2);
+    pxvm_build_persist(&b, cur);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
+    f[PX_FI(DIFF, threshold)] = threshold;
+    pxvm_build_insn(&b, PX_OP_DIFF, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(UPDATE, frame)] = frame, f[PX_FI(UPDATE, cur)] = cur, f[PX_FI(UPDATE, mask)] = mask;
+    pxvm_build_insn(&b, PX_OP_UPDATE, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int rc = pxvm_build_finish(&b, &img, &err);
+    pxvm_build_free(&b);
+    return rc < 0 ? -1 : pxvm_program_from_image(&img, &lim, prog, &err);
+}
+
+static uint32_t px__mask_bits(const pxvm_program *prog, pxvm_executor *ex)
+{
+    pxvm_image m = px_read(prog, ex, 3, 0);
+    uint32_t bits = 0;
+    for (int i = 0; i < 6; i++)
+        bits |= (px_px(&m, i % 3, i / 3) == 0xFF0000FFu ? 1u : 0u) << i; /* (255, 0, 0, 255) */
+    pxvm_image_free(&m);
+    return bits;
+}
+
+TEST(video_diff_update_threshold_rectangles_and_restart)
+{
+    for (int t = 4; t <= 5; t++) {
+        pxvm_program prog;
+        pxvm_executor *ex;
+        pxvm_error err;
+        pxvm_run_options ro = {.max_steps = 1000};
+        CHECK(px__diff_program(t, &prog) == 0);
+        CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+        uint64_t st = 9;
+        pxvm_image a = px_random_image(40, 20, &st);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &a, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK_EQ(px__mask_bits(&prog, ex), 0x3F); /* the first run: every tile */
+        pxvm_image c = px_read(&prog, ex, 2, 0);
+        CHECK(!memcmp(c.px, a.px, 40 * 20 * 4));
+        pxvm_image_free(&c);
+        /* a change of 5 in one channel of pixel (17, 3): tile (1, 0) */
+        uint8_t *p = a.px + (3 * 40 + 17) * 4 + 2;
+        *p = (uint8_t)(*p >= 5 ? *p - 5 : *p + 5);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &a, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK_EQ(px__mask_bits(&prog, ex), t == 4 ? 0x02u : 0x00u);
+        c = px_read(&prog, ex, 2, 0);
+        CHECK_EQ(c.px[(3 * 40 + 17) * 4 + 2] == *p, t == 4); /* threshold 5: the old pixel stays */
+        pxvm_image_free(&c);
+        /* dirty rectangles instead of the comparison: (30, 15) 2x2 touches tiles (1, 0) and (1, 1) */
+        pxvm_rect r = {30, 15, 2, 2};
+        CHECK(pxvm_cpu_executor.set_dirty(ex, 0, &r, 1, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK_EQ(px__mask_bits(&prog, ex), 0x12u);
+        CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0); /* the rectangles were for one run, and */
+        CHECK_EQ(px__mask_bits(&prog, ex), 0x00u); /* tile (1, 0) was copied whole: cur == frame */
+        CHECK(pxvm_cpu_executor.set_dirty(ex, 0, &r, 0, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK_EQ(px__mask_bits(&prog, ex), 0x00u); /* "nothing changed" */
+        CHECK(pxvm_cpu_executor.reset(ex, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK_EQ(px__mask_bits(&prog, ex), 0x3F); /* restarted: every tile again */
+        pxvm_rect many[PXVM_MAX_RECTS + 1];
+        memset(many, 0, sizeof many);
+        CHECK(pxvm_cpu_executor.set_dirty(ex, 0, many, PXVM_MAX_RECTS + 1, &err) < 0);
+        CHECK_STR(err.msg, "a run takes 0..256");
+        pxvm_image_free(&a);
+        pxvm_cpu_executor.close(ex);
+        pxvm_program_free(&prog);
+    }
+}
+
+TEST(video_validation_names_the_rule)
+{
+    static const char *const bad[] = {
+        ".slot frame input 40x20\n.slot cur scratch 40x20 persistent\n.slot mask scratch 3x1\nDIFF frame cur mask 0\nHALT\n",
+        ".slot frame input 40x20 persistent\nHALT\n",
+        ".slot frame input 40x20\n.slot mask scratch 3x2\n.slot a output 4x4 patches=4x4x1\n"
+        "SAMPLE frame a mask=mask w=4 h=4 cu=0 cv=0 du=1 dv=1\nHALT\n",
+        ".slot frame input 40x20\n.slot mask scratch 3x2\n.slot t scratch 3x1\n.slot a output 1x1 persistent\n"
+        "GATHER frame a mask=mask w=1 h=1 table=t\nHALT\n",
+        ".slot frame input 40x20\n.slot cur scratch 40x20 persistent\nDIFF frame cur cur 0\nHALT\n",
+    };
+    static const char *const want[] = {"tile mask mask is 3x1; slot cur (40x20) has 3x2 tiles of 16x16",
+                                       "only output and scratch slots can be persistent",
+                                       "which is not persistent: the patches it skips would not keep their bytes",
+                                       "an incremental GATHER needs its table in a data slot", "the mask must be a slot of its own"};
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char src[600];
+        snprintf(src, sizeof src, ".width 16\n%s", bad[i]);
+        pxvm_image img;
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        extern int pxasm_assemble(const char *, size_t, const char *, const pxvm_limits *, pxvm_image *, pxvm_error *);
+        if (pxasm_assemble(src, strlen(src), "v.pxs", &lim, &img, &err) == 0)
+            pxvm_image_free(&img);
+        if (!strstr(err.msg, want[i]))
+            px_test_fail(__FILE__, __LINE__, "case %zu: '%s' lacks '%s'", i, err.msg, want[i]);
+    }
+}
+
+TEST(video_random_sequences_incremental_equals_full_recompute)
+{
+    px_golden_stats st = {0};
+    long t0 = px_video_tokens, s0 = px_video_sampled;
+    for (uint64_t seed = 1; seed <= 120; seed++) {
+        px_video_case v;
+        char why[1024] = "";
+        CHECK(px_video_make(seed, &v) == 1);
+        CHECK(px_video_check(&pxvm_cpu_executor, NULL, &v, &st, why, sizeof why) == 0);
+        if (st.differences)
+            px_test_fail(__FILE__, __LINE__, "%s", why);
+        px_video_case_free(&v);
+        if (st.differences)
+            break;
+    }
+    /* the property is about skipping: a good share of the tokens must have been skipped */
+    long tokens = px_video_tokens - t0, sampled = px_video_sampled - s0;
+    CHECK(tokens > 1000 && sampled < tokens * 9 / 10 && sampled > tokens / 10);
+}

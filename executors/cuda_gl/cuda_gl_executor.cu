@@ -24,6 +24,7 @@
 #include <cuda_gl_interop.h>
 #include <cuda_runtime.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -470,6 +471,8 @@ static int px__unavailable(pxvm_error *err, const char *fmt, ...)
 /* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
  * is checked like any other choice). Never falls back to EGL_DEFAULT_DISPLAY: CUDA and EGL may
  * number devices differently, and interop across two GPUs fails. */
+static int px__egl_hold(EGLDisplay dpy, int delta);
+
 static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
 {
     PFNEGLQUERYDEVICESEXTPROC query_devices = (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
@@ -510,8 +513,11 @@ static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
     }
     ex->dpy = platform_display(EGL_PLATFORM_DEVICE_EXT, devs[pick], NULL);
     EGLint major, minor;
-    if (ex->dpy == EGL_NO_DISPLAY || !eglInitialize(ex->dpy, &major, &minor))
+    if (ex->dpy == EGL_NO_DISPLAY || !eglInitialize(ex->dpy, &major, &minor)) {
+        ex->dpy = EGL_NO_DISPLAY; /* not ours to terminate */
         return px__unavailable(err, "eglInitialize on EGL device %d failed (EGL error 0x%x)", pick, eglGetError());
+    }
+    px__egl_hold(ex->dpy, 1);
     const EGLint cfg_attr[] = {EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE};
     EGLConfig cfg;
     EGLint ncfg = 0;
@@ -564,6 +570,35 @@ static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_e
     PX__CK(cudaEventCreateWithFlags(&ex->ev_in, cudaEventDisableTiming));
     PX__CK(cudaEventCreateWithFlags(&ex->ev_out, cudaEventDisableTiming));
     return 0;
+}
+
+/* An EGL device display is one per GPU and process: every executor on a GPU gets the same handle,
+ * and eglTerminate would end the contexts of all of them (measured: closing one of two executors
+ * made the other's interop calls fail). Each executor holds a reference; the last terminates.
+ * Returns the references left after adding `delta`. */
+static int px__egl_hold(EGLDisplay dpy, int delta)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        EGLDisplay dpy;
+        int refs;
+    } held[32];
+    pthread_mutex_lock(&lock);
+    int i = 0, free_at = -1;
+    for (; i < 32 && held[i].dpy != dpy; i++)
+        if (free_at < 0 && held[i].refs == 0)
+            free_at = i;
+    if (i == 32 && free_at >= 0) /* a new display */
+        i = free_at, held[i].dpy = dpy, held[i].refs = 0;
+    int left = 0;
+    if (i < 32) {
+        held[i].refs += delta;
+        left = held[i].refs;
+        if (left <= 0)
+            held[i].dpy = EGL_NO_DISPLAY, held[i].refs = 0, left = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return left;
 }
 
 /* Our stream waits for the caller's stream (what it enqueued before this call)... */
@@ -1485,7 +1520,8 @@ static void px__gl_close(pxvm_executor *ex)
         eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
         if (ex->ctx != EGL_NO_CONTEXT)
             eglDestroyContext(ex->dpy, ex->ctx);
-        eglTerminate(ex->dpy);
+        if (px__egl_hold(ex->dpy, -1) == 0)
+            eglTerminate(ex->dpy);
     }
     free(ex);
 }

@@ -380,5 +380,33 @@ int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int it
                : 0;
 }
 
+/* ---- video ----------------------------------------------------------------------------------- */
+
+int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_set_dirty: NULL runner");
+    return run->ops->set_dirty(run->ex, item, rects, n, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_restart(pxvm_runner *run)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_restart: NULL runner");
+    return run->ops->reset(run->ex, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int items, uint8_t *dst, int device)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_read_changed: NULL runner");
+    return run->ops->read_state(run->ex, PXVM_STATE_CHANGED, slot, first_item, items, dst, device, &err) < 0
+               ? px__fail(&err)
+               : 0;
+}
+
 _Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agree");
 _Static_assert(PXVM_GEOM_INTS == PX_GEOM_INTS, "public and ISA geometry sizes agree");

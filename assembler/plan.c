@@ -230,7 +230,7 @@ static int px__scheme_v1(pxvm_plan *p)
 
 static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "levels", "scheme", "width",
                                        "m0", "e0", "scale", "a", "fovea_share", "k", "e0_deg",
-                                       "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "comment"};
+                                       "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "video", "comment"};
 
 static int px__num(json_t *o, const char *key, double lo, double hi, double *v, const pxvm_plan *p, pxvm_error *err)
 {
@@ -308,7 +308,7 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         px__num(root, "angle", -3600, 3600, &p->angle_deg, p, err) < 0 ||
         px__num(root, "elongation", 1, 64, &p->elongation, p, err) < 0 || px__int(root, "taps", 1, PX_MAX_TAPS, &p->taps, p, err) < 0)
         return -1;
-    if (px__int(root, "scanpath", 1, PX_FIX_REGS, &p->scanpath, p, err) < 0)
+    if (px__int(root, "scanpath", 1, PX_FIX_REGS, &p->scanpath, p, err) < 0 || px__int(root, "video", 0, 255, &p->video, p, err) < 0)
         return -1;
     if (p->scanpath) {
         if (fix && !p->relative)
@@ -387,6 +387,7 @@ static void px__defaults(pxvm_plan *p, const char *name)
     p->ring_a = 8.0;
     p->fovea_share = 0.2, p->k = 0.14, p->e0_deg = 0.75, p->deg_per_image = 40.0;
     p->angle_deg = 0, p->elongation = 4.0, p->taps = 4;
+    p->video = -1;
 }
 
 static int px__place(pxvm_plan *p, pxvm_error *err)
@@ -503,11 +504,30 @@ void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
     int img = pxvm_build_slot(b, PXI_ROLE_INPUT, "image", p->w, p->h);
     int atlas = pxvm_build_slot(b, PXI_ROLE_OUTPUT, "atlas", p->cols * p->patch, p->rows * p->patch);
     pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens * copies);
+    /* video: the frame is compared with the current image `cur` tile by tile, the changed tiles
+     * copied, and the pyramid and tokens of cur recomputed where they changed */
+    int frame = img, dirty = 0;
+    if (p->video >= 0) {
+        img = pxvm_build_slot(b, PXI_ROLE_SCRATCH, "cur", p->w, p->h);
+        dirty = pxvm_build_slot(b, PXI_ROLE_SCRATCH, "dirty", px_tiles(p->w), px_tiles(p->h));
+        pxvm_build_persist(b, img);
+        pxvm_build_persist(b, atlas);
+    }
     int map = p->scanpath ? pxvm_build_slot(b, PXI_ROLE_SCRATCH, "saliency", px_mip_dim(p->w, px__saliency_level(p)),
                                             px_mip_dim(p->h, px__saliency_level(p)))
                           : 0;
     int32_t f[PXI_MAX_FIELDS] = {0};
+    if (p->video >= 0) {
+        f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = img, f[PX_FI(DIFF, mask)] = dirty;
+        f[PX_FI(DIFF, threshold)] = p->video;
+        pxvm_build_insn(b, PX_OP_DIFF, f);
+        memset(f, 0, sizeof f);
+        f[PX_FI(UPDATE, frame)] = frame, f[PX_FI(UPDATE, cur)] = img, f[PX_FI(UPDATE, mask)] = dirty;
+        pxvm_build_insn(b, PX_OP_UPDATE, f);
+        memset(f, 0, sizeof f);
+    }
     f[PX_FI(PYRAMID, slot)] = img;
+    f[PX_FI(PYRAMID, mask)] = dirty;
     pxvm_build_insn(b, PX_OP_PYRAMID, f);
     if (p->scanpath) { /* saliency, then K fixations, each inhibiting around the earlier ones */
         px__build_saliency(p, b, img, map);
@@ -538,6 +558,9 @@ void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
             f[PX_FI(ANISO, taps)] = t->taps;
             f[PX_FI(ANISO, tdu)] = px__q16(t->tdu);
             f[PX_FI(ANISO, tdv)] = px__q16(t->tdv);
+            f[PX_FI(ANISO, mask)] = dirty;
+        } else {
+            f[PX_FI(SAMPLE, mask)] = dirty;
         }
         pxvm_build_insn(b, t->taps > 1 ? PX_OP_ANISO : PX_OP_SAMPLE, f);
     }

@@ -48,6 +48,8 @@ typedef struct pxvm_plan {
     int scanpath;                    /* K >= 1: saliency, K ARGMAX fixations, the tokens around each
                                         (implies relative); 0: none */
     int ior_radius;                  /* scanpath: inhibition-of-return radius, texels */
+    int video;                       /* "video": T >= 0: a frame-by-frame program (DIFF threshold T,
+                                        incremental pyramid and tokens); -1: a still image */
     int ntokens, cols, rows;         /* computed; the atlas holds ntokens * max(1, scanpath) tokens */
     pxvm_plan_token *tokens;
 } pxvm_plan;

@@ -222,6 +222,26 @@ typedef struct pxvm_rect {
  * them, with ARGMAX), or not (0)? */
 int pxvm_prog_fixation_use(const pxvm_prog *prog);
 
+/* ---- video: incremental frames ------------------------------------------------------------- */
+
+/* Programs with persistent slots (`.slot ... persistent`) keep them from one run to the next, so
+ * a run per frame can update them incrementally: DIFF marks the 16x16 tiles of a frame that
+ * changed, UPDATE copies them, PYRAMID and SAMPLE/ANISO/GATHER with a tile mask recompute only
+ * what those tiles reach, with the bytes a full recompute gives (isa/SPEC.md, "Video"). */
+
+/* Dirty rectangles for item `item`'s next run, in level-0 texels of its frame: DIFF then marks
+ * the tiles they touch instead of comparing the frame with the current image (screen capture and
+ * some decoders know them for free; pixels outside them are taken as unchanged). n = 0: nothing
+ * changed; at most 256. Copied before the call returns. */
+int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n);
+/* Starts the stream again: persistent slots back to their initial state; the next run of every
+ * item treats every tile as dirty (as the first run after opening does). */
+int pxvm_runner_restart(pxvm_runner *run);
+/* After a run: one byte per token of atlas slot `slot`, [items][patch_count]: 1 if the run
+ * sampled it (its bytes may have changed), 0 if an incremental instruction kept its bytes (a
+ * model may reuse the token's cached embedding). Host memory (device < 0) or CUDA memory. */
+int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int items, uint8_t *dst, int device);
+
 /* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */

@@ -74,9 +74,20 @@ $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 	ln -sf libpxvm.so.$(VERSION) $(BUILD)/libpxvm.so.$(SOVERSION)
 	ln -sf libpxvm.so.$(SOVERSION) $(BUILD)/libpxvm.so
 
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/libpxvm.a
+# pxrun reads video files through FFmpeg's libraries when they are installed (Debian's
+# libavformat-dev libavcodec-dev libswscale-dev); folders, globs and raw frames need nothing.
+FFMPEG_PKGS := libavformat libavcodec libswscale libavutil
+HAVE_FFMPEG := $(shell pkg-config --exists $(FFMPEG_PKGS) 2>/dev/null && echo 1)
+ifeq ($(HAVE_FFMPEG),1)
+$(BUILD)/tools/frames.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
+PXRUN_LIBS := $(shell pkg-config --libs $(FFMPEG_PKGS))
+endif
+$(BUILD)/tools/frames.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
+$(BUILD)/ffmpeg-%:
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
 $(BUILD)/tools/pxbatch.o: tools/pxbatch.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -122,8 +133,18 @@ isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
 
 # the C suite, then the Python tests against $(BUILD)/libpxvm.so.1 (tests/run-tests)
-test: all
+test: all video-data
 	PXVM_PYTEST=$(or $(PXVM_PYTEST),1) tests/run-tests $(BIN) $(BUILD)
+
+# OpenCV's vtest.avi (768x576, 795 frames) for the video tests, from Debian's opencv-doc package:
+# downloaded and unpacked here (no root needed); without a network the tests that need it skip.
+VIDEO_DATA := build/data/vtest.avi
+video-data: $(VIDEO_DATA)
+$(VIDEO_DATA):
+	@mkdir -p build/data/opencv-doc
+	@cd build/data/opencv-doc && { ls opencv-doc_*.deb >/dev/null 2>&1 || apt-get download opencv-doc >/dev/null 2>&1; } && \
+	    dpkg -x opencv-doc_*.deb x && cp x/usr/share/doc/opencv-doc/examples/data/vtest.avi ../vtest.avi && rm -rf x || \
+	    echo "video-data: could not fetch opencv-doc (offline?): the vtest.avi tests will skip"
 
 goldens: all
 	PXRUN=$(BIN)/pxrun tests/golden/make-goldens
@@ -217,10 +238,11 @@ install: all
 
 deps:
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libturbojpeg0-dev \
-	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil libopenmpi-dev openmpi-bin
+	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil libopenmpi-dev openmpi-bin \
+	    libavformat-dev libavcodec-dev libswscale-dev
 
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: install all check-deps test goldens bench bench-deps fuzz fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
+.PHONY: video-data install all check-deps test goldens bench bench-deps fuzz fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -9,7 +9,10 @@
 #include <math.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "../assembler/plan.h"
+#include "frames.h"
 #include "../isa/px_sem.h"
 #include "../vm/vm.h"
 
@@ -46,6 +49,16 @@ static const char px__usage[] =
     "                            (Q16 level-0 texels), du, dv (Q16), LOD used (Q8.8)\n"
     "  --overlay FILE.png        the first input with the first atlas's token footprints and the\n"
     "                            fixations drawn on it\n"
+    "  --frames SOURCE           run once per frame, the frame bound to the first input not given\n"
+    "                            by --in: a folder of images (name order), a glob ('f/*.png'), '-'\n"
+    "                            (raw frames on standard input: --frame-size WxH, --frame-format\n"
+    "                            rgb|rgba), or a video file (FFmpeg's libraries, when built with\n"
+    "                            them). --npy writes every frame: (frames, N, H, W, 4); --out and -o\n"
+    "                            the last frame; a progress line on a terminal\n"
+    "  --max-frames N            with --frames: stop after N frames\n"
+    "  --changed FILE.npy        with --frames: the changed-token masks of the first atlas, uint8\n"
+    "                            (frames, N): 1 where the frame sampled the token again\n"
+    "  --time                    with --frames: a line per frame (run time, dirty tiles, tokens)\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
     "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
     "Files: '-' is standard input (for the program or one --in; at most one of them) and standard\n"
@@ -200,6 +213,9 @@ typedef struct {
     int nfix, scanpath;
     const char *fix_text[PX_FIX_REGS];
     const char *overlay_path;
+    const char *frames, *changed_path;
+    int frame_w, frame_h, frame_channels;
+    long max_frames;
     int *slot_of[3];
     const char *prog_path, *final_path, *exec_name;
     int do_time, do_trace, do_hash, do_info, do_profile;
@@ -255,6 +271,16 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
                 a->scanpath = (int)n;
             } else if (!strcmp(o, "--overlay")) {
                 a->overlay_path = val;
+            } else if (!strcmp(o, "--frames")) {
+                a->frames = val;
+            } else if (!strcmp(o, "--max-frames") && !px__parse_u64(val, &n) && n >= 1) {
+                a->max_frames = (long)n;
+            } else if (!strcmp(o, "--changed")) {
+                a->changed_path = val;
+            } else if (!strcmp(o, "--frame-size") && sscanf(val, "%dx%d", &a->frame_w, &a->frame_h) == 2 && a->frame_w > 0 &&
+                       a->frame_h > 0) {
+            } else if (!strcmp(o, "--frame-format") && (!strcmp(val, "rgb") || !strcmp(val, "rgba"))) {
+                a->frame_channels = !strcmp(val, "rgb") ? 3 : 4;
             } else if (!strcmp(o, "-o")) {
                 a->final_path = val;
             } else if (!strcmp(o, "--png") && (!strcmp(val, "fast") || !strcmp(val, "best"))) {
@@ -297,7 +323,11 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
         *rc = px__bad_usage("no program given");
         return -1;
     }
-    int from_stdin = !strcmp(a->prog_path, "-");
+    if (a->changed_path && !a->frames) {
+        *rc = px__bad_usage("--changed needs --frames");
+        return -1;
+    }
+    int from_stdin = !strcmp(a->prog_path, "-") + (a->frames && !strcmp(a->frames, "-"));
     for (int i = 0; i < a->nin; i++)
         from_stdin += !strcmp(a->ins[i].path, "-");
     if (from_stdin > 1) {
@@ -331,7 +361,7 @@ static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const px
                        pxvm_outputs *files, pxvm_error *err)
 {
     for (int kind = 0; kind < 3; kind++) {
-        int n = kind == 0 ? a->nout : kind == 1 ? a->nnpy : (a->final_path ? 1 : 0);
+        int n = kind == 0 ? a->nout : kind == 1 ? (a->frames ? 0 : a->nnpy) : (a->final_path ? 1 : 0);
         for (int i = 0; i < n; i++) {
             int slot = kind == 0 ? a->slot_of[1][i] : kind == 1 ? a->slot_of[2][i] : 0;
             int level = kind == 0 ? a->outs[i].level : 0;
@@ -485,6 +515,145 @@ static int px__fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex,
     return 0;
 }
 
+/* ---- frame sequences -------------------------------------------------------------------------- */
+
+static int px__isatty2 = -1;
+
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} px__buf;
+
+static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_error *err)
+{
+    if (b->len + n > limit)
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, "--npy/--changed of the frames", 0ul, 0ul,
+                         (unsigned long long)(b->len + n), (unsigned long long)limit);
+    if (b->len + n > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 1u << 20) + n;
+        uint8_t *d = realloc(b->data, cap);
+        if (!d)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
+        b->data = d, b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+/* The input the frames go to: the first input slot that no --in binds. */
+static int px__frame_slot(const pxvm_program *prog, const px__args *a)
+{
+    for (int k = 1; k < prog->nslots; k++) {
+        if (prog->slots[k].role != PXI_ROLE_INPUT)
+            continue;
+        int bound = 0;
+        for (int i = 0; i < a->nin; i++)
+            bound |= a->slot_of[0][i] == k;
+        if (!bound)
+            return k;
+    }
+    return -1;
+}
+
+/* Runs once per frame; --npy outputs and --changed collect every frame. Returns frames run or -1. */
+static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
+                           const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err)
+{
+    int fslot = px__frame_slot(prog, a), atlas = -1, mask = -1;
+    if (fslot < 0)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "--frames: the program has no input slot left for the frames");
+    for (int k = 0; k < prog->nslots && atlas < 0; k++)
+        atlas = prog->geom_base[k] >= 0 ? k : -1;
+    for (uint32_t i = 0; i < prog->ninsns && mask < 0; i++)
+        mask = prog->insns[i].op == PX_OP_DIFF ? PX_ARG(&prog->insns[i], DIFF, mask) : -1;
+    if (a->changed_path && atlas < 0)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "--changed: the program has no patch atlas");
+    px_frames *src;
+    if (px_frames_open(a->frames, a->frame_w, a->frame_h, a->frame_channels ? a->frame_channels : 3, &a->lim, &src, err) < 0) {
+        px_frames_close(src);
+        return -1;
+    }
+    px__buf *npy = calloc((size_t)(a->nnpy + 1), sizeof(px__buf)), changed = {0};
+    long n = 0, total = px_frames_count(src);
+    int rc = npy ? 0 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    if (px__isatty2 < 0)
+        px__isatty2 = isatty(2);
+    double t_start = px__now();
+    for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
+        pxvm_image img;
+        int got = px_frames_next(src, &img, err);
+        if (got <= 0) {
+            rc = got;
+            break;
+        }
+        double t0 = px__now();
+        rc = pxvm_bind_image(ops, ex, fslot, &img, err);
+        pxvm_image_free(&img);
+        if (rc == 0)
+            rc = ops->run(ex, ro, err);
+        double t1 = px__now();
+        for (int i = 0; rc == 0 && i < a->nnpy; i++) {
+            uint8_t *bytes;
+            size_t len;
+            rc = px__npy_bytes(ops, ex, prog, a->slot_of[2][i], &bytes, &len, err);
+            if (rc == 0) { /* the array without its header: frames are stacked */
+                size_t hdr = (size_t)bytes[8] + 256u * bytes[9] + 10u;
+                rc = px__append(&npy[i], bytes + hdr, len - hdr, a->lim.max_memory, err);
+                free(bytes);
+            }
+        }
+        int tokens = atlas >= 0 ? prog->slots[atlas].patch_count : 0, sampled = 0, dirty = 0, tiles = 0;
+        if (rc == 0 && atlas >= 0 && (a->changed_path || a->do_time)) {
+            uint8_t *c = malloc((size_t)tokens);
+            rc = c ? ops->read_state(ex, PXVM_STATE_CHANGED, atlas, 0, 1, c, -1, err) : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+            for (int t = 0; rc == 0 && t < tokens; t++)
+                sampled += c[t];
+            if (rc == 0 && a->changed_path)
+                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, err);
+            free(c);
+        }
+        if (rc == 0 && a->do_time && mask >= 0) {
+            pxvm_image m;
+            rc = pxvm_read_image(ops, ex, prog, mask, 0, 0, &m, err);
+            for (int i = 0; rc == 0 && i < m.w * m.h; i++)
+                dirty += m.px[4 * i] != 0;
+            tiles = m.w * m.h;
+            pxvm_image_free(&m);
+        }
+        if (rc == 0 && a->do_time)
+            fprintf(stderr, "frame %ld: bind+run %.3f ms, dirty tiles %d/%d, tokens sampled %d/%d\n", n, t1 - t0, dirty, tiles,
+                    sampled, tokens);
+        if (px__isatty2 && !a->do_time)
+            fprintf(stderr, "\rframe %ld%s%.0ld (%.1f frames/s)   ", n + 1, total >= 0 ? "/" : "", total >= 0 ? total : 0,
+                    (double)(n + 1) * 1e3 / (px__now() - t_start + 1e-9));
+    }
+    if (px__isatty2 && !a->do_time)
+        fputc('\n', stderr);
+    px_frames_close(src);
+    for (int i = 0; rc == 0 && i <= a->nnpy; i++) { /* the stacks, then the changed masks */
+        int k = i < a->nnpy ? a->slot_of[2][i] : atlas;
+        if (i == a->nnpy && !a->changed_path)
+            break;
+        const pxvm_slot *s = &prog->slots[k];
+        int shape[5] = {(int)n, s->patch_count ? s->patch_count : 1, s->patch_count ? s->patch_h : s->h,
+                        s->patch_count ? s->patch_w : s->w, 4};
+        uint8_t *bytes;
+        size_t len;
+        rc = i < a->nnpy ? pxvm_npy_encode_shape(npy[i].data, 5, shape, &bytes, &len, err)
+                         : pxvm_npy_encode_shape(changed.data, 2, shape, &bytes, &len, err);
+        if (rc == 0) {
+            rc = pxvm_outputs_add(files, i < a->nnpy ? a->npys[i].path : a->changed_path, bytes, len, err);
+            free(bytes);
+        }
+    }
+    for (int i = 0; npy && i < a->nnpy; i++)
+        free(npy[i].data);
+    free(npy);
+    free(changed.data);
+    return rc < 0 ? -1 : n;
+}
+
 /* SIGINT, SIGTERM: no temporary output file stays behind; then the default action. */
 static void px__on_signal(int sig)
 {
@@ -574,13 +743,19 @@ int main(int argc, char **argv)
     }
     t_bind = px__now();
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
-    for (uint64_t r = 0; r < a.repeat; r++) {
-        if (a.do_profile && r + 1 == a.repeat)
-            ro.profile = px__profile; /* the last run: the earlier ones warm up */
-        if (ops->run(ex, &ro, &err) < 0)
+    long nframes = 0;
+    if (a.frames) {
+        if ((nframes = px__run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
             goto fail;
-        ro.trace = NULL; /* trace the first run only */
-    }
+        a.repeat = (uint64_t)(nframes > 0 ? nframes : 1);
+    } else
+        for (uint64_t r = 0; r < a.repeat; r++) {
+            if (a.do_profile && r + 1 == a.repeat)
+                ro.profile = px__profile; /* the last run: the earlier ones warm up */
+            if (ops->run(ex, &ro, &err) < 0)
+                goto fail;
+            ro.trace = NULL; /* trace the first run only */
+        }
     t_run = px__now();
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
     if (px__outputs(ops, ex, &prog, &a, &files, &err) < 0)

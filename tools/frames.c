@@ -1,0 +1,260 @@
+/* frames.c - frame sequences for pxrun: a folder or glob of images (PNG, JPEG), raw RGB/RGBA
+ * frames on standard input, or a video file through FFmpeg's libraries (libavformat,
+ * libavcodec, libswscale) when pxrun was built with them (PXVM_HAVE_FFMPEG). */
+#define _POSIX_C_SOURCE 200809L
+#include "frames.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#ifdef PXVM_HAVE_FFMPEG
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+#endif
+
+struct px_frames {
+    int kind; /* 0 files, 1 raw stdin, 2 video */
+    char **files;
+    long nfiles, next;
+    int w, h, channels;
+    pxvm_limits lim;
+    long index;
+#ifdef PXVM_HAVE_FFMPEG
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    struct SwsContext *sws;
+    AVPacket *pkt;
+    AVFrame *frame;
+    int stream, flushing, done;
+#endif
+};
+
+static int px__image_name(const char *n)
+{
+    const char *dot = strrchr(n, '.');
+    return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg"));
+}
+
+static int px__cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int px__add(px_frames *f, const char *path)
+{
+    char **n = realloc(f->files, sizeof(char *) * (size_t)(f->nfiles + 1));
+    if (!n)
+        return -1;
+    f->files = n;
+    return (f->files[f->nfiles++] = strdup(path)) ? 0 : -1;
+}
+
+#ifdef PXVM_HAVE_FFMPEG
+static int px__av_fail(pxvm_error *err, const char *path, const char *what, int code)
+{
+    char buf[128], msg[300];
+    av_strerror(code, buf, sizeof buf);
+    snprintf(msg, sizeof msg, "%s (%s)", what, buf);
+    return pxvm_fail(err, PXE_IO_READ, -1, -1, path, msg);
+}
+
+static int px__video_open(px_frames *f, const char *path, pxvm_error *err)
+{
+    int rc = avformat_open_input(&f->fmt, path, NULL, NULL);
+    if (rc < 0)
+        return px__av_fail(err, path, "FFmpeg cannot open it", rc);
+    if ((rc = avformat_find_stream_info(f->fmt, NULL)) < 0)
+        return px__av_fail(err, path, "no stream information", rc);
+    const AVCodec *codec = NULL;
+    f->stream = av_find_best_stream(f->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (f->stream < 0 || !codec)
+        return px__av_fail(err, path, "no video stream FFmpeg can decode", f->stream < 0 ? f->stream : AVERROR_DECODER_NOT_FOUND);
+    f->dec = avcodec_alloc_context3(codec);
+    if (!f->dec || avcodec_parameters_to_context(f->dec, f->fmt->streams[f->stream]->codecpar) < 0 ||
+        (rc = avcodec_open2(f->dec, codec, NULL)) < 0)
+        return px__av_fail(err, path, "cannot open its decoder", rc);
+    f->w = f->dec->width, f->h = f->dec->height;
+    if (f->w < 1 || f->h < 1 || (uint32_t)f->w > f->lim.max_side || (uint32_t)f->h > f->lim.max_side)
+        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, path, (unsigned long)f->w, (unsigned long)f->h, f->lim.max_side);
+    f->pkt = av_packet_alloc();
+    f->frame = av_frame_alloc();
+    if (!f->pkt || !f->frame)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    return 0;
+}
+
+/* The next decoded frame as RGBA8 (swscale, exact point conversion of the decoder's output). */
+static int px__video_next(px_frames *f, pxvm_image *img, pxvm_error *err)
+{
+    for (;;) {
+        int rc = avcodec_receive_frame(f->dec, f->frame);
+        if (rc == 0) {
+            f->sws = sws_getCachedContext(f->sws, f->frame->width, f->frame->height, (enum AVPixelFormat)f->frame->format,
+                                          f->w, f->h, AV_PIX_FMT_RGBA, SWS_POINT, NULL, NULL, NULL);
+            if (!f->sws || pxvm_image_alloc(img, f->w, f->h, err) < 0)
+                return f->sws ? -1 : pxvm_fail(err, PXE_IO_READ, -1, -1, "video", "no conversion to RGBA");
+            uint8_t *dst[4] = {img->px, NULL, NULL, NULL};
+            int stride[4] = {f->w * 4, 0, 0, 0};
+            sws_scale(f->sws, (const uint8_t *const *)f->frame->data, f->frame->linesize, 0, f->frame->height, dst, stride);
+            av_frame_unref(f->frame);
+            return 1;
+        }
+        if (rc == AVERROR_EOF)
+            return 0;
+        if (rc != AVERROR(EAGAIN))
+            return px__av_fail(err, "video", "decoding failed", rc);
+        if (f->flushing)
+            return 0;
+        rc = av_read_frame(f->fmt, f->pkt);
+        if (rc == AVERROR_EOF) {
+            f->flushing = 1;
+            avcodec_send_packet(f->dec, NULL);
+            continue;
+        }
+        if (rc < 0)
+            return px__av_fail(err, "video", "reading failed", rc);
+        if (f->pkt->stream_index == f->stream && (rc = avcodec_send_packet(f->dec, f->pkt)) < 0 && rc != AVERROR(EAGAIN)) {
+            av_packet_unref(f->pkt);
+            return px__av_fail(err, "video", "decoding failed", rc);
+        }
+        av_packet_unref(f->pkt);
+    }
+}
+#endif
+
+int px_frames_open(const char *source, int w, int h, int channels, const pxvm_limits *lim, px_frames **out,
+                   pxvm_error *err)
+{
+    px_frames *f = calloc(1, sizeof *f);
+    if (!f)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *f);
+    f->lim = *lim;
+    *out = f;
+    struct stat st;
+    if (!strcmp(source, "-")) {
+        if (w < 1 || h < 1 || (channels != 3 && channels != 4))
+            return pxvm_fail(err, PXE_USAGE, -1, -1,
+                             "raw frames on standard input need --frame-size WxH (and --frame-format rgb or rgba)");
+        f->kind = 1, f->w = w, f->h = h, f->channels = channels;
+        return 0;
+    }
+    if (strpbrk(source, "*?[")) {
+        glob_t g;
+        if (glob(source, 0, NULL, &g) != 0)
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, source, "no file matches the pattern");
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (px__add(f, g.gl_pathv[i]) < 0) {
+                globfree(&g);
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+            }
+        globfree(&g);
+        qsort(f->files, (size_t)f->nfiles, sizeof(char *), px__cmp);
+        return 0;
+    }
+    if (stat(source, &st) < 0)
+        return pxvm_fail(err, PXE_IO_READ, -1, -1, source, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(source);
+        if (!d)
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, source, strerror(errno));
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.' || !px__image_name(e->d_name))
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", source, e->d_name);
+            if (px__add(f, path) < 0) {
+                closedir(d);
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+            }
+        }
+        closedir(d);
+        if (!f->nfiles)
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, source, "the folder holds no .png or .jpg file");
+        qsort(f->files, (size_t)f->nfiles, sizeof(char *), px__cmp);
+        return 0;
+    }
+#ifdef PXVM_HAVE_FFMPEG
+    f->kind = 2;
+    return px__video_open(f, source, err);
+#else
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                     "video files need pxrun built with FFmpeg's libraries (apt-get install libavformat-dev "
+                     "libavcodec-dev libswscale-dev, then make); or pipe raw frames: ffmpeg -i VIDEO -f rawvideo "
+                     "-pix_fmt rgb24 - | pxrun ... --frames - --frame-size WxH");
+#endif
+}
+
+int px_frames_next(px_frames *f, pxvm_image *img, pxvm_error *err)
+{
+    memset(img, 0, sizeof *img);
+    int rc = 0;
+    if (f->kind == 0) {
+        if (f->next >= f->nfiles)
+            return 0;
+        rc = pxvm_image_load_any(f->files[f->next++], &f->lim, img, err) < 0 ? -1 : 1;
+    } else if (f->kind == 1) {
+        size_t n = (size_t)f->w * (size_t)f->h * (size_t)f->channels, got = 0;
+        uint8_t *raw = malloc(n);
+        if (!raw)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n);
+        while (got < n) {
+            size_t r = fread(raw + got, 1, n - got, stdin);
+            if (!r)
+                break;
+            got += r;
+        }
+        if (got == 0) {
+            free(raw);
+            return 0;
+        }
+        if (got < n) {
+            free(raw);
+            char msg[160];
+            snprintf(msg, sizeof msg, "standard input ended inside frame %ld (%zu of %zu bytes): check --frame-size and --frame-format",
+                     f->index, got, n);
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, "-", msg);
+        }
+        if (pxvm_image_alloc(img, f->w, f->h, err) < 0) {
+            free(raw);
+            return -1;
+        }
+        for (size_t i = 0; i < (size_t)f->w * (size_t)f->h; i++) {
+            const uint8_t *p = raw + i * (size_t)f->channels;
+            img->px[4 * i] = p[0], img->px[4 * i + 1] = p[1], img->px[4 * i + 2] = p[2];
+            img->px[4 * i + 3] = f->channels == 4 ? p[3] : 255;
+        }
+        free(raw);
+        rc = 1;
+    } else {
+#ifdef PXVM_HAVE_FFMPEG
+        rc = px__video_next(f, img, err);
+#endif
+    }
+    if (rc == 1)
+        f->index++;
+    return rc;
+}
+
+long px_frames_count(const px_frames *f) { return f->kind == 0 ? f->nfiles : -1; }
+
+void px_frames_close(px_frames *f)
+{
+    if (!f)
+        return;
+    for (long i = 0; i < f->nfiles; i++)
+        free(f->files[i]);
+    free(f->files);
+#ifdef PXVM_HAVE_FFMPEG
+    sws_freeContext(f->sws);
+    av_frame_free(&f->frame);
+    av_packet_free(&f->pkt);
+    avcodec_free_context(&f->dec);
+    avformat_close_input(&f->fmt);
+#endif
+    free(f);
+}

@@ -32,7 +32,7 @@ MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
-TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation
+TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
 LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
@@ -52,7 +52,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(BUILD)/executors/cpu/cpu_executor.o: OPT += -O3
+$(BUILD)/executors/cpu/cpu_executor.o $(BUILD)/executors/cpu/video.o: OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@
@@ -116,6 +116,9 @@ $(BIN)/bench_device: $(BUILD)/tests/bench/bench_device.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_fixation: $(BUILD)/tests/bench/bench_fixation.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_video: $(BUILD)/tests/bench/bench_video.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

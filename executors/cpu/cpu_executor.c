@@ -379,8 +379,8 @@ static void px__video_pyramid_rows(void *ctx, int y0, int y1)
 {
     const px__video_job *j = ctx;
     int mask = PX_ARG(j->in, PYRAMID, mask);
-    px_cpu_pyramid_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
-                        j->level, y0, y1);
+    px_cpu_pyramid_tile_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
+                             y0, y1);
 }
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
@@ -506,16 +506,16 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     case PX_OP_PYRAMID:
         if (PX_ARG(first, PYRAMID, mask)) {
             px__video_job job = {ex, first, 0};
-            const px_cpu_src *v = &ex->view[PX_ARG(first, PYRAMID, slot)];
-            for (job.level = 1; job.level < v->levels; job.level++)
-                px_pool_for(ex->pool, v->h[job.level], 8, px__video_pyramid_rows, &job);
+            int mask = PX_ARG(first, PYRAMID, mask);
+            px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
+            px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w);
         } else {
             px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
         }
         return 0;
     case PX_OP_DIFF: {
         px__video_job job = {ex, first, 0};
-        px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 1, px__video_diff_rows, &job);
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 2, px__video_diff_rows, &job);
         return 0;
     }
     case PX_OP_UPDATE: {

@@ -40,12 +40,13 @@ static inline void px__store(uint8_t *p, uint32_t v)
 void px_cpu_saliency_rows(const px_cpu_src *src, uint8_t *dst, int dst_w, const pxi_insn *in, int y0, int y1);
 void px_cpu_argmax(const px_cpu_src *src, int space_w, int space_h, const pxi_insn *in, int32_t *fix);
 
-/* video.c: DIFF mask rows, UPDATE rows, incremental PYRAMID rows of one level, and whether a
- * tile box holds a dirty tile. */
+/* video.c: DIFF mask rows, UPDATE rows, incremental PYRAMID (levels 1-4 by tile rows, then the
+ * rest), and whether a tile box holds a dirty tile. */
 void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *mask, int mask_w, const pxi_insn *in,
                       int primed, const pxvm_rect *rects, int nrects, int y0, int y1);
 void px_cpu_update_rows(const px_cpu_src *frame, uint8_t *cur, const uint8_t *mask, int mask_w, int y0, int y1);
-void px_cpu_pyramid_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int level, int y0, int y1);
+void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int ty0, int ty1);
+void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w);
 int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b);
 
 #endif

@@ -5,28 +5,43 @@
 
 #include "cpu_slot.h"
 
-/* Mask rows y0..y1-1 (one pixel per 16x16 tile). */
+/* Mask rows y0..y1-1 (one pixel per 16x16 tile): a tile is dirty when some byte of it differs
+ * by more than the threshold (that is px_maxdiff > threshold). Each pixel row is compared whole
+ * (a flat loop the compiler vectorizes), then folded into its tiles. */
 void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *mask, int mask_w, const pxi_insn *in,
                       int primed, const pxvm_rect *rects, int nrects, int y0, int y1)
 {
     int w = frame->w[0], h = frame->h[0];
-    uint32_t threshold = (uint32_t)PX_ARG(in, DIFF, threshold);
-    for (int ty = y0; ty < y1; ty++)
-        for (int tx = 0; tx < mask_w; tx++) {
-            int dirty = !primed;
-            if (!dirty && nrects >= 0) {
-                dirty = pxvm_rects_touch_tile(rects, nrects, tx, ty);
-            } else if (!dirty) {
-                int x1 = (tx + 1) * PX_TILE < w ? (tx + 1) * PX_TILE : w, yy1 = (ty + 1) * PX_TILE < h ? (ty + 1) * PX_TILE : h;
-                for (int y = ty * PX_TILE; y < yy1 && !dirty; y++) {
-                    const uint8_t *a = frame->level[0] + ((size_t)y * (size_t)w + (size_t)tx * PX_TILE) * 4u;
-                    const uint8_t *b = cur->level[0] + ((size_t)y * (size_t)w + (size_t)tx * PX_TILE) * 4u;
-                    for (int x = tx * PX_TILE; x < x1 && !dirty; x++, a += 4, b += 4)
-                        dirty = px_maxdiff(px__load(a), px__load(b)) > threshold;
+    uint8_t over[PX_TILE * 4 * 1024], dirty[1024]; /* one row's bytes over the threshold; per tile */
+    unsigned t = (unsigned)PX_ARG(in, DIFF, threshold);
+    for (int ty = y0; ty < y1; ty++) {
+        for (int tx = 0; tx < mask_w; tx++)
+            dirty[tx % 1024] = !primed || (nrects >= 0 && pxvm_rects_touch_tile(rects, nrects, tx, ty));
+        if (primed && nrects < 0)
+            for (int x0 = 0; x0 < w; x0 += PX_TILE * 1024) { /* slabs of 1024 tiles */
+                int xn = w - x0 < PX_TILE * 1024 ? w - x0 : PX_TILE * 1024;
+                size_t n = (size_t)xn * 4u;
+                for (int y = ty * PX_TILE; y < (ty + 1) * PX_TILE && y < h; y++) {
+                    const uint8_t *a = frame->level[0] + ((size_t)y * (size_t)w + (size_t)x0) * 4u;
+                    const uint8_t *b = cur->level[0] + ((size_t)y * (size_t)w + (size_t)x0) * 4u;
+                    for (size_t i = 0; i < n; i++)
+                        over[i] = (uint8_t)((a[i] > b[i] ? a[i] - b[i] : b[i] - a[i]) > (int)t);
+                    for (int k = 0; k * PX_TILE < xn; k++) {
+                        size_t from = (size_t)k * PX_TILE * 4u, to = from + PX_TILE * 4u < n ? from + PX_TILE * 4u : n;
+                        uint8_t any = 0;
+                        for (size_t i = from; i < to; i++)
+                            any |= over[i];
+                        dirty[(x0 / PX_TILE + k) % 1024] |= any;
+                    }
                 }
+                for (int k = 0; k * PX_TILE < xn; k++)
+                    px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)(x0 / PX_TILE + k)) * 4u,
+                              px_mask_pixel(dirty[(x0 / PX_TILE + k) % 1024]));
             }
-            px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u, px_mask_pixel(dirty));
-        }
+        else
+            for (int tx = 0; tx < mask_w; tx++)
+                px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u, px_mask_pixel(dirty[tx % 1024]));
+    }
 }
 
 /* cur level 0 rows y0..y1-1 = frame where the mask says dirty. */
@@ -52,22 +67,51 @@ int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b)
     return 0;
 }
 
-/* Level `level` (>= 1) rows y0..y1-1 of an incremental PYRAMID: a texel is rebuilt from level-1
- * exactly when its footprint touches a dirty tile. */
-void px_cpu_pyramid_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int level, int y0, int y1)
+/* Texels x0..x1-1 of row y of level l from level l-1 (the PYRAMID rule). */
+static void px__pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
 {
-    int sw = v->w[level - 1], sh = v->h[level - 1], dw = v->w[level];
-    const uint8_t *src = v->level[level - 1];
-    uint8_t *dst = (uint8_t *)v->level[level];
-    for (int y = y0; y < y1; y++) {
-        const uint8_t *r0 = src + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
-        const uint8_t *r1 = src + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
-        for (int x = 0; x < dw; x++) {
-            if (!px_cpu_box_dirty(mask, mask_w, px_texel_tiles(x, y, level, v->w[0], v->h[0])))
-                continue;
+    int sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
+    const uint8_t *r0 = v->level[l - 1] + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
+    const uint8_t *r1 = v->level[l - 1] + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
+    uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * (size_t)dw * 4u;
+    if (sw >= 2) /* 2x+1 < sw: one 8-byte load per row and texel, vectorized */
+        for (int x = x0; x < x1; x++) {
+            uint64_t top, bottom;
+            memcpy(&top, r0 + 8 * x, 8);
+            memcpy(&bottom, r1 + 8 * x, 8);
+            px__store(d + 4 * x, px_box2x2(top, bottom));
+        }
+    else
+        for (int x = x0; x < x1; x++) {
             int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
-            px__store(dst + ((size_t)y * (size_t)dw + (size_t)x) * 4u,
-                      px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
+            px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
+        }
+}
+
+/* Levels 1 .. min(4, levels-1) of the tile rows ty0..ty1-1: up to level 4 a texel lies in one
+ * tile, whose texels of every such level depend on that tile's level-0 texels only, so tile rows
+ * are independent; a row of a level is rebuilt in spans, one per dirty tile (px_texel_tiles). */
+void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int ty0, int ty1)
+{
+    int top = v->levels - 1 < PX_TILE_SHIFT ? v->levels - 1 : PX_TILE_SHIFT;
+    for (int ty = ty0; ty < ty1; ty++) {
+        const uint8_t *m = mask + (size_t)ty * (size_t)mask_w * 4u;
+        for (int l = 1; l <= top; l++) {
+            int per = PX_TILE >> l, dw = v->w[l];
+            for (int y = (ty * PX_TILE) >> l; y < ((ty + 1) * PX_TILE) >> l && y < v->h[l]; y++)
+                for (int tx = 0; tx * per < dw; tx++)
+                    if (px_mask_dirty(px__load(m + 4 * tx)))
+                        px__pyr_span(v, l, y, tx * per, (tx + 1) * per < dw ? (tx + 1) * per : dw);
         }
     }
+}
+
+/* Levels 5 .. : a texel is rebuilt when a dirty tile lies under its footprint. */
+void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w)
+{
+    for (int l = PX_TILE_SHIFT + 1; l < v->levels; l++)
+        for (int y = 0; y < v->h[l]; y++)
+            for (int x = 0; x < v->w[l]; x++)
+                if (px_cpu_box_dirty(mask, mask_w, px_texel_tiles(x, y, l, v->w[0], v->h[0])))
+                    px__pyr_span(v, l, y, x, x + 1);
 }

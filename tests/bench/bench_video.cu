@@ -1,0 +1,223 @@
+/* bench_video - the full path against the incremental path on a real video, through the public C
+ * API. Frames: a .npy of uint8 (F, H, W, 4) or (F, 1, H, W, 4) (pxrun --frames vtest.avi --npy
+ * image=... with a one-slot program writes one), scaled to the size asked (nearest texel).
+ * Programs: a fixation-relative logpolar plan (budget 273) compiled as a still-image plan (the
+ * full path: the whole pyramid and every token, every frame) and with "video": T for T = 0, 8,
+ * 16 (DIFF, UPDATE, incremental PYRAMID and tokens). Per path: frames/s of bind + run + patches
+ * (+ changed tokens), the dirty tiles and the tokens sampled again. On cuda, from frames in GPU
+ * memory and from page-locked host memory, with the link's pinned H2D bandwidth measured in the
+ * same run. Figures, not assertions; prints JSON.
+ *
+ *   bench_video --executor cpu|cuda --frames FILE.npy [--size WxH] [--count N] [--threads N] */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../include/pxvm.h"
+
+static double px__now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void px__ck(int rc, const char *what)
+{
+    if (rc) {
+        fprintf(stderr, "bench_video: %s: %s\n", what, pxvm_errmsg());
+        exit(1);
+    }
+}
+
+/* Reads a uint8 .npy whose last three dimensions are H, W, 4. */
+static uint8_t *px__load_npy(const char *path, int *n, int *w, int *h)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    unsigned char pre[10];
+    if (fread(pre, 1, 10, f) != 10)
+        return NULL;
+    size_t hl = (size_t)pre[8] | ((size_t)pre[9] << 8);
+    char *hdr = (char *)calloc(hl + 1, 1);
+    if (fread(hdr, 1, hl, f) != hl)
+        return NULL;
+    long d[6];
+    int nd = 0;
+    for (char *p = strstr(hdr, "'shape': (") + 10; nd < 6 && *p && *p != ')';) {
+        char *end;
+        d[nd++] = strtol(p, &end, 10);
+        p = end + (*end == ',' ? 1 : 0);
+        while (*p == ' ')
+            p++;
+    }
+    free(hdr);
+    *n = (int)d[0], *h = (int)d[nd - 3], *w = (int)d[nd - 2];
+    size_t bytes = (size_t)*n * (size_t)*w * (size_t)*h * 4u;
+    uint8_t *px = (uint8_t *)malloc(bytes);
+    if (!px || fread(px, 1, bytes, f) != bytes)
+        return NULL;
+    fclose(f);
+    return px;
+}
+
+typedef struct {
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    int image, atlas, tokens;
+    pxvm_view out;
+    void *d_out;
+    uint8_t *changed;
+} px__path;
+
+static void px__open(px__path *p, const char *exec, int threads, int w, int h, int threshold, int cuda)
+{
+    char plan[256], video[32] = "";
+    if (threshold >= 0)
+        snprintf(video, sizeof video, ", \"video\": %d", threshold);
+    snprintf(plan, sizeof plan, "{\"image\": [%d, %d], \"budget\": 273, \"scheme\": \"logpolar\", \"fixation\": \"relative\"%s}",
+             w, h, video);
+    px__ck(pxvm_prog_from_plan(plan, "bench", NULL, &p->prog), "plan");
+    px__ck(pxvm_runner_open(p->prog, exec, 0, threads, 1, &p->run), "open");
+    p->image = pxvm_prog_slot_find(p->prog, "image");
+    p->atlas = pxvm_prog_slot_find(p->prog, "atlas");
+    pxvm_slot_info ai;
+    px__ck(pxvm_prog_slot(p->prog, p->atlas, &ai), "slot");
+    p->tokens = ai.patch_count;
+    size_t pbytes = (size_t)ai.patch_w * ai.patch_h * ai.patch_count * 4;
+    if (cuda)
+        cudaMalloc(&p->d_out, pbytes);
+    else
+        p->d_out = malloc(pbytes);
+    pxvm_view o = {p->d_out, cuda ? 0 : -1, 1, ai.patch_w, ai.patch_h * ai.patch_count, 4, (int64_t)pbytes, ai.patch_w * 4, 4, 1};
+    p->out = o;
+    p->changed = (uint8_t *)malloc((size_t)p->tokens);
+    int32_t centre[2] = {w << 15, h << 15};
+    px__ck(pxvm_runner_set_fixations(p->run, 0, 1, 0, 1, centre, -1), "fixation");
+}
+
+static void px__close(px__path *p, int cuda)
+{
+    pxvm_runner_close(p->run);
+    pxvm_prog_free(p->prog);
+    if (cuda)
+        cudaFree(p->d_out);
+    else
+        free(p->d_out);
+    free(p->changed);
+}
+
+/* frames/s over `count` frames (cycling), and the tokens sampled again after the first frame. */
+static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device, double *sampled)
+{
+    size_t fb = (size_t)w * h * 4;
+    long total = 0, again = 0;
+    px__ck(pxvm_runner_restart(p->run), "restart");
+    double t0 = 0;
+    for (int i = 0; i < count + 1; i++) {
+        if (i == 1) { /* the first frame (whole) is not timed */
+            if (device >= 0)
+                px__ck(pxvm_runner_sync(p->run), "sync");
+            t0 = px__now_ms();
+        }
+        pxvm_view in = {(void *)(frames + fb * (size_t)(i % nframes)), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
+        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bind");
+        px__ck(pxvm_runner_run(p->run), "run");
+        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "read");
+        if (sampled && i > 0 && i % 10 == 0) { /* sampled: every tenth frame (a host read waits) */
+            px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "changed");
+            for (int t = 0; t < p->tokens; t++)
+                again += p->changed[t];
+            total += p->tokens;
+        }
+    }
+    if (device >= 0)
+        px__ck(pxvm_runner_sync(p->run), "sync");
+    double ms = px__now_ms() - t0;
+    if (sampled)
+        *sampled = total ? (double)again / (double)total : 0;
+    return count / (ms / 1e3);
+}
+
+int main(int argc, char **argv)
+{
+    const char *exec = "cpu", *path = NULL;
+    int W = 0, H = 0, count = 300, threads = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--executor"))
+            exec = argv[i + 1];
+        else if (!strcmp(argv[i], "--frames"))
+            path = argv[i + 1];
+        else if (!strcmp(argv[i], "--size"))
+            sscanf(argv[i + 1], "%dx%d", &W, &H);
+        else if (!strcmp(argv[i], "--count"))
+            count = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+    }
+    int n, w0, h0;
+    uint8_t *src = path ? px__load_npy(path, &n, &w0, &h0) : NULL;
+    if (!src) {
+        fprintf(stderr, "usage: bench_video --executor cpu|cuda --frames FILE.npy [--size WxH] [--count N]\n");
+        return 2;
+    }
+    if (!W)
+        W = w0, H = h0;
+    size_t fb = (size_t)W * H * 4;
+    int cuda = !strcmp(exec, "cuda");
+    uint8_t *frames; /* host frames at the benchmark size (page-locked on cuda) */
+    if (cuda)
+        cudaHostAlloc(&frames, fb * (size_t)n, cudaHostAllocDefault);
+    else
+        frames = (uint8_t *)malloc(fb * (size_t)n);
+    for (int f = 0; f < n; f++)
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++)
+                memcpy(frames + fb * f + ((size_t)y * W + x) * 4,
+                       src + (size_t)w0 * h0 * 4 * f + ((size_t)(y * h0 / H) * w0 + (size_t)(x * w0 / W)) * 4, 4);
+    free(src);
+    uint8_t *d_frames = NULL;
+    double link = 0;
+    if (cuda) {
+        cudaMalloc(&d_frames, fb * (size_t)n);
+        cudaMemcpy(d_frames, frames, fb * (size_t)n, cudaMemcpyHostToDevice);
+        double t0 = px__now_ms();
+        for (int r = 0; r < 20; r++)
+            cudaMemcpy(d_frames, frames, fb * (size_t)(n < 8 ? n : 8), cudaMemcpyHostToDevice);
+        link = 20.0 * (double)fb * (n < 8 ? n : 8) / ((px__now_ms() - t0) / 1e3); /* bytes/s */
+        cudaMemcpy(d_frames, frames, fb * (size_t)n, cudaMemcpyHostToDevice);
+    }
+    const int ts[4] = {-1, 0, 8, 16};
+    double fps[4][2] = {{0}}, sampled[4] = {0};
+    for (int k = 0; k < 4; k++) {
+        px__path p;
+        px__open(&p, exec, threads, W, H, ts[k], cuda);
+        fps[k][0] = px__fps(&p, cuda ? d_frames : frames, n, count, W, H, cuda ? 0 : -1, ts[k] >= 0 ? &sampled[k] : NULL);
+        if (cuda)
+            fps[k][1] = px__fps(&p, frames, n, count, W, H, -1, NULL);
+        px__close(&p, cuda);
+    }
+    char gpu[256] = "none";
+    if (cuda) {
+        cudaDeviceProp prop;
+        cudaGetDeviceProperties(&prop, 0);
+        snprintf(gpu, sizeof gpu, "%s", prop.name);
+    }
+    printf("{\"executor\": \"%s\", \"gpu\": \"%s\", \"w\": %d, \"h\": %d, \"video_frames\": %d, \"timed_frames\": %d,\n", exec,
+           gpu, W, H, n, count);
+    const char *names[4] = {"full", "incremental_t0", "incremental_t8", "incremental_t16"};
+    for (int k = 0; k < 4; k++) {
+        printf(" \"%s\": {\"fps%s\": %.1f", names[k], cuda ? "_device" : "", fps[k][0]);
+        if (cuda)
+            printf(", \"fps_pinned_host\": %.1f, \"pinned_host_link_fraction\": %.3f", fps[k][1], fps[k][1] * (double)fb / link);
+        if (ts[k] >= 0)
+            printf(", \"tokens_sampled\": %.3f, \"speedup_vs_full\": %.2f", sampled[k], fps[k][0] / fps[0][0]);
+        printf("},\n");
+    }
+    printf(" \"pinned_h2d_GBps\": %.2f}\n", link / 1e9);
+    return 0;
+}

@@ -74,13 +74,14 @@ $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 	ln -sf libpxvm.so.$(VERSION) $(BUILD)/libpxvm.so.$(SOVERSION)
 	ln -sf libpxvm.so.$(SOVERSION) $(BUILD)/libpxvm.so
 
-# pxrun reads video files through FFmpeg's libraries when they are installed (Debian's
-# libavformat-dev libavcodec-dev libswscale-dev); folders, globs and raw frames need nothing.
+# pxrun reads video files through FFmpeg's libraries: built with their headers when installed
+# (Debian's libavformat-dev libavcodec-dev libswscale-dev), the libraries opened at run time (so
+# pxrun starts where they are missing); folders, globs and raw frames need nothing.
 FFMPEG_PKGS := libavformat libavcodec libswscale libavutil
 HAVE_FFMPEG := $(shell pkg-config --exists $(FFMPEG_PKGS) 2>/dev/null && echo 1)
 ifeq ($(HAVE_FFMPEG),1)
 $(BUILD)/tools/frames.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
-PXRUN_LIBS := $(shell pkg-config --libs $(FFMPEG_PKGS))
+PXRUN_LIBS := -ldl
 endif
 $(BUILD)/tools/frames.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:

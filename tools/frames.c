@@ -14,10 +14,80 @@
 #include <sys/stat.h>
 
 #ifdef PXVM_HAVE_FFMPEG
+#include <dlfcn.h>
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
+
+/* FFmpeg's libraries are opened when a video is (dlopen, the major versions of the headers built
+ * against), so pxrun runs where they are not installed and reads video where they are. */
+#define PX__AV_FUNCS(X)                                                                                           \
+    X(avformat, avformat_open_input) X(avformat, avformat_find_stream_info) X(avformat, av_find_best_stream)     \
+    X(avformat, av_read_frame) X(avformat, avformat_close_input) X(avcodec, avcodec_alloc_context3)             \
+    X(avcodec, avcodec_parameters_to_context) X(avcodec, avcodec_open2) X(avcodec, av_packet_alloc)            \
+    X(avcodec, avcodec_receive_frame) X(avcodec, avcodec_send_packet) X(avcodec, av_packet_unref)              \
+    X(avcodec, av_packet_free) X(avcodec, avcodec_free_context) X(avutil, av_frame_alloc)                      \
+    X(avutil, av_frame_unref) X(avutil, av_frame_free) X(avutil, av_strerror) X(swscale, sws_getCachedContext) \
+    X(swscale, sws_scale) X(swscale, sws_freeContext)
+static struct {
+#define X(lib, fn) __typeof__(fn) *fn;
+    PX__AV_FUNCS(X)
+#undef X
+} px__av;
+
+#define PX__STR2(x) #x
+#define PX__STR(x) PX__STR2(x)
+static int px__av_load(pxvm_error *err)
+{
+    static int loaded = 0;
+    if (loaded)
+        return 0;
+    static const char *const names[4] = {"libavformat.so." PX__STR(LIBAVFORMAT_VERSION_MAJOR),
+                                         "libavcodec.so." PX__STR(LIBAVCODEC_VERSION_MAJOR),
+                                         "libavutil.so." PX__STR(LIBAVUTIL_VERSION_MAJOR),
+                                         "libswscale.so." PX__STR(LIBSWSCALE_VERSION_MAJOR)};
+    void *h[4];
+    for (int i = 0; i < 4; i++)
+        if (!(h[i] = dlopen(names[i], RTLD_NOW | RTLD_LOCAL))) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "reading video files needs FFmpeg's %s (apt-get install libavformat59 libavcodec59 "
+                     "libswscale6), or pipe raw frames: ffmpeg -i VIDEO -f rawvideo -pix_fmt rgb24 - | pxrun ... "
+                     "--frames - --frame-size WxH",
+                     names[i]);
+            return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
+        }
+    void *avformat = h[0], *avcodec = h[1], *avutil = h[2], *swscale = h[3];
+#define X(lib, fn)                                                                                     \
+    if (!(*(void **)&px__av.fn = dlsym(lib, #fn)))                                                     \
+        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "FFmpeg's libraries lack " #fn " (another version?)");
+    PX__AV_FUNCS(X)
+#undef X
+    loaded = 1;
+    return 0;
+}
+#define avformat_open_input px__av.avformat_open_input
+#define avformat_find_stream_info px__av.avformat_find_stream_info
+#define av_find_best_stream px__av.av_find_best_stream
+#define av_read_frame px__av.av_read_frame
+#define avformat_close_input px__av.avformat_close_input
+#define avcodec_alloc_context3 px__av.avcodec_alloc_context3
+#define avcodec_parameters_to_context px__av.avcodec_parameters_to_context
+#define avcodec_open2 px__av.avcodec_open2
+#define av_packet_alloc px__av.av_packet_alloc
+#define avcodec_receive_frame px__av.avcodec_receive_frame
+#define avcodec_send_packet px__av.avcodec_send_packet
+#define av_packet_unref px__av.av_packet_unref
+#define av_packet_free px__av.av_packet_free
+#define avcodec_free_context px__av.avcodec_free_context
+#define av_frame_alloc px__av.av_frame_alloc
+#define av_frame_unref px__av.av_frame_unref
+#define av_frame_free px__av.av_frame_free
+#define av_strerror px__av.av_strerror
+#define sws_getCachedContext px__av.sws_getCachedContext
+#define sws_scale px__av.sws_scale
+#define sws_freeContext px__av.sws_freeContext
 #endif
 
 struct px_frames {
@@ -65,6 +135,9 @@ static int px__av_fail(pxvm_error *err, const char *path, const char *what, int 
 
 static int px__video_open(px_frames *f, const char *path, pxvm_error *err)
 {
+    if (px__av_load(err) < 0)
+        return -1;
+    f->kind = 2;
     int rc = avformat_open_input(&f->fmt, path, NULL, NULL);
     if (rc < 0)
         return px__av_fail(err, path, "FFmpeg cannot open it", rc);
@@ -250,6 +323,10 @@ void px_frames_close(px_frames *f)
         free(f->files[i]);
     free(f->files);
 #ifdef PXVM_HAVE_FFMPEG
+    if (f->kind != 2) {
+        free(f);
+        return;
+    }
     sws_freeContext(f->sws);
     av_frame_free(&f->frame);
     av_packet_free(&f->pkt);

@@ -45,6 +45,9 @@ struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
     int index;                          /* instruction index (its last registers) */
     long long u_lo, u_hi, v_lo, v_hi;   /* incremental: positions read before the fixation offset */
     int lmin, lmax;                     /* ... and levels */
+    uint32_t *bits;                     /* incremental: the mask's row bitmaps (item 0) */
+    size_t bits_item;                   /* ... their uint32 per item */
+    int wpr;                            /* ... per row */
     int32_t cu, cv, du, dv;
     uint32_t lod;
     int table, tx, ty;
@@ -276,24 +279,26 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
     }
     int64_t cu = f.cu + fx, cv = f.cv + fy;
     if (f.mask) { /* launched with one block per instruction: the block's decision is final */
-        int need = !vid.primed[blockIdx.z];
-        if (f.reg >= 0) {
-            int32_t *last = vid.last_reg + ((size_t)blockIdx.z * (size_t)vid.ninsns + (size_t)f.index) * 2u;
-            need |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
-            __syncthreads();
-            if (threadIdx.x == 0)
+        __shared__ int need;
+        if (threadIdx.x == 0) {
+            int n = !vid.primed[blockIdx.z];
+            if (f.reg >= 0) {
+                int32_t *last = vid.last_reg + ((size_t)blockIdx.z * (size_t)vid.ninsns + (size_t)f.index) * 2u;
+                n |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
                 last[0] = (int32_t)fx, last[1] = (int32_t)fy;
+            }
+            need = n;
         }
-        int dirty = need;
-        if (!__syncthreads_or(need)) {
+        __syncthreads();
+        int hit = 0;
+        if (!need) { /* the footprint box's rows, one per thread, through the mask's row bitmaps */
             px_tilebox b = px_footprint_tiles(f.u_lo + fx, f.u_hi + fx, f.v_lo + fy, f.v_hi + fy, f.lmin, f.lmax, f.mode,
                                               src->w[0], src->h[0]);
-            cudaTextureObject_t m = slots[f.mask].tex[0];
-            int bw = b.x1 - b.x0 + 1, n = b.x1 >= b.x0 && b.y1 >= b.y0 ? bw * (b.y1 - b.y0 + 1) : 0;
-            for (int p = threadIdx.x; p < n && !dirty; p += blockDim.x)
-                dirty = px_mask_dirty(px__texel(m, b.x0 + p % bw, b.y0 + p / bw));
+            const uint32_t *bits = f.bits + f.bits_item * blockIdx.z;
+            for (int r = b.y0 + (int)threadIdx.x; b.x0 <= b.x1 && r <= b.y1 && !hit; r += blockDim.x)
+                hit = px_gpu_row_dirty(bits + (size_t)r * (size_t)f.wpr, b.x0, b.x1);
         }
-        int sample = __syncthreads_or(dirty);
+        int sample = __syncthreads_or(need || hit);
         if (f.token >= 0 && threadIdx.x == 0)
             vid.changed[(size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token] = (uint8_t)sample;
         if (!sample)
@@ -432,6 +437,8 @@ struct pxvm_executor {
     uint8_t *d_primed, *d_changed;
     px_gpu_dirty *d_dirty;
     int32_t *d_last_reg;
+    uint32_t **d_bits; /* per slot used as a tile mask: its row bitmaps, every item */
+    uint8_t **d_dmap;  /* ... and the incremental pyramid's dirty maps */
 };
 
 /* The end of a run of a video program: every item primed, its dirty rectangles used up. */
@@ -680,6 +687,12 @@ static void px__gl_unload(pxvm_executor *ex)
     cudaFree(ex->d_changed);
     cudaFree(ex->d_dirty);
     cudaFree(ex->d_last_reg);
+    for (int k = 0; ex->d_bits && k < ex->nslots; k++)
+        cudaFree(ex->d_bits[k]), cudaFree(ex->d_dmap[k]);
+    free(ex->d_bits);
+    free(ex->d_dmap);
+    ex->d_bits = NULL;
+    ex->d_dmap = NULL;
     ex->d_primed = ex->d_changed = NULL;
     ex->d_dirty = NULL;
     ex->d_last_reg = NULL;
@@ -807,6 +820,22 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (ge != cudaSuccess)
             return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __LINE__);
         px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, batch); /* dirty rectangles: none */
+        /* a summed-area table for every slot used as the mask of an incremental step */
+        ex->d_bits = (uint32_t **)calloc((size_t)prog->nslots, sizeof(uint32_t *));
+        ex->d_dmap = (uint8_t **)calloc((size_t)prog->nslots, sizeof(uint8_t *));
+        if (!ex->d_bits || !ex->d_dmap)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        for (uint32_t i = 0; i < prog->ninsns; i++) {
+            const pxi_insn *in = &prog->insns[i];
+            int m = in->op == PX_OP_PYRAMID ? PX_ARG(in, PYRAMID, mask)
+                    : (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER) ? pxvm_fetch_mask(in)
+                                                                                                  : 0;
+            if (m && !ex->d_bits[m]) {
+                PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(prog->slots[m].w) *
+                                                     (size_t)prog->slots[m].h * (size_t)batch));
+                PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_dirty_scratch(prog->slots[m].w, prog->slots[m].h) * (size_t)batch));
+            }
+        }
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
     }
 
@@ -881,6 +910,11 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         f->token = prog->insn_token[i];
         f->mask = pxvm_fetch_mask(in);
         f->index = (int)i;
+        if (f->mask) {
+            f->bits = ex->d_bits[f->mask];
+            f->wpr = px_gpu_words(prog->slots[f->mask].w);
+            f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
+        }
         if (f->mask && in->op == PX_OP_GATHER) {
             const pxvm_fetch_box *b = &prog->insn_box[i];
             f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
@@ -1125,7 +1159,9 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             return 0;
         case PX_OP_PYRAMID: {
             if (PX_ARG(in, PYRAMID, mask)) {
-                PX__CK(px_gpu_pyramid_incremental(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream));
+                PX__CK(px_gpu_pyramid_incremental(ex->d_slots, ex->nslots, prog, in, (int)items,
+                                                  ex->d_bits[PX_ARG(in, PYRAMID, mask)], ex->d_dmap[PX_ARG(in, PYRAMID, mask)],
+                                                  ex->stream));
                 break;
             }
             /* up to 7 (6) levels per launch; once the rest fits one tile, it is the launch's tail */
@@ -1156,6 +1192,20 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_GATHER: {
             dim3 grid(st->count, ex->step_blocks[si], items);
             px_gpu_video vid = {ex->d_primed, ex->d_last_reg, ex->d_changed, (int)prog->ninsns};
+            { /* the row bitmaps of the masks this step's incremental instructions read */
+                int done[8], nd = 0;
+                for (uint32_t i = st->first; i < st->first + st->count; i++) {
+                    int m = pxvm_fetch_mask(&prog->insns[i]), seen = 0;
+                    for (int d = 0; d < nd; d++)
+                        seen |= done[d] == m;
+                    if (!m || seen)
+                        continue;
+                    PX__CK(px_gpu_mask_bits(ex->d_slots, ex->nslots, m, prog->slots[m].w, prog->slots[m].h, ex->d_bits[m],
+                                            (int)items, ex->stream));
+                    if (nd < 8)
+                        done[nd++] = m;
+                }
+            }
             px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first, ex->d_fix_run,
                                                       ex->d_geom, prog->ngeom, vid);
             break;

@@ -69,7 +69,29 @@ cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_progr
 cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
                           cudaStream_t stream);
 cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
-                                       const pxi_insn *in, int items, cudaStream_t stream);
+                                       const pxi_insn *in, int items, uint32_t *bits, uint8_t *scratch, cudaStream_t stream);
+/* Bytes per item of the incremental pyramid's per-level dirty maps for a tw x th tile mask. */
+size_t px_gpu_dirty_scratch(int tw, int th);
+
+/* A tile mask's dirty tiles as row bitmaps (th rows of px_gpu_words(tw) uint32 per item). */
+static __host__ __device__ inline int px_gpu_words(int tw) { return (tw + 31) >> 5; }
+cudaError_t px_gpu_mask_bits(const px_gpu_slot *d_slots, int nslots, int mask, int tw, int th, uint32_t *bits, int items,
+                             cudaStream_t stream);
+
+/* Is a dirty tile among tiles x0..x1 of one bitmap row? */
+static __device__ inline int px_gpu_row_dirty(const uint32_t *row, int x0, int x1)
+{
+    for (int w = x0 >> 5; w <= (x1 >> 5); w++) {
+        uint32_t m = row[w];
+        if (w == (x0 >> 5))
+            m &= ~0u << (x0 & 31);
+        if (w == (x1 >> 5) && (x1 & 31) != 31)
+            m &= (1u << ((x1 & 31) + 1)) - 1u;
+        if (m)
+            return 1;
+    }
+    return 0;
+}
 
 /* fixation.cu: one launch each, covering every item (grid z / blocks per item). fix_run holds
  * [items][8][2] int32 registers. */

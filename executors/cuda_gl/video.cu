@@ -75,31 +75,81 @@ __global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int sl
     }
 }
 
+/* The dirty tiles of a mask as row bitmaps, th rows of px_gpu_words(tw) uint32 per item (zeroed
+ * before): a thread per tile sets its bit, so "is a dirty tile in this box" reads a few words per
+ * row (px_gpu_row_dirty). */
+__global__ void px__k_mask_bits(const px_gpu_slot *all_slots, int nslots, int mask, uint32_t *bits_all)
+{
+    const px_gpu_slot *m = &all_slots[(size_t)blockIdx.z * (size_t)nslots + (size_t)mask];
+    int tw = m->w[0], th = m->h[0], p = blockIdx.x * blockDim.x + threadIdx.x, wpr = px_gpu_words(tw);
+    if (p >= tw * th)
+        return;
+    int x = p % tw, y = p / tw;
+    if (px_mask_dirty(px__texel(m->tex[0], x, y)))
+        atomicOr(bits_all + (size_t)blockIdx.z * (size_t)th * (size_t)wpr + (size_t)y * (size_t)wpr + (size_t)(x >> 5),
+                 1u << (x & 31));
+}
+
+cudaError_t px_gpu_mask_bits(const px_gpu_slot *d_slots, int nslots, int mask, int tw, int th, uint32_t *bits, int items,
+                             cudaStream_t stream)
+{
+    cudaError_t e = cudaMemsetAsync(bits, 0, sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * (size_t)items, stream);
+    if (e != cudaSuccess)
+        return e;
+    px__k_mask_bits<<<dim3((unsigned)((tw * th + 255) / 256), 1, (unsigned)items), 256, 0, stream>>>(d_slots, nslots, mask, bits);
+    return cudaGetLastError();
+}
+
 /* Levels 5 .. of the slot for one item (blockIdx.x): each level after the one below, each texel
- * rebuilt when a dirty tile lies under its footprint. */
-__global__ void __launch_bounds__(1024) px__k_pyr_upper(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+ * rebuilt when a dirty tile lies under its footprint. Whether one does is a dirty map per level,
+ * built by OR-ing 2x2 cells of the level below (level 4's map is the tiles: a level-l texel's
+ * footprint is 2^(l-4) x 2^(l-4) tiles, clipped), in `scratch` (px_gpu_dirty_scratch bytes). */
+__global__ void __launch_bounds__(1024) px__k_pyr_upper(const px_gpu_slot *all_slots, int nslots, int slot, int mask,
+                                                        const uint32_t *bits_all, uint8_t *scratch_all, size_t scratch_item)
 {
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.x * (size_t)nslots;
     const px_gpu_slot *s = &slots[slot];
-    cudaTextureObject_t m = slots[mask].tex[0];
+    int tw = slots[mask].w[0], th = slots[mask].h[0], wpr = px_gpu_words(tw);
+    const uint32_t *bits = bits_all + (size_t)blockIdx.x * (size_t)th * (size_t)wpr;
+    uint8_t *map = scratch_all + (size_t)blockIdx.x * scratch_item, *prev = NULL;
+    int pw = tw, ph = th;
     for (int l = PX_TILE_SHIFT + 1; l < s->levels; l++) {
+        int gw = (pw + 1) >> 1, gh = (ph + 1) >> 1; /* this level's map: ceil of the one below */
+        for (int p = threadIdx.x; p < gw * gh; p += blockDim.x) {
+            int x = p % gw, y = p / gw, any = 0;
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++) {
+                    int cx = 2 * x + dx, cy = 2 * y + dy;
+                    if (cx < pw && cy < ph)
+                        any |= prev ? prev[cy * pw + cx] : (int)((bits[(size_t)cy * wpr + (cx >> 5)] >> (cx & 31)) & 1u);
+                }
+            map[p] = (uint8_t)any;
+        }
+        __syncthreads();
         int w = s->w[l], sw = s->w[l - 1], sh = s->h[l - 1];
         for (int p = threadIdx.x; p < w * s->h[l]; p += blockDim.x) {
-            int x = p % w, y = p / w, dirty = 0;
-            px_tilebox b = px_texel_tiles(x, y, l, s->w[0], s->h[0]);
-            for (int ty = b.y0; ty <= b.y1 && !dirty; ty++)
-                for (int tx = b.x0; tx <= b.x1 && !dirty; tx++)
-                    dirty = px_mask_dirty(px__texel(m, tx, ty));
-            if (!dirty)
+            int x = p % w, y = p / w;
+            if (!map[y * gw + x])
                 continue;
             int a = px_pyr_src0(x), bb = px_pyr_src1(x, sw), c = px_pyr_src0(y), d = px_pyr_src1(y, sh);
             px__store(s->surf[l], x, y,
                       px_box4(px__sread(s->surf[l - 1], a, c), px__sread(s->surf[l - 1], bb, c),
                               px__sread(s->surf[l - 1], a, d), px__sread(s->surf[l - 1], bb, d)));
         }
-        __threadfence();
+        __threadfence_block();
         __syncthreads();
+        prev = map, map += gw * gh, pw = gw, ph = gh;
     }
+}
+
+size_t px_gpu_dirty_scratch(int tw, int th)
+{
+    size_t n = 0;
+    for (int w = tw, h = th; w > 1 || h > 1;) {
+        w = (w + 1) >> 1, h = (h + 1) >> 1;
+        n += (size_t)w * (size_t)h;
+    }
+    return n + 16;
 }
 
 cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
@@ -123,7 +173,7 @@ cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_pro
 }
 
 cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
-                                       const pxi_insn *in, int items, cudaStream_t stream)
+                                       const pxi_insn *in, int items, uint32_t *bits, uint8_t *scratch, cudaStream_t stream)
 {
     int slot = PX_ARG(in, PYRAMID, slot), mask = PX_ARG(in, PYRAMID, mask);
     const pxvm_slot *s = &prog->slots[slot], *m = &prog->slots[mask];
@@ -133,8 +183,12 @@ cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, c
                                                                                                             slot, mask);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && s->levels > PX_TILE_SHIFT + 1) {
-        px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, slot, mask);
-        e = cudaGetLastError();
+        e = px_gpu_mask_bits(d_slots, nslots, mask, m->w, m->h, bits, items, stream);
+        if (e == cudaSuccess) {
+            px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, slot, mask, bits, scratch,
+                                                                  px_gpu_dirty_scratch(m->w, m->h));
+            e = cudaGetLastError();
+        }
     }
     return e;
 }

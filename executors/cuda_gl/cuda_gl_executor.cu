@@ -439,6 +439,12 @@ struct pxvm_executor {
     int32_t *d_last_reg;
     uint32_t **d_bits; /* per slot used as a tile mask: its row bitmaps, every item */
     uint8_t **d_dmap;  /* ... and the incremental pyramid's dirty maps */
+    /* pipelined uploads of page-locked host frames: a copy stream and, per input slot, two
+     * device buffers used in turn, so frame N+1 crosses the link while frame N computes */
+    cudaStream_t copy_stream;
+    uint8_t *(*d_upload)[2];
+    cudaEvent_t (*up_done)[2], (*up_free)[2];
+    int *up_turn;
 };
 
 /* The end of a run of a video program: every item primed, its dirty rectangles used up. */
@@ -693,6 +699,19 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->d_dmap);
     ex->d_bits = NULL;
     ex->d_dmap = NULL;
+    for (int k = 0; ex->d_upload && k < ex->nslots; k++)
+        for (int t = 0; t < 2; t++) {
+            cudaFree(ex->d_upload[k][t]);
+            if (ex->up_done[k][t])
+                cudaEventDestroy(ex->up_done[k][t]), cudaEventDestroy(ex->up_free[k][t]);
+        }
+    free(ex->d_upload);
+    free(ex->up_done);
+    free(ex->up_free);
+    free(ex->up_turn);
+    ex->d_upload = NULL;
+    ex->up_done = ex->up_free = NULL;
+    ex->up_turn = NULL;
     ex->d_primed = ex->d_changed = NULL;
     ex->d_dirty = NULL;
     ex->d_last_reg = NULL;
@@ -1074,6 +1093,59 @@ static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t 
     return 0;
 }
 
+/* A page-locked, packed RGBA frame: the H2D copy goes on the copy stream into one of two upload
+ * buffers (waiting until the bind kernel that last read that buffer has run), and the bind kernel
+ * on the run's stream waits for it and converts it into the slot and its linear copy. So the
+ * upload of the next frame overlaps the current frame's run; the caller's stream waits for the
+ * upload (then its memory may be reused). */
+static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
+    int n = ex->nslots;
+    if (!ex->copy_stream)
+        PX__CK(cudaStreamCreateWithFlags(&ex->copy_stream, cudaStreamNonBlocking));
+    if (!ex->d_upload) {
+        ex->d_upload = (uint8_t *(*)[2])calloc((size_t)n, sizeof *ex->d_upload);
+        ex->up_done = (cudaEvent_t(*)[2])calloc((size_t)n, sizeof *ex->up_done);
+        ex->up_free = (cudaEvent_t(*)[2])calloc((size_t)n, sizeof *ex->up_free);
+        ex->up_turn = (int *)calloc((size_t)n, sizeof(int));
+        if (!ex->d_upload || !ex->up_done || !ex->up_free || !ex->up_turn)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    int t = ex->up_turn[slot];
+    ex->up_turn[slot] ^= 1;
+    if (!ex->d_upload[slot][t]) {
+        PX__CK(cudaMalloc(&ex->d_upload[slot][t], bytes * (size_t)ex->batch));
+        PX__CK(cudaEventCreateWithFlags(&ex->up_done[slot][t], cudaEventDisableTiming));
+        PX__CK(cudaEventCreateWithFlags(&ex->up_free[slot][t], cudaEventDisableTiming));
+        PX__CK(cudaEventRecord(ex->up_free[slot][t], ex->stream));
+    }
+    uint8_t *buf = ex->d_upload[slot][t] + bytes * (size_t)item0;
+    if (ex->user_stream) { /* after what the caller enqueued before */
+        PX__CK(cudaEventRecord(ex->ev_in, ex->user_stream));
+        PX__CK(cudaStreamWaitEvent(ex->copy_stream, ex->ev_in, 0));
+    }
+    PX__CK(cudaStreamWaitEvent(ex->copy_stream, ex->up_free[slot][t], 0));
+    PX__CK(cudaMemcpyAsync(buf, v->data, bytes * (size_t)v->items, cudaMemcpyHostToDevice, ex->copy_stream));
+    PX__CK(cudaEventRecord(ex->up_done[slot][t], ex->copy_stream));
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    PX__CK(cudaStreamWaitEvent(ex->stream, ex->up_done[slot][t], 0));
+    pxvm_view packed = *v;
+    packed.item_stride = (int64_t)bytes;
+    if (px__launch_bind(ex, &packed, buf, (uint32_t *)(ex->d_staging[slot] + bytes * (size_t)item0), slot, item0, err) < 0)
+        return -1;
+    PX__CK(cudaEventRecord(ex->up_free[slot][t], ex->stream));
+    for (int i = 0; i < v->items; i++)
+        ex->bound[(size_t)(item0 + i) * (size_t)n + (size_t)slot] = 1;
+    ex->out_valid = 0;
+    if (ex->user_stream) /* the caller's memory is free once the copy is done */
+        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->up_done[slot][t], 0));
+    else
+        PX__CK(cudaEventSynchronize(ex->up_done[slot][t]));
+    return 0;
+}
+
 static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
@@ -1100,6 +1172,8 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
                 pxvm_view_to_rgba(v, i, ex->staging[slot] + bytes * (size_t)(item0 + i));
             src = ex->staging[slot] + bytes * (size_t)item0;
         }
+        if (src == v->data) /* the caller's page-locked frame: pipelined on the copy stream */
+            return px__bind_pipelined(ex, slot, item0, v, err);
         if (px__join_in(ex, err) < 0)
             return -1;
         /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the SMs */
@@ -1140,9 +1214,31 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     }
     if (px__launch_clear(ex, ex->d_clear, ex->nclear, ex->max_clear_px, err) < 0)
         return -1;
+    /* masks whose row bitmaps hold their current level 0 (cleared when the slot is written) */
+    uint8_t fresh[PXVM_MAX_SLOTS + 1];
+    memset(fresh, 0, sizeof fresh);
+    int fuse = !opt || (!opt->trace && !opt->profile); /* per-step timing and tracing see every step */
     for (uint32_t si = 0; si < nsteps; si++) {
         const pxvm_step *st = &prog->steps[si];
         const pxi_insn *in = &prog->insns[st->first];
+        if (fuse && in->op == PX_OP_DIFF && si + 1 < nsteps) { /* DIFF, UPDATE (, PYRAMID cur) in one launch */
+            const pxi_insn *u = &prog->insns[prog->steps[si + 1].first], *py = NULL;
+            int frame = PX_ARG(in, DIFF, frame), cur = PX_ARG(in, DIFF, cur), mask = PX_ARG(in, DIFF, mask);
+            if (u->op == PX_OP_UPDATE && PX_ARG(u, UPDATE, frame) == frame && PX_ARG(u, UPDATE, cur) == cur &&
+                PX_ARG(u, UPDATE, mask) == mask) {
+                if (si + 2 < nsteps) {
+                    const pxi_insn *q = &prog->insns[prog->steps[si + 2].first];
+                    if (q->op == PX_OP_PYRAMID && PX_ARG(q, PYRAMID, slot) == cur && PX_ARG(q, PYRAMID, mask) == mask)
+                        py = q;
+                }
+                PX__CK(px_gpu_frame_tiles(ex->d_slots, ex->nslots, prog, in, py, (int)items, ex->d_primed, ex->d_dirty,
+                                          ex->d_bits[mask] ? ex->d_bits[mask] : NULL, ex->d_dmap[mask], ex->stream));
+                fresh[mask] = ex->d_bits[mask] != NULL;
+                fresh[cur] = 0;
+                si += py ? 2 : 1;
+                continue;
+            }
+        }
         if (opt && opt->trace)
             for (uint32_t i = 0; i < st->count; i++)
                 opt->trace(opt->trace_ctx, prog, in + i);
@@ -1162,6 +1258,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 PX__CK(px_gpu_pyramid_incremental(ex->d_slots, ex->nslots, prog, in, (int)items,
                                                   ex->d_bits[PX_ARG(in, PYRAMID, mask)], ex->d_dmap[PX_ARG(in, PYRAMID, mask)],
                                                   ex->stream));
+                fresh[PX_ARG(in, PYRAMID, mask)] = 1;
                 break;
             }
             /* up to 7 (6) levels per launch; once the rest fits one tile, it is the launch's tail */
@@ -1198,13 +1295,16 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                     int m = pxvm_fetch_mask(&prog->insns[i]), seen = 0;
                     for (int d = 0; d < nd; d++)
                         seen |= done[d] == m;
-                    if (!m || seen)
+                    if (!m || seen || fresh[m])
                         continue;
                     PX__CK(px_gpu_mask_bits(ex->d_slots, ex->nslots, m, prog->slots[m].w, prog->slots[m].h, ex->d_bits[m],
                                             (int)items, ex->stream));
+                    fresh[m] = 1;
                     if (nd < 8)
                         done[nd++] = m;
                 }
+                for (uint32_t i = st->first; i < st->first + st->count; i++)
+                    fresh[prog->insns[i].a[PX_FI(SAMPLE, dst)]] = 0;
             }
             px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first, ex->d_fix_run,
                                                       ex->d_geom, prog->ngeom, vid);
@@ -1212,15 +1312,21 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         }
         case PX_OP_DIFF:
             PX__CK(px_gpu_diff(ex->d_slots, ex->nslots, prog, in, (int)items, ex->d_primed, ex->d_dirty, ex->stream));
+            fresh[PX_ARG(in, DIFF, mask)] = 0;
             break;
-        case PX_OP_UPDATE: PX__CK(px_gpu_update(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream)); break;
+        case PX_OP_UPDATE:
+            PX__CK(px_gpu_update(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream));
+            fresh[PX_ARG(in, UPDATE, cur)] = 0;
+            break;
         case PX_OP_SALIENCY: {
             const pxvm_slot *d = &prog->slots[PX_ARG(in, SALIENCY, dst)];
+            fresh[PX_ARG(in, SALIENCY, dst)] = 0;
             PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, in, d->w, d->h, (int)items, ex->stream));
             break;
         }
         case PX_OP_ARGMAX: PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, in, ex->d_fix_run, (int)items, ex->stream)); break;
         case PX_OP_DOT_RGB:
+            fresh[0] = 0;
             px__k_dot<<<items, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, PX_ARG(in, DOT_RGB, row_a),
                                                      PX_ARG(in, DOT_RGB, row_b), PX_ARG(in, DOT_RGB, row_out), st->first,
                                                      ex->d_status);
@@ -1566,6 +1672,8 @@ static void px__gl_close(pxvm_executor *ex)
         cudaEventDestroy(ex->ev_out);
     if (ex->stream)
         cudaStreamDestroy(ex->stream);
+    if (ex->copy_stream)
+        cudaStreamDestroy(ex->copy_stream);
     if (ex->dpy != EGL_NO_DISPLAY) {
         eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
         if (ex->ctx != EGL_NO_CONTEXT)

@@ -70,6 +70,11 @@ cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_pro
                           cudaStream_t stream);
 cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
                                        const pxi_insn *in, int items, uint32_t *bits, uint8_t *scratch, cudaStream_t stream);
+/* DIFF + UPDATE (+ an incremental PYRAMID of cur when `pyramid`) fused, also setting the mask's
+ * row bitmaps. */
+cudaError_t px_gpu_frame_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
+                               const pxi_insn *pyramid, int items, const uint8_t *primed, const px_gpu_dirty *dirty,
+                               uint32_t *bits, uint8_t *scratch, cudaStream_t stream);
 /* Bytes per item of the incremental pyramid's per-level dirty maps for a tw x th tile mask. */
 size_t px_gpu_dirty_scratch(int tw, int th);
 

@@ -152,6 +152,86 @@ size_t px_gpu_dirty_scratch(int tw, int th)
     return n + 16;
 }
 
+/* DIFF + UPDATE + PYRAMID (levels 1-4) of one tile, fused (the launch plan's choice when the
+ * three follow each other on the same slots, outside profiling): the same rules, one block per
+ * tile, the tile's texels read once; the mask's row bitmaps are set on the way (zeroed before). */
+__global__ void px__k_frame_tiles(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask,
+                                  uint32_t threshold, const uint8_t *primed, const px_gpu_dirty *dirty, uint32_t *bits_all,
+                                  int pyramid)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
+    const px_gpu_slot *f = &slots[frame], *c = &slots[cur];
+    const px_gpu_dirty *d = &dirty[blockIdx.z];
+    int tx = blockIdx.x, ty = blockIdx.y, lx = (int)threadIdx.x % PX_TILE, ly = (int)threadIdx.x / PX_TILE;
+    int x = tx * PX_TILE + lx, y = ty * PX_TILE + ly, in = x < c->w[0] && y < c->h[0];
+    uint32_t fv = in ? px__sread(f->surf[0], x, y) : 0u;
+    int on;
+    if (!primed[blockIdx.z])
+        on = 1;
+    else if (d->n >= 0)
+        on = threadIdx.x == 0 && pxvm_rects_touch_tile_dev(d->r, d->n, tx, ty);
+    else
+        on = in && px_maxdiff(fv, px__sread(c->surf[0], x, y)) > threshold;
+    int dirty_tile = __syncthreads_or(on);
+    if (threadIdx.x == 0) {
+        px__store(slots[mask].surf[0], tx, ty, px_mask_pixel(dirty_tile));
+        if (dirty_tile && bits_all)
+            atomicOr(bits_all + (size_t)blockIdx.z * (size_t)gridDim.y * (size_t)px_gpu_words(gridDim.x) +
+                         (size_t)ty * (size_t)px_gpu_words(gridDim.x) + (size_t)(tx >> 5),
+                     1u << (tx & 31));
+    }
+    if (!dirty_tile)
+        return;
+    if (in)
+        px__store(c->surf[0], x, y, fv);
+    if (!pyramid)
+        return;
+    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
+    t[0][threadIdx.x] = fv;
+    __syncthreads();
+    int top = c->levels - 1 < 4 ? c->levels - 1 : 4;
+    for (int l = 1; l <= top; l++) {
+        int side = PX_TILE >> l, prev = PX_TILE >> (l - 1), ox = (tx * PX_TILE) >> l, oy = (ty * PX_TILE) >> l;
+        int pox = (tx * PX_TILE) >> (l - 1), poy = (ty * PX_TILE) >> (l - 1);
+        const uint32_t *src = t[(l - 1) & 1];
+        uint32_t *dst = t[l & 1];
+        if (lx < side && ly < side) {
+            int gx = ox + lx, gy = oy + ly;
+            if (gx < c->w[l] && gy < c->h[l]) {
+                int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, c->w[l - 1]) - pox;
+                int cc = px_pyr_src0(gy) - poy, dd = px_pyr_src1(gy, c->h[l - 1]) - poy;
+                uint32_t v = px_box4(src[cc * prev + a], src[cc * prev + b], src[dd * prev + a], src[dd * prev + b]);
+                dst[ly * side + lx] = v;
+                px__store(c->surf[l], gx, gy, v);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+cudaError_t px_gpu_frame_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
+                               const pxi_insn *pyramid, int items, const uint8_t *primed, const px_gpu_dirty *dirty,
+                               uint32_t *bits, uint8_t *scratch, cudaStream_t stream)
+{
+    int mask = PX_ARG(diff, DIFF, mask), cur = PX_ARG(diff, DIFF, cur);
+    const pxvm_slot *m = &prog->slots[mask], *c = &prog->slots[cur];
+    cudaError_t e = bits ? cudaMemsetAsync(bits, 0, sizeof(uint32_t) * (size_t)px_gpu_words(m->w) * (size_t)m->h * (size_t)items,
+                                           stream)
+                         : cudaSuccess;
+    if (e != cudaSuccess)
+        return e;
+    px__k_frame_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(
+        d_slots, nslots, PX_ARG(diff, DIFF, frame), cur, mask, (uint32_t)PX_ARG(diff, DIFF, threshold), primed, dirty, bits,
+        pyramid != NULL);
+    e = cudaGetLastError();
+    if (e == cudaSuccess && pyramid && c->levels > PX_TILE_SHIFT + 1) {
+        px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, cur, mask, bits, scratch,
+                                                              px_gpu_dirty_scratch(m->w, m->h));
+        e = cudaGetLastError();
+    }
+    return e;
+}
+
 cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
                         const uint8_t *primed, const px_gpu_dirty *dirty, cudaStream_t stream)
 {

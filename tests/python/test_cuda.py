@@ -169,3 +169,32 @@ def test_readme_fixation_example_runs(monkeypatch):
     assert env["tokens"].shape == (32, n, 16, 16, 4) and env["tokens"].is_cuda and 250 <= n <= 273
     assert env["where"].shape == (32, n, 4) and env["where"].is_cuda
     assert env["scan"].fixations().shape == (1, 8, 2)
+
+
+# ---- video: streams on the GPU -------------------------------------------------------------------
+
+def test_video_stream_pinned_host_frames_pipelined_equal_cpu():
+    """Page-locked host frames take the pipelined upload (copy stream, two buffers in turn); the
+    caller refills one pinned buffer right after each push returns."""
+    from test_video import moving_frames, video_plan
+    prog = pxvm.Program.from_plan(video_plan(96, 64, 8, budget=16, patch=8))
+    cpu, gpu = pxvm.Runner(prog, executor="cpu").stream(), pxvm.Runner(prog, executor="cuda").stream()
+    buf = torch.empty((64, 96, 4), dtype=torch.uint8).pin_memory()
+    for i, f in enumerate(moving_frames(10, 96, 64, 3)):
+        rgba = np.concatenate([f, np.full((64, 96, 1), 255, np.uint8)], axis=2)
+        buf.copy_(torch.from_numpy(rgba))
+        pg, cg = gpu.push(buf, fixation=(48, 32))
+        buf.fill_(0)  # reused at once: the upload must be done
+        pc, cc = cpu.push(rgba, fixation=(48, 32))
+        assert np.array_equal(pg, pc) and np.array_equal(cg, cc), i
+
+
+def test_video_stream_cuda_frames_equal_cpu_and_changed_on_device():
+    from test_video import moving_frames, video_plan
+    prog = pxvm.Program.from_plan(video_plan(120, 80, 16, budget=24, patch=8))
+    cpu, gpu = pxvm.Runner(prog, executor="cpu").stream(), pxvm.Runner(prog, executor="cuda").stream()
+    for i, f in enumerate(moving_frames(10, 120, 80, 5)):
+        pg, cg = gpu.push(torch.from_numpy(f).cuda(), fixation=(60, 40), dirty=[(0, 0, 120, 80)] if i == 4 else None)
+        pc, cc = cpu.push(f, fixation=(60, 40), dirty=[(0, 0, 120, 80)] if i == 4 else None)
+        assert pg.is_cuda and cg.is_cuda and cg.dtype == torch.bool
+        assert np.array_equal(pg.cpu().numpy(), pc) and np.array_equal(cg.cpu().numpy(), cc), i

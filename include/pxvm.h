@@ -167,7 +167,11 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The
  * images are copied (converted to RGBA8) into the runner before the call returns, or, with a
- * stream set, before the stream's later work: the caller may then reuse its memory.
+ * stream set, before the stream's later work: the caller may then reuse its memory. On the cuda
+ * executor, packed RGBA8 in page-locked host memory (cudaHostAlloc, torch pin_memory) is
+ * uploaded by the copy engine while the previous run computes: it is read as soon as the engine
+ * gets to it, not after the caller's stream's earlier work, so write it from the CPU (a decoder)
+ * or synchronise a device-to-host copy into it first.
  * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 

@@ -252,7 +252,6 @@ int px_frames_open(const char *source, int w, int h, int channels, const pxvm_li
         return 0;
     }
 #ifdef PXVM_HAVE_FFMPEG
-    f->kind = 2;
     return px__video_open(f, source, err);
 #else
     return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
@@ -323,7 +322,7 @@ void px_frames_close(px_frames *f)
         free(f->files[i]);
     free(f->files);
 #ifdef PXVM_HAVE_FFMPEG
-    if (f->kind != 2) {
+    if (f->kind != 2) { /* (also a video whose libraries did not load) */
         free(f);
         return;
     }

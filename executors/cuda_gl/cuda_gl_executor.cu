@@ -1121,10 +1121,8 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
         PX__CK(cudaEventRecord(ex->up_free[slot][t], ex->stream));
     }
     uint8_t *buf = ex->d_upload[slot][t] + bytes * (size_t)item0;
-    if (ex->user_stream) { /* after what the caller enqueued before */
-        PX__CK(cudaEventRecord(ex->ev_in, ex->user_stream));
-        PX__CK(cudaStreamWaitEvent(ex->copy_stream, ex->ev_in, 0));
-    }
+    /* not ordered after the caller's stream: that stream waits for our last run, and the upload
+     * must not (include/pxvm.h: page-locked frames are read when the copy engine gets to them) */
     PX__CK(cudaStreamWaitEvent(ex->copy_stream, ex->up_free[slot][t], 0));
     PX__CK(cudaMemcpyAsync(buf, v->data, bytes * (size_t)v->items, cudaMemcpyHostToDevice, ex->copy_stream));
     PX__CK(cudaEventRecord(ex->up_done[slot][t], ex->copy_stream));

@@ -106,7 +106,17 @@ def test_vtest_avi_through_pxrun_and_python_at_thresholds_0_8_16(tmp_path):
     ident.write_text(identity_program(768, 576))
     subprocess.run([os.path.join(BIN, "pxasm"), str(ident), "-o", str(tmp_path / "ident.pxi")], check=True)
     frames_npy = tmp_path / "frames.npy"
-    pxrun(str(tmp_path / "ident.pxi"), "--frames", VTEST, "--max-frames", str(n), "--npy", "image=%s" % frames_npy)
+    r = pxrun(str(tmp_path / "ident.pxi"), "--frames", VTEST, "--max-frames", str(n), "--npy", "image=%s" % frames_npy,
+              check=False)
+    if r.returncode == 7 and os.environ.get("PXVM_REQUIRE_VTEST") != "1":  # no FFmpeg here (the GPU machine)
+        cv2 = pytest.importorskip("cv2", reason="neither FFmpeg's libraries nor OpenCV to decode vtest.avi")
+        cap, frames = cv2.VideoCapture(VTEST), []
+        while len(frames) < n:
+            ok, bgr = cap.read()
+            assert ok
+            frames.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGBA))
+        return stream_matches_full_recompute(np.stack(frames))
+    assert r.returncode == 0, r.stderr
     frames = np.load(frames_npy)[:, 0]
     assert frames.shape == (n, 576, 768, 4)
     sampled = {}
@@ -134,6 +144,23 @@ def test_vtest_avi_through_pxrun_and_python_at_thresholds_0_8_16(tmp_path):
             assert raw.returncode == 0, raw.stderr
             assert np.array_equal(np.load(tmp_path / "raw.npy"), a)
     print("tokens sampled after the first frame:", sampled)
+    assert sampled[0] >= sampled[8] >= sampled[16] and sampled[16] < 0.9
+
+
+def stream_matches_full_recompute(frames):
+    """Where pxrun cannot decode video: OpenCV's frames, stream == full recompute, fewer tokens
+    sampled at higher thresholds."""
+    sampled = {}
+    for t in (0, 8, 16):
+        prog = pxvm.Program.from_plan(video_plan(768, 576, t, budget=273))
+        s = pxvm.Runner(prog, executor=EXECUTOR).stream()
+        full = pxvm.Runner(full_twin(prog), executor=EXECUTOR)
+        ch_all = []
+        for i in range(len(frames)):
+            p, ch = s.push(frames[i], fixation=(384.0, 288.0))
+            assert np.array_equal(as_numpy(p), as_numpy(full.patches(frames[i], fixation=(384.0, 288.0)))), (t, i)
+            ch_all.append(as_numpy(ch))
+        sampled[t] = np.mean(ch_all[1:])
     assert sampled[0] >= sampled[8] >= sampled[16] and sampled[16] < 0.9
 
 

@@ -219,6 +219,12 @@ docs-images: all
 	        --overlay programs/data/chelsea.png docs/img/plan-$$s.png > docs/img/plan-$$s.txt || exit 1; done
 	$(BIN)/pxrun docs/plans/scanpath-logpolar.json --in image=programs/data/chelsea.png \
 	    --overlay docs/img/scanpath.png > docs/img/scanpath.txt
+	$(MAKE) video-data
+	$(BIN)/pxasm docs/plans/frame-768x576.pxs -o build/frame-768x576.pxi
+	$(BIN)/pxrun build/frame-768x576.pxi --frames $(VIDEO_DATA) --max-frames 31 --npy image=build/vf.npy
+	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames $(VIDEO_DATA) --max-frames 31 \
+	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
+	$(PYTHON) docs/video_picture.py build/vf.npy build/vd.npy build/vc.npy build/vg.npy docs/img/video.png > docs/img/video.txt
 
 # make install PREFIX=/usr/local: the library (shared and static), the header, pkg-config, the
 # tools and the Python package (for the python3 that runs make).

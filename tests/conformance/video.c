@@ -133,7 +133,7 @@ int px_video_make(uint64_t seed, px_video_case *v)
         if (fr == 0 || px__below(&s, 12) == 0) { /* a new scene */
             int smooth = px__below(&s, 2);
             for (size_t i = 0; i < bytes; i++)
-                img->px[i] = smooth ? (uint8_t)((i / 4) % (size_t)v->w * 3 + (i & 3) * 50) : (uint8_t)px__next(&s);
+                img->px[i] = (uint8_t)(smooth ? (i / 4) % (size_t)v->w * 3 + (i & 3) * 50 : px__next(&s));
         } else {
             memcpy(img->px, v->frames[fr - 1].px, bytes);
         }

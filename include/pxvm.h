@@ -236,7 +236,10 @@ int pxvm_prog_fixation_use(const pxvm_prog *prog);
 /* Dirty rectangles for item `item`'s next run, in level-0 texels of its frame: DIFF then marks
  * the tiles they touch instead of comparing the frame with the current image (screen capture and
  * some decoders know them for free; pixels outside them are taken as unchanged). n = 0: nothing
- * changed; at most 256. Copied before the call returns. */
+ * changed; at most 256. Copied before the call returns. On the cuda executor, a packed RGBA host
+ * frame bound after this call (and after the stream's first run) to an input that only DIFF and
+ * UPDATE read is uploaded only in the 16x16 tiles the rectangles touch: nothing else reads the
+ * rest (reading that input back shows older frames' pixels there). */
 int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n);
 /* Starts the stream again: persistent slots back to their initial state; the next run of every
  * item treats every tile as dirty (as the first run after opening does). */

@@ -198,6 +198,28 @@ static int px__fetch_mask(const pxi_insn *in)
 
 int pxvm_fetch_mask(const pxi_insn *in) { return px__fetch_mask(in); }
 
+void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads)
+{
+    switch (in->op) {
+    case PX_OP_DOT_RGB: reads[0] = 1; break;
+    case PX_OP_PYRAMID: reads[PX_ARG(in, PYRAMID, slot)] = 1, reads[PX_ARG(in, PYRAMID, mask)] = 1; break;
+    case PX_OP_SAMPLE:
+    case PX_OP_ANISO:
+    case PX_OP_GATHER:
+        reads[in->a[PX_FI(SAMPLE, src)]] = 1, reads[px__fetch_mask(in)] = 1;
+        if (in->op == PX_OP_GATHER)
+            reads[PX_ARG(in, GATHER, table)] = 1;
+        break;
+    case PX_OP_DIFF:
+    case PX_OP_UPDATE:
+        reads[in->a[PX_FI(DIFF, frame)]] = 1, reads[in->a[PX_FI(DIFF, cur)]] = 1, reads[in->a[PX_FI(DIFF, mask)]] = 1;
+        break;
+    case PX_OP_SALIENCY: reads[PX_ARG(in, SALIENCY, src)] = 1, reads[PX_ARG(in, SALIENCY, dst)] = 1; break;
+    case PX_OP_ARGMAX: reads[PX_ARG(in, ARGMAX, src)] = 1; break;
+    default: break;
+    }
+}
+
 /* A tile mask of slot `of`: level 0 is ceil(w/16) x ceil(h/16). */
 static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int mask, int of,
                           pxvm_error *err)
@@ -467,6 +489,23 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
     prog->uses_fixation = prog->writes_fixation = 0;
     for (int k = 0; k < prog->nslots; k++)
         prog->uses_video |= (prog->slots[k].flags & PXI_SLOT_PERSIST) != 0;
+    prog->frame_only = calloc((size_t)prog->nslots, 1);
+    if (!prog->frame_only)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
+    { /* inputs read as DIFF/UPDATE frames and by nothing else */
+        uint8_t as_frame[PXVM_MAX_SLOTS + 1] = {0}, other[PXVM_MAX_SLOTS + 1] = {0};
+        for (uint32_t i = 0; i < prog->ninsns; i++) {
+            const pxi_insn *in = &prog->insns[i];
+            uint8_t reads[PXVM_MAX_SLOTS + 1] = {0};
+            pxvm_insn_reads(in, reads);
+            int frame = in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ? in->a[PX_FI(DIFF, frame)] : -1;
+            for (int k = 0; k < prog->nslots; k++)
+                if (reads[k])
+                    (k == frame ? as_frame : other)[k] = 1;
+        }
+        for (int k = 0; k < prog->nslots; k++)
+            prog->frame_only[k] = prog->slots[k].role == PXI_ROLE_INPUT && as_frame[k] && !other[k];
+    }
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         prog->insn_token[i] = -1;
@@ -654,6 +693,7 @@ void pxvm_program_free(pxvm_program *prog)
     free(prog->reset);
     free(prog->geom_base);
     free(prog->insn_box);
+    free(prog->frame_only);
     free(prog->insn_token);
     memset(prog, 0, sizeof *prog);
 }

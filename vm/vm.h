@@ -157,6 +157,9 @@ typedef struct pxvm_program {
      * at load; NULL when there is none */
     struct pxvm_fetch_box *insn_box;
     int uses_video;      /* DIFF, UPDATE, persistent slots or incremental instructions */
+    /* [nslots]: the input slot is read only as the frame of DIFF and UPDATE, so (with dirty
+     * rectangles given) only the tiles they touch are ever read: an executor may bind just those */
+    uint8_t *frame_only;
     int uses_fixation;   /* relative sampling, SALIENCY or ARGMAX */
     int writes_fixation; /* ARGMAX: registers change during a run */
 } pxvm_program;
@@ -187,6 +190,8 @@ const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16]);
 /* Pixel (x, y) of stream index `index` in the program image. */
 void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
 
+/* The slots an instruction reads (any level), into reads[] (set to 1). */
+void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads);
 /* The tile mask operand of a SAMPLE, ANISO or GATHER (0: not incremental). */
 int pxvm_fetch_mask(const pxi_insn *in);
 

@@ -197,7 +197,7 @@ struct px_gpu_view {
  * reads an input's level 0 from there). Packed RGBA8 rows go 4 texels a thread, 16-byte loads and
  * one 16-byte surface store (a 2D copy into the array on the copy engine measured slower). */
 __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, const px_gpu_slot *slots, int nslots,
-                           int slot, int item0)
+                           int slot, int item0, int ox, int oy) /* (ox, oy): where the view's (0, 0) goes */
 {
     int item = blockIdx.y;
     cudaSurfaceObject_t dst = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].surf[0];
@@ -213,7 +213,7 @@ __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, co
             uint4 q = *(const uint4 *)(base + (long long)y * v.row_stride + 4LL * x);
             if (lin)
                 *(uint4 *)(lin + (size_t)y * (size_t)w + (size_t)x) = q;
-            surf2Dwrite(q, dst, x * 4, y);
+            surf2Dwrite(q, dst, (ox + x) * 4, oy + y);
         }
         return;
     }
@@ -222,7 +222,7 @@ __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, co
         uint32_t p = px_expand(base + (long long)y * v.row_stride + (long long)x * v.px_stride, v.channels, v.ch_stride);
         if (lin)
             lin[(size_t)y * (size_t)w + (size_t)x] = p;
-        px__store(dst, x, y, p);
+        px__store(dst, ox + x, oy + y, p);
     }
 }
 
@@ -445,6 +445,10 @@ struct pxvm_executor {
     uint8_t *(*d_upload)[2];
     cudaEvent_t (*up_done)[2], (*up_free)[2];
     int *up_turn;
+    /* per item: the dirty rectangles given for its next run (n = -1: none), for binds */
+    pxvm_rect *h_rects;
+    int *h_nrects;
+    uint8_t *h_primed; /* per item: a run has been enqueued since load or restart (the host's view) */
 };
 
 /* The end of a run of a video program: every item primed, its dirty rectangles used up. */
@@ -709,6 +713,12 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->up_done);
     free(ex->up_free);
     free(ex->up_turn);
+    free(ex->h_rects);
+    free(ex->h_nrects);
+    free(ex->h_primed);
+    ex->h_primed = NULL;
+    ex->h_rects = NULL;
+    ex->h_nrects = NULL;
     ex->d_upload = NULL;
     ex->up_done = ex->up_free = NULL;
     ex->up_turn = NULL;
@@ -1088,7 +1098,8 @@ static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t 
                       (long long)v->px_stride, (long long)v->ch_stride};
     int quads = (v->w + 3) / 4 * v->h, blocks = (quads + 255) / 256;
     dim3 grid((unsigned)(blocks < 2048 ? blocks : 2048), (unsigned)v->items);
-    px__k_bind<<<grid, 256, 0, ex->stream>>>(gv, lin, (size_t)v->w * (size_t)v->h, ex->d_slots, ex->nslots, slot, item0);
+    px__k_bind<<<grid, 256, 0, ex->stream>>>(gv, lin, (size_t)v->w * (size_t)v->h, ex->d_slots, ex->nslots, slot, item0,
+                                             0, 0);
     PX__CK(cudaGetLastError());
     return 0;
 }
@@ -1144,11 +1155,50 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
     return 0;
 }
 
+/* A packed RGBA host frame of an input only DIFF/UPDATE read, with dirty rectangles given for the
+ * item's next run: only the tiles they touch are read by anything, so only those cross the link
+ * (one 2D copy and one conversion per rectangle, widened to whole tiles). */
+static int px__bind_rects(pxvm_executor *ex, int slot, int item, const pxvm_view *v, pxvm_error *err)
+{
+    size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
+    uint8_t *d_lin = ex->d_staging[slot] + bytes * (size_t)item;
+    if (px__join_in(ex, err) < 0)
+        return -1;
+    for (int i = 0; i < ex->h_nrects[item]; i++) {
+        const pxvm_rect *r = &ex->h_rects[(size_t)item * PXVM_MAX_RECTS + (size_t)i];
+        long long x0 = r->x < 0 ? 0 : r->x, y0 = r->y < 0 ? 0 : r->y;
+        long long x1 = (long long)r->x + r->w, y1 = (long long)r->y + r->h;
+        x1 = x1 > v->w ? v->w : x1, y1 = y1 > v->h ? v->h : y1;
+        if (r->w <= 0 || r->h <= 0 || x0 >= x1 || y0 >= y1)
+            continue;
+        x0 = x0 / PX_TILE * PX_TILE, y0 = y0 / PX_TILE * PX_TILE; /* whole tiles: UPDATE copies tiles */
+        x1 = (x1 + PX_TILE - 1) / PX_TILE * PX_TILE, y1 = (y1 + PX_TILE - 1) / PX_TILE * PX_TILE;
+        x1 = x1 > v->w ? v->w : x1, y1 = y1 > v->h ? v->h : y1;
+        size_t off = (size_t)y0 * pitch + (size_t)x0 * 4u;
+        PX__CK(cudaMemcpy2DAsync(d_lin + off, pitch, (const uint8_t *)v->data + (size_t)y0 * (size_t)v->row_stride + (size_t)x0 * 4u,
+                                 (size_t)v->row_stride, (size_t)(x1 - x0) * 4u, (size_t)(y1 - y0), cudaMemcpyHostToDevice,
+                                 ex->stream));
+        px_gpu_view gv = {d_lin + off, (int)(x1 - x0), (int)(y1 - y0), 4, (long long)bytes, (long long)pitch, 4, 1};
+        int quads = ((int)(x1 - x0) + 3) / 4 * (int)(y1 - y0), blocks = (quads + 255) / 256;
+        px__k_bind<<<dim3((unsigned)(blocks < 2048 ? blocks : 2048), 1), 256, 0, ex->stream>>>(
+            gv, NULL, 0, ex->d_slots, ex->nslots, slot, item, (int)x0, (int)y0);
+        PX__CK(cudaGetLastError());
+    }
+    ex->bound[(size_t)item * (size_t)ex->nslots + (size_t)slot] = 1;
+    ex->out_valid = 0;
+    return px__join_out(ex, err); /* pageable sources are staged; the caller may reuse them */
+}
+
 static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
+    /* primed: an unprimed DIFF marks every tile, so the whole frame must be there */
+    if (v->device < 0 && v->items == 1 && ex->prog->frame_only[slot] && ex->h_nrects && ex->h_nrects[item0] >= 0 &&
+        v->channels == 4 && v->px_stride == 4 && v->ch_stride == 1 && ex->h_primed && ex->h_primed[item0] &&
+        ex->bound[(size_t)item0 * (size_t)ex->nslots + (size_t)slot])
+        return px__bind_rects(ex, slot, item0, v, err);
     size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
     uint8_t *d_lin = ex->d_staging[slot] + bytes * (size_t)item0;
     if (v->device >= 0) { /* on the device: converted straight into the slot and its linear copy */
@@ -1414,6 +1464,12 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     int full = budget_trap == UINT32_MAX;
+    for (int b = 0; ex->h_nrects && b < ex->batch; b++) /* this run uses the rectangles up */
+        ex->h_nrects[b] = -1;
+    if (full && !ex->h_primed)
+        ex->h_primed = (uint8_t *)calloc((size_t)ex->batch, 1);
+    if (full && ex->h_primed && ex->prog->uses_video) /* a DIFF-free trap (DOT) leaves it so: conservative */
+        memset(ex->h_primed, ex->has_dot ? 0 : 1, (size_t)ex->batch);
     /* with a caller's stream the run is asynchronous and leaves outputs on the device, unless a
      * trap must be read back first */
     int async = ex->user_stream && full && !ex->has_dot && !(opt && (opt->trace || opt->profile));
@@ -1569,6 +1625,17 @@ static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects,
     PX__CK(cudaSetDevice(ex->device));
     if (px__join_in(ex, err) < 0)
         return -1;
+    if (!ex->h_rects) { /* kept for binds that upload only what the rectangles touch */
+        ex->h_rects = (pxvm_rect *)calloc((size_t)ex->batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
+        ex->h_nrects = (int *)malloc(sizeof(int) * (size_t)ex->batch);
+        if (!ex->h_rects || !ex->h_nrects)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        for (int b = 0; b < ex->batch; b++)
+            ex->h_nrects[b] = -1;
+    }
+    if (n)
+        memcpy(ex->h_rects + (size_t)item * PXVM_MAX_RECTS, rects, sizeof(pxvm_rect) * (size_t)n);
+    ex->h_nrects[item] = n;
     px_gpu_dirty d; /* count and rectangles, one staged copy (pageable: read before the call returns) */
     memset(&d, 0, offsetof(px_gpu_dirty, r));
     d.n = n;
@@ -1606,6 +1673,10 @@ static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
                               : px__launch_clear(ex, d, n, px, err);
     }
     free(rects);
+    if (ex->h_primed)
+        memset(ex->h_primed, 0, (size_t)ex->batch);
+    for (int b = 0; ex->h_nrects && b < ex->batch; b++)
+        ex->h_nrects[b] = -1;
     if (rc == 0) {
         px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)ex->batch, ex->stream));

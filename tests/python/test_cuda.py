@@ -198,3 +198,28 @@ def test_video_stream_cuda_frames_equal_cpu_and_changed_on_device():
         pc, cc = cpu.push(f, fixation=(60, 40), dirty=[(0, 0, 120, 80)] if i == 4 else None)
         assert pg.is_cuda and cg.is_cuda and cg.dtype == torch.bool
         assert np.array_equal(pg.cpu().numpy(), pc) and np.array_equal(cg.cpu().numpy(), cc), i
+
+
+def test_video_stream_dirty_rectangles_upload_only_their_tiles():
+    """With rectangles given, a host frame's bytes outside their tiles never cross the link (the
+    input is read only by DIFF/UPDATE); the pixels there may change without anyone seeing it, on
+    either executor, and the bytes stay those of the CPU. Pageable and page-locked frames, and a
+    restart (whose first frame is whole again)."""
+    from test_video import video_plan
+    w, h = 100, 70
+    prog = pxvm.Program.from_plan(video_plan(w, h, 0, budget=16, patch=8))
+    cpu, gpu = pxvm.Runner(prog, executor="cpu").stream(), pxvm.Runner(prog, executor="cuda").stream()
+    rng = np.random.default_rng(9)
+    pinned = torch.empty((h, w, 4), dtype=torch.uint8).pin_memory()
+    for i in range(12):
+        f = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)  # everything changes...
+        rects = [(int(rng.integers(0, w - 20)), int(rng.integers(0, h - 20)), 17, 9)] if i % 4 else None  # ...only this is told
+        if i == 6:
+            cpu.reset(), gpu.reset()
+        src = f
+        if i % 2:
+            pinned.copy_(torch.from_numpy(f))
+            src = pinned
+        pg, cg = gpu.push(src, dirty=rects, fixation=(50, 35))
+        pc, cc = cpu.push(f, dirty=rects, fixation=(50, 35))
+        assert np.array_equal(pg, pc) and np.array_equal(cg, cc), i

@@ -446,13 +446,26 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
     return 0;
 }
 
-/* The box of an incremental GATHER: every entry of its table region (constant data). */
-static int px__gather_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err)
+/* The positions and levels an incremental instruction reads, before a fixation offset, decided
+ * once here for both executors: SAMPLE and ANISO from their operands (px_patch_span,
+ * px_lod_levels); GATHER from every entry of its table region (constant data). */
+static int px__fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err)
 {
     if (!prog->insn_box) {
         prog->insn_box = calloc(prog->ninsns, sizeof(pxvm_fetch_box));
         if (!prog->insn_box)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns);
+    }
+    if (in->op != PX_OP_GATHER) {
+        pxvm_fetch_box *b = &prog->insn_box[i];
+        int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+        px_patch_span(PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, w), taps,
+                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0, &b->u_lo, &b->u_hi);
+        px_patch_span(PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, dv), PX_ARG(in, SAMPLE, h), taps,
+                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0, &b->v_lo, &b->v_hi);
+        px_lod_levels((uint32_t)PX_ARG(in, SAMPLE, lod), px_mode_filter(PX_ARG(in, SAMPLE, mode)),
+                      prog->slots[PX_ARG(in, SAMPLE, src)].levels, &b->lmin, &b->lmax);
+        return 0;
     }
     int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
     int w = PX_ARG(in, GATHER, w), h = PX_ARG(in, GATHER, h), filter = px_mode_filter(PX_ARG(in, GATHER, mode));
@@ -511,7 +524,7 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
         prog->insn_token[i] = -1;
         prog->uses_video |= in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ||
                             (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, mask)) || (px__is_fetch(in) && px__fetch_mask(in));
-        if (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, mask) && px__gather_box(prog, in, i, err) < 0)
+        if (px__is_fetch(in) && px__fetch_mask(in) && px__fetch_box(prog, in, i, err) < 0)
             return -1;
         prog->writes_fixation |= in->op == PX_OP_ARGMAX;
         prog->uses_fixation |= in->op == PX_OP_ARGMAX || in->op == PX_OP_SALIENCY;

@@ -153,8 +153,8 @@ typedef struct pxvm_program {
     int ngeom;
     int *geom_base;
     int32_t *insn_token;
-    /* video: the position box of each incremental GATHER (its table is constant data), computed
-     * at load; NULL when there is none */
+    /* video: the position box of each incremental SAMPLE/ANISO/GATHER (a GATHER's table is
+     * constant data), computed at load; NULL when there is none */
     struct pxvm_fetch_box *insn_box;
     int uses_video;      /* DIFF, UPDATE, persistent slots or incremental instructions */
     /* [nslots]: the input slot is read only as the frame of DIFF and UPDATE, so (with dirty
@@ -164,7 +164,7 @@ typedef struct pxvm_program {
     int writes_fixation; /* ARGMAX: registers change during a run */
 } pxvm_program;
 
-/* The positions (Q16, before a fixation offset) and levels an incremental GATHER reads. */
+/* The positions (Q16, before a fixation offset) and levels an incremental instruction reads. */
 typedef struct pxvm_fetch_box {
     int64_t u_lo, u_hi, v_lo, v_hi;
     int lmin, lmax;

@@ -247,20 +247,9 @@ static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uin
     if (need)
         return 1;
     const px_cpu_src *sv = &ex->view[in->a[PX_FI(SAMPLE, src)]];
-    int64_t u_lo, u_hi, v_lo, v_hi;
-    int lmin, lmax;
-    if (in->op == PX_OP_GATHER) {
-        const pxvm_fetch_box *b = &prog->insn_box[index];
-        u_lo = b->u_lo, u_hi = b->u_hi, v_lo = b->v_lo, v_hi = b->v_hi, lmin = b->lmin, lmax = b->lmax;
-    } else {
-        int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
-        px_patch_span(PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, w), taps,
-                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0, &u_lo, &u_hi);
-        px_patch_span(PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, dv), PX_ARG(in, SAMPLE, h), taps,
-                      in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0, &v_lo, &v_hi);
-        px_lod_levels((uint32_t)PX_ARG(in, SAMPLE, lod), filter, sv->levels, &lmin, &lmax);
-    }
-    px_tilebox box = px_footprint_tiles(u_lo + fx, u_hi + fx, v_lo + fy, v_hi + fy, lmin, lmax, filter, sv->w[0], sv->h[0]);
+    const pxvm_fetch_box *b = &prog->insn_box[index]; /* decided at load */
+    px_tilebox box = px_footprint_tiles(b->u_lo + fx, b->u_hi + fx, b->v_lo + fy, b->v_hi + fy, b->lmin, b->lmax, filter,
+                                        sv->w[0], sv->h[0]);
     return px_cpu_box_dirty(ex->store[mask], prog->slots[mask].w, box);
 }
 

@@ -944,19 +944,9 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
             f->wpr = px_gpu_words(prog->slots[f->mask].w);
             f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
         }
-        if (f->mask && in->op == PX_OP_GATHER) {
+        if (f->mask) { /* its footprint box, decided at load (vm/program.c) */
             const pxvm_fetch_box *b = &prog->insn_box[i];
             f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
-        } else if (f->mask) {
-            int taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
-            int64_t lo, hi;
-            px_patch_span(PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, w), taps,
-                          in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0, &lo, &hi);
-            f->u_lo = lo, f->u_hi = hi;
-            px_patch_span(PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, dv), PX_ARG(in, SAMPLE, h), taps,
-                          in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0, &lo, &hi);
-            f->v_lo = lo, f->v_hi = hi;
-            px_lod_levels((uint32_t)PX_ARG(in, SAMPLE, lod), f->mode, prog->slots[f->src].levels, &f->lmin, &f->lmax);
         }
         f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
         f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];

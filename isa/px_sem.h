@@ -401,6 +401,14 @@ PX_SEM uint32_t px_maxdiff(px_rgba a, px_rgba b)
 PX_SEM px_rgba px_mask_pixel(int dirty) { return px_pack(dirty ? 255u : 0u, 0, 0, 255u); }
 PX_SEM int px_mask_dirty(px_rgba p) { return (p & 255u) != 0; }
 
+/* DIFF with dirty rectangles: does the rectangle (x, y, w, h) of level-0 texels touch tile
+ * (tx, ty)? Empty rectangles touch nothing. */
+PX_SEM int px_rect_touches_tile(int32_t x, int32_t y, int32_t w, int32_t h, int tx, int ty)
+{
+    int64_t x0 = (int64_t)tx * PX_TILE, y0 = (int64_t)ty * PX_TILE;
+    return w > 0 && h > 0 && x < x0 + PX_TILE && x0 < (int64_t)x + w && y < y0 + PX_TILE && y0 < (int64_t)y + h;
+}
+
 /* A rectangle of tiles, inclusive; empty when x0 > x1 or y0 > y1. */
 typedef struct px_tilebox {
     int x0, y0, x1, y1;

@@ -185,13 +185,9 @@ int pxvm_check_dirty(const pxvm_program *prog, int batch, int item, const pxvm_r
 
 int pxvm_rects_touch_tile(const pxvm_rect *rects, int n, int tx, int ty)
 {
-    int64_t x0 = (int64_t)tx * PX_TILE, y0 = (int64_t)ty * PX_TILE;
-    for (int i = 0; i < n; i++) {
-        const pxvm_rect *r = &rects[i];
-        if (r->w > 0 && r->h > 0 && r->x < x0 + PX_TILE && x0 < (int64_t)r->x + r->w && r->y < y0 + PX_TILE &&
-            y0 < (int64_t)r->y + r->h)
+    for (int i = 0; i < n; i++)
+        if (px_rect_touches_tile(rects[i].x, rects[i].y, rects[i].w, rects[i].h, tx, ty))
             return 1;
-    }
     return 0;
 }
 

@@ -50,15 +50,12 @@ struct px_gpu_dirty {
     pxvm_rect r[PXVM_MAX_RECTS];
 };
 
-static __device__ inline int pxvm_rects_touch_tile_dev(const pxvm_rect *rects, int n, int tx, int ty)
+/* pxvm_rects_touch_tile (vm/view.c) on the device: the same rule, px_rect_touches_tile. */
+static __device__ inline int px_gpu_rects_touch_tile(const pxvm_rect *rects, int n, int tx, int ty)
 {
-    long long x0 = (long long)tx * PX_TILE, y0 = (long long)ty * PX_TILE;
-    for (int i = 0; i < n; i++) {
-        const pxvm_rect *r = &rects[i];
-        if (r->w > 0 && r->h > 0 && r->x < x0 + PX_TILE && x0 < (long long)r->x + r->w && r->y < y0 + PX_TILE &&
-            y0 < (long long)r->y + r->h)
+    for (int i = 0; i < n; i++)
+        if (px_rect_touches_tile(rects[i].x, rects[i].y, rects[i].w, rects[i].h, tx, ty))
             return 1;
-    }
     return 0;
 }
 

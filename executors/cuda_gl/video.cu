@@ -17,7 +17,7 @@ __global__ void px__k_diff(const px_gpu_slot *all_slots, int nslots, int frame, 
     if (!primed[blockIdx.z]) {
         on = 1;
     } else if (d->n >= 0) {
-        on = threadIdx.x == 0 && pxvm_rects_touch_tile_dev(d->r, d->n, tx, ty);
+        on = threadIdx.x == 0 && px_gpu_rects_touch_tile(d->r, d->n, tx, ty);
     } else if (x < f->w[0] && y < f->h[0]) {
         on = px_maxdiff(px__texel(f->tex[0], x, y), px__texel(c->tex[0], x, y)) > threshold;
     }
@@ -169,7 +169,7 @@ __global__ void px__k_frame_tiles(const px_gpu_slot *all_slots, int nslots, int 
     if (!primed[blockIdx.z])
         on = 1;
     else if (d->n >= 0)
-        on = threadIdx.x == 0 && pxvm_rects_touch_tile_dev(d->r, d->n, tx, ty);
+        on = threadIdx.x == 0 && px_gpu_rects_touch_tile(d->r, d->n, tx, ty);
     else
         on = in && px_maxdiff(fv, px__sread(c->surf[0], x, y)) > threshold;
     int dirty_tile = __syncthreads_or(on);

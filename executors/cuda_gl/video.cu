@@ -39,20 +39,16 @@ __global__ void px__k_update(const px_gpu_slot *all_slots, int nslots, int frame
         px__store(c->surf[0], x, y, px__texel(slots[frame].tex[0], x, y));
 }
 
-/* Levels 1 .. min(4, levels-1) of one dirty tile: a level-l texel (l <= 4) lies in one tile, so
- * the tile's texels of every such level depend only on its own level-0 texels, and a block
- * rebuilds them all in shared memory, exactly the texels the rule rebuilds. */
-__global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+/* Levels 1 .. min(4, levels-1) of tile (tx, ty) of slot s, by a 256-thread block whose thread
+ * i holds the tile's level-0 texel (i % 16, i / 16) in `level0` (0 outside the slot): a level-l
+ * texel (l <= 4) lies in one tile, so the tile's texels of every such level depend only on its
+ * own level-0 texels; the block rebuilds them all in shared memory, exactly the texels the rule
+ * rebuilds. */
+static __device__ void px__tile_levels(const px_gpu_slot *s, int tx, int ty, uint32_t level0)
 {
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    const px_gpu_slot *s = &slots[slot];
-    int tx = blockIdx.x, ty = blockIdx.y;
-    if (!px_mask_dirty(px__texel(slots[mask].tex[0], tx, ty)))
-        return;
     __shared__ uint32_t t[2][PX_TILE * PX_TILE];
     int lx = (int)threadIdx.x % PX_TILE, ly = (int)threadIdx.x / PX_TILE;
-    int x = tx * PX_TILE + lx, y = ty * PX_TILE + ly;
-    t[0][threadIdx.x] = x < s->w[0] && y < s->h[0] ? px__sread(s->surf[0], x, y) : 0u;
+    t[0][threadIdx.x] = level0;
     __syncthreads();
     int top = s->levels - 1 < 4 ? s->levels - 1 : 4;
     for (int l = 1; l <= top; l++) {
@@ -73,6 +69,18 @@ __global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int sl
         }
         __syncthreads();
     }
+}
+
+/* Incremental PYRAMID, levels 1-4: one block per tile, dirty tiles only. */
+__global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+{
+    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
+    const px_gpu_slot *s = &slots[slot];
+    int tx = blockIdx.x, ty = blockIdx.y;
+    if (!px_mask_dirty(px__texel(slots[mask].tex[0], tx, ty)))
+        return;
+    int x = tx * PX_TILE + (int)threadIdx.x % PX_TILE, y = ty * PX_TILE + (int)threadIdx.x / PX_TILE;
+    px__tile_levels(s, tx, ty, x < s->w[0] && y < s->h[0] ? px__sread(s->surf[0], x, y) : 0u);
 }
 
 /* The dirty tiles of a mask as row bitmaps, th rows of px_gpu_words(tw) uint32 per item (zeroed
@@ -184,29 +192,8 @@ __global__ void px__k_frame_tiles(const px_gpu_slot *all_slots, int nslots, int 
         return;
     if (in)
         px__store(c->surf[0], x, y, fv);
-    if (!pyramid)
-        return;
-    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
-    t[0][threadIdx.x] = fv;
-    __syncthreads();
-    int top = c->levels - 1 < 4 ? c->levels - 1 : 4;
-    for (int l = 1; l <= top; l++) {
-        int side = PX_TILE >> l, prev = PX_TILE >> (l - 1), ox = (tx * PX_TILE) >> l, oy = (ty * PX_TILE) >> l;
-        int pox = (tx * PX_TILE) >> (l - 1), poy = (ty * PX_TILE) >> (l - 1);
-        const uint32_t *src = t[(l - 1) & 1];
-        uint32_t *dst = t[l & 1];
-        if (lx < side && ly < side) {
-            int gx = ox + lx, gy = oy + ly;
-            if (gx < c->w[l] && gy < c->h[l]) {
-                int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, c->w[l - 1]) - pox;
-                int cc = px_pyr_src0(gy) - poy, dd = px_pyr_src1(gy, c->h[l - 1]) - poy;
-                uint32_t v = px_box4(src[cc * prev + a], src[cc * prev + b], src[dd * prev + a], src[dd * prev + b]);
-                dst[ly * side + lx] = v;
-                px__store(c->surf[l], gx, gy, v);
-            }
-        }
-        __syncthreads();
-    }
+    if (pyramid)
+        px__tile_levels(c, tx, ty, fv);
 }
 
 cudaError_t px_gpu_frame_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,

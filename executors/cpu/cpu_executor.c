@@ -339,15 +339,9 @@ static void px__saliency_rows(void *ctx, int y0, int y1)
 
 /* ---- DIFF, UPDATE, incremental PYRAMID (video) ----------------------------------------------- */
 
-typedef struct {
-    const pxvm_executor *ex;
-    const pxi_insn *in;
-    int level;
-} px__video_job;
-
 static void px__video_diff_rows(void *ctx, int y0, int y1)
 {
-    const px__video_job *j = ctx;
+    const px__insn_job *j = ctx;
     const pxvm_executor *ex = j->ex;
     int mask = PX_ARG(j->in, DIFF, mask);
     px_cpu_diff_rows(&ex->view[PX_ARG(j->in, DIFF, frame)], &ex->view[PX_ARG(j->in, DIFF, cur)], ex->store[mask],
@@ -357,7 +351,7 @@ static void px__video_diff_rows(void *ctx, int y0, int y1)
 
 static void px__video_update_rows(void *ctx, int y0, int y1)
 {
-    const px__video_job *j = ctx;
+    const px__insn_job *j = ctx;
     const pxvm_executor *ex = j->ex;
     int mask = PX_ARG(j->in, UPDATE, mask);
     px_cpu_update_rows(&ex->view[PX_ARG(j->in, UPDATE, frame)], ex->store[PX_ARG(j->in, UPDATE, cur)], ex->store[mask],
@@ -366,7 +360,7 @@ static void px__video_update_rows(void *ctx, int y0, int y1)
 
 static void px__video_pyramid_rows(void *ctx, int y0, int y1)
 {
-    const px__video_job *j = ctx;
+    const px__insn_job *j = ctx;
     int mask = PX_ARG(j->in, PYRAMID, mask);
     px_cpu_pyramid_tile_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
                              y0, y1);
@@ -494,7 +488,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
     case PX_OP_PYRAMID:
         if (PX_ARG(first, PYRAMID, mask)) {
-            px__video_job job = {ex, first, 0};
+            px__insn_job job = {ex, first};
             int mask = PX_ARG(first, PYRAMID, mask);
             px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
             px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w);
@@ -503,12 +497,12 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         }
         return 0;
     case PX_OP_DIFF: {
-        px__video_job job = {ex, first, 0};
+        px__insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 2, px__video_diff_rows, &job);
         return 0;
     }
     case PX_OP_UPDATE: {
-        px__video_job job = {ex, first, 0};
+        px__insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, UPDATE, cur)].h, 16, px__video_update_rows, &job);
         return 0;
     }

@@ -1458,8 +1458,8 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         ex->h_nrects[b] = -1;
     if (full && !ex->h_primed)
         ex->h_primed = (uint8_t *)calloc((size_t)ex->batch, 1);
-    if (full && ex->h_primed && ex->prog->uses_video) /* a DIFF-free trap (DOT) leaves it so: conservative */
-        memset(ex->h_primed, ex->has_dot ? 0 : 1, (size_t)ex->batch);
+    if (full && ex->h_primed) /* as the device's px__k_video_end will leave it */
+        memset(ex->h_primed, 1, (size_t)ex->batch);
     /* with a caller's stream the run is asynchronous and leaves outputs on the device, unless a
      * trap must be read back first */
     int async = ex->user_stream && full && !ex->has_dot && !(opt && (opt->trace || opt->profile));

@@ -10,38 +10,24 @@
 #include <time.h>
 
 #include "../../include/pxvm.h"
-
-static double px__now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static void px__ck(int rc, const char *what)
-{
-    if (rc) {
-        fprintf(stderr, "bench_device: %s: %s\n", what, pxvm_errmsg());
-        exit(1);
-    }
-}
+#include "bench_common.h"
 
 /* frames/s of `frames` frames: bind + run + read patches, items at a time. */
 static double px__frames_per_s(pxvm_runner *r, int image, int atlas, const pxvm_view *in, const pxvm_view *out,
                                int frames, cudaStream_t s, int bind)
 {
     for (int i = 0; i < 20; i++) { /* warm-up: the graph is captured on the first run */
-        px__ck(pxvm_runner_bind(r, image, 0, in), "bind");
-        px__ck(pxvm_runner_run(r), "run");
-        px__ck(pxvm_runner_read_patches(r, atlas, 0, out), "read");
+        px__ck(pxvm_runner_bind(r, image, 0, in), "bench_device: bind");
+        px__ck(pxvm_runner_run(r), "bench_device: run");
+        px__ck(pxvm_runner_read_patches(r, atlas, 0, out), "bench_device: read");
     }
     cudaStreamSynchronize(s);
     double t0 = px__now_ms();
     for (int i = 0; i < frames; i++) {
         if (bind)
-            px__ck(pxvm_runner_bind(r, image, 0, in), "bind");
-        px__ck(pxvm_runner_run(r), "run");
-        px__ck(pxvm_runner_read_patches(r, atlas, 0, out), "read");
+            px__ck(pxvm_runner_bind(r, image, 0, in), "bench_device: bind");
+        px__ck(pxvm_runner_run(r), "bench_device: run");
+        px__ck(pxvm_runner_read_patches(r, atlas, 0, out), "bench_device: read");
     }
     cudaStreamSynchronize(s);
     return frames * in->items / ((px__now_ms() - t0) / 1e3);
@@ -55,12 +41,12 @@ int main(int argc, char **argv)
                        "\"scale\": 1, \"levels\": 5}";
     pxvm_prog *prog;
     pxvm_runner *one, *many;
-    px__ck(pxvm_prog_from_plan(plan, "foveate273-1024", NULL, &prog), "plan");
-    px__ck(pxvm_runner_open(prog, "cuda", 0, 0, 1, &one), "open");
-    px__ck(pxvm_runner_open(prog, "cuda", 0, 0, batch, &many), "open batch");
+    px__ck(pxvm_prog_from_plan(plan, "foveate273-1024", NULL, &prog), "bench_device: plan");
+    px__ck(pxvm_runner_open(prog, "cuda", 0, 0, 1, &one), "bench_device: open");
+    px__ck(pxvm_runner_open(prog, "cuda", 0, 0, batch, &many), "bench_device: open batch");
     int image = pxvm_prog_slot_find(prog, "image"), atlas = pxvm_prog_slot_find(prog, "atlas");
     pxvm_slot_info ai;
-    px__ck(pxvm_prog_slot(prog, atlas, &ai), "slot");
+    px__ck(pxvm_prog_slot(prog, atlas, &ai), "bench_device: slot");
     size_t frame = (size_t)W * H * 4, pbytes = (size_t)ai.patch_w * ai.patch_h * ai.patch_count * 4;
     uint8_t *d_in, *d_out, *h = (uint8_t *)malloc(frame);
     cudaMalloc(&d_in, frame * (size_t)batch);
@@ -71,8 +57,8 @@ int main(int argc, char **argv)
         cudaMemcpy(d_in + frame * (size_t)b, h, frame, cudaMemcpyHostToDevice);
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    px__ck(pxvm_runner_set_stream(one, s), "stream");
-    px__ck(pxvm_runner_set_stream(many, s), "stream");
+    px__ck(pxvm_runner_set_stream(one, s), "bench_device: stream");
+    px__ck(pxvm_runner_set_stream(many, s), "bench_device: stream");
     pxvm_view in = {d_in, 0, 1, W, H, 4, (int64_t)frame, W * 4, 4, 1};
     pxvm_view out = {d_out, 0, 1, ai.patch_w, ai.patch_h * ai.patch_count, 4, (int64_t)pbytes, ai.patch_w * 4, 4, 1};
     double fps = px__frames_per_s(one, image, atlas, &in, &out, frames, s, 1);

@@ -19,25 +19,11 @@
 #include <time.h>
 
 #include "../../include/pxvm.h"
+#include "bench_common.h"
 
 #define W 1024
 #define H 1024
 #define BATCH 32
-
-static double px__now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static void px__ck(int rc, const char *what)
-{
-    if (rc) {
-        fprintf(stderr, "bench_fixation: %s: %s\n", what, pxvm_errmsg());
-        exit(1);
-    }
-}
 
 static const char *px__logpolar(char *buf, size_t n, const char *fixation, const char *extra)
 {
@@ -56,13 +42,13 @@ typedef struct {
 
 static void px__open(px__job *j, const char *plan, int batch, cudaStream_t s)
 {
-    px__ck(pxvm_prog_from_plan(plan, "bench", NULL, &j->prog), "plan");
-    px__ck(pxvm_runner_open(j->prog, "cuda", 0, 0, batch, &j->run), "open");
-    px__ck(pxvm_runner_set_stream(j->run, s), "stream");
+    px__ck(pxvm_prog_from_plan(plan, "bench", NULL, &j->prog), "bench_fixation: plan");
+    px__ck(pxvm_runner_open(j->prog, "cuda", 0, 0, batch, &j->run), "bench_fixation: open");
+    px__ck(pxvm_runner_set_stream(j->run, s), "bench_fixation: stream");
     j->image = pxvm_prog_slot_find(j->prog, "image");
     j->atlas = pxvm_prog_slot_find(j->prog, "atlas");
     pxvm_slot_info ai;
-    px__ck(pxvm_prog_slot(j->prog, j->atlas, &ai), "slot");
+    px__ck(pxvm_prog_slot(j->prog, j->atlas, &ai), "bench_fixation: slot");
     size_t pbytes = (size_t)ai.patch_w * ai.patch_h * ai.patch_count * 4;
     cudaMalloc(&j->d_out, pbytes * (size_t)batch);
     pxvm_view o = {j->d_out, 0, batch, ai.patch_w, ai.patch_h * ai.patch_count, 4, (int64_t)pbytes, ai.patch_w * 4, 4, 1};
@@ -81,10 +67,10 @@ static void px__close(px__job *j)
 static void px__frame(px__job *j, const pxvm_view *in, const int32_t *fix, int dev)
 {
     if (fix)
-        px__ck(pxvm_runner_set_fixations(j->run, 0, in->items, 0, 1, fix, dev ? 0 : -1), "fixations");
-    px__ck(pxvm_runner_bind(j->run, j->image, 0, in), "bind");
-    px__ck(pxvm_runner_run(j->run), "run");
-    px__ck(pxvm_runner_read_patches(j->run, j->atlas, 0, &j->out), "read");
+        px__ck(pxvm_runner_set_fixations(j->run, 0, in->items, 0, 1, fix, dev ? 0 : -1), "bench_fixation: fixations");
+    px__ck(pxvm_runner_bind(j->run, j->image, 0, in), "bench_fixation: bind");
+    px__ck(pxvm_runner_run(j->run), "bench_fixation: run");
+    px__ck(pxvm_runner_read_patches(j->run, j->atlas, 0, &j->out), "bench_fixation: read");
 }
 
 int main(int argc, char **argv)
@@ -204,7 +190,7 @@ int main(int argc, char **argv)
     int driver = 0;
     cudaDriverGetVersion(&driver);
     pxvm_slot_info ai;
-    px__ck(pxvm_prog_slot(rel.prog, rel.atlas, &ai), "slot");
+    px__ck(pxvm_prog_slot(rel.prog, rel.atlas, &ai), "bench_fixation: slot");
     printf("{\"gpu\": \"%s\", \"cuda_driver_api\": %d, \"w\": %d, \"h\": %d, \"frames\": %d, \"tokens\": %d,\n"
            " \"same_fixation_frame_us\": %.3f, \"new_fixation_device_frame_us\": %.3f, "
            "\"new_fixation_host_frame_us\": %.3f,\n"

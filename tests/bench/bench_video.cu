@@ -17,21 +17,7 @@
 #include <time.h>
 
 #include "../../include/pxvm.h"
-
-static double px__now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static void px__ck(int rc, const char *what)
-{
-    if (rc) {
-        fprintf(stderr, "bench_video: %s: %s\n", what, pxvm_errmsg());
-        exit(1);
-    }
-}
+#include "bench_common.h"
 
 /* Reads a uint8 .npy whose last three dimensions are H, W, 4. */
 static uint8_t *px__load_npy(const char *path, int *n, int *w, int *h)
@@ -81,12 +67,12 @@ static void px__open(px__path *p, const char *exec, int threads, int w, int h, i
         snprintf(video, sizeof video, ", \"video\": %d", threshold);
     snprintf(plan, sizeof plan, "{\"image\": [%d, %d], \"budget\": 273, \"scheme\": \"logpolar\", \"fixation\": \"relative\"%s}",
              w, h, video);
-    px__ck(pxvm_prog_from_plan(plan, "bench", NULL, &p->prog), "plan");
-    px__ck(pxvm_runner_open(p->prog, exec, 0, threads, 1, &p->run), "open");
+    px__ck(pxvm_prog_from_plan(plan, "bench", NULL, &p->prog), "bench_video: plan");
+    px__ck(pxvm_runner_open(p->prog, exec, 0, threads, 1, &p->run), "bench_video: open");
     p->image = pxvm_prog_slot_find(p->prog, "image");
     p->atlas = pxvm_prog_slot_find(p->prog, "atlas");
     pxvm_slot_info ai;
-    px__ck(pxvm_prog_slot(p->prog, p->atlas, &ai), "slot");
+    px__ck(pxvm_prog_slot(p->prog, p->atlas, &ai), "bench_video: slot");
     p->tokens = ai.patch_count;
     size_t pbytes = (size_t)ai.patch_w * ai.patch_h * ai.patch_count * 4;
     if (cuda)
@@ -99,10 +85,10 @@ static void px__open(px__path *p, const char *exec, int threads, int w, int h, i
     if (cuda) { /* runs on a caller stream: enqueued, no host synchronisation per frame */
         cudaStream_t st;
         cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-        px__ck(pxvm_runner_set_stream(p->run, st), "stream");
+        px__ck(pxvm_runner_set_stream(p->run, st), "bench_video: stream");
     }
     int32_t centre[2] = {w << 15, h << 15};
-    px__ck(pxvm_runner_set_fixations(p->run, 0, 1, 0, 1, centre, -1), "fixation");
+    px__ck(pxvm_runner_set_fixations(p->run, 0, 1, 0, 1, centre, -1), "bench_video: fixation");
 }
 
 static void px__close(px__path *p, int cuda)
@@ -122,22 +108,22 @@ static double px__fps_rects(px__path *p, const uint8_t *frames, int nframes, int
 {
     size_t fb = (size_t)w * h * 4;
     int band = (int)(h * frac);
-    px__ck(pxvm_runner_restart(p->run), "restart");
+    px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
     double t0 = 0;
     for (int i = 0; i < count + 1; i++) {
         if (i == 1) {
-            px__ck(pxvm_runner_sync(p->run), "sync");
+            px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
             t0 = px__now_ms();
         }
         pxvm_rect r = {0, (i * 16) % (h - band + 1), w, band};
         if (i > 0)
-            px__ck(pxvm_runner_set_dirty(p->run, 0, &r, 1), "dirty");
+            px__ck(pxvm_runner_set_dirty(p->run, 0, &r, 1), "bench_video: dirty");
         pxvm_view in = {(void *)(frames + fb * (size_t)(i % nframes)), -1, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bind");
-        px__ck(pxvm_runner_run(p->run), "run");
-        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "read");
+        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bench_video: bind");
+        px__ck(pxvm_runner_run(p->run), "bench_video: run");
+        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
     }
-    px__ck(pxvm_runner_sync(p->run), "sync");
+    px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
     return count / ((px__now_ms() - t0) / 1e3);
 }
 
@@ -148,31 +134,31 @@ static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count
     size_t fb = (size_t)w * h * 4;
     long total = 0, again = 0;
     if (sampled) {
-        px__ck(pxvm_runner_restart(p->run), "restart");
+        px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
         for (int i = 0; i < nframes; i++) {
             pxvm_view in = {(void *)(frames + fb * (size_t)i), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-            px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bind");
-            px__ck(pxvm_runner_run(p->run), "run");
-            px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "changed");
+            px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bench_video: bind");
+            px__ck(pxvm_runner_run(p->run), "bench_video: run");
+            px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "bench_video: changed");
             for (int t = 0; i > 0 && t < p->tokens; t++)
                 again += p->changed[t];
             total += i > 0 ? p->tokens : 0;
         }
         *sampled = total ? (double)again / (double)total : 0;
     }
-    px__ck(pxvm_runner_restart(p->run), "restart");
+    px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
     double t0 = 0;
     for (int i = 0; i < count + 1; i++) {
         if (i == 1) { /* the first frame (whole) is not timed */
-            px__ck(pxvm_runner_sync(p->run), "sync");
+            px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
             t0 = px__now_ms();
         }
         pxvm_view in = {(void *)(frames + fb * (size_t)(i % nframes)), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bind");
-        px__ck(pxvm_runner_run(p->run), "run");
-        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "read");
+        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bench_video: bind");
+        px__ck(pxvm_runner_run(p->run), "bench_video: run");
+        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
     }
-    px__ck(pxvm_runner_sync(p->run), "sync"); /* host frames too: their uploads and runs are queued */
+    px__ck(pxvm_runner_sync(p->run), "bench_video: sync"); /* host frames too: their uploads and runs are queued */
     double ms = px__now_ms() - t0;
     return count / (ms / 1e3);
 }

@@ -8,14 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t px__next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int px__below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(px__next(s) % (uint64_t)n); }
 
 /* Noise, or a smooth gradient (where interpolation errors would show), by seed. */
 static void px__fill(pxvm_image *img, uint64_t seed)
@@ -29,7 +21,7 @@ static void px__fill(pxvm_image *img, uint64_t seed)
                 p[0] = (uint8_t)(x * 7 + y * 3), p[1] = (uint8_t)(x * y), p[2] = (uint8_t)(255 - x - y);
                 p[3] = (uint8_t)(x ^ y);
             } else {
-                uint64_t r = px__next(&s);
+                uint64_t r = px_case_next(&s);
                 memcpy(p, &r, 4);
             }
         }
@@ -267,14 +259,14 @@ static int px__case_gather(px_case *c, int which)
     for (int j = 0; j < th; j++)
         for (int i = 0; i < tw; i++) {
             uint8_t *e = table.px + ((size_t)j * (size_t)table.w + 3u * (size_t)i) * 4u;
-            int32_t u = (i + j) % 3 ? (int32_t)(px__next(&s) % (uint64_t)((w + 4) << 16)) - (2 << 16)
+            int32_t u = (i + j) % 3 ? (int32_t)(px_case_next(&s) % (uint64_t)((w + 4) << 16)) - (2 << 16)
                                     : special[(i * 5 + j) % 11];
-            int32_t v = (i * j) % 4 ? (int32_t)(px__next(&s) % (uint64_t)((h + 4) << 16)) - (2 << 16)
+            int32_t v = (i * j) % 4 ? (int32_t)(px_case_next(&s) % (uint64_t)((h + 4) << 16)) - (2 << 16)
                                     : special[(i + 7 * j) % 11];
             uint32_t lod = (uint32_t)((i * 97 + j * 211) % 1700) | (j == 4 ? 0xFF00u : 0u);
             pxi_write_le(e, 0, 0, 4, (uint32_t)u);
             pxi_write_le(e, 1, 0, 4, (uint32_t)v);
-            pxi_write_le(e, 2, 0, 4, lod | (uint32_t)px__next(&s) << 16); /* B, A ignored */
+            pxi_write_le(e, 2, 0, 4, lod | (uint32_t)px_case_next(&s) << 16); /* B, A ignored */
         }
     /* linear and nearest over the same table; with the table in the program image's own rows, the
      * rows follow the code, so the GATHERs are patched once the rows exist */
@@ -530,44 +522,44 @@ void px_case_reports_free(px_case_reports *r)
 
 static int px__size(uint64_t *s)
 {
-    switch (px__below(s, 12)) {
+    switch (px_case_below(s, 12)) {
     case 0: return 1;
     case 1: return 2;
     case 2: return 3;
-    case 3: return 16 + px__below(s, 3) - 1;
-    case 4: return 200 + px__below(s, 400);
-    default: return 1 + px__below(s, 90);
+    case 3: return 16 + px_case_below(s, 3) - 1;
+    case 4: return 200 + px_case_below(s, 400);
+    default: return 1 + px_case_below(s, 90);
     }
 }
 
 static int32_t px__coord(uint64_t *s, int size)
 {
-    switch (px__below(s, 10)) {
-    case 0: return INT32_MAX - px__below(s, 3);
-    case 1: return INT32_MIN + px__below(s, 3);
-    case 2: return (int32_t)(px__below(s, 3) << 15); /* texel edges and centres near 0 */
-    default: return (int32_t)(px__next(s) % (uint64_t)((int64_t)(size + 8) << 16)) - (4 << 16);
+    switch (px_case_below(s, 10)) {
+    case 0: return INT32_MAX - px_case_below(s, 3);
+    case 1: return INT32_MIN + px_case_below(s, 3);
+    case 2: return (int32_t)(px_case_below(s, 3) << 15); /* texel edges and centres near 0 */
+    default: return (int32_t)(px_case_next(s) % (uint64_t)((int64_t)(size + 8) << 16)) - (4 << 16);
     }
 }
 
 static int32_t px__step(uint64_t *s)
 {
-    switch (px__below(s, 10)) {
+    switch (px_case_below(s, 10)) {
     case 0: return INT32_MAX;
     case 1: return INT32_MIN;
     case 2: return 0;
-    case 3: return 1 << (16 + px__below(s, 4));
-    default: return (int32_t)(px__next(s) % (8u << 16)) - (4 << 16);
+    case 3: return 1 << (16 + px_case_below(s, 4));
+    default: return (int32_t)(px_case_next(s) % (8u << 16)) - (4 << 16);
     }
 }
 
 static uint32_t px__lod(uint64_t *s)
 {
-    switch (px__below(s, 8)) {
+    switch (px_case_below(s, 8)) {
     case 0: return 65535;
-    case 1: return (uint32_t)px__below(s, 16) << 8; /* whole levels */
-    case 2: return (uint32_t)(px__below(s, 16) << 8) | 128u;
-    default: return (uint32_t)px__below(s, 12 * 256);
+    case 1: return (uint32_t)px_case_below(s, 16) << 8; /* whole levels */
+    case 2: return (uint32_t)(px_case_below(s, 16) << 8) | 128u;
+    default: return (uint32_t)px_case_below(s, 12 * 256);
     }
 }
 
@@ -577,26 +569,26 @@ int px_case_random(uint64_t seed, px_case *c)
     snprintf(c->name, sizeof c->name, "random/%llu", (unsigned long long)seed);
     uint64_t s = seed * 0x2545F4914F6CDD1Dull + 1;
     pxvm_builder b;
-    pxvm_build_init(&b, 16 + px__below(&s, 48));
-    int nin = 1 + px__below(&s, 2), nw = 1 + px__below(&s, 2), nscratch = px__below(&s, 2);
+    pxvm_build_init(&b, 16 + px_case_below(&s, 48));
+    int nin = 1 + px_case_below(&s, 2), nw = 1 + px_case_below(&s, 2), nscratch = px_case_below(&s, 2);
     int slots[8], writable[8], nslot = 0, nwritable = 0;
     char name[16];
     for (int i = 0; i < nin; i++) {
         snprintf(name, sizeof name, "in%d", i);
         int w = px__size(&s), h = px__size(&s);
-        if (px__below(&s, 40) == 0)
-            w = 1000 + px__below(&s, 3000);
-        slots[nslot++] = px__input(c, &b, name, w, h, px__next(&s));
+        if (px_case_below(&s, 40) == 0)
+            w = 1000 + px_case_below(&s, 3000);
+        slots[nslot++] = px__input(c, &b, name, w, h, px_case_next(&s));
     }
     for (int i = 0; i < nw + nscratch; i++) {
         snprintf(name, sizeof name, i < nw ? "out%d" : "tmp%d", i);
-        int k = pxvm_build_slot(&b, i < nw ? PXI_ROLE_OUTPUT : PXI_ROLE_SCRATCH, name, 1 + px__below(&s, 64),
-                                1 + px__below(&s, 64));
+        int k = pxvm_build_slot(&b, i < nw ? PXI_ROLE_OUTPUT : PXI_ROLE_SCRATCH, name, 1 + px_case_below(&s, 64),
+                                1 + px_case_below(&s, 64));
         slots[nslot++] = writable[nwritable++] = k;
     }
     /* fixation: a third of the programs set registers, sample relative to them, and may compute
      * saliency maps (slot "sal": level `sal_map` of the first input) and ARGMAX */
-    int use_fix = px__below(&s, 3) == 0, sal = -1, sal_map = 0;
+    int use_fix = px_case_below(&s, 3) == 0, sal = -1, sal_map = 0;
     const pxvm_builder_slot *in0 = &b.slots[slots[0]];
     int in0_levels = px_mip_levels(in0->w, in0->h);
     if (use_fix) {
@@ -604,22 +596,22 @@ int px_case_random(uint64_t seed, px_case *c)
         for (int r = 0; r < 2 * PX_FIX_REGS; r++)
             c->fix[r] = px__coord(&s, in0->w);
         if (in0_levels >= 2) {
-            sal_map = px__below(&s, in0_levels);
+            sal_map = px_case_below(&s, in0_levels);
             sal = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "sal", px_mip_dim(in0->w, sal_map), px_mip_dim(in0->h, sal_map));
             slots[nslot++] = sal;
         }
     }
     int table = -1;
-    if (px__below(&s, 2)) {
+    if (px_case_below(&s, 2)) {
         pxvm_image t;
-        int tw = 1 + px__below(&s, 6), th = 1 + px__below(&s, 6);
+        int tw = 1 + px_case_below(&s, 6), th = 1 + px_case_below(&s, 6);
         pxvm_image_alloc(&t, 3 * tw, th, NULL);
         for (int j = 0; j < th; j++)
             for (int i = 0; i < tw; i++) {
                 uint8_t *e = t.px + ((size_t)j * (size_t)t.w + 3u * (size_t)i) * 4u;
                 pxi_write_le(e, 0, 0, 4, (uint32_t)px__coord(&s, 64));
                 pxi_write_le(e, 1, 0, 4, (uint32_t)px__coord(&s, 64));
-                pxi_write_le(e, 2, 0, 4, px__lod(&s) | ((uint32_t)px__next(&s) << 16));
+                pxi_write_le(e, 2, 0, 4, px__lod(&s) | ((uint32_t)px_case_next(&s) << 16));
             }
         if (3 * tw <= b.width) {
             table = pxvm_build_data_slot(&b, "table", &t);
@@ -627,50 +619,50 @@ int px_case_random(uint64_t seed, px_case *c)
         }
         pxvm_image_free(&t);
     }
-    int ninsns = 1 + px__below(&s, 30);
+    int ninsns = 1 + px_case_below(&s, 30);
     uint32_t dots[20]; /* 3 rows each, and rows are u8 operands */
     int ndots = 0;
     for (int n = 0; n < ninsns; n++) {
-        int op = px__below(&s, use_fix ? 15 : 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
+        int op = px_case_below(&s, use_fix ? 15 : 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
         if (op == 12 && sal >= 0) { /* SALIENCY of the first input into "sal" */
-            int cl = px__below(&s, sal_map + 1 < in0_levels - 1 ? sal_map + 1 : in0_levels - 1);
-            int sl = cl + 1 + px__below(&s, in0_levels - cl - 1);
-            px__saliency(&b, slots[0], sal, px__below(&s, 2), cl, sl, sal_map, px__below(&s, 21), px__below(&s, 256),
-                         px__below(&s, 256), px__below(&s, 256));
+            int cl = px_case_below(&s, sal_map + 1 < in0_levels - 1 ? sal_map + 1 : in0_levels - 1);
+            int sl = cl + 1 + px_case_below(&s, in0_levels - cl - 1);
+            px__saliency(&b, slots[0], sal, px_case_below(&s, 2), cl, sl, sal_map, px_case_below(&s, 21), px_case_below(&s, 256),
+                         px_case_below(&s, 256), px_case_below(&s, 256));
         } else if (op >= 12) { /* ARGMAX of any slot level, with or without inhibition */
-            int src = slots[px__below(&s, nslot)], space = slots[px__below(&s, nslot)];
+            int src = slots[px_case_below(&s, nslot)], space = slots[px_case_below(&s, nslot)];
             const pxvm_builder_slot *ss = &b.slots[src];
-            int first = px__below(&s, PX_FIX_REGS), count = px__below(&s, PX_FIX_REGS - first + 1);
-            int w4[4] = {px__below(&s, 256), px__below(&s, 256), px__below(&s, 256), px__below(&s, 4) ? 0 : px__below(&s, 256)};
-            int radius = px__below(&s, 8) == 0 ? 16384 : px__below(&s, 1 + ss->w / 2);
-            px__argmax(&b, src, px__below(&s, px_mip_levels(ss->w, ss->h)), px__below(&s, PX_FIX_REGS), w4, space, first,
+            int first = px_case_below(&s, PX_FIX_REGS), count = px_case_below(&s, PX_FIX_REGS - first + 1);
+            int w4[4] = {px_case_below(&s, 256), px_case_below(&s, 256), px_case_below(&s, 256), px_case_below(&s, 4) ? 0 : px_case_below(&s, 256)};
+            int radius = px_case_below(&s, 8) == 0 ? 16384 : px_case_below(&s, 1 + ss->w / 2);
+            px__argmax(&b, src, px_case_below(&s, px_mip_levels(ss->w, ss->h)), px_case_below(&s, PX_FIX_REGS), w4, space, first,
                        count, radius);
         } else if (op < 3) { /* PYRAMID of any slot, the program image included */
-            px__pyr(&b, px__below(&s, 8) ? slots[px__below(&s, nslot)] : 0);
+            px__pyr(&b, px_case_below(&s, 8) ? slots[px_case_below(&s, nslot)] : 0);
         } else if (op < 11) { /* SAMPLE or GATHER into a writable slot */
-            int dst = writable[px__below(&s, nwritable)], src;
+            int dst = writable[px_case_below(&s, nwritable)], src;
             do
-                src = px__below(&s, 5) ? slots[px__below(&s, nslot)] : 0;
+                src = px_case_below(&s, 5) ? slots[px_case_below(&s, nslot)] : 0;
             while (src == dst);
             const pxvm_builder_slot *d = &b.slots[dst];
-            int w = 1 + px__below(&s, d->w), h = 1 + px__below(&s, d->h);
-            int x = px__below(&s, d->w - w + 1), y = px__below(&s, d->h - h + 1);
-            int mode = px__below(&s, 4) == 0;
-            if (use_fix && px__below(&s, 2))
-                mode = PX_MODE_REL(mode, px__below(&s, PX_FIX_REGS));
-            int tab = op >= 9 ? slots[px__below(&s, nslot)] : -1;
+            int w = 1 + px_case_below(&s, d->w), h = 1 + px_case_below(&s, d->h);
+            int x = px_case_below(&s, d->w - w + 1), y = px_case_below(&s, d->h - h + 1);
+            int mode = px_case_below(&s, 4) == 0;
+            if (use_fix && px_case_below(&s, 2))
+                mode = PX_MODE_REL(mode, px_case_below(&s, PX_FIX_REGS));
+            int tab = op >= 9 ? slots[px_case_below(&s, nslot)] : -1;
             if (tab >= 0 && tab != dst && b.slots[tab].w >= 3) {
                 const pxvm_builder_slot *t = &b.slots[tab];
                 w = w < t->w / 3 ? w : t->w / 3;
                 h = h < t->h ? h : t->h;
-                px__gather(&b, src, dst, mode, x, y, w, h, tab, px__below(&s, t->w - 3 * w + 1), px__below(&s, t->h - h + 1));
-            } else if (px__below(&s, 4) == 0) { /* ANISO */
+                px__gather(&b, src, dst, mode, x, y, w, h, tab, px_case_below(&s, t->w - 3 * w + 1), px_case_below(&s, t->h - h + 1));
+            } else if (px_case_below(&s, 4) == 0) { /* ANISO */
                 int32_t sw = src ? b.slots[src].w : b.width, f[PXI_MAX_FIELDS] = {0};
                 f[PX_FI(ANISO, src)] = src, f[PX_FI(ANISO, dst)] = dst, f[PX_FI(ANISO, mode)] = mode;
                 f[PX_FI(ANISO, dst_x)] = x, f[PX_FI(ANISO, dst_y)] = y, f[PX_FI(ANISO, w)] = w, f[PX_FI(ANISO, h)] = h;
                 f[PX_FI(ANISO, cu)] = px__coord(&s, sw), f[PX_FI(ANISO, cv)] = px__coord(&s, sw);
                 f[PX_FI(ANISO, du)] = px__step(&s), f[PX_FI(ANISO, dv)] = px__step(&s);
-                f[PX_FI(ANISO, lod)] = (int32_t)px__lod(&s), f[PX_FI(ANISO, taps)] = 1 + px__below(&s, PX_MAX_TAPS);
+                f[PX_FI(ANISO, lod)] = (int32_t)px__lod(&s), f[PX_FI(ANISO, taps)] = 1 + px_case_below(&s, PX_MAX_TAPS);
                 f[PX_FI(ANISO, tdu)] = px__step(&s), f[PX_FI(ANISO, tdv)] = px__step(&s);
                 pxvm_build_insn(&b, PX_OP_ANISO, f);
             } else {
@@ -685,13 +677,13 @@ int px_case_random(uint64_t seed, px_case *c)
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
     for (int d = 0; d < ndots; d++) {
         uint8_t ra[64 * 4], rb[64 * 4];
-        int small = px__below(&s, 16) != 0; /* mostly sums that fit; sometimes an overflow trap */
+        int small = px_case_below(&s, 16) != 0; /* mostly sums that fit; sometimes an overflow trap */
         for (int i = 0; i < 64 * 4; i++) {
-            ra[i] = (uint8_t)(small ? px__next(&s) % 9 : px__next(&s));
-            rb[i] = (uint8_t)(small ? px__next(&s) % 9 : px__next(&s));
+            ra[i] = (uint8_t)(small ? px_case_next(&s) % 9 : px_case_next(&s));
+            rb[i] = (uint8_t)(small ? px_case_next(&s) % 9 : px_case_next(&s));
         }
         int r0 = pxvm_build_row(&b, ra, b.width), r1 = pxvm_build_row(&b, rb, b.width), r2 = pxvm_build_row(&b, ra, 0);
-        pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_a), px__below(&s, 6) ? r0 : r2);
+        pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_a), px_case_below(&s, 6) ? r0 : r2);
         pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_b), r1);
         pxvm_build_patch(&b, dots[d], PX_FI(DOT_RGB, row_out), r2);
     }

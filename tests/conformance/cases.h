@@ -7,6 +7,16 @@
 
 #define PX_CASE_MAX_INPUTS 4
 
+/* The generators' random numbers (splitmix64), one definition for cases.c and video.c. */
+static inline uint64_t px_case_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline int px_case_below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(px_case_next(s) % (uint64_t)n); }
+
 typedef struct px_case {
     char name[64];
     pxvm_image program;

@@ -18,14 +18,6 @@
 #include "../../isa/px_sem.h"
 #include "cases.h"
 
-static uint64_t px__next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int px__below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(px__next(s) % (uint64_t)n); }
 
 void px_video_case_free(px_video_case *v)
 {
@@ -43,7 +35,7 @@ static int px__video_program(const px_video_case *v, uint64_t seed, int incremen
     uint64_t s = seed;
     pxvm_builder b;
     pxvm_build_init(&b, 64);
-    int w = v->w, h = v->h, pw = 1 + px__below(&s, 12), ph = 1 + px__below(&s, 12), n = 1 + px__below(&s, 24);
+    int w = v->w, h = v->h, pw = 1 + px_case_below(&s, 12), ph = 1 + px_case_below(&s, 12), n = 1 + px_case_below(&s, 24);
     int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", w, h);
     int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", w, h);
     int mask = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", px_tiles(w), px_tiles(h));
@@ -57,9 +49,9 @@ static int px__video_program(const px_video_case *v, uint64_t seed, int incremen
     for (int j = 0; j < ph; j++)
         for (int i = 0; i < pw; i++) {
             uint8_t *e = t.px + ((size_t)j * (size_t)t.w + 3u * (size_t)i) * 4u;
-            pxi_write_le(e, 0, 0, 4, (uint32_t)((int32_t)(px__next(&s) % ((uint64_t)(w + 8) << 16)) - (4 << 16)));
-            pxi_write_le(e, 1, 0, 4, (uint32_t)((int32_t)(px__next(&s) % ((uint64_t)(h + 8) << 16)) - (4 << 16)));
-            pxi_write_le(e, 2, 0, 4, (uint32_t)px__below(&s, 10 * 256));
+            pxi_write_le(e, 0, 0, 4, (uint32_t)((int32_t)(px_case_next(&s) % ((uint64_t)(w + 8) << 16)) - (4 << 16)));
+            pxi_write_le(e, 1, 0, 4, (uint32_t)((int32_t)(px_case_next(&s) % ((uint64_t)(h + 8) << 16)) - (4 << 16)));
+            pxi_write_le(e, 2, 0, 4, (uint32_t)px_case_below(&s, 10 * 256));
         }
     int table = pxvm_build_data_slot(&b, "table", &t);
     pxvm_image_free(&t);
@@ -74,8 +66,8 @@ static int px__video_program(const px_video_case *v, uint64_t seed, int incremen
     f[PX_FI(PYRAMID, slot)] = cur, f[PX_FI(PYRAMID, mask)] = incremental ? mask : 0;
     pxvm_build_insn(&b, PX_OP_PYRAMID, f);
     for (int k = 0; k < n; k++) {
-        int op = px__below(&s, 4), filter = px__below(&s, 3) == 0, rel = px__below(&s, 3) == 0;
-        int mode = rel ? PX_MODE_REL(filter, px__below(&s, PX_FIX_REGS)) : filter;
+        int op = px_case_below(&s, 4), filter = px_case_below(&s, 3) == 0, rel = px_case_below(&s, 3) == 0;
+        int mode = rel ? PX_MODE_REL(filter, px_case_below(&s, PX_FIX_REGS)) : filter;
         memset(f, 0, sizeof f);
         f[PX_FI(SAMPLE, src)] = cur, f[PX_FI(SAMPLE, dst)] = atlas, f[PX_FI(SAMPLE, mode)] = mode;
         f[PX_FI(SAMPLE, dst_x)] = k * pw, f[PX_FI(SAMPLE, w)] = pw, f[PX_FI(SAMPLE, h)] = ph;
@@ -86,17 +78,17 @@ static int px__video_program(const px_video_case *v, uint64_t seed, int incremen
             continue;
         }
         int32_t span = (int32_t)((w > h ? w : h) + 4) << 16;
-        f[PX_FI(SAMPLE, cu)] = rel ? (int32_t)(px__next(&s) % (uint64_t)(span / 4)) - span / 8
-                                   : (int32_t)(px__next(&s) % (uint64_t)span) - (2 << 16);
-        f[PX_FI(SAMPLE, cv)] = rel ? (int32_t)(px__next(&s) % (uint64_t)(span / 4)) - span / 8
-                                   : (int32_t)(px__next(&s) % (uint64_t)span) - (2 << 16);
-        f[PX_FI(SAMPLE, du)] = px__below(&s, 8) == 0 ? -(1 << 16) : (int32_t)(1 + px__below(&s, 4 << 16));
-        f[PX_FI(SAMPLE, dv)] = px__below(&s, 8) == 0 ? 0 : (int32_t)(1 + px__below(&s, 4 << 16));
-        f[PX_FI(SAMPLE, lod)] = px__below(&s, 3) ? px__below(&s, 256 * 8) : 256 * px__below(&s, 8);
+        f[PX_FI(SAMPLE, cu)] = rel ? (int32_t)(px_case_next(&s) % (uint64_t)(span / 4)) - span / 8
+                                   : (int32_t)(px_case_next(&s) % (uint64_t)span) - (2 << 16);
+        f[PX_FI(SAMPLE, cv)] = rel ? (int32_t)(px_case_next(&s) % (uint64_t)(span / 4)) - span / 8
+                                   : (int32_t)(px_case_next(&s) % (uint64_t)span) - (2 << 16);
+        f[PX_FI(SAMPLE, du)] = px_case_below(&s, 8) == 0 ? -(1 << 16) : (int32_t)(1 + px_case_below(&s, 4 << 16));
+        f[PX_FI(SAMPLE, dv)] = px_case_below(&s, 8) == 0 ? 0 : (int32_t)(1 + px_case_below(&s, 4 << 16));
+        f[PX_FI(SAMPLE, lod)] = px_case_below(&s, 3) ? px_case_below(&s, 256 * 8) : 256 * px_case_below(&s, 8);
         if (op == 2) {
-            f[PX_FI(ANISO, taps)] = 1 + px__below(&s, PX_MAX_TAPS);
-            f[PX_FI(ANISO, tdu)] = (int32_t)px__below(&s, 6 << 16) - (3 << 16);
-            f[PX_FI(ANISO, tdv)] = (int32_t)px__below(&s, 6 << 16) - (3 << 16);
+            f[PX_FI(ANISO, taps)] = 1 + px_case_below(&s, PX_MAX_TAPS);
+            f[PX_FI(ANISO, tdu)] = (int32_t)px_case_below(&s, 6 << 16) - (3 << 16);
+            f[PX_FI(ANISO, tdv)] = (int32_t)px_case_below(&s, 6 << 16) - (3 << 16);
             f[PX_FI(ANISO, mask)] = incremental ? mask : 0;
             pxvm_build_insn(&b, PX_OP_ANISO, f);
         } else {
@@ -117,47 +109,47 @@ int px_video_make(uint64_t seed, px_video_case *v)
     snprintf(v->name, sizeof v->name, "video/%llu", (unsigned long long)seed);
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
     static const int sizes[] = {1, 2, 15, 16, 17, 31, 33, 47, 64, 100, 129, 200};
-    v->w = px__below(&s, 4) ? 1 + px__below(&s, 140) : sizes[px__below(&s, 12)];
-    v->h = px__below(&s, 4) ? 1 + px__below(&s, 140) : sizes[px__below(&s, 12)];
+    v->w = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
+    v->h = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
     static const int thresholds[] = {0, 0, 1, 8, 16, 40, 128, 254, 255};
-    v->threshold = px__below(&s, 3) ? thresholds[px__below(&s, 9)] : px__below(&s, 256);
-    uint64_t pseed = px__next(&s);
+    v->threshold = px_case_below(&s, 3) ? thresholds[px_case_below(&s, 9)] : px_case_below(&s, 256);
+    uint64_t pseed = px_case_next(&s);
     if (px__video_program(v, pseed, 1, &v->incremental) < 0 || px__video_program(v, pseed, 0, &v->full) < 0)
         return -1;
-    v->nframes = 2 + px__below(&s, PX_VIDEO_MAX_FRAMES - 1);
+    v->nframes = 2 + px_case_below(&s, PX_VIDEO_MAX_FRAMES - 1);
     for (int fr = 0; fr < v->nframes; fr++) {
         pxvm_image *img = &v->frames[fr];
         if (pxvm_image_alloc(img, v->w, v->h, NULL) < 0)
             return -1;
         size_t bytes = (size_t)v->w * (size_t)v->h * 4u;
-        if (fr == 0 || px__below(&s, 12) == 0) { /* a new scene */
-            int smooth = px__below(&s, 2);
+        if (fr == 0 || px_case_below(&s, 12) == 0) { /* a new scene */
+            int smooth = px_case_below(&s, 2);
             for (size_t i = 0; i < bytes; i++)
-                img->px[i] = (uint8_t)(smooth ? (i / 4) % (size_t)v->w * 3 + (i & 3) * 50 : px__next(&s));
+                img->px[i] = (uint8_t)(smooth ? (i / 4) % (size_t)v->w * 3 + (i & 3) * 50 : px_case_next(&s));
         } else {
             memcpy(img->px, v->frames[fr - 1].px, bytes);
         }
         v->nrects[fr] = -1;
-        int changes = px__below(&s, 4), give = px__below(&s, 4) == 0;
+        int changes = px_case_below(&s, 4), give = px_case_below(&s, 4) == 0;
         if (give)
             v->nrects[fr] = 0;
         for (int c = 0; c < changes; c++) { /* a rectangle moves: new pixels, or a nudge of a few levels */
-            int rw = 1 + px__below(&s, v->w), rh = 1 + px__below(&s, v->h);
-            int rx = px__below(&s, v->w - rw + 1), ry = px__below(&s, v->h - rh + 1), nudge = px__below(&s, 3) == 0;
-            int delta = 1 + px__below(&s, 20);
+            int rw = 1 + px_case_below(&s, v->w), rh = 1 + px_case_below(&s, v->h);
+            int rx = px_case_below(&s, v->w - rw + 1), ry = px_case_below(&s, v->h - rh + 1), nudge = px_case_below(&s, 3) == 0;
+            int delta = 1 + px_case_below(&s, 20);
             for (int y = ry; y < ry + rh; y++)
                 for (int x = rx; x < rx + rw; x++)
                     for (int ch = 0; ch < 4; ch++) {
                         uint8_t *p = img->px + ((size_t)y * (size_t)v->w + (size_t)x) * 4u + ch;
-                        *p = nudge ? (uint8_t)(*p > 128 ? *p - delta : *p + delta) : (uint8_t)px__next(&s);
+                        *p = nudge ? (uint8_t)(*p > 128 ? *p - delta : *p + delta) : (uint8_t)px_case_next(&s);
                     }
             if (give && v->nrects[fr] < PX_VIDEO_MAX_RECTS) /* sometimes only part of it is told */
-                v->rects[fr][v->nrects[fr]++] = (pxvm_rect){rx, ry, px__below(&s, 4) ? rw : rw / 2, rh};
+                v->rects[fr][v->nrects[fr]++] = (pxvm_rect){rx, ry, px_case_below(&s, 4) ? rw : rw / 2, rh};
         }
-        v->restart[fr] = fr > 0 && px__below(&s, 16) == 0;
-        v->moved[fr] = fr == 0 || px__below(&s, 3) == 0;
+        v->restart[fr] = fr > 0 && px_case_below(&s, 16) == 0;
+        v->moved[fr] = fr == 0 || px_case_below(&s, 3) == 0;
         for (int r = 0; r < 2 * PX_FIX_REGS; r++)
-            v->fix[fr][r] = v->moved[fr] ? (int32_t)(px__next(&s) % ((uint64_t)(v->w + v->h + 8) << 16)) - (4 << 16)
+            v->fix[fr][r] = v->moved[fr] ? (int32_t)(px_case_next(&s) % ((uint64_t)(v->w + v->h + 8) << 16)) - (4 << 16)
                                          : v->fix[fr - 1][r];
     }
     return 1;

@@ -161,18 +161,13 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
 int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *lim, pxvm_prog **out)
 {
     pxvm_error err;
-    pxvm_plan plan;
     pxvm_image img;
     if (!json || !out)
         return px__usage("pxvm_prog_from_plan: NULL argument");
     *out = NULL;
-    if (pxvm_plan_parse(json, strlen(json), name ? name : "<plan>", &plan, &err) < 0)
+    if (pxvm_plan_image(json, strlen(json), name ? name : "<plan>", 0, &img, &err) < 0)
         return px__fail(&err);
-    int rc = pxvm_plan_compile(&plan, &img, &err);
-    pxvm_plan_free(&plan);
-    if (rc < 0)
-        return px__fail(&err);
-    return px__prog_from(&img, lim, out);
+    return px__prog_from(&img, lim, out); /* validated here, once, with the caller's limits */
 }
 
 void pxvm_prog_free(pxvm_prog *prog)

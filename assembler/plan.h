@@ -57,6 +57,10 @@ typedef struct pxvm_plan {
 /* Reads and checks a plan (name is used in messages), and places its tokens. */
 int pxvm_plan_parse(const char *json, size_t len, const char *name, pxvm_plan *plan, pxvm_error *err);
 int pxvm_plan_load(const char *path, pxvm_plan *plan, pxvm_error *err);
+/* The program image of a plan given as JSON text (scanpath as for pxvm_plan_parse_scanpath, 0:
+ * as written), not validated: for callers that load it next (with their own limits), so it is
+ * validated once. */
+int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath, pxvm_image *out, pxvm_error *err);
 /* pxvm_plan_parse with "scanpath": K and "fixation": "relative" set (K > 0; pxrun --scanpath). */
 int pxvm_plan_parse_scanpath(const char *json, size_t len, const char *name, int scanpath, pxvm_plan *plan,
                              pxvm_error *err);

@@ -401,14 +401,9 @@ static int px__load_program(const px__args *a, pxvm_program *prog, pxvm_error *e
     size_t len;
     if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
         return -1;
-    pxvm_plan plan;
-    int rc = pxvm_plan_parse_scanpath((const char *)data, len, a->prog_path, a->scanpath, &plan, err);
-    free(data);
-    if (rc < 0)
-        return -1;
     pxvm_image img;
-    rc = pxvm_plan_compile(&plan, &img, err);
-    pxvm_plan_free(&plan);
+    int rc = pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
+    free(data);
     return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
 }
 

@@ -185,24 +185,36 @@ static void px__info(const pxvm_program *prog)
 
 /* The bytes of a --npy output: the patches of an atlas (as the executor reads them), or the
  * whole slot as N = 1. */
+/* What --npy writes of a slot, as pixels (into *img, allocated here) and its (N, H, W, 4) shape:
+ * the patches of an atlas, else the whole level 0 as N = 1. */
+static int px__npy_array(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
+                         pxvm_image *img, int shape[4], pxvm_error *err)
+{
+    const pxvm_slot *s = &prog->slots[slot];
+    shape[3] = 4;
+    if (!s->patch_count) {
+        shape[0] = 1, shape[1] = s->h, shape[2] = s->w;
+        return pxvm_read_image(ops, ex, prog, slot, 0, 0, img, err);
+    }
+    shape[0] = s->patch_count, shape[1] = s->patch_h, shape[2] = s->patch_w;
+    if (pxvm_image_alloc(img, s->patch_w, s->patch_h * s->patch_count, err) < 0)
+        return -1;
+    pxvm_view v = pxvm_image_view(img);
+    if (ops->read(ex, slot, 0, 0, &v, 1, err) < 0) {
+        pxvm_image_free(img);
+        return -1;
+    }
+    return 0;
+}
+
 static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
                          uint8_t **out, size_t *len, pxvm_error *err)
 {
-    const pxvm_slot *s = &prog->slots[slot];
     pxvm_image img;
-    int rc;
-    if (!s->patch_count) {
-        if (pxvm_read_image(ops, ex, prog, slot, 0, 0, &img, err) < 0)
-            return -1;
-        rc = pxvm_npy_encode(img.px, 1, img.h, img.w, out, len, err);
-    } else {
-        if (pxvm_image_alloc(&img, s->patch_w, s->patch_h * s->patch_count, err) < 0)
-            return -1;
-        pxvm_view v = pxvm_image_view(&img);
-        rc = ops->read(ex, slot, 0, 0, &v, 1, err);
-        if (rc == 0)
-            rc = pxvm_npy_encode(img.px, s->patch_count, s->patch_h, s->patch_w, out, len, err);
-    }
+    int shape[4];
+    if (px__npy_array(ops, ex, prog, slot, &img, shape, err) < 0)
+        return -1;
+    int rc = pxvm_npy_encode_shape(img.px, 4, shape, out, len, err);
     pxvm_image_free(&img);
     return rc;
 }
@@ -588,14 +600,13 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
         if (rc == 0)
             rc = ops->run(ex, ro, err);
         double t1 = px__now();
-        for (int i = 0; rc == 0 && i < a->nnpy; i++) {
-            uint8_t *bytes;
-            size_t len;
-            rc = px__npy_bytes(ops, ex, prog, a->slot_of[2][i], &bytes, &len, err);
-            if (rc == 0) { /* the array without its header: frames are stacked */
-                size_t hdr = (size_t)bytes[8] + 256u * bytes[9] + 10u;
-                rc = px__append(&npy[i], bytes + hdr, len - hdr, a->lim.max_memory, err);
-                free(bytes);
+        for (int i = 0; rc == 0 && i < a->nnpy; i++) { /* stacked: encoded once, at the end */
+            pxvm_image arr;
+            int shape[4];
+            rc = px__npy_array(ops, ex, prog, a->slot_of[2][i], &arr, shape, err);
+            if (rc == 0) {
+                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, err);
+                pxvm_image_free(&arr);
             }
         }
         int tokens = atlas >= 0 ? prog->slots[atlas].patch_count : 0, sampled = 0, dirty = 0, tiles = 0;

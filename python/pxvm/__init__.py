@@ -451,11 +451,7 @@ class Runner:
         if on_cuda:
             if name != "cuda":
                 raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-            # the library orders its work after this stream's and the stream after its work
-            handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
-            if self._stream.get(batch) != handle:
-                _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
-                self._stream[batch] = handle
+            self._sync_stream(batch)
         elif self._stream.get(batch):
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
@@ -464,10 +460,7 @@ class Runner:
             if fdev and not on_cuda:
                 if name != "cuda":
                     raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-                handle = _current_stream(self.device) or 1
-                if self._stream.get(batch) != handle:
-                    _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
-                    self._stream[batch] = handle
+                self._sync_stream(batch)
             ptr = fix.data_ptr() if _is_torch(fix) else fix.ctypes.data
             _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fix.shape[1], ctypes.c_void_p(ptr),
                                                   self.device if fdev else -1))
@@ -558,8 +551,9 @@ class Runner:
         return a.astype(np.float64) / 65536.0
 
     def _sync_stream(self, batch):
+        """The library orders its work after torch's current stream and the stream after its work."""
         h = self._runners[batch][0]
-        handle = _current_stream(self.device) or 1
+        handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
         if self._stream.get(batch) != handle:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle

@@ -417,8 +417,20 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
         free(rebuilt);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
     }
+    /* a DIFF writes every texel of its mask's level 0: when nothing reads the mask before, the
+     * run need not clear it first (a video frame's only per-run reset) */
+    uint8_t read[PXVM_MAX_SLOTS + 1] = {0}, written_whole[PXVM_MAX_SLOTS + 1] = {0};
+    uint8_t upper_written[PXVM_MAX_SLOTS + 1] = {0}; /* only PYRAMID writes levels >= 1 */
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
+        if (in->op == PX_OP_DIFF && !read[PX_ARG(in, DIFF, mask)])
+            written_whole[PX_ARG(in, DIFF, mask)] = 1;
+        uint8_t r[PXVM_MAX_SLOTS + 1] = {0};
+        pxvm_insn_reads(in, r);
+        for (int k = 0; k < prog->nslots; k++)
+            read[k] |= r[k];
+        if (in->op == PX_OP_PYRAMID)
+            upper_written[PX_ARG(in, PYRAMID, slot)] = 1;
         if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)])
             rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
         if (px__is_fetch(in))
@@ -434,9 +446,9 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
     }
     for (int k = 0; k < prog->nslots; k++) {
         uint8_t role = prog->slots[k].role;
-        if (role == PXI_ROLE_OUTPUT || role == PXI_ROLE_SCRATCH)
+        if ((role == PXI_ROLE_OUTPUT || role == PXI_ROLE_SCRATCH) && !written_whole[k])
             prog->reset[k] |= PXVM_RESET_LEVEL0;
-        if (!rebuilt[k])
+        if (upper_written[k] && !rebuilt[k]) /* levels nothing writes stay as loaded: zero */
             prog->reset[k] |= PXVM_RESET_UPPER;
         if (prog->slots[k].flags & PXI_SLOT_PERSIST)
             prog->reset[k] = 0; /* what a run leaves, the next one starts from */

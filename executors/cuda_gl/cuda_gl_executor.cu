@@ -196,8 +196,10 @@ struct px_gpu_view {
  * pxvm_view_to_rgba applies. `lin`, when not NULL, also receives the RGBA8 rows (the pyramid
  * reads an input's level 0 from there). Packed RGBA8 rows go 4 texels a thread, 16-byte loads and
  * one 16-byte surface store (a 2D copy into the array on the copy engine measured slower). */
+/* `to_array` 0: the linear copy only (a frame-only input, read by DIFF and UPDATE from there). */
 __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, const px_gpu_slot *slots, int nslots,
-                           int slot, int item0, int ox, int oy) /* (ox, oy): where the view's (0, 0) goes */
+                           int slot, int item0, int ox, int oy, /* (ox, oy): where the view's (0, 0) goes */
+                           int to_array)
 {
     int item = blockIdx.y;
     cudaSurfaceObject_t dst = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].surf[0];
@@ -213,7 +215,8 @@ __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, co
             uint4 q = *(const uint4 *)(base + (long long)y * v.row_stride + 4LL * x);
             if (lin)
                 *(uint4 *)(lin + (size_t)y * (size_t)w + (size_t)x) = q;
-            surf2Dwrite(q, dst, (ox + x) * 4, oy + y);
+            if (to_array)
+                surf2Dwrite(q, dst, (ox + x) * 4, oy + y);
         }
         return;
     }
@@ -222,7 +225,8 @@ __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, co
         uint32_t p = px_expand(base + (long long)y * v.row_stride + (long long)x * v.px_stride, v.channels, v.ch_stride);
         if (lin)
             lin[(size_t)y * (size_t)w + (size_t)x] = p;
-        px__store(dst, ox + x, oy + y, p);
+        if (to_array)
+            px__store(dst, ox + x, oy + y, p);
     }
 }
 
@@ -279,26 +283,23 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
     }
     int64_t cu = f.cu + fx, cv = f.cv + fy;
     if (f.mask) { /* launched with one block per instruction: the block's decision is final */
-        __shared__ int need;
-        if (threadIdx.x == 0) {
-            int n = !vid.primed[blockIdx.z];
+        int hit = 0;
+        if (threadIdx.x == 0) { /* unprimed, or the register moved (while the others scan the box) */
+            hit = !vid.primed[blockIdx.z];
             if (f.reg >= 0) {
                 int32_t *last = vid.last_reg + ((size_t)blockIdx.z * (size_t)vid.ninsns + (size_t)f.index) * 2u;
-                n |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
+                hit |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
                 last[0] = (int32_t)fx, last[1] = (int32_t)fy;
             }
-            need = n;
         }
-        __syncthreads();
-        int hit = 0;
-        if (!need) { /* the footprint box's rows, one per thread, through the mask's row bitmaps */
+        { /* the footprint box's rows, one per thread, through the mask's row bitmaps */
             px_tilebox b = px_footprint_tiles(f.u_lo + fx, f.u_hi + fx, f.v_lo + fy, f.v_hi + fy, f.lmin, f.lmax, f.mode,
                                               src->w[0], src->h[0]);
             const uint32_t *bits = f.bits + f.bits_item * blockIdx.z;
             for (int r = b.y0 + (int)threadIdx.x; b.x0 <= b.x1 && r <= b.y1 && !hit; r += blockDim.x)
                 hit = px_gpu_row_dirty(bits + (size_t)r * (size_t)f.wpr, b.x0, b.x1);
         }
-        int sample = __syncthreads_or(need || hit);
+        int sample = __syncthreads_or(hit);
         if (f.token >= 0 && threadIdx.x == 0)
             vid.changed[(size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token] = (uint8_t)sample;
         if (!sample)
@@ -438,7 +439,8 @@ struct pxvm_executor {
     px_gpu_dirty *d_dirty;
     int32_t *d_last_reg;
     uint32_t **d_bits; /* per slot used as a tile mask: its row bitmaps, every item */
-    uint8_t **d_dmap;  /* ... and the incremental pyramid's dirty maps */
+    uint8_t **d_dmap;  /* ... the tile kernel's dirty maps of groups */
+    unsigned **d_sync; /* ... and its arrival counters */
     /* pipelined uploads of page-locked host frames: a copy stream and, per input slot, two
      * device buffers used in turn, so frame N+1 crosses the link while frame N computes */
     cudaStream_t copy_stream;
@@ -698,11 +700,13 @@ static void px__gl_unload(pxvm_executor *ex)
     cudaFree(ex->d_dirty);
     cudaFree(ex->d_last_reg);
     for (int k = 0; ex->d_bits && k < ex->nslots; k++)
-        cudaFree(ex->d_bits[k]), cudaFree(ex->d_dmap[k]);
+        cudaFree(ex->d_bits[k]), cudaFree(ex->d_dmap[k]), cudaFree(ex->d_sync[k]);
     free(ex->d_bits);
     free(ex->d_dmap);
+    free(ex->d_sync);
     ex->d_bits = NULL;
     ex->d_dmap = NULL;
+    ex->d_sync = NULL;
     for (int k = 0; ex->d_upload && k < ex->nslots; k++)
         for (int t = 0; t < 2; t++) {
             cudaFree(ex->d_upload[k][t]);
@@ -817,6 +821,7 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     if (!ex->h_out || !ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status) * (size_t)batch));
+    PX__CK(cudaMemset(ex->d_status, 0xFF, sizeof(px_gpu_status) * (size_t)batch)); /* no trap */
     PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
@@ -849,20 +854,25 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (ge != cudaSuccess)
             return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __LINE__);
         px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, batch); /* dirty rectangles: none */
-        /* a summed-area table for every slot used as the mask of an incremental step */
+        /* row bitmaps, group maps and counters for every slot used as a tile mask */
         ex->d_bits = (uint32_t **)calloc((size_t)prog->nslots, sizeof(uint32_t *));
         ex->d_dmap = (uint8_t **)calloc((size_t)prog->nslots, sizeof(uint8_t *));
-        if (!ex->d_bits || !ex->d_dmap)
+        ex->d_sync = (unsigned **)calloc((size_t)prog->nslots, sizeof(unsigned *));
+        if (!ex->d_bits || !ex->d_dmap || !ex->d_sync)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
         for (uint32_t i = 0; i < prog->ninsns; i++) {
             const pxi_insn *in = &prog->insns[i];
             int m = in->op == PX_OP_PYRAMID ? PX_ARG(in, PYRAMID, mask)
+                    : (in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE) ? in->a[PX_FI(DIFF, mask)]
                     : (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER) ? pxvm_fetch_mask(in)
                                                                                                   : 0;
             if (m && !ex->d_bits[m]) {
-                PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(prog->slots[m].w) *
-                                                     (size_t)prog->slots[m].h * (size_t)batch));
-                PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_dirty_scratch(prog->slots[m].w, prog->slots[m].h) * (size_t)batch));
+                int tw = prog->slots[m].w, th = prog->slots[m].h;
+                size_t nsync = px_gpu_tiles_sync(tw, th) * (size_t)batch;
+                PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * (size_t)batch));
+                PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_tiles_scratch(tw, th) * (size_t)batch));
+                PX__CK(cudaMalloc(&ex->d_sync[m], sizeof(unsigned) * nsync));
+                PX__CK(cudaMemsetAsync(ex->d_sync[m], 0, sizeof(unsigned) * nsync, ex->stream));
             }
         }
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
@@ -916,8 +926,10 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     for (int k = 0; k < n; k++) {
         const pxvm_slot *s = &prog->slots[k];
         size_t bytes = (size_t)s->w * (size_t)s->h * 4u * (size_t)batch;
-        if (s->role == PXI_ROLE_INPUT)
+        if (s->role == PXI_ROLE_INPUT) { /* zeros, as the slot, until bound (a frame-only input lives here) */
             PX__CK(cudaMalloc(&ex->d_staging[k], bytes));
+            PX__CK(cudaMemsetAsync(ex->d_staging[k], 0, bytes, ex->stream));
+        }
         if (s->role == PXI_ROLE_OUTPUT)
             PX__CK(cudaHostAlloc(&ex->h_out[k], bytes, cudaHostAllocDefault));
     }
@@ -1089,7 +1101,7 @@ static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t 
     int quads = (v->w + 3) / 4 * v->h, blocks = (quads + 255) / 256;
     dim3 grid((unsigned)(blocks < 2048 ? blocks : 2048), (unsigned)v->items);
     px__k_bind<<<grid, 256, 0, ex->stream>>>(gv, lin, (size_t)v->w * (size_t)v->h, ex->d_slots, ex->nslots, slot, item0,
-                                             0, 0);
+                                             0, 0, !ex->prog->frame_only[slot]);
     PX__CK(cudaGetLastError());
     return 0;
 }
@@ -1147,7 +1159,8 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
 
 /* A packed RGBA host frame of an input only DIFF/UPDATE read, with dirty rectangles given for the
  * item's next run: only the tiles they touch are read by anything, so only those cross the link
- * (one 2D copy and one conversion per rectangle, widened to whole tiles). */
+ * (one 2D copy per rectangle, widened to whole tiles, into the linear buffer where such an input's
+ * level 0 lives). */
 static int px__bind_rects(pxvm_executor *ex, int slot, int item, const pxvm_view *v, pxvm_error *err)
 {
     size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
@@ -1168,11 +1181,6 @@ static int px__bind_rects(pxvm_executor *ex, int slot, int item, const pxvm_view
         PX__CK(cudaMemcpy2DAsync(d_lin + off, pitch, (const uint8_t *)v->data + (size_t)y0 * (size_t)v->row_stride + (size_t)x0 * 4u,
                                  (size_t)v->row_stride, (size_t)(x1 - x0) * 4u, (size_t)(y1 - y0), cudaMemcpyHostToDevice,
                                  ex->stream));
-        px_gpu_view gv = {d_lin + off, (int)(x1 - x0), (int)(y1 - y0), 4, (long long)bytes, (long long)pitch, 4, 1};
-        int quads = ((int)(x1 - x0) + 3) / 4 * (int)(y1 - y0), blocks = (quads + 255) / 256;
-        px__k_bind<<<dim3((unsigned)(blocks < 2048 ? blocks : 2048), 1), 256, 0, ex->stream>>>(
-            gv, NULL, 0, ex->d_slots, ex->nslots, slot, item, (int)x0, (int)y0);
-        PX__CK(cudaGetLastError());
     }
     ex->bound[(size_t)item * (size_t)ex->nslots + (size_t)slot] = 1;
     ex->out_valid = 0;
@@ -1219,7 +1227,7 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
         pxvm_view packed = *v;
         packed.channels = 4, packed.px_stride = 4, packed.ch_stride = 1;
         packed.row_stride = (int64_t)pitch, packed.item_stride = (int64_t)bytes;
-        if (px__launch_bind(ex, &packed, d_lin, NULL, slot, item0, err) < 0)
+        if (!ex->prog->frame_only[slot] && px__launch_bind(ex, &packed, d_lin, NULL, slot, item0, err) < 0)
             return -1;
     }
     for (int i = 0; i < v->items; i++)
@@ -1232,6 +1240,19 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     return 0;
 }
 
+/* The tile kernel's state for mask `mask` (frame: the DIFF/UPDATE frame slot, or -1). An input's
+ * level 0 is also in its linear upload buffer (a frame-only input's only there). */
+static px_gpu_tiles_state px__tiles_state(const pxvm_executor *ex, int frame, int mask)
+{
+    const pxvm_slot *m = &ex->prog->slots[mask];
+    px_gpu_tiles_state st;
+    st.primed = ex->d_primed, st.dirty = ex->d_dirty;
+    st.frame_lin = frame >= 0 && ex->prog->slots[frame].role == PXI_ROLE_INPUT ? (const uint32_t *)ex->d_staging[frame] : NULL;
+    st.bits = ex->d_bits[mask], st.sync = ex->d_sync[mask], st.maps = ex->d_dmap[mask];
+    st.maps_item = px_gpu_tiles_scratch(m->w, m->h);
+    return st;
+}
+
 /* Enqueues the plan's steps [0, nsteps) with no synchronisation; with `events` (nsteps + 1 of
  * them), event s is recorded before step s and event s+1 after it. Every launch covers all items. */
 static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
@@ -1239,7 +1260,8 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
 {
     const pxvm_program *prog = ex->prog;
     unsigned items = (unsigned)ex->batch;
-    PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status) * items, ex->stream));
+    if (ex->has_dot) /* only DOT_RGB traps; otherwise the status stays as loaded (no trap) */
+        PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status) * items, ex->stream));
     if (ex->d_fix_run != ex->d_fix_set) /* ARGMAX writes registers: each run starts from the set ones */
         PX__CK(cudaMemcpyAsync(ex->d_fix_run, ex->d_fix_set, sizeof(int32_t) * PX_FIX_REGS * 2u * items,
                                cudaMemcpyDeviceToDevice, ex->stream));
@@ -1269,9 +1291,9 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                     if (q->op == PX_OP_PYRAMID && PX_ARG(q, PYRAMID, slot) == cur && PX_ARG(q, PYRAMID, mask) == mask)
                         py = q;
                 }
-                PX__CK(px_gpu_frame_tiles(ex->d_slots, ex->nslots, prog, in, py, (int)items, ex->d_primed, ex->d_dirty,
-                                          ex->d_bits[mask] ? ex->d_bits[mask] : NULL, ex->d_dmap[mask], ex->stream));
-                fresh[mask] = ex->d_bits[mask] != NULL;
+                px_gpu_tiles_state ts = px__tiles_state(ex, frame, mask);
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream));
+                fresh[mask] = 1;
                 fresh[cur] = 0;
                 si += py ? 2 : 1;
                 continue;
@@ -1293,9 +1315,8 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             return 0;
         case PX_OP_PYRAMID: {
             if (PX_ARG(in, PYRAMID, mask)) {
-                PX__CK(px_gpu_pyramid_incremental(ex->d_slots, ex->nslots, prog, in, (int)items,
-                                                  ex->d_bits[PX_ARG(in, PYRAMID, mask)], ex->d_dmap[PX_ARG(in, PYRAMID, mask)],
-                                                  ex->stream));
+                px_gpu_tiles_state ts = px__tiles_state(ex, -1, PX_ARG(in, PYRAMID, mask));
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream));
                 fresh[PX_ARG(in, PYRAMID, mask)] = 1;
                 break;
             }
@@ -1349,13 +1370,15 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             break;
         }
         case PX_OP_DIFF:
-            PX__CK(px_gpu_diff(ex->d_slots, ex->nslots, prog, in, (int)items, ex->d_primed, ex->d_dirty, ex->stream));
-            fresh[PX_ARG(in, DIFF, mask)] = 0;
+        case PX_OP_UPDATE: {
+            int diff = in->op == PX_OP_DIFF, mask = in->a[PX_FI(DIFF, mask)];
+            px_gpu_tiles_state ts = px__tiles_state(ex, in->a[PX_FI(DIFF, frame)], mask);
+            PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, diff ? in : NULL, diff ? NULL : in, NULL, (int)items, &ts,
+                                ex->stream));
+            fresh[mask] = 1; /* the kernel writes every bit of the mask's bitmaps */
+            fresh[in->a[PX_FI(DIFF, cur)]] = 0;
             break;
-        case PX_OP_UPDATE:
-            PX__CK(px_gpu_update(ex->d_slots, ex->nslots, prog, in, (int)items, ex->stream));
-            fresh[PX_ARG(in, UPDATE, cur)] = 0;
-            break;
+        }
         case PX_OP_SALIENCY: {
             const pxvm_slot *d = &prog->slots[PX_ARG(in, SALIENCY, dst)];
             fresh[PX_ARG(in, SALIENCY, dst)] = 0;
@@ -1522,6 +1545,22 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     return 0;
 }
 
+/* Level `level` of a slot of one item into packed rows at dst, on the stream: from its array, or,
+ * for a frame-only input's level 0, from the linear buffer where it lives. */
+static int px__copy_level(pxvm_executor *ex, int item, int slot, int level, uint8_t *dst, size_t dpitch,
+                          cudaMemcpyKind kind, pxvm_error *err)
+{
+    const px_gpu_slot *g = &ex->slots[slot];
+    size_t pitch = (size_t)g->w[level] * 4u;
+    if (level == 0 && ex->prog->frame_only[slot])
+        PX__CK(cudaMemcpy2DAsync(dst, dpitch, ex->d_staging[slot] + pitch * (size_t)g->h[0] * (size_t)item, pitch, pitch,
+                                 (size_t)g->h[0], kind, ex->stream));
+    else
+        PX__CK(cudaMemcpy2DFromArrayAsync(dst, dpitch, px__array(ex, item, slot, level), 0, 0, pitch, (size_t)g->h[level],
+                                          kind, ex->stream));
+    return 0;
+}
+
 static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
                        pxvm_error *err)
 {
@@ -1545,9 +1584,9 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
             PX__CK(cudaGetLastError());
         } else {
             for (int i = 0; i < dst->items; i++)
-                PX__CK(cudaMemcpy2DFromArrayAsync((uint8_t *)dst->data + (int64_t)i * dst->item_stride,
-                                                  (size_t)dst->row_stride, px__array(ex, item0 + i, slot, level), 0, 0,
-                                                  pitch, (size_t)g->h[level], cudaMemcpyDeviceToDevice, ex->stream));
+                if (px__copy_level(ex, item0 + i, slot, level, (uint8_t *)dst->data + (int64_t)i * dst->item_stride,
+                                   (size_t)dst->row_stride, cudaMemcpyDeviceToDevice, err) < 0)
+                    return -1;
         }
         return px__join_out(ex, err);
     }
@@ -1567,8 +1606,8 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     if (px__join_in(ex, err) < 0)
         return -1;
     for (int i = 0; i < dst->items; i++) {
-        PX__CK(cudaMemcpy2DFromArrayAsync(ex->h_read, pitch, px__array(ex, item0 + i, slot, level), 0, 0, pitch,
-                                          (size_t)g->h[level], cudaMemcpyDeviceToHost, ex->stream));
+        if (px__copy_level(ex, item0 + i, slot, level, ex->h_read, pitch, cudaMemcpyDeviceToHost, err) < 0)
+            return -1;
         PX__CK(cudaStreamSynchronize(ex->stream));
         pxvm_copy_out(s, g->w[level], g->h[level], ex->h_read, dst, i, patches);
     }

@@ -59,32 +59,37 @@ static __device__ inline int px_gpu_rects_touch_tile(const pxvm_rect *rects, int
     return 0;
 }
 
-/* video.cu: DIFF (primed, dirty: per item), UPDATE, incremental PYRAMID; one launch (two for
- * a pyramid of more than 5 levels) for every item. */
-cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
-                        const uint8_t *primed, const px_gpu_dirty *dirty, cudaStream_t stream);
-cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
-                          cudaStream_t stream);
-cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
-                                       const pxi_insn *in, int items, uint32_t *bits, uint8_t *scratch, cudaStream_t stream);
-/* DIFF + UPDATE (+ an incremental PYRAMID of cur when `pyramid`) fused, also setting the mask's
- * row bitmaps. */
-cudaError_t px_gpu_frame_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
-                               const pxi_insn *pyramid, int items, const uint8_t *primed, const px_gpu_dirty *dirty,
-                               uint32_t *bits, uint8_t *scratch, cudaStream_t stream);
-/* Bytes per item of the incremental pyramid's per-level dirty maps for a tw x th tile mask. */
-size_t px_gpu_dirty_scratch(int tw, int th);
+/* What video.cu's tile kernel reads and writes besides the slots, every item. */
+struct px_gpu_tiles_state {
+    const uint8_t *primed;      /* [items] a run has completed since load or restart */
+    const px_gpu_dirty *dirty;  /* [items] the caller's dirty rectangles */
+    const uint32_t *frame_lin;  /* the frame's level 0 as RGBA rows (an input's upload buffer), or NULL */
+    uint32_t *bits;             /* the mask's row bitmaps, or NULL */
+    unsigned *sync;             /* [items][px_gpu_tiles_sync] arrival counters, zero between launches */
+    uint8_t *maps;              /* [items][maps_item] the groups' dirty maps */
+    size_t maps_item;
+};
+
+/* video.cu: DIFF, UPDATE and incremental PYRAMID (each NULL when not in the launch; the ones given
+ * share frame, cur and mask), one launch for every item. */
+cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
+                         const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
+                         cudaStream_t stream);
+/* Bytes (maps) and counters (sync) per item the tile kernel needs for a tw x th tile mask. */
+size_t px_gpu_tiles_scratch(int tw, int th);
+size_t px_gpu_tiles_sync(int tw, int th);
 
 /* A tile mask's dirty tiles as row bitmaps (th rows of px_gpu_words(tw) uint32 per item). */
 static __host__ __device__ inline int px_gpu_words(int tw) { return (tw + 31) >> 5; }
 cudaError_t px_gpu_mask_bits(const px_gpu_slot *d_slots, int nslots, int mask, int tw, int th, uint32_t *bits, int items,
                              cudaStream_t stream);
 
-/* Is a dirty tile among tiles x0..x1 of one bitmap row? */
+/* Is a dirty tile among tiles x0..x1 of one bitmap row? Read past L1 (__ldcg): the tile kernel's
+ * group tails read words other blocks of the same launch have just set. */
 static __device__ inline int px_gpu_row_dirty(const uint32_t *row, int x0, int x1)
 {
     for (int w = x0 >> 5; w <= (x1 >> 5); w++) {
-        uint32_t m = row[w];
+        uint32_t m = __ldcg(row + w);
         if (w == (x0 >> 5))
             m &= ~0u << (x0 & 31);
         if (w == (x1 >> 5) && (x1 & 31) != 31)

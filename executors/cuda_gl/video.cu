@@ -1,91 +1,280 @@
 /* video.cu - DIFF, UPDATE and incremental PYRAMID on the CUDA-GL executor; the CPU reference is
  * executors/cpu/video.c. Both compute isa/px_sem.h's px_maxdiff, px_mask_pixel, px_texel_tiles
- * and px_box4. The incremental-sampling decision lives in the fetch kernel (cuda_gl_executor.cu). */
+ * and px_box4. The incremental-sampling decision lives in the fetch kernel (cuda_gl_executor.cu).
+ *
+ * One kernel does the three, alone or fused when they follow each other on the same slots (the
+ * launch plan's choice): a block per 16x16 tile decides whether the tile is dirty (DIFF) or reads
+ * the mask, copies it (UPDATE) and rebuilds its pyramid levels 1-4; the last block of each group
+ * of 16x16 tiles rebuilds the group's levels 5-8, and the last group of an item the levels above.
+ * So a whole incremental frame's pyramid is one launch, with no per-level launches and no host
+ * decisions. */
 #include "gpu_slot.cuh"
 
 static __device__ inline uint32_t px__sread(cudaSurfaceObject_t s, int x, int y) { return surf2Dread<uint32_t>(s, x * 4, y); }
 
-/* One block per tile (blockIdx.x, .y), blockIdx.z the item: a thread per texel. */
-__global__ void px__k_diff(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask, uint32_t threshold,
-                           const uint8_t *primed, const px_gpu_dirty *dirty)
+/* A group is PX_GROUP x PX_GROUP tiles: its level-4 texels are one 16x16 region, so its levels
+ * 5-8 depend on nothing outside it (as a tile's levels 1-4 on the tile). */
+#define PX_GROUP 16
+#define PX_GROUP_LEVEL (PX_TILE_SHIFT + 4) /* the top level a group builds */
+
+static __host__ __device__ inline int px__groups(int n) { return (n + PX_GROUP - 1) / PX_GROUP; }
+
+/* Is a dirty tile in box b (inside the group whose first tile is (gx0, gy0)), from the group's
+ * rows of tile bits (bit i: tile gx0 + i)? */
+static __device__ inline int px__group_box_dirty(const uint32_t *gbits, int gx0, int gy0, px_tilebox b)
 {
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    const px_gpu_slot *f = &slots[frame], *c = &slots[cur];
-    const px_gpu_dirty *d = &dirty[blockIdx.z];
-    int tx = blockIdx.x, ty = blockIdx.y, x = tx * PX_TILE + (int)threadIdx.x % PX_TILE, y = ty * PX_TILE + (int)threadIdx.x / PX_TILE;
-    int on = 0;
-    if (!primed[blockIdx.z]) {
-        on = 1;
-    } else if (d->n >= 0) {
-        on = threadIdx.x == 0 && px_gpu_rects_touch_tile(d->r, d->n, tx, ty);
-    } else if (x < f->w[0] && y < f->h[0]) {
-        on = px_maxdiff(px__texel(f->tex[0], x, y), px__texel(c->tex[0], x, y)) > threshold;
-    }
-    int dirty_tile = __syncthreads_or(on);
-    if (threadIdx.x == 0)
-        px__store(slots[mask].surf[0], tx, ty, px_mask_pixel(dirty_tile));
+    uint32_t cols = ((1u << (b.x1 - b.x0 + 1)) - 1u) << (b.x0 - gx0);
+    for (int r = b.y0; r <= b.y1; r++)
+        if (gbits[r - gy0] & cols)
+            return 1;
+    return 0;
 }
 
-/* A thread per texel of cur level 0. */
-__global__ void px__k_update(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask)
-{
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    const px_gpu_slot *c = &slots[cur];
-    int p = blockIdx.x * blockDim.x + threadIdx.x, w = c->w[0];
-    if (p >= w * c->h[0])
-        return;
-    int x = p % w, y = p / w;
-    if (px_mask_dirty(px__texel(slots[mask].tex[0], x >> PX_TILE_SHIFT, y >> PX_TILE_SHIFT)))
-        px__store(c->surf[0], x, y, px__texel(slots[frame].tex[0], x, y));
-}
+/* Levels L+1 .. top (top <= L+4) of the 16x16 region of level L at (ox, oy) (multiples of 16),
+ * whose level-L texels are in t[0] (0 outside the level). A level L+m texel of the region depends
+ * only on the region's level-L texels (px_pyr_src1 clamps inside [2x, 2x+1]), so the block builds
+ * them in shared memory. With `gbits` (a group: L = 4, (ox, oy) its first tile), only the texels
+ * with a dirty tile under their footprint (px_texel_tiles) are rebuilt, the others keep their
+ * value, given in `old` (the region's texels of levels L+1.., 64 + 16 + 4 + 1); without, all of
+ * them (a dirty tile's). */
+#define PX_REGION_OLD (64 + 16 + 4 + 1)
+static __device__ inline int px__region_old_at(int m) { return m == 1 ? 0 : m == 2 ? 64 : m == 3 ? 80 : 84; }
 
-/* Levels 1 .. min(4, levels-1) of tile (tx, ty) of slot s, by a 256-thread block whose thread
- * i holds the tile's level-0 texel (i % 16, i / 16) in `level0` (0 outside the slot): a level-l
- * texel (l <= 4) lies in one tile, so the tile's texels of every such level depend only on its
- * own level-0 texels; the block rebuilds them all in shared memory, exactly the texels the rule
- * rebuilds. */
-static __device__ void px__tile_levels(const px_gpu_slot *s, int tx, int ty, uint32_t level0)
+static __device__ void px__region_levels(const px_gpu_slot *s, int L, int top, int ox, int oy, uint32_t (*t)[PX_TILE * PX_TILE],
+                                         const uint32_t *gbits, const uint32_t *old)
 {
-    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
-    int lx = (int)threadIdx.x % PX_TILE, ly = (int)threadIdx.x / PX_TILE;
-    t[0][threadIdx.x] = level0;
-    __syncthreads();
-    int top = s->levels - 1 < 4 ? s->levels - 1 : 4;
-    for (int l = 1; l <= top; l++) {
-        int side = PX_TILE >> l, prev = PX_TILE >> (l - 1), ox = (tx * PX_TILE) >> l, oy = (ty * PX_TILE) >> l;
-        int pox = (tx * PX_TILE) >> (l - 1), poy = (ty * PX_TILE) >> (l - 1);
-        const uint32_t *src = t[(l - 1) & 1];
-        uint32_t *dst = t[l & 1];
-        if (lx < side && ly < side) {
-            int gx = ox + lx, gy = oy + ly;
+    for (int l = L + 1; l <= top; l++) {
+        int m = l - L, side = PX_TILE >> m, prev = PX_TILE >> (m - 1);
+        int lox = ox >> m, loy = oy >> m, pox = ox >> (m - 1), poy = oy >> (m - 1);
+        const uint32_t *src = t[(m - 1) & 1];
+        uint32_t *dst = t[m & 1];
+        for (int i = (int)threadIdx.x; i < side * side; i += (int)blockDim.x) {
+            int gx = lox + i % side, gy = loy + i / side;
+            uint32_t v = 0;
             if (gx < s->w[l] && gy < s->h[l]) {
-                int sw = s->w[l - 1], sh = s->h[l - 1];
-                int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, sw) - pox;
-                int c = px_pyr_src0(gy) - poy, d = px_pyr_src1(gy, sh) - poy;
-                uint32_t v = px_box4(src[c * prev + a], src[c * prev + b], src[d * prev + a], src[d * prev + b]);
-                dst[ly * side + lx] = v;
-                px__store(s->surf[l], gx, gy, v);
+                if (!gbits || px__group_box_dirty(gbits, ox, oy, px_texel_tiles(gx, gy, l, s->w[0], s->h[0]))) {
+                    int sw = s->w[l - 1], sh = s->h[l - 1];
+                    int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, sw) - pox;
+                    int c = px_pyr_src0(gy) - poy, d = px_pyr_src1(gy, sh) - poy;
+                    v = px_box4(src[c * prev + a], src[c * prev + b], src[d * prev + a], src[d * prev + b]);
+                    px__store(s->surf[l], gx, gy, v);
+                } else {
+                    v = old[px__region_old_at(m) + i];
+                }
             }
+            dst[i] = v;
         }
         __syncthreads();
     }
 }
 
-/* Incremental PYRAMID, levels 1-4: one block per tile, dirty tiles only. */
-__global__ void px__k_pyr_tiles(const px_gpu_slot *all_slots, int nslots, int slot, int mask)
+/* Levels l0 .. of slot s by one block: each texel rebuilt when its cell of a dirty map is set.
+ * map (mw x mh) covers level l0-1 (a cell per texel); each level's map ORs 2x2 cells of the one
+ * below (a ceiling), in `scratch`. Reads the level below through the surface (written in this
+ * launch). */
+static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const uint8_t *map, int mw, int mh, uint8_t *scratch)
 {
+    const uint8_t *prev = map;
+    int pw = mw, ph = mh;
+    for (int l = l0; l < s->levels; l++) {
+        int gw = (pw + 1) >> 1, gh = (ph + 1) >> 1;
+        for (int p = (int)threadIdx.x; p < gw * gh; p += (int)blockDim.x) {
+            int x = p % gw, y = p / gw, any = 0;
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++)
+                    if (2 * x + dx < pw && 2 * y + dy < ph)
+                        any |= __ldcg(prev + (2 * y + dy) * pw + 2 * x + dx); /* other blocks wrote map */
+            scratch[p] = (uint8_t)any;
+        }
+        __syncthreads();
+        int w = s->w[l], sw = s->w[l - 1], sh = s->h[l - 1];
+        for (int p = (int)threadIdx.x; p < w * s->h[l]; p += (int)blockDim.x) {
+            int x = p % w, y = p / w;
+            if (!scratch[y * gw + x])
+                continue;
+            int a = px_pyr_src0(x), b = px_pyr_src1(x, sw), c = px_pyr_src0(y), d = px_pyr_src1(y, sh);
+            px__store(s->surf[l], x, y,
+                      px_box4(px__sread(s->surf[l - 1], a, c), px__sread(s->surf[l - 1], b, c), px__sread(s->surf[l - 1], a, d),
+                              px__sread(s->surf[l - 1], b, d)));
+        }
+        __threadfence_block();
+        __syncthreads();
+        prev = scratch, scratch += gw * gh, pw = gw, ph = gh;
+    }
+}
+
+size_t px_gpu_tiles_scratch(int tw, int th)
+{
+    size_t n = 0;
+    int gw = px__groups(tw), gh = px__groups(th);
+    for (int w = gw, h = gh; w > 1 || h > 1;) {
+        w = (w + 1) >> 1, h = (h + 1) >> 1;
+        n += (size_t)w * (size_t)h;
+    }
+    return (size_t)gw * (size_t)gh + n + 16;
+}
+
+size_t px_gpu_tiles_sync(int tw, int th) { return (size_t)px__groups(tw) * (size_t)px__groups(th) + 1u; }
+
+struct px__tiles_args {
+    int frame, cur, mask, diff, update, pyramid;
+    uint32_t threshold;
+    px_gpu_tiles_state st;
+};
+
+/* A block of 64 threads per tile (blockIdx.x, .y) of item blockIdx.z; thread i holds texels
+ * 4*(i%4) .. +3 of row i/4 of the tile (16-byte loads and stores inside the slot). */
+__global__ void __launch_bounds__(64) px__k_tiles(const px_gpu_slot *all_slots, int nslots, px__tiles_args a)
+{
+    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
+    __shared__ int last, group_dirty;
+
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    const px_gpu_slot *s = &slots[slot];
-    int tx = blockIdx.x, ty = blockIdx.y;
-    if (!px_mask_dirty(px__texel(slots[mask].tex[0], tx, ty)))
+    const px_gpu_slot *c = &slots[a.cur];
+    int tx = (int)blockIdx.x, ty = (int)blockIdx.y, tw = (int)gridDim.x, th = (int)gridDim.y, wpr = px_gpu_words(tw);
+    int w = c->w[0], h = c->h[0], lx = 4 * ((int)threadIdx.x & 3), ly = (int)threadIdx.x >> 2;
+    int x = tx * PX_TILE + lx, y = ty * PX_TILE + ly, n = y < h ? min(4, w - x) : 0; /* texels inside the slot */
+    uint32_t *bits = a.st.bits ? a.st.bits + (size_t)blockIdx.z * (size_t)th * (size_t)wpr : NULL;
+    uint32_t fv[4] = {0, 0, 0, 0};
+    if (a.diff || a.update) { /* the frame's texels */
+        const uint32_t *lin = a.st.frame_lin ? a.st.frame_lin + (size_t)blockIdx.z * (size_t)w * (size_t)h : NULL;
+        if (n == 4 && lin && (w & 3) == 0) {
+            uint4 q = __ldg((const uint4 *)(lin + (size_t)y * (size_t)w + (size_t)x));
+            fv[0] = q.x, fv[1] = q.y, fv[2] = q.z, fv[3] = q.w;
+        } else {
+            for (int k = 0; k < n; k++)
+                fv[k] = lin ? lin[(size_t)y * (size_t)w + (size_t)(x + k)] : px__texel(slots[a.frame].tex[0], x + k, y);
+        }
+    }
+    int dirty_tile;
+    if (a.diff) {
+        const px_gpu_dirty *d = &a.st.dirty[blockIdx.z];
+        int on = 0;
+        if (!a.st.primed[blockIdx.z]) {
+            on = 1;
+        } else if (d->n >= 0) {
+            on = threadIdx.x == 0 && px_gpu_rects_touch_tile(d->r, d->n, tx, ty);
+        } else if (n > 0) {
+            uint32_t cv[4] = {0, 0, 0, 0};
+            if (n == 4) {
+                uint4 q = surf2Dread<uint4>(c->surf[0], x * 4, y);
+                cv[0] = q.x, cv[1] = q.y, cv[2] = q.z, cv[3] = q.w;
+            } else {
+                for (int k = 0; k < n; k++)
+                    cv[k] = px__sread(c->surf[0], x + k, y);
+            }
+            for (int k = 0; k < n; k++)
+                on |= px_maxdiff(fv[k], cv[k]) > a.threshold;
+        }
+        dirty_tile = __syncthreads_or(on);
+        if (threadIdx.x == 0)
+            px__store(slots[a.mask].surf[0], tx, ty, px_mask_pixel(dirty_tile));
+    } else {
+        dirty_tile = px_mask_dirty(px__texel(slots[a.mask].tex[0], tx, ty));
+    }
+    if (threadIdx.x == 0 && bits) { /* every bit written: no clearing launch */
+        uint32_t *word = bits + (size_t)ty * (size_t)wpr + (size_t)(tx >> 5), bit = 1u << (tx & 31);
+        if (dirty_tile)
+            atomicOr(word, bit);
+        else
+            atomicAnd(word, ~bit);
+    }
+    int top = c->levels - 1;
+    if (dirty_tile) {
+        if (a.update && n == 4)
+            surf2Dwrite(make_uint4(fv[0], fv[1], fv[2], fv[3]), c->surf[0], x * 4, y);
+        else if (a.update)
+            for (int k = 0; k < n; k++)
+                px__store(c->surf[0], x + k, y, fv[k]);
+        if (a.pyramid && top >= 1) {
+            for (int k = 0; k < 4; k++)
+                t[0][ly * PX_TILE + lx + k] =
+                    k >= n ? 0u : a.update ? fv[k] : px__sread(c->surf[0], x + k, y);
+            __syncthreads();
+            px__region_levels(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, t, NULL, NULL);
+        }
+    }
+    if (!a.pyramid || top <= PX_TILE_SHIFT)
         return;
-    int x = tx * PX_TILE + (int)threadIdx.x % PX_TILE, y = ty * PX_TILE + (int)threadIdx.x / PX_TILE;
-    px__tile_levels(s, tx, ty, x < s->w[0] && y < s->h[0] ? px__sread(s->surf[0], x, y) : 0u);
+    /* the group's last block: levels 5-8 of the group, from its level-4 texels */
+    __shared__ uint32_t old[PX_REGION_OLD], gbits[PX_GROUP];
+    int gx = tx / PX_GROUP, gy = ty / PX_GROUP, gw = px__groups(tw), gh = px__groups(th), g = gy * gw + gx;
+    unsigned *sync = a.st.sync + (size_t)blockIdx.z * (size_t)(gw * gh + 1);
+    uint8_t *maps = a.st.maps + (size_t)blockIdx.z * a.st.maps_item;
+    __threadfence(); /* this block's texels and bit, before its arrival */
+    __syncthreads();
+    if (threadIdx.x == 0) { /* arrivals in the low 16 bits, dirty tiles in the high ones: one atomic */
+        unsigned was = atomicAdd(&sync[g], dirty_tile ? 0x10001u : 1u);
+        int in_group = min(PX_GROUP, tw - gx * PX_GROUP) * min(PX_GROUP, th - gy * PX_GROUP);
+        last = (int)(was & 0xFFFFu) == in_group - 1;
+        group_dirty = (was >> 16) + (unsigned)dirty_tile > 0;
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    if (threadIdx.x == 0) {
+        sync[g] = 0; /* ready for the next launch */
+        maps[g] = (uint8_t)group_dirty;
+    }
+    if (group_dirty) { /* one round of loads: level 4, the old texels of levels 5-8, the tile bits */
+        int ox = gx * PX_TILE, oy = gy * PX_TILE; /* the group's origin at level 4 (its first tile) */
+        for (int i = (int)threadIdx.x; i < PX_TILE * PX_TILE; i += (int)blockDim.x) {
+            int px = ox + i % PX_TILE, py = oy + i / PX_TILE;
+            t[0][i] = px < c->w[PX_TILE_SHIFT] && py < c->h[PX_TILE_SHIFT] ? px__sread(c->surf[PX_TILE_SHIFT], px, py) : 0u;
+        }
+        for (int i = (int)threadIdx.x; i < PX_REGION_OLD; i += (int)blockDim.x) {
+            int m = i < 64 ? 1 : i < 80 ? 2 : i < 84 ? 3 : 4, j = i - px__region_old_at(m), side = PX_TILE >> m, l = PX_TILE_SHIFT + m;
+            int px = (ox >> m) + j % side, py = (oy >> m) + j / side;
+            old[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__sread(c->surf[l], px, py) : 0u;
+        }
+        if (threadIdx.x < PX_GROUP) {
+            int r = oy + (int)threadIdx.x;
+            gbits[threadIdx.x] = r < th ? (__ldcg(bits + (size_t)r * (size_t)wpr + (size_t)(ox >> 5)) >> (ox & 31)) & 0xFFFFu : 0u;
+        }
+        __syncthreads();
+        px__region_levels(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, t, gbits, old);
+    }
+    if (top <= PX_GROUP_LEVEL)
+        return;
+    /* the item's last group: the levels above, each texel rebuilt over a dirty group */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&sync[gw * gh], 1u) == (unsigned)(gw * gh) - 1u;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    if (threadIdx.x == 0)
+        sync[gw * gh] = 0;
+    px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
+}
+
+cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
+                         const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
+                         cudaStream_t stream)
+{
+    px__tiles_args a;
+    memset(&a, 0, sizeof a);
+    a.diff = diff != NULL, a.update = update != NULL, a.pyramid = pyramid != NULL;
+    if (diff) {
+        a.frame = PX_ARG(diff, DIFF, frame), a.cur = PX_ARG(diff, DIFF, cur), a.mask = PX_ARG(diff, DIFF, mask);
+        a.threshold = (uint32_t)PX_ARG(diff, DIFF, threshold);
+    } else if (update) {
+        a.frame = PX_ARG(update, UPDATE, frame), a.cur = PX_ARG(update, UPDATE, cur), a.mask = PX_ARG(update, UPDATE, mask);
+    } else {
+        a.cur = PX_ARG(pyramid, PYRAMID, slot), a.mask = PX_ARG(pyramid, PYRAMID, mask);
+    }
+    a.st = *st;
+    const pxvm_slot *m = &prog->slots[a.mask];
+    px__k_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), 64, 0, stream>>>(d_slots, nslots, a);
+    return cudaGetLastError();
 }
 
 /* The dirty tiles of a mask as row bitmaps, th rows of px_gpu_words(tw) uint32 per item (zeroed
  * before): a thread per tile sets its bit, so "is a dirty tile in this box" reads a few words per
- * row (px_gpu_row_dirty). */
+ * row (px_gpu_row_dirty). For masks written by something else than the tile kernel. */
 __global__ void px__k_mask_bits(const px_gpu_slot *all_slots, int nslots, int mask, uint32_t *bits_all)
 {
     const px_gpu_slot *m = &all_slots[(size_t)blockIdx.z * (size_t)nslots + (size_t)mask];
@@ -106,156 +295,4 @@ cudaError_t px_gpu_mask_bits(const px_gpu_slot *d_slots, int nslots, int mask, i
         return e;
     px__k_mask_bits<<<dim3((unsigned)((tw * th + 255) / 256), 1, (unsigned)items), 256, 0, stream>>>(d_slots, nslots, mask, bits);
     return cudaGetLastError();
-}
-
-/* Levels 5 .. of the slot for one item (blockIdx.x): each level after the one below, each texel
- * rebuilt when a dirty tile lies under its footprint. Whether one does is a dirty map per level,
- * built by OR-ing 2x2 cells of the level below (level 4's map is the tiles: a level-l texel's
- * footprint is 2^(l-4) x 2^(l-4) tiles, clipped), in `scratch` (px_gpu_dirty_scratch bytes). */
-__global__ void __launch_bounds__(1024) px__k_pyr_upper(const px_gpu_slot *all_slots, int nslots, int slot, int mask,
-                                                        const uint32_t *bits_all, uint8_t *scratch_all, size_t scratch_item)
-{
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.x * (size_t)nslots;
-    const px_gpu_slot *s = &slots[slot];
-    int tw = slots[mask].w[0], th = slots[mask].h[0], wpr = px_gpu_words(tw);
-    const uint32_t *bits = bits_all + (size_t)blockIdx.x * (size_t)th * (size_t)wpr;
-    uint8_t *map = scratch_all + (size_t)blockIdx.x * scratch_item, *prev = NULL;
-    int pw = tw, ph = th;
-    for (int l = PX_TILE_SHIFT + 1; l < s->levels; l++) {
-        int gw = (pw + 1) >> 1, gh = (ph + 1) >> 1; /* this level's map: ceil of the one below */
-        for (int p = threadIdx.x; p < gw * gh; p += blockDim.x) {
-            int x = p % gw, y = p / gw, any = 0;
-            for (int dy = 0; dy < 2; dy++)
-                for (int dx = 0; dx < 2; dx++) {
-                    int cx = 2 * x + dx, cy = 2 * y + dy;
-                    if (cx < pw && cy < ph)
-                        any |= prev ? prev[cy * pw + cx] : (int)((bits[(size_t)cy * wpr + (cx >> 5)] >> (cx & 31)) & 1u);
-                }
-            map[p] = (uint8_t)any;
-        }
-        __syncthreads();
-        int w = s->w[l], sw = s->w[l - 1], sh = s->h[l - 1];
-        for (int p = threadIdx.x; p < w * s->h[l]; p += blockDim.x) {
-            int x = p % w, y = p / w;
-            if (!map[y * gw + x])
-                continue;
-            int a = px_pyr_src0(x), bb = px_pyr_src1(x, sw), c = px_pyr_src0(y), d = px_pyr_src1(y, sh);
-            px__store(s->surf[l], x, y,
-                      px_box4(px__sread(s->surf[l - 1], a, c), px__sread(s->surf[l - 1], bb, c),
-                              px__sread(s->surf[l - 1], a, d), px__sread(s->surf[l - 1], bb, d)));
-        }
-        __threadfence_block();
-        __syncthreads();
-        prev = map, map += gw * gh, pw = gw, ph = gh;
-    }
-}
-
-size_t px_gpu_dirty_scratch(int tw, int th)
-{
-    size_t n = 0;
-    for (int w = tw, h = th; w > 1 || h > 1;) {
-        w = (w + 1) >> 1, h = (h + 1) >> 1;
-        n += (size_t)w * (size_t)h;
-    }
-    return n + 16;
-}
-
-/* DIFF + UPDATE + PYRAMID (levels 1-4) of one tile, fused (the launch plan's choice when the
- * three follow each other on the same slots, outside profiling): the same rules, one block per
- * tile, the tile's texels read once; the mask's row bitmaps are set on the way (zeroed before). */
-__global__ void px__k_frame_tiles(const px_gpu_slot *all_slots, int nslots, int frame, int cur, int mask,
-                                  uint32_t threshold, const uint8_t *primed, const px_gpu_dirty *dirty, uint32_t *bits_all,
-                                  int pyramid)
-{
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    const px_gpu_slot *f = &slots[frame], *c = &slots[cur];
-    const px_gpu_dirty *d = &dirty[blockIdx.z];
-    int tx = blockIdx.x, ty = blockIdx.y, lx = (int)threadIdx.x % PX_TILE, ly = (int)threadIdx.x / PX_TILE;
-    int x = tx * PX_TILE + lx, y = ty * PX_TILE + ly, in = x < c->w[0] && y < c->h[0];
-    uint32_t fv = in ? px__sread(f->surf[0], x, y) : 0u;
-    int on;
-    if (!primed[blockIdx.z])
-        on = 1;
-    else if (d->n >= 0)
-        on = threadIdx.x == 0 && px_gpu_rects_touch_tile(d->r, d->n, tx, ty);
-    else
-        on = in && px_maxdiff(fv, px__sread(c->surf[0], x, y)) > threshold;
-    int dirty_tile = __syncthreads_or(on);
-    if (threadIdx.x == 0) {
-        px__store(slots[mask].surf[0], tx, ty, px_mask_pixel(dirty_tile));
-        if (dirty_tile && bits_all)
-            atomicOr(bits_all + (size_t)blockIdx.z * (size_t)gridDim.y * (size_t)px_gpu_words(gridDim.x) +
-                         (size_t)ty * (size_t)px_gpu_words(gridDim.x) + (size_t)(tx >> 5),
-                     1u << (tx & 31));
-    }
-    if (!dirty_tile)
-        return;
-    if (in)
-        px__store(c->surf[0], x, y, fv);
-    if (pyramid)
-        px__tile_levels(c, tx, ty, fv);
-}
-
-cudaError_t px_gpu_frame_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
-                               const pxi_insn *pyramid, int items, const uint8_t *primed, const px_gpu_dirty *dirty,
-                               uint32_t *bits, uint8_t *scratch, cudaStream_t stream)
-{
-    int mask = PX_ARG(diff, DIFF, mask), cur = PX_ARG(diff, DIFF, cur);
-    const pxvm_slot *m = &prog->slots[mask], *c = &prog->slots[cur];
-    cudaError_t e = bits ? cudaMemsetAsync(bits, 0, sizeof(uint32_t) * (size_t)px_gpu_words(m->w) * (size_t)m->h * (size_t)items,
-                                           stream)
-                         : cudaSuccess;
-    if (e != cudaSuccess)
-        return e;
-    px__k_frame_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(
-        d_slots, nslots, PX_ARG(diff, DIFF, frame), cur, mask, (uint32_t)PX_ARG(diff, DIFF, threshold), primed, dirty, bits,
-        pyramid != NULL);
-    e = cudaGetLastError();
-    if (e == cudaSuccess && pyramid && c->levels > PX_TILE_SHIFT + 1) {
-        px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, cur, mask, bits, scratch,
-                                                              px_gpu_dirty_scratch(m->w, m->h));
-        e = cudaGetLastError();
-    }
-    return e;
-}
-
-cudaError_t px_gpu_diff(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
-                        const uint8_t *primed, const px_gpu_dirty *dirty, cudaStream_t stream)
-{
-    const pxvm_slot *m = &prog->slots[PX_ARG(in, DIFF, mask)];
-    px__k_diff<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(
-        d_slots, nslots, PX_ARG(in, DIFF, frame), PX_ARG(in, DIFF, cur), PX_ARG(in, DIFF, mask),
-        (uint32_t)PX_ARG(in, DIFF, threshold), primed, dirty);
-    return cudaGetLastError();
-}
-
-cudaError_t px_gpu_update(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *in, int items,
-                          cudaStream_t stream)
-{
-    const pxvm_slot *c = &prog->slots[PX_ARG(in, UPDATE, cur)];
-    unsigned blocks = (unsigned)(((long long)c->w * c->h + 255) / 256);
-    px__k_update<<<dim3(blocks, 1, (unsigned)items), 256, 0, stream>>>(d_slots, nslots, PX_ARG(in, UPDATE, frame),
-                                                                       PX_ARG(in, UPDATE, cur), PX_ARG(in, UPDATE, mask));
-    return cudaGetLastError();
-}
-
-cudaError_t px_gpu_pyramid_incremental(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog,
-                                       const pxi_insn *in, int items, uint32_t *bits, uint8_t *scratch, cudaStream_t stream)
-{
-    int slot = PX_ARG(in, PYRAMID, slot), mask = PX_ARG(in, PYRAMID, mask);
-    const pxvm_slot *s = &prog->slots[slot], *m = &prog->slots[mask];
-    if (s->levels < 2)
-        return cudaSuccess;
-    px__k_pyr_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), PX_TILE * PX_TILE, 0, stream>>>(d_slots, nslots,
-                                                                                                            slot, mask);
-    cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess && s->levels > PX_TILE_SHIFT + 1) {
-        e = px_gpu_mask_bits(d_slots, nslots, mask, m->w, m->h, bits, items, stream);
-        if (e == cudaSuccess) {
-            px__k_pyr_upper<<<(unsigned)items, 1024, 0, stream>>>(d_slots, nslots, slot, mask, bits, scratch,
-                                                                  px_gpu_dirty_scratch(m->w, m->h));
-            e = cudaGetLastError();
-        }
-    }
-    return e;
 }

@@ -8,7 +8,8 @@
  * memory and from page-locked host memory, with the link's pinned H2D bandwidth measured in the
  * same run. Figures, not assertions; prints JSON.
  *
- *   bench_video --executor cpu|cuda --frames FILE.npy [--size WxH] [--count N] [--threads N] */
+ *   bench_video --executor cpu|cuda --frames FILE.npy [--size WxH] [--count N] [--threads N]
+ *               [--paths full,0,8,16] [--device-only 1]   (a subset, e.g. under ncu) */
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -166,7 +167,8 @@ static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count
 int main(int argc, char **argv)
 {
     const char *exec = "cpu", *path = NULL;
-    int W = 0, H = 0, count = 300, threads = 0;
+    int W = 0, H = 0, count = 300, threads = 0, device_only = 0;
+    const char *paths = "full,0,8,16";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--executor"))
             exec = argv[i + 1];
@@ -178,6 +180,10 @@ int main(int argc, char **argv)
             count = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads"))
             threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--paths"))
+            paths = argv[i + 1];
+        else if (!strcmp(argv[i], "--device-only"))
+            device_only = atoi(argv[i + 1]);
     }
     int n, w0, h0;
     uint8_t *src = path ? px__load_npy(path, &n, &w0, &h0) : NULL;
@@ -229,13 +235,24 @@ int main(int argc, char **argv)
     }
     const int ts[4] = {-1, 0, 8, 16};
     double fps[4][2] = {{0}}, sampled[4] = {0}, fps_rects = 0;
+    int want[4] = {0};
+    for (const char *q = paths; *q; q += strcspn(q, ","), q += *q == ',') {
+        int len = (int)strcspn(q, ",");
+        for (int k = 0; k < 4; k++) {
+            char name[8];
+            snprintf(name, sizeof name, "%s", k ? (k == 1 ? "0" : k == 2 ? "8" : "16") : "full");
+            want[k] |= (int)strlen(name) == len && !strncmp(q, name, (size_t)len);
+        }
+    }
     for (int k = 0; k < 4; k++) {
+        if (!want[k])
+            continue;
         px__path p;
         px__open(&p, exec, threads, W, H, ts[k], cuda);
         fps[k][0] = px__fps(&p, cuda ? d_frames : frames, n, count, W, H, cuda ? 0 : -1, ts[k] >= 0 ? &sampled[k] : NULL);
-        if (cuda)
+        if (cuda && !device_only)
             fps[k][1] = px__fps(&p, frames, n, count, W, H, -1, NULL);
-        if (cuda && ts[k] == 16)
+        if (cuda && ts[k] == 16 && !device_only)
             fps_rects = px__fps_rects(&p, frames, n, count, W, H, 0.1);
         px__close(&p, cuda);
     }
@@ -249,11 +266,13 @@ int main(int argc, char **argv)
            gpu, W, H, n, count);
     const char *names[4] = {"full", "incremental_t0", "incremental_t8", "incremental_t16"};
     for (int k = 0; k < 4; k++) {
+        if (!want[k])
+            continue;
         printf(" \"%s\": {\"fps%s\": %.1f", names[k], cuda ? "_device" : "", fps[k][0]);
         if (cuda)
             printf(", \"fps_pinned_host\": %.1f, \"pinned_host_link_fraction\": %.3f", fps[k][1], fps[k][1] * (double)fb / link);
         if (ts[k] >= 0)
-            printf(", \"tokens_sampled\": %.3f, \"speedup_vs_full\": %.2f", sampled[k], fps[k][0] / fps[0][0]);
+            printf(", \"tokens_sampled\": %.3f, \"speedup_vs_full\": %.2f", sampled[k], want[0] ? fps[k][0] / fps[0][0] : 0.0);
         printf("},\n");
     }
     if (cuda)

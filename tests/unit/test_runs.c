@@ -72,9 +72,9 @@ TEST(runs_repeat_from_the_initial_state)
         px_test_fail(__FILE__, __LINE__, "%s", err.msg);
         return;
     }
-    CHECK_EQ(prog.reset[0], PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER); /* written; never rebuilt */
-    CHECK_EQ(prog.reset[in], 0);                                   /* rebuilt before any read */
-    CHECK_EQ(prog.reset[out], PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER);
+    CHECK_EQ(prog.reset[0], PXVM_RESET_LEVEL0); /* written; no PYRAMID writes its upper levels */
+    CHECK_EQ(prog.reset[in], 0);                /* rebuilt before any read */
+    CHECK_EQ(prog.reset[out], PXVM_RESET_LEVEL0);
     CHECK_EQ(prog.reset[scr], PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER); /* read before its PYRAMID */
     uint64_t first = px__all_hash(ex, &prog);
     pxvm_run_options ro = {.max_steps = 100};

@@ -51,6 +51,9 @@ TEST(video_diff_update_threshold_rectangles_and_restart)
         pxvm_error err;
         pxvm_run_options ro = {.max_steps = 1000};
         CHECK(px__diff_program(t, &prog) == 0);
+        /* the mask is written whole by DIFF before anything reads it: no per-run clear; cur persists */
+        CHECK_EQ(prog.reset[3], 0);
+        CHECK_EQ(prog.reset[2], 0);
         CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
         uint64_t st = 9;
         pxvm_image a = px_random_image(40, 20, &st);

@@ -1305,11 +1305,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         if (events)
             PX__CK(cudaEventRecord(events[si], ex->stream));
         switch (in->op) {
-        case PX_OP_HALT:
-            if (prog->uses_video) {
-                px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, (int)items);
-                PX__CK(cudaGetLastError());
-            }
+        case PX_OP_HALT: /* the video bookkeeping follows the run when needed (px__gl_run) */
             if (events)
                 PX__CK(cudaEventRecord(events[si + 1], ex->stream));
             return 0;
@@ -1477,6 +1473,12 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     int full = budget_trap == UINT32_MAX;
+    /* a video run that completes leaves every item primed and its rectangles used up: the host
+     * knows when that changes anything (the first run after load or restart, a run with
+     * rectangles), so the steady state's graph holds no bookkeeping launch */
+    int video_end = 0;
+    for (int b = 0; full && prog->uses_video && b < ex->batch; b++)
+        video_end |= !ex->h_primed || !ex->h_primed[b] || (ex->h_nrects && ex->h_nrects[b] >= 0);
     for (int b = 0; ex->h_nrects && b < ex->batch; b++) /* this run uses the rectangles up */
         ex->h_nrects[b] = -1;
     if (full && !ex->h_primed)
@@ -1512,6 +1514,10 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             free(events);
             return -1;
         }
+    }
+    if (video_end) {
+        px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
+        PX__CK(cudaGetLastError());
     }
     if (async)
         return px__join_out(ex, err);

@@ -84,12 +84,11 @@ static __host__ __device__ inline int px_gpu_words(int tw) { return (tw + 31) >>
 cudaError_t px_gpu_mask_bits(const px_gpu_slot *d_slots, int nslots, int mask, int tw, int th, uint32_t *bits, int items,
                              cudaStream_t stream);
 
-/* Is a dirty tile among tiles x0..x1 of one bitmap row? Read past L1 (__ldcg): the tile kernel's
- * group tails read words other blocks of the same launch have just set. */
+/* Is a dirty tile among tiles x0..x1 of one bitmap row? (Set by an earlier launch.) */
 static __device__ inline int px_gpu_row_dirty(const uint32_t *row, int x0, int x1)
 {
     for (int w = x0 >> 5; w <= (x1 >> 5); w++) {
-        uint32_t m = __ldcg(row + w);
+        uint32_t m = __ldg(row + w);
         if (w == (x0 >> 5))
             m &= ~0u << (x0 & 31);
         if (w == (x1 >> 5) && (x1 & 31) != 31)

@@ -31,40 +31,43 @@ static __device__ inline int px__group_box_dirty(const uint32_t *gbits, int gx0,
 }
 
 /* Levels L+1 .. top (top <= L+4) of the 16x16 region of level L at (ox, oy) (multiples of 16),
- * whose level-L texels are in t[0] (0 outside the level). A level L+m texel of the region depends
- * only on the region's level-L texels (px_pyr_src1 clamps inside [2x, 2x+1]), so the block builds
- * them in shared memory. With `gbits` (a group: L = 4, (ox, oy) its first tile), only the texels
- * with a dirty tile under their footprint (px_texel_tiles) are rebuilt, the others keep their
- * value, given in `old` (the region's texels of levels L+1.., 64 + 16 + 4 + 1); without, all of
- * them (a dirty tile's). */
-#define PX_REGION_OLD (64 + 16 + 4 + 1)
-static __device__ inline int px__region_old_at(int m) { return m == 1 ? 0 : m == 2 ? 64 : m == 3 ? 80 : 84; }
+ * whose level-L texels are in `base` (0 outside the level). A level L+m texel of the region
+ * depends only on the region's level-L texels (px_pyr_src1 clamps inside [2x, 2x+1]), so the
+ * block builds them in shared memory, in `lv` (the region's texels of levels L+1.., 64 + 16 + 4
+ * + 1, at px__region_at). With `gbits` (a group: L = 4, (ox, oy) its first tile), only the texels
+ * with a dirty tile under their footprint (px_texel_tiles) are rebuilt, the others keep the value
+ * `lv` holds on entry; without, all of them (a dirty tile's). The stores come last, all at once:
+ * one per level as it was built cost a surface round trip per level (measured 0.7 us each). */
+#define PX_REGION_UP (64 + 16 + 4 + 1)
+static __device__ inline int px__region_at(int m) { return m == 1 ? 0 : m == 2 ? 64 : m == 3 ? 80 : 84; }
 
-static __device__ void px__region_levels(const px_gpu_slot *s, int L, int top, int ox, int oy, uint32_t (*t)[PX_TILE * PX_TILE],
-                                         const uint32_t *gbits, const uint32_t *old)
+static __device__ void px__region_levels(const px_gpu_slot *s, int L, int top, int ox, int oy, const uint32_t *base,
+                                         uint32_t *lv, uint8_t *rebuilt, const uint32_t *gbits)
 {
     for (int l = L + 1; l <= top; l++) {
         int m = l - L, side = PX_TILE >> m, prev = PX_TILE >> (m - 1);
         int lox = ox >> m, loy = oy >> m, pox = ox >> (m - 1), poy = oy >> (m - 1);
-        const uint32_t *src = t[(m - 1) & 1];
-        uint32_t *dst = t[m & 1];
+        const uint32_t *src = m == 1 ? base : lv + px__region_at(m - 1);
         for (int i = (int)threadIdx.x; i < side * side; i += (int)blockDim.x) {
-            int gx = lox + i % side, gy = loy + i / side;
-            uint32_t v = 0;
-            if (gx < s->w[l] && gy < s->h[l]) {
-                if (!gbits || px__group_box_dirty(gbits, ox, oy, px_texel_tiles(gx, gy, l, s->w[0], s->h[0]))) {
-                    int sw = s->w[l - 1], sh = s->h[l - 1];
-                    int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, sw) - pox;
-                    int c = px_pyr_src0(gy) - poy, d = px_pyr_src1(gy, sh) - poy;
-                    v = px_box4(src[c * prev + a], src[c * prev + b], src[d * prev + a], src[d * prev + b]);
-                    px__store(s->surf[l], gx, gy, v);
-                } else {
-                    v = old[px__region_old_at(m) + i];
-                }
+            int gx = lox + i % side, gy = loy + i / side, k = px__region_at(m) + i, r = 0;
+            if (gx < s->w[l] && gy < s->h[l] &&
+                (!gbits || px__group_box_dirty(gbits, ox, oy, px_texel_tiles(gx, gy, l, s->w[0], s->h[0])))) {
+                int sw = s->w[l - 1], sh = s->h[l - 1];
+                int a = px_pyr_src0(gx) - pox, b = px_pyr_src1(gx, sw) - pox;
+                int c = px_pyr_src0(gy) - poy, d = px_pyr_src1(gy, sh) - poy;
+                lv[k] = px_box4(src[c * prev + a], src[c * prev + b], src[d * prev + a], src[d * prev + b]);
+                r = 1;
+            } else if (!gbits) {
+                lv[k] = 0;
             }
-            dst[i] = v;
+            rebuilt[k] = (uint8_t)r;
         }
         __syncthreads();
+    }
+    for (int k = (int)threadIdx.x; k < PX_REGION_UP; k += (int)blockDim.x) {
+        int m = k < 64 ? 1 : k < 80 ? 2 : k < 84 ? 3 : 4, i = k - px__region_at(m), side = PX_TILE >> m;
+        if (L + m <= top && rebuilt[k])
+            px__store(s->surf[L + m], (ox >> m) + i % side, (oy >> m) + i / side, lv[k]);
     }
 }
 
@@ -103,6 +106,63 @@ static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const u
     }
 }
 
+/* Levels 9.. of slot c by one block, in shared memory: level 8 (at most PX_TOP_SIDE^2 texels,
+ * one per group), the texels above as they are, and the groups' dirty map in one round of loads;
+ * each level's map ORs 2x2 cells of the one below (a ceiling, as px__levels_from_map); the
+ * rebuilt texels stored last, all at once. Level 8 was written by other blocks of this launch:
+ * read through the surface after their fences. */
+#define PX_TOP_SIDE 64
+#define PX_TOP_UP (32 * 32 + 16 * 16 + 8 * 8 + 4 * 4 + 2 * 2 + 1 + 8)
+static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group_map, int gw, int gh)
+{
+    __shared__ uint32_t l8[PX_TOP_SIDE * PX_TOP_SIDE], up[PX_TOP_UP];
+    __shared__ uint8_t map8[PX_TOP_SIDE * PX_TOP_SIDE], map_up[PX_TOP_UP];
+    int w8 = c->w[PX_GROUP_LEVEL], h8 = c->h[PX_GROUP_LEVEL];
+    for (int p = (int)threadIdx.x; p < gw * gh; p += (int)blockDim.x) {
+        int x = p % gw, y = p / gw;
+        map8[p] = __ldcg(group_map + p);
+        if (x < w8 && y < h8)
+            l8[y * w8 + x] = px__sread(c->surf[PX_GROUP_LEVEL], x, y);
+    }
+    for (int l = PX_GROUP_LEVEL + 1, off = 0; l < c->levels; off += c->w[l] * c->h[l], l++)
+        for (int p = (int)threadIdx.x; p < c->w[l] * c->h[l]; p += (int)blockDim.x)
+            up[off + p] = px__sread(c->surf[l], p % c->w[l], p / c->w[l]);
+    __syncthreads();
+    const uint32_t *prev = l8;
+    const uint8_t *pmap = map8;
+    int pw = gw, ph = gh, off = 0, moff = 0;
+    for (int l = PX_GROUP_LEVEL + 1; l < c->levels; l++) {
+        int mw = (pw + 1) >> 1, mh = (ph + 1) >> 1, w = c->w[l], sw = c->w[l - 1], sh = c->h[l - 1];
+        uint8_t *map = map_up + moff;
+        for (int p = (int)threadIdx.x; p < mw * mh; p += (int)blockDim.x) {
+            int x = p % mw, y = p / mw, any = 0;
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++)
+                    if (2 * x + dx < pw && 2 * y + dy < ph)
+                        any |= pmap[(2 * y + dy) * pw + 2 * x + dx];
+            map[p] = (uint8_t)any;
+        }
+        __syncthreads();
+        for (int p = (int)threadIdx.x; p < w * c->h[l]; p += (int)blockDim.x) {
+            int x = p % w, y = p / w;
+            if (!map[y * mw + x])
+                continue;
+            int a = px_pyr_src0(x), b = px_pyr_src1(x, sw), cc = px_pyr_src0(y), d = px_pyr_src1(y, sh);
+            up[off + p] = px_box4(prev[cc * sw + a], prev[cc * sw + b], prev[d * sw + a], prev[d * sw + b]);
+        }
+        __syncthreads();
+        prev = up + off, pmap = map, pw = mw, ph = mh, off += w * c->h[l], moff += mw * mh;
+    }
+    pw = gw, ph = gh, off = 0, moff = 0;
+    for (int l = PX_GROUP_LEVEL + 1; l < c->levels; l++) {
+        int mw = (pw + 1) >> 1, mh = (ph + 1) >> 1, w = c->w[l];
+        for (int p = (int)threadIdx.x; p < w * c->h[l]; p += (int)blockDim.x)
+            if (map_up[moff + (p / w) * mw + p % w])
+                px__store(c->surf[l], p % w, p / w, up[off + p]);
+        pw = mw, ph = mh, off += w * c->h[l], moff += mw * mh;
+    }
+}
+
 size_t px_gpu_tiles_scratch(int tw, int th)
 {
     size_t n = 0;
@@ -132,7 +192,8 @@ struct px__tiles_args {
  * SM (32 registers): a 1024^2 frame's 4,096 tiles in one wave (at 40 registers, 1.3 waves). */
 __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slots, int nslots, px__tiles_args a)
 {
-    __shared__ uint32_t t[2][PX_TILE * PX_TILE];
+    __shared__ uint32_t base[PX_TILE * PX_TILE], lv[PX_REGION_UP];
+    __shared__ uint8_t rebuilt[PX_REGION_UP];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
     const px_gpu_slot *c = &slots[a.cur];
     int tx = (int)blockIdx.x, ty = (int)blockIdx.y, tw = (int)gridDim.x, th = (int)gridDim.y, wpr = px_gpu_words(tw);
@@ -192,10 +253,10 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
                 px__store(c->surf[0], x + k, y, fv[k]);
         if (a.pyramid && top >= 1) {
             for (int k = 0; k < 4; k++)
-                t[0][ly * PX_TILE + lx + k] =
+                base[ly * PX_TILE + lx + k] =
                     k >= n ? 0u : a.update ? fv[k] : px__sread(c->surf[0], x + k, y);
             __syncthreads();
-            px__region_levels(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, t, NULL, NULL);
+            px__region_levels(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, base, lv, rebuilt, NULL);
         }
     }
 }
@@ -207,7 +268,8 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
  * block to fence and count its arrival, measured 18 us a 1024^2 frame against 3 for this launch. */
 __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots, int nslots, px__tiles_args a, int tw, int th)
 {
-    __shared__ uint32_t t[2][PX_TILE * PX_TILE], old[PX_REGION_OLD], gbits[PX_GROUP];
+    __shared__ uint32_t base[PX_TILE * PX_TILE], lv[PX_REGION_UP], gbits[PX_GROUP];
+    __shared__ uint8_t rebuilt[PX_REGION_UP];
     __shared__ int last;
     /* the slot's record in shared memory, in one round of loads: every level reads its sizes and
      * objects, and global loads of them per level were a serial chain of round trips */
@@ -232,18 +294,18 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
     }
     for (int i = (int)threadIdx.x; i < PX_TILE * PX_TILE; i += (int)blockDim.x) {
         int px = ox + i % PX_TILE, py = oy + i / PX_TILE;
-        t[0][i] = px < c->w[PX_TILE_SHIFT] && py < c->h[PX_TILE_SHIFT] ? px__texel(c->tex[PX_TILE_SHIFT], px, py) : 0u;
+        base[i] = px < c->w[PX_TILE_SHIFT] && py < c->h[PX_TILE_SHIFT] ? px__texel(c->tex[PX_TILE_SHIFT], px, py) : 0u;
     }
-    for (int i = (int)threadIdx.x; i < PX_REGION_OLD; i += (int)blockDim.x) {
-        int m = i < 64 ? 1 : i < 80 ? 2 : i < 84 ? 3 : 4, j = i - px__region_old_at(m), side = PX_TILE >> m, l = PX_TILE_SHIFT + m;
+    for (int i = (int)threadIdx.x; i < PX_REGION_UP; i += (int)blockDim.x) {
+        int m = i < 64 ? 1 : i < 80 ? 2 : i < 84 ? 3 : 4, j = i - px__region_at(m), side = PX_TILE >> m, l = PX_TILE_SHIFT + m;
         int px = (ox >> m) + j % side, py = (oy >> m) + j / side;
-        old[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__texel(c->tex[l], px, py) : 0u;
+        lv[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__texel(c->tex[l], px, py) : 0u;
     }
     int group_dirty = __syncthreads_or(row_bits != 0);
     if (threadIdx.x == 0)
         maps[gy * gw + gx] = (uint8_t)group_dirty;
     if (group_dirty)
-        px__region_levels(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, t, gbits, old);
+        px__region_levels(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, base, lv, rebuilt, gbits);
     if (top <= PX_GROUP_LEVEL)
         return;
     __threadfence(); /* this group's texels and map cell, before its arrival */
@@ -257,7 +319,10 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
     __threadfence();
     if (threadIdx.x == 0)
         *count = 0; /* ready for the next launch */
-    px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
+    if (gw <= PX_TOP_SIDE && gh <= PX_TOP_SIDE)
+        px__top_levels(c, maps, gw, gh);
+    else /* wider than 16384 texels */
+        px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
 }
 
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,

@@ -111,6 +111,14 @@ int px_video_make(uint64_t seed, px_video_case *v)
     static const int sizes[] = {1, 2, 15, 16, 17, 31, 33, 47, 64, 100, 129, 200};
     v->w = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
     v->h = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
+    if (px_case_below(&s, 12) == 0) { /* large: several groups of 16x16 tiles (the GPU's levels 5-8), levels 9.. */
+        static const int wide[] = {257, 300, 511, 512, 530, 777}, tall[] = {1, 40, 257, 300, 520};
+        v->w = wide[px_case_below(&s, 6)], v->h = tall[px_case_below(&s, 5)];
+        if (px_case_below(&s, 2)) { /* tall as often as wide */
+            int t = v->w;
+            v->w = v->h, v->h = t;
+        }
+    }
     static const int thresholds[] = {0, 0, 1, 8, 16, 40, 128, 254, 255};
     v->threshold = px_case_below(&s, 3) ? thresholds[px_case_below(&s, 9)] : px_case_below(&s, 256);
     uint64_t pseed = px_case_next(&s);

@@ -36,8 +36,7 @@ static __device__ inline int px__group_box_dirty(const uint32_t *gbits, int gx0,
  * block builds them in shared memory, in `lv` (the region's texels of levels L+1.., 64 + 16 + 4
  * + 1, at px__region_at). With `gbits` (a group: L = 4, (ox, oy) its first tile), only the texels
  * with a dirty tile under their footprint (px_texel_tiles) are rebuilt, the others keep the value
- * `lv` holds on entry; without, all of them (a dirty tile's). The stores come last, all at once:
- * one per level as it was built cost a surface round trip per level (measured 0.7 us each). */
+ * `lv` holds on entry; without, all of them (a dirty tile's). px__region_store then stores them. */
 #define PX_REGION_UP (64 + 16 + 4 + 1)
 static __device__ inline int px__region_at(int m) { return m == 1 ? 0 : m == 2 ? 64 : m == 3 ? 80 : 84; }
 
@@ -64,7 +63,14 @@ static __device__ void px__region_levels(const px_gpu_slot *s, int L, int top, i
         }
         __syncthreads();
     }
-    for (int k = (int)threadIdx.x; k < PX_REGION_UP; k += (int)blockDim.x) {
+}
+
+/* The texels px__region_levels rebuilt, by threads from..blockDim-1 (a thread that stores to a
+ * surface and then fences waits for the stores: the groups' counting thread stores none). */
+static __device__ void px__region_store(const px_gpu_slot *s, int L, int top, int ox, int oy, const uint32_t *lv,
+                                        const uint8_t *rebuilt, int from)
+{
+    for (int k = (int)threadIdx.x - from; k >= 0 && k < PX_REGION_UP; k += (int)blockDim.x - from) {
         int m = k < 64 ? 1 : k < 80 ? 2 : k < 84 ? 3 : 4, i = k - px__region_at(m), side = PX_TILE >> m;
         if (L + m <= top && rebuilt[k])
             px__store(s->surf[L + m], (ox >> m) + i % side, (oy >> m) + i / side, lv[k]);
@@ -109,11 +115,11 @@ static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const u
 /* Levels 9.. of slot c by one block, in shared memory: level 8 (at most PX_TOP_SIDE^2 texels,
  * one per group), the texels above as they are, and the groups' dirty map in one round of loads;
  * each level's map ORs 2x2 cells of the one below (a ceiling, as px__levels_from_map); the
- * rebuilt texels stored last, all at once. Level 8 was written by other blocks of this launch:
- * read through the surface after their fences. */
+ * rebuilt texels stored last, all at once. Level 8 comes from the groups' blocks of this launch,
+ * through global memory (group_l8: texel x, y at y * gw + x). */
 #define PX_TOP_SIDE 64
 #define PX_TOP_UP (32 * 32 + 16 * 16 + 8 * 8 + 4 * 4 + 2 * 2 + 1 + 8)
-static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group_map, int gw, int gh)
+static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group_map, const unsigned *group_l8, int gw, int gh)
 {
     __shared__ uint32_t l8[PX_TOP_SIDE * PX_TOP_SIDE], up[PX_TOP_UP];
     __shared__ uint8_t map8[PX_TOP_SIDE * PX_TOP_SIDE], map_up[PX_TOP_UP];
@@ -122,7 +128,7 @@ static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group
         int x = p % gw, y = p / gw;
         map8[p] = __ldcg(group_map + p);
         if (x < w8 && y < h8)
-            l8[y * w8 + x] = px__sread(c->surf[PX_GROUP_LEVEL], x, y);
+            l8[y * w8 + x] = __ldcg(group_l8 + p);
     }
     for (int l = PX_GROUP_LEVEL + 1, off = 0; l < c->levels; off += c->w[l] * c->h[l], l++)
         for (int p = (int)threadIdx.x; p < c->w[l] * c->h[l]; p += (int)blockDim.x)
@@ -174,12 +180,8 @@ size_t px_gpu_tiles_scratch(int tw, int th)
     return (size_t)gw * (size_t)gh + n + 16;
 }
 
-/* Per item: the counter of the groups' arrivals. */
-size_t px_gpu_tiles_sync(int tw, int th)
-{
-    (void)tw, (void)th;
-    return 1;
-}
+/* Per item: the counter of the groups' arrivals, and each group's level-8 texel. */
+size_t px_gpu_tiles_sync(int tw, int th) { return 1u + (size_t)px__groups(tw) * (size_t)px__groups(th); }
 
 struct px__tiles_args {
     int frame, cur, mask, diff, update, pyramid;
@@ -257,6 +259,7 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
                     k >= n ? 0u : a.update ? fv[k] : px__sread(c->surf[0], x + k, y);
             __syncthreads();
             px__region_levels(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, base, lv, rebuilt, NULL);
+            px__region_store(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, lv, rebuilt, 0);
         }
     }
 }
@@ -302,26 +305,36 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
         lv[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__texel(c->tex[l], px, py) : 0u;
     }
     int group_dirty = __syncthreads_or(row_bits != 0);
-    if (threadIdx.x == 0)
-        maps[gy * gw + gx] = (uint8_t)group_dirty;
-    if (group_dirty)
+    if (group_dirty) {
         px__region_levels(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, base, lv, rebuilt, gbits);
+        px__region_store(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, lv, rebuilt, 32);
+    }
     if (top <= PX_GROUP_LEVEL)
         return;
-    __threadfence(); /* this group's texels and map cell, before its arrival */
-    __syncthreads();
-    unsigned *count = a.st.sync + blockIdx.z;
-    if (threadIdx.x == 0)
+    /* the item's last group builds the levels above from the groups' level-8 texels, handed over
+     * in global memory by thread 0, which stored to no surface: its fence waits for no surface
+     * store (fencing after them was measured 3.5 us a frame) */
+    unsigned *count = a.st.sync + (size_t)blockIdx.z * (size_t)(1 + gw * gh);
+    int wide = gw > PX_TOP_SIDE || gh > PX_TOP_SIDE;
+    if (wide) { /* then level 8 is read through the surface: every store before the arrival */
+        __threadfence();
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        maps[gy * gw + gx] = (uint8_t)group_dirty;
+        count[1 + gy * gw + gx] = lv[PX_REGION_UP - 1];
+        __threadfence();
         last = atomicAdd(count, 1u) == (unsigned)(gw * gh) - 1u;
+    }
     __syncthreads();
     if (!last)
         return;
     __threadfence();
     if (threadIdx.x == 0)
         *count = 0; /* ready for the next launch */
-    if (gw <= PX_TOP_SIDE && gh <= PX_TOP_SIDE)
-        px__top_levels(c, maps, gw, gh);
-    else /* wider than 16384 texels */
+    if (!wide)
+        px__top_levels(c, maps, count + 1, gw, gh);
+    else /* wider than 16384 texels: level 8 is through the surface, after every store */
         px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
 }
 

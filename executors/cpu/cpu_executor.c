@@ -157,14 +157,6 @@ typedef struct {
     int level; /* the first level built */
 } px__pyr_job;
 
-/* The hot loop gets wider vector variants where the CPU has them, chosen when the program loads
- * (gcc function multiversioning); the portable build is the default. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define PX_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define PX_VECTOR_CLONES
-#endif
-
 /* Row y of level l from level l-1. */
 PX_VECTOR_CLONES static void px__pyr_row(const px_cpu_src *v, int l, int y)
 {

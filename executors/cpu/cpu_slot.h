@@ -35,6 +35,14 @@ static inline void px__store(uint8_t *p, uint32_t v)
 #define PX_LEVELS(s) ((s)->levels)
 #include "../../isa/px_sem.h"
 
+/* Hot loops get wider vector variants where the CPU has them, chosen when the program loads
+ * (gcc function multiversioning); the portable build is the default. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define PX_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define PX_VECTOR_CLONES
+#endif
+
 /* fixation.c: SALIENCY rows y0..y1-1 of its map (dst level 0, dst_w wide), and ARGMAX into the
  * run's registers fix[8][2] (space_w x space_h: the `space` slot's level 0). */
 void px_cpu_saliency_rows(const px_cpu_src *src, uint8_t *dst, int dst_w, const pxi_insn *in, int y0, int y1);

@@ -5,42 +5,52 @@
 
 #include "cpu_slot.h"
 
+/* Folds one pixel row of w texels into per-tile maxima of the byte differences (px_maxdiff per
+ * texel): a fixed 64-byte max-reduction per tile, which the compiler vectorizes (SSE2 pmaxub and
+ * saturated subtractions, wider in the AVX2 and AVX-512 variants). */
+PX_VECTOR_CLONES static void px__row_tile_maxdiff(const uint8_t *a, const uint8_t *b, int w, uint8_t *tile_max)
+{
+    int full = w / PX_TILE;
+    for (int t = 0; t < full; t++) {
+        const uint8_t *p = a + (size_t)t * PX_TILE * 4u, *q = b + (size_t)t * PX_TILE * 4u;
+        uint8_t m = tile_max[t];
+        for (int i = 0; i < PX_TILE * 4; i++) {
+            uint8_t d = (uint8_t)(p[i] > q[i] ? p[i] - q[i] : q[i] - p[i]);
+            m = d > m ? d : m;
+        }
+        tile_max[t] = m;
+    }
+    if (full * PX_TILE < w) {
+        const uint8_t *p = a + (size_t)full * PX_TILE * 4u, *q = b + (size_t)full * PX_TILE * 4u;
+        uint8_t m = tile_max[full];
+        for (int i = 0; i < (w - full * PX_TILE) * 4; i++) {
+            uint8_t d = (uint8_t)(p[i] > q[i] ? p[i] - q[i] : q[i] - p[i]);
+            m = d > m ? d : m;
+        }
+        tile_max[full] = m;
+    }
+}
+
 /* Mask rows y0..y1-1 (one pixel per 16x16 tile): a tile is dirty when some byte of it differs
- * by more than the threshold (that is px_maxdiff > threshold). Each pixel row is compared whole
- * (a flat loop the compiler vectorizes), then folded into its tiles. */
+ * by more than the threshold (px_maxdiff > threshold), when the caller's rectangles touch it, or
+ * on an unprimed run. */
 void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *mask, int mask_w, const pxi_insn *in,
                       int primed, const pxvm_rect *rects, int nrects, int y0, int y1)
 {
     int w = frame->w[0], h = frame->h[0];
-    uint8_t over[PX_TILE * 4 * 1024], dirty[1024]; /* one row's bytes over the threshold; per tile */
     unsigned t = (unsigned)PX_ARG(in, DIFF, threshold);
+    uint8_t tile_max[(1 << PXVM_MAX_LEVELS) / PX_TILE]; /* sides < 2^16: at most PXVM_MAX_LEVELS levels */
     for (int ty = y0; ty < y1; ty++) {
-        for (int tx = 0; tx < mask_w; tx++)
-            dirty[tx % 1024] = !primed || (nrects >= 0 && pxvm_rects_touch_tile(rects, nrects, tx, ty));
-        if (primed && nrects < 0)
-            for (int x0 = 0; x0 < w; x0 += PX_TILE * 1024) { /* slabs of 1024 tiles */
-                int xn = w - x0 < PX_TILE * 1024 ? w - x0 : PX_TILE * 1024;
-                size_t n = (size_t)xn * 4u;
-                for (int y = ty * PX_TILE; y < (ty + 1) * PX_TILE && y < h; y++) {
-                    const uint8_t *a = frame->level[0] + ((size_t)y * (size_t)w + (size_t)x0) * 4u;
-                    const uint8_t *b = cur->level[0] + ((size_t)y * (size_t)w + (size_t)x0) * 4u;
-                    for (size_t i = 0; i < n; i++)
-                        over[i] = (uint8_t)((a[i] > b[i] ? a[i] - b[i] : b[i] - a[i]) > (int)t);
-                    for (int k = 0; k * PX_TILE < xn; k++) {
-                        size_t from = (size_t)k * PX_TILE * 4u, to = from + PX_TILE * 4u < n ? from + PX_TILE * 4u : n;
-                        uint8_t any = 0;
-                        for (size_t i = from; i < to; i++)
-                            any |= over[i];
-                        dirty[(x0 / PX_TILE + k) % 1024] |= any;
-                    }
-                }
-                for (int k = 0; k * PX_TILE < xn; k++)
-                    px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)(x0 / PX_TILE + k)) * 4u,
-                              px_mask_pixel(dirty[(x0 / PX_TILE + k) % 1024]));
-            }
-        else
-            for (int tx = 0; tx < mask_w; tx++)
-                px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u, px_mask_pixel(dirty[tx % 1024]));
+        if (primed && nrects < 0) {
+            memset(tile_max, 0, (size_t)mask_w);
+            for (int y = ty * PX_TILE; y < (ty + 1) * PX_TILE && y < h; y++)
+                px__row_tile_maxdiff(frame->level[0] + (size_t)y * (size_t)w * 4u, cur->level[0] + (size_t)y * (size_t)w * 4u,
+                                     w, tile_max);
+        }
+        for (int tx = 0; tx < mask_w; tx++) {
+            int dirty = !primed || (nrects >= 0 ? pxvm_rects_touch_tile(rects, nrects, tx, ty) : tile_max[tx] > t);
+            px__store(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u, px_mask_pixel(dirty));
+        }
     }
 }
 

@@ -117,8 +117,10 @@ static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const u
  * each level's map ORs 2x2 cells of the one below (a ceiling, as px__levels_from_map); the
  * rebuilt texels stored last, all at once. Level 8 comes from the groups' blocks of this launch,
  * through global memory (group_l8: texel x, y at y * gw + x). */
-#define PX_TOP_SIDE 64
-#define PX_TOP_UP (32 * 32 + 16 * 16 + 8 * 8 + 4 * 4 + 2 * 2 + 1 + 8)
+/* Images up to 4096 texels a side (16 groups a side, 3.6 KB of shared memory for the kernel);
+ * wider ones take px__levels_from_map (the random frame sequences have both). */
+#define PX_TOP_SIDE 16
+#define PX_TOP_UP (8 * 8 + 4 * 4 + 2 * 2 + 1 + 8)
 static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group_map, const unsigned *group_l8, int gw, int gh)
 {
     __shared__ uint32_t l8[PX_TOP_SIDE * PX_TOP_SIDE], up[PX_TOP_UP];
@@ -334,7 +336,7 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
         *count = 0; /* ready for the next launch */
     if (!wide)
         px__top_levels(c, maps, count + 1, gw, gh);
-    else /* wider than 16384 texels: level 8 is through the surface, after every store */
+    else /* wider than 4096 texels: level 8 is through the surface, after every store */
         px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
 }
 

@@ -112,8 +112,10 @@ int px_video_make(uint64_t seed, px_video_case *v)
     v->w = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
     v->h = px_case_below(&s, 4) ? 1 + px_case_below(&s, 140) : sizes[px_case_below(&s, 12)];
     if (px_case_below(&s, 12) == 0) { /* large: several groups of 16x16 tiles (the GPU's levels 5-8), levels 9.. */
-        static const int wide[] = {257, 300, 511, 512, 530, 777}, tall[] = {1, 40, 257, 300, 520};
-        v->w = wide[px_case_below(&s, 6)], v->h = tall[px_case_below(&s, 5)];
+        static const int wide[] = {257, 300, 511, 512, 530, 777, 4200}, tall[] = {1, 40, 257, 300, 520};
+        v->w = wide[px_case_below(&s, 7)], v->h = tall[px_case_below(&s, 5)];
+        if (v->w > 4096) /* past 16 groups a side (the GPU's other path for levels 9..), kept thin */
+            v->h = 1 + px_case_below(&s, 48);
         if (px_case_below(&s, 2)) { /* tall as often as wide */
             int t = v->w;
             v->w = v->h, v->h = t;

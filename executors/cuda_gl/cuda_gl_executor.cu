@@ -868,11 +868,10 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
                                                                                                   : 0;
             if (m && !ex->d_bits[m]) {
                 int tw = prog->slots[m].w, th = prog->slots[m].h;
-                size_t nsync = px_gpu_tiles_sync(tw, th) * (size_t)batch;
                 PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * (size_t)batch));
                 PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_tiles_scratch(tw, th) * (size_t)batch));
-                PX__CK(cudaMalloc(&ex->d_sync[m], sizeof(unsigned) * nsync));
-                PX__CK(cudaMemsetAsync(ex->d_sync[m], 0, sizeof(unsigned) * nsync, ex->stream));
+                PX__CK(cudaMalloc(&ex->d_sync[m], sizeof(unsigned) * (size_t)batch));
+                PX__CK(cudaMemsetAsync(ex->d_sync[m], 0, sizeof(unsigned) * (size_t)batch, ex->stream));
             }
         }
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));

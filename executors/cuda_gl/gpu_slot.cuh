@@ -65,7 +65,7 @@ struct px_gpu_tiles_state {
     const px_gpu_dirty *dirty;  /* [items] the caller's dirty rectangles */
     const uint32_t *frame_lin;  /* the frame's level 0 as RGBA rows (an input's upload buffer), or NULL */
     uint32_t *bits;             /* the mask's row bitmaps, or NULL */
-    unsigned *sync;             /* [items][px_gpu_tiles_sync] arrival counters, zero between launches */
+    unsigned *sync;             /* [items] the groups' arrival counter, zero between launches */
     uint8_t *maps;              /* [items][maps_item] the groups' dirty maps */
     size_t maps_item;
 };
@@ -75,9 +75,8 @@ struct px_gpu_tiles_state {
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
                          cudaStream_t stream);
-/* Bytes (maps) and counters (sync) per item the tile kernel needs for a tw x th tile mask. */
+/* Bytes of dirty maps per item (maps) the tile kernel needs for a tw x th tile mask. */
 size_t px_gpu_tiles_scratch(int tw, int th);
-size_t px_gpu_tiles_sync(int tw, int th);
 
 /* A tile mask's dirty tiles as row bitmaps (th rows of px_gpu_words(tw) uint32 per item). */
 static __host__ __device__ inline int px_gpu_words(int tw) { return (tw + 31) >> 5; }

@@ -65,12 +65,11 @@ static __device__ void px__region_levels(const px_gpu_slot *s, int L, int top, i
     }
 }
 
-/* The texels px__region_levels rebuilt, by threads from..blockDim-1 (a thread that stores to a
- * surface and then fences waits for the stores: the groups' counting thread stores none). */
+/* The texels px__region_levels rebuilt, all at once. */
 static __device__ void px__region_store(const px_gpu_slot *s, int L, int top, int ox, int oy, const uint32_t *lv,
-                                        const uint8_t *rebuilt, int from)
+                                        const uint8_t *rebuilt)
 {
-    for (int k = (int)threadIdx.x - from; k >= 0 && k < PX_REGION_UP; k += (int)blockDim.x - from) {
+    for (int k = (int)threadIdx.x; k < PX_REGION_UP; k += (int)blockDim.x) {
         int m = k < 64 ? 1 : k < 80 ? 2 : k < 84 ? 3 : 4, i = k - px__region_at(m), side = PX_TILE >> m;
         if (L + m <= top && rebuilt[k])
             px__store(s->surf[L + m], (ox >> m) + i % side, (oy >> m) + i / side, lv[k]);
@@ -112,65 +111,6 @@ static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const u
     }
 }
 
-/* Levels 9.. of slot c by one block, in shared memory: level 8 (at most PX_TOP_SIDE^2 texels,
- * one per group), the texels above as they are, and the groups' dirty map in one round of loads;
- * each level's map ORs 2x2 cells of the one below (a ceiling, as px__levels_from_map); the
- * rebuilt texels stored last, all at once. Level 8 comes from the groups' blocks of this launch,
- * through global memory (group_l8: texel x, y at y * gw + x). */
-/* Images up to 4096 texels a side (16 groups a side, 3.6 KB of shared memory for the kernel);
- * wider ones take px__levels_from_map (the random frame sequences have both). */
-#define PX_TOP_SIDE 16
-#define PX_TOP_UP (8 * 8 + 4 * 4 + 2 * 2 + 1 + 8)
-static __device__ void px__top_levels(const px_gpu_slot *c, const uint8_t *group_map, const unsigned *group_l8, int gw, int gh)
-{
-    __shared__ uint32_t l8[PX_TOP_SIDE * PX_TOP_SIDE], up[PX_TOP_UP];
-    __shared__ uint8_t map8[PX_TOP_SIDE * PX_TOP_SIDE], map_up[PX_TOP_UP];
-    int w8 = c->w[PX_GROUP_LEVEL], h8 = c->h[PX_GROUP_LEVEL];
-    for (int p = (int)threadIdx.x; p < gw * gh; p += (int)blockDim.x) {
-        int x = p % gw, y = p / gw;
-        map8[p] = __ldcg(group_map + p);
-        if (x < w8 && y < h8)
-            l8[y * w8 + x] = __ldcg(group_l8 + p);
-    }
-    for (int l = PX_GROUP_LEVEL + 1, off = 0; l < c->levels; off += c->w[l] * c->h[l], l++)
-        for (int p = (int)threadIdx.x; p < c->w[l] * c->h[l]; p += (int)blockDim.x)
-            up[off + p] = px__sread(c->surf[l], p % c->w[l], p / c->w[l]);
-    __syncthreads();
-    const uint32_t *prev = l8;
-    const uint8_t *pmap = map8;
-    int pw = gw, ph = gh, off = 0, moff = 0;
-    for (int l = PX_GROUP_LEVEL + 1; l < c->levels; l++) {
-        int mw = (pw + 1) >> 1, mh = (ph + 1) >> 1, w = c->w[l], sw = c->w[l - 1], sh = c->h[l - 1];
-        uint8_t *map = map_up + moff;
-        for (int p = (int)threadIdx.x; p < mw * mh; p += (int)blockDim.x) {
-            int x = p % mw, y = p / mw, any = 0;
-            for (int dy = 0; dy < 2; dy++)
-                for (int dx = 0; dx < 2; dx++)
-                    if (2 * x + dx < pw && 2 * y + dy < ph)
-                        any |= pmap[(2 * y + dy) * pw + 2 * x + dx];
-            map[p] = (uint8_t)any;
-        }
-        __syncthreads();
-        for (int p = (int)threadIdx.x; p < w * c->h[l]; p += (int)blockDim.x) {
-            int x = p % w, y = p / w;
-            if (!map[y * mw + x])
-                continue;
-            int a = px_pyr_src0(x), b = px_pyr_src1(x, sw), cc = px_pyr_src0(y), d = px_pyr_src1(y, sh);
-            up[off + p] = px_box4(prev[cc * sw + a], prev[cc * sw + b], prev[d * sw + a], prev[d * sw + b]);
-        }
-        __syncthreads();
-        prev = up + off, pmap = map, pw = mw, ph = mh, off += w * c->h[l], moff += mw * mh;
-    }
-    pw = gw, ph = gh, off = 0, moff = 0;
-    for (int l = PX_GROUP_LEVEL + 1; l < c->levels; l++) {
-        int mw = (pw + 1) >> 1, mh = (ph + 1) >> 1, w = c->w[l];
-        for (int p = (int)threadIdx.x; p < w * c->h[l]; p += (int)blockDim.x)
-            if (map_up[moff + (p / w) * mw + p % w])
-                px__store(c->surf[l], p % w, p / w, up[off + p]);
-        pw = mw, ph = mh, off += w * c->h[l], moff += mw * mh;
-    }
-}
-
 size_t px_gpu_tiles_scratch(int tw, int th)
 {
     size_t n = 0;
@@ -182,8 +122,6 @@ size_t px_gpu_tiles_scratch(int tw, int th)
     return (size_t)gw * (size_t)gh + n + 16;
 }
 
-/* Per item: the counter of the groups' arrivals, and each group's level-8 texel. */
-size_t px_gpu_tiles_sync(int tw, int th) { return 1u + (size_t)px__groups(tw) * (size_t)px__groups(th); }
 
 struct px__tiles_args {
     int frame, cur, mask, diff, update, pyramid;
@@ -261,7 +199,7 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
                     k >= n ? 0u : a.update ? fv[k] : px__sread(c->surf[0], x + k, y);
             __syncthreads();
             px__region_levels(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, base, lv, rebuilt, NULL);
-            px__region_store(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, lv, rebuilt, 0);
+            px__region_store(c, 0, min(top, PX_TILE_SHIFT), tx * PX_TILE, ty * PX_TILE, lv, rebuilt);
         }
     }
 }
@@ -270,7 +208,7 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
  * texels: only over dirty tiles (the mask's row bitmaps); then the item's last group builds the
  * levels above, each texel over a dirty group (one counter per item, zero between launches). A
  * launch of its own: a group's last tile block building them in the tile kernel needed every
- * block to fence and count its arrival, measured 18 us a 1024^2 frame against 3 for this launch. */
+ * block to fence and count its arrival (ncu, 1024^2: 31 us for that kernel; 10 + 12 split). */
 __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots, int nslots, px__tiles_args a, int tw, int th)
 {
     __shared__ uint32_t base[PX_TILE * PX_TILE], lv[PX_REGION_UP], gbits[PX_GROUP];
@@ -309,35 +247,25 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
     int group_dirty = __syncthreads_or(row_bits != 0);
     if (group_dirty) {
         px__region_levels(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, base, lv, rebuilt, gbits);
-        px__region_store(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, lv, rebuilt, 32);
+        px__region_store(c, PX_TILE_SHIFT, min(top, PX_GROUP_LEVEL), ox, oy, lv, rebuilt);
     }
     if (top <= PX_GROUP_LEVEL)
         return;
-    /* the item's last group builds the levels above from the groups' level-8 texels, handed over
-     * in global memory by thread 0, which stored to no surface: its fence waits for no surface
-     * store (fencing after them was measured 3.5 us a frame) */
-    unsigned *count = a.st.sync + (size_t)blockIdx.z * (size_t)(1 + gw * gh);
-    int wide = gw > PX_TOP_SIDE || gh > PX_TOP_SIDE;
-    if (wide) { /* then level 8 is read through the surface: every store before the arrival */
-        __threadfence();
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
+    /* the item's last group builds the levels above, each texel over a dirty group */
+    unsigned *count = a.st.sync + blockIdx.z;
+    if (threadIdx.x == 0)
         maps[gy * gw + gx] = (uint8_t)group_dirty;
-        count[1 + gy * gw + gx] = lv[PX_REGION_UP - 1];
-        __threadfence();
+    __threadfence(); /* this group's texels and map cell, before its arrival */
+    __syncthreads();
+    if (threadIdx.x == 0)
         last = atomicAdd(count, 1u) == (unsigned)(gw * gh) - 1u;
-    }
     __syncthreads();
     if (!last)
         return;
     __threadfence();
     if (threadIdx.x == 0)
         *count = 0; /* ready for the next launch */
-    if (!wide)
-        px__top_levels(c, maps, count + 1, gw, gh);
-    else /* wider than 4096 texels: level 8 is through the surface, after every store */
-        px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
+    px__levels_from_map(c, PX_GROUP_LEVEL + 1, maps, gw, gh, maps + gw * gh);
 }
 
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,

@@ -114,7 +114,7 @@ int px_video_make(uint64_t seed, px_video_case *v)
     if (px_case_below(&s, 12) == 0) { /* large: several groups of 16x16 tiles (the GPU's levels 5-8), levels 9.. */
         static const int wide[] = {257, 300, 511, 512, 530, 777, 4200}, tall[] = {1, 40, 257, 300, 520};
         v->w = wide[px_case_below(&s, 7)], v->h = tall[px_case_below(&s, 5)];
-        if (v->w > 4096) /* past 16 groups a side (the GPU's other path for levels 9..), kept thin */
+        if (v->w > 4096) /* 17 groups a side, kept thin */
             v->h = 1 + px_case_below(&s, 48);
         if (px_case_below(&s, 2)) { /* tall as often as wide */
             int t = v->w;

@@ -303,24 +303,20 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
     }
 }
 
-typedef struct {
-    const pxvm_executor *ex;
-    const pxi_insn *first;
-} px__batch_job;
-
-static void px__batch_part(void *ctx, int b, int e)
-{
-    const px__batch_job *j = ctx;
-    for (int i = b; i < e; i++)
-        px__cpu_fetch_insn(j->ex, j->first + i);
-}
-
-/* ---- SALIENCY and ARGMAX (fixation) --------------------------------------------------------- */
-
+/* One instruction (or the first of a batch) for the pool's workers. */
 typedef struct {
     const pxvm_executor *ex;
     const pxi_insn *in;
 } px__insn_job;
+
+static void px__batch_part(void *ctx, int b, int e)
+{
+    const px__insn_job *j = ctx;
+    for (int i = b; i < e; i++)
+        px__cpu_fetch_insn(j->ex, j->in + i);
+}
+
+/* ---- SALIENCY and ARGMAX (fixation) --------------------------------------------------------- */
 
 static void px__saliency_rows(void *ctx, int y0, int y1)
 {
@@ -463,7 +459,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     const pxvm_step *st = &prog->steps[s];
     const pxi_insn *first = &prog->insns[st->first];
     if (st->kind == PXVM_STEP_BATCH) {
-        px__batch_job job = {ex, first};
+        px__insn_job job = {ex, first};
         px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
         return 0;
     }

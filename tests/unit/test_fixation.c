@@ -71,6 +71,15 @@ static int32_t *px__geom(px__run *r, const char *slot)
     return g;
 }
 
+/* Token 0's geometry in slot "atlas" is want[0..4]. */
+static void px__check_token0(px__run *r, const int32_t want[PX_GEOM_INTS])
+{
+    int32_t *g = px__geom(r, "atlas");
+    for (int i = 0; i < PX_GEOM_INTS; i++)
+        CHECK_EQ(g[i], want[i]);
+    free(g);
+}
+
 #define CHECK_REG(r, k, X, Y)                                                                   \
     do {                                                                                        \
         CHECK_EQ((r)->fix[2 * (k)], (X));                                                       \
@@ -82,11 +91,8 @@ TEST(fixation_argmax_flat_image_picks_the_first_texel)
     px__run r;
     CHECK(px__run_case("fixation/argmax_flat", &r) == 0);
     CHECK_REG(&r, 0, HALF, HALF); /* centre of texel (0, 0) */
-    int32_t *g = px__geom(&r, "atlas");
-    const int32_t want[5] = {HALF, HALF, ONE, ONE, 0};
-    for (int i = 0; i < 5; i++)
-        CHECK_EQ(g[i], want[i]);
-    free(g);
+    const int32_t want[PX_GEOM_INTS] = {HALF, HALF, ONE, ONE, 0};
+    px__check_token0(&r, want);
     px__run_free(&r);
 }
 
@@ -110,12 +116,9 @@ TEST(fixation_one_by_one_inhibited_everywhere_falls_back_and_gather_geometry)
     CHECK(px__run_case("fixation/one_by_one", &r) == 0);
     CHECK_REG(&r, 0, HALF, HALF);
     CHECK_REG(&r, 1, HALF, HALF); /* the radius-0 disc covers the only texel */
-    int32_t *g = px__geom(&r, "atlas");
     /* GATHER token: entry (w/2, h/2) = (1, 1): u = 1 - 1/2, v = 1, plus register 1 = (1/2, 1/2) */
-    const int32_t want[5] = {ONE, ONE + HALF, 0, 0, 0};
-    for (int i = 0; i < 5; i++)
-        CHECK_EQ(g[i], want[i]);
-    free(g);
+    const int32_t want[PX_GEOM_INTS] = {ONE, ONE + HALF, 0, 0, 0};
+    px__check_token0(&r, want);
     px__run_free(&r);
 }
 

@@ -80,6 +80,19 @@ static void px__check_token0(px__run *r, const int32_t want[PX_GEOM_INTS])
     free(g);
 }
 
+/* The first texel (row-major) where wr*R + wg*G + wb*B is largest: ARGMAX's rule, by hand. */
+static void px__argmax_texel(const pxvm_image *img, int wr, int wg, int wb, int *bx, int *by)
+{
+    int best = -1;
+    for (int y = 0; y < img->h; y++)
+        for (int x = 0; x < img->w; x++) {
+            uint32_t p = px_px(img, x, y);
+            int v = wr * (int)(p & 255u) + wg * (int)((p >> 8) & 255u) + wb * (int)((p >> 16) & 255u);
+            if (v > best)
+                best = v, *bx = x, *by = y;
+        }
+}
+
 #define CHECK_REG(r, k, X, Y)                                                                   \
     do {                                                                                        \
         CHECK_EQ((r)->fix[2 * (k)], (X));                                                       \
@@ -126,15 +139,8 @@ TEST(fixation_inhibition_covering_the_image_returns_the_global_maximum)
 {
     px__run r;
     CHECK(px__run_case("fixation/inhibition_covers_all", &r) == 0);
-    const pxvm_image *in = &r.c.inputs[0];
-    int best = -1, bx = 0, by = 0;
-    for (int y = 0; y < in->h; y++)
-        for (int x = 0; x < in->w; x++) {
-            uint32_t p = px_px(in, x, y);
-            int v = (int)(p & 255u) + (int)((p >> 8) & 255u) + (int)((p >> 16) & 255u);
-            if (v > best)
-                best = v, bx = x, by = y;
-        }
+    int bx = 0, by = 0;
+    px__argmax_texel(&r.c.inputs[0], 1, 1, 1, &bx, &by);
     for (int k = 0; k < 3; k++)
         CHECK_REG(&r, k, bx * ONE + HALF, by * ONE + HALF);
     px__run_free(&r);
@@ -175,12 +181,8 @@ TEST(fixation_topdown_map_of_another_size_maps_to_image_coordinates)
 {
     px__run r;
     CHECK(px__run_case("fixation/topdown_map", &r) == 0);
-    const pxvm_image *q = &r.c.inputs[1];
-    int best = -1, bx = 0, by = 0;
-    for (int y = 0; y < q->h; y++)
-        for (int x = 0; x < q->w; x++)
-            if ((int)((px_px(q, x, y) >> 8) & 255u) > best)
-                best = (int)((px_px(q, x, y) >> 8) & 255u), bx = x, by = y;
+    int bx = 0, by = 0;
+    px__argmax_texel(&r.c.inputs[1], 0, 1, 0, &bx, &by); /* the query map's G */
     /* centre of query texel (bx, by) in the 32x32 image: (bx + 1/2) * 32/5, (by + 1/2) * 32/3 */
     CHECK_EQ(r.fix[0], (int32_t)(((int64_t)(2 * bx + 1) * 32 * 32768) / 5));
     CHECK_EQ(r.fix[1], (int32_t)(((int64_t)(2 * by + 1) * 32 * 32768) / 3));

@@ -36,6 +36,8 @@ TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/be
 LIB_OBJ  += $(BUILD)/executors/cuda_gl/cuda_gl_executor.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
+# the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
+$(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 endif
 TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c tests/conformance/video.c
 PROGRAMS := $(patsubst %.pxs,%.pxi,$(wildcard programs/*.pxs)) $(patsubst %.json,%.pxi,$(wildcard programs/*.json))

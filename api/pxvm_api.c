@@ -286,6 +286,15 @@ int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view
     return run->ops->bind(run->ex, slot, first_item, view, &err) < 0 ? px__fail(&err) : 0;
 }
 
+int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
+{
+    pxvm_error err;
+    if (!run)
+        return px__usage("pxvm_runner_borrow: NULL runner");
+    int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) = run->ops->borrow ? run->ops->borrow : run->ops->bind;
+    return op(run->ex, slot, first_item, view, &err) < 0 ? px__fail(&err) : 0;
+}
+
 int pxvm_runner_run(pxvm_runner *run)
 {
     pxvm_error err;
@@ -327,7 +336,8 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
     for (int i = 0; i < nin; i++) {
-        int rc = pxvm_runner_bind(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
+        int rc = ins[i].device >= 0 ? pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i])
+                                    : pxvm_runner_bind(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
         if (rc)
             return rc;
     }

@@ -174,6 +174,14 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * or synchronise a device-to-host copy into it first.
  * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
+/* As pxvm_runner_bind, but the runner may read the memory in place when the next run executes
+ * instead of copying it now (zero-copy): the memory must then stay unchanged until that run has
+ * executed (with a stream set: until the stream gets past the run; work the caller enqueues after
+ * pxvm_runner_run may change it), and reading the slot back reads it. Where it cannot be read in
+ * place it is copied as by pxvm_runner_bind. Today in place: the cuda executor, a packed RGBA8
+ * frame in its device's memory (16-byte aligned, items back to back) bound for all items to an
+ * input that only DIFF and UPDATE read (a video frame): the frame's upload copy is saved. */
+int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
  * bound inputs, which stay bound. PXVM_UNLINKABLE if an input of some item is unbound. */
@@ -251,7 +259,9 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
 
 /* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
- * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). */
+ * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). Device views are borrowed
+ * (pxvm_runner_borrow): nothing can come between this call's bind and run, so the stream
+ * ordering that makes a borrow safe holds by construction. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 

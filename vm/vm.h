@@ -236,6 +236,9 @@ typedef struct pxvm_executor_ops {
      * CUDA-GL executor uploads page-locked (cudaHostAlloc) RGBA8 memory asynchronously: such an
      * image must stay unchanged until the next run returns. Device views: CUDA-GL only. */
     int (*bind)(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+    /* As bind, but the executor may instead keep v->data and read it when the next run executes
+     * (public pxvm_runner_borrow); NULL: bind is used. */
+    int (*borrow)(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
     int (*run)(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err);
     /* Copies level `level` of `slot` of items item0.. into dst (RGBA8, checked by
      * pxvm_check_read_view); `patches`: the atlas as its patches (public pxvm_runner_read_patches). */

@@ -602,6 +602,6 @@ static void px__cpu_close(pxvm_executor *ex)
 }
 
 const pxvm_executor_ops pxvm_cpu_executor = {
-    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
+    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, NULL, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart,
 };

@@ -416,6 +416,9 @@ struct pxvm_executor {
     /* per slot, each holding all items back to back */
     uint8_t **staging;   /* pinned host staging for input uploads from pageable memory (made on first use) */
     uint8_t **d_staging; /* device linear buffer per input: H2D at full speed, then D2D into the array */
+    /* a frame-only input's level 0 as the tile kernel reads it: a borrowed frame
+     * (pxvm_runner_borrow, read in place), or NULL: its d_staging */
+    const uint8_t **frame_src;
     /* plan records */
     px_gpu_fetch *d_fetch; /* one per instruction (unused for non-fetch ones), in program order */
     px_gpu_rect *d_clear;
@@ -430,6 +433,8 @@ struct pxvm_executor {
     unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
     cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
     int have_graph[2];
+    cudaGraph_t graph_def[2];       /* ... as captured: its tile-kernel nodes are found there */
+    const uint8_t **graph_src[2];   /* ... and, per slot, the frame its tile kernels read */
     /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
      * buffer unless the program writes registers); token geometry [batch][ngeom][5] */
     int32_t *d_fix_set, *d_fix_run, *d_geom;
@@ -658,9 +663,14 @@ static void px__gl_unload(pxvm_executor *ex)
     px__make_current(ex);
     int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
-    for (int g = 0; g < 2; g++)
-        if (ex->have_graph[g])
+    for (int g = 0; g < 2; g++) {
+        if (ex->have_graph[g]) {
             cudaGraphExecDestroy(ex->graph[g]);
+            cudaGraphDestroy(ex->graph_def[g]);
+        }
+        free(ex->graph_src[g]);
+        ex->graph_src[g] = NULL;
+    }
     ex->have_graph[0] = ex->have_graph[1] = 0;
     if (ex->slots)
         for (int i = 0; i < all; i++)
@@ -739,10 +749,12 @@ static void px__gl_unload(pxvm_executor *ex)
     free(ex->bound);
     free(ex->staging);
     free(ex->d_staging);
+    free(ex->frame_src);
     free(ex->h_out);
     free(ex->step_blocks);
     ex->step_blocks = NULL;
     ex->d_staging = NULL;
+    ex->frame_src = NULL;
     ex->h_out = NULL;
     ex->out_valid = 0;
     ex->gl_tex = NULL, ex->res = NULL, ex->slots = NULL, ex->arrays = NULL, ex->bound = NULL, ex->staging = NULL;
@@ -816,9 +828,12 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     ex->bound = (uint8_t *)calloc((size_t)all, 1);
     ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->d_staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    ex->frame_src = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    ex->graph_src[0] = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
+    ex->graph_src[1] = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->h_out = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->out_valid = 0;
-    if (!ex->h_out || !ex->d_staging || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
+    if (!ex->h_out || !ex->d_staging || !ex->frame_src || !ex->graph_src[0] || !ex->graph_src[1] || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_status, 0xFF, sizeof(px_gpu_status) * (size_t)batch)); /* no trap */
@@ -1092,6 +1107,12 @@ static int px__check_device_ptr(const pxvm_executor *ex, const void *p, const ch
     return 0;
 }
 
+/* Where a frame-only input's level 0 is: a borrowed frame, or its linear upload buffer. */
+static const uint8_t *px__frame_src(const pxvm_executor *ex, int slot)
+{
+    return ex->frame_src[slot] ? ex->frame_src[slot] : ex->d_staging[slot];
+}
+
 static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t *data, uint32_t *lin, int slot,
                            int item0, pxvm_error *err)
 {
@@ -1191,6 +1212,15 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
+    if (ex->frame_src[slot]) { /* a borrowed frame: the items this bind leaves out keep it, copied */
+        if (item0 > 0 || v->items < ex->batch) {
+            if (px__join_in(ex, err) < 0)
+                return -1;
+            size_t bytes = (size_t)ex->prog->slots[slot].w * 4u * (size_t)ex->prog->slots[slot].h * (size_t)ex->batch;
+            PX__CK(cudaMemcpyAsync(ex->d_staging[slot], ex->frame_src[slot], bytes, cudaMemcpyDeviceToDevice, ex->stream));
+        }
+        ex->frame_src[slot] = NULL;
+    }
     /* primed: an unprimed DIFF marks every tile, so the whole frame must be there */
     if (v->device < 0 && v->items == 1 && ex->prog->frame_only[slot] && ex->h_nrects && ex->h_nrects[item0] >= 0 &&
         v->channels == 4 && v->px_stride == 4 && v->ch_stride == 1 && ex->h_primed && ex->h_primed[item0] &&
@@ -1239,6 +1269,27 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     return 0;
 }
 
+/* pxvm_runner_borrow: a packed RGBA8 frame of every item, in this device's memory, for an input
+ * that only DIFF and UPDATE read is read in place by the tile kernel (as it reads d_staging):
+ * no copy. Anything else is bound (copied). */
+static int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
+        return -1;
+    size_t bytes = (size_t)v->w * 4u * (size_t)v->h;
+    if (!ex->prog->frame_only[slot] || v->device != ex->device || item0 != 0 || v->items != ex->batch ||
+        !pxvm_view_is_packed_rgba(v) || (v->items > 1 && v->item_stride != (int64_t)bytes) || ((uintptr_t)v->data & 15u))
+        return px__gl_bind(ex, slot, item0, v, err);
+    PX__CK(cudaSetDevice(ex->device));
+    if (px__check_device_ptr(ex, v->data, "input", err) < 0)
+        return -1;
+    ex->frame_src[slot] = (const uint8_t *)v->data;
+    for (int i = 0; i < v->items; i++)
+        ex->bound[(size_t)i * (size_t)ex->nslots + (size_t)slot] = 1;
+    ex->out_valid = 0;
+    return 0;
+}
+
 /* The tile kernel's state for mask `mask` (frame: the DIFF/UPDATE frame slot, or -1). An input's
  * level 0 is also in its linear upload buffer (a frame-only input's only there). */
 static px_gpu_tiles_state px__tiles_state(const pxvm_executor *ex, int frame, int mask)
@@ -1246,7 +1297,7 @@ static px_gpu_tiles_state px__tiles_state(const pxvm_executor *ex, int frame, in
     const pxvm_slot *m = &ex->prog->slots[mask];
     px_gpu_tiles_state st;
     st.primed = ex->d_primed, st.dirty = ex->d_dirty;
-    st.frame_lin = frame >= 0 && ex->prog->slots[frame].role == PXI_ROLE_INPUT ? (const uint32_t *)ex->d_staging[frame] : NULL;
+    st.frame_lin = frame >= 0 && ex->prog->slots[frame].role == PXI_ROLE_INPUT ? (const uint32_t *)px__frame_src(ex, frame) : NULL;
     st.bits = ex->d_bits[mask], st.sync = ex->d_sync[mask], st.maps = ex->d_dmap[mask];
     st.maps_item = px_gpu_tiles_scratch(m->w, m->h);
     return st;
@@ -1411,23 +1462,31 @@ static int px__enqueue_outputs(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* Captures the plan's first nsteps steps, and the output downloads if asked, into a graph. */
-static int px__capture(pxvm_executor *ex, uint32_t nsteps, int downloads, cudaGraphExec_t *out, pxvm_error *err)
+/* Captures the plan's first nsteps steps into graph g, with (g = 1) or without (0) the output
+ * downloads. The captured graph is kept: its tile-kernel nodes are pointed at borrowed frames. */
+static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *err)
 {
     cudaGraph_t graph;
     PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
     int rc = px__enqueue(ex, nsteps, NULL, NULL, err);
-    if (rc == 0 && downloads)
+    if (rc == 0 && g)
         rc = px__enqueue_outputs(ex, err);
     cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
+    if (e == cudaSuccess && rc < 0)
+        cudaGraphDestroy(graph);
     if (rc < 0)
         return -1;
     if (e != cudaSuccess)
         return px__cuda_fail(err, "cudaStreamEndCapture", e, __LINE__);
-    e = cudaGraphInstantiate(out, graph, 0);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess)
+    e = cudaGraphInstantiate(&ex->graph[g], graph, 0);
+    if (e != cudaSuccess) {
+        cudaGraphDestroy(graph);
         return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
+    }
+    ex->graph_def[g] = graph;
+    ex->have_graph[g] = 1;
+    for (int k = 0; k < ex->nslots; k++) /* the frames its tile kernels read */
+        ex->graph_src[g][k] = ex->d_staging[k] ? px__frame_src(ex, k) : NULL;
     return 0;
 }
 
@@ -1500,11 +1559,15 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     }
     if (full && !(opt && (opt->trace || opt->profile))) {
         int g = async ? 0 : 1;
-        if (!ex->have_graph[g]) { /* capture the whole run once; later runs replay it */
-            if (px__capture(ex, nsteps, g, &ex->graph[g], err) < 0)
-                return -1;
-            ex->have_graph[g] = 1;
-        }
+        if (!ex->have_graph[g] && px__capture(ex, nsteps, g, err) < 0) /* captured once, then replayed */
+            return -1;
+        /* a borrowed frame moves from run to run: the graph's tile kernels are pointed at it (a
+         * parameter update on the host; the GPU sees nothing but the new address) */
+        for (int k = 0; k < ex->nslots; k++)
+            if (ex->prog->frame_only[k] && ex->graph_src[g][k] != px__frame_src(ex, k)) {
+                PX__CK(px_gpu_tiles_retarget(ex->graph_def[g], ex->graph[g], k, (const uint32_t *)px__frame_src(ex, k)));
+                ex->graph_src[g][k] = px__frame_src(ex, k);
+            }
         PX__CK(cudaGraphLaunch(ex->graph[g], ex->stream));
     } else {
         if (events && !opt->trace)
@@ -1558,7 +1621,7 @@ static int px__copy_level(pxvm_executor *ex, int item, int slot, int level, uint
     const px_gpu_slot *g = &ex->slots[slot];
     size_t pitch = (size_t)g->w[level] * 4u;
     if (level == 0 && ex->prog->frame_only[slot])
-        PX__CK(cudaMemcpy2DAsync(dst, dpitch, ex->d_staging[slot] + pitch * (size_t)g->h[0] * (size_t)item, pitch, pitch,
+        PX__CK(cudaMemcpy2DAsync(dst, dpitch, px__frame_src(ex, slot) + pitch * (size_t)g->h[0] * (size_t)item, pitch, pitch,
                                  (size_t)g->h[0], kind, ex->stream));
     else
         PX__CK(cudaMemcpy2DFromArrayAsync(dst, dpitch, px__array(ex, item, slot, level), 0, 0, pitch, (size_t)g->h[level],
@@ -1788,6 +1851,6 @@ static void px__gl_close(pxvm_executor *ex)
 }
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
-    "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
+    "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_borrow, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart,
 };

@@ -75,6 +75,9 @@ struct px_gpu_tiles_state {
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
                          cudaStream_t stream);
+/* Points the tile-kernel launches of captured graph `def` (instantiated as `exec`) that read
+ * frame slot `frame` at its level 0 in `frame_lin` (a borrowed frame, or the upload buffer). */
+cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin);
 /* Bytes of dirty maps per item (maps) the tile kernel needs for a tw x th tile mask. */
 size_t px_gpu_tiles_scratch(int tw, int th);
 

@@ -295,6 +295,33 @@ cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_prog
     return e;
 }
 
+cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin)
+{
+    size_t n = 0;
+    cudaError_t e = cudaGraphGetNodes(def, NULL, &n);
+    cudaGraphNode_t few[32], *all = n <= 32 ? few : (cudaGraphNode_t *)malloc(n * sizeof *all); /* a few per step */
+    if (e != cudaSuccess || !all)
+        return e != cudaSuccess ? e : cudaErrorMemoryAllocation;
+    e = cudaGraphGetNodes(def, all, &n);
+    for (size_t i = 0; e == cudaSuccess && i < n; i++) {
+        cudaGraphNodeType t;
+        cudaKernelNodeParams p;
+        if (cudaGraphNodeGetType(all[i], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel ||
+            cudaGraphKernelNodeGetParams(all[i], &p) != cudaSuccess || p.func != (void *)px__k_tiles)
+            continue;
+        px__tiles_args a = *(const px__tiles_args *)p.kernelParams[2];
+        if (!(a.diff || a.update) || a.frame != frame)
+            continue;
+        a.st.frame_lin = frame_lin;
+        void *args[3] = {p.kernelParams[0], p.kernelParams[1], &a};
+        p.kernelParams = args;
+        e = cudaGraphExecKernelNodeSetParams(exec, all[i], &p);
+    }
+    if (all != few)
+        free(all);
+    return e;
+}
+
 /* The dirty tiles of a mask as row bitmaps, th rows of px_gpu_words(tw) uint32 per item (zeroed
  * before): a thread per tile sets its bit, so "is a dirty tile in this box" reads a few words per
  * row (px_gpu_row_dirty). For masks written by something else than the tile kernel. */

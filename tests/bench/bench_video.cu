@@ -4,7 +4,8 @@
  * Programs: a fixation-relative logpolar plan (budget 273) compiled as a still-image plan (the
  * full path: the whole pyramid and every token, every frame) and with "video": T for T = 0, 8,
  * 16 (DIFF, UPDATE, incremental PYRAMID and tokens). Per path: frames/s of bind + run + patches
- * (+ changed tokens), the dirty tiles and the tokens sampled again. On cuda, from frames in GPU
+ * (+ changed tokens), the tokens sampled again and the tokens whose bytes changed (the floor for
+ * any exact rule). On cuda, the host's own cost of a frame (enqueued while the GPU is held), from frames in GPU
  * memory and from page-locked host memory, with the link's pinned H2D bandwidth measured in the
  * same run. Figures, not assertions; prints JSON.
  *
@@ -58,7 +59,9 @@ typedef struct {
     int image, atlas, tokens;
     pxvm_view out;
     void *d_out;
+    size_t out_bytes;
     uint8_t *changed;
+    void *stream; /* cudaStream_t on cuda */
 } px__path;
 
 static void px__open(px__path *p, const char *exec, int threads, int w, int h, int threshold, int cuda)
@@ -82,11 +85,13 @@ static void px__open(px__path *p, const char *exec, int threads, int w, int h, i
         p->d_out = malloc(pbytes);
     pxvm_view o = {p->d_out, cuda ? 0 : -1, 1, ai.patch_w, ai.patch_h * ai.patch_count, 4, (int64_t)pbytes, ai.patch_w * 4, 4, 1};
     p->out = o;
+    p->out_bytes = pbytes;
     p->changed = (uint8_t *)malloc((size_t)p->tokens);
     if (cuda) { /* runs on a caller stream: enqueued, no host synchronisation per frame */
         cudaStream_t st;
         cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
         px__ck(pxvm_runner_set_stream(p->run, st), "bench_video: stream");
+        p->stream = st;
     }
     int32_t centre[2] = {w << 15, h << 15};
     px__ck(pxvm_runner_set_fixations(p->run, 0, 1, 0, 1, centre, -1), "bench_video: fixation");
@@ -101,6 +106,14 @@ static void px__close(px__path *p, int cuda)
     else
         free(p->d_out);
     free(p->changed);
+}
+
+/* A frame in GPU memory is borrowed (read in place by the run where the executor can: a frame
+ * that only DIFF and UPDATE read; the full path's frame, which its pyramid reads, is copied as
+ * by bind); a host frame is bound. */
+static int px__bind(px__path *p, const pxvm_view *in)
+{
+    return in->device >= 0 ? pxvm_runner_borrow(p->run, p->image, 0, in) : pxvm_runner_bind(p->run, p->image, 0, in);
 }
 
 /* frames/s of page-locked host frames with a dirty rectangle given per frame: a band of the frame
@@ -130,22 +143,40 @@ static double px__fps_rects(px__path *p, const uint8_t *frames, int nframes, int
 
 /* frames/s over `count` frames (cycling), and the tokens sampled again after the first frame
  * (counted in a pass of its own: reading them to the host waits for the run). */
-static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device, double *sampled)
+static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device, double *sampled,
+                      double *bytes_changed)
 {
     size_t fb = (size_t)w * h * 4;
-    long total = 0, again = 0;
+    long total = 0, again = 0, differ = 0;
     if (sampled) {
+        /* ... and the tokens whose bytes differ from the previous frame's: what an oracle would
+         * have to sample again, the floor under any exact rule */
+        size_t tb = p->out_bytes / (size_t)p->tokens;
+        uint8_t *prev = (uint8_t *)malloc(p->out_bytes), *cur = (uint8_t *)malloc(p->out_bytes);
         px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
         for (int i = 0; i < nframes; i++) {
             pxvm_view in = {(void *)(frames + fb * (size_t)i), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-            px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bench_video: bind");
+            px__ck(px__bind(p, &in), "bench_video: bind");
             px__ck(pxvm_runner_run(p->run), "bench_video: run");
+            px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
             px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "bench_video: changed");
-            for (int t = 0; i > 0 && t < p->tokens; t++)
+            px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
+            if (device >= 0)
+                cudaMemcpy(cur, p->d_out, p->out_bytes, cudaMemcpyDeviceToHost);
+            else
+                memcpy(cur, p->d_out, p->out_bytes);
+            for (int t = 0; i > 0 && t < p->tokens; t++) {
                 again += p->changed[t];
+                differ += memcmp(cur + tb * (size_t)t, prev + tb * (size_t)t, tb) != 0;
+            }
             total += i > 0 ? p->tokens : 0;
+            uint8_t *x = prev;
+            prev = cur, cur = x;
         }
         *sampled = total ? (double)again / (double)total : 0;
+        *bytes_changed = total ? (double)differ / (double)total : 0;
+        free(prev);
+        free(cur);
     }
     px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
     double t0 = 0;
@@ -155,13 +186,44 @@ static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count
             t0 = px__now_ms();
         }
         pxvm_view in = {(void *)(frames + fb * (size_t)(i % nframes)), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-        px__ck(pxvm_runner_bind(p->run, p->image, 0, &in), "bench_video: bind");
+        px__ck(px__bind(p, &in), "bench_video: bind");
         px__ck(pxvm_runner_run(p->run), "bench_video: run");
         px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
     }
     px__ck(pxvm_runner_sync(p->run), "bench_video: sync"); /* host frames too: their uploads and runs are queued */
     double ms = px__now_ms() - t0;
     return count / (ms / 1e3);
+}
+
+/* Holds the GPU for `ns` (its global timer), so that what the host enqueues meanwhile only queues. */
+__global__ void px__k_hold(long long ns)
+{
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+}
+
+/* The host's own cost of a frame from GPU memory (bind + run + patches, enqueued only): the
+ * runner's stream is held by a kernel while `count` frames are enqueued. If this is near the
+ * frame time, the path is bound by the host, not by the GPU. Negative when the hold ran out
+ * first (the queue was full: no figure). */
+static double px__host_us(px__path *p, const uint8_t *d_frames, int nframes, int count, int w, int h)
+{
+    size_t fb = (size_t)w * h * 4;
+    const long long hold_ns = 500000000;
+    px__k_hold<<<1, 1, 0, (cudaStream_t)p->stream>>>(hold_ns);
+    double t0 = px__now_ms();
+    for (int i = 0; i < count; i++) {
+        pxvm_view in = {(void *)(d_frames + fb * (size_t)(i % nframes)), 0, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
+        px__ck(px__bind(p, &in), "bench_video: bind");
+        px__ck(pxvm_runner_run(p->run), "bench_video: run");
+        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
+    }
+    double ms = px__now_ms() - t0;
+    px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
+    return ms < hold_ns / 1e6 * 0.8 ? ms * 1e3 / count : -1;
 }
 
 int main(int argc, char **argv)
@@ -234,7 +296,7 @@ int main(int argc, char **argv)
         cudaMemcpy(d_frames, frames, fb * (size_t)n, cudaMemcpyHostToDevice);
     }
     const int ts[4] = {-1, 0, 8, 16};
-    double fps[4][2] = {{0}}, sampled[4] = {0}, fps_rects = 0;
+    double fps[4][2] = {{0}}, sampled[4] = {0}, differ[4] = {0}, host_us[4] = {0}, fps_rects = 0;
     int want[4] = {0};
     for (const char *q = paths; *q; q += strcspn(q, ","), q += *q == ',') {
         int len = (int)strcspn(q, ",");
@@ -249,9 +311,12 @@ int main(int argc, char **argv)
             continue;
         px__path p;
         px__open(&p, exec, threads, W, H, ts[k], cuda);
-        fps[k][0] = px__fps(&p, cuda ? d_frames : frames, n, count, W, H, cuda ? 0 : -1, ts[k] >= 0 ? &sampled[k] : NULL);
+        fps[k][0] = px__fps(&p, cuda ? d_frames : frames, n, count, W, H, cuda ? 0 : -1, ts[k] >= 0 ? &sampled[k] : NULL,
+                            &differ[k]);
+        if (cuda)
+            host_us[k] = px__host_us(&p, d_frames, n, 200, W, H);
         if (cuda && !device_only)
-            fps[k][1] = px__fps(&p, frames, n, count, W, H, -1, NULL);
+            fps[k][1] = px__fps(&p, frames, n, count, W, H, -1, NULL, NULL);
         if (cuda && ts[k] == 16 && !device_only)
             fps_rects = px__fps_rects(&p, frames, n, count, W, H, 0.1);
         px__close(&p, cuda);
@@ -270,9 +335,12 @@ int main(int argc, char **argv)
             continue;
         printf(" \"%s\": {\"fps%s\": %.1f", names[k], cuda ? "_device" : "", fps[k][0]);
         if (cuda)
+            printf(", \"host_us_per_frame_device\": %.2f", host_us[k]);
+        if (cuda)
             printf(", \"fps_pinned_host\": %.1f, \"pinned_host_link_fraction\": %.3f", fps[k][1], fps[k][1] * (double)fb / link);
         if (ts[k] >= 0)
-            printf(", \"tokens_sampled\": %.3f, \"speedup_vs_full\": %.2f", sampled[k], want[0] ? fps[k][0] / fps[0][0] : 0.0);
+            printf(", \"tokens_sampled\": %.3f, \"tokens_bytes_changed\": %.3f, \"speedup_vs_full\": %.2f", sampled[k],
+                   differ[k], want[0] ? fps[k][0] / fps[0][0] : 0.0);
         printf("},\n");
     }
     if (cuda)

@@ -10,10 +10,17 @@
  * now and then, and the stream is sometimes restarted. After every frame:
  *   incremental == full recompute: every level of cur, the atlas bytes, the token geometry;
  *   conservative changed tokens: a token whose bytes differ from the previous frame's is marked;
- *   executor == reference (when given): every slot, the changed tokens, the geometry. */
+ *   executor == reference (when given): every slot, the changed tokens, the geometry.
+ * An executor that can borrow frames (CUDA-GL) gets every other frame of the incremental program
+ * in its device memory, borrowed (read in place, pxvm_runner_borrow) from one of two buffers in
+ * turn, the others bound from the host: the same bytes either way, and the input read back is
+ * the frame. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#ifdef PXVM_HAVE_CUDA_GL
+#include <cuda_runtime_api.h>
+#endif
 
 #include "../../isa/px_sem.h"
 #include "cases.h"
@@ -171,6 +178,7 @@ typedef struct {
     const pxvm_executor_ops *ops;
     pxvm_executor *ex;
     pxvm_program prog;
+    void *dev[2]; /* device frames to borrow, or NULL */
 } px__vrun;
 
 static int px__vopen(const pxvm_executor_ops *ops, const pxvm_image *img, px__vrun *r, pxvm_error *err)
@@ -187,22 +195,54 @@ static int px__vopen(const pxvm_executor_ops *ops, const pxvm_image *img, px__vr
 
 static void px__vclose(px__vrun *r)
 {
+#ifdef PXVM_HAVE_CUDA_GL
+    for (int i = 0; i < 2; i++)
+        if (r->dev[i])
+            cudaFree(r->dev[i]);
+#endif
     if (r->ex)
         r->ops->close(r->ex);
     pxvm_program_free(&r->prog);
 }
 
+/* Borrows frame fr from device buffer `buf` (a copy of it there); 0, or -1 with *err set. */
+static int px__vborrow(px__vrun *r, const px_video_case *v, int fr, int buf, pxvm_error *err)
+{
+#ifdef PXVM_HAVE_CUDA_GL
+    const pxvm_image *f = &v->frames[fr];
+    size_t bytes = (size_t)f->w * (size_t)f->h * 4u;
+    if ((!r->dev[buf] && cudaMalloc(&r->dev[buf], bytes) != cudaSuccess) ||
+        cudaMemcpy(r->dev[buf], f->px, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", "cannot copy a test frame to the device");
+    pxvm_view dv = {r->dev[buf], 0, 1, f->w, f->h, 4, (int64_t)bytes, (int64_t)f->w * 4, 4, 1};
+    return r->ops->borrow(r->ex, 1, 0, &dv, err);
+#else
+    (void)r, (void)v, (void)fr, (void)buf;
+    return pxvm_fail(err, PXE_USAGE, -1, -1, "no device frames in this build");
+#endif
+}
+
 static int px__vframe(px__vrun *r, const px_video_case *v, int fr, pxvm_error *err)
 {
     pxvm_run_options ro = {.max_steps = 1u << 24};
+    int borrow = r->ops->borrow && (fr & 1);
     if (v->restart[fr] && r->ops->reset(r->ex, err) < 0)
         return -1;
-    if (pxvm_bind_image(r->ops, r->ex, 1, &v->frames[fr], err) < 0 ||
+    if ((borrow ? px__vborrow(r, v, fr, (fr >> 1) & 1, err) : pxvm_bind_image(r->ops, r->ex, 1, &v->frames[fr], err)) < 0 ||
         r->ops->set_fixations(r->ex, 0, 1, 0, PX_FIX_REGS, v->fix[fr], -1, err) < 0)
         return -1;
     if (v->nrects[fr] >= 0 && r->ops->set_dirty(r->ex, 0, v->rects[fr], v->nrects[fr], err) < 0)
         return -1;
-    return r->ops->run(r->ex, &ro, err);
+    if (r->ops->run(r->ex, &ro, err) < 0)
+        return -1;
+    pxvm_image in; /* a borrowed input reads back as the frame */
+    if (borrow && pxvm_read_image(r->ops, r->ex, &r->prog, 1, 0, 0, &in, err) == 0) {
+        int same = !memcmp(in.px, v->frames[fr].px, (size_t)in.w * (size_t)in.h * 4u);
+        pxvm_image_free(&in);
+        if (!same)
+            return pxvm_fail(err, PXE_USAGE, -1, -1, "the borrowed input reads back unlike its frame");
+    }
+    return 0;
 }
 
 /* Every level of slots 2.. (cur, mask, atlas) as one byte string, then geometry and changed. */

@@ -307,6 +307,9 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
     } else if (f.token >= 0 && blockIdx.y == 0 && threadIdx.x == 0) {
         vid.changed[(size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token] = 1;
     }
+    /* launched early after the tile kernels (px__enqueue): the decision above read only their
+     * output (they have ended); the texels below may be the group kernel's */
+    px_gpu_wait_previous();
     if (f.token >= 0 && blockIdx.y == 0 && threadIdx.x == 0) {
         int32_t *g = geom + ((size_t)blockIdx.z * (size_t)ngeom + (size_t)f.token) * PX_GEOM_INTS;
         if (f.op == PX_OP_GATHER) { /* the centre entry's position and LOD */
@@ -1328,9 +1331,12 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     uint8_t fresh[PXVM_MAX_SLOTS + 1];
     memset(fresh, 0, sizeof fresh);
     int fuse = !opt || (!opt->trace && !opt->profile); /* per-step timing and tracing see every step */
+    int after_groups = 0; /* the last launch was the tile kernels' group kernel */
     for (uint32_t si = 0; si < nsteps; si++) {
         const pxvm_step *st = &prog->steps[si];
         const pxi_insn *in = &prog->insns[st->first];
+        int groups_before = after_groups;
+        after_groups = 0;
         if (fuse && in->op == PX_OP_DIFF && si + 1 < nsteps) { /* DIFF, UPDATE (, PYRAMID cur) in one launch */
             const pxi_insn *u = &prog->insns[prog->steps[si + 1].first], *py = NULL;
             int frame = PX_ARG(in, DIFF, frame), cur = PX_ARG(in, DIFF, cur), mask = PX_ARG(in, DIFF, mask);
@@ -1342,7 +1348,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                         py = q;
                 }
                 px_gpu_tiles_state ts = px__tiles_state(ex, frame, mask);
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream));
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream, &after_groups));
                 fresh[mask] = 1;
                 fresh[cur] = 0;
                 si += py ? 2 : 1;
@@ -1362,7 +1368,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_PYRAMID: {
             if (PX_ARG(in, PYRAMID, mask)) {
                 px_gpu_tiles_state ts = px__tiles_state(ex, -1, PX_ARG(in, PYRAMID, mask));
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream));
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream, &after_groups));
                 fresh[PX_ARG(in, PYRAMID, mask)] = 1;
                 break;
             }
@@ -1404,6 +1410,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                         continue;
                     PX__CK(px_gpu_mask_bits(ex->d_slots, ex->nslots, m, prog->slots[m].w, prog->slots[m].h, ex->d_bits[m],
                                             (int)items, ex->stream));
+                    groups_before = 0;
                     fresh[m] = 1;
                     if (nd < 8)
                         done[nd++] = m;
@@ -1411,8 +1418,14 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 for (uint32_t i = st->first; i < st->first + st->count; i++)
                     fresh[prog->insns[i].a[PX_FI(SAMPLE, dst)]] = 0;
             }
-            px__k_fetch<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, ex->d_fetch + st->first, ex->d_fix_run,
-                                                      ex->d_geom, prog->ngeom, vid);
+            /* right after the group kernel: started early, it decides while the levels 5.. are built
+             * (its decision reads the tile kernel's output only: px__k_fetch, px__k_groups) */
+            cudaLaunchAttribute attr;
+            cudaLaunchConfig_t cfg = px_gpu_early_config(grid, dim3(256), ex->stream, &attr);
+            cfg.numAttrs = groups_before && !events ? 1 : 0;
+            PX__CK(cudaLaunchKernelEx(&cfg, px__k_fetch, (const px_gpu_slot *)ex->d_slots, ex->nslots,
+                                      (const px_gpu_fetch *)(ex->d_fetch + st->first), (const int32_t *)ex->d_fix_run, ex->d_geom,
+                                      (int)prog->ngeom, vid));
             break;
         }
         case PX_OP_DIFF:
@@ -1420,7 +1433,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             int diff = in->op == PX_OP_DIFF, mask = in->a[PX_FI(DIFF, mask)];
             px_gpu_tiles_state ts = px__tiles_state(ex, in->a[PX_FI(DIFF, frame)], mask);
             PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, diff ? in : NULL, diff ? NULL : in, NULL, (int)items, &ts,
-                                ex->stream));
+                                ex->stream, &after_groups));
             fresh[mask] = 1; /* the kernel writes every bit of the mask's bitmaps */
             fresh[in->a[PX_FI(DIFF, cur)]] = 0;
             break;

@@ -44,6 +44,23 @@ static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uin
                 s, x * 4, y);
 }
 
+/* Programmatic dependent launch (sm_90): a kernel launched with px_gpu_launch_early may start
+ * while the launch before it finishes, once every block of that one has called
+ * px_gpu_let_next_start (or ended). Before px_gpu_wait_previous it may read only what the launch
+ * before it does not write; after it, all of that launch's writes are visible. Both are no-ops
+ * for a kernel launched normally. */
+static __device__ inline void px_gpu_wait_previous(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+static __device__ inline void px_gpu_let_next_start(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+/* The launch attribute behind it (one, for cudaLaunchKernelEx). */
+static inline cudaLaunchConfig_t px_gpu_early_config(dim3 grid, dim3 block, cudaStream_t stream, cudaLaunchAttribute *attr)
+{
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid, c.blockDim = block, c.dynamicSmemBytes = 0, c.stream = stream, c.attrs = attr, c.numAttrs = 1;
+    return c;
+}
+
 /* Dirty rectangles given by the host for an item's next run (n = -1: none), as DIFF reads them. */
 struct px_gpu_dirty {
     int n, pad[3];
@@ -71,10 +88,11 @@ struct px_gpu_tiles_state {
 };
 
 /* video.cu: DIFF, UPDATE and incremental PYRAMID (each NULL when not in the launch; the ones given
- * share frame, cur and mask), one launch for every item. */
+ * share frame, cur and mask), one launch for every item; *groups: whether its last launch was
+ * the group kernel (which lets the next launch start early once the tile kernel has ended). */
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
-                         cudaStream_t stream);
+                         cudaStream_t stream, int *groups);
 /* Points the tile-kernel launches of captured graph `def` (instantiated as `exec`) that read
  * frame slot `frame` at its level 0 in `frame_lin` (a borrowed frame, or the upload buffer). */
 cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin);

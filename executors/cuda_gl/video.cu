@@ -136,6 +136,7 @@ __global__ void __launch_bounds__(64, 32) px__k_tiles(const px_gpu_slot *all_slo
 {
     __shared__ uint32_t base[PX_TILE * PX_TILE], lv[PX_REGION_UP];
     __shared__ uint8_t rebuilt[PX_REGION_UP];
+    px_gpu_let_next_start(); /* the group kernel's blocks wait (px_gpu_wait_previous) for all of this */
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
     const px_gpu_slot *c = &slots[a.cur];
     int tx = (int)blockIdx.x, ty = (int)blockIdx.y, tw = (int)gridDim.x, th = (int)gridDim.y, wpr = px_gpu_words(tw);
@@ -223,6 +224,11 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
             ((uint32_t *)&cs)[i] = from[i];
         __syncthreads();
     }
+    /* started early (px_gpu_tiles): the slot record is no kernel's output; the rest is the tile
+     * kernel's. Once past the wait, the tile kernel has ended, so what follows may start: its
+     * reads of the tile kernel's output are safe (the fetch kernel's decision, px__k_fetch). */
+    px_gpu_wait_previous();
+    px_gpu_let_next_start();
     const px_gpu_slot *c = &cs;
     int gx = (int)blockIdx.x, gy = (int)blockIdx.y, gw = (int)gridDim.x, gh = (int)gridDim.y, wpr = px_gpu_words(tw);
     int top = c->levels - 1, ox = gx * PX_GROUP, oy = gy * PX_GROUP; /* the group's first tile: its origin at level 4 */
@@ -270,8 +276,9 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
 
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
-                         cudaStream_t stream)
+                         cudaStream_t stream, int *groups)
 {
+    *groups = 0;
     px__tiles_args a;
     memset(&a, 0, sizeof a);
     a.diff = diff != NULL, a.update = update != NULL, a.pyramid = pyramid != NULL;
@@ -288,9 +295,11 @@ cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_prog
     px__k_tiles<<<dim3((unsigned)m->w, (unsigned)m->h, (unsigned)items), 64, 0, stream>>>(d_slots, nslots, a);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && pyramid && prog->slots[a.cur].levels > PX_TILE_SHIFT + 1) {
-        px__k_groups<<<dim3((unsigned)px__groups(m->w), (unsigned)px__groups(m->h), (unsigned)items), 256, 0, stream>>>(
-            d_slots, nslots, a, m->w, m->h);
-        e = cudaGetLastError();
+        cudaLaunchAttribute attr;
+        cudaLaunchConfig_t cfg =
+            px_gpu_early_config(dim3((unsigned)px__groups(m->w), (unsigned)px__groups(m->h), (unsigned)items), dim3(256), stream, &attr);
+        e = cudaLaunchKernelEx(&cfg, px__k_groups, d_slots, nslots, a, m->w, m->h);
+        *groups = e == cudaSuccess;
     }
     return e;
 }

@@ -158,11 +158,12 @@ void pxvm_runner_close(pxvm_runner *run);
 const char *pxvm_runner_executor(const pxvm_runner *run);
 int pxvm_runner_batch(const pxvm_runner *run);
 
-/* CUDA-GL only: orders all later work of the runner on the caller's CUDA stream (a cudaStream_t;
- * NULL: none, the default). Work then waits for what was enqueued on the stream before the call
- * that enqueues it, and the stream waits for that work (CUDA events; no device or stream is
- * synchronised from the host). With a stream set, pxvm_runner_run returns once the run is
- * enqueued, except for programs with DOT_RGB, whose traps are known only on the host. */
+/* CUDA-GL only: enqueues all later work of the runner on the caller's CUDA stream (a cudaStream_t;
+ * NULL: none, the default: the runner's own stream, each call returning when its work is done).
+ * Work then runs after what was enqueued on the stream before the call that enqueues it, and
+ * before what comes after (no device or stream is synchronised from the host; work enqueued
+ * before the switch still runs first). With a stream set, pxvm_runner_run returns once the run
+ * is enqueued, except for programs with DOT_RGB, whose traps are known only on the host. */
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The
@@ -175,12 +176,13 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 /* As pxvm_runner_bind, but the runner may read the memory in place when the next run executes
- * instead of copying it now (zero-copy): the memory must then stay unchanged until that run has
- * executed (with a stream set: until the stream gets past the run; work the caller enqueues after
- * pxvm_runner_run may change it), and reading the slot back reads it. Where it cannot be read in
- * place it is copied as by pxvm_runner_bind. Today in place: the cuda executor, a packed RGBA8
- * frame in its device's memory (16-byte aligned, items back to back) bound for all items to an
- * input that only DIFF and UPDATE read (a video frame): the frame's upload copy is saved. */
+ * instead of copying it now (zero-copy). The memory must then hold the frame until that run has
+ * executed: with a stream set, until the stream gets past the run (work the caller enqueues after
+ * pxvm_runner_run may change it); without one, whole when this call is made and unchanged until
+ * the run returns. Reading the slot back reads the memory. Where it cannot be read in place it
+ * is copied as by pxvm_runner_bind. In place today: the cuda executor, a packed RGBA8 frame in
+ * its device's memory (16-byte aligned, items back to back) bound for all items to an input that
+ * only DIFF and UPDATE read (a video frame): the frame's upload copy is saved. */
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
@@ -196,8 +198,8 @@ int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, cons
  * atlas order: left to right, top to bottom), item_stride >= the size of that. */
 int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst);
 
-/* Waits until the runner's enqueued work is done (CUDA: its own stream only, never the device),
- * and reports a trap of an asynchronous run. Returns at once on the CPU. */
+/* Waits until the runner's enqueued work is done (CUDA: the stream it is on, the caller's when
+ * set, never the device), and reports a trap of an asynchronous run. Returns at once on the CPU. */
 int pxvm_runner_sync(pxvm_runner *run);
 
 /* ---- fixations and token geometry ------------------------------------------------------------ */

@@ -401,13 +401,14 @@ struct pxvm_executor {
     int device;
     EGLDisplay dpy;
     EGLContext ctx;
-    cudaStream_t stream;
+    cudaStream_t stream;      /* where the work goes: the caller's stream when one is set, else own_stream */
+    cudaStream_t own_stream;  /* made at open; runs are captured on it (never on a caller's stream) */
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
     int batch;                /* items: the per-item arrays below have batch * nslots entries */
     int has_dot;              /* the program can trap on the device (DOT_RGB) */
     cudaStream_t user_stream; /* the caller's stream, or NULL */
-    cudaEvent_t ev_in, ev_out; /* ordering against user_stream */
+    cudaEvent_t ev_out;       /* a stream switch: the new stream waits for the old one's work */
     /* per item and slot: index item * nslots + slot */
     GLuint *gl_tex;
     cudaGraphicsResource_t *res;
@@ -590,11 +591,11 @@ static int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_e
     *out = ex;
     if ((e = cudaSetDevice(device)) != cudaSuccess)
         return px__unavailable(err, "cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
-    if ((e = cudaStreamCreateWithFlags(&ex->stream, cudaStreamNonBlocking)) != cudaSuccess)
+    if ((e = cudaStreamCreateWithFlags(&ex->own_stream, cudaStreamNonBlocking)) != cudaSuccess)
         return px__unavailable(err, "CUDA device %d cannot be used: %s", device, cudaGetErrorString(e));
+    ex->stream = ex->own_stream;
     if (px__egl_open(ex, err) < 0)
         return -1;
-    PX__CK(cudaEventCreateWithFlags(&ex->ev_in, cudaEventDisableTiming));
     PX__CK(cudaEventCreateWithFlags(&ex->ev_out, cudaEventDisableTiming));
     return 0;
 }
@@ -628,26 +629,12 @@ static int px__egl_hold(EGLDisplay dpy, int delta)
     return left;
 }
 
-/* Our stream waits for the caller's stream (what it enqueued before this call)... */
-static int px__join_in(pxvm_executor *ex, pxvm_error *err)
-{
-    if (!ex->user_stream)
-        return 0;
-    PX__CK(cudaEventRecord(ex->ev_in, ex->user_stream));
-    PX__CK(cudaStreamWaitEvent(ex->stream, ex->ev_in, 0));
-    return 0;
-}
-
-/* ... and the caller's stream waits for what we enqueued; without a caller's stream, the call
- * returns when its work is done. */
+/* The end of a call that enqueued work: with a caller's stream the work is on it (ordered with
+ * the caller's other work, nothing to wait for); without, the call returns when it is done. */
 static int px__join_out(pxvm_executor *ex, pxvm_error *err)
 {
-    if (!ex->user_stream) {
+    if (!ex->user_stream)
         PX__CK(cudaStreamSynchronize(ex->stream));
-        return 0;
-    }
-    PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
-    PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
     return 0;
 }
 
@@ -1162,8 +1149,6 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
     PX__CK(cudaStreamWaitEvent(ex->copy_stream, ex->up_free[slot][t], 0));
     PX__CK(cudaMemcpyAsync(buf, v->data, bytes * (size_t)v->items, cudaMemcpyHostToDevice, ex->copy_stream));
     PX__CK(cudaEventRecord(ex->up_done[slot][t], ex->copy_stream));
-    if (px__join_in(ex, err) < 0)
-        return -1;
     PX__CK(cudaStreamWaitEvent(ex->stream, ex->up_done[slot][t], 0));
     pxvm_view packed = *v;
     packed.item_stride = (int64_t)bytes;
@@ -1173,9 +1158,7 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
     for (int i = 0; i < v->items; i++)
         ex->bound[(size_t)(item0 + i) * (size_t)n + (size_t)slot] = 1;
     ex->out_valid = 0;
-    if (ex->user_stream) /* the caller's memory is free once the copy is done */
-        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->up_done[slot][t], 0));
-    else
+    if (!ex->user_stream) /* the caller's memory is free once the copy is done (on its stream: there) */
         PX__CK(cudaEventSynchronize(ex->up_done[slot][t]));
     return 0;
 }
@@ -1188,8 +1171,6 @@ static int px__bind_rects(pxvm_executor *ex, int slot, int item, const pxvm_view
 {
     size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
     uint8_t *d_lin = ex->d_staging[slot] + bytes * (size_t)item;
-    if (px__join_in(ex, err) < 0)
-        return -1;
     for (int i = 0; i < ex->h_nrects[item]; i++) {
         const pxvm_rect *r = &ex->h_rects[(size_t)item * PXVM_MAX_RECTS + (size_t)i];
         long long x0 = r->x < 0 ? 0 : r->x, y0 = r->y < 0 ? 0 : r->y;
@@ -1217,8 +1198,6 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     PX__CK(cudaSetDevice(ex->device));
     if (ex->frame_src[slot]) { /* a borrowed frame: the items this bind leaves out keep it, copied */
         if (item0 > 0 || v->items < ex->batch) {
-            if (px__join_in(ex, err) < 0)
-                return -1;
             size_t bytes = (size_t)ex->prog->slots[slot].w * 4u * (size_t)ex->prog->slots[slot].h * (size_t)ex->batch;
             PX__CK(cudaMemcpyAsync(ex->d_staging[slot], ex->frame_src[slot], bytes, cudaMemcpyDeviceToDevice, ex->stream));
         }
@@ -1232,7 +1211,7 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     size_t pitch = (size_t)v->w * 4u, bytes = pitch * (size_t)v->h;
     uint8_t *d_lin = ex->d_staging[slot] + bytes * (size_t)item0;
     if (v->device >= 0) { /* on the device: converted straight into the slot and its linear copy */
-        if (px__check_device_ptr(ex, v->data, "input", err) < 0 || px__join_in(ex, err) < 0)
+        if (px__check_device_ptr(ex, v->data, "input", err) < 0)
             return -1;
         if (px__launch_bind(ex, v, (const uint8_t *)v->data, (uint32_t *)d_lin, slot, item0, err) < 0)
             return -1;
@@ -1252,8 +1231,6 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
         }
         if (src == v->data) /* the caller's page-locked frame: pipelined on the copy stream */
             return px__bind_pipelined(ex, slot, item0, v, err);
-        if (px__join_in(ex, err) < 0)
-            return -1;
         /* a linear H2D copy runs at the link's speed; the copy into the array then runs on the SMs */
         PX__CK(cudaMemcpyAsync(d_lin, src, bytes * (size_t)v->items, cudaMemcpyHostToDevice, ex->stream));
         pxvm_view packed = *v;
@@ -1265,11 +1242,7 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
     for (int i = 0; i < v->items; i++)
         ex->bound[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot] = 1;
     ex->out_valid = 0;
-    if (ex->user_stream) { /* the caller may reuse its memory once its stream reaches this point */
-        PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
-        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
-    }
-    return 0;
+    return 0; /* with a caller's stream, its memory may be reused once the stream gets here */
 }
 
 /* pxvm_runner_borrow: a packed RGBA8 frame of every item, in this device's memory, for an input
@@ -1480,11 +1453,15 @@ static int px__enqueue_outputs(pxvm_executor *ex, pxvm_error *err)
 static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *err)
 {
     cudaGraph_t graph;
-    PX__CK(cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal));
-    int rc = px__enqueue(ex, nsteps, NULL, NULL, err);
+    cudaStream_t work = ex->stream; /* captured on our own stream: a caller's may be fed by other threads */
+    ex->stream = ex->own_stream;
+    cudaError_t e = cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal);
+    int rc = e == cudaSuccess ? px__enqueue(ex, nsteps, NULL, NULL, err) : px__cuda_fail(err, "cudaStreamBeginCapture", e, __LINE__);
     if (rc == 0 && g)
         rc = px__enqueue_outputs(ex, err);
-    cudaError_t e = cudaStreamEndCapture(ex->stream, &graph);
+    if (e == cudaSuccess)
+        e = cudaStreamEndCapture(ex->stream, &graph);
+    ex->stream = work;
     if (e == cudaSuccess && rc < 0)
         cudaGraphDestroy(graph);
     if (rc < 0)
@@ -1560,8 +1537,6 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
      * trap must be read back first */
     int async = ex->user_stream && full && !ex->has_dot && !(opt && (opt->trace || opt->profile));
     ex->out_valid = 0;
-    if (px__join_in(ex, err) < 0)
-        return -1;
     cudaEvent_t *events = NULL;
     if (opt && opt->profile) {
         events = (cudaEvent_t *)calloc(nsteps + 1, sizeof(cudaEvent_t));
@@ -1599,8 +1574,6 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
     PX__CK(cudaMemcpyAsync(ex->h_status, ex->d_status, sizeof(px_gpu_status) * (size_t)ex->batch,
                            cudaMemcpyDeviceToHost, ex->stream));
     PX__CK(cudaStreamSynchronize(ex->stream));
-    if (ex->user_stream && px__join_out(ex, err) < 0)
-        return -1;
     if (events) {
         for (uint32_t i = 0; i < nsteps; i++) {
             float ms = 0;
@@ -1652,7 +1625,7 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     const px_gpu_slot *g = &ex->slots[slot];
     size_t pitch = (size_t)g->w[level] * 4u, bytes = pitch * (size_t)g->h[level];
     if (dst->device >= 0) { /* device to device, on the stream */
-        if (px__check_device_ptr(ex, dst->data, "output", err) < 0 || px__join_in(ex, err) < 0)
+        if (px__check_device_ptr(ex, dst->data, "output", err) < 0)
             return -1;
         if (patches) {
             if (((uintptr_t)dst->data & 3) || (dst->row_stride & 3) || (dst->item_stride & 3))
@@ -1684,8 +1657,6 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
         PX__CK(cudaHostAlloc(&ex->h_read, bytes, cudaHostAllocDefault));
         ex->h_read_cap = bytes;
     }
-    if (px__join_in(ex, err) < 0)
-        return -1;
     for (int i = 0; i < dst->items; i++) {
         if (px__copy_level(ex, item0 + i, slot, level, ex->h_read, pitch, cudaMemcpyDeviceToHost, err) < 0)
             return -1;
@@ -1703,8 +1674,6 @@ static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg
     PX__CK(cudaSetDevice(ex->device));
     if (device >= 0 && px__check_device_ptr(ex, xy, "fixations", err) < 0)
         return -1;
-    if (px__join_in(ex, err) < 0)
-        return -1;
     /* one kernel writes [item][8][2]: from device memory (the caller's stream then waits for it,
      * join_out, so the caller may overwrite xy at once), or from its arguments (host values) */
     int n = items * nregs;
@@ -1721,10 +1690,6 @@ static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg
     px__k_set_fix<<<(unsigned)((2 * n + 255) / 256), 256, 0, ex->stream>>>(ex->d_fix_set, device >= 0 ? xy : NULL, args,
                                                                          item0, items, reg0, nregs);
     PX__CK(cudaGetLastError());
-    if (device >= 0 && ex->user_stream) {
-        PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
-        PX__CK(cudaStreamWaitEvent(ex->user_stream, ex->ev_out, 0));
-    }
     return 0;
 }
 
@@ -1733,8 +1698,6 @@ static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects,
     if (pxvm_check_dirty(ex->prog, ex->batch, item, rects, n, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
-    if (px__join_in(ex, err) < 0)
-        return -1;
     if (!ex->h_rects) { /* kept for binds that upload only what the rectangles touch */
         ex->h_rects = (pxvm_rect *)calloc((size_t)ex->batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
         ex->h_nrects = (int *)malloc(sizeof(int) * (size_t)ex->batch);
@@ -1760,8 +1723,6 @@ static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     PX__CK(cudaSetDevice(ex->device));
-    if (px__join_in(ex, err) < 0)
-        return -1;
     int all = ex->nslots * ex->batch, total = 0;
     for (int i = 0; i < all; i++)
         total += ex->slots[i].levels;
@@ -1804,8 +1765,6 @@ static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, i
     PX__CK(cudaSetDevice(ex->device));
     if (device >= 0 && px__check_device_ptr(ex, dst, "output", err) < 0)
         return -1;
-    if (px__join_in(ex, err) < 0)
-        return -1;
     size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0, e = pxvm_state_elem(what);
     if (what != PXVM_STATE_FIXATIONS) {
         size_t per = what == PXVM_STATE_GEOMETRY ? PX_GEOM_INTS : 1;
@@ -1824,10 +1783,18 @@ static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, i
     return px__join_out(ex, err);
 }
 
+/* The work goes straight onto the caller's stream (no events between two streams per call: each
+ * cross-stream wait cost the GPU time per frame); work enqueued before the switch stays first. */
 static int px__gl_set_stream(pxvm_executor *ex, void *stream, pxvm_error *err)
 {
-    (void)err;
+    cudaStream_t next = stream ? (cudaStream_t)stream : ex->own_stream;
+    PX__CK(cudaSetDevice(ex->device));
+    if (next != ex->stream) {
+        PX__CK(cudaEventRecord(ex->ev_out, ex->stream));
+        PX__CK(cudaStreamWaitEvent(next, ex->ev_out, 0));
+    }
     ex->user_stream = (cudaStream_t)stream;
+    ex->stream = next;
     return 0;
 }
 
@@ -1845,12 +1812,10 @@ static void px__gl_close(pxvm_executor *ex)
     px__make_current(ex);
     if (ex->h_read)
         cudaFreeHost(ex->h_read);
-    if (ex->ev_in)
-        cudaEventDestroy(ex->ev_in);
     if (ex->ev_out)
         cudaEventDestroy(ex->ev_out);
-    if (ex->stream)
-        cudaStreamDestroy(ex->stream);
+    if (ex->own_stream)
+        cudaStreamDestroy(ex->own_stream);
     if (ex->copy_stream)
         cudaStreamDestroy(ex->copy_stream);
     if (ex->dpy != EGL_NO_DISPLAY) {

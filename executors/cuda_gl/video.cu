@@ -11,6 +11,15 @@
 #include "gpu_slot.cuh"
 
 static __device__ inline uint32_t px__sread(cudaSurfaceObject_t s, int x, int y) { return surf2Dread<uint32_t>(s, x * 4, y); }
+/* A texel through L2 only (suld .cg): the group kernel reads texels that other blocks, or the
+ * tile kernel it overlaps (programmatic launch), write, and must leave no line of them in its SM's
+ * L1, where a block of the fetch kernel, started early beside it, could find it stale. */
+static __device__ inline uint32_t px__sread_l2(cudaSurfaceObject_t s, int x, int y)
+{
+    uint32_t v;
+    asm volatile("suld.b.2d.cg.b32.trap {%0}, [%1, {%2, %3}];" : "=r"(v) : "l"(s), "r"(x * 4), "r"(y) : "memory");
+    return v;
+}
 
 /* A group is PX_GROUP x PX_GROUP tiles: its level-4 texels are one 16x16 region, so its levels
  * 5-8 depend on nothing outside it (as a tile's levels 1-4 on the tile). */
@@ -78,8 +87,8 @@ static __device__ void px__region_store(const px_gpu_slot *s, int L, int top, in
 
 /* Levels l0 .. of slot s by one block: each texel rebuilt when its cell of a dirty map is set.
  * map (mw x mh) covers level l0-1 (a cell per texel); each level's map ORs 2x2 cells of the one
- * below (a ceiling), in `scratch`. Reads the level below through the surface (written in this
- * launch). */
+ * below (a ceiling), in `scratch`. Reads the level below through L2 (other blocks of this launch
+ * wrote it). */
 static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const uint8_t *map, int mw, int mh, uint8_t *scratch)
 {
     const uint8_t *prev = map;
@@ -102,8 +111,8 @@ static __device__ void px__levels_from_map(const px_gpu_slot *s, int l0, const u
                 continue;
             int a = px_pyr_src0(x), b = px_pyr_src1(x, sw), c = px_pyr_src0(y), d = px_pyr_src1(y, sh);
             px__store(s->surf[l], x, y,
-                      px_box4(px__sread(s->surf[l - 1], a, c), px__sread(s->surf[l - 1], b, c), px__sread(s->surf[l - 1], a, d),
-                              px__sread(s->surf[l - 1], b, d)));
+                      px_box4(px__sread_l2(s->surf[l - 1], a, c), px__sread_l2(s->surf[l - 1], b, c),
+                              px__sread_l2(s->surf[l - 1], a, d), px__sread_l2(s->surf[l - 1], b, d)));
         }
         __threadfence_block();
         __syncthreads();
@@ -243,12 +252,12 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
     }
     for (int i = (int)threadIdx.x; i < PX_TILE * PX_TILE; i += (int)blockDim.x) {
         int px = ox + i % PX_TILE, py = oy + i / PX_TILE;
-        base[i] = px < c->w[PX_TILE_SHIFT] && py < c->h[PX_TILE_SHIFT] ? px__texel(c->tex[PX_TILE_SHIFT], px, py) : 0u;
+        base[i] = px < c->w[PX_TILE_SHIFT] && py < c->h[PX_TILE_SHIFT] ? px__sread_l2(c->surf[PX_TILE_SHIFT], px, py) : 0u;
     }
     for (int i = (int)threadIdx.x; i < PX_REGION_UP; i += (int)blockDim.x) {
         int m = i < 64 ? 1 : i < 80 ? 2 : i < 84 ? 3 : 4, j = i - px__region_at(m), side = PX_TILE >> m, l = PX_TILE_SHIFT + m;
         int px = (ox >> m) + j % side, py = (oy >> m) + j / side;
-        lv[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__texel(c->tex[l], px, py) : 0u;
+        lv[i] = l <= top && px < c->w[l] && py < c->h[l] ? px__sread_l2(c->surf[l], px, py) : 0u;
     }
     int group_dirty = __syncthreads_or(row_bits != 0);
     if (group_dirty) {

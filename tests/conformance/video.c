@@ -211,8 +211,10 @@ static int px__vborrow(px__vrun *r, const px_video_case *v, int fr, int buf, pxv
 #ifdef PXVM_HAVE_CUDA_GL
     const pxvm_image *f = &v->frames[fr];
     size_t bytes = (size_t)f->w * (size_t)f->h * 4u;
+    /* from pageable memory cudaMemcpy may return before its DMA ends, and the runner's stream
+     * is not ordered after the legacy stream: the frame must be whole before the borrow */
     if ((!r->dev[buf] && cudaMalloc(&r->dev[buf], bytes) != cudaSuccess) ||
-        cudaMemcpy(r->dev[buf], f->px, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        cudaMemcpy(r->dev[buf], f->px, bytes, cudaMemcpyHostToDevice) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
         return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", "cannot copy a test frame to the device");
     pxvm_view dv = {r->dev[buf], 0, 1, f->w, f->h, 4, (int64_t)bytes, (int64_t)f->w * 4, 4, 1};
     return r->ops->borrow(r->ex, 1, 0, &dv, err);

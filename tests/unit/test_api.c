@@ -158,6 +158,23 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
             tiles_ok &= !memcmp(pt + pbytes + ((size_t)p * 16 + y) * 64, at + (((size_t)(p / 17) * 16 + y) * 272 + (size_t)(p % 17) * 16) * 4, 64);
     CHECK(tiles_ok);
     CHECK(!memcmp(pt, pt + pbytes, pbytes)); /* the same image in both items */
+    /* pxvm_runner_borrow where nothing is read in place (the CPU): a copy, as bind makes */
+    uint8_t *copy = malloc((size_t)w * h * 4), *pt2 = malloc(2 * pbytes);
+    memcpy(copy, px, (size_t)w * h * 4);
+    pxvm_view cv = pxvm_view_host(copy, w, h, 4);
+    cv.items = 1;
+    CHECK(pxvm_runner_borrow(run, image, 0, &cv) == 0 && pxvm_runner_borrow(run, image, 1, &cv) == 0);
+    memset(copy, 0, (size_t)w * h * 4);
+    pxvm_view pv2 = pv;
+    pv2.data = pt2;
+    CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
+    CHECK(!memcmp(pt, pt2, 2 * pbytes));
+    cv.channels = 2;
+    CHECK(pxvm_runner_borrow(run, image, 0, &cv) == PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not 2");
+    CHECK(pxvm_runner_borrow(NULL, image, 0, &in) == PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "pxvm_runner_borrow: NULL runner");
+    free(copy), free(pt2);
     /* classified argument errors, nothing written */
     pxvm_view bad = in;
     bad.channels = 2;

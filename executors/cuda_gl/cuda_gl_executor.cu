@@ -403,6 +403,7 @@ struct pxvm_executor {
     EGLContext ctx;
     cudaStream_t stream;      /* where the work goes: the caller's stream when one is set, else own_stream */
     cudaStream_t own_stream;  /* made at open; runs are captured on it (never on a caller's stream) */
+    int capturing;            /* px__enqueue is capturing a graph */
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
     int batch;                /* items: the per-item arrays below have batch * nslots entries */
@@ -1305,6 +1306,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
     memset(fresh, 0, sizeof fresh);
     int fuse = !opt || (!opt->trace && !opt->profile); /* per-step timing and tracing see every step */
     int after_groups = 0; /* the last launch was the tile kernels' group kernel */
+    int early = ex->capturing; /* launches overlap (programmatic dependent launch) in captured graphs only */
     for (uint32_t si = 0; si < nsteps; si++) {
         const pxvm_step *st = &prog->steps[si];
         const pxi_insn *in = &prog->insns[st->first];
@@ -1321,7 +1323,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                         py = q;
                 }
                 px_gpu_tiles_state ts = px__tiles_state(ex, frame, mask);
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream, &after_groups));
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream, early, &after_groups));
                 fresh[mask] = 1;
                 fresh[cur] = 0;
                 si += py ? 2 : 1;
@@ -1341,7 +1343,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_PYRAMID: {
             if (PX_ARG(in, PYRAMID, mask)) {
                 px_gpu_tiles_state ts = px__tiles_state(ex, -1, PX_ARG(in, PYRAMID, mask));
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream, &after_groups));
+                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream, early, &after_groups));
                 fresh[PX_ARG(in, PYRAMID, mask)] = 1;
                 break;
             }
@@ -1395,7 +1397,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
              * (its decision reads the tile kernel's output only: px__k_fetch, px__k_groups) */
             cudaLaunchAttribute attr;
             cudaLaunchConfig_t cfg = px_gpu_early_config(grid, dim3(256), ex->stream, &attr);
-            cfg.numAttrs = groups_before && !events ? 1 : 0;
+            cfg.numAttrs = groups_before && early ? 1 : 0;
             PX__CK(cudaLaunchKernelEx(&cfg, px__k_fetch, (const px_gpu_slot *)ex->d_slots, ex->nslots,
                                       (const px_gpu_fetch *)(ex->d_fetch + st->first), (const int32_t *)ex->d_fix_run, ex->d_geom,
                                       (int)prog->ngeom, vid));
@@ -1406,7 +1408,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             int diff = in->op == PX_OP_DIFF, mask = in->a[PX_FI(DIFF, mask)];
             px_gpu_tiles_state ts = px__tiles_state(ex, in->a[PX_FI(DIFF, frame)], mask);
             PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, diff ? in : NULL, diff ? NULL : in, NULL, (int)items, &ts,
-                                ex->stream, &after_groups));
+                                ex->stream, early, &after_groups));
             fresh[mask] = 1; /* the kernel writes every bit of the mask's bitmaps */
             fresh[in->a[PX_FI(DIFF, cur)]] = 0;
             break;
@@ -1456,7 +1458,9 @@ static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *er
     cudaStream_t work = ex->stream; /* captured on our own stream: a caller's may be fed by other threads */
     ex->stream = ex->own_stream;
     cudaError_t e = cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal);
+    ex->capturing = 1;
     int rc = e == cudaSuccess ? px__enqueue(ex, nsteps, NULL, NULL, err) : px__cuda_fail(err, "cudaStreamBeginCapture", e, __LINE__);
+    ex->capturing = 0;
     if (rc == 0 && g)
         rc = px__enqueue_outputs(ex, err);
     if (e == cudaSuccess)

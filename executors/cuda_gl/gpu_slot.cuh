@@ -88,11 +88,12 @@ struct px_gpu_tiles_state {
 };
 
 /* video.cu: DIFF, UPDATE and incremental PYRAMID (each NULL when not in the launch; the ones given
- * share frame, cur and mask), one launch for every item; *groups: whether its last launch was
- * the group kernel (which lets the next launch start early once the tile kernel has ended). */
+ * share frame, cur and mask), one launch for every item; `early`: the group kernel may start
+ * early (px_gpu_early_config); *groups: whether the last launch was the group kernel (which lets
+ * the next launch start early once the tile kernel has ended). */
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
-                         cudaStream_t stream, int *groups);
+                         cudaStream_t stream, int early, int *groups);
 /* Points the tile-kernel launches of captured graph `def` (instantiated as `exec`) that read
  * frame slot `frame` at its level 0 in `frame_lin` (a borrowed frame, or the upload buffer). */
 cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin);

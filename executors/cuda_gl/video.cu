@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(256) px__k_groups(const px_gpu_slot *all_slots
 
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
-                         cudaStream_t stream, int *groups)
+                         cudaStream_t stream, int early, int *groups)
 {
     *groups = 0;
     px__tiles_args a;
@@ -307,6 +307,7 @@ cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_prog
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg =
             px_gpu_early_config(dim3((unsigned)px__groups(m->w), (unsigned)px__groups(m->h), (unsigned)items), dim3(256), stream, &attr);
+        cfg.numAttrs = early ? 1 : 0;
         e = cudaLaunchKernelEx(&cfg, px__k_groups, d_slots, nslots, a, m->w, m->h);
         *groups = e == cudaSuccess;
     }

@@ -163,7 +163,9 @@ int pxvm_runner_batch(const pxvm_runner *run);
  * Work then runs after what was enqueued on the stream before the call that enqueues it, and
  * before what comes after (no device or stream is synchronised from the host; work enqueued
  * before the switch still runs first). With a stream set, pxvm_runner_run returns once the run
- * is enqueued, except for programs with DOT_RGB, whose traps are known only on the host. */
+ * is enqueued, except for programs with DOT_RGB, whose traps are known only on the host. The
+ * stream must stay valid while the runner may use it: until the next pxvm_runner_set_stream or
+ * pxvm_runner_close (which waits for it). */
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The

@@ -225,6 +225,9 @@ static void px__cpu_pyramid(pxvm_executor *ex, int slot)
 
 /* An incremental instruction samples on an unprimed item, when its fixation register moved since
  * it last sampled, or when its footprint (px_footprint_tiles) touches a dirty tile. */
+/* Whether an incremental instruction samples (SPEC: unprimed, its register moved, or a dirty tile
+ * in its footprint box): 0 no, PX__ALL every pixel, PX__DIRTY the box holds a dirty tile. */
+enum { PX__ALL = 1, PX__DIRTY = 2 };
 static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uint32_t index, int64_t fx, int64_t fy,
                                 int mask)
 {
@@ -237,12 +240,12 @@ static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uin
         last[0] = (int32_t)fx, last[1] = (int32_t)fy;
     }
     if (need)
-        return 1;
+        return PX__ALL;
     const px_cpu_src *sv = &ex->view[in->a[PX_FI(SAMPLE, src)]];
     const pxvm_fetch_box *b = &prog->insn_box[index]; /* decided at load */
     px_tilebox box = px_footprint_tiles(b->u_lo + fx, b->u_hi + fx, b->v_lo + fy, b->v_hi + fy, b->lmin, b->lmax, filter,
                                         sv->w[0], sv->h[0]);
-    return px_cpu_box_dirty(ex->store[mask], prog->slots[mask].w, box);
+    return px_cpu_box_dirty(ex->store[mask], prog->slots[mask].w, box) ? PX__DIRTY : 0;
 }
 
 static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
@@ -256,8 +259,8 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
     uint32_t index = (uint32_t)(in - prog->insns);
     int32_t token = prog->insn_token[index];
     const px_cpu_src *sv = &ex->view[src];
-    int mask = pxvm_fetch_mask(in);
-    if (mask && !px__cpu_fetch_needed(ex, in, index, fx, fy, mask)) {
+    int mask = pxvm_fetch_mask(in), need = mask ? px__cpu_fetch_needed(ex, in, index, fx, fy, mask) : PX__ALL;
+    if (!need) {
         if (token >= 0)
             ex->changed[token] = 0; /* its patch keeps its bytes (the slot is persistent) */
         return;
@@ -275,10 +278,29 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         int32_t tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
         if (token >= 0)
             px_geom_write(ex->geom + (size_t)token * PX_GEOM_INTS, cu, cv, du, dv, px_lod_used(lod, mode, sv->levels));
+        /* a dirty box, but the same registers on a primed item: only the pixels whose taps reach a
+         * dirty tile can change (the token counts as sampled: the rule decides `changed`, this
+         * only saves work; the other pixels keep bytes equal to what sampling them gives) */
+        uint8_t sel[PX_PATCH_MAX_SIDE * PX_PATCH_MAX_SIDE];
+        int some = need == PX__DIRTY && w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
+        if (some) {
+            int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
+            const pxvm_fetch_box *box = &prog->insn_box[index];
+            px_patch_span(0, 0, 1, taps, tdu, &a, &b); /* the taps' offsets around a pixel */
+            for (int i = 0; i < w; i++)
+                ulo[i] = cu + px_patch_pos(0, du, i, w) + a, uhi[i] = cu + px_patch_pos(0, du, i, w) + b;
+            px_patch_span(0, 0, 1, taps, tdv, &a, &b);
+            for (int j = 0; j < h; j++)
+                vlo[j] = cv + px_patch_pos(0, dv, j, h) + a, vhi[j] = cv + px_patch_pos(0, dv, j, h) + b;
+            px_cpu_patch_dirty_pixels(ex->store[mask], prog->slots[mask].w, ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode,
+                                      sv->w[0], sv->h[0], sel);
+        }
         for (int j = 0; j < h; j++) {
             int64_t v = cv + px_patch_pos(0, dv, j, h);
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
             for (int i = 0; i < w; i++) {
+                if (some && !sel[j * w + i])
+                    continue;
                 int64_t u = cu + px_patch_pos(0, du, i, w);
                 px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)
                                                               : px_sample_aniso(sv, u, v, lod, mode, taps, tdu, tdv));

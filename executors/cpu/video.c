@@ -77,6 +77,46 @@ int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b)
     return 0;
 }
 
+/* The tile box of a pixel is separable (px_footprint_tiles: its columns follow from the u span,
+ * its rows from the v span), so each row of the patch ORs the mask rows its tile rows cover into
+ * prefix counts over the patch's tile columns (once per distinct row span), and a pixel is then
+ * one difference of two counts. */
+int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
+                              const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
+                              uint8_t *need)
+{
+    int cx0[PX_PATCH_MAX_SIDE], cx1[PX_PATCH_MAX_SIDE], lo = 1 << 30, hi = -1, count = 0;
+    int pre[PX_PATCH_MAX_TILES + 1], ry0 = -1, ry1 = -2;
+    for (int i = 0; i < w; i++) {
+        px_tilebox b = px_footprint_tiles(ulo[i], uhi[i], vlo[0], vhi[0], lmin, lmax, filter, sw, sh);
+        cx0[i] = b.x0, cx1[i] = b.x1;
+        lo = b.x0 < lo ? b.x0 : lo;
+        hi = b.x1 > hi ? b.x1 : hi;
+    }
+    if (hi - lo + 1 > PX_PATCH_MAX_TILES) { /* too wide to count: every pixel */
+        memset(need, 1, (size_t)w * (size_t)h);
+        return w * h;
+    }
+    for (int j = 0; j < h; j++) {
+        px_tilebox b = px_footprint_tiles(ulo[0], uhi[0], vlo[j], vhi[j], lmin, lmax, filter, sw, sh);
+        if (b.y0 != ry0 || b.y1 != ry1) {
+            ry0 = b.y0, ry1 = b.y1, pre[0] = 0;
+            for (int tx = lo; tx <= hi; tx++) {
+                int any = 0;
+                for (int ty = ry0; ty <= ry1 && !any; ty++)
+                    any = px_mask_dirty(px__load(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u));
+                pre[tx - lo + 1] = pre[tx - lo] + any;
+            }
+        }
+        for (int i = 0; i < w; i++) {
+            int n = pre[cx1[i] - lo + 1] - pre[cx0[i] - lo] > 0;
+            need[(size_t)j * (size_t)w + (size_t)i] = (uint8_t)n;
+            count += n;
+        }
+    }
+    return count;
+}
+
 /* Texels x0..x1-1 of row y of level l from level l-1 (the PYRAMID rule). */
 static void px__pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
 {

@@ -10,7 +10,9 @@ Images are NumPy uint8 arrays or PyTorch uint8 tensors (CPU or CUDA), (H, W), (H
 or are lists. What is copied, and when:
 - inputs are read once, by the library, straight from your memory into the VM's storage (converted
   to RGBA8 on the way: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)); no Python-side copy, and
-  CUDA inputs never pass through the host;
+  CUDA inputs never pass through the host; CUDA inputs are read when the run executes on
+  torch.cuda.current_stream(), a packed RGBA video frame even in place (pxvm_runner_borrow: no
+  copy at all), so write them on that stream or before, as for any torch operation;
 - outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
   device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
   without a synchronisation.
@@ -500,7 +502,7 @@ class Runner:
             out_slots[i], out_kinds[i] = k, kind
             results.append(arr)
         _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
-        del binds  # the inputs were read (or, on a stream, the stream's later work waits for that)
+        del binds  # host inputs were read; CUDA ones are read by the run on the stream (later work waits)
         return results
 
     def _fixations(self, fixation, batch, batched):

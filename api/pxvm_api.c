@@ -336,8 +336,7 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
     for (int i = 0; i < nin; i++) {
-        int rc = ins[i].device >= 0 ? pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i])
-                                    : pxvm_runner_bind(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
+        int rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
         if (rc)
             return rc;
     }

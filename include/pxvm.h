@@ -182,9 +182,9 @@ int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view
  * executed: with a stream set, until the stream gets past the run (work the caller enqueues after
  * pxvm_runner_run may change it); without one, whole when this call is made and unchanged until
  * the run returns. Reading the slot back reads the memory. Where it cannot be read in place it
- * is copied as by pxvm_runner_bind. In place today: the cuda executor, a packed RGBA8 frame in
- * its device's memory (16-byte aligned, items back to back) bound for all items to an input that
- * only DIFF and UPDATE read (a video frame): the frame's upload copy is saved. */
+ * is copied as by pxvm_runner_bind. In place today: on the cpu executor any packed RGBA8 host
+ * image; on the cuda executor a packed RGBA8 frame in its device's memory (16-byte aligned, items
+ * back to back) bound for all items to an input that only DIFF and UPDATE read (a video frame). */
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
@@ -263,9 +263,9 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
 
 /* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
- * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). Device views are borrowed
- * (pxvm_runner_borrow): nothing can come between this call's bind and run, so the stream
- * ordering that makes a borrow safe holds by construction. */
+ * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
+ * (pxvm_runner_borrow): nothing can come between this call's bind and run, so what makes a
+ * borrow safe holds by construction (on a stream: the caller's later work comes after the run). */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 

@@ -145,6 +145,23 @@ static int px__cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view 
     for (int i = 0; i < v->items; i++) {
         size_t at = (size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot;
         pxvm_view_to_rgba(v, i, ex->all_store[at]);
+        ex->all_view[at].level[0] = ex->all_store[at] + ex->prog->slots[slot].level_offset[0]; /* not borrowed now */
+        ex->bound[at] = 1;
+    }
+    return 0;
+}
+
+/* pxvm_runner_borrow: nothing writes an input's level 0, so a packed RGBA8 host image is read in
+ * place (the slot's level 0 is the caller's memory until the next bind); anything else is bound. */
+static int px__cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    if (v->device >= 0 || !pxvm_view_is_packed_rgba(v))
+        return px__cpu_bind(ex, slot, item0, v, err);
+    if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
+        return -1;
+    for (int i = 0; i < v->items; i++) {
+        size_t at = (size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot;
+        ex->all_view[at].level[0] = (const uint8_t *)v->data + (size_t)i * (size_t)v->item_stride;
         ex->bound[at] = 1;
     }
     return 0;
@@ -624,6 +641,6 @@ static void px__cpu_close(pxvm_executor *ex)
 }
 
 const pxvm_executor_ops pxvm_cpu_executor = {
-    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, NULL, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
+    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_borrow, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart,
 };

@@ -11,8 +11,10 @@ or are lists. What is copied, and when:
 - inputs are read once, by the library, straight from your memory into the VM's storage (converted
   to RGBA8 on the way: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)); no Python-side copy, and
   CUDA inputs never pass through the host; CUDA inputs are read when the run executes on
-  torch.cuda.current_stream(), a packed RGBA video frame even in place (pxvm_runner_borrow: no
-  copy at all), so write them on that stream or before, as for any torch operation;
+  torch.cuda.current_stream(), so write them on that stream or before, as for any torch
+  operation; packed RGBA inputs are even read in place (pxvm_runner_borrow: no copy at all) on the
+  CPU executor, and on the CUDA one for a video frame in GPU memory: the runner then keeps a
+  reference to the array until the slot is given another one, and reading the slot reads it;
 - outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
   device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
   without a synchronisation.
@@ -384,6 +386,7 @@ class Runner:
         self._runners = {}
         self._stream = {}
         self._bufs = {}
+        self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
         self._torch_device = "cuda:%d" % self.device
         self.executor = executor
         self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
@@ -502,7 +505,8 @@ class Runner:
             out_slots[i], out_kinds[i] = k, kind
             results.append(arr)
         _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
-        del binds  # host inputs were read; CUDA ones are read by the run on the stream (later work waits)
+        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them
+            self._lent[(batch, k)] = x
         return results
 
     def _fixations(self, fixation, batch, batched):

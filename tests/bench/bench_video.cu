@@ -108,12 +108,12 @@ static void px__close(px__path *p, int cuda)
     free(p->changed);
 }
 
-/* A frame in GPU memory is borrowed (read in place by the run where the executor can: a frame
- * that only DIFF and UPDATE read; the full path's frame, which its pyramid reads, is copied as
- * by bind); a host frame is bound. */
+/* Frames are borrowed, as pxvm_runner_exec (and so Python) does: read in place where the
+ * executor can (cpu: a host frame; cuda: a frame in GPU memory that only DIFF and UPDATE read,
+ * so not the full path's, which its pyramid reads), else copied as by bind. */
 static int px__bind(px__path *p, const pxvm_view *in)
 {
-    return in->device >= 0 ? pxvm_runner_borrow(p->run, p->image, 0, in) : pxvm_runner_bind(p->run, p->image, 0, in);
+    return pxvm_runner_borrow(p->run, p->image, 0, in);
 }
 
 /* frames/s of page-locked host frames with a dirty rectangle given per frame: a band of the frame

@@ -11,10 +11,9 @@
  *   incremental == full recompute: every level of cur, the atlas bytes, the token geometry;
  *   conservative changed tokens: a token whose bytes differ from the previous frame's is marked;
  *   executor == reference (when given): every slot, the changed tokens, the geometry.
- * An executor that can borrow frames (CUDA-GL) gets every other frame of the incremental program
- * in its device memory, borrowed (read in place, pxvm_runner_borrow) from one of two buffers in
- * turn, the others bound from the host: the same bytes either way, and the input read back is
- * the frame. */
+ * Every other frame is borrowed (pxvm_runner_borrow, read in place): on the CPU the host frame,
+ * on CUDA-GL a copy in device memory, from one of two buffers in turn; the others are bound: the
+ * same bytes either way, and the input read back is the frame. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -205,12 +204,17 @@ static void px__vclose(px__vrun *r)
     pxvm_program_free(&r->prog);
 }
 
-/* Borrows frame fr from device buffer `buf` (a copy of it there); 0, or -1 with *err set. */
+/* Borrows frame fr: on the CPU the frame itself, read in place; on the GPU a copy of it in
+ * device buffer `buf`. 0, or -1 with *err set. */
 static int px__vborrow(px__vrun *r, const px_video_case *v, int fr, int buf, pxvm_error *err)
 {
-#ifdef PXVM_HAVE_CUDA_GL
     const pxvm_image *f = &v->frames[fr];
     size_t bytes = (size_t)f->w * (size_t)f->h * 4u;
+    if (r->ops == &pxvm_cpu_executor) {
+        pxvm_view hv = {f->px, -1, 1, f->w, f->h, 4, (int64_t)bytes, (int64_t)f->w * 4, 4, 1};
+        return r->ops->borrow(r->ex, 1, 0, &hv, err);
+    }
+#ifdef PXVM_HAVE_CUDA_GL
     /* from pageable memory cudaMemcpy may return before its DMA ends, and the runner's stream
      * is not ordered after the legacy stream: the frame must be whole before the borrow */
     if ((!r->dev[buf] && cudaMalloc(&r->dev[buf], bytes) != cudaSuccess) ||
@@ -219,7 +223,7 @@ static int px__vborrow(px__vrun *r, const px_video_case *v, int fr, int buf, pxv
     pxvm_view dv = {r->dev[buf], 0, 1, f->w, f->h, 4, (int64_t)bytes, (int64_t)f->w * 4, 4, 1};
     return r->ops->borrow(r->ex, 1, 0, &dv, err);
 #else
-    (void)r, (void)v, (void)fr, (void)buf;
+    (void)buf;
     return pxvm_fail(err, PXE_USAGE, -1, -1, "no device frames in this build");
 #endif
 }

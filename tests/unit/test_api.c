@@ -158,17 +158,33 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
             tiles_ok &= !memcmp(pt + pbytes + ((size_t)p * 16 + y) * 64, at + (((size_t)(p / 17) * 16 + y) * 272 + (size_t)(p % 17) * 16) * 4, 64);
     CHECK(tiles_ok);
     CHECK(!memcmp(pt, pt + pbytes, pbytes)); /* the same image in both items */
-    /* pxvm_runner_borrow where nothing is read in place (the CPU): a copy, as bind makes */
-    uint8_t *copy = malloc((size_t)w * h * 4), *pt2 = malloc(2 * pbytes);
+    /* pxvm_runner_borrow: the CPU reads a packed RGBA image in place, run after run, until the
+     * next bind; other layouts are copied as bind copies them */
+    uint8_t *copy = malloc((size_t)w * h * 4), *pt2 = malloc(2 * pbytes), *pt3 = malloc(2 * pbytes);
     memcpy(copy, px, (size_t)w * h * 4);
     pxvm_view cv = pxvm_view_host(copy, w, h, 4);
-    cv.items = 1;
     CHECK(pxvm_runner_borrow(run, image, 0, &cv) == 0 && pxvm_runner_borrow(run, image, 1, &cv) == 0);
-    memset(copy, 0, (size_t)w * h * 4);
-    pxvm_view pv2 = pv;
-    pv2.data = pt2;
+    pxvm_view pv2 = pv, pv3 = pv;
+    pv2.data = pt2, pv3.data = pt3;
     CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
-    CHECK(!memcmp(pt, pt2, 2 * pbytes));
+    CHECK(!memcmp(pt, pt2, 2 * pbytes)); /* the same bytes as bound */
+    memset(copy, 0, (size_t)w * h * 4);  /* in place: the next run sees the change */
+    CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
+    uint8_t *zero = calloc((size_t)w * h * 4, 1);
+    pxvm_view zv = pxvm_view_host(zero, w, h, 4);
+    CHECK(pxvm_runner_bind(run, image, 0, &zv) == 0 && pxvm_runner_bind(run, image, 1, &zv) == 0);
+    CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv3) == 0);
+    CHECK(!memcmp(pt2, pt3, 2 * pbytes) && memcmp(pt, pt3, 2 * pbytes));
+    memcpy(copy, px, (size_t)w * h * 4); /* bound, not borrowed, now: the change is not seen */
+    CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
+    CHECK(!memcmp(pt2, pt3, 2 * pbytes));
+    pxvm_view rgb = pxvm_view_host(px, w, h, 4); /* a layout read through a conversion: copied */
+    rgb.channels = 3, rgb.px_stride = 4;
+    CHECK(pxvm_runner_borrow(run, image, 0, &rgb) == 0 && pxvm_runner_borrow(run, image, 1, &rgb) == 0);
+    memset(px, 0, (size_t)w * h * 4);
+    CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
+    CHECK(!memcmp(pt, pt2, 2 * pbytes)); /* chelsea.png is opaque: RGB + 255 is the RGBA image */
+    free(zero), free(pt3);
     cv.channels = 2;
     CHECK(pxvm_runner_borrow(run, image, 0, &cv) == PXVM_USAGE);
     CHECK_STR(pxvm_errmsg(), "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not 2");

@@ -393,6 +393,58 @@ static void px__video_pyramid_rows(void *ctx, int y0, int y1)
                              y0, y1);
 }
 
+/* DIFF, UPDATE (and the incremental PYRAMID) of the same slots in one pass over tile rows, as the
+ * GPU's tile kernel fuses them per tile: a tile row's mask, its copy and its levels 1-4 depend on
+ * that tile row alone, and its pixels are still in cache from one to the next (one wake-up of the
+ * threads, not three). */
+typedef struct {
+    const pxvm_executor *ex;
+    const pxi_insn *diff, *pyramid; /* pyramid may be NULL */
+} px__tiles_job;
+
+static void px__video_tile_rows(void *ctx, int ty0, int ty1)
+{
+    const px__tiles_job *j = ctx;
+    const pxvm_executor *ex = j->ex;
+    int frame = PX_ARG(j->diff, DIFF, frame), cur = PX_ARG(j->diff, DIFF, cur), mask = PX_ARG(j->diff, DIFF, mask);
+    int mw = ex->prog->slots[mask].w, h = ex->prog->slots[cur].h;
+    px_cpu_diff_rows(&ex->view[frame], &ex->view[cur], ex->store[mask], mw, j->diff, ex->primed[ex->item],
+                     ex->rects + (size_t)ex->item * PXVM_MAX_RECTS, ex->nrects[ex->item], ty0, ty1);
+    px_cpu_update_rows(&ex->view[frame], ex->store[cur], ex->store[mask], mw, ty0 * PX_TILE,
+                       ty1 * PX_TILE < h ? ty1 * PX_TILE : h);
+    if (j->pyramid)
+        px_cpu_pyramid_tile_rows(&ex->view[cur], ex->store[mask], mw, ty0, ty1);
+}
+
+/* Steps s, s+1 (, s+2): DIFF then UPDATE (then PYRAMID cur mask=mask) of the same slots? Returns
+ * how many steps fuse (2 or 3), or 0. */
+static int px__cpu_tiles_fuse(const pxvm_program *prog, uint32_t s)
+{
+    if (s + 1 >= prog->nsteps)
+        return 0;
+    const pxi_insn *d = &prog->insns[prog->steps[s].first], *u = &prog->insns[prog->steps[s + 1].first];
+    if (d->op != PX_OP_DIFF || u->op != PX_OP_UPDATE || PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) ||
+        PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) || PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
+        return 0;
+    if (s + 2 >= prog->nsteps)
+        return 2;
+    const pxi_insn *p = &prog->insns[prog->steps[s + 2].first];
+    return p->op == PX_OP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
+                   PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask)
+               ? 3
+               : 2;
+}
+
+static void px__cpu_tiles(pxvm_executor *ex, uint32_t s, int n)
+{
+    const pxvm_program *prog = ex->prog;
+    px__tiles_job job = {ex, &prog->insns[prog->steps[s].first], n == 3 ? &prog->insns[prog->steps[s + 2].first] : NULL};
+    int mask = PX_ARG(job.diff, DIFF, mask);
+    px_pool_for(ex->pool, prog->slots[mask].h, 1, px__video_tile_rows, &job);
+    if (job.pyramid)
+        px_cpu_pyramid_upper(&ex->view[PX_ARG(job.diff, DIFF, cur)], ex->store[mask], prog->slots[mask].w);
+}
+
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
 
 static uint64_t px__cpu_dot(pxvm_executor *ex, const pxi_insn *in)
@@ -456,6 +508,14 @@ static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options 
             uint32_t at = st->first + (uint32_t)(budget - steps);
             pxvm_stream_xy(prog, prog->insns[at].pc, &x, &y);
             return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, at);
+        }
+        /* tracing and per-step timing see every step; so does a budget that ends among them */
+        int fuse = opt && (opt->trace || opt->profile) ? 0 : px__cpu_tiles_fuse(prog, s);
+        if (fuse && steps + (uint64_t)fuse <= budget) { /* each a single instruction */
+            px__cpu_tiles(ex, s, fuse);
+            steps += (uint64_t)fuse;
+            s += (uint32_t)fuse - 1;
+            continue;
         }
         steps += st->count;
         if (opt && opt->trace)

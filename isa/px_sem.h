@@ -449,23 +449,31 @@ PX_SEM void px_texel_range(int64_t lo, int64_t hi, int level, int size, int filt
  * [u_lo, u_hi] x [v_lo, v_hi] read at levels lmin..lmax (clamped to the chain): per level the
  * texels read (px_texel_range), their level-0 footprints, the bounding box of all of them. A
  * conservative box: it holds every tile whose pixels can reach an output. */
+/* One axis of it (the box is separable): the tiles [*t0, *t1] along an axis of `size` level-0
+ * texels that positions lo..hi read at levels lmin..lmax (lmin <= lmax < the chain's levels),
+ * each level's texels widened to their level-0 footprint as px_texel_tiles does. */
+PX_SEM void px_footprint_axis(int64_t lo, int64_t hi, int lmin, int lmax, int filter, int size, int *t0, int *t1)
+{
+    *t0 = 1 << 30, *t1 = -1;
+    for (int l = lmin; l <= lmax; l++) {
+        int a, b;
+        px_texel_range(lo, hi, l, px_mip_dim(size, l), filter, &a, &b);
+        int64_t e = (((int64_t)b + 1) << l) - 1;
+        int ta = (int)(((int64_t)a << l) >> PX_TILE_SHIFT), tb = (int)((e < size - 1 ? e : size - 1) >> PX_TILE_SHIFT);
+        *t0 = ta < *t0 ? ta : *t0;
+        *t1 = tb > *t1 ? tb : *t1;
+    }
+}
+
 PX_SEM px_tilebox px_footprint_tiles(int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi, int lmin, int lmax,
                                      int filter, int w, int h)
 {
     int levels = px_mip_levels(w, h);
     lmax = lmax < levels - 1 ? lmax : levels - 1;
     lmin = lmin < lmax ? lmin : lmax;
-    px_tilebox b = {1 << 30, 1 << 30, -1, -1};
-    for (int l = lmin; l <= lmax; l++) {
-        int x0, x1, y0, y1;
-        px_texel_range(u_lo, u_hi, l, px_mip_dim(w, l), filter, &x0, &x1);
-        px_texel_range(v_lo, v_hi, l, px_mip_dim(h, l), filter, &y0, &y1);
-        px_tilebox t = px_texel_tiles(x0, y0, l, w, h), e = px_texel_tiles(x1, y1, l, w, h);
-        b.x0 = t.x0 < b.x0 ? t.x0 : b.x0;
-        b.y0 = t.y0 < b.y0 ? t.y0 : b.y0;
-        b.x1 = e.x1 > b.x1 ? e.x1 : b.x1;
-        b.y1 = e.y1 > b.y1 ? e.y1 : b.y1;
-    }
+    px_tilebox b;
+    px_footprint_axis(u_lo, u_hi, lmin, lmax, filter, w, &b.x0, &b.x1);
+    px_footprint_axis(v_lo, v_hi, lmin, lmax, filter, h, &b.y0, &b.y1);
     return b;
 }
 

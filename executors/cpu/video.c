@@ -86,21 +86,23 @@ int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ul
                               uint8_t *need)
 {
     int cx0[PX_PATCH_MAX_SIDE], cx1[PX_PATCH_MAX_SIDE], lo = 1 << 30, hi = -1, count = 0;
-    int pre[PX_PATCH_MAX_TILES + 1], ry0 = -1, ry1 = -2;
+    int pre[PX_PATCH_MAX_TILES + 1], ry0 = -1, ry1 = -2, levels = px_mip_levels(sw, sh);
+    lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
+    lmin = lmin < lmax ? lmin : lmax;
     for (int i = 0; i < w; i++) {
-        px_tilebox b = px_footprint_tiles(ulo[i], uhi[i], vlo[0], vhi[0], lmin, lmax, filter, sw, sh);
-        cx0[i] = b.x0, cx1[i] = b.x1;
-        lo = b.x0 < lo ? b.x0 : lo;
-        hi = b.x1 > hi ? b.x1 : hi;
+        px_footprint_axis(ulo[i], uhi[i], lmin, lmax, filter, sw, &cx0[i], &cx1[i]);
+        lo = cx0[i] < lo ? cx0[i] : lo;
+        hi = cx1[i] > hi ? cx1[i] : hi;
     }
     if (hi - lo + 1 > PX_PATCH_MAX_TILES) { /* too wide to count: every pixel */
         memset(need, 1, (size_t)w * (size_t)h);
         return w * h;
     }
     for (int j = 0; j < h; j++) {
-        px_tilebox b = px_footprint_tiles(ulo[0], uhi[0], vlo[j], vhi[j], lmin, lmax, filter, sw, sh);
-        if (b.y0 != ry0 || b.y1 != ry1) {
-            ry0 = b.y0, ry1 = b.y1, pre[0] = 0;
+        int y0, y1;
+        px_footprint_axis(vlo[j], vhi[j], lmin, lmax, filter, sh, &y0, &y1);
+        if (y0 != ry0 || y1 != ry1) {
+            ry0 = y0, ry1 = y1, pre[0] = 0;
             for (int tx = lo; tx <= hi; tx++) {
                 int any = 0;
                 for (int ty = ry0; ty <= ry1 && !any; ty++)

@@ -110,6 +110,12 @@ int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ul
                 pre[tx - lo + 1] = pre[tx - lo] + any;
             }
         }
+        int dirty = pre[hi - lo + 1];
+        if (dirty == 0 || dirty == hi - lo + 1) { /* no column dirty, or every one: the whole row alike */
+            memset(need + (size_t)j * (size_t)w, dirty > 0, (size_t)w);
+            count += dirty > 0 ? w : 0;
+            continue;
+        }
         for (int i = 0; i < w; i++) {
             int n = pre[cx1[i] - lo + 1] - pre[cx0[i] - lo] > 0;
             need[(size_t)j * (size_t)w + (size_t)i] = (uint8_t)n;

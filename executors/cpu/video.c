@@ -5,29 +5,14 @@
 
 #include "cpu_slot.h"
 
-/* Folds one pixel row of w texels into per-tile maxima of the byte differences (px_maxdiff per
- * texel): a fixed 64-byte max-reduction per tile, which the compiler vectorizes (SSE2 pmaxub and
- * saturated subtractions, wider in the AVX2 and AVX-512 variants). */
-PX_VECTOR_CLONES static void px__row_tile_maxdiff(const uint8_t *a, const uint8_t *b, int w, uint8_t *tile_max)
+/* Folds one pixel row (n bytes) into byte-wise maxima of the differences: element by element,
+ * no reduction, so the compiler vectorizes it whole (saturated subtractions and pmaxub, wider in
+ * the AVX2 and AVX-512 variants); a tile row's 16 rows are reduced per tile once, after. */
+PX_VECTOR_CLONES static void px__row_maxdiff(const uint8_t *a, const uint8_t *b, size_t n, uint8_t *acc)
 {
-    int full = w / PX_TILE;
-    for (int t = 0; t < full; t++) {
-        const uint8_t *p = a + (size_t)t * PX_TILE * 4u, *q = b + (size_t)t * PX_TILE * 4u;
-        uint8_t m = tile_max[t];
-        for (int i = 0; i < PX_TILE * 4; i++) {
-            uint8_t d = (uint8_t)(p[i] > q[i] ? p[i] - q[i] : q[i] - p[i]);
-            m = d > m ? d : m;
-        }
-        tile_max[t] = m;
-    }
-    if (full * PX_TILE < w) {
-        const uint8_t *p = a + (size_t)full * PX_TILE * 4u, *q = b + (size_t)full * PX_TILE * 4u;
-        uint8_t m = tile_max[full];
-        for (int i = 0; i < (w - full * PX_TILE) * 4; i++) {
-            uint8_t d = (uint8_t)(p[i] > q[i] ? p[i] - q[i] : q[i] - p[i]);
-            m = d > m ? d : m;
-        }
-        tile_max[full] = m;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t d = (uint8_t)(a[i] > b[i] ? a[i] - b[i] : b[i] - a[i]);
+        acc[i] = d > acc[i] ? d : acc[i];
     }
 }
 
@@ -40,12 +25,20 @@ void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *m
     int w = frame->w[0], h = frame->h[0];
     unsigned t = (unsigned)PX_ARG(in, DIFF, threshold);
     uint8_t tile_max[(1 << PXVM_MAX_LEVELS) / PX_TILE]; /* sides < 2^16: at most PXVM_MAX_LEVELS levels */
+    size_t row = (size_t)w * 4u;
+    uint8_t acc[64 * PX_TILE * 4]; /* 64 tiles of a tile row at a time */
     for (int ty = y0; ty < y1; ty++) {
-        if (primed && nrects < 0) {
-            memset(tile_max, 0, (size_t)mask_w);
+        for (size_t c = 0; primed && nrects < 0 && c < row; c += sizeof acc) {
+            size_t n = row - c < sizeof acc ? row - c : sizeof acc;
+            memset(acc, 0, n);
             for (int y = ty * PX_TILE; y < (ty + 1) * PX_TILE && y < h; y++)
-                px__row_tile_maxdiff(frame->level[0] + (size_t)y * (size_t)w * 4u, cur->level[0] + (size_t)y * (size_t)w * 4u,
-                                     w, tile_max);
+                px__row_maxdiff(frame->level[0] + (size_t)y * row + c, cur->level[0] + (size_t)y * row + c, n, acc);
+            for (size_t a = 0; a < n; a += PX_TILE * 4u) {
+                uint8_t m = 0;
+                for (size_t i = a; i < a + PX_TILE * 4u && i < n; i++)
+                    m = acc[i] > m ? acc[i] : m;
+                tile_max[(c + a) / (PX_TILE * 4u)] = m;
+            }
         }
         for (int tx = 0; tx < mask_w; tx++) {
             int dirty = !primed || (nrects >= 0 ? pxvm_rects_touch_tile(rects, nrects, tx, ty) : tile_max[tx] > t);

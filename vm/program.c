@@ -482,7 +482,7 @@ static int px__fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxv
     int t = PX_ARG(in, GATHER, table), tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
     int w = PX_ARG(in, GATHER, w), h = PX_ARG(in, GATHER, h), filter = px_mode_filter(PX_ARG(in, GATHER, mode));
     const pxvm_slot *ts = &prog->slots[t], *ss = &prog->slots[PX_ARG(in, GATHER, src)];
-    pxvm_fetch_box b = {INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 1 << 30, -1};
+    pxvm_fetch_box b = {INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 1 << 30, -1, 0};
     for (int j = 0; j < h; j++)
         for (int e = 0; e < w; e++) {
             const uint8_t *p = PX__PIX(&prog->image, (size_t)(ts->data_y + ty + j) * (size_t)prog->image.w +
@@ -498,8 +498,73 @@ static int px__fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxv
     return 0;
 }
 
-/* Token geometry: which atlas token each sampling instruction writes (its rectangle is exactly
- * one tile of an atlas slot), and where each atlas slot's tokens start in the geometry table. */
+/* Which incremental fetches own their destination rectangle (pxvm_fetch_box.sole): no other
+ * instruction writes level 0 of their destination there. Writers of a level 0: fetches (their
+ * rectangle), SALIENCY (its map), DIFF (its mask), UPDATE (cur), DOT_RGB (the program image);
+ * PYRAMID writes only levels >= 1. Fetch pairs are compared in order of (destination, top row),
+ * each against those starting above its bottom; past a budget of comparisons (rows packed with
+ * fetches), the rest count as not owning theirs: exact either way, only less work saved. */
+typedef struct {
+    int dst, top;
+    uint32_t insn;
+} px__fetch_key;
+
+static int px__by_dst_row(const void *pa, const void *pb)
+{
+    const px__fetch_key *a = pa, *b = pb;
+    return a->dst != b->dst ? (a->dst > b->dst) - (a->dst < b->dst) : (a->top > b->top) - (a->top < b->top);
+}
+
+static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
+{
+    uint8_t other[PXVM_MAX_SLOTS + 1] = {0}; /* level 0 written by something other than a fetch */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *o = &prog->insns[i];
+        n += px__is_fetch(o);
+        if (o->op == PX_OP_SALIENCY)
+            other[PX_ARG(o, SALIENCY, dst)] = 1;
+        if (o->op == PX_OP_DIFF)
+            other[PX_ARG(o, DIFF, mask)] = 1;
+        if (o->op == PX_OP_UPDATE)
+            other[PX_ARG(o, UPDATE, cur)] = 1;
+        if (o->op == PX_OP_DOT_RGB)
+            other[0] = 1;
+    }
+    px__fetch_key *order = malloc(sizeof *order * (n ? n : 1));
+    uint8_t *shared = calloc(prog->ninsns, 1);
+    if (!order || !shared) {
+        free(order), free(shared);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * 13u);
+    }
+    n = 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        if (px__is_fetch(&prog->insns[i])) {
+            px__fetch_key key = {prog->insns[i].a[PX_FI(SAMPLE, dst)], prog->insns[i].a[PX_FI(SAMPLE, dst_y)], i};
+            order[n++] = key;
+        }
+    qsort(order, n, sizeof *order, px__by_dst_row);
+    uint64_t budget = 16u * (uint64_t)n + 4096u;
+    int gave_up = 0;
+    for (uint32_t k = 0; k < n && !gave_up; k++) {
+        const pxi_insn *a = &prog->insns[order[k].insn];
+        int bottom = order[k].top + a->a[PX_FI(SAMPLE, h)];
+        for (uint32_t m = k + 1; m < n && order[m].dst == order[k].dst && order[m].top < bottom; m++) {
+            if (budget-- == 0) {
+                gave_up = 1;
+                break;
+            }
+            if (px__rects_overlap(a, &prog->insns[order[m].insn]))
+                shared[order[k].insn] = shared[order[m].insn] = 1;
+        }
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        if (px__is_fetch(&prog->insns[i]) && px__fetch_mask(&prog->insns[i]))
+            prog->insn_box[i].sole = !gave_up && !shared[i] && !other[prog->insns[i].a[PX_FI(SAMPLE, dst)]];
+    free(order), free(shared);
+    return 0;
+}
+
 static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
 {
     prog->geom_base = malloc(sizeof(int) * (size_t)prog->nslots);
@@ -552,7 +617,7 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
         if (t < d->patch_count)
             prog->insn_token[i] = prog->geom_base[in->a[PX_FI(SAMPLE, dst)]] + t;
     }
-    return 0;
+    return prog->insn_box ? px__fetch_sole(prog, err) : 0;
 }
 
 /* ---- load ----------------------------------------------------------------------------------- */

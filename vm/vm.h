@@ -168,6 +168,9 @@ typedef struct pxvm_program {
 typedef struct pxvm_fetch_box {
     int64_t u_lo, u_hi, v_lo, v_hi;
     int lmin, lmax;
+    /* no other instruction writes level 0 of its destination where it does: the bytes there are
+     * its own last output, so an executor may sample again only the pixels that can change */
+    int sole;
 } pxvm_fetch_box;
 
 /* What a run restores so that every run starts from the initial state (spec section 2). Slots

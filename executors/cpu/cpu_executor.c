@@ -295,11 +295,12 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         int32_t tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
         if (token >= 0)
             px_geom_write(ex->geom + (size_t)token * PX_GEOM_INTS, cu, cv, du, dv, px_lod_used(lod, mode, sv->levels));
-        /* a dirty box, but the same registers on a primed item: only the pixels whose taps reach a
-         * dirty tile can change (the token counts as sampled: the rule decides `changed`, this
-         * only saves work; the other pixels keep bytes equal to what sampling them gives) */
+        /* a dirty box, but the same registers on a primed item, and a destination nothing else
+         * writes: only the pixels whose taps reach a dirty tile can change (the token counts as
+         * sampled: the rule decides `changed`, this only saves work; the other pixels hold what
+         * sampling them gives, the instruction's own last output) */
         uint8_t sel[PX_PATCH_MAX_SIDE * PX_PATCH_MAX_SIDE];
-        int some = need == PX__DIRTY && w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
+        int some = need == PX__DIRTY && prog->insn_box[index].sole && w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
         if (some) {
             int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
             const pxvm_fetch_box *box = &prog->insn_box[index];

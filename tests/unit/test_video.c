@@ -140,3 +140,82 @@ TEST(video_random_sequences_incremental_equals_full_recompute)
     long tokens = px_video_tokens - t0, sampled = px_video_sampled - s0;
     CHECK(tokens > 1000 && sampled < tokens * 9 / 10 && sampled > tokens / 10);
 }
+
+/* A masked SAMPLE whose destination another SAMPLE also writes: when its footprint holds a dirty
+ * tile it samples (SPEC 7) every pixel, so its patch equals the one an unmasked SAMPLE writes,
+ * even where the other instruction wrote last (an executor that samples again only the pixels
+ * reaching a dirty tile may do so only for a destination nothing else writes: `sole`). */
+static int px__overlap_program(int masked, int overlap, pxvm_program *prog)
+{
+    char src[900];
+    snprintf(src, sizeof src,
+             ".width 16\n.slot frame input 64x32\n.slot cur scratch 64x32 persistent\n.slot mask scratch 4x2\n"
+             ".slot a output 40x16 persistent\nDIFF frame cur mask 0\nUPDATE frame cur mask\n"
+             "SAMPLE src=cur dst=a dst_x=0 dst_y=0 w=16 h=16 cu=40 cv=8 du=1 dv=1\n"
+             "SAMPLE src=cur dst=a dst_x=%d dst_y=0 w=16 h=16 cu=16 cv=8 du=1 dv=1%s\nHALT\n",
+             overlap ? 8 : 24, masked ? " mask=mask" : "");
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    extern int pxasm_assemble(const char *, size_t, const char *, const pxvm_limits *, pxvm_image *, pxvm_error *);
+    if (pxasm_assemble(src, strlen(src), "o.pxs", &lim, &img, &err) < 0)
+        return -1;
+    return pxvm_program_from_image(&img, &lim, prog, &err);
+}
+
+TEST(video_masked_sample_over_another_writer_samples_every_pixel)
+{
+    pxvm_program inc, ref, alone;
+    CHECK(px__overlap_program(1, 1, &inc) == 0 && px__overlap_program(0, 1, &ref) == 0 && px__overlap_program(1, 0, &alone) == 0);
+    CHECK(inc.insn_box[3].sole == 0 && alone.insn_box[3].sole == 1); /* instruction 3: the masked SAMPLE */
+    pxvm_executor *ei, *er;
+    pxvm_error err;
+    pxvm_run_options ro = {.max_steps = 1000};
+    CHECK(pxvm_cpu_executor.open(&ei, NULL, &err) == 0 && pxvm_cpu_executor.load(ei, &inc, 1, &err) == 0);
+    CHECK(pxvm_cpu_executor.open(&er, NULL, &err) == 0 && pxvm_cpu_executor.load(er, &ref, 1, &err) == 0);
+    uint64_t st = 5;
+    pxvm_image f = px_random_image(64, 32, &st);
+    for (int frame = 0; frame < 2; frame++) {
+        if (frame == 1) /* one texel of tile (1, 0): in the masked patch's box, but its left half reads tile 0 only */
+            f.px[(4 * 64 + 20) * 4] ^= 0x40;
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ei, 1, &f, &err) == 0 && pxvm_cpu_executor.run(ei, &ro, &err) == 0);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, er, 1, &f, &err) == 0 && pxvm_cpu_executor.run(er, &ro, &err) == 0);
+        pxvm_image a = px_read(&inc, ei, 4, 0), b = px_read(&ref, er, 4, 0);
+        CHECK(!memcmp(a.px, b.px, 40u * 16u * 4u));
+        pxvm_image_free(&a), pxvm_image_free(&b);
+    }
+    pxvm_image_free(&f);
+    pxvm_cpu_executor.close(ei), pxvm_cpu_executor.close(er);
+    pxvm_program_free(&inc), pxvm_program_free(&ref), pxvm_program_free(&alone);
+}
+
+/* Ownership is decided in about n log n: fetches packed into one destination row past the budget
+ * of comparisons all count as sharing (exact either way: they are then sampled whole). */
+TEST(video_sole_destinations_packed_rows_give_up_conservatively)
+{
+    enum { N = 3000 };
+    size_t cap = 300 + (size_t)N * 90;
+    char *src = malloc(cap);
+    CHECK(src != NULL);
+    int at = snprintf(src, cap, ".width 64\n.slot frame input 64x32\n.slot cur scratch 64x32 persistent\n"
+                                ".slot mask scratch 4x2\n.slot a output %dx1 persistent\nDIFF frame cur mask 0\n"
+                                "UPDATE frame cur mask\n", N);
+    for (int i = 0; i < N; i++)
+        at += snprintf(src + at, cap - (size_t)at, "SAMPLE src=cur dst=a dst_x=%d dst_y=0 w=1 h=1 cu=8 cv=8 du=1 dv=1 mask=mask\n", i);
+    snprintf(src + at, cap - (size_t)at, "HALT\n");
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_program prog;
+    extern int pxasm_assemble(const char *, size_t, const char *, const pxvm_limits *, pxvm_image *, pxvm_error *);
+    CHECK(pxasm_assemble(src, strlen(src), "packed.pxs", &lim, &img, &err) == 0);
+    CHECK(pxvm_program_from_image(&img, &lim, &prog, &err) == 0);
+    int sole = 0;
+    for (uint32_t i = 2; i < 2 + N; i++)
+        sole += prog.insn_box[i].sole;
+    CHECK_EQ(sole, 0);
+    pxvm_program_free(&prog);
+    free(src);
+}

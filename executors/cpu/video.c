@@ -145,14 +145,18 @@ static void px__pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
 void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int ty0, int ty1)
 {
     int top = v->levels - 1 < PX_TILE_SHIFT ? v->levels - 1 : PX_TILE_SHIFT;
+    int dirty[(1 << PXVM_MAX_LEVELS) / PX_TILE]; /* the tile row's dirty tiles, read once */
     for (int ty = ty0; ty < ty1; ty++) {
         const uint8_t *m = mask + (size_t)ty * (size_t)mask_w * 4u;
-        for (int l = 1; l <= top; l++) {
+        int nd = 0;
+        for (int tx = 0; tx < mask_w; tx++)
+            if (px_mask_dirty(px__load(m + 4 * tx)))
+                dirty[nd++] = tx;
+        for (int l = 1; l <= top && nd > 0; l++) {
             int per = PX_TILE >> l, dw = v->w[l];
             for (int y = (ty * PX_TILE) >> l; y < ((ty + 1) * PX_TILE) >> l && y < v->h[l]; y++)
-                for (int tx = 0; tx * per < dw; tx++)
-                    if (px_mask_dirty(px__load(m + 4 * tx)))
-                        px__pyr_span(v, l, y, tx * per, (tx + 1) * per < dw ? (tx + 1) * per : dw);
+                for (int k = 0; k < nd && dirty[k] * per < dw; k++)
+                    px__pyr_span(v, l, y, dirty[k] * per, (dirty[k] + 1) * per < dw ? (dirty[k] + 1) * per : dw);
         }
     }
 }

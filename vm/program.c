@@ -375,6 +375,7 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
         st->first = i;
         st->count = 1;
         st->kind = PXVM_STEP_ONE;
+        st->tiles_fuse = 0;
         if (!px__is_fetch(&prog->insns[i])) {
             i++;
             continue;
@@ -401,6 +402,17 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
         st->count = j - i;
         st->kind = st->count > 1 ? PXVM_STEP_BATCH : PXVM_STEP_ONE;
         i = j;
+    }
+    for (uint32_t s = 0; s + 1 < prog->nsteps; s++) { /* DIFF, UPDATE (, PYRAMID) of the same slots */
+        const pxi_insn *d = &prog->insns[prog->steps[s].first], *u = &prog->insns[prog->steps[s + 1].first];
+        if (d->op != PX_OP_DIFF || u->op != PX_OP_UPDATE || PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) ||
+            PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) || PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
+            continue;
+        const pxi_insn *p = s + 2 < prog->nsteps ? &prog->insns[prog->steps[s + 2].first] : NULL;
+        prog->steps[s].tiles_fuse = p && p->op == PX_OP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
+                                            PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask)
+                                        ? 3
+                                        : 2;
     }
     return 0;
 }

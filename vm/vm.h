@@ -135,6 +135,10 @@ typedef enum pxvm_step_kind { PXVM_STEP_ONE, PXVM_STEP_BATCH } pxvm_step_kind;
 typedef struct pxvm_step {
     pxvm_step_kind kind;
     uint32_t first, count;
+    /* 2 or 3 on a DIFF step followed by UPDATE (then PYRAMID cur mask=mask) of the same slots:
+     * how many steps an executor may run as one pass over tiles (each tile's mask, copy and levels
+     * 1-4 depend on that tile alone); else 0 */
+    uint32_t tiles_fuse;
 } pxvm_step;
 
 typedef struct pxvm_program {

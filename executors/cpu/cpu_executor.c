@@ -417,25 +417,6 @@ static void px__video_tile_rows(void *ctx, int ty0, int ty1)
         px_cpu_pyramid_tile_rows(&ex->view[cur], ex->store[mask], mw, ty0, ty1);
 }
 
-/* Steps s, s+1 (, s+2): DIFF then UPDATE (then PYRAMID cur mask=mask) of the same slots? Returns
- * how many steps fuse (2 or 3), or 0. */
-static int px__cpu_tiles_fuse(const pxvm_program *prog, uint32_t s)
-{
-    if (s + 1 >= prog->nsteps)
-        return 0;
-    const pxi_insn *d = &prog->insns[prog->steps[s].first], *u = &prog->insns[prog->steps[s + 1].first];
-    if (d->op != PX_OP_DIFF || u->op != PX_OP_UPDATE || PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) ||
-        PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) || PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
-        return 0;
-    if (s + 2 >= prog->nsteps)
-        return 2;
-    const pxi_insn *p = &prog->insns[prog->steps[s + 2].first];
-    return p->op == PX_OP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
-                   PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask)
-               ? 3
-               : 2;
-}
-
 static void px__cpu_tiles(pxvm_executor *ex, uint32_t s, int n)
 {
     const pxvm_program *prog = ex->prog;
@@ -511,7 +492,7 @@ static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options 
             return pxvm_fail(err, PXE_TRAP_STEPS, x, y, (unsigned long long)budget, at);
         }
         /* tracing and per-step timing see every step; so does a budget that ends among them */
-        int fuse = opt && (opt->trace || opt->profile) ? 0 : px__cpu_tiles_fuse(prog, s);
+        int fuse = opt && (opt->trace || opt->profile) ? 0 : (int)st->tiles_fuse;
         if (fuse && steps + (uint64_t)fuse <= budget) { /* each a single instruction */
             px__cpu_tiles(ex, s, fuse);
             steps += (uint64_t)fuse;

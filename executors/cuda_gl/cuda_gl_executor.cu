@@ -1312,23 +1312,18 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         const pxi_insn *in = &prog->insns[st->first];
         int groups_before = after_groups;
         after_groups = 0;
-        if (fuse && in->op == PX_OP_DIFF && si + 1 < nsteps) { /* DIFF, UPDATE (, PYRAMID cur) in one launch */
-            const pxi_insn *u = &prog->insns[prog->steps[si + 1].first], *py = NULL;
+        /* DIFF, UPDATE (, PYRAMID cur) in one launch (the plan's tiles_fuse; as many as the budget runs) */
+        uint32_t n = st->tiles_fuse < nsteps - si ? st->tiles_fuse : nsteps - si;
+        if (fuse && n >= 2) {
+            const pxi_insn *u = &prog->insns[prog->steps[si + 1].first];
+            const pxi_insn *py = n == 3 ? &prog->insns[prog->steps[si + 2].first] : NULL;
             int frame = PX_ARG(in, DIFF, frame), cur = PX_ARG(in, DIFF, cur), mask = PX_ARG(in, DIFF, mask);
-            if (u->op == PX_OP_UPDATE && PX_ARG(u, UPDATE, frame) == frame && PX_ARG(u, UPDATE, cur) == cur &&
-                PX_ARG(u, UPDATE, mask) == mask) {
-                if (si + 2 < nsteps) {
-                    const pxi_insn *q = &prog->insns[prog->steps[si + 2].first];
-                    if (q->op == PX_OP_PYRAMID && PX_ARG(q, PYRAMID, slot) == cur && PX_ARG(q, PYRAMID, mask) == mask)
-                        py = q;
-                }
-                px_gpu_tiles_state ts = px__tiles_state(ex, frame, mask);
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream, early, &after_groups));
-                fresh[mask] = 1;
-                fresh[cur] = 0;
-                si += py ? 2 : 1;
-                continue;
-            }
+            px_gpu_tiles_state ts = px__tiles_state(ex, frame, mask);
+            PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, in, u, py, (int)items, &ts, ex->stream, early, &after_groups));
+            fresh[mask] = 1;
+            fresh[cur] = 0;
+            si += n - 1;
+            continue;
         }
         if (opt && opt->trace)
             for (uint32_t i = 0; i < st->count; i++)

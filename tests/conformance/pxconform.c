@@ -88,7 +88,7 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
     }
     if (sequential) {
         for (uint32_t i = 0; i < prog.ninsns; i++)
-            prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
+            prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1, 0};
         prog.nsteps = prog.ninsns;
     }
     pxvm_run_options ro = {.max_steps = lim.max_steps};

@@ -416,7 +416,7 @@ TEST(fused_batch_equals_sequential_order)
     pxvm_limits_default(&lim);
     CHECK(pxvm_program_from_copy(&img, &lim, &prog, &err) == 0);
     for (uint32_t i = 0; i < prog.ninsns; i++)
-        prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1};
+        prog.steps[i] = (pxvm_step){PXVM_STEP_ONE, i, 1, 0};
     prog.nsteps = prog.ninsns;
     pxvm_open_options one = {1, 0};
     pxvm_run_options ro = {.max_steps = 1000};

@@ -51,6 +51,9 @@ TEST(video_diff_update_threshold_rectangles_and_restart)
         pxvm_error err;
         pxvm_run_options ro = {.max_steps = 1000};
         CHECK(px__diff_program(t, &prog) == 0);
+        /* DIFF and UPDATE of the same slots: one pass over tiles for the executors */
+        CHECK_EQ(prog.steps[0].tiles_fuse, 2);
+        CHECK_EQ(prog.steps[1].tiles_fuse, 0);
         /* the mask is written whole by DIFF before anything reads it: no per-run clear; cur persists */
         CHECK_EQ(prog.reset[3], 0);
         CHECK_EQ(prog.reset[2], 0);

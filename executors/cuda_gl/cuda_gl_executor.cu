@@ -438,8 +438,8 @@ struct pxvm_executor {
     unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
     cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
     int have_graph[2];
-    cudaGraph_t graph_def[2];       /* ... as captured: its tile-kernel nodes are found there */
-    const uint8_t **graph_src[2];   /* ... and, per slot, the frame its tile kernels read */
+    cudaGraph_t graph_def[2];                /* ... as captured: the nodes below are its */
+    px_gpu_frame_nodes *frame_nodes[2];      /* ... its tile kernels that read a frame input */
     /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
      * buffer unless the program writes registers); token geometry [batch][ngeom][5] */
     int32_t *d_fix_set, *d_fix_run, *d_geom;
@@ -659,8 +659,8 @@ static void px__gl_unload(pxvm_executor *ex)
             cudaGraphExecDestroy(ex->graph[g]);
             cudaGraphDestroy(ex->graph_def[g]);
         }
-        free(ex->graph_src[g]);
-        ex->graph_src[g] = NULL;
+        free(ex->frame_nodes[g]);
+        ex->frame_nodes[g] = NULL;
     }
     ex->have_graph[0] = ex->have_graph[1] = 0;
     if (ex->slots)
@@ -820,11 +820,9 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     ex->staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->d_staging = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->frame_src = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
-    ex->graph_src[0] = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
-    ex->graph_src[1] = (const uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->h_out = (uint8_t **)calloc((size_t)n, sizeof(uint8_t *));
     ex->out_valid = 0;
-    if (!ex->h_out || !ex->d_staging || !ex->frame_src || !ex->graph_src[0] || !ex->graph_src[1] || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
+    if (!ex->h_out || !ex->d_staging || !ex->frame_src || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_status, 0xFF, sizeof(px_gpu_status) * (size_t)batch)); /* no trap */
@@ -1472,10 +1470,13 @@ static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *er
         cudaGraphDestroy(graph);
         return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
     }
+    if ((e = px_gpu_frame_nodes_find(graph, &ex->frame_nodes[g])) != cudaSuccess) {
+        cudaGraphExecDestroy(ex->graph[g]);
+        cudaGraphDestroy(graph);
+        return px__cuda_fail(err, "finding the graph's tile kernels", e, __LINE__);
+    }
     ex->graph_def[g] = graph;
     ex->have_graph[g] = 1;
-    for (int k = 0; k < ex->nslots; k++) /* the frames its tile kernels read */
-        ex->graph_src[g][k] = ex->d_staging[k] ? px__frame_src(ex, k) : NULL;
     return 0;
 }
 
@@ -1551,10 +1552,8 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         /* a borrowed frame moves from run to run: the graph's tile kernels are pointed at it (a
          * parameter update on the host; the GPU sees nothing but the new address) */
         for (int k = 0; k < ex->nslots; k++)
-            if (ex->prog->frame_only[k] && ex->graph_src[g][k] != px__frame_src(ex, k)) {
-                PX__CK(px_gpu_tiles_retarget(ex->graph_def[g], ex->graph[g], k, (const uint32_t *)px__frame_src(ex, k)));
-                ex->graph_src[g][k] = px__frame_src(ex, k);
-            }
+            if (ex->prog->frame_only[k])
+                PX__CK(px_gpu_frame_nodes_point(ex->frame_nodes[g], ex->graph[g], k, (const uint32_t *)px__frame_src(ex, k)));
         PX__CK(cudaGraphLaunch(ex->graph[g], ex->stream));
     } else {
         if (events && !opt->trace)

@@ -44,7 +44,7 @@ static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uin
                 s, x * 4, y);
 }
 
-/* Programmatic dependent launch (sm_90): a kernel launched with px_gpu_launch_early may start
+/* Programmatic dependent launch (sm_90): a kernel launched with px_gpu_early_config may start
  * while the launch before it finishes, once every block of that one has called
  * px_gpu_let_next_start (or ended). Before px_gpu_wait_previous it may read only what the launch
  * before it does not write; after it, all of that launch's writes are visible. Both are no-ops
@@ -80,7 +80,8 @@ static __device__ inline int px_gpu_rects_touch_tile(const pxvm_rect *rects, int
 struct px_gpu_tiles_state {
     const uint8_t *primed;      /* [items] a run has completed since load or restart */
     const px_gpu_dirty *dirty;  /* [items] the caller's dirty rectangles */
-    const uint32_t *frame_lin;  /* the frame's level 0 as RGBA rows (an input's upload buffer), or NULL */
+    const uint32_t *frame_lin;  /* the frame's level 0 as RGBA rows (an input's upload buffer or a
+                                 * borrowed frame), or NULL */
     uint32_t *bits;             /* the mask's row bitmaps, or NULL */
     unsigned *sync;             /* [items] the groups' arrival counter, zero between launches */
     uint8_t *maps;              /* [items][maps_item] the groups' dirty maps */
@@ -94,9 +95,13 @@ struct px_gpu_tiles_state {
 cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_program *prog, const pxi_insn *diff,
                          const pxi_insn *update, const pxi_insn *pyramid, int items, const px_gpu_tiles_state *st,
                          cudaStream_t stream, int early, int *groups);
-/* Points the tile-kernel launches of captured graph `def` (instantiated as `exec`) that read
- * frame slot `frame` at its level 0 in `frame_lin` (a borrowed frame, or the upload buffer). */
-cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin);
+/* The tile-kernel launches of a captured graph that read an input's linear level 0, found once
+ * after the capture (node and arguments; free() it), so that a run only points those of frame
+ * slot `frame` at its level 0 in `frame_lin` (a borrowed frame, or the upload buffer) when it
+ * moved: a host-side parameter update of the instantiated graph `exec`. */
+typedef struct px_gpu_frame_nodes px_gpu_frame_nodes;
+cudaError_t px_gpu_frame_nodes_find(cudaGraph_t def, px_gpu_frame_nodes **out);
+cudaError_t px_gpu_frame_nodes_point(px_gpu_frame_nodes *f, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin);
 /* Bytes of dirty maps per item (maps) the tile kernel needs for a tw x th tile mask. */
 size_t px_gpu_tiles_scratch(int tw, int th);
 

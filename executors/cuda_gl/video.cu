@@ -4,10 +4,10 @@
  *
  * One kernel does the three, alone or fused when they follow each other on the same slots (the
  * launch plan's choice): a block per 16x16 tile decides whether the tile is dirty (DIFF) or reads
- * the mask, copies it (UPDATE) and rebuilds its pyramid levels 1-4; the last block of each group
- * of 16x16 tiles rebuilds the group's levels 5-8, and the last group of an item the levels above.
- * So a whole incremental frame's pyramid is one launch, with no per-level launches and no host
- * decisions. */
+ * the mask, copies it (UPDATE) and rebuilds its pyramid levels 1-4. A second launch, started while
+ * the first ends (programmatic dependent launch), gives each group of 16x16 tiles a block that
+ * rebuilds the group's levels 5-8; the last group of an item builds the levels above. So a whole
+ * incremental frame's pyramid is two launches, with no per-level launches and no host decisions. */
 #include "gpu_slot.cuh"
 
 static __device__ inline uint32_t px__sread(cudaSurfaceObject_t s, int x, int y) { return surf2Dread<uint32_t>(s, x * 4, y); }
@@ -314,30 +314,65 @@ cudaError_t px_gpu_tiles(const px_gpu_slot *d_slots, int nslots, const pxvm_prog
     return e;
 }
 
-cudaError_t px_gpu_tiles_retarget(cudaGraph_t def, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin)
+struct px_gpu_frame_nodes {
+    int n;
+    struct {
+        cudaGraphNode_t node;
+        cudaKernelNodeParams p; /* its launch, kernelParams aside */
+        const px_gpu_slot *slots;
+        int nslots;
+        px__tiles_args a; /* as the graph runs it now */
+    } rec[1];
+};
+
+cudaError_t px_gpu_frame_nodes_find(cudaGraph_t def, px_gpu_frame_nodes **out)
 {
+    *out = NULL;
     size_t n = 0;
     cudaError_t e = cudaGraphGetNodes(def, NULL, &n);
-    cudaGraphNode_t few[32], *all = n <= 32 ? few : (cudaGraphNode_t *)malloc(n * sizeof *all); /* a few per step */
-    if (e != cudaSuccess || !all)
-        return e != cudaSuccess ? e : cudaErrorMemoryAllocation;
-    e = cudaGraphGetNodes(def, all, &n);
-    for (size_t i = 0; e == cudaSuccess && i < n; i++) {
+    cudaGraphNode_t *all = e == cudaSuccess ? (cudaGraphNode_t *)malloc((n ? n : 1) * sizeof *all) : NULL;
+    px_gpu_frame_nodes *f = all ? (px_gpu_frame_nodes *)malloc(sizeof *f + (n ? n : 1) * sizeof f->rec[0]) : NULL;
+    if (e == cudaSuccess && !f) {
+        free(all);
+        return cudaErrorMemoryAllocation;
+    }
+    if (e == cudaSuccess)
+        e = cudaGraphGetNodes(def, all, &n);
+    for (size_t i = 0; f && e == cudaSuccess && i < n; i++) {
         cudaGraphNodeType t;
         cudaKernelNodeParams p;
         if (cudaGraphNodeGetType(all[i], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel ||
             cudaGraphKernelNodeGetParams(all[i], &p) != cudaSuccess || p.func != (void *)px__k_tiles)
             continue;
         px__tiles_args a = *(const px__tiles_args *)p.kernelParams[2];
-        if (!(a.diff || a.update) || a.frame != frame)
+        if (!(a.diff || a.update) || !a.st.frame_lin) /* reads no input's linear level 0 */
             continue;
-        a.st.frame_lin = frame_lin;
-        void *args[3] = {p.kernelParams[0], p.kernelParams[1], &a};
-        p.kernelParams = args;
-        e = cudaGraphExecKernelNodeSetParams(exec, all[i], &p);
+        f->rec[f->n].node = all[i], f->rec[f->n].p = p, f->rec[f->n].a = a;
+        f->rec[f->n].slots = *(const px_gpu_slot *const *)p.kernelParams[0];
+        f->rec[f->n].nslots = *(const int *)p.kernelParams[1];
+        f->n++;
     }
-    if (all != few)
-        free(all);
+    free(all);
+    cudaGetLastError(); /* a node that is no kernel, skipped */
+    if (e != cudaSuccess)
+        free(f);
+    else
+        *out = f;
+    return e;
+}
+
+cudaError_t px_gpu_frame_nodes_point(px_gpu_frame_nodes *f, cudaGraphExec_t exec, int frame, const uint32_t *frame_lin)
+{
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; f && e == cudaSuccess && i < f->n; i++) {
+        if (f->rec[i].a.frame != frame || f->rec[i].a.st.frame_lin == frame_lin)
+            continue;
+        f->rec[i].a.st.frame_lin = frame_lin;
+        void *args[3] = {&f->rec[i].slots, &f->rec[i].nslots, &f->rec[i].a};
+        cudaKernelNodeParams p = f->rec[i].p;
+        p.kernelParams = args, p.extra = NULL;
+        e = cudaGraphExecKernelNodeSetParams(exec, f->rec[i].node, &p);
+    }
     return e;
 }
 

@@ -445,13 +445,10 @@ PX_SEM void px_texel_range(int64_t lo, int64_t hi, int level, int size, int filt
     *t1 = b1;
 }
 
-/* Incremental sampling: the tiles of a w x h source (level 0) that samples at positions in
- * [u_lo, u_hi] x [v_lo, v_hi] read at levels lmin..lmax (clamped to the chain): per level the
- * texels read (px_texel_range), their level-0 footprints, the bounding box of all of them. A
- * conservative box: it holds every tile whose pixels can reach an output. */
-/* One axis of it (the box is separable): the tiles [*t0, *t1] along an axis of `size` level-0
- * texels that positions lo..hi read at levels lmin..lmax (lmin <= lmax < the chain's levels),
- * each level's texels widened to their level-0 footprint as px_texel_tiles does. */
+/* One axis of px_footprint_tiles below (its box is separable): the tiles [*t0, *t1] along an
+ * axis of `size` level-0 texels that positions lo..hi read at levels lmin..lmax (lmin <= lmax <
+ * the chain's levels), each level's texels widened to their level-0 footprint as px_texel_tiles
+ * does. */
 PX_SEM void px_footprint_axis(int64_t lo, int64_t hi, int lmin, int lmax, int filter, int size, int *t0, int *t1)
 {
     *t0 = 1 << 30, *t1 = -1;
@@ -465,6 +462,10 @@ PX_SEM void px_footprint_axis(int64_t lo, int64_t hi, int lmin, int lmax, int fi
     }
 }
 
+/* Incremental sampling: the tiles of a w x h source (level 0) that samples at positions in
+ * [u_lo, u_hi] x [v_lo, v_hi] read at levels lmin..lmax (clamped to the chain): per level the
+ * texels read (px_texel_range), their level-0 footprints, the bounding box of all of them. A
+ * conservative box: it holds every tile whose pixels can reach an output. */
 PX_SEM px_tilebox px_footprint_tiles(int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi, int lmin, int lmax,
                                      int filter, int w, int h)
 {

@@ -240,10 +240,9 @@ static void px__cpu_pyramid(pxvm_executor *ex, int slot)
 
 /* ---- SAMPLE / GATHER ------------------------------------------------------------------------ */
 
-/* An incremental instruction samples on an unprimed item, when its fixation register moved since
- * it last sampled, or when its footprint (px_footprint_tiles) touches a dirty tile. */
-/* Whether an incremental instruction samples (SPEC: unprimed, its register moved, or a dirty tile
- * in its footprint box): 0 no, PX__ALL every pixel, PX__DIRTY the box holds a dirty tile. */
+/* Whether an incremental instruction samples (SPEC 7: on an unprimed item, when its fixation
+ * register moved since it last sampled, or when its footprint box, px_footprint_tiles, holds a
+ * dirty tile): 0 no, PX__ALL every pixel, PX__DIRTY the box holds a dirty tile. */
 enum { PX__ALL = 1, PX__DIRTY = 2 };
 static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uint32_t index, int64_t fx, int64_t fy,
                                 int mask)

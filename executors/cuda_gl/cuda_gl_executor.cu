@@ -195,8 +195,8 @@ struct px_gpu_view {
  * upload buffer holding RGBA8 rows): each pixel through px_expand, the rule the CPU's
  * pxvm_view_to_rgba applies. `lin`, when not NULL, also receives the RGBA8 rows (the pyramid
  * reads an input's level 0 from there). Packed RGBA8 rows go 4 texels a thread, 16-byte loads and
- * one 16-byte surface store (a 2D copy into the array on the copy engine measured slower). */
-/* `to_array` 0: the linear copy only (a frame-only input, read by DIFF and UPDATE from there). */
+ * one 16-byte surface store (a 2D copy into the array on the copy engine measured slower).
+ * `to_array` 0: the linear copy only (a frame-only input, read by DIFF and UPDATE from there). */
 __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, const px_gpu_slot *slots, int nslots,
                            int slot, int item0, int ox, int oy, /* (ox, oy): where the view's (0, 0) goes */
                            int to_array)

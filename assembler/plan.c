@@ -567,28 +567,30 @@ void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
     pxvm_build_insn(b, PX_OP_HALT, NULL);
 }
 
-int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath, pxvm_image *out, pxvm_error *err)
-{
-    pxvm_plan p;
-    if (pxvm_plan_parse_scanpath(json, len, name, scanpath, &p, err) < 0)
-        return -1;
-    pxvm_builder b;
-    pxvm_build_init(&b, p.width);
-    pxvm_plan_build(&p, &b);
-    int rc = pxvm_build_finish(&b, out, err);
-    pxvm_build_free(&b);
-    pxvm_plan_free(&p);
-    return rc;
-}
-
-int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+/* The program image of a parsed plan, not validated. */
+static int px__plan_pixels(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
 {
     pxvm_builder b;
     pxvm_build_init(&b, p->width);
     pxvm_plan_build(p, &b);
     int rc = pxvm_build_finish(&b, out, err);
     pxvm_build_free(&b);
-    if (rc < 0)
+    return rc;
+}
+
+int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath, pxvm_image *out, pxvm_error *err)
+{
+    pxvm_plan p;
+    if (pxvm_plan_parse_scanpath(json, len, name, scanpath, &p, err) < 0)
+        return -1;
+    int rc = px__plan_pixels(&p, out, err);
+    pxvm_plan_free(&p);
+    return rc;
+}
+
+int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+{
+    if (px__plan_pixels(p, out, err) < 0)
         return -1;
     pxvm_limits lim;
     pxvm_limits_default(&lim);

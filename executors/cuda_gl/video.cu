@@ -331,12 +331,12 @@ cudaError_t px_gpu_frame_nodes_find(cudaGraph_t def, px_gpu_frame_nodes **out)
     size_t n = 0;
     cudaError_t e = cudaGraphGetNodes(def, NULL, &n);
     cudaGraphNode_t *all = e == cudaSuccess ? (cudaGraphNode_t *)malloc((n ? n : 1) * sizeof *all) : NULL;
-    px_gpu_frame_nodes *f = all ? (px_gpu_frame_nodes *)malloc(sizeof *f + (n ? n : 1) * sizeof f->rec[0]) : NULL;
+    px_gpu_frame_nodes *f = all ? (px_gpu_frame_nodes *)calloc(1, sizeof *f + (n ? n : 1) * sizeof f->rec[0]) : NULL;
     if (e == cudaSuccess && !f) {
         free(all);
         return cudaErrorMemoryAllocation;
     }
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && n > 0) /* an empty graph (nothing to run) has no nodes to list */
         e = cudaGraphGetNodes(def, all, &n);
     for (size_t i = 0; f && e == cudaSuccess && i < n; i++) {
         cudaGraphNodeType t;

@@ -1,27 +1,86 @@
-/* threadpool.c - workers sleep on a condition variable between loops; a loop hands out chunks
- * through one atomic counter, so uneven chunks balance themselves. */
+/* threadpool.c - a loop hands out chunks through one atomic counter, so uneven chunks balance
+ * themselves. Between loops the workers, and the caller waiting for the last chunk, spin for a
+ * short while before they sleep on a condition variable: a video frame is a few loops of tens of
+ * microseconds each, and a sleeping thread takes about as long again to be woken (a futex wake,
+ * an idle core, in a VM an interrupt to another virtual CPU) while the other waits. The spin is
+ * bounded in time, and off when the pool has more threads than the machine has cores. */
 #define _POSIX_C_SOURCE 200809L
 #include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a thread spins before it sleeps: longer than the gap between a frame's loops (the
+ * serial work between them), short enough to cost little when no loop follows. */
+#define PX_POOL_SPIN_NS 200000L
 
 struct px_pool {
     int nthreads; /* participants, caller included */
+    int spin;     /* whether waiting threads spin first */
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    unsigned long generation; /* bumped for every loop */
-    int busy;                 /* workers still inside the current loop */
-    int quit;
-    /* the current loop */
+    atomic_ulong generation; /* bumped for every loop */
+    atomic_int busy;         /* workers still inside the current loop */
+    atomic_int sleepers;     /* workers asleep (or about to be) on `wake` */
+    atomic_int caller_waits; /* the caller asleep (or about to be) on `done` */
+    atomic_int quit;
+    /* the current loop, published before `generation` */
     px_pool_fn fn;
     void *ctx;
     int n, grain;
     atomic_int next;
 };
+
+static inline void px__relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long px__ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Spins until done(p, arg) or the spin time is over; returns whether done. */
+static int px__spin_until(px_pool *p, int (*done)(px_pool *, unsigned long), unsigned long arg)
+{
+    if (!p->spin)
+        return done(p, arg);
+    long t0 = 0;
+    for (unsigned i = 0;; i++) {
+        if (done(p, arg))
+            return 1;
+        px__relax();
+        if ((i & 255) == 255) { /* the clock now and then, not per iteration */
+            long t = px__ns();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > PX_POOL_SPIN_NS)
+                return done(p, arg);
+        }
+    }
+}
+
+static int px__new_loop(px_pool *p, unsigned long seen)
+{
+    return atomic_load(&p->generation) != seen || atomic_load(&p->quit);
+}
+
+static int px__loop_done(px_pool *p, unsigned long unused)
+{
+    (void)unused;
+    return atomic_load(&p->busy) == 0;
+}
 
 static void px__pool_work(px_pool *p)
 {
@@ -34,39 +93,48 @@ static void px__pool_work(px_pool *p)
     }
 }
 
+/* The sleeping sides announce themselves (sleepers, caller_waits) before they test the condition
+ * under the mutex, and the waking sides change the condition before they read the announcement
+ * (all sequentially consistent): either the sleeper sees the change or the waker sees the
+ * sleeper and signals under the mutex, so no wake-up is lost. */
 static void *px__pool_main(void *arg)
 {
     px_pool *p = arg;
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->generation == seen)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit)
+        if (!px__spin_until(p, px__new_loop, seen)) {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (!px__new_loop(p, seen))
+                pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit))
             break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        seen = atomic_load(&p->generation);
         px__pool_work(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0)
+        if (atomic_fetch_sub(&p->busy, 1) == 1 && atomic_load(&p->caller_waits)) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
 px_pool *px_pool_create(int threads)
 {
-    if (threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
-    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0)
+        threads = cores > 0 ? (int)cores : 1;
     if (threads > 256)
         threads = 256;
     px_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->nthreads = 1;
+    p->spin = cores > 0 && threads <= cores; /* never spin on a core another participant needs */
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -93,29 +161,35 @@ void px_pool_for(px_pool *p, int n, int grain, px_pool_fn fn, void *ctx)
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
     p->grain = grain;
     atomic_store(&p->next, 0);
-    p->busy = p->nthreads - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->busy, p->nthreads - 1);
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleepers)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     px__pool_work(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!px__spin_until(p, px__loop_done, 0)) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_waits, 1);
+        while (atomic_load(&p->busy) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_waits, 0);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 void px_pool_destroy(px_pool *p)
 {
     if (!p)
         return;
+    atomic_store(&p->quit, 1);
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nthreads - 1; i++)

@@ -47,18 +47,31 @@ void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *m
     }
 }
 
-/* cur level 0 rows y0..y1-1 = frame where the mask says dirty. */
+/* cur level 0 rows y0..y1-1 = frame where the mask says dirty: a tile row's dirty tiles listed
+ * once, then each of its pixel rows copied tile by tile (a whole tile's row is one fixed-size,
+ * inlined 64-byte copy). */
 void px_cpu_update_rows(const px_cpu_src *frame, uint8_t *cur, const uint8_t *mask, int mask_w, int y0, int y1)
 {
-    int w = frame->w[0];
-    for (int y = y0; y < y1; y++)
-        for (int tx = 0; tx < mask_w; tx++) {
-            if (!px_mask_dirty(px__load(mask + ((size_t)(y >> PX_TILE_SHIFT) * (size_t)mask_w + (size_t)tx) * 4u)))
-                continue;
-            int x0 = tx * PX_TILE, n = (tx + 1) * PX_TILE < w ? PX_TILE : w - x0;
-            memcpy(cur + ((size_t)y * (size_t)w + (size_t)x0) * 4u, frame->level[0] + ((size_t)y * (size_t)w + (size_t)x0) * 4u,
-                   (size_t)n * 4u);
+    int w = frame->w[0], dirty[(1 << PXVM_MAX_LEVELS) / PX_TILE], nd = 0, listed = -1;
+    size_t row = (size_t)w * 4u;
+    for (int y = y0; y < y1; y++) {
+        if (y >> PX_TILE_SHIFT != listed) {
+            listed = y >> PX_TILE_SHIFT, nd = 0;
+            const uint8_t *m = mask + (size_t)listed * (size_t)mask_w * 4u;
+            for (int tx = 0; tx < mask_w; tx++)
+                if (px_mask_dirty(px__load(m + 4 * tx)))
+                    dirty[nd++] = tx;
         }
+        uint8_t *d = cur + (size_t)y * row;
+        const uint8_t *s = frame->level[0] + (size_t)y * row;
+        for (int k = 0; k < nd; k++) {
+            size_t x0 = (size_t)dirty[k] * PX_TILE * 4u;
+            if (x0 + PX_TILE * 4u <= row)
+                memcpy(d + x0, s + x0, PX_TILE * 4u);
+            else
+                memcpy(d + x0, s + x0, row - x0);
+        }
+    }
 }
 
 int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b)
@@ -139,6 +152,33 @@ static void px__pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
         }
 }
 
+/* Texels of level l (`per` a side) of tile (tx, ty) from level l-1: the texels of px__pyr_span,
+ * with the trip counts known when inlined (per = 8, 4, 2, 1). */
+static inline __attribute__((always_inline)) void px__pyr_tile_level(const px_cpu_src *v, int l, int per, int tx, int ty)
+{
+    size_t sw = (size_t)v->w[l - 1] * 4u, dw = (size_t)v->w[l] * 4u;
+    for (int y = ty * per; y < (ty + 1) * per; y++) {
+        const uint8_t *r0 = v->level[l - 1] + (size_t)(2 * y) * sw + (size_t)tx * (size_t)per * 8u;
+        uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * dw + (size_t)tx * (size_t)per * 4u;
+        for (int x = 0; x < per; x++) {
+            uint64_t top, bottom;
+            memcpy(&top, r0 + 8 * x, 8);
+            memcpy(&bottom, r0 + sw + 8 * x, 8);
+            px__store(d + 4 * x, px_box2x2(top, bottom));
+        }
+    }
+}
+
+/* Levels 1-4 of a tile whose 16x16 texels of level 0 all lie in the image: every source row and
+ * column pair lies inside its level (no clamping), so each level is a fixed-size block. */
+PX_VECTOR_CLONES static void px__pyr_whole_tile(const px_cpu_src *v, int tx, int ty)
+{
+    px__pyr_tile_level(v, 1, PX_TILE >> 1, tx, ty);
+    px__pyr_tile_level(v, 2, PX_TILE >> 2, tx, ty);
+    px__pyr_tile_level(v, 3, PX_TILE >> 3, tx, ty);
+    px__pyr_tile_level(v, 4, PX_TILE >> 4, tx, ty);
+}
+
 /* Levels 1 .. min(4, levels-1) of the tile rows ty0..ty1-1: up to level 4 a texel lies in one
  * tile, whose texels of every such level depend on that tile's level-0 texels only, so tile rows
  * are independent; a row of a level is rebuilt in spans, one per dirty tile (px_texel_tiles). */
@@ -148,10 +188,15 @@ void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask
     int dirty[(1 << PXVM_MAX_LEVELS) / PX_TILE]; /* the tile row's dirty tiles, read once */
     for (int ty = ty0; ty < ty1; ty++) {
         const uint8_t *m = mask + (size_t)ty * (size_t)mask_w * 4u;
-        int nd = 0;
-        for (int tx = 0; tx < mask_w; tx++)
-            if (px_mask_dirty(px__load(m + 4 * tx)))
+        int nd = 0, whole_row = top == PX_TILE_SHIFT && (ty + 1) * PX_TILE <= v->h[0];
+        for (int tx = 0; tx < mask_w; tx++) {
+            if (!px_mask_dirty(px__load(m + 4 * tx)))
+                continue;
+            if (whole_row && (tx + 1) * PX_TILE <= v->w[0])
+                px__pyr_whole_tile(v, tx, ty);
+            else
                 dirty[nd++] = tx;
+        }
         for (int l = 1; l <= top && nd > 0; l++) {
             int per = PX_TILE >> l, dw = v->w[l];
             for (int y = (ty * PX_TILE) >> l; y < ((ty + 1) * PX_TILE) >> l && y < v->h[l]; y++)

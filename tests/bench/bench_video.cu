@@ -4,8 +4,9 @@
  * Programs: a fixation-relative logpolar plan (budget 273) compiled as a still-image plan (the
  * full path: the whole pyramid and every token, every frame) and with "video": T for T = 0, 8,
  * 16 (DIFF, UPDATE, incremental PYRAMID and tokens). Per path: frames/s of bind + run + patches
- * (+ changed tokens), the tokens sampled again and the tokens whose bytes changed (the floor for
- * any exact rule). On cuda, the host's own cost of a frame (enqueued while the GPU is held), from frames in GPU
+ * (+ changed tokens), interleaved in rounds (so that a shared machine's noise falls on every path
+ * alike), the tokens sampled again and the tokens whose bytes changed (the floor for any exact
+ * rule). On cuda, the host's own cost of a frame (enqueued while the GPU is held), from frames in GPU
  * memory and from page-locked host memory, with the link's pinned H2D bandwidth measured in the
  * same run. Figures, not assertions; prints JSON.
  *
@@ -141,58 +142,70 @@ static double px__fps_rects(px__path *p, const uint8_t *frames, int nframes, int
     return count / ((px__now_ms() - t0) / 1e3);
 }
 
-/* frames/s over `count` frames (cycling), and the tokens sampled again after the first frame
- * (counted in a pass of its own: reading them to the host waits for the run). */
-static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device, double *sampled,
-                      double *bytes_changed)
+/* The tokens sampled again after the first frame, and those whose bytes differ from the previous
+ * frame's: what an oracle would have to sample again, the floor under any exact rule (a pass of
+ * its own: reading them to the host waits for each run). */
+static void px__token_stats(px__path *p, const uint8_t *frames, int nframes, int w, int h, int device, double *sampled,
+                            double *bytes_changed)
+{
+    size_t fb = (size_t)w * h * 4, tb = p->out_bytes / (size_t)p->tokens;
+    long total = 0, again = 0, differ = 0;
+    uint8_t *prev = (uint8_t *)malloc(p->out_bytes), *cur = (uint8_t *)malloc(p->out_bytes);
+    px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
+    for (int i = 0; i < nframes; i++) {
+        pxvm_view in = {(void *)(frames + fb * (size_t)i), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
+        px__ck(px__bind(p, &in), "bench_video: bind");
+        px__ck(pxvm_runner_run(p->run), "bench_video: run");
+        px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
+        px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "bench_video: changed");
+        px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
+        if (device >= 0)
+            cudaMemcpy(cur, p->d_out, p->out_bytes, cudaMemcpyDeviceToHost);
+        else
+            memcpy(cur, p->d_out, p->out_bytes);
+        for (int t = 0; i > 0 && t < p->tokens; t++) {
+            again += p->changed[t];
+            differ += memcmp(cur + tb * (size_t)t, prev + tb * (size_t)t, tb) != 0;
+        }
+        total += i > 0 ? p->tokens : 0;
+        uint8_t *x = prev;
+        prev = cur, cur = x;
+    }
+    *sampled = total ? (double)again / (double)total : 0;
+    *bytes_changed = total ? (double)differ / (double)total : 0;
+    free(prev);
+    free(cur);
+}
+
+/* Frames i0 .. i0+n-1 of the cycled sequence (bind + run + patches), synchronised at the end
+ * (host frames too: their uploads and runs are queued); milliseconds. Frame 0 after a restart is
+ * the whole first frame: prime a path with a block of 1 before timing it. */
+static double px__block_ms(px__path *p, const uint8_t *frames, int nframes, int i0, int n, int w, int h, int device)
 {
     size_t fb = (size_t)w * h * 4;
-    long total = 0, again = 0, differ = 0;
-    if (sampled) {
-        /* ... and the tokens whose bytes differ from the previous frame's: what an oracle would
-         * have to sample again, the floor under any exact rule */
-        size_t tb = p->out_bytes / (size_t)p->tokens;
-        uint8_t *prev = (uint8_t *)malloc(p->out_bytes), *cur = (uint8_t *)malloc(p->out_bytes);
-        px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
-        for (int i = 0; i < nframes; i++) {
-            pxvm_view in = {(void *)(frames + fb * (size_t)i), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
-            px__ck(px__bind(p, &in), "bench_video: bind");
-            px__ck(pxvm_runner_run(p->run), "bench_video: run");
-            px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
-            px__ck(pxvm_runner_read_changed(p->run, p->atlas, 0, 1, p->changed, -1), "bench_video: changed");
-            px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
-            if (device >= 0)
-                cudaMemcpy(cur, p->d_out, p->out_bytes, cudaMemcpyDeviceToHost);
-            else
-                memcpy(cur, p->d_out, p->out_bytes);
-            for (int t = 0; i > 0 && t < p->tokens; t++) {
-                again += p->changed[t];
-                differ += memcmp(cur + tb * (size_t)t, prev + tb * (size_t)t, tb) != 0;
-            }
-            total += i > 0 ? p->tokens : 0;
-            uint8_t *x = prev;
-            prev = cur, cur = x;
-        }
-        *sampled = total ? (double)again / (double)total : 0;
-        *bytes_changed = total ? (double)differ / (double)total : 0;
-        free(prev);
-        free(cur);
-    }
-    px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
-    double t0 = 0;
-    for (int i = 0; i < count + 1; i++) {
-        if (i == 1) { /* the first frame (whole) is not timed */
-            px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
-            t0 = px__now_ms();
-        }
+    double t0 = px__now_ms();
+    for (int i = i0; i < i0 + n; i++) {
         pxvm_view in = {(void *)(frames + fb * (size_t)(i % nframes)), device, 1, w, h, 4, (int64_t)fb, w * 4, 4, 1};
         px__ck(px__bind(p, &in), "bench_video: bind");
         px__ck(pxvm_runner_run(p->run), "bench_video: run");
         px__ck(pxvm_runner_read_patches(p->run, p->atlas, 0, &p->out), "bench_video: read");
     }
-    px__ck(pxvm_runner_sync(p->run), "bench_video: sync"); /* host frames too: their uploads and runs are queued */
-    double ms = px__now_ms() - t0;
-    return count / (ms / 1e3);
+    px__ck(pxvm_runner_sync(p->run), "bench_video: sync");
+    return px__now_ms() - t0;
+}
+
+static int px__cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* frames/s over `count` frames (cycling) of a path alone. */
+static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device)
+{
+    px__ck(pxvm_runner_restart(p->run), "bench_video: restart");
+    px__block_ms(p, frames, nframes, 0, 1, w, h, device); /* the first frame (whole) is not timed */
+    return count / (px__block_ms(p, frames, nframes, 1, count, w, h, device) / 1e3);
 }
 
 /* Holds the GPU for `ns` (its global timer), so that what the host enqueues meanwhile only queues. */
@@ -306,20 +319,61 @@ int main(int argc, char **argv)
             want[k] |= (int)strlen(name) == len && !strncmp(q, name, (size_t)len);
         }
     }
+    /* The paths' device-frame (cuda) or host-frame (cpu) timings are interleaved: rounds of
+     * `block` frames of each path in turn, so that a neighbour's load on a shared machine, or a
+     * change of clock, falls on every path alike; each keeps its own frame sequence. */
+    px__path paths_open[4];
+    const uint8_t *timed_frames = cuda ? d_frames : frames;
+    int timed_device = cuda ? 0 : -1, block = cuda ? 500 : 100, next[4] = {0};
+    double ms[4] = {0};
+    int rounds = (count + block - 1) / block;
+    double *round_ms = (double *)calloc((size_t)rounds * 4, sizeof(double)); /* [round][path] */
     for (int k = 0; k < 4; k++) {
         if (!want[k])
             continue;
-        px__path p;
-        px__open(&p, exec, threads, W, H, ts[k], cuda);
-        fps[k][0] = px__fps(&p, cuda ? d_frames : frames, n, count, W, H, cuda ? 0 : -1, ts[k] >= 0 ? &sampled[k] : NULL,
-                            &differ[k]);
+        px__open(&paths_open[k], exec, threads, W, H, ts[k], cuda);
+        if (ts[k] >= 0)
+            px__token_stats(&paths_open[k], timed_frames, n, W, H, timed_device, &sampled[k], &differ[k]);
+        px__ck(pxvm_runner_restart(paths_open[k].run), "bench_video: restart");
+        next[k] = 1;
+        px__block_ms(&paths_open[k], timed_frames, n, 0, 1, W, H, timed_device); /* the whole first frame: not timed */
+    }
+    for (int done = 0; done < count; done += block) {
+        int b = count - done < block ? count - done : block;
+        for (int k = 0; k < 4; k++)
+            if (want[k]) {
+                double t = px__block_ms(&paths_open[k], timed_frames, n, next[k], b, W, H, timed_device);
+                ms[k] += t;
+                round_ms[(done / block) * 4 + k] = t;
+                next[k] += b;
+            }
+    }
+    /* the median over rounds of the full path's time / this path's time: robust to a round that a
+     * neighbour slowed down */
+    double round_ratio[4] = {0};
+    for (int k = 1; k < 4 && want[0]; k++) {
+        if (!want[k])
+            continue;
+        double *r = (double *)malloc(sizeof(double) * (size_t)rounds);
+        for (int i = 0; i < rounds; i++)
+            r[i] = round_ms[i * 4] / round_ms[i * 4 + k];
+        qsort(r, (size_t)rounds, sizeof(double), px__cmp_double);
+        round_ratio[k] = rounds % 2 ? r[rounds / 2] : (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
+        free(r);
+    }
+    free(round_ms);
+    for (int k = 0; k < 4; k++) {
+        if (!want[k])
+            continue;
+        px__path *p = &paths_open[k];
+        fps[k][0] = count / (ms[k] / 1e3);
         if (cuda)
-            host_us[k] = px__host_us(&p, d_frames, n, 200, W, H);
+            host_us[k] = px__host_us(p, d_frames, n, 200, W, H);
         if (cuda && !device_only)
-            fps[k][1] = px__fps(&p, frames, n, count, W, H, -1, NULL, NULL);
+            fps[k][1] = px__fps(p, frames, n, count, W, H, -1);
         if (cuda && ts[k] == 16 && !device_only)
-            fps_rects = px__fps_rects(&p, frames, n, count, W, H, 0.1);
-        px__close(&p, cuda);
+            fps_rects = px__fps_rects(p, frames, n, count, W, H, 0.1);
+        px__close(p, cuda);
     }
     char gpu[256] = "none";
     if (cuda) {
@@ -339,8 +393,9 @@ int main(int argc, char **argv)
         if (cuda)
             printf(", \"fps_pinned_host\": %.1f, \"pinned_host_link_fraction\": %.3f", fps[k][1], fps[k][1] * (double)fb / link);
         if (ts[k] >= 0)
-            printf(", \"tokens_sampled\": %.3f, \"tokens_bytes_changed\": %.3f, \"speedup_vs_full\": %.2f", sampled[k],
-                   differ[k], want[0] ? fps[k][0] / fps[0][0] : 0.0);
+            printf(", \"tokens_sampled\": %.3f, \"tokens_bytes_changed\": %.3f, \"speedup_vs_full\": %.2f, "
+                   "\"speedup_vs_full_median_round\": %.2f",
+                   sampled[k], differ[k], want[0] ? fps[k][0] / fps[0][0] : 0.0, round_ratio[k]);
         printf("},\n");
     }
     if (cuda)

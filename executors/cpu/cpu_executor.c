@@ -34,6 +34,7 @@ struct pxvm_executor {
     int32_t *last_reg;
     pxvm_rect *rects;
     int *nrects;
+    uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
     int item;
 };
 
@@ -63,6 +64,8 @@ static void px__cpu_unload(pxvm_executor *ex)
     free(ex->last_reg);
     free(ex->rects);
     free(ex->nrects);
+    free(ex->level_flags);
+    ex->level_flags = NULL;
     ex->primed = ex->changed_all = NULL;
     ex->last_reg = NULL;
     ex->rects = NULL;
@@ -108,8 +111,14 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     ex->nrects = malloc(sizeof(int) * (size_t)batch);
     for (int b = 0; ex->nrects && b < batch; b++)
         ex->nrects[b] = -1;
+    size_t flags = 1;
+    for (int k = 0; k < prog->nslots; k++) {
+        size_t f = (size_t)px_mip_dim(prog->slots[k].w, PX_TILE_SHIFT) * (size_t)px_mip_dim(prog->slots[k].h, PX_TILE_SHIFT);
+        flags = f > flags ? f : flags;
+    }
+    ex->level_flags = malloc(flags);
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
-        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects) {
+        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -298,7 +307,7 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
          * writes: only the pixels whose taps reach a dirty tile can change (the token counts as
          * sampled: the rule decides `changed`, this only saves work; the other pixels hold what
          * sampling them gives, the instruction's own last output) */
-        uint8_t sel[PX_PATCH_MAX_SIDE * PX_PATCH_MAX_SIDE];
+        uint64_t sel[PX_PATCH_MAX_SIDE];
         int some = need == PX__DIRTY && prog->insn_box[index].sole && w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
         if (some) {
             int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
@@ -315,9 +324,16 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         for (int j = 0; j < h; j++) {
             int64_t v = cv + px_patch_pos(0, dv, j, h);
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
+            if (some) { /* the selected pixels, lowest first */
+                for (uint64_t bits = sel[j]; bits; bits &= bits - 1u) {
+                    int i = __builtin_ctzll(bits);
+                    int64_t u = cu + px_patch_pos(0, du, i, w);
+                    px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)
+                                                                  : px_sample_aniso(sv, u, v, lod, mode, taps, tdu, tdv));
+                }
+                continue;
+            }
             for (int i = 0; i < w; i++) {
-                if (some && !sel[j * w + i])
-                    continue;
                 int64_t u = cu + px_patch_pos(0, du, i, w);
                 px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)
                                                               : px_sample_aniso(sv, u, v, lod, mode, taps, tdu, tdv));
@@ -423,7 +439,7 @@ static void px__cpu_tiles(pxvm_executor *ex, uint32_t s, int n)
     int mask = PX_ARG(job.diff, DIFF, mask);
     px_pool_for(ex->pool, prog->slots[mask].h, 1, px__video_tile_rows, &job);
     if (job.pyramid)
-        px_cpu_pyramid_upper(&ex->view[PX_ARG(job.diff, DIFF, cur)], ex->store[mask], prog->slots[mask].w);
+        px_cpu_pyramid_upper(&ex->view[PX_ARG(job.diff, DIFF, cur)], ex->store[mask], prog->slots[mask].w, ex->level_flags);
 }
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
@@ -559,7 +575,8 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
             px__insn_job job = {ex, first};
             int mask = PX_ARG(first, PYRAMID, mask);
             px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
-            px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w);
+            px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w,
+                                 ex->level_flags);
         } else {
             px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
         }

@@ -54,17 +54,17 @@ void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *m
                       int primed, const pxvm_rect *rects, int nrects, int y0, int y1);
 void px_cpu_update_rows(const px_cpu_src *frame, uint8_t *cur, const uint8_t *mask, int mask_w, int y0, int y1);
 void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int ty0, int ty1);
-void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w);
+void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, uint8_t *flags);
 int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b);
 /* Patches up to this side (and reaching up to this many tile columns) are sampled again pixel by
  * pixel; larger ones whole. */
 #define PX_PATCH_MAX_SIDE 64
 #define PX_PATCH_MAX_TILES 256
-/* The output pixels of an incremental SAMPLE/ANISO patch that a dirty tile reaches: pixel
- * (i, j) reads positions [ulo[i], uhi[i]] x [vlo[j], vhi[j]] at levels lmin..lmax of a sw x sh
- * source; sets need[j * w + i] and returns how many are set. */
+/* The output pixels of an incremental SAMPLE/ANISO patch (w <= 64) that a dirty tile reaches:
+ * pixel (i, j) reads positions [ulo[i], uhi[i]] x [vlo[j], vhi[j]] at levels lmin..lmax of a
+ * sw x sh source; sets bit i of row_bits[j] for each and returns how many are set. */
 int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
                               const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
-                              uint8_t *need);
+                              uint64_t *row_bits);
 
 #endif

@@ -86,13 +86,15 @@ int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b)
 /* The tile box of a pixel is separable (px_footprint_tiles: its columns follow from the u span,
  * its rows from the v span), so each row of the patch ORs the mask rows its tile rows cover into
  * prefix counts over the patch's tile columns (once per distinct row span), and a pixel is then
- * one difference of two counts. */
+ * one difference of two counts. A row's pixels come out as bits (w <= 64), so that the sampler
+ * visits them with no branch per pixel to mispredict. */
 int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
                               const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
-                              uint8_t *need)
+                              uint64_t *row_bits)
 {
     int cx0[PX_PATCH_MAX_SIDE], cx1[PX_PATCH_MAX_SIDE], lo = 1 << 30, hi = -1, count = 0;
     int pre[PX_PATCH_MAX_TILES + 1], ry0 = -1, ry1 = -2, levels = px_mip_levels(sw, sh);
+    uint64_t all = w == 64 ? ~0ull : (1ull << w) - 1u;
     lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
     lmin = lmin < lmax ? lmin : lmax;
     for (int i = 0; i < w; i++) {
@@ -101,7 +103,8 @@ int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ul
         hi = cx1[i] > hi ? cx1[i] : hi;
     }
     if (hi - lo + 1 > PX_PATCH_MAX_TILES) { /* too wide to count: every pixel */
-        memset(need, 1, (size_t)w * (size_t)h);
+        for (int j = 0; j < h; j++)
+            row_bits[j] = all;
         return w * h;
     }
     for (int j = 0; j < h; j++) {
@@ -118,15 +121,15 @@ int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ul
         }
         int dirty = pre[hi - lo + 1];
         if (dirty == 0 || dirty == hi - lo + 1) { /* no column dirty, or every one: the whole row alike */
-            memset(need + (size_t)j * (size_t)w, dirty > 0, (size_t)w);
+            row_bits[j] = dirty > 0 ? all : 0;
             count += dirty > 0 ? w : 0;
             continue;
         }
-        for (int i = 0; i < w; i++) {
-            int n = pre[cx1[i] - lo + 1] - pre[cx0[i] - lo] > 0;
-            need[(size_t)j * (size_t)w + (size_t)i] = (uint8_t)n;
-            count += n;
-        }
+        uint64_t bits = 0;
+        for (int i = 0; i < w; i++)
+            bits |= (uint64_t)(pre[cx1[i] - lo + 1] - pre[cx0[i] - lo] > 0) << i;
+        row_bits[j] = bits;
+        count += __builtin_popcountll(bits);
     }
     return count;
 }
@@ -206,12 +209,32 @@ void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask
     }
 }
 
-/* Levels 5 .. : a texel is rebuilt when a dirty tile lies under its footprint. */
-void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w)
+/* Levels 5 .. : a texel is rebuilt when one of the texels it is built from was rebuilt. `flags`
+ * holds one level's rebuilt flags at a time, each the OR of the texel's 2x2 sources (clamped as
+ * PYRAMID clamps them), written over the level below in place (a texel's sources lie at or after
+ * its own index). Level 4's texel (x, y) is built from level-0 texels of tile (x, y) alone, so
+ * the mask gives its flags. A texel is rebuilt when the level-0 texels it depends on reach a
+ * dirty tile: every texel whose value can change (px_texel_tiles' box, a superset, costs a scan
+ * of the mask per texel). `flags`: w[4] * h[4] bytes. */
+void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, uint8_t *flags)
 {
-    for (int l = PX_TILE_SHIFT + 1; l < v->levels; l++)
-        for (int y = 0; y < v->h[l]; y++)
-            for (int x = 0; x < v->w[l]; x++)
-                if (px_cpu_box_dirty(mask, mask_w, px_texel_tiles(x, y, l, v->w[0], v->h[0])))
+    if (v->levels <= PX_TILE_SHIFT + 1)
+        return;
+    int fw = v->w[PX_TILE_SHIFT], fh = v->h[PX_TILE_SHIFT];
+    for (int y = 0; y < fh; y++)
+        for (int x = 0; x < fw; x++)
+            flags[y * fw + x] = (uint8_t)px_mask_dirty(px__load(mask + ((size_t)y * (size_t)mask_w + (size_t)x) * 4u));
+    for (int l = PX_TILE_SHIFT + 1; l < v->levels; l++) {
+        int sw = v->w[l - 1], sh = v->h[l - 1];
+        for (int y = 0; y < v->h[l]; y++) {
+            const uint8_t *r0 = flags + px_pyr_src0(y) * sw, *r1 = flags + px_pyr_src1(y, sh) * sw;
+            for (int x = 0; x < v->w[l]; x++) {
+                int a = px_pyr_src0(x), b = px_pyr_src1(x, sw);
+                uint8_t f = r0[a] | r0[b] | r1[a] | r1[b];
+                flags[y * v->w[l] + x] = f;
+                if (f)
                     px__pyr_span(v, l, y, x, x + 1);
+            }
+        }
+    }
 }

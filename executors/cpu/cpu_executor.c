@@ -35,6 +35,8 @@ struct pxvm_executor {
     pxvm_rect *rects;
     int *nrects;
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
+    int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
+                            * built by the fetch step that reads it (else NULL) */
     int item;
 };
 
@@ -66,6 +68,10 @@ static void px__cpu_unload(pxvm_executor *ex)
     free(ex->nrects);
     free(ex->level_flags);
     ex->level_flags = NULL;
+    for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
+        free(ex->mask_counts[k]);
+    free(ex->mask_counts);
+    ex->mask_counts = NULL;
     ex->primed = ex->changed_all = NULL;
     ex->last_reg = NULL;
     ex->rects = NULL;
@@ -117,8 +123,20 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
         flags = f > flags ? f : flags;
     }
     ex->level_flags = malloc(flags);
+    int counts_ok = 1;
+    ex->mask_counts = calloc((size_t)prog->nslots, sizeof(int32_t *));
+    for (uint32_t i = 0; ex->mask_counts && i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+        int m = fetch ? pxvm_fetch_mask(in) : 0;
+        if (m && !ex->mask_counts[m]) {
+            ex->mask_counts[m] = malloc(sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u));
+            counts_ok &= ex->mask_counts[m] != NULL;
+        }
+    }
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
-        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags) {
+        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
+        !counts_ok) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -270,7 +288,7 @@ static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uin
     const pxvm_fetch_box *b = &prog->insn_box[index]; /* decided at load */
     px_tilebox box = px_footprint_tiles(b->u_lo + fx, b->u_hi + fx, b->v_lo + fy, b->v_hi + fy, b->lmin, b->lmax, filter,
                                         sv->w[0], sv->h[0]);
-    return px_cpu_box_dirty(ex->store[mask], prog->slots[mask].w, box) ? PX__DIRTY : 0;
+    return px_cpu_box_dirty(ex->mask_counts[mask], prog->slots[mask].w, box) ? PX__DIRTY : 0;
 }
 
 static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
@@ -318,7 +336,7 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
             px_patch_span(0, 0, 1, taps, tdv, &a, &b);
             for (int j = 0; j < h; j++)
                 vlo[j] = cv + px_patch_pos(0, dv, j, h) + a, vhi[j] = cv + px_patch_pos(0, dv, j, h) + b;
-            px_cpu_patch_dirty_pixels(ex->store[mask], prog->slots[mask].w, ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode,
+            px_cpu_patch_dirty_pixels(ex->mask_counts[mask], prog->slots[mask].w, ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode,
                                       sv->w[0], sv->h[0], sel);
         }
         for (int j = 0; j < h; j++) {
@@ -548,6 +566,20 @@ static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_erro
     return 0;
 }
 
+/* The counts of the masks that fetches first .. first+n-1 read, from the masks as they are now
+ * (nothing in a step writes what the step reads). Once per mask in a run of fetches that read the
+ * same one (a plan's batch reads one); none on an unprimed item, whose fetches sample whole. */
+static void px__cpu_count_masks(pxvm_executor *ex, const pxi_insn *first, uint32_t n)
+{
+    int last = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int m = pxvm_fetch_mask(first + i);
+        if (m && m != last && ex->primed[ex->item])
+            px_cpu_mask_counts(ex->store[m], ex->prog->slots[m].w, ex->prog->slots[m].h, ex->mask_counts[m]);
+        last = m;
+    }
+}
+
 /* Executes plan step s: 0 to go on, 1 at HALT, -1 on a trap. */
 static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
 {
@@ -555,6 +587,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     const pxvm_step *st = &prog->steps[s];
     const pxi_insn *first = &prog->insns[st->first];
     if (st->kind == PXVM_STEP_BATCH) {
+        px__cpu_count_masks(ex, first, st->count);
         px__insn_job job = {ex, first};
         px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
         return 0;
@@ -603,7 +636,10 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
     case PX_OP_SAMPLE:
     case PX_OP_ANISO:
-    case PX_OP_GATHER: px__cpu_fetch_insn(ex, first); return 0;
+    case PX_OP_GATHER:
+        px__cpu_count_masks(ex, first, 1);
+        px__cpu_fetch_insn(ex, first);
+        return 0;
     default: return 0; /* unreachable: the validator admits only the opcodes above */
     }
 }

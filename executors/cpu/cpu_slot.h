@@ -49,21 +49,24 @@ void px_cpu_saliency_rows(const px_cpu_src *src, uint8_t *dst, int dst_w, const 
 void px_cpu_argmax(const px_cpu_src *src, int space_w, int space_h, const pxi_insn *in, int32_t *fix);
 
 /* video.c: DIFF mask rows, UPDATE rows, incremental PYRAMID (levels 1-4 by tile rows, then the
- * rest), and whether a tile box holds a dirty tile. */
+ * rest), the mask's counts, and whether a tile box or a patch's pixels reach a dirty tile. */
 void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *mask, int mask_w, const pxi_insn *in,
                       int primed, const pxvm_rect *rects, int nrects, int y0, int y1);
 void px_cpu_update_rows(const px_cpu_src *frame, uint8_t *cur, const uint8_t *mask, int mask_w, int y0, int y1);
 void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask_w, int ty0, int ty1);
 void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, uint8_t *flags);
-int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b);
-/* Patches up to this side (and reaching up to this many tile columns) are sampled again pixel by
- * pixel; larger ones whole. */
+/* The dirty tiles of a mask (mask_w x mask_h, one pixel per tile) as a summed-area table:
+ * counts[y * (mask_w + 1) + x] = dirty tiles in rows < y and columns < x ((mask_w + 1) x
+ * (mask_h + 1) entries), so that any box's count is four reads. */
+void px_cpu_mask_counts(const uint8_t *mask, int mask_w, int mask_h, int32_t *counts);
+/* Whether tile box b (inside the mask, or empty) holds a dirty tile. */
+int px_cpu_box_dirty(const int32_t *counts, int mask_w, px_tilebox b);
+/* Patches up to this side are sampled again pixel by pixel; larger ones whole. */
 #define PX_PATCH_MAX_SIDE 64
-#define PX_PATCH_MAX_TILES 256
 /* The output pixels of an incremental SAMPLE/ANISO patch (w <= 64) that a dirty tile reaches:
  * pixel (i, j) reads positions [ulo[i], uhi[i]] x [vlo[j], vhi[j]] at levels lmin..lmax of a
  * sw x sh source; sets bit i of row_bits[j] for each and returns how many are set. */
-int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
+int px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
                               const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
                               uint64_t *row_bits);
 

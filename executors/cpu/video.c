@@ -74,27 +74,44 @@ void px_cpu_update_rows(const px_cpu_src *frame, uint8_t *cur, const uint8_t *ma
     }
 }
 
-int px_cpu_box_dirty(const uint8_t *mask, int mask_w, px_tilebox b)
+void px_cpu_mask_counts(const uint8_t *mask, int mask_w, int mask_h, int32_t *counts)
 {
-    for (int ty = b.y0; ty <= b.y1; ty++)
-        for (int tx = b.x0; tx <= b.x1; tx++)
-            if (px_mask_dirty(px__load(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u)))
-                return 1;
-    return 0;
+    size_t cw = (size_t)mask_w + 1u;
+    memset(counts, 0, cw * sizeof(int32_t));
+    for (int ty = 0; ty < mask_h; ty++) {
+        const uint8_t *m = mask + (size_t)ty * (size_t)mask_w * 4u;
+        const int32_t *above = counts + (size_t)ty * cw;
+        int32_t *c = counts + (size_t)(ty + 1) * cw, row = 0;
+        c[0] = 0;
+        for (int tx = 0; tx < mask_w; tx++) {
+            row += px_mask_dirty(px__load(m + 4 * tx));
+            c[tx + 1] = above[tx + 1] + row;
+        }
+    }
+}
+
+int px_cpu_box_dirty(const int32_t *counts, int mask_w, px_tilebox b)
+{
+    if (b.x0 > b.x1 || b.y0 > b.y1)
+        return 0;
+    size_t cw = (size_t)mask_w + 1u;
+    const int32_t *top = counts + (size_t)b.y0 * cw, *bottom = counts + (size_t)(b.y1 + 1) * cw;
+    return bottom[b.x1 + 1] - bottom[b.x0] - top[b.x1 + 1] + top[b.x0] > 0;
 }
 
 /* The tile box of a pixel is separable (px_footprint_tiles: its columns follow from the u span,
- * its rows from the v span), so each row of the patch ORs the mask rows its tile rows cover into
- * prefix counts over the patch's tile columns (once per distinct row span), and a pixel is then
- * one difference of two counts. A row's pixels come out as bits (w <= 64), so that the sampler
- * visits them with no branch per pixel to mispredict. */
-int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
+ * its rows from the v span): for each distinct row span, the dirty tiles of those rows left of a
+ * column are one difference of two rows of the counts, and a pixel is then one difference of
+ * two of those. A row's pixels come out as bits (w <= 64), so that the sampler visits them with
+ * no branch per pixel to mispredict. */
+int px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
                               const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
                               uint64_t *row_bits)
 {
     int cx0[PX_PATCH_MAX_SIDE], cx1[PX_PATCH_MAX_SIDE], lo = 1 << 30, hi = -1, count = 0;
-    int pre[PX_PATCH_MAX_TILES + 1], ry0 = -1, ry1 = -2, levels = px_mip_levels(sw, sh);
-    uint64_t all = w == 64 ? ~0ull : (1ull << w) - 1u;
+    int ry0 = -1, ry1 = -2, levels = px_mip_levels(sw, sh);
+    size_t cw = (size_t)mask_w + 1u;
+    uint64_t all = w == 64 ? ~0ull : (1ull << w) - 1u, bits = 0;
     lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
     lmin = lmin < lmax ? lmin : lmax;
     for (int i = 0; i < w; i++) {
@@ -102,34 +119,23 @@ int px_cpu_patch_dirty_pixels(const uint8_t *mask, int mask_w, const int64_t *ul
         lo = cx0[i] < lo ? cx0[i] : lo;
         hi = cx1[i] > hi ? cx1[i] : hi;
     }
-    if (hi - lo + 1 > PX_PATCH_MAX_TILES) { /* too wide to count: every pixel */
-        for (int j = 0; j < h; j++)
-            row_bits[j] = all;
-        return w * h;
-    }
     for (int j = 0; j < h; j++) {
         int y0, y1;
         px_footprint_axis(vlo[j], vhi[j], lmin, lmax, filter, sh, &y0, &y1);
-        if (y0 != ry0 || y1 != ry1) {
-            ry0 = y0, ry1 = y1, pre[0] = 0;
-            for (int tx = lo; tx <= hi; tx++) {
-                int any = 0;
-                for (int ty = ry0; ty <= ry1 && !any; ty++)
-                    any = px_mask_dirty(px__load(mask + ((size_t)ty * (size_t)mask_w + (size_t)tx) * 4u));
-                pre[tx - lo + 1] = pre[tx - lo] + any;
+        if (y0 != ry0 || y1 != ry1) { /* a new row span: its pixels' bits */
+            ry0 = y0, ry1 = y1;
+            const int32_t *top = counts + (size_t)ry0 * cw, *bottom = counts + (size_t)(ry1 + 1) * cw;
+            int dirty = bottom[hi + 1] - top[hi + 1] - bottom[lo] + top[lo];
+            if (dirty == 0 || ry0 > ry1) {
+                bits = 0;
+            } else {
+                bits = 0;
+                for (int i = 0; i < w; i++)
+                    bits |= (uint64_t)(bottom[cx1[i] + 1] - top[cx1[i] + 1] - bottom[cx0[i]] + top[cx0[i]] > 0) << i;
             }
         }
-        int dirty = pre[hi - lo + 1];
-        if (dirty == 0 || dirty == hi - lo + 1) { /* no column dirty, or every one: the whole row alike */
-            row_bits[j] = dirty > 0 ? all : 0;
-            count += dirty > 0 ? w : 0;
-            continue;
-        }
-        uint64_t bits = 0;
-        for (int i = 0; i < w; i++)
-            bits |= (uint64_t)(pre[cx1[i] - lo + 1] - pre[cx0[i] - lo] > 0) << i;
-        row_bits[j] = bits;
-        count += __builtin_popcountll(bits);
+        row_bits[j] = bits & all;
+        count += __builtin_popcountll(row_bits[j]);
     }
     return count;
 }

@@ -37,6 +37,12 @@ struct pxvm_executor {
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
     int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
                             * built by the fetch step that reads it (else NULL) */
+    /* per item and SAMPLE/ANISO that may sample pixel by pixel: its pixels' tile spans
+     * (px_cpu_patch_spans) and the fixation offset they were computed for (x, y, valid) */
+    int16_t *spans_all;
+    int32_t *span_at;  /* per instruction: where its spans start in an item's part, -1 none */
+    int32_t *span_key; /* [batch][ninsns][3] */
+    size_t spans_per_item;
     int item;
 };
 
@@ -72,6 +78,11 @@ static void px__cpu_unload(pxvm_executor *ex)
         free(ex->mask_counts[k]);
     free(ex->mask_counts);
     ex->mask_counts = NULL;
+    free(ex->spans_all);
+    free(ex->span_at);
+    free(ex->span_key);
+    ex->spans_all = NULL;
+    ex->span_at = ex->span_key = NULL;
     ex->primed = ex->changed_all = NULL;
     ex->last_reg = NULL;
     ex->rects = NULL;
@@ -134,9 +145,21 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
             counts_ok &= ex->mask_counts[m] != NULL;
         }
     }
+    ex->span_at = malloc(sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1));
+    ex->spans_per_item = 0;
+    for (uint32_t i = 0; ex->span_at && i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        int some = (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && pxvm_fetch_mask(in) && prog->insn_box[i].sole &&
+                   w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
+        ex->span_at[i] = some ? (int32_t)ex->spans_per_item : -1;
+        ex->spans_per_item += some ? 2u * (size_t)(w + h) : 0;
+    }
+    ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
+    ex->span_key = calloc((size_t)batch * prog->ninsns * 3u + 1u, sizeof(int32_t));
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
         !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
-        !counts_ok) {
+        !counts_ok || !ex->span_at || !ex->spans_all || !ex->span_key) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -326,18 +349,23 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
          * sampled: the rule decides `changed`, this only saves work; the other pixels hold what
          * sampling them gives, the instruction's own last output) */
         uint64_t sel[PX_PATCH_MAX_SIDE];
-        int some = need == PX__DIRTY && prog->insn_box[index].sole && w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
+        int some = need == PX__DIRTY && ex->span_at[index] >= 0;
         if (some) {
-            int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
-            const pxvm_fetch_box *box = &prog->insn_box[index];
-            px_patch_span(0, 0, 1, taps, tdu, &a, &b); /* the taps' offsets around a pixel */
-            for (int i = 0; i < w; i++)
-                ulo[i] = cu + px_patch_pos(0, du, i, w) + a, uhi[i] = cu + px_patch_pos(0, du, i, w) + b;
-            px_patch_span(0, 0, 1, taps, tdv, &a, &b);
-            for (int j = 0; j < h; j++)
-                vlo[j] = cv + px_patch_pos(0, dv, j, h) + a, vhi[j] = cv + px_patch_pos(0, dv, j, h) + b;
-            px_cpu_patch_dirty_pixels(ex->mask_counts[mask], prog->slots[mask].w, ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode,
-                                      sv->w[0], sv->h[0], sel);
+            int16_t *spans = ex->spans_all + ex->spans_per_item * (size_t)ex->item + (size_t)ex->span_at[index];
+            int32_t *key = ex->span_key + ((size_t)ex->item * prog->ninsns + index) * 3u;
+            if (!key[2] || key[0] != (int32_t)fx || key[1] != (int32_t)fy) { /* spans for this fixation */
+                int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
+                const pxvm_fetch_box *box = &prog->insn_box[index];
+                px_patch_span(0, 0, 1, taps, tdu, &a, &b); /* the taps' offsets around a pixel */
+                for (int i = 0; i < w; i++)
+                    ulo[i] = cu + px_patch_pos(0, du, i, w) + a, uhi[i] = cu + px_patch_pos(0, du, i, w) + b;
+                px_patch_span(0, 0, 1, taps, tdv, &a, &b);
+                for (int j = 0; j < h; j++)
+                    vlo[j] = cv + px_patch_pos(0, dv, j, h) + a, vhi[j] = cv + px_patch_pos(0, dv, j, h) + b;
+                px_cpu_patch_spans(ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode, sv->w[0], sv->h[0], spans);
+                key[0] = (int32_t)fx, key[1] = (int32_t)fy, key[2] = 1;
+            }
+            px_cpu_patch_dirty_pixels(ex->mask_counts[mask], prog->slots[mask].w, spans, w, h, sel);
         }
         for (int j = 0; j < h; j++) {
             int64_t v = cv + px_patch_pos(0, dv, j, h);

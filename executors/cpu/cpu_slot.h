@@ -63,11 +63,13 @@ void px_cpu_mask_counts(const uint8_t *mask, int mask_w, int mask_h, int32_t *co
 int px_cpu_box_dirty(const int32_t *counts, int mask_w, px_tilebox b);
 /* Patches up to this side are sampled again pixel by pixel; larger ones whole. */
 #define PX_PATCH_MAX_SIDE 64
-/* The output pixels of an incremental SAMPLE/ANISO patch (w <= 64) that a dirty tile reaches:
- * pixel (i, j) reads positions [ulo[i], uhi[i]] x [vlo[j], vhi[j]] at levels lmin..lmax of a
- * sw x sh source; sets bit i of row_bits[j] for each and returns how many are set. */
-int px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
-                              const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
-                              uint64_t *row_bits);
+/* The tiles each pixel of an incremental SAMPLE/ANISO patch (w, h <= 64) reaches, as separable
+ * spans: pixel (i, j) reads positions [ulo[i], uhi[i]] x [vlo[j], vhi[j]] at levels
+ * lmin..lmax of a sw x sh source, so its tiles are columns spans[i] .. spans[w + i] and rows
+ * spans[2w + j] .. spans[2w + h + j] (px_footprint_axis). They change only with the fixation. */
+void px_cpu_patch_spans(const int64_t *ulo, const int64_t *uhi, int w, const int64_t *vlo, const int64_t *vhi, int h, int lmin,
+                        int lmax, int filter, int sw, int sh, int16_t *spans);
+/* The pixels of such a patch whose spans hold a dirty tile: bit i of row_bits[j]. */
+void px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int16_t *spans, int w, int h, uint64_t *row_bits);
 
 #endif

@@ -99,45 +99,47 @@ int px_cpu_box_dirty(const int32_t *counts, int mask_w, px_tilebox b)
     return bottom[b.x1 + 1] - bottom[b.x0] - top[b.x1 + 1] + top[b.x0] > 0;
 }
 
+void px_cpu_patch_spans(const int64_t *ulo, const int64_t *uhi, int w, const int64_t *vlo, const int64_t *vhi, int h, int lmin,
+                        int lmax, int filter, int sw, int sh, int16_t *spans)
+{
+    int levels = px_mip_levels(sw, sh), t0, t1;
+    lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
+    lmin = lmin < lmax ? lmin : lmax;
+    for (int i = 0; i < w; i++) {
+        px_footprint_axis(ulo[i], uhi[i], lmin, lmax, filter, sw, &t0, &t1);
+        spans[i] = (int16_t)t0, spans[w + i] = (int16_t)t1;
+    }
+    for (int j = 0; j < h; j++) {
+        px_footprint_axis(vlo[j], vhi[j], lmin, lmax, filter, sh, &t0, &t1);
+        spans[2 * w + j] = (int16_t)t0, spans[2 * w + h + j] = (int16_t)t1;
+    }
+}
+
 /* The tile box of a pixel is separable (px_footprint_tiles: its columns follow from the u span,
  * its rows from the v span): for each distinct row span, the dirty tiles of those rows left of a
  * column are one difference of two rows of the counts, and a pixel is then one difference of
  * two of those. A row's pixels come out as bits (w <= 64), so that the sampler visits them with
  * no branch per pixel to mispredict. */
-int px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int64_t *ulo, const int64_t *uhi, int w,
-                              const int64_t *vlo, const int64_t *vhi, int h, int lmin, int lmax, int filter, int sw, int sh,
-                              uint64_t *row_bits)
+void px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int16_t *spans, int w, int h, uint64_t *row_bits)
 {
-    int cx0[PX_PATCH_MAX_SIDE], cx1[PX_PATCH_MAX_SIDE], lo = 1 << 30, hi = -1, count = 0;
-    int ry0 = -1, ry1 = -2, levels = px_mip_levels(sw, sh);
+    const int16_t *cx0 = spans, *cx1 = spans + w, *ry0 = spans + 2 * w, *ry1 = spans + 2 * w + h;
     size_t cw = (size_t)mask_w + 1u;
-    uint64_t all = w == 64 ? ~0ull : (1ull << w) - 1u, bits = 0;
-    lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
-    lmin = lmin < lmax ? lmin : lmax;
+    uint64_t bits = 0;
+    int lo = 1 << 30, hi = -1; /* the columns any pixel reaches (du may be negative) */
     for (int i = 0; i < w; i++) {
-        px_footprint_axis(ulo[i], uhi[i], lmin, lmax, filter, sw, &cx0[i], &cx1[i]);
         lo = cx0[i] < lo ? cx0[i] : lo;
         hi = cx1[i] > hi ? cx1[i] : hi;
     }
     for (int j = 0; j < h; j++) {
-        int y0, y1;
-        px_footprint_axis(vlo[j], vhi[j], lmin, lmax, filter, sh, &y0, &y1);
-        if (y0 != ry0 || y1 != ry1) { /* a new row span: its pixels' bits */
-            ry0 = y0, ry1 = y1;
-            const int32_t *top = counts + (size_t)ry0 * cw, *bottom = counts + (size_t)(ry1 + 1) * cw;
-            int dirty = bottom[hi + 1] - top[hi + 1] - bottom[lo] + top[lo];
-            if (dirty == 0 || ry0 > ry1) {
-                bits = 0;
-            } else {
-                bits = 0;
+        if (j == 0 || ry0[j] != ry0[j - 1] || ry1[j] != ry1[j - 1]) { /* a new row span: its pixels' bits */
+            const int32_t *top = counts + (size_t)ry0[j] * cw, *bottom = counts + (size_t)(ry1[j] + 1) * cw;
+            bits = 0;
+            if (bottom[hi + 1] - top[hi + 1] - bottom[lo] + top[lo] > 0)
                 for (int i = 0; i < w; i++)
                     bits |= (uint64_t)(bottom[cx1[i] + 1] - top[cx1[i] + 1] - bottom[cx0[i]] + top[cx0[i]] > 0) << i;
-            }
         }
-        row_bits[j] = bits & all;
-        count += __builtin_popcountll(row_bits[j]);
+        row_bits[j] = bits;
     }
-    return count;
 }
 
 /* Texels x0..x1-1 of row y of level l from level l-1 (the PYRAMID rule). */

@@ -127,14 +127,26 @@ void pxvm_copy_out(const pxvm_slot *s, int level_w, int level_h, const uint8_t *
             memcpy(base + (int64_t)y * dst->row_stride, src + (size_t)y * (size_t)level_w * 4u, (size_t)level_w * 4u);
         return;
     }
+    pxvm_copy_out_patches(s, level_w, src, dst, item, 0, s->patch_count);
+}
+
+void pxvm_copy_out_patches(const pxvm_slot *s, int level_w, const uint8_t *src, const pxvm_view *dst, int item, int p0,
+                           int p1)
+{
+    uint8_t *base = (uint8_t *)dst->data + (int64_t)item * dst->item_stride;
     /* patch p is tile (p % cols, p / cols) of the atlas; its rows go to rows p*patch_h .. */
     int cols = s->w / s->patch_w;
     size_t prow = (size_t)s->patch_w * 4u;
-    for (int p = 0; p < s->patch_count; p++) {
+    for (int p = p0; p < p1; p++) {
         int tx = (p % cols) * s->patch_w, ty = (p / cols) * s->patch_h;
-        for (int y = 0; y < s->patch_h; y++)
-            memcpy(base + (int64_t)(p * s->patch_h + y) * dst->row_stride,
-                   src + ((size_t)(ty + y) * (size_t)level_w + (size_t)tx) * 4u, prow);
+        const uint8_t *from = src + ((size_t)ty * (size_t)level_w + (size_t)tx) * 4u;
+        uint8_t *to = base + (int64_t)p * s->patch_h * dst->row_stride;
+        if (prow == 64) /* 16-texel patches, the common case: one inlined copy per row */
+            for (int y = 0; y < s->patch_h; y++)
+                memcpy(to + (int64_t)y * dst->row_stride, from + (size_t)y * (size_t)level_w * 4u, 64);
+        else
+            for (int y = 0; y < s->patch_h; y++)
+                memcpy(to + (int64_t)y * dst->row_stride, from + (size_t)y * (size_t)level_w * 4u, prow);
     }
 }
 

@@ -332,6 +332,9 @@ int pxvm_view_is_packed_rgba(const pxvm_view *v);
  * with `patches`, as the atlas's patches. Host memory on both sides. */
 void pxvm_copy_out(const pxvm_slot *s, int level_w, int level_h, const uint8_t *src, const pxvm_view *dst, int item,
                    int patches);
+/* Patches p0 .. p1-1 of that copy (level 0 of an atlas slot), so that a caller may spread them. */
+void pxvm_copy_out_patches(const pxvm_slot *s, int level_w, const uint8_t *src, const pxvm_view *dst, int item, int p0,
+                           int p1);
 /* Binds a whole image (host RGBA8) to item 0 of an input slot. */
 int pxvm_bind_image(const pxvm_executor_ops *ops, pxvm_executor *ex, int slot, const pxvm_image *img, pxvm_error *err);
 /* Reads a level of one item into a new image (allocated here). */

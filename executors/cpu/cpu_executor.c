@@ -672,6 +672,20 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
 }
 
+typedef struct {
+    const pxvm_slot *s;
+    const uint8_t *src;
+    int src_w;
+    const pxvm_view *dst;
+    int item;
+} px__copy_job;
+
+static void px__copy_patches(void *ctx, int p0, int p1)
+{
+    const px__copy_job *j = ctx;
+    pxvm_copy_out_patches(j->s, j->src_w, j->src, j->dst, j->item, p0, p1);
+}
+
 static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
                         pxvm_error *err)
 {
@@ -682,7 +696,12 @@ static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const
                          "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
     for (int i = 0; i < dst->items; i++) {
         const px_cpu_src *v = &ex->all_view[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot];
-        pxvm_copy_out(&ex->prog->slots[slot], v->w[level], v->h[level], v->level[level], dst, i, patches);
+        if (patches) { /* spread over the threads: a frame's patches are read after every run */
+            px__copy_job job = {&ex->prog->slots[slot], v->level[level], v->w[level], dst, i};
+            px_pool_for(ex->pool, ex->prog->slots[slot].patch_count, 32, px__copy_patches, &job);
+        } else {
+            pxvm_copy_out(&ex->prog->slots[slot], v->w[level], v->h[level], v->level[level], dst, i, patches);
+        }
     }
     return 0;
 }

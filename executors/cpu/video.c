@@ -169,14 +169,16 @@ static inline __attribute__((always_inline)) void px__pyr_tile_level(const px_cp
 {
     size_t sw = (size_t)v->w[l - 1] * 4u, dw = (size_t)v->w[l] * 4u;
     for (int y = ty * per; y < (ty + 1) * per; y++) {
+        /* local copies: the loop over them has no aliasing to rule out, so it vectorizes (the
+         * 8-byte loads and 4-byte stores are the memory order px_box2x2 takes: little-endian) */
+        uint64_t top[PX_TILE / 2], bottom[PX_TILE / 2];
+        uint32_t out[PX_TILE / 2];
         const uint8_t *r0 = v->level[l - 1] + (size_t)(2 * y) * sw + (size_t)tx * (size_t)per * 8u;
-        uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * dw + (size_t)tx * (size_t)per * 4u;
-        for (int x = 0; x < per; x++) {
-            uint64_t top, bottom;
-            memcpy(&top, r0 + 8 * x, 8);
-            memcpy(&bottom, r0 + sw + 8 * x, 8);
-            px__store(d + 4 * x, px_box2x2(top, bottom));
-        }
+        memcpy(top, r0, (size_t)per * 8u);
+        memcpy(bottom, r0 + sw, (size_t)per * 8u);
+        for (int x = 0; x < per; x++)
+            out[x] = px_box2x2(top[x], bottom[x]);
+        memcpy((uint8_t *)v->level[l] + (size_t)y * dw + (size_t)tx * (size_t)per * 4u, out, (size_t)per * 4u);
     }
 }
 

@@ -37,11 +37,15 @@ struct pxvm_executor {
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
     int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
                             * built by the fetch step that reads it (else NULL) */
-    /* per item and SAMPLE/ANISO that may sample pixel by pixel: its pixels' tile spans
-     * (px_cpu_patch_spans) and the fixation offset they were computed for (x, y, valid) */
-    int16_t *spans_all;
-    int32_t *span_at;  /* per instruction: where its spans start in an item's part, -1 none */
-    int32_t *span_key; /* [batch][ninsns][3] */
+    /* What an incremental fetch's footprint gives, kept per item and instruction while its
+     * fixation register stays where it was (they are functions of it): the tile box of the
+     * token rule (px_footprint_tiles) and, for a SAMPLE/ANISO that may sample pixel by pixel,
+     * its pixels' tile spans (px_cpu_patch_spans). `geom_known`: bit 0 the box, bit 1 the
+     * spans; cleared when the fetch samples whole (the register moved, or an unprimed item). */
+    px_tilebox *box_all;  /* [batch][ninsns] */
+    uint8_t *geom_known;  /* [batch][ninsns] */
+    int16_t *spans_all;   /* [batch][spans_per_item] */
+    int32_t *span_at;     /* per instruction: where its spans start in an item's part, -1 none */
     size_t spans_per_item;
     int item;
 };
@@ -80,9 +84,12 @@ static void px__cpu_unload(pxvm_executor *ex)
     ex->mask_counts = NULL;
     free(ex->spans_all);
     free(ex->span_at);
-    free(ex->span_key);
+    free(ex->box_all);
+    free(ex->geom_known);
     ex->spans_all = NULL;
-    ex->span_at = ex->span_key = NULL;
+    ex->span_at = NULL;
+    ex->box_all = NULL;
+    ex->geom_known = NULL;
     ex->primed = ex->changed_all = NULL;
     ex->last_reg = NULL;
     ex->rects = NULL;
@@ -156,10 +163,11 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
         ex->spans_per_item += some ? 2u * (size_t)(w + h) : 0;
     }
     ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
-    ex->span_key = calloc((size_t)batch * prog->ninsns * 3u + 1u, sizeof(int32_t));
+    ex->box_all = malloc(sizeof(px_tilebox) * ((size_t)batch * prog->ninsns + 1u));
+    ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
         !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
-        !counts_ok || !ex->span_at || !ex->spans_all || !ex->span_key) {
+        !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -305,13 +313,19 @@ static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uin
         need |= last[0] != (int32_t)fx || last[1] != (int32_t)fy;
         last[0] = (int32_t)fx, last[1] = (int32_t)fy;
     }
-    if (need)
+    size_t at = (size_t)ex->item * prog->ninsns + index;
+    if (need) {
+        ex->geom_known[at] = 0; /* the box and spans of another position */
         return PX__ALL;
-    const px_cpu_src *sv = &ex->view[in->a[PX_FI(SAMPLE, src)]];
-    const pxvm_fetch_box *b = &prog->insn_box[index]; /* decided at load */
-    px_tilebox box = px_footprint_tiles(b->u_lo + fx, b->u_hi + fx, b->v_lo + fy, b->v_hi + fy, b->lmin, b->lmax, filter,
-                                        sv->w[0], sv->h[0]);
-    return px_cpu_box_dirty(ex->mask_counts[mask], prog->slots[mask].w, box) ? PX__DIRTY : 0;
+    }
+    if (!(ex->geom_known[at] & 1u)) {
+        const px_cpu_src *sv = &ex->view[in->a[PX_FI(SAMPLE, src)]];
+        const pxvm_fetch_box *b = &prog->insn_box[index]; /* decided at load */
+        ex->box_all[at] = px_footprint_tiles(b->u_lo + fx, b->u_hi + fx, b->v_lo + fy, b->v_hi + fy, b->lmin, b->lmax, filter,
+                                             sv->w[0], sv->h[0]);
+        ex->geom_known[at] |= 1u;
+    }
+    return px_cpu_box_dirty(ex->mask_counts[mask], prog->slots[mask].w, ex->box_all[at]) ? PX__DIRTY : 0;
 }
 
 static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
@@ -352,8 +366,8 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         int some = need == PX__DIRTY && ex->span_at[index] >= 0;
         if (some) {
             int16_t *spans = ex->spans_all + ex->spans_per_item * (size_t)ex->item + (size_t)ex->span_at[index];
-            int32_t *key = ex->span_key + ((size_t)ex->item * prog->ninsns + index) * 3u;
-            if (!key[2] || key[0] != (int32_t)fx || key[1] != (int32_t)fy) { /* spans for this fixation */
+            uint8_t *known = ex->geom_known + (size_t)ex->item * prog->ninsns + index;
+            if (!(*known & 2u)) { /* spans for this fixation */
                 int64_t ulo[PX_PATCH_MAX_SIDE], uhi[PX_PATCH_MAX_SIDE], vlo[PX_PATCH_MAX_SIDE], vhi[PX_PATCH_MAX_SIDE], a, b;
                 const pxvm_fetch_box *box = &prog->insn_box[index];
                 px_patch_span(0, 0, 1, taps, tdu, &a, &b); /* the taps' offsets around a pixel */
@@ -363,7 +377,7 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
                 for (int j = 0; j < h; j++)
                     vlo[j] = cv + px_patch_pos(0, dv, j, h) + a, vhi[j] = cv + px_patch_pos(0, dv, j, h) + b;
                 px_cpu_patch_spans(ulo, uhi, w, vlo, vhi, h, box->lmin, box->lmax, mode, sv->w[0], sv->h[0], spans);
-                key[0] = (int32_t)fx, key[1] = (int32_t)fy, key[2] = 1;
+                *known |= 2u;
             }
             px_cpu_patch_dirty_pixels(ex->mask_counts[mask], prog->slots[mask].w, spans, w, h, sel);
         }

@@ -384,13 +384,20 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
         for (int j = 0; j < h; j++) {
             int64_t v = cv + px_patch_pos(0, dv, j, h);
             uint8_t *row = out + ((size_t)(y0 + j) * dw + (size_t)x0) * 4u;
-            /* runs of selected pixels (every pixel: one run), each sampled by one plain loop */
-            uint64_t bits = some ? sel[j] : (w == 64 ? ~0ull : (1ull << w) - 1u);
-            while (bits) {
-                int i0 = __builtin_ctzll(bits), i1 = i0;
-                while (i1 < 64 && (bits >> i1) & 1u)
-                    i1++;
-                bits = i1 < 64 ? bits & (~0ull << i1) : 0;
+            /* runs of selected pixels (w <= 64), or the whole row as one run (any w), each
+             * sampled by one plain loop */
+            uint64_t bits = some ? sel[j] : 0;
+            for (int i0 = 0, i1 = w, more = 1; more;) {
+                if (some) {
+                    if (!bits)
+                        break;
+                    i0 = __builtin_ctzll(bits);
+                    for (i1 = i0; i1 < 64 && (bits >> i1) & 1u; i1++)
+                        ;
+                    bits = i1 < 64 ? bits & (~0ull << i1) : 0;
+                } else {
+                    more = 0;
+                }
                 for (int i = i0; i < i1; i++) {
                     int64_t u = cu + px_patch_pos(0, du, i, w);
                     px__store(row + 4 * i, in->op == PX_OP_SAMPLE ? px_sample(sv, u, v, lod, mode)

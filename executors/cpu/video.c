@@ -16,6 +16,24 @@ PX_VECTOR_CLONES static void px__row_maxdiff(const uint8_t *a, const uint8_t *b,
     }
 }
 
+/* The largest of each tile's PX_TILE * 4 bytes of acc (n bytes, the last tile maybe narrower). */
+PX_VECTOR_CLONES static void px__tile_maxima(const uint8_t *acc, size_t n, uint8_t *tile_max)
+{
+    size_t a = 0;
+    for (; a + PX_TILE * 4u <= n; a += PX_TILE * 4u) {
+        uint8_t m = 0;
+        for (size_t i = 0; i < PX_TILE * 4u; i++)
+            m = acc[a + i] > m ? acc[a + i] : m;
+        tile_max[a / (PX_TILE * 4u)] = m;
+    }
+    if (a < n) {
+        uint8_t m = 0;
+        for (size_t i = a; i < n; i++)
+            m = acc[i] > m ? acc[i] : m;
+        tile_max[a / (PX_TILE * 4u)] = m;
+    }
+}
+
 /* Mask rows y0..y1-1 (one pixel per 16x16 tile): a tile is dirty when some byte of it differs
  * by more than the threshold (px_maxdiff > threshold), when the caller's rectangles touch it, or
  * on an unprimed run. */
@@ -33,12 +51,7 @@ void px_cpu_diff_rows(const px_cpu_src *frame, const px_cpu_src *cur, uint8_t *m
             memset(acc, 0, n);
             for (int y = ty * PX_TILE; y < (ty + 1) * PX_TILE && y < h; y++)
                 px__row_maxdiff(frame->level[0] + (size_t)y * row + c, cur->level[0] + (size_t)y * row + c, n, acc);
-            for (size_t a = 0; a < n; a += PX_TILE * 4u) {
-                uint8_t m = 0;
-                for (size_t i = a; i < a + PX_TILE * 4u && i < n; i++)
-                    m = acc[i] > m ? acc[i] : m;
-                tile_max[(c + a) / (PX_TILE * 4u)] = m;
-            }
+            px__tile_maxima(acc, n, tile_max + c / (PX_TILE * 4u));
         }
         for (int tx = 0; tx < mask_w; tx++) {
             int dirty = !primed || (nrects >= 0 ? pxvm_rects_touch_tile(rects, nrects, tx, ty) : tile_max[tx] > t);

@@ -148,9 +148,11 @@ typedef struct pxvm_runner pxvm_runner;
 
 /* Loads `prog` (which must outlive the runner) on an executor: "cpu", "cuda", or "auto" (cuda
  * when it opens here, else cpu). `device`: the CUDA device. `threads`: CPU worker threads
- * (0 = all cores). `batch` >= 1: the runner holds that many independent copies of every slot
- * (items), and one run runs the program on all of them (on the GPU, one launch per plan step
- * for the whole batch). PXVM_UNAVAILABLE names why "cuda" cannot open. */
+ * (0 = all cores; between a run's parallel loops they spin for up to 0.2 ms, yielding the
+ * core after the first 0.05 ms, before they sleep; with more threads than cores they never
+ * spin). `batch` >= 1: the runner holds that many independent copies of every slot (items), and
+ * one run runs the program on all of them (on the GPU, one launch per plan step for the whole
+ * batch). PXVM_UNAVAILABLE names why "cuda" cannot open. */
 int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, int threads, int batch,
                      pxvm_runner **out);
 void pxvm_runner_close(pxvm_runner *run);

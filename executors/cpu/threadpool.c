@@ -8,14 +8,18 @@
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 /* How long a thread spins before it sleeps: longer than the gap between a frame's loops (the
- * serial work between them), short enough to cost little when no loop follows. */
+ * serial work between them), short enough to cost little when no loop follows; after the first
+ * part it yields the core at each look at the clock, so that other processes' threads (or other
+ * pools') on an oversubscribed machine still run. */
 #define PX_POOL_SPIN_NS 200000L
+#define PX_POOL_SPIN_ALONE_NS 50000L
 
 struct px_pool {
     int nthreads; /* participants, caller included */
@@ -67,6 +71,8 @@ static int px__spin_until(px_pool *p, int (*done)(px_pool *, unsigned long), uns
                 t0 = t;
             else if (t - t0 > PX_POOL_SPIN_NS)
                 return done(p, arg);
+            else if (t - t0 > PX_POOL_SPIN_ALONE_NS)
+                sched_yield();
         }
     }
 }

@@ -236,9 +236,12 @@ void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask
  * holds one level's rebuilt flags at a time, each the OR of the texel's 2x2 sources (clamped as
  * PYRAMID clamps them), written over the level below in place (a texel's sources lie at or after
  * its own index). Level 4's texel (x, y) is built from level-0 texels of tile (x, y) alone, so
- * the mask gives its flags. A texel is rebuilt when the level-0 texels it depends on reach a
- * dirty tile: every texel whose value can change (px_texel_tiles' box, a superset, costs a scan
- * of the mask per texel). `flags`: w[4] * h[4] bytes. */
+ * the mask gives its flags. The SPEC's rule (a dirty tile under the texel's footprint,
+ * px_texel_tiles) rebuilds these texels and, where a partial last tile row or column lies under
+ * a footprint but under no level-4 texel, a few more whose sources all kept their values: only
+ * PYRAMID writes levels >= 1 and each level starts as the pyramid of the one below (zeros), so
+ * such a texel already holds what rebuilding it gives. The bytes are the same; this skips a
+ * scan of the mask per texel. `flags`: w[4] * h[4] bytes. */
 void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, uint8_t *flags)
 {
     if (v->levels <= PX_TILE_SHIFT + 1)

@@ -577,6 +577,9 @@ static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
     return 0;
 }
 
+/* Token geometry: which atlas token each sampling instruction writes (its rectangle is exactly
+ * one tile of an atlas slot), and where each atlas slot's tokens start in the geometry table;
+ * with it the per-instruction video facts (frame-only inputs, incremental fetch boxes). */
 static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
 {
     prog->geom_base = malloc(sizeof(int) * (size_t)prog->nslots);
@@ -629,7 +632,7 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
         if (t < d->patch_count)
             prog->insn_token[i] = prog->geom_base[in->a[PX_FI(SAMPLE, dst)]] + t;
     }
-    return prog->insn_box ? px__fetch_sole(prog, err) : 0;
+    return 0;
 }
 
 /* ---- load ----------------------------------------------------------------------------------- */
@@ -759,7 +762,8 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     for (uint32_t i = 0; i < ninsns; i++)
         if (px__check_insn(prog, &prog->insns[i], i, err) < 0)
             goto fail;
-    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0 || px__build_geometry(prog, err) < 0)
+    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0 || px__build_geometry(prog, err) < 0 ||
+        (prog->insn_box && px__fetch_sole(prog, err) < 0))
         goto fail;
     return 0;
 fail:

@@ -462,6 +462,15 @@ PX_SEM void px_footprint_axis(int64_t lo, int64_t hi, int lmin, int lmax, int fi
     }
 }
 
+/* The levels lmin..lmax a footprint reads, clamped to a w x h source's chain (lmax below its
+ * levels, lmin <= lmax). */
+PX_SEM void px_footprint_levels(int w, int h, int *lmin, int *lmax)
+{
+    int levels = px_mip_levels(w, h);
+    *lmax = *lmax < levels - 1 ? *lmax : levels - 1;
+    *lmin = *lmin < *lmax ? *lmin : *lmax;
+}
+
 /* Incremental sampling: the tiles of a w x h source (level 0) that samples at positions in
  * [u_lo, u_hi] x [v_lo, v_hi] read at levels lmin..lmax (clamped to the chain): per level the
  * texels read (px_texel_range), their level-0 footprints, the bounding box of all of them. A
@@ -469,9 +478,7 @@ PX_SEM void px_footprint_axis(int64_t lo, int64_t hi, int lmin, int lmax, int fi
 PX_SEM px_tilebox px_footprint_tiles(int64_t u_lo, int64_t u_hi, int64_t v_lo, int64_t v_hi, int lmin, int lmax,
                                      int filter, int w, int h)
 {
-    int levels = px_mip_levels(w, h);
-    lmax = lmax < levels - 1 ? lmax : levels - 1;
-    lmin = lmin < lmax ? lmin : lmax;
+    px_footprint_levels(w, h, &lmin, &lmax);
     px_tilebox b;
     px_footprint_axis(u_lo, u_hi, lmin, lmax, filter, w, &b.x0, &b.x1);
     px_footprint_axis(v_lo, v_hi, lmin, lmax, filter, h, &b.y0, &b.y1);

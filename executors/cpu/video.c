@@ -115,9 +115,8 @@ int px_cpu_box_dirty(const int32_t *counts, int mask_w, px_tilebox b)
 void px_cpu_patch_spans(const int64_t *ulo, const int64_t *uhi, int w, const int64_t *vlo, const int64_t *vhi, int h, int lmin,
                         int lmax, int filter, int sw, int sh, int16_t *spans)
 {
-    int levels = px_mip_levels(sw, sh), t0, t1;
-    lmax = lmax < levels - 1 ? lmax : levels - 1; /* as px_footprint_tiles clamps them */
-    lmin = lmin < lmax ? lmin : lmax;
+    int t0, t1;
+    px_footprint_levels(sw, sh, &lmin, &lmax); /* as px_footprint_tiles */
     for (int i = 0; i < w; i++) {
         px_footprint_axis(ulo[i], uhi[i], lmin, lmax, filter, sw, &t0, &t1);
         spans[i] = (int16_t)t0, spans[w + i] = (int16_t)t1;

@@ -232,30 +232,8 @@ typedef struct {
     int level; /* the first level built */
 } px__pyr_job;
 
-/* Row y of level l from level l-1. */
-PX_VECTOR_CLONES static void px__pyr_row(const px_cpu_src *v, int l, int y)
-{
-    int sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
-    const uint8_t *src = v->level[l - 1];
-    const uint8_t *r0 = src + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
-    const uint8_t *r1 = src + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
-    uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * (size_t)dw * 4u;
-    if (sw >= 2) {
-        /* 2x+1 < sw for every x < dw here, so no clamping: each output texel is one 8-byte load
-         * per row, and the loop vectorizes */
-        for (int x = 0; x < dw; x++) {
-            uint64_t top, bottom;
-            memcpy(&top, r0 + 8 * x, 8);
-            memcpy(&bottom, r1 + 8 * x, 8);
-            px__store(d + 4 * x, px_box2x2(top, bottom));
-        }
-    } else {
-        for (int x = 0; x < dw; x++) {
-            int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
-            px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
-        }
-    }
-}
+/* Row y of level l from level l-1 (vector variants of the whole row). */
+PX_VECTOR_CLONES static void px__pyr_row(const px_cpu_src *v, int l, int y) { px_cpu_pyr_span(v, l, y, 0, v->w[l]); }
 
 /* Items p of level l+1 (= job level): rows 2p and 2p+1 of level l, then, while they are in cache,
  * row p of level l+1 from them (it reads exactly those two rows, or row 2p twice at height 1). */

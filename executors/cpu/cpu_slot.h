@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../../vm/vm.h"
 
@@ -34,6 +35,30 @@ static inline void px__store(uint8_t *p, uint32_t v)
 #define PX_LEVEL_H(s, l) ((s)->h[l])
 #define PX_LEVELS(s) ((s)->levels)
 #include "../../isa/px_sem.h"
+
+/* Texels x0..x1-1 of row y of level l from level l-1 (the PYRAMID rule), for the full pyramid
+ * (whole rows, in vector variants) and the incremental one (spans of dirty tiles). With sw >= 2,
+ * 2x+1 < sw for every texel of the row: no clamping, one 8-byte load per source row and texel,
+ * and the loop vectorizes. */
+static inline void px_cpu_pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
+{
+    int sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
+    const uint8_t *r0 = v->level[l - 1] + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
+    const uint8_t *r1 = v->level[l - 1] + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
+    uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * (size_t)dw * 4u;
+    if (sw >= 2)
+        for (int x = x0; x < x1; x++) {
+            uint64_t top, bottom;
+            memcpy(&top, r0 + 8 * x, 8);
+            memcpy(&bottom, r1 + 8 * x, 8);
+            px__store(d + 4 * x, px_box2x2(top, bottom));
+        }
+    else
+        for (int x = x0; x < x1; x++) {
+            int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
+            px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
+        }
+}
 
 /* Hot loops get wider vector variants where the CPU has them, chosen when the program loads
  * (gcc function multiversioning); the portable build is the default. */

@@ -154,28 +154,7 @@ void px_cpu_patch_dirty_pixels(const int32_t *counts, int mask_w, const int16_t 
     }
 }
 
-/* Texels x0..x1-1 of row y of level l from level l-1 (the PYRAMID rule). */
-static void px__pyr_span(const px_cpu_src *v, int l, int y, int x0, int x1)
-{
-    int sw = v->w[l - 1], sh = v->h[l - 1], dw = v->w[l];
-    const uint8_t *r0 = v->level[l - 1] + (size_t)px_pyr_src0(y) * (size_t)sw * 4u;
-    const uint8_t *r1 = v->level[l - 1] + (size_t)px_pyr_src1(y, sh) * (size_t)sw * 4u;
-    uint8_t *d = (uint8_t *)v->level[l] + (size_t)y * (size_t)dw * 4u;
-    if (sw >= 2) /* 2x+1 < sw: one 8-byte load per row and texel, vectorized */
-        for (int x = x0; x < x1; x++) {
-            uint64_t top, bottom;
-            memcpy(&top, r0 + 8 * x, 8);
-            memcpy(&bottom, r1 + 8 * x, 8);
-            px__store(d + 4 * x, px_box2x2(top, bottom));
-        }
-    else
-        for (int x = x0; x < x1; x++) {
-            int a = px_pyr_src0(x) * 4, b = px_pyr_src1(x, sw) * 4;
-            px__store(d + 4 * x, px_box4(px__load(r0 + a), px__load(r0 + b), px__load(r1 + a), px__load(r1 + b)));
-        }
-}
-
-/* Texels of level l (`per` a side) of tile (tx, ty) from level l-1: the texels of px__pyr_span,
+/* Texels of level l (`per` a side) of tile (tx, ty) from level l-1: the texels of px_cpu_pyr_span,
  * with the trip counts known when inlined (per = 8, 4, 2, 1). */
 static inline __attribute__((always_inline)) void px__pyr_tile_level(const px_cpu_src *v, int l, int per, int tx, int ty)
 {
@@ -226,7 +205,7 @@ void px_cpu_pyramid_tile_rows(const px_cpu_src *v, const uint8_t *mask, int mask
             int per = PX_TILE >> l, dw = v->w[l];
             for (int y = (ty * PX_TILE) >> l; y < ((ty + 1) * PX_TILE) >> l && y < v->h[l]; y++)
                 for (int k = 0; k < nd && dirty[k] * per < dw; k++)
-                    px__pyr_span(v, l, y, dirty[k] * per, (dirty[k] + 1) * per < dw ? (dirty[k] + 1) * per : dw);
+                    px_cpu_pyr_span(v, l, y, dirty[k] * per, (dirty[k] + 1) * per < dw ? (dirty[k] + 1) * per : dw);
         }
     }
 }
@@ -258,7 +237,7 @@ void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, 
                 uint8_t f = r0[a] | r0[b] | r1[a] | r1[b];
                 flags[y * v->w[l] + x] = f;
                 if (f)
-                    px__pyr_span(v, l, y, x, x + 1);
+                    px_cpu_pyr_span(v, l, y, x, x + 1);
             }
         }
     }

@@ -37,6 +37,8 @@ struct pxvm_executor {
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
     int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
                             * built by the fetch step that reads it (else NULL) */
+    uint8_t *step_masks;   /* per fetch step, from step_mask_at[step]: the masks it reads, then 0 */
+    uint32_t *step_mask_at;
     /* What an incremental fetch's footprint gives, kept per item and instruction while its
      * fixation register stays where it was (they are functions of it): the tile box of the
      * token rule (px_footprint_tiles) and, for a SAMPLE/ANISO that may sample pixel by pixel,
@@ -82,6 +84,10 @@ static void px__cpu_unload(pxvm_executor *ex)
         free(ex->mask_counts[k]);
     free(ex->mask_counts);
     ex->mask_counts = NULL;
+    free(ex->step_masks);
+    free(ex->step_mask_at);
+    ex->step_masks = NULL;
+    ex->step_mask_at = NULL;
     free(ex->spans_all);
     free(ex->span_at);
     free(ex->box_all);
@@ -141,16 +147,30 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
         flags = f > flags ? f : flags;
     }
     ex->level_flags = malloc(flags);
+    /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
+     * found again every frame, and their counts' storage */
     int counts_ok = 1;
     ex->mask_counts = calloc((size_t)prog->nslots, sizeof(int32_t *));
-    for (uint32_t i = 0; ex->mask_counts && i < prog->ninsns; i++) {
-        const pxi_insn *in = &prog->insns[i];
-        int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
-        int m = fetch ? pxvm_fetch_mask(in) : 0;
-        if (m && !ex->mask_counts[m]) {
-            ex->mask_counts[m] = malloc(sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u));
-            counts_ok &= ex->mask_counts[m] != NULL;
+    ex->step_masks = malloc((size_t)prog->nsteps + prog->ninsns + 1u);
+    ex->step_mask_at = malloc(sizeof(uint32_t) * ((size_t)prog->nsteps + 1u));
+    for (uint32_t s = 0, at = 0; ex->mask_counts && ex->step_masks && ex->step_mask_at && s < prog->nsteps; s++) {
+        const pxvm_step *st = &prog->steps[s];
+        ex->step_mask_at[s] = at;
+        for (uint32_t i = st->first; i < st->first + st->count; i++) {
+            const pxi_insn *in = &prog->insns[i];
+            int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+            int m = fetch ? pxvm_fetch_mask(in) : 0, listed = 0;
+            for (uint32_t k = ex->step_mask_at[s]; k < at; k++)
+                listed |= ex->step_masks[k] == m;
+            if (!m || listed)
+                continue;
+            ex->step_masks[at++] = (uint8_t)m;
+            if (!ex->mask_counts[m]) {
+                ex->mask_counts[m] = malloc(sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u));
+                counts_ok &= ex->mask_counts[m] != NULL;
+            }
         }
+        ex->step_masks[at++] = 0;
     }
     ex->span_at = malloc(sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1));
     ex->spans_per_item = 0;
@@ -167,7 +187,7 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
         !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
-        !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
+        !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
         px__cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
@@ -592,18 +612,14 @@ static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_erro
     return 0;
 }
 
-/* The counts of the masks that fetches first .. first+n-1 read, from the masks as they are now
- * (nothing in a step writes what the step reads). Once per mask in a run of fetches that read the
- * same one (a plan's batch reads one); none on an unprimed item, whose fetches sample whole. */
-static void px__cpu_count_masks(pxvm_executor *ex, const pxi_insn *first, uint32_t n)
+/* The counts of the masks that fetch step s reads, from the masks as they are now (nothing in a
+ * step writes what the step reads); none on an unprimed item, whose fetches sample whole. */
+static void px__cpu_count_masks(pxvm_executor *ex, uint32_t s)
 {
-    int last = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        int m = pxvm_fetch_mask(first + i);
-        if (m && m != last && ex->primed[ex->item])
-            px_cpu_mask_counts(ex->store[m], ex->prog->slots[m].w, ex->prog->slots[m].h, ex->mask_counts[m]);
-        last = m;
-    }
+    if (!ex->primed[ex->item])
+        return;
+    for (const uint8_t *m = ex->step_masks + ex->step_mask_at[s]; *m; m++)
+        px_cpu_mask_counts(ex->store[*m], ex->prog->slots[*m].w, ex->prog->slots[*m].h, ex->mask_counts[*m]);
 }
 
 /* Executes plan step s: 0 to go on, 1 at HALT, -1 on a trap. */
@@ -613,7 +629,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     const pxvm_step *st = &prog->steps[s];
     const pxi_insn *first = &prog->insns[st->first];
     if (st->kind == PXVM_STEP_BATCH) {
-        px__cpu_count_masks(ex, first, st->count);
+        px__cpu_count_masks(ex, s);
         px__insn_job job = {ex, first};
         px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
         return 0;
@@ -663,7 +679,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     case PX_OP_SAMPLE:
     case PX_OP_ANISO:
     case PX_OP_GATHER:
-        px__cpu_count_masks(ex, first, 1);
+        px__cpu_count_masks(ex, s);
         px__cpu_fetch_insn(ex, first);
         return 0;
     default: return 0; /* unreachable: the validator admits only the opcodes above */

@@ -1249,12 +1249,14 @@ static int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *
  * no copy. Anything else is bound (copied). */
 static int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
+    /* a borrow the tile kernel cannot read in place is a bind, which checks the arguments (here
+     * they are only compared, never used); one that it can is checked first */
+    if (!v || slot < 0 || slot >= ex->nslots || !ex->prog->frame_only[slot] || v->device != ex->device || item0 != 0 ||
+        v->items != ex->batch || !pxvm_view_is_packed_rgba(v) ||
+        (v->items > 1 && v->item_stride != (int64_t)((size_t)v->w * 4u * (size_t)v->h)) || ((uintptr_t)v->data & 15u))
+        return px__gl_bind(ex, slot, item0, v, err);
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
-    size_t bytes = (size_t)v->w * 4u * (size_t)v->h;
-    if (!ex->prog->frame_only[slot] || v->device != ex->device || item0 != 0 || v->items != ex->batch ||
-        !pxvm_view_is_packed_rgba(v) || (v->items > 1 && v->item_stride != (int64_t)bytes) || ((uintptr_t)v->data & 15u))
-        return px__gl_bind(ex, slot, item0, v, err);
     PX__CK(cudaSetDevice(ex->device));
     if (px__check_device_ptr(ex, v->data, "input", err) < 0)
         return -1;

@@ -233,7 +233,7 @@ static int px__cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view 
  * place (the slot's level 0 is the caller's memory until the next bind); anything else is bound. */
 static int px__cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
-    if (v->device >= 0 || !pxvm_view_is_packed_rgba(v))
+    if (!v || v->device >= 0 || !pxvm_view_is_packed_rgba(v)) /* bind checks the arguments */
         return px__cpu_bind(ex, slot, item0, v, err);
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;

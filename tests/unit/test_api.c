@@ -190,6 +190,8 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
     CHECK_STR(pxvm_errmsg(), "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not 2");
     CHECK(pxvm_runner_borrow(NULL, image, 0, &in) == PXVM_USAGE);
     CHECK_STR(pxvm_errmsg(), "pxvm_runner_borrow: NULL runner");
+    CHECK(pxvm_runner_borrow(run, image, 0, NULL) == pxvm_runner_bind(run, image, 0, NULL)); /* no crash: bind's error */
+    CHECK(pxvm_runner_borrow(run, image, 0, NULL) != 0);
     free(copy), free(pt2);
     /* classified argument errors, nothing written */
     pxvm_view bad = in;

@@ -3,6 +3,7 @@
 
   report.py gpu PXVM_GPU.json TORCH.json OUT.json   (tests/bench/gpu-bench)
   report.py cpu PXVM_CPU.json OPENCV.json OUT.json  (make bench)
+  report.py video-cpu OUT.json RUN.json...          (tests/bench/cpu-video-bench)
 
 Every ratio is baseline time / pxvm time (> 1: pxvm is faster), from figures measured in the
 same command on the same machine. Timing is never asserted anywhere; targets are reported."""
@@ -120,6 +121,47 @@ def cpu(pxvm, opencv, out_path):
         print(f"\ntarget {t['work']} {t['target']}: {fmt_ms(t['measured_ms'])} vs {fmt_ms(t['opencv_ms'])}: {'met' if t['met'] else 'NOT met'}")
 
 
+def median(vals):
+    v = sorted(vals)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def video_cpu(out_path, run_paths, meta):
+    """Runs of bench_video on the CPU (--paths full,16): each run's figures, their medians, the
+    target (incremental >= 4x the full path at T = 16, on the median over runs of the median
+    round)."""
+    runs = []
+    for path in run_paths:
+        d = json.load(open(path))
+        t = d["incremental_t16"]
+        runs.append({"full_fps": d["full"]["fps"], "t16_fps": t["fps"], "t16_speedup": t["speedup_vs_full"],
+                     "t16_speedup_median_round": t["speedup_vs_full_median_round"],
+                     "t16_speedup_best_rounds": t["speedup_vs_full_best_rounds"], "tokens_sampled": t["tokens_sampled"],
+                     "tokens_bytes_changed": t["tokens_bytes_changed"], "video_frames": d["video_frames"],
+                     "timed_frames": d["timed_frames"]})
+    med = {k: median([r[k] for r in runs]) for k in ("full_fps", "t16_fps", "t16_speedup", "t16_speedup_median_round",
+                                                      "t16_speedup_best_rounds")}
+    ratios = [r["t16_speedup_median_round"] for r in runs]
+    doc = dict(meta)
+    doc.update({"runs": runs, "median": med, "median_round_range": [min(ratios), max(ratios)],
+                "target": {"work": "CPU (2 cores) incremental vs full at T = 16", "target": ">= 4x",
+                           "measured": med["t16_speedup_median_round"], "met": med["t16_speedup_median_round"] >= 4.0}})
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"{len(runs)} runs of `{meta.get('command', 'bench_video')}`, {meta.get('date', '')}\n")
+    print("| run | full frames/s | T = 16 frames/s | ratio of totals | median round | best rounds |")
+    print("|---|---|---|---|---|---|")
+    for i, r in enumerate(runs):
+        print(f"| {i + 1} | {r['full_fps']:,.0f} | {r['t16_fps']:,.0f} | {r['t16_speedup']:.2f}x "
+              f"| {r['t16_speedup_median_round']:.2f}x | {r['t16_speedup_best_rounds']:.2f}x |")
+    print(f"| median | {med['full_fps']:,.0f} | {med['t16_fps']:,.0f} | {med['t16_speedup']:.2f}x "
+          f"| **{med['t16_speedup_median_round']:.2f}x** | {med['t16_speedup_best_rounds']:.2f}x |")
+    t = doc["target"]
+    print(f"\ntarget {t['work']} {t['target']}: median round {t['measured']:.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x): "
+          f"{'met' if t['met'] else 'NOT met'}; tokens sampled again {runs[0]['tokens_sampled']:.1%}, "
+          f"their bytes changed {runs[0]['tokens_bytes_changed']:.1%}")
+
+
 def load(paths):
     """One JSON file, or several (comma-separated) runs of the same benchmark: each figure becomes
     the median of its runs."""
@@ -141,6 +183,11 @@ def load(paths):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "video-cpu":
+        meta = {k: v for k, v in (a.split("=", 1) for a in sys.argv[2:] if "=" in a and not a.endswith(".json"))}
+        files = [a for a in sys.argv[3:] if a.endswith(".json")]
+        video_cpu(sys.argv[2], files, meta)
+        sys.exit(0)
     if len(sys.argv) != 5 or sys.argv[1] not in ("gpu", "cpu"):
         sys.exit(__doc__)
     a, b = (load(p) for p in sys.argv[2:4])

@@ -62,50 +62,39 @@ static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_
     return 0;
 }
 
+/* Frees what load allocated and leaves every pointer NULL (load may fail part way; unload runs
+ * again before the next load and at close). */
+#define PX__DROP(p) (free(p), (p) = NULL)
 static void px__cpu_unload(pxvm_executor *ex)
 {
-    if (ex->all_store)
-        for (int k = 0; k < ex->nslots * ex->batch; k++)
-            free(ex->all_store[k]);
-    free(ex->all_store);
-    free(ex->all_view);
-    free(ex->bound);
-    free(ex->fix_set);
-    free(ex->fix_all);
-    free(ex->geom_all);
-    free(ex->primed);
-    free(ex->changed_all);
-    free(ex->last_reg);
-    free(ex->rects);
-    free(ex->nrects);
-    free(ex->level_flags);
-    ex->level_flags = NULL;
+    for (int k = 0; ex->all_store && k < ex->nslots * ex->batch; k++)
+        free(ex->all_store[k]);
     for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
         free(ex->mask_counts[k]);
-    free(ex->mask_counts);
-    ex->mask_counts = NULL;
-    free(ex->step_masks);
-    free(ex->step_mask_at);
-    ex->step_masks = NULL;
-    ex->step_mask_at = NULL;
-    free(ex->spans_all);
-    free(ex->span_at);
-    free(ex->box_all);
-    free(ex->geom_known);
-    ex->spans_all = NULL;
-    ex->span_at = NULL;
-    ex->box_all = NULL;
-    ex->geom_known = NULL;
-    ex->primed = ex->changed_all = NULL;
-    ex->last_reg = NULL;
-    ex->rects = NULL;
-    ex->nrects = NULL;
-    ex->fix_set = ex->fix_all = ex->geom_all = NULL;
-    ex->all_store = ex->store = NULL;
-    ex->all_view = ex->view = NULL;
-    ex->bound = NULL;
+    PX__DROP(ex->all_store);
+    PX__DROP(ex->all_view);
+    PX__DROP(ex->bound);
+    PX__DROP(ex->fix_set);
+    PX__DROP(ex->fix_all);
+    PX__DROP(ex->geom_all);
+    PX__DROP(ex->primed);
+    PX__DROP(ex->changed_all);
+    PX__DROP(ex->last_reg);
+    PX__DROP(ex->rects);
+    PX__DROP(ex->nrects);
+    PX__DROP(ex->level_flags);
+    PX__DROP(ex->mask_counts);
+    PX__DROP(ex->step_masks);
+    PX__DROP(ex->step_mask_at);
+    PX__DROP(ex->spans_all);
+    PX__DROP(ex->span_at);
+    PX__DROP(ex->box_all);
+    PX__DROP(ex->geom_known);
+    ex->store = NULL; /* an item's parts of the arrays above */
+    ex->view = NULL;
     ex->prog = NULL;
 }
+#undef PX__DROP
 
 static void px__cpu_select(pxvm_executor *ex, int item)
 {

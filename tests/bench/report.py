@@ -3,11 +3,11 @@
 
   report.py gpu PXVM_GPU.json TORCH.json OUT.json   (tests/bench/gpu-bench)
   report.py cpu PXVM_CPU.json OPENCV.json OUT.json  (make bench)
-  report.py video-cpu OUT.json RUN.json...          (tests/bench/cpu-video-bench)
+  report.py video-cpu OUT.json [key=value...] RUN.json...   (tests/bench/cpu-video-bench)
 
 Every ratio is baseline time / pxvm time (> 1: pxvm is faster), from figures measured in the
 same command on the same machine. Timing is never asserted anywhere; targets are reported."""
-import datetime, json, sys
+import datetime, json, re, sys
 
 US = 1000.0
 
@@ -184,17 +184,16 @@ def load(paths):
         for k, v in first.items():
             if k.endswith("_ms") and isinstance(v, (int, float)):
                 vals = sorted(d["sizes"][i][k] for d in docs)
-                merged[k] = vals[len(vals) // 2]
+                merged[k] = median(vals)
                 merged[k.replace("_ms", "_ms_runs")] = vals
         out["sizes"].append(merged)
     return out
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 4 and sys.argv[1] == "video-cpu":
-        meta = {k: v for k, v in (a.split("=", 1) for a in sys.argv[2:] if "=" in a and not a.endswith(".json"))}
-        files = [a for a in sys.argv[3:] if a.endswith(".json")]
-        video_cpu(sys.argv[2], files, meta)
+    if len(sys.argv) >= 4 and sys.argv[1] == "video-cpu":  # then key=value pairs (the run's facts) and run files
+        facts = [a for a in sys.argv[3:] if re.match(r"[a-z_]+=", a)]
+        video_cpu(sys.argv[2], [a for a in sys.argv[3:] if a not in facts], dict(a.split("=", 1) for a in facts))
         sys.exit(0)
     if len(sys.argv) != 5 or sys.argv[1] not in ("gpu", "cpu"):
         sys.exit(__doc__)

@@ -1,0 +1,764 @@
+"""pxvm: foveated image pyramids as pixel programs, from Python.
+
+    import pxvm
+    prog = pxvm.Program.load("programs/foveate273.pxi")
+    runner = pxvm.Runner(prog, executor="auto")
+    patches = runner.patches(pxvm.load_image("programs/data/chelsea.png"))   # (273, 16, 16, 4) uint8
+
+Images are NumPy uint8 arrays or PyTorch uint8 tensors (CPU or CUDA), (H, W), (H, W, C) or
+(C, H, W) with C in 1 (grey), 3 (RGB) or 4 (RGBA), any strides; batches add a leading B axis
+or are lists. What is copied, and when:
+- inputs are read once, by the library, straight from your memory into the VM's storage (converted
+  to RGBA8 on the way: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)); no Python-side copy, and
+  CUDA inputs never pass through the host; CUDA inputs are read when the run executes on
+  torch.cuda.current_stream(), so write them on that stream or before, as for any torch
+  operation; packed RGBA inputs are even read in place (pxvm_runner_borrow: no copy at all) on the
+  CPU executor, and on the CUDA one for a video frame in GPU memory: the runner then keeps a
+  reference to the array until the slot is given another one, and reading the slot reads it;
+- outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
+  device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
+  without a synchronisation.
+Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
+dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
+"""
+import ctypes
+import json as _json
+import os
+
+from . import _capi
+from ._capi import View as _View, SlotInfo as _SlotInfo, Limits as _Limits
+
+_lib = _capi.lib
+
+__all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
+           "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",
+           "library_version", "library_path"]
+
+library_version = _lib.pxvm_version().decode()
+library_path = _capi.library_path
+__version__ = library_version
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+class Error(Exception):
+    """A pxvm failure; `cls` is the library's class name ("invalid", "trap", ...)."""
+    cls = None
+
+
+class Malformed(Error):
+    cls = "malformed"
+
+
+class InvalidProgram(Error):
+    cls = "invalid"
+
+
+class Unlinkable(Error):
+    cls = "unlinkable"
+
+
+class Trap(Error):
+    cls = "trap"
+
+
+class PxIOError(Error, OSError):
+    cls = "i/o error"
+
+
+class UsageError(Error, ValueError):
+    cls = "usage"
+
+
+class Unavailable(Error):
+    cls = "unavailable"
+
+
+class AssemblyError(Error):
+    cls = "assembly error"
+
+
+class PlanError(Error):
+    cls = "plan error"
+
+
+_BY_CLASS = {1: Malformed, 2: InvalidProgram, 3: Unlinkable, 4: Trap, 5: PxIOError, 6: UsageError,
+             7: Unavailable, 8: AssemblyError, 9: PlanError}
+
+
+class _Rect(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_int32), ("y", ctypes.c_int32), ("w", ctypes.c_int32), ("h", ctypes.c_int32)]
+
+
+PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
+PXVM_GEOM_INTS = 5  # int32 of one token's geometry
+
+
+def _check(rc):
+    if rc:
+        raise _BY_CLASS.get(rc, Error)(_lib.pxvm_errmsg().decode(errors="replace"))
+
+
+def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
+    lim = _Limits()
+    _lib.pxvm_limits_default(ctypes.byref(lim))
+    for k, v in (("max_side", max_side), ("max_memory", max_memory), ("max_insns", max_insns),
+                 ("max_steps", max_steps)):
+        if v is not None:
+            setattr(lim, k, int(v))
+    return lim
+
+
+def _take_bytes(ptr, n):
+    try:
+        return ctypes.string_at(ptr, n)
+    finally:
+        _lib.pxvm_free(ptr)
+
+
+# ---- images ---------------------------------------------------------------------------------------
+
+def _np():
+    import numpy
+    return numpy
+
+
+def load_image(path, **limits):
+    """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
+    (libpng, libjpeg-turbo), the limits checked from the file's header first."""
+    np = _np()
+    px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
+    lim = _limits(**limits)
+    _check(_lib.pxvm_image_load(os.fsencode(path), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
+                                ctypes.byref(h)))
+    data = _take_bytes(px, w.value * h.value * 4)
+    return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()
+
+
+# ---- programs -------------------------------------------------------------------------------------
+
+class Slot:
+    """A program slot: name, role ("input", "output", ...), size, levels, patch geometry."""
+    __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count")
+
+    def __init__(self, index, info):
+        self.index = index
+        self.name = info.name.decode()
+        self.role = info.role.decode()
+        self.w, self.h, self.levels = info.w, info.h, info.levels
+        self.patch_w, self.patch_h, self.patch_count = info.patch_w, info.patch_h, info.patch_count
+
+    def __repr__(self):
+        extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""
+        return "Slot(%d %r %s %dx%d, %d levels%s)" % (self.index, self.name, self.role, self.w, self.h, self.levels,
+                                                      extra)
+
+
+class Program:
+    """A loaded, validated pixel program (immutable). Make one with load, from_plan, from_png or
+    assemble."""
+
+    def __init__(self, handle, name):
+        self._h = ctypes.c_void_p(handle)
+        self.name = name
+        n = _lib.pxvm_prog_slot_count(self._h)
+        self.slots = []
+        for k in range(n):
+            info = _SlotInfo()
+            _check(_lib.pxvm_prog_slot(self._h, k, ctypes.byref(info)))
+            self.slots.append(Slot(k, info))
+        self._inputs = [s for s in self.slots if s.role == "input"]
+        self._outputs = [s for s in self.slots if s.role == "output"]
+        use = _lib.pxvm_prog_fixation_use(self._h)
+        #: the program samples relative to fixation registers (or finds fixations itself)
+        self.uses_fixation = use >= 1
+        #: the program finds its own fixations (SALIENCY + ARGMAX: a "scanpath" plan)
+        self.finds_fixations = use == 2
+
+    @classmethod
+    def _make(cls, fn, name, *args, **limits):
+        h = ctypes.c_void_p()
+        lim = _limits(**limits)
+        _check(fn(*args, ctypes.byref(lim), ctypes.byref(h)))
+        return cls(h.value, name)
+
+    @classmethod
+    def load(cls, path, **limits):
+        """A .pxi file (limits: max_side, max_memory, max_insns, max_steps)."""
+        return cls._make(_lib.pxvm_prog_load, str(path), os.fsencode(path), **limits)
+
+    @classmethod
+    def from_png(cls, data, name="program", **limits):
+        """A .pxi given as PNG bytes."""
+        data = bytes(data)
+        return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), name.encode(), **limits)
+
+    @classmethod
+    def assemble(cls, text, name="<text>", **limits):
+        """pxasm source text (assembler/README.md)."""
+        return cls._make(_lib.pxvm_prog_assemble, name, text.encode(), name.encode(), **limits)
+
+    @classmethod
+    def from_plan(cls, plan, name=None, **limits):
+        """An allocation plan: a dict, a JSON string, or the path of a JSON file (the fields are in
+        assembler/README.md). All float math happens here, deterministically."""
+        if isinstance(plan, dict):
+            text, name = _json.dumps(plan), name or "<plan>"
+        elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):
+            with open(plan, "rb") as f:
+                text, name = f.read().decode(), name or str(plan)
+        else:
+            text, name = str(plan), name or "<plan>"
+        return cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
+
+    def disassemble(self):
+        """pxasm source that assembles back to the same pixels."""
+        p = ctypes.c_void_p()
+        _check(_lib.pxvm_prog_disassemble(self._h, ctypes.byref(p)))
+        return _take_bytes(p, len(ctypes.string_at(p))).decode()
+
+    def to_png(self):
+        """The program image as PNG bytes (what a .pxi file holds)."""
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        _check(_lib.pxvm_prog_encode(self._h, ctypes.byref(p), ctypes.byref(n)))
+        return _take_bytes(p, n.value)
+
+    def save(self, path):
+        with open(path, "wb") as f:
+            f.write(self.to_png())
+
+    def slot(self, name):
+        """A slot by name or number."""
+        k = _lib.pxvm_prog_slot_find(self._h, str(name).encode())
+        if k < 0:
+            raise UsageError("usage: the program has no slot '%s'" % name)
+        return self.slots[k]
+
+    @property
+    def inputs(self):
+        return self._inputs
+
+    @property
+    def outputs(self):
+        return self._outputs
+
+    def __repr__(self):
+        return "Program(%r, %d slots)" % (self.name, len(self.slots))
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h is not None and h.value:
+            _lib.pxvm_prog_free(h)
+            self._h = ctypes.c_void_p()
+
+
+def assemble(text, name="<text>", **limits):
+    """pxasm source text -> Program."""
+    return Program.assemble(text, name, **limits)
+
+
+# ---- arrays and tensors as views ----------------------------------------------------------------
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class _Arr:
+    """What the library needs of an array: pointer, shape and byte strides, device; `keep` holds
+    the object alive during the call."""
+    __slots__ = ("ptr", "shape", "strides", "device", "keep")
+
+
+def _describe(x):
+    a = _Arr()
+    if _is_torch(x):
+        torch = _torch()
+        if x.dtype != torch.uint8:
+            raise TypeError("pxvm: images must be uint8, got a torch tensor of %s" % x.dtype)
+        a.ptr, a.shape, a.strides = x.data_ptr(), tuple(x.shape), tuple(x.stride())  # uint8: elements = bytes
+        a.device = x.device.index if x.device.type == "cuda" else -1
+        if x.device.type == "cuda" and a.device is None:
+            a.device = torch.cuda.current_device()
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError("pxvm: tensors must be on the CPU or a CUDA device, not %s" % x.device)
+        a.keep = x
+        return a
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai["typestr"] not in ("|u1", "<u1"):
+            raise TypeError("pxvm: images must be uint8, got a CUDA array of %s" % cai["typestr"])
+        a.shape = tuple(cai["shape"])
+        st = cai.get("strides")
+        if st is None:
+            st, acc = [], 1
+            for d in reversed(a.shape):
+                st.insert(0, acc)
+                acc *= d
+        a.ptr, a.strides, a.device, a.keep = cai["data"][0], tuple(st), -2, x  # -2: the runner's device
+        return a
+    np = _np()
+    arr = np.asarray(x)
+    if arr.dtype != np.uint8:
+        raise TypeError("pxvm: images must be uint8 arrays, got %s" % arr.dtype)
+    a.ptr, a.shape, a.strides, a.device, a.keep = arr.ctypes.data, arr.shape, arr.strides, -1, arr
+    return a
+
+
+def _fill_view(v, a, w, h, batched):
+    """Fills View v with `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
+    The layout is the one whose (H, W) is the slot's; HWC first where both fit."""
+    shape, st = list(a.shape), list(a.strides)
+    if batched:
+        if not shape:
+            raise ValueError("pxvm: a batch needs a leading batch axis")
+        items, item_stride = shape.pop(0), st.pop(0)
+    else:
+        items, item_stride = 1, 0
+    want = "(B, H, W), (B, H, W, C) or (B, C, H, W)" if batched else "(H, W), (H, W, C) or (C, H, W)"
+    if len(shape) == 2:
+        H, W, C, rs, ps, cs = shape[0], shape[1], 1, st[0], st[1], 0
+    elif len(shape) == 3:
+        hwc = shape[2] in (1, 3, 4)
+        chw = shape[0] in (1, 3, 4)
+        if hwc and chw:  # both possible: the one that fits the slot, HWC first
+            hwc = tuple(shape[:2]) == (h, w) or tuple(shape[1:]) != (h, w)
+        if hwc:
+            H, W, C, rs, ps, cs = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        elif chw:
+            C, H, W, cs, rs, ps = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        else:
+            raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    else:
+        raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
+    v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
+    return v
+
+
+def _image_view(a, w, h, batched):
+    return _fill_view(_View(), a, w, h, batched)
+
+
+def _c_contiguous(shape, strides):
+    """Rows of bytes back to back (axes of length 1 may have any stride)."""
+    acc = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+_torch_mod = None
+
+
+def _torch():
+    global _torch_mod
+    if _torch_mod is None:
+        import torch
+        _torch_mod = torch
+    return _torch_mod
+
+
+def _current_stream(device):
+    """torch's current CUDA stream on `device` as a cudaStream_t (0: the legacy default stream)."""
+    torch = _torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the cheap form, where torch has it
+    return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
+
+
+# ---- runners --------------------------------------------------------------------------------------
+
+class Runner:
+    """A program loaded on an executor: "cpu", "cuda" (CUDA-GL) or "auto" (cuda when it opens here).
+
+    run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
+    run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
+    A runner keeps its slots loaded per batch size (the first call with a new size loads them:
+    milliseconds on the GPU), so repeated calls cost only the run."""
+
+    def __init__(self, program, executor="cpu", device=0, threads=0):
+        if not isinstance(program, Program):
+            program = Program.load(program)
+        self.program = program
+        self.device = int(device)
+        self.threads = int(threads)
+        self._runners = {}
+        self._stream = {}
+        self._bufs = {}
+        self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
+        self._torch_device = "cuda:%d" % self.device
+        self.executor = executor
+        self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
+
+    def _runner(self, batch):
+        r = self._runners.get(batch)
+        if r is None:
+            h = ctypes.c_void_p()
+            _check(_lib.pxvm_runner_open(self.program._h, self.executor.encode(), self.device, self.threads, batch,
+                                         ctypes.byref(h)))
+            r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
+        return r
+
+    def close(self):
+        for h, _ in self._runners.values():
+            _lib.pxvm_runner_close(h)
+        self._runners = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "Runner(%r, executor=%r)" % (self.program, self.executor)
+
+    # -- the one call into the library per run
+    def _buffers(self, batch, nin, nout):
+        """The ctypes arrays of one call shape, made once and refilled (they cost microseconds)."""
+        key = (batch, nin, nout)
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = ((ctypes.c_int * max(nin, 1))(), (ctypes.c_int * max(nin, 1))(),
+                                      (_View * max(nin, 1))(), (ctypes.c_int * max(nout, 1))(),
+                                      (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
+        return bufs
+
+    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None):
+        """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
+        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
+        to write them into instead of new ones; fixation: see _fixations. Returns the output arrays
+        in the order of outs."""
+        h, name = self._runner(batch)
+        fix = self._fixations(fixation, batch, batched)
+        binds = []  # (slot, first item, description, has a batch axis)
+        for k, x in inputs.items():
+            if isinstance(x, (list, tuple)):
+                binds += [(k, i, _describe(xi), False) for i, xi in enumerate(x)]
+            else:
+                binds.append((k, 0, _describe(x), batched))
+        on_cuda = False
+        for _, _, a, _ in binds:
+            if a.device != -1:
+                on_cuda = True
+                if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
+                    a.device = self.device
+                elif a.device != self.device:
+                    raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
+                                     (a.device, self.device))
+        if on_cuda:
+            if name != "cuda":
+                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
+            self._sync_stream(batch)
+        elif self._stream.get(batch):
+            _check(_lib.pxvm_runner_set_stream(h, None))
+            self._stream[batch] = 0
+        if fix is not None:
+            fdev = _is_torch(fix) and fix.is_cuda
+            if fdev and not on_cuda:
+                if name != "cuda":
+                    raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
+                self._sync_stream(batch)
+            ptr = fix.data_ptr() if _is_torch(fix) else fix.ctypes.data
+            _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fix.shape[1], ctypes.c_void_p(ptr),
+                                                  self.device if fdev else -1))
+        nin, nout = len(binds), len(outs)
+        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
+        slots = self.program.slots
+        for i, (k, item, a, has_axis) in enumerate(binds):
+            s = slots[k]
+            in_slots[i], in_items[i] = k, item
+            _fill_view(in_views[i], a, s.w, s.h, has_axis)
+        results = []
+        for i, (k, kind) in enumerate(outs):
+            s = slots[k]
+            if kind:
+                vw, vh = s.patch_w, s.patch_h * s.patch_count
+                full = (batch, s.patch_count, s.patch_h, s.patch_w, 4)
+            else:
+                vw, vh = s.w, s.h
+                full = (batch, s.h, s.w, 4)
+            if out is not None:
+                arr = out[i]
+                d = _describe(arr)
+                if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
+                    raise ValueError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
+                                     ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
+                                      tuple(d.shape)))
+                ptr, devno = d.ptr, (self.device if on_cuda else -1)
+            elif on_cuda:
+                arr = _torch().empty(full, dtype=_torch().uint8, device=self._torch_device)
+                ptr, devno = arr.data_ptr(), self.device
+            else:
+                arr = _np().empty(full, dtype=_np().uint8)
+                ptr, devno = arr.ctypes.data, -1
+            v = out_views[i]
+            v.data, v.device, v.items, v.w, v.h, v.channels = ptr, devno, batch, vw, vh, 4
+            v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
+            out_slots[i], out_kinds[i] = k, kind
+            results.append(arr)
+        _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
+        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them
+            self._lent[(batch, k)] = x
+        return results
+
+    def _fixations(self, fixation, batch, batched):
+        """Fixations as Q16 int32 (batch, nregs, 2), host NumPy or a CUDA tensor (converted on the
+        device, on the current stream: no copy to the host), or None to keep the registers."""
+        if fixation is None:
+            return None
+        if isinstance(fixation, str):
+            if fixation != "saliency":
+                raise UsageError("usage: fixation is (x, y) in level-0 texels, an array, or 'saliency'")
+            if not self.program.finds_fixations:
+                raise UsageError("usage: fixation='saliency': program %s finds no fixations (compile a logpolar or v1 "
+                                 "plan with \"scanpath\": K)" % self.program.name)
+            return None
+        if not self.program.uses_fixation:
+            raise UsageError("usage: fixation: program %s samples no position relative to a fixation (compile its "
+                             "plan with \"fixation\": \"relative\")" % self.program.name)
+        if _is_torch(fixation):
+            torch = _torch()
+            t = (fixation.to(torch.float64) * 65536.0).round().clamp(-2147483648, 2147483647).to(torch.int32)
+        else:
+            np = _np()
+            t = np.clip(np.round(np.asarray(fixation, dtype=np.float64) * 65536.0), -2147483648, 2147483647)
+            t = t.astype(np.int32)
+        if not batched and t.ndim in (1, 2):
+            t = t.reshape((1,) + tuple(t.shape))
+        if t.ndim == 2:  # (B, 2): register 0 of each item
+            t = t.reshape(t.shape[0], 1, 2)
+        if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
+            raise ValueError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
+                             "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
+        return t.contiguous() if _is_torch(t) else _np().ascontiguousarray(t)
+
+    def fixations(self, batch=1, device=None):
+        """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64): what
+        ARGMAX found (a scanpath in registers 0..K-1) or what was set. NumPy from the host;
+        with device="cuda" a CUDA tensor, read on the device."""
+        h = self._runner(batch)[0]
+        if device is not None and self._runners[batch][1] == "cuda":
+            torch = _torch()
+            t = torch.empty((batch, PXVM_FIX_REGS, 2), dtype=torch.int32, device=self._torch_device)
+            self._sync_stream(batch)
+            _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(t.data_ptr()), self.device))
+            return t.to(torch.float64) / 65536.0
+        np = _np()
+        a = np.empty((batch, PXVM_FIX_REGS, 2), dtype=np.int32)
+        _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(a.ctypes.data), -1))
+        return a.astype(np.float64) / 65536.0
+
+    def _sync_stream(self, batch):
+        """The library orders its work after torch's current stream and the stream after its work."""
+        h = self._runners[batch][0]
+        handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
+        if self._stream.get(batch) != handle:
+            _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+            self._stream[batch] = handle
+
+    def geometry(self, slot=None, batch=1, exact=False, device=None):
+        """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
+        (centre x, centre y, step, LOD; level-0 texels, step = du; NaN for a token no instruction
+        wrote), or with exact=True the library's int32 (B, N, 5): Q16 x, y, du, dv and the Q8.8
+        LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
+        s = self._atlas(slot)
+        h = self._runner(batch)[0]
+        on_dev = device is not None and self._runners[batch][1] == "cuda"
+        if on_dev:
+            torch = _torch()
+            g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
+            self._sync_stream(batch)
+            _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.data_ptr()), self.device))
+            if exact:
+                return g
+            f = torch.stack([g[..., 0].double() / 65536.0, g[..., 1].double() / 65536.0, g[..., 2].double() / 65536.0,
+                             g[..., 4].double() / 256.0], dim=-1).float()
+            f[g[..., 4] < 0] = float("nan")
+            return f
+        np = _np()
+        g = np.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=np.int32)
+        _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.ctypes.data), -1))
+        if exact:
+            return g
+        f = np.stack([g[..., 0] / 65536.0, g[..., 1] / 65536.0, g[..., 2] / 65536.0, g[..., 4] / 256.0],
+                     axis=-1).astype(np.float32)
+        f[g[..., 4] < 0] = np.nan
+        return f
+
+    def stream(self, slot=None):
+        """A frame stream over this runner (programs with persistent slots, e.g. plans with
+        "video": T): push(frame) runs the program on the next frame and returns
+        (patches, changed), changed a (N,) bool array or tensor (True: the token was sampled
+        again; False: its bytes are the previous frame's, its cached embedding still holds)."""
+        return Stream(self, slot)
+
+    def _inputs(self, args, kwargs):
+        ins = self.program.inputs
+        if args:
+            if len(args) > 1 or len(ins) != 1 or kwargs:
+                raise UsageError("usage: give inputs by slot name (%s)" % ", ".join(s.name for s in ins))
+            return {ins[0].index: args[0]}
+        bound = {}
+        for key, x in kwargs.items():
+            s = self.program.slot(key)
+            bound[s.index] = x
+        missing = [s.name for s in ins if s.index not in bound]
+        if missing:
+            raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])
+        return bound
+
+    def _atlas(self, slot):
+        if slot is not None:
+            s = self.program.slot(slot)
+            if not s.patch_count:
+                raise UsageError("usage: slot '%s' is no patch atlas" % s.name)
+            return s
+        for s in self.program.slots:
+            if s.patch_count and s.role == "output":
+                return s
+        raise UsageError("usage: the program has no patch atlas output")
+
+    def run(self, *image, fixation=None, **inputs):
+        """Runs once: {output slot name: level 0 as (H, W, 4)}.
+
+        fixation: for fixation-relative programs, (x, y) in level-0 texels of the image (register
+        0; a (K, 2) array sets registers 0..K-1), host values or a CUDA tensor (converted and
+        copied on the device); "saliency" for programs that find their own fixations. Fixations
+        stay set for later runs until set again; changing them reloads nothing."""
+        outs = self.program.outputs
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation)
+        return {s.name: r[0] for s, r in zip(outs, res)}
+
+    def patches(self, *image, slot=None, out=None, fixation=None, with_geometry=False, **inputs):
+        """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
+        C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
+        written there instead of into a new array. fixation: as for run. with_geometry: returns
+        (patches, geometry (N, 4)) with geometry as Runner.geometry gives it, on the same device."""
+        s = self._atlas(slot)
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]],
+                         fixation=fixation)
+        p = out if out is not None else res[0][0]
+        if with_geometry:
+            return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
+        return p
+
+    def _batch_inputs(self, images, inputs):
+        if images is not None:
+            inputs = dict(inputs)
+            ins = self.program.inputs
+            if len(ins) != 1:
+                raise UsageError("usage: give batches by slot name (%s)" % ", ".join(s.name for s in ins))
+            inputs[ins[0].name] = images
+        bound = self._inputs((), inputs)
+        sizes = {len(x) if isinstance(x, (list, tuple)) else int(x.shape[0]) for x in bound.values()}
+        if len(sizes) != 1 or 0 in sizes:
+            raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
+        return bound, sizes.pop()
+
+    def run_batch(self, images=None, fixations=None, **inputs):
+        """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
+        On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
+        (B, K, 2)) texels, one per item, host or CUDA (stays on the device), or "saliency"."""
+        bound, b = self._batch_inputs(images, inputs)
+        outs = self.program.outputs
+        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations)
+        return {s.name: r for s, r in zip(outs, res)}
+
+    def patches_batch(self, images=None, slot=None, out=None, fixations=None, with_geometry=False, **inputs):
+        """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
+        fixations and with_geometry ((B, N, 4)) as for run_batch and patches."""
+        bound, b = self._batch_inputs(images, inputs)
+        s = self._atlas(slot)
+        p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations)[0]
+        if with_geometry:
+            return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
+        return p
+
+    def read(self, slot, level=0, batch=1):
+        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
+        np = _np()
+        s = self.program.slot(slot)
+        h = self._runner(batch)[0]
+        w, hh = max(1, s.w >> level), max(1, s.h >> level)
+        arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
+        v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
+        _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
+        return arr
+
+
+class Stream:
+    """Frames pushed one after another through a runner whose program keeps state between runs
+    (persistent slots, DIFF/UPDATE, incremental PYRAMID and sampling). The first frame, and the
+    first after reset(), is computed whole. Host frames give NumPy outputs; CUDA frames give CUDA
+    tensors, on torch's current stream, with no host copy."""
+
+    def __init__(self, runner, slot=None):
+        self.runner = runner
+        self.atlas = runner._atlas(slot)
+        ins = runner.program.inputs
+        if len(ins) != 1:
+            raise UsageError("usage: a stream binds its frames to the program's one input (it has %d)" % len(ins))
+        self.frames = 0
+
+    def push(self, frame, dirty=None, fixation=None, out=None):
+        """Runs the next frame. dirty: optional [(x, y, w, h), ...] rectangles that changed (level-0
+        texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
+        as for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
+        r = self.runner
+        h = r._runner(1)[0]
+        if dirty is not None:
+            rects = list(dirty)
+            arr = (_Rect * max(1, len(rects)))(*[_Rect(int(x), int(y), int(w), int(hh)) for x, y, w, hh in rects])
+            _check(_lib.pxvm_runner_set_dirty(h, 0, arr, len(rects)))
+        p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation)
+        self.frames += 1
+        if _is_torch(p) and p.is_cuda:
+            torch = _torch()
+            c = torch.empty((self.atlas.patch_count,), dtype=torch.uint8, device=r._torch_device)
+            _check(_lib.pxvm_runner_read_changed(h, self.atlas.index, 0, 1, ctypes.c_void_p(c.data_ptr()), r.device))
+            return p, c.bool()
+        np = _np()
+        c = np.empty((self.atlas.patch_count,), dtype=np.uint8)
+        _check(_lib.pxvm_runner_read_changed(h, self.atlas.index, 0, 1, ctypes.c_void_p(c.ctypes.data), -1))
+        return p, c.astype(bool)
+
+    def reset(self):
+        """Starts again: the next frame is computed whole."""
+        _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
+        self.frames = 0
+
+
+# ---- convenience ----------------------------------------------------------------------------------
+
+_pyramid_cache = {}
+
+
+def pyramid(image, executor="cpu", device=0):
+    """The full mip chain of an image under the PYRAMID rule ((a+b+c+d+2)>>2 per 2x2 block, OpenGL
+    sizes), computed by the VM: a list of (h, w, 4) arrays, level 0 first."""
+    a = _describe(image)
+    sh = list(a.shape)
+    if len(sh) == 2 or (len(sh) == 3 and sh[2] in (1, 3, 4)):
+        h, w = sh[0], sh[1]
+    elif len(sh) == 3 and sh[0] in (1, 3, 4):
+        h, w = sh[1], sh[2]
+    else:
+        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
+    key = (w, h, executor, device)
+    r = _pyramid_cache.get(key)
+    if r is None:
+        prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
+        r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
+    if a.device == -1:
+        r._exec({1: image}, 1, [])
+        s = r.program.slots[1]
+        return [r.read(1, l)[0] for l in range(s.levels)]
+    raise UsageError("usage: pxvm.pyramid takes host images (use a Runner with executor='cuda' for tensors)")

@@ -22,9 +22,10 @@ Errors are pxvm.Error subclasses named after the library's classes, with pxrun's
 dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 """
 from . import _capi
-from .runner import (Program, Runner, Slot, Stream, assemble, load_image, pyramid, Error, Malformed,
-                     InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable, AssemblyError,
-                     PlanError, PXVM_FIX_REGS, PXVM_GEOM_INTS, library_version, library_path, __version__)
+from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
+                     AssemblyError, PlanError)
+from .runner import (Program, Runner, Slot, Stream, assemble, load_image, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
+                     library_version, library_path, __version__)
 from .runner import _describe, _image_view  # tests/bench/bench_python.py
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",

@@ -27,6 +27,7 @@ import os
 
 from . import _capi
 from ._capi import View as _View, SlotInfo as _SlotInfo, Limits as _Limits
+from .errors import UsageError, Unlinkable, _check
 
 _lib = _capi.lib
 
@@ -39,64 +40,12 @@ library_path = _capi.library_path
 __version__ = library_version
 
 
-# ---- errors ---------------------------------------------------------------------------------------
-
-class Error(Exception):
-    """A pxvm failure; `cls` is the library's class name ("invalid", "trap", ...)."""
-    cls = None
-
-
-class Malformed(Error):
-    cls = "malformed"
-
-
-class InvalidProgram(Error):
-    cls = "invalid"
-
-
-class Unlinkable(Error):
-    cls = "unlinkable"
-
-
-class Trap(Error):
-    cls = "trap"
-
-
-class PxIOError(Error, OSError):
-    cls = "i/o error"
-
-
-class UsageError(Error, ValueError):
-    cls = "usage"
-
-
-class Unavailable(Error):
-    cls = "unavailable"
-
-
-class AssemblyError(Error):
-    cls = "assembly error"
-
-
-class PlanError(Error):
-    cls = "plan error"
-
-
-_BY_CLASS = {1: Malformed, 2: InvalidProgram, 3: Unlinkable, 4: Trap, 5: PxIOError, 6: UsageError,
-             7: Unavailable, 8: AssemblyError, 9: PlanError}
-
-
 class _Rect(ctypes.Structure):
     _fields_ = [("x", ctypes.c_int32), ("y", ctypes.c_int32), ("w", ctypes.c_int32), ("h", ctypes.c_int32)]
 
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
-
-
-def _check(rc):
-    if rc:
-        raise _BY_CLASS.get(rc, Error)(_lib.pxvm_errmsg().decode(errors="replace"))
 
 
 def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):

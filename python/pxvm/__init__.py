@@ -26,7 +26,6 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
                      AssemblyError, PlanError)
 from .runner import (Program, Runner, Slot, Stream, assemble, load_image, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
                      library_version, library_path, __version__)
-from .runner import _describe, _image_view  # tests/bench/bench_python.py
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
            "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",

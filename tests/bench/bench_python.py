@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 sys.path.insert(0, os.path.dirname(__file__))
 import pxvm  # noqa: E402
 from pxvm import _capi  # noqa: E402
+from pxvm._arrays import _describe, _image_view  # noqa: E402
 _argv, sys.argv = sys.argv, sys.argv[:1]  # bench_torch reads its own arguments when imported
 from bench_torch import plan as torch_plan, pyramid as torch_pyramid  # noqa: E402
 sys.argv = _argv
@@ -45,9 +46,9 @@ def per_call_us(fn, n, sync=None):
 def raw_exec(runner, x, batch=1):
     """The same work as runner.patches(x) as one prepared call into the library."""
     h = runner._runner(batch)[0]
-    a = pxvm._describe(x)
+    a = _describe(x)
     s = runner.program.slot("image")
-    v_in = pxvm._image_view(a, s.w, s.h, batch > 1)
+    v_in = _image_view(a, s.w, s.h, batch > 1)
     at = runner.program.slot("atlas")
     if a.device >= 0:
         out = torch.empty((batch, at.patch_count, at.patch_h, at.patch_w, 4), dtype=torch.uint8, device="cuda")

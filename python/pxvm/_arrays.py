@@ -1,0 +1,116 @@
+"""NumPy arrays, torch tensors and __cuda_array_interface__ objects described for the library (views
+of caller memory: pointer, shape, byte strides, device), and the lazy imports of numpy and torch."""
+from ._capi import View as _View
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class _Arr:
+    """What the library needs of an array: pointer, shape and byte strides, device; `keep` holds
+    the object alive during the call."""
+    __slots__ = ("ptr", "shape", "strides", "device", "keep")
+
+
+def _describe(x):
+    a = _Arr()
+    if _is_torch(x):
+        torch = _torch()
+        if x.dtype != torch.uint8:
+            raise TypeError("pxvm: images must be uint8, got a torch tensor of %s" % x.dtype)
+        a.ptr, a.shape, a.strides = x.data_ptr(), tuple(x.shape), tuple(x.stride())  # uint8: elements = bytes
+        a.device = x.device.index if x.device.type == "cuda" else -1
+        if x.device.type == "cuda" and a.device is None:
+            a.device = torch.cuda.current_device()
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError("pxvm: tensors must be on the CPU or a CUDA device, not %s" % x.device)
+        a.keep = x
+        return a
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai["typestr"] not in ("|u1", "<u1"):
+            raise TypeError("pxvm: images must be uint8, got a CUDA array of %s" % cai["typestr"])
+        a.shape = tuple(cai["shape"])
+        st = cai.get("strides")
+        if st is None:
+            st, acc = [], 1
+            for d in reversed(a.shape):
+                st.insert(0, acc)
+                acc *= d
+        a.ptr, a.strides, a.device, a.keep = cai["data"][0], tuple(st), -2, x  # -2: the runner's device
+        return a
+    np = _np()
+    arr = np.asarray(x)
+    if arr.dtype != np.uint8:
+        raise TypeError("pxvm: images must be uint8 arrays, got %s" % arr.dtype)
+    a.ptr, a.shape, a.strides, a.device, a.keep = arr.ctypes.data, arr.shape, arr.strides, -1, arr
+    return a
+
+
+def _fill_view(v, a, w, h, batched):
+    """Fills View v with `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
+    The layout is the one whose (H, W) is the slot's; HWC first where both fit."""
+    shape, st = list(a.shape), list(a.strides)
+    if batched:
+        if not shape:
+            raise ValueError("pxvm: a batch needs a leading batch axis")
+        items, item_stride = shape.pop(0), st.pop(0)
+    else:
+        items, item_stride = 1, 0
+    want = "(B, H, W), (B, H, W, C) or (B, C, H, W)" if batched else "(H, W), (H, W, C) or (C, H, W)"
+    if len(shape) == 2:
+        H, W, C, rs, ps, cs = shape[0], shape[1], 1, st[0], st[1], 0
+    elif len(shape) == 3:
+        hwc = shape[2] in (1, 3, 4)
+        chw = shape[0] in (1, 3, 4)
+        if hwc and chw:  # both possible: the one that fits the slot, HWC first
+            hwc = tuple(shape[:2]) == (h, w) or tuple(shape[1:]) != (h, w)
+        if hwc:
+            H, W, C, rs, ps, cs = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        elif chw:
+            C, H, W, cs, rs, ps = shape[0], shape[1], shape[2], st[0], st[1], st[2]
+        else:
+            raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    else:
+        raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+    v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
+    v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
+    return v
+
+
+def _image_view(a, w, h, batched):
+    return _fill_view(_View(), a, w, h, batched)
+
+
+def _c_contiguous(shape, strides):
+    """Rows of bytes back to back (axes of length 1 may have any stride)."""
+    acc = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+_torch_mod = None
+
+
+def _torch():
+    global _torch_mod
+    if _torch_mod is None:
+        import torch
+        _torch_mod = torch
+    return _torch_mod
+
+
+def _current_stream(device):
+    """torch's current CUDA stream on `device` as a cudaStream_t (0: the legacy default stream)."""
+    torch = _torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the cheap form, where torch has it
+    return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream

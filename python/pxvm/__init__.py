@@ -24,7 +24,8 @@ dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 from . import _capi
 from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
                      AssemblyError, PlanError)
-from .runner import (Program, Runner, Slot, Stream, assemble, load_image, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
+from .image import load_image
+from .runner import (Program, Runner, Slot, Stream, assemble, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
                      library_version, library_path, __version__)
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",

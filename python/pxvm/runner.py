@@ -26,9 +26,10 @@ import json as _json
 import os
 
 from . import _capi
-from ._capi import View as _View, SlotInfo as _SlotInfo, Limits as _Limits
+from ._capi import View as _View, SlotInfo as _SlotInfo
 from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
+from .image import _limits, _take_bytes
 
 _lib = _capi.lib
 
@@ -47,37 +48,6 @@ class _Rect(ctypes.Structure):
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
-
-
-def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
-    lim = _Limits()
-    _lib.pxvm_limits_default(ctypes.byref(lim))
-    for k, v in (("max_side", max_side), ("max_memory", max_memory), ("max_insns", max_insns),
-                 ("max_steps", max_steps)):
-        if v is not None:
-            setattr(lim, k, int(v))
-    return lim
-
-
-def _take_bytes(ptr, n):
-    try:
-        return ctypes.string_at(ptr, n)
-    finally:
-        _lib.pxvm_free(ptr)
-
-
-# ---- images ---------------------------------------------------------------------------------------
-
-def load_image(path, **limits):
-    """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
-    (libpng, libjpeg-turbo), the limits checked from the file's header first."""
-    np = _np()
-    px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
-    lim = _limits(**limits)
-    _check(_lib.pxvm_image_load(os.fsencode(path), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
-                                ctypes.byref(h)))
-    data = _take_bytes(px, w.value * h.value * 4)
-    return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()
 
 
 # ---- programs -------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from . import _capi
 from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
                      AssemblyError, PlanError)
 from .image import load_image
-from .runner import (Program, Runner, Slot, Stream, assemble, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
+from .program import Slot, Program, assemble
+from .runner import (Runner, Stream, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
                      library_version, library_path, __version__)
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",

@@ -22,14 +22,12 @@ Errors are pxvm.Error subclasses named after the library's classes, with pxrun's
 dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 """
 import ctypes
-import json as _json
-import os
 
 from . import _capi
-from ._capi import View as _View, SlotInfo as _SlotInfo
+from ._capi import View as _View
 from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
-from .image import _limits, _take_bytes
+from .program import Program
 
 _lib = _capi.lib
 
@@ -48,128 +46,6 @@ class _Rect(ctypes.Structure):
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
-
-
-# ---- programs -------------------------------------------------------------------------------------
-
-class Slot:
-    """A program slot: name, role ("input", "output", ...), size, levels, patch geometry."""
-    __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count")
-
-    def __init__(self, index, info):
-        self.index = index
-        self.name = info.name.decode()
-        self.role = info.role.decode()
-        self.w, self.h, self.levels = info.w, info.h, info.levels
-        self.patch_w, self.patch_h, self.patch_count = info.patch_w, info.patch_h, info.patch_count
-
-    def __repr__(self):
-        extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""
-        return "Slot(%d %r %s %dx%d, %d levels%s)" % (self.index, self.name, self.role, self.w, self.h, self.levels,
-                                                      extra)
-
-
-class Program:
-    """A loaded, validated pixel program (immutable). Make one with load, from_plan, from_png or
-    assemble."""
-
-    def __init__(self, handle, name):
-        self._h = ctypes.c_void_p(handle)
-        self.name = name
-        n = _lib.pxvm_prog_slot_count(self._h)
-        self.slots = []
-        for k in range(n):
-            info = _SlotInfo()
-            _check(_lib.pxvm_prog_slot(self._h, k, ctypes.byref(info)))
-            self.slots.append(Slot(k, info))
-        self._inputs = [s for s in self.slots if s.role == "input"]
-        self._outputs = [s for s in self.slots if s.role == "output"]
-        use = _lib.pxvm_prog_fixation_use(self._h)
-        #: the program samples relative to fixation registers (or finds fixations itself)
-        self.uses_fixation = use >= 1
-        #: the program finds its own fixations (SALIENCY + ARGMAX: a "scanpath" plan)
-        self.finds_fixations = use == 2
-
-    @classmethod
-    def _make(cls, fn, name, *args, **limits):
-        h = ctypes.c_void_p()
-        lim = _limits(**limits)
-        _check(fn(*args, ctypes.byref(lim), ctypes.byref(h)))
-        return cls(h.value, name)
-
-    @classmethod
-    def load(cls, path, **limits):
-        """A .pxi file (limits: max_side, max_memory, max_insns, max_steps)."""
-        return cls._make(_lib.pxvm_prog_load, str(path), os.fsencode(path), **limits)
-
-    @classmethod
-    def from_png(cls, data, name="program", **limits):
-        """A .pxi given as PNG bytes."""
-        data = bytes(data)
-        return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), name.encode(), **limits)
-
-    @classmethod
-    def assemble(cls, text, name="<text>", **limits):
-        """pxasm source text (assembler/README.md)."""
-        return cls._make(_lib.pxvm_prog_assemble, name, text.encode(), name.encode(), **limits)
-
-    @classmethod
-    def from_plan(cls, plan, name=None, **limits):
-        """An allocation plan: a dict, a JSON string, or the path of a JSON file (the fields are in
-        assembler/README.md). All float math happens here, deterministically."""
-        if isinstance(plan, dict):
-            text, name = _json.dumps(plan), name or "<plan>"
-        elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):
-            with open(plan, "rb") as f:
-                text, name = f.read().decode(), name or str(plan)
-        else:
-            text, name = str(plan), name or "<plan>"
-        return cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
-
-    def disassemble(self):
-        """pxasm source that assembles back to the same pixels."""
-        p = ctypes.c_void_p()
-        _check(_lib.pxvm_prog_disassemble(self._h, ctypes.byref(p)))
-        return _take_bytes(p, len(ctypes.string_at(p))).decode()
-
-    def to_png(self):
-        """The program image as PNG bytes (what a .pxi file holds)."""
-        p, n = ctypes.c_void_p(), ctypes.c_size_t()
-        _check(_lib.pxvm_prog_encode(self._h, ctypes.byref(p), ctypes.byref(n)))
-        return _take_bytes(p, n.value)
-
-    def save(self, path):
-        with open(path, "wb") as f:
-            f.write(self.to_png())
-
-    def slot(self, name):
-        """A slot by name or number."""
-        k = _lib.pxvm_prog_slot_find(self._h, str(name).encode())
-        if k < 0:
-            raise UsageError("usage: the program has no slot '%s'" % name)
-        return self.slots[k]
-
-    @property
-    def inputs(self):
-        return self._inputs
-
-    @property
-    def outputs(self):
-        return self._outputs
-
-    def __repr__(self):
-        return "Program(%r, %d slots)" % (self.name, len(self.slots))
-
-    def __del__(self):
-        h = getattr(self, "_h", None)
-        if h is not None and h.value:
-            _lib.pxvm_prog_free(h)
-            self._h = ctypes.c_void_p()
-
-
-def assemble(text, name="<text>", **limits):
-    """pxasm source text -> Program."""
-    return Program.assemble(text, name, **limits)
 
 
 # ---- runners --------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
                      AssemblyError, PlanError)
 from .image import load_image
 from .program import Slot, Program, assemble
-from .runner import (Runner, Stream, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
+from .stream import Stream
+from .runner import (Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
                      library_version, library_path, __version__)
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",

@@ -28,6 +28,7 @@ from ._capi import View as _View
 from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
+from .stream import Stream
 
 _lib = _capi.lib
 
@@ -38,10 +39,6 @@ __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "M
 library_version = _lib.pxvm_version().decode()
 library_path = _capi.library_path
 __version__ = library_version
-
-
-class _Rect(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_int32), ("y", ctypes.c_int32), ("w", ctypes.c_int32), ("h", ctypes.c_int32)]
 
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
@@ -373,48 +370,6 @@ class Runner:
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
         return arr
-
-
-class Stream:
-    """Frames pushed one after another through a runner whose program keeps state between runs
-    (persistent slots, DIFF/UPDATE, incremental PYRAMID and sampling). The first frame, and the
-    first after reset(), is computed whole. Host frames give NumPy outputs; CUDA frames give CUDA
-    tensors, on torch's current stream, with no host copy."""
-
-    def __init__(self, runner, slot=None):
-        self.runner = runner
-        self.atlas = runner._atlas(slot)
-        ins = runner.program.inputs
-        if len(ins) != 1:
-            raise UsageError("usage: a stream binds its frames to the program's one input (it has %d)" % len(ins))
-        self.frames = 0
-
-    def push(self, frame, dirty=None, fixation=None, out=None):
-        """Runs the next frame. dirty: optional [(x, y, w, h), ...] rectangles that changed (level-0
-        texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
-        as for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
-        r = self.runner
-        h = r._runner(1)[0]
-        if dirty is not None:
-            rects = list(dirty)
-            arr = (_Rect * max(1, len(rects)))(*[_Rect(int(x), int(y), int(w), int(hh)) for x, y, w, hh in rects])
-            _check(_lib.pxvm_runner_set_dirty(h, 0, arr, len(rects)))
-        p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation)
-        self.frames += 1
-        if _is_torch(p) and p.is_cuda:
-            torch = _torch()
-            c = torch.empty((self.atlas.patch_count,), dtype=torch.uint8, device=r._torch_device)
-            _check(_lib.pxvm_runner_read_changed(h, self.atlas.index, 0, 1, ctypes.c_void_p(c.data_ptr()), r.device))
-            return p, c.bool()
-        np = _np()
-        c = np.empty((self.atlas.patch_count,), dtype=np.uint8)
-        _check(_lib.pxvm_runner_read_changed(h, self.atlas.index, 0, 1, ctypes.c_void_p(c.ctypes.data), -1))
-        return p, c.astype(bool)
-
-    def reset(self):
-        """Starts again: the next frame is computed whole."""
-        _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
-        self.frames = 0
 
 
 # ---- convenience ----------------------------------------------------------------------------------

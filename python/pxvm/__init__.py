@@ -27,8 +27,11 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
 from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
-from .runner import (Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS,
-                     library_version, library_path, __version__)
+from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS
+
+library_version = _capi.lib.pxvm_version().decode()
+library_path = _capi.library_path
+__version__ = library_version
 
 __all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
            "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",

@@ -1,26 +1,4 @@
-"""pxvm: foveated image pyramids as pixel programs, from Python.
-
-    import pxvm
-    prog = pxvm.Program.load("programs/foveate273.pxi")
-    runner = pxvm.Runner(prog, executor="auto")
-    patches = runner.patches(pxvm.load_image("programs/data/chelsea.png"))   # (273, 16, 16, 4) uint8
-
-Images are NumPy uint8 arrays or PyTorch uint8 tensors (CPU or CUDA), (H, W), (H, W, C) or
-(C, H, W) with C in 1 (grey), 3 (RGB) or 4 (RGBA), any strides; batches add a leading B axis
-or are lists. What is copied, and when:
-- inputs are read once, by the library, straight from your memory into the VM's storage (converted
-  to RGBA8 on the way: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)); no Python-side copy, and
-  CUDA inputs never pass through the host; CUDA inputs are read when the run executes on
-  torch.cuda.current_stream(), so write them on that stream or before, as for any torch
-  operation; packed RGBA inputs are even read in place (pxvm_runner_borrow: no copy at all) on the
-  CPU executor, and on the CUDA one for a video frame in GPU memory: the runner then keeps a
-  reference to the array until the slot is given another one, and reading the slot reads it;
-- outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
-  device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
-  without a synchronisation.
-Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
-dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
-"""
+"""Runners: a program loaded on an executor, run on images, batches and frames; pyramid()."""
 import ctypes
 
 from . import _capi
@@ -31,15 +9,6 @@ from .program import Program
 from .stream import Stream
 
 _lib = _capi.lib
-
-__all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
-           "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",
-           "library_version", "library_path"]
-
-library_version = _lib.pxvm_version().decode()
-library_path = _capi.library_path
-__version__ = library_version
-
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry

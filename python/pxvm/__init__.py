@@ -20,6 +20,11 @@ or are lists. What is copied, and when:
   without a synchronisation.
 Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
 dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
+
+Modules (every public name is importable from pxvm itself): errors (Error and one subclass per
+class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
+(Runner, pyramid), stream (Stream); _capi (the ctypes binding) and _arrays (arrays and tensors as
+the library's views) are internal.
 """
 from . import _capi
 from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
@@ -27,12 +32,14 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
 from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
-from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS
+from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 
-library_version = _capi.lib.pxvm_version().decode()
-library_path = _capi.library_path
+#: the loaded library's version, e.g. "1.0.0"
+library_version: str = _capi.lib.pxvm_version().decode()
+#: where the library was loaded from: PXVM_LIB, the build tree, or "libpxvm.so.1" (the loader's path)
+library_path: str = _capi.library_path
 __version__ = library_version
 
-__all__ = ["Program", "Runner", "assemble", "load_image", "pyramid", "Error", "Malformed", "InvalidProgram",
-           "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError", "PlanError",
-           "library_version", "library_path"]
+__all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyramid", "Error", "Malformed",
+           "InvalidProgram", "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError",
+           "PlanError", "library_version", "library_path"]

@@ -1,6 +1,21 @@
 """NumPy arrays, torch tensors and __cuda_array_interface__ objects described for the library (views
 of caller memory: pointer, shape, byte strides, device), and the lazy imports of numpy and torch."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._capi import View as _View
+
+if TYPE_CHECKING:  # the names in the API's annotations (numpy and torch are imported only where used)
+    from typing import Sequence, Union
+    import numpy
+    import torch
+    #: an image or an output: a uint8 NumPy array or torch tensor (host or CUDA)
+    Array = Union[numpy.ndarray, torch.Tensor]
+    #: a batch: an Array with a leading B axis, or a list of Arrays (one per item)
+    Batch = Union[Array, Sequence[Array]]
+    #: fixations in level-0 texels: (x, y), (K, 2), per item (B, 2) or (B, K, 2), or "saliency"
+    Fixation = Union[Sequence, Array, str, None]
 
 
 def _np():

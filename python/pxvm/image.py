@@ -1,11 +1,17 @@
 """Images decoded by the library (PNG, JPEG) and the limits and buffers shared with programs."""
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import TYPE_CHECKING
 
 from . import _capi
 from ._capi import Limits as _Limits
 from .errors import _check
 from ._arrays import _np
+
+if TYPE_CHECKING:
+    import numpy
 
 _lib = _capi.lib
 
@@ -27,7 +33,7 @@ def _take_bytes(ptr, n):
         _lib.pxvm_free(ptr)
 
 
-def load_image(path, **limits):
+def load_image(path: str | os.PathLike, **limits: int) -> numpy.ndarray:
     """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
     (libpng, libjpeg-turbo), the limits checked from the file's header first."""
     np = _np()

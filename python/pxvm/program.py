@@ -1,4 +1,6 @@
 """Pixel programs: loaded, assembled or compiled from a plan, validated, immutable."""
+from __future__ import annotations
+
 import ctypes
 import json as _json
 import os
@@ -15,14 +17,14 @@ class Slot:
     """A program slot: name, role ("input", "output", ...), size, levels, patch geometry."""
     __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count")
 
-    def __init__(self, index, info):
+    def __init__(self, index: int, info: _SlotInfo) -> None:
         self.index = index
         self.name = info.name.decode()
         self.role = info.role.decode()
         self.w, self.h, self.levels = info.w, info.h, info.levels
         self.patch_w, self.patch_h, self.patch_count = info.patch_w, info.patch_h, info.patch_count
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""
         return "Slot(%d %r %s %dx%d, %d levels%s)" % (self.index, self.name, self.role, self.w, self.h, self.levels,
                                                       extra)
@@ -32,7 +34,7 @@ class Program:
     """A loaded, validated pixel program (immutable). Make one with load, from_plan, from_png or
     assemble."""
 
-    def __init__(self, handle, name):
+    def __init__(self, handle: int, name: str) -> None:
         self._h = ctypes.c_void_p(handle)
         self.name = name
         n = _lib.pxvm_prog_slot_count(self._h)
@@ -57,23 +59,23 @@ class Program:
         return cls(h.value, name)
 
     @classmethod
-    def load(cls, path, **limits):
+    def load(cls, path: str | os.PathLike, **limits: int) -> Program:
         """A .pxi file (limits: max_side, max_memory, max_insns, max_steps)."""
         return cls._make(_lib.pxvm_prog_load, str(path), os.fsencode(path), **limits)
 
     @classmethod
-    def from_png(cls, data, name="program", **limits):
+    def from_png(cls, data: bytes | bytearray | memoryview, name: str = "program", **limits: int) -> Program:
         """A .pxi given as PNG bytes."""
         data = bytes(data)
         return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), name.encode(), **limits)
 
     @classmethod
-    def assemble(cls, text, name="<text>", **limits):
+    def assemble(cls, text: str, name: str = "<text>", **limits: int) -> Program:
         """pxasm source text (assembler/README.md)."""
         return cls._make(_lib.pxvm_prog_assemble, name, text.encode(), name.encode(), **limits)
 
     @classmethod
-    def from_plan(cls, plan, name=None, **limits):
+    def from_plan(cls, plan: dict | str | os.PathLike, name: str | None = None, **limits: int) -> Program:
         """An allocation plan: a dict, a JSON string, or the path of a JSON file (the fields are in
         assembler/README.md). All float math happens here, deterministically."""
         if isinstance(plan, dict):
@@ -85,23 +87,24 @@ class Program:
             text, name = str(plan), name or "<plan>"
         return cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
 
-    def disassemble(self):
+    def disassemble(self) -> str:
         """pxasm source that assembles back to the same pixels."""
         p = ctypes.c_void_p()
         _check(_lib.pxvm_prog_disassemble(self._h, ctypes.byref(p)))
         return _take_bytes(p, len(ctypes.string_at(p))).decode()
 
-    def to_png(self):
+    def to_png(self) -> bytes:
         """The program image as PNG bytes (what a .pxi file holds)."""
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
         _check(_lib.pxvm_prog_encode(self._h, ctypes.byref(p), ctypes.byref(n)))
         return _take_bytes(p, n.value)
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes the program image (to_png) to a .pxi file."""
         with open(path, "wb") as f:
             f.write(self.to_png())
 
-    def slot(self, name):
+    def slot(self, name: str | int) -> Slot:
         """A slot by name or number."""
         k = _lib.pxvm_prog_slot_find(self._h, str(name).encode())
         if k < 0:
@@ -109,23 +112,25 @@ class Program:
         return self.slots[k]
 
     @property
-    def inputs(self):
+    def inputs(self) -> list[Slot]:
+        """The input slots, in slot order."""
         return self._inputs
 
     @property
-    def outputs(self):
+    def outputs(self) -> list[Slot]:
+        """The output slots, in slot order."""
         return self._outputs
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Program(%r, %d slots)" % (self.name, len(self.slots))
 
-    def __del__(self):
+    def __del__(self) -> None:
         h = getattr(self, "_h", None)
         if h is not None and h.value:
             _lib.pxvm_prog_free(h)
             self._h = ctypes.c_void_p()
 
 
-def assemble(text, name="<text>", **limits):
+def assemble(text: str, name: str = "<text>", **limits: int) -> Program:
     """pxasm source text -> Program."""
     return Program.assemble(text, name, **limits)

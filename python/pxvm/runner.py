@@ -1,5 +1,9 @@
 """Runners: a program loaded on an executor, run on images, batches and frames; pyramid()."""
+from __future__ import annotations
+
 import ctypes
+import os
+from typing import TYPE_CHECKING
 
 from . import _capi
 from ._capi import View as _View
@@ -7,6 +11,10 @@ from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
 from .stream import Stream
+
+if TYPE_CHECKING:
+    import numpy
+    from ._arrays import Array, Batch, Fixation
 
 _lib = _capi.lib
 
@@ -22,9 +30,17 @@ class Runner:
     run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
     run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
     A runner keeps its slots loaded per batch size (the first call with a new size loads them:
-    milliseconds on the GPU), so repeated calls cost only the run."""
+    milliseconds on the GPU), so repeated calls cost only the run.
 
-    def __init__(self, program, executor="cpu", device=0, threads=0):
+    program: a Program or the path of a .pxi file; device: the CUDA device; threads: CPU worker
+    threads (0: all cores). The executor opens at once (.executor is then "cpu" or "cuda";
+    Unavailable says why "cuda" cannot open). A runner is a context manager (close()).
+    In the annotations, Array is a uint8 NumPy array or torch tensor (host or CUDA), Batch an
+    Array with a leading B axis or a list of Arrays, Fixation (x, y), (K, 2), (B, 2) or (B, K, 2)
+    level-0 texels (a sequence, array or tensor), "saliency" or None."""
+
+    def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
+                 threads: int = 0) -> None:
         if not isinstance(program, Program):
             program = Program.load(program)
         self.program = program
@@ -47,24 +63,25 @@ class Runner:
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 
-    def close(self):
+    def close(self) -> None:
+        """Releases the executor's resources (also on leaving a with block, or when collected)."""
         for h, _ in self._runners.values():
             _lib.pxvm_runner_close(h)
         self._runners = {}
 
-    def __enter__(self):
+    def __enter__(self) -> Runner:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Runner(%r, executor=%r)" % (self.program, self.executor)
 
     # -- the one call into the library per run
@@ -187,7 +204,7 @@ class Runner:
                              "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
         return t.contiguous() if _is_torch(t) else _np().ascontiguousarray(t)
 
-    def fixations(self, batch=1, device=None):
+    def fixations(self, batch: int = 1, device: str | None = None) -> Array:
         """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64): what
         ARGMAX found (a scanpath in registers 0..K-1) or what was set. NumPy from the host;
         with device="cuda" a CUDA tensor, read on the device."""
@@ -211,7 +228,8 @@ class Runner:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle
 
-    def geometry(self, slot=None, batch=1, exact=False, device=None):
+    def geometry(self, slot: str | int | None = None, batch: int = 1, exact: bool = False,
+                 device: str | None = None) -> Array:
         """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
         (centre x, centre y, step, LOD; level-0 texels, step = du; NaN for a token no instruction
         wrote), or with exact=True the library's int32 (B, N, 5): Q16 x, y, du, dv and the Q8.8
@@ -240,7 +258,7 @@ class Runner:
         f[g[..., 4] < 0] = np.nan
         return f
 
-    def stream(self, slot=None):
+    def stream(self, slot: str | int | None = None) -> Stream:
         """A frame stream over this runner (programs with persistent slots, e.g. plans with
         "video": T): push(frame) runs the program on the next frame and returns
         (patches, changed), changed a (N,) bool array or tensor (True: the token was sampled
@@ -273,7 +291,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
-    def run(self, *image, fixation=None, **inputs):
+    def run(self, *image: Array, fixation: Fixation = None, **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
 
         fixation: for fixation-relative programs, (x, y) in level-0 texels of the image (register
@@ -284,7 +302,9 @@ class Runner:
         res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
-    def patches(self, *image, slot=None, out=None, fixation=None, with_geometry=False, **inputs):
+    def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
+                fixation: Fixation = None, with_geometry: bool = False,
+                **inputs: Array) -> Array | tuple[Array, Array]:
         """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
         written there instead of into a new array. fixation: as for run. with_geometry: returns
@@ -310,7 +330,8 @@ class Runner:
             raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
-    def run_batch(self, images=None, fixations=None, **inputs):
+    def run_batch(self, images: Batch | None = None, fixations: Fixation = None,
+                  **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
         On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
         (B, K, 2)) texels, one per item, host or CUDA (stays on the device), or "saliency"."""
@@ -319,7 +340,9 @@ class Runner:
         res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations)
         return {s.name: r for s, r in zip(outs, res)}
 
-    def patches_batch(self, images=None, slot=None, out=None, fixations=None, with_geometry=False, **inputs):
+    def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
+                      fixations: Fixation = None, with_geometry: bool = False,
+                      **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations and with_geometry ((B, N, 4)) as for run_batch and patches."""
         bound, b = self._batch_inputs(images, inputs)
@@ -329,7 +352,7 @@ class Runner:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p
 
-    def read(self, slot, level=0, batch=1):
+    def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
         """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
         np = _np()
         s = self.program.slot(slot)
@@ -346,7 +369,7 @@ class Runner:
 _pyramid_cache = {}
 
 
-def pyramid(image, executor="cpu", device=0):
+def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
     """The full mip chain of an image under the PYRAMID rule ((a+b+c+d+2)>>2 per 2x2 block, OpenGL
     sizes), computed by the VM: a list of (h, w, 4) arrays, level 0 first."""
     a = _describe(image)

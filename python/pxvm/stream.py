@@ -1,9 +1,16 @@
 """Frame streams: programs with persistent slots run on one frame after another."""
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from . import _capi
 from .errors import UsageError, _check
 from ._arrays import _np, _is_torch, _torch
+
+if TYPE_CHECKING:
+    from ._arrays import Array, Fixation
+    from .runner import Runner
 
 _lib = _capi.lib
 
@@ -16,9 +23,10 @@ class Stream:
     """Frames pushed one after another through a runner whose program keeps state between runs
     (persistent slots, DIFF/UPDATE, incremental PYRAMID and sampling). The first frame, and the
     first after reset(), is computed whole. Host frames give NumPy outputs; CUDA frames give CUDA
-    tensors, on torch's current stream, with no host copy."""
+    tensors, on torch's current stream, with no host copy. Make one with Runner.stream(slot) (slot:
+    the patch atlas read, the first atlas output by default); Array and Fixation are Runner's."""
 
-    def __init__(self, runner, slot=None):
+    def __init__(self, runner: Runner, slot: str | int | None = None) -> None:
         self.runner = runner
         self.atlas = runner._atlas(slot)
         ins = runner.program.inputs
@@ -26,7 +34,8 @@ class Stream:
             raise UsageError("usage: a stream binds its frames to the program's one input (it has %d)" % len(ins))
         self.frames = 0
 
-    def push(self, frame, dirty=None, fixation=None, out=None):
+    def push(self, frame: Array, dirty: Iterable[Sequence[int]] | None = None, fixation: Fixation = None,
+             out: Array | None = None) -> tuple[Array, Array]:
         """Runs the next frame. dirty: optional [(x, y, w, h), ...] rectangles that changed (level-0
         texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
         as for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
@@ -48,7 +57,7 @@ class Stream:
         _check(_lib.pxvm_runner_read_changed(h, self.atlas.index, 0, 1, ctypes.c_void_p(c.ctypes.data), -1))
         return p, c.astype(bool)
 
-    def reset(self):
+    def reset(self) -> None:
         """Starts again: the next frame is computed whole."""
         _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
         self.frames = 0

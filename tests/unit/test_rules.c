@@ -1432,3 +1432,278 @@ TEST(rules_spec_ids_have_their_pairs)
     printf("  %d rule IDs in SPEC.md\n", ids);
     free(text);
 }
+
+/* ---- what the rules accept ------------------------------------------------------------------ */
+
+/* SPEC 3: a HALT before the last instruction stops the run; what follows it is validated at load
+ * but never runs (here a DOT_RGB that would trap) and counts no step. */
+TEST(rules_halt_before_the_last_instruction_stops_the_run)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        pxvm_builder b;
+        pxvm_build_init(&b, 8); /* HALT at 5, DOT_RGB at 6, HALT at 7; rows a, b, out */
+        px__halt(&b);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        uint32_t dot = pxvm_build_insn(&b, PX_OP_DOT_RGB, f);
+        px__halt(&b);
+        uint8_t full[8 * 4], zero[8 * 4] = {0};
+        memset(full, 255, sizeof full);
+        int a = pxvm_build_row(&b, full, 8), o = pxvm_build_row(&b, zero, 8);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_a), a);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_b), a);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_out), bad ? 9 : o); /* 9: no such row */
+        px_rcase c;
+        memset(&c, 0, sizeof c);
+        pxvm_limits_default(&c.lim);
+        px__finish(&b, &c);
+        c.stage = PX_RUN;
+        c.max_steps = 1; /* the first HALT is the one step */
+        pxvm_error err;
+        int rc = px__attempt(&c, &err);
+        if (bad) { /* still checked at load, though it never runs */
+            CHECK(rc < 0);
+            CHECK_EQ(err.code, PXE_OPERAND);
+            CHECK_STR(err.msg, "instruction 1 (DOT_RGB): operand row_out = 9");
+        } else {
+            CHECK_EQ(rc, 0);
+        }
+        /* and the DOT_RGB never ran: its row is still zero after a run with the default budget */
+        if (!bad) {
+            pxvm_program prog;
+            pxvm_executor *ex;
+            CHECK(px_run_image(&c.prog, NULL, 0, &prog, &ex, &err) == 0);
+            pxvm_image p = px_read(&prog, ex, 0, 0);
+            CHECK_EQ(px_px(&p, 0, o), 0u);
+            pxvm_image_free(&p);
+            px_close(&prog, ex);
+        }
+        px__case_free(&c);
+    }
+}
+
+/* SPEC 2, Writes: PYRAMID may rebuild the levels of an input, a data slot and the program image;
+ * their level 0 is only read. */
+TEST(rules_pyramid_on_read_only_slots_builds_their_levels)
+{
+    uint64_t st = 3;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 5, 4);
+    pxvm_image d = px_random_image(4, 2, &st);
+    int tab = pxvm_build_data_slot(&b, "tab", &d);
+    px__pyramid(&b, 1, 0);
+    px__pyramid(&b, tab, 0);
+    px__pyramid(&b, 0, 0);
+    px__halt(&b);
+    pxvm_image in = px_random_image(5, 4, &st), img;
+    const pxvm_image *ins[] = {&in};
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+    pxvm_build_free(&b);
+    CHECK(px_run_image(&img, ins, 1, &prog, &ex, &err) == 0);
+    if (!ex)
+        return;
+    const pxvm_image *level0[] = {&img, &in, &d};
+    for (int k = 0; k < 3; k++) {
+        pxvm_image l0 = px_read(&prog, ex, k, 0), l1 = px_read(&prog, ex, k, 1);
+        CHECK(!memcmp(l0.px, level0[k]->px, (size_t)l0.w * (size_t)l0.h * 4u)); /* level 0 untouched */
+        CHECK(l1.w == (l0.w >> 1 ? l0.w >> 1 : 1) && l1.h == (l0.h >> 1 ? l0.h >> 1 : 1));
+        for (int y = 0; y < l1.h; y++)
+            for (int x = 0; x < l1.w; x++) {
+                int x1 = 2 * x + 1 < l0.w ? 2 * x + 1 : l0.w - 1, y1 = 2 * y + 1 < l0.h ? 2 * y + 1 : l0.h - 1;
+                CHECK_EQ(px_px(&l1, x, y),
+                         px_box4(px_px(&l0, 2 * x, 2 * y), px_px(&l0, x1, 2 * y), px_px(&l0, 2 * x, y1), px_px(&l0, x1, y1)));
+            }
+        pxvm_image_free(&l0), pxvm_image_free(&l1);
+    }
+    px_close(&prog, ex);
+    pxvm_image_free(&img), pxvm_image_free(&in), pxvm_image_free(&d);
+}
+
+/* SPEC 2, Patch atlases: a slot of any role with patch geometry is an atlas: a scratch atlas's
+ * tokens get their geometry and read as patches; a data atlas's tokens keep (0, 0, 0, 0, -1). */
+TEST(rules_atlases_of_any_role)
+{
+    uint64_t st = 5;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 8, 8);
+    int sc = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "sc", 9, 4); /* 2 patches of 4x4 and a spare column */
+    pxvm_build_patches(&b, sc, 4, 4, 2);
+    pxvm_image d = px_random_image(8, 4, &st);
+    int tab = pxvm_build_data_slot(&b, "tab", &d);
+    pxvm_build_patches(&b, tab, 4, 4, 2);
+    uint32_t i = px__sample(&b, PX_OP_SAMPLE, 1, sc, 4, 0, 4, 4); /* token 1 */
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, cu), 3 * 65536 + 32768);
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, cv), 5 * 65536);
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, lod), 9 * 256); /* clamped to the last level, 3 */
+    px__halt(&b);
+    pxvm_image in = px_random_image(8, 8, &st), img;
+    const pxvm_image *ins[] = {&in};
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+    pxvm_build_free(&b);
+    CHECK(px_run_image(&img, ins, 1, &prog, &ex, &err) == 0);
+    if (!ex)
+        return;
+    int32_t g[2 * PX_GEOM_INTS], dg[2 * PX_GEOM_INTS];
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, sc, 0, 1, g, -1, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, tab, 0, 1, dg, -1, &err) == 0);
+    const int32_t unwritten[PX_GEOM_INTS] = {0, 0, 0, 0, -1};
+    const int32_t token1[PX_GEOM_INTS] = {3 * 65536 + 32768, 5 * 65536, 65536, 65536, 3 * 256};
+    for (int k = 0; k < PX_GEOM_INTS; k++) {
+        CHECK_EQ(g[k], unwritten[k]);
+        CHECK_EQ(g[PX_GEOM_INTS + k], token1[k]);
+        CHECK_EQ(dg[k], unwritten[k]);
+        CHECK_EQ(dg[PX_GEOM_INTS + k], unwritten[k]);
+    }
+    /* the scratch atlas read as patches: patch 1 is its tile (1, 0) */
+    uint8_t patches[2 * 4 * 4 * 4];
+    pxvm_view v = {patches, -1, 1, 4, 8, 4, (int64_t)sizeof patches, 16, 4, 1};
+    CHECK(pxvm_cpu_executor.read(ex, sc, 0, 0, &v, 1, &err) == 0);
+    pxvm_image s = px_read(&prog, ex, sc, 0);
+    for (int y = 0; y < 4; y++)
+        CHECK(!memcmp(patches + 64 + 16 * y, s.px + ((size_t)y * 9 + 4) * 4u, 16));
+    pxvm_image_free(&s);
+    px_close(&prog, ex);
+    pxvm_image_free(&img), pxvm_image_free(&in), pxvm_image_free(&d);
+}
+
+/* ---- PNG decoding (SPEC 5) ------------------------------------------------------------------ */
+
+typedef struct {
+    uint8_t *d;
+    size_t n, cap;
+} px__buf;
+
+static void px__png_write(png_structp p, png_bytep d, size_t n)
+{
+    px__buf *b = png_get_io_ptr(p);
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->d = realloc(b->d, b->cap);
+    }
+    memcpy(b->d + b->n, d, n);
+    b->n += n;
+}
+
+static void px__png_flush(png_structp p) { (void)p; }
+
+/* A one-row PNG of `n` samples (grey, or palette indices: unpacked values) of `depth` bits,
+ * with a tRNS key (grey: key >= 0) or tRNS entries (palette: nalpha of them); decoded by pxvm. */
+static pxvm_image px__png_row(int color, int depth, const int *vals, int n, int key, const uint8_t *alpha, int nalpha,
+                              int npal)
+{
+    px__buf buf = {0};
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    pxvm_image img = {0, 0, NULL};
+    if (setjmp(png_jmpbuf(p))) {
+        png_destroy_write_struct(&p, &info);
+        free(buf.d);
+        return img;
+    }
+    png_set_write_fn(p, &buf, px__png_write, px__png_flush);
+    png_set_IHDR(p, info, (png_uint_32)n, 1, depth, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_color pal[16];
+        for (int k = 0; k < npal; k++)
+            pal[k].red = (png_byte)(10 + k), pal[k].green = (png_byte)(100 + k), pal[k].blue = (png_byte)(200 + k);
+        png_set_PLTE(p, info, pal, npal);
+        if (nalpha)
+            png_set_tRNS(p, info, alpha, nalpha, NULL);
+    } else if (key >= 0) {
+        png_color_16 c;
+        memset(&c, 0, sizeof c);
+        c.gray = (png_uint_16)key;
+        png_set_tRNS(p, info, NULL, 0, &c);
+    }
+    png_write_info(p, info);
+    uint8_t row[64] = {0};
+    for (int x = 0; x < n; x++) {
+        if (depth == 16) {
+            row[2 * x] = (uint8_t)(vals[x] >> 8), row[2 * x + 1] = (uint8_t)vals[x];
+        } else {
+            int per = 8 / depth;
+            row[x / per] = (uint8_t)(row[x / per] | vals[x] << (8 - depth * (x % per + 1)));
+        }
+    }
+    png_write_row(p, row);
+    png_write_end(p, info);
+    png_destroy_write_struct(&p, &info);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_error err;
+    if (pxvm_png_decode(buf.d, buf.n, "row.png", &lim, &img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    free(buf.d);
+    return img;
+}
+
+/* Pixel x of a decoded row is (v, v, v, a). */
+#define CHECK_GREY(img, x, v, a) CHECK_EQ(px_px(&(img), x, 0), (uint32_t)(v) * 0x010101u | (uint32_t)(a) << 24)
+
+TEST(rules_png_samples_scale_and_trns_keys)
+{
+    const int v1[] = {0, 1}, v2[] = {0, 1, 2, 3}, v4[] = {0, 1, 7, 15}, v16[] = {0x1100, 0x11FF, 0x1234, 0xFFFF};
+    pxvm_image i;
+    /* 1, 2, 4 bits: bit replication (x255, x85, x17); the tRNS key matches the raw sample */
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 1, v1, 2, 1, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 255, 0);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 2, v2, 4, 2, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 85, 255);
+        CHECK_GREY(i, 2, 170, 0);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 4, v4, 4, 7, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 17, 255);
+        CHECK_GREY(i, 2, 119, 0);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 4, v4, 4, -1, NULL, 0, 0); /* no tRNS: A = 255 */
+    if (i.px) {
+        CHECK_GREY(i, 2, 119, 255);
+    }
+    pxvm_image_free(&i);
+    /* 16 bits: the high byte, but the key is compared with all 16 bits */
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 16, v16, 4, 0x11FF, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0x11, 255);
+        CHECK_GREY(i, 1, 0x11, 0);
+        CHECK_GREY(i, 2, 0x12, 255);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    /* palette: the entry's 8-bit colour; tRNS entries, 255 past them; an index past the palette
+     * reads (0, 0, 0) */
+    const uint8_t alpha[] = {0, 128};
+    i = px__png_row(PNG_COLOR_TYPE_PALETTE, 2, v2, 4, -1, alpha, 2, 4);
+    if (i.px) {
+        CHECK_EQ(px_px(&i, 0, 0), 10u | 100u << 8 | 200u << 16 | 0u << 24);
+        CHECK_EQ(px_px(&i, 1, 0), 11u | 101u << 8 | 201u << 16 | 128u << 24);
+        CHECK_EQ(px_px(&i, 3, 0), 13u | 103u << 8 | 203u << 16 | 255u << 24);
+    }
+    pxvm_image_free(&i);
+    const int past[] = {0, 3, 5, 2};
+    i = px__png_row(PNG_COLOR_TYPE_PALETTE, 4, past, 4, -1, alpha, 2, 4);
+    if (i.px) {
+        CHECK_EQ(px_px(&i, 2, 0), 255u << 24);
+        CHECK_EQ(px_px(&i, 1, 0), 13u | 103u << 8 | 203u << 16 | 255u << 24);
+    }
+    pxvm_image_free(&i);
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../assembler/plan.h"
 #include "../../assembler/pxasm.h"
 #include "../../isa/px_sem.h"
 #include "../conformance/cases.h"
@@ -446,4 +447,68 @@ TEST(fixation_assembly_round_trip)
     free(text);
     pxvm_program_free(&prog);
     pxvm_image_free(&img), pxvm_image_free(&img2);
+}
+
+/* A scanpath plan's atlas is fixation-major (assembler/README.md: "the atlas holds K x tokens,
+ * fixation by fixation"): token t = k * N + i is token i of the plan around fixation k, so tokens
+ * 0 .. N-1 are fixation 0's, N .. 2N-1 fixation 1's. Checked on the instructions (token t samples
+ * relative to register t div N) and on the geometry after a run (token t's centre minus fixation
+ * t div N is token t mod N's offset, the same for every fixation). */
+TEST(fixation_scanpath_atlas_is_fixation_major)
+{
+    const char *plan = "{\"image\": [64, 48], \"budget\": 12, \"scheme\": \"logpolar\", \"scanpath\": 3}";
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program prog;
+    CHECK(pxvm_plan_image(plan, strlen(plan), "scan.json", 0, &img, &err) == 0);
+    CHECK(pxvm_program_from_image(&img, &lim, &prog, &err) == 0);
+    int atlas = pxvm_slot_lookup(&prog, "atlas"), K = 3;
+    if (atlas < 0)
+        return;
+    int n = prog.slots[atlas].patch_count / K;
+    CHECK(n > 1 && n * K == prog.slots[atlas].patch_count);
+    int seen = 0;
+    for (uint32_t i = 0; i < prog.ninsns; i++) {
+        int t = prog.insn_token[i];
+        if (t < 0)
+            continue;
+        seen++;
+        t -= prog.geom_base[atlas];
+        CHECK_EQ(px_mode_reg(prog.insns[i].a[PX_FI(SAMPLE, mode)]), t / n);
+    }
+    CHECK_EQ(seen, n * K);
+    /* a run on a picture with three bright spots: three distinct fixations */
+    pxvm_image pic;
+    pxvm_image_alloc(&pic, 64, 48, NULL);
+    for (size_t k = 0; k < 64u * 48u; k++)
+        pic.px[4 * k + 3] = 255;
+    const int spot[3][2] = {{10, 10}, {50, 12}, {30, 38}};
+    for (int s = 0; s < 3; s++)
+        for (int y = spot[s][1] - 2; y < spot[s][1] + 2; y++)
+            for (int x = spot[s][0] - 2; x < spot[s][0] + 2; x++)
+                px_set(&pic, x, y, 0xFF0000FFu | (uint32_t)(255 - 40 * s) << 8);
+    pxvm_executor *ex;
+    pxvm_run_options ro = {.max_steps = lim.max_steps};
+    int32_t fix[PX_FIX_REGS * 2];
+    int32_t *g = calloc((size_t)(n * K) * PX_GEOM_INTS, sizeof(int32_t));
+    CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, pxvm_slot_lookup(&prog, "image"), &pic, &err) == 0);
+    CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, atlas, 0, 1, g, -1, &err) == 0);
+    CHECK(fix[0] != fix[2] || fix[1] != fix[3]); /* the fixations differ: the layouts are told apart */
+    CHECK(fix[2] != fix[4] || fix[3] != fix[5]);
+    for (int t = 0; t < n * K; t++) {
+        int k = t / n, i = t % n;
+        CHECK_EQ(g[t * PX_GEOM_INTS] - fix[2 * k], g[i * PX_GEOM_INTS] - fix[0]);
+        CHECK_EQ(g[t * PX_GEOM_INTS + 1] - fix[2 * k + 1], g[i * PX_GEOM_INTS + 1] - fix[1]);
+        for (int e = 2; e < PX_GEOM_INTS; e++)
+            CHECK_EQ(g[t * PX_GEOM_INTS + e], g[i * PX_GEOM_INTS + e]);
+    }
+    free(g);
+    pxvm_image_free(&pic);
+    pxvm_cpu_executor.close(ex);
+    pxvm_program_free(&prog);
 }

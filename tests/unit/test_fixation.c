@@ -512,3 +512,71 @@ TEST(fixation_scanpath_atlas_is_fixation_major)
     pxvm_cpu_executor.close(ex);
     pxvm_program_free(&prog);
 }
+
+/* SPEC 6: a GATHER's token takes the position and LOD of its centre entry, (w div 2, h div 2) of
+ * its table region (for an even size the one right of and below the middle), plus the register;
+ * the LOD used is that entry's, clamped (linear) or rounded half up and clamped (nearest). */
+TEST(fixation_gather_token_is_its_centre_entry)
+{
+    static const struct {
+        int w, h, mode;
+        int32_t lod, want_lod;
+    } cases[] = {
+        {3, 3, PX_MODE_REL(PX_MODE_LINEAR, 2), 9 * 256 + 10, 4 * 256}, /* 16x16: levels 0..4 */
+        {4, 2, PX_MODE_REL(PX_MODE_NEAREST, 2), 256 + 128, 2 * 256},   /* centre entry (2, 1) */
+        {1, 1, PX_MODE_LINEAR, 3 * 256 + 7, 3 * 256 + 7},              /* absolute: no register */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int w = cases[k].w, h = cases[k].h;
+        pxvm_builder b;
+        pxvm_build_init(&b, 16);
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 16, 16);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", w, h);
+        pxvm_build_patches(&b, atlas, w, h, 1);
+        pxvm_image t;
+        pxvm_image_alloc(&t, 3 * w, h, NULL);
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) { /* entry (i, j): u = 100i + j + 1/2, v = -(10j + i), LOD i + j */
+                uint8_t *e = t.px + ((size_t)j * (size_t)t.w + 3u * (size_t)i) * 4u;
+                pxi_write_le(e, 0, 0, 4, (uint32_t)((100 * i + j) * ONE + HALF));
+                pxi_write_le(e, 1, 0, 4, (uint32_t)(-(10 * j + i) * ONE));
+                pxi_write_le(e, 2, 0, 4, (uint32_t)((i + j) * 256));
+            }
+        uint8_t *c = t.px + ((size_t)(h / 2) * (size_t)t.w + 3u * (size_t)(w / 2)) * 4u;
+        pxi_write_le(c, 2, 0, 4, (uint32_t)cases[k].lod); /* the centre entry's LOD */
+        int tab = pxvm_build_data_slot(&b, "tab", &t);
+        pxvm_image_free(&t);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        f[PX_FI(GATHER, src)] = 1, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, mode)] = cases[k].mode;
+        f[PX_FI(GATHER, w)] = w, f[PX_FI(GATHER, h)] = h, f[PX_FI(GATHER, table)] = tab;
+        pxvm_build_insn(&b, PX_OP_GATHER, f);
+        pxvm_build_insn(&b, PX_OP_HALT, NULL);
+        pxvm_image img, in;
+        pxvm_error err;
+        pxvm_limits lim;
+        pxvm_limits_default(&lim);
+        pxvm_program prog;
+        pxvm_executor *ex;
+        pxvm_run_options ro = {.max_steps = 100};
+        CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+        pxvm_build_free(&b);
+        pxvm_image_alloc(&in, 16, 16, NULL);
+        int32_t fix[PX_FIX_REGS * 2] = {0}, g[PX_GEOM_INTS];
+        fix[4] = 7 * ONE, fix[5] = -3 * ONE; /* register 2 */
+        CHECK(pxvm_program_from_image(&img, &lim, &prog, &err) == 0);
+        CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &in, &err) == 0);
+        CHECK(pxvm_cpu_executor.set_fixations(ex, 0, 1, 0, PX_FIX_REGS, fix, -1, &err) == 0);
+        CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, atlas, 0, 1, g, -1, &err) == 0);
+        int rel = px_mode_reg(cases[k].mode) >= 0, ci = w / 2, cj = h / 2;
+        CHECK_EQ(g[0], (100 * ci + cj) * ONE + HALF + (rel ? 7 * ONE : 0));
+        CHECK_EQ(g[1], -(10 * cj + ci) * ONE + (rel ? -3 * ONE : 0));
+        CHECK_EQ(g[2], 0);
+        CHECK_EQ(g[3], 0);
+        CHECK_EQ(g[4], cases[k].want_lod);
+        pxvm_cpu_executor.close(ex);
+        pxvm_program_free(&prog);
+        pxvm_image_free(&in);
+    }
+}

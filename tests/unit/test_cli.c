@@ -261,3 +261,92 @@ TEST(cli_executor_auto_says_which_it_used)
         pxvm_image_free(&img);
     }
 }
+
+/* README's pxrun table: a stream output (standard output, a FIFO, a character device) is written
+ * at commit, after every file was written and before any rename, so a stream that fails (here
+ * /dev/full: ENOSPC) replaces no file: a new output is not created, an old one keeps its bytes,
+ * and no temporary file is left. */
+TEST(cli_a_failed_stream_output_renames_no_file)
+{
+    char out[8192], fresh[256], keep[256];
+    const char *dir = px__tmpdir();
+    if (!px__exists("/dev/full")) {
+        printf("  (skipped: no /dev/full here)\n");
+        return;
+    }
+    snprintf(fresh, sizeof fresh, "%s/stream-new.pxi", dir);
+    snprintf(keep, sizeof keep, "%s/stream-keep.png", dir);
+    FILE *f = fopen(keep, "wb");
+    if (f) {
+        fputs("old contents", f);
+        fclose(f);
+    }
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi -o %s --out prog=%s --npy prog=/dev/full", fresh, keep), 1);
+    CHECK_STR(out, "cannot write '/dev/full': No space left on device");
+    CHECK(!px__exists(fresh));
+    char buf[64] = {0};
+    f = fopen(keep, "rb");
+    if (f) {
+        CHECK(fread(buf, 1, sizeof buf - 1, f) == 12);
+        fclose(f);
+    }
+    CHECK(!strcmp(buf, "old contents"));
+    CHECK_EQ(px__sh(out, sizeof out, "ls %s | grep -c 'stream-.*tmp-'", dir), 1); /* grep -c: 0 lines, exit 1 */
+    CHECK_STR(out, "0");
+    /* the same outputs with a stream that works: every file is written */
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/dot_test.pxi -o %s --out prog=%s --npy prog=/dev/null", fresh, keep), 0);
+    CHECK(px__exists(fresh));
+    f = fopen(keep, "rb");
+    if (f) {
+        CHECK(fread(buf, 1, 8, f) == 8 && !memcmp(buf, "\x89PNG", 4));
+        fclose(f);
+    }
+}
+
+/* SPEC 6, Fixations from the host: a normalized fixation (x, y) of the first input (W x H)
+ * becomes Fx = llround(x * W * 2^16) with x * W one double multiplication; a texel fixation
+ * (the px suffix) llround(X * 2^16). Read back exactly as the token geometry of a relative
+ * SAMPLE centred on the fixation. */
+TEST(cli_fixation_units_become_q16_as_the_spec_says)
+{
+    char out[8192], pxs[256], pxi[256], npy[256];
+    const char *dir = px__tmpdir();
+    snprintf(pxs, sizeof pxs, "%s/rel.pxs", dir);
+    snprintf(pxi, sizeof pxi, "%s/rel.pxi", dir);
+    snprintf(npy, sizeof npy, "%s/rel-geometry.npy", dir);
+    FILE *f = fopen(pxs, "w");
+    if (!f)
+        return;
+    fputs(".width 16\n.slot image input 451x300\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
+          "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n",
+          f);
+    fclose(f);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm %s -o %s", pxs, pxi), 0);
+    static const struct {
+        const char *arg;
+        int32_t fx, fy;
+    } cases[] = {
+        {"0.5,0.5", 14778368, 9830400},  /* 225.5 and 150 texels: exact */
+        {"0.1,0.7", 2955674, 13762560},  /* 45.1 texels: 2955673.6 rounds up; 0.7 * 300 is 210.0 in doubles */
+        {"0.0,1.0", 0, 19660800},        /* the corners */
+        {"100.5px,7px", 6586368, 458752}, /* texels */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --in image=programs/data/chelsea.png --fixation %s --geometry atlas=%s",
+                        pxi, cases[k].arg, npy),
+                 0);
+        uint8_t *data = NULL;
+        size_t len = 0;
+        pxvm_error err;
+        CHECK(pxvm_read_file(npy, 1 << 16, &data, &len, &err) == 0);
+        if (!data)
+            continue;
+        CHECK(len >= 10 + 5 * 4);
+        int32_t g[5];
+        memcpy(g, data + len - sizeof g, sizeof g); /* (1, 5) little-endian int32 at the end */
+        if (g[0] != cases[k].fx || g[1] != cases[k].fy)
+            px_test_fail(__FILE__, __LINE__, "--fixation %s: (%d, %d), not (%d, %d)", cases[k].arg, g[0], g[1], cases[k].fx,
+                         cases[k].fy);
+        free(data);
+    }
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../assembler/plan.h"
 #include "../../assembler/pxasm.h"
 #include "../../isa/px_sem.h"
 #include "../conformance/cases.h"
@@ -446,4 +447,136 @@ TEST(fixation_assembly_round_trip)
     free(text);
     pxvm_program_free(&prog);
     pxvm_image_free(&img), pxvm_image_free(&img2);
+}
+
+/* A scanpath plan's atlas is fixation-major (assembler/README.md: "the atlas holds K x tokens,
+ * fixation by fixation"): token t = k * N + i is token i of the plan around fixation k, so tokens
+ * 0 .. N-1 are fixation 0's, N .. 2N-1 fixation 1's. Checked on the instructions (token t samples
+ * relative to register t div N) and on the geometry after a run (token t's centre minus fixation
+ * t div N is token t mod N's offset, the same for every fixation). */
+TEST(fixation_scanpath_atlas_is_fixation_major)
+{
+    const char *plan = "{\"image\": [64, 48], \"budget\": 12, \"scheme\": \"logpolar\", \"scanpath\": 3}";
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program prog;
+    CHECK(pxvm_plan_image(plan, strlen(plan), "scan.json", 0, &img, &err) == 0);
+    CHECK(pxvm_program_from_image(&img, &lim, &prog, &err) == 0);
+    int atlas = pxvm_slot_lookup(&prog, "atlas"), K = 3;
+    if (atlas < 0)
+        return;
+    int n = prog.slots[atlas].patch_count / K;
+    CHECK(n > 1 && n * K == prog.slots[atlas].patch_count);
+    int seen = 0;
+    for (uint32_t i = 0; i < prog.ninsns; i++) {
+        int t = prog.insn_token[i];
+        if (t < 0)
+            continue;
+        seen++;
+        t -= prog.geom_base[atlas];
+        CHECK_EQ(px_mode_reg(prog.insns[i].a[PX_FI(SAMPLE, mode)]), t / n);
+    }
+    CHECK_EQ(seen, n * K);
+    /* a run on a picture with three bright spots: three distinct fixations */
+    pxvm_image pic;
+    pxvm_image_alloc(&pic, 64, 48, NULL);
+    for (size_t k = 0; k < 64u * 48u; k++)
+        pic.px[4 * k + 3] = 255;
+    const int spot[3][2] = {{10, 10}, {50, 12}, {30, 38}};
+    for (int s = 0; s < 3; s++)
+        for (int y = spot[s][1] - 2; y < spot[s][1] + 2; y++)
+            for (int x = spot[s][0] - 2; x < spot[s][0] + 2; x++)
+                px_set(&pic, x, y, 0xFF0000FFu | (uint32_t)(255 - 40 * s) << 8);
+    pxvm_executor *ex;
+    pxvm_run_options ro = {.max_steps = lim.max_steps};
+    int32_t fix[PX_FIX_REGS * 2];
+    int32_t *g = calloc((size_t)(n * K) * PX_GEOM_INTS, sizeof(int32_t));
+    CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, pxvm_slot_lookup(&prog, "image"), &pic, &err) == 0);
+    CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, atlas, 0, 1, g, -1, &err) == 0);
+    CHECK(fix[0] != fix[2] || fix[1] != fix[3]); /* the fixations differ: the layouts are told apart */
+    CHECK(fix[2] != fix[4] || fix[3] != fix[5]);
+    for (int t = 0; t < n * K; t++) {
+        int k = t / n, i = t % n;
+        CHECK_EQ(g[t * PX_GEOM_INTS] - fix[2 * k], g[i * PX_GEOM_INTS] - fix[0]);
+        CHECK_EQ(g[t * PX_GEOM_INTS + 1] - fix[2 * k + 1], g[i * PX_GEOM_INTS + 1] - fix[1]);
+        for (int e = 2; e < PX_GEOM_INTS; e++)
+            CHECK_EQ(g[t * PX_GEOM_INTS + e], g[i * PX_GEOM_INTS + e]);
+    }
+    free(g);
+    pxvm_image_free(&pic);
+    pxvm_cpu_executor.close(ex);
+    pxvm_program_free(&prog);
+}
+
+/* SPEC 6: a GATHER's token takes the position and LOD of its centre entry, (w div 2, h div 2) of
+ * its table region (for an even size the one right of and below the middle), plus the register;
+ * the LOD used is that entry's, clamped (linear) or rounded half up and clamped (nearest). */
+TEST(fixation_gather_token_is_its_centre_entry)
+{
+    static const struct {
+        int w, h, mode;
+        int32_t lod, want_lod;
+    } cases[] = {
+        {3, 3, PX_MODE_REL(PX_MODE_LINEAR, 2), 9 * 256 + 10, 4 * 256}, /* 16x16: levels 0..4 */
+        {4, 2, PX_MODE_REL(PX_MODE_NEAREST, 2), 256 + 128, 2 * 256},   /* centre entry (2, 1) */
+        {1, 1, PX_MODE_LINEAR, 3 * 256 + 7, 3 * 256 + 7},              /* absolute: no register */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int w = cases[k].w, h = cases[k].h;
+        pxvm_builder b;
+        pxvm_build_init(&b, 16);
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 16, 16);
+        int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", w, h);
+        pxvm_build_patches(&b, atlas, w, h, 1);
+        pxvm_image t;
+        pxvm_image_alloc(&t, 3 * w, h, NULL);
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) { /* entry (i, j): u = 100i + j + 1/2, v = -(10j + i), LOD i + j */
+                uint8_t *e = t.px + ((size_t)j * (size_t)t.w + 3u * (size_t)i) * 4u;
+                pxi_write_le(e, 0, 0, 4, (uint32_t)((100 * i + j) * ONE + HALF));
+                pxi_write_le(e, 1, 0, 4, (uint32_t)(-(10 * j + i) * ONE));
+                pxi_write_le(e, 2, 0, 4, (uint32_t)((i + j) * 256));
+            }
+        uint8_t *c = t.px + ((size_t)(h / 2) * (size_t)t.w + 3u * (size_t)(w / 2)) * 4u;
+        pxi_write_le(c, 2, 0, 4, (uint32_t)cases[k].lod); /* the centre entry's LOD */
+        int tab = pxvm_build_data_slot(&b, "tab", &t);
+        pxvm_image_free(&t);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        f[PX_FI(GATHER, src)] = 1, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, mode)] = cases[k].mode;
+        f[PX_FI(GATHER, w)] = w, f[PX_FI(GATHER, h)] = h, f[PX_FI(GATHER, table)] = tab;
+        pxvm_build_insn(&b, PX_OP_GATHER, f);
+        pxvm_build_insn(&b, PX_OP_HALT, NULL);
+        pxvm_image img, in;
+        pxvm_error err;
+        pxvm_limits lim;
+        pxvm_limits_default(&lim);
+        pxvm_program prog;
+        pxvm_executor *ex;
+        pxvm_run_options ro = {.max_steps = 100};
+        CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+        pxvm_build_free(&b);
+        pxvm_image_alloc(&in, 16, 16, NULL);
+        int32_t fix[PX_FIX_REGS * 2] = {0}, g[PX_GEOM_INTS];
+        fix[4] = 7 * ONE, fix[5] = -3 * ONE; /* register 2 */
+        CHECK(pxvm_program_from_image(&img, &lim, &prog, &err) == 0);
+        CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &in, &err) == 0);
+        CHECK(pxvm_cpu_executor.set_fixations(ex, 0, 1, 0, PX_FIX_REGS, fix, -1, &err) == 0);
+        CHECK(pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, atlas, 0, 1, g, -1, &err) == 0);
+        int rel = px_mode_reg(cases[k].mode) >= 0, ci = w / 2, cj = h / 2;
+        CHECK_EQ(g[0], (100 * ci + cj) * ONE + HALF + (rel ? 7 * ONE : 0));
+        CHECK_EQ(g[1], -(10 * cj + ci) * ONE + (rel ? -3 * ONE : 0));
+        CHECK_EQ(g[2], 0);
+        CHECK_EQ(g[3], 0);
+        CHECK_EQ(g[4], cases[k].want_lod);
+        pxvm_cpu_executor.close(ex);
+        pxvm_program_free(&prog);
+        pxvm_image_free(&in);
+    }
 }

@@ -222,3 +222,158 @@ TEST(video_sole_destinations_packed_rows_give_up_conservatively)
     pxvm_program_free(&prog);
     free(src);
 }
+
+/* SPEC 7, DIFF: a tile's texels are all of it, its last pixel row and column included, and those
+ * of the partial tiles at the right and bottom edges (40x20: tiles 16, 16, 8 wide, 16, 4 high).
+ * One byte changes at a time; the mask must name exactly its tile. */
+TEST(video_diff_sees_the_last_row_and_column_of_every_tile)
+{
+    static const struct {
+        int x, y, ch, bits;
+    } change[] = {
+        {5, 15, 0, 0x01},  /* the last pixel row of tile row 0 */
+        {15, 15, 3, 0x01}, /* the last row and column of tile (0, 0), in A */
+        {31, 3, 1, 0x02},  /* the last column of tile (1, 0) */
+        {39, 7, 2, 0x04},  /* the image's last column: partial tile (2, 0) */
+        {39, 19, 0, 0x20}, /* the last column and row: tile (2, 1) */
+        {20, 19, 1, 0x10}, /* the image's last row: partial tile row 1 */
+        {16, 16, 0, 0x10}, /* the first texel of tile (1, 1) */
+    };
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    pxvm_run_options ro = {.max_steps = 1000};
+    CHECK(px__diff_program(0, &prog) == 0);
+    CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    uint64_t st = 21;
+    pxvm_image a = px_random_image(40, 20, &st);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &a, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+    for (size_t k = 0; k < sizeof change / sizeof change[0]; k++) {
+        a.px[((size_t)change[k].y * 40 + (size_t)change[k].x) * 4 + (size_t)change[k].ch] ^= 1;
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &a, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        uint32_t bits = px__mask_bits(&prog, ex);
+        if (bits != (uint32_t)change[k].bits)
+            px_test_fail(__FILE__, __LINE__, "a change at (%d, %d) marks tiles 0x%02x, not 0x%02x", change[k].x, change[k].y,
+                         bits, change[k].bits);
+        pxvm_image c = px_read(&prog, ex, 2, 0); /* and UPDATE copied the tile: cur == frame */
+        CHECK(!memcmp(c.px, a.px, 40 * 20 * 4));
+        pxvm_image_free(&c);
+    }
+    pxvm_image_free(&a);
+    pxvm_cpu_executor.close(ex);
+    pxvm_program_free(&prog);
+}
+
+/* SPEC 7, DIFF with rectangles: (x, y, w, h) touches tile t exactly when x < 16tx + 16,
+ * 16tx < x + w (likewise y) and w, h >= 1: a rectangle starting at 16k marks tile k and not
+ * k - 1, one ending at 16k marks tile k - 1 and not k. */
+TEST(video_dirty_rectangles_at_tile_boundaries)
+{
+    static const struct {
+        pxvm_rect r;
+        int bits;
+    } cases[] = {
+        {{16, 0, 1, 1}, 0x02},  /* starts at x = 16: tile 1 only */
+        {{0, 0, 16, 1}, 0x01},  /* ends at x = 16: tile 0 only */
+        {{32, 0, 8, 1}, 0x04},  /* starts at x = 32: the partial tile 2 */
+        {{15, 0, 2, 1}, 0x03},  /* 15 and 16: tiles 0 and 1 */
+        {{0, 16, 1, 1}, 0x08},  /* starts at y = 16: tile row 1 only */
+        {{0, 0, 1, 16}, 0x01},  /* ends at y = 16: tile row 0 only */
+        {{31, 15, 2, 2}, 0x36}, /* the corner of four tiles: (1, 0), (2, 0), (1, 1), (2, 1) */
+        {{16, 16, 0, 4}, 0x00}, /* empty: nothing */
+        {{16, 16, 4, 0}, 0x00},
+    };
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    pxvm_run_options ro = {.max_steps = 1000};
+    CHECK(px__diff_program(0, &prog) == 0);
+    CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.load(ex, &prog, 1, &err) == 0);
+    uint64_t st = 23;
+    pxvm_image a = px_random_image(40, 20, &st);
+    CHECK(pxvm_bind_image(&pxvm_cpu_executor, ex, 1, &a, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CHECK(pxvm_cpu_executor.set_dirty(ex, 0, &cases[k].r, 1, &err) == 0 && pxvm_cpu_executor.run(ex, &ro, &err) == 0);
+        uint32_t bits = px__mask_bits(&prog, ex);
+        if (bits != (uint32_t)cases[k].bits)
+            px_test_fail(__FILE__, __LINE__, "rectangle %d,%d %dx%d marks tiles 0x%02x, not 0x%02x", cases[k].r.x, cases[k].r.y,
+                         cases[k].r.w, cases[k].r.h, bits, cases[k].bits);
+    }
+    pxvm_image_free(&a);
+    pxvm_cpu_executor.close(ex);
+    pxvm_program_free(&prog);
+}
+
+/* SPEC 7: an incremental GATHER's footprint spans the levels of all its entries, not only its
+ * token's (the centre entry's). Entry 1, the centre, reads level 0 at (4.5, 4.5), tile (0, 0);
+ * entry 0 reads there too, but at level 6 (1x1: the whole 64x64 frame). A change in tile (3, 3)
+ * alone must make the GATHER sample again, giving the bytes a full recompute gives. */
+static int px__gather_levels_program(int incremental, pxvm_program *prog)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 64, 64);
+    int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 64, 64);
+    int mask = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", 4, 4);
+    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 2, 1);
+    pxvm_build_persist(&b, cur);
+    pxvm_build_persist(&b, atlas);
+    pxvm_build_patches(&b, atlas, 2, 1, 1);
+    pxvm_image t;
+    pxvm_image_alloc(&t, 6, 1, NULL);
+    for (int e = 0; e < 2; e++) {
+        pxi_write_le(t.px + 12 * e, 0, 0, 4, 4 * 65536 + 32768);
+        pxi_write_le(t.px + 12 * e, 1, 0, 4, 4 * 65536 + 32768);
+        pxi_write_le(t.px + 12 * e, 2, 0, 4, e ? 0u : 6u * 256u);
+    }
+    int tab = pxvm_build_data_slot(&b, "tab", &t);
+    pxvm_image_free(&t);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
+    pxvm_build_insn(&b, PX_OP_DIFF, f);
+    pxvm_build_insn(&b, PX_OP_UPDATE, f); /* UPDATE's operands are DIFF's, threshold aside */
+    memset(f, 0, sizeof f);
+    f[PX_FI(PYRAMID, slot)] = cur, f[PX_FI(PYRAMID, mask)] = incremental ? mask : 0;
+    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(GATHER, src)] = cur, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, w)] = 2, f[PX_FI(GATHER, h)] = 1;
+    f[PX_FI(GATHER, table)] = tab, f[PX_FI(GATHER, mask)] = incremental ? mask : 0;
+    pxvm_build_insn(&b, PX_OP_GATHER, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int rc = pxvm_build_finish(&b, &img, &err);
+    pxvm_build_free(&b);
+    return rc < 0 ? -1 : pxvm_program_from_image(&img, &lim, prog, &err);
+}
+
+TEST(video_gather_footprint_spans_the_levels_of_every_entry)
+{
+    pxvm_program inc, full;
+    pxvm_executor *ei, *ef;
+    pxvm_error err;
+    pxvm_run_options ro = {.max_steps = 100};
+    CHECK(px__gather_levels_program(1, &inc) == 0 && px__gather_levels_program(0, &full) == 0);
+    CHECK(pxvm_cpu_executor.open(&ei, NULL, &err) == 0 && pxvm_cpu_executor.load(ei, &inc, 1, &err) == 0);
+    CHECK(pxvm_cpu_executor.open(&ef, NULL, &err) == 0 && pxvm_cpu_executor.load(ef, &full, 1, &err) == 0);
+    uint64_t st = 31;
+    pxvm_image fr = px_random_image(64, 64, &st);
+    for (int n = 0; n < 3; n++) {
+        if (n == 1) /* tile (3, 3) white: only level 6 of entry 0 reaches it */
+            for (int y = 48; y < 64; y++)
+                memset(fr.px + ((size_t)y * 64 + 48) * 4u, 255, 16 * 4);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ei, 1, &fr, &err) == 0 && pxvm_cpu_executor.run(ei, &ro, &err) == 0);
+        CHECK(pxvm_bind_image(&pxvm_cpu_executor, ef, 1, &fr, &err) == 0 && pxvm_cpu_executor.run(ef, &ro, &err) == 0);
+        uint8_t changed = 9;
+        CHECK(pxvm_cpu_executor.read_state(ei, PXVM_STATE_CHANGED, 4, 0, 1, &changed, -1, &err) == 0);
+        CHECK_EQ(changed, n < 2); /* sampled on the first frame and on the change; then kept */
+        pxvm_image a = px_read(&inc, ei, 4, 0), b = px_read(&full, ef, 4, 0);
+        CHECK(!memcmp(a.px, b.px, 2 * 4));
+        pxvm_image_free(&a), pxvm_image_free(&b);
+    }
+    pxvm_image_free(&fr);
+    pxvm_cpu_executor.close(ei), pxvm_cpu_executor.close(ef);
+    pxvm_program_free(&inc), pxvm_program_free(&full);
+}

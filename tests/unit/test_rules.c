@@ -1,0 +1,1709 @@
+/* test_rules.c - every rule of isa/SPEC.md that refuses something carries an ID ([V-SLOT-9]).
+ * For each, the table below builds the last case the implementation accepts and the first it
+ * refuses (one pair or more: `variants`), and checks the refused one's class, error, the pixel
+ * its message names and a fragment of the message. rules_spec_ids_have_their_pairs reads
+ * isa/SPEC.md and fails when an ID there has no pair here (or a pair here no ID there), or when
+ * the SPEC's rule index gives another error than the pair shows. Then the rules of SPEC.md that
+ * accept something a reader might doubt: an early HALT, PYRAMID on read-only slots, atlases of
+ * any role, PNG sample scaling and tRNS keys. */
+#include <ctype.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <turbojpeg.h>
+
+#include "../../isa/px_sem.h"
+#include "test.h"
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+enum { PX_LOAD, PX_RUN, PX_PNG, PX_ANY }; /* what a case exercises */
+
+typedef struct {
+    int stage;
+    pxvm_image prog;     /* PX_LOAD, PX_RUN: the program image */
+    pxvm_limits lim;     /* the limits it is loaded (and decoded) with */
+    uint8_t *file;       /* PX_PNG (pxvm_png_decode), PX_ANY (pxvm_image_decode_any): the bytes */
+    size_t len;
+    pxvm_image input;    /* PX_RUN: bound to bind_slot before the run (px NULL: nothing bound) */
+    int bind_slot;
+    uint64_t max_steps;  /* PX_RUN: the step budget (0: the default) */
+    int x, y;            /* the refused case: the pixel its message names */
+    char msg[256];       /* ... and a fragment of its message */
+} px_rcase;
+
+/* Builds the accepted (refuse = 0) or the refused (refuse = 1) case of one variant. */
+typedef void (*px_rmake)(int refuse, int variant, px_rcase *c);
+
+typedef struct {
+    const char *id;
+    pxvm_code code;
+    px_rmake make;
+    int variants;
+    /* not NULL: the implementation does not refuse the case yet; the pair is kept, its refused
+     * side expected to load, until the code change named here is made (then drop the mark) */
+    const char *pending;
+} px_rule;
+
+static void px__case_free(px_rcase *c)
+{
+    pxvm_image_free(&c->prog);
+    pxvm_image_free(&c->input);
+    free(c->file);
+    memset(c, 0, sizeof *c);
+}
+
+static void px__expect(px_rcase *c, int x, int y, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void px__expect(px_rcase *c, int x, int y, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+    c->x = x, c->y = y;
+}
+
+/* Loads (and for PX_RUN binds and runs) a case; 0 or -1 with *err. */
+static int px__attempt(const px_rcase *c, pxvm_error *err)
+{
+    memset(err, 0, sizeof *err);
+    pxvm_image img;
+    if (c->stage == PX_PNG || c->stage == PX_ANY) {
+        int rc = c->stage == PX_PNG ? pxvm_png_decode(c->file, c->len, "case.png", &c->lim, &img, err)
+                                    : pxvm_image_decode_any(c->file, c->len, "case.img", &c->lim, &img, err);
+        if (rc == 0)
+            pxvm_image_free(&img);
+        return rc;
+    }
+    pxvm_program prog;
+    if (pxvm_program_from_copy(&c->prog, &c->lim, &prog, err) < 0)
+        return -1;
+    int rc = 0;
+    if (c->stage == PX_RUN) {
+        pxvm_executor *ex = NULL;
+        pxvm_run_options ro = {.max_steps = c->max_steps ? c->max_steps : c->lim.max_steps};
+        rc = pxvm_cpu_executor.open(&ex, NULL, err) < 0 || pxvm_cpu_executor.load(ex, &prog, 1, err) < 0 ||
+                     (c->input.px && pxvm_bind_image(&pxvm_cpu_executor, ex, c->bind_slot, &c->input, err) < 0) ||
+                     pxvm_cpu_executor.run(ex, &ro, err) < 0
+                 ? -1
+                 : 0;
+        if (ex)
+            pxvm_cpu_executor.close(ex);
+    }
+    pxvm_program_free(&prog);
+    return rc;
+}
+
+static pxvm_class px__class_of(const char *id)
+{
+    return id[0] == 'M' ? PXVM_MALFORMED : id[0] == 'V' ? PXVM_INVALID : id[0] == 'U' ? PXVM_UNLINKABLE : PXVM_TRAP;
+}
+
+/* ---- building programs ---------------------------------------------------------------------- */
+
+/* Stream index of pixel `pixel` of instruction `insn` of a builder (code at its default start). */
+static uint32_t px__pc(const pxvm_builder *b, uint32_t insn, int pixel)
+{
+    uint32_t code0 = b->code_start > 0 ? (uint32_t)b->code_start : (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * b->nslots);
+    return code0 + b->insn_pc[insn] + (uint32_t)pixel;
+}
+
+/* The pixel a message names: pixel `pixel` of instruction `insn`. */
+#define INSN_XY(b, insn, pixel) (int)(px__pc(b, insn, pixel) % (uint32_t)(b)->width), (int)(px__pc(b, insn, pixel) / (uint32_t)(b)->width)
+/* ... pixel `pixel` of slot k's descriptor, in an image `w` wide. */
+#define DESC(k, pixel) (PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * ((k) - 1) + (pixel))
+#define DESC_XY(w, k, pixel) DESC(k, pixel) % (w), DESC(k, pixel) / (w)
+
+static void px__finish(pxvm_builder *b, px_rcase *c)
+{
+    pxvm_error err;
+    if (pxvm_build_finish(b, &c->prog, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
+    pxvm_build_free(b);
+}
+
+/* Byte `ch` of stream pixel `i` of the case's program image. */
+static uint8_t *px__byte(px_rcase *c, int i, int ch) { return c->prog.px + 4 * (size_t)i + (size_t)ch; }
+
+/* The slots most cases use: 1 'src' input 8x8, 2 'out' output 4x4 (code at 21). */
+static void px__base(pxvm_builder *b, int width)
+{
+    pxvm_build_init(b, width);
+    pxvm_build_slot(b, PXI_ROLE_INPUT, "src", 8, 8);
+    pxvm_build_slot(b, PXI_ROLE_OUTPUT, "out", 4, 4);
+}
+
+static uint32_t px__pyramid(pxvm_builder *b, int slot, int mask)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = slot, f[PX_FI(PYRAMID, mask)] = mask;
+    return pxvm_build_insn(b, PX_OP_PYRAMID, f);
+}
+
+/* SAMPLE (or ANISO with 1 tap) src -> dst, the w x h rectangle at (x, y), unit steps. */
+static uint32_t px__sample(pxvm_builder *b, int op, int src, int dst, int x, int y, int w, int h)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(SAMPLE, src)] = src, f[PX_FI(SAMPLE, dst)] = dst;
+    f[PX_FI(SAMPLE, dst_x)] = x, f[PX_FI(SAMPLE, dst_y)] = y, f[PX_FI(SAMPLE, w)] = w, f[PX_FI(SAMPLE, h)] = h;
+    f[PX_FI(SAMPLE, du)] = f[PX_FI(SAMPLE, dv)] = 65536;
+    if (op == PX_OP_ANISO)
+        f[PX_FI(ANISO, taps)] = 1;
+    return pxvm_build_insn(b, op, f);
+}
+
+static uint32_t px__gather(pxvm_builder *b, int src, int dst, int w, int h, int table, int tx, int ty, int mask)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(GATHER, src)] = src, f[PX_FI(GATHER, dst)] = dst, f[PX_FI(GATHER, w)] = w, f[PX_FI(GATHER, h)] = h;
+    f[PX_FI(GATHER, table)] = table, f[PX_FI(GATHER, table_x)] = tx, f[PX_FI(GATHER, table_y)] = ty;
+    f[PX_FI(GATHER, mask)] = mask;
+    return pxvm_build_insn(b, PX_OP_GATHER, f);
+}
+
+static uint32_t px__video(pxvm_builder *b, int op, int frame, int cur, int mask)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
+    return pxvm_build_insn(b, op, f);
+}
+
+static uint32_t px__saliency(pxvm_builder *b, int src, int dst, int c, int s, int map, int shift, int acc)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(SALIENCY, src)] = src, f[PX_FI(SALIENCY, dst)] = dst, f[PX_FI(SALIENCY, accumulate)] = acc;
+    f[PX_FI(SALIENCY, centre)] = c, f[PX_FI(SALIENCY, surround)] = s, f[PX_FI(SALIENCY, map)] = map;
+    f[PX_FI(SALIENCY, shift)] = shift, f[PX_FI(SALIENCY, w_lum)] = 1;
+    return pxvm_build_insn(b, PX_OP_SALIENCY, f);
+}
+
+static uint32_t px__argmax(pxvm_builder *b, int src, int level, int reg, int ior_first, int ior_count, int radius)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(ARGMAX, src)] = src, f[PX_FI(ARGMAX, level)] = level, f[PX_FI(ARGMAX, reg)] = reg;
+    f[PX_FI(ARGMAX, w_r)] = 1, f[PX_FI(ARGMAX, space)] = src;
+    f[PX_FI(ARGMAX, ior_first)] = ior_first, f[PX_FI(ARGMAX, ior_count)] = ior_count, f[PX_FI(ARGMAX, radius)] = radius;
+    return pxvm_build_insn(b, PX_OP_ARGMAX, f);
+}
+
+static uint32_t px__halt(pxvm_builder *b) { return pxvm_build_insn(b, PX_OP_HALT, NULL); }
+
+/* The base program: PYRAMID src, HALT (16 wide: 23 pixels in 16x2). */
+static void px__base_program(px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    px__halt(&b);
+    px__finish(&b, c);
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+static void px__png_of(px_rcase *c, int w, int h)
+{
+    pxvm_image img;
+    pxvm_image_alloc(&img, w, h, NULL);
+    for (size_t i = 0; i < (size_t)w * (size_t)h * 4u; i++)
+        img.px[i] = (uint8_t)(i * 7u);
+    if (pxvm_png_encode(&img, &c->file, &c->len, NULL) < 0)
+        px_test_fail(__FILE__, __LINE__, "png encode");
+    pxvm_image_free(&img);
+}
+
+/* A 16x16 JPEG: YCbCr from RGB, or (cmyk) a YCCK one. */
+static void px__jpeg_of(px_rcase *c, int cmyk)
+{
+    uint8_t px[16 * 16 * 4];
+    for (size_t i = 0; i < sizeof px; i++)
+        px[i] = (uint8_t)(i * 7u);
+    tjhandle tj = tjInitCompress();
+    unsigned char *j = NULL;
+    unsigned long n = 0;
+    if (!tj || tjCompress2(tj, px, 16, 0, 16, cmyk ? TJPF_CMYK : TJPF_RGBX, &j, &n, TJSAMP_444, 90, 0) != 0)
+        px_test_fail(__FILE__, __LINE__, "jpeg encode");
+    c->file = malloc(n ? n : 1);
+    if (c->file && j)
+        memcpy(c->file, j, n);
+    c->len = n;
+    tjFree(j);
+    if (tj)
+        tjDestroy(tj);
+}
+
+static void r_png_signature(int refuse, int variant, px_rcase *c)
+{
+    c->stage = PX_PNG;
+    px__png_of(c, 4, 4);
+    if (refuse && variant == 0)
+        c->file[7] ^= 1; /* the last byte of the 8-byte signature */
+    if (refuse && variant == 1)
+        c->len = 7;      /* shorter than the signature */
+    px__expect(c, -1, -1, "'case.png' is not a PNG file (bad signature)");
+}
+
+static void r_png_corrupt(int refuse, int variant, px_rcase *c)
+{
+    c->stage = PX_PNG;
+    px__png_of(c, 4, 4);
+    if (refuse && variant == 0)
+        c->len -= 1;      /* IEND's CRC cut */
+    if (refuse && variant == 1)
+        c->file[8 + 25 + 8] ^= 0x40; /* the first byte of IDAT's data: its CRC fails */
+    px__expect(c, -1, -1, "'case.png': corrupt or truncated PNG");
+}
+
+static void r_image_side(int refuse, int variant, px_rcase *c)
+{
+    c->stage = PX_PNG;
+    int n = refuse ? 16385 : 16384;
+    px__png_of(c, variant ? 1 : n, variant ? n : 1);
+    px__expect(c, -1, -1, variant ? "'case.png' is 1x16385; sides must be 1..16384" : "'case.png' is 16385x1; sides must be 1..16384");
+}
+
+static void r_image_memory(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    c->stage = PX_PNG;
+    px__png_of(c, 100, 100);
+    c->lim.max_memory = refuse ? 39999 : 40000;
+    px__expect(c, -1, -1, "'case.png' is 100x100, 40000 bytes decoded; the limit is 39999");
+}
+
+static void r_image_signature(int refuse, int variant, px_rcase *c)
+{
+    c->stage = PX_ANY;
+    if (variant == 0) {
+        px__jpeg_of(c, 0);
+        if (refuse)
+            c->file[2] = 0xFE; /* FF D8 FE: no JPEG */
+    } else {
+        px__png_of(c, 4, 4);
+        if (refuse)
+            c->file[0] ^= 1;
+    }
+    px__expect(c, -1, -1, "'case.img' is neither a PNG nor a JPEG file");
+}
+
+/* Offset of the JPEG's first SOS marker (FF DA) and the end of its header segment. */
+static size_t px__jpeg_sos(const px_rcase *c, size_t *end)
+{
+    for (size_t i = 2; i + 3 < c->len; i++)
+        if (c->file[i] == 0xFF && c->file[i + 1] == 0xDA) {
+            *end = i + 2 + (((size_t)c->file[i + 2] << 8) | c->file[i + 3]);
+            return i;
+        }
+    return 0;
+}
+
+static void r_jpeg_corrupt(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    c->stage = PX_ANY;
+    px__jpeg_of(c, 0);
+    size_t end = 0, sos = px__jpeg_sos(c, &end);
+    CHECK(sos > 0);
+    /* the header read to the first scan decodes (the missing data is a warning); one byte less
+     * of it is refused */
+    c->len = refuse ? sos : end;
+    px__expect(c, -1, -1, "'case.img': corrupt or unsupported JPEG");
+}
+
+static void r_jpeg_cmyk(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    c->stage = PX_ANY;
+    px__jpeg_of(c, refuse);
+    px__expect(c, -1, -1, "CMYK/YCCK JPEGs are not supported");
+}
+
+/* ---- header --------------------------------------------------------------------------------- */
+
+static void r_header_short(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    if (variant == 0) {
+        /* 2 slots: the header is 21 pixels; the smallest program is 22 (a HALT) */
+        px__base(&b, refuse ? 20 : 22);
+        px__halt(&b);
+        px__finish(&b, c);
+        if (refuse) { /* 20 pixels: cut the image to its first row */
+            c->prog.h = 1;
+        }
+        px__expect(c, 1, 0, "the header needs 21 pixels but the image has 20");
+    } else {
+        pxvm_build_init(&b, 6); /* no slots: a HALT at 5 */
+        px__halt(&b);
+        px__finish(&b, c);
+        if (refuse)
+            c->prog.w = 4; /* 4 pixels: the header's 5 do not fit */
+        px__expect(c, -1, -1, "the header needs 5 pixels but the image has 4");
+    }
+}
+
+static void r_magic(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c);
+    if (refuse)
+        *px__byte(c, 0, 3) = 'N';
+    px__expect(c, 0, 0, "bad magic 50 58 56 4e");
+}
+
+static void r_version(int refuse, int variant, px_rcase *c)
+{
+    px__base_program(c);
+    if (refuse && variant == 0)
+        *px__byte(c, 1, 1) = 1; /* 1.1 */
+    if (refuse && variant == 1)
+        *px__byte(c, 1, 0) = 2; /* 2.0 */
+    if (refuse && variant == 2)
+        *px__byte(c, 1, 0) = 0; /* 0.0 */
+    px__expect(c, 1, 0, "format version %s is not supported", variant == 0 ? "1.1" : variant == 1 ? "2.0" : "0.0");
+}
+
+static void r_header_flags(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c);
+    *px__byte(c, 1, 3) = (uint8_t)refuse;
+    px__expect(c, 1, 0, "reserved header field flags is 1, must be 0");
+}
+
+static void r_header_word4(int refuse, int variant, px_rcase *c)
+{
+    px__base_program(c);
+    if (refuse)
+        *px__byte(c, 4, variant ? 3 : 0) = 1;
+    px__expect(c, 4, 0, "reserved header field word 4 is %u, must be 0", variant ? 1u << 24 : 1u);
+}
+
+static void r_code_start(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c);
+    if (refuse)
+        *px__byte(c, 2, 0) = 20; /* the descriptors end at 21 */
+    px__expect(c, 2, 0, "code start 20 lies inside the header, which ends at stream index 21");
+}
+
+static void r_no_code(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    pxvm_build_init(&b, 8);
+    px__halt(&b);
+    px__finish(&b, c);
+    if (refuse)
+        *px__byte(c, 3, 0) = 0;
+    px__expect(c, 3, 0, "the program has no instructions");
+}
+
+static void r_max_insns(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c); /* 2 instructions */
+    c->lim.max_insns = refuse ? 1 : 2;
+    px__expect(c, 3, 0, "2 instructions exceed the limit of 1 (see --max-insns)");
+}
+
+static void r_prog_side(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c); /* 16x2 */
+    c->lim.max_side = refuse ? 15 : 16;
+    px__expect(c, -1, -1, "slot 0 ('prog') is 16x2; sides must be 1..15");
+}
+
+/* Bytes of a w x h slot with its whole chain, counted here as the SPEC says. */
+static uint64_t px__chain_bytes(int w, int h)
+{
+    uint64_t n = 0;
+    for (int l = 0;; l++) {
+        int lw = w >> l > 0 ? w >> l : 1, lh = h >> l > 0 ? h >> l : 1;
+        n += 4u * (uint64_t)lw * (uint64_t)lh;
+        if (lw == 1 && lh == 1)
+            return n;
+    }
+}
+
+static void r_memory(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c);
+    uint64_t need = px__chain_bytes(16, 2) + px__chain_bytes(8, 8) + px__chain_bytes(4, 4);
+    CHECK_EQ(need, 612);
+    c->lim.max_memory = refuse ? need - 1 : need;
+    px__expect(c, -1, -1, "the slots need 612 bytes with their mip chains; the limit is 611");
+}
+
+/* ---- slots ---------------------------------------------------------------------------------- */
+
+static void r_slot_role(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "a", 2, 1);
+    px__halt(&b);
+    px__finish(&b, c); /* 14 pixels: 16x1 */
+    /* variant 0: role 4 (a data slot, 2x1 at (0, 0)) and 5; variant 1: role 1 and 0 */
+    *px__byte(c, DESC(1, 0), 0) = (uint8_t)(variant == 0 ? (refuse ? 5 : 4) : (refuse ? 0 : 1));
+    px__expect(c, DESC_XY(16, 1, 0), "slot 1 has unknown role %d", variant == 0 ? 5 : 0);
+}
+
+/* The base program with slot 2's 8 name bytes replaced by `name` (NUL-padded, n bytes). */
+static void px__named(px_rcase *c, const char *name, size_t n)
+{
+    px__base_program(c);
+    memset(px__byte(c, DESC(2, 6), 0), 0, 8);
+    memcpy(px__byte(c, DESC(2, 6), 0), name, n);
+}
+
+static void r_name_chars(int refuse, int variant, px_rcase *c)
+{
+    if (variant == 0) /* 'z' is the last letter, '{' follows it */
+        px__named(c, refuse ? "a_9{" : "a_9z", 4);
+    else if (variant == 1) /* '_' and '0'; '/' precedes '0' */
+        px__named(c, refuse ? "a_/" : "a_0", 3);
+    else /* a NUL ends the name: every byte after it is NUL */
+        px__named(c, refuse ? "ab\0c" : "ab\0\0", 4);
+    px__expect(c, DESC_XY(16, 2, 6), "slot 2: name %s",
+               variant == 2 ? "has bytes after its NUL terminator" : "may only use a-z, 0-9 and _");
+}
+
+static void r_name_digit(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__named(c, refuse ? "9a" : "a9", 2);
+    px__expect(c, DESC_XY(16, 2, 6), "slot 2: name must not start with a digit");
+}
+
+static void r_name_prog(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__named(c, refuse ? "prog" : "progs", refuse ? 4 : 5);
+    px__expect(c, DESC_XY(16, 2, 6), "slot 2: name 'prog' is the program image's own name");
+}
+
+static void r_name_repeat(int refuse, int variant, px_rcase *c)
+{
+    if (variant == 0) {
+        px__named(c, refuse ? "src" : "src0", refuse ? 3 : 4);
+    } else { /* empty names may repeat; "a" may not */
+        px__named(c, refuse ? "a" : "", refuse ? 1 : 0);
+        memset(px__byte(c, DESC(1, 6), 0), 0, 8);
+        if (refuse)
+            *px__byte(c, DESC(1, 6), 0) = 'a';
+    }
+    px__expect(c, DESC_XY(16, 2, 6), "slot 2: name repeats the name of an earlier slot");
+}
+
+static void r_slot_flags(int refuse, int variant, px_rcase *c)
+{
+    px__base_program(c);
+    *px__byte(c, DESC(2, 0), 1) = 1; /* persistent output: fine */
+    if (refuse)
+        *px__byte(c, DESC(2, 0), variant + 1) = (uint8_t)(variant == 0 ? 3 : 1); /* flag bit 1; byte B; byte A */
+    px__expect(c, DESC_XY(16, 2, 0), "slot 2 ('out'): flags other than 1 (persistent) and the reserved bytes must be 0");
+}
+
+static void r_slot_persist(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__base_program(c);
+    *px__byte(c, DESC(2, 0), 0) = PXI_ROLE_SCRATCH; /* a persistent scratch slot: fine */
+    *px__byte(c, DESC(2, 0), 1) = 1;
+    if (refuse)
+        *px__byte(c, DESC(1, 0), 1) = 1; /* a persistent input */
+    px__expect(c, DESC_XY(16, 1, 0), "slot 1 ('src'): only output and scratch slots can be persistent");
+}
+
+static void r_slot_side(int refuse, int variant, px_rcase *c)
+{
+    px__base_program(c);
+    if (variant == 0)
+        pxi_write_le(px__byte(c, DESC(2, 1), 0), 0, 0, 4, refuse ? 16385u : 16384u);
+    else
+        pxi_write_le(px__byte(c, DESC(2, 2), 0), 0, 0, 4, refuse ? 0u : 1u);
+    px__expect(c, DESC_XY(16, 2, 1), "slot 2 ('out') is %s; sides must be 1..16384", variant == 0 ? "16385x4" : "4x0");
+}
+
+static void r_data_rect(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    pxvm_image d;
+    pxvm_image_alloc(&d, 4, 2, NULL);
+    int k = pxvm_build_data_slot(&b, "tab", &d);
+    pxvm_image_free(&d);
+    px__halt(&b);
+    px__finish(&b, c); /* header 29, HALT, the data at rows 2..3: 16x4 */
+    CHECK_EQ(c->prog.h, 4);
+    uint8_t *o = px__byte(c, DESC(k, 3), 0);
+    if (variant == 0) /* x + 4 = 16 fits; one column more sticks out */
+        pxi_write_le(o, 0, 0, 2, refuse ? 13u : 12u);
+    else /* y + 2 = 4 fits; one row more sticks out */
+        pxi_write_le(o, 0, 2, 2, refuse ? 3u : 2u);
+    px__expect(c, DESC_XY(16, k, 3), "slot 3 ('tab'): its data rectangle does not lie inside the program image");
+}
+
+static void r_origin(int refuse, int variant, px_rcase *c)
+{
+    px__base_program(c);
+    if (refuse)
+        *px__byte(c, DESC(2, 3), variant ? 2 : 0) = 1;
+    px__expect(c, DESC_XY(16, 2, 3), "slot 2 ('out'): only data slots have a data origin");
+}
+
+static void r_patch_fit(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    b.slots[2].w = 5, b.slots[2].h = 3;
+    if (variant == 0)
+        pxvm_build_patches(&b, 2, refuse ? 6 : 5, 1, 1);
+    else if (variant == 1)
+        pxvm_build_patches(&b, 2, 1, refuse ? 4 : 3, 1);
+    else
+        pxvm_build_patches(&b, 2, refuse ? 1 : 0, refuse ? 1 : 0, 0); /* all zero, or a count of 0 */
+    px__pyramid(&b, 1, 0);
+    px__halt(&b);
+    px__finish(&b, c);
+    px__expect(c, DESC_XY(16, 2, 4), "slot 2 ('out'): patch size and count must all be >= 1 and the patch must fit the slot");
+}
+
+static void r_patch_count(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 16);
+    b.slots[2].w = 5, b.slots[2].h = 5; /* 2 x 2 patches of 2x2 fit (not 3 x 3) */
+    pxvm_build_patches(&b, 2, 2, 2, refuse ? 5 : 4);
+    px__pyramid(&b, 1, 0);
+    px__halt(&b);
+    px__finish(&b, c);
+    px__expect(c, DESC_XY(16, 2, 5), "slot 2 ('out'): patch count exceeds the patches that fit in the slot");
+}
+
+/* ---- code ----------------------------------------------------------------------------------- */
+
+static void r_code_short(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 31); /* header 21: the image is one row of 31 pixels */
+    px__pyramid(&b, 1, 0);
+    if (!refuse) { /* a SAMPLE at 22..29 and the HALT at 30: the last pixel */
+        px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+        px__halt(&b);
+    } else { /* a SAMPLE at 24..31: one pixel past the image */
+        px__halt(&b);
+        px__halt(&b);
+        px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    }
+    px__finish(&b, c);
+    c->prog.h = 1; /* the builder rounds up to whole rows: cut to the first */
+    px__expect(c, 24, 0, "instruction 3 (SAMPLE) needs 8 pixels but the image ends at stream index 31");
+}
+
+/* PYRAMID src, then an ARGMAX (variant 0) or an ANISO (variant 1) whose opcode is changed, HALT. */
+static void px__opcode_case(int variant, uint8_t op, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    uint32_t i = variant == 1 ? px__sample(&b, PX_OP_ANISO, 1, 2, 0, 0, 4, 4) : px__argmax(&b, 1, 0, 0, 0, 0, 0);
+    px__halt(&b);
+    uint32_t at = px__pc(&b, i, 0);
+    c->x = (int)(at % 16), c->y = (int)(at / 16);
+    px__finish(&b, c);
+    if (op)
+        *px__byte(c, (int)at, 0) = op;
+}
+
+static void r_opcode_reserved(int refuse, int variant, px_rcase *c)
+{
+    px__opcode_case(variant, refuse ? (variant ? 0x21 : 0x42) : 0, c);
+    snprintf(c->msg, sizeof c->msg, "instruction 1: opcode 0x%02x is reserved for %s", variant ? 0x21 : 0x42,
+             variant ? "anisotropic footprints" : "fixation: further saliency");
+}
+
+static void r_opcode_unknown(int refuse, int variant, px_rcase *c)
+{
+    px__opcode_case(0, refuse ? (variant ? 0xFF : 0x80) : 0, c);
+    snprintf(c->msg, sizeof c->msg, "instruction 1: unknown opcode 0x%02x", variant ? 0xFF : 0x80);
+}
+
+static void r_no_halt(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t last;
+    if (variant == 0) { /* the last instruction: HALT, or a PYRAMID of the same length */
+        px__pyramid(&b, 1, 0);
+        last = refuse ? px__pyramid(&b, 1, 0) : px__halt(&b);
+    } else { /* a HALT first and a HALT last, or a HALT first only */
+        px__halt(&b);
+        px__pyramid(&b, 1, 0);
+        last = refuse ? px__pyramid(&b, 1, 0) : px__halt(&b);
+    }
+    px__expect(c, INSN_XY(&b, last, 0), "the last instruction (%d, PYRAMID) is not HALT", variant ? 2 : 1);
+    px__finish(&b, c);
+}
+
+/* ---- operands ------------------------------------------------------------------------------- */
+
+static void r_opnd_zero(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t i;
+    if (variant == 0) {
+        i = px__pyramid(&b, 1, 0);
+        pxvm_build_patch(&b, i, PX_FI(PYRAMID, reserved), refuse);
+        px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (PYRAMID): operand reserved = 1 (reserved, must be 0)");
+    } else {
+        px__pyramid(&b, 1, 0);
+        i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+        pxvm_build_patch(&b, i, PX_FI(SAMPLE, reserved), refuse);
+        px__expect(c, INSN_XY(&b, i, 7), "instruction 1 (SAMPLE): operand reserved = 1 (reserved, must be 0)");
+    }
+    px__halt(&b);
+    px__finish(&b, c);
+}
+
+static void r_opnd_row(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 8); /* no slots: DOT_RGB at 5, HALT at 6; rows 1 and 2 after them */
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    uint32_t i = pxvm_build_insn(&b, PX_OP_DOT_RGB, f);
+    px__halt(&b);
+    uint8_t zero[8 * 4] = {0};
+    int r1 = pxvm_build_row(&b, zero, 8), r2 = pxvm_build_row(&b, zero, 8); /* H = 3 */
+    CHECK(r1 == 1 && r2 == 2);
+    int row = refuse ? 3 : 2;
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_a), variant == 0 ? row : 1);
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_b), 1);
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_out), variant == 1 ? row : 1);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (DOT_RGB): operand %s = 3 (no such row in the program image)",
+               variant == 0 ? "row_a" : "row_out");
+    px__finish(&b, c);
+}
+
+static void r_opnd_slot(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    uint32_t i;
+    if (variant == 0) { /* dst = 2 = n, or 3 */
+        i = px__sample(&b, PX_OP_SAMPLE, 1, refuse ? 3 : 2, 0, 0, 4, 4);
+        px__expect(c, INSN_XY(&b, i, 0), "instruction 1 (SAMPLE): operand dst = 3 (no such slot)");
+    } else { /* a GATHER table: slot 0 (the program image, 16x2: 4 entries of 1 row fit), or n + 1 */
+        i = px__gather(&b, 1, 2, 4, 1, refuse ? 3 : 0, 0, 0, 0);
+        px__expect(c, INSN_XY(&b, i, 3), "instruction 1 (GATHER): operand table = 3 (no such slot)");
+    }
+    px__halt(&b);
+    px__finish(&b, c);
+}
+
+static void r_opnd_mask(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "m", 1, 1); /* the tile mask of src */
+    uint32_t i = px__pyramid(&b, 1, refuse ? 4 : 3);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (PYRAMID): operand mask = 4 (no such slot)");
+    px__finish(&b, c);
+}
+
+static void r_opnd_mode(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    uint32_t i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    /* variant 0: nearest@f7 (0x1F), bit 5 (0x20); variant 1: nearest (1), a register without the
+     * relative bit (5) */
+    int mode = variant == 0 ? (refuse ? 0x20 : 0x1F) : (refuse ? 5 : 1);
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, mode), mode);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 1 (SAMPLE): operand mode = %d (mode is bit 0", variant ? 5 : 32);
+    px__finish(&b, c);
+}
+
+static void r_opnd_dim(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    int n = refuse ? 0 : 1;
+    uint32_t i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, variant ? 1 : n, variant ? n : 1);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 2), "instruction 1 (SAMPLE): operand %s = 0 (a size must be at least 1)", variant ? "h" : "w");
+    px__finish(&b, c);
+}
+
+static void r_opnd_taps(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    uint32_t i = px__sample(&b, PX_OP_ANISO, 1, 2, 0, 0, 4, 4);
+    int taps = variant == 0 ? (refuse ? 17 : 16) : (refuse ? 0 : 1);
+    pxvm_build_patch(&b, i, PX_FI(ANISO, taps), taps);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 7), "instruction 1 (ANISO): operand taps = %d (taps are 1..16)", variant ? 0 : 17);
+    px__finish(&b, c);
+}
+
+/* src input 8x8 (4 levels), sal scratch 8x8: SALIENCY c=0 s=1 map=0, HALT. */
+static uint32_t px__saliency_base(pxvm_builder *b, int acc)
+{
+    pxvm_build_init(b, 16);
+    pxvm_build_slot(b, PXI_ROLE_INPUT, "src", 8, 8);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "sal", 8, 8);
+    uint32_t i = px__saliency(b, 1, 2, 0, 1, 0, 0, acc);
+    px__halt(b);
+    return i;
+}
+
+static void r_opnd_flag(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__saliency_base(&b, refuse ? 2 : 1);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (SALIENCY): operand accumulate = 2 (a flag is 0 or 1)");
+    px__finish(&b, c);
+}
+
+static void r_opnd_reg(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t i = variant == 0 ? px__argmax(&b, 1, 0, refuse ? 8 : 7, 0, 0, 0) : px__argmax(&b, 1, 0, 0, refuse ? 8 : 7, refuse ? 0 : 1, 0);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, variant ? 2 : 0), "instruction 0 (ARGMAX): operand %s = 8 (fixation registers are 0..7)",
+               variant ? "ior_first" : "reg");
+    px__finish(&b, c);
+}
+
+static void r_opnd_level(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "big", 16384, 1); /* 15 levels: 0..14 */
+    /* 14 is its last level; 15 is refused as no level of big (V-ARGMAX-1), 16 as no level at all */
+    uint32_t i = px__argmax(&b, 1, refuse ? 16 : 14, 0, 0, 0, 0);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (ARGMAX): operand level = 16 (levels are 0..15)");
+    px__finish(&b, c);
+}
+
+/* ---- writes --------------------------------------------------------------------------------- */
+
+static void r_write_readonly(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    uint32_t i;
+    int slot = 0;
+    const char *role = "input";
+    if (variant <= 1) { /* SAMPLE src -> out; refused: out -> src (an input) or src -> tab (data) */
+        px__base(&b, 16);
+        pxvm_image d;
+        pxvm_image_alloc(&d, 4, 4, NULL);
+        pxvm_build_data_slot(&b, "tab", &d);
+        pxvm_image_free(&d);
+        px__pyramid(&b, 1, 0);
+        if (!refuse)
+            i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+        else
+            i = variant ? px__sample(&b, PX_OP_SAMPLE, 1, 3, 0, 0, 4, 4) : px__sample(&b, PX_OP_SAMPLE, 2, 1, 0, 0, 4, 4);
+        role = variant ? "data" : "input";
+        px__expect(c, INSN_XY(&b, i, 1), "instruction 1 (SAMPLE): writes slot %s, a read-only %s slot", variant ? "tab" : "src", role);
+        px__halt(&b);
+        px__finish(&b, c);
+        return;
+    }
+    if (variant == 2) { /* SALIENCY's map: scratch, or input */
+        i = px__saliency_base(&b, 0);
+        slot = 2;
+    } else { /* DIFF's mask (3) or UPDATE's cur (4): scratch, or input */
+        pxvm_build_init(&b, 16);
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 40, 20);
+        int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 40, 20);
+        pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", 3, 2);
+        if (!(variant == 4 && refuse))
+            pxvm_build_persist(&b, cur);
+        i = px__video(&b, PX_OP_DIFF, 1, 2, 3);
+        if (variant == 4)
+            i = px__video(&b, PX_OP_UPDATE, 1, 2, 3);
+        px__halt(&b);
+        slot = variant == 3 ? 3 : 2;
+    }
+    px__expect(c, INSN_XY(&b, i, 0), "writes slot %s, a read-only input slot", variant == 2 ? "sal" : variant == 3 ? "mask" : "cur");
+    px__finish(&b, c);
+    if (refuse)
+        *px__byte(c, DESC(slot, 0), 0) = PXI_ROLE_INPUT;
+}
+
+static void r_write_fits(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    int at = refuse ? 3 : 2; /* 2 + 2 = 4 fits the 4x4 slot; 3 + 2 does not */
+    uint32_t i = variant ? px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, at, 4, 2) : px__sample(&b, PX_OP_SAMPLE, 1, 2, at, 0, 2, 4);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 1), "instruction 1 (SAMPLE): destination %s does not fit slot out (4x4)",
+               variant ? "0,3 4x2" : "3,0 2x4");
+    px__finish(&b, c);
+}
+
+static void r_write_code(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    uint32_t i;
+    if (variant == 0) { /* src 8x8: header 13, SAMPLE 13..20, HALT 21: code end 22 = (6, 1) */
+        pxvm_build_init(&b, 16);
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 8, 8);
+        i = px__sample(&b, PX_OP_SAMPLE, 1, 0, refuse ? 5 : 6, 1, 2, 1);
+        px__halt(&b);
+        px__expect(c, INSN_XY(&b, i, 1), "instruction 0 (SAMPLE): destination 5,1 2x1 of the program image overlaps its header and code (stream 0..21)");
+    } else { /* DOT_RGB at 5, HALT at 6 in a 4-wide image: code end 7; pixel (0, 2) is 8, (0, 1) is 4 */
+        pxvm_build_init(&b, 4);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        i = pxvm_build_insn(&b, PX_OP_DOT_RGB, f);
+        px__halt(&b);
+        uint8_t zero[16] = {0};
+        int r = pxvm_build_row(&b, zero, 4);
+        CHECK_EQ(r, 2);
+        pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_a), 2);
+        pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_b), 2);
+        pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_out), refuse ? 1 : 2);
+        px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (DOT_RGB): destination 0,1 1x1 of the program image overlaps its header and code (stream 0..6)");
+    }
+    px__finish(&b, c);
+}
+
+/* ---- sampling, tables, masks ---------------------------------------------------------------- */
+
+static void r_fetch_same(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    uint32_t i = px__sample(&b, variant ? PX_OP_ANISO : PX_OP_SAMPLE, refuse ? 2 : 1, 2, 0, 0, 4, 4);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 1 (%s): reads and writes the same slot out", variant ? "ANISO" : "SAMPLE");
+    px__finish(&b, c);
+}
+
+/* src input 8x8, out output 4x4, m scratch 1x1 (src's tile mask), tab data 12x4, t scratch 12x4. */
+static void px__incremental(pxvm_builder *b, int persistent)
+{
+    px__base(b, 16);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "m", 1, 1);
+    pxvm_image d;
+    pxvm_image_alloc(&d, 12, 4, NULL);
+    pxvm_build_data_slot(b, "tab", &d);
+    pxvm_image_free(&d);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "t", 12, 4);
+    if (persistent)
+        pxvm_build_persist(b, 2);
+}
+
+static void r_fetch_persist(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__incremental(&b, !refuse);
+    uint32_t i = variant ? px__gather(&b, 1, 2, 4, 4, 4, 0, 0, 3) : px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    if (!variant)
+        pxvm_build_patch(&b, i, PX_FI(SAMPLE, mask), 3);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "samples incrementally (mask m) into slot out, which is not persistent");
+    px__finish(&b, c);
+}
+
+static void r_fetch_table_data(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__incremental(&b, 1);
+    uint32_t i = px__gather(&b, 1, 2, 4, 4, refuse ? 5 : 4, 0, 0, 3);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 3), "an incremental GATHER needs its table in a data slot (constant), not slot t");
+    px__finish(&b, c);
+}
+
+static void r_gather_own_table(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__incremental(&b, 0);
+    uint32_t i = px__gather(&b, 1, refuse ? 5 : 2, 4, 4, 5, 0, 0, 0); /* out <- table t, or t <- t */
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 3), "instruction 0 (GATHER): writes its own table slot t");
+    px__finish(&b, c);
+}
+
+static void r_gather_table_fits(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    /* 4x4 outputs need 12x4 table pixels: variant 0 one row short, 1 one column short, 2 the
+     * region moved one row down in a 12x5 table */
+    int tw = variant == 1 && refuse ? 11 : 12, th = variant == 0 && refuse ? 3 : variant == 2 ? 5 : 4;
+    pxvm_image d;
+    pxvm_image_alloc(&d, tw, th, NULL);
+    int k = pxvm_build_data_slot(&b, "tab", &d);
+    pxvm_image_free(&d);
+    uint32_t i = px__gather(&b, 1, 2, 4, 4, k, 0, variant == 2 ? (refuse ? 2 : 1) : 0, 0);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 4), "instruction 0 (GATHER): table 0,%d needs 12x4 pixels (3 per entry) but slot tab is %dx%d",
+               variant == 2 ? 2 : 0, tw, th);
+    px__finish(&b, c);
+}
+
+static void r_mask_tiles(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    uint32_t i;
+    if (variant <= 1) { /* src 33x17: 3x2 tiles (not 2x1) */
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 33, 17);
+        pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 4, 4);
+        pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "m", refuse ? 2 : 3, 2);
+        pxvm_build_persist(&b, 2);
+        if (variant == 0) {
+            i = px__pyramid(&b, 1, 3);
+        } else {
+            i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+            pxvm_build_patch(&b, i, PX_FI(SAMPLE, mask), 3);
+        }
+        px__expect(c, INSN_XY(&b, i, 0), "tile mask m is 2x2; slot src (33x17) has 3x2 tiles of 16x16");
+    } else { /* DIFF frame 40x20 -> cur: 3x2 tiles */
+        pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 40, 20);
+        pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 40, 20);
+        pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "m", 3, refuse ? 1 : 2);
+        pxvm_build_persist(&b, 2);
+        i = px__video(&b, PX_OP_DIFF, 1, 2, 3);
+        px__expect(c, INSN_XY(&b, i, 0), "tile mask m is 3x1; slot cur (40x20) has 3x2 tiles of 16x16");
+    }
+    px__halt(&b);
+    px__finish(&b, c);
+}
+
+/* frame input 40x20, cur scratch (persistent) cw x ch, mask scratch 3x2; `op` frame cur mask. */
+static uint32_t px__video_base(pxvm_builder *b, int op, int frame, int cur, int mask, int cw, int ch, int persistent)
+{
+    pxvm_build_init(b, 16);
+    pxvm_build_slot(b, PXI_ROLE_INPUT, "frame", 40, 20);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "cur", cw, ch);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "mask", 3, 2);
+    if (persistent)
+        pxvm_build_persist(b, 2);
+    uint32_t i = px__video(b, op, frame, cur, mask);
+    px__halt(b);
+    return i;
+}
+
+static void r_video_same(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    uint32_t i = px__video_base(&b, variant ? PX_OP_UPDATE : PX_OP_DIFF, refuse ? 2 : 1, 2, 3, 40, 20, 1);
+    px__expect(c, INSN_XY(&b, i, 0), "frame and cur are the same slot cur");
+    px__finish(&b, c);
+}
+
+static void r_video_size(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    /* 41x20 and 40x21 still have 3x2 tiles: only the sizes differ */
+    uint32_t i = px__video_base(&b, PX_OP_DIFF, 1, 2, 3, refuse && !variant ? 41 : 40, refuse && variant ? 21 : 20, 1);
+    px__expect(c, INSN_XY(&b, i, 0), "frame frame is 40x20 but cur cur is %s", variant ? "40x21" : "41x20");
+    px__finish(&b, c);
+}
+
+static void r_video_mask_own(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    uint32_t i = px__video_base(&b, PX_OP_DIFF, 1, 2, refuse ? (variant ? 1 : 2) : 3, 40, 20, 1);
+    px__expect(c, INSN_XY(&b, i, 0), "the mask must be a slot of its own");
+    px__finish(&b, c);
+}
+
+static void r_update_persist(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__video_base(&b, PX_OP_UPDATE, 1, 2, 3, 40, 20, !refuse);
+    px__expect(c, INSN_XY(&b, i, 0), "persistent");
+    px__finish(&b, c);
+}
+
+/* ---- SALIENCY, ARGMAX ----------------------------------------------------------------------- */
+
+/* src input sw x sh, sal scratch mw x mh; SALIENCY src -> sal (c, s, map, shift), HALT. */
+static uint32_t px__sal(pxvm_builder *b, int sw, int sh, int mw, int mh, int dst, int c, int s, int map, int shift)
+{
+    pxvm_build_init(b, 16);
+    pxvm_build_slot(b, PXI_ROLE_INPUT, "src", sw, sh);
+    pxvm_build_slot(b, PXI_ROLE_SCRATCH, "sal", mw, mh);
+    uint32_t i = px__saliency(b, 1, dst, c, s, map, shift, 0);
+    px__halt(b);
+    return i;
+}
+
+static void r_sal_same(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__sal(&b, 8, 8, 8, 8, refuse ? 1 : 2, 0, 1, 0, 0);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (SALIENCY): reads and writes the same slot src");
+    px__finish(&b, c);
+}
+
+static void r_sal_order(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__sal(&b, 8, 8, 4, 4, 2, 1, refuse ? 1 : 2, 1, 0);
+    px__expect(c, INSN_XY(&b, i, 1), "centre level 1 must be finer than surround level 1");
+    px__finish(&b, c);
+}
+
+static void r_sal_levels(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    uint32_t i;
+    if (variant == 0) /* 8x8 has levels 0..3: the surround 3, or 4 */
+        i = px__sal(&b, 8, 8, 8, 8, 2, 0, refuse ? 4 : 3, 0, 0);
+    else /* the map level 3 (1x1), or 4 */
+        i = px__sal(&b, 8, 8, 1, 1, 2, 0, 1, refuse ? 4 : 3, 0);
+    px__expect(c, INSN_XY(&b, i, 1), "level 4 is beyond the 4 levels of slot src");
+    px__finish(&b, c);
+}
+
+static void r_sal_map_level(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__sal(&b, 8, 8, 4, 4, 2, 1, 2, refuse ? 0 : 1, 0);
+    px__expect(c, INSN_XY(&b, i, 1), "map level 0 must not be finer than centre level 1");
+    px__finish(&b, c);
+}
+
+static void r_sal_shift(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    uint32_t i = px__sal(&b, 8, 8, 8, 8, 2, 0, 1, 0, refuse ? 21 : 20);
+    px__expect(c, INSN_XY(&b, i, 1), "shift 21 is larger than 20");
+    px__finish(&b, c);
+}
+
+static void r_sal_size(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    /* src 9x7: level 1 is 4x3 (floored), not 5x4 */
+    uint32_t i = px__sal(&b, 9, 7, refuse && !variant ? 5 : 4, refuse && variant ? 4 : 3, 2, 0, 2, 1, 0);
+    px__expect(c, INSN_XY(&b, i, 0), "map slot sal is %s but level 1 of slot src is 4x3", variant ? "4x4" : "5x3");
+    px__finish(&b, c);
+}
+
+static void r_argmax_level(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t i = px__argmax(&b, 1, refuse ? 4 : 3, 0, 0, 0, 0);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (ARGMAX): level 4 is beyond the 4 levels of slot src");
+    px__finish(&b, c);
+}
+
+static void r_argmax_ior(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t i = variant ? px__argmax(&b, 1, 0, 0, 7, refuse ? 2 : 1, 0) : px__argmax(&b, 1, 0, 0, 0, refuse ? 9 : 8, 0);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 2), "inhibiting registers %s: there are 8 (0..7)", variant ? "7..8" : "0..8");
+    px__finish(&b, c);
+}
+
+static void r_argmax_radius(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 16);
+    uint32_t i = px__argmax(&b, 1, 0, 0, 0, 1, refuse ? 16385 : 16384);
+    px__halt(&b);
+    px__expect(c, INSN_XY(&b, i, 3), "inhibition radius 16385 is larger than 16384 texels");
+    px__finish(&b, c);
+}
+
+/* ---- unlinkable, traps ---------------------------------------------------------------------- */
+
+static void px__run_base(px_rcase *c, int iw, int ih, int slot)
+{
+    px__base_program(c);
+    c->stage = PX_RUN;
+    c->bind_slot = slot;
+    if (iw)
+        pxvm_image_alloc(&c->input, iw, ih, NULL);
+}
+
+static void r_bind_unbound(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__run_base(c, refuse ? 0 : 8, 8, 1);
+    px__expect(c, -1, -1, "input slot 1 ('src') is not bound to an image (--in src=FILE)");
+}
+
+static void r_bind_size(int refuse, int variant, px_rcase *c)
+{
+    int w = refuse && variant ? 9 : 8, h = refuse && !variant ? 9 : 8;
+    px__run_base(c, w, h, 1);
+    px__expect(c, -1, -1, "a %dx%d image cannot be bound to slot 1 ('src'), which is 8x8", w, h);
+}
+
+static void r_bind_role(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__run_base(c, refuse ? 4 : 8, refuse ? 4 : 8, refuse ? 2 : 1);
+    px__expect(c, -1, -1, "slot 2 ('out') is a output slot; only input slots take images");
+}
+
+static void r_dot_overflow(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    pxvm_build_init(&b, 8); /* DOT_RGB at 5, HALT at 6; rows a, b, out after them */
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    uint32_t i = pxvm_build_insn(&b, PX_OP_DOT_RGB, f);
+    px__halt(&b);
+    /* 255*255 + 255*2 = 65535 fits; one more term 1*1 gives 65536 */
+    uint8_t ra[8 * 4] = {0}, rb[8 * 4] = {0}, ro[8 * 4] = {0};
+    ra[0] = ra[4] = 255, rb[0] = 255, rb[4] = 2;
+    if (refuse)
+        ra[8] = rb[8] = 1;
+    int a = pxvm_build_row(&b, ra, 8), r = pxvm_build_row(&b, rb, 8), o = pxvm_build_row(&b, ro, 8);
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_a), a);
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_b), r);
+    pxvm_build_patch(&b, i, PX_FI(DOT_RGB, row_out), o);
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (DOT_RGB): sum 65536 does not fit in 16 bits");
+    px__finish(&b, c);
+    c->stage = PX_RUN;
+}
+
+static void r_steps(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    pxvm_builder b;
+    px__base(&b, 16);
+    px__pyramid(&b, 1, 0);
+    px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    uint32_t h = px__halt(&b);
+    px__expect(c, INSN_XY(&b, h, 0), "step budget of 2 instructions exhausted before instruction 2 (see --max-steps)");
+    px__finish(&b, c);
+    c->stage = PX_RUN;
+    c->bind_slot = 1;
+    pxvm_image_alloc(&c->input, 8, 8, NULL);
+    c->max_steps = refuse ? 2 : 3; /* HALT counts */
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static const px_rule px_rules[] = {
+    {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL},
+    {"M-FILE-2", PXE_PNG_CORRUPT, r_png_corrupt, 2, NULL},
+    {"V-FILE-1", PXE_IMAGE_SIDE, r_image_side, 2, NULL},
+    {"V-FILE-2", PXE_IMAGE_MEMORY, r_image_memory, 1, NULL},
+    {"M-FILE-3", PXE_IMAGE_SIGNATURE, r_image_signature, 2, NULL},
+    {"M-FILE-4", PXE_JPEG_CORRUPT, r_jpeg_corrupt, 1, NULL},
+    {"M-FILE-5", PXE_JPEG_CORRUPT, r_jpeg_cmyk, 1, NULL},
+    {"M-HDR-1", PXE_HEADER_SHORT, r_header_short, 2, NULL},
+    {"M-HDR-2", PXE_BAD_MAGIC, r_magic, 1, NULL},
+    {"M-HDR-3", PXE_BAD_VERSION, r_version, 3, NULL},
+    {"M-HDR-4", PXE_HEADER_RESERVED, r_header_flags, 1, NULL},
+    {"M-HDR-5", PXE_HEADER_RESERVED, r_header_word4, 2, NULL},
+    {"M-HDR-6", PXE_CODE_START, r_code_start, 1, NULL},
+    {"V-HDR-1", PXE_NO_CODE, r_no_code, 1, NULL},
+    {"V-LIMIT-1", PXE_TOO_MANY_INSNS, r_max_insns, 1, NULL},
+    {"V-LIMIT-2", PXE_SLOT_SIDE, r_prog_side, 1, NULL},
+    {"V-LIMIT-3", PXE_SLOT_MEMORY, r_memory, 1, NULL},
+    {"V-SLOT-1", PXE_SLOT_ROLE, r_slot_role, 2, NULL},
+    {"V-SLOT-2", PXE_SLOT_NAME, r_name_chars, 3, NULL},
+    {"V-SLOT-3", PXE_SLOT_NAME, r_name_digit, 1, NULL},
+    {"V-SLOT-4", PXE_SLOT_NAME, r_name_prog, 1, NULL},
+    {"V-SLOT-5", PXE_SLOT_NAME, r_name_repeat, 2, NULL},
+    {"V-SLOT-6", PXE_SLOT_FIELD, r_slot_flags, 3, NULL},
+    {"V-SLOT-7", PXE_SLOT_FIELD, r_slot_persist, 1, NULL},
+    {"V-SLOT-8", PXE_SLOT_SIDE, r_slot_side, 2, NULL},
+    {"V-SLOT-9", PXE_SLOT_FIELD, r_data_rect, 2, NULL},
+    {"V-SLOT-10", PXE_SLOT_FIELD, r_origin, 2, NULL},
+    {"V-SLOT-11", PXE_SLOT_FIELD, r_patch_fit, 3, NULL},
+    {"V-SLOT-12", PXE_SLOT_FIELD, r_patch_count, 1, NULL},
+    {"M-CODE-1", PXE_CODE_SHORT, r_code_short, 1, NULL},
+    {"V-CODE-1", PXE_OPCODE_RESERVED, r_opcode_reserved, 2, NULL},
+    {"V-CODE-2", PXE_OPCODE_UNKNOWN, r_opcode_unknown, 2, NULL},
+    {"V-CODE-3", PXE_NO_HALT, r_no_halt, 2, NULL},
+    {"V-OPND-1", PXE_OPERAND, r_opnd_zero, 2, NULL},
+    {"V-OPND-2", PXE_OPERAND, r_opnd_row, 2, NULL},
+    {"V-OPND-3", PXE_OPERAND, r_opnd_slot, 2, NULL},
+    {"V-OPND-4", PXE_OPERAND, r_opnd_mask, 1, NULL},
+    {"V-OPND-5", PXE_OPERAND, r_opnd_mode, 2, NULL},
+    {"V-OPND-6", PXE_OPERAND, r_opnd_dim, 2, NULL},
+    {"V-OPND-7", PXE_OPERAND, r_opnd_taps, 2, NULL},
+    {"V-OPND-8", PXE_OPERAND, r_opnd_flag, 1, NULL},
+    {"V-OPND-9", PXE_OPERAND, r_opnd_reg, 2, NULL},
+    {"V-OPND-10", PXE_OPERAND, r_opnd_level, 1, NULL},
+    {"V-WRITE-1", PXE_REGION, r_write_readonly, 5, NULL},
+    {"V-WRITE-2", PXE_REGION, r_write_fits, 2, NULL},
+    {"V-WRITE-3", PXE_REGION, r_write_code, 2, NULL},
+    {"V-FETCH-1", PXE_REGION, r_fetch_same, 2, NULL},
+    {"V-FETCH-2", PXE_REGION, r_fetch_persist, 2, NULL},
+    {"V-FETCH-3", PXE_REGION, r_fetch_table_data, 1, NULL},
+    {"V-GATHER-1", PXE_REGION, r_gather_own_table, 1, NULL},
+    {"V-GATHER-2", PXE_REGION, r_gather_table_fits, 3, NULL},
+    {"V-MASK-1", PXE_REGION, r_mask_tiles, 3, NULL},
+    {"V-VIDEO-1", PXE_REGION, r_video_same, 2, NULL},
+    {"V-VIDEO-2", PXE_REGION, r_video_size, 2, NULL},
+    {"V-VIDEO-3", PXE_REGION, r_video_mask_own, 2, NULL},
+    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1,
+     "vm/program.c px__check_insn, case UPDATE: refuse a cur without PXI_SLOT_PERSIST"},
+    {"V-SAL-1", PXE_REGION, r_sal_same, 1, NULL},
+    {"V-SAL-2", PXE_REGION, r_sal_order, 1, NULL},
+    {"V-SAL-3", PXE_REGION, r_sal_levels, 2, NULL},
+    {"V-SAL-4", PXE_REGION, r_sal_map_level, 1, NULL},
+    {"V-SAL-5", PXE_REGION, r_sal_shift, 1, NULL},
+    {"V-SAL-6", PXE_REGION, r_sal_size, 2, NULL},
+    {"V-ARGMAX-1", PXE_REGION, r_argmax_level, 1, NULL},
+    {"V-ARGMAX-2", PXE_REGION, r_argmax_ior, 2, NULL},
+    {"V-ARGMAX-3", PXE_REGION, r_argmax_radius, 1, NULL},
+    {"U-BIND-1", PXE_UNBOUND_INPUT, r_bind_unbound, 1, NULL},
+    {"U-BIND-2", PXE_INPUT_SIZE, r_bind_size, 2, NULL},
+    {"U-BIND-3", PXE_BIND_ROLE, r_bind_role, 1, NULL},
+    {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL},
+    {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL},
+};
+#define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
+
+/* One side of one variant: 0 when it behaves as the rule says. */
+static int px__check_side(const px_rule *r, int variant, int refuse)
+{
+    px_rcase c;
+    memset(&c, 0, sizeof c);
+    pxvm_limits_default(&c.lim);
+    c.stage = PX_LOAD;
+    r->make(refuse, variant, &c);
+    pxvm_error err;
+    int rc = px__attempt(&c, &err), bad = 0;
+    char buf[1024];
+    pxvm_error_format(&err, buf, sizeof buf);
+    if (!refuse && rc < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s variant %d: the accepted case fails: %s", r->id, variant, buf);
+        bad = 1;
+    } else if (refuse && r->pending) {
+        if (rc == 0) {
+            printf("  %s variant %d: pending (%s)\n", r->id, variant, r->pending);
+        } else {
+            px_test_fail(__FILE__, __LINE__, "%s is refused now (%s): %s", r->id, buf,
+                         err.code == r->code ? "drop its pending mark in test_rules.c" : "with another error than its rule's");
+            bad = 1;
+        }
+    } else if (refuse) {
+        if (rc == 0 || err.code != r->code || err.cls != px__class_of(r->id) || err.x != c.x || err.y != c.y ||
+            !strstr(err.msg, c.msg)) {
+            px_test_fail(__FILE__, __LINE__, "%s variant %d: expected %s error %d at (%d,%d) with '%s'; got %s (code %d)",
+                         r->id, variant, pxvm_class_name(px__class_of(r->id)), (int)r->code, c.x, c.y, c.msg,
+                         rc == 0 ? "no error" : buf, (int)err.code);
+            bad = 1;
+        }
+    }
+    px__case_free(&c);
+    return bad;
+}
+
+TEST(rules_every_rule_has_its_edge_pair)
+{
+    int pairs = 0;
+    for (size_t k = 0; k < PX_NRULES; k++)
+        for (int v = 0; v < px_rules[k].variants; v++) {
+            px__check_side(&px_rules[k], v, 0);
+            px__check_side(&px_rules[k], v, 1);
+            pairs++;
+        }
+    printf("  %zu rules, %d pairs\n", PX_NRULES, pairs);
+}
+
+/* ---- the SPEC's IDs against this table ------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    pxvm_code code;
+} px__codes[] = {
+#define PXE(code, cls, fmt) {#code, PXE_##code},
+#include "../../vm/errors.def"
+};
+
+/* An ID at s (a letter of MVUT, '-', capitals, '-', digits) not inside a longer word: its length. */
+static size_t px__id_at(const char *text, const char *s)
+{
+    if (!*s || !strchr("MVUT", *s) || (s > text && (isalnum((unsigned char)s[-1]) || s[-1] == '-' || s[-1] == '_')))
+        return 0;
+    const char *p = s + 1;
+    if (*p++ != '-' || !isupper((unsigned char)*p))
+        return 0;
+    while (isupper((unsigned char)*p))
+        p++;
+    if (*p++ != '-' || !isdigit((unsigned char)*p))
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return isalnum((unsigned char)*p) ? 0 : (size_t)(p - s);
+}
+
+static const px_rule *px__rule(const char *id, size_t n)
+{
+    for (size_t k = 0; k < PX_NRULES; k++)
+        if (strlen(px_rules[k].id) == n && !strncmp(px_rules[k].id, id, n))
+            return &px_rules[k];
+    return NULL;
+}
+
+TEST(rules_spec_ids_have_their_pairs)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    char *text = realloc(data, len + 1);
+    if (!text)
+        return;
+    text[len] = 0;
+    int defined[PX_NRULES] = {0}, indexed[PX_NRULES] = {0}, ids = 0;
+    for (const char *s = text; *s; s++) {
+        size_t n = px__id_at(text, s);
+        if (!n)
+            continue;
+        const px_rule *r = px__rule(s, n);
+        int def = s > text && s[-1] == '[' && s[n] == ']';
+        int row = s >= text + 2 && s[-1] == ' ' && s[-2] == '|' && (s - 2 == text || s[-3] == '\n');
+        if (!r) {
+            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_rules.c", (int)n, s);
+        } else if (def) {
+            if (defined[r - px_rules]++)
+                px_test_fail(__FILE__, __LINE__, "SPEC.md defines %s twice", r->id);
+            ids++;
+        } else if (row) { /* | ID | class | `CODE` | ...: the index row */
+            indexed[r - px_rules]++;
+            char cls[32] = "", code[64] = "";
+            if (sscanf(s + n, " | %31[a-z] | `%63[A-Z_0-9]`", cls, code) != 2)
+                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s is not '| ID | class | `CODE` |'", r->id);
+            if (strcmp(cls, pxvm_class_name(px__class_of(r->id))))
+                px_test_fail(__FILE__, __LINE__, "SPEC.md: %s is of class %s, its letter says %s", r->id, cls,
+                             pxvm_class_name(px__class_of(r->id)));
+            const char *want = NULL;
+            for (size_t k = 0; k < sizeof px__codes / sizeof px__codes[0]; k++)
+                if (px__codes[k].code == r->code)
+                    want = px__codes[k].name;
+            if (!want || strcmp(code, want))
+                px_test_fail(__FILE__, __LINE__, "SPEC.md's index gives %s the error %s; its pair here shows %s", r->id, code,
+                             want ? want : "?");
+        }
+        s += n - 1;
+    }
+    for (size_t k = 0; k < PX_NRULES; k++) {
+        if (!defined[k])
+            px_test_fail(__FILE__, __LINE__, "%s has an edge pair here but no [%s] in SPEC.md", px_rules[k].id, px_rules[k].id);
+        if (indexed[k] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s has %d rows in SPEC.md's rule index (1 wanted)", px_rules[k].id, indexed[k]);
+    }
+    printf("  %d rule IDs in SPEC.md\n", ids);
+    free(text);
+}
+
+/* ---- what the rules accept ------------------------------------------------------------------ */
+
+/* SPEC 3: a HALT before the last instruction stops the run; what follows it is validated at load
+ * but never runs (here a DOT_RGB that would trap) and counts no step. */
+TEST(rules_halt_before_the_last_instruction_stops_the_run)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        pxvm_builder b;
+        pxvm_build_init(&b, 8); /* HALT at 5, DOT_RGB at 6, HALT at 7; rows a, b, out */
+        px__halt(&b);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        uint32_t dot = pxvm_build_insn(&b, PX_OP_DOT_RGB, f);
+        px__halt(&b);
+        uint8_t full[8 * 4], zero[8 * 4] = {0};
+        memset(full, 255, sizeof full);
+        int a = pxvm_build_row(&b, full, 8), o = pxvm_build_row(&b, zero, 8);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_a), a);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_b), a);
+        pxvm_build_patch(&b, dot, PX_FI(DOT_RGB, row_out), bad ? 9 : o); /* 9: no such row */
+        px_rcase c;
+        memset(&c, 0, sizeof c);
+        pxvm_limits_default(&c.lim);
+        px__finish(&b, &c);
+        c.stage = PX_RUN;
+        c.max_steps = 1; /* the first HALT is the one step */
+        pxvm_error err;
+        int rc = px__attempt(&c, &err);
+        if (bad) { /* still checked at load, though it never runs */
+            CHECK(rc < 0);
+            CHECK_EQ(err.code, PXE_OPERAND);
+            CHECK_STR(err.msg, "instruction 1 (DOT_RGB): operand row_out = 9");
+        } else {
+            CHECK_EQ(rc, 0);
+        }
+        /* and the DOT_RGB never ran: its row is still zero after a run with the default budget */
+        if (!bad) {
+            pxvm_program prog;
+            pxvm_executor *ex;
+            CHECK(px_run_image(&c.prog, NULL, 0, &prog, &ex, &err) == 0);
+            pxvm_image p = px_read(&prog, ex, 0, 0);
+            CHECK_EQ(px_px(&p, 0, o), 0u);
+            pxvm_image_free(&p);
+            px_close(&prog, ex);
+        }
+        px__case_free(&c);
+    }
+}
+
+/* SPEC 2, Writes: PYRAMID may rebuild the levels of an input, a data slot and the program image;
+ * their level 0 is only read. */
+TEST(rules_pyramid_on_read_only_slots_builds_their_levels)
+{
+    uint64_t st = 3;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 5, 4);
+    pxvm_image d = px_random_image(4, 2, &st);
+    int tab = pxvm_build_data_slot(&b, "tab", &d);
+    px__pyramid(&b, 1, 0);
+    px__pyramid(&b, tab, 0);
+    px__pyramid(&b, 0, 0);
+    px__halt(&b);
+    pxvm_image in = px_random_image(5, 4, &st), img;
+    const pxvm_image *ins[] = {&in};
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+    pxvm_build_free(&b);
+    CHECK(px_run_image(&img, ins, 1, &prog, &ex, &err) == 0);
+    if (!ex)
+        return;
+    const pxvm_image *level0[] = {&img, &in, &d};
+    for (int k = 0; k < 3; k++) {
+        pxvm_image l0 = px_read(&prog, ex, k, 0), l1 = px_read(&prog, ex, k, 1);
+        CHECK(!memcmp(l0.px, level0[k]->px, (size_t)l0.w * (size_t)l0.h * 4u)); /* level 0 untouched */
+        CHECK(l1.w == (l0.w >> 1 ? l0.w >> 1 : 1) && l1.h == (l0.h >> 1 ? l0.h >> 1 : 1));
+        for (int y = 0; y < l1.h; y++)
+            for (int x = 0; x < l1.w; x++) {
+                int x1 = 2 * x + 1 < l0.w ? 2 * x + 1 : l0.w - 1, y1 = 2 * y + 1 < l0.h ? 2 * y + 1 : l0.h - 1;
+                CHECK_EQ(px_px(&l1, x, y),
+                         px_box4(px_px(&l0, 2 * x, 2 * y), px_px(&l0, x1, 2 * y), px_px(&l0, 2 * x, y1), px_px(&l0, x1, y1)));
+            }
+        pxvm_image_free(&l0), pxvm_image_free(&l1);
+    }
+    px_close(&prog, ex);
+    pxvm_image_free(&img), pxvm_image_free(&in), pxvm_image_free(&d);
+}
+
+/* SPEC 2, Patch atlases: a slot of any role with patch geometry is an atlas: a scratch atlas's
+ * tokens get their geometry and read as patches; a data atlas's tokens keep (0, 0, 0, 0, -1). */
+TEST(rules_atlases_of_any_role)
+{
+    uint64_t st = 5;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 8, 8);
+    int sc = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "sc", 9, 4); /* 2 patches of 4x4 and a spare column */
+    pxvm_build_patches(&b, sc, 4, 4, 2);
+    pxvm_image d = px_random_image(8, 4, &st);
+    int tab = pxvm_build_data_slot(&b, "tab", &d);
+    pxvm_build_patches(&b, tab, 4, 4, 2);
+    uint32_t i = px__sample(&b, PX_OP_SAMPLE, 1, sc, 4, 0, 4, 4); /* token 1 */
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, cu), 3 * 65536 + 32768);
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, cv), 5 * 65536);
+    pxvm_build_patch(&b, i, PX_FI(SAMPLE, lod), 9 * 256); /* clamped to the last level, 3 */
+    px__halt(&b);
+    pxvm_image in = px_random_image(8, 8, &st), img;
+    const pxvm_image *ins[] = {&in};
+    pxvm_program prog;
+    pxvm_executor *ex;
+    pxvm_error err;
+    CHECK(pxvm_build_finish(&b, &img, &err) == 0);
+    pxvm_build_free(&b);
+    CHECK(px_run_image(&img, ins, 1, &prog, &ex, &err) == 0);
+    if (!ex)
+        return;
+    int32_t g[2 * PX_GEOM_INTS], dg[2 * PX_GEOM_INTS];
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, sc, 0, 1, g, -1, &err) == 0);
+    CHECK(pxvm_cpu_executor.read_state(ex, PXVM_STATE_GEOMETRY, tab, 0, 1, dg, -1, &err) == 0);
+    const int32_t unwritten[PX_GEOM_INTS] = {0, 0, 0, 0, -1};
+    const int32_t token1[PX_GEOM_INTS] = {3 * 65536 + 32768, 5 * 65536, 65536, 65536, 3 * 256};
+    for (int k = 0; k < PX_GEOM_INTS; k++) {
+        CHECK_EQ(g[k], unwritten[k]);
+        CHECK_EQ(g[PX_GEOM_INTS + k], token1[k]);
+        CHECK_EQ(dg[k], unwritten[k]);
+        CHECK_EQ(dg[PX_GEOM_INTS + k], unwritten[k]);
+    }
+    /* the scratch atlas read as patches: patch 1 is its tile (1, 0) */
+    uint8_t patches[2 * 4 * 4 * 4];
+    pxvm_view v = {patches, -1, 1, 4, 8, 4, (int64_t)sizeof patches, 16, 4, 1};
+    CHECK(pxvm_cpu_executor.read(ex, sc, 0, 0, &v, 1, &err) == 0);
+    pxvm_image s = px_read(&prog, ex, sc, 0);
+    for (int y = 0; y < 4; y++)
+        CHECK(!memcmp(patches + 64 + 16 * y, s.px + ((size_t)y * 9 + 4) * 4u, 16));
+    pxvm_image_free(&s);
+    px_close(&prog, ex);
+    pxvm_image_free(&img), pxvm_image_free(&in), pxvm_image_free(&d);
+}
+
+/* ---- PNG decoding (SPEC 5) ------------------------------------------------------------------ */
+
+typedef struct {
+    uint8_t *d;
+    size_t n, cap;
+} px__buf;
+
+static void px__png_write(png_structp p, png_bytep d, size_t n)
+{
+    px__buf *b = png_get_io_ptr(p);
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->d = realloc(b->d, b->cap);
+    }
+    memcpy(b->d + b->n, d, n);
+    b->n += n;
+}
+
+static void px__png_flush(png_structp p) { (void)p; }
+
+/* A one-row PNG of `n` samples (grey, or palette indices: unpacked values) of `depth` bits,
+ * with a tRNS key (grey: key >= 0) or tRNS entries (palette: nalpha of them); decoded by pxvm. */
+static pxvm_image px__png_row(int color, int depth, const int *vals, int n, int key, const uint8_t *alpha, int nalpha,
+                              int npal)
+{
+    px__buf buf = {0};
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    pxvm_image img = {0, 0, NULL};
+    if (setjmp(png_jmpbuf(p))) {
+        png_destroy_write_struct(&p, &info);
+        free(buf.d);
+        return img;
+    }
+    png_set_write_fn(p, &buf, px__png_write, px__png_flush);
+    png_set_IHDR(p, info, (png_uint_32)n, 1, depth, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_color pal[16];
+        for (int k = 0; k < npal; k++)
+            pal[k].red = (png_byte)(10 + k), pal[k].green = (png_byte)(100 + k), pal[k].blue = (png_byte)(200 + k);
+        png_set_PLTE(p, info, pal, npal);
+        if (nalpha)
+            png_set_tRNS(p, info, alpha, nalpha, NULL);
+    } else if (key >= 0) {
+        png_color_16 c;
+        memset(&c, 0, sizeof c);
+        c.gray = (png_uint_16)key;
+        png_set_tRNS(p, info, NULL, 0, &c);
+    }
+    png_write_info(p, info);
+    uint8_t row[64] = {0};
+    for (int x = 0; x < n; x++) {
+        if (depth == 16) {
+            row[2 * x] = (uint8_t)(vals[x] >> 8), row[2 * x + 1] = (uint8_t)vals[x];
+        } else {
+            int per = 8 / depth;
+            row[x / per] = (uint8_t)(row[x / per] | vals[x] << (8 - depth * (x % per + 1)));
+        }
+    }
+    png_write_row(p, row);
+    png_write_end(p, info);
+    png_destroy_write_struct(&p, &info);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_error err;
+    if (pxvm_png_decode(buf.d, buf.n, "row.png", &lim, &img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    free(buf.d);
+    return img;
+}
+
+/* Pixel x of a decoded row is (v, v, v, a). */
+#define CHECK_GREY(img, x, v, a) CHECK_EQ(px_px(&(img), x, 0), (uint32_t)(v) * 0x010101u | (uint32_t)(a) << 24)
+
+TEST(rules_png_samples_scale_and_trns_keys)
+{
+    const int v1[] = {0, 1}, v2[] = {0, 1, 2, 3}, v4[] = {0, 1, 7, 15}, v16[] = {0x1100, 0x11FF, 0x1234, 0xFFFF};
+    pxvm_image i;
+    /* 1, 2, 4 bits: bit replication (x255, x85, x17); the tRNS key matches the raw sample */
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 1, v1, 2, 1, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 255, 0);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 2, v2, 4, 2, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 85, 255);
+        CHECK_GREY(i, 2, 170, 0);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 4, v4, 4, 7, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0, 255);
+        CHECK_GREY(i, 1, 17, 255);
+        CHECK_GREY(i, 2, 119, 0);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 4, v4, 4, -1, NULL, 0, 0); /* no tRNS: A = 255 */
+    if (i.px) {
+        CHECK_GREY(i, 2, 119, 255);
+    }
+    pxvm_image_free(&i);
+    /* 16 bits: the high byte, but the key is compared with all 16 bits */
+    i = px__png_row(PNG_COLOR_TYPE_GRAY, 16, v16, 4, 0x11FF, NULL, 0, 0);
+    if (i.px) {
+        CHECK_GREY(i, 0, 0x11, 255);
+        CHECK_GREY(i, 1, 0x11, 0);
+        CHECK_GREY(i, 2, 0x12, 255);
+        CHECK_GREY(i, 3, 255, 255);
+    }
+    pxvm_image_free(&i);
+    /* palette: the entry's 8-bit colour; tRNS entries, 255 past them; an index past the palette
+     * reads (0, 0, 0) */
+    const uint8_t alpha[] = {0, 128};
+    i = px__png_row(PNG_COLOR_TYPE_PALETTE, 2, v2, 4, -1, alpha, 2, 4);
+    if (i.px) {
+        CHECK_EQ(px_px(&i, 0, 0), 10u | 100u << 8 | 200u << 16 | 0u << 24);
+        CHECK_EQ(px_px(&i, 1, 0), 11u | 101u << 8 | 201u << 16 | 128u << 24);
+        CHECK_EQ(px_px(&i, 3, 0), 13u | 103u << 8 | 203u << 16 | 255u << 24);
+    }
+    pxvm_image_free(&i);
+    const int past[] = {0, 3, 5, 2};
+    i = px__png_row(PNG_COLOR_TYPE_PALETTE, 4, past, 4, -1, alpha, 2, 4);
+    if (i.px) {
+        CHECK_EQ(px_px(&i, 2, 0), 255u << 24);
+        CHECK_EQ(px_px(&i, 1, 0), 13u | 103u << 8 | 203u << 16 | 255u << 24);
+    }
+    pxvm_image_free(&i);
+}

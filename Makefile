@@ -91,10 +91,11 @@ $(BUILD)/ffmpeg-%:
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
-$(BUILD)/tools/pxbatch.o: tools/pxbatch.c $(CONFIG_STAMP)
+PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_files.o
+$(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-$(BIN)/pxbatch: $(BUILD)/tools/pxbatch.o $(BUILD)/libpxvm.a
+$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a

@@ -5,7 +5,7 @@
  * a rerun of another job into the same --out refuses; an input that fails to decode or bind is
  * listed in its shard's errors and does not stop the job. Decoding the next shard overlaps the
  * run of the current one (host threads). --out is locked for the run. Built with MPI when mpicc
- * is present. File handling (markers, the list) is in pxbatch_files.c. */
+ * is present. File handling (markers, the list, --verify) is in pxbatch_files.c. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +34,7 @@
 
 static const char px__usage[] =
     "usage: pxbatch PROGRAM.pxi|PLAN.json (--in-list FILE | --in-dir DIR) --out DIR [options]\n"
+    "       pxbatch --verify DIR\n"
     "  --shard-size N            images per shard, 1..4096 (default 64)\n"
     "  --executor cpu|cuda|auto  (default auto: cuda when it works here)\n"
     "  --devices N               CUDA devices to use without MPI, 1..64 (default: all); under\n"
@@ -44,6 +45,7 @@ static const char px__usage[] =
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
     "  --overwrite               remove the shards of another job in --out first\n"
+    "  --verify DIR              check every shard of DIR against its marker\n"
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (the job that made it, the\n"
     ".npy's size and SHA-256, file -> row, and the files that failed with their pxvm error).\n"
@@ -52,7 +54,8 @@ static const char px__usage[] =
     "Exit status: 0 all images done, 1 i/o (an input failed: listed in a shard's errors, this run's\n"
     "or an earlier one's; --out or a list not usable; a shard not written), 2 usage (options,\n"
     "--max-memory, --out of another job or held by another run), 3 malformed (the program, a\n"
-    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n";
+    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n"
+    "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
 typedef struct {
     pxb_names in;                 /* the dataset, in order */
@@ -519,7 +522,7 @@ static int px__out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
         } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             if (errno == EWOULDBLOCK)
                 snprintf(msg, len,
-                         "usage: another pxbatch run holds --out '%s' (its lock .pxbatch.lock): "
+                         "usage: another pxbatch run (or --verify) holds --out '%s' (its lock .pxbatch.lock): "
                          "refusing to run beside it",
                          dir);
             else
@@ -746,7 +749,8 @@ static int px__usage_error(int rank, int full, const char *fmt, ...)
 }
 
 /* Options: 0, or 2 (usage, printed by rank 0). */
-static int px__args(int argc, char **argv, int rank, px__job *j, const char **list, const char **dir)
+static int px__args(int argc, char **argv, int rank, px__job *j, const char **list, const char **dir,
+                    const char **verify)
 {
     static const struct {
         const char *name;
@@ -768,6 +772,7 @@ static int px__args(int argc, char **argv, int rank, px__job *j, const char **li
         const char **str = !strcmp(o, "--in-list") ? list : !strcmp(o, "--in-dir") ? dir
                            : !strcmp(o, "--out")     ? &j->out_dir
                            : !strcmp(o, "--executor") ? &j->exec_name
+                           : !strcmp(o, "--verify")   ? verify
                                                       : NULL;
         size_t k = 0;
         while (!str && k < sizeof nums / sizeof nums[0] && strcmp(o, nums[k].name))
@@ -795,6 +800,11 @@ static int px__args(int argc, char **argv, int rank, px__job *j, const char **li
             j->threads = (int)n;
         else
             j->lim.max_memory = n;
+    }
+    if (*verify) {
+        if (j->prog_path || j->out_dir || *list || *dir)
+            return px__usage_error(rank, 0, "--verify DIR takes no program, --out or inputs");
+        return 0;
     }
     if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
         return px__usage_error(rank, 1, "needs a program, --out and one of --in-list, --in-dir");
@@ -830,7 +840,7 @@ int main(int argc, char **argv)
     j.shard_size = 64;
     j.exec_name = "auto";
     pxvm_limits_default(&j.lim);
-    const char *list = NULL, *dir = NULL;
+    const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
     json_t *job = NULL;
     char msg[4096];
@@ -841,8 +851,12 @@ int main(int argc, char **argv)
                 fputs(px__usage, stdout);
             goto end;
         }
-    if ((rc = px__args(argc, argv, rank, &j, &list, &dir)))
+    if ((rc = px__args(argc, argv, rank, &j, &list, &dir, &verify)))
         goto end;
+    if (verify) {
+        rc = px__from_root(rank == 0 ? pxb_verify(verify, stdout) : 0);
+        goto end;
+    }
     pxvm_error err = {0};
     if (px__load_program(j.prog_path, &j.lim, &prog, &err) < 0) {
         char buf[1024];

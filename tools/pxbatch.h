@@ -1,6 +1,6 @@
 /* pxbatch.h - pxbatch's file handling, apart from running shards (tools/pxbatch_files.c): strict
- * numbers, the list file, JSON strings of any file name, SHA-256 and shard markers. The parsers
- * take bytes. */
+ * numbers, the list file, JSON strings of any file name, SHA-256, shard markers, .npy headers and
+ * --verify. The parsers take bytes. */
 #ifndef PXBATCH_H
 #define PXBATCH_H
 
@@ -86,5 +86,19 @@ int pxb_shard_name(const char *name, const char *ext);
 /* Compares two job objects: 0 when equal, else writes "field: old -> new" for every field that
  * differs (or that only one of them has) into buf and returns the count. */
 int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len);
+
+/* ---- .npy ----------------------------------------------------------------------------------- */
+
+/* Parses an .npy header (versions 1.0 to 3.0) of a C-order uint8 array: its shape and where the
+ * data starts. 0, or -1 with `why`. */
+int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
+                   size_t why_len);
+
+/* ---- --verify ------------------------------------------------------------------------------- */
+
+/* Checks every shard of DIR against its marker and lists what is corrupt, missing or orphaned on
+ * `out`; returns the exit status: 0 every shard good, 1 a problem found (or no shard), 2 DIR is
+ * not a folder pxbatch can read or a run holds its lock. */
+int pxb_verify(const char *dir, FILE *out);
 
 #endif

@@ -1,5 +1,5 @@
 /* pxbatch_files.c - pxbatch's file handling (tools/pxbatch.h): strict numbers, the list file,
- * JSON strings of any file name, SHA-256 and shard markers. */
+ * JSON strings of any file name, SHA-256, shard markers, .npy headers and --verify. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -494,7 +494,144 @@ int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len)
     return n;
 }
 
-/* ---- marker files ------------------------------------------------------------------------------- */
+/* ---- .npy ----------------------------------------------------------------------------------- */
+
+static const char *px__skip(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n'))
+        p++;
+    return p;
+}
+
+/* A quoted Python string (no escapes): [*s, *s + *n) */
+static const char *px__pystr(const char *p, const char *end, const char **s, size_t *n)
+{
+    if (p >= end || (*p != '\'' && *p != '"'))
+        return NULL;
+    char q = *p++;
+    const char *start = p;
+    while (p < end && *p != q && *p != '\\')
+        p++;
+    if (p >= end || *p != q)
+        return NULL;
+    *s = start, *n = (size_t)(p - start);
+    return p + 1;
+}
+
+int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
+                   size_t why_len)
+{
+    if (len < 10 || memcmp(data, "\x93NUMPY", 6)) {
+        px__why(why, why_len, "not an .npy file (no \\x93NUMPY magic)");
+        return -1;
+    }
+    if (data[6] < 1 || data[6] > 3 || data[7] != 0) {
+        px__why(why, why_len, ".npy version %u.%u is not 1.0 to 3.0", data[6], data[7]);
+        return -1;
+    }
+    size_t start = data[6] == 1 ? 10 : 12;
+    if (len < start) {
+        px__why(why, why_len, "truncated .npy header");
+        return -1;
+    }
+    uint64_t hl = data[6] == 1 ? (uint64_t)data[8] | (uint64_t)data[9] << 8
+                               : (uint64_t)data[8] | (uint64_t)data[9] << 8 | (uint64_t)data[10] << 16 |
+                                     (uint64_t)data[11] << 24;
+    if (hl > len - start) {
+        px__why(why, why_len, "the .npy header says %" PRIu64 " bytes, the file has %zu after the magic", hl,
+                len - start);
+        return -1;
+    }
+    const char *p = (const char *)data + start, *end = p + hl;
+    int have[3] = {0, 0, 0};
+    *ndim = 0;
+    p = px__skip(p, end);
+    if (p >= end || *p++ != '{')
+        goto bad;
+    for (;;) {
+        p = px__skip(p, end);
+        if (p < end && *p == '}') {
+            p++;
+            break;
+        }
+        const char *key, *val;
+        size_t kn, vn;
+        if (!(p = px__pystr(p, end, &key, &kn)))
+            goto bad;
+        p = px__skip(p, end);
+        if (p >= end || *p++ != ':')
+            goto bad;
+        p = px__skip(p, end);
+        if (kn == 5 && !memcmp(key, "descr", 5) && !have[0]) {
+            if (!(p = px__pystr(p, end, &val, &vn)))
+                goto bad;
+            if (!((vn == 3 && (!memcmp(val, "|u1", 3) || !memcmp(val, "<u1", 3) || !memcmp(val, ">u1", 3) ||
+                               !memcmp(val, "=u1", 3))) ||
+                  (vn == 2 && !memcmp(val, "u1", 2)))) {
+                px__why(why, why_len, "the .npy holds '%.*s', not uint8", (int)(vn < 32 ? vn : 32), val);
+                return -1;
+            }
+            have[0] = 1;
+        } else if (kn == 13 && !memcmp(key, "fortran_order", 13) && !have[1]) {
+            if (end - p >= 5 && !memcmp(p, "False", 5))
+                p += 5;
+            else {
+                px__why(why, why_len, "the .npy is not in C order");
+                return -1;
+            }
+            have[1] = 1;
+        } else if (kn == 5 && !memcmp(key, "shape", 5) && !have[2]) {
+            if (p >= end || *p++ != '(')
+                goto bad;
+            for (;;) {
+                p = px__skip(p, end);
+                if (p < end && *p == ')') {
+                    p++;
+                    break;
+                }
+                uint64_t x = 0;
+                const char *d = p;
+                while (p < end && *p >= '0' && *p <= '9' && x <= (UINT64_MAX >> 4))
+                    x = x * 10 + (uint64_t)(*p++ - '0');
+                if (p == d || *ndim == 8)
+                    goto bad;
+                shape[(*ndim)++] = x;
+                p = px__skip(p, end);
+                if (p < end && *p == ',')
+                    p++;
+                else if (p >= end || *p != ')')
+                    goto bad;
+            }
+            have[2] = 1;
+        } else
+            goto bad;
+        p = px__skip(p, end);
+        if (p < end && *p == ',')
+            p++;
+        else if (p >= end || *p != '}')
+            goto bad;
+    }
+    if (px__skip(p, end) != end || !have[0] || !have[1] || !have[2])
+        goto bad;
+    *data_offset = start + (size_t)hl;
+    return 0;
+bad:
+    px__why(why, why_len, "the .npy header is not a dict of descr, fortran_order and shape");
+    return -1;
+}
+
+/* ---- --verify ------------------------------------------------------------------------------- */
+
+typedef struct {
+    int index;
+    unsigned char json, npy;
+} px__entry_t;
+
+static int px__entry_cmp(const void *a, const void *b)
+{
+    int x = ((const px__entry_t *)a)->index, y = ((const px__entry_t *)b)->index;
+    return (x > y) - (x < y);
+}
 
 int pxb_shard_name(const char *name, const char *ext)
 {
@@ -542,6 +679,61 @@ static int px__read_regular(const char *path, uint64_t max, uint8_t **data, size
     return 0;
 }
 
+/* Checks a shard's .npy against its marker: "" when good, else the reason in why. */
+static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        px__why(why, why_len, "its .npy %s", fd < 0 ? strerror(errno) : "is not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = -1;
+    if ((uint64_t)st.st_size != m->npy_bytes) {
+        px__why(why, why_len, "its .npy is %lld bytes, its marker says %" PRIu64, (long long)st.st_size, m->npy_bytes);
+        close(fd);
+        return -1;
+    }
+    pxb_sha256 c;
+    pxb_sha256_init(&c);
+    size_t cap = 1u << 20, got = 0, head_len = 0;
+    uint8_t *buf = malloc(cap), head[4096];
+    ssize_t k;
+    while (buf && (k = read(fd, buf, cap)) > 0) {
+        if (head_len < sizeof head) {
+            size_t take = sizeof head - head_len < (size_t)k ? sizeof head - head_len : (size_t)k;
+            memcpy(head + head_len, buf, take);
+            head_len += take;
+        }
+        pxb_sha256_update(&c, buf, (size_t)k);
+        got += (size_t)k;
+    }
+    close(fd);
+    free(buf);
+    int ndim;
+    uint64_t shape[8];
+    size_t off;
+    char hex[65], hwhy[160];
+    pxb_sha256_hex(&c, hex);
+    if (got != m->npy_bytes)
+        px__why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
+    else if (pxb_npy_header(head, head_len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
+        px__why(why, why_len, "its .npy: %s", hwhy);
+    else if (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape))
+        px__why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                              ", 4)",
+                m->shape[0], m->shape[1], m->shape[2], m->shape[3]);
+    else if (off + m->shape[0] * m->shape[1] * m->shape[2] * m->shape[3] * 4u != got)
+        px__why(why, why_len, "its .npy's data is not the shape's size");
+    else if (strcmp(hex, m->npy_sha256))
+        px__why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
+    else
+        rc = 0;
+    return rc;
+}
+
 int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t why_len)
 {
     char *path;
@@ -561,4 +753,139 @@ int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t
     if (rc < 0)
         px__why(why, why_len, "its marker: %s", rwhy);
     return rc;
+}
+
+int pxb_verify(const char *dir, FILE *out)
+{
+    char *lock;
+    if (asprintf(&lock, "%s/.pxbatch.lock", dir) < 0)
+        return 1;
+    int lfd = open(lock, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    free(lock);
+    if (lfd >= 0 && flock(lfd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fprintf(stderr, "pxbatch: usage: a pxbatch run holds '%s' (its .pxbatch.lock): verify it when the run ends\n",
+                dir);
+        close(lfd);
+        return 2;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "pxbatch: i/o error: cannot read '%s': %s\n", dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return 1;
+    }
+    px__entry_t *e = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int js = pxb_shard_name(de->d_name, "json"), np = pxb_shard_name(de->d_name, "npy");
+        if (js < 0 && np < 0) {
+            if (!strncmp(de->d_name, "shard-", 6) && strstr(de->d_name, ".tmp-")) {
+                fprintf(out, "%s: orphaned: the temporary file of an unfinished write\n", de->d_name);
+                orphaned++;
+            }
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            px__entry_t *ne = realloc(e, cap * sizeof *e);
+            if (!ne)
+                break;
+            e = ne;
+        }
+        e[n++] = (px__entry_t){js >= 0 ? js : np, js >= 0, np >= 0};
+    }
+    closedir(d);
+    if (n)
+        qsort(e, n, sizeof *e, px__entry_cmp);
+    size_t merged = 0; /* one entry a shard number */
+    for (size_t i = 0; i < n; i++) {
+        if (merged && e[merged - 1].index == e[i].index)
+            e[merged - 1].json |= e[i].json, e[merged - 1].npy |= e[i].npy;
+        else
+            e[merged++] = e[i];
+    }
+    n = merged;
+    /* the job: the first marker that parses */
+    pxb_marker ref = {0};
+    int have_ref = 0;
+    char why[1024];
+    for (size_t i = 0; i < n && !have_ref; i++)
+        have_ref = e[i].json && pxb_marker_load(dir, e[i].index, &ref, why, sizeof why) == 0;
+    uint64_t nshards = have_ref ? (ref.inputs + ref.shard_size - 1) / ref.shard_size : 0;
+    pxb_sha256 names;
+    pxb_sha256_init(&names);
+    int names_ok = have_ref, edited = 0;
+    uint64_t expect = 0; /* the next shard number not yet seen */
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t index = i < n ? (uint64_t)e[i].index : nshards;
+        if (index > expect && expect < nshards) { /* a gap */
+            uint64_t last = (index < nshards ? index : nshards) - 1;
+            if (last == expect)
+                fprintf(out, "shard-%05" PRIu64 ": missing: no marker, no .npy\n", expect);
+            else
+                fprintf(out, "shard-%05" PRIu64 " .. shard-%05" PRIu64 ": missing: no markers, no .npy\n", expect, last);
+            missing += last - expect + 1;
+            names_ok = 0;
+        }
+        if (i == n)
+            break;
+        expect = index + 1;
+        if (index >= nshards) {
+            fprintf(out, "shard-%05" PRIu64 ": orphaned: past the job's %" PRIu64 " shards\n", index, nshards);
+            orphaned += (unsigned long)e[i].json + e[i].npy;
+            continue;
+        }
+        if (!e[i].json || !e[i].npy) {
+            fprintf(out, "shard-%05" PRIu64 ": missing: %s\n", index,
+                    e[i].json ? "its .npy (the marker is there)" : "its marker (an unfinished shard's .npy is there)");
+            missing++;
+            names_ok = 0;
+            continue;
+        }
+        pxb_marker m;
+        if (pxb_marker_load(dir, (int)index, &m, why, sizeof why) < 0) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, why);
+            corrupt++;
+            names_ok = 0;
+            continue;
+        }
+        char diff[1024];
+        if (pxb_job_diff(ref.job, m.job, diff, sizeof diff)) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: of another job than shard-%05d (%s)\n", index, ref.shard, diff);
+            corrupt++;
+            names_ok = 0;
+        } else {
+            if (names_ok && pxb_marker_hash_names(&m, &names) < 0)
+                names_ok = 0;
+            char *path;
+            if (asprintf(&path, "%s/shard-%05" PRIu64 ".npy", dir, index) < 0)
+                path = NULL;
+            if (!path || px__verify_npy(path, &m, why, sizeof why) < 0) {
+                fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, path ? why : "out of memory");
+                corrupt++;
+            } else
+                good++;
+            free(path);
+        }
+        pxb_marker_free(&m);
+    }
+    if (names_ok) {
+        char hex[65];
+        pxb_sha256_hex(&names, hex);
+        const char *want = json_string_value(json_object_get(ref.job, "inputs_sha256"));
+        edited = !want || strcmp(hex, want);
+    }
+    if (!have_ref)
+        fprintf(out, "no marker of a pxbatch job%s\n", n ? " parses" : "");
+    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shards: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
+            nshards, good, corrupt, missing, orphaned,
+            edited ? "; the markers' file lists do not hash to the job's inputs_sha256 (a marker was edited)" : "");
+    pxb_marker_free(&ref);
+    free(e);
+    if (lfd >= 0)
+        close(lfd);
+    return have_ref && !edited && !corrupt && !missing && !orphaned && good == nshards ? 0 : 1;
 }

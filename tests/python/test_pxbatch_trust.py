@@ -1,7 +1,7 @@
 """pxbatch's shards can be trusted: each marker records the job that made it (a rerun of another job
-into the same --out refuses, --overwrite replaces), --out is checked and locked before any work, and
-hostile inputs (FIFOs, long list lines, file names that are not UTF-8, numbers that are not numbers)
-are refused or listed, never mishandled."""
+into the same --out refuses, --overwrite replaces), --verify checks every shard against its marker,
+--out is checked and locked before any work, and hostile inputs (FIFOs, long list lines, file names
+that are not UTF-8, numbers that are not numbers) are refused or listed, never mishandled."""
 import glob
 import hashlib
 import json
@@ -50,6 +50,12 @@ def run(ds, out, *extra, prog="p.pxi", src=None, rc=1, timeout=60, **kw):
     if rc is not None:
         assert r.returncode == rc, r.stderr
     return r
+
+
+def verify(out, rc=0):
+    r = subprocess.run([PXBATCH, "--verify", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == rc, r.stdout + r.stderr
+    return r.stdout + r.stderr
 
 
 def files(out):
@@ -125,6 +131,62 @@ def test_an_input_of_another_size_names_the_programs_slot(ds, tmp_path):
     assert err == "unlinkable: a 32x32 image cannot be bound to slot 1 ('image'), which is 64x48"
 
 
+def test_verify_finds_corrupt_missing_and_orphaned_shards(ds, tmp_path):
+    out = tmp_path / "o"
+    run(ds, out)
+    ref = files(out)
+    m0 = markers(out)[0]
+    assert "3 shards: 3 good, 0 corrupt, 0 missing, 0 orphaned" in verify(out)
+    # a truncated .npy, a deleted .npy, a deleted marker
+    with open(out / "shard-00000.npy", "r+b") as f:
+        f.truncate(1000)
+    os.remove(out / "shard-00001.npy")
+    text = verify(out, rc=1)
+    assert "shard-00000: corrupt: its .npy is 1000 bytes" in text and "shard-00001: missing: its .npy" in text
+    assert "1 good, 1 corrupt, 1 missing" in text
+    # a rerun makes them again: the same bytes
+    run(ds, out)
+    assert files(out) == ref and "3 good" in verify(out)
+    # the same size, other bytes: the SHA-256 differs
+    data = bytearray(ref["shard-00002.npy"])
+    data[-1] ^= 1
+    (out / "shard-00002.npy").write_bytes(bytes(data))
+    assert "shard-00002: corrupt: its .npy's SHA-256" in verify(out, rc=1)
+    shutil.copy(str(out / "shard-00000.npy"), str(out / "shard-00002.npy"))
+    assert "shard-00002: corrupt: its .npy is" in verify(out, rc=1)
+    (out / "shard-00002.npy").write_bytes(ref["shard-00002.npy"])
+    # edited markers: a shape, a file name, the job
+    m = json.loads(ref["shard-00001.json"])
+    rows = m["shape"][0]
+    m["shape"][0] -= 1
+    (out / "shard-00001.json").write_text(json.dumps(m))
+    assert "shard-00001: corrupt: its marker: %d rows listed, but the shape has %d" % (rows, rows - 1) in verify(out, rc=1)
+    m = json.loads(ref["shard-00001.json"])
+    m["rows"][3]["file"] = "elsewhere.png"
+    (out / "shard-00001.json").write_text(json.dumps(m))
+    assert "a marker was edited" in verify(out, rc=1)
+    m = json.loads(ref["shard-00001.json"])
+    m["job"]["pxvm_version"] = "0.9"
+    (out / "shard-00001.json").write_text(json.dumps(m))
+    assert 'shard-00001: corrupt: of another job than shard-00000 (pxvm_version: "%s" -> "0.9")' % (
+        m0["job"]["pxvm_version"]) in verify(out, rc=1)
+    (out / "shard-00001.json").write_text("{not json")
+    assert "shard-00001: corrupt: its marker: not JSON" in verify(out, rc=1)
+    # a rerun refuses a marker it cannot read (exit 3) rather than guess
+    r = run(ds, out, rc=3)
+    assert "shard-00001" in r.stderr and "not JSON" in r.stderr
+    (out / "shard-00001.json").write_bytes(ref["shard-00001.json"])
+    # orphans: a shard past the job's, a temporary file, an .npy without its marker
+    (out / "shard-00007.npy").write_bytes(b"x")
+    (out / "shard-00001.npy.tmp-abcdef").write_bytes(b"x")
+    os.remove(out / "shard-00002.json")
+    text = verify(out, rc=1)
+    assert "shard-00007: orphaned" in text and "shard-00001.npy.tmp-abcdef: orphaned" in text
+    assert "shard-00002: missing: its marker" in text and "2 good, 0 corrupt, 1 missing, 2 orphaned" in text
+    os.mkdir(tmp_path / "empty")
+    assert "no marker" in verify(tmp_path / "empty", rc=1)
+
+
 def test_fifos_directories_and_devices_are_listed_as_failed_never_read(ds, tmp_path):
     img = tmp_path / "img"
     shutil.copytree(ds / "img", img)
@@ -193,9 +255,10 @@ def test_file_names_that_are_not_utf8(ds, tmp_path):
     arr = np.load(str(out / ("shard-%05d.npy" % shard["shard"])))
     assert np.array_equal(arr[row["row"]], pxvm.Runner(pxvm.Program.load(str(ds / "p.pxi"))).patches(
         pxvm.load_image(str(img / "000.png"))))
-    # a rerun reads them back: everything skipped, the failures still counted
+    # a rerun reads them back: everything skipped, the failures still counted; --verify agrees
     r = subprocess.run(cmd, capture_output=True, timeout=60)
     assert r.returncode == 1 and b"3 finished shards skipped" in r.stderr and b"2 failed" in r.stderr
+    assert "3 good" in verify(out)
 
 
 def test_out_is_checked_before_any_work(ds, tmp_path):
@@ -241,14 +304,15 @@ def test_a_second_run_on_the_same_out_refuses(ds, tmp_path):
             time.sleep(0.01)
         t = time.time()
         r = run(ds, out, rc=2, timeout=20)
-        assert "another pxbatch run holds --out" in r.stderr and time.time() - t < 10
+        assert "another pxbatch run (or --verify) holds --out" in r.stderr and time.time() - t < 10
+        assert "a pxbatch run holds" in verify(out, rc=2)
         assert files(out) == {}
         _, err = a.communicate(names.encode(), timeout=60)
     finally:
         a.kill()
         a.wait()
     assert a.returncode == 1, err
-    assert files(out) == files(tmp_path / "ref")
+    assert files(out) == files(tmp_path / "ref") and "3 good" in verify(out)
 
 
 def test_max_memory_bounds_the_batch_and_each_input(ds, tmp_path):

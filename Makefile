@@ -95,6 +95,7 @@ PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_files.o
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+build/fuzz/fuzz_pxbatch: tools/pxbatch_files.c tools/pxbatch.h
 $(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -175,7 +176,7 @@ asan:
 
 # Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
 # fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
-FUZZERS := load validate run asm plan
+FUZZERS := load validate run asm plan pxbatch
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(LIB_SRC) $(wildcard isa/*.h isa/*.def vm/*.h vm/*.def assembler/*.h)

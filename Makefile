@@ -246,7 +246,7 @@ install: all
 	install -m 644 include/pxvm.h $(DESTDIR)$(PREFIX)/include/pxvm.h
 	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@VERSION@#$(VERSION)#' \
 	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
-	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxbatch $(DESTDIR)$(PREFIX)/bin/
 	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 python/pxvm/*.py $(DESTDIR)$(PYTHONDIR)/pxvm/)
 	-$(if $(DESTDIR),,ldconfig)
 

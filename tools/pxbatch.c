@@ -44,7 +44,7 @@ static const char px__usage[] =
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
-    "  --overwrite               remove the shards of another job in --out first\n"
+    "  --overwrite               remove every shard (and marker) in --out first: another job's too\n"
     "  --verify DIR              check every shard of DIR against its marker\n"
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (the job that made it, the\n"

@@ -91,10 +91,12 @@ $(BUILD)/ffmpeg-%:
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
-$(BUILD)/tools/pxbatch.o: tools/pxbatch.c $(CONFIG_STAMP)
+PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_files.o
+$(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-$(BIN)/pxbatch: $(BUILD)/tools/pxbatch.o $(BUILD)/libpxvm.a
+build/fuzz/fuzz_pxbatch: tools/pxbatch_files.c tools/pxbatch.h
+$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a
@@ -174,7 +176,7 @@ asan:
 
 # Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
 # fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
-FUZZERS := load validate run asm plan
+FUZZERS := load validate run asm plan pxbatch
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(LIB_SRC) $(wildcard isa/*.h isa/*.def vm/*.h vm/*.def assembler/*.h)
@@ -244,7 +246,7 @@ install: all
 	install -m 644 include/pxvm.h $(DESTDIR)$(PREFIX)/include/pxvm.h
 	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@VERSION@#$(VERSION)#' \
 	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
-	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxbatch $(DESTDIR)$(PREFIX)/bin/
 	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 python/pxvm/*.py $(DESTDIR)$(PYTHONDIR)/pxvm/)
 	-$(if $(DESTDIR),,ldconfig)
 

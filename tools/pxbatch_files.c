@@ -1,0 +1,891 @@
+/* pxbatch_files.c - pxbatch's file handling (tools/pxbatch.h): strict numbers, the list file,
+ * JSON strings of any file name, SHA-256, shard markers, .npy headers and --verify. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pxbatch.h"
+
+static void px__why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void px__why(char *why, size_t n, const char *fmt, ...)
+{
+    if (!why || !n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- SHA-256 -------------------------------------------------------------------------------- */
+
+static const uint32_t px__k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
+    0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+    0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
+    0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define PX_ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void px__sha_block(uint32_t h[8], const uint8_t *p)
+{
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = PX_ROR(w[i - 15], 7) ^ PX_ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = PX_ROR(w[i - 2], 17) ^ PX_ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (PX_ROR(e, 6) ^ PX_ROR(e, 11) ^ PX_ROR(e, 25)) + ((e & f) ^ (~e & g)) + px__k[i] + w[i];
+        uint32_t t2 = (PX_ROR(a, 2) ^ PX_ROR(a, 13) ^ PX_ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
+}
+
+void pxb_sha256_init(pxb_sha256 *c)
+{
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, h0, sizeof h0);
+    c->bytes = 0;
+    c->fill = 0;
+}
+
+void pxb_sha256_update(pxb_sha256 *c, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    c->bytes += len;
+    if (c->fill) {
+        size_t take = 64 - c->fill < len ? 64 - c->fill : len;
+        memcpy(c->buf + c->fill, p, take);
+        c->fill += take, p += take, len -= take;
+        if (c->fill < 64)
+            return;
+        px__sha_block(c->h, c->buf);
+        c->fill = 0;
+    }
+    for (; len >= 64; p += 64, len -= 64)
+        px__sha_block(c->h, p);
+    memcpy(c->buf, p, len);
+    c->fill = len;
+}
+
+void pxb_sha256_hex(pxb_sha256 *c, char hex[65])
+{
+    uint64_t bits = c->bytes * 8u;
+    uint8_t pad[72] = {0x80};
+    size_t n = (c->fill < 56 ? 56 : 120) - c->fill;
+    for (int i = 0; i < 8; i++)
+        pad[n + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+    pxb_sha256_update(c, pad, n + 8);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 8 * i, 9, "%08" PRIx32, c->h[i]);
+}
+
+void pxb_sha256_of(const void *data, size_t len, char hex[65])
+{
+    pxb_sha256 c;
+    pxb_sha256_init(&c);
+    pxb_sha256_update(&c, data, len);
+    pxb_sha256_hex(&c, hex);
+}
+
+/* ---- numbers, names, the list file ------------------------------------------------------------ */
+
+int pxb_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+    if (!s || !*s)
+        return -1;
+    uint64_t x = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || x > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return -1;
+        x = x * 10 + (uint64_t)(*p - '0');
+    }
+    if (x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+int pxb_names_add(pxb_names *l, const char *s)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        char **v = realloc(l->v, sizeof(char *) * cap);
+        if (!v)
+            return -1;
+        l->v = v, l->cap = cap;
+    }
+    return (l->v[l->n] = strdup(s)) ? (int)(++l->n, 0) : -1;
+}
+
+void pxb_names_free(pxb_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+int pxb_list_read(FILE *f, pxb_names *l, char *why, size_t why_len)
+{
+    char *line = NULL;
+    size_t cap = 0, no = 0;
+    ssize_t k;
+    int rc = 0;
+    errno = 0;
+    while ((k = getline(&line, &cap, f)) >= 0) {
+        size_t len = (size_t)k;
+        no++;
+        if (len && line[len - 1] == '\n')
+            len--;
+        if (len && line[len - 1] == '\r')
+            len--;
+        if (memchr(line, 0, len)) {
+            px__why(why, why_len, "line %zu holds a NUL byte (no file name can)", no);
+            rc = -1;
+            break;
+        }
+        line[len] = 0;
+        if (len && pxb_names_add(l, line) < 0) {
+            px__why(why, why_len, "out of memory at line %zu", no);
+            rc = -1;
+            break;
+        }
+        errno = 0;
+    }
+    if (!rc && (ferror(f) || errno == ENOMEM)) {
+        px__why(why, why_len, "%s", strerror(errno ? errno : EIO));
+        rc = -1;
+    }
+    free(line);
+    return rc;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------- */
+
+/* The length of the UTF-8 sequence at s (n bytes left), 0 when it is not one. */
+static size_t px__utf8_len(const uint8_t *s, size_t n)
+{
+    uint8_t c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1fu, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0fu, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07u, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+int pxb_utf8_valid(const char *s, size_t len)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    for (size_t i = 0; i < len;) {
+        size_t k = px__utf8_len(p + i, len - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+void pxb_json_str(FILE *f, const char *s)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    size_t n = strlen(s);
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c), i++;
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c), i++;
+        else {
+            size_t k = px__utf8_len(p + i, n - i);
+            if (k)
+                fwrite(p + i, 1, k, f), i += k;
+            else
+                fputs("\xef\xbf\xbd", f), i++;
+        }
+    }
+    fputc('"', f);
+}
+
+void pxb_json_name(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, "\"%s\": ", key);
+    pxb_json_str(f, s);
+    size_t n = strlen(s);
+    if (!pxb_utf8_valid(s, n)) {
+        fprintf(f, ", \"%s_bytes\": \"", key);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%02x", (unsigned char)s[i]);
+        fputc('"', f);
+    }
+}
+
+static int px__hex(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+char *pxb_json_get_name(json_t *obj, const char *key)
+{
+    char bkey[64];
+    snprintf(bkey, sizeof bkey, "%s_bytes", key);
+    json_t *b = json_object_get(obj, bkey);
+    if (b) {
+        const char *h = json_string_value(b);
+        size_t n = h ? strlen(h) : 0;
+        if (!n || n % 2)
+            return NULL;
+        char *out = malloc(n / 2 + 1);
+        for (size_t i = 0; out && i < n / 2; i++) {
+            int hi = px__hex(h[2 * i]), lo = px__hex(h[2 * i + 1]);
+            if (hi < 0 || lo < 0 || (hi | lo) == 0) { /* not hex, or a NUL byte */
+                free(out);
+                return NULL;
+            }
+            out[i] = (char)(hi << 4 | lo);
+        }
+        if (out)
+            out[n / 2] = 0;
+        return out;
+    }
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s && *s && strlen(s) == json_string_length(json_object_get(obj, key)) ? strdup(s) : NULL;
+}
+
+/* ---- markers -------------------------------------------------------------------------------- */
+
+/* An integer field lo..hi of obj. */
+static int px__int(json_t *obj, const char *key, uint64_t lo, uint64_t hi, uint64_t *v, char *why, size_t why_len)
+{
+    json_t *x = json_object_get(obj, key);
+    if (!json_is_integer(x) || json_integer_value(x) < 0 || (uint64_t)json_integer_value(x) < lo ||
+        (uint64_t)json_integer_value(x) > hi) {
+        px__why(why, why_len, "'%s' is not an integer %" PRIu64 "..%" PRIu64, key, lo, hi);
+        return -1;
+    }
+    *v = (uint64_t)json_integer_value(x);
+    return 0;
+}
+
+static int px__is_sha(const char *s)
+{
+    if (!s || strlen(s) != 64)
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* Entry i of rows or errors: its input number (increasing within the list) and a name. */
+static int px__entry(json_t *list, size_t i, int is_row, const pxb_marker *m, uint64_t *input, char *why, size_t why_len)
+{
+    const char *what = is_row ? "rows" : "errors";
+    json_t *e = json_array_get(list, i);
+    uint64_t v;
+    if (!json_is_object(e)) {
+        px__why(why, why_len, "%s[%zu] is not an object", what, i);
+        return -1;
+    }
+    if (is_row && (px__int(e, "row", i, i, &v, NULL, 0) < 0)) {
+        px__why(why, why_len, "rows[%zu]: 'row' is not %zu", i, i);
+        return -1;
+    }
+    if (px__int(e, "input", m->first, m->first + m->count - 1, input, NULL, 0) < 0) {
+        px__why(why, why_len, "%s[%zu]: 'input' is not one of the shard's inputs %" PRIu64 "..%" PRIu64, what, i,
+                m->first, m->first + m->count - 1);
+        return -1;
+    }
+    char *name = pxb_json_get_name(e, "file");
+    if (!name) {
+        px__why(why, why_len, "%s[%zu]: no file name ('file' or 'file_bytes')", what, i);
+        return -1;
+    }
+    free(name);
+    if (!is_row && !json_is_string(json_object_get(e, "error"))) {
+        px__why(why, why_len, "errors[%zu]: no 'error'", i);
+        return -1;
+    }
+    return 0;
+}
+
+int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, char *why, size_t why_len)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t jerr;
+    m->root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!m->root) {
+        px__why(why, why_len, "not JSON (line %d: %s)", jerr.line, jerr.text);
+        return -1;
+    }
+    uint64_t v;
+    json_t *r = m->root;
+    if (!json_is_object(r) || px__int(r, "pxbatch", PXB_FORMAT, PXB_FORMAT, &v, NULL, 0) < 0) {
+        px__why(why, why_len, "not a marker of this pxbatch (\"pxbatch\": %d missing: an older pxbatch's?)", PXB_FORMAT);
+        goto bad;
+    }
+    if (px__int(r, "shard", shard < 0 ? 0 : (uint64_t)shard, shard < 0 ? INT32_MAX : (uint64_t)shard, &v, why,
+                why_len) < 0)
+        goto bad;
+    m->shard = (int)v;
+    m->job = json_object_get(r, "job");
+    if (!json_is_object(m->job)) {
+        px__why(why, why_len, "no 'job' object");
+        goto bad;
+    }
+    if (px__int(m->job, "shard_size", 1, INT32_MAX, &m->shard_size, why, why_len) < 0 ||
+        px__int(m->job, "inputs", 0, INT32_MAX, &m->inputs, why, why_len) < 0)
+        goto bad;
+    m->first = (uint64_t)m->shard * m->shard_size;
+    if (m->first >= m->inputs) {
+        px__why(why, why_len, "shard %d is past the job's %" PRIu64 " inputs", m->shard, m->inputs);
+        goto bad;
+    }
+    m->count = m->inputs - m->first < m->shard_size ? m->inputs - m->first : m->shard_size;
+    json_t *shape = json_object_get(r, "shape");
+    if (json_array_size(shape) != 5) {
+        px__why(why, why_len, "'shape' is not 5 numbers");
+        goto bad;
+    }
+    for (size_t i = 0; i < 5; i++) {
+        json_t *x = json_array_get(shape, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX ||
+            (i == 4 && json_integer_value(x) != 4)) {
+            px__why(why, why_len, "'shape' is not (rows, patches, h, w, 4)");
+            goto bad;
+        }
+        m->shape[i] = (uint64_t)json_integer_value(x);
+    }
+    if (px__int(r, "npy_bytes", 0, INT64_MAX, &m->npy_bytes, why, why_len) < 0)
+        goto bad;
+    const char *sha = json_string_value(json_object_get(r, "npy_sha256"));
+    if (!px__is_sha(sha)) {
+        px__why(why, why_len, "'npy_sha256' is not 64 hex digits");
+        goto bad;
+    }
+    memcpy(m->npy_sha256, sha, 65);
+    json_t *rows = json_object_get(r, "rows"), *errors = json_object_get(r, "errors");
+    if (!json_is_array(rows) || !json_is_array(errors)) {
+        px__why(why, why_len, "no 'rows' or 'errors' list");
+        goto bad;
+    }
+    m->nrows = json_array_size(rows), m->nerrors = json_array_size(errors);
+    if (m->nrows != m->shape[0]) {
+        px__why(why, why_len, "%zu rows listed, but the shape has %" PRIu64, m->nrows, m->shape[0]);
+        goto bad;
+    }
+    if (m->nrows + m->nerrors != m->count) {
+        px__why(why, why_len, "%zu rows and %zu errors listed, but the shard has %" PRIu64 " inputs", m->nrows, m->nerrors,
+                m->count);
+        goto bad;
+    }
+    /* both lists in input order; merged, every input of the shard once */
+    size_t i = 0, k = 0;
+    uint64_t next = m->first, a = UINT64_MAX, b = UINT64_MAX;
+    if ((m->nrows && px__entry(rows, 0, 1, m, &a, why, why_len) < 0) ||
+        (m->nerrors && px__entry(errors, 0, 0, m, &b, why, why_len) < 0))
+        goto bad;
+    while (i < m->nrows || k < m->nerrors) {
+        int row = i < m->nrows && (k >= m->nerrors || a < b);
+        if ((row ? a : b) != next) {
+            px__why(why, why_len, "%s[%zu] is input %" PRIu64 ", expected %" PRIu64, row ? "rows" : "errors", row ? i : k,
+                    row ? a : b, next);
+            goto bad;
+        }
+        if (row && ++i < m->nrows && px__entry(rows, i, 1, m, &a, why, why_len) < 0)
+            goto bad;
+        if (!row && ++k < m->nerrors && px__entry(errors, k, 0, m, &b, why, why_len) < 0)
+            goto bad;
+        next++;
+    }
+    return 0;
+bad:
+    pxb_marker_free(m);
+    return -1;
+}
+
+void pxb_marker_free(pxb_marker *m)
+{
+    json_decref(m->root);
+    memset(m, 0, sizeof *m);
+}
+
+int pxb_marker_hash_names(const pxb_marker *m, pxb_sha256 *c)
+{
+    json_t *rows = json_object_get(m->root, "rows"), *errors = json_object_get(m->root, "errors");
+    size_t i = 0, k = 0;
+    while (i < m->nrows || k < m->nerrors) {
+        json_t *a = json_array_get(rows, i), *b = json_array_get(errors, k);
+        json_int_t ia = a ? json_integer_value(json_object_get(a, "input")) : INT64_MAX;
+        json_int_t ib = b ? json_integer_value(json_object_get(b, "input")) : INT64_MAX;
+        json_t *e = ia < ib ? a : b;
+        ia < ib ? i++ : k++;
+        char *name = pxb_json_get_name(e, "file");
+        if (!name)
+            return -1;
+        pxb_sha256_update(c, name, strlen(name) + 1);
+        free(name);
+    }
+    return 0;
+}
+
+static void px__append(char *buf, size_t len, const char *key, json_t *a, json_t *b)
+{
+    char *x = a ? json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    char *y = b ? json_dumps(b, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    size_t at = strlen(buf);
+    if (at < len)
+        snprintf(buf + at, len - at, "%s%s: %s -> %s", at ? "; " : "", key, x ? x : "(none)", y ? y : "(none)");
+    free(x);
+    free(y);
+}
+
+int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len)
+{
+    int n = 0;
+    const char *key;
+    json_t *v;
+    if (len)
+        buf[0] = 0;
+    json_object_foreach(new_job, key, v) {
+        json_t *o = json_object_get(old_job, key);
+        if (!o || !json_equal(o, v))
+            px__append(buf, len, key, o, v), n++;
+    }
+    json_object_foreach(old_job, key, v) {
+        if (!json_object_get(new_job, key))
+            px__append(buf, len, key, v, NULL), n++;
+    }
+    return n;
+}
+
+/* ---- .npy ----------------------------------------------------------------------------------- */
+
+static const char *px__skip(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n'))
+        p++;
+    return p;
+}
+
+/* A quoted Python string (no escapes): [*s, *s + *n) */
+static const char *px__pystr(const char *p, const char *end, const char **s, size_t *n)
+{
+    if (p >= end || (*p != '\'' && *p != '"'))
+        return NULL;
+    char q = *p++;
+    const char *start = p;
+    while (p < end && *p != q && *p != '\\')
+        p++;
+    if (p >= end || *p != q)
+        return NULL;
+    *s = start, *n = (size_t)(p - start);
+    return p + 1;
+}
+
+int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
+                   size_t why_len)
+{
+    if (len < 10 || memcmp(data, "\x93NUMPY", 6)) {
+        px__why(why, why_len, "not an .npy file (no \\x93NUMPY magic)");
+        return -1;
+    }
+    if (data[6] < 1 || data[6] > 3 || data[7] != 0) {
+        px__why(why, why_len, ".npy version %u.%u is not 1.0 to 3.0", data[6], data[7]);
+        return -1;
+    }
+    size_t start = data[6] == 1 ? 10 : 12;
+    if (len < start) {
+        px__why(why, why_len, "truncated .npy header");
+        return -1;
+    }
+    uint64_t hl = data[6] == 1 ? (uint64_t)data[8] | (uint64_t)data[9] << 8
+                               : (uint64_t)data[8] | (uint64_t)data[9] << 8 | (uint64_t)data[10] << 16 |
+                                     (uint64_t)data[11] << 24;
+    if (hl > len - start) {
+        px__why(why, why_len, "the .npy header says %" PRIu64 " bytes, the file has %zu after the magic", hl,
+                len - start);
+        return -1;
+    }
+    const char *p = (const char *)data + start, *end = p + hl;
+    int have[3] = {0, 0, 0};
+    *ndim = 0;
+    p = px__skip(p, end);
+    if (p >= end || *p++ != '{')
+        goto bad;
+    for (;;) {
+        p = px__skip(p, end);
+        if (p < end && *p == '}') {
+            p++;
+            break;
+        }
+        const char *key, *val;
+        size_t kn, vn;
+        if (!(p = px__pystr(p, end, &key, &kn)))
+            goto bad;
+        p = px__skip(p, end);
+        if (p >= end || *p++ != ':')
+            goto bad;
+        p = px__skip(p, end);
+        if (kn == 5 && !memcmp(key, "descr", 5) && !have[0]) {
+            if (!(p = px__pystr(p, end, &val, &vn)))
+                goto bad;
+            if (!((vn == 3 && (!memcmp(val, "|u1", 3) || !memcmp(val, "<u1", 3) || !memcmp(val, ">u1", 3) ||
+                               !memcmp(val, "=u1", 3))) ||
+                  (vn == 2 && !memcmp(val, "u1", 2)))) {
+                px__why(why, why_len, "the .npy holds '%.*s', not uint8", (int)(vn < 32 ? vn : 32), val);
+                return -1;
+            }
+            have[0] = 1;
+        } else if (kn == 13 && !memcmp(key, "fortran_order", 13) && !have[1]) {
+            if (end - p >= 5 && !memcmp(p, "False", 5))
+                p += 5;
+            else {
+                px__why(why, why_len, "the .npy is not in C order");
+                return -1;
+            }
+            have[1] = 1;
+        } else if (kn == 5 && !memcmp(key, "shape", 5) && !have[2]) {
+            if (p >= end || *p++ != '(')
+                goto bad;
+            for (;;) {
+                p = px__skip(p, end);
+                if (p < end && *p == ')') {
+                    p++;
+                    break;
+                }
+                uint64_t x = 0;
+                const char *d = p;
+                while (p < end && *p >= '0' && *p <= '9' && x <= (UINT64_MAX >> 4))
+                    x = x * 10 + (uint64_t)(*p++ - '0');
+                if (p == d || *ndim == 8)
+                    goto bad;
+                shape[(*ndim)++] = x;
+                p = px__skip(p, end);
+                if (p < end && *p == ',')
+                    p++;
+                else if (p >= end || *p != ')')
+                    goto bad;
+            }
+            have[2] = 1;
+        } else
+            goto bad;
+        p = px__skip(p, end);
+        if (p < end && *p == ',')
+            p++;
+        else if (p >= end || *p != '}')
+            goto bad;
+    }
+    if (px__skip(p, end) != end || !have[0] || !have[1] || !have[2])
+        goto bad;
+    *data_offset = start + (size_t)hl;
+    return 0;
+bad:
+    px__why(why, why_len, "the .npy header is not a dict of descr, fortran_order and shape");
+    return -1;
+}
+
+/* ---- --verify ------------------------------------------------------------------------------- */
+
+typedef struct {
+    int index;
+    unsigned char json, npy;
+} px__entry_t;
+
+static int px__entry_cmp(const void *a, const void *b)
+{
+    int x = ((const px__entry_t *)a)->index, y = ((const px__entry_t *)b)->index;
+    return (x > y) - (x < y);
+}
+
+int pxb_shard_name(const char *name, const char *ext)
+{
+    if (strncmp(name, "shard-", 6))
+        return -1;
+    const char *p = name + 6, *d = p;
+    long v = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 9)
+        v = v * 10 + (*p++ - '0');
+    return p > d && *p == '.' && !strcmp(p + 1, ext) ? (int)v : -1;
+}
+
+/* Reads a whole regular file (at most max bytes). */
+static int px__read_regular(const char *path, uint64_t max, uint8_t **data, size_t *len, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        px__why(why, why_len, "cannot read it: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+        px__why(why, why_len, S_ISREG(st.st_mode) ? "%lld bytes: too large" : "not a regular file",
+                (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(n ? n : 1);
+    while (buf && got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (!buf || got != n) {
+        px__why(why, why_len, "cannot read it: %s", buf ? "short read" : "out of memory");
+        free(buf);
+        return -1;
+    }
+    *data = buf, *len = n;
+    return 0;
+}
+
+/* Checks a shard's .npy against its marker: "" when good, else the reason in why. */
+static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        px__why(why, why_len, "its .npy %s", fd < 0 ? strerror(errno) : "is not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = -1;
+    if ((uint64_t)st.st_size != m->npy_bytes) {
+        px__why(why, why_len, "its .npy is %lld bytes, its marker says %" PRIu64, (long long)st.st_size, m->npy_bytes);
+        close(fd);
+        return -1;
+    }
+    pxb_sha256 c;
+    pxb_sha256_init(&c);
+    size_t cap = 1u << 20, got = 0, head_len = 0;
+    uint8_t *buf = malloc(cap), head[4096];
+    ssize_t k;
+    while (buf && (k = read(fd, buf, cap)) > 0) {
+        if (head_len < sizeof head) {
+            size_t take = sizeof head - head_len < (size_t)k ? sizeof head - head_len : (size_t)k;
+            memcpy(head + head_len, buf, take);
+            head_len += take;
+        }
+        pxb_sha256_update(&c, buf, (size_t)k);
+        got += (size_t)k;
+    }
+    close(fd);
+    free(buf);
+    int ndim;
+    uint64_t shape[8];
+    size_t off;
+    char hex[65], hwhy[160];
+    pxb_sha256_hex(&c, hex);
+    if (got != m->npy_bytes)
+        px__why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
+    else if (pxb_npy_header(head, head_len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
+        px__why(why, why_len, "its .npy: %s", hwhy);
+    else if (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape))
+        px__why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                              ", 4)",
+                m->shape[0], m->shape[1], m->shape[2], m->shape[3]);
+    else if (off + m->shape[0] * m->shape[1] * m->shape[2] * m->shape[3] * 4u != got)
+        px__why(why, why_len, "its .npy's data is not the shape's size");
+    else if (strcmp(hex, m->npy_sha256))
+        px__why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
+    else
+        rc = 0;
+    return rc;
+}
+
+int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t why_len)
+{
+    char *path;
+    if (asprintf(&path, "%s/shard-%05d.json", dir, index) < 0)
+        return -1;
+    uint8_t *data;
+    size_t len;
+    char rwhy[256];
+    int rc = px__read_regular(path, 1u << 30, &data, &len, rwhy, sizeof rwhy);
+    free(path);
+    if (rc < 0) {
+        px__why(why, why_len, "its marker: %s", rwhy);
+        return -1;
+    }
+    rc = pxb_marker_parse((const char *)data, len, index, m, rwhy, sizeof rwhy);
+    free(data);
+    if (rc < 0)
+        px__why(why, why_len, "its marker: %s", rwhy);
+    return rc;
+}
+
+int pxb_verify(const char *dir, FILE *out)
+{
+    char *lock;
+    if (asprintf(&lock, "%s/.pxbatch.lock", dir) < 0)
+        return 1;
+    int lfd = open(lock, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    free(lock);
+    if (lfd >= 0 && flock(lfd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fprintf(stderr, "pxbatch: usage: a pxbatch run holds '%s' (its .pxbatch.lock): verify it when the run ends\n",
+                dir);
+        close(lfd);
+        return 2;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "pxbatch: i/o error: cannot read '%s': %s\n", dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return 1;
+    }
+    px__entry_t *e = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int js = pxb_shard_name(de->d_name, "json"), np = pxb_shard_name(de->d_name, "npy");
+        if (js < 0 && np < 0) {
+            if (!strncmp(de->d_name, "shard-", 6) && strstr(de->d_name, ".tmp-")) {
+                fprintf(out, "%s: orphaned: the temporary file of an unfinished write\n", de->d_name);
+                orphaned++;
+            }
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            px__entry_t *ne = realloc(e, cap * sizeof *e);
+            if (!ne)
+                break;
+            e = ne;
+        }
+        e[n++] = (px__entry_t){js >= 0 ? js : np, js >= 0, np >= 0};
+    }
+    closedir(d);
+    if (n)
+        qsort(e, n, sizeof *e, px__entry_cmp);
+    size_t merged = 0; /* one entry a shard number */
+    for (size_t i = 0; i < n; i++) {
+        if (merged && e[merged - 1].index == e[i].index)
+            e[merged - 1].json |= e[i].json, e[merged - 1].npy |= e[i].npy;
+        else
+            e[merged++] = e[i];
+    }
+    n = merged;
+    /* the job: the first marker that parses */
+    pxb_marker ref = {0};
+    int have_ref = 0;
+    char why[1024];
+    for (size_t i = 0; i < n && !have_ref; i++)
+        have_ref = e[i].json && pxb_marker_load(dir, e[i].index, &ref, why, sizeof why) == 0;
+    uint64_t nshards = have_ref ? (ref.inputs + ref.shard_size - 1) / ref.shard_size : 0;
+    pxb_sha256 names;
+    pxb_sha256_init(&names);
+    int names_ok = have_ref, edited = 0;
+    uint64_t expect = 0; /* the next shard number not yet seen */
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t index = i < n ? (uint64_t)e[i].index : nshards;
+        if (index > expect && expect < nshards) { /* a gap */
+            uint64_t last = (index < nshards ? index : nshards) - 1;
+            if (last == expect)
+                fprintf(out, "shard-%05" PRIu64 ": missing: no marker, no .npy\n", expect);
+            else
+                fprintf(out, "shard-%05" PRIu64 " .. shard-%05" PRIu64 ": missing: no markers, no .npy\n", expect, last);
+            missing += last - expect + 1;
+            names_ok = 0;
+        }
+        if (i == n)
+            break;
+        expect = index + 1;
+        if (index >= nshards) {
+            fprintf(out, "shard-%05" PRIu64 ": orphaned: past the job's %" PRIu64 " shards\n", index, nshards);
+            orphaned += (unsigned long)e[i].json + e[i].npy;
+            continue;
+        }
+        if (!e[i].json || !e[i].npy) {
+            fprintf(out, "shard-%05" PRIu64 ": missing: %s\n", index,
+                    e[i].json ? "its .npy (the marker is there)" : "its marker (an unfinished shard's .npy is there)");
+            missing++;
+            names_ok = 0;
+            continue;
+        }
+        pxb_marker m;
+        if (pxb_marker_load(dir, (int)index, &m, why, sizeof why) < 0) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, why);
+            corrupt++;
+            names_ok = 0;
+            continue;
+        }
+        char diff[1024];
+        if (pxb_job_diff(ref.job, m.job, diff, sizeof diff)) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: of another job than shard-%05d (%s)\n", index, ref.shard, diff);
+            corrupt++;
+            names_ok = 0;
+        } else {
+            if (names_ok && pxb_marker_hash_names(&m, &names) < 0)
+                names_ok = 0;
+            char *path;
+            if (asprintf(&path, "%s/shard-%05" PRIu64 ".npy", dir, index) < 0)
+                path = NULL;
+            if (!path || px__verify_npy(path, &m, why, sizeof why) < 0) {
+                fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, path ? why : "out of memory");
+                corrupt++;
+            } else
+                good++;
+            free(path);
+        }
+        pxb_marker_free(&m);
+    }
+    if (names_ok) {
+        char hex[65];
+        pxb_sha256_hex(&names, hex);
+        const char *want = json_string_value(json_object_get(ref.job, "inputs_sha256"));
+        edited = !want || strcmp(hex, want);
+    }
+    if (!have_ref)
+        fprintf(out, "no marker of a pxbatch job%s\n", n ? " parses" : "");
+    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shards: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
+            nshards, good, corrupt, missing, orphaned,
+            edited ? "; the markers' file lists do not hash to the job's inputs_sha256 (a marker was edited)" : "");
+    pxb_marker_free(&ref);
+    free(e);
+    if (lfd >= 0)
+        close(lfd);
+    return have_ref && !edited && !corrupt && !missing && !orphaned && good == nshards ? 0 : 1;
+}

@@ -21,6 +21,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+           vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)

@@ -21,6 +21,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+           vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
            executors/cpu/cpu_executor.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
@@ -29,7 +30,8 @@ VERSION   := 1.0.0
 SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
 # pxbatch is built with MPI when mpicc is here (Debian's libopenmpi-dev), else for one process
 MPICC   ?= $(shell command -v mpicc 2>/dev/null)
-TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform
+TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform \
+           $(BIN)/pxresize
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
@@ -106,6 +108,9 @@ $(BIN)/gen_spec: $(BUILD)/isa/gen_spec.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/pxresize: $(BUILD)/tools/pxresize.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a

@@ -1,0 +1,249 @@
+/* resize.c - RESIZE's filter tables and the host reference (resize.h; the rule: isa/RESIZE.md).
+ *
+ * This is the one place where floating point runs when a program is bound: the table of each axis
+ * is computed here, on the host, in IEEE double, with Pillow 9.4's formulas in Pillow's order of
+ * operations (libImaging/Resample.c: precompute_coeffs, then normalize_coeffs_8bpc to Q22). The
+ * Makefile's -ffp-contract=off -fno-fast-math keep every operation a separately rounded double
+ * operation in the order written, so the tables are deterministic and equal to Pillow's (Pillow
+ * built without FMA contraction, as Debian's amd64 build is). Both executors then run the same
+ * integer tables through isa/px_resize.h: no float math happens per frame.
+ * sin and cos (HAMMING, LANCZOS) are the host libm's, as Pillow's are.
+ */
+#include "resize.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../isa/px_resize.h"
+
+#define PX__PI 3.14159265358979323846 /* M_PI (not declared by <math.h> under -std=c11) */
+
+/* ---- the filters (Pillow's kernels, argument in source texels at scale 1) -------------------- */
+
+static double px__box(double x) { return x > -0.5 && x <= 0.5 ? 1.0 : 0.0; }
+
+static double px__bilinear(double x)
+{
+    x = x < 0.0 ? -x : x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+/* sinc times a Hamming window; Pillow writes the window's constants as floats (0.54f, 0.46f), so
+ * their float values, widened to double, are what enters the sum. */
+static double px__hamming(double x)
+{
+    x = x < 0.0 ? -x : x;
+    if (x == 0.0)
+        return 1.0;
+    if (x >= 1.0)
+        return 0.0;
+    x = x * PX__PI;
+    return sin(x) / x * ((double)0.54f + (double)0.46f * cos(x));
+}
+
+/* Keys' cubic convolution with a = -0.5, evaluated in Pillow's nesting. */
+static double px__bicubic(double x)
+{
+    const double a = -0.5;
+    x = x < 0.0 ? -x : x;
+    if (x < 1.0)
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0)
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
+static double px__sinc(double x)
+{
+    if (x == 0.0)
+        return 1.0;
+    x = x * PX__PI;
+    return sin(x) / x;
+}
+
+/* sinc windowed by sinc(x / 3) on [-3, 3) */
+static double px__lanczos(double x) { return -3.0 <= x && x < 3.0 ? px__sinc(x) * px__sinc(x / 3.0) : 0.0; }
+
+static const struct {
+    const char *name;
+    double (*fn)(double);
+    double support; /* half-width of the kernel at scale 1 */
+} px__filters[PX_RESIZE__FILTERS] = {
+    [PX_RESIZE_NEAREST] = {"nearest", NULL, 0.0},     [PX_RESIZE_LANCZOS] = {"lanczos", px__lanczos, 3.0},
+    [PX_RESIZE_BILINEAR] = {"bilinear", px__bilinear, 1.0}, [PX_RESIZE_BICUBIC] = {"bicubic", px__bicubic, 2.0},
+    [PX_RESIZE_BOX] = {"box", px__box, 0.5},           [PX_RESIZE_HAMMING] = {"hamming", px__hamming, 1.0},
+};
+
+int px_resize_filter_parse(const char *name)
+{
+    for (int f = 0; f < PX_RESIZE__FILTERS; f++) {
+        const char *a = name, *b = px__filters[f].name;
+        while (*a && (*a | 0x20) == *b) /* the names are lower-case letters */
+            a++, b++;
+        if (!*a && !*b)
+            return f;
+    }
+    return -1;
+}
+
+const char *px_resize_filter_name(int filter)
+{
+    return filter >= 0 && filter < PX_RESIZE__FILTERS ? px__filters[filter].name : "?";
+}
+
+/* ---- tables ----------------------------------------------------------------------------------- */
+
+void px_resize_table_free(px_resize_table *t)
+{
+    free(t->first);
+    free(t->count);
+    free(t->k);
+    memset(t, 0, sizeof *t);
+}
+
+/* Q22 of a normalized coefficient: Pillow's normalize_coeffs_8bpc, rounding half away from zero
+ * by adding -0.5 or 0.5 to the scaled value and truncating toward zero. */
+static int32_t px__q22(double v)
+{
+    const double one = (double)(1 << PX_RESIZE_PREC);
+    return (int32_t)(v < 0.0 ? -0.5 + v * one : 0.5 + v * one);
+}
+
+int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, pxvm_error *err)
+{
+    memset(t, 0, sizeof *t);
+    if (in_size < 1 || in_size > PX_RESIZE_MAX_SIDE || out_size < 1 || out_size > PX_RESIZE_MAX_SIDE)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: sides must be 1..16777216");
+    if (filter < 0 || filter >= PX_RESIZE__FILTERS)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: unknown filter");
+    t->in_size = in_size;
+    t->out_size = out_size;
+    t->filter = filter;
+    t->first = malloc((size_t)out_size * sizeof *t->first);
+    t->count = malloc((size_t)out_size * sizeof *t->count);
+    if (!t->first || !t->count) {
+        px_resize_table_free(t);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)out_size * 8ull);
+    }
+    /* Pillow: scale = (double)(in1 - in0) / out_size with the box (0, in_size) in floats, exact
+     * for sides up to 2^24; the box's origin 0 adds nothing below. */
+    double scale = (double)in_size / out_size;
+
+    if (filter == PX_RESIZE_NEAREST) {
+        /* The affine scale (Geometry.c, ImagingScaleAffine): position 0.5 * scale, then scale
+         * added once per texel (a running sum, not i * scale), truncated to an index. */
+        double pos = scale * 0.5;
+        for (int i = 0; i < out_size; i++, pos += scale) {
+            int idx = pos < 0.0 ? -1 : (int)pos;
+            t->first[i] = idx < in_size ? idx : -1;
+            t->count[i] = t->first[i] >= 0;
+        }
+        return 0;
+    }
+
+    /* precompute_coeffs: a downscale widens the kernel by the scale (filterscale), an upscale
+     * keeps it at scale 1. */
+    double filterscale = scale < 1.0 ? 1.0 : scale;
+    double support = px__filters[filter].support * filterscale;
+    double ss = 1.0 / filterscale;
+    int ksize = (int)ceil(support) * 2 + 1;
+    double *w = malloc((size_t)ksize * sizeof *w);
+    t->ksize = ksize;
+    t->k = calloc((size_t)out_size * (size_t)ksize, sizeof *t->k);
+    if (!w || !t->k) {
+        free(w);
+        px_resize_table_free(t);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)out_size * (unsigned long long)ksize * 4ull);
+    }
+    for (int i = 0; i < out_size; i++) {
+        double center = (i + 0.5) * scale;
+        int lo = (int)(center - support + 0.5); /* truncation toward zero, then clamped */
+        int hi = (int)(center + support + 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > in_size ? in_size : hi;
+        int n = hi - lo; /* 1..ksize: the window always holds the texel under the centre */
+        double ww = 0.0;
+        for (int j = 0; j < n; j++) {
+            w[j] = px__filters[filter].fn((j + lo - center + 0.5) * ss); /* (int j + lo) - center */
+            ww += w[j];
+        }
+        int32_t *k = t->k + (size_t)i * (size_t)ksize;
+        for (int j = 0; j < n; j++)
+            k[j] = px__q22(ww != 0.0 ? w[j] / ww : w[j]);
+        t->first[i] = lo;
+        t->count[i] = n;
+    }
+    free(w);
+    return 0;
+}
+
+/* ---- the host reference ----------------------------------------------------------------------- */
+
+int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                    int64_t dstride, int filter, int channels, pxvm_error *err)
+{
+    if (!src || !dst || channels < 1 || channels > 4 || sw < 1 || sh < 1 || dw < 1 || dh < 1 ||
+        sstride < (int64_t)sw * channels || dstride < (int64_t)dw * channels)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: bad image arguments");
+    size_t drow = (size_t)dw * (size_t)channels;
+    if (sw == dw && sh == dh) { /* Image.resize returns a copy */
+        for (int y = 0; y < dh; y++)
+            memcpy(dst + y * dstride, src + y * sstride, drow);
+        return 0;
+    }
+    px_resize_table tx, ty;
+    if (px_resize_coeffs(sw, dw, filter, &tx, err) < 0)
+        return -1;
+    if (px_resize_coeffs(sh, dh, filter, &ty, err) < 0) {
+        px_resize_table_free(&tx);
+        return -1;
+    }
+    int rc = 0;
+    if (filter == PX_RESIZE_NEAREST) {
+        for (int y = 0; y < dh; y++)
+            for (int x = 0; x < dw; x++)
+                for (int c = 0; c < channels; c++)
+                    dst[y * dstride + x * channels + c] =
+                        (uint8_t)px_resize_nearest(src + c, channels, sstride, tx.first[x], ty.first[y]);
+        goto done;
+    }
+    /* Horizontal pass over the rows the vertical pass reads (all of them when the height does not
+     * change), into 8-bit pixels; then the vertical pass. A side that does not change skips its pass. */
+    const uint8_t *vsrc = src;
+    int64_t vstride = sstride;
+    int row0 = 0;
+    uint8_t *tmp = NULL;
+    if (dw != sw) {
+        int r0 = ty.first[0], r1 = ty.first[dh - 1] + ty.count[dh - 1];
+        tmp = malloc((size_t)(r1 - r0) * drow);
+        if (!tmp) {
+            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(r1 - r0) * drow);
+            goto done;
+        }
+        for (int r = r0; r < r1; r++)
+            for (int x = 0; x < dw; x++)
+                for (int c = 0; c < channels; c++)
+                    tmp[(size_t)(r - r0) * drow + (size_t)(x * channels + c)] = (uint8_t)px_resize_tap(
+                        src + r * sstride + c, channels, tx.first[x], tx.count[x], tx.k + (size_t)x * (size_t)tx.ksize);
+        vsrc = tmp;
+        vstride = (int64_t)drow;
+        row0 = r0;
+    }
+    if (dh != sh) {
+        for (int y = 0; y < dh; y++)
+            for (int x = 0; x < dw; x++)
+                for (int c = 0; c < channels; c++)
+                    dst[y * dstride + x * channels + c] =
+                        (uint8_t)px_resize_tap(vsrc + x * channels + c, vstride, ty.first[y] - row0, ty.count[y],
+                                               ty.k + (size_t)y * (size_t)ty.ksize);
+    } else { /* the width alone changed: the horizontal pass covered every row */
+        for (int y = 0; y < dh; y++)
+            memcpy(dst + y * dstride, tmp + (size_t)y * drow, drow);
+    }
+    free(tmp);
+done:
+    px_resize_table_free(&tx);
+    px_resize_table_free(&ty);
+    return rc;
+}

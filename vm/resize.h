@@ -1,0 +1,67 @@
+/* resize.h - RESIZE's filter tables (computed on the host) and its host reference.
+ *
+ * RESIZE gives the bytes of Pillow's Image.resize((w, h), filter) on 8-bit channels, each
+ * channel resampled on its own (Pillow's L, RGB, RGBX; not its RGBA, which Image.resize
+ * premultiplies first). isa/RESIZE.md states the rule; isa/px_resize.h holds the per-sample
+ * integer arithmetic that both executors run.
+ */
+#ifndef PX_RESIZE_TABLES_H
+#define PX_RESIZE_TABLES_H
+
+#include <stdint.h>
+
+#include "vm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Filters, numbered as Pillow numbers them (PIL.Image.Resampling). */
+typedef enum px_resize_filter {
+    PX_RESIZE_NEAREST = 0,
+    PX_RESIZE_LANCZOS = 1,
+    PX_RESIZE_BILINEAR = 2,
+    PX_RESIZE_BICUBIC = 3,
+    PX_RESIZE_BOX = 4,
+    PX_RESIZE_HAMMING = 5,
+    PX_RESIZE__FILTERS = 6
+} px_resize_filter;
+
+/* Sides from 1 to 2^24: Pillow passes the source side to its tables as a float, exact up to 2^24. */
+#define PX_RESIZE_MAX_SIDE (1 << 24)
+
+/* The table of one axis, in_size -> out_size. Output index i reads source indices
+ * first[i] .. first[i] + count[i] - 1 with the Q22 coefficients k[i * ksize + j], j < count[i]
+ * (the rest of the row of ksize is 0). NEAREST has no coefficients (ksize 0, k NULL): first[i]
+ * is the one source index, or -1 for Pillow's fill value 0, and count[i] is 1 (0 for -1). */
+typedef struct px_resize_table {
+    int in_size, out_size, filter;
+    int ksize;      /* Pillow's ksize: 2 * ceil(support) + 1; 0 for NEAREST */
+    int32_t *first; /* [out_size] */
+    int32_t *count; /* [out_size] */
+    int32_t *k;     /* [out_size * ksize] */
+} px_resize_table;
+
+/* Computes the table of one axis exactly as Pillow 9.4 does (precompute_coeffs in IEEE double,
+ * then normalize_coeffs_8bpc to Q22; NEAREST: the affine scale's positions). Returns 0, or -1
+ * with *err set (sizes outside 1..PX_RESIZE_MAX_SIDE, an unknown filter, no memory). */
+int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, pxvm_error *err);
+void px_resize_table_free(px_resize_table *t);
+
+/* "nearest", "box", "bilinear", "hamming", "bicubic", "lanczos" (any case) -> filter, or -1. */
+int px_resize_filter_parse(const char *name);
+const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
+
+/* The host reference: resizes sw x sh pixels of `channels` (1..4) interleaved uint8 channels,
+ * rows `sstride` bytes apart, to dw x dh pixels at dst (rows `dstride` bytes apart), as Pillow:
+ * equal sizes copy; NEAREST picks source pixels; any other filter runs the horizontal pass (when
+ * the width changes) over the source rows the vertical pass reads, into 8-bit pixels, then the
+ * vertical pass (when the height changes). Returns 0, or -1 with *err set. */
+int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                    int64_t dstride, int filter, int channels, pxvm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -476,14 +476,14 @@ __global__ void px__k_video_end(uint8_t *primed, px_gpu_dirty *dirty, int items)
     do {                                                                                               \
         cudaError_t e_ = (call);                                                                       \
         if (e_ != cudaSuccess)                                                                         \
-            return px__cuda_fail(err, #call, e_, __LINE__);                                            \
+            return px__cuda_fail(err, #call, e_, __FILE__, __LINE__);                                  \
     } while (0)
 
-static int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, int line)
+static int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line)
 {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s failed: %s (%s, cuda_gl_executor.cu:%d)", what, cudaGetErrorString(e),
-             cudaGetErrorName(e), line);
+    snprintf(msg, sizeof msg, "%s failed: %s (%s, %s:%d)", what, cudaGetErrorString(e), cudaGetErrorName(e), file,
+             line);
     return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
 }
 
@@ -856,7 +856,8 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (ge == cudaSuccess)
             ge = cudaMemsetAsync(ex->d_changed, 0, ngeom ? ngeom : 1, ex->stream);
         if (ge != cudaSuccess)
-            return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __LINE__);
+            return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __FILE__,
+                                 __LINE__);
         px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, batch); /* dirty rectangles: none */
         /* row bitmaps, group maps and counters for every slot used as a tile mask */
         ex->d_bits = (uint32_t **)calloc((size_t)prog->nslots, sizeof(uint32_t *));
@@ -996,7 +997,7 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         e = cudaMemcpy(ex->d_fetch, fetch, sizeof(px_gpu_fetch) * prog->ninsns, cudaMemcpyHostToDevice);
     free(fetch);
     if (e != cudaSuccess)
-        return px__cuda_fail(err, "uploading the launch plan", e, __LINE__);
+        return px__cuda_fail(err, "uploading the launch plan", e, __FILE__, __LINE__);
 
     /* initial state: every level of every slot zeroed, then level 0 of the program and data */
     int total_levels = 0;
@@ -1015,7 +1016,7 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
     if (e != cudaSuccess) {
         free(rects);
         cudaFree(d_all);
-        return px__cuda_fail(err, "uploading clear records", e, __LINE__);
+        return px__cuda_fail(err, "uploading clear records", e, __FILE__, __LINE__);
     }
     int rc = px__launch_clear(ex, d_all, ex->nclear, ex->max_clear_px, err);
     /* the per-run reset: what prog->reset marks (inputs and data never change) */
@@ -1033,7 +1034,7 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (e == cudaSuccess)
             e = cudaMemcpy(ex->d_clear, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
         if (e != cudaSuccess)
-            rc = px__cuda_fail(err, "uploading reset records", e, __LINE__);
+            rc = px__cuda_fail(err, "uploading reset records", e, __FILE__, __LINE__);
     }
     free(rects);
     if (rc < 0) {
@@ -1068,14 +1069,14 @@ static int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, p
         if (e != cudaSuccess) {
             free(level0);
             cudaFree(d_all);
-            return px__cuda_fail(err, "uploading program and data slots", e, __LINE__);
+            return px__cuda_fail(err, "uploading program and data slots", e, __FILE__, __LINE__);
         }
     }
     free(level0);
     e = cudaStreamSynchronize(ex->stream);
     cudaFree(d_all);
     if (e != cudaSuccess)
-        return px__cuda_fail(err, "initialising slots", e, __LINE__);
+        return px__cuda_fail(err, "initialising slots", e, __FILE__, __LINE__);
     return 0;
 }
 
@@ -1454,7 +1455,8 @@ static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *er
     ex->stream = ex->own_stream;
     cudaError_t e = cudaStreamBeginCapture(ex->stream, cudaStreamCaptureModeThreadLocal);
     ex->capturing = 1;
-    int rc = e == cudaSuccess ? px__enqueue(ex, nsteps, NULL, NULL, err) : px__cuda_fail(err, "cudaStreamBeginCapture", e, __LINE__);
+    int rc = e == cudaSuccess ? px__enqueue(ex, nsteps, NULL, NULL, err)
+                              : px__cuda_fail(err, "cudaStreamBeginCapture", e, __FILE__, __LINE__);
     ex->capturing = 0;
     if (rc == 0 && g)
         rc = px__enqueue_outputs(ex, err);
@@ -1466,16 +1468,16 @@ static int px__capture(pxvm_executor *ex, uint32_t nsteps, int g, pxvm_error *er
     if (rc < 0)
         return -1;
     if (e != cudaSuccess)
-        return px__cuda_fail(err, "cudaStreamEndCapture", e, __LINE__);
+        return px__cuda_fail(err, "cudaStreamEndCapture", e, __FILE__, __LINE__);
     e = cudaGraphInstantiate(&ex->graph[g], graph, 0);
     if (e != cudaSuccess) {
         cudaGraphDestroy(graph);
-        return px__cuda_fail(err, "cudaGraphInstantiate", e, __LINE__);
+        return px__cuda_fail(err, "cudaGraphInstantiate", e, __FILE__, __LINE__);
     }
     if ((e = px_gpu_frame_nodes_find(graph, &ex->frame_nodes[g])) != cudaSuccess) {
         cudaGraphExecDestroy(ex->graph[g]);
         cudaGraphDestroy(graph);
-        return px__cuda_fail(err, "finding the graph's tile kernels", e, __LINE__);
+        return px__cuda_fail(err, "finding the graph's tile kernels", e, __FILE__, __LINE__);
     }
     ex->graph_def[g] = graph;
     ex->have_graph[g] = 1;
@@ -1580,7 +1582,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             cudaError_t e = cudaEventElapsedTime(&ms, events[i], events[i + 1]);
             if (e != cudaSuccess) {
                 free(events);
-                return px__cuda_fail(err, "cudaEventElapsedTime", e, __LINE__);
+                return px__cuda_fail(err, "cudaEventElapsedTime", e, __FILE__, __LINE__);
             }
             opt->profile(opt->profile_ctx, prog, i, ms);
         }
@@ -1740,7 +1742,7 @@ static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
         cudaError_t e = cudaMalloc(&d, sizeof(px_gpu_rect) * (size_t)n);
         if (e == cudaSuccess)
             e = cudaMemcpy(d, rects, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice);
-        rc = e != cudaSuccess ? px__cuda_fail(err, "clearing persistent slots", e, __LINE__)
+        rc = e != cudaSuccess ? px__cuda_fail(err, "clearing persistent slots", e, __FILE__, __LINE__)
                               : px__launch_clear(ex, d, n, px, err);
     }
     free(rects);

@@ -132,4 +132,10 @@ cudaError_t px_gpu_saliency(const px_gpu_slot *d_slots, int nslots, const pxi_in
 cudaError_t px_gpu_argmax(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, int32_t *fix_run, int items,
                           cudaStream_t stream);
 
+/* pyramid.cu: a full PYRAMID of slot k (g: its table entry, item 0's, on the host), every item;
+ * lin0: the slot's level 0 as linear RGBA rows (an input's upload buffer) or NULL; counters: per
+ * item, the last block's counter (zero between launches). */
+cudaError_t px_gpu_pyramid(const px_gpu_slot *d_slots, int nslots, const px_gpu_slot *g, int k, const uint32_t *lin0,
+                           unsigned *counters, int items, cudaStream_t stream);
+
 #endif

@@ -171,4 +171,14 @@ struct px_gpu_video {
 cudaError_t px_gpu_fetch_step(const px_gpu_slot *d_slots, int nslots, const px_gpu_fetch *batch, dim3 grid, const int32_t *fix,
                               int32_t *geom, int ngeom, px_gpu_video vid, cudaStream_t stream, int early);
 
+/* dot.cu: DOT_RGB (instruction index insn) for every item, a block each; status: per item, its
+ * first trap (trap_insn 0xFFFFFFFF before it). */
+struct px_gpu_status {
+    uint32_t trap_insn; /* 0xFFFFFFFF: no trap */
+    uint32_t trap_sum;
+};
+
+cudaError_t px_gpu_dot(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, uint32_t insn, px_gpu_status *status,
+                       int items, cudaStream_t stream);
+
 #endif

@@ -42,11 +42,6 @@ struct px_gpu_rect { /* a level to clear at the start of a run */
     int w, h;
 };
 
-struct px_gpu_status {
-    uint32_t trap_insn; /* 0xFFFFFFFF: no trap */
-    uint32_t trap_sum;
-};
-
 /* ---- kernels -------------------------------------------------------------------------------- */
 
 __global__ void px__k_clear(const px_gpu_rect *rects)
@@ -142,44 +137,6 @@ __global__ void px__k_set_fix(int32_t *dst, const int32_t *src, px_fix_args args
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < items * nregs * 2; p += gridDim.x * blockDim.x) {
         int item = p / (nregs * 2), r = (p / 2) % nregs, c = p & 1;
         dst[((size_t)(item0 + item) * PX_FIX_REGS + (size_t)(reg0 + r)) * 2u + (size_t)c] = src ? src[p] : args.v[p];
-    }
-}
-
-/* DOT_RGB over rows of the program image (one block). */
-__global__ void px__k_dot(const px_gpu_slot *all_slots, int nslots, int row_a, int row_b, int row_out, uint32_t insn,
-                          px_gpu_status *all_status)
-{
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.x * (size_t)nslots; /* block b: item b */
-    px_gpu_status *status = all_status + blockIdx.x;
-    __shared__ int first;
-    __shared__ unsigned long long part[256];
-    const px_gpu_slot *p = &slots[0];
-    int w = p->w[0];
-    if (threadIdx.x == 0)
-        first = w;
-    __syncthreads();
-    for (int x = threadIdx.x; x < w; x += blockDim.x)
-        if (!(px__texel(p->tex[0], x, row_a) & 255u) || !(px__texel(p->tex[0], x, row_b) & 255u))
-            atomicMin(&first, x);
-    __syncthreads();
-    unsigned long long sum = 0;
-    for (int x = threadIdx.x; x < first; x += blockDim.x)
-        sum += (unsigned long long)(px__texel(p->tex[0], x, row_a) & 255u) * (px__texel(p->tex[0], x, row_b) & 255u);
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-        if ((int)threadIdx.x < k)
-            part[threadIdx.x] += part[threadIdx.x + k];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        unsigned long long total = part[0];
-        if (total <= PX_DOT_MAX)
-            px__store(p->surf[0], 0, row_out, px_dot_result((uint32_t)total));
-        else if (status->trap_insn == 0xFFFFFFFFu) { /* launches are ordered: the first trap wins */
-            status->trap_insn = insn;
-            status->trap_sum = (uint32_t)total;
-        }
     }
 }
 
@@ -1184,9 +1141,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
         case PX_OP_ARGMAX: PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, in, ex->d_fix_run, (int)items, ex->stream)); break;
         case PX_OP_DOT_RGB:
             fresh[0] = 0;
-            px__k_dot<<<items, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, PX_ARG(in, DOT_RGB, row_a),
-                                                     PX_ARG(in, DOT_RGB, row_b), PX_ARG(in, DOT_RGB, row_out), st->first,
-                                                     ex->d_status);
+            PX__CK(px_gpu_dot(ex->d_slots, ex->nslots, in, st->first, ex->d_status, (int)items, ex->stream));
             break;
         default: break; /* the validator admits no other opcode */
         }

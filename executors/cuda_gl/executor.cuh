@@ -118,4 +118,18 @@ struct pxvm_executor {
             return px__cuda_fail(err, #call, e_, __FILE__, __LINE__);                                  \
     } while (0)
 
+/* ---- shared by the host files --------------------------------------------------------------- */
+
+/* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
+ * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, and
+ * the ops' open and close. */
+int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
+int px__unavailable(pxvm_error *err, const char *fmt, ...);
+void px__make_current(pxvm_executor *ex);
+int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
+void px__gl_close(pxvm_executor *ex);
+
+/* run.cu: what the loaded program holds, freed (close unloads). */
+void px__gl_unload(pxvm_executor *ex);
+
 #endif

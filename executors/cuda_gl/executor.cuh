@@ -118,6 +118,12 @@ struct pxvm_executor {
             return px__cuda_fail(err, #call, e_, __FILE__, __LINE__);                                  \
     } while (0)
 
+/* A level's CUDA array (fixed while the textures are mapped). */
+static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot, int level)
+{
+    return ex->arrays[((size_t)item * (size_t)ex->nslots + (size_t)slot) * PXVM_MAX_LEVELS + (size_t)level];
+}
+
 /* ---- shared by the host files --------------------------------------------------------------- */
 
 /* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
@@ -129,7 +135,15 @@ void px__make_current(pxvm_executor *ex);
 int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
 void px__gl_close(pxvm_executor *ex);
 
-/* run.cu: what the loaded program holds, freed (close unloads). */
+/* resources.cu: the ops' load, and unload (close unloads); clear records for levels [l0, l1) of
+ * table entry i (item * nslots + slot), added to rects (ex->nclear, ex->max_clear_px count them);
+ * the clear kernel over n records on the stream. */
+int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
 void px__gl_unload(pxvm_executor *ex);
+void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
+int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+
+/* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream. */
+void px__video_end(pxvm_executor *ex);
 
 #endif

@@ -143,7 +143,15 @@ void px__gl_unload(pxvm_executor *ex);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
 
-/* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream. */
+/* bind.cu: the ops' bind and borrow; a caller's pointer checked to be memory of the executor's
+ * CUDA device (what: the view's name in the error). */
+int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *what, pxvm_error *err);
+
+/* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
+ * end of a call that enqueued work (without a caller's stream, it waits for the work). */
 void px__video_end(pxvm_executor *ex);
+int px__join_out(pxvm_executor *ex, pxvm_error *err);
 
 #endif

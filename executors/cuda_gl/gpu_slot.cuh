@@ -1,7 +1,7 @@
 /* gpu_slot.cuh - what the CUDA-GL executor's translation units share: how a slot is seen on the
- * device (texture objects to read, surface objects to write, per level), and how the shared
- * integer semantics of isa/px_sem.h read texels here. Included by cuda_gl_executor.cu (the
- * executor and the core opcodes) and fixation.cu (SALIENCY, ARGMAX). */
+ * device (texture objects to read, surface objects to write, per level), how the shared integer
+ * semantics of isa/px_sem.h read texels here, and the kernel families' records and launches
+ * (pyramid.cu, fetch.cu, dot.cu, video.cu, fixation.cu), which run.cu enqueues. */
 #ifndef PX_GPU_SLOT_CUH
 #define PX_GPU_SLOT_CUH
 

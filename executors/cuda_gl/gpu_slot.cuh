@@ -1,7 +1,7 @@
 /* gpu_slot.cuh - what the CUDA-GL executor's translation units share: how a slot is seen on the
- * device (texture objects to read, surface objects to write, per level), and how the shared
- * integer semantics of isa/px_sem.h read texels here. Included by cuda_gl_executor.cu (the
- * executor and the core opcodes) and fixation.cu (SALIENCY, ARGMAX). */
+ * device (texture objects to read, surface objects to write, per level), how the shared integer
+ * semantics of isa/px_sem.h read texels here, and the kernel families' records and launches
+ * (pyramid.cu, fetch.cu, dot.cu, video.cu, fixation.cu), which run.cu enqueues. */
 #ifndef PX_GPU_SLOT_CUH
 #define PX_GPU_SLOT_CUH
 
@@ -131,5 +131,54 @@ cudaError_t px_gpu_saliency(const px_gpu_slot *d_slots, int nslots, const pxi_in
                             cudaStream_t stream);
 cudaError_t px_gpu_argmax(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, int32_t *fix_run, int items,
                           cudaStream_t stream);
+
+/* pyramid.cu: a full PYRAMID of slot k (g: its table entry, item 0's, on the host), every item;
+ * lin0: the slot's level 0 as linear RGBA rows (an input's upload buffer) or NULL; counters: per
+ * item, the last block's counter (zero between launches). */
+cudaError_t px_gpu_pyramid(const px_gpu_slot *d_slots, int nslots, const px_gpu_slot *g, int k, const uint32_t *lin0,
+                           unsigned *counters, int items, cudaStream_t stream);
+
+/* fetch.cu: the fetch kernel's records, one per instruction, built at load. */
+struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
+    int op, src, dst, mode, x, y, w, h; /* mode: the filter only */
+    int reg;                            /* fixation register of a relative instruction, or -1 */
+    int token;                          /* the token whose geometry it writes, or -1 */
+    int mask;                           /* incremental: the tile mask slot of src, else 0 */
+    int index;                          /* instruction index (its last registers) */
+    long long u_lo, u_hi, v_lo, v_hi;   /* incremental: positions read before the fixation offset */
+    int lmin, lmax;                     /* ... and levels */
+    uint32_t *bits;                     /* incremental: the mask's row bitmaps (item 0) */
+    size_t bits_item;                   /* ... their uint32 per item */
+    int wpr;                            /* ... per row */
+    int32_t cu, cv, du, dv;
+    uint32_t lod;
+    int table, tx, ty;
+    int taps;
+    int32_t tdu, tdv;
+};
+
+/* Per item video state the fetch kernel reads and writes. */
+struct px_gpu_video {
+    const uint8_t *primed; /* [items] */
+    int32_t *last_reg;     /* [items][ninsns][2] */
+    uint8_t *changed;      /* [items][ngeom] */
+    int ninsns;
+};
+
+/* One launch of the fetch kernel for a plan step's batch (grid: instructions, blocks per
+ * instruction, items); early: it may start before the launch ahead of it ends. fix:
+ * [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry. */
+cudaError_t px_gpu_fetch_step(const px_gpu_slot *d_slots, int nslots, const px_gpu_fetch *batch, dim3 grid, const int32_t *fix,
+                              int32_t *geom, int ngeom, px_gpu_video vid, cudaStream_t stream, int early);
+
+/* dot.cu: DOT_RGB (instruction index insn) for every item, a block each; status: per item, its
+ * first trap (trap_insn 0xFFFFFFFF before it). */
+struct px_gpu_status {
+    uint32_t trap_insn; /* 0xFFFFFFFF: no trap */
+    uint32_t trap_sum;
+};
+
+cudaError_t px_gpu_dot(const px_gpu_slot *d_slots, int nslots, const pxi_insn *in, uint32_t insn, px_gpu_status *status,
+                       int items, cudaStream_t stream);
 
 #endif

@@ -1,6 +1,6 @@
 /* video.cu - DIFF, UPDATE and incremental PYRAMID on the CUDA-GL executor; the CPU reference is
  * executors/cpu/video.c. Both compute isa/px_sem.h's px_maxdiff, px_mask_pixel, px_texel_tiles
- * and px_box4. The incremental-sampling decision lives in the fetch kernel (cuda_gl_executor.cu).
+ * and px_box4. The incremental-sampling decision lives in the fetch kernel (fetch.cu).
  *
  * One kernel does the three, alone or fused when they follow each other on the same slots (the
  * launch plan's choice): a block per 16x16 tile decides whether the tile is dirty (DIFF) or reads

@@ -1,0 +1,192 @@
+/* context.cu - the CUDA-GL executor's open and close: the CUDA device, the EGL device that drives
+ * it and an OpenGL context on it (shared EGL displays counted), making that context current, and
+ * the error reports of CUDA failures and of an executor that cannot be had. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "executor.cuh"
+
+int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s failed: %s (%s, %s:%d)", what, cudaGetErrorString(e), cudaGetErrorName(e), file,
+             line);
+    return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+}
+
+int px__unavailable(pxvm_error *err, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
+}
+
+/* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
+ * is checked like any other choice). Never falls back to EGL_DEFAULT_DISPLAY: CUDA and EGL may
+ * number devices differently, and interop across two GPUs fails. */
+static int px__egl_hold(EGLDisplay dpy, int delta);
+
+static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
+{
+    PFNEGLQUERYDEVICESEXTPROC query_devices = (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
+    PFNEGLQUERYDEVICEATTRIBEXTPROC query_attrib =
+        (PFNEGLQUERYDEVICEATTRIBEXTPROC)eglGetProcAddress("eglQueryDeviceAttribEXT");
+    PFNEGLGETPLATFORMDISPLAYEXTPROC platform_display =
+        (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress("eglGetPlatformDisplayEXT");
+    if (!query_devices || !query_attrib || !platform_display)
+        return px__unavailable(err, "EGL has no device platform (EGL_EXT_device_enumeration, EGL_EXT_platform_device): "
+                                    "is the NVIDIA EGL driver installed?");
+    EGLDeviceEXT devs[32];
+    EGLint n = 0;
+    if (!query_devices(32, devs, &n) || n < 1)
+        return px__unavailable(err, "eglQueryDevicesEXT found no EGL device (EGL error 0x%x)", eglGetError());
+    int pick = -1;
+    const char *force = getenv("PXVM_EGL_DEVICE");
+    if (force && *force) {
+        pick = atoi(force);
+        if (pick < 0 || pick >= n)
+            return px__unavailable(err, "PXVM_EGL_DEVICE=%s, but there are %d EGL devices", force, (int)n);
+        EGLAttrib cuda_id = -1;
+        if (!query_attrib(devs[pick], EGL_CUDA_DEVICE_NV, &cuda_id))
+            return px__unavailable(err, "EGL device %d is not a CUDA device (no EGL_CUDA_DEVICE_NV)", pick);
+        if ((int)cuda_id != ex->device)
+            return px__unavailable(err,
+                                   "EGL device %d drives CUDA device %d, not the selected CUDA device %d: "
+                                   "CUDA-GL interop needs both on one GPU",
+                                   pick, (int)cuda_id, ex->device);
+    } else {
+        for (int i = 0; i < n && pick < 0; i++) {
+            EGLAttrib cuda_id = -1;
+            if (query_attrib(devs[i], EGL_CUDA_DEVICE_NV, &cuda_id) && (int)cuda_id == ex->device)
+                pick = i;
+        }
+        if (pick < 0)
+            return px__unavailable(err, "none of the %d EGL devices reports CUDA device %d (EGL_CUDA_DEVICE_NV)",
+                                   (int)n, ex->device);
+    }
+    ex->dpy = platform_display(EGL_PLATFORM_DEVICE_EXT, devs[pick], NULL);
+    EGLint major, minor;
+    if (ex->dpy == EGL_NO_DISPLAY || !eglInitialize(ex->dpy, &major, &minor)) {
+        ex->dpy = EGL_NO_DISPLAY; /* not ours to terminate */
+        return px__unavailable(err, "eglInitialize on EGL device %d failed (EGL error 0x%x)", pick, eglGetError());
+    }
+    px__egl_hold(ex->dpy, 1);
+    const EGLint cfg_attr[] = {EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE};
+    EGLConfig cfg;
+    EGLint ncfg = 0;
+    if (!eglChooseConfig(ex->dpy, cfg_attr, &cfg, 1, &ncfg) || ncfg < 1)
+        return px__unavailable(err, "no EGL config with OpenGL on EGL device %d", pick);
+    if (!eglBindAPI(EGL_OPENGL_API))
+        return px__unavailable(err, "eglBindAPI(EGL_OPENGL_API) failed (EGL error 0x%x)", eglGetError());
+    const EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION, 4, EGL_CONTEXT_MINOR_VERSION, 5,
+                               EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
+    ex->ctx = eglCreateContext(ex->dpy, cfg, EGL_NO_CONTEXT, ctx_attr);
+    if (ex->ctx == EGL_NO_CONTEXT)
+        return px__unavailable(err, "no OpenGL 4.5 core context on EGL device %d (EGL error 0x%x)", pick,
+                               eglGetError());
+    if (!eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx))
+        return px__unavailable(err, "surfaceless eglMakeCurrent failed (EGL error 0x%x)", eglGetError());
+    glewExperimental = GL_TRUE;
+    GLenum g = glewInit();
+    /* Debian's GLEW is built for GLX: under EGL it reports GLEW_ERROR_NO_GLX_DISPLAY after loading
+     * every core entry point. Accept exactly that, then check the entry points we call. */
+    if (g != GLEW_OK && g != GLEW_ERROR_NO_GLX_DISPLAY)
+        return px__unavailable(err, "glewInit failed: %s", (const char *)glewGetErrorString(g));
+    if (!glTexStorage2D)
+        return px__unavailable(err, "GLEW did not load glTexStorage2D (OpenGL 4.2+ required)");
+    return 0;
+}
+
+int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return px__unavailable(err, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    int device = opt ? opt->device : 0;
+    if (device < 0 || device >= count)
+        return px__unavailable(err, "CUDA device %d does not exist (%d found)", device, count);
+    pxvm_executor *ex = (pxvm_executor *)calloc(1, sizeof *ex);
+    if (!ex)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
+    ex->device = device;
+    ex->dpy = EGL_NO_DISPLAY;
+    ex->ctx = EGL_NO_CONTEXT;
+    *out = ex;
+    if ((e = cudaSetDevice(device)) != cudaSuccess)
+        return px__unavailable(err, "cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
+    if ((e = cudaStreamCreateWithFlags(&ex->own_stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return px__unavailable(err, "CUDA device %d cannot be used: %s", device, cudaGetErrorString(e));
+    ex->stream = ex->own_stream;
+    if (px__egl_open(ex, err) < 0)
+        return -1;
+    PX__CK(cudaEventCreateWithFlags(&ex->ev_out, cudaEventDisableTiming));
+    return 0;
+}
+
+/* An EGL device display is one per GPU and process: every executor on a GPU gets the same handle,
+ * and eglTerminate would end the contexts of all of them (measured: closing one of two executors
+ * made the other's interop calls fail). Each executor holds a reference; the last terminates.
+ * Returns the references left after adding `delta`. */
+static int px__egl_hold(EGLDisplay dpy, int delta)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        EGLDisplay dpy;
+        int refs;
+    } held[32];
+    pthread_mutex_lock(&lock);
+    int i = 0, free_at = -1;
+    for (; i < 32 && held[i].dpy != dpy; i++)
+        if (free_at < 0 && held[i].refs == 0)
+            free_at = i;
+    if (i == 32 && free_at >= 0) /* a new display */
+        i = free_at, held[i].dpy = dpy, held[i].refs = 0;
+    int left = 0;
+    if (i < 32) {
+        held[i].refs += delta;
+        left = held[i].refs;
+        if (left <= 0)
+            held[i].dpy = EGL_NO_DISPLAY, held[i].refs = 0, left = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return left;
+}
+
+/* Interop calls act on the GL context current on the calling thread: a process may hold several
+ * executors (one context each), so each makes its own current before any GL or interop call. */
+void px__make_current(pxvm_executor *ex)
+{
+    if (ex->dpy != EGL_NO_DISPLAY && ex->ctx != EGL_NO_CONTEXT && eglGetCurrentContext() != ex->ctx)
+        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx);
+}
+
+void px__gl_close(pxvm_executor *ex)
+{
+    if (!ex)
+        return;
+    px__gl_unload(ex);
+    px__make_current(ex);
+    if (ex->h_read)
+        cudaFreeHost(ex->h_read);
+    if (ex->ev_out)
+        cudaEventDestroy(ex->ev_out);
+    if (ex->own_stream)
+        cudaStreamDestroy(ex->own_stream);
+    if (ex->copy_stream)
+        cudaStreamDestroy(ex->copy_stream);
+    if (ex->dpy != EGL_NO_DISPLAY) {
+        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+        if (ex->ctx != EGL_NO_CONTEXT)
+            eglDestroyContext(ex->dpy, ex->ctx);
+        if (px__egl_hold(ex->dpy, -1) == 0)
+            eglTerminate(ex->dpy);
+    }
+    free(ex);
+}

@@ -1,0 +1,157 @@
+/* executor.cuh - the CUDA-GL executor's state (struct pxvm_executor) and what its host files
+ * (context.cu, resources.cu, bind.cu, run.cu) share; the kernel families' launches are declared
+ * in gpu_slot.cuh. */
+#ifndef PX_EXECUTOR_CUH
+#define PX_EXECUTOR_CUH
+
+/* The CUDA-GL executor: GL textures are the storage, CUDA kernels do the work, and every result
+ * comes from isa/px_sem.h, the same code the CPU executor runs.
+ *
+ * Context   EGL device platform, the EGL device whose EGL_CUDA_DEVICE_NV is the selected CUDA
+ *           device, an OpenGL 4.5 core context without surfaces, GL entry points through GLEW.
+ * Storage   each slot is a GL_RGBA8 texture with its full mip chain (glTexStorage2D), registered
+ *           with CUDA once at load and kept mapped until close (GL never touches it meanwhile).
+ *           Kernels read levels through texture objects (point filtering, element-type reads)
+ *           and write them through surface objects. No GL filtering or glGenerateMipmap is used.
+ * Plan      decoded on the host once (vm/program.c): a run enqueues the reset, one or two
+ *           launches per PYRAMID (up to 6 levels each, tiles kept in shared memory), one launch
+ *           per batch of independent SAMPLE/GATHER, one per DOT_RGB, all on one stream with a
+ *           single synchronisation at the end. Repeated runs replay a captured CUDA graph.
+ * Batches   a batch of B items is B copies of every slot (texture b*nslots + k is slot k of item
+ *           b); every launch covers all items (blockIdx.z, or y for DOT), so a plan step is one
+ *           launch whatever B is.
+ * Streams   with a caller's stream set, work is ordered after that stream's earlier work and
+ *           the stream after ours through events; nothing synchronises from the host except runs
+ *           of programs with DOT_RGB (their trap is read back) and reads into host memory.
+ */
+#include <EGL/egl.h>
+#include <EGL/eglext.h>
+#include <GL/glew.h>
+#include <cuda_gl_interop.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+#include "../../vm/vm.h"
+
+#include "gpu_slot.cuh"
+
+/* ---- device records, built once at load ----------------------------------------------------- */
+
+struct px_gpu_rect { /* a level to clear at the start of a run */
+    cudaSurfaceObject_t surf;
+    int w, h;
+};
+
+/* ---- the executor --------------------------------------------------------------------------- */
+
+struct pxvm_executor {
+    int device;
+    EGLDisplay dpy;
+    EGLContext ctx;
+    cudaStream_t stream;      /* where the work goes: the caller's stream when one is set, else own_stream */
+    cudaStream_t own_stream;  /* made at open; runs are captured on it (never on a caller's stream) */
+    int capturing;            /* px__enqueue is capturing a graph */
+    const pxvm_program *prog; /* alive from load until the next load or close */
+    int nslots;               /* of the loaded program: unload must not read a freed program */
+    int batch;                /* items: the per-item arrays below have batch * nslots entries */
+    int has_dot;              /* the program can trap on the device (DOT_RGB) */
+    cudaStream_t user_stream; /* the caller's stream, or NULL */
+    cudaEvent_t ev_out;       /* a stream switch: the new stream waits for the old one's work */
+    /* per item and slot: index item * nslots + slot */
+    GLuint *gl_tex;
+    cudaGraphicsResource_t *res;
+    int mapped;
+    px_gpu_slot *slots;   /* host copy of the device table */
+    cudaArray_t *arrays;  /* [(item * nslots + slot) * PXVM_MAX_LEVELS + level], fixed while mapped */
+    px_gpu_slot *d_slots; /* device table */
+    uint8_t *bound;
+    /* per slot, each holding all items back to back */
+    uint8_t **staging;   /* pinned host staging for input uploads from pageable memory (made on first use) */
+    uint8_t **d_staging; /* device linear buffer per input: H2D at full speed, then D2D into the array */
+    /* a frame-only input's level 0 as the tile kernel reads it: a borrowed frame
+     * (pxvm_runner_borrow, read in place), or NULL: its d_staging */
+    const uint8_t **frame_src;
+    /* plan records */
+    px_gpu_fetch *d_fetch; /* one per instruction (unused for non-fetch ones), in program order */
+    px_gpu_rect *d_clear;
+    int nclear, max_clear_px;
+    uint8_t *d_prog; /* the program image, to restore slot 0 */
+    px_gpu_status *d_status, *h_status; /* per item */
+    unsigned *d_counter; /* per item: the pyramid's last-block counter (it resets it) */
+    uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
+    size_t h_read_cap;
+    uint8_t **h_out;     /* per output slot: its level 0 of every item, downloaded after synchronous runs */
+    int out_valid;       /* h_out holds the last successful run's outputs */
+    unsigned *step_blocks; /* per plan step: y blocks of its fetch launch (from its largest patch) */
+    cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
+    int have_graph[2];
+    cudaGraph_t graph_def[2];                /* ... as captured: the nodes below are its */
+    px_gpu_frame_nodes *frame_nodes[2];      /* ... its tile kernels that read a frame input */
+    /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
+     * buffer unless the program writes registers); token geometry [batch][ngeom][5] */
+    int32_t *d_fix_set, *d_fix_run, *d_geom;
+    /* video, per item: primed, host dirty rectangles, registers of incremental instructions,
+     * changed tokens */
+    uint8_t *d_primed, *d_changed;
+    px_gpu_dirty *d_dirty;
+    int32_t *d_last_reg;
+    uint32_t **d_bits; /* per slot used as a tile mask: its row bitmaps, every item */
+    uint8_t **d_dmap;  /* ... the tile kernel's dirty maps of groups */
+    unsigned **d_sync; /* ... and its arrival counters */
+    /* pipelined uploads of page-locked host frames: a copy stream and, per input slot, two
+     * device buffers used in turn, so frame N+1 crosses the link while frame N computes */
+    cudaStream_t copy_stream;
+    uint8_t *(*d_upload)[2];
+    cudaEvent_t (*up_done)[2], (*up_free)[2];
+    int *up_turn;
+    /* per item: the dirty rectangles given for its next run (n = -1: none), for binds */
+    pxvm_rect *h_rects;
+    int *h_nrects;
+    uint8_t *h_primed; /* per item: a run has been enqueued since load or restart (the host's view) */
+};
+
+#define PX__CK(call)                                                                                   \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess)                                                                         \
+            return px__cuda_fail(err, #call, e_, __FILE__, __LINE__);                                  \
+    } while (0)
+
+/* A level's CUDA array (fixed while the textures are mapped). */
+static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot, int level)
+{
+    return ex->arrays[((size_t)item * (size_t)ex->nslots + (size_t)slot) * PXVM_MAX_LEVELS + (size_t)level];
+}
+
+/* ---- shared by the host files --------------------------------------------------------------- */
+
+/* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
+ * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, and
+ * the ops' open and close. */
+int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
+int px__unavailable(pxvm_error *err, const char *fmt, ...);
+void px__make_current(pxvm_executor *ex);
+int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
+void px__gl_close(pxvm_executor *ex);
+
+/* resources.cu: the ops' load, and unload (close unloads); clear records for levels [l0, l1) of
+ * table entry i (item * nslots + slot), added to rects (ex->nclear, ex->max_clear_px count them);
+ * the clear kernel over n records on the stream. */
+int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
+void px__gl_unload(pxvm_executor *ex);
+void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
+int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+
+/* bind.cu: the ops' bind and borrow; a caller's pointer checked to be memory of the executor's
+ * CUDA device (what: the view's name in the error). */
+int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *what, pxvm_error *err);
+
+/* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
+ * end of a call that enqueued work (without a caller's stream, it waits for the work). */
+void px__video_end(pxvm_executor *ex);
+int px__join_out(pxvm_executor *ex, pxvm_error *err);
+
+#endif

@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../assembler/dmath.h"
 #include "../../assembler/plan.h"
@@ -191,7 +193,100 @@ TEST(asm_errors_name_file_line_column)
                   "t.pxs:4:1:", "invalid: pixel (");
     px__asm_error(".slot a input 8x8\nHALT\n.pixels 0 0\n00000001\n.end\n", "t.pxs:3:1:", "overlaps the header and code");
     px__asm_error(".table t 2x1\n1 2 3\n.end\nHALT\n", "t.pxs:3:1:", "the table has 1 entries, 2x1 needs 2");
-    px__asm_error(".data d \"/nonexistent.png\"\nHALT\n", "t.pxs:1:9:", "cannot read '/nonexistent.png'");
+    px__asm_error(".data d \"nonexistent.png\"\nHALT\n", "t.pxs:1:9:", "cannot read 'nonexistent.png'");
+}
+
+/* ---- .data: regular files in the source's folder or below it ---------------------------------- */
+
+static int px__write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+    return fclose(f) == 0 ? rc : -1;
+}
+
+/* Assembles dir/s.pxs (holding `src`) in a child that an alarm kills after 5 s, so a read that
+ * blocks (a FIFO) fails the test instead of hanging it. msg NULL: it must assemble; else it must
+ * be refused at s.pxs:1:9 with msg. */
+static void px__data_case(const char *dir, const char *src, const char *msg, int line)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/s.pxs", dir);
+    if (px__write_file(path, src, strlen(src)) < 0) {
+        px_test_fail(__FILE__, line, "cannot write %s", path);
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5);
+        pxvm_limits lim = px__lim();
+        pxvm_image img = {0, 0, NULL};
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        int rc = pxasm_assemble_file(path, &lim, &img, &err);
+        int ok = msg ? rc < 0 && err.cls == PXVM_ASSEMBLY && strstr(err.msg, "s.pxs:1:9:") && strstr(err.msg, msg) : rc == 0;
+        if (!ok)
+            fprintf(stderr, "  %s-> %s\n", src, rc < 0 ? err.msg : "assembled");
+        pxvm_image_free(&img);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        px_test_fail(__FILE__, line, "fork/wait failed");
+    else if (WIFSIGNALED(st))
+        px_test_fail(__FILE__, line, "%s: killed by signal %d (%s)", src, WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "it hung" : "crashed");
+    else if (WEXITSTATUS(st) != 0)
+        px_test_fail(__FILE__, line, "%s: expected %s%s", src, msg ? "the error " : "it to assemble", msg ? msg : "");
+}
+
+TEST(asm_data_reads_only_regular_files_below_the_source)
+{
+    char dir[] = "/tmp/pxasm-data-XXXXXX", path[256], cmd[300];
+    if (!mkdtemp(dir)) {
+        px_test_fail(__FILE__, __LINE__, "mkdtemp failed");
+        return;
+    }
+    pxvm_image d;
+    uint8_t *png = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    CHECK(pxvm_image_alloc(&d, 4, 2, &err) == 0 && pxvm_png_encode(&d, &png, &len, &err) == 0);
+    pxvm_image_free(&d);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/d.png", dir);
+    CHECK(png && px__write_file(path, png, len) == 0);
+    snprintf(path, sizeof path, "%s/sub/d.png", dir);
+    CHECK(png && px__write_file(path, png, len) == 0);
+    free(png);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    snprintf(path, sizeof path, "%s/zero", dir);
+    CHECK(symlink("/dev/zero", path) == 0);
+    snprintf(path, sizeof path, "%s/huge.png", dir); /* 2 GiB, sparse: refused from its size, never read */
+    FILE *f = fopen(path, "wb");
+    CHECK(f && ftruncate(fileno(f), 1ll << 31) == 0);
+    if (f)
+        fclose(f);
+
+    px__data_case(dir, ".data d \"d.png\"\nHALT\n", NULL, __LINE__);
+    px__data_case(dir, ".data d \"./sub/d.png\"\nHALT\n", NULL, __LINE__);
+    px__data_case(dir, ".data d \"fifo\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"zero\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"sub\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"/dev/zero\"\nHALT\n", "'/dev/zero': an absolute path is refused", __LINE__);
+    char src[400];
+    snprintf(src, sizeof src, ".data d \"%s/d.png\"\nHALT\n", dir); /* absolute, even to a good file */
+    px__data_case(dir, src, "an absolute path is refused", __LINE__);
+    px__data_case(dir, ".data d \"../x.png\"\nHALT\n", "'../x.png': a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"sub/../d.png\"\nHALT\n", "a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"sub/..\"\nHALT\n", "a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"huge.png\"\nHALT\n", "is 2147483648 bytes; the limit is 1073741824", __LINE__);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 TEST(asm_cli_writes_nothing_on_error)

@@ -333,21 +333,21 @@ TEST(plan_errors)
 {
     px__plan_error("{\"image\": [100, 100], \"budget\": 10, \"scheme\": \"grid\"", "malformed JSON at line 1");
     px__plan_error("[1, 2]", "a plan is a JSON object");
-    px__plan_error("{\"image\": [100, 100], \"budget\": 0, \"scheme\": \"grid\"}", "budget 0: a plan needs at least one token");
+    px__plan_error("{\"image\": [100, 100], \"budget\": 0, \"scheme\": \"grid\"}", "'budget' = 0: a plan needs at least one token");
     px__plan_error("{\"image\": [100, 100], \"budget\": 50, \"scheme\": \"grid\"}",
                    "budget 50 is larger than the image allows: 100x100 in 16x16 patches is 49 tokens at full resolution");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"grid\", \"fixation\": [1.5, 0.5]}",
-                   "fixation (1.5, 0.5) is outside [0,1] x [0,1]");
+                   "'fixation[0]' = 1.5 is outside 0..1");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"spiral\"}",
                    "unknown scheme 'spiral' (expected grid, logpolar, v1, aniso or uniform)");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"grid\", \"fixaton\": [0.5, 0.5]}",
                    "unknown field 'fixaton'");
-    px__plan_error("{\"image\": [100, 0], \"budget\": 5, \"scheme\": \"grid\"}", "'image' must be [width, height]");
+    px__plan_error("{\"image\": [100, 0], \"budget\": 5, \"scheme\": \"grid\"}", "'image[1]' = 0: must be an integer in 1..16384");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"uniform\"}", "the uniform scheme needs 49 tokens");
-    px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"aniso\", \"taps\": 40}", "'taps' must be an integer in 1..16");
+    px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"aniso\", \"taps\": 40}", "'taps' = 40: must be an integer in 1..16");
     px__plan_error("{\"image\": [100, 100], \"scheme\": \"grid\"}", "'budget' (the number of tokens) is missing");
     px__plan_error("{\"image\": [16384, 16384], \"patch\": 1, \"budget\": 100000, \"scheme\": \"grid\"}",
-                   "100000 tokens: a plan has at most 65536");
+                   "'budget' = 100000: a plan has at most 65536 tokens");
     px__plan_error("{\"image\": [4096, 4096], \"patch\": 8, \"scheme\": \"uniform\"}", "262144 tokens: a plan has at most 65536");
     px__plan_error("{\"image\": [16384, 16384], \"patch\": 200, \"budget\": 6724, \"scheme\": \"grid\"}",
                    "would be 16400 pixels wide; the limit is 16384");

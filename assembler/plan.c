@@ -630,19 +630,32 @@ int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath
     return rc;
 }
 
-int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+int pxvm_plan_compile_limits(const pxvm_plan *p, const pxvm_limits *lim, pxvm_image *out, pxvm_error *err)
 {
     if (px__plan_pixels(p, out, err) < 0)
         return -1;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
     pxvm_program prog;
-    if (pxvm_program_from_copy(out, &lim, &prog, err) < 0) {
+    pxvm_error e;
+    if (pxvm_program_from_copy(out, lim, &prog, &e) < 0) {
         pxvm_image_free(out);
-        return -1;
+        if (e.cls != PXVM_MALFORMED && e.cls != PXVM_INVALID) { /* memory */
+            if (err)
+                *err = e;
+            return -1;
+        }
+        char msg[400];
+        pxvm_error_format(&e, msg, sizeof msg);
+        return px__pfail(err, p, "its program breaks a limit or a rule: %s", msg);
     }
     pxvm_program_free(&prog);
     return 0;
+}
+
+int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    return pxvm_plan_compile_limits(p, &lim, out, err);
 }
 
 void pxvm_plan_foveate273(pxvm_builder *b, int w, int h)

@@ -12,13 +12,14 @@
 static const char px__usage[] =
     "usage: pxasm SOURCE.pxs -o PROGRAM.pxi              assemble\n"
     "       pxasm -d PROGRAM.pxi [-o SOURCE.pxs]         disassemble (to stdout without -o)\n"
-    "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO.png OVERLAY.png]\n"
+    "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO OVERLAY.png]\n"
     "                                                    compile an allocation plan, print its summary\n"
-    "       pxasm --plan PLAN.json --overlay PHOTO.png -o OVERLAY.png\n"
+    "       pxasm --plan PLAN.json --overlay PHOTO -o OVERLAY.png\n"
     "                                                    only draw the plan's footprints over a photo\n"
     "options: --max-side N --max-memory BYTES --max-insns N   the limits a program (and a .data\n"
     "         file, a photo) is checked against, as pxrun's (default 16384, 1 GiB, 1048576)\n"
-    "'-' is standard input (the source, the plan or the photo: one of them) or standard output.\n"
+    "PHOTO is any image pxrun --in reads (PNG, JPEG). '-' is standard input (the source, the plan\n"
+    "or the photo: one of them) or standard output.\n"
     "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed and\n"
     "4 invalid (a program given to -d, a photo), 8 assembly or plan error.\n";
 
@@ -77,7 +78,7 @@ static int px__plan(const char *path, const pxvm_limits *lim, const char *overla
         pxvm_plan_summary(&p, stdout);
     if (rc == 0 && overlay_in) {
         pxvm_image photo = {0, 0, NULL}, ov = {0, 0, NULL};
-        rc = pxvm_png_load(overlay_in, lim, &photo, err);
+        rc = pxvm_image_load_any(overlay_in, lim, &photo, err);
         if (rc == 0)
             rc = pxvm_plan_overlay(&p, &photo, &ov, err);
         if (rc == 0)

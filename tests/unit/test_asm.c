@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <turbojpeg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -377,6 +378,54 @@ TEST(asm_cli_exit_statuses_and_limits)
     CHECK_EQ(px__pxasm(dir, "--plan big.json -o big.pxi --max-memory 1G"), 2);
     px__pxasm_said(dir, "bad option or value: --max-memory 1G");
     CHECK_EQ(px__pxasm(dir, "--plan big.json -o /nonexistent/big.pxi --max-memory 2000000000"), 1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(asm_cli_overlay_takes_a_jpeg_photo)
+{
+    /* any image pxrun reads: the overlay drawn on a JPEG is the one drawn on its decoded pixels */
+    char dir[] = "/tmp/pxasm-jpeg-XXXXXX", plan[512], args[1200], cmd[300];
+    if (!mkdtemp(dir) || !realpath("programs/grid.json", plan)) {
+        px_test_fail(__FILE__, __LINE__, "mkdtemp or programs/grid.json failed");
+        return;
+    }
+    uint64_t st = 7;
+    pxvm_image photo = px_random_image(120, 80, &st), decoded = {0, 0, NULL}, a = {0, 0, NULL}, b = {0, 0, NULL};
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpg = NULL;
+    unsigned long jlen = 0;
+    CHECK(tj && tjCompress2(tj, photo.px, 120, 0, 80, TJPF_RGBA, &jpg, &jlen, TJSAMP_420, 90, 0) == 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/photo.jpg", dir);
+    CHECK(jpg && px__write_file(path, jpg, jlen) == 0);
+    tjFree(jpg);
+    if (tj)
+        tjDestroy(tj);
+    pxvm_limits lim = px__lim();
+    pxvm_error err;
+    uint8_t *png = NULL;
+    size_t plen = 0;
+    CHECK(pxvm_image_load_any(path, &lim, &decoded, &err) == 0 && pxvm_png_encode(&decoded, &png, &plen, &err) == 0);
+    snprintf(path, sizeof path, "%s/photo.png", dir);
+    CHECK(png && px__write_file(path, png, plen) == 0);
+    free(png);
+    snprintf(args, sizeof args, "--plan %s --overlay photo.jpg a.png -o grid.pxi", plan);
+    CHECK_EQ(px__pxasm(dir, args), 0);
+    snprintf(args, sizeof args, "--plan %s --overlay photo.png -o b.png", plan);
+    CHECK_EQ(px__pxasm(dir, args), 0);
+    snprintf(path, sizeof path, "%s/a.png", dir);
+    CHECK(pxvm_png_load(path, &lim, &a, &err) == 0);
+    snprintf(path, sizeof path, "%s/b.png", dir);
+    CHECK(pxvm_png_load(path, &lim, &b, &err) == 0);
+    CHECK(a.px && b.px && a.w == 120 && a.h == 80 && b.w == 120 && b.h == 80 && !memcmp(a.px, b.px, 120 * 80 * 4));
+    snprintf(args, sizeof args, "--plan %s --overlay %s -o c.png", plan, plan); /* neither PNG nor JPEG */
+    CHECK_EQ(px__pxasm(dir, args), 3);
+    px__pxasm_said(dir, "is neither a PNG nor a JPEG file");
+    pxvm_image_free(&photo);
+    pxvm_image_free(&decoded);
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

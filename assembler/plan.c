@@ -362,6 +362,9 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         return px__pfail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
     json_t *scale = json_object_get(root, "scale");
     if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
+        char d[96];
+        if (!json_is_number(scale))
+            return px__pfail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
         p->scale_auto = 0;
         if (px__num(root, "scale", 1e-6, 1e6, &p->scale, p, err) < 0)
             return -1;

@@ -176,6 +176,8 @@ TEST(plan_hostile_values_found_by_the_red_team)
                 "0.5", NULL, "'regions[0].box' = [0.6, 0, 0.5, 1]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1", __LINE__);
     px__refused("{\"image\": [100, 100], \"budget\": 10, \"scheme\": \"grid\", \"budget\": @}", "4294967360", NULL,
                 "duplicate object key", __LINE__);
+    px__refused("{\"image\": [100, 100], \"budget\": 10, \"scheme\": \"grid\", \"scale\": @}", "\"fast\"", "scale",
+                "must be \"auto\" or a number in 1e-06..1e+06", __LINE__);
     px__refused("{\"image\": [100, 100], \"scheme\": \"grid\", \"budget\": @}", "1.6e1", NULL,
                 "'budget' = 16.0: must be an integer in 1..65536", __LINE__);
 }

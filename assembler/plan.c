@@ -684,6 +684,18 @@ static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *
     *x0 = ox + t->cx - hw, *x1 = ox + t->cx + hw, *y0 = oy + t->cy - hh, *y1 = oy + t->cy + hh;
 }
 
+/* The first cell g in 0..n whose centre (g + 0.5) * cs is at or after v (n: none): the cells
+ * whose centres lie in [v0, v1) are cells_from(v0) .. cells_from(v1) - 1. */
+static int px__cells_from(double v, int cs, int n)
+{
+    int g = (int)px__clampd(ceil(v / cs - 0.5), 0, n); /* an estimate, then exact */
+    while (g > 0 && (g - 1 + 0.5) * cs >= v)
+        g--;
+    while (g < n && (g + 0.5) * cs < v)
+        g++;
+    return g;
+}
+
 void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
 {
     fprintf(out, "plan %s: scheme %s, %dx%d image, fixation (%.3f, %.3f), %d tokens of %dx%d (budget %d), atlas %dx%d\n",
@@ -700,25 +712,32 @@ void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
     double sampled = (double)p->ntokens * p->patch * p->patch, full = (double)p->w * p->h;
     fprintf(out, "pixels sampled: %.0f, against %.0f for the uniform grid at full resolution (%.3fx)\n", sampled, full,
             sampled / full);
-    /* coverage on a grid of at most 1024x1024 cells */
+    /* coverage on a grid of at most 1024x1024 cells: a cell is covered when its centre lies in a
+     * footprint; each footprint adds its cells' rectangle to a difference table (time in tokens
+     * plus cells, even when every footprint spans the image) */
     int cs = 1 + (p->w > p->h ? p->w : p->h) / 1024, gw = (p->w + cs - 1) / cs, gh = (p->h + cs - 1) / cs;
-    uint8_t *cov = calloc((size_t)gw * (size_t)gh, 1);
+    int32_t *diff = calloc((size_t)(gw + 1) * (size_t)(gh + 1), sizeof(int32_t));
     long covered = 0;
-    for (int i = 0; cov && i < p->ntokens; i++) {
+    for (int i = 0; diff && i < p->ntokens; i++) {
         double x0, y0, x1, y1;
         px__footprint(p, &p->tokens[i], &x0, &y0, &x1, &y1);
-        int a0 = (int)px__clampd(x0 / cs, 0, gw), a1 = (int)px__clampd(x1 / cs + 1, 0, gw);
-        int b0 = (int)px__clampd(y0 / cs, 0, gh), b1 = (int)px__clampd(y1 / cs + 1, 0, gh);
-        for (int gy = b0; gy < b1; gy++)
-            for (int gx = a0; gx < a1; gx++) {
-                double cx = (gx + 0.5) * cs, cy = (gy + 0.5) * cs;
-                if (cx >= x0 && cx < x1 && cy >= y0 && cy < y1 && !cov[(size_t)gy * (size_t)gw + (size_t)gx]) {
-                    cov[(size_t)gy * (size_t)gw + (size_t)gx] = 1;
-                    covered++;
-                }
-            }
+        int a0 = px__cells_from(x0, cs, gw), a1 = px__cells_from(x1, cs, gw);
+        int b0 = px__cells_from(y0, cs, gh), b1 = px__cells_from(y1, cs, gh);
+        if (!(x0 < x1 && y0 < y1) || a0 >= a1 || b0 >= b1)
+            continue;
+        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a0]++;
+        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a1]--;
+        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a0]--;
+        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a1]++;
     }
-    free(cov);
+    for (int gy = 0; diff && gy < gh; gy++) /* summed in place: diff becomes the cover count */
+        for (int gx = 0; gx < gw; gx++) {
+            size_t k = (size_t)gy * (size_t)(gw + 1) + (size_t)gx;
+            diff[k] += (gx > 0 ? diff[k - 1] : 0) + (gy > 0 ? diff[k - (size_t)(gw + 1)] : 0) -
+                       (gx > 0 && gy > 0 ? diff[k - (size_t)(gw + 1) - 1] : 0);
+            covered += diff[k] > 0;
+        }
+    free(diff);
     fprintf(out, "covered: %.1f%% of the image by token footprints\n", 100.0 * (double)covered / ((double)gw * gh));
 }
 
@@ -730,14 +749,34 @@ static void px__plot(pxvm_image *img, int x, int y, const uint8_t c[3])
     p[0] = c[0], p[1] = c[1], p[2] = c[2], p[3] = 255;
 }
 
+/* Liang-Barsky: narrows [t0, t1] to where p * t <= q; 0 when nothing is left. */
+static int px__clip(double p, double q, double *t0, double *t1)
+{
+    if (p == 0)
+        return q >= 0;
+    double r = q / p;
+    if (p < 0)
+        *t0 = r > *t0 ? r : *t0;
+    else
+        *t1 = r < *t1 ? r : *t1;
+    return *t0 <= *t1;
+}
+
+/* A line as n + 1 points (n = its longer side in pixels, rounded down, plus one), of which only
+ * those near the image are visited: a footprint far larger than the photo costs no more than one
+ * across it. */
 static void px__line(pxvm_image *img, double x0, double y0, double x1, double y1, const uint8_t c[3])
 {
-    if (!(fabs(x0) < 1e9 && fabs(y0) < 1e9 && fabs(x1) < 1e9 && fabs(y1) < 1e9))
-        return; /* never from a checked plan: no undefined conversion to int below */
     double dx = x1 - x0, dy = y1 - y0, len = fabs(dx) > fabs(dy) ? fabs(dx) : fabs(dy);
-    int n = (int)len + 1;
-    for (int i = 0; i <= n; i++) {
-        double t = (double)i / n;
+    if (!(len < 1e15) || !isfinite(x0) || !isfinite(y0))
+        return; /* never from a checked plan */
+    double t0 = 0, t1 = 1; /* the part within a pixel of the image */
+    if (!px__clip(-dx, x0 + 1, &t0, &t1) || !px__clip(dx, img->w + 1 - x0, &t0, &t1) || !px__clip(-dy, y0 + 1, &t0, &t1) ||
+        !px__clip(dy, img->h + 1 - y0, &t0, &t1))
+        return;
+    long long n = (long long)len + 1, lo = (long long)floor(t0 * (double)n) - 1, hi = (long long)ceil(t1 * (double)n) + 1;
+    for (long long i = lo < 0 ? 0 : lo; i <= (hi < n ? hi : n); i++) {
+        double t = (double)i / (double)n;
         px__plot(img, (int)floor(x0 + t * dx), (int)floor(y0 + t * dy), c);
     }
 }

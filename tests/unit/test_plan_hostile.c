@@ -3,8 +3,10 @@
  * integers written as decimals, integers past 2^31 and 2^32 (that wrapped once), values of the
  * wrong type; each refusal is a plan error naming the field and the value as written. Accepted
  * edges are placed, compiled, summarized and drawn (the sanitizer build checks every conversion). */
+#define _GNU_SOURCE /* open_memstream */
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../../assembler/plan.h"
 #include "test.h"
@@ -180,4 +182,42 @@ TEST(plan_hostile_values_found_by_the_red_team)
                 "must be \"auto\" or a number in 1e-06..1e+06", __LINE__);
     px__refused("{\"image\": [100, 100], \"scheme\": \"grid\", \"budget\": @}", "1.6e1", NULL,
                 "'budget' = 16.0: must be an integer in 1..65536", __LINE__);
+}
+
+TEST(plan_summary_and_overlay_of_huge_footprints_are_quick)
+{
+    /* 65536 tokens whose footprints each span the image 64 times over (LOD 14, the scale's
+     * extremes), drawn over a 16384-wide strip: the coverage took minutes cell by cell and the
+     * overlay seconds point by point; now tokens plus cells, and only the points near the photo */
+    static const char *const plans[] = {
+        "{\"image\": [16384, 16384], \"budget\": 65536, \"patch\": 64, \"scheme\": \"grid\", \"m0\": 1e-6, \"e0\": 1e6, \"scale\": 1e-6}",
+        "{\"image\": [16384, 1], \"budget\": 1, \"scheme\": \"aniso\", \"patch\": 256, \"m0\": 1e-6, \"e0\": 1e6, \"scale\": 1e-6, "
+        "\"elongation\": 64, \"taps\": 16, \"regions\": [{\"box\": [0, 0, 1, 1], \"angle\": 3600}]}",
+    };
+    for (int i = 0; i < 2; i++) {
+        pxvm_plan p;
+        pxvm_error err;
+        if (pxvm_plan_parse(plans[i], strlen(plans[i]), "huge.json", &p, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        pxvm_plan_summary(&p, mem);
+        fclose(mem);
+        CHECK_STR(text, "covered: 100.0% of the image");
+        free(text);
+        pxvm_image photo = {0, 0, NULL}, ov = {0, 0, NULL};
+        CHECK(pxvm_image_alloc(&photo, 640, 480, &err) == 0 && pxvm_plan_overlay(&p, &photo, &ov, &err) == 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (s > 20)
+            px_test_fail(__FILE__, __LINE__, "%s: summary and overlay took %.1f s", plans[i], s);
+        pxvm_image_free(&photo);
+        pxvm_image_free(&ov);
+        pxvm_plan_free(&p);
+    }
 }

@@ -6,9 +6,10 @@ OPT     ?= -O2
 WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
 CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -fPIC -MMD -MP
 LDLIBS  += -lpng -lturbojpeg -ljansson -lm -pthread
+# float-cast-overflow (a double beyond an integer type, converted) is not part of gcc's "undefined"
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-LDFLAGS += -fsanitize=address,undefined
+CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
+LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
 endif
 
 # The CUDA-GL executor is built when nvcc and the EGL and GLEW headers are present (CUDA_GL=0

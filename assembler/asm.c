@@ -10,10 +10,14 @@
 #include "pxasm.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../vm/pxi_build.h"
 
@@ -454,6 +458,78 @@ static int px__dir_slot(px__src *s, px__prog *p, const px__tok *dir)
     return 0;
 }
 
+/* The bytes of a .data file: a regular file named relative to the source's folder (no absolute
+ * path, no '..' component), at most lim->max_memory bytes. It is looked at with stat() before it
+ * is opened, opened without blocking and looked at again (fstat) before it is read, so a FIFO, a
+ * device such as /dev/zero or a file swapped for one in between is refused without a read. */
+static int px__data_bytes(px__src *s, const px__tok *file, const pxvm_limits *lim, char *path, size_t cap,
+                          uint8_t **data, size_t *len)
+{
+    const char *f = file->text;
+    if (!f[0])
+        return px__fail_at(s, file->line, file->col, ".data: the file name is empty");
+    if (f[0] == '/')
+        return px__fail_at(s, file->line, file->col,
+                           ".data '%s': an absolute path is refused (a data file is named relative to the source's folder)", f);
+    for (const char *c = f; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return px__fail_at(s, file->line, file->col,
+                               ".data '%s': a '..' component is refused (a data file lies in the source's folder or below it)", f);
+        c += n + (c[n] == '/');
+    }
+    const char *slash = strrchr(s->path, '/');
+    if ((size_t)(slash ? snprintf(path, cap, "%.*s/%s", (int)(slash - s->path), s->path, f) : snprintf(path, cap, "%s", f)) >= cap)
+        return px__fail_at(s, file->line, file->col, ".data '%s': the path is too long", f);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return px__fail_at(s, file->line, file->col, ".data '%s' is not a regular file (a FIFO, device or folder is refused)", path);
+    if ((uint64_t)st.st_size > lim->max_memory)
+        return px__fail_at(s, file->line, file->col, ".data '%s' is %llu bytes; the limit is %llu (the memory limit)", path,
+                           (unsigned long long)st.st_size, (unsigned long long)lim->max_memory);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        rc = px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = px__fail_at(s, file->line, file->col, ".data '%s' is not a regular file (a FIFO, device or folder is refused)", path);
+    } else if ((uint64_t)st.st_size > lim->max_memory) {
+        rc = px__fail_at(s, file->line, file->col, ".data '%s' is %llu bytes; the limit is %llu (the memory limit)", path,
+                         (unsigned long long)st.st_size, (unsigned long long)lim->max_memory);
+    } else {
+        /* st_size bytes; one more read tells a file that grew since (refused) from its end */
+        size_t want = (size_t)st.st_size, got = 0;
+        uint8_t *buf = malloc(want + 1);
+        if (!buf)
+            rc = px__fail_at(s, file->line, file->col, ".data '%s': out of memory (%zu bytes)", path, want + 1);
+        while (buf && rc == 0 && got <= want) {
+            ssize_t r = read(fd, buf + got, want + 1 - got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                rc = px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
+            else if (r == 0)
+                break;
+            else
+                got += (size_t)r;
+        }
+        if (rc == 0 && got > want)
+            rc = px__fail_at(s, file->line, file->col, ".data '%s' changed while it was read", path);
+        if (rc == 0) {
+            *data = buf;
+            *len = got;
+        } else {
+            free(buf);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
 /* .data NAME "file.png" */
 static int px__dir_data(px__src *s, px__prog *p, const px__tok *dir, const pxvm_limits *lim)
 {
@@ -465,15 +541,16 @@ static int px__dir_data(px__src *s, px__prog *p, const px__tok *dir, const pxvm_
     if (file.kind != T_STR)
         return px__fail_at(s, file.line, file.col, "expected a \"file.png\" to embed");
     char path[1024];
-    const char *slash = strrchr(s->path, '/');
-    if (file.text[0] == '/' || !slash)
-        snprintf(path, sizeof path, "%s", file.text);
-    else
-        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - s->path), s->path, file.text);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (px__data_bytes(s, &file, lim, path, sizeof path, &bytes, &len) < 0)
+        return -1;
     px__slot *sl = &p->slots[p->nslots];
     memset(sl, 0, sizeof *sl);
     pxvm_error e;
-    if (pxvm_png_load(path, lim, &sl->data, &e) < 0)
+    int rc = pxvm_png_decode(bytes, len, path, lim, &sl->data, &e);
+    free(bytes);
+    if (rc < 0)
         return px__fail_at(s, file.line, file.col, "%s", e.msg);
     snprintf(sl->name, sizeof sl->name, "%.*s", PXI_NAME_MAX, name.text);
     sl->role = PXI_ROLE_DATA;

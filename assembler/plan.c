@@ -26,6 +26,8 @@ static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
 static int32_t px__q16(double v)
 {
     double q = v * 65536.0;
+    if (q != q) /* NaN: never from a checked plan; 0 rather than an undefined conversion */
+        return 0;
     if (q > 2147483647.0)
         return INT32_MAX;
     if (q < -2147483648.0)
@@ -33,7 +35,8 @@ static int32_t px__q16(double v)
     return (int32_t)llround(q);
 }
 
-static double px__clampd(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+/* NaN gives lo (never from a checked plan; no cast of a NaN to an integer follows a clamp). */
+static double px__clampd(double v, double lo, double hi) { return !(v >= lo) ? lo : (v > hi ? hi : v); }
 
 /* A token at (cx, cy) texels with LOD `lod` (clamped to the plan's levels): the stored LOD and
  * the step 2^LOD that follows it exactly, so one output pixel covers one texel of that level. */
@@ -232,29 +235,63 @@ static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "
                                        "m0", "e0", "scale", "a", "fovea_share", "k", "e0_deg",
                                        "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "video", "comment"};
 
+/* A JSON value as the plan wrote it, for messages: 4294967360, 1e+300, "fast", a list... */
+static const char *px__jdesc(json_t *j, char *buf, size_t n)
+{
+    if (json_is_integer(j)) {
+        snprintf(buf, n, "%lld", (long long)json_integer_value(j));
+    } else if (json_is_real(j)) {
+        snprintf(buf, n, "%.15g", json_real_value(j));
+        if (strtod(buf, NULL) != json_real_value(j))
+            snprintf(buf, n, "%.17g", json_real_value(j));
+        if (!strpbrk(buf, ".eEn")) /* 16.0 is written as a decimal: it is not an integer */
+            snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+    } else if (json_is_string(j)) {
+        snprintf(buf, n, "\"%.40s\"%s", json_string_value(j), strlen(json_string_value(j)) > 40 ? "..." : "");
+    } else {
+        snprintf(buf, n, "%s", json_is_true(j) ? "true" : json_is_false(j) ? "false" : json_is_null(j) ? "null"
+                               : json_is_array(j) ? "a list" : "an object");
+    }
+    return buf;
+}
+
+/* A number in lo..hi, checked as a double before anything else is done with it (finite: the
+ * JSON reader gives no NaN or infinity and refuses numbers beyond the doubles, but the check
+ * does not rely on that). `field` names it in messages. */
+static int px__num_at(json_t *j, const char *field, double lo, double hi, double *v, const pxvm_plan *p, pxvm_error *err)
+{
+    char d[96];
+    if (!json_is_number(j))
+        return px__pfail(err, p, "'%s' = %s: must be a number in %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+    double x = json_number_value(j);
+    if (!isfinite(x) || !(x >= lo && x <= hi))
+        return px__pfail(err, p, "'%s' = %s is outside %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+    *v = x;
+    return 0;
+}
+
+/* An integer in lo..hi: a JSON integer (16, not 16.0 or 1.6e1), compared as the reader's 64-bit
+ * integer before it becomes an int. */
+static int px__int_at(json_t *j, const char *field, int lo, int hi, int *v, const pxvm_plan *p, pxvm_error *err)
+{
+    char d[96];
+    if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
+        return px__pfail(err, p, "'%s' = %s: must be an integer in %d..%d", field, px__jdesc(j, d, sizeof d), lo, hi);
+    *v = (int)json_integer_value(j);
+    return 0;
+}
+
+/* An optional field of the plan object: left as it is when absent. */
 static int px__num(json_t *o, const char *key, double lo, double hi, double *v, const pxvm_plan *p, pxvm_error *err)
 {
     json_t *j = json_object_get(o, key);
-    if (!j)
-        return 0;
-    if (!json_is_number(j))
-        return px__pfail(err, p, "'%s' must be a number", key);
-    double x = json_number_value(j);
-    if (!(x >= lo && x <= hi))
-        return px__pfail(err, p, "'%s' = %g is outside %g..%g", key, x, lo, hi);
-    *v = x;
-    return 0;
+    return j ? px__num_at(j, key, lo, hi, v, p, err) : 0;
 }
 
 static int px__int(json_t *o, const char *key, int lo, int hi, int *v, const pxvm_plan *p, pxvm_error *err)
 {
     json_t *j = json_object_get(o, key);
-    if (!j)
-        return 0;
-    if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
-        return px__pfail(err, p, "'%s' must be an integer in %d..%d", key, lo, hi);
-    *v = (int)json_integer_value(j);
-    return 0;
+    return j ? px__int_at(j, key, lo, hi, v, p, err) : 0;
 }
 
 static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
@@ -270,25 +307,21 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
             return px__pfail(err, p, "unknown field '%s'", key);
     }
     json_t *img = json_object_get(root, "image");
-    if (!json_is_array(img) || json_array_size(img) != 2 || !json_is_integer(json_array_get(img, 0)) ||
-        !json_is_integer(json_array_get(img, 1)) || json_integer_value(json_array_get(img, 0)) < 1 ||
-        json_integer_value(json_array_get(img, 1)) < 1 || json_integer_value(json_array_get(img, 0)) > 16384 ||
-        json_integer_value(json_array_get(img, 1)) > 16384)
+    if (!json_is_array(img) || json_array_size(img) != 2)
         return px__pfail(err, p, "'image' must be [width, height] with sides 1..16384");
-    p->w = (int)json_integer_value(json_array_get(img, 0));
-    p->h = (int)json_integer_value(json_array_get(img, 1));
+    if (px__int_at(json_array_get(img, 0), "image[0]", 1, 16384, &p->w, p, err) < 0 ||
+        px__int_at(json_array_get(img, 1), "image[1]", 1, 16384, &p->h, p, err) < 0)
+        return -1;
     json_t *fix = json_object_get(root, "fixation");
     if (json_is_string(fix) && !strcmp(json_string_value(fix), "relative")) {
         p->relative = 1;
         p->fx = p->fy = 0; /* token centres are offsets from the fixation */
     } else if (fix) {
-        if (!json_is_array(fix) || json_array_size(fix) != 2 || !json_is_number(json_array_get(fix, 0)) ||
-            !json_is_number(json_array_get(fix, 1)))
+        if (!json_is_array(fix) || json_array_size(fix) != 2)
             return px__pfail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
-        p->fx = json_number_value(json_array_get(fix, 0));
-        p->fy = json_number_value(json_array_get(fix, 1));
-        if (!(p->fx >= 0 && p->fx <= 1 && p->fy >= 0 && p->fy <= 1))
-            return px__pfail(err, p, "fixation (%g, %g) is outside [0,1] x [0,1] (normalized image units)", p->fx, p->fy);
+        if (px__num_at(json_array_get(fix, 0), "fixation[0]", 0, 1, &p->fx, p, err) < 0 ||
+            px__num_at(json_array_get(fix, 1), "fixation[1]", 0, 1, &p->fy, p, err) < 0)
+            return -1;
     }
     json_t *scheme = json_object_get(root, "scheme");
     if (!json_is_string(scheme))
@@ -329,6 +362,9 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         return px__pfail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
     json_t *scale = json_object_get(root, "scale");
     if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
+        char d[96];
+        if (!json_is_number(scale))
+            return px__pfail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
         p->scale_auto = 0;
         if (px__num(root, "scale", 1e-6, 1e6, &p->scale, p, err) < 0)
             return -1;
@@ -342,30 +378,39 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         json_array_foreach(regions, i, r)
         {
             json_t *box = json_object_get(r, "box"), *ang = json_object_get(r, "angle");
-            if (!json_is_array(box) || json_array_size(box) != 4 || !json_is_number(ang))
+            if (!json_is_array(box) || json_array_size(box) != 4 || !ang)
                 return px__pfail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
+            char field[48];
             for (int c = 0; c < 4; c++) {
-                if (!json_is_number(json_array_get(box, (size_t)c)))
-                    return px__pfail(err, p, "region %zu: box corners are numbers", i);
-                p->region[i][c] = json_number_value(json_array_get(box, (size_t)c));
+                snprintf(field, sizeof field, "regions[%zu].box[%d]", i, c);
+                if (px__num_at(json_array_get(box, (size_t)c), field, 0, 1, &p->region[i][c], p, err) < 0)
+                    return -1;
             }
-            p->region[i][4] = json_number_value(ang);
+            if (p->region[i][0] > p->region[i][2] || p->region[i][1] > p->region[i][3])
+                return px__pfail(err, p, "'regions[%zu].box' = [%g, %g, %g, %g]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1",
+                                 i, p->region[i][0], p->region[i][1], p->region[i][2], p->region[i][3]);
+            snprintf(field, sizeof field, "regions[%zu].angle", i);
+            if (px__num_at(ang, field, -3600, 3600, &p->region[i][4], p, err) < 0)
+                return -1;
         }
         p->nregions = (int)json_array_size(regions);
     }
     int tx = (p->w + p->patch - 1) / p->patch, ty = (p->h + p->patch - 1) / p->patch, fullres = tx * ty;
     json_t *budget = json_object_get(root, "budget");
+    char d[96];
     if (!budget && !strcmp(p->scheme, "uniform"))
         p->budget = fullres;
-    else if (!json_is_integer(budget))
-        return px__pfail(err, p, "'budget' (the number of tokens) is missing or not an integer");
-    else
-        p->budget = (int)json_integer_value(budget);
-    if (p->budget < 1)
-        return px__pfail(err, p, "budget %d: a plan needs at least one token", p->budget);
-    if (p->budget > PXVM_PLAN_MAX_TOKENS || (!strcmp(p->scheme, "uniform") && fullres > PXVM_PLAN_MAX_TOKENS))
-        return px__pfail(err, p, "%d tokens: a plan has at most %d", !strcmp(p->scheme, "uniform") ? fullres : p->budget,
+    else if (!budget)
+        return px__pfail(err, p, "'budget' (the number of tokens) is missing");
+    else if (json_is_integer(budget) && json_integer_value(budget) < 1)
+        return px__pfail(err, p, "'budget' = %s: a plan needs at least one token", px__jdesc(budget, d, sizeof d));
+    else if (json_is_integer(budget) && json_integer_value(budget) > PXVM_PLAN_MAX_TOKENS)
+        return px__pfail(err, p, "'budget' = %s: a plan has at most %d tokens", px__jdesc(budget, d, sizeof d),
                          PXVM_PLAN_MAX_TOKENS);
+    else if (px__int_at(budget, "budget", 1, PXVM_PLAN_MAX_TOKENS, &p->budget, p, err) < 0)
+        return -1;
+    if (!strcmp(p->scheme, "uniform") && fullres > PXVM_PLAN_MAX_TOKENS)
+        return px__pfail(err, p, "%d tokens: a plan has at most %d", fullres, PXVM_PLAN_MAX_TOKENS);
     if (p->budget > fullres)
         return px__pfail(err, p,
                          "budget %d is larger than the image allows: %dx%d in %dx%d patches is %d tokens at full resolution",
@@ -426,7 +471,7 @@ int pxvm_plan_parse_scanpath(const char *text, size_t len, const char *name, int
 {
     px__defaults(p, name);
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return px__pfail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     if (scanpath && json_is_object(root)) { /* the plan, made relative, around K fixations found at run time */
@@ -588,19 +633,32 @@ int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath
     return rc;
 }
 
-int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+int pxvm_plan_compile_limits(const pxvm_plan *p, const pxvm_limits *lim, pxvm_image *out, pxvm_error *err)
 {
     if (px__plan_pixels(p, out, err) < 0)
         return -1;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
     pxvm_program prog;
-    if (pxvm_program_from_copy(out, &lim, &prog, err) < 0) {
+    pxvm_error e;
+    if (pxvm_program_from_copy(out, lim, &prog, &e) < 0) {
         pxvm_image_free(out);
-        return -1;
+        if (e.cls != PXVM_MALFORMED && e.cls != PXVM_INVALID) { /* memory */
+            if (err)
+                *err = e;
+            return -1;
+        }
+        char msg[400];
+        pxvm_error_format(&e, msg, sizeof msg);
+        return px__pfail(err, p, "its program breaks a limit or a rule: %s", msg);
     }
     pxvm_program_free(&prog);
     return 0;
+}
+
+int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    return pxvm_plan_compile_limits(p, &lim, out, err);
 }
 
 void pxvm_plan_foveate273(pxvm_builder *b, int w, int h)
@@ -626,6 +684,18 @@ static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *
     *x0 = ox + t->cx - hw, *x1 = ox + t->cx + hw, *y0 = oy + t->cy - hh, *y1 = oy + t->cy + hh;
 }
 
+/* The first cell g in 0..n whose centre (g + 0.5) * cs is at or after v (n: none): the cells
+ * whose centres lie in [v0, v1) are cells_from(v0) .. cells_from(v1) - 1. */
+static int px__cells_from(double v, int cs, int n)
+{
+    int g = (int)px__clampd(ceil(v / cs - 0.5), 0, n); /* an estimate, then exact */
+    while (g > 0 && (g - 1 + 0.5) * cs >= v)
+        g--;
+    while (g < n && (g + 0.5) * cs < v)
+        g++;
+    return g;
+}
+
 void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
 {
     fprintf(out, "plan %s: scheme %s, %dx%d image, fixation (%.3f, %.3f), %d tokens of %dx%d (budget %d), atlas %dx%d\n",
@@ -642,25 +712,32 @@ void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
     double sampled = (double)p->ntokens * p->patch * p->patch, full = (double)p->w * p->h;
     fprintf(out, "pixels sampled: %.0f, against %.0f for the uniform grid at full resolution (%.3fx)\n", sampled, full,
             sampled / full);
-    /* coverage on a grid of at most 1024x1024 cells */
+    /* coverage on a grid of at most 1024x1024 cells: a cell is covered when its centre lies in a
+     * footprint; each footprint adds its cells' rectangle to a difference table (time in tokens
+     * plus cells, even when every footprint spans the image) */
     int cs = 1 + (p->w > p->h ? p->w : p->h) / 1024, gw = (p->w + cs - 1) / cs, gh = (p->h + cs - 1) / cs;
-    uint8_t *cov = calloc((size_t)gw * (size_t)gh, 1);
+    int32_t *diff = calloc((size_t)(gw + 1) * (size_t)(gh + 1), sizeof(int32_t));
     long covered = 0;
-    for (int i = 0; cov && i < p->ntokens; i++) {
+    for (int i = 0; diff && i < p->ntokens; i++) {
         double x0, y0, x1, y1;
         px__footprint(p, &p->tokens[i], &x0, &y0, &x1, &y1);
-        int a0 = (int)px__clampd(x0 / cs, 0, gw), a1 = (int)px__clampd(x1 / cs + 1, 0, gw);
-        int b0 = (int)px__clampd(y0 / cs, 0, gh), b1 = (int)px__clampd(y1 / cs + 1, 0, gh);
-        for (int gy = b0; gy < b1; gy++)
-            for (int gx = a0; gx < a1; gx++) {
-                double cx = (gx + 0.5) * cs, cy = (gy + 0.5) * cs;
-                if (cx >= x0 && cx < x1 && cy >= y0 && cy < y1 && !cov[(size_t)gy * (size_t)gw + (size_t)gx]) {
-                    cov[(size_t)gy * (size_t)gw + (size_t)gx] = 1;
-                    covered++;
-                }
-            }
+        int a0 = px__cells_from(x0, cs, gw), a1 = px__cells_from(x1, cs, gw);
+        int b0 = px__cells_from(y0, cs, gh), b1 = px__cells_from(y1, cs, gh);
+        if (!(x0 < x1 && y0 < y1) || a0 >= a1 || b0 >= b1)
+            continue;
+        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a0]++;
+        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a1]--;
+        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a0]--;
+        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a1]++;
     }
-    free(cov);
+    for (int gy = 0; diff && gy < gh; gy++) /* summed in place: diff becomes the cover count */
+        for (int gx = 0; gx < gw; gx++) {
+            size_t k = (size_t)gy * (size_t)(gw + 1) + (size_t)gx;
+            diff[k] += (gx > 0 ? diff[k - 1] : 0) + (gy > 0 ? diff[k - (size_t)(gw + 1)] : 0) -
+                       (gx > 0 && gy > 0 ? diff[k - (size_t)(gw + 1) - 1] : 0);
+            covered += diff[k] > 0;
+        }
+    free(diff);
     fprintf(out, "covered: %.1f%% of the image by token footprints\n", 100.0 * (double)covered / ((double)gw * gh));
 }
 
@@ -672,12 +749,34 @@ static void px__plot(pxvm_image *img, int x, int y, const uint8_t c[3])
     p[0] = c[0], p[1] = c[1], p[2] = c[2], p[3] = 255;
 }
 
+/* Liang-Barsky: narrows [t0, t1] to where p * t <= q; 0 when nothing is left. */
+static int px__clip(double p, double q, double *t0, double *t1)
+{
+    if (p == 0)
+        return q >= 0;
+    double r = q / p;
+    if (p < 0)
+        *t0 = r > *t0 ? r : *t0;
+    else
+        *t1 = r < *t1 ? r : *t1;
+    return *t0 <= *t1;
+}
+
+/* A line as n + 1 points (n = its longer side in pixels, rounded down, plus one), of which only
+ * those near the image are visited: a footprint far larger than the photo costs no more than one
+ * across it. */
 static void px__line(pxvm_image *img, double x0, double y0, double x1, double y1, const uint8_t c[3])
 {
     double dx = x1 - x0, dy = y1 - y0, len = fabs(dx) > fabs(dy) ? fabs(dx) : fabs(dy);
-    int n = (int)len + 1;
-    for (int i = 0; i <= n; i++) {
-        double t = (double)i / n;
+    if (!(len < 1e15) || !isfinite(x0) || !isfinite(y0))
+        return; /* never from a checked plan */
+    double t0 = 0, t1 = 1; /* the part within a pixel of the image */
+    if (!px__clip(-dx, x0 + 1, &t0, &t1) || !px__clip(dx, img->w + 1 - x0, &t0, &t1) || !px__clip(-dy, y0 + 1, &t0, &t1) ||
+        !px__clip(dy, img->h + 1 - y0, &t0, &t1))
+        return;
+    long long n = (long long)len + 1, lo = (long long)floor(t0 * (double)n) - 1, hi = (long long)ceil(t1 * (double)n) + 1;
+    for (long long i = lo < 0 ? 0 : lo; i <= (hi < n ? hi : n); i++) {
+        double t = (double)i / (double)n;
         px__plot(img, (int)floor(x0 + t * dx), (int)floor(y0 + t * dy), c);
     }
 }

@@ -66,7 +66,11 @@ int pxvm_plan_parse_scanpath(const char *json, size_t len, const char *name, int
                              pxvm_error *err);
 /* The program of a placed plan, into a builder (slots image and atlas, then code) or an image. */
 void pxvm_plan_build(const pxvm_plan *plan, pxvm_builder *b);
+/* The program image, validated against the limits (pxvm_plan_compile: the default ones); a
+ * program the validator refuses (a slot beyond max_side, slots beyond max_memory) is a plan error
+ * that gives the validator's words. */
 int pxvm_plan_compile(const pxvm_plan *plan, pxvm_image *out, pxvm_error *err);
+int pxvm_plan_compile_limits(const pxvm_plan *plan, const pxvm_limits *lim, pxvm_image *out, pxvm_error *err);
 /* Tokens per LOD, pixels sampled against the full-resolution grid, covered fraction. */
 void pxvm_plan_summary(const pxvm_plan *plan, FILE *out);
 /* The photo with every token's footprint drawn on it, coloured by LOD (a relative plan: around

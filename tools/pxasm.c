@@ -1,5 +1,7 @@
 /* pxasm - assemble, disassemble, and compile allocation plans into pixel programs. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,32 +12,83 @@
 static const char px__usage[] =
     "usage: pxasm SOURCE.pxs -o PROGRAM.pxi              assemble\n"
     "       pxasm -d PROGRAM.pxi [-o SOURCE.pxs]         disassemble (to stdout without -o)\n"
-    "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO.png OVERLAY.png]\n"
+    "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO OVERLAY.png]\n"
     "                                                    compile an allocation plan, print its summary\n"
-    "       pxasm --plan PLAN.json --overlay PHOTO.png -o OVERLAY.png\n"
+    "       pxasm --plan PLAN.json --overlay PHOTO -o OVERLAY.png\n"
     "                                                    only draw the plan's footprints over a photo\n"
-    "'-' is standard input (the source, the plan or the photo: one of them) or standard output.\n"
-    "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 8 assembly or plan error.\n";
+    "options: --max-side N --max-memory BYTES --max-insns N   the limits a program (and a .data\n"
+    "         file, a photo) is checked against, as pxrun's (default 16384, 1 GiB, 1048576)\n"
+    "PHOTO is any image pxrun --in reads (PNG, JPEG). '-' is standard input (the source, the plan\n"
+    "or the photo: one of them) or standard output.\n"
+    "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed and\n"
+    "4 invalid (a program given to -d, a photo), 8 assembly or plan error.\n";
 
+/* Every assembly error and every plan error (a plan whose program the validator refuses
+ * included) exits 8; the other classes as pxrun's. */
 static int px__die(const pxvm_error *err)
 {
     char buf[1200];
     pxvm_error_format(err, buf, sizeof buf);
     fprintf(stderr, "pxasm: %s\n", buf);
-    return err->cls == PXVM_ASSEMBLY || err->cls == PXVM_PLAN ? 8 : err->cls == PXVM_USAGE ? 2 : 1;
+    return err->cls == PXVM_ASSEMBLY || err->cls == PXVM_PLAN ? 8 : pxvm_exit_status(err->cls);
+}
+
+/* One output, all or nothing (a failed add is aborted: it frees what it holds). */
+static int px__write(const char *path, const void *data, size_t len, pxvm_error *err)
+{
+    pxvm_outputs o = {0};
+    if (pxvm_outputs_add(&o, path, data, len, err) < 0) {
+        pxvm_outputs_abort(&o);
+        return -1;
+    }
+    return pxvm_outputs_commit(&o, err);
 }
 
 static int px__write_png(const char *path, const pxvm_image *img, pxvm_error *err)
 {
     uint8_t *png;
     size_t len;
-    pxvm_outputs o = {0};
     if (pxvm_png_encode(img, &png, &len, err) < 0)
         return -1;
-    int rc = pxvm_outputs_add(&o, path, png, len, err);
+    int rc = px__write(path, png, len, err);
     free(png);
+    return rc;
+}
+
+static int px__parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-')
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* A plan: compiled and summarized, its overlay drawn; overlay_only: the overlay alone. */
+static int px__plan(const char *path, const pxvm_limits *lim, const char *overlay_in, const char *overlay_out,
+                    int overlay_only, pxvm_image *img, pxvm_error *err)
+{
+    pxvm_plan p;
+    if (pxvm_plan_load(path, &p, err) < 0)
+        return -1;
+    int rc = pxvm_plan_compile_limits(&p, lim, img, err);
     if (rc == 0)
-        rc = pxvm_outputs_commit(&o, err);
+        pxvm_plan_summary(&p, stdout);
+    if (rc == 0 && overlay_in) {
+        pxvm_image photo = {0, 0, NULL}, ov = {0, 0, NULL};
+        rc = pxvm_image_load_any(overlay_in, lim, &photo, err);
+        if (rc == 0)
+            rc = pxvm_plan_overlay(&p, &photo, &ov, err);
+        if (rc == 0)
+            rc = px__write_png(overlay_out, &ov, err);
+        pxvm_image_free(&photo);
+        pxvm_image_free(&ov);
+    }
+    if (rc < 0 || overlay_only)
+        pxvm_image_free(img);
+    pxvm_plan_free(&p);
     return rc;
 }
 
@@ -43,7 +96,10 @@ int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *plan = NULL, *overlay_in = NULL, *overlay_out = NULL;
     int dis = 0;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
     for (int i = 1; i < argc; i++) {
+        uint64_t n;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(px__usage, stdout);
             return 0;
@@ -58,10 +114,23 @@ int main(int argc, char **argv)
             overlay_in = argv[++i];
             if (i + 1 < argc && argv[i + 1][0] != '-') /* --overlay PHOTO OUT; else -o names the overlay */
                 overlay_out = argv[++i];
+        } else if (!strcmp(argv[i], "--max-side") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 && n <= 65535) {
+            lim.max_side = (uint32_t)n;
+            i++;
+        } else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n)) {
+            lim.max_memory = n;
+            i++;
+        } else if (!strcmp(argv[i], "--max-insns") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 &&
+                   n <= UINT32_MAX) {
+            lim.max_insns = (uint32_t)n;
+            i++;
         } else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !in) {
             in = argv[i];
         } else {
-            fprintf(stderr, "pxasm: bad argument '%s'\n%s", argv[i], px__usage);
+            if (!strncmp(argv[i], "--max-", 6) && i + 1 < argc)
+                fprintf(stderr, "pxasm: bad option or value: %s %s\n%s", argv[i], argv[i + 1], px__usage);
+            else
+                fprintf(stderr, "pxasm: bad argument '%s'\n%s", argv[i], px__usage);
             return 2;
         }
     }
@@ -69,8 +138,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "pxasm: '-' (standard input) names at most one input\n%s", px__usage);
         return 2;
     }
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
     pxvm_error err = {0};
     pxvm_image img = {0, 0, NULL};
     if (dis) {
@@ -78,6 +145,7 @@ int main(int argc, char **argv)
         if (pxvm_program_load(in, &lim, &prog, &err) < 0)
             return px__die(&err);
         const char *base = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;
+        int rc = 0;
         if (!out) {
             pxasm_disassemble(&prog, base, stdout);
         } else {
@@ -86,14 +154,11 @@ int main(int argc, char **argv)
             FILE *mem = open_memstream(&text, &len);
             pxasm_disassemble(&prog, base, mem);
             fclose(mem);
-            pxvm_outputs o = {0};
-            int rc = pxvm_outputs_add(&o, out, text, len, &err) == 0 ? pxvm_outputs_commit(&o, &err) : -1;
+            rc = px__write(out, text, len, &err);
             free(text);
-            if (rc < 0)
-                return px__die(&err);
         }
         pxvm_program_free(&prog);
-        return 0;
+        return rc < 0 ? px__die(&err) : 0;
     }
     int overlay_only = overlay_in && !overlay_out;
     if (overlay_only)
@@ -102,25 +167,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "pxasm: %s\n%s", !out ? "-o OUTPUT is needed" : "give one source or one --plan", px__usage);
         return 2;
     }
-    if (plan) {
-        pxvm_plan p;
-        if (pxvm_plan_load(plan, &p, &err) < 0 || pxvm_plan_compile(&p, &img, &err) < 0)
-            return px__die(&err);
-        pxvm_plan_summary(&p, stdout);
-        if (overlay_in) {
-            pxvm_image photo, ov;
-            if (pxvm_png_load(overlay_in, &lim, &photo, &err) < 0 || pxvm_plan_overlay(&p, &photo, &ov, &err) < 0 ||
-                px__write_png(overlay_out, &ov, &err) < 0)
-                return px__die(&err);
-            pxvm_image_free(&photo);
-            pxvm_image_free(&ov);
-        }
-        pxvm_plan_free(&p);
-    } else if (pxasm_assemble_file(in, &lim, &img, &err) < 0) {
+    if (plan ? px__plan(plan, &lim, overlay_in, overlay_out, overlay_only, &img, &err) < 0
+             : pxasm_assemble_file(in, &lim, &img, &err) < 0)
         return px__die(&err);
-    }
-    if (!overlay_only && px__write_png(out, &img, &err) < 0)
-        return px__die(&err);
+    int rc = !overlay_only && px__write_png(out, &img, &err) < 0 ? px__die(&err) : 0;
     pxvm_image_free(&img);
-    return 0;
+    return rc;
 }

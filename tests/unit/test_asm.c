@@ -3,8 +3,11 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <turbojpeg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../assembler/dmath.h"
 #include "../../assembler/plan.h"
@@ -191,7 +194,100 @@ TEST(asm_errors_name_file_line_column)
                   "t.pxs:4:1:", "invalid: pixel (");
     px__asm_error(".slot a input 8x8\nHALT\n.pixels 0 0\n00000001\n.end\n", "t.pxs:3:1:", "overlaps the header and code");
     px__asm_error(".table t 2x1\n1 2 3\n.end\nHALT\n", "t.pxs:3:1:", "the table has 1 entries, 2x1 needs 2");
-    px__asm_error(".data d \"/nonexistent.png\"\nHALT\n", "t.pxs:1:9:", "cannot read '/nonexistent.png'");
+    px__asm_error(".data d \"nonexistent.png\"\nHALT\n", "t.pxs:1:9:", "cannot read 'nonexistent.png'");
+}
+
+/* ---- .data: regular files in the source's folder or below it ---------------------------------- */
+
+static int px__write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+    return fclose(f) == 0 ? rc : -1;
+}
+
+/* Assembles dir/s.pxs (holding `src`) in a child that an alarm kills after 5 s, so a read that
+ * blocks (a FIFO) fails the test instead of hanging it. msg NULL: it must assemble; else it must
+ * be refused at s.pxs:1:9 with msg. */
+static void px__data_case(const char *dir, const char *src, const char *msg, int line)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/s.pxs", dir);
+    if (px__write_file(path, src, strlen(src)) < 0) {
+        px_test_fail(__FILE__, line, "cannot write %s", path);
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5);
+        pxvm_limits lim = px__lim();
+        pxvm_image img = {0, 0, NULL};
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        int rc = pxasm_assemble_file(path, &lim, &img, &err);
+        int ok = msg ? rc < 0 && err.cls == PXVM_ASSEMBLY && strstr(err.msg, "s.pxs:1:9:") && strstr(err.msg, msg) : rc == 0;
+        if (!ok)
+            fprintf(stderr, "  %s-> %s\n", src, rc < 0 ? err.msg : "assembled");
+        pxvm_image_free(&img);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        px_test_fail(__FILE__, line, "fork/wait failed");
+    else if (WIFSIGNALED(st))
+        px_test_fail(__FILE__, line, "%s: killed by signal %d (%s)", src, WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "it hung" : "crashed");
+    else if (WEXITSTATUS(st) != 0)
+        px_test_fail(__FILE__, line, "%s: expected %s%s", src, msg ? "the error " : "it to assemble", msg ? msg : "");
+}
+
+TEST(asm_data_reads_only_regular_files_below_the_source)
+{
+    char dir[] = "/tmp/pxasm-data-XXXXXX", path[256], cmd[300];
+    if (!mkdtemp(dir)) {
+        px_test_fail(__FILE__, __LINE__, "mkdtemp failed");
+        return;
+    }
+    pxvm_image d;
+    uint8_t *png = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    CHECK(pxvm_image_alloc(&d, 4, 2, &err) == 0 && pxvm_png_encode(&d, &png, &len, &err) == 0);
+    pxvm_image_free(&d);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/d.png", dir);
+    CHECK(png && px__write_file(path, png, len) == 0);
+    snprintf(path, sizeof path, "%s/sub/d.png", dir);
+    CHECK(png && px__write_file(path, png, len) == 0);
+    free(png);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    snprintf(path, sizeof path, "%s/zero", dir);
+    CHECK(symlink("/dev/zero", path) == 0);
+    snprintf(path, sizeof path, "%s/huge.png", dir); /* 2 GiB, sparse: refused from its size, never read */
+    FILE *f = fopen(path, "wb");
+    CHECK(f && ftruncate(fileno(f), 1ll << 31) == 0);
+    if (f)
+        fclose(f);
+
+    px__data_case(dir, ".data d \"d.png\"\nHALT\n", NULL, __LINE__);
+    px__data_case(dir, ".data d \"./sub/d.png\"\nHALT\n", NULL, __LINE__);
+    px__data_case(dir, ".data d \"fifo\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"zero\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"sub\"\nHALT\n", "is not a regular file", __LINE__);
+    px__data_case(dir, ".data d \"/dev/zero\"\nHALT\n", "'/dev/zero': an absolute path is refused", __LINE__);
+    char src[400];
+    snprintf(src, sizeof src, ".data d \"%s/d.png\"\nHALT\n", dir); /* absolute, even to a good file */
+    px__data_case(dir, src, "an absolute path is refused", __LINE__);
+    px__data_case(dir, ".data d \"../x.png\"\nHALT\n", "'../x.png': a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"sub/../d.png\"\nHALT\n", "a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"sub/..\"\nHALT\n", "a '..' component is refused", __LINE__);
+    px__data_case(dir, ".data d \"huge.png\"\nHALT\n", "is 2147483648 bytes; the limit is 1073741824", __LINE__);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 TEST(asm_cli_writes_nothing_on_error)
@@ -217,6 +313,123 @@ TEST(asm_cli_writes_nothing_on_error)
     CHECK(system(cmd) == 0);
 }
 
+/* pxasm's exit status for `args` (run in dir, stderr to dir/err), or -1. */
+static int px__pxasm(const char *dir, const char *args)
+{
+    const char *bin = getenv("PXVM_BIN");
+    char cmd[1024], binpath[512];
+    if (!realpath(bin && *bin ? bin : "bin", binpath))
+        return -1;
+    snprintf(cmd, sizeof cmd, "cd %s && %s/pxasm %s >/dev/null 2>err", dir, binpath, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* What pxasm printed on standard error last (px__pxasm). */
+static void px__said_at(const char *dir, const char *what, int line)
+{
+    char path[256], buf[2048] = "";
+    snprintf(path, sizeof path, "%s/err", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = 0;
+    if (f)
+        fclose(f);
+    if (!strstr(buf, what))
+        px_test_fail(__FILE__, line, "pxasm said '%s', not '%s'", buf, what);
+}
+#define px__pxasm_said(dir, what) px__said_at(dir, what, __LINE__)
+
+TEST(asm_cli_exit_statuses_and_limits)
+{
+    char dir[] = "/tmp/pxasm-exit-XXXXXX", path[256], cmd[300];
+    if (!mkdtemp(dir)) {
+        px_test_fail(__FILE__, __LINE__, "mkdtemp failed");
+        return;
+    }
+    static const char big[] = "{\"image\": [16384, 16384], \"budget\": 10, \"scheme\": \"grid\"}";
+    static const char bad[] = "{\"image\": [100, 100], \"budget\": 0, \"scheme\": \"grid\"}";
+    snprintf(path, sizeof path, "%s/big.json", dir);
+    CHECK(px__write_file(path, big, strlen(big)) == 0);
+    snprintf(path, sizeof path, "%s/bad.json", dir);
+    CHECK(px__write_file(path, bad, strlen(bad)) == 0);
+    snprintf(path, sizeof path, "%s/bad.pxs", dir);
+    CHECK(px__write_file(path, "HALT\nNOPE\n", 10) == 0);
+    struct stat sb;
+    /* a plan whose program needs more than the memory limit: a plan error (it was "invalid",
+     * exit 1, and leaked the plan), nothing written; with the limit raised it compiles */
+    CHECK_EQ(px__pxasm(dir, "--plan big.json -o big.pxi"), 8);
+    px__pxasm_said(dir, "plan error: big.json: its program breaks a limit or a rule: invalid: the slots need");
+    px__pxasm_said(dir, "(see --max-memory)");
+    snprintf(path, sizeof path, "%s/big.pxi", dir);
+    CHECK(stat(path, &sb) != 0);
+    CHECK_EQ(px__pxasm(dir, "--plan big.json -o big.pxi --max-memory 2000000000"), 0);
+    CHECK(stat(path, &sb) == 0);
+    CHECK_EQ(px__pxasm(dir, "--plan big.json -o side.pxi --max-side 100 --max-memory 2000000000"), 8);
+    px__pxasm_said(dir, "sides must be 1..100 (see --max-side)");
+    CHECK_EQ(px__pxasm(dir, "-d big.pxi --max-memory 2000000000 --max-insns 5"), 4);
+    px__pxasm_said(dir, "(see --max-insns)");
+    CHECK_EQ(px__pxasm(dir, "-d big.json"), 3);
+    px__pxasm_said(dir, "malformed: 'big.json' is not a PNG file");
+    CHECK_EQ(px__pxasm(dir, "--plan bad.json -o bad.pxi"), 8);
+    px__pxasm_said(dir, "plan error: bad.json: 'budget' = 0");
+    CHECK_EQ(px__pxasm(dir, "bad.pxs -o bad.pxi"), 8);
+    px__pxasm_said(dir, "assembly error: bad.pxs:2:1:");
+    CHECK_EQ(px__pxasm(dir, "--plan big.json -o big.pxi --max-memory 1G"), 2);
+    px__pxasm_said(dir, "bad option or value: --max-memory 1G");
+    CHECK_EQ(px__pxasm(dir, "--plan big.json -o /nonexistent/big.pxi --max-memory 2000000000"), 1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(asm_cli_overlay_takes_a_jpeg_photo)
+{
+    /* any image pxrun reads: the overlay drawn on a JPEG is the one drawn on its decoded pixels */
+    char dir[] = "/tmp/pxasm-jpeg-XXXXXX", plan[512], args[1200], cmd[300];
+    if (!mkdtemp(dir) || !realpath("programs/grid.json", plan)) {
+        px_test_fail(__FILE__, __LINE__, "mkdtemp or programs/grid.json failed");
+        return;
+    }
+    uint64_t st = 7;
+    pxvm_image photo = px_random_image(120, 80, &st), decoded = {0, 0, NULL}, a = {0, 0, NULL}, b = {0, 0, NULL};
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpg = NULL;
+    unsigned long jlen = 0;
+    CHECK(tj && tjCompress2(tj, photo.px, 120, 0, 80, TJPF_RGBA, &jpg, &jlen, TJSAMP_420, 90, 0) == 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/photo.jpg", dir);
+    CHECK(jpg && px__write_file(path, jpg, jlen) == 0);
+    tjFree(jpg);
+    if (tj)
+        tjDestroy(tj);
+    pxvm_limits lim = px__lim();
+    pxvm_error err;
+    uint8_t *png = NULL;
+    size_t plen = 0;
+    CHECK(pxvm_image_load_any(path, &lim, &decoded, &err) == 0 && pxvm_png_encode(&decoded, &png, &plen, &err) == 0);
+    snprintf(path, sizeof path, "%s/photo.png", dir);
+    CHECK(png && px__write_file(path, png, plen) == 0);
+    free(png);
+    snprintf(args, sizeof args, "--plan %s --overlay photo.jpg a.png -o grid.pxi", plan);
+    CHECK_EQ(px__pxasm(dir, args), 0);
+    snprintf(args, sizeof args, "--plan %s --overlay photo.png -o b.png", plan);
+    CHECK_EQ(px__pxasm(dir, args), 0);
+    snprintf(path, sizeof path, "%s/a.png", dir);
+    CHECK(pxvm_png_load(path, &lim, &a, &err) == 0);
+    snprintf(path, sizeof path, "%s/b.png", dir);
+    CHECK(pxvm_png_load(path, &lim, &b, &err) == 0);
+    CHECK(a.px && b.px && a.w == 120 && a.h == 80 && b.w == 120 && b.h == 80 && !memcmp(a.px, b.px, 120 * 80 * 4));
+    snprintf(args, sizeof args, "--plan %s --overlay %s -o c.png", plan, plan); /* neither PNG nor JPEG */
+    CHECK_EQ(px__pxasm(dir, args), 3);
+    px__pxasm_said(dir, "is neither a PNG nor a JPEG file");
+    pxvm_image_free(&photo);
+    pxvm_image_free(&decoded);
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* ---- plans ---------------------------------------------------------------------------------- */
 
 static void px__plan_error(const char *json, const char *msg)
@@ -238,21 +451,21 @@ TEST(plan_errors)
 {
     px__plan_error("{\"image\": [100, 100], \"budget\": 10, \"scheme\": \"grid\"", "malformed JSON at line 1");
     px__plan_error("[1, 2]", "a plan is a JSON object");
-    px__plan_error("{\"image\": [100, 100], \"budget\": 0, \"scheme\": \"grid\"}", "budget 0: a plan needs at least one token");
+    px__plan_error("{\"image\": [100, 100], \"budget\": 0, \"scheme\": \"grid\"}", "'budget' = 0: a plan needs at least one token");
     px__plan_error("{\"image\": [100, 100], \"budget\": 50, \"scheme\": \"grid\"}",
                    "budget 50 is larger than the image allows: 100x100 in 16x16 patches is 49 tokens at full resolution");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"grid\", \"fixation\": [1.5, 0.5]}",
-                   "fixation (1.5, 0.5) is outside [0,1] x [0,1]");
+                   "'fixation[0]' = 1.5 is outside 0..1");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"spiral\"}",
                    "unknown scheme 'spiral' (expected grid, logpolar, v1, aniso or uniform)");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"grid\", \"fixaton\": [0.5, 0.5]}",
                    "unknown field 'fixaton'");
-    px__plan_error("{\"image\": [100, 0], \"budget\": 5, \"scheme\": \"grid\"}", "'image' must be [width, height]");
+    px__plan_error("{\"image\": [100, 0], \"budget\": 5, \"scheme\": \"grid\"}", "'image[1]' = 0: must be an integer in 1..16384");
     px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"uniform\"}", "the uniform scheme needs 49 tokens");
-    px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"aniso\", \"taps\": 40}", "'taps' must be an integer in 1..16");
+    px__plan_error("{\"image\": [100, 100], \"budget\": 5, \"scheme\": \"aniso\", \"taps\": 40}", "'taps' = 40: must be an integer in 1..16");
     px__plan_error("{\"image\": [100, 100], \"scheme\": \"grid\"}", "'budget' (the number of tokens) is missing");
     px__plan_error("{\"image\": [16384, 16384], \"patch\": 1, \"budget\": 100000, \"scheme\": \"grid\"}",
-                   "100000 tokens: a plan has at most 65536");
+                   "'budget' = 100000: a plan has at most 65536 tokens");
     px__plan_error("{\"image\": [4096, 4096], \"patch\": 8, \"scheme\": \"uniform\"}", "262144 tokens: a plan has at most 65536");
     px__plan_error("{\"image\": [16384, 16384], \"patch\": 200, \"budget\": 6724, \"scheme\": \"grid\"}",
                    "would be 16400 pixels wide; the limit is 16384");

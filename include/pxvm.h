@@ -70,10 +70,20 @@ void pxvm_free(void *p);
 
 typedef struct pxvm_limits {
     uint32_t max_side;   /* largest image or slot side (default 16384) */
-    uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image (1 GiB) */
+    uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image with the
+                          * decoder's own buffers (1 GiB) */
     uint32_t max_insns;  /* instructions in one program (1<<20) */
     uint64_t max_steps;  /* instructions executed by one run (1<<24) */
+    uint32_t flags;      /* PXVM_DECODE_* (default 0: strict) */
 } pxvm_limits;
+
+/* Decoders are strict by default: a truncated or corrupt PNG or JPEG (a libpng or libjpeg-turbo
+ * warning, a CRC or zlib error, data missing before the end marker), or bytes after the PNG's
+ * IEND chunk or the JPEG's end-of-image marker, is an error (PXVM_MALFORMED) naming the file.
+ * PXVM_DECODE_LENIENT decodes what the decoder can recover instead (a truncated JPEG's missing
+ * rows are grey, trailing bytes are ignored); pxrun --lenient prints what it went past as a
+ * warning. Limits apply in both modes. */
+#define PXVM_DECODE_LENIENT 1u
 
 void pxvm_limits_default(pxvm_limits *lim);
 

@@ -91,12 +91,16 @@ static int px__av_load(pxvm_error *err)
 #endif
 
 struct px_frames {
-    int kind; /* 0 files, 1 raw stdin, 2 video */
+    int kind; /* 0 files, 1 raw frames from `in`, 2 video */
     char **files;
     long nfiles, next;
     int w, h, channels;
     pxvm_limits lim;
+    pxvm_image_want want; /* files: the size the frames must have (0, 0: any) */
+    char *want_name;
     long index;
+    FILE *in;
+    char *name; /* the source, for messages */
 #ifdef PXVM_HAVE_FFMPEG
     AVFormatContext *fmt;
     AVCodecContext *dec;
@@ -133,6 +137,23 @@ static int px__av_fail(pxvm_error *err, const char *path, const char *what, int 
     return pxvm_fail(err, PXE_IO_READ, -1, -1, path, msg);
 }
 
+/* A frame FFmpeg could not decode whole (a damaged or truncated packet, a decoding error, a frame
+ * the decoder patched up): strict, an error naming the file and the frame (0-based, the frame
+ * about to come out); lenient, kept in *err as a warning (the first of the frame) and decoding
+ * goes on, as FFmpeg would. Returns -1 (strict) or 0. */
+static int px__av_damage(px_frames *f, pxvm_error *err, const char *what, int code)
+{
+    char buf[128] = "", msg[300];
+    if (code)
+        av_strerror(code, buf, sizeof buf);
+    snprintf(msg, sizeof msg, "%s%s%s%s", what, code ? " (" : "", buf, code ? ")" : "");
+    if (!(f->lim.flags & PXVM_DECODE_LENIENT))
+        return pxvm_fail(err, PXE_VIDEO_FRAME, -1, -1, f->name, f->index, msg);
+    if (err && err->code == PXE_NONE)
+        pxvm_fail(err, PXE_VIDEO_FRAME, -1, -1, f->name, f->index, msg);
+    return 0;
+}
+
 static int px__video_open(px_frames *f, const char *path, pxvm_error *err)
 {
     if (px__av_load(err) < 0)
@@ -151,6 +172,8 @@ static int px__video_open(px_frames *f, const char *path, pxvm_error *err)
     if (!f->dec || avcodec_parameters_to_context(f->dec, f->fmt->streams[f->stream]->codecpar) < 0 ||
         (rc = avcodec_open2(f->dec, codec, NULL)) < 0)
         return px__av_fail(err, path, "cannot open its decoder", rc);
+    if (!(f->lim.flags & PXVM_DECODE_LENIENT))
+        f->dec->err_recognition |= AV_EF_EXPLODE; /* decoders report damage they would conceal */
     f->w = f->dec->width, f->h = f->dec->height;
     if (f->w < 1 || f->h < 1 || (uint32_t)f->w > f->lim.max_side || (uint32_t)f->h > f->lim.max_side)
         return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, path, (unsigned long)f->w, (unsigned long)f->h, f->lim.max_side);
@@ -161,16 +184,34 @@ static int px__video_open(px_frames *f, const char *path, pxvm_error *err)
     return 0;
 }
 
-/* The next decoded frame as RGBA8 (swscale, exact point conversion of the decoder's output). */
+/* A failure naming the file and the frame (0-based: the next frame to come out), malformed. */
+static int px__av_frame_fail(px_frames *f, pxvm_error *err, const char *what, int code)
+{
+    char buf[128], msg[300];
+    av_strerror(code, buf, sizeof buf);
+    snprintf(msg, sizeof msg, "%s (%s)", what, buf);
+    return pxvm_fail(err, PXE_VIDEO_FRAME, -1, -1, f->name, f->index, msg);
+}
+
+/* The next decoded frame as RGBA8 (swscale, exact point conversion of the decoder's output).
+ * Damage (a packet the demuxer says is cut short or corrupt, a decoding error, a frame the
+ * decoder concealed errors in) goes through px__av_damage: strict, an error. */
 static int px__video_next(px_frames *f, pxvm_image *img, pxvm_error *err)
 {
     for (;;) {
         int rc = avcodec_receive_frame(f->dec, f->frame);
         if (rc == 0) {
+            if ((f->frame->decode_error_flags || (f->frame->flags & AV_FRAME_FLAG_CORRUPT)) &&
+                px__av_damage(f, err, "the decoder concealed errors in it", 0) < 0) {
+                av_frame_unref(f->frame);
+                return -1;
+            }
             f->sws = sws_getCachedContext(f->sws, f->frame->width, f->frame->height, (enum AVPixelFormat)f->frame->format,
                                           f->w, f->h, AV_PIX_FMT_RGBA, SWS_POINT, NULL, NULL, NULL);
-            if (!f->sws || pxvm_image_alloc(img, f->w, f->h, err) < 0)
-                return f->sws ? -1 : pxvm_fail(err, PXE_IO_READ, -1, -1, "video", "no conversion to RGBA");
+            if (!f->sws || pxvm_image_alloc(img, f->w, f->h, err) < 0) {
+                av_frame_unref(f->frame);
+                return f->sws ? -1 : pxvm_fail(err, PXE_IO_READ, -1, -1, f->name, "no conversion to RGBA");
+            }
             uint8_t *dst[4] = {img->px, NULL, NULL, NULL};
             int stride[4] = {f->w * 4, 0, 0, 0};
             sws_scale(f->sws, (const uint8_t *const *)f->frame->data, f->frame->linesize, 0, f->frame->height, dst, stride);
@@ -180,7 +221,7 @@ static int px__video_next(px_frames *f, pxvm_image *img, pxvm_error *err)
         if (rc == AVERROR_EOF)
             return 0;
         if (rc != AVERROR(EAGAIN))
-            return px__av_fail(err, "video", "decoding failed", rc);
+            return px__av_frame_fail(f, err, "decoding failed", rc);
         if (f->flushing)
             return 0;
         rc = av_read_frame(f->fmt, f->pkt);
@@ -190,32 +231,70 @@ static int px__video_next(px_frames *f, pxvm_image *img, pxvm_error *err)
             continue;
         }
         if (rc < 0)
-            return px__av_fail(err, "video", "reading failed", rc);
-        if (f->pkt->stream_index == f->stream && (rc = avcodec_send_packet(f->dec, f->pkt)) < 0 && rc != AVERROR(EAGAIN)) {
+            return px__av_frame_fail(f, err, "reading the file failed", rc);
+        if (f->pkt->stream_index != f->stream) {
             av_packet_unref(f->pkt);
-            return px__av_fail(err, "video", "decoding failed", rc);
+            continue;
         }
+        if ((f->pkt->flags & AV_PKT_FLAG_CORRUPT) &&
+            px__av_damage(f, err, "its packet is truncated or corrupt", 0) < 0) {
+            av_packet_unref(f->pkt);
+            return -1;
+        }
+        rc = avcodec_send_packet(f->dec, f->pkt);
         av_packet_unref(f->pkt);
+        if (rc < 0 && rc != AVERROR(EAGAIN) && px__av_damage(f, err, "decoding failed", rc) < 0)
+            return -1; /* lenient: the packet is dropped */
     }
 }
 #endif
 
+/* Raw frames: sides and one frame's bytes against the limits before anything is read. */
+static int px__raw_open(px_frames *f, FILE *in, const char *name, int w, int h, int channels, pxvm_error *err)
+{
+    if (w < 1 || h < 1 || (channels != 3 && channels != 4))
+        return pxvm_fail(err, PXE_USAGE, -1, -1,
+                         "raw frames on standard input need --frame-size WxH (and --frame-format rgb or rgba)");
+    if ((uint32_t)w > f->lim.max_side || (uint32_t)h > f->lim.max_side)
+        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, (unsigned long)w, (unsigned long)h, f->lim.max_side);
+    unsigned long long bytes = (unsigned long long)w * (unsigned long long)h * (4u + (unsigned)channels);
+    if (bytes > f->lim.max_memory)
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h, bytes,
+                         (unsigned long long)f->lim.max_memory);
+    f->kind = 1, f->w = w, f->h = h, f->channels = channels, f->in = in;
+    return 0;
+}
+
+static px_frames *px__new(const pxvm_limits *lim, const char *name)
+{
+    px_frames *f = calloc(1, sizeof *f);
+    if (f && !(f->name = strdup(name))) {
+        free(f);
+        f = NULL;
+    }
+    if (f)
+        f->lim = *lim;
+    return f;
+}
+
+int px_frames_open_raw(FILE *in, const char *name, int w, int h, int channels, const pxvm_limits *lim, px_frames **out,
+                       pxvm_error *err)
+{
+    px_frames *f = *out = px__new(lim, name);
+    if (!f)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *f);
+    return px__raw_open(f, in, name, w, h, channels, err);
+}
+
 int px_frames_open(const char *source, int w, int h, int channels, const pxvm_limits *lim, px_frames **out,
                    pxvm_error *err)
 {
-    px_frames *f = calloc(1, sizeof *f);
+    px_frames *f = *out = px__new(lim, source);
     if (!f)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *f);
-    f->lim = *lim;
-    *out = f;
     struct stat st;
-    if (!strcmp(source, "-")) {
-        if (w < 1 || h < 1 || (channels != 3 && channels != 4))
-            return pxvm_fail(err, PXE_USAGE, -1, -1,
-                             "raw frames on standard input need --frame-size WxH (and --frame-format rgb or rgba)");
-        f->kind = 1, f->w = w, f->h = h, f->channels = channels;
-        return 0;
-    }
+    if (!strcmp(source, "-"))
+        return px__raw_open(f, stdin, "-", w, h, channels, err);
     if (strpbrk(source, "*?[")) {
         glob_t g;
         if (glob(source, 0, NULL, &g) != 0)
@@ -261,21 +340,32 @@ int px_frames_open(const char *source, int w, int h, int channels, const pxvm_li
 #endif
 }
 
+int px_frames_want(px_frames *f, int w, int h, int slot, const char *slot_name)
+{
+    free(f->want_name);
+    if (!(f->want_name = strdup(slot_name)))
+        return -1;
+    f->want = (pxvm_image_want){w, h, slot, f->want_name};
+    return 0;
+}
+
 int px_frames_next(px_frames *f, pxvm_image *img, pxvm_error *err)
 {
     memset(img, 0, sizeof *img);
+    if (err)
+        err->code = PXE_NONE;
     int rc = 0;
     if (f->kind == 0) {
         if (f->next >= f->nfiles)
             return 0;
-        rc = pxvm_image_load_any(f->files[f->next++], &f->lim, img, err) < 0 ? -1 : 1;
+        rc = pxvm_image_load_want(f->files[f->next++], &f->lim, &f->want, img, err) < 0 ? -1 : 1;
     } else if (f->kind == 1) {
         size_t n = (size_t)f->w * (size_t)f->h * (size_t)f->channels, got = 0;
         uint8_t *raw = malloc(n);
         if (!raw)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n);
         while (got < n) {
-            size_t r = fread(raw + got, 1, n - got, stdin);
+            size_t r = fread(raw + got, 1, n - got, f->in);
             if (!r)
                 break;
             got += r;
@@ -287,9 +377,9 @@ int px_frames_next(px_frames *f, pxvm_image *img, pxvm_error *err)
         if (got < n) {
             free(raw);
             char msg[160];
-            snprintf(msg, sizeof msg, "standard input ended inside frame %ld (%zu of %zu bytes): check --frame-size and --frame-format",
-                     f->index, got, n);
-            return pxvm_fail(err, PXE_IO_READ, -1, -1, "-", msg);
+            snprintf(msg, sizeof msg, "%s ended inside frame %ld (%zu of %zu bytes): check --frame-size and --frame-format",
+                     f->in == stdin ? "standard input" : "the raw frames", f->index, got, n);
+            return pxvm_fail(err, PXE_IO_READ, -1, -1, f->name, msg);
         }
         if (pxvm_image_alloc(img, f->w, f->h, err) < 0) {
             free(raw);
@@ -312,6 +402,28 @@ int px_frames_next(px_frames *f, pxvm_image *img, pxvm_error *err)
     return rc;
 }
 
+int px_frames_parse_size(const char *text, int *w, int *h)
+{
+    int v[2];
+    const char *p = text;
+    for (int i = 0; i < 2; i++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        long x = 0;
+        while (*p >= '0' && *p <= '9')
+            if ((x = x * 10 + (*p++ - '0')) > 65535)
+                return -1;
+        if (x < 1 || (i == 0 && *p != 'x'))
+            return -1;
+        v[i] = (int)x;
+        p += i == 0;
+    }
+    if (*p)
+        return -1;
+    *w = v[0], *h = v[1];
+    return 0;
+}
+
 long px_frames_count(const px_frames *f) { return f->kind == 0 ? f->nfiles : -1; }
 
 void px_frames_close(px_frames *f)
@@ -321,6 +433,8 @@ void px_frames_close(px_frames *f)
     for (long i = 0; i < f->nfiles; i++)
         free(f->files[i]);
     free(f->files);
+    free(f->name);
+    free(f->want_name);
 #ifdef PXVM_HAVE_FFMPEG
     if (f->kind != 2) { /* (also a video whose libraries did not load) */
         free(f);

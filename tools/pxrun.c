@@ -60,6 +60,11 @@ static const char px__usage[] =
     "                            (frames, N): 1 where the frame sampled the token again\n"
     "  --time                    with --frames: a line per frame (run time, dirty tiles, tokens)\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
+    "  --lenient                 decode damaged inputs as far as the decoder can (a truncated JPEG's\n"
+    "                            missing rows grey, bytes after the end marker ignored, a video\n"
+    "                            frame with errors concealed) and print what was wrong as a\n"
+    "                            warning; without it any damage in a PNG, JPEG or video frame is an\n"
+    "                            error (malformed) naming the file and the frame\n"
     "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
     "Files: '-' is standard input (for the program or one --in; at most one of them) and standard\n"
     "output. Inputs may be pipes, FIFOs and /dev/fd paths (read up to --max-memory bytes).\n"
@@ -91,6 +96,18 @@ static int px__die(const pxvm_error *err)
     pxvm_error_format(err, buf, sizeof buf);
     fprintf(stderr, "pxrun: %s\n", buf);
     return pxvm_exit_status(err->cls);
+}
+
+/* What a lenient decoder went past (err->code set by a call that succeeded): a warning, then
+ * cleared. */
+static void px__warn(pxvm_error *err)
+{
+    if (err->code == PXE_NONE)
+        return;
+    char buf[1024];
+    pxvm_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "pxrun: warning (--lenient): %s\n", buf);
+    memset(err, 0, sizeof *err);
 }
 
 static int px__bad_usage(const char *what)
@@ -258,6 +275,8 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
             a->do_info = 1;
         } else if (!strcmp(o, "--profile")) {
             a->do_profile = 1;
+        } else if (!strcmp(o, "--lenient")) {
+            a->lim.flags |= PXVM_DECODE_LENIENT;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
             if (!val)
@@ -289,8 +308,7 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
                 a->max_frames = (long)n;
             } else if (!strcmp(o, "--changed")) {
                 a->changed_path = val;
-            } else if (!strcmp(o, "--frame-size") && sscanf(val, "%dx%d", &a->frame_w, &a->frame_h) == 2 && a->frame_w > 0 &&
-                       a->frame_h > 0) {
+            } else if (!strcmp(o, "--frame-size") && !px_frames_parse_size(val, &a->frame_w, &a->frame_h)) {
             } else if (!strcmp(o, "--frame-format") && (!strcmp(val, "rgb") || !strcmp(val, "rgba"))) {
                 a->frame_channels = !strcmp(val, "rgb") ? 3 : 4;
             } else if (!strcmp(o, "-o")) {
@@ -577,7 +595,11 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     if (a->changed_path && atlas < 0)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "--changed: the program has no patch atlas");
     px_frames *src;
-    if (px_frames_open(a->frames, a->frame_w, a->frame_h, a->frame_channels ? a->frame_channels : 3, &a->lim, &src, err) < 0) {
+    char lb[16];
+    int opened = px_frames_open(a->frames, a->frame_w, a->frame_h, a->frame_channels ? a->frame_channels : 3, &a->lim, &src, err);
+    if (opened == 0 && px_frames_want(src, prog->slots[fslot].w, prog->slots[fslot].h, fslot, pxvm_slot_label(prog, fslot, lb)) < 0)
+        opened = pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    if (opened < 0) {
         px_frames_close(src);
         return -1;
     }
@@ -590,6 +612,8 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
         pxvm_image img;
         int got = px_frames_next(src, &img, err);
+        if (got >= 0)
+            px__warn(err);
         if (got <= 0) {
             rc = got;
             break;
@@ -708,6 +732,7 @@ int main(int argc, char **argv)
     t0 = px__now();
     if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
+    px__warn(&err);
     if (a.do_info)
         px__info(&prog);
     t_load = px__now();
@@ -729,8 +754,15 @@ int main(int argc, char **argv)
         goto fail;
     for (int i = 0; i < a.nin; i++) {
         pxvm_image img;
-        if (pxvm_image_load_any(a.ins[i].path, &a.lim, &img, &err) < 0)
+        /* an input slot's size is known: a file of another size is refused from its header */
+        int k = a.slot_of[0][i];
+        char lb[16];
+        pxvm_image_want want = {0, 0, k, pxvm_slot_label(&prog, k, lb)};
+        if (prog.slots[k].role == PXI_ROLE_INPUT)
+            want.w = prog.slots[k].w, want.h = prog.slots[k].h;
+        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0)
             goto fail;
+        px__warn(&err);
         int r = pxvm_bind_image(ops, ex, a.slot_of[0][i], &img, &err);
         if (a.overlay_path && a.slot_of[0][i] == px__first_input(&prog) && !photo.px)
             photo = img; /* kept for the overlay */

@@ -62,6 +62,7 @@ void pxvm_limits_default(pxvm_limits *lim)
     lim->max_memory = 1ull << 30;
     lim->max_insns = 1u << 20;
     lim->max_steps = 1ull << 24;
+    lim->flags = 0; /* strict decoders */
 }
 
 int pxvm_exit_status(pxvm_class cls)

@@ -51,7 +51,9 @@ typedef struct px__png_io {
     uint8_t *out; /* encode: growing buffer */
     size_t out_len, out_cap;
     int out_failed;
+    int strict;    /* decode: a warning is an error */
     char msg[256];
+    char warn[256]; /* decode, lenient: the first warning */
 } px__png_io;
 
 static void px__png_error(png_structp png, png_const_charp msg)
@@ -61,11 +63,34 @@ static void px__png_error(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
+/* Decoding, the ancillary chunks that could warn are skipped unread (px__png_skip), so what warns
+ * is damage: a CRC error, extra or missing image data. Strict: an error; lenient: the first one is
+ * kept for the caller. Encoding: none is expected. */
 static void px__png_warning(png_structp png, png_const_charp msg)
 {
-    (void)png;
-    (void)msg; /* warnings (bad gamma chunk, ...) do not change the pixels we keep */
+    px__png_io *io = png_get_error_ptr(png);
+    if (io->strict) {
+        snprintf(io->msg, sizeof io->msg, "%s", msg);
+        png_longjmp(png, 1);
+    }
+    if (!io->warn[0])
+        snprintf(io->warn, sizeof io->warn, "%s", msg);
 }
+
+/* Ancillary chunks whose contents change nothing we decode (colour, text, time, layout): skipped
+ * with their CRC checked, never parsed or inflated. tRNS is read (it gives alpha). */
+static const png_byte px__png_skip[] = "bKGD\0cHRM\0eXIf\0gAMA\0hIST\0iCCP\0iTXt\0oFFs\0pCAL\0pHYs\0sBIT\0sCAL\0sPLT\0"
+                                       "sRGB\0tEXt\0tIME\0zTXt";
+
+/* Keeps the first problem a lenient decoder went past in *err, for the caller to report as a
+ * warning (vm.h): pxvm_fail's arguments. */
+#define PX__WENT_PAST(err, ...)                                                                                      \
+    do {                                                                                                            \
+        pxvm_error px_w_;                                                                                           \
+        pxvm_fail(&px_w_, __VA_ARGS__);                                                                             \
+        if ((err) && (err)->code == PXE_NONE)                                                                       \
+            *(err) = px_w_;                                                                                         \
+    } while (0)
 
 static void px__png_read(png_structp png, png_bytep dst, size_t n)
 {
@@ -76,14 +101,36 @@ static void px__png_read(png_structp png, png_bytep dst, size_t n)
     io->pos += n;
 }
 
-int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
-                    pxvm_image *img, pxvm_error *err)
+/* The pixels plus the buffers a decoder needs besides them, against max_memory; then the size the
+ * caller wants. From the header, before anything is decoded. */
+static int px__check_size(const char *name, const pxvm_limits *lim, const pxvm_image_want *want, unsigned long w,
+                          unsigned long h, unsigned long long work, pxvm_error *err)
+{
+    if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side)
+        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, w, h, lim->max_side);
+    unsigned long long bytes = (unsigned long long)w * h * 4u;
+    if (bytes > lim->max_memory)
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, w, h, bytes, (unsigned long long)lim->max_memory);
+    /* the words of a bind of another size (pxrun and the API say the same) */
+    if (want && (want->w || want->h) && (w != (unsigned long)want->w || h != (unsigned long)want->h))
+        return pxvm_fail(err, PXE_INPUT_SIZE, -1, -1, (int)w, (int)h, (unsigned)want->slot,
+                         want->slot_name ? want->slot_name : "", want->w, want->h);
+    if (bytes + work > lim->max_memory)
+        return pxvm_fail(err, PXE_IMAGE_WORK, -1, -1, name, w, h, bytes + work, bytes, work,
+                         (unsigned long long)lim->max_memory);
+    return 0;
+}
+
+static int px__png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                          const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
 {
     img->px = NULL;
     img->w = img->h = 0;
+    if (err)
+        err->code = PXE_NONE;
     if (len < 8 || png_sig_cmp(data, 0, 8))
         return pxvm_fail(err, PXE_PNG_SIGNATURE, -1, -1, name);
-    px__png_io io = {.data = data, .len = len, .pos = 0};
+    px__png_io io = {.data = data, .len = len, .pos = 0, .strict = !(lim->flags & PXVM_DECODE_LENIENT)};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
@@ -104,20 +151,17 @@ int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxv
     png_set_chunk_malloc_max(png, 1u << 22);
     png_set_chunk_cache_max(png, 64);
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
     png_read_info(png, info);
 
     png_uint_32 w, h;
     int depth, color, interlace;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
-    if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side) {
+    /* libpng's buffers: two rows of up to 8 bytes a pixel, the row pointers, zlib's window */
+    unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (unsigned long long)h * sizeof(png_bytep) + (64u << 10);
+    if (px__check_size(name, lim, want, (unsigned long)w, (unsigned long)h, work, err) < 0) {
         png_destroy_read_struct(&png, &info, NULL);
-        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, (unsigned long)w, (unsigned long)h, lim->max_side);
-    }
-    unsigned long long bytes = (unsigned long long)w * h * 4u;
-    if (bytes > lim->max_memory) {
-        png_destroy_read_struct(&png, &info, NULL);
-        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h, bytes,
-                         (unsigned long long)lim->max_memory);
+        return -1;
     }
     if (color == PNG_COLOR_TYPE_PALETTE)
         png_set_palette_to_rgb(png);
@@ -146,10 +190,27 @@ int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxv
     for (png_uint_32 y = 0; y < h; y++)
         rows[y] = img->px + (size_t)y * w * 4u;
     png_read_image(png, rows);
-    png_read_end(png, NULL);
+    png_read_end(png, NULL); /* the chunks after the image data, to IEND, CRCs checked */
     free(rows);
     png_destroy_read_struct(&png, &info, NULL);
+    if (io.warn[0])
+        PX__WENT_PAST(err, PXE_PNG_CORRUPT, -1, -1, name, io.warn);
+    if (io.pos < len) { /* bytes after IEND: strict, an error */
+        if (io.strict) {
+            pxvm_image_free(img);
+            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
+                             (unsigned long long)io.pos);
+        }
+        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
+                      (unsigned long long)io.pos);
+    }
     return 0;
+}
+
+int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                    pxvm_error *err)
+{
+    return px__png_decode(data, len, name, lim, NULL, img, err);
 }
 
 /* Reads what `fd` has left, in chunks, stopping with an error past max_bytes: a pipe or a device
@@ -563,31 +624,195 @@ int pxvm_npy_encode_typed(const void *data, const char *descr, size_t elem, int 
 
 /* ---- JPEG decode (libjpeg-turbo) and format dispatch ----------------------------------------- */
 
-int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
-                     pxvm_error *err)
+/* What a JPEG's markers say, read before libjpeg-turbo sees the data: the frame header (sides,
+ * components, sampling), the scans (SOS markers, counted past their entropy-coded data the way
+ * libjpeg finds markers), where the end-of-image marker is. `fatal`: no image can come out of it
+ * (libjpeg would stop too); `problem`: damage a lenient decode goes past (the data ends early,
+ * bytes between markers or after EOI). */
+typedef struct px__jpeg_info {
+    int sof, progressive, w, h, ncomp, hs[4], vs[4], hmax, vmax;
+    int scans, first_scan_comps;
+    size_t end; /* just past EOI; 0: no EOI */
+    pxvm_code fatal, problem;
+    char why[160], problem_why[160];
+} px__jpeg_info;
+
+static int px__be16(const uint8_t *p) { return p[0] << 8 | p[1]; }
+
+#define PX__JPEG_FATAL(ji, code, ...)                                                                               \
+    do {                                                                                                            \
+        (ji)->fatal = (code);                                                                                       \
+        snprintf((ji)->why, sizeof (ji)->why, __VA_ARGS__);                                                         \
+        return;                                                                                                     \
+    } while (0)
+#define PX__JPEG_PROBLEM(ji, code, ...)                                                                             \
+    do {                                                                                                            \
+        if (!(ji)->problem) {                                                                                       \
+            (ji)->problem = (code);                                                                                 \
+            snprintf((ji)->problem_why, sizeof (ji)->problem_why, __VA_ARGS__);                                     \
+        }                                                                                                           \
+    } while (0)
+
+static void px__jpeg_walk(const uint8_t *d, size_t len, px__jpeg_info *ji)
+{
+    memset(ji, 0, sizeof *ji);
+    if (len < 2 || d[0] != 0xFF || d[1] != 0xD8)
+        PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "no start-of-image marker");
+    size_t pos = 2; /* after SOI */
+    for (;;) {
+        if (pos >= len) {
+            if (!ji->sof || !ji->scans)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "truncated: the data ends at byte %zu, before %s", len,
+                               ji->sof ? "the first scan" : "the frame header (SOF)");
+            PX__JPEG_PROBLEM(ji, PXE_JPEG_CORRUPT, "truncated: the data ends at byte %zu, after scan %d, before the end-of-image marker",
+                             len, ji->scans);
+            return;
+        }
+        if (d[pos] != 0xFF) { /* libjpeg skips to the next marker with a warning */
+            size_t at = pos;
+            const uint8_t *ff = memchr(d + pos, 0xFF, len - pos);
+            pos = ff ? (size_t)(ff - d) : len;
+            PX__JPEG_PROBLEM(ji, PXE_JPEG_CORRUPT, "%zu bytes that are no marker at byte %zu", pos - at, at);
+            continue;
+        }
+        while (pos < len && d[pos] == 0xFF) /* fill bytes */
+            pos++;
+        if (pos >= len)
+            continue;
+        int m = d[pos++];
+        if (m == 0xD9) { /* EOI */
+            if (!ji->scans)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "no image before the end-of-image marker at byte %zu", pos - 2);
+            ji->end = pos;
+            return;
+        }
+        if (m == 0x00) {
+            PX__JPEG_PROBLEM(ji, PXE_JPEG_CORRUPT, "a stuffed zero between markers at byte %zu", pos - 2);
+            continue;
+        }
+        if (m == 0xD8)
+            PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a second start-of-image marker at byte %zu", pos - 2);
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) /* TEM, RSTn: no parameters */
+            continue;
+        if (len - pos < 2 || (size_t)px__be16(d + pos) > len - pos) {
+            if (!ji->sof || !ji->scans)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "truncated: the data ends at byte %zu, inside marker 0x%02X at byte %zu (before %s)",
+                               len, m, pos - 2, ji->sof ? "the first scan" : "the frame header (SOF)");
+            PX__JPEG_PROBLEM(ji, PXE_JPEG_CORRUPT, "truncated: the data ends at byte %zu, inside marker 0x%02X at byte %zu", len, m,
+                             pos - 2);
+            return;
+        }
+        int seg = px__be16(d + pos);
+        if (seg < 2)
+            PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "marker 0x%02X at byte %zu has length %d", m, pos - 2, seg);
+        const uint8_t *p = d + pos + 2;
+        int n = seg - 2;
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) { /* SOFn */
+            if (ji->sof)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a second frame header (SOF) at byte %zu", pos - 2);
+            if (n < 6 || p[5] < 1 || p[5] > 4 || n != 6 + 3 * p[5])
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a bad frame header (SOF) at byte %zu", pos - 2);
+            ji->sof = m;
+            ji->progressive = m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE;
+            ji->h = px__be16(p + 1), ji->w = px__be16(p + 3), ji->ncomp = p[5];
+            for (int c = 0; c < ji->ncomp; c++) {
+                ji->hs[c] = p[7 + 3 * c] >> 4, ji->vs[c] = p[7 + 3 * c] & 15;
+                if (ji->hs[c] < 1 || ji->hs[c] > 4 || ji->vs[c] < 1 || ji->vs[c] > 4)
+                    PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "component %d has sampling factors %dx%d", c, ji->hs[c], ji->vs[c]);
+                ji->hmax = ji->hs[c] > ji->hmax ? ji->hs[c] : ji->hmax;
+                ji->vmax = ji->vs[c] > ji->vmax ? ji->vs[c] : ji->vmax;
+            }
+            if (ji->w < 1 || ji->h < 1)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "the frame header declares a %dx%d image", ji->w, ji->h);
+        } else if (m == 0xDA) { /* SOS, then its entropy-coded data up to the next marker */
+            if (!ji->sof)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a scan before the frame header (SOF), at byte %zu", pos - 2);
+            if (n < 1)
+                PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a bad scan header (SOS) at byte %zu", pos - 2);
+            if (++ji->scans == 1)
+                ji->first_scan_comps = p[0];
+            if (ji->scans > PXVM_JPEG_MAX_SCANS)
+                return; /* the caller refuses it */
+            pos += (size_t)seg;
+            for (;;) {
+                const uint8_t *ff = pos < len ? memchr(d + pos, 0xFF, len - pos) : NULL;
+                if (!ff || (size_t)(ff - d) + 1 >= len) {
+                    PX__JPEG_PROBLEM(ji, PXE_JPEG_CORRUPT, "truncated: the data ends at byte %zu, inside scan %d", len, ji->scans);
+                    return;
+                }
+                pos = (size_t)(ff - d);
+                int next = d[pos + 1];
+                if (next == 0x00 || (next >= 0xD0 && next <= 0xD7)) /* a stuffed FF, a restart marker */
+                    pos += 2;
+                else if (next == 0xFF) /* fill */
+                    pos++;
+                else
+                    break; /* a marker */
+            }
+            continue;
+        }
+        pos += (size_t)seg;
+    }
+}
+
+/* Bytes libjpeg-turbo allocates besides the output to decode `ji` (the RGBA rows and tj's row
+ * pointers): a progressive or multi-scan image keeps every component's DCT coefficients (2 bytes
+ * a sample, the blocks padded to whole MCUs), a sequential one an MCU row of them; plus its
+ * upsampling and colour-conversion rows. */
+static unsigned long long px__jpeg_work(const px__jpeg_info *ji)
+{
+    int multi = ji->progressive || ji->first_scan_comps < ji->ncomp;
+    unsigned long long work = (unsigned long long)ji->h * sizeof(void *) + (256u << 10);
+    for (int c = 0; c < ji->ncomp; c++) {
+        int hs = ji->ncomp == 1 ? 1 : ji->hs[c], vs = ji->ncomp == 1 ? 1 : ji->vs[c];
+        int hmax = ji->ncomp == 1 ? 1 : ji->hmax, vmax = ji->ncomp == 1 ? 1 : ji->vmax;
+        unsigned long long bw = ((unsigned long long)ji->w * (unsigned)hs + 8u * (unsigned)hmax - 1) / (8u * (unsigned)hmax);
+        unsigned long long bh = ((unsigned long long)ji->h * (unsigned)vs + 8u * (unsigned)vmax - 1) / (8u * (unsigned)vmax);
+        bw = (bw + (unsigned)hs - 1) / (unsigned)hs * (unsigned)hs;
+        bh = (bh + (unsigned)vs - 1) / (unsigned)vs * (unsigned)vs;
+        work += multi ? bw * bh * 128u : bw * (unsigned)vs * 128u;
+        work += bw * 8u * 8u * (unsigned)vmax * 3u; /* sample rows: MCU, context, upsampled */
+    }
+    return work;
+}
+
+static int px__jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                           const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
 {
     img->px = NULL;
     img->w = img->h = 0;
+    if (err)
+        err->code = PXE_NONE;
+    int strict = !(lim->flags & PXVM_DECODE_LENIENT);
+    px__jpeg_info ji;
+    px__jpeg_walk(data, len, &ji);
+    if (ji.fatal)
+        return pxvm_fail(err, ji.fatal, -1, -1, name, ji.why);
+    if (ji.scans > PXVM_JPEG_MAX_SCANS)
+        return pxvm_fail(err, PXE_JPEG_SCANS, -1, -1, name, (unsigned)PXVM_JPEG_MAX_SCANS);
+    /* sides and memory from the frame header, before libjpeg-turbo allocates anything */
+    if (px__check_size(name, lim, want, (unsigned long)ji.w, (unsigned long)ji.h, px__jpeg_work(&ji), err) < 0)
+        return -1;
+    if (ji.problem && strict)
+        return pxvm_fail(err, ji.problem, -1, -1, name, ji.problem_why);
+    if (ji.problem)
+        PX__WENT_PAST(err, ji.problem, -1, -1, name, ji.problem_why);
+    if (ji.end && ji.end < len) {
+        if (strict)
+            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end),
+                             "JPEG's end-of-image marker", (unsigned long long)ji.end);
+        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end), "JPEG's end-of-image marker",
+                      (unsigned long long)ji.end);
+    }
     tjhandle tj = tjInitDecompress();
     if (!tj)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
-    /* the header first: sides and size are checked before any pixel is decoded */
-    if (tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace) != 0) {
-        char why[200];
-        snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
+    char why[200];
+    if (tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace) != 0 || w != ji.w || h != ji.h) {
+        snprintf(why, sizeof why, "%s", w != ji.w || h != ji.h ? "the header does not decode" : tjGetErrorStr2(tj));
         tjDestroy(tj);
         return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
-    }
-    if (w < 1 || h < 1 || (uint32_t)w > lim->max_side || (uint32_t)h > lim->max_side) {
-        tjDestroy(tj);
-        return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, (unsigned long)w, (unsigned long)h, lim->max_side);
-    }
-    unsigned long long bytes = (unsigned long long)w * (unsigned long long)h * 4u;
-    if (bytes > lim->max_memory) {
-        tjDestroy(tj);
-        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h, bytes,
-                         (unsigned long long)lim->max_memory);
     }
     if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
         tjDestroy(tj);
@@ -598,38 +823,61 @@ int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const px
         return -1;
     }
     /* the library's default, accurate integer IDCT and fancy upsampling: one decoder on the host
-     * for both executors, so the same file gives the same pixels everywhere pxvm runs */
-    if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, 0) != 0 &&
-        tjGetErrorCode(tj) == TJERR_FATAL) {
-        char why[200];
+     * for both executors, so the same file gives the same pixels everywhere pxvm runs. Strict: any
+     * warning of libjpeg's (corrupt data, premature end of data) stops the decode. */
+    int flags = TJFLAG_LIMITSCANS | (strict ? TJFLAG_STOPONWARNING : 0);
+    if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, flags) != 0) {
         snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
-        tjDestroy(tj);
-        pxvm_image_free(img);
-        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+        if (strict || tjGetErrorCode(tj) == TJERR_FATAL) {
+            tjDestroy(tj);
+            pxvm_image_free(img);
+            return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+        }
+        PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     tjDestroy(tj);
     return 0;
 }
 
-int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
-                          pxvm_error *err)
+int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                     pxvm_error *err)
+{
+    return px__jpeg_decode(data, len, name, lim, NULL, img, err);
+}
+
+int pxvm_image_decode_want(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                           const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
 {
     if (len >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF)
-        return pxvm_jpeg_decode(data, len, name, lim, img, err);
+        return px__jpeg_decode(data, len, name, lim, want, img, err);
     if (len >= 8 && !png_sig_cmp(data, 0, 8))
-        return pxvm_png_decode(data, len, name, lim, img, err);
+        return px__png_decode(data, len, name, lim, want, img, err);
     img->px = NULL;
     img->w = img->h = 0;
     return pxvm_fail(err, PXE_IMAGE_SIGNATURE, -1, -1, name);
 }
 
-int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
+int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                          pxvm_error *err)
+{
+    return pxvm_image_decode_want(data, len, name, lim, NULL, img, err);
+}
+
+int pxvm_image_load_want(const char *path, const pxvm_limits *lim, const pxvm_image_want *want, pxvm_image *img,
+                         pxvm_error *err)
 {
     uint8_t *data;
     size_t len;
+    img->px = NULL;
+    img->w = img->h = 0;
     if (pxvm_read_file(path, lim->max_memory, &data, &len, err) < 0)
         return -1;
-    int rc = pxvm_image_decode_any(data, len, path, lim, img, err);
+    int rc = pxvm_image_decode_want(data, len, path, lim, want, img, err);
     free(data);
     return rc;
+}
+
+int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
+{
+    return pxvm_image_load_want(path, lim, NULL, img, err);
 }

@@ -68,6 +68,27 @@ int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const px
 int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                           pxvm_error *err);
 int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
+/* Strictness (lim->flags, PXVM_DECODE_LENIENT in include/pxvm.h): every decoder here is strict
+ * unless told otherwise. On success err->code is PXE_NONE, or, lenient, the code and message of
+ * the first problem the decoder went past (a truncated JPEG, bytes after the end marker, a libpng
+ * warning): the caller reports it as a warning. Before any pixel is decoded, from the header:
+ * sides against max_side; the pixels plus the decoder's own buffers (for a progressive or
+ * multi-scan JPEG its whole coefficient buffer, 2 bytes per sample of every component on the MCU
+ * grid) against max_memory; a JPEG's scans against PXVM_JPEG_MAX_SCANS (counted in the stream). */
+#define PXVM_JPEG_MAX_SCANS 100
+/* The size an image must have (the slot it will be bound to), known before decoding. */
+typedef struct pxvm_image_want {
+    int w, h; /* 0, 0: any size */
+    int slot;
+    const char *slot_name;
+} pxvm_image_want;
+/* As _any, but an image of another size than want's (NULL: any) is refused from its header,
+ * before anything is decoded or inflated, with the words of a bind of that size (PXE_INPUT_SIZE,
+ * unlinkable). */
+int pxvm_image_decode_want(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                           const pxvm_image_want *want, pxvm_image *img, pxvm_error *err);
+int pxvm_image_load_want(const char *path, const pxvm_limits *lim, const pxvm_image_want *want, pxvm_image *img,
+                         pxvm_error *err);
 /* Encodes RGBA8 deterministically (fixed zlib settings, no time chunk). *out is malloc'ed.
  * FAST (the default): zlib level 1, the Up filter on every row; BEST: level 6, libpng's adaptive
  * filter choice (smaller, about 3x slower). */

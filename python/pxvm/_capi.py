@@ -34,7 +34,7 @@ class SlotInfo(ctypes.Structure):
 
 class Limits(ctypes.Structure):
     _fields_ = [("max_side", ctypes.c_uint32), ("max_memory", ctypes.c_uint64),
-                ("max_insns", ctypes.c_uint32), ("max_steps", ctypes.c_uint64)]
+                ("max_insns", ctypes.c_uint32), ("max_steps", ctypes.c_uint64), ("flags", ctypes.c_uint32)]
 
 
 def _load():

@@ -6,53 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../vm/vm.h"
-#include "threadpool.h"
+#include "cpu_executor.h"
 
-#include "cpu_slot.h"
-
-/* Item b's slot k is entry b * nslots + k of the per-slot arrays; an instruction of item b sees
- * the slots of item b only (`store`, `view` below point at item b's row). */
-struct pxvm_executor {
-    const pxvm_program *prog; /* alive from load until the next load or close */
-    int nslots;               /* of the loaded program: unload must not read a freed program */
-    int batch;                /* items */
-    px_pool *pool;
-    uint8_t **all_store;   /* per item and slot: the whole mip chain */
-    px_cpu_src *all_view;  /* per item and slot: level pointers and sizes */
-    uint8_t *bound;        /* per item and slot: an input image was bound */
-    uint8_t **store;       /* the item being run: &all_store[item * nslots] */
-    px_cpu_src *view;
-    int32_t *fix_set;      /* per item: the registers a run starts with, [batch][8][2] */
-    int32_t *fix_all;      /* per item: the registers of the run, [batch][8][2] */
-    int32_t *geom_all;     /* per item: token geometry, [batch][ngeom][PX_GEOM_INTS] */
-    int32_t *fix, *geom;   /* the item being run */
-    /* video, per item: primed (a run has completed since load or reset), the registers each
-     * incremental relative instruction last sampled with [batch][ninsns][2], the changed-token
-     * bytes [batch][ngeom], the dirty rectangles for the next run (n = -1: none given) */
-    uint8_t *primed, *changed_all, *changed;
-    int32_t *last_reg;
-    pxvm_rect *rects;
-    int *nrects;
-    uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
-    int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
-                            * built by the fetch step that reads it (else NULL) */
-    uint8_t *step_masks;   /* per fetch step, from step_mask_at[step]: the masks it reads, then 0 */
-    uint32_t *step_mask_at;
-    /* What an incremental fetch's footprint gives, kept per item and instruction while its
-     * fixation register stays where it was (they are functions of it): the tile box of the
-     * token rule (px_footprint_tiles) and, for a SAMPLE/ANISO that may sample pixel by pixel,
-     * its pixels' tile spans (px_cpu_patch_spans). `geom_known`: bit 0 the box, bit 1 the
-     * spans; cleared when the fetch samples whole (the register moved, or an unprimed item). */
-    px_tilebox *box_all;  /* [batch][ninsns] */
-    uint8_t *geom_known;  /* [batch][ninsns] */
-    int16_t *spans_all;   /* [batch][spans_per_item] */
-    int32_t *span_at;     /* per instruction: where its spans start in an item's part, -1 none */
-    size_t spans_per_item;
-    int item;
-};
-
-static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
+int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
 {
     pxvm_executor *ex = calloc(1, sizeof *ex);
     if (!ex)
@@ -65,7 +21,7 @@ static int px__cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_
 /* Frees what load allocated and leaves every pointer NULL (load may fail part way; unload runs
  * again before the next load and at close). */
 #define PX__DROP(p) (free(p), (p) = NULL)
-static void px__cpu_unload(pxvm_executor *ex)
+void px_cpu_unload(pxvm_executor *ex)
 {
     for (int k = 0; ex->all_store && k < ex->nslots * ex->batch; k++)
         free(ex->all_store[k]);
@@ -96,7 +52,7 @@ static void px__cpu_unload(pxvm_executor *ex)
 }
 #undef PX__DROP
 
-static void px__cpu_select(pxvm_executor *ex, int item)
+void px_cpu_select(pxvm_executor *ex, int item)
 {
     ex->store = ex->all_store + (size_t)item * (size_t)ex->nslots;
     ex->view = ex->all_view + (size_t)item * (size_t)ex->nslots;
@@ -106,10 +62,10 @@ static void px__cpu_select(pxvm_executor *ex, int item)
     ex->item = item;
 }
 
-static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
-        px__cpu_unload(ex);
+        px_cpu_unload(ex);
     ex->prog = prog;
     ex->nslots = prog->nslots;
     ex->batch = batch;
@@ -177,7 +133,7 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
         !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
         !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
-        px__cpu_unload(ex);
+        px_cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
     for (size_t i = 0; i < n; i++) {
@@ -186,7 +142,7 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
         ex->all_store[i] = calloc((size_t)s->bytes, 1);
         if (!ex->all_store[i]) {
             unsigned long long b = (unsigned long long)s->bytes;
-            px__cpu_unload(ex);
+            px_cpu_unload(ex);
             return pxvm_fail(err, PXE_NOMEM, -1, -1, b);
         }
         if (s->role != PXI_ROLE_INPUT)
@@ -202,7 +158,7 @@ static int px__cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, 
     return 0;
 }
 
-static int px__cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
@@ -220,10 +176,10 @@ static int px__cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view 
 
 /* pxvm_runner_borrow: nothing writes an input's level 0, so a packed RGBA8 host image is read in
  * place (the slot's level 0 is the caller's memory until the next bind); anything else is bound. */
-static int px__cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
     if (!v || v->device >= 0 || !pxvm_view_is_packed_rgba(v)) /* bind checks the arguments */
-        return px__cpu_bind(ex, slot, item0, v, err);
+        return px_cpu_bind(ex, slot, item0, v, err);
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
     for (int i = 0; i < v->items; i++) {
@@ -266,7 +222,7 @@ static void px__pyr_rows(void *ctx, int y0, int y1)
         px__pyr_row(j->v, j->level, y);
 }
 
-static void px__cpu_pyramid(pxvm_executor *ex, int slot)
+void px_cpu_pyramid(pxvm_executor *ex, int slot)
 {
     const px_cpu_src *v = &ex->view[slot];
     for (int l = 1; l < v->levels;) {
@@ -315,7 +271,7 @@ static int px__cpu_fetch_needed(const pxvm_executor *ex, const pxi_insn *in, uin
     return px_cpu_box_dirty(ex->mask_counts[mask], prog->slots[mask].w, ex->box_all[at]) ? PX__DIRTY : 0;
 }
 
-static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
+void px_cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
 {
     const pxvm_program *prog = ex->prog;
     int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)], mode_op = in->a[PX_FI(SAMPLE, mode)];
@@ -411,24 +367,18 @@ static void px__cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in)
     }
 }
 
-/* One instruction (or the first of a batch) for the pool's workers. */
-typedef struct {
-    const pxvm_executor *ex;
-    const pxi_insn *in;
-} px__insn_job;
-
-static void px__batch_part(void *ctx, int b, int e)
+void px_cpu_batch_part(void *ctx, int b, int e)
 {
-    const px__insn_job *j = ctx;
+    const px_cpu_insn_job *j = ctx;
     for (int i = b; i < e; i++)
-        px__cpu_fetch_insn(j->ex, j->in + i);
+        px_cpu_fetch_insn(j->ex, j->in + i);
 }
 
 /* ---- SALIENCY and ARGMAX (fixation) --------------------------------------------------------- */
 
 static void px__saliency_rows(void *ctx, int y0, int y1)
 {
-    const px__insn_job *j = ctx;
+    const px_cpu_insn_job *j = ctx;
     int src = PX_ARG(j->in, SALIENCY, src), dst = PX_ARG(j->in, SALIENCY, dst);
     px_cpu_saliency_rows(&j->ex->view[src], j->ex->store[dst], j->ex->prog->slots[dst].w, j->in, y0, y1);
 }
@@ -437,7 +387,7 @@ static void px__saliency_rows(void *ctx, int y0, int y1)
 
 static void px__video_diff_rows(void *ctx, int y0, int y1)
 {
-    const px__insn_job *j = ctx;
+    const px_cpu_insn_job *j = ctx;
     const pxvm_executor *ex = j->ex;
     int mask = PX_ARG(j->in, DIFF, mask);
     px_cpu_diff_rows(&ex->view[PX_ARG(j->in, DIFF, frame)], &ex->view[PX_ARG(j->in, DIFF, cur)], ex->store[mask],
@@ -447,7 +397,7 @@ static void px__video_diff_rows(void *ctx, int y0, int y1)
 
 static void px__video_update_rows(void *ctx, int y0, int y1)
 {
-    const px__insn_job *j = ctx;
+    const px_cpu_insn_job *j = ctx;
     const pxvm_executor *ex = j->ex;
     int mask = PX_ARG(j->in, UPDATE, mask);
     px_cpu_update_rows(&ex->view[PX_ARG(j->in, UPDATE, frame)], ex->store[PX_ARG(j->in, UPDATE, cur)], ex->store[mask],
@@ -456,7 +406,7 @@ static void px__video_update_rows(void *ctx, int y0, int y1)
 
 static void px__video_pyramid_rows(void *ctx, int y0, int y1)
 {
-    const px__insn_job *j = ctx;
+    const px_cpu_insn_job *j = ctx;
     int mask = PX_ARG(j->in, PYRAMID, mask);
     px_cpu_pyramid_tile_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
                              y0, y1);
@@ -497,7 +447,7 @@ static void px__cpu_tiles(pxvm_executor *ex, uint32_t s, int n)
 
 /* ---- DOT_RGB -------------------------------------------------------------------------------- */
 
-static uint64_t px__cpu_dot(pxvm_executor *ex, const pxi_insn *in)
+uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in)
 {
     int w = ex->prog->slots[0].w;
     uint8_t *img = ex->store[0];
@@ -545,7 +495,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err);
 static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options *opt, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
-    px__cpu_select(ex, item);
+    px_cpu_select(ex, item);
     if (px__cpu_reset(ex, item, err) < 0)
         return -1;
     memcpy(ex->fix, ex->fix_set + (size_t)item * PX_FIX_REGS * 2u, sizeof(int32_t) * PX_FIX_REGS * 2u);
@@ -603,7 +553,7 @@ static int px__cpu_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_erro
 
 /* The counts of the masks that fetch step s reads, from the masks as they are now (nothing in a
  * step writes what the step reads); none on an unprimed item, whose fetches sample whole. */
-static void px__cpu_count_masks(pxvm_executor *ex, uint32_t s)
+void px_cpu_count_masks(pxvm_executor *ex, uint32_t s)
 {
     if (!ex->primed[ex->item])
         return;
@@ -618,15 +568,15 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     const pxvm_step *st = &prog->steps[s];
     const pxi_insn *first = &prog->insns[st->first];
     if (st->kind == PXVM_STEP_BATCH) {
-        px__cpu_count_masks(ex, s);
-        px__insn_job job = {ex, first};
-        px_pool_for(ex->pool, (int)st->count, 1, px__batch_part, &job);
+        px_cpu_count_masks(ex, s);
+        px_cpu_insn_job job = {ex, first};
+        px_pool_for(ex->pool, (int)st->count, 1, px_cpu_batch_part, &job);
         return 0;
     }
     switch (first->op) {
     case PX_OP_HALT: return 1;
     case PX_OP_DOT_RGB: {
-        uint64_t sum = px__cpu_dot(ex, first);
+        uint64_t sum = px_cpu_dot(ex, first);
         if (sum > PX_DOT_MAX) {
             int x, y;
             pxvm_stream_xy(prog, first->pc, &x, &y);
@@ -636,27 +586,27 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
     case PX_OP_PYRAMID:
         if (PX_ARG(first, PYRAMID, mask)) {
-            px__insn_job job = {ex, first};
+            px_cpu_insn_job job = {ex, first};
             int mask = PX_ARG(first, PYRAMID, mask);
             px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
             px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w,
                                  ex->level_flags);
         } else {
-            px__cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
+            px_cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
         }
         return 0;
     case PX_OP_DIFF: {
-        px__insn_job job = {ex, first};
+        px_cpu_insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 2, px__video_diff_rows, &job);
         return 0;
     }
     case PX_OP_UPDATE: {
-        px__insn_job job = {ex, first};
+        px_cpu_insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, UPDATE, cur)].h, 16, px__video_update_rows, &job);
         return 0;
     }
     case PX_OP_SALIENCY: {
-        px__insn_job job = {ex, first};
+        px_cpu_insn_job job = {ex, first};
         px_pool_for(ex->pool, prog->slots[PX_ARG(first, SALIENCY, dst)].h, 8, px__saliency_rows, &job);
         return 0;
     }
@@ -668,8 +618,8 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     case PX_OP_SAMPLE:
     case PX_OP_ANISO:
     case PX_OP_GATHER:
-        px__cpu_count_masks(ex, s);
-        px__cpu_fetch_insn(ex, first);
+        px_cpu_count_masks(ex, s);
+        px_cpu_fetch_insn(ex, first);
         return 0;
     default: return 0; /* unreachable: the validator admits only the opcodes above */
     }
@@ -779,12 +729,12 @@ static void px__cpu_close(pxvm_executor *ex)
     if (!ex)
         return;
     if (ex->prog)
-        px__cpu_unload(ex);
+        px_cpu_unload(ex);
     px_pool_destroy(ex->pool);
     free(ex);
 }
 
 const pxvm_executor_ops pxvm_cpu_executor = {
-    "cpu", px__cpu_open, px__cpu_load, px__cpu_bind, px__cpu_borrow, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
+    "cpu", px_cpu_open, px_cpu_load, px_cpu_bind, px_cpu_borrow, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart,
 };

@@ -22,7 +22,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            assembler/disasm.c assembler/dmath.c \
-           executors/cpu/run.c executors/cpu/resources.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
+           executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0

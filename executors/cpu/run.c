@@ -1,6 +1,7 @@
-/* cpu_executor.c - the reference executor. Every result comes from isa/px_sem.h; this file only
- * decides which pixels to compute and spreads the work over threads: PYRAMID over rows of each
- * level, a plan batch of SAMPLE/GATHER instructions over its instructions. */
+/* run.c - the CPU reference executor's runs and its ops table (pxvm_cpu_executor). Every result
+ * comes from isa/px_sem.h; the executor's files only decide which pixels to compute and spread the
+ * work over threads. Here: each item's plan step by step (DIFF, UPDATE and the incremental PYRAMID
+ * fused per tile row), and read, read_state, fixations, dirty rectangles, restart and close. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>

@@ -886,17 +886,6 @@ void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, s
 
 /* ---- executor helpers ----------------------------------------------------------------------- */
 
-int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err)
-{
-    char lb[16];
-    if (slot < 0 || slot >= prog->nslots)
-        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
-    if (level < 0 || level >= prog->slots[slot].levels)
-        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), prog->slots[slot].levels - 1,
-                         level);
-    return 0;
-}
-
 void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst)
 {
     const pxvm_slot *s = &prog->slots[slot];

@@ -1,6 +1,6 @@
 /* program.c - .pxi parsing and validation (everything is checked here, once, before any run),
  * the launch plan, and the table-driven instruction printer. */
-#include "vm.h"
+#include "loader.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,15 +9,13 @@
 
 #include "../isa/px_sem.h"
 
-#define PX__PIX(img, i) ((img)->px + 4u * (size_t)(i))
-
 void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y)
 {
     *x = (int)(index % (uint32_t)prog->image.w);
     *y = (int)(index / (uint32_t)prog->image.w);
 }
 
-static uint32_t px__u32(const pxvm_image *img, uint32_t index) { return pxi_read_le(PX__PIX(img, index), 0, 0, 4); }
+static uint32_t px__u32(const pxvm_image *img, uint32_t index) { return pxi_read_le(PX_VM_PIX(img, index), 0, 0, 4); }
 
 /* Stream pixel coordinates for error messages, before prog->image is set. */
 #define PX__AT(img, i) (int)((i) % (uint32_t)(img)->w), (int)((i) / (uint32_t)(img)->w)
@@ -42,14 +40,14 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
 {
     pxvm_slot *s = &prog->slots[k];
     uint32_t d = (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (k - 1));
-    const uint8_t *p0 = PX__PIX(img, d);
+    const uint8_t *p0 = PX_VM_PIX(img, d);
     s->desc_pixel = (int)d;
     s->role = p0[0];
     if (s->role < PXI_ROLE_INPUT || s->role > PXI_ROLE_LAST)
         return pxvm_fail(err, PXE_SLOT_ROLE, PX__AT(img, d), k, s->role);
 
     /* name first, so that later messages can use it */
-    const uint8_t *nm = PX__PIX(img, d + 6);
+    const uint8_t *nm = PX_VM_PIX(img, d + 6);
     int len = 0;
     while (len < PXI_NAME_MAX && nm[len])
         len++;
@@ -82,7 +80,7 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
     s->w = (int)w;
     s->h = (int)h;
 
-    const uint8_t *po = PX__PIX(img, d + 3);
+    const uint8_t *po = PX_VM_PIX(img, d + 3);
     uint32_t dx = pxi_read_le(po, 0, 0, 2), dy = pxi_read_le(po, 0, 2, 2);
     if (s->role == PXI_ROLE_DATA) {
         if ((uint64_t)dx + w > (uint64_t)img->w || (uint64_t)dy + h > (uint64_t)img->h)
@@ -94,7 +92,7 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
         return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name, "only data slots have a data origin");
     }
 
-    const uint8_t *pp = PX__PIX(img, d + 4);
+    const uint8_t *pp = PX_VM_PIX(img, d + 4);
     uint32_t pw = pxi_read_le(pp, 0, 0, 2), ph = pxi_read_le(pp, 0, 2, 2), pc = px__u32(img, d + 5);
     if (pw || ph || pc) {
         if (!pw || !ph || !pc || pw > w || ph > h)
@@ -110,7 +108,7 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
     return 0;
 }
 
-static void px__slot_geometry(pxvm_slot *s)
+void px_vm_slot_geometry(pxvm_slot *s)
 {
     s->levels = px_mip_levels(s->w, s->h);
     uint64_t off = 0;
@@ -122,8 +120,8 @@ static void px__slot_geometry(pxvm_slot *s)
 }
 
 /* Operand rules that follow from an operand's kind alone. */
-static int px__check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi,
-                           int32_t v, pxvm_error *err)
+int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
+                      pxvm_error *err)
 {
     const pxi_op_info *op = pxi_op(in->op);
     const char *why = NULL;
@@ -234,7 +232,7 @@ static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t
     return 0;
 }
 
-static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     char la[16], lb[16];
     switch (in->op) {
@@ -348,12 +346,6 @@ static int px__check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t
 
 #define PX__BATCH_MAX 1024 /* bounds the pairwise rectangle checks below */
 
-/* SAMPLE, ANISO and GATHER: their leading operands (src .. h) share one layout (tested). */
-static int px__is_fetch(const pxi_insn *in)
-{
-    return in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
-}
-
 static int px__rects_overlap(const pxi_insn *a, const pxi_insn *b)
 {
     int ax = a->a[PX_FI(SAMPLE, dst_x)], ay = a->a[PX_FI(SAMPLE, dst_y)];
@@ -362,7 +354,7 @@ static int px__rects_overlap(const pxi_insn *a, const pxi_insn *b)
            by < ay + a->a[PX_FI(SAMPLE, h)];
 }
 
-static int px__build_plan(pxvm_program *prog, pxvm_error *err)
+int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
 {
     prog->steps = malloc(sizeof(pxvm_step) * prog->ninsns);
     if (!prog->steps)
@@ -376,7 +368,7 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
         st->count = 1;
         st->kind = PXVM_STEP_ONE;
         st->tiles_fuse = 0;
-        if (!px__is_fetch(&prog->insns[i])) {
+        if (!px_vm_is_fetch(&prog->insns[i])) {
             i++;
             continue;
         }
@@ -385,10 +377,10 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
         uint32_t j = i;
         for (; j < prog->ninsns && j - i < PX__BATCH_MAX; j++) {
             const pxi_insn *in = &prog->insns[j];
-            if (!px__is_fetch(in))
+            if (!px_vm_is_fetch(in))
                 break;
             int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
-            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src, mask = px__fetch_mask(in);
+            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src, mask = pxvm_fetch_mask(in);
             if (reads[dst] || writes[src] || writes[tab] || writes[mask])
                 break;
             int overlap = 0;
@@ -418,7 +410,7 @@ static int px__build_plan(pxvm_program *prog, pxvm_error *err)
 }
 
 /* What each run must restore (see PXVM_RESET_*). */
-static int px__build_reset(pxvm_program *prog, pxvm_error *err)
+int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
 {
     prog->reset = calloc((size_t)prog->nslots, 1);
     if (!prog->reset)
@@ -445,13 +437,13 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
             upper_written[PX_ARG(in, PYRAMID, slot)] = 1;
         if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)])
             rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
-        if (px__is_fetch(in))
+        if (px_vm_is_fetch(in))
             read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
         if (in->op == PX_OP_SALIENCY)
             read_upper[PX_ARG(in, SALIENCY, src)] = 1;
         if (in->op == PX_OP_ARGMAX && PX_ARG(in, ARGMAX, level) > 0)
             read_upper[PX_ARG(in, ARGMAX, src)] = 1;
-        if (in->op == PX_OP_DOT_RGB || (px__is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0))
+        if (in->op == PX_OP_DOT_RGB || (px_vm_is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0))
             prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
         if (in->op == PX_OP_HALT)
             break;
@@ -473,7 +465,7 @@ static int px__build_reset(pxvm_program *prog, pxvm_error *err)
 /* The positions and levels an incremental instruction reads, before a fixation offset, decided
  * once here for both executors: SAMPLE and ANISO from their operands (px_patch_span,
  * px_lod_levels); GATHER from every entry of its table region (constant data). */
-static int px__fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err)
+int px_vm_fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err)
 {
     if (!prog->insn_box) {
         prog->insn_box = calloc(prog->ninsns, sizeof(pxvm_fetch_box));
@@ -497,7 +489,7 @@ static int px__fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxv
     pxvm_fetch_box b = {INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 1 << 30, -1, 0};
     for (int j = 0; j < h; j++)
         for (int e = 0; e < w; e++) {
-            const uint8_t *p = PX__PIX(&prog->image, (size_t)(ts->data_y + ty + j) * (size_t)prog->image.w +
+            const uint8_t *p = PX_VM_PIX(&prog->image, (size_t)(ts->data_y + ty + j) * (size_t)prog->image.w +
                                                          (size_t)(ts->data_x + tx + 3 * e));
             int64_t u = px_entry_q16(pxi_read_le(p, 0, 0, 4)), v = px_entry_q16(pxi_read_le(p, 1, 0, 4));
             int l0, l1;
@@ -527,13 +519,13 @@ static int px__by_dst_row(const void *pa, const void *pb)
     return a->dst != b->dst ? (a->dst > b->dst) - (a->dst < b->dst) : (a->top > b->top) - (a->top < b->top);
 }
 
-static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
+int px_vm_fetch_sole(pxvm_program *prog, pxvm_error *err)
 {
     uint8_t other[PXVM_MAX_SLOTS + 1] = {0}; /* level 0 written by something other than a fetch */
     uint32_t n = 0;
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *o = &prog->insns[i];
-        n += px__is_fetch(o);
+        n += px_vm_is_fetch(o);
         if (o->op == PX_OP_SALIENCY)
             other[PX_ARG(o, SALIENCY, dst)] = 1;
         if (o->op == PX_OP_DIFF)
@@ -551,7 +543,7 @@ static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
     }
     n = 0;
     for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (px__is_fetch(&prog->insns[i])) {
+        if (px_vm_is_fetch(&prog->insns[i])) {
             px__fetch_key key = {prog->insns[i].a[PX_FI(SAMPLE, dst)], prog->insns[i].a[PX_FI(SAMPLE, dst_y)], i};
             order[n++] = key;
         }
@@ -571,7 +563,7 @@ static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
         }
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (px__is_fetch(&prog->insns[i]) && px__fetch_mask(&prog->insns[i]))
+        if (px_vm_is_fetch(&prog->insns[i]) && pxvm_fetch_mask(&prog->insns[i]))
             prog->insn_box[i].sole = !gave_up && !shared[i] && !other[prog->insns[i].a[PX_FI(SAMPLE, dst)]];
     free(order), free(shared);
     return 0;
@@ -580,7 +572,7 @@ static int px__fetch_sole(pxvm_program *prog, pxvm_error *err)
 /* Token geometry: which atlas token each sampling instruction writes (its rectangle is exactly
  * one tile of an atlas slot), and where each atlas slot's tokens start in the geometry table;
  * with it the per-instruction video facts (frame-only inputs, incremental fetch boxes). */
-static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
+int px_vm_build_geometry(pxvm_program *prog, pxvm_error *err)
 {
     prog->geom_base = malloc(sizeof(int) * (size_t)prog->nslots);
     prog->insn_token = malloc(sizeof(int32_t) * (size_t)prog->ninsns);
@@ -615,12 +607,12 @@ static int px__build_geometry(pxvm_program *prog, pxvm_error *err)
         const pxi_insn *in = &prog->insns[i];
         prog->insn_token[i] = -1;
         prog->uses_video |= in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ||
-                            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, mask)) || (px__is_fetch(in) && px__fetch_mask(in));
-        if (px__is_fetch(in) && px__fetch_mask(in) && px__fetch_box(prog, in, i, err) < 0)
+                            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, mask)) || (px_vm_is_fetch(in) && pxvm_fetch_mask(in));
+        if (px_vm_is_fetch(in) && pxvm_fetch_mask(in) && px_vm_fetch_box(prog, in, i, err) < 0)
             return -1;
         prog->writes_fixation |= in->op == PX_OP_ARGMAX;
         prog->uses_fixation |= in->op == PX_OP_ARGMAX || in->op == PX_OP_SALIENCY;
-        if (!px__is_fetch(in))
+        if (!px_vm_is_fetch(in))
             continue;
         prog->uses_fixation |= px_mode_reg(in->a[PX_FI(SAMPLE, mode)]) >= 0;
         const pxvm_slot *d = &prog->slots[in->a[PX_FI(SAMPLE, dst)]];
@@ -648,7 +640,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
         pxvm_fail(err, PXE_HEADER_SHORT, -1, -1, (unsigned long long)PXI_HEADER_PIXELS, (unsigned long long)total);
         goto fail;
     }
-    const uint8_t *p0 = PX__PIX(img, 0), *p1 = PX__PIX(img, 1);
+    const uint8_t *p0 = PX_VM_PIX(img, 0), *p1 = PX_VM_PIX(img, 1);
     if (p0[0] != PXI_MAGIC_R || p0[1] != PXI_MAGIC_G || p0[2] != PXI_MAGIC_B || p0[3] != PXI_MAGIC_A) {
         pxvm_fail(err, PXE_BAD_MAGIC, PX__AT(img, 0), p0[0], p0[1], p0[2], p0[3]);
         goto fail;
@@ -708,7 +700,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
             goto fail;
     prog->memory = 0;
     for (int k = 0; k <= nslots; k++) {
-        px__slot_geometry(&prog->slots[k]);
+        px_vm_slot_geometry(&prog->slots[k]);
         prog->memory += prog->slots[k].bytes;
     }
     if (prog->memory > lim->max_memory) {
@@ -730,7 +722,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
             pxvm_fail(err, PXE_CODE_SHORT, -1, -1, i, "?", 1u, (unsigned long long)total);
             goto fail;
         }
-        unsigned value = PX__PIX(img, pc)[0];
+        unsigned value = PX_VM_PIX(img, pc)[0];
         const pxi_op_info *op = pxi_op(value);
         if (!op->name) {
             if (op->reserved_for && strcmp(op->reserved_for, "unassigned"))
@@ -745,10 +737,10 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
             goto fail;
         }
         pxi_insn *in = &prog->insns[i];
-        pxvm_insn_decode(PX__PIX(img, pc), (uint32_t)pc, op, in);
+        pxvm_insn_decode(PX_VM_PIX(img, pc), (uint32_t)pc, op, in);
         prog->ninsns = i + 1;
         for (int f = 0; f < op->nfields; f++)
-            if (px__check_field(prog, in, i, &op->fields[f], in->a[f], err) < 0)
+            if (px_vm_check_field(prog, in, i, &op->fields[f], in->a[f], err) < 0)
                 goto fail;
         pc += op->pixels;
     }
@@ -760,10 +752,10 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     }
     /* rules that need the whole header and code: regions against slot sizes */
     for (uint32_t i = 0; i < ninsns; i++)
-        if (px__check_insn(prog, &prog->insns[i], i, err) < 0)
+        if (px_vm_check_insn(prog, &prog->insns[i], i, err) < 0)
             goto fail;
-    if (px__build_plan(prog, err) < 0 || px__build_reset(prog, err) < 0 || px__build_geometry(prog, err) < 0 ||
-        (prog->insn_box && px__fetch_sole(prog, err) < 0))
+    if (px_vm_build_plan(prog, err) < 0 || px_vm_build_reset(prog, err) < 0 || px_vm_build_geometry(prog, err) < 0 ||
+        (prog->insn_box && px_vm_fetch_sole(prog, err) < 0))
         goto fail;
     return 0;
 fail:

@@ -9,12 +9,6 @@
 
 #include "../isa/px_sem.h"
 
-void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y)
-{
-    *x = (int)(index % (uint32_t)prog->image.w);
-    *y = (int)(index / (uint32_t)prog->image.w);
-}
-
 static uint32_t px__u32(const pxvm_image *img, uint32_t index) { return pxi_read_le(PX_VM_PIX(img, index), 0, 0, 4); }
 
 /* Stream pixel coordinates for error messages, before prog->image is set. */
@@ -797,30 +791,6 @@ void pxvm_program_free(pxvm_program *prog)
 }
 
 /* ---- names and printing --------------------------------------------------------------------- */
-
-int pxvm_slot_lookup(const pxvm_program *prog, const char *name)
-{
-    if (!name || !*name)
-        return -1;
-    if (name[0] >= '0' && name[0] <= '9') {
-        char *end;
-        long v = strtol(name, &end, 10);
-        return *end || v < 0 || v >= prog->nslots ? -1 : (int)v;
-    }
-    for (int k = 0; k < prog->nslots; k++)
-        if (!strcmp(prog->slots[k].name, name))
-            return k;
-    return -1;
-}
-
-const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16])
-{
-    if (slot >= 0 && slot < prog->nslots && prog->slots[slot].name[0])
-        snprintf(buf, 16, "%s", prog->slots[slot].name);
-    else
-        snprintf(buf, 16, "#%d", slot);
-    return buf;
-}
 
 /* Exact decimal of v / 2^frac (every such value has a finite decimal expansion). */
 static void px__fmt_fixed(int64_t v, int frac, char *buf, size_t len)

@@ -1,9 +1,8 @@
-/* program.c - .pxi parsing and validation (everything is checked here, once, before any run),
- * the launch plan, and the table-driven instruction printer. */
+/* parse.c - the loader: a .pxi image to a pxvm_program. Here the header, the slot descriptors and
+ * each instruction's decoding; then the other stages in turn (loader.h: validate.c, launch_plan.c,
+ * geometry.c). Everything is checked once, at load, before any run. */
 #include "loader.h"
 
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 

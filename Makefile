@@ -21,10 +21,12 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
-LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/program.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/parse.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
-           executors/cpu/cpu_executor.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
+           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c \
+           executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
+           executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0
@@ -57,7 +59,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(BUILD)/executors/cpu/cpu_executor.o $(BUILD)/executors/cpu/video.o: OPT += -O3
+$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o): OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@
@@ -71,7 +73,7 @@ $(BUILD)/%.o: %.cu $(CONFIG_STAMP)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/libpxvm.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 	$(CC) -shared -Wl,-soname,libpxvm.so.$(SOVERSION) -Wl,--version-script=api/libpxvm.map -Wl,-z,defs \

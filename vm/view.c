@@ -71,6 +71,17 @@ int pxvm_check_bind(const pxvm_program *prog, int batch, int slot, int item0, co
     return 0;
 }
 
+int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err)
+{
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots)
+        return pxvm_fail(err, PXE_NO_SLOT, -1, -1, "?");
+    if (level < 0 || level >= prog->slots[slot].levels)
+        return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, slot, pxvm_slot_label(prog, slot, lb), prog->slots[slot].levels - 1,
+                         level);
+    return 0;
+}
+
 int pxvm_check_read_view(const pxvm_program *prog, int batch, int slot, int level, int item0, const pxvm_view *dst,
                          int patches, pxvm_error *err)
 {

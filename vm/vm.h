@@ -1,6 +1,7 @@
 /* vm.h - the pxvm library: errors, images, programs (load + validate), launch plans, executors.
  *
- * Public names start with pxvm_; file-private helpers in the .c files start with px__.
+ * Public names start with pxvm_; file-private helpers in the .c files start with px__; what the
+ * program loader's files share among themselves (loader.h) starts with px_vm_.
  */
 #ifndef PXVM_H
 #define PXVM_H

@@ -1,6 +1,7 @@
 /* cpu_slot.h - what the CPU executor's files share: a slot's levels as the shared semantics
  * (isa/px_sem.h) read them, and the little-endian pixel loads and stores. Included by
- * cpu_executor.c (the executor and the core opcodes) and fixation.c (SALIENCY, ARGMAX). */
+ * cpu_executor.h (the executor's files), video.c (DIFF, UPDATE, incremental PYRAMID) and
+ * fixation.c (SALIENCY, ARGMAX). */
 #ifndef PX_CPU_SLOT_H
 #define PX_CPU_SLOT_H
 

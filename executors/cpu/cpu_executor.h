@@ -1,0 +1,84 @@
+/* cpu_executor.h - what the CPU executor's files share: the executor's state (struct
+ * pxvm_executor) and the functions one file calls in another. The opcodes' pixel rules are in
+ * cpu_slot.h, video.c and fixation.c; pxvm_cpu_executor (the ops table) is in run.c. */
+#ifndef PX_CPU_EXECUTOR_H
+#define PX_CPU_EXECUTOR_H
+
+#include "../../vm/vm.h"
+#include "threadpool.h"
+
+#include "cpu_slot.h"
+
+/* Item b's slot k is entry b * nslots + k of the per-slot arrays; an instruction of item b sees
+ * the slots of item b only (`store`, `view` below point at item b's row). */
+struct pxvm_executor {
+    const pxvm_program *prog; /* alive from load until the next load or close */
+    int nslots;               /* of the loaded program: unload must not read a freed program */
+    int batch;                /* items */
+    px_pool *pool;
+    uint8_t **all_store;   /* per item and slot: the whole mip chain */
+    px_cpu_src *all_view;  /* per item and slot: level pointers and sizes */
+    uint8_t *bound;        /* per item and slot: an input image was bound */
+    uint8_t **store;       /* the item being run: &all_store[item * nslots] */
+    px_cpu_src *view;
+    int32_t *fix_set;      /* per item: the registers a run starts with, [batch][8][2] */
+    int32_t *fix_all;      /* per item: the registers of the run, [batch][8][2] */
+    int32_t *geom_all;     /* per item: token geometry, [batch][ngeom][PX_GEOM_INTS] */
+    int32_t *fix, *geom;   /* the item being run */
+    /* video, per item: primed (a run has completed since load or reset), the registers each
+     * incremental relative instruction last sampled with [batch][ninsns][2], the changed-token
+     * bytes [batch][ngeom], the dirty rectangles for the next run (n = -1: none given) */
+    uint8_t *primed, *changed_all, *changed;
+    int32_t *last_reg;
+    pxvm_rect *rects;
+    int *nrects;
+    uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
+    int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
+                            * built by the fetch step that reads it (else NULL) */
+    uint8_t *step_masks;   /* per fetch step, from step_mask_at[step]: the masks it reads, then 0 */
+    uint32_t *step_mask_at;
+    /* What an incremental fetch's footprint gives, kept per item and instruction while its
+     * fixation register stays where it was (they are functions of it): the tile box of the
+     * token rule (px_footprint_tiles) and, for a SAMPLE/ANISO that may sample pixel by pixel,
+     * its pixels' tile spans (px_cpu_patch_spans). `geom_known`: bit 0 the box, bit 1 the
+     * spans; cleared when the fetch samples whole (the register moved, or an unprimed item). */
+    px_tilebox *box_all;  /* [batch][ninsns] */
+    uint8_t *geom_known;  /* [batch][ninsns] */
+    int16_t *spans_all;   /* [batch][spans_per_item] */
+    int32_t *span_at;     /* per instruction: where its spans start in an item's part, -1 none */
+    size_t spans_per_item;
+    int item;
+};
+
+/* One instruction (or the first of a batch) for the pool's workers. */
+typedef struct {
+    const pxvm_executor *ex;
+    const pxi_insn *in;
+} px_cpu_insn_job;
+
+/* resources.c: the executor and its slots' storage. load (again: unload first) allocates every
+ * item's slots and per-item state and fills them as a run starts; unload frees what load
+ * allocated (also part way); select points store, view, fix, geom and changed at an item. */
+int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
+int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
+void px_cpu_unload(pxvm_executor *ex);
+void px_cpu_select(pxvm_executor *ex, int item);
+
+/* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
+int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+
+/* pyramid.c: the full PYRAMID of a slot of the item being run, over the pool. */
+void px_cpu_pyramid(pxvm_executor *ex, int slot);
+
+/* fetch.c: SAMPLE, ANISO and GATHER of the item being run. count_masks: the counts of the masks
+ * that fetch step s reads; fetch_insn: one instruction; batch_part: instructions b..e-1 of a
+ * plan batch (a px_cpu_insn_job), for px_pool_for. */
+void px_cpu_count_masks(pxvm_executor *ex, uint32_t s);
+void px_cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in);
+void px_cpu_batch_part(void *ctx, int b, int e);
+
+/* dot.c: DOT_RGB on the item being run; returns the sum (the row is written when it fits). */
+uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in);
+
+#endif

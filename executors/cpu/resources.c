@@ -1,0 +1,156 @@
+/* resources.c - the CPU executor's storage: open, load (every item's slots, each a whole mip
+ * chain in host memory filled as a run starts, and the per-item state runs keep), unload, and
+ * select (the item a run works on). */
+#include <stdlib.h>
+
+#include "cpu_executor.h"
+
+int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err)
+{
+    pxvm_executor *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
+    ex->pool = px_pool_create(opt ? opt->threads : 0);
+    *out = ex;
+    return 0;
+}
+
+/* Frees what load allocated and leaves every pointer NULL (load may fail part way; unload runs
+ * again before the next load and at close). */
+#define PX__DROP(p) (free(p), (p) = NULL)
+void px_cpu_unload(pxvm_executor *ex)
+{
+    for (int k = 0; ex->all_store && k < ex->nslots * ex->batch; k++)
+        free(ex->all_store[k]);
+    for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
+        free(ex->mask_counts[k]);
+    PX__DROP(ex->all_store);
+    PX__DROP(ex->all_view);
+    PX__DROP(ex->bound);
+    PX__DROP(ex->fix_set);
+    PX__DROP(ex->fix_all);
+    PX__DROP(ex->geom_all);
+    PX__DROP(ex->primed);
+    PX__DROP(ex->changed_all);
+    PX__DROP(ex->last_reg);
+    PX__DROP(ex->rects);
+    PX__DROP(ex->nrects);
+    PX__DROP(ex->level_flags);
+    PX__DROP(ex->mask_counts);
+    PX__DROP(ex->step_masks);
+    PX__DROP(ex->step_mask_at);
+    PX__DROP(ex->spans_all);
+    PX__DROP(ex->span_at);
+    PX__DROP(ex->box_all);
+    PX__DROP(ex->geom_known);
+    ex->store = NULL; /* an item's parts of the arrays above */
+    ex->view = NULL;
+    ex->prog = NULL;
+}
+#undef PX__DROP
+
+void px_cpu_select(pxvm_executor *ex, int item)
+{
+    ex->store = ex->all_store + (size_t)item * (size_t)ex->nslots;
+    ex->view = ex->all_view + (size_t)item * (size_t)ex->nslots;
+    ex->fix = ex->fix_all + (size_t)item * PX_FIX_REGS * 2u;
+    ex->geom = ex->geom_all + (size_t)item * pxvm_state_ints(ex->prog, PXVM_STATE_GEOMETRY);
+    ex->changed = ex->changed_all + (size_t)item * (size_t)ex->prog->ngeom;
+    ex->item = item;
+}
+
+int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+{
+    if (ex->prog)
+        px_cpu_unload(ex);
+    ex->prog = prog;
+    ex->nslots = prog->nslots;
+    ex->batch = batch;
+    size_t n = (size_t)prog->nslots * (size_t)batch;
+    ex->all_store = calloc(n, sizeof(uint8_t *));
+    ex->all_view = calloc(n, sizeof(px_cpu_src));
+    ex->bound = calloc(n, 1);
+    size_t nfix = (size_t)batch * PX_FIX_REGS * 2u, ngeom = (size_t)batch * (size_t)prog->ngeom;
+    ex->fix_set = calloc(nfix, sizeof(int32_t));
+    ex->fix_all = calloc(nfix, sizeof(int32_t));
+    ex->geom_all = malloc((ngeom ? ngeom : 1) * PX_GEOM_INTS * sizeof(int32_t));
+    if (ex->geom_all)
+        pxvm_geometry_clear(ex->geom_all, ngeom);
+    ex->primed = calloc((size_t)batch, 1);
+    ex->changed_all = calloc(ngeom ? ngeom : 1, 1);
+    ex->last_reg = calloc((size_t)batch * prog->ninsns * 2u, sizeof(int32_t));
+    ex->rects = calloc((size_t)batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
+    ex->nrects = malloc(sizeof(int) * (size_t)batch);
+    for (int b = 0; ex->nrects && b < batch; b++)
+        ex->nrects[b] = -1;
+    size_t flags = 1;
+    for (int k = 0; k < prog->nslots; k++) {
+        size_t f = (size_t)px_mip_dim(prog->slots[k].w, PX_TILE_SHIFT) * (size_t)px_mip_dim(prog->slots[k].h, PX_TILE_SHIFT);
+        flags = f > flags ? f : flags;
+    }
+    ex->level_flags = malloc(flags);
+    /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
+     * found again every frame, and their counts' storage */
+    int counts_ok = 1;
+    ex->mask_counts = calloc((size_t)prog->nslots, sizeof(int32_t *));
+    ex->step_masks = malloc((size_t)prog->nsteps + prog->ninsns + 1u);
+    ex->step_mask_at = malloc(sizeof(uint32_t) * ((size_t)prog->nsteps + 1u));
+    for (uint32_t s = 0, at = 0; ex->mask_counts && ex->step_masks && ex->step_mask_at && s < prog->nsteps; s++) {
+        const pxvm_step *st = &prog->steps[s];
+        ex->step_mask_at[s] = at;
+        for (uint32_t i = st->first; i < st->first + st->count; i++) {
+            const pxi_insn *in = &prog->insns[i];
+            int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+            int m = fetch ? pxvm_fetch_mask(in) : 0, listed = 0;
+            for (uint32_t k = ex->step_mask_at[s]; k < at; k++)
+                listed |= ex->step_masks[k] == m;
+            if (!m || listed)
+                continue;
+            ex->step_masks[at++] = (uint8_t)m;
+            if (!ex->mask_counts[m]) {
+                ex->mask_counts[m] = malloc(sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u));
+                counts_ok &= ex->mask_counts[m] != NULL;
+            }
+        }
+        ex->step_masks[at++] = 0;
+    }
+    ex->span_at = malloc(sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1));
+    ex->spans_per_item = 0;
+    for (uint32_t i = 0; ex->span_at && i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        int some = (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && pxvm_fetch_mask(in) && prog->insn_box[i].sole &&
+                   w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE;
+        ex->span_at[i] = some ? (int32_t)ex->spans_per_item : -1;
+        ex->spans_per_item += some ? 2u * (size_t)(w + h) : 0;
+    }
+    ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
+    ex->box_all = malloc(sizeof(px_tilebox) * ((size_t)batch * prog->ninsns + 1u));
+    ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
+    if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
+        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
+        !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
+        px_cpu_unload(ex);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int k = (int)(i % (size_t)prog->nslots);
+        const pxvm_slot *s = &prog->slots[k];
+        ex->all_store[i] = calloc((size_t)s->bytes, 1);
+        if (!ex->all_store[i]) {
+            unsigned long long b = (unsigned long long)s->bytes;
+            px_cpu_unload(ex);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, b);
+        }
+        if (s->role != PXI_ROLE_INPUT)
+            pxvm_slot_initial(prog, k, ex->all_store[i]); /* the rest starts zeroed (calloc) */
+        px_cpu_src *v = &ex->all_view[i];
+        v->levels = s->levels;
+        for (int l = 0; l < s->levels; l++) {
+            v->level[l] = ex->all_store[i] + s->level_offset[l];
+            v->w[l] = px_mip_dim(s->w, l);
+            v->h[l] = px_mip_dim(s->h, l);
+        }
+    }
+    return 0;
+}

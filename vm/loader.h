@@ -1,0 +1,38 @@
+/* loader.h - what the program loader's files share: pxvm_program_from_image (parse.c) decodes the
+ * image, then calls validate.c, launch_plan.c and geometry.c in turn. Private to those files:
+ * executors, tools and the API see a loaded program through vm.h. */
+#ifndef PX_VM_LOADER_H
+#define PX_VM_LOADER_H
+
+#include "vm.h"
+
+/* Stream pixel i of an image (row-major RGBA8). */
+#define PX_VM_PIX(img, i) ((img)->px + 4u * (size_t)(i))
+
+/* SAMPLE, ANISO and GATHER: their leading operands (src .. h) share one layout (tested). */
+static inline int px_vm_is_fetch(const pxi_insn *in)
+{
+    return in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+}
+
+/* validate.c: the operand rules that follow from an operand's kind alone (each operand as it is
+ * decoded, prog->image and prog->nslots set), and an instruction's rules that need the whole
+ * header and code (its regions against slot sizes, masks, levels). 0, or -1 with *err set. */
+int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
+                      pxvm_error *err);
+int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err);
+
+/* launch_plan.c, on a validated program: the launch plan (prog->steps), what every run restores
+ * (prog->reset), the position box of incremental fetch i (prog->insn_box[i], the array allocated
+ * by the first call) and which incremental fetches own their destination (insn_box[].sole). */
+int px_vm_build_plan(pxvm_program *prog, pxvm_error *err);
+int px_vm_build_reset(pxvm_program *prog, pxvm_error *err);
+int px_vm_fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_error *err);
+int px_vm_fetch_sole(pxvm_program *prog, pxvm_error *err);
+
+/* geometry.c: a slot's levels, their byte offsets and its bytes (from w and h); token geometry
+ * and the per-instruction video facts (calls px_vm_fetch_box for each incremental fetch). */
+void px_vm_slot_geometry(pxvm_slot *s);
+int px_vm_build_geometry(pxvm_program *prog, pxvm_error *err);
+
+#endif

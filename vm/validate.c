@@ -1,0 +1,232 @@
+/* validate.c - the rules a program must follow beyond its layout (SPEC's validation): each
+ * operand by its kind as it is decoded, then each instruction against the header and its slots
+ * (regions, masks, levels, read-only slots, the header and code never written); and which slots
+ * an instruction reads, and its tile mask, for the plan and the executors. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "loader.h"
+#include "../isa/px_sem.h"
+
+/* Operand rules that follow from an operand's kind alone. */
+int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
+                      pxvm_error *err)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    const char *why = NULL;
+    switch (fi->kind) {
+    case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
+    case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
+    case PXK_SLOT:
+    case PXK_MASK: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
+    case PXK_MODE:
+        why = (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
+                  ? "(mode is bit 0 = nearest, bit 1 = relative, bits 2-4 = its fixation register; other bits 0)"
+                  : NULL;
+        break;
+    case PXK_FLAG: why = v > 1 ? "(a flag is 0 or 1)" : NULL; break;
+    case PXK_REG: why = v >= PX_FIX_REGS ? "(fixation registers are 0..7)" : NULL; break;
+    case PXK_LEVEL: why = v >= PXVM_MAX_LEVELS ? "(levels are 0..15)" : NULL; break;
+    case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
+    case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
+    case PXK_U8:
+    case PXK_U16:
+    case PXK_Q16:
+    case PXK_LOD: break;
+    }
+    if (!why)
+        return 0;
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + fi->pixel, &x, &y);
+    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, fi->name, (long)v, why);
+}
+
+static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
+                           const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
+}
+
+/* A w x h rectangle at (x, y) of slot s, written by an instruction. */
+static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, int slot, int x,
+                           int y, int w, int h, pxvm_error *err)
+{
+    char lb[16];
+    const pxvm_slot *s = &prog->slots[slot];
+    if (s->role == PXI_ROLE_INPUT || s->role == PXI_ROLE_DATA)
+        return px__region_fail(prog, in, index, pixel, err, "writes slot %s, a read-only %s slot",
+                               pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
+    if (x + w > s->w || y + h > s->h)
+        return px__region_fail(prog, in, index, pixel, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
+                               pxvm_slot_label(prog, slot, lb), s->w, s->h);
+    /* The header and code are never written: the program decoded at load stays the program. */
+    if (slot == 0 && (uint64_t)y * (uint64_t)prog->image.w + (uint64_t)x < prog->code_end)
+        return px__region_fail(prog, in, index, pixel, err,
+                               "destination %d,%d %dx%d of the program image overlaps its header and code "
+                               "(stream 0..%u)",
+                               x, y, w, h, prog->code_end - 1);
+    return 0;
+}
+
+/* The tile mask of an incremental SAMPLE/ANISO/GATHER (0: none); its field differs per opcode. */
+static int px__fetch_mask(const pxi_insn *in)
+{
+    return in->op == PX_OP_SAMPLE ? PX_ARG(in, SAMPLE, mask)
+           : in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, mask)
+                                   : PX_ARG(in, GATHER, mask);
+}
+
+int pxvm_fetch_mask(const pxi_insn *in) { return px__fetch_mask(in); }
+
+void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads)
+{
+    switch (in->op) {
+    case PX_OP_DOT_RGB: reads[0] = 1; break;
+    case PX_OP_PYRAMID: reads[PX_ARG(in, PYRAMID, slot)] = 1, reads[PX_ARG(in, PYRAMID, mask)] = 1; break;
+    case PX_OP_SAMPLE:
+    case PX_OP_ANISO:
+    case PX_OP_GATHER:
+        reads[in->a[PX_FI(SAMPLE, src)]] = 1, reads[px__fetch_mask(in)] = 1;
+        if (in->op == PX_OP_GATHER)
+            reads[PX_ARG(in, GATHER, table)] = 1;
+        break;
+    case PX_OP_DIFF:
+    case PX_OP_UPDATE:
+        reads[in->a[PX_FI(DIFF, frame)]] = 1, reads[in->a[PX_FI(DIFF, cur)]] = 1, reads[in->a[PX_FI(DIFF, mask)]] = 1;
+        break;
+    case PX_OP_SALIENCY: reads[PX_ARG(in, SALIENCY, src)] = 1, reads[PX_ARG(in, SALIENCY, dst)] = 1; break;
+    case PX_OP_ARGMAX: reads[PX_ARG(in, ARGMAX, src)] = 1; break;
+    default: break;
+    }
+}
+
+/* A tile mask of slot `of`: level 0 is ceil(w/16) x ceil(h/16). */
+static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int mask, int of,
+                          pxvm_error *err)
+{
+    char la[16], lb[16];
+    const pxvm_slot *m = &prog->slots[mask], *s = &prog->slots[of];
+    if (m->w != px_tiles(s->w) || m->h != px_tiles(s->h))
+        return px__region_fail(prog, in, index, 0, err,
+                               "tile mask %s is %dx%d; slot %s (%dx%d) has %dx%d tiles of 16x16",
+                               pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
+                               px_tiles(s->w), px_tiles(s->h));
+    return 0;
+}
+
+int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    switch (in->op) {
+    case PX_OP_DOT_RGB: {
+        int row = PX_ARG(in, DOT_RGB, row_out);
+        return px__check_write(prog, in, index, 0, 0, 0, row, 1, 1, err);
+    }
+    case PX_OP_SAMPLE:
+    case PX_OP_ANISO:
+    case PX_OP_GATHER: {
+        int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
+        int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        int mask = px__fetch_mask(in);
+        if (src == dst)
+            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                                   pxvm_slot_label(prog, src, la));
+        if (mask) {
+            if (px__check_mask(prog, in, index, mask, src, err) < 0)
+                return -1;
+            if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
+                return px__region_fail(prog, in, index, 0, err,
+                                       "samples incrementally (mask %s) into slot %s, which is not persistent: the "
+                                       "patches it skips would not keep their bytes",
+                                       pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
+            if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
+                return px__region_fail(prog, in, index, 3, err,
+                                       "an incremental GATHER needs its table in a data slot (constant), not slot %s",
+                                       pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
+        }
+        if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
+            return -1;
+        if (in->op == PX_OP_GATHER) {
+            int t = PX_ARG(in, GATHER, table);
+            int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
+            const pxvm_slot *ts = &prog->slots[t];
+            if (t == dst)
+                return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
+                                       pxvm_slot_label(prog, t, la));
+            if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
+                return px__region_fail(prog, in, index, 4, err,
+                                       "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
+                                       3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
+        }
+        return 0;
+    }
+    case PX_OP_PYRAMID:
+        return PX_ARG(in, PYRAMID, mask) ? px__check_mask(prog, in, index, PX_ARG(in, PYRAMID, mask),
+                                                          PX_ARG(in, PYRAMID, slot), err)
+                                         : 0;
+    case PX_OP_DIFF:
+    case PX_OP_UPDATE: {
+        int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
+        const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
+        if (frame == cur)
+            return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
+                                   pxvm_slot_label(prog, cur, la));
+        if (fs->w != cs->w || fs->h != cs->h)
+            return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
+                                   pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
+                                   cs->h);
+        if (mask == frame || mask == cur)
+            return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
+        if (px__check_mask(prog, in, index, mask, cur, err) < 0)
+            return -1;
+        if (in->op == PX_OP_DIFF)
+            return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
+        return px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err);
+    }
+    case PX_OP_SALIENCY: {
+        int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);
+        int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
+        const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
+        if (src == dst)
+            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                                   pxvm_slot_label(prog, src, la));
+        if (!(c < sl))
+            return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
+        if (sl >= ss->levels || m >= ss->levels)
+            return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
+                                   sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
+        if (m < c)
+            return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
+        if (PX_ARG(in, SALIENCY, shift) > 20)
+            return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
+        int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
+        if (ds->w != mw || ds->h != mh)
+            return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
+                                   pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
+        return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
+    }
+    case PX_OP_ARGMAX: {
+        int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
+        if (level >= prog->slots[src].levels)
+            return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
+                                   prog->slots[src].levels, pxvm_slot_label(prog, src, la));
+        if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
+            return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
+                                   PX_ARG(in, ARGMAX, ior_first),
+                                   PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
+        if (PX_ARG(in, ARGMAX, radius) > 16384)
+            return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
+                                   PX_ARG(in, ARGMAX, radius));
+        return 0;
+    }
+    default: return 0;
+    }
+}

@@ -246,13 +246,20 @@ docs-images: all
 	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
 	$(PYTHON) docs/video_picture.py build/vf.npy build/vd.npy build/vc.npy build/vg.npy docs/img/video.png > docs/img/video.txt
 
-# make install PREFIX=/usr/local: the library (shared and static), the header, pkg-config, the
-# tools and the Python package (for the python3 that runs make).
+# make install PREFIX=/usr/local: the tools, the library (shared and static), the header, pkg-config
+# and the Python package (for the python3 that runs make: PYTHON, PYTHONDIR), which finds the
+# library through its own libpxvm.so.1, a link to the one installed ($(LIBDIR)); DESTDIR stages it
+# all for a package. `make uninstall` (same PREFIX) removes exactly those files.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 LIBDIR  ?= $(PREFIX)/lib
 PYTHON  ?= /usr/bin/python3
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python3.%d/dist-packages" % sys.version_info[1])' 2>/dev/null)
+USER_TOOLS := pxrun pxasm pxbatch pxzoom pxresize
+PY_FILES  := $(notdir $(wildcard python/pxvm/*.py))
+# the shared library alone (what a pip build of python/ bundles when no library is installed)
+lib: check-deps $(SHLIB)
+
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(BUILD)/libpxvm.a $(DESTDIR)$(LIBDIR)/
@@ -262,17 +269,32 @@ install: all
 	install -m 644 include/pxvm.h $(DESTDIR)$(PREFIX)/include/pxvm.h
 	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@VERSION@#$(VERSION)#' \
 	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
-	install -m 755 $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxbatch $(DESTDIR)$(PREFIX)/bin/
-	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 python/pxvm/*.py $(DESTDIR)$(PYTHONDIR)/pxvm/)
+	install -m 755 $(USER_TOOLS:%=$(BIN)/%) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 $(PY_FILES:%=python/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/ && \
+	    ln -sf $(LIBDIR)/libpxvm.so.$(SOVERSION) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION))
 	-$(if $(DESTDIR),,ldconfig)
 
+uninstall:
+	rm -f $(USER_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/include/pxvm.h $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc \
+	    $(DESTDIR)$(LIBDIR)/libpxvm.a $(DESTDIR)$(LIBDIR)/libpxvm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libpxvm.so.$(SOVERSION) \
+	    $(DESTDIR)$(LIBDIR)/libpxvm.so
+	$(if $(PYTHONDIR),rm -f $(PY_FILES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) && \
+	    rm -rf $(DESTDIR)$(PYTHONDIR)/pxvm/__pycache__ && { rmdir $(DESTDIR)$(PYTHONDIR)/pxvm 2>/dev/null || true; })
+	-$(if $(DESTDIR),,ldconfig)
+
+# What the build and every test need (the C and Python suites, tests/install-check's venvs, the
+# fuzzers, the video tests' FFmpeg and MPI): `make deps` installs them, CI (.ci/run) calls it.
+DEPS_PKGS := build-essential pkg-config libpng-dev libjansson-dev libturbojpeg0-dev libegl-dev libglew-dev \
+             libavformat-dev libavcodec-dev libswscale-dev libopenmpi-dev openmpi-bin \
+             python3-numpy python3-pytest python3-torch python3-pil python3-skimage python3-venv clang libclang-rt-14-dev
+APT_FLAGS ?=
+SUDO     = $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
-	$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y build-essential libpng-dev libjansson-dev libturbojpeg0-dev \
-	    libegl-dev libglew-dev python3-numpy python3-pytest python3-torch python3-pil libopenmpi-dev openmpi-bin \
-	    libavformat-dev libavcodec-dev libswscale-dev
+	$(SUDO) apt-get update $(APT_FLAGS)
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $(APT_FLAGS) $(DEPS_PKGS)
 
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: video-data install all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
+.PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

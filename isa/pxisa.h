@@ -120,7 +120,7 @@ enum pxi_field_ordinal {
 };
 #define PX_FI(op, field) ((int)(PXG_##op##_##field - PXG_##op##__op - 1))
 
-/* One instruction, decoded once at load (vm/program.c). a[] holds the operands in table order. */
+/* One instruction, decoded once at load (vm/parse.c). a[] holds the operands in table order. */
 typedef struct pxi_insn {
     uint8_t op;       /* opcode value */
     uint8_t npix;     /* pixels it occupies */

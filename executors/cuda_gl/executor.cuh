@@ -13,7 +13,7 @@
  *           with CUDA once at load and kept mapped until close (GL never touches it meanwhile).
  *           Kernels read levels through texture objects (point filtering, element-type reads)
  *           and write them through surface objects. No GL filtering or glGenerateMipmap is used.
- * Plan      decoded on the host once (vm/program.c): a run enqueues the reset, one or two
+ * Plan      decoded on the host once (vm/launch_plan.c): a run enqueues the reset, one or two
  *           launches per PYRAMID (up to 6 levels each, tiles kept in shared memory), one launch
  *           per batch of independent SAMPLE/GATHER, one per DOT_RGB, all on one stream with a
  *           single synchronisation at the end. Repeated runs replay a captured CUDA graph.

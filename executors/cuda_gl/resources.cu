@@ -323,7 +323,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
             f->wpr = px_gpu_words(prog->slots[f->mask].w);
             f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
         }
-        if (f->mask) { /* its footprint box, decided at load (vm/program.c) */
+        if (f->mask) { /* its footprint box, decided at load (vm/launch_plan.c) */
             const pxvm_fetch_box *b = &prog->insn_box[i];
             f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
         }

@@ -36,7 +36,8 @@ from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401
 
 #: the loaded library's version, e.g. "1.0.0"
 library_version: str = _capi.lib.pxvm_version().decode()
-#: where the library was loaded from: PXVM_LIB, the build tree, or "libpxvm.so.1" (the loader's path)
+#: where the library was loaded from: PXVM_LIB, the copy inside the package, a source checkout's build/, or
+#: "libpxvm.so.1" on the loader's path (in that order: _capi.py)
 library_path: str = _capi.library_path
 __version__ = library_version
 

@@ -3,28 +3,31 @@
  * image gives Pillow's L or RGB result in its colour channels, A staying 255). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 
-static int px__usage(void)
+static int px__usage(FILE *f, int status)
 {
-    fprintf(stderr, "usage: pxresize IN.png|IN.jpg WxH FILTER OUT.png\n"
+    fprintf(f, "usage: pxresize IN.png|IN.jpg WxH FILTER OUT.png\n"
                     "  FILTER: nearest, box, bilinear, hamming, bicubic or lanczos (Pillow's filters)\n");
-    return 2;
+    return status;
 }
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return px__usage(stdout, 0);
     if (argc != 5)
-        return px__usage();
+        return px__usage(stderr, 2);
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     int w = 0, h = 0, filter = px_resize_filter_parse(argv[3]);
     char end = 0;
     if (sscanf(argv[2], "%dx%d%c", &w, &h, &end) != 2 || w < 1 || h < 1 || (uint32_t)w > lim.max_side ||
         (uint32_t)h > lim.max_side || filter < 0)
-        return px__usage();
+        return px__usage(stderr, 2);
     pxvm_error err = {0};
     pxvm_image in = {0}, out = {0};
     pxvm_outputs o = {0};

@@ -2,16 +2,23 @@
  * alpha is made opaque, so instruction pixels with A = 0 stay visible. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../vm/vm.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || atoi(argv[3]) < 1 || atoi(argv[3]) > 64) {
-        fprintf(stderr, "usage: pxzoom IN.png OUT.png FACTOR(1..64)\n");
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: pxzoom IN.png OUT.png FACTOR(1..64)\n");
+        return 0;
+    }
+    char *end = NULL;
+    long k = argc == 4 ? strtol(argv[3], &end, 10) : 0;
+    if (argc != 4 || !end || *end || end == argv[3] || k < 1 || k > 64) {
+        fprintf(stderr, "usage: pxzoom IN.png OUT.png FACTOR(1..64)%s%s%s\n", argc == 4 ? ": factor '" : "",
+                argc == 4 ? argv[3] : "", argc == 4 ? "' is not an integer 1..64" : "");
         return 2;
     }
-    int k = atoi(argv[3]);
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     pxvm_error err = {0};

@@ -26,7 +26,8 @@ LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/parse.c
            assembler/disasm.c assembler/dmath.c \
            vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c \
            executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
-           executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c
+           executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c \
+           executors/cpu/resize.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0
@@ -59,7 +60,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o): OPT += -O3
+$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o resize.o): OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@

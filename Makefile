@@ -39,7 +39,8 @@ TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
-LIB_OBJ  += $(BUILD)/executors/cuda_gl/context.o $(BUILD)/executors/cuda_gl/resources.o $(BUILD)/executors/cuda_gl/bind.o $(BUILD)/executors/cuda_gl/run.o $(BUILD)/executors/cuda_gl/pyramid.o $(BUILD)/executors/cuda_gl/fetch.o $(BUILD)/executors/cuda_gl/dot.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o
+LIB_OBJ  += $(BUILD)/executors/cuda_gl/context.o $(BUILD)/executors/cuda_gl/resources.o $(BUILD)/executors/cuda_gl/bind.o $(BUILD)/executors/cuda_gl/run.o $(BUILD)/executors/cuda_gl/pyramid.o $(BUILD)/executors/cuda_gl/fetch.o $(BUILD)/executors/cuda_gl/dot.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o \
+            $(BUILD)/executors/cuda_gl/resize.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor

@@ -5,7 +5,7 @@
  * tables, runs once on the host when a program is bound (vm/resize.c: px_resize_coeffs); what
  * runs per pixel is the integer arithmetic below, compiled by gcc for the CPU executor and by nvcc
  * for the CUDA-GL kernels (static inline, `__host__ __device__` under nvcc through PX_SEM), so both
- * executors give the same bytes from the same tables. isa/RESIZE.md states the rule for users.
+ * executors give the same bytes from the same tables. isa/SPEC.md (RESIZE) states the rule for users.
  *
  * A table gives, for each output index i along one axis, a run of source indices
  * first[i] .. first[i] + count[i] - 1 and as many coefficients in Q22 (PX_RESIZE_PREC bits:
@@ -20,6 +20,17 @@
 
 #define PX_RESIZE_PREC 22
 #define PX_RESIZE_HALF (1u << (PX_RESIZE_PREC - 1)) /* Pillow's ss0 start value: rounds half up */
+
+/* The end of one sample's sum: acc (started at PX_RESIZE_HALF, each tap added mod 2^32) read as
+ * a signed int, shifted right by 22 (floor) and clamped to 0..255. The CUDA-GL pass that reads
+ * its source through a texture sums the four channels of a texel at once and ends each with this. */
+PX_SEM uint32_t px_resize_clamp(uint32_t acc)
+{
+    if (acc & 0x80000000u)
+        return 0u;
+    acc >>= PX_RESIZE_PREC;
+    return acc > 255u ? 255u : acc;
+}
 
 /* One 8-bit output sample of a separable pass: sum of src[(first + j) * stride] * k[j] for
  * j < count, plus one half, divided by 2^22 rounding down, clamped to 0..255.
@@ -37,10 +48,7 @@ PX_SEM uint32_t px_resize_tap(const uint8_t *src, int64_t stride, int32_t first,
     const uint8_t *p = src + (int64_t)first * stride;
     for (int32_t j = 0; j < count; j++, p += stride)
         acc += (uint32_t)*p * (uint32_t)k[j]; /* mod 2^32: the int product and sum of Pillow */
-    if (acc & 0x80000000u)
-        return 0u;
-    acc >>= PX_RESIZE_PREC;
-    return acc > 255u ? 255u : acc;
+    return px_resize_clamp(acc);
 }
 
 /* NEAREST: output texel (x, y) copies source texel (xi[x], yi[y]) (vm/resize.c computes the
@@ -51,6 +59,28 @@ PX_SEM uint32_t px_resize_tap(const uint8_t *src, int64_t stride, int32_t first,
 PX_SEM uint32_t px_resize_nearest(const uint8_t *src, int64_t px_stride, int64_t row_stride, int32_t xi, int32_t yi)
 {
     return xi < 0 || yi < 0 ? 0u : src[(int64_t)yi * row_stride + (int64_t)xi * px_stride];
+}
+
+/* RESIZE's fit rule: where the resized source goes inside a W x H rectangle. fit 0 (stretch):
+ * all of it, nw x nh = W x H at (0, 0). fit 1: the largest nw x nh with the source's aspect
+ * (sw x sh), rounded half up in exact integers, at least 1, centred (offsets rounded down):
+ *   sw*H > sh*W (wider):  nw = W, nh = max(1, (2*sh*W + sw) div (2*sw))
+ *   sw*H < sh*W (taller): nh = H, nw = max(1, (2*sw*H + sh) div (2*sh))
+ *   otherwise:            nw = W, nh = H
+ *   ox = (W - nw) div 2,  oy = (H - nh) div 2 */
+PX_SEM void px_resize_fit(int sw, int sh, int W, int H, int fit, int *nw, int *nh, int *ox, int *oy)
+{
+    int64_t a = (int64_t)sw * H, b = (int64_t)sh * W;
+    *nw = W, *nh = H;
+    if (fit && a > b) {
+        int64_t n = (2 * (int64_t)sh * W + sw) / (2 * (int64_t)sw);
+        *nh = n < 1 ? 1 : (int)n;
+    } else if (fit && a < b) {
+        int64_t n = (2 * (int64_t)sw * H + sh) / (2 * (int64_t)sh);
+        *nw = n < 1 ? 1 : (int)n;
+    }
+    *ox = (W - *nw) / 2;
+    *oy = (H - *nh) / 2;
 }
 
 #endif

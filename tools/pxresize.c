@@ -1,4 +1,4 @@
-/* pxresize - resize an image as Pillow's Image.resize does (the RESIZE rule, isa/RESIZE.md) with
+/* pxresize - resize an image as Pillow's Image.resize does (the RESIZE rule, isa/SPEC.md) with
  * the host reference of vm/resize.c: the four RGBA8 channels each on their own (so a grey or RGB
  * image gives Pillow's L or RGB result in its colour channels, A staying 255). */
 #include <stdio.h>

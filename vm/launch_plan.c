@@ -107,7 +107,8 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
             read_upper[PX_ARG(in, SALIENCY, src)] = 1;
         if (in->op == PX_OP_ARGMAX && PX_ARG(in, ARGMAX, level) > 0)
             read_upper[PX_ARG(in, ARGMAX, src)] = 1;
-        if (in->op == PX_OP_DOT_RGB || (px_vm_is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0))
+        if (in->op == PX_OP_DOT_RGB || (px_vm_is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0) ||
+            (in->op == PX_OP_RESIZE && PX_ARG(in, RESIZE, dst) == 0))
             prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
         if (in->op == PX_OP_HALT)
             break;
@@ -168,7 +169,8 @@ int px_vm_fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_err
 
 /* Which incremental fetches own their destination rectangle (pxvm_fetch_box.sole): no other
  * instruction writes level 0 of their destination there. Writers of a level 0: fetches (their
- * rectangle), SALIENCY (its map), DIFF (its mask), UPDATE (cur), DOT_RGB (the program image);
+ * rectangle), SALIENCY (its map), DIFF (its mask), UPDATE (cur), DOT_RGB (the program image),
+ * RESIZE (its rectangle);
  * PYRAMID writes only levels >= 1. Fetch pairs are compared in order of (destination, top row),
  * each against those starting above its bottom; past a budget of comparisons (rows packed with
  * fetches), the rest count as not owning theirs: exact either way, only less work saved. */
@@ -198,6 +200,8 @@ int px_vm_fetch_sole(pxvm_program *prog, pxvm_error *err)
             other[PX_ARG(o, UPDATE, cur)] = 1;
         if (o->op == PX_OP_DOT_RGB)
             other[0] = 1;
+        if (o->op == PX_OP_RESIZE)
+            other[PX_ARG(o, RESIZE, dst)] = 1;
     }
     px__fetch_key *order = malloc(sizeof *order * (n ? n : 1));
     uint8_t *shared = calloc(prog->ninsns, 1);

@@ -1,4 +1,4 @@
-/* resize.c - RESIZE's filter tables and the host reference (resize.h; the rule: isa/RESIZE.md).
+/* resize.c - RESIZE's filter tables and the host reference (resize.h; the rule: isa/SPEC.md, RESIZE).
  *
  * This is the one place where floating point runs when a program is bound: the table of each axis
  * is computed here, on the host, in IEEE double, with Pillow 9.4's formulas in Pillow's order of
@@ -246,4 +246,42 @@ done:
     px_resize_table_free(&tx);
     px_resize_table_free(&ty);
     return rc;
+}
+
+/* ---- one RESIZE instruction ------------------------------------------------------------------- */
+
+int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err)
+{
+    memset(op, 0, sizeof *op);
+    op->src = PX_ARG(in, RESIZE, src), op->dst = PX_ARG(in, RESIZE, dst), op->filter = PX_ARG(in, RESIZE, filter);
+    op->sw = sw, op->sh = sh;
+    op->x = PX_ARG(in, RESIZE, dst_x), op->y = PX_ARG(in, RESIZE, dst_y);
+    op->w = PX_ARG(in, RESIZE, w), op->h = PX_ARG(in, RESIZE, h);
+    op->pad = (uint32_t)PX_ARG(in, RESIZE, pad_r) | (uint32_t)PX_ARG(in, RESIZE, pad_g) << 8 |
+              (uint32_t)PX_ARG(in, RESIZE, pad_b) << 16 | (uint32_t)PX_ARG(in, RESIZE, pad_a) << 24;
+    int ox, oy;
+    px_resize_fit(sw, sh, op->w, op->h, PX_ARG(in, RESIZE, fit), &op->cw, &op->ch, &ox, &oy);
+    op->cx = op->x + ox, op->cy = op->y + oy;
+    if (px_resize_coeffs(sw, op->cw, op->filter, &op->tx, err) < 0)
+        return -1;
+    if (px_resize_coeffs(sh, op->ch, op->filter, &op->ty, err) < 0) {
+        px_resize_table_free(&op->tx);
+        return -1;
+    }
+    op->copy = sw == op->cw && sh == op->ch;
+    op->hpass = op->cw != sw;
+    op->vpass = op->ch != sh;
+    if (op->filter == PX_RESIZE_NEAREST || op->copy)
+        op->row0 = 0, op->rows = op->copy ? sh : 0;
+    else if (op->vpass)
+        op->row0 = op->ty.first[0], op->rows = op->ty.first[op->ch - 1] + op->ty.count[op->ch - 1] - op->row0;
+    else
+        op->row0 = 0, op->rows = sh;
+    return 0;
+}
+
+void px_resize_op_free(px_resize_op *op)
+{
+    px_resize_table_free(&op->tx);
+    px_resize_table_free(&op->ty);
 }

@@ -2,7 +2,7 @@
  *
  * RESIZE gives the bytes of Pillow's Image.resize((w, h), filter) on 8-bit channels, each
  * channel resampled on its own (Pillow's L, RGB, RGBX; not its RGBA, which Image.resize
- * premultiplies first). isa/RESIZE.md states the rule; isa/px_resize.h holds the per-sample
+ * premultiplies first). isa/SPEC.md (RESIZE) states the rule; isa/px_resize.h holds the per-sample
  * integer arithmetic that both executors run.
  */
 #ifndef PX_RESIZE_TABLES_H
@@ -59,6 +59,31 @@ const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
  * vertical pass (when the height changes). Returns 0, or -1 with *err set. */
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                     int64_t dstride, int filter, int channels, pxvm_error *err);
+
+/* One RESIZE instruction as both executors run it, decided when a program is bound (its sizes
+ * are fixed then): the content rectangle inside dst (the fit rule, px_resize_fit), the tables of
+ * both axes, and which passes run, exactly as px_resize_rgba8 runs them:
+ *   copy      the content has the source's size: texels copied;
+ *   NEAREST   content texel (x, y) = source texel (tx.first[x], ty.first[y]);
+ *   else      pass 1: source rows row0 .. row0 + rows - 1, each resized horizontally to cw
+ *             texels when hpass (else copied: cw = sw), into an 8-bit cw x rows buffer;
+ *             pass 2: content row y = the buffer's rows resized vertically when vpass (else
+ *             buffer row y: rows = sh, row0 = 0).
+ * Texels of the rectangle outside the content are pad (R | G << 8 | B << 16 | A << 24). */
+typedef struct px_resize_op {
+    int src, dst, filter;
+    int sw, sh;           /* src level 0 */
+    int x, y, w, h;       /* the rectangle of dst level 0 */
+    int cx, cy, cw, ch;   /* the content, inside dst level 0 (absolute) */
+    uint32_t pad;
+    int copy, hpass, vpass;
+    int row0, rows;       /* the source rows pass 1 covers */
+    px_resize_table tx, ty; /* sw -> cw, sh -> ch */
+} px_resize_op;
+
+/* Builds one RESIZE (operands as decoded, src level 0 sw x sh). 0, or -1 with *err set. */
+int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err);
+void px_resize_op_free(px_resize_op *op);
 
 #ifdef __cplusplus
 }

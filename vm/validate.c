@@ -54,6 +54,16 @@ static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_
     return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
 }
 
+/* An operand (field f of the instruction) refused by its opcode's own range rule. */
+static int px__operand_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int f, int32_t v,
+                            const char *why, pxvm_error *err)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + op->fields[f].pixel, &x, &y);
+    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, op->fields[f].name, (long)v, why);
+}
+
 /* A w x h rectangle at (x, y) of slot s, written by an instruction. */
 static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, int slot, int x,
                            int y, int w, int h, pxvm_error *err)
@@ -103,6 +113,7 @@ void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads)
         break;
     case PX_OP_SALIENCY: reads[PX_ARG(in, SALIENCY, src)] = 1, reads[PX_ARG(in, SALIENCY, dst)] = 1; break;
     case PX_OP_ARGMAX: reads[PX_ARG(in, ARGMAX, src)] = 1; break;
+    case PX_OP_RESIZE: reads[PX_ARG(in, RESIZE, src)] = 1; break;
     default: break;
     }
 }
@@ -212,6 +223,23 @@ int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t inde
             return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
                                    pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
         return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
+    }
+    case PX_OP_RESIZE: {
+        int src = PX_ARG(in, RESIZE, src), dst = PX_ARG(in, RESIZE, dst), fit = PX_ARG(in, RESIZE, fit);
+        if (PX_ARG(in, RESIZE, filter) > 5)
+            return px__operand_fail(prog, in, index, PX_FI(RESIZE, filter), PX_ARG(in, RESIZE, filter),
+                                    "(filters are 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming)", err);
+        if (fit > 1)
+            return px__operand_fail(prog, in, index, PX_FI(RESIZE, fit), fit, "(fit is 0 = stretch or 1 = fit)", err);
+        for (int f = PX_FI(RESIZE, pad_r); !fit && f <= PX_FI(RESIZE, pad_a); f++)
+            if (in->a[f])
+                return px__operand_fail(prog, in, index, f, in->a[f],
+                                        "(the pad is used only with fit = 1: with fit = 0 it must be 0)", err);
+        if (src == dst)
+            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                                   pxvm_slot_label(prog, src, la));
+        return px__check_write(prog, in, index, 1, dst, PX_ARG(in, RESIZE, dst_x), PX_ARG(in, RESIZE, dst_y),
+                               PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), err);
     }
     case PX_OP_ARGMAX: {
         int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);

@@ -48,6 +48,11 @@ struct pxvm_executor {
     int32_t *span_at;     /* per instruction: where its spans start in an item's part, -1 none */
     size_t spans_per_item;
     int item;
+    /* RESIZE: per instruction, its tables and passes (NULL for other opcodes, or no RESIZE at
+     * all), and pass 1's buffer, as large as the largest RESIZE needs */
+    struct px_resize_op **resize;
+    uint8_t *resize_tmp;
+    uint32_t ninsns; /* of the loaded program, for unload */
 };
 
 /* One instruction (or the first of a batch) for the pool's workers. */
@@ -77,6 +82,12 @@ void px_cpu_pyramid(pxvm_executor *ex, int slot);
 void px_cpu_count_masks(pxvm_executor *ex, uint32_t s);
 void px_cpu_fetch_insn(const pxvm_executor *ex, const pxi_insn *in);
 void px_cpu_batch_part(void *ctx, int b, int e);
+
+/* resize.c: every RESIZE's tables, built at load (0, or -1 with *err: unload frees what was
+ * made), freed at unload; and RESIZE instruction `index` on the item being run. */
+int px_cpu_resize_load(pxvm_executor *ex, pxvm_error *err);
+void px_cpu_resize_unload(pxvm_executor *ex);
+void px_cpu_resize(pxvm_executor *ex, uint32_t index);
 
 /* dot.c: DOT_RGB on the item being run; returns the sum (the row is written when it fits). */
 uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in);

@@ -43,6 +43,7 @@ void px_cpu_unload(pxvm_executor *ex)
     PX__DROP(ex->span_at);
     PX__DROP(ex->box_all);
     PX__DROP(ex->geom_known);
+    px_cpu_resize_unload(ex);
     ex->store = NULL; /* an item's parts of the arrays above */
     ex->view = NULL;
     ex->prog = NULL;
@@ -65,6 +66,7 @@ int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         px_cpu_unload(ex);
     ex->prog = prog;
     ex->nslots = prog->nslots;
+    ex->ninsns = prog->ninsns;
     ex->batch = batch;
     size_t n = (size_t)prog->nslots * (size_t)batch;
     ex->all_store = calloc(n, sizeof(uint8_t *));
@@ -132,6 +134,10 @@ int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
         px_cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    if (px_cpu_resize_load(ex, err) < 0) {
+        px_cpu_unload(ex);
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
         int k = (int)(i % (size_t)prog->nslots);

@@ -224,6 +224,7 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         px_cpu_argmax(&ex->view[PX_ARG(first, ARGMAX, src)], space->w, space->h, first, ex->fix);
         return 0;
     }
+    case PX_OP_RESIZE: px_cpu_resize(ex, st->first); return 0;
     case PX_OP_SAMPLE:
     case PX_OP_ANISO:
     case PX_OP_GATHER:

@@ -38,6 +38,9 @@
 
 /* ---- device records, built once at load ----------------------------------------------------- */
 
+struct px_gpu_resize; /* resize.cu */
+typedef struct px_gpu_resize px_gpu_resize;
+
 struct px_gpu_rect { /* a level to clear at the start of a run */
     cudaSurfaceObject_t surf;
     int w, h;
@@ -109,6 +112,9 @@ struct pxvm_executor {
     pxvm_rect *h_rects;
     int *h_nrects;
     uint8_t *h_primed; /* per item: a run has been enqueued since load or restart (the host's view) */
+    /* RESIZE: per instruction (resize_n of them), its device tables and buffer, else NULL */
+    px_gpu_resize **resize;
+    uint32_t resize_n;
 };
 
 #define PX__CK(call)                                                                                   \
@@ -148,6 +154,13 @@ int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int m
 int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *what, pxvm_error *err);
+
+/* resize.cu: one RESIZE's tables and pass 1's buffer (every item) on the device, made at load
+ * (0, or -1 with *err; *out is set even then, for px_gpu_resize_free), freed at unload; its two
+ * launches, for every item. */
+int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_resize **out, pxvm_error *err);
+void px_gpu_resize_free(px_gpu_resize *r);
+cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 
 /* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
  * end of a call that enqueued work (without a caller's stream, it waits for the work). */

@@ -99,6 +99,11 @@ void px__gl_unload(pxvm_executor *ex)
     ex->d_dirty = NULL;
     ex->d_last_reg = NULL;
     ex->d_fix_set = ex->d_fix_run = ex->d_geom = NULL;
+    for (uint32_t i = 0; ex->resize && i < ex->resize_n; i++)
+        px_gpu_resize_free(ex->resize[i]);
+    free(ex->resize);
+    ex->resize = NULL;
+    ex->resize_n = 0;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
@@ -361,6 +366,20 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     free(fetch);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading the launch plan", e, __FILE__, __LINE__);
+
+    /* RESIZE: its tables and buffers, made once here (a run, or a graph, only launches) */
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        if (prog->insns[i].op != PX_OP_RESIZE)
+            continue;
+        if (!ex->resize) {
+            ex->resize = (px_gpu_resize **)calloc(prog->ninsns, sizeof(px_gpu_resize *));
+            if (!ex->resize)
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_resize *));
+            ex->resize_n = prog->ninsns;
+        }
+        if (px_gpu_resize_make(prog, &prog->insns[i], batch, &ex->resize[i], err) < 0)
+            return -1;
+    }
 
     /* initial state: every level of every slot zeroed, then level 0 of the program and data */
     int total_levels = 0;

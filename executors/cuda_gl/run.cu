@@ -207,6 +207,10 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, in, d->w, d->h, (int)items, ex->stream));
             break;
         }
+        case PX_OP_RESIZE:
+            fresh[PX_ARG(in, RESIZE, dst)] = 0;
+            PX__CK(px_gpu_resize_run(ex->d_slots, ex->nslots, ex->resize[st->first], (int)items, ex->stream));
+            break;
         case PX_OP_ARGMAX: PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, in, ex->d_fix_run, (int)items, ex->stream)); break;
         case PX_OP_DOT_RGB:
             fresh[0] = 0;

@@ -448,9 +448,51 @@ static int px__case_fixation(px_case *c, int which)
     return px__finish(c, &b) == 0 ? 1 : -1;
 }
 
+static void px__resize(pxvm_builder *b, int src, int dst, int filter, int x, int y, int w, int h, int fit, uint32_t pad)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(RESIZE, src)] = src, f[PX_FI(RESIZE, dst)] = dst, f[PX_FI(RESIZE, filter)] = filter;
+    f[PX_FI(RESIZE, dst_x)] = x, f[PX_FI(RESIZE, dst_y)] = y, f[PX_FI(RESIZE, w)] = w, f[PX_FI(RESIZE, h)] = h;
+    f[PX_FI(RESIZE, fit)] = fit;
+    if (fit) {
+        f[PX_FI(RESIZE, pad_r)] = (int32_t)(pad & 255u), f[PX_FI(RESIZE, pad_g)] = (int32_t)((pad >> 8) & 255u);
+        f[PX_FI(RESIZE, pad_b)] = (int32_t)((pad >> 16) & 255u), f[PX_FI(RESIZE, pad_a)] = (int32_t)(pad >> 24);
+    }
+    pxvm_build_insn(b, PX_OP_RESIZE, f);
+}
+
+/* RESIZE: a source of sw x sh resized with each of the six filters into a w x h rectangle of an
+ * output (one rectangle per filter, a texel apart, stacked), stretched or fitted; then the
+ * output's pyramid. Upscaling, downscaling, one side only, equal sizes (a copy), 1-texel sides. */
+static const int px__resize_sizes[][5] = {
+    {37, 23, 16, 16, 0},   {37, 23, 16, 16, 1},  {16, 16, 37, 23, 0}, {16, 16, 37, 23, 1}, {40, 30, 40, 11, 0},
+    {40, 30, 13, 30, 0},   {9, 9, 9, 9, 0},      {9, 9, 9, 9, 1},     {1, 1, 5, 3, 0},     {5, 3, 1, 1, 0},
+    {300, 2, 10, 10, 1},   {2, 300, 10, 10, 1},  {451, 300, 64, 64, 1}, {300, 451, 64, 64, 1}, {451, 300, 224, 224, 0},
+    {1000, 7, 33, 3, 0},   {64, 48, 200, 7, 1},
+};
+
+static int px__case_resize(px_case *c, int which)
+{
+    if (which >= (int)(sizeof px__resize_sizes / sizeof px__resize_sizes[0]))
+        return 0;
+    if (!c)
+        return 1;
+    const int *z = px__resize_sizes[which];
+    snprintf(c->name, sizeof c->name, "resize/%dx%d_%dx%d_%s", z[0], z[1], z[2], z[3], z[4] ? "fit" : "stretch");
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    int in = px__input(c, &b, "image", z[0], z[1], (uint64_t)(3000 + which));
+    int out = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", z[2] + 3, 6 * (z[3] + 1) + 1);
+    for (int f = 0; f < 6; f++)
+        px__resize(&b, in, out, f, 2, 1 + f * (z[3] + 1), z[2], z[3], z[4], 0xFF204080u + (uint32_t)f);
+    px__pyr(&b, out);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
 typedef int (*px__family)(px_case *c, int which);
 static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather,
-                                          px__case_aniso, px__case_fixation};
+                                          px__case_aniso, px__case_fixation, px__case_resize};
 
 int px_case_edge(int index, px_case *c)
 {
@@ -623,8 +665,19 @@ int px_case_random(uint64_t seed, px_case *c)
     uint32_t dots[20]; /* 3 rows each, and rows are u8 operands */
     int ndots = 0;
     for (int n = 0; n < ninsns; n++) {
-        int op = px_case_below(&s, use_fix ? 15 : 12); /* 3/12 PYRAMID, 6/12 SAMPLE, 2/12 GATHER, 1/12 DOT_RGB */
-        if (op == 12 && sal >= 0) { /* SALIENCY of the first input into "sal" */
+        int nops = use_fix ? 16 : 13; /* 3/13 PYRAMID, 6/13 SAMPLE, 2/13 GATHER, 1/13 DOT_RGB, 1/13 RESIZE */
+        int op = px_case_below(&s, nops);
+        if (op == nops - 1) { /* RESIZE of any other slot into a rectangle of a writable one */
+            int dst = writable[px_case_below(&s, nwritable)], src;
+            do
+                src = px_case_below(&s, 6) ? slots[px_case_below(&s, nslot)] : 0;
+            while (src == dst);
+            const pxvm_builder_slot *d = &b.slots[dst];
+            int w = 1 + px_case_below(&s, d->w), h = 1 + px_case_below(&s, d->h);
+            int x = px_case_below(&s, d->w - w + 1), y = px_case_below(&s, d->h - h + 1);
+            int fit = px_case_below(&s, 2);
+            px__resize(&b, src, dst, px_case_below(&s, 6), x, y, w, h, fit, (uint32_t)px_case_next(&s));
+        } else if (op == 12 && sal >= 0) { /* SALIENCY of the first input into "sal" */
             int cl = px_case_below(&s, sal_map + 1 < in0_levels - 1 ? sal_map + 1 : in0_levels - 1);
             int sl = cl + 1 + px_case_below(&s, in0_levels - cl - 1);
             px__saliency(&b, slots[0], sal, px_case_below(&s, 2), cl, sl, sal_map, px_case_below(&s, 21), px_case_below(&s, 256),

@@ -1,4 +1,4 @@
-"""RESIZE against Pillow: bin/pxresize (the host reference of vm/resize.c, isa/RESIZE.md) must give
+"""RESIZE against Pillow: bin/pxresize (the host reference of vm/resize.c, isa/SPEC.md, RESIZE) must give
 the bytes of Pillow's Image.resize((w, h), filter) for every filter, on photographs from
 scikit-image's data folder (RGB, and grey "L" images: the VM holds them as (v, v, v, 255), whose R
 channel is compared) and on a seeded random sweep of small images and sizes.

@@ -25,7 +25,7 @@ TEST(goldens_every_output_of_every_program)
     CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0);
     CHECK(px_golden_check("tests/golden/goldens.txt", px__program, ex, &st, stderr) == 0);
     CHECK_EQ(st.differences, 0);
-    CHECK_EQ(st.programs, 8);
+    CHECK_EQ(st.programs, 9);
     pxvm_cpu_executor.close(ex);
 }
 

@@ -66,7 +66,7 @@ static void px__check_run(const px_resize_table *t, int i, int first, int count,
         CHECK_EQ(t->k[(size_t)i * (size_t)t->ksize + (size_t)j], k[j]);
 }
 
-/* Worked by hand from the rule of isa/RESIZE.md. */
+/* Worked by hand from the rule of isa/SPEC.md (RESIZE). */
 TEST(resize_table_values)
 {
     px_resize_table t;

@@ -1220,6 +1220,19 @@ static void r_steps(int refuse, int variant, px_rcase *c)
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
+/* ---- RESIZE: its pairs are built in test_resize_op.c ----------------------------------------- */
+
+void px_resize_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
+#define PX__RESIZE_RULE(k)                                                                                   \
+    static void r_resize_##k(int refuse, int variant, px_rcase *c)                                           \
+    {                                                                                                        \
+        px_resize_rule_case(k, refuse, variant, &c->prog, &c->x, &c->y, c->msg, sizeof c->msg);             \
+    }
+PX__RESIZE_RULE(1)
+PX__RESIZE_RULE(2)
+PX__RESIZE_RULE(3)
+PX__RESIZE_RULE(4)
+
 static const px_rule px_rules[] = {
     {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL},
     {"M-FILE-2", PXE_PNG_CORRUPT, r_png_corrupt, 2, NULL},
@@ -1292,6 +1305,11 @@ static const px_rule px_rules[] = {
     {"U-BIND-3", PXE_BIND_ROLE, r_bind_role, 1, NULL},
     {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL},
     {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL},
+    /* RESIZE (test_resize_op.c) */
+    {"V-RESIZE-1", PXE_OPERAND, r_resize_1, 2, NULL},
+    {"V-RESIZE-2", PXE_OPERAND, r_resize_2, 2, NULL},
+    {"V-RESIZE-3", PXE_OPERAND, r_resize_3, 2, NULL},
+    {"V-RESIZE-4", PXE_REGION, r_resize_4, 1, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 

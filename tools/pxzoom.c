@@ -13,12 +13,13 @@ int main(int argc, char **argv)
         return 0;
     }
     char *end = NULL;
-    long k = argc == 4 ? strtol(argv[3], &end, 10) : 0;
-    if (argc != 4 || !end || *end || end == argv[3] || k < 1 || k > 64) {
+    long kl = argc == 4 ? strtol(argv[3], &end, 10) : 0;
+    if (argc != 4 || !end || *end || end == argv[3] || kl < 1 || kl > 64) {
         fprintf(stderr, "usage: pxzoom IN.png OUT.png FACTOR(1..64)%s%s%s\n", argc == 4 ? ": factor '" : "",
                 argc == 4 ? argv[3] : "", argc == 4 ? "' is not an integer 1..64" : "");
         return 2;
     }
+    int k = (int)kl;
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     pxvm_error err = {0};

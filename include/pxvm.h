@@ -220,6 +220,14 @@ int pxvm_runner_sync(pxvm_runner *run);
  * reused when the call returns. */
 int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
                               const int32_t *xy, int device);
+/* The same from normalized coordinates of the program's first input slot (W x H), laid out
+ * [items][nregs][2] double in host memory: (x, y) in [0, 1], (0, 0) its top-left corner, (1, 1)
+ * its bottom-right one; each register becomes floor(x * W * 65536 + 0.5), floor(y * H * 65536 +
+ * 0.5) in IEEE double, one operation at a time in that order (isa/SPEC.md section 6). PXVM_USAGE
+ * naming the value if one is outside [0, 1] or NaN, or for a register the program does not read
+ * before it writes it (nothing is set). */
+int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
+                                         const double *xy);
 /* After a run: the registers as it left them (ARGMAX results), [items][PXVM_FIX_REGS][2] int32,
  * into host memory (device < 0; waits for the run) or CUDA memory (on the runner's stream). */
 int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int32_t *xy, int device);
@@ -239,6 +247,10 @@ typedef struct pxvm_rect {
 /* Does the program use fixation registers (1: relative sampling or ARGMAX; 2: it also writes
  * them, with ARGMAX), or not (0)? */
 int pxvm_prog_fixation_use(const pxvm_prog *prog);
+/* The program's input registers, bit k for register k: those a relative SAMPLE, ANISO or GATHER,
+ * or an ARGMAX's inhibition, reads before an ARGMAX writes them (in program order up to the first
+ * HALT). 0: it takes no fixations (an absolute program, or a scanpath that finds its own). */
+int pxvm_prog_fixation_inputs(const pxvm_prog *prog);
 
 /* ---- video: incremental frames ------------------------------------------------------------- */
 

@@ -159,10 +159,18 @@ def test_pxrun_fixation_scanpath_geometry_and_overlay(tmp_path, photo):
     # --fixation, normalized and in texels, on a relative plan: the same tokens as the API's
     rel = tmp_path / "rel.json"
     rel.write_text('{"image": [451, 300], "budget": 32, "scheme": "v1", "fixation": "relative"}')
-    for text, fix in (("0.5,0.5", (225.5, 150.0)), ("100px,40.25", (100.0, 40.25))):
+    for text, fix in (("0.5,0.5", (225.5, 150.0)), ("100px,40.25px", (100.0, 40.25))):
         npy = tmp_path / "p.npy"
         pxrun(str(rel), "--fixation", text, "--in", "image=" + PHOTO, "--npy", "atlas=%s" % npy, "--executor", EXECUTOR)
         api = pxvm.Runner(pxvm.Program.from_plan(str(rel)), executor=EXECUTOR).patches(photo, fixation=fix)
         assert np.array_equal(np.load(npy), api), text
     bad = pxrun(str(rel), "--fixation", "1,2,3", "--in", "image=" + PHOTO, check=False)
     assert bad.returncode == 2 and "--fixation '1,2,3'" in bad.stderr
+    # normalized in [0, 1] only (texels with px); a relative program needs one, others take none
+    for args, status, words in ((["--fixation", "2000,2000"], 2, "x = 2000 is not in [0, 1]"),
+                                (["--fixation", "100px,0.5"], 2, "give both values normalized"),
+                                ([], 5, "samples relative to fixation register 0, which is not set")):
+        bad = pxrun(str(rel), *args, "--in", "image=" + PHOTO, check=False)
+        assert bad.returncode == status and words in bad.stderr, (args, bad.stderr)
+    bad = pxrun(str(pj), "--scanpath", "3", "--fixation", "0.5,0.5", "--in", "image=" + PHOTO, check=False)
+    assert bad.returncode == 2 and "takes no fixations: it finds its own" in bad.stderr

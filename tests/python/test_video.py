@@ -182,15 +182,16 @@ def test_pxrun_frames_from_a_folder_and_errors(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(str(video_plan(w, h, 0, budget=6, patch=8)).replace("'", '"'))
     out = tmp_path / "a.npy"
-    r = pxrun(str(plan), "--fixation", "24,16", "--frames", str(d), "--npy", "atlas=%s" % out, "--time",
+    r = pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", str(d), "--npy", "atlas=%s" % out, "--time",
               "--executor", EXECUTOR)
     assert len([l for l in r.stderr.split("\n") if l.startswith("frame ")]) == 4
     s = pxvm.Runner(pxvm.Program.from_plan(str(plan)), executor=EXECUTOR).stream()
     a = np.load(out)
     for i, f in enumerate(frames):
         assert np.array_equal(as_numpy(s.push(f, fixation=(24, 16))[0]), a[i])
-    bad = pxrun(str(plan), "--frames", "-", check=False)
+    bad = pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", "-", check=False)
     assert bad.returncode == 2 and "--frame-size" in bad.stderr
-    short = subprocess.run([os.path.join(BIN, "pxrun"), str(plan), "--frames", "-", "--frame-size", "48x32"],
+    short = subprocess.run([os.path.join(BIN, "pxrun"), str(plan), "--fixation", "0.5,0.5", "--frames", "-",
+                            "--frame-size", "48x32"],
                            input=b"\0" * (48 * 32 * 3 + 5), capture_output=True, cwd=ROOT)
     assert short.returncode == 1 and b"ended inside frame 1" in short.stderr

@@ -310,6 +310,11 @@ int pxvm_runner_run(pxvm_runner *run)
     pxvm_error err;
     if (!run)
         return px__usage("pxvm_runner_run: NULL runner");
+    for (int b = 0; run->fix_inputs && b < run->batch; b++)
+        if ((run->fix_inputs & ~(unsigned)run->fix_set[b]) &&
+            pxvm_fixation_check_set(&run->prog->p, run->prog->name, run->fix_set[b], run->batch > 1 ? b : -1, NULL,
+                                    &err) < 0)
+            return px__fail(&err);
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }
@@ -561,7 +566,9 @@ int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int f
     pxvm_error err;
     if (!run)
         return px__usage("pxvm_runner_set_fixations: NULL runner");
-    if (run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0)
+    if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0 ||
+        (device < 0 && pxvm_fixation_check_q16(&run->prog->p, xy, items, first_item, first_reg, nregs, &err) < 0) ||
+        run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0)
         return px__fail(&err);
     px__fix_mark(run, first_item, items, first_reg, nregs);
     return 0;

@@ -672,6 +672,87 @@ static void px__centre(pxvm_runner *run, const pxvm_prog *prog, int item, int32_
     c[0] = g[0], c[1] = g[1];
 }
 
+/* The C API: normalized fixations by default (pxvm_runner_set_fixations_normalized), Q16 texels
+ * through pxvm_runner_set_fixations; ranges, registers and unset input registers refused. */
+TEST(fixation_c_api_normalized_door_checks_and_unset_registers)
+{
+    const char *src = ".width 16\n.slot image input 451x300\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
+                      "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n";
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "rel.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_prog_free(prog);
+        return;
+    }
+    uint8_t *px = calloc(451 * 300 * 4 * 2, 1);
+    pxvm_view in = {px, -1, 2, 451, 300, 4, 451 * 300 * 4, 451 * 4, 4, 1};
+    CHECK(pxvm_runner_bind(run, 1, 0, &in) == 0);
+    /* no fixation: unlinkable, naming the program, the register and the instruction's pixel */
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "unlinkable: pixel (");
+    CHECK_STR(pxvm_errmsg(), "program 'rel.pxs' samples relative to fixation register 0, which is not set for batch "
+                             "item 0: give a fixation");
+    /* item 0 set, item 1 not: still unlinkable, for item 1 */
+    const double half[2] = {0.5, 0.5};
+    CHECK(pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, half) == 0);
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "not set for batch item 1");
+    /* out of range, NaN: usage errors naming the value; nothing set (item 1 stays unset) */
+    const double bad[4][2] = {{0.5, 0.5}, {1.5, 0.5}};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 0, 2, 0, 1, &bad[0][0]), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "fixation (item 1, register 0): x = 1.5 is not in [0, 1] (normalized coordinates of input "
+                             "slot 'image', 451x300)");
+    const double nan2[2] = {0.5, NAN};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 1, nan2), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "y = nan is not in [0, 1]");
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    /* a register the program does not read: usage */
+    const double two[4] = {0.5, 0.5, 0.5, 0.5};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 2, two), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "program 'rel.pxs' takes no fixation in register 1 (its input register: 0)");
+    /* the texel door: Q16, in the image */
+    const int32_t q_bad[2] = {-1, 0}, q_edge[2] = {451 * 65536, 300 * 65536 + 1};
+    CHECK_EQ(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q_bad, -1), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "x = -1 (Q16");
+    CHECK_EQ(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q_edge, -1), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "y = 19660801 (Q16");
+    const int32_t q[2] = {100 * 65536 + 32768, 7 * 65536};
+    CHECK(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q, -1) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    int32_t c[2];
+    px__centre(run, prog, 0, c); /* (0.5, 0.5) of 451x300 */
+    CHECK_EQ(c[0], 14778368);
+    CHECK_EQ(c[1], 9830400);
+    px__centre(run, prog, 1, c);
+    CHECK_EQ(c[0], q[0]);
+    CHECK_EQ(c[1], q[1]);
+    /* 0.1 of 451 texels: 2955673.6 rounds up */
+    const double tenth[2] = {0.1, 0.7};
+    CHECK(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 1, tenth) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    px__centre(run, prog, 1, c);
+    CHECK_EQ(c[0], 2955674);
+    CHECK_EQ(c[1], 13762560);
+    /* a restart keeps what was set */
+    CHECK(pxvm_runner_restart(run) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    pxvm_runner_close(run);
+    /* a program that takes no fixations refuses them, in either unit */
+    pxvm_prog *abs_prog = NULL;
+    CHECK(pxvm_prog_load("programs/foveate273.pxi", NULL, &abs_prog) == 0);
+    if (abs_prog && pxvm_runner_open(abs_prog, "cpu", 0, 1, 1, &run) == 0) {
+        CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, half), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "program 'programs/foveate273.pxi' takes no fixations: it samples no position relative "
+                                 "to a fixation register");
+        CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, q, -1), PXVM_USAGE);
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(abs_prog);
+    free(px);
+    pxvm_prog_free(prog);
+}
+
 /* A rounding tie through the C door: 24689 / 2^26 of a 512-texel side is 12344.5 / 65536
  * texels: register 12345. */
 TEST(fixation_c_api_tie_rounds_up)

@@ -200,7 +200,8 @@ int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
- * bound inputs, which stay bound. PXVM_UNLINKABLE if an input of some item is unbound. */
+ * bound inputs, which stay bound. PXVM_UNLINKABLE if an input of some item is unbound, or an
+ * input fixation register of some item was never set (see "fixations" below). */
 int pxvm_runner_run(pxvm_runner *run);
 
 /* Copies level `level` of `slot` of items first_item.. into `dst` (RGBA8: channels 4,
@@ -221,13 +222,27 @@ int pxvm_runner_sync(pxvm_runner *run);
 /* Every runner item has PXVM_FIX_REGS fixation registers, each an (x, y) pair of int32: level-0
  * texel coordinates of the image in Q16 (x * 65536; the centre of texel (i, j) is
  * ((2i+1) << 15, (2j+1) << 15)). Relative SAMPLE/GATHER/ANISO add a register to their
- * positions; ARGMAX writes one. Every run starts with the values set here ((0, 0) until set):
- * changing them changes nothing else (no reload; on the GPU the same graph is replayed). */
+ * positions; ARGMAX writes one. Every run starts with the values set here: changing them changes
+ * nothing else (no reload; on the GPU the same graph is replayed).
+ *
+ * A program's input registers (pxvm_prog_fixation_inputs) are those it reads before it writes
+ * them: it takes a fixation in each (isa/SPEC.md section 6). Setting a register that is not one
+ * is PXVM_USAGE; pxvm_runner_run is PXVM_UNLINKABLE while an input register of some item has not
+ * been set since the runner opened (pxvm_runner_restart keeps what was set). Fixations are given
+ * in normalized coordinates of the program's first input slot (W x H), as pxrun --fixation and
+ * the Python package take them; Q16 texels only through pxvm_runner_set_fixations. */
 #define PXVM_FIX_REGS 8
 /* Sets registers first_reg .. first_reg+nregs-1 of items first_item .. first_item+items-1 from
- * xy, laid out [items][nregs][2] int32, in host memory (device < 0) or in CUDA memory of the
- * runner's device (cuda executor; copied device to device on the runner's stream). xy may be
- * reused when the call returns. */
+ * xy, laid out [items][nregs][2] double in host memory: normalized (x, y) in [0, 1] of the first
+ * input slot ((0, 0) its top-left corner, (1, 1) its bottom-right one), each register becoming
+ * floor(x * W * 65536 + 0.5), floor(y * H * 65536 + 0.5) in IEEE double, one operation at a time
+ * in that order. PXVM_USAGE naming the value if one is outside [0, 1] or NaN (nothing is set). */
+int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
+                                         const double *xy);
+/* The texel door: the same from Q16 level-0 texels of the first input slot, int32, the registers'
+ * own unit, in host memory (device < 0; each value in [0, W * 65536] x [0, H * 65536], else
+ * PXVM_USAGE) or in CUDA memory of the runner's device (cuda executor; copied device to device
+ * on the runner's stream, the values not checked). xy may be reused when the call returns. */
 int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
                               const int32_t *xy, int device);
 /* After a run: the registers as it left them (ARGMAX results), [items][PXVM_FIX_REGS][2] int32,
@@ -249,6 +264,10 @@ typedef struct pxvm_rect {
 /* Does the program use fixation registers (1: relative sampling or ARGMAX; 2: it also writes
  * them, with ARGMAX), or not (0)? */
 int pxvm_prog_fixation_use(const pxvm_prog *prog);
+/* The program's input registers, bit k for register k: those a relative SAMPLE, ANISO or GATHER,
+ * or an ARGMAX's inhibition, reads before an ARGMAX writes them (in program order up to the first
+ * HALT). 0: it takes no fixations (an absolute program, or a scanpath that finds its own). */
+int pxvm_prog_fixation_inputs(const pxvm_prog *prog);
 
 /* ---- video: incremental frames ------------------------------------------------------------- */
 
@@ -266,7 +285,7 @@ int pxvm_prog_fixation_use(const pxvm_prog *prog);
  * rest (reading that input back shows older frames' pixels there). */
 int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n);
 /* Starts the stream again: persistent slots back to their initial state; the next run of every
- * item treats every tile as dirty (as the first run after opening does). */
+ * item treats every tile as dirty (as the first run after opening does). The fixations set stay. */
 int pxvm_runner_restart(pxvm_runner *run);
 /* After a run: one byte per token of atlas slot `slot`, [items][patch_count]: 1 if the run
  * sampled it (its bytes may have changed), 0 if an incremental instruction kept its bytes (a

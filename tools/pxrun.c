@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "../api/fixation.h"
 #include "../assembler/plan.h"
 #include "frames.h"
 #include "../isa/px_sem.h"
@@ -39,9 +40,10 @@ static const char px__usage[] =
     "  --hash                    print a hash of every level of every slot after the run\n"
     "  --info                    print the program's slots, instructions and launch plan\n"
     "  --fixation X,Y            set fixation register 0 (again: 1, 2, ...) before the run, for\n"
-    "                            fixation-relative programs: level-0 texels of the first input, or\n"
-    "                            normalized to it when both are in [0, 1] with a decimal point\n"
-    "                            (0.5,0.4); '512px,300px' forces texels\n"
+    "                            fixation-relative programs (each of their input registers needs\n"
+    "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
+    "                            (0.5,0.4 is its middle, left to right and top to bottom), or with\n"
+    "                            px after both values level-0 texels of it (512px,300px)\n"
     "  --scanpath K              PLAN.json only: compile it relative to K fixations that the run\n"
     "                            finds itself (bottom-up saliency, ARGMAX with inhibition of return)\n"
     "                            and print them; logpolar and v1 plans\n"
@@ -437,7 +439,8 @@ static int px__load_program(const px__args *a, pxvm_program *prog, pxvm_error *e
     return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
 }
 
-/* The first input slot: what --fixation is normalized to and --overlay draws on; -1 if none. */
+/* The first input slot: what --fixation is normalized to (pxvm_fixation_ref_slot) and --overlay
+ * draws on; -1 if none. */
 static int px__first_input(const pxvm_program *prog)
 {
     for (int k = 1; k < prog->nslots; k++)
@@ -446,42 +449,60 @@ static int px__first_input(const pxvm_program *prog)
     return -1;
 }
 
-/* "X,Y": texels, or normalized to w x h when both are in [0, 1] with a decimal point; "px" after a
- * number forces texels. Q16 out. */
-static int px__parse_fixation(const char *text, int w, int h, int32_t xy[2], pxvm_error *err)
+/* "X,Y": normalized, or texels when both numbers end in "px"; v[] out. `what` names it. */
+static int px__parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
 {
-    double v[2];
-    int texels = 0, dots = 0;
+    int px[2] = {0, 0};
     const char *p = text;
+    char msg[700];
     for (int i = 0; i < 2; i++) {
         char *end;
         v[i] = strtod(p, &end);
         if (end == p)
             goto bad;
-        dots += memchr(p, '.', (size_t)(end - p)) != NULL;
         if (!strncmp(end, "px", 2))
-            texels = 1, end += 2;
+            px[i] = 1, end += 2;
         if (i == 0 && *end != ',')
             goto bad;
         if (i == 1 && *end)
             goto bad;
         p = end + 1;
     }
-    if (!texels && dots == 2 && v[0] >= 0 && v[0] <= 1 && v[1] >= 0 && v[1] <= 1) {
-        if (w < 0)
-            return pxvm_fail(err, PXE_USAGE, -1, -1, "--fixation: a normalized fixation needs an input slot to scale to");
-        v[0] *= w, v[1] *= h;
+    if (px[0] != px[1]) {
+        snprintf(msg, sizeof msg, "%s: give both values normalized (0.5,0.4) or both in texels (512px,300px)", what);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
     }
-    for (int i = 0; i < 2; i++) {
-        if (!(v[i] > -32768.0 && v[i] < 32768.0))
-            goto bad;
-        xy[i] = (int32_t)llround(v[i] * 65536.0);
-    }
+    *texels = px[0];
     return 0;
-bad:;
-    char msg[300];
-    snprintf(msg, sizeof msg, "--fixation '%s': expected X,Y (texels in -32768..32767, or normalized 0.0..1.0)", text);
+bad:
+    snprintf(msg, sizeof msg, "%s: expected X,Y: normalized coordinates of the first input in [0, 1] (0.5,0.4), or "
+             "level-0 texels with px (512px,300px)", what);
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+}
+
+/* Every --fixation parsed, checked (register k is an input register of the program, the values
+ * in range) and converted to Q16 as the library converts them; then every input register of the
+ * program must have one. Before anything is loaded on the executor. */
+static int px__fixations(const pxvm_program *prog, const px__args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
+{
+    for (int k = 0; k < a->nfix; k++) {
+        const char *t = a->fix_text[k], *comma = strchr(t, ',');
+        char what[300], hint[300] = "";
+        double v[2];
+        int texels = 0;
+        snprintf(what, sizeof what, "--fixation '%s'", t);
+        if (px__parse_fixation(t, v, &texels, what, err) < 0 ||
+            pxvm_fixation_check_regs(prog, a->prog_path, k, 1, what, err) < 0)
+            return -1;
+        if (!texels && comma && v[0] >= 0 && v[1] >= 0 && (v[0] > 1 || v[1] > 1) && v[0] < 1e9 && v[1] < 1e9)
+            /* a texel fixation written without px? */
+            snprintf(hint, sizeof hint, "; texels are written with px: --fixation %.*spx,%spx", (int)(comma - t), t,
+                     comma + 1);
+        if (pxvm_fixation_convert(prog, v, texels, q[k], what, hint, err) < 0)
+            return -1;
+    }
+    return pxvm_fixation_check_set(prog, a->prog_path, (1u << a->nfix) - 1u, -1,
+                                   " (--fixation X,Y, normalized to the first input)", err);
 }
 
 /* The registers ARGMAX writes (0 .. highest + 1), or 0. */
@@ -738,6 +759,9 @@ int main(int argc, char **argv)
     t_load = px__now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
+    int32_t fixq[PX_FIX_REGS][2];
+    if (px__fixations(&prog, &a, fixq, &err) < 0)
+        goto fail;
     pxvm_error cuda_why = {0};
     if (pxvm_executor_open_named(a.exec_name, &a.oo, &ops, &ex, &cuda_why, &err) < 0)
         goto fail;
@@ -771,14 +795,9 @@ int main(int argc, char **argv)
         if (r < 0)
             goto fail;
     }
-    for (int k = 0; k < a.nfix; k++) {
-        int in = px__first_input(&prog);
-        int32_t xy[2];
-        if (px__parse_fixation(a.fix_text[k], in >= 0 ? prog.slots[in].w : -1, in >= 0 ? prog.slots[in].h : -1, xy, &err) <
-                0 ||
-            ops->set_fixations(ex, 0, 1, k, 1, xy, -1, &err) < 0)
+    for (int k = 0; k < a.nfix; k++)
+        if (ops->set_fixations(ex, 0, 1, k, 1, fixq[k], -1, &err) < 0)
             goto fail;
-    }
     t_bind = px__now();
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
     long nframes = 0;

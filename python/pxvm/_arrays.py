@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # the names in the API's annotations (numpy and torch are imp
     Array = Union[numpy.ndarray, torch.Tensor]
     #: a batch: an Array with a leading B axis, or a list of Arrays (one per item)
     Batch = Union[Array, Sequence[Array]]
-    #: fixations in level-0 texels: (x, y), (K, 2), per item (B, 2) or (B, K, 2), or "saliency"
+    #: fixations normalized to the first input (texels with fixation_units="texels"): (x, y), (K, 2),
+    #: per item (B, 2) or (B, K, 2), or "saliency"
     Fixation = Union[Sequence, Array, str, None]
 
 

@@ -20,6 +20,7 @@ _lib = _capi.lib
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
+FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
 # ---- runners --------------------------------------------------------------------------------------
@@ -37,7 +38,16 @@ class Runner:
     Unavailable says why "cuda" cannot open). A runner is a context manager (close()).
     In the annotations, Array is a uint8 NumPy array or torch tensor (host or CUDA), Batch an
     Array with a leading B axis or a list of Arrays, Fixation (x, y), (K, 2), (B, 2) or (B, K, 2)
-    level-0 texels (a sequence, array or tensor), "saliency" or None."""
+    (a sequence, array or tensor), "saliency" or None.
+
+    Fixations are normalized coordinates of the program's first input slot (W x H): x and y in
+    [0, 1], (0, 0) its top-left corner, (1, 1) its bottom-right one, (0.5, 0.5) its middle; as
+    pxrun --fixation and the C API take them (isa/SPEC.md section 6). Register k of a (K, 2) array
+    becomes floor(x * W * 65536 + 0.5) (Q16 texels, in float64, one operation at a time).
+    fixation_units="texels" takes level-0 texels instead, x in [0, W] and y in [0, H]. A value out
+    of range (or NaN) is a UsageError naming it (fixation_clamp=True clamps instead); a fixation
+    for a register the program does not read before ARGMAX writes it is a UsageError; running a
+    program that takes fixations before each of its input registers was given one is Unlinkable."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0) -> None:
@@ -51,6 +61,8 @@ class Runner:
         self._bufs = {}
         self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
         self._torch_device = "cuda:%d" % self.device
+        #: the program's input registers, bit k for register k (0: it takes no fixations)
+        self.fixation_inputs = _lib.pxvm_prog_fixation_inputs(program._h)
         self.executor = executor
         self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
 
@@ -95,13 +107,13 @@ class Runner:
                                       (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
         return bufs
 
-    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None):
+    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None, units="normalized", clamp=False):
         """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
         batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
-        to write them into instead of new ones; fixation: see _fixations. Returns the output arrays
-        in the order of outs."""
+        to write them into instead of new ones; fixation, units, clamp: see _fixations. Returns the
+        output arrays in the order of outs."""
         h, name = self._runner(batch)
-        fix = self._fixations(fixation, batch, batched)
+        fix = self._fixations(fixation, batch, batched, units, clamp)
         binds = []  # (slot, first item, description, has a batch axis)
         for k, x in inputs.items():
             if isinstance(x, (list, tuple)):
@@ -125,14 +137,19 @@ class Runner:
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
         if fix is not None:
-            fdev = _is_torch(fix) and fix.is_cuda
-            if fdev and not on_cuda:
+            kind, fx = fix
+            if kind == "device" and not on_cuda:
                 if name != "cuda":
                     raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
                 self._sync_stream(batch)
-            ptr = fix.data_ptr() if _is_torch(fix) else fix.ctypes.data
-            _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fix.shape[1], ctypes.c_void_p(ptr),
-                                                  self.device if fdev else -1))
+            if kind == "device":
+                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.data_ptr()),
+                                                      self.device))
+            elif kind == "normalized":  # the library converts and checks them
+                _check(_lib.pxvm_runner_set_fixations_normalized(h, 0, batch, 0, fx.shape[1],
+                                                                 ctypes.c_void_p(fx.ctypes.data)))
+            else:
+                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.ctypes.data), -1))
         nin, nout = len(binds), len(outs)
         in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
         slots = self.program.slots
@@ -173,28 +190,38 @@ class Runner:
             self._lent[(batch, k)] = x
         return results
 
-    def _fixations(self, fixation, batch, batched):
-        """Fixations as Q16 int32 (batch, nregs, 2), host NumPy or a CUDA tensor (converted on the
-        device, on the current stream: no copy to the host), or None to keep the registers."""
+    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False):
+        """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
+        float64), converted and checked by the library; ("q16", host int32), converted and checked
+        here (texels, and torch tensors); ("device", CUDA int32 tensor), converted and checked on
+        the device, on the current stream (no copy to the host; the range check reads one flag
+        back, which fixation_clamp=True spares). One rule: register = floor(n * W * 65536 + 0.5)
+        for a normalized n, floor(x * 65536 + 0.5) for texels, in float64, one operation at a time
+        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result)."""
+        if units not in FIXATION_UNITS:
+            raise UsageError("usage: fixation_units is 'normalized' (the default) or 'texels', not %r" % (units,))
         if fixation is None:
             return None
         if isinstance(fixation, str):
             if fixation != "saliency":
-                raise UsageError("usage: fixation is (x, y) in level-0 texels, an array, or 'saliency'")
+                raise UsageError("usage: fixation is (x, y) (normalized to the first input), an array, or 'saliency'")
             if not self.program.finds_fixations:
                 raise UsageError("usage: fixation='saliency': program %s finds no fixations (compile a logpolar or v1 "
                                  "plan with \"scanpath\": K)" % self.program.name)
             return None
-        if not self.program.uses_fixation:
-            raise UsageError("usage: fixation: program %s samples no position relative to a fixation (compile its "
-                             "plan with \"fixation\": \"relative\")" % self.program.name)
-        if _is_torch(fixation):
+        if not self.fixation_inputs:
+            if self.program.finds_fixations:
+                raise UsageError("usage: fixation: program %s takes no fixations: it finds its own (ARGMAX; give "
+                                 "fixation='saliency')" % self.program.name)
+            raise UsageError("usage: fixation: program %s takes no fixations: it samples no position relative to a "
+                             "fixation (compile its plan with \"fixation\": \"relative\")" % self.program.name)
+        np = _np()
+        on_torch = _is_torch(fixation)
+        if on_torch:  # on its device
             torch = _torch()
-            t = (fixation.to(torch.float64) * 65536.0).round().clamp(-2147483648, 2147483647).to(torch.int32)
+            t = fixation.detach().to(torch.float64)
         else:
-            np = _np()
-            t = np.clip(np.round(np.asarray(fixation, dtype=np.float64) * 65536.0), -2147483648, 2147483647)
-            t = t.astype(np.int32)
+            t = np.asarray(fixation, dtype=np.float64)
         if not batched and t.ndim in (1, 2):
             t = t.reshape((1,) + tuple(t.shape))
         if t.ndim == 2:  # (B, 2): register 0 of each item
@@ -202,12 +229,49 @@ class Runner:
         if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
             raise ValueError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
                              "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
-        return t.contiguous() if _is_torch(t) else _np().ascontiguousarray(t)
+        ins = self.program.inputs
+        ref = ins[0] if ins else None
+        if ref is None and units == "normalized":
+            raise UsageError("usage: fixation: a normalized fixation needs an input slot to scale to (program %s has "
+                             "none; give fixation_units='texels')" % self.program.name)
+        hi = (1.0, 1.0) if units == "normalized" else ((float(ref.w), float(ref.h)) if ref else (32767.0, 32767.0))
+        if on_torch:
+            if clamp:
+                t = torch.stack([torch.nan_to_num(t[..., a], nan=hi[a] / 2).clamp(0.0, hi[a]) for a in (0, 1)], -1)
+            else:
+                bad = torch.stack([~((t[..., a] >= 0) & (t[..., a] <= hi[a])) for a in (0, 1)], -1)  # NaN: bad
+                if bool(bad.any()):  # the one value read back
+                    self._fixation_range_error(tuple(bad.nonzero()[0].tolist()), t, units, hi, ref)
+            if units == "normalized":  # n * W, then * 65536, + 0.5, floor: separate float64 operations
+                t = torch.stack([t[..., 0] * float(ref.w), t[..., 1] * float(ref.h)], -1)
+            q = torch.floor((t * 65536.0) + 0.5).to(torch.int32).contiguous()
+            return ("device", q) if q.is_cuda else ("q16", q.numpy())
+        if clamp:
+            t = np.stack([np.clip(np.nan_to_num(t[..., a], nan=hi[a] / 2), 0.0, hi[a]) for a in (0, 1)], -1)
+        if units == "normalized":
+            return "normalized", np.ascontiguousarray(t)
+        bad = ~((t >= 0) & (t <= np.array(hi)))
+        if bad.any():
+            self._fixation_range_error(tuple(np.argwhere(bad)[0]), t, units, hi, ref)
+        return "q16", np.ascontiguousarray(np.floor((t * 65536.0) + 0.5).astype(np.int32))
+
+    def _fixation_range_error(self, at, t, units, hi, ref):
+        """The library's words for a value out of range: item, register, axis and the value."""
+        b, k, a = (int(i) for i in at)
+        v = repr(float(t[b, k, a]))
+        v = v[:-2] if v.endswith(".0") else v  # as the library prints it: 452, 1.5, nan
+        where = "input slot '%s', %dx%d" % (ref.name, ref.w, ref.h) if ref else "the program has no input slot"
+        if units == "normalized":
+            raise UsageError("usage: fixation (item %d, register %d): %s = %s is not in [0, 1] (normalized coordinates "
+                             "of %s)" % (b, k, "xy"[a], v, where))
+        raise UsageError("usage: fixation (item %d, register %d): %s = %s texels is not in [0, %d] (%s)" %
+                         (b, k, "xy"[a], v, int(hi[a]), where))
 
     def fixations(self, batch: int = 1, device: str | None = None) -> Array:
-        """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64): what
-        ARGMAX found (a scanpath in registers 0..K-1) or what was set. NumPy from the host;
-        with device="cuda" a CUDA tensor, read on the device."""
+        """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64, the
+        registers' Q16 / 65536; give them back with fixation_units="texels"): what ARGMAX found (a
+        scanpath in registers 0..K-1) or what was set. NumPy from the host; with device="cuda" a
+        CUDA tensor, read on the device."""
         h = self._runner(batch)[0]
         if device is not None and self._runners[batch][1] == "cuda":
             torch = _torch()
@@ -291,27 +355,33 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
-    def run(self, *image: Array, fixation: Fixation = None, **inputs: Array) -> dict[str, Array]:
+    def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
+            fixation_clamp: bool = False, **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
 
-        fixation: for fixation-relative programs, (x, y) in level-0 texels of the image (register
-        0; a (K, 2) array sets registers 0..K-1), host values or a CUDA tensor (converted and
-        copied on the device); "saliency" for programs that find their own fixations. Fixations
-        stay set for later runs until set again; changing them reloads nothing."""
+        fixation: for fixation-relative programs, (x, y) normalized to the first input slot, x and
+        y in [0, 1] (register 0; a (K, 2) array sets registers 0..K-1), host values or a CUDA
+        tensor (converted on the device); fixation_units="texels" for level-0 texels (x in [0, W],
+        y in [0, H]); fixation_clamp=True clamps values into that range (NaN: its middle) instead
+        of refusing them, and on the device skips the check's read-back. "saliency" for programs
+        that find their own fixations. Fixations stay set for later runs until set again;
+        changing them reloads nothing."""
         outs = self.program.outputs
-        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation)
+        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation,
+                         units=fixation_units, clamp=fixation_clamp)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
-                fixation: Fixation = None, with_geometry: bool = False,
-                **inputs: Array) -> Array | tuple[Array, Array]:
+                fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
+                fixation_clamp: bool = False, **inputs: Array) -> Array | tuple[Array, Array]:
         """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
-        written there instead of into a new array. fixation: as for run. with_geometry: returns
-        (patches, geometry (N, 4)) with geometry as Runner.geometry gives it, on the same device."""
+        written there instead of into a new array. fixation, fixation_units, fixation_clamp: as
+        for run. with_geometry: returns (patches, geometry (N, 4)) with geometry as
+        Runner.geometry gives it, on the same device."""
         s = self._atlas(slot)
         res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]],
-                         fixation=fixation)
+                         fixation=fixation, units=fixation_units, clamp=fixation_clamp)
         p = out if out is not None else res[0][0]
         if with_geometry:
             return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
@@ -330,24 +400,28 @@ class Runner:
             raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
-    def run_batch(self, images: Batch | None = None, fixations: Fixation = None,
-                  **inputs: Batch) -> dict[str, Array]:
+    def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
+                  fixation_clamp: bool = False, **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
         On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
-        (B, K, 2)) texels, one per item, host or CUDA (stays on the device), or "saliency"."""
+        (B, K, 2)) normalized to the first input, one per item, host or CUDA (converted on the
+        device), or "saliency"; fixation_units, fixation_clamp: as for run."""
         bound, b = self._batch_inputs(images, inputs)
         outs = self.program.outputs
-        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations)
+        res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations,
+                         units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
-                      fixations: Fixation = None, with_geometry: bool = False,
-                      **inputs: Batch) -> Array | tuple[Array, Array]:
+                      fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
+                      fixation_clamp: bool = False, **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
-        fixations and with_geometry ((B, N, 4)) as for run_batch and patches."""
+        fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
+        and patches."""
         bound, b = self._batch_inputs(images, inputs)
         s = self._atlas(slot)
-        p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations)[0]
+        p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations,
+                       units=fixation_units, clamp=fixation_clamp)[0]
         if with_geometry:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p

@@ -35,17 +35,20 @@ class Stream:
         self.frames = 0
 
     def push(self, frame: Array, dirty: Iterable[Sequence[int]] | None = None, fixation: Fixation = None,
-             out: Array | None = None) -> tuple[Array, Array]:
+             out: Array | None = None, fixation_units: str = "normalized",
+             fixation_clamp: bool = False) -> tuple[Array, Array]:
         """Runs the next frame. dirty: optional [(x, y, w, h), ...] rectangles that changed (level-0
         texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
-        as for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
+        (normalized to the frame: (0.5, 0.5) is its middle), fixation_units and fixation_clamp as
+        for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
         r = self.runner
         h = r._runner(1)[0]
         if dirty is not None:
             rects = list(dirty)
             arr = (_Rect * max(1, len(rects)))(*[_Rect(int(x), int(y), int(w), int(hh)) for x, y, w, hh in rects])
             _check(_lib.pxvm_runner_set_dirty(h, 0, arr, len(rects)))
-        p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation)
+        p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation, fixation_units=fixation_units,
+                      fixation_clamp=fixation_clamp)
         self.frames += 1
         if _is_torch(p) and p.is_cuda:
             torch = _torch()
@@ -58,6 +61,6 @@ class Stream:
         return p, c.astype(bool)
 
     def reset(self) -> None:
-        """Starts again: the next frame is computed whole."""
+        """Starts again: the next frame is computed whole (the fixations set stay set)."""
         _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
         self.frames = 0

@@ -1,6 +1,7 @@
 """CUDA tensors on the CUDA-GL executor (the GPU machine: PXVM_TEST_EXECUTOR=cuda): outputs equal
 the CPU executor's bytes, never pass through the host, and follow torch's current stream."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -142,21 +143,40 @@ def test_device_fixations_per_item_stay_on_the_device_and_equal_cpu(photo):
     prog = pxvm.Program.from_plan({"image": [451, 300], "budget": 64, "scheme": "v1", "fixation": "relative"})
     cpu, gpu = cpu_and_gpu(prog)
     rng = np.random.default_rng(3)
-    fix = rng.uniform(0, 450, (8, 2))
+    fix = rng.uniform(0, 1, (8, 2))  # normalized
+    fix[0] = (0.033834199419042754, 0.005086288452148437)  # ties: x * 451 * 65536 = 1000028.5, y * 300 * 65536 = 100000.5
     frames = torch.from_numpy(np.stack([photo] * 8)).cuda()
     dfix = torch.from_numpy(fix).cuda()
     want = cpu.patches_batch(np.stack([photo] * 8), fixations=fix)
-    got = gpu.patches_batch(frames, fixations=dfix)
+    got = gpu.patches_batch(frames, fixations=dfix)  # converted on the device: the library's registers, exactly
     assert np.array_equal(got.cpu().numpy(), want)
+    assert np.array_equal(gpu.fixations(batch=8), cpu.fixations(batch=8))
+    assert tuple(gpu.fixations(batch=8)[0, 0] * 65536) == (1000029, 100001)  # halves round up, not to even
+    side = np.array([451.0, 300.0])
+    assert np.array_equal(gpu.patches_batch(frames, fixations=dfix * torch.from_numpy(side).cuda(),
+                                            fixation_units="texels").cpu().numpy(),
+                          cpu.patches_batch(np.stack([photo] * 8), fixations=fix * side, fixation_units="texels"))
+    with pytest.raises(pxvm.UsageError, match=re.escape("fixation (item 3, register 0): y = 1.5 is not in [0, 1]")):
+        bad = dfix.clone()
+        bad[3, 1] = 1.5
+        gpu.patches_batch(frames, fixations=bad)
     torch.cuda.synchronize()
+    # with fixation_clamp=True nothing is read back: the values never leave the device
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(5):
-            out, geo = gpu.patches_batch(frames, fixations=dfix + i, with_geometry=True)
+            out, geo = gpu.patches_batch(frames, fixations=(dfix + i / 100) % 1.0, fixation_clamp=True,
+                                         with_geometry=True)
         torch.cuda.synchronize()
     copies = [e.name for e in prof.events() if "Memcpy" in e.name and ("HtoD" in e.name or "DtoH" in e.name)]
     assert copies == [] and out.is_cuda and geo.is_cuda
-    assert np.array_equal(gpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round((fix + 4) * 65536)).astype(np.int32)[:, None, :],
-                          cpu.geometry(batch=8, exact=True)[:, :, :2] - (np.round(fix * 65536)).astype(np.int32)[:, None, :])
+    assert np.array_equal(gpu.geometry(batch=8, exact=True)[:, :, :2] - (gpu.fixations(batch=8)[:, :1] * 65536).astype(np.int32),
+                          cpu.geometry(batch=8, exact=True)[:, :, :2] - (cpu.fixations(batch=8)[:, :1] * 65536).astype(np.int32))
+    # checked (the default): one flag comes back, the values stay
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        gpu.patches_batch(frames, fixations=dfix)
+        torch.cuda.synchronize()
+    copies = [e.name for e in prof.events() if "Memcpy" in e.name and ("HtoD" in e.name or "DtoH" in e.name)]
+    assert not any("HtoD" in c for c in copies) and len(copies) <= 1, copies
 
 
 def test_readme_fixation_example_runs(monkeypatch):
@@ -183,9 +203,9 @@ def test_video_stream_pinned_host_frames_pipelined_equal_cpu():
     for i, f in enumerate(moving_frames(10, 96, 64, 3)):
         rgba = np.concatenate([f, np.full((64, 96, 1), 255, np.uint8)], axis=2)
         buf.copy_(torch.from_numpy(rgba))
-        pg, cg = gpu.push(buf, fixation=(48, 32))
+        pg, cg = gpu.push(buf, fixation=(0.5, 0.5))
         buf.fill_(0)  # reused at once: the upload must be done
-        pc, cc = cpu.push(rgba, fixation=(48, 32))
+        pc, cc = cpu.push(rgba, fixation=(0.5, 0.5))
         assert np.array_equal(pg, pc) and np.array_equal(cg, cc), i
 
 
@@ -194,8 +214,8 @@ def test_video_stream_cuda_frames_equal_cpu_and_changed_on_device():
     prog = pxvm.Program.from_plan(video_plan(120, 80, 16, budget=24, patch=8))
     cpu, gpu = pxvm.Runner(prog, executor="cpu").stream(), pxvm.Runner(prog, executor="cuda").stream()
     for i, f in enumerate(moving_frames(10, 120, 80, 5)):
-        pg, cg = gpu.push(torch.from_numpy(f).cuda(), fixation=(60, 40), dirty=[(0, 0, 120, 80)] if i == 4 else None)
-        pc, cc = cpu.push(f, fixation=(60, 40), dirty=[(0, 0, 120, 80)] if i == 4 else None)
+        pg, cg = gpu.push(torch.from_numpy(f).cuda(), fixation=(0.5, 0.5), dirty=[(0, 0, 120, 80)] if i == 4 else None)
+        pc, cc = cpu.push(f, fixation=(0.5, 0.5), dirty=[(0, 0, 120, 80)] if i == 4 else None)
         assert pg.is_cuda and cg.is_cuda and cg.dtype == torch.bool
         assert np.array_equal(pg.cpu().numpy(), pc) and np.array_equal(cg.cpu().numpy(), cc), i
 
@@ -220,6 +240,6 @@ def test_video_stream_dirty_rectangles_upload_only_their_tiles():
         if i % 2:
             pinned.copy_(torch.from_numpy(f))
             src = pinned
-        pg, cg = gpu.push(src, dirty=rects, fixation=(50, 35))
-        pc, cc = cpu.push(f, dirty=rects, fixation=(50, 35))
+        pg, cg = gpu.push(src, dirty=rects, fixation=(0.5, 0.5))
+        pc, cc = cpu.push(f, dirty=rects, fixation=(0.5, 0.5))
         assert np.array_equal(pg, pc) and np.array_equal(cg, cc), i

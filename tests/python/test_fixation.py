@@ -1,7 +1,9 @@
 """Fixations on the executor under test (CPU in CI, CUDA-GL with PXVM_TEST_EXECUTOR=cuda):
 relative == absolute for plans at random fixations, batch of fixations == loop, no reload when the
-fixation changes, token geometry, bottom-up scanpaths on hand-checked pictures, and pxrun's
---fixation, --scanpath, --geometry and --overlay."""
+fixation changes, token geometry, bottom-up scanpaths on hand-checked pictures, pxrun's
+--fixation, --scanpath, --geometry and --overlay, and one unit for fixations in every door
+(normalized to the first input; texels only when asked; SPEC 6)."""
+import math
 import os
 import re
 from decimal import Decimal
@@ -13,6 +15,12 @@ import pxvm
 from conftest import EXECUTOR, PHOTO, ROOT, pxrun
 
 Q16 = 65536
+
+
+def q16(n, side):
+    """SPEC 6: a normalized coordinate's register, floor(n * W * 65536 + 0.5) in doubles, one
+    operation at a time (Python's float arithmetic is IEEE double, left to right)."""
+    return math.floor(n * side * 65536 + 0.5)
 
 
 def plan(scheme, **kw):
@@ -44,9 +52,8 @@ def test_relative_plan_equals_the_absolute_program_at_random_fixations(scheme, p
     prog = pxvm.Program.from_plan(plan(scheme))
     rel = pxvm.Runner(prog, executor=EXECUTOR)
     rng = np.random.default_rng(11)
-    for _ in range(6):
-        fx, fy = rng.uniform(-20, 471), rng.uniform(-20, 320)
-        q = (int(round(fx * Q16)), int(round(fy * Q16)))
+    for fx, fy in [(0, 0), (1, 1), (1, 0)] + [tuple(rng.uniform(0, 1, 2)) for _ in range(4)]:
+        q = (q16(fx, 451), q16(fy, 300))
         got = rel.patches(photo, fixation=(fx, fy))
         want = pxvm.Runner(baked(prog, [q]), executor=EXECUTOR).patches(photo)
         if not isinstance(got, np.ndarray):
@@ -61,7 +68,7 @@ def test_relative_plan_equals_the_absolute_program_at_random_fixations(scheme, p
 def test_batch_of_fixations_equals_a_loop_and_changing_it_reloads_nothing(photo):
     prog = pxvm.Program.from_plan(plan("logpolar"))
     r = pxvm.Runner(prog, executor=EXECUTOR)
-    fix = np.array([[225.5, 150.0], [10.0, 290.0], [440.25, 3.5], [-5.0, 150.0]])
+    fix = np.array([[0.5, 0.5], [10 / 451, 290 / 300], [440.25 / 451, 3.5 / 300], [0.0, 0.5]])
     imgs = np.stack([photo] * 4)
     batch = r.patches_batch(imgs, fixations=fix)
     geo = r.geometry(batch=4, exact=True)
@@ -73,7 +80,7 @@ def test_batch_of_fixations_equals_a_loop_and_changing_it_reloads_nothing(photo)
     assert set(r._runners) == set(loaded) and all(r._runners[k] is loaded[k] for k in loaded)
     # the geometry moves with the fixation, exactly: the same offsets from another register value
     d = r.geometry(batch=4, exact=True)
-    assert np.array_equal(d[1, :, 0] - d[0, :, 0], np.full(d.shape[1], int(round((10.0 - 225.5) * Q16))))
+    assert np.array_equal(d[1, :, 0] - d[0, :, 0], np.full(d.shape[1], q16(10 / 451, 451) - q16(0.5, 451)))
 
 
 def test_geometry_reports_the_tokens_as_sampled(photo, foveate):
@@ -133,8 +140,8 @@ def test_scanpath_fixations_are_distinct_and_ties_on_a_flat_image_go_first():
 
 def test_fixation_errors_use_the_librarys_words(photo, foveate):
     r = pxvm.Runner(foveate, executor=EXECUTOR)
-    with pytest.raises(pxvm.UsageError, match="samples no position relative to a fixation"):
-        r.patches(photo, fixation=(1, 2))
+    with pytest.raises(pxvm.UsageError, match="takes no fixations: it samples no position relative to a fixation"):
+        r.patches(photo, fixation=(0.5, 0.5))
     rel = pxvm.Runner(pxvm.Program.from_plan(plan("logpolar")), executor=EXECUTOR)
     with pytest.raises(pxvm.UsageError, match="finds no fixations"):
         rel.patches(photo, fixation="saliency")
@@ -159,10 +166,181 @@ def test_pxrun_fixation_scanpath_geometry_and_overlay(tmp_path, photo):
     # --fixation, normalized and in texels, on a relative plan: the same tokens as the API's
     rel = tmp_path / "rel.json"
     rel.write_text('{"image": [451, 300], "budget": 32, "scheme": "v1", "fixation": "relative"}')
-    for text, fix in (("0.5,0.5", (225.5, 150.0)), ("100px,40.25", (100.0, 40.25))):
-        npy = tmp_path / "p.npy"
-        pxrun(str(rel), "--fixation", text, "--in", "image=" + PHOTO, "--npy", "atlas=%s" % npy, "--executor", EXECUTOR)
-        api = pxvm.Runner(pxvm.Program.from_plan(str(rel)), executor=EXECUTOR).patches(photo, fixation=fix)
-        assert np.array_equal(np.load(npy), api), text
+    for text, fix, units in (("0.5,0.5", (0.5, 0.5), "normalized"), ("0.1234,0.8765", (0.1234, 0.8765), "normalized"),
+                             ("100px,40.25px", (100.0, 40.25), "texels")):
+        npy, geo = tmp_path / "p.npy", tmp_path / "g.npy"
+        pxrun(str(rel), "--fixation", text, "--in", "image=" + PHOTO, "--npy", "atlas=%s" % npy, "--geometry",
+              "atlas=%s" % geo, "--executor", EXECUTOR)
+        r = pxvm.Runner(pxvm.Program.from_plan(str(rel)), executor=EXECUTOR)
+        api = r.patches(photo, fixation=fix, fixation_units=units)
+        assert np.array_equal(np.load(npy), as_numpy(api)), text
+        assert np.array_equal(np.load(geo), r.geometry(exact=True)[0]), text
     bad = pxrun(str(rel), "--fixation", "1,2,3", "--in", "image=" + PHOTO, check=False)
     assert bad.returncode == 2 and "--fixation '1,2,3'" in bad.stderr
+    # normalized in [0, 1] only (texels with px); a relative program needs one, others take none
+    for args, status, words in ((["--fixation", "2000,2000"], 2, "x = 2000 is not in [0, 1]"),
+                                (["--fixation", "100px,0.5"], 2, "give both values normalized"),
+                                ([], 5, "samples relative to fixation register 0, which is not set")):
+        bad = pxrun(str(rel), *args, "--in", "image=" + PHOTO, check=False)
+        assert bad.returncode == status and words in bad.stderr, (args, bad.stderr)
+    bad = pxrun(str(pj), "--scanpath", "3", "--fixation", "0.5,0.5", "--in", "image=" + PHOTO, check=False)
+    assert bad.returncode == 2 and "takes no fixations: it finds its own" in bad.stderr
+
+
+def as_numpy(x):
+    return x if isinstance(x, np.ndarray) else x.cpu().numpy()
+
+
+# ---- one unit in every door (SPEC 6, "Fixations from the host") -----------------------------------
+
+def one_token(w, h, regs=(0,)):
+    """A program of one 4x4 token per register, each a relative SAMPLE centred on the register
+    (cu = cv = 0): the token's geometry centre is the register, exactly."""
+    text = ".width 16\n.slot image input %dx%d\n.slot atlas output %dx4 patches=4x4x%d\nPYRAMID image\n" % (
+        w, h, 4 * len(regs), len(regs))
+    for i, k in enumerate(regs):
+        text += ("SAMPLE src=image dst=atlas mode=linear@f%d dst_x=%d dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\n" %
+                 (k, 4 * i))
+    return pxvm.Program.assemble(text + "HALT\n", "one-token-%dx%d" % (w, h))
+
+
+def registers(runner, image, **kw):
+    runner.patches(image, **kw)
+    return [tuple(int(v) for v in g[:2]) for g in runner.geometry(exact=True)[0]]
+
+
+def test_normalized_is_the_default_and_becomes_floor_n_w_65536_plus_half():
+    img = np.zeros((300, 451, 3), np.uint8)
+    r = pxvm.Runner(one_token(451, 300), executor=EXECUTOR)
+    # (0.5, 0.5) is the middle of the 451x300 input: 225.5 and 150 texels
+    assert registers(r, img, fixation=(0.5, 0.5)) == [(math.floor(0.5 * 451 * 65536 + 0.5), 150 * Q16)]
+    assert registers(r, img, fixation=(0.5, 0.5))[0] == (14778368, 9830400)
+    assert registers(r, img, fixation=(0.1, 0.7)) == [(2955674, 13762560)]  # 2955673.6 rounds up
+    assert registers(r, img, fixation=np.array([[1.0, 0.0]])) == [(451 * Q16, 0)]  # corners; a (K, 2) array
+    # texels by the keyword only
+    assert registers(r, img, fixation=(100.5, 7), fixation_units="texels") == [(6586368, 458752)]
+    assert registers(r, img, fixation=(451, 300), fixation_units="texels") == [(451 * Q16, 300 * Q16)]
+    # a batch: one (x, y) per item
+    b = r.patches_batch(np.stack([img] * 3), fixations=[(0.5, 0.5), (0.25, 0.75), (1, 1)])
+    assert b.shape[0] == 3
+    assert [tuple(int(v) for v in g[0, :2]) for g in r.geometry(batch=3, exact=True)] == [
+        (q16(0.5, 451), q16(0.5, 300)), (q16(0.25, 451), q16(0.75, 300)), (451 * Q16, 300 * Q16)]
+
+
+def test_a_rounding_tie_rounds_up_in_python_and_pxrun(tmp_path):
+    """24689 / 2^26 of a 512-texel side is 12344.5 / 65536 texels exactly: register 12345 (a round
+    half to even, numpy's and torch's round, would give 12344)."""
+    n = 24689 / 2 ** 26
+    assert n * 512 * 65536 == 12344.5 and float(np.round(n * 512 * 65536)) == 12344
+    img = np.zeros((300, 512, 4), np.uint8)
+    prog = one_token(512, 300)
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    assert registers(r, img, fixation=(n, 0.5)) == [(12345, 150 * Q16)]
+    # ties on sides that are no power of two: x * 451 * 65536 = 1000028.5, y * 300 * 65536 = 100000.5
+    tx, ty = 0.033834199419042754, 0.005086288452148437
+    assert tx * 451 * 65536 == 1000028.5 and ty * 300 * 65536 == 100000.5
+    assert registers(pxvm.Runner(one_token(451, 300), executor=EXECUTOR), np.zeros((300, 451, 4), np.uint8),
+                     fixation=(tx, ty)) == [(1000029, 100001)]
+    prog.save(str(tmp_path / "tie.pxi"))
+    png = tmp_path / "tie.png"
+    png.write_bytes(_png(img))
+    text = "%s,0.5" % Decimal(n)  # the exact decimal of the double
+    pxrun(str(tmp_path / "tie.pxi"), "--in", "image=%s" % png, "--fixation", text, "--geometry",
+          "atlas=%s" % (tmp_path / "g.npy"), "--executor", EXECUTOR)
+    assert tuple(np.load(tmp_path / "g.npy")[0, :2]) == (12345, 150 * Q16)
+
+
+def _png(img):
+    import ctypes
+    lib = pxvm._capi.lib
+    p, n = ctypes.c_void_p(), ctypes.c_size_t()
+    lib.pxvm_image_encode_png.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                          ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    a = np.ascontiguousarray(img)
+    assert lib.pxvm_image_encode_png(a.ctypes.data, a.shape[1], a.shape[0], ctypes.byref(p), ctypes.byref(n)) == 0
+    data = ctypes.string_at(p, n.value)
+    lib.pxvm_free(p)
+    return data
+
+
+def test_out_of_range_fixations_are_refused_naming_the_value():
+    img = np.zeros((300, 451, 3), np.uint8)
+    r = pxvm.Runner(one_token(451, 300), executor=EXECUTOR)
+    for fix, units, words in (((1.5, 0.5), "normalized", "fixation (item 0, register 0): x = 1.5 is not in [0, 1] "
+                                                          "(normalized coordinates of input slot 'image', 451x300)"),
+                              ((0.5, -0.25), "normalized", "y = -0.25 is not in [0, 1]"),
+                              ((float("nan"), 0.5), "normalized", "x = nan is not in [0, 1]"),
+                              ((225.5, 150), "normalized", "x = 225.5 is not in [0, 1]"),  # texels, not asked for
+                              ((452, 3), "texels", "x = 452 texels is not in [0, 451] (input slot 'image', 451x300)"),
+                              ((3, -1), "texels", "y = -1 texels is not in [0, 300]")):
+        with pytest.raises(pxvm.UsageError, match=re.escape(words)):
+            r.patches(img, fixation=fix, fixation_units=units)
+    with pytest.raises(pxvm.UsageError, match=re.escape("fixation (item 2, register 0): x = 2 is not in [0, 1]")):
+        r.patches_batch(np.stack([img] * 3), fixations=[(0.5, 0.5), (0.5, 0.5), (2.0, 0.5)])
+    with pytest.raises(pxvm.UsageError, match="fixation_units is 'normalized'"):
+        r.patches(img, fixation=(0.5, 0.5), fixation_units="pixels")
+    # clamped when asked: the nearest end of the range, NaN the middle
+    assert registers(r, img, fixation=(1.5, -0.25), fixation_clamp=True) == [(451 * Q16, 0)]
+    assert registers(r, img, fixation=(float("nan"), 0.5), fixation_clamp=True) == [(q16(0.5, 451), q16(0.5, 300))]
+    assert registers(r, img, fixation=(500, 3), fixation_units="texels", fixation_clamp=True) == [(451 * Q16, 3 * Q16)]
+
+
+def test_a_relative_program_without_a_fixation_is_unlinkable(photo):
+    r = pxvm.Runner(pxvm.Program.from_plan(plan("logpolar"), name="rel"), executor=EXECUTOR)
+    with pytest.raises(pxvm.Unlinkable, match=re.escape("program 'rel' samples relative to fixation register 0, which "
+                                                        "is not set: give a fixation")):
+        r.patches(photo)
+    with pytest.raises(pxvm.Unlinkable, match="not set for batch item 0"):
+        r.patches_batch(np.stack([photo] * 2))
+    r.patches(photo, fixation=(0.5, 0.5))
+    r.patches(photo)  # set once, it stays set
+
+
+def test_a_fixation_the_program_does_not_take_is_refused(photo):
+    img = np.zeros((300, 451, 3), np.uint8)
+    r = pxvm.Runner(one_token(451, 300), executor=EXECUTOR)
+    with pytest.raises(pxvm.UsageError, match=re.escape("takes no fixation in register 1 (its input register: 0)")):
+        r.patches(img, fixation=[(0.5, 0.5), (0.5, 0.5)])
+    two = pxvm.Runner(one_token(451, 300, regs=(0, 1)), executor=EXECUTOR)
+    assert two.fixation_inputs == 3
+    assert registers(two, img, fixation=[(0.5, 0.5), (0, 1)]) == [(q16(0.5, 451), q16(0.5, 300)), (0, 300 * Q16)]
+    with pytest.raises(pxvm.Unlinkable, match="samples relative to fixation register 1, which is not set"):
+        pxvm.Runner(one_token(451, 300, regs=(0, 1)), executor=EXECUTOR).patches(img, fixation=(0.5, 0.5))
+    scan = pxvm.Runner(pxvm.Program.from_plan({"image": [451, 300], "budget": 16, "scheme": "logpolar",
+                                               "scanpath": 2}), executor=EXECUTOR)
+    assert scan.fixation_inputs == 0
+    with pytest.raises(pxvm.UsageError, match="takes no fixations: it finds its own"):
+        scan.patches(photo, fixation=(0.5, 0.5))
+    scan.patches(photo)  # a scanpath needs none
+
+
+def test_torch_tensors_are_converted_with_the_same_float64_operations():
+    """torch converts fixations on their device (the CPU here; CUDA on the GPU, tests/python/
+    test_cuda.py) with separate float64 operations: the library's registers, ties included."""
+    torch = pytest.importorskip("torch")
+    img = np.zeros((300, 451, 3), np.uint8)
+    r = pxvm.Runner(one_token(451, 300), executor=EXECUTOR)
+    rng = np.random.default_rng(7)
+    fix = np.concatenate([[[0.033834199419042754, 0.005086288452148437], [0.5, 0.5], [0, 1], [0.1, 0.7]],
+                          rng.uniform(0, 1, (4, 2))])
+    imgs = np.stack([img] * len(fix))
+
+    def regs():
+        return [tuple(int(v) for v in g[0, :2]) for g in r.geometry(batch=len(fix), exact=True)]
+
+    r.patches_batch(imgs, fixations=fix)  # NumPy: the library converts
+    want = regs()
+    assert want == [(q16(x, 451), q16(y, 300)) for x, y in fix] and want[0] == (1000029, 100001)
+    r.patches_batch(imgs, fixations=torch.from_numpy(fix))  # torch: converted here, in float64
+    assert regs() == want
+    texels = fix * [451.0, 300.0]
+    r.patches_batch(imgs, fixations=torch.from_numpy(texels), fixation_units="texels")
+    assert regs() == [(math.floor(x * 65536 + 0.5), math.floor(y * 65536 + 0.5)) for x, y in texels]
+    r.patches_batch(imgs, fixations=texels, fixation_units="texels")
+    assert regs() == [(math.floor(x * 65536 + 0.5), math.floor(y * 65536 + 0.5)) for x, y in texels]
+    bad = torch.from_numpy(fix).clone()
+    bad[5, 1] = float("nan")
+    with pytest.raises(pxvm.UsageError, match=re.escape("fixation (item 5, register 0): y = nan is not in [0, 1]")):
+        r.patches_batch(imgs, fixations=bad)
+    assert registers(r, img, fixation=torch.tensor([1.5, float("nan")]), fixation_clamp=True) == [
+        (451 * Q16, q16(0.5, 300))]

@@ -62,7 +62,7 @@ def test_stream_incremental_equals_full_recompute_and_changed_is_conservative(th
     full = pxvm.Runner(full_twin(prog), executor=EXECUTOR)
     prev, skipped = None, 0
     for i, f in enumerate(moving_frames(12, w, h, threshold)):
-        fix = (75 + (i // 4) * 10, 50)  # the gaze moves now and then
+        fix = ((75 + (i // 4) * 10) / w, 0.5)  # the gaze moves now and then (normalized to the frame)
         got, changed = inc.push(f, fixation=fix)
         want = full.patches(f, fixation=fix)
         got, changed = as_numpy(got), as_numpy(changed)
@@ -80,7 +80,7 @@ def test_dirty_rectangles_and_reset():
     prog = pxvm.Program.from_plan(video_plan(w, h, 0, budget=12, patch=8))
     s = pxvm.Runner(prog, executor=EXECUTOR).stream()
     f = np.full((h, w, 3), 90, np.uint8)
-    s.push(f, fixation=(32, 32))
+    s.push(f, fixation=(0.5, 0.5))
     g = f.copy()
     g[40:44, 40:44] = 250
     p1, c1 = s.push(g, dirty=[])  # "nothing changed": the new square is not seen
@@ -88,7 +88,7 @@ def test_dirty_rectangles_and_reset():
     p2, c2 = s.push(g, dirty=[(40, 40, 4, 4)])  # told: the tokens over it are sampled again
     assert as_numpy(c2).any() and not np.array_equal(as_numpy(p1), as_numpy(p2))
     s.reset()
-    _, c3 = s.push(g)
+    _, c3 = s.push(g)  # the fixation set stays set
     assert as_numpy(c3).all()  # after a reset, the whole frame
 
 
@@ -131,10 +131,10 @@ def test_vtest_avi_through_pxrun_and_python_at_thresholds_0_8_16(tmp_path):
         s = pxvm.Runner(prog, executor=EXECUTOR).stream()
         full = pxvm.Runner(full_twin(prog), executor=EXECUTOR)
         for i in range(n):
-            p, ch = s.push(frames[i], fixation=(384.0, 288.0))
+            p, ch = s.push(frames[i], fixation=(0.5, 0.5))
             assert np.array_equal(as_numpy(p), a[i]) and np.array_equal(as_numpy(ch), c[i].astype(bool)), (t, i)
             # the full twin sees every frame too: the current image depends on each of them
-            assert np.array_equal(as_numpy(full.patches(frames[i], fixation=(384.0, 288.0))), a[i]), (t, i)
+            assert np.array_equal(as_numpy(full.patches(frames[i], fixation=(0.5, 0.5))), a[i]), (t, i)
         sampled[t] = c[1:].mean()
         if t == 8:  # raw RGBA frames on stdin: the same tokens
             raw = subprocess.run([os.path.join(BIN, "pxrun"), str(plan), "--fixation", "0.5,0.5", "--frames", "-",
@@ -157,8 +157,8 @@ def stream_matches_full_recompute(frames):
         full = pxvm.Runner(full_twin(prog), executor=EXECUTOR)
         ch_all = []
         for i in range(len(frames)):
-            p, ch = s.push(frames[i], fixation=(384.0, 288.0))
-            assert np.array_equal(as_numpy(p), as_numpy(full.patches(frames[i], fixation=(384.0, 288.0)))), (t, i)
+            p, ch = s.push(frames[i], fixation=(0.5, 0.5))
+            assert np.array_equal(as_numpy(p), as_numpy(full.patches(frames[i], fixation=(0.5, 0.5)))), (t, i)
             ch_all.append(as_numpy(ch))
         sampled[t] = np.mean(ch_all[1:])
     assert sampled[0] >= sampled[8] >= sampled[16] and sampled[16] < 0.9
@@ -182,15 +182,16 @@ def test_pxrun_frames_from_a_folder_and_errors(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(str(video_plan(w, h, 0, budget=6, patch=8)).replace("'", '"'))
     out = tmp_path / "a.npy"
-    r = pxrun(str(plan), "--fixation", "24,16", "--frames", str(d), "--npy", "atlas=%s" % out, "--time",
+    r = pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", str(d), "--npy", "atlas=%s" % out, "--time",
               "--executor", EXECUTOR)
     assert len([l for l in r.stderr.split("\n") if l.startswith("frame ")]) == 4
     s = pxvm.Runner(pxvm.Program.from_plan(str(plan)), executor=EXECUTOR).stream()
     a = np.load(out)
     for i, f in enumerate(frames):
-        assert np.array_equal(as_numpy(s.push(f, fixation=(24, 16))[0]), a[i])
-    bad = pxrun(str(plan), "--frames", "-", check=False)
+        assert np.array_equal(as_numpy(s.push(f, fixation=(0.5, 0.5))[0]), a[i])
+    bad = pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", "-", check=False)
     assert bad.returncode == 2 and "--frame-size" in bad.stderr
-    short = subprocess.run([os.path.join(BIN, "pxrun"), str(plan), "--frames", "-", "--frame-size", "48x32"],
+    short = subprocess.run([os.path.join(BIN, "pxrun"), str(plan), "--fixation", "0.5,0.5", "--frames", "-",
+                            "--frame-size", "48x32"],
                            input=b"\0" * (48 * 32 * 3 + 5), capture_output=True, cwd=ROOT)
     assert short.returncode == 1 and b"ended inside frame 1" in short.stderr

@@ -303,50 +303,146 @@ TEST(cli_a_failed_stream_output_renames_no_file)
     }
 }
 
-/* SPEC 6, Fixations from the host: a normalized fixation (x, y) of the first input (W x H)
- * becomes Fx = llround(x * W * 2^16) with x * W one double multiplication; a texel fixation
- * (the px suffix) llround(X * 2^16). Read back exactly as the token geometry of a relative
- * SAMPLE centred on the fixation. */
-TEST(cli_fixation_units_become_q16_as_the_spec_says)
+/* Assembles a program with one relative SAMPLE (register 0) of a 4x4 atlas token over an input
+ * "image" of w x h into dir/rel-WxH.pxi (path out). */
+static int px__rel_program(const char *dir, int w, int h, char *pxi, size_t n)
 {
-    char out[8192], pxs[256], pxi[256], npy[256];
-    const char *dir = px__tmpdir();
-    snprintf(pxs, sizeof pxs, "%s/rel.pxs", dir);
-    snprintf(pxi, sizeof pxi, "%s/rel.pxi", dir);
-    snprintf(npy, sizeof npy, "%s/rel-geometry.npy", dir);
+    char pxs[256], out[4096];
+    snprintf(pxs, sizeof pxs, "%s/rel-%dx%d.pxs", dir, w, h);
+    snprintf(pxi, n, "%s/rel-%dx%d.pxi", dir, w, h);
     FILE *f = fopen(pxs, "w");
     if (!f)
-        return;
-    fputs(".width 16\n.slot image input 451x300\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
-          "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n",
-          f);
+        return -1;
+    fprintf(f, ".width 16\n.slot image input %dx%d\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
+               "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n",
+            w, h);
     fclose(f);
-    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm %s -o %s", pxs, pxi), 0);
+    return px__sh(out, sizeof out, "bin/pxasm %s -o %s", pxs, pxi) == 0 ? 0 : -1;
+}
+
+/* The token's centre (the fixation register) after pxrun PROGRAM --fixation ARG; -1 on failure. */
+static int px__fixation_register(const char *pxi, const char *image, const char *arg, int32_t g[2])
+{
+    char out[8192], npy[256];
+    snprintf(npy, sizeof npy, "%s/rel-geometry.npy", px__tmpdir());
+    int rc = px__sh(out, sizeof out, "bin/pxrun %s --in image=%s --fixation %s --geometry atlas=%s", pxi, image, arg, npy);
+    if (rc != 0) {
+        px_test_fail(__FILE__, __LINE__, "--fixation %s: exit %d: %s", arg, rc, out);
+        return -1;
+    }
+    uint8_t *data = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    if (pxvm_read_file(npy, 1 << 16, &data, &len, &err) < 0 || len < 10 + 5 * 4) {
+        free(data);
+        return -1;
+    }
+    memcpy(g, data + len - 5 * 4, 2 * sizeof(int32_t)); /* (1, 5) little-endian int32 at the end */
+    free(data);
+    return 0;
+}
+
+/* SPEC 6, Fixations from the host: a fixation (x, y) is normalized to the first input (W x H)
+ * and becomes Fx = floor(x * W * 2^16 + 0.5), one IEEE double operation at a time; with px after
+ * both values it is in texels, floor(X * 2^16 + 0.5). Read back exactly as the token geometry of
+ * a relative SAMPLE centred on the fixation. */
+TEST(cli_fixation_units_become_q16_as_the_spec_says)
+{
+    char pxi[256];
+    const char *dir = px__tmpdir();
+    if (px__rel_program(dir, 451, 300, pxi, sizeof pxi) < 0) {
+        px_test_fail(__FILE__, __LINE__, "cannot assemble the relative program");
+        return;
+    }
     static const struct {
         const char *arg;
         int32_t fx, fy;
     } cases[] = {
-        {"0.5,0.5", 14778368, 9830400},  /* 225.5 and 150 texels: exact */
-        {"0.1,0.7", 2955674, 13762560},  /* 45.1 texels: 2955673.6 rounds up; 0.7 * 300 is 210.0 in doubles */
-        {"0.0,1.0", 0, 19660800},        /* the corners */
-        {"100.5px,7px", 6586368, 458752}, /* texels */
+        {"0.5,0.5", 14778368, 9830400},    /* 225.5 and 150 texels: exact */
+        {"0.1,0.7", 2955674, 13762560},    /* 45.1 texels: 2955673.6 rounds up; 0.7 * 300 is 210.0 in doubles */
+        {"0,1", 0, 19660800},              /* the corners: no decimal point needed */
+        {"0.0,1.0", 0, 19660800},
+        {"100.5px,7px", 6586368, 458752},  /* texels, by the suffix */
+        {"451px,0px", 29556736, 0},        /* the image's edges */
+        /* ties: x * 451 * 65536 = 1000028.5 and y * 300 * 65536 = 100000.5 in doubles round up */
+        {"0.033834199419042754,0.005086288452148437", 1000029, 100001},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --in image=programs/data/chelsea.png --fixation %s --geometry atlas=%s",
-                        pxi, cases[k].arg, npy),
-                 0);
-        uint8_t *data = NULL;
-        size_t len = 0;
-        pxvm_error err;
-        CHECK(pxvm_read_file(npy, 1 << 16, &data, &len, &err) == 0);
-        if (!data)
+        int32_t g[2];
+        if (px__fixation_register(pxi, "programs/data/chelsea.png", cases[k].arg, g) < 0)
             continue;
-        CHECK(len >= 10 + 5 * 4);
-        int32_t g[5];
-        memcpy(g, data + len - sizeof g, sizeof g); /* (1, 5) little-endian int32 at the end */
         if (g[0] != cases[k].fx || g[1] != cases[k].fy)
             px_test_fail(__FILE__, __LINE__, "--fixation %s: (%d, %d), not (%d, %d)", cases[k].arg, g[0], g[1], cases[k].fx,
                          cases[k].fy);
-        free(data);
     }
+    /* a rounding tie: 24689 / 2^26 (exact in decimal) of 512 texels is 12344.5 / 65536 texels,
+     * which rounds up to 12345 (half to even would give 12344) */
+    char png[256];
+    snprintf(png, sizeof png, "%s/grey-512x300.png", dir);
+    uint8_t *px = calloc(512 * 300 * 4, 1);
+    void *bytes = NULL;
+    size_t len = 0;
+    CHECK(px && pxvm_image_encode_png(px, 512, 300, &bytes, &len) == 0);
+    FILE *f = fopen(png, "wb");
+    if (f) {
+        fwrite(bytes, 1, len, f);
+        fclose(f);
+    }
+    pxvm_free(bytes);
+    free(px);
+    int32_t g[2];
+    if (px__rel_program(dir, 512, 300, pxi, sizeof pxi) == 0 &&
+        px__fixation_register(pxi, png, "0.00036789476871490478515625,0.5", g) == 0) {
+        CHECK_EQ(g[0], 12345);
+        CHECK_EQ(g[1], 150 * 65536);
+    }
+}
+
+/* --fixation's errors: a value out of range (normalized or texels) or NaN names the value (exit 2);
+ * units mixed in one fixation; a fixation for a program that takes none, or for a register it
+ * does not read (exit 2); a relative program run without one (exit 5), checked before it runs. */
+TEST(cli_fixation_errors)
+{
+    char pxi[256], out[8192];
+    if (px__rel_program(px__tmpdir(), 451, 300, pxi, sizeof pxi) < 0) {
+        px_test_fail(__FILE__, __LINE__, "cannot assemble the relative program");
+        return;
+    }
+    static const struct {
+        const char *args;
+        int status;
+        const char *msg;
+    } cases[] = {
+        {"--fixation 2000,2000", 2,
+         "usage: --fixation '2000,2000': x = 2000 is not in [0, 1] (normalized coordinates of input slot 'image', "
+         "451x300); texels are written with px: --fixation 2000px,2000px"},
+        {"--fixation 0.5,1.0000001", 2, "y = 1.0000001 is not in [0, 1]"},
+        {"--fixation -0.1,0.5", 2, "x = -0.1 is not in [0, 1]"},
+        {"--fixation nan,0.5", 2, "x = nan is not in [0, 1]"},
+        {"--fixation 452px,3px", 2, "x = 452 texels is not in [0, 451] (input slot 'image', 451x300)"},
+        {"--fixation 3px,-1px", 2, "y = -1 texels is not in [0, 300]"},
+        {"--fixation 100px,0.5", 2, "--fixation '100px,0.5': give both values normalized (0.5,0.4) or both in texels"},
+        {"--fixation 1,2,3", 2, "--fixation '1,2,3': expected X,Y"},
+        {"--fixation 0.5,0.5 --fixation 0.5,0.5", 2, "takes no fixation in register 1 (its input register: 0)"},
+        {"", 5, "unlinkable: pixel ("},
+        {"", 5, "samples relative to fixation register 0, which is not set: give a fixation (--fixation X,Y, "
+                "normalized to the first input)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int rc = px__sh(out, sizeof out, "bin/pxrun %s --in image=programs/data/chelsea.png --npy atlas=/dev/null %s", pxi,
+                        cases[k].args);
+        if (rc != cases[k].status || !strstr(out, cases[k].msg))
+            px_test_fail(__FILE__, __LINE__, "pxrun %s: exit %d (not %d): %s (expected '%s')", cases[k].args, rc,
+                         cases[k].status, out, cases[k].msg);
+    }
+    /* a program without fixation registers, and a scanpath that finds its own */
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --fixation "
+                                     "0.5,0.4"),
+             2);
+    CHECK_STR(out, "usage: --fixation '0.5,0.4': program 'programs/foveate273.pxi' takes no fixations: it samples no "
+                   "position relative to a fixation register");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun docs/plans/scanpath-logpolar.json --in image=programs/data/chelsea.png "
+                                     "--fixation 0.5,0.4"),
+             2);
+    CHECK_STR(out, "takes no fixations: it finds its own (ARGMAX)");
 }

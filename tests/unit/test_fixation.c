@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <math.h>
+
+#include "../../api/fixation.h"
 #include "../../assembler/plan.h"
 #include "../../assembler/pxasm.h"
 #include "../../isa/px_sem.h"
@@ -579,4 +582,201 @@ TEST(fixation_gather_token_is_its_centre_entry)
         pxvm_program_free(&prog);
         pxvm_image_free(&in);
     }
+}
+
+/* ---- fixations from the host (SPEC 6): one unit and one conversion in every front door ---------- */
+
+/* The conversion: floor(n * W * 65536 + 0.5) in IEEE double, one operation at a time: not llround
+ * (which differs where the + 0.5 rounds up) nor a round half to even (numpy, torch). */
+TEST(fixation_host_conversion_is_floor_of_n_times_w_times_65536_plus_half)
+{
+    CHECK_EQ(pxvm_fixation_q16(0.5, 451), 14778368);     /* 225.5 texels */
+    CHECK_EQ(pxvm_fixation_q16(0.5, 300), 9830400);      /* 150 */
+    CHECK_EQ(pxvm_fixation_q16(0.1, 451), 2955674);      /* 45.1 texels: 2955673.6 */
+    CHECK_EQ(pxvm_fixation_q16(0.1, 1024), 6710886);     /* 102.4: 6710886.4 */
+    CHECK_EQ(pxvm_fixation_q16(0.7, 300), 13762560);     /* 0.7 * 300 is 210.0 in doubles */
+    CHECK_EQ(pxvm_fixation_q16(1.0, 451), 451 * 65536);  /* the bottom-right corner */
+    CHECK_EQ(pxvm_fixation_q16(0.0, 451), 0);
+    CHECK_EQ(pxvm_fixation_q16(100.5, 1), 6586368);      /* texels: the same with side 1 */
+    /* a tie: 24689 / 2^26 of 512 texels is 12344.5 / 65536 texels exactly: rounds up, to 12345
+     * (half to even would give 12344) */
+    double tie = 24689.0 / 67108864.0;
+    CHECK(tie * 512 * 65536 == 12344.5);
+    CHECK_EQ(pxvm_fixation_q16(tie, 512), 12345);
+    /* just below a half: n * W * 65536 = 0.5 - 2^-54, whose + 0.5 rounds to 1.0 in doubles, so
+     * the register is 1 where llround would give 0: the rule is the formula, as written */
+    double below = ldexp(1, -26) - ldexp(1, -79); /* the double just below 2^-26 */
+    CHECK(below * 512 * 65536 == 0.5 - ldexp(1, -54));
+    CHECK_EQ(pxvm_fixation_q16(below, 512), 1);
+    CHECK_EQ(llround(below * 512 * 65536), 0);
+}
+
+static int px__assemble(const char *src, pxvm_program *prog)
+{
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    if (pxasm_assemble(src, strlen(src), "fix.pxs", &lim, &img, &err) < 0 ||
+        pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+#define PX__HEAD ".width 16\n.slot image input 64x32\n.slot sal output 8x4\n.slot atlas output 8x8 patches=4x4x4\nPYRAMID image\n"
+#define PX__SAMPLE(reg, x) "SAMPLE src=image dst=atlas mode=linear@f" #reg " dst_x=" #x " dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\n"
+#define PX__ARGMAX(reg, first, count) "ARGMAX src=sal level=0 reg=" #reg " w_r=1 w_g=0 w_b=0 w_a=0 space=image ior_first=" #first " ior_count=" #count " radius=4\n"
+
+/* Input registers: read before an ARGMAX writes them, in program order up to the first HALT. */
+TEST(fixation_input_registers_are_read_before_written)
+{
+    static const struct {
+        const char *code;
+        unsigned inputs;
+    } cases[] = {
+        {PX__SAMPLE(0, 0), 1u},                                                   /* a relative plan */
+        {PX__SAMPLE(0, 0) PX__SAMPLE(3, 4), 9u},                                  /* registers 0 and 3 */
+        {"SAMPLE src=image dst=atlas mode=linear dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\n", 0u}, /* absolute */
+        {PX__ARGMAX(0, 0, 0) PX__ARGMAX(1, 0, 1) PX__SAMPLE(0, 0) PX__SAMPLE(1, 4), 0u}, /* a scanpath */
+        {PX__ARGMAX(1, 0, 1) PX__SAMPLE(1, 0), 1u},          /* ARGMAX inhibited by register 0, never written */
+        {PX__ARGMAX(0, 0, 1) PX__SAMPLE(0, 0), 1u},          /* ARGMAX reads its own register before writing it */
+        {PX__ARGMAX(0, 0, 0) PX__SAMPLE(0, 0) PX__SAMPLE(2, 4), 4u}, /* register 2 is still read unwritten */
+        {PX__SAMPLE(5, 0) PX__ARGMAX(5, 0, 0), 32u},         /* read, then written: an input */
+        {"HALT\n" PX__SAMPLE(0, 0), 0u},                     /* after the first HALT: never runs */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[2048];
+        snprintf(src, sizeof src, "%s%sHALT\n", PX__HEAD, cases[i].code);
+        pxvm_program prog;
+        if (px__assemble(src, &prog) < 0)
+            continue;
+        unsigned got = pxvm_fixation_inputs(&prog, NULL);
+        if (got != cases[i].inputs)
+            px_test_fail(__FILE__, __LINE__, "case %zu: inputs 0x%x, not 0x%x", i, got, cases[i].inputs);
+        pxvm_program_free(&prog);
+    }
+    /* the public call on a handle */
+    pxvm_prog *h = NULL;
+    CHECK(pxvm_prog_assemble(PX__HEAD PX__SAMPLE(0, 0) PX__SAMPLE(3, 4) "HALT\n", "two.pxs", NULL, &h) == 0);
+    CHECK_EQ(pxvm_prog_fixation_inputs(h), 9);
+    pxvm_prog_free(h);
+}
+
+/* One atlas token's geometry centre after a run of `run`, item `item`. */
+static void px__centre(pxvm_runner *run, const pxvm_prog *prog, int item, int32_t c[2])
+{
+    int32_t g[4 * PXVM_GEOM_INTS] = {0};
+    CHECK(pxvm_runner_read_geometry(run, pxvm_prog_slot_find(prog, "atlas"), item, 1, g, -1) == 0);
+    c[0] = g[0], c[1] = g[1];
+}
+
+/* The C API: normalized fixations by default (pxvm_runner_set_fixations_normalized), Q16 texels
+ * through pxvm_runner_set_fixations; ranges, registers and unset input registers refused. */
+TEST(fixation_c_api_normalized_door_checks_and_unset_registers)
+{
+    const char *src = ".width 16\n.slot image input 451x300\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
+                      "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n";
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "rel.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_prog_free(prog);
+        return;
+    }
+    uint8_t *px = calloc(451 * 300 * 4 * 2, 1);
+    pxvm_view in = {px, -1, 2, 451, 300, 4, 451 * 300 * 4, 451 * 4, 4, 1};
+    CHECK(pxvm_runner_bind(run, 1, 0, &in) == 0);
+    /* no fixation: unlinkable, naming the program, the register and the instruction's pixel */
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "unlinkable: pixel (");
+    CHECK_STR(pxvm_errmsg(), "program 'rel.pxs' samples relative to fixation register 0, which is not set for batch "
+                             "item 0: give a fixation");
+    /* item 0 set, item 1 not: still unlinkable, for item 1 */
+    const double half[2] = {0.5, 0.5};
+    CHECK(pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, half) == 0);
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "not set for batch item 1");
+    /* out of range, NaN: usage errors naming the value; nothing set (item 1 stays unset) */
+    const double bad[4][2] = {{0.5, 0.5}, {1.5, 0.5}};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 0, 2, 0, 1, &bad[0][0]), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "fixation (item 1, register 0): x = 1.5 is not in [0, 1] (normalized coordinates of input "
+                             "slot 'image', 451x300)");
+    const double nan2[2] = {0.5, NAN};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 1, nan2), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "y = nan is not in [0, 1]");
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE);
+    /* a register the program does not read: usage */
+    const double two[4] = {0.5, 0.5, 0.5, 0.5};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 2, two), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "program 'rel.pxs' takes no fixation in register 1 (its input register: 0)");
+    /* the texel door: Q16, in the image */
+    const int32_t q_bad[2] = {-1, 0}, q_edge[2] = {451 * 65536, 300 * 65536 + 1};
+    CHECK_EQ(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q_bad, -1), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "x = -1 (Q16");
+    CHECK_EQ(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q_edge, -1), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "y = 19660801 (Q16");
+    const int32_t q[2] = {100 * 65536 + 32768, 7 * 65536};
+    CHECK(pxvm_runner_set_fixations(run, 1, 1, 0, 1, q, -1) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    int32_t c[2];
+    px__centre(run, prog, 0, c); /* (0.5, 0.5) of 451x300 */
+    CHECK_EQ(c[0], 14778368);
+    CHECK_EQ(c[1], 9830400);
+    px__centre(run, prog, 1, c);
+    CHECK_EQ(c[0], q[0]);
+    CHECK_EQ(c[1], q[1]);
+    /* 0.1 of 451 texels: 2955673.6 rounds up */
+    const double tenth[2] = {0.1, 0.7};
+    CHECK(pxvm_runner_set_fixations_normalized(run, 1, 1, 0, 1, tenth) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    px__centre(run, prog, 1, c);
+    CHECK_EQ(c[0], 2955674);
+    CHECK_EQ(c[1], 13762560);
+    /* a restart keeps what was set */
+    CHECK(pxvm_runner_restart(run) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    pxvm_runner_close(run);
+    /* a program that takes no fixations refuses them, in either unit */
+    pxvm_prog *abs_prog = NULL;
+    CHECK(pxvm_prog_load("programs/foveate273.pxi", NULL, &abs_prog) == 0);
+    if (abs_prog && pxvm_runner_open(abs_prog, "cpu", 0, 1, 1, &run) == 0) {
+        CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, half), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "program 'programs/foveate273.pxi' takes no fixations: it samples no position relative "
+                                 "to a fixation register");
+        CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, q, -1), PXVM_USAGE);
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(abs_prog);
+    free(px);
+    pxvm_prog_free(prog);
+}
+
+/* A rounding tie through the C door: 24689 / 2^26 of a 512-texel side is 12344.5 / 65536
+ * texels: register 12345. */
+TEST(fixation_c_api_tie_rounds_up)
+{
+    const char *src = ".width 16\n.slot image input 512x300\n.slot atlas output 4x4 patches=4x4x1\nPYRAMID image\n"
+                      "SAMPLE src=image dst=atlas mode=linear@f0 dst_x=0 dst_y=0 w=4 h=4 cu=0 cv=0 du=1 dv=1 lod=0\nHALT\n";
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "tie.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_prog_free(prog);
+        return;
+    }
+    uint8_t *px = calloc(512 * 300 * 4, 1);
+    pxvm_view in = pxvm_view_host(px, 512, 300, 4);
+    const double tie[2] = {24689.0 / 67108864.0, 0.5};
+    int32_t c[2];
+    CHECK(pxvm_runner_bind(run, 1, 0, &in) == 0);
+    CHECK(pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, tie) == 0);
+    CHECK(pxvm_runner_run(run) == 0);
+    px__centre(run, prog, 0, c);
+    CHECK_EQ(c[0], 12345);
+    CHECK_EQ(c[1], 150 * 65536);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+    free(px);
 }

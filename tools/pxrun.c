@@ -174,6 +174,15 @@ static void px__profile(void *ctx, const pxvm_program *prog, uint32_t step, doub
             st->kind == PXVM_STEP_BATCH ? "batch" : "single", st->count, st->count > 1 ? "s" : "", buf, ms);
 }
 
+/* The first input slot (every input is unbound before --in binds it), or 0 when there is none. */
+static int px__first_unbound(const pxvm_program *prog)
+{
+    for (int k = 1; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            return k;
+    return 0;
+}
+
 static void px__info(const pxvm_program *prog)
 {
     char lb[16], buf[512];
@@ -756,6 +765,15 @@ int main(int argc, char **argv)
     px__warn(&err);
     if (a.do_info)
         px__info(&prog);
+    /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
+     * (said on stderr, so that exit 0 never hides a run that did not happen) */
+    if (a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
+        !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0) {
+        fprintf(stderr, "pxrun: --info: not run (input slot %d is not bound: --in SLOT=FILE runs it)\n",
+                px__first_unbound(&prog));
+        rc = 0;
+        goto done;
+    }
     t_load = px__now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;

@@ -446,3 +446,17 @@ TEST(cli_fixation_errors)
              2);
     CHECK_STR(out, "takes no fixations: it finds its own (ARGMAX)");
 }
+
+TEST(cli_info_alone_describes_the_program_without_running_it)
+{
+    /* --info with nothing bound prints the program and says on stderr that it did not run (exit
+     * 0); asked for an output as well, the missing input is the usual unlinkable error */
+    char out[65536];
+    int rc = px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --info");
+    CHECK_EQ(rc, 0);
+    CHECK_STR(out, "slot 1 image    input     451x300");
+    CHECK_STR(out, "pxrun: --info: not run (input slot 1 is not bound");
+    rc = px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --info --hash");
+    CHECK_EQ(rc, 5);
+    CHECK_STR(out, "pxrun: unlinkable: input slot 1 ('image') is not bound");
+}

@@ -1159,7 +1159,7 @@ static void r_update_persist(int refuse, int variant, px_rcase *c)
     (void)variant;
     pxvm_builder b;
     uint32_t i = px__video_base(&b, PX_OP_UPDATE, 1, 2, 3, 40, 20, !refuse);
-    px__expect(c, INSN_XY(&b, i, 0), "persistent");
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (UPDATE): updates slot cur, which is not persistent");
     px__finish(&b, c);
 }
 
@@ -1396,8 +1396,7 @@ static const px_rule px_rules[] = {
     {"V-VIDEO-1", PXE_REGION, r_video_same, 2, NULL},
     {"V-VIDEO-2", PXE_REGION, r_video_size, 2, NULL},
     {"V-VIDEO-3", PXE_REGION, r_video_mask_own, 2, NULL},
-    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1,
-     "vm/program.c px__check_insn, case UPDATE: refuse a cur without PXI_SLOT_PERSIST"},
+    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1, NULL},
     {"V-SAL-1", PXE_REGION, r_sal_same, 1, NULL},
     {"V-SAL-2", PXE_REGION, r_sal_order, 1, NULL},
     {"V-SAL-3", PXE_REGION, r_sal_levels, 2, NULL},

@@ -1,0 +1,233 @@
+/* png.c - PNG decode and encode through libpng: strict by default (a CRC or zlib error, a
+ * truncated stream, bytes after IEND are malformed; PXVM_DECODE_LENIENT keeps the first as a
+ * warning), sizes judged from the header before anything is inflated; encoding deterministic. */
+#include "image_codec.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- PNG decode ----------------------------------------------------------------------------- */
+
+typedef struct px__png_io {
+    const uint8_t *data;
+    size_t len, pos;
+    uint8_t *out; /* encode: growing buffer */
+    size_t out_len, out_cap;
+    int out_failed;
+    int strict;    /* decode: a warning is an error */
+    char msg[256];
+    char warn[256]; /* decode, lenient: the first warning */
+} px__png_io;
+
+static void px__png_error(png_structp png, png_const_charp msg)
+{
+    px__png_io *io = png_get_error_ptr(png);
+    snprintf(io->msg, sizeof io->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+/* Decoding, the ancillary chunks that could warn are skipped unread (px__png_skip), so what warns
+ * is damage: a CRC error, extra or missing image data. Strict: an error; lenient: the first one is
+ * kept for the caller. Encoding: none is expected. */
+static void px__png_warning(png_structp png, png_const_charp msg)
+{
+    px__png_io *io = png_get_error_ptr(png);
+    if (io->strict) {
+        snprintf(io->msg, sizeof io->msg, "%s", msg);
+        png_longjmp(png, 1);
+    }
+    if (!io->warn[0])
+        snprintf(io->warn, sizeof io->warn, "%s", msg);
+}
+
+/* Ancillary chunks whose contents change nothing we decode (colour, text, time, layout): skipped
+ * with their CRC checked, never parsed or inflated. tRNS is read (it gives alpha). */
+static const png_byte px__png_skip[] = "bKGD\0cHRM\0eXIf\0gAMA\0hIST\0iCCP\0iTXt\0oFFs\0pCAL\0pHYs\0sBIT\0sCAL\0sPLT\0"
+                                       "sRGB\0tEXt\0tIME\0zTXt";
+
+static void px__png_read(png_structp png, png_bytep dst, size_t n)
+{
+    px__png_io *io = png_get_io_ptr(png);
+    if (n > io->len - io->pos)
+        png_error(png, "unexpected end of file");
+    memcpy(dst, io->data + io->pos, n);
+    io->pos += n;
+}
+
+
+int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
+                       const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
+{
+    img->px = NULL;
+    img->w = img->h = 0;
+    if (err)
+        err->code = PXE_NONE;
+    if (len < 8 || png_sig_cmp(data, 0, 8))
+        return pxvm_fail(err, PXE_PNG_SIGNATURE, -1, -1, name);
+    px__png_io io = {.data = data, .len = len, .pos = 0, .strict = !(lim->flags & PXVM_DECODE_LENIENT)};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    /* Everything that must survive a longjmp lives in `io` or in heap memory reached from it. */
+    png_bytep *volatile rows = NULL;
+    pxvm_image *volatile out = img;
+    if (setjmp(png_jmpbuf(png))) {
+        free(rows);
+        pxvm_image_free(out);
+        png_destroy_read_struct(&png, &info, NULL);
+        return pxvm_fail(err, PXE_PNG_CORRUPT, -1, -1, name, io.msg);
+    }
+    png_set_read_fn(png, &io, px__png_read);
+    /* Ancillary chunks cannot make us allocate or inflate much (zTXt/iCCP bombs). */
+    png_set_chunk_malloc_max(png, 1u << 22);
+    png_set_chunk_cache_max(png, 64);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
+    png_read_info(png, info);
+
+    png_uint_32 w, h;
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    /* libpng's buffers: two rows of up to 8 bytes a pixel, the row pointers, zlib's window */
+    unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (unsigned long long)h * sizeof(png_bytep) + (64u << 10);
+    if (px_image_check_size(name, lim, want, (unsigned long)w, (unsigned long)h, work, err) < 0) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return -1;
+    }
+    if (color == PNG_COLOR_TYPE_PALETTE)
+        png_set_palette_to_rgb(png);
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8)
+        png_set_expand_gray_1_2_4_to_8(png);
+    if (png_get_valid(png, info, PNG_INFO_tRNS))
+        png_set_tRNS_to_alpha(png);
+    if (depth == 16)
+        png_set_strip_16(png); /* keeps the high byte */
+    if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA)
+        png_set_gray_to_rgb(png);
+    if (!(color & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS))
+        png_set_filler(png, 0xff, PNG_FILLER_AFTER);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != (size_t)w * 4u)
+        png_error(png, "unsupported pixel layout");
+
+    if (pxvm_image_alloc(img, (int)w, (int)h, err) < 0) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return -1;
+    }
+    rows = malloc(sizeof(png_bytep) * h);
+    if (!rows)
+        png_error(png, "out of memory");
+    for (png_uint_32 y = 0; y < h; y++)
+        rows[y] = img->px + (size_t)y * w * 4u;
+    png_read_image(png, rows);
+    png_read_end(png, NULL); /* the chunks after the image data, to IEND, CRCs checked */
+    free(rows);
+    png_destroy_read_struct(&png, &info, NULL);
+    if (io.warn[0])
+        PX__WENT_PAST(err, PXE_PNG_CORRUPT, -1, -1, name, io.warn);
+    if (io.pos < len) { /* bytes after IEND: strict, an error */
+        if (io.strict) {
+            pxvm_image_free(img);
+            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
+                             (unsigned long long)io.pos);
+        }
+        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
+                      (unsigned long long)io.pos);
+    }
+    return 0;
+}
+
+int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
+                    pxvm_error *err)
+{
+    return px_png_decode_want(data, len, name, lim, NULL, img, err);
+}
+
+/* Reads what `fd` has left, in chunks, stopping with an error past max_bytes: a pipe or a device
+ * of any length is cut at the limit, never buffered whole. */
+
+int pxvm_png_load(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
+{
+    uint8_t *data;
+    size_t len;
+    if (pxvm_read_file(path, lim->max_memory, &data, &len, err) < 0)
+        return -1;
+    int rc = pxvm_png_decode(data, len, path, lim, img, err);
+    free(data);
+    return rc;
+}
+
+/* ---- PNG encode ----------------------------------------------------------------------------- */
+
+static void px__png_write(png_structp png, png_bytep src, size_t n)
+{
+    px__png_io *io = png_get_io_ptr(png);
+    if (io->out_len + n > io->out_cap) {
+        size_t cap = io->out_cap ? io->out_cap : 4096;
+        while (cap < io->out_len + n)
+            cap *= 2;
+        uint8_t *p = realloc(io->out, cap);
+        if (!p)
+            png_error(png, "out of memory");
+        io->out = p;
+        io->out_cap = cap;
+    }
+    memcpy(io->out + io->out_len, src, n);
+    io->out_len += n;
+}
+
+static void px__png_flush(png_structp png) { (void)png; }
+
+int pxvm_png_encode(const pxvm_image *img, uint8_t **out, size_t *len, pxvm_error *err)
+{
+    return pxvm_png_encode_ex(img, PXVM_PNG_FAST, out, len, err);
+}
+
+int pxvm_png_encode_ex(const pxvm_image *img, pxvm_png_mode mode, uint8_t **out, size_t *len, pxvm_error *err)
+{
+    px__png_io io;
+    memset(&io, 0, sizeof io);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    png_bytep *volatile rows = NULL;
+    if (setjmp(png_jmpbuf(png))) {
+        free(rows);
+        free(io.out);
+        png_destroy_write_struct(&png, &info);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)io.out_cap);
+    }
+    png_set_write_fn(png, &io, px__png_write, px__png_flush);
+    /* both settings are fixed, so the bytes depend only on the pixels (and zlib's version) */
+    if (mode == PXVM_PNG_BEST) {
+        png_set_compression_level(png, 6);
+    } else {
+        png_set_compression_level(png, 1);
+        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
+    }
+    png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, PNG_COLOR_TYPE_RGBA,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    rows = malloc(sizeof(png_bytep) * (size_t)img->h);
+    if (!rows)
+        png_error(png, "out of memory");
+    for (int y = 0; y < img->h; y++)
+        rows[y] = img->px + (size_t)y * (size_t)img->w * 4u;
+    png_write_image(png, rows);
+    png_write_end(png, NULL);
+    free(rows);
+    png_destroy_write_struct(&png, &info);
+    *out = io.out;
+    *len = io.out_len;
+    return 0;
+}
+

@@ -10,8 +10,11 @@
 #include <string.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int pxvm_image_alloc(pxvm_image *img, int w, int h, pxvm_error *err)
@@ -364,19 +367,63 @@ int pxvm_png_encode_ex(const pxvm_image *img, pxvm_png_mode mode, uint8_t **out,
 /* ---- outputs: all-or-nothing files, streamed pipes and devices --------------------------------- */
 
 /* The outputs whose temporary files exist right now, for pxvm_outputs_remove_temporaries (a
- * signal handler's call). */
+ * signal handler's call, on whichever thread the signal reached: pxrun's CPU executor has worker
+ * threads that do not block signals). */
 static pxvm_outputs *volatile px__tracked;
+
+/* Who may touch the tracked outputs' temporary files and their names: 0 nobody, 1 a thread that
+ * creates, registers, renames or forgets one (with every signal blocked on it, so that a handler
+ * never interrupts it halfway), 2 a signal handler removing them before the process ends (for
+ * good: the outputs then take no new file). A file is created and registered in one such step,
+ * so a handler sees it registered or not created yet. */
+static atomic_int px__owner;
 
 void pxvm_outputs_track(pxvm_outputs *o) { px__tracked = o; }
 
+/* Blocks every signal on this thread and, for the tracked outputs, takes them (waits while
+ * another thread has them). 0, or -1 when a signal handler has removed the temporary files: the
+ * process is ending, nothing more may be created or renamed. */
+static int px__enter(const pxvm_outputs *o, sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+    if (o != px__tracked)
+        return 0;
+    for (;;) {
+        int was = 0;
+        if (atomic_compare_exchange_weak(&px__owner, &was, 1))
+            return 0;
+        if (was == 2)
+            return -1;
+    }
+}
+
+static void px__leave(const pxvm_outputs *o, const sigset_t *old)
+{
+    int was = 1;
+    if (o == px__tracked)
+        atomic_compare_exchange_strong(&px__owner, &was, 0); /* stays 2 after a handler */
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 void pxvm_outputs_remove_temporaries(void)
 {
+    /* wait for a thread that is between creating a file and registering it (never this thread:
+     * it blocks signals meanwhile); nanosleep and the atomics are async-signal-safe */
+    int saved = errno;
+    for (;;) {
+        int was = 0;
+        if (atomic_compare_exchange_weak(&px__owner, &was, 2) || was == 2)
+            break;
+        struct timespec nap = {0, 100000};
+        nanosleep(&nap, NULL);
+    }
     pxvm_outputs *o = px__tracked;
-    if (!o)
-        return;
-    for (int i = 0; i < o->n; i++)
+    for (int i = 0; o && i < o->n; i++)
         if (o->tmp_path[i])
             unlink(o->tmp_path[i]); /* async-signal-safe */
+    errno = saved;
 }
 
 /* Follows symbolic links (up to 40) to the path they name, which may not exist yet. */
@@ -424,15 +471,18 @@ static int px__outputs_grow(pxvm_outputs *o, pxvm_error *err)
         memcpy(c, o->stream_data, sizeof(uint8_t *) * (size_t)o->n);
         memcpy(d, o->stream_len, sizeof(size_t) * (size_t)o->n);
     }
-    /* the signal handler may read tmp_path at any time: swap whole arrays with signals blocked */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
+    /* the signal handler may read tmp_path at any time: swap whole arrays while it cannot */
+    sigset_t old;
+    if (px__enter(o, &old) < 0) {
+        px__leave(o, &old);
+        free(a), free(b), free(c), free(d);
+        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, "(outputs)", "interrupted by a signal");
+    }
     char **fa = o->final_path, **fb = o->tmp_path;
     uint8_t **fc = o->stream_data;
     size_t *fd = o->stream_len;
     o->final_path = a, o->tmp_path = b, o->stream_data = c, o->stream_len = d, o->cap = cap;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    px__leave(o, &old);
     free(fa), free(fb), free(fc), free(fd);
     return 0;
 }
@@ -455,9 +505,16 @@ int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t
         }
         if (len)
             memcpy(copy, data, len);
+        sigset_t old;
+        if (px__enter(o, &old) < 0) {
+            px__leave(o, &old);
+            free(copy), free(fin);
+            return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, "interrupted by a signal");
+        }
         o->final_path[o->n] = fin, o->tmp_path[o->n] = NULL;
         o->stream_data[o->n] = copy, o->stream_len[o->n] = len;
         o->n++;
+        px__leave(o, &old);
         return 0;
     }
     char target[PATH_MAX]; /* a regular file or a new path: the file a symlink names is replaced */
@@ -476,15 +533,24 @@ int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t
     }
     /* same folder as the final file (the link's target), so that rename() is atomic */
     snprintf(tmp, n + 16, "%s.tmp-XXXXXX", target);
-    int fd = mkstemp(tmp);
+    /* created and registered in one step, which a signal handler (on any thread) cannot cut: it
+     * runs before the file exists or after it is registered, and then removes it */
+    sigset_t old;
+    int fd = -1, interrupted = px__enter(o, &old) < 0, made_errno = 0;
+    if (!interrupted) {
+        fd = mkstemp(tmp);
+        made_errno = errno;
+        if (fd >= 0) {
+            o->final_path[o->n] = fin, o->tmp_path[o->n] = tmp, o->stream_data[o->n] = NULL, o->stream_len[o->n] = 0;
+            o->n++;
+        }
+    }
+    px__leave(o, &old);
     if (fd < 0) {
-        int e = errno;
         free(tmp);
         free(fin);
-        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, strerror(e));
+        return pxvm_fail(err, PXE_IO_WRITE, -1, -1, path, interrupted ? "interrupted by a signal" : strerror(made_errno));
     }
-    o->final_path[o->n] = fin, o->tmp_path[o->n] = tmp, o->stream_data[o->n] = NULL, o->stream_len[o->n] = 0;
-    o->n++; /* tracked from here: a signal now removes the temporary file */
     fchmod(fd, 0644);
     const uint8_t *p = data;
     size_t done = 0;
@@ -504,12 +570,14 @@ int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t
 
 static void px__outputs_free(pxvm_outputs *o)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
+    sigset_t old;
+    if (px__enter(o, &old) < 0) { /* a handler may be reading the arrays: the process is ending */
+        px__leave(o, &old);
+        return;
+    }
     int n = o->n;
     o->n = 0; /* nothing left for a signal handler */
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    px__leave(o, &old);
     for (int i = 0; i < n; i++) {
         free(o->final_path[i]);
         free(o->tmp_path[i]);
@@ -555,12 +623,17 @@ int pxvm_outputs_commit(pxvm_outputs *o, pxvm_error *err)
             rc = px__write_stream(o->final_path[i], o->stream_data[i], o->stream_len[i], err);
     for (int i = 0; i < o->n && rc == 0; i++)
         if (o->tmp_path[i]) {
-            if (rename(o->tmp_path[i], o->final_path[i]) != 0)
+            /* renamed and forgotten in one step: a handler never reads a freed name */
+            sigset_t old;
+            char *done = NULL;
+            if (px__enter(o, &old) < 0)
+                rc = pxvm_fail(err, PXE_IO_WRITE, -1, -1, o->final_path[i], "interrupted by a signal");
+            else if (rename(o->tmp_path[i], o->final_path[i]) != 0)
                 rc = pxvm_fail(err, PXE_IO_WRITE, -1, -1, o->final_path[i], strerror(errno));
-            else {
-                free(o->tmp_path[i]);
-                o->tmp_path[i] = NULL;
-            }
+            else
+                done = o->tmp_path[i], o->tmp_path[i] = NULL;
+            px__leave(o, &old);
+            free(done);
         }
     if (rc < 0)
         pxvm_outputs_abort(o);

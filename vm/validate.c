@@ -200,7 +200,14 @@ int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t inde
             return -1;
         if (in->op == PX_OP_DIFF)
             return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
-        return px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err);
+        if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
+            return -1;
+        if (!(cs->flags & PXI_SLOT_PERSIST))
+            return px__region_fail(prog, in, index, 0, err,
+                                   "updates slot %s, which is not persistent: the next frame would be compared "
+                                   "with a cur restored to zero, not with this one",
+                                   pxvm_slot_label(prog, cur, la));
+        return 0;
     }
     case PX_OP_SALIENCY: {
         int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);

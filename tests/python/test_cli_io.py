@@ -196,7 +196,7 @@ def test_sigterm_and_sigint_leave_no_temporary_file(tmp_path):
                               "--out", "image@0=%s" % (out / "3.png"), "--png", "best"])
         deadline = time.time() + 60
         while not temporaries(out) and p.poll() is None and time.time() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.001)  # the signal lands as the file appears: the moment pxvm_outputs_add guards
         assert temporaries(out), "no temporary file seen while writing"
         p.send_signal(sig)
         assert p.wait() == -sig

@@ -211,26 +211,60 @@ static void px__png_of(px_rcase *c, int w, int h)
     pxvm_image_free(&img);
 }
 
-/* A 16x16 JPEG: YCbCr from RGB, or (cmyk) a YCCK one. */
-static void px__jpeg_of(px_rcase *c, int cmyk)
+/* A w x h JPEG from libjpeg-turbo: RGB pixels (or, cmyk, CMYK ones: a YCCK JPEG) at the given
+ * subsampling; flags TJFLAG_PROGRESSIVE for a progressive one. */
+static void px__jpeg_make(px_rcase *c, int w, int h, int samp, int flags, int cmyk)
 {
-    uint8_t px[16 * 16 * 4];
-    for (size_t i = 0; i < sizeof px; i++)
+    uint8_t *px = malloc((size_t)w * (size_t)h * 4u);
+    for (size_t i = 0; px && i < (size_t)w * (size_t)h * 4u; i++)
         px[i] = (uint8_t)(i * 7u);
     tjhandle tj = tjInitCompress();
     unsigned char *j = NULL;
     unsigned long n = 0;
-    if (!tj || tjCompress2(tj, px, 16, 0, 16, cmyk ? TJPF_CMYK : TJPF_RGBX, &j, &n, TJSAMP_444, 90, 0) != 0)
+    if (!px || !tj || tjCompress2(tj, px, w, 0, h, cmyk ? TJPF_CMYK : TJPF_RGBX, &j, &n, samp, 90, flags) != 0)
         px_test_fail(__FILE__, __LINE__, "jpeg encode");
     c->file = malloc(n ? n : 1);
     if (c->file && j)
         memcpy(c->file, j, n);
     c->len = n;
     tjFree(j);
+    free(px);
     if (tj)
         tjDestroy(tj);
 }
 
+/* A 16x16 baseline JPEG: YCbCr 4:4:4 from RGB, or (cmyk) a YCCK one. */
+static void px__jpeg_of(px_rcase *c, int cmyk) { px__jpeg_make(c, 16, 16, TJSAMP_444, 0, cmyk); }
+
+/* A progressive grey 8x8 JPEG of `scans` scans (64 .. 127), written by hand: one block, every
+ * coefficient 0, Huffman tables of one code ('0'). A DC scan, then coefficient k = 1 .. 63 in a
+ * scan of its own, in two (successive approximation: bit 1 up, then bit 0) for the first
+ * scans - 64 of them. Every scan is valid: libjpeg-turbo decodes it without a warning. */
+static void px__jpeg_scans(px_rcase *c, int scans)
+{
+    static const uint8_t head[] = {
+        0xFF, 0xD8,                                                             /* SOI */
+        0xFF, 0xC2, 0x00, 0x0B, 0x08, 0x00, 0x08, 0x00, 0x08, 0x01, 0x01, 0x11, 0x00, /* SOF2: 8x8, 1 component */
+        0xFF, 0xC4, 0x00, 0x14, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, /* DC table 0: symbol 0 */
+        0xFF, 0xC4, 0x00, 0x14, 0x10, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, /* AC table 0: EOB */
+    };
+    size_t n = sizeof head + 2 + 69 + (size_t)scans * 11 + 2;
+    uint8_t *d = malloc(n), *p = d;
+    memcpy(p, head, sizeof head), p += sizeof head;
+    *p++ = 0xFF, *p++ = 0xDB, *p++ = 0x00, *p++ = 0x43, *p++ = 0x00; /* DQT 0: every step 1 */
+    memset(p, 1, 64), p += 64;
+    int twice = scans - 64; /* coefficients 1 .. twice take two scans */
+    for (int k = 0, done = 0; done < scans; k++) {
+        for (int pass = 0; pass < (k >= 1 && k <= twice ? 2 : 1) && done < scans; pass++, done++) {
+            int al = k >= 1 && k <= twice && pass == 0, ah = pass; /* Ah, Al: the approximation bits */
+            const uint8_t sos[] = {0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, (uint8_t)k, (uint8_t)k, (uint8_t)(ah << 4 | al), 0x7F};
+            memcpy(p, sos, sizeof sos), p += sizeof sos; /* 0x7F: the code '0', padded with ones */
+        }
+    }
+    *p++ = 0xFF, *p++ = 0xD9;
+    c->file = d;
+    c->len = (size_t)(p - d);
+}
 static void r_png_signature(int refuse, int variant, px_rcase *c)
 {
     c->stage = PX_PNG;
@@ -242,6 +276,18 @@ static void r_png_signature(int refuse, int variant, px_rcase *c)
     px__expect(c, -1, -1, "'case.png' is not a PNG file (bad signature)");
 }
 
+/* The PNG CRC of n bytes (the chunk's type and data). */
+static uint32_t px__crc(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return ~c;
+}
+
 static void r_png_corrupt(int refuse, int variant, px_rcase *c)
 {
     c->stage = PX_PNG;
@@ -250,7 +296,19 @@ static void r_png_corrupt(int refuse, int variant, px_rcase *c)
         c->len -= 1;      /* IEND's CRC cut */
     if (refuse && variant == 1)
         c->file[8 + 25 + 8] ^= 0x40; /* the first byte of IDAT's data: its CRC fails */
-    px__expect(c, -1, -1, "'case.png': corrupt or truncated PNG");
+    if (variant == 2) { /* a tEXt chunk after IHDR: skipped, its CRC checked (libpng warns: strict, an error) */
+        static const uint8_t text[] = "\0\0\0\6tEXtkey\0ab";
+        uint8_t *more = malloc(c->len + 18);
+        memcpy(more, c->file, 33);
+        memcpy(more + 33, text, 14);
+        uint32_t crc = px__crc(text + 4, 10) ^ (refuse ? 1u : 0u);
+        more[47] = (uint8_t)(crc >> 24), more[48] = (uint8_t)(crc >> 16), more[49] = (uint8_t)(crc >> 8), more[50] = (uint8_t)crc;
+        memcpy(more + 51, c->file + 33, c->len - 33);
+        free(c->file);
+        c->file = more;
+        c->len += 18;
+    }
+    px__expect(c, -1, -1, variant == 2 ? "'case.png': corrupt or truncated PNG (tEXt: CRC error)" : "'case.png': corrupt or truncated PNG");
 }
 
 static void r_image_side(int refuse, int variant, px_rcase *c)
@@ -266,8 +324,37 @@ static void r_image_memory(int refuse, int variant, px_rcase *c)
     (void)variant;
     c->stage = PX_PNG;
     px__png_of(c, 100, 100);
-    c->lim.max_memory = refuse ? 39999 : 40000;
+    /* 40000 bytes of pixels; accepted, the memory holds libpng's 68064 bytes too (V-FILE-3, which
+     * refuses the limits between) */
+    c->lim.max_memory = refuse ? 39999 : 40000 + 68064;
     px__expect(c, -1, -1, "'case.png' is 100x100, 40000 bytes decoded; the limit is 39999");
+}
+
+/* The pixels and the decoder's buffers, by SPEC 5's estimates. */
+static void r_image_work(int refuse, int variant, px_rcase *c)
+{
+    unsigned long long px = 0, work = 0;
+    const char *what = "";
+    c->stage = PX_ANY;
+    if (variant == 0) { /* PNG 100x100: 2 * (8w + 64) + 8h + 65536 */
+        c->stage = PX_PNG;
+        px__png_of(c, 100, 100);
+        px = 40000, work = 2 * (800 + 64) + 800 + 65536, what = "'case.png' is 100x100";
+    } else if (variant == 1) { /* baseline 16x16 4:4:4: per component 2x2 blocks, one MCU row of them */
+        px__jpeg_make(c, 16, 16, TJSAMP_444, 0, 0);
+        px = 1024, work = 8 * 16 + 262144 + 3 * (128 * 2 * 1 + 192 * 2 * 1), what = "'case.img' is 16x16";
+    } else if (variant == 2) { /* progressive 20x12 4:2:0 (Y 2x2, h_max = v_max = 2): every coefficient */
+        px__jpeg_make(c, 20, 12, TJSAMP_420, TJFLAG_PROGRESSIVE, 0);
+        /* Y: bw = ceil(40/16) = 3 -> 4, bh = ceil(24/16) = 2; Cb, Cr: bw = ceil(20/16) = 2, bh = ceil(12/16) = 1 */
+        px = 960, work = 8 * 12 + 262144 + (128 * 4 * 2 + 192 * 4 * 2) + 2 * (128 * 2 * 1 + 192 * 2 * 2),
+        what = "'case.img' is 20x12";
+    } else { /* grey baseline 16x16: one component, 1x1 */
+        px__jpeg_make(c, 16, 16, TJSAMP_GRAY, 0, 0);
+        px = 1024, work = 8 * 16 + 262144 + 128 * 2 * 1 + 192 * 2 * 1, what = "'case.img' is 16x16";
+    }
+    c->lim.max_memory = px + work - (refuse ? 1 : 0);
+    px__expect(c, -1, -1, "%s: decoding it needs %llu bytes (%llu of pixels, %llu of decoder buffers); the limit is %llu", what,
+               px + work, px, work, px + work - 1);
 }
 
 static void r_image_signature(int refuse, int variant, px_rcase *c)
@@ -302,11 +389,12 @@ static void r_jpeg_corrupt(int refuse, int variant, px_rcase *c)
     c->stage = PX_ANY;
     px__jpeg_of(c, 0);
     size_t end = 0, sos = px__jpeg_sos(c, &end);
-    CHECK(sos > 0);
-    /* the header read to the first scan decodes (the missing data is a warning); one byte less
-     * of it is refused */
-    c->len = refuse ? sos : end;
-    px__expect(c, -1, -1, "'case.img': corrupt or unsupported JPEG");
+    CHECK(sos > 0 && c->len >= 2 && c->file[c->len - 2] == 0xFF && c->file[c->len - 1] == 0xD9);
+    /* the whole file decodes; cut by one byte (EOI's second), its data ends inside the scan */
+    size_t len = c->len;
+    if (refuse)
+        c->len -= 1;
+    px__expect(c, -1, -1, "'case.img': corrupt or unsupported JPEG (truncated: the data ends at byte %zu, inside scan 1)", len - 1);
 }
 
 static void r_jpeg_cmyk(int refuse, int variant, px_rcase *c)
@@ -315,6 +403,35 @@ static void r_jpeg_cmyk(int refuse, int variant, px_rcase *c)
     c->stage = PX_ANY;
     px__jpeg_of(c, refuse);
     px__expect(c, -1, -1, "CMYK/YCCK JPEGs are not supported");
+}
+
+/* Bytes after the end: a PNG's IEND chunk (its CRC), a JPEG's EOI. */
+static void r_trailing(int refuse, int variant, px_rcase *c)
+{
+    if (variant == 0) {
+        c->stage = PX_PNG;
+        px__png_of(c, 4, 4);
+    } else {
+        c->stage = PX_ANY;
+        px__jpeg_of(c, 0);
+    }
+    size_t len = c->len;
+    if (refuse) {
+        uint8_t *more = realloc(c->file, len + 1);
+        more[len] = 0;
+        c->file = more;
+        c->len = len + 1;
+    }
+    px__expect(c, -1, -1, "'case.%s': 1 bytes after the %s, which ends at byte %zu", variant ? "img" : "png",
+               variant ? "JPEG's end-of-image marker" : "PNG's IEND chunk", len);
+}
+
+static void r_jpeg_scans(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    c->stage = PX_ANY;
+    px__jpeg_scans(c, refuse ? PXVM_JPEG_MAX_SCANS + 1 : PXVM_JPEG_MAX_SCANS);
+    px__expect(c, -1, -1, "'case.img' has more than 100 scans");
 }
 
 /* ---- header --------------------------------------------------------------------------------- */
@@ -1042,7 +1159,7 @@ static void r_update_persist(int refuse, int variant, px_rcase *c)
     (void)variant;
     pxvm_builder b;
     uint32_t i = px__video_base(&b, PX_OP_UPDATE, 1, 2, 3, 40, 20, !refuse);
-    px__expect(c, INSN_XY(&b, i, 0), "persistent");
+    px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (UPDATE): updates slot cur, which is not persistent");
     px__finish(&b, c);
 }
 
@@ -1235,12 +1352,15 @@ PX__RESIZE_RULE(4)
 
 static const px_rule px_rules[] = {
     {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL},
-    {"M-FILE-2", PXE_PNG_CORRUPT, r_png_corrupt, 2, NULL},
+    {"M-FILE-2", PXE_PNG_CORRUPT, r_png_corrupt, 3, NULL},
     {"V-FILE-1", PXE_IMAGE_SIDE, r_image_side, 2, NULL},
     {"V-FILE-2", PXE_IMAGE_MEMORY, r_image_memory, 1, NULL},
+    {"V-FILE-3", PXE_IMAGE_WORK, r_image_work, 4, NULL},
     {"M-FILE-3", PXE_IMAGE_SIGNATURE, r_image_signature, 2, NULL},
     {"M-FILE-4", PXE_JPEG_CORRUPT, r_jpeg_corrupt, 1, NULL},
     {"M-FILE-5", PXE_JPEG_CORRUPT, r_jpeg_cmyk, 1, NULL},
+    {"M-FILE-6", PXE_IMAGE_TRAILING, r_trailing, 2, NULL},
+    {"V-FILE-4", PXE_JPEG_SCANS, r_jpeg_scans, 1, NULL},
     {"M-HDR-1", PXE_HEADER_SHORT, r_header_short, 2, NULL},
     {"M-HDR-2", PXE_BAD_MAGIC, r_magic, 1, NULL},
     {"M-HDR-3", PXE_BAD_VERSION, r_version, 3, NULL},
@@ -1289,8 +1409,7 @@ static const px_rule px_rules[] = {
     {"V-VIDEO-1", PXE_REGION, r_video_same, 2, NULL},
     {"V-VIDEO-2", PXE_REGION, r_video_size, 2, NULL},
     {"V-VIDEO-3", PXE_REGION, r_video_mask_own, 2, NULL},
-    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1,
-     "vm/program.c px__check_insn, case UPDATE: refuse a cur without PXI_SLOT_PERSIST"},
+    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1, NULL},
     {"V-SAL-1", PXE_REGION, r_sal_same, 1, NULL},
     {"V-SAL-2", PXE_REGION, r_sal_order, 1, NULL},
     {"V-SAL-3", PXE_REGION, r_sal_levels, 2, NULL},

@@ -103,11 +103,13 @@ TEST(video_validation_names_the_rule)
         ".slot frame input 40x20\n.slot mask scratch 3x2\n.slot t scratch 3x1\n.slot a output 1x1 persistent\n"
         "GATHER frame a mask=mask w=1 h=1 table=t\nHALT\n",
         ".slot frame input 40x20\n.slot cur scratch 40x20 persistent\nDIFF frame cur cur 0\nHALT\n",
+        ".slot frame input 40x20\n.slot cur scratch 40x20\n.slot mask scratch 3x2\nUPDATE frame cur mask\nHALT\n",
     };
     static const char *const want[] = {"tile mask mask is 3x1; slot cur (40x20) has 3x2 tiles of 16x16",
                                        "only output and scratch slots can be persistent",
                                        "which is not persistent: the patches it skips would not keep their bytes",
-                                       "an incremental GATHER needs its table in a data slot", "the mask must be a slot of its own"};
+                                       "an incremental GATHER needs its table in a data slot", "the mask must be a slot of its own",
+                                       "(UPDATE): updates slot cur, which is not persistent"};
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

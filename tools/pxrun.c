@@ -826,8 +826,15 @@ int main(int argc, char **argv)
         int resize = prog.slots[k].role == PXI_ROLE_INPUT && a.policy.kind != PX_POLICY_EXACT;
         if (prog.slots[k].role == PXI_ROLE_INPUT && !resize)
             want.w = prog.slots[k].w, want.h = prog.slots[k].h;
-        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0)
+        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0) {
+            if (err.code == PXE_INPUT_SIZE) { /* name the file too (--policy resizes it) */
+                char msg[sizeof err.msg];
+                snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg,
+                         a.ins[i].path);
+                memcpy(err.msg, msg, sizeof msg);
+            }
             goto fail;
+        }
         px__warn(&err);
         if (resize && (img.w != prog.slots[k].w || img.h != prog.slots[k].h)) { /* --policy */
             pxvm_image fitted;

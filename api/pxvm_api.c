@@ -9,6 +9,7 @@
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
 #include "../vm/vm.h"
+#include "../vm/resize.h"
 #include "../isa/px_sem.h"
 #include "fixation.h"
 
@@ -99,6 +100,21 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
     if (pxvm_png_encode(&img, &out, len, &err) < 0)
         return px__fail(&err);
     *png = out;
+    return 0;
+}
+
+int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out)
+{
+    pxvm_error err;
+    px_policy pol;
+    if (!rgba || !out || w < 1 || h < 1 || out_w < 1 || out_h < 1)
+        return px__usage("pxvm_image_fit: NULL argument or empty image");
+    if (px_policy_parse(policy, &pol, &err) < 0)
+        return px__fail(&err);
+    pxvm_image src = {w, h, (uint8_t *)rgba}, dst;
+    if (px_resize_policy(&src, out_w, out_h, &pol, &dst, &err) < 0)
+        return px__fail(&err);
+    *out = dst.px;
     return 0;
 }
 

@@ -121,6 +121,19 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
 /* Encodes w x h RGBA8 pixels (contiguous) as PNG, deterministically. *png is released with pxvm_free. */
 int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t *len);
 
+/* Applies a resolution policy to w x h RGBA8 pixels (contiguous) for an out_w x out_h input slot,
+ * on the host: *out (out_w x out_h RGBA8, released with pxvm_free) is a copy when the sizes are
+ * equal (any policy); otherwise policy is
+ *   "exact"               (or NULL, ""): another size is a usage error;
+ *   "stretch[:FILTER]"    resized to out_w x out_h, aspect not kept;
+ *   "fit[:FILTER][:PAD]"  letterboxed: resized with its aspect kept and centred, the bars PAD
+ *                         ("R,G,B[,A]" or hex "RRGGBB[AA]", default 0,0,0,255);
+ * FILTER nearest, box, bilinear, hamming, bicubic (default) or lanczos. The bytes are those of
+ * the RESIZE instruction (isa/SPEC.md, RESIZE): Pillow's Image.resize (stretch), or Pillow's
+ * resize to the fit size pasted at the fit offset on a pad canvas (fit). A bad policy text is a
+ * usage error naming it. */
+int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out);
+
 /* ---- programs ------------------------------------------------------------------------------- */
 
 typedef struct pxvm_prog pxvm_prog; /* a loaded, validated program; immutable */

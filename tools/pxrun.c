@@ -15,6 +15,7 @@
 #include "../assembler/plan.h"
 #include "frames.h"
 #include "../isa/px_sem.h"
+#include "../vm/resize.h"
 #include "../vm/vm.h"
 
 static const char px__usage[] =
@@ -22,6 +23,13 @@ static const char px__usage[] =
     "  (a plan, JSON as for pxasm --plan, is compiled first)\n"
     "  --in SLOT=FILE            bind an input slot to an image: any PNG or JPEG (baseline or\n"
     "                            progressive, grey or colour; decoded to RGBA8 on the host)\n"
+    "  --policy POLICY           how an --in image of another size meets its input slot: exact\n"
+    "                            (default: another size is an error), stretch[:FILTER] (resized to\n"
+    "                            the slot's size) or fit[:FILTER][:PAD] (aspect kept, centred, bars\n"
+    "                            PAD: R,G,B[,A] or hex RRGGBB[AA], default 0,0,0,255); FILTER\n"
+    "                            nearest, box, bilinear, hamming, bicubic (default) or lanczos;\n"
+    "                            Pillow's bytes, as the RESIZE instruction; an image of the slot's\n"
+    "                            size is bound as it is\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
@@ -258,6 +266,8 @@ typedef struct {
     long max_frames;
     int *slot_of[3];
     const char *prog_path, *final_path, *exec_name;
+    const char *policy_text; /* --policy, NULL when not given */
+    px_policy policy;
     int do_time, do_trace, do_hash, do_info, do_profile;
     pxvm_png_mode png;
     uint64_t repeat;
@@ -304,6 +314,13 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
             } else if (!strcmp(o, "--geometry")) {
                 if (px__parse_binding(argv[i + 1], 0, &a->geoms[a->ngeom++]) < 0)
                     bad = "--geometry takes SLOT=FILE.npy";
+            } else if (!strcmp(o, "--policy")) {
+                pxvm_error perr;
+                if (px_policy_parse(val, &a->policy, &perr) < 0) {
+                    *rc = px__bad_usage(perr.msg);
+                    return -1;
+                }
+                a->policy_text = val;
             } else if (!strcmp(o, "--fixation")) {
                 if (a->nfix >= PX_FIX_REGS)
                     bad = "at most 8 --fixation (registers 0..7)";
@@ -777,6 +794,12 @@ int main(int argc, char **argv)
     t_load = px__now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
+    if (a.policy_text && px__first_input(&prog) < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "--policy '%.200s': the program has no input slot to resize images for", a.policy_text);
+        rc = px__bad_usage(msg);
+        goto done;
+    }
     int32_t fixq[PX_FIX_REGS][2];
     if (px__fixations(&prog, &a, fixq, &err) < 0)
         goto fail;
@@ -800,11 +823,27 @@ int main(int argc, char **argv)
         int k = a.slot_of[0][i];
         char lb[16];
         pxvm_image_want want = {0, 0, k, pxvm_slot_label(&prog, k, lb)};
-        if (prog.slots[k].role == PXI_ROLE_INPUT)
+        int resize = prog.slots[k].role == PXI_ROLE_INPUT && a.policy.kind != PX_POLICY_EXACT;
+        if (prog.slots[k].role == PXI_ROLE_INPUT && !resize)
             want.w = prog.slots[k].w, want.h = prog.slots[k].h;
-        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0)
+        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0) {
+            if (err.code == PXE_INPUT_SIZE) { /* name the file too (--policy resizes it) */
+                char msg[sizeof err.msg];
+                snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg,
+                         a.ins[i].path);
+                memcpy(err.msg, msg, sizeof msg);
+            }
             goto fail;
+        }
         px__warn(&err);
+        if (resize && (img.w != prog.slots[k].w || img.h != prog.slots[k].h)) { /* --policy */
+            pxvm_image fitted;
+            int r = px_resize_policy(&img, prog.slots[k].w, prog.slots[k].h, &a.policy, &fitted, &err);
+            pxvm_image_free(&img);
+            if (r < 0)
+                goto fail;
+            img = fitted;
+        }
         int r = pxvm_bind_image(ops, ex, a.slot_of[0][i], &img, &err);
         if (a.overlay_path && a.slot_of[0][i] == px__first_input(&prog) && !photo.px)
             photo = img; /* kept for the overlay */

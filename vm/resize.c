@@ -12,6 +12,7 @@
 #include "resize.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,4 +285,170 @@ void px_resize_op_free(px_resize_op *op)
 {
     px_resize_table_free(&op->tx);
     px_resize_table_free(&op->ty);
+}
+
+/* ---- resolution policies ---------------------------------------------------------------------- */
+
+static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "bad policy '%.200s': %s (exact, stretch[:FILTER] or fit[:FILTER][:PAD]; FILTER nearest, box, "
+             "bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
+             text, why);
+    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+}
+
+static int px__hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* R,G,B[,A] (decimal 0..255, no signs or spaces) or RRGGBB[AA]; 0, or -1. */
+static int px__pad_parse(const char *s, size_t n, uint8_t pad[4])
+{
+    pad[3] = 255;
+    if (memchr(s, ',', n)) {
+        int k = 0;
+        size_t i = 0;
+        while (k < 4) {
+            int v = 0, d = 0;
+            while (i < n && s[i] >= '0' && s[i] <= '9') {
+                v = v * 10 + (s[i++] - '0');
+                if (++d > 3 || v > 255)
+                    return -1;
+            }
+            if (!d)
+                return -1;
+            pad[k++] = (uint8_t)v;
+            if (i == n)
+                break;
+            if (s[i++] != ',')
+                return -1;
+        }
+        return i == n && (k == 3 || k == 4) ? 0 : -1;
+    }
+    if (n != 6 && n != 8)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int a = px__hexval(s[i]), b = px__hexval(s[i + 1]);
+        if (a < 0 || b < 0)
+            return -1;
+        pad[i / 2] = (uint8_t)(a * 16 + b);
+    }
+    return 0;
+}
+
+/* A field that is meant as a pad, not a filter: it has a comma, or is 6 or 8 hex digits. */
+static int px__pad_like(const char *s)
+{
+    size_t n = strlen(s);
+    if (strchr(s, ','))
+        return 1;
+    if (n != 6 && n != 8)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (px__hexval(s[i]) < 0)
+            return 0;
+    return 1;
+}
+
+int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->filter = PX_RESIZE_BICUBIC;
+    p->pad[3] = 255;
+    if (!text || !*text)
+        return 0;
+    char field[3][64];
+    int nf = 0;
+    const char *s = text;
+    for (;;) {
+        const char *e = strchr(s, ':');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (nf == 3)
+            return px__policy_fail(err, text, "too many ':' fields");
+        if (n == 0)
+            return px__policy_fail(err, text, "an empty field");
+        if (n >= sizeof field[0])
+            return px__policy_fail(err, text, "a field is too long");
+        memcpy(field[nf], s, n);
+        field[nf++][n] = 0;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    if (!strcmp(field[0], "exact")) {
+        if (nf > 1)
+            return px__policy_fail(err, text, "exact takes no filter or pad");
+        return 0;
+    }
+    int fit = !strcmp(field[0], "fit");
+    if (!fit && strcmp(field[0], "stretch"))
+        return px__policy_fail(err, text, "unknown kind (not exact, stretch or fit)");
+    p->kind = fit ? PX_POLICY_FIT : PX_POLICY_STRETCH;
+    int i = 1;
+    if (i < nf) {
+        int f = px_resize_filter_parse(field[i]);
+        if (f >= 0)
+            p->filter = f, i++;
+        else if (!fit || i + 1 < nf || !px__pad_like(field[i])) {
+            char why[128];
+            snprintf(why, sizeof why, "unknown filter '%s'", field[i]);
+            return px__policy_fail(err, text, why);
+        }
+    }
+    if (i < nf) {
+        if (!fit)
+            return px__policy_fail(err, text, "stretch takes no pad");
+        if (px__pad_parse(field[i], strlen(field[i]), p->pad) < 0) {
+            char why[128];
+            snprintf(why, sizeof why, "bad pad '%s'", field[i]);
+            return px__policy_fail(err, text, why);
+        }
+        i++;
+    }
+    if (i < nf)
+        return px__policy_fail(err, text, "too many fields");
+    return 0;
+}
+
+void px_policy_format(const px_policy *p, char *buf, size_t len)
+{
+    if (p->kind == PX_POLICY_STRETCH)
+        snprintf(buf, len, "stretch:%s", px_resize_filter_name(p->filter));
+    else if (p->kind == PX_POLICY_FIT)
+        snprintf(buf, len, "fit:%s:%u,%u,%u,%u", px_resize_filter_name(p->filter), p->pad[0], p->pad[1], p->pad[2],
+                 p->pad[3]);
+    else
+        snprintf(buf, len, "exact");
+}
+
+int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
+{
+    memset(dst, 0, sizeof *dst);
+    if (!src || !src->px || src->w < 1 || src->h < 1 || w < 1 || h < 1 || !p)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+    if (p->kind == PX_POLICY_EXACT && (src->w != w || src->h != h)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "policy exact: a %dx%d image is not %dx%d", src->w, src->h, w, h);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
+    if (pxvm_image_alloc(dst, w, h, err) < 0)
+        return -1;
+    int nw = w, nh = h, ox = 0, oy = 0;
+    if (src->w != w || src->h != h)
+        px_resize_fit(src->w, src->h, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
+    if (nw != w || nh != h) {
+        uint8_t *q = dst->px;
+        for (size_t i = 0; i < (size_t)w * (size_t)h; i++, q += 4)
+            memcpy(q, p->pad, 4);
+    }
+    int64_t ds = (int64_t)w * 4;
+    if (px_resize_rgba8(src->px, src->w, src->h, (int64_t)src->w * 4, dst->px + oy * ds + (int64_t)ox * 4, nw, nh, ds,
+                        p->filter, 4, err) < 0) {
+        pxvm_image_free(dst);
+        return -1;
+    }
+    return 0;
 }

@@ -81,6 +81,33 @@ typedef struct px_resize_op {
     px_resize_table tx, ty; /* sw -> cw, sh -> ch */
 } px_resize_op;
 
+/* ---- resolution policies: how an image of any size meets an input slot of a fixed size --------
+ *
+ *   exact                  the image must have the slot's size (another size is unlinkable)
+ *   stretch[:FILTER]       resized to the slot's size (RESIZE with fit 0)
+ *   fit[:FILTER][:PAD]     letterboxed: px_resize_fit's content size and offset, the bars PAD
+ *                          (RESIZE with fit 1); PAD is R,G,B[,A] in decimal or hex RRGGBB[AA]
+ * FILTER: one of px_resize_filter_parse's names (default bicubic); PAD default 0,0,0,255. */
+typedef enum px_policy_kind { PX_POLICY_EXACT = 0, PX_POLICY_STRETCH = 1, PX_POLICY_FIT = 2 } px_policy_kind;
+
+typedef struct px_policy {
+    int kind;       /* px_policy_kind */
+    int filter;     /* px_resize_filter */
+    uint8_t pad[4]; /* R, G, B, A (fit) */
+} px_policy;
+
+/* Parses a policy text (NULL or "" is exact). 0, or -1 with a usage error naming the text. */
+int px_policy_parse(const char *text, px_policy *p, pxvm_error *err);
+/* "exact", "stretch:bicubic", "fit:bicubic:0,0,0,255": the canonical text of a policy. */
+void px_policy_format(const px_policy *p, char *buf, size_t len);
+/* Applies a policy to an RGBA8 image for a w x h slot: *dst (allocated here, free with
+ * pxvm_image_free) is a copy when src is already w x h (any policy); otherwise, stretch: src
+ * resized to w x h, fit: a w x h canvas of pad with src resized to px_resize_fit's nw x nh at
+ * (ox, oy); byte for byte what RESIZE writes with the same filter, fit and pad. exact with
+ * another size: -1 with a usage error (callers bind the image as it is to get the slot's
+ * unlinkable error instead). 0, or -1 with *err set. */
+int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err);
+
 /* Builds one RESIZE (operands as decoded, src level 0 sw x sh). 0, or -1 with *err set. */
 int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err);
 void px_resize_op_free(px_resize_op *op);

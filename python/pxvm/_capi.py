@@ -87,6 +87,7 @@ def _load():
         "pxvm_limits_default": (None, [LP]),
         "pxvm_image_load": (I, [S, LP, PP, IP, IP]),
         "pxvm_image_decode": (I, [P, Z, S, LP, PP, IP, IP]),
+        "pxvm_image_fit": (I, [P, I, I, I, I, S, PP]),
         "pxvm_prog_load": (I, [S, LP, PP]),
         "pxvm_prog_from_png": (I, [P, Z, S, LP, PP]),
         "pxvm_prog_assemble": (I, [S, S, LP, PP]),

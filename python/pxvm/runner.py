@@ -23,6 +23,59 @@ PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
+# ---- resolution policies --------------------------------------------------------------------------
+
+_POLICY_HOST = ("usage: policy %r: policies resize on the host: pass a host array, or use a program with RESIZE")
+
+
+def _check_policy(policy):
+    """None or the policy text, checked by the library (a bad one is a UsageError naming it)."""
+    if policy is None:
+        return None
+    if not isinstance(policy, str):
+        raise TypeError("pxvm: policy must be a string such as 'fit:bicubic', got %s" % type(policy).__name__)
+    one = (ctypes.c_uint8 * 4)()
+    out = ctypes.c_void_p()
+    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, policy.encode(), ctypes.byref(out)))
+    _lib.pxvm_free(out)
+    return policy
+
+
+def _policy_image(x, w, h, policy):
+    """One host image (H, W), (H, W, C) or (C, H, W) for a w x h slot: x itself when it is w x h,
+    else a new (h, w, 4) uint8 array: its RGBA8 pixels (grey v -> (v, v, v, 255), RGB -> (r, g, b,
+    255)) through pxvm_image_fit."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise UsageError(_POLICY_HOST % policy)
+        x = x.numpy()
+    elif getattr(x, "__cuda_array_interface__", None) is not None:
+        raise UsageError(_POLICY_HOST % policy)
+    np = _np()
+    a = np.asarray(x)
+    if a.dtype != np.uint8:
+        raise TypeError("pxvm: images must be uint8 arrays, got %s" % a.dtype)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    elif a.ndim == 3 and a.shape[2] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
+        a = a.transpose(1, 2, 0)
+    if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
+        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
+                         (tuple(np.shape(x)),))
+    H, W, C = a.shape
+    if (H, W) == (h, w):
+        return x
+    rgba = np.empty((H, W, 4), dtype=np.uint8)
+    rgba[..., :3] = a[..., :3] if C != 1 else a
+    rgba[..., 3] = a[..., 3] if C == 4 else 255
+    out = ctypes.c_void_p()
+    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, policy.encode(), ctypes.byref(out)))
+    try:
+        return np.frombuffer(ctypes.string_at(out, w * h * 4), dtype=np.uint8).reshape(h, w, 4).copy()
+    finally:
+        _lib.pxvm_free(out)
+
+
 # ---- runners --------------------------------------------------------------------------------------
 
 class Runner:
@@ -344,6 +397,24 @@ class Runner:
             raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])
         return bound
 
+    def _apply_policy(self, bound, policy, batched):
+        """bound {slot: image, batch or list} with every image of another size than its slot resized
+        by `policy` on the host (a batch becomes a list of its items when one is resized)."""
+        policy = _check_policy(policy)
+        if policy is None or policy == "exact":
+            return bound
+        slots = self.program.slots
+        res = {}
+        for k, x in bound.items():
+            s = slots[k]
+            if isinstance(x, (list, tuple)):
+                res[k] = [_policy_image(xi, s.w, s.h, policy) for xi in x]
+            elif batched:
+                res[k] = [_policy_image(x[i], s.w, s.h, policy) for i in range(int(x.shape[0]))]
+            else:
+                res[k] = _policy_image(x, s.w, s.h, policy)
+        return res
+
     def _atlas(self, slot):
         if slot is not None:
             s = self.program.slot(slot)
@@ -356,7 +427,7 @@ class Runner:
         raise UsageError("usage: the program has no patch atlas output")
 
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
-            fixation_clamp: bool = False, **inputs: Array) -> dict[str, Array]:
+            fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
 
         fixation: for fixation-relative programs, (x, y) normalized to the first input slot, x and
@@ -365,22 +436,30 @@ class Runner:
         y in [0, H]); fixation_clamp=True clamps values into that range (NaN: its middle) instead
         of refusing them, and on the device skips the check's read-back. "saliency" for programs
         that find their own fixations. Fixations stay set for later runs until set again;
-        changing them reloads nothing."""
+        changing them reloads nothing.
+
+        policy: a resolution policy for host images (NumPy, or torch on the CPU) of another size
+        than their input slot: "exact" (None, the default: another size is Unlinkable),
+        "stretch[:FILTER]" or "fit[:FILTER][:PAD]" (README, Resolution policies), e.g.
+        "fit:bicubic". Such an image is resized on the host through the library (pxvm_image_fit:
+        RESIZE's bytes, Pillow's) into a new array, so it is copied; an image of the slot's size
+        is bound as it is. CUDA tensors with a policy are a UsageError: resize them with a program
+        that has RESIZE."""
         outs = self.program.outputs
-        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 0) for s in outs], fixation=fixation,
+        res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 0) for s in outs], fixation=fixation,
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
                 fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
-                fixation_clamp: bool = False, **inputs: Array) -> Array | tuple[Array, Array]:
+                fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> Array | tuple[Array, Array]:
         """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
         written there instead of into a new array. fixation, fixation_units, fixation_clamp: as
         for run. with_geometry: returns (patches, geometry (N, 4)) with geometry as
-        Runner.geometry gives it, on the same device."""
+        Runner.geometry gives it, on the same device. policy: as for run."""
         s = self._atlas(slot)
-        res = self._exec(self._inputs(image, inputs), 1, [(s.index, 1)], out=None if out is None else [out[None]],
+        res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 1)], out=None if out is None else [out[None]],
                          fixation=fixation, units=fixation_units, clamp=fixation_clamp)
         p = out if out is not None else res[0][0]
         if with_geometry:
@@ -401,12 +480,16 @@ class Runner:
         return bound, sizes.pop()
 
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
-                  fixation_clamp: bool = False, **inputs: Batch) -> dict[str, Array]:
+                  fixation_clamp: bool = False, policy: str | None = None, **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
         On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
         (B, K, 2)) normalized to the first input, one per item, host or CUDA (converted on the
-        device), or "saliency"; fixation_units, fixation_clamp: as for run."""
+        device), or "saliency"; fixation_units, fixation_clamp: as for run.
+
+        policy: as for run; with a policy, `images` may be a list of host images of different
+        sizes: each is resized (on the host, a copy) to the slot's size, then one batch runs."""
         bound, b = self._batch_inputs(images, inputs)
+        bound = self._apply_policy(bound, policy, True)
         outs = self.program.outputs
         res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations,
                          units=fixation_units, clamp=fixation_clamp)
@@ -414,11 +497,13 @@ class Runner:
 
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
-                      fixation_clamp: bool = False, **inputs: Batch) -> Array | tuple[Array, Array]:
+                      fixation_clamp: bool = False, policy: str | None = None,
+                      **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
-        and patches."""
+        and patches. policy: as for run_batch."""
         bound, b = self._batch_inputs(images, inputs)
+        bound = self._apply_policy(bound, policy, True)
         s = self._atlas(slot)
         p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations,
                        units=fixation_units, clamp=fixation_clamp)[0]

@@ -1,0 +1,181 @@
+/* test_policy.c - resolution policies (vm/resize.c: px_policy_parse, px_resize_policy; the public
+ * pxvm_image_fit): the parser's good and bad texts, and a policy's bytes == those of the RESIZE
+ * instruction run on the CPU executor with the same filter, fit and pad, for stretch and fit,
+ * wide, tall and equal aspects, up and down, every filter; an image of the slot's size is a copy. */
+#include <stdlib.h>
+
+#include "../../vm/resize.h"
+#include "test.h"
+
+TEST(policy_parse_good_texts)
+{
+    static const struct {
+        const char *text;
+        int kind, filter;
+        uint8_t pad[4];
+    } good[] = {
+        {"exact", PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
+        {"", PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
+        {"stretch", PX_POLICY_STRETCH, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
+        {"stretch:nearest", PX_POLICY_STRETCH, PX_RESIZE_NEAREST, {0, 0, 0, 255}},
+        {"stretch:LANCZOS", PX_POLICY_STRETCH, PX_RESIZE_LANCZOS, {0, 0, 0, 255}},
+        {"fit", PX_POLICY_FIT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
+        {"fit:box", PX_POLICY_FIT, PX_RESIZE_BOX, {0, 0, 0, 255}},
+        {"fit:hamming:1,2,3", PX_POLICY_FIT, PX_RESIZE_HAMMING, {1, 2, 3, 255}},
+        {"fit:bilinear:255,0,128,7", PX_POLICY_FIT, PX_RESIZE_BILINEAR, {255, 0, 128, 7}},
+        {"fit:bicubic:808080", PX_POLICY_FIT, PX_RESIZE_BICUBIC, {128, 128, 128, 255}},
+        {"fit:nearest:FFfe0010", PX_POLICY_FIT, PX_RESIZE_NEAREST, {255, 254, 0, 16}},
+        {"fit:10,20,30", PX_POLICY_FIT, PX_RESIZE_BICUBIC, {10, 20, 30, 255}},
+        {"fit:c0ffee", PX_POLICY_FIT, PX_RESIZE_BICUBIC, {0xc0, 0xff, 0xee, 255}},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        px_policy p;
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        int rc = px_policy_parse(good[i].text, &p, &err);
+        if (rc != 0)
+            px_test_fail(__FILE__, __LINE__, "'%s': %s", good[i].text, err.msg);
+        CHECK_EQ(p.kind, good[i].kind);
+        CHECK_EQ(p.filter, good[i].filter);
+        CHECK(!memcmp(p.pad, good[i].pad, 4));
+    }
+    px_policy p;
+    pxvm_error err;
+    CHECK_EQ(px_policy_parse(NULL, &p, &err), 0);
+    CHECK_EQ(p.kind, PX_POLICY_EXACT);
+    char buf[64];
+    CHECK_EQ(px_policy_parse("fit:lanczos:1,2,3", &p, &err), 0);
+    px_policy_format(&p, buf, sizeof buf);
+    CHECK(!strcmp(buf, "fit:lanczos:1,2,3,255"));
+    CHECK_EQ(px_policy_parse("stretch", &p, &err), 0);
+    px_policy_format(&p, buf, sizeof buf);
+    CHECK(!strcmp(buf, "stretch:bicubic"));
+}
+
+TEST(policy_parse_bad_texts_are_usage_errors_naming_them)
+{
+    static const char *bad[] = {
+        "fill",           "Fit",          "exact:bicubic", "stretch:bicubc", "stretch:bicubic:0,0,0", "stretch:",
+        "fit:",           "fit::0,0,0",   "fit:bicubic:",  "fit:bicubc",     "fit:bicubic:256,0,0",   "fit:bicubic:1,2",
+        "fit:bicubic:1,2,3,4,5", "fit:bicubic:-1,0,0", "fit:bicubic:1, 2,3", "fit:bicubic:80808", "fit:bicubic:80808g",
+        "fit:bicubic:0,0,0:x", "fit:0,0,0:bicubic", "fit:bicubic:1,,3", "fit:bicubic:0001,0,0", " fit",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        px_policy p;
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        if (px_policy_parse(bad[i], &p, &err) == 0) {
+            px_test_fail(__FILE__, __LINE__, "'%s' was accepted", bad[i]);
+            continue;
+        }
+        CHECK_EQ(err.cls, PXVM_USAGE);
+        char quoted[80];
+        snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+        CHECK_STR(err.msg, quoted);
+    }
+}
+
+/* The policy's image vs RESIZE of the same source into a w x h output slot on the CPU executor. */
+static int px__same_as_op(const pxvm_image *src, int w, int h, const px_policy *p)
+{
+    pxvm_image got;
+    pxvm_error err;
+    if (px_resize_policy(src, w, h, p, &got, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "px_resize_policy: %s", err.msg);
+        return -1;
+    }
+    pxvm_builder b;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", src->w, src->h);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", w, h);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    int fit = p->kind == PX_POLICY_FIT;
+    f[PX_FI(RESIZE, src)] = 1, f[PX_FI(RESIZE, dst)] = 2, f[PX_FI(RESIZE, filter)] = p->filter;
+    f[PX_FI(RESIZE, w)] = w, f[PX_FI(RESIZE, h)] = h, f[PX_FI(RESIZE, fit)] = fit;
+    if (fit)
+        f[PX_FI(RESIZE, pad_r)] = p->pad[0], f[PX_FI(RESIZE, pad_g)] = p->pad[1], f[PX_FI(RESIZE, pad_b)] = p->pad[2],
+        f[PX_FI(RESIZE, pad_a)] = p->pad[3];
+    pxvm_build_insn(&b, PX_OP_RESIZE, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_program prog;
+    pxvm_executor *ex = NULL;
+    const pxvm_image *in[1] = {src};
+    int bad = 0;
+    if (px_run_builder(&b, in, 1, &prog, &ex, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "RESIZE run: %s", err.msg);
+        bad = 1;
+    } else {
+        pxvm_image op = px_read(&prog, ex, 2, 0);
+        bad = op.w != w || op.h != h || memcmp(op.px, got.px, (size_t)w * (size_t)h * 4u) != 0;
+        if (bad)
+            px_test_fail(__FILE__, __LINE__, "%dx%d -> %dx%d kind %d filter %s: policy != RESIZE", src->w, src->h, w, h,
+                         p->kind, px_resize_filter_name(p->filter));
+        pxvm_image_free(&op);
+        px_close(&prog, ex);
+    }
+    pxvm_image_free(&got);
+    return bad;
+}
+
+TEST(policy_equals_the_resize_op_stretch_and_fit_every_filter)
+{
+    static const int sizes[][4] = {
+        {60, 40, 45, 30},  /* wide into a slot of the same aspect, down */
+        {60, 40, 32, 32},  /* wide into a square: bars above and below */
+        {30, 50, 40, 24},  /* tall into a wide slot: bars left and right, up in height */
+        {17, 9, 40, 41},   /* up both ways, odd leftovers */
+        {33, 33, 20, 21},  /* square, almost equal aspect */
+        {64, 3, 10, 10},   /* very wide: a content 1 or 2 texels high */
+    };
+    uint64_t rng = 0x9011c1e5;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        pxvm_image src = px_random_image(sizes[s][0], sizes[s][1], &rng);
+        for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++)
+            for (int kind = PX_POLICY_STRETCH; kind <= PX_POLICY_FIT; kind++) {
+                px_policy p = {kind, filter, {(uint8_t)(10 * filter), 200, 3, (uint8_t)(255 - filter)}};
+                px__same_as_op(&src, sizes[s][2], sizes[s][3], &p);
+            }
+        pxvm_image_free(&src);
+    }
+}
+
+TEST(policy_of_an_image_of_the_slot_size_is_a_copy_and_exact_refuses_others)
+{
+    uint64_t rng = 7;
+    pxvm_image src = px_random_image(23, 11, &rng), out;
+    pxvm_error err;
+    for (int kind = PX_POLICY_EXACT; kind <= PX_POLICY_FIT; kind++)
+        for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++) {
+            px_policy p = {kind, filter, {1, 2, 3, 4}};
+            CHECK_EQ(px_resize_policy(&src, 23, 11, &p, &out, &err), 0);
+            CHECK(out.px != src.px && !memcmp(out.px, src.px, 23 * 11 * 4));
+            pxvm_image_free(&out);
+        }
+    px_policy exact = {PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}};
+    CHECK_EQ(px_resize_policy(&src, 24, 11, &exact, &out, &err), -1);
+    CHECK_STR(err.msg, "23x11");
+    CHECK_STR(err.msg, "24x11");
+    pxvm_image_free(&src);
+}
+
+TEST(policy_public_call_pxvm_image_fit)
+{
+    uint64_t rng = 11;
+    pxvm_image src = px_random_image(40, 20, &rng), want;
+    pxvm_error err;
+    px_policy p;
+    CHECK_EQ(px_policy_parse("fit:lanczos:9,8,7", &p, &err), 0);
+    CHECK_EQ(px_resize_policy(&src, 16, 16, &p, &want, &err), 0);
+    uint8_t *out = NULL;
+    CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 16, 16, "fit:lanczos:9,8,7", &out), 0);
+    CHECK(out && !memcmp(out, want.px, 16 * 16 * 4));
+    pxvm_free(out);
+    out = NULL;
+    CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 16, 16, "fit:lanczo", &out), PXVM_USAGE);
+    CHECK(!out);
+    CHECK_STR(pxvm_errmsg(), "'fit:lanczo'");
+    CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 16, 16, "exact", &out), PXVM_USAGE);
+    CHECK_EQ(pxvm_image_fit(NULL, 40, 20, 16, 16, "fit", &out), PXVM_USAGE);
+    pxvm_image_free(&want);
+    pxvm_image_free(&src);
+}

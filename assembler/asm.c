@@ -4,20 +4,16 @@
  * instructions whose operands are still text; the second lays the image out (header, code, rows,
  * data), resolves names and encodes every instruction from the opcode table through the program
  * builder. Nothing is written anywhere: the caller gets an image, validated, or an error naming
- * file:line:column and what was expected.
+ * file:line:column and what was expected. Here: instructions and their operands, the reading
+ * loop, pass 2 and the entry points; the lexer and numbers are in asm_lex.c, the directives in
+ * asm_directives.c (asm_internal.h: what they share).
  */
-#define _GNU_SOURCE /* strndup */
+#define _GNU_SOURCE /* strcasecmp */
 #include "pxasm.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../vm/pxi_build.h"
 #include "asm_internal.h"

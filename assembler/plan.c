@@ -1,7 +1,7 @@
 /* plan.c - allocation plans: JSON (jansson) -> token placement -> pixel program.
  * Floating point happens only here, in a fixed order, with dmath's deterministic functions;
  * every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a program. */
-#include "plan.h"
+#include "plan_internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -12,8 +12,7 @@
 #include "../isa/px_sem.h"
 #include "dmath.h"
 
-static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
+int px_plan_fail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -35,9 +34,6 @@ static int32_t px__q16(double v)
     return (int32_t)llround(q);
 }
 
-/* NaN gives lo (never from a checked plan; no cast of a NaN to an integer follows a clamp). */
-static double px__clampd(double v, double lo, double hi) { return !(v >= lo) ? lo : (v > hi ? hi : v); }
-
 /* A token at (cx, cy) texels with LOD `lod` (clamped to the plan's levels): the stored LOD and
  * the step 2^LOD that follows it exactly, so one output pixel covers one texel of that level. */
 static pxvm_plan_token px__token(const pxvm_plan *p, double cx, double cy, double lod)
@@ -46,7 +42,7 @@ static pxvm_plan_token px__token(const pxvm_plan *p, double cx, double cy, doubl
     memset(&t, 0, sizeof t);
     t.cx = cx;
     t.cy = cy;
-    t.lod_q8 = (uint32_t)llround(px__clampd(lod, 0.0, (double)(p->levels - 1)) * 256.0);
+    t.lod_q8 = (uint32_t)llround(px_plan_clampd(lod, 0.0, (double)(p->levels - 1)) * 256.0);
     t.step = dm_exp2((double)t.lod_q8 / 256.0);
     t.du = t.dv = t.step;
     t.taps = 1;
@@ -80,7 +76,7 @@ static void px__grid_lods(pxvm_plan *p, int n, const double *x, const double *y,
         int g = px__isqrt_ceil(p->budget);
         double cell = (p->w > p->h ? p->w : p->h) / (double)g;
         double span = cell / (p->patch * (!strcmp(p->scheme, "aniso") ? p->elongation : 1.0));
-        double target = px__clampd(span > 1 ? dm_log2(span) : 0.0, 0.0, (double)(p->levels - 1));
+        double target = px_plan_clampd(span > 1 ? dm_log2(span) : 0.0, 0.0, (double)(p->levels - 1));
         double top = p->m0 * dm_exp2(target) - p->e0;
         p->scale = emax > 0 && top > 0 ? top / emax : 1.0;
     }
@@ -262,10 +258,10 @@ static int px__num_at(json_t *j, const char *field, double lo, double hi, double
 {
     char d[96];
     if (!json_is_number(j))
-        return px__pfail(err, p, "'%s' = %s: must be a number in %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s: must be a number in %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
     double x = json_number_value(j);
     if (!isfinite(x) || !(x >= lo && x <= hi))
-        return px__pfail(err, p, "'%s' = %s is outside %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s is outside %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
     *v = x;
     return 0;
 }
@@ -276,7 +272,7 @@ static int px__int_at(json_t *j, const char *field, int lo, int hi, int *v, cons
 {
     char d[96];
     if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
-        return px__pfail(err, p, "'%s' = %s: must be an integer in %d..%d", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s: must be an integer in %d..%d", field, px__jdesc(j, d, sizeof d), lo, hi);
     *v = (int)json_integer_value(j);
     return 0;
 }
@@ -304,11 +300,11 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         while (k < sizeof px__keys / sizeof px__keys[0] && strcmp(px__keys[k], key))
             k++;
         if (k == sizeof px__keys / sizeof px__keys[0])
-            return px__pfail(err, p, "unknown field '%s'", key);
+            return px_plan_fail(err, p, "unknown field '%s'", key);
     }
     json_t *img = json_object_get(root, "image");
     if (!json_is_array(img) || json_array_size(img) != 2)
-        return px__pfail(err, p, "'image' must be [width, height] with sides 1..16384");
+        return px_plan_fail(err, p, "'image' must be [width, height] with sides 1..16384");
     if (px__int_at(json_array_get(img, 0), "image[0]", 1, 16384, &p->w, p, err) < 0 ||
         px__int_at(json_array_get(img, 1), "image[1]", 1, 16384, &p->h, p, err) < 0)
         return -1;
@@ -318,17 +314,17 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         p->fx = p->fy = 0; /* token centres are offsets from the fixation */
     } else if (fix) {
         if (!json_is_array(fix) || json_array_size(fix) != 2)
-            return px__pfail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
+            return px_plan_fail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
         if (px__num_at(json_array_get(fix, 0), "fixation[0]", 0, 1, &p->fx, p, err) < 0 ||
             px__num_at(json_array_get(fix, 1), "fixation[1]", 0, 1, &p->fy, p, err) < 0)
             return -1;
     }
     json_t *scheme = json_object_get(root, "scheme");
     if (!json_is_string(scheme))
-        return px__pfail(err, p, "'scheme' is missing (grid, logpolar, v1, aniso or uniform)");
+        return px_plan_fail(err, p, "'scheme' is missing (grid, logpolar, v1, aniso or uniform)");
     const char *sn = json_string_value(scheme);
     if (strcmp(sn, "grid") && strcmp(sn, "logpolar") && strcmp(sn, "v1") && strcmp(sn, "aniso") && strcmp(sn, "uniform"))
-        return px__pfail(err, p, "unknown scheme '%s' (expected grid, logpolar, v1, aniso or uniform)", sn);
+        return px_plan_fail(err, p, "unknown scheme '%s' (expected grid, logpolar, v1, aniso or uniform)", sn);
     snprintf(p->scheme, sizeof p->scheme, "%s", sn);
     int full = px_mip_levels(p->w, p->h);
     p->levels = full;
@@ -345,7 +341,7 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         return -1;
     if (p->scanpath) {
         if (fix && !p->relative)
-            return px__pfail(err, p, "a scanpath samples around fixations found at run time: 'fixation' must be "
+            return px_plan_fail(err, p, "a scanpath samples around fixations found at run time: 'fixation' must be "
                                      "\"relative\" (or left out)");
         p->relative = 1;
         p->fx = p->fy = 0;
@@ -354,17 +350,17 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (px__int(root, "inhibition", 0, 16384, &p->ior_radius, p, err) < 0)
         return -1;
     if (p->relative && strcmp(p->scheme, "logpolar") && strcmp(p->scheme, "v1"))
-        return px__pfail(err, p,
+        return px_plan_fail(err, p,
                          "scheme %s places its tokens on the image, not around the gaze: fixation-relative plans "
                          "are logpolar or v1",
                          p->scheme);
     if (p->relative && px_mip_levels(p->w, p->h) < 2 && p->scanpath)
-        return px__pfail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
+        return px_plan_fail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
     json_t *scale = json_object_get(root, "scale");
     if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
         char d[96];
         if (!json_is_number(scale))
-            return px__pfail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
+            return px_plan_fail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
         p->scale_auto = 0;
         if (px__num(root, "scale", 1e-6, 1e6, &p->scale, p, err) < 0)
             return -1;
@@ -372,14 +368,14 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     json_t *regions = json_object_get(root, "regions");
     if (regions) {
         if (!json_is_array(regions) || json_array_size(regions) > PXVM_PLAN_MAX_REGIONS)
-            return px__pfail(err, p, "'regions' must be a list of at most %d {\"box\": [x0, y0, x1, y1], \"angle\": deg}", PXVM_PLAN_MAX_REGIONS);
+            return px_plan_fail(err, p, "'regions' must be a list of at most %d {\"box\": [x0, y0, x1, y1], \"angle\": deg}", PXVM_PLAN_MAX_REGIONS);
         size_t i;
         json_t *r;
         json_array_foreach(regions, i, r)
         {
             json_t *box = json_object_get(r, "box"), *ang = json_object_get(r, "angle");
             if (!json_is_array(box) || json_array_size(box) != 4 || !ang)
-                return px__pfail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
+                return px_plan_fail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
             char field[48];
             for (int c = 0; c < 4; c++) {
                 snprintf(field, sizeof field, "regions[%zu].box[%d]", i, c);
@@ -387,7 +383,7 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
                     return -1;
             }
             if (p->region[i][0] > p->region[i][2] || p->region[i][1] > p->region[i][3])
-                return px__pfail(err, p, "'regions[%zu].box' = [%g, %g, %g, %g]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1",
+                return px_plan_fail(err, p, "'regions[%zu].box' = [%g, %g, %g, %g]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1",
                                  i, p->region[i][0], p->region[i][1], p->region[i][2], p->region[i][3]);
             snprintf(field, sizeof field, "regions[%zu].angle", i);
             if (px__num_at(ang, field, -3600, 3600, &p->region[i][4], p, err) < 0)
@@ -401,22 +397,22 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (!budget && !strcmp(p->scheme, "uniform"))
         p->budget = fullres;
     else if (!budget)
-        return px__pfail(err, p, "'budget' (the number of tokens) is missing");
+        return px_plan_fail(err, p, "'budget' (the number of tokens) is missing");
     else if (json_is_integer(budget) && json_integer_value(budget) < 1)
-        return px__pfail(err, p, "'budget' = %s: a plan needs at least one token", px__jdesc(budget, d, sizeof d));
+        return px_plan_fail(err, p, "'budget' = %s: a plan needs at least one token", px__jdesc(budget, d, sizeof d));
     else if (json_is_integer(budget) && json_integer_value(budget) > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "'budget' = %s: a plan has at most %d tokens", px__jdesc(budget, d, sizeof d),
+        return px_plan_fail(err, p, "'budget' = %s: a plan has at most %d tokens", px__jdesc(budget, d, sizeof d),
                          PXVM_PLAN_MAX_TOKENS);
     else if (px__int_at(budget, "budget", 1, PXVM_PLAN_MAX_TOKENS, &p->budget, p, err) < 0)
         return -1;
     if (!strcmp(p->scheme, "uniform") && fullres > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "%d tokens: a plan has at most %d", fullres, PXVM_PLAN_MAX_TOKENS);
+        return px_plan_fail(err, p, "%d tokens: a plan has at most %d", fullres, PXVM_PLAN_MAX_TOKENS);
     if (p->budget > fullres)
-        return px__pfail(err, p,
+        return px_plan_fail(err, p,
                          "budget %d is larger than the image allows: %dx%d in %dx%d patches is %d tokens at full resolution",
                          p->budget, p->w, p->h, p->patch, p->patch, fullres);
     if (!strcmp(p->scheme, "uniform") && p->budget < fullres)
-        return px__pfail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
+        return px_plan_fail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
                          p->h, p->patch, p->patch);
     return 0;
 }
@@ -435,7 +431,7 @@ static void px__defaults(pxvm_plan *p, const char *name)
     p->video = -1;
 }
 
-static int px__place(pxvm_plan *p, pxvm_error *err)
+int px_plan_place(pxvm_plan *p, pxvm_error *err)
 {
     int cap = p->budget > 0 ? p->budget : 1;
     if (!strcmp(p->scheme, "uniform"))
@@ -451,12 +447,12 @@ static int px__place(pxvm_plan *p, pxvm_error *err)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     int all = p->ntokens * (p->scanpath ? p->scanpath : 1);
     if (all > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "%d tokens x %d fixations: a plan has at most %d", p->ntokens, p->scanpath,
+        return px_plan_fail(err, p, "%d tokens x %d fixations: a plan has at most %d", p->ntokens, p->scanpath,
                          PXVM_PLAN_MAX_TOKENS);
     p->cols = px__isqrt_ceil(all);
     p->rows = (all + p->cols - 1) / p->cols;
     if ((long)p->cols * p->patch > 16384)
-        return px__pfail(err, p, "the atlas of %d tokens of %dx%d would be %ld pixels wide; the limit is 16384", p->ntokens,
+        return px_plan_fail(err, p, "the atlas of %d tokens of %dx%d would be %ld pixels wide; the limit is 16384", p->ntokens,
                          p->patch, p->patch, (long)p->cols * p->patch);
     return 0;
 }
@@ -473,15 +469,15 @@ int pxvm_plan_parse_scanpath(const char *text, size_t len, const char *name, int
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return px__pfail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+        return px_plan_fail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     if (scanpath && json_is_object(root)) { /* the plan, made relative, around K fixations found at run time */
         json_object_set_new(root, "scanpath", json_integer(scanpath));
         json_object_set_new(root, "fixation", json_string("relative"));
     }
-    int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px__pfail(err, p, "a plan is a JSON object {...}");
+    int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px_plan_fail(err, p, "a plan is a JSON object {...}");
     json_decref(root);
     if (rc == 0)
-        rc = px__place(p, err);
+        rc = px_plan_place(p, err);
     if (rc < 0)
         pxvm_plan_free(p);
     return rc;
@@ -648,7 +644,7 @@ int pxvm_plan_compile_limits(const pxvm_plan *p, const pxvm_limits *lim, pxvm_im
         }
         char msg[400];
         pxvm_error_format(&e, msg, sizeof msg);
-        return px__pfail(err, p, "its program breaks a limit or a rule: %s", msg);
+        return px_plan_fail(err, p, "its program breaks a limit or a rule: %s", msg);
     }
     pxvm_program_free(&prog);
     return 0;
@@ -688,7 +684,7 @@ static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *
  * whose centres lie in [v0, v1) are cells_from(v0) .. cells_from(v1) - 1. */
 static int px__cells_from(double v, int cs, int n)
 {
-    int g = (int)px__clampd(ceil(v / cs - 0.5), 0, n); /* an estimate, then exact */
+    int g = (int)px_plan_clampd(ceil(v / cs - 0.5), 0, n); /* an estimate, then exact */
     while (g > 0 && (g - 1 + 0.5) * cs >= v)
         g--;
     while (g < n && (g + 0.5) * cs < v)

@@ -24,7 +24,8 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/view.c vm/parse.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
-           assembler/asm_lex.c assembler/asm_directives.c assembler/plan_overlay.c assembler/plan_program.c \
+           assembler/asm_lex.c assembler/asm_directives.c \
+           assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
            vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c \
            executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
            executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c

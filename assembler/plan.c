@@ -1,6 +1,9 @@
 /* plan.c - allocation plans: JSON (jansson) -> token placement -> pixel program.
- * Floating point happens only here, in a fixed order, with dmath's deterministic functions;
- * every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a program. */
+ * Floating point happens only in the plan compiler, in a fixed order, with dmath's deterministic
+ * functions; every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a
+ * program. Here: reading and checking a plan's JSON, its defaults and the entry points that parse
+ * and load a plan; placement is in plan_schemes.c, the program in plan_program.c, the summary
+ * and overlays in plan_overlay.c (plan_internal.h: what they share). */
 #include "plan_internal.h"
 
 #include <jansson.h>
@@ -10,7 +13,6 @@
 #include <string.h>
 
 #include "../isa/px_sem.h"
-#include "dmath.h"
 
 int px_plan_fail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
 {

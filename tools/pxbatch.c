@@ -31,6 +31,7 @@
 #include "../assembler/plan.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
+#include "pxbatch_internal.h"
 
 static const char px__usage[] =
     "usage: pxbatch PROGRAM.pxi|PLAN.json (--in-list FILE | --in-dir DIR) --out DIR [options]\n"
@@ -57,23 +58,13 @@ static const char px__usage[] =
     "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
-typedef struct {
-    pxb_names in;                 /* the dataset, in order */
-    const char *prog_path, *out_dir, *exec_name;
-    int shard_size, devices, threads, decoders, overwrite;
-    int nshards;
-    pxvm_limits lim;
-    char *job_text;               /* the "job" object of every marker (json_dumps) */
-    uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
-} px__job;
-
 /* ---- inputs --------------------------------------------------------------------------------- */
 
 static int px__cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The dataset, in a fixed order: a list file's lines, or a folder's images sorted by name.
  * 0, 1 (i/o) or 3 (malformed list) with msg. */
-static int px__inputs(px__job *j, const char *list, const char *dir, char *msg, size_t len)
+int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *msg, size_t len)
 {
     char why[256];
     if (list) {
@@ -184,27 +175,10 @@ static int px__load_input(const char *path, const pxvm_limits *lim, pxvm_image *
 
 /* ---- one shard: decoded in the background, run as one batch, written all-or-nothing ---------- */
 
-typedef struct {
-    const px__job *job;
-    const pxvm_program *prog;
-    int shard, first, count, input;
-    int w, h;           /* the input slot's size */
-    pxvm_image *img;    /* [count] decoded (px NULL: failed) */
-    char **why;         /* [count] the error of a failed input */
-    pthread_t thread[64];
-    struct px__decoder *dec;
-    int started;       /* decoding threads running */
-} px__shard;
-
-typedef struct px__decoder {
-    px__shard *s;
-    int t, n; /* this thread decodes items t, t + n, ... */
-} px__decoder;
-
 static void *px__decode(void *arg)
 {
-    px__decoder *d = arg;
-    px__shard *s = d->s;
+    px_batch_decoder *d = arg;
+    px_batch_shard *s = d->s;
     for (int i = d->t; i < s->count; i += d->n) {
         pxvm_error err;
         const char *path = s->job->in.v[s->first + i];
@@ -223,7 +197,7 @@ static void *px__decode(void *arg)
     return NULL;
 }
 
-static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *prog, int input, int shard)
+int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard)
 {
     memset(s, 0, sizeof *s);
     s->job = j, s->prog = prog, s->shard = shard, s->input = input;
@@ -235,11 +209,11 @@ static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *p
     /* the images of a shard are decoded by several host threads, so that decoding keeps up with
      * the GPU where the cores allow (JPEG decoding is the slow part of a pipeline) */
     int n = j->decoders < s->count ? j->decoders : s->count;
-    s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px__decoder));
+    s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px_batch_decoder));
     if (!s->img || !s->why || !s->dec)
         return -1;
     for (int t = 0; t < n; t++) {
-        s->dec[t] = (px__decoder){s, t, n};
+        s->dec[t] = (px_batch_decoder){s, t, n};
         if (pthread_create(&s->thread[s->started], NULL, px__decode, &s->dec[t]) == 0)
             s->started++;
         else
@@ -248,14 +222,14 @@ static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *p
     return 0;
 }
 
-static void px__shard_join(px__shard *s)
+static void px__shard_join(px_batch_shard *s)
 {
     for (int t = 0; t < s->started; t++)
         pthread_join(s->thread[t], NULL);
     s->started = 0;
 }
 
-static void px__shard_free(px__shard *s)
+void px_batch_shard_free(px_batch_shard *s)
 {
     px__shard_join(s);
     free(s->dec);
@@ -268,21 +242,14 @@ static void px__shard_free(px__shard *s)
     memset(s, 0, sizeof *s);
 }
 
-static char *px__shard_path(const px__job *j, int shard, const char *ext)
+char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext)
 {
     char *p;
     return asprintf(&p, "%s/shard-%05d.%s", j->out_dir, shard, ext) < 0 ? NULL : p;
 }
 
-typedef struct {
-    const pxvm_executor_ops *ops;
-    pxvm_executor *ex;
-    int batch;
-    uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
-} px__worker_state;
-
 /* The marker: the job, the .npy's shape, size and SHA-256, the rows and the errors. */
-static int px__marker(const px__shard *s, const int shape[5], const uint8_t *npy, size_t npy_len, char **text,
+static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t *npy, size_t npy_len, char **text,
                       size_t *len)
 {
     char sha[65];
@@ -320,7 +287,7 @@ static int px__marker(const px__shard *s, const int shape[5], const uint8_t *npy
 
 /* Runs a decoded shard and writes it; returns the pxvm class of a failure of the program, the
  * executor or the writing (0: written, bad inputs listed). */
-static int px__shard_run(px__worker_state *w, px__shard *s, int input, int out_slot, pxvm_error *err)
+int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
 {
     const pxvm_program *prog = s->prog;
     const pxvm_slot *o = &prog->slots[out_slot];
@@ -374,7 +341,7 @@ static int px__shard_run(px__worker_state *w, px__shard *s, int input, int out_s
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;
     }
     /* the marker, written last, marks the shard finished */
-    char *pn_path = px__shard_path(s->job, s->shard, "npy"), *pi_path = px__shard_path(s->job, s->shard, "json");
+    char *pn_path = px_batch_shard_path(s->job, s->shard, "npy"), *pi_path = px_batch_shard_path(s->job, s->shard, "json");
     pxvm_outputs files = {0};
     rc = pn_path && pi_path && pxvm_outputs_add(&files, pn_path, npy, npy_len, err) == 0 &&
                  pxvm_outputs_commit(&files, err) == 0 && pxvm_outputs_add(&files, pi_path, index, index_len, err) == 0 &&
@@ -396,19 +363,7 @@ static int px__shard_run(px__worker_state *w, px__shard *s, int input, int out_s
 
 /* ---- workers -------------------------------------------------------------------------------- */
 
-typedef struct {
-    const px__job *job;
-    const pxvm_program *prog;
-    int input, out_slot;
-    int slot_id, nslots_total; /* this worker takes shards slot_id, slot_id + nslots_total, ... */
-    int device, is_rank0_first;
-    const char *exec;
-    px__worker_state st;
-    pxvm_error err;
-    int rc;
-} px__worker;
-
-static double px__now(void)
+double px_batch_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -416,17 +371,17 @@ static double px__now(void)
 }
 
 /* The next shard of this worker from `s` on that an earlier run did not finish. */
-static int px__next(const px__worker *w, int s)
+static int px__next(const px_batch_worker *w, int s)
 {
     while (s < w->job->nshards && w->job->done[s])
         s += w->nslots_total;
     return s;
 }
 
-static void *px__work(void *arg)
+void *px_batch_work(void *arg)
 {
-    px__worker *w = arg;
-    const px__job *j = w->job;
+    px_batch_worker *w = arg;
+    const px_batch_job *j = w->job;
     int nshards = j->nshards;
     int s = px__next(w, w->slot_id);
     if (s >= nshards)
@@ -445,15 +400,15 @@ static void *px__work(void *arg)
         return NULL;
     }
     /* two shards in flight: the decode thread of `next` holds its address, so they swap pointers */
-    px__shard shards[2], *cur, *next = &shards[0];
+    px_batch_shard shards[2], *cur, *next = &shards[0];
     int have_next = 0;
-    if (px__shard_start(next, j, w->prog, w->input, s) == 0)
+    if (px_batch_shard_start(next, j, w->prog, w->input, s) == 0)
         have_next = 1;
     else {
-        px__shard_free(next);
+        px_batch_shard_free(next);
         w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
     }
-    double t0 = px__now();
+    double t0 = px_batch_now();
     int tty = w->is_rank0_first && isatty(2);
     while (have_next) {
         cur = next;
@@ -461,14 +416,14 @@ static void *px__work(void *arg)
         have_next = 0;
         int n = px__next(w, cur->shard + w->nslots_total);
         if (n < nshards) { /* decodes while cur runs */
-            if (px__shard_start(next, j, w->prog, w->input, n) == 0)
+            if (px_batch_shard_start(next, j, w->prog, w->input, n) == 0)
                 have_next = 1;
             else
-                px__shard_free(next);
+                px_batch_shard_free(next);
         }
-        int rc = px__shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
+        int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
         int done_shard = cur->shard;
-        px__shard_free(cur);
+        px_batch_shard_free(cur);
         if (!rc && n < nshards && !have_next)
             rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
         if (rc) {
@@ -477,10 +432,10 @@ static void *px__work(void *arg)
         }
         if (tty)
             fprintf(stderr, "\rpxbatch: shard %d of %d, %" PRIu64 " images, %.0f images/s   ", done_shard + 1, nshards,
-                    w->st.images, (double)w->st.images / (px__now() - t0));
+                    w->st.images, (double)w->st.images / (px_batch_now() - t0));
     }
     if (have_next)
-        px__shard_free(next);
+        px_batch_shard_free(next);
     if (tty && w->st.written)
         fputc('\n', stderr);
     ops->close(w->st.ex);
@@ -491,7 +446,7 @@ static void *px__work(void *arg)
 
 /* --out exists or is created, is a directory, takes new files, and is locked (flock on
  * DIR/.pxbatch.lock, held until the process exits). 0, or an exit status with msg. */
-static int px__out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
+int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
 {
     struct stat st;
     if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)) {
@@ -539,7 +494,7 @@ static int px__out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
 
 /* Under the lock: with --overwrite every shard file goes, else the temporary files a killed run
  * left (SIGKILL cannot be caught). 0, or 1 with msg. */
-static int px__out_clean(const px__job *j, char *msg, size_t len)
+int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len)
 {
     DIR *d = opendir(j->out_dir);
     if (!d) {
@@ -568,7 +523,7 @@ static int px__out_clean(const px__job *j, char *msg, size_t len)
 
 /* A finished shard's marker compared with this job: 0 (done[] set when its .npy is there whole;
  * else the shard is made again), or an exit status with msg: 2 another job's, 3 not a marker. */
-static int px__check_marker(px__job *j, json_t *job, int shard, uint64_t *failed, uint64_t *skipped, char *msg,
+static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *failed, uint64_t *skipped, char *msg,
                             size_t len)
 {
     pxb_marker m;
@@ -592,7 +547,7 @@ static int px__check_marker(px__job *j, json_t *job, int shard, uint64_t *failed
                            "with --overwrite", j->out_dir, shard, j->nshards);
         rc = 2;
     } else {
-        char *npy = px__shard_path(j, shard, "npy");
+        char *npy = px_batch_shard_path(j, shard, "npy");
         struct stat st;
         if (npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
             j->done[shard] = 1;
@@ -607,7 +562,7 @@ static int px__check_marker(px__job *j, json_t *job, int shard, uint64_t *failed
 
 /* This process's share of the markers already in --out (shards s with s mod ranks == rank; rank 0
  * also any past this job's shards): each of this job, or the run refuses. */
-static int px__scan(px__job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
+int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
                     size_t len)
 {
     DIR *d = opendir(j->out_dir);
@@ -632,7 +587,7 @@ static int px__scan(px__job *j, json_t *job, int rank, int size, uint64_t *faile
  * and ranks (the same bytes: tested), the program's path (the same pixels from another file, or
  * a plan and its .pxi, are the same program) and --max-memory (it bounds the batch and decides
  * which error an input gets, not the bytes of one that fits its slot). */
-static json_t *px__job_json(const px__job *j, const pxvm_program *prog, int input, int out_slot)
+json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot)
 {
     char prog_sha[65], in_sha[65], la[16], lb[16];
     pxb_sha256_of(prog->image.px, (size_t)prog->image.w * (size_t)prog->image.h * 4u, prog_sha);
@@ -672,9 +627,9 @@ static int px__load_program(const char *path, const pxvm_limits *lim, pxvm_progr
 
 /* MPI is started only under a launcher (mpirun, srun: its variables are set): Open MPI's
  * singleton start costs about half a second for nothing. */
-static int px__mpi;
+int px_batch_mpi;
 
-static int px__launched(void)
+int px_batch_launched(void)
 {
     static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
@@ -684,10 +639,10 @@ static int px__launched(void)
 }
 
 /* The largest of every rank's value (MPI), so that all ranks take the same way. */
-static int px__agree(int v)
+int px_batch_agree(int v)
 {
 #ifdef PXVM_HAVE_MPI
-    if (!px__mpi)
+    if (!px_batch_mpi)
         return v;
     int all = v;
     MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -698,24 +653,24 @@ static int px__agree(int v)
 }
 
 /* rank 0's value, on every rank */
-static int px__from_root(int v)
+int px_batch_from_root(int v)
 {
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi)
+    if (px_batch_mpi)
         MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
     return v;
 }
 
 /* Does every rank have rank 0's job (the same program and inputs)? 1 or 0, on every rank. */
-static int px__same_job(const char *text)
+int px_batch_same_job(const char *text)
 {
 #ifdef PXVM_HAVE_MPI
-    if (!px__mpi)
+    if (!px_batch_mpi)
         return 1;
     int rank, len = (int)strlen(text);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int len0 = px__from_root(len);
+    int len0 = px_batch_from_root(len);
     char *root = malloc((size_t)len0 + 1);
     if (!root) {
         fprintf(stderr, "pxbatch: i/o error: out of memory\n");
@@ -726,7 +681,7 @@ static int px__same_job(const char *text)
     MPI_Bcast(root, len0, MPI_CHAR, 0, MPI_COMM_WORLD);
     int ok = len == len0 && !memcmp(root, text, (size_t)len);
     free(root);
-    return !px__agree(!ok);
+    return !px_batch_agree(!ok);
 #else
     (void)text;
     return 1;
@@ -749,7 +704,7 @@ static int px__usage_error(int rank, int full, const char *fmt, ...)
 }
 
 /* Options: 0, or 2 (usage, printed by rank 0). */
-static int px__args(int argc, char **argv, int rank, px__job *j, const char **list, const char **dir,
+static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char **list, const char **dir,
                     const char **verify)
 {
     static const struct {
@@ -824,7 +779,7 @@ int main(int argc, char **argv)
 {
     int rank = 0, size = 1, local_rank = 0;
 #ifdef PXVM_HAVE_MPI
-    if ((px__mpi = px__launched())) {
+    if ((px_batch_mpi = px_batch_launched())) {
         MPI_Init(&argc, &argv);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -835,7 +790,7 @@ int main(int argc, char **argv)
     }
 #endif
     signal(SIGPIPE, SIG_IGN);
-    px__job j;
+    px_batch_job j;
     memset(&j, 0, sizeof j);
     j.shard_size = 64;
     j.exec_name = "auto";
@@ -854,7 +809,7 @@ int main(int argc, char **argv)
     if ((rc = px__args(argc, argv, rank, &j, &list, &dir, &verify)))
         goto end;
     if (verify) {
-        rc = px__from_root(rank == 0 ? pxb_verify(verify, stdout) : 0);
+        rc = px_batch_from_root(rank == 0 ? pxb_verify(verify, stdout) : 0);
         goto end;
     }
     pxvm_error err = {0};
@@ -899,12 +854,12 @@ int main(int argc, char **argv)
     }
     /* --out before any work: usable, and ours alone for the run */
     msg[0] = 0;
-    if ((rc = px__from_root(rank == 0 ? px__out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
-    if ((rc = px__agree(px__inputs(&j, list, dir, msg, sizeof msg)))) {
+    if ((rc = px_batch_agree(px_batch_inputs(&j, list, dir, msg, sizeof msg)))) {
         if (rank == 0 && msg[0])
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
@@ -916,14 +871,14 @@ int main(int argc, char **argv)
         goto end;
     }
     j.nshards = (int)((j.in.n + (size_t)j.shard_size - 1) / (size_t)j.shard_size);
-    job = px__job_json(&j, &prog, input, out_slot);
+    job = px_batch_job_json(&j, &prog, input, out_slot);
     j.job_text = job ? json_dumps(job, 0) : NULL;
     j.done = calloc((size_t)j.nshards + 1, 1);
-    if ((rc = px__agree(!job || !j.job_text || !j.done))) {
+    if ((rc = px_batch_agree(!job || !j.job_text || !j.done))) {
         fprintf(stderr, "pxbatch: i/o error: out of memory\n");
         goto end;
     }
-    if (!px__same_job(j.job_text)) {
+    if (!px_batch_same_job(j.job_text)) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: usage: the ranks do not see the same program and inputs (under mpirun only "
                             "rank 0 reads standard input: give --in-list a file; --in-dir must hold the same files on "
@@ -932,19 +887,19 @@ int main(int argc, char **argv)
         goto end;
     }
     msg[0] = 0;
-    if ((rc = px__from_root(rank == 0 ? px__out_clean(&j, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_clean(&j, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
     uint64_t prior_failed = 0, skipped = 0;
     msg[0] = 0;
-    int scan = j.overwrite ? 0 : px__scan(&j, job, rank, size, &prior_failed, &skipped, msg, sizeof msg);
-    if ((rc = px__agree(scan))) { /* one message: the first rank's that refuses */
-        if (scan && -px__agree(-rank) == rank)
+    int scan = j.overwrite ? 0 : px_batch_scan(&j, job, rank, size, &prior_failed, &skipped, msg, sizeof msg);
+    if ((rc = px_batch_agree(scan))) { /* one message: the first rank's that refuses */
+        if (scan && -px_batch_agree(-rank) == rank)
             fprintf(stderr, "pxbatch: %s\n", msg);
         else if (!scan)
-            px__agree(-size);
+            px_batch_agree(-size);
         goto end;
     }
     /* workers: one per GPU of this process (without MPI), else one; each a share of the shards */
@@ -979,17 +934,17 @@ int main(int argc, char **argv)
         int per = (int)(cores / (nworkers * (size > gpus ? gpus : size)));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
-    px__worker *ws = calloc((size_t)nworkers, sizeof *ws);
+    px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     int started = 0;
-    double t0 = px__now();
+    double t0 = px_batch_now();
     for (int i = 0; ws && th && i < nworkers; i++) {
         ws[i].job = &j, ws[i].prog = &prog, ws[i].input = input, ws[i].out_slot = out_slot;
         ws[i].nslots_total = size * nworkers, ws[i].slot_id = rank * nworkers + i;
         ws[i].device = size > 1 ? local_rank % gpus : i;
         ws[i].exec = j.exec_name;
         ws[i].is_rank0_first = rank == 0 && i == 0;
-        if (pthread_create(&th[i], NULL, px__work, &ws[i]) != 0)
+        if (pthread_create(&th[i], NULL, px_batch_work, &ws[i]) != 0)
             break;
         started++;
     }
@@ -1010,16 +965,16 @@ int main(int argc, char **argv)
                 worst = pxvm_exit_status(ws[i].rc);
         }
     }
-    double secs = px__now() - t0;
+    double secs = px_batch_now() - t0;
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi) {
+    if (px_batch_mpi) {
         uint64_t all[6];
         MPI_Reduce(tot, all, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         double secs_all = 0;
         MPI_Reduce(&secs, &secs_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)
             memcpy(tot, all, sizeof all), secs = secs_all;
-        worst = px__agree(worst);
+        worst = px_batch_agree(worst);
     }
 #endif
     if (rank == 0) {
@@ -1036,7 +991,7 @@ int main(int argc, char **argv)
     }
     rc = worst ? worst : (tot[1] ? 1 : 0);
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi) { /* every rank exits with the job's status */
+    if (px_batch_mpi) { /* every rank exits with the job's status */
         uint64_t failed = tot[1];
         MPI_Bcast(&failed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
         rc = worst ? worst : (failed ? 1 : 0);
@@ -1052,7 +1007,7 @@ end:
     free(j.job_text);
     free(j.done);
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi)
+    if (px_batch_mpi)
         MPI_Finalize();
 #endif
     if (lock_fd >= 0)

@@ -5,11 +5,10 @@
  * a rerun of another job into the same --out refuses; an input that fails to decode or bind is
  * listed in its shard's errors and does not stop the job. Decoding the next shard overlaps the
  * run of the current one (host threads). --out is locked for the run. Built with MPI when mpicc
- * is present. File handling (markers, the list, --verify) is in pxbatch_files.c. */
+ * is present. Here: the usage, the options and main; the job and --out are in pxbatch_job.c, a
+ * shard in pxbatch_shard.c, the workers and ranks in pxbatch_workers.c (pxbatch_internal.h:
+ * what they share); file handling (markers, the list, --verify) is behind pxbatch.h. */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef PXVM_HAVE_MPI

@@ -2,7 +2,7 @@
  * the parser, the rest is its input: 0 a list file, 1 a shard marker (its names hashed, its job
  * compared with itself), 2 an .npy header, 3 a file name written as JSON and read back, which must
  * parse as strict JSON and give the same bytes. */
-#include "../../tools/pxbatch_files.c"
+#include "../../tools/pxbatch_verify.c"
 
 #include <stdlib.h>
 

@@ -98,12 +98,14 @@ $(BUILD)/ffmpeg-%:
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
+PXBATCH_FILES := tools/pxbatch_verify.c
 PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
-               $(BUILD)/tools/pxbatch_verify.o
+               $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-build/fuzz/fuzz_pxbatch: tools/pxbatch_verify.c tools/pxbatch.h
+build/fuzz/fuzz_pxbatch: FUZZ_SRC := $(PXBATCH_FILES)
+build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
 $(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@

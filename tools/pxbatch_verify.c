@@ -12,18 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pxbatch.h"
-
-static void px__why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void px__why(char *why, size_t n, const char *fmt, ...)
-{
-    if (!why || !n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-}
+#include "pxbatch_files.h"
 
 /* ---- SHA-256 -------------------------------------------------------------------------------- */
 
@@ -158,20 +147,20 @@ int pxb_list_read(FILE *f, pxb_names *l, char *why, size_t why_len)
         if (len && line[len - 1] == '\r')
             len--;
         if (memchr(line, 0, len)) {
-            px__why(why, why_len, "line %zu holds a NUL byte (no file name can)", no);
+            pxb_why(why, why_len, "line %zu holds a NUL byte (no file name can)", no);
             rc = -1;
             break;
         }
         line[len] = 0;
         if (len && pxb_names_add(l, line) < 0) {
-            px__why(why, why_len, "out of memory at line %zu", no);
+            pxb_why(why, why_len, "out of memory at line %zu", no);
             rc = -1;
             break;
         }
         errno = 0;
     }
     if (!rc && (ferror(f) || errno == ENOMEM)) {
-        px__why(why, why_len, "%s", strerror(errno ? errno : EIO));
+        pxb_why(why, why_len, "%s", strerror(errno ? errno : EIO));
         rc = -1;
     }
     free(line);
@@ -295,7 +284,7 @@ static int px__int(json_t *obj, const char *key, uint64_t lo, uint64_t hi, uint6
     json_t *x = json_object_get(obj, key);
     if (!json_is_integer(x) || json_integer_value(x) < 0 || (uint64_t)json_integer_value(x) < lo ||
         (uint64_t)json_integer_value(x) > hi) {
-        px__why(why, why_len, "'%s' is not an integer %" PRIu64 "..%" PRIu64, key, lo, hi);
+        pxb_why(why, why_len, "'%s' is not an integer %" PRIu64 "..%" PRIu64, key, lo, hi);
         return -1;
     }
     *v = (uint64_t)json_integer_value(x);
@@ -319,26 +308,26 @@ static int px__entry(json_t *list, size_t i, int is_row, const pxb_marker *m, ui
     json_t *e = json_array_get(list, i);
     uint64_t v;
     if (!json_is_object(e)) {
-        px__why(why, why_len, "%s[%zu] is not an object", what, i);
+        pxb_why(why, why_len, "%s[%zu] is not an object", what, i);
         return -1;
     }
     if (is_row && (px__int(e, "row", i, i, &v, NULL, 0) < 0)) {
-        px__why(why, why_len, "rows[%zu]: 'row' is not %zu", i, i);
+        pxb_why(why, why_len, "rows[%zu]: 'row' is not %zu", i, i);
         return -1;
     }
     if (px__int(e, "input", m->first, m->first + m->count - 1, input, NULL, 0) < 0) {
-        px__why(why, why_len, "%s[%zu]: 'input' is not one of the shard's inputs %" PRIu64 "..%" PRIu64, what, i,
+        pxb_why(why, why_len, "%s[%zu]: 'input' is not one of the shard's inputs %" PRIu64 "..%" PRIu64, what, i,
                 m->first, m->first + m->count - 1);
         return -1;
     }
     char *name = pxb_json_get_name(e, "file");
     if (!name) {
-        px__why(why, why_len, "%s[%zu]: no file name ('file' or 'file_bytes')", what, i);
+        pxb_why(why, why_len, "%s[%zu]: no file name ('file' or 'file_bytes')", what, i);
         return -1;
     }
     free(name);
     if (!is_row && !json_is_string(json_object_get(e, "error"))) {
-        px__why(why, why_len, "errors[%zu]: no 'error'", i);
+        pxb_why(why, why_len, "errors[%zu]: no 'error'", i);
         return -1;
     }
     return 0;
@@ -350,13 +339,13 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
     json_error_t jerr;
     m->root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!m->root) {
-        px__why(why, why_len, "not JSON (line %d: %s)", jerr.line, jerr.text);
+        pxb_why(why, why_len, "not JSON (line %d: %s)", jerr.line, jerr.text);
         return -1;
     }
     uint64_t v;
     json_t *r = m->root;
     if (!json_is_object(r) || px__int(r, "pxbatch", PXB_FORMAT, PXB_FORMAT, &v, NULL, 0) < 0) {
-        px__why(why, why_len, "not a marker of this pxbatch (\"pxbatch\": %d missing: an older pxbatch's?)", PXB_FORMAT);
+        pxb_why(why, why_len, "not a marker of this pxbatch (\"pxbatch\": %d missing: an older pxbatch's?)", PXB_FORMAT);
         goto bad;
     }
     if (px__int(r, "shard", shard < 0 ? 0 : (uint64_t)shard, shard < 0 ? INT32_MAX : (uint64_t)shard, &v, why,
@@ -365,7 +354,7 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
     m->shard = (int)v;
     m->job = json_object_get(r, "job");
     if (!json_is_object(m->job)) {
-        px__why(why, why_len, "no 'job' object");
+        pxb_why(why, why_len, "no 'job' object");
         goto bad;
     }
     if (px__int(m->job, "shard_size", 1, INT32_MAX, &m->shard_size, why, why_len) < 0 ||
@@ -373,20 +362,20 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         goto bad;
     m->first = (uint64_t)m->shard * m->shard_size;
     if (m->first >= m->inputs) {
-        px__why(why, why_len, "shard %d is past the job's %" PRIu64 " inputs", m->shard, m->inputs);
+        pxb_why(why, why_len, "shard %d is past the job's %" PRIu64 " inputs", m->shard, m->inputs);
         goto bad;
     }
     m->count = m->inputs - m->first < m->shard_size ? m->inputs - m->first : m->shard_size;
     json_t *shape = json_object_get(r, "shape");
     if (json_array_size(shape) != 5) {
-        px__why(why, why_len, "'shape' is not 5 numbers");
+        pxb_why(why, why_len, "'shape' is not 5 numbers");
         goto bad;
     }
     for (size_t i = 0; i < 5; i++) {
         json_t *x = json_array_get(shape, i);
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX ||
             (i == 4 && json_integer_value(x) != 4)) {
-            px__why(why, why_len, "'shape' is not (rows, patches, h, w, 4)");
+            pxb_why(why, why_len, "'shape' is not (rows, patches, h, w, 4)");
             goto bad;
         }
         m->shape[i] = (uint64_t)json_integer_value(x);
@@ -395,22 +384,22 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         goto bad;
     const char *sha = json_string_value(json_object_get(r, "npy_sha256"));
     if (!px__is_sha(sha)) {
-        px__why(why, why_len, "'npy_sha256' is not 64 hex digits");
+        pxb_why(why, why_len, "'npy_sha256' is not 64 hex digits");
         goto bad;
     }
     memcpy(m->npy_sha256, sha, 65);
     json_t *rows = json_object_get(r, "rows"), *errors = json_object_get(r, "errors");
     if (!json_is_array(rows) || !json_is_array(errors)) {
-        px__why(why, why_len, "no 'rows' or 'errors' list");
+        pxb_why(why, why_len, "no 'rows' or 'errors' list");
         goto bad;
     }
     m->nrows = json_array_size(rows), m->nerrors = json_array_size(errors);
     if (m->nrows != m->shape[0]) {
-        px__why(why, why_len, "%zu rows listed, but the shape has %" PRIu64, m->nrows, m->shape[0]);
+        pxb_why(why, why_len, "%zu rows listed, but the shape has %" PRIu64, m->nrows, m->shape[0]);
         goto bad;
     }
     if (m->nrows + m->nerrors != m->count) {
-        px__why(why, why_len, "%zu rows and %zu errors listed, but the shard has %" PRIu64 " inputs", m->nrows, m->nerrors,
+        pxb_why(why, why_len, "%zu rows and %zu errors listed, but the shard has %" PRIu64 " inputs", m->nrows, m->nerrors,
                 m->count);
         goto bad;
     }
@@ -423,7 +412,7 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
     while (i < m->nrows || k < m->nerrors) {
         int row = i < m->nrows && (k >= m->nerrors || a < b);
         if ((row ? a : b) != next) {
-            px__why(why, why_len, "%s[%zu] is input %" PRIu64 ", expected %" PRIu64, row ? "rows" : "errors", row ? i : k,
+            pxb_why(why, why_len, "%s[%zu] is input %" PRIu64 ", expected %" PRIu64, row ? "rows" : "errors", row ? i : k,
                     row ? a : b, next);
             goto bad;
         }
@@ -522,23 +511,23 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
                    size_t why_len)
 {
     if (len < 10 || memcmp(data, "\x93NUMPY", 6)) {
-        px__why(why, why_len, "not an .npy file (no \\x93NUMPY magic)");
+        pxb_why(why, why_len, "not an .npy file (no \\x93NUMPY magic)");
         return -1;
     }
     if (data[6] < 1 || data[6] > 3 || data[7] != 0) {
-        px__why(why, why_len, ".npy version %u.%u is not 1.0 to 3.0", data[6], data[7]);
+        pxb_why(why, why_len, ".npy version %u.%u is not 1.0 to 3.0", data[6], data[7]);
         return -1;
     }
     size_t start = data[6] == 1 ? 10 : 12;
     if (len < start) {
-        px__why(why, why_len, "truncated .npy header");
+        pxb_why(why, why_len, "truncated .npy header");
         return -1;
     }
     uint64_t hl = data[6] == 1 ? (uint64_t)data[8] | (uint64_t)data[9] << 8
                                : (uint64_t)data[8] | (uint64_t)data[9] << 8 | (uint64_t)data[10] << 16 |
                                      (uint64_t)data[11] << 24;
     if (hl > len - start) {
-        px__why(why, why_len, "the .npy header says %" PRIu64 " bytes, the file has %zu after the magic", hl,
+        pxb_why(why, why_len, "the .npy header says %" PRIu64 " bytes, the file has %zu after the magic", hl,
                 len - start);
         return -1;
     }
@@ -568,7 +557,7 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
             if (!((vn == 3 && (!memcmp(val, "|u1", 3) || !memcmp(val, "<u1", 3) || !memcmp(val, ">u1", 3) ||
                                !memcmp(val, "=u1", 3))) ||
                   (vn == 2 && !memcmp(val, "u1", 2)))) {
-                px__why(why, why_len, "the .npy holds '%.*s', not uint8", (int)(vn < 32 ? vn : 32), val);
+                pxb_why(why, why_len, "the .npy holds '%.*s', not uint8", (int)(vn < 32 ? vn : 32), val);
                 return -1;
             }
             have[0] = 1;
@@ -576,7 +565,7 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
             if (end - p >= 5 && !memcmp(p, "False", 5))
                 p += 5;
             else {
-                px__why(why, why_len, "the .npy is not in C order");
+                pxb_why(why, why_len, "the .npy is not in C order");
                 return -1;
             }
             have[1] = 1;
@@ -616,7 +605,7 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
     *data_offset = start + (size_t)hl;
     return 0;
 bad:
-    px__why(why, why_len, "the .npy header is not a dict of descr, fortran_order and shape");
+    pxb_why(why, why_len, "the .npy header is not a dict of descr, fortran_order and shape");
     return -1;
 }
 
@@ -650,13 +639,13 @@ static int px__read_regular(const char *path, uint64_t max, uint8_t **data, size
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        px__why(why, why_len, "cannot read it: %s", strerror(errno));
+        pxb_why(why, why_len, "cannot read it: %s", strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-        px__why(why, why_len, S_ISREG(st.st_mode) ? "%lld bytes: too large" : "not a regular file",
+        pxb_why(why, why_len, S_ISREG(st.st_mode) ? "%lld bytes: too large" : "not a regular file",
                 (long long)st.st_size);
         close(fd);
         return -1;
@@ -671,7 +660,7 @@ static int px__read_regular(const char *path, uint64_t max, uint8_t **data, size
     }
     close(fd);
     if (!buf || got != n) {
-        px__why(why, why_len, "cannot read it: %s", buf ? "short read" : "out of memory");
+        pxb_why(why, why_len, "cannot read it: %s", buf ? "short read" : "out of memory");
         free(buf);
         return -1;
     }
@@ -685,14 +674,14 @@ static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        px__why(why, why_len, "its .npy %s", fd < 0 ? strerror(errno) : "is not a regular file");
+        pxb_why(why, why_len, "its .npy %s", fd < 0 ? strerror(errno) : "is not a regular file");
         if (fd >= 0)
             close(fd);
         return -1;
     }
     int rc = -1;
     if ((uint64_t)st.st_size != m->npy_bytes) {
-        px__why(why, why_len, "its .npy is %lld bytes, its marker says %" PRIu64, (long long)st.st_size, m->npy_bytes);
+        pxb_why(why, why_len, "its .npy is %lld bytes, its marker says %" PRIu64, (long long)st.st_size, m->npy_bytes);
         close(fd);
         return -1;
     }
@@ -718,17 +707,17 @@ static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size
     char hex[65], hwhy[160];
     pxb_sha256_hex(&c, hex);
     if (got != m->npy_bytes)
-        px__why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
+        pxb_why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
     else if (pxb_npy_header(head, head_len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
-        px__why(why, why_len, "its .npy: %s", hwhy);
+        pxb_why(why, why_len, "its .npy: %s", hwhy);
     else if (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape))
-        px__why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+        pxb_why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
                               ", 4)",
                 m->shape[0], m->shape[1], m->shape[2], m->shape[3]);
     else if (off + m->shape[0] * m->shape[1] * m->shape[2] * m->shape[3] * 4u != got)
-        px__why(why, why_len, "its .npy's data is not the shape's size");
+        pxb_why(why, why_len, "its .npy's data is not the shape's size");
     else if (strcmp(hex, m->npy_sha256))
-        px__why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
+        pxb_why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
     else
         rc = 0;
     return rc;
@@ -745,13 +734,13 @@ int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t
     int rc = px__read_regular(path, 1u << 30, &data, &len, rwhy, sizeof rwhy);
     free(path);
     if (rc < 0) {
-        px__why(why, why_len, "its marker: %s", rwhy);
+        pxb_why(why, why_len, "its marker: %s", rwhy);
         return -1;
     }
     rc = pxb_marker_parse((const char *)data, len, index, m, rwhy, sizeof rwhy);
     free(data);
     if (rc < 0)
-        px__why(why, why_len, "its marker: %s", rwhy);
+        pxb_why(why, why_len, "its marker: %s", rwhy);
     return rc;
 }
 

@@ -1,11 +1,12 @@
-/* pxbatch_files.c - pxbatch's file handling (tools/pxbatch.h): strict numbers, the list file,
- * JSON strings of any file name, SHA-256, shard markers, .npy headers and --verify. */
+/* pxbatch_verify.c - pxbatch --verify: every shard of a folder checked against its marker (the
+ * .npy's size, header, shape and SHA-256, the job, the names' hash) and what is corrupt, missing
+ * or orphaned listed; a marker read from a folder; the shard files' names. The rest of the file
+ * handling (pxbatch.h) is in pxbatch_sha256.c, pxbatch_names.c, pxbatch_marker.c, pxbatch_npy.c. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>

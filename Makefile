@@ -24,6 +24,8 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
+           assembler/asm_lex.c assembler/asm_directives.c \
+           assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
            vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c \
            executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
            executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c \
@@ -98,11 +100,14 @@ $(BUILD)/ffmpeg-%:
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
-PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_files.o
+PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
+PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
+               $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-build/fuzz/fuzz_pxbatch: tools/pxbatch_files.c tools/pxbatch.h
+build/fuzz/fuzz_pxbatch: FUZZ_SRC := $(PXBATCH_FILES)
+build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
 $(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -4,263 +4,23 @@
  * instructions whose operands are still text; the second lays the image out (header, code, rows,
  * data), resolves names and encodes every instruction from the opcode table through the program
  * builder. Nothing is written anywhere: the caller gets an image, validated, or an error naming
- * file:line:column and what was expected.
+ * file:line:column and what was expected. Here: instructions and their operands, the reading
+ * loop, pass 2 and the entry points; the lexer and numbers are in asm_lex.c, the directives in
+ * asm_directives.c (asm_internal.h: what they share).
  */
-#define _GNU_SOURCE /* strndup */
+#define _GNU_SOURCE /* strcasecmp */
 #include "pxasm.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../vm/pxi_build.h"
-
-/* ---- errors and the lexer ------------------------------------------------------------------- */
-
-typedef struct {
-    const char *path;
-    const char *p, *end, *line_start;
-    int line;
-    pxvm_error *err;
-} px__src;
-
-static int px__fail_at(px__src *s, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int px__fail_at(px__src *s, int line, int col, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pxvm_fail(s->err, PXE_ASM, -1, -1, s->path, line, col, msg);
-}
-
-typedef enum { T_EOL, T_EOF, T_WORD, T_STR, T_EQ, T_LP, T_RP, T_COMMA } px__tok_kind;
-
-typedef struct {
-    px__tok_kind kind;
-    char text[256];
-    int line, col;
-} px__tok;
-
-static void px__skip_space(px__src *s)
-{
-    for (;;) {
-        while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r'))
-            s->p++;
-        if (s->p < s->end && (*s->p == ';' || *s->p == '#') && !(s->p[0] == '#' && s->p + 1 < s->end && isdigit((unsigned char)s->p[1]))) {
-            while (s->p < s->end && *s->p != '\n')
-                s->p++;
-            continue;
-        }
-        return;
-    }
-}
-
-/* Words are runs of [A-Za-z0-9_.+-#@]: names, mnemonics, numbers, sizes (451x300), directives,
- * relative modes (linear@f3). */
-static int px__is_word(int c) { return isalnum(c) || c == '_' || c == '.' || c == '+' || c == '-' || c == '#' || c == '@'; }
-
-static int px__next(px__src *s, px__tok *t)
-{
-    px__skip_space(s);
-    t->line = s->line;
-    t->col = (int)(s->p - s->line_start) + 1;
-    t->text[0] = 0;
-    if (s->p >= s->end) {
-        t->kind = T_EOF;
-        return 0;
-    }
-    char c = *s->p;
-    if (c == '\n') {
-        s->p++;
-        s->line++;
-        s->line_start = s->p;
-        t->kind = T_EOL;
-        return 0;
-    }
-    if (c == '=' || c == '(' || c == ')' || c == ',') {
-        s->p++;
-        t->kind = c == '=' ? T_EQ : c == '(' ? T_LP : c == ')' ? T_RP : T_COMMA;
-        t->text[0] = c;
-        t->text[1] = 0;
-        return 0;
-    }
-    if (c == '"') {
-        const char *q = ++s->p;
-        while (s->p < s->end && *s->p != '"' && *s->p != '\n')
-            s->p++;
-        if (s->p >= s->end || *s->p != '"')
-            return px__fail_at(s, t->line, t->col, "unterminated string (expected a closing '\"')");
-        size_t n = (size_t)(s->p - q);
-        if (n >= sizeof t->text)
-            return px__fail_at(s, t->line, t->col, "string longer than %zu characters", sizeof t->text - 1);
-        memcpy(t->text, q, n);
-        t->text[n] = 0;
-        s->p++;
-        t->kind = T_STR;
-        return 0;
-    }
-    if (!px__is_word((unsigned char)c))
-        return px__fail_at(s, t->line, t->col, "unexpected character '%c'", c);
-    size_t n = 0;
-    while (s->p < s->end && px__is_word((unsigned char)*s->p)) {
-        if (n + 1 >= sizeof t->text)
-            return px__fail_at(s, t->line, t->col, "word longer than %zu characters", sizeof t->text - 1);
-        t->text[n++] = *s->p++;
-    }
-    t->text[n] = 0;
-    t->kind = T_WORD;
-    return 0;
-}
-
-static const char *px__tok_name(const px__tok *t)
-{
-    switch (t->kind) {
-    case T_EOL: return "the end of the line";
-    case T_EOF: return "the end of the file";
-    default: return t->text;
-    }
-}
-
-/* ---- numbers -------------------------------------------------------------------------------- */
-
-static int px__parse_int(const char *s, long long lo, long long hi, long long *v)
-{
-    char *end;
-    if (!*s)
-        return -1;
-    long long x = strtoll(s, &end, 10);
-    if (*end || x < lo || x > hi)
-        return -1;
-    *v = x;
-    return 0;
-}
-
-/* An exact decimal ("-12.375") as a fixed-point integer with `frac` fractional bits, rounded to the
- * nearest, halves away from zero. Range checked against [lo, hi]. */
-static int px__parse_fixed(const char *s, int frac, long long lo, long long hi, long long *v)
-{
-    int neg = *s == '-';
-    if (*s == '-' || *s == '+')
-        s++;
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    unsigned __int128 ip = 0, fp = 0, scale = 1;
-    for (; isdigit((unsigned char)*s); s++) {
-        ip = ip * 10 + (unsigned)(*s - '0');
-        if (ip > ((unsigned __int128)1 << 40))
-            return -1;
-    }
-    if (*s == '.') {
-        s++;
-        if (!isdigit((unsigned char)*s))
-            return -1;
-        for (; isdigit((unsigned char)*s); s++)
-            if (scale < (unsigned __int128)1000000000000000000ull * 1000) {
-                fp = fp * 10 + (unsigned)(*s - '0');
-                scale *= 10;
-            }
-    }
-    if (*s)
-        return -1;
-    unsigned __int128 f = (fp << frac) * 2 + scale; /* round half away from zero */
-    unsigned __int128 mag = (ip << frac) + f / (2 * scale);
-    if (mag > ((unsigned __int128)1 << 62))
-        return -1;
-    long long x = neg ? -(long long)mag : (long long)mag;
-    if (x < lo || x > hi)
-        return -1;
-    *v = x;
-    return 0;
-}
-
-/* "451x300" */
-static int px__parse_size(const char *s, int *w, int *h)
-{
-    char *x = strchr(s, 'x');
-    if (!x || x == s)
-        return -1;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.*s", (int)(x - s), s);
-    long long a, b;
-    if (px__parse_int(buf, 1, 65535, &a) < 0 || px__parse_int(x + 1, 1, 65535, &b) < 0)
-        return -1;
-    *w = (int)a;
-    *h = (int)b;
-    return 0;
-}
-
-static int px__hex_pixel(const char *s, uint8_t out[4])
-{
-    if (strlen(s) != 8)
-        return -1;
-    for (int i = 0; i < 8; i++)
-        if (!isxdigit((unsigned char)s[i]))
-            return -1;
-    for (int i = 0; i < 4; i++) {
-        char b[3] = {s[2 * i], s[2 * i + 1], 0};
-        out[i] = (uint8_t)strtoul(b, NULL, 16);
-    }
-    return 0;
-}
+#include "asm_internal.h"
 
 /* ---- the program as read ------------------------------------------------------------------- */
 
-typedef struct {
-    int field;      /* index in the opcode's fields */
-    char text[256]; /* the value as written */
-    int line, col;
-} px__operand;
-
-typedef struct {
-    int op, line, col;
-    int nops;
-    px__operand ops[PXI_MAX_FIELDS];
-} px__insn;
-
-typedef struct {
-    char name[64];
-    int first, count; /* raw rows */
-    int line;
-} px__rows;
-
-typedef struct {
-    int x, y, n;
-    uint8_t *px;
-    int line;
-} px__pixels;
-
-typedef struct {
-    char name[PXI_NAME_MAX + 1];
-    int role, w, h, pw, ph, pn;
-    int persist;            /* the word `persistent` */
-    int at_x, at_y, has_at; /* data slot at a fixed origin */
-    pxvm_image data;        /* data slot contents (.data / .table) */
-    int line;
-} px__slot;
-
-typedef struct {
-    int width, height, code_start;
-    px__slot slots[PXVM_MAX_SLOTS + 1];
-    int nslots;
-    px__insn *insns;
-    int ninsns, cap;
-    px__rows rows[64];
-    int nrows_blocks;
-    uint8_t *rowpx; /* all raw rows, `width` pixels each (allocated once the width is known) */
-    int nrows;
-    px__pixels pixels[256];
-    int npixels;
-} px__prog;
-
-static void px__prog_free(px__prog *p)
+static void px__prog_free(px_asm_prog *p)
 {
     for (int k = 0; k < p->nslots; k++)
         pxvm_image_free(&p->slots[k].data);
@@ -280,345 +40,6 @@ static const pxi_op_info *px__mnemonic(const char *w)
     return NULL;
 }
 
-static int px__expect_eol(px__src *s)
-{
-    px__tok t;
-    if (px__next(s, &t) < 0)
-        return -1;
-    if (t.kind != T_EOL && t.kind != T_EOF)
-        return px__fail_at(s, t.line, t.col, "unexpected '%s' (expected the end of the line)", px__tok_name(&t));
-    return 0;
-}
-
-static int px__word(px__src *s, px__tok *t, const char *what)
-{
-    if (px__next(s, t) < 0)
-        return -1;
-    if (t->kind != T_WORD && t->kind != T_STR)
-        return px__fail_at(s, t->line, t->col, "expected %s, found %s", what, px__tok_name(t));
-    return 0;
-}
-
-static int px__hex_block_read(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines);
-
-/* Reads lines of 8-hex-digit pixels up to ".end": all pixels in order, and how many each line had
- * (both malloc'ed; nothing is left allocated on failure). */
-static int px__hex_block(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines)
-{
-    int rc = px__hex_block_read(s, px, n, line_len, nlines);
-    if (rc < 0) {
-        free(*px);
-        free(*line_len);
-        *px = NULL;
-        *line_len = NULL;
-    }
-    return rc;
-}
-
-static int px__hex_block_read(px__src *s, uint8_t **px, int *n, int **line_len, int *nlines)
-{
-    px__tok t;
-    int cap = 0, lcap = 0;
-    *px = NULL;
-    *line_len = NULL;
-    *n = *nlines = 0;
-    for (;;) {
-        if (px__next(s, &t) < 0)
-            return -1;
-        if (t.kind == T_EOF)
-            return px__fail_at(s, t.line, t.col, "missing .end");
-        if (t.kind == T_EOL)
-            continue;
-        if (!strcmp(t.text, ".end"))
-            return px__expect_eol(s);
-        int count = 0;
-        while (t.kind == T_WORD) {
-            if (*n == cap) {
-                cap = cap ? 2 * cap : 256;
-                uint8_t *q = realloc(*px, 4u * (size_t)cap);
-                if (!q)
-                    return px__fail_at(s, t.line, t.col, "out of memory");
-                *px = q;
-            }
-            if (px__hex_pixel(t.text, *px + 4 * *n) < 0)
-                return px__fail_at(s, t.line, t.col, "'%s' is not a pixel (expected 8 hex digits RRGGBBAA)", t.text);
-            (*n)++;
-            count++;
-            if (px__next(s, &t) < 0)
-                return -1;
-        }
-        if (t.kind != T_EOL)
-            return px__fail_at(s, t.line, t.col, "unexpected '%s' in a pixel block (expected RRGGBBAA pixels or .end)",
-                               px__tok_name(&t));
-        if (*nlines == lcap) {
-            lcap = lcap ? 2 * lcap : 64;
-            int *q = realloc(*line_len, sizeof(int) * (size_t)lcap);
-            if (!q)
-                return px__fail_at(s, t.line, t.col, "out of memory");
-            *line_len = q;
-        }
-        (*line_len)[(*nlines)++] = count;
-    }
-}
-
-static int px__role(const char *w)
-{
-    static const char *const names[] = {"", "input", "output", "scratch", "data"};
-    for (int r = 1; r <= PXI_ROLE_LAST; r++)
-        if (!strcmp(w, names[r]))
-            return r;
-    return -1;
-}
-
-/* A name for a slot or rows block: [a-z0-9_], not starting with a digit, at most `max` bytes. */
-static int px__valid_name(const char *w, size_t max)
-{
-    if (!*w || strlen(w) > max || isdigit((unsigned char)*w))
-        return 0;
-    for (; *w; w++)
-        if (!(islower((unsigned char)*w) || isdigit((unsigned char)*w) || *w == '_'))
-            return 0;
-    return 1;
-}
-
-static int px__find_slot(const px__prog *p, const char *name)
-{
-    for (int k = 0; k < p->nslots; k++)
-        if (p->slots[k].name[0] && !strcmp(p->slots[k].name, name))
-            return k;
-    return -1;
-}
-
-/* .slot NAME|- ROLE WxH [patches=PWxPHxN] [at=(X,Y)] [persistent] */
-static int px__dir_slot(px__src *s, px__prog *p, const px__tok *dir)
-{
-    px__tok t;
-    if (p->nslots >= PXVM_MAX_SLOTS)
-        return px__fail_at(s, dir->line, dir->col, "more than %d slots", PXVM_MAX_SLOTS);
-    px__slot *sl = &p->slots[p->nslots];
-    memset(sl, 0, sizeof *sl);
-    sl->line = dir->line;
-    if (px__word(s, &t, "a slot name (or - for none)") < 0)
-        return -1;
-    if (strcmp(t.text, "-")) {
-        if (!px__valid_name(t.text, PXI_NAME_MAX) || !strcmp(t.text, "prog"))
-            return px__fail_at(s, t.line, t.col, "bad slot name '%s' (expected 1-8 of a-z 0-9 _, not starting with a digit, not 'prog')", t.text);
-        if (px__find_slot(p, t.text) >= 0)
-            return px__fail_at(s, t.line, t.col, "slot '%s' is already declared", t.text);
-        snprintf(sl->name, sizeof sl->name, "%.*s", PXI_NAME_MAX, t.text);
-    }
-    if (px__word(s, &t, "a role (input, output, scratch, data)") < 0)
-        return -1;
-    if ((sl->role = px__role(t.text)) < 0)
-        return px__fail_at(s, t.line, t.col, "unknown role '%s' (expected input, output, scratch or data)", t.text);
-    if (px__word(s, &t, "a size WxH") < 0)
-        return -1;
-    if (px__parse_size(t.text, &sl->w, &sl->h) < 0)
-        return px__fail_at(s, t.line, t.col, "'%s' is not a size (expected WxH, e.g. 451x300)", t.text);
-    for (;;) {
-        if (px__next(s, &t) < 0)
-            return -1;
-        if (t.kind == T_EOL || t.kind == T_EOF)
-            break;
-        px__tok eq, v;
-        if (t.kind == T_WORD && !strcmp(t.text, "persistent")) {
-            sl->persist = 1;
-            continue;
-        }
-        if (t.kind != T_WORD || px__next(s, &eq) < 0 || eq.kind != T_EQ)
-            return px__fail_at(s, t.line, t.col, "expected patches=PWxPHxN, at=(X,Y) or persistent");
-        if (!strcmp(t.text, "patches")) {
-            if (px__word(s, &v, "PWxPHxN") < 0)
-                return -1;
-            char *last = strrchr(v.text, 'x');
-            long long n;
-            if (!last || px__parse_int(last + 1, 1, INT_MAX, &n) < 0)
-                return px__fail_at(s, v.line, v.col, "'%s' is not PWxPHxN (e.g. 16x16x273)", v.text);
-            *last = 0;
-            if (px__parse_size(v.text, &sl->pw, &sl->ph) < 0)
-                return px__fail_at(s, v.line, v.col, "'%s' is not PWxPHxN (e.g. 16x16x273)", v.text);
-            sl->pn = (int)n;
-        } else if (!strcmp(t.text, "at")) {
-            px__tok lp, x, c, y, rp;
-            long long xv, yv;
-            if (px__next(s, &lp) < 0 || lp.kind != T_LP || px__word(s, &x, "X") < 0 || px__next(s, &c) < 0 ||
-                c.kind != T_COMMA || px__word(s, &y, "Y") < 0 || px__next(s, &rp) < 0 || rp.kind != T_RP ||
-                px__parse_int(x.text, 0, 65535, &xv) < 0 || px__parse_int(y.text, 0, 65535, &yv) < 0)
-                return px__fail_at(s, t.line, t.col, "expected at=(X,Y) with X and Y in 0..65535");
-            if (sl->role != PXI_ROLE_DATA)
-                return px__fail_at(s, t.line, t.col, "only data slots have an origin (at=)");
-            sl->at_x = (int)xv, sl->at_y = (int)yv, sl->has_at = 1;
-        } else {
-            return px__fail_at(s, t.line, t.col, "unknown slot option '%s' (expected patches= or at=)", t.text);
-        }
-    }
-    if (sl->role == PXI_ROLE_DATA && !sl->has_at)
-        return px__fail_at(s, dir->line, dir->col, "a data slot declared with .slot needs at=(X,Y); use .data or .table to embed data");
-    p->nslots++;
-    return 0;
-}
-
-/* The bytes of a .data file: a regular file named relative to the source's folder (no absolute
- * path, no '..' component), at most lim->max_memory bytes. It is looked at with stat() before it
- * is opened, opened without blocking and looked at again (fstat) before it is read, so a FIFO, a
- * device such as /dev/zero or a file swapped for one in between is refused without a read. */
-static int px__data_bytes(px__src *s, const px__tok *file, const pxvm_limits *lim, char *path, size_t cap,
-                          uint8_t **data, size_t *len)
-{
-    const char *f = file->text;
-    if (!f[0])
-        return px__fail_at(s, file->line, file->col, ".data: the file name is empty");
-    if (f[0] == '/')
-        return px__fail_at(s, file->line, file->col,
-                           ".data '%s': an absolute path is refused (a data file is named relative to the source's folder)", f);
-    for (const char *c = f; *c;) {
-        size_t n = strcspn(c, "/");
-        if (n == 2 && c[0] == '.' && c[1] == '.')
-            return px__fail_at(s, file->line, file->col,
-                               ".data '%s': a '..' component is refused (a data file lies in the source's folder or below it)", f);
-        c += n + (c[n] == '/');
-    }
-    const char *slash = strrchr(s->path, '/');
-    if ((size_t)(slash ? snprintf(path, cap, "%.*s/%s", (int)(slash - s->path), s->path, f) : snprintf(path, cap, "%s", f)) >= cap)
-        return px__fail_at(s, file->line, file->col, ".data '%s': the path is too long", f);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return px__fail_at(s, file->line, file->col, ".data '%s' is not a regular file (a FIFO, device or folder is refused)", path);
-    if ((uint64_t)st.st_size > lim->max_memory)
-        return px__fail_at(s, file->line, file->col, ".data '%s' is %llu bytes; the limit is %llu (the memory limit)", path,
-                           (unsigned long long)st.st_size, (unsigned long long)lim->max_memory);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
-    int rc = 0;
-    if (fstat(fd, &st) != 0) {
-        rc = px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = px__fail_at(s, file->line, file->col, ".data '%s' is not a regular file (a FIFO, device or folder is refused)", path);
-    } else if ((uint64_t)st.st_size > lim->max_memory) {
-        rc = px__fail_at(s, file->line, file->col, ".data '%s' is %llu bytes; the limit is %llu (the memory limit)", path,
-                         (unsigned long long)st.st_size, (unsigned long long)lim->max_memory);
-    } else {
-        /* st_size bytes; one more read tells a file that grew since (refused) from its end */
-        size_t want = (size_t)st.st_size, got = 0;
-        uint8_t *buf = malloc(want + 1);
-        if (!buf)
-            rc = px__fail_at(s, file->line, file->col, ".data '%s': out of memory (%zu bytes)", path, want + 1);
-        while (buf && rc == 0 && got <= want) {
-            ssize_t r = read(fd, buf + got, want + 1 - got);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                rc = px__fail_at(s, file->line, file->col, "cannot read '%s': %s", path, strerror(errno));
-            else if (r == 0)
-                break;
-            else
-                got += (size_t)r;
-        }
-        if (rc == 0 && got > want)
-            rc = px__fail_at(s, file->line, file->col, ".data '%s' changed while it was read", path);
-        if (rc == 0) {
-            *data = buf;
-            *len = got;
-        } else {
-            free(buf);
-        }
-    }
-    close(fd);
-    return rc;
-}
-
-/* .data NAME "file.png" */
-static int px__dir_data(px__src *s, px__prog *p, const px__tok *dir, const pxvm_limits *lim)
-{
-    px__tok name, file;
-    if (px__word(s, &name, "a slot name") < 0 || px__next(s, &file) < 0)
-        return -1;
-    if (!px__valid_name(name.text, PXI_NAME_MAX) || px__find_slot(p, name.text) >= 0)
-        return px__fail_at(s, name.line, name.col, "bad or repeated slot name '%s'", name.text);
-    if (file.kind != T_STR)
-        return px__fail_at(s, file.line, file.col, "expected a \"file.png\" to embed");
-    char path[1024];
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (px__data_bytes(s, &file, lim, path, sizeof path, &bytes, &len) < 0)
-        return -1;
-    px__slot *sl = &p->slots[p->nslots];
-    memset(sl, 0, sizeof *sl);
-    pxvm_error e;
-    int rc = pxvm_png_decode(bytes, len, path, lim, &sl->data, &e);
-    free(bytes);
-    if (rc < 0)
-        return px__fail_at(s, file.line, file.col, "%s", e.msg);
-    snprintf(sl->name, sizeof sl->name, "%.*s", PXI_NAME_MAX, name.text);
-    sl->role = PXI_ROLE_DATA;
-    sl->w = sl->data.w;
-    sl->h = sl->data.h;
-    sl->line = dir->line;
-    p->nslots++;
-    return px__expect_eol(s);
-}
-
-/* .table NAME WxH, then W*H entries "u v lod", then .end: a GATHER table as a data slot. */
-static int px__dir_table(px__src *s, px__prog *p, const px__tok *dir)
-{
-    px__tok name, size, t;
-    int w, h;
-    if (px__word(s, &name, "a slot name") < 0 || px__word(s, &size, "a size WxH (entries)") < 0)
-        return -1;
-    if (!px__valid_name(name.text, PXI_NAME_MAX) || px__find_slot(p, name.text) >= 0)
-        return px__fail_at(s, name.line, name.col, "bad or repeated slot name '%s'", name.text);
-    if (px__parse_size(size.text, &w, &h) < 0 || 3 * w > 65535)
-        return px__fail_at(s, size.line, size.col, "'%s' is not a table size (expected WxH entries)", size.text);
-    if (px__expect_eol(s) < 0)
-        return -1;
-    px__slot *sl = &p->slots[p->nslots];
-    memset(sl, 0, sizeof *sl);
-    if (pxvm_image_alloc(&sl->data, 3 * w, h, NULL) < 0)
-        return px__fail_at(s, dir->line, dir->col, "out of memory");
-    snprintf(sl->name, sizeof sl->name, "%.*s", PXI_NAME_MAX, name.text);
-    sl->role = PXI_ROLE_DATA;
-    sl->w = 3 * w;
-    sl->h = h;
-    sl->line = dir->line;
-    p->nslots++; /* owned by p from here, freed with it */
-    int n = 0;
-    for (;;) {
-        if (px__next(s, &t) < 0)
-            return -1;
-        if (t.kind == T_EOL)
-            continue;
-        if (t.kind == T_EOF)
-            return px__fail_at(s, t.line, t.col, "missing .end after %d of %d table entries", n, w * h);
-        if (!strcmp(t.text, ".end")) {
-            if (n != w * h)
-                return px__fail_at(s, t.line, t.col, "the table has %d entries, %dx%d needs %d", n, w, h, w * h);
-            return px__expect_eol(s);
-        }
-        px__tok v, l;
-        long long u, vv, lod;
-        if (px__word(s, &v, "v") < 0 || px__word(s, &l, "lod") < 0)
-            return -1;
-        if (px__parse_fixed(t.text, 16, INT32_MIN, INT32_MAX, &u) < 0)
-            return px__fail_at(s, t.line, t.col, "'%s' is not a coordinate (a decimal in -32768..32767.99998)", t.text);
-        if (px__parse_fixed(v.text, 16, INT32_MIN, INT32_MAX, &vv) < 0)
-            return px__fail_at(s, v.line, v.col, "'%s' is not a coordinate (a decimal in -32768..32767.99998)", v.text);
-        if (px__parse_fixed(l.text, 8, 0, 65535, &lod) < 0)
-            return px__fail_at(s, l.line, l.col, "'%s' is not a LOD (a decimal in 0..255.996)", l.text);
-        if (n >= w * h)
-            return px__fail_at(s, t.line, t.col, "more than the %d entries of a %dx%d table", w * h, w, h);
-        uint8_t *e = sl->data.px + ((size_t)(n / w) * (size_t)(3 * w) + 3u * (size_t)(n % w)) * 4u;
-        pxi_write_le(e, 0, 0, 4, (uint32_t)u);
-        pxi_write_le(e, 1, 0, 4, (uint32_t)vv);
-        pxi_write_le(e, 2, 0, 4, (uint32_t)lod);
-        n++;
-        if (px__expect_eol(s) < 0)
-            return -1;
-    }
-}
-
 /* Operand name aliases that set two fields at once: center=(u, v) and the like. */
 static const struct {
     const char *alias, *a, *b;
@@ -635,12 +56,12 @@ static int px__field_index(const pxi_op_info *op, const char *name)
     return -1;
 }
 
-static int px__add_operand(px__src *s, px__insn *in, const pxi_op_info *op, int field, const px__tok *v)
+static int px__add_operand(px_asm_src *s, px_asm_insn *in, const pxi_op_info *op, int field, const px_asm_tok *v)
 {
     for (int i = 0; i < in->nops; i++)
         if (in->ops[i].field == field)
-            return px__fail_at(s, v->line, v->col, "operand %s is given twice", op->fields[field].name);
-    px__operand *o = &in->ops[in->nops++];
+            return px_asm_fail_at(s, v->line, v->col, "operand %s is given twice", op->fields[field].name);
+    px_asm_operand *o = &in->ops[in->nops++];
     o->field = field;
     snprintf(o->text, sizeof o->text, "%s", v->text);
     o->line = v->line;
@@ -648,7 +69,7 @@ static int px__add_operand(px__src *s, px__insn *in, const pxi_op_info *op, int 
     return 0;
 }
 
-static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
+static int px__instruction(px_asm_src *s, px_asm_prog *p, const px_asm_tok *mn)
 {
     const pxi_op_info *op = px__mnemonic(mn->text);
     if (!op) {
@@ -656,48 +77,48 @@ static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
         for (unsigned v = 0; v < 256; v++)
             if (pxi_op(v)->name)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "", pxi_op(v)->name);
-        return px__fail_at(s, mn->line, mn->col, "unknown mnemonic '%s' (expected a directive or one of %s)", mn->text, list);
+        return px_asm_fail_at(s, mn->line, mn->col, "unknown mnemonic '%s' (expected a directive or one of %s)", mn->text, list);
     }
     if (p->ninsns == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
-        px__insn *q = realloc(p->insns, sizeof(px__insn) * (size_t)p->cap);
+        px_asm_insn *q = realloc(p->insns, sizeof(px_asm_insn) * (size_t)p->cap);
         if (!q)
-            return px__fail_at(s, mn->line, mn->col, "out of memory");
+            return px_asm_fail_at(s, mn->line, mn->col, "out of memory");
         p->insns = q;
     }
-    px__insn *in = &p->insns[p->ninsns];
+    px_asm_insn *in = &p->insns[p->ninsns];
     memset(in, 0, sizeof *in);
     in->op = op->value;
     in->line = mn->line;
     in->col = mn->col;
     int positional = 0; /* the next field a positional operand fills */
     for (;;) {
-        px__tok t, eq;
-        if (px__next(s, &t) < 0)
+        px_asm_tok t, eq;
+        if (px_asm_next(s, &t) < 0)
             return -1;
         if (t.kind == T_EOL || t.kind == T_EOF)
             break;
         if (t.kind == T_COMMA)
             continue;
         if (t.kind != T_WORD)
-            return px__fail_at(s, t.line, t.col, "unexpected '%s' (expected an operand)", px__tok_name(&t));
+            return px_asm_fail_at(s, t.line, t.col, "unexpected '%s' (expected an operand)", px_asm_tok_name(&t));
         const char *save_p = s->p, *save_ls = s->line_start;
         int save_line = s->line;
-        if (px__next(s, &eq) < 0)
+        if (px_asm_next(s, &eq) < 0)
             return -1;
         if (eq.kind == T_EQ) { /* name=value or alias=(a, b) */
             int f = px__field_index(op, t.text);
             if (f >= 0) {
-                px__tok v;
-                if (px__word(s, &v, "a value") < 0 || px__add_operand(s, in, op, f, &v) < 0)
+                px_asm_tok v;
+                if (px_asm_word(s, &v, "a value") < 0 || px__add_operand(s, in, op, f, &v) < 0)
                     return -1;
                 continue;
             }
             for (size_t a = 0; a < sizeof px__pairs / sizeof px__pairs[0]; a++) {
                 if (strcmp(px__pairs[a].alias, t.text) || px__field_index(op, px__pairs[a].a) < 0)
                     continue;
-                px__tok lp, va, c, vb, rp;
-                if (px__next(s, &lp) < 0)
+                px_asm_tok lp, va, c, vb, rp;
+                if (px_asm_next(s, &lp) < 0)
                     return -1;
                 if (lp.kind == T_WORD) { /* step=2: both the same */
                     if (px__add_operand(s, in, op, px__field_index(op, px__pairs[a].a), &lp) < 0 ||
@@ -706,9 +127,9 @@ static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
                     f = 0;
                     break;
                 }
-                if (lp.kind != T_LP || px__word(s, &va, "a value") < 0 || px__next(s, &c) < 0 || c.kind != T_COMMA ||
-                    px__word(s, &vb, "a value") < 0 || px__next(s, &rp) < 0 || rp.kind != T_RP)
-                    return px__fail_at(s, t.line, t.col, "expected %s=(%s, %s)", t.text, px__pairs[a].a, px__pairs[a].b);
+                if (lp.kind != T_LP || px_asm_word(s, &va, "a value") < 0 || px_asm_next(s, &c) < 0 || c.kind != T_COMMA ||
+                    px_asm_word(s, &vb, "a value") < 0 || px_asm_next(s, &rp) < 0 || rp.kind != T_RP)
+                    return px_asm_fail_at(s, t.line, t.col, "expected %s=(%s, %s)", t.text, px__pairs[a].a, px__pairs[a].b);
                 if (px__add_operand(s, in, op, px__field_index(op, px__pairs[a].a), &va) < 0 ||
                     px__add_operand(s, in, op, px__field_index(op, px__pairs[a].b), &vb) < 0)
                     return -1;
@@ -720,7 +141,7 @@ static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
                 for (int k = 0; k < op->nfields; k++)
                     if (op->fields[k].kind != PXK_ZERO)
                         snprintf(list + strlen(list), sizeof list - strlen(list), " %s", op->fields[k].name);
-                return px__fail_at(s, t.line, t.col, "%s has no operand '%s' (its operands:%s)", op->name, t.text, list);
+                return px_asm_fail_at(s, t.line, t.col, "%s has no operand '%s' (its operands:%s)", op->name, t.text, list);
             }
             continue;
         }
@@ -729,7 +150,7 @@ static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
         while (positional < op->nfields && op->fields[positional].kind == PXK_ZERO)
             positional++;
         if (positional >= op->nfields)
-            return px__fail_at(s, t.line, t.col, "too many operands for %s", op->name);
+            return px_asm_fail_at(s, t.line, t.col, "too many operands for %s", op->name);
         if (px__add_operand(s, in, op, positional++, &t) < 0)
             return -1;
     }
@@ -737,90 +158,18 @@ static int px__instruction(px__src *s, px__prog *p, const px__tok *mn)
     return 0;
 }
 
-/* .rows NAME, lines of pixels, .end: raw program-image rows after the code (DOT_RGB vectors). */
-static int px__dir_rows(px__src *s, px__prog *p, const px__tok *dir)
+static int px__read(px_asm_src *s, px_asm_prog *p, const pxvm_limits *lim)
 {
-    px__tok name;
-    if (px__word(s, &name, "a name for the rows") < 0 || px__expect_eol(s) < 0)
-        return -1;
-    if (p->nrows_blocks >= 64)
-        return px__fail_at(s, dir->line, dir->col, "more than 64 .rows blocks");
-    if (!px__valid_name(name.text, 63))
-        return px__fail_at(s, name.line, name.col, "bad name '%s' for rows", name.text);
-    uint8_t *px;
-    int *len, n, nlines;
-    if (px__hex_block(s, &px, &n, &len, &nlines) < 0)
-        return -1;
-    if (nlines == 0) { /* (and realloc below never sees size 0, which would free the rows) */
-        free(px);
-        free(len);
-        return px__fail_at(s, dir->line, dir->col, ".rows %s has no rows (one line of RRGGBBAA pixels per row)", name.text);
-    }
-    uint8_t *q = realloc(p->rowpx, (size_t)(p->nrows + nlines) * (size_t)p->width * 4u);
-    if (!q) {
-        free(px);
-        free(len);
-        return px__fail_at(s, dir->line, dir->col, "out of memory");
-    }
-    p->rowpx = q;
-    int at = 0, rc = 0;
-    for (int r = 0; r < nlines; r++) {
-        if (len[r] > p->width) {
-            rc = px__fail_at(s, dir->line + 1 + r, 1, "a row of %d pixels is wider than the program (%d)", len[r], p->width);
-            break;
-        }
-        uint8_t *row = p->rowpx + (size_t)(p->nrows + r) * (size_t)p->width * 4u;
-        memset(row, 0, (size_t)p->width * 4u);
-        memcpy(row, px + 4 * at, 4u * (size_t)len[r]);
-        at += len[r];
-    }
-    free(px);
-    free(len);
-    if (rc < 0)
-        return -1;
-    px__rows *rb = &p->rows[p->nrows_blocks++];
-    snprintf(rb->name, sizeof rb->name, "%.*s", (int)sizeof rb->name - 1, name.text);
-    rb->first = p->nrows;
-    rb->count = nlines;
-    rb->line = dir->line;
-    p->nrows += nlines;
-    return 0;
-}
-
-/* .pixels X Y, pixels in stream order from (X, Y), .end */
-static int px__dir_pixels(px__src *s, px__prog *p, const px__tok *dir)
-{
-    px__tok x, y;
-    long long xv, yv;
-    if (px__word(s, &x, "X") < 0 || px__word(s, &y, "Y") < 0 || px__parse_int(x.text, 0, 65535, &xv) < 0 ||
-        px__parse_int(y.text, 0, 65535, &yv) < 0)
-        return px__fail_at(s, dir->line, dir->col, "expected .pixels X Y");
-    if (px__expect_eol(s) < 0)
-        return -1;
-    if (p->npixels >= 256)
-        return px__fail_at(s, dir->line, dir->col, "more than 256 .pixels blocks");
-    px__pixels *b = &p->pixels[p->npixels];
-    int *len, nlines;
-    if (px__hex_block(s, &b->px, &b->n, &len, &nlines) < 0)
-        return -1;
-    free(len);
-    b->x = (int)xv, b->y = (int)yv, b->line = dir->line;
-    p->npixels++;
-    return 0;
-}
-
-static int px__read(px__src *s, px__prog *p, const pxvm_limits *lim)
-{
-    px__tok t;
+    px_asm_tok t;
     for (;;) {
-        if (px__next(s, &t) < 0)
+        if (px_asm_next(s, &t) < 0)
             return -1;
         if (t.kind == T_EOF)
             return 0;
         if (t.kind == T_EOL)
             continue;
         if (t.kind != T_WORD)
-            return px__fail_at(s, t.line, t.col, "unexpected '%s' (expected a directive or an instruction)", px__tok_name(&t));
+            return px_asm_fail_at(s, t.line, t.col, "unexpected '%s' (expected a directive or an instruction)", px_asm_tok_name(&t));
         if (t.text[0] != '.') {
             if (px__instruction(s, p, &t) < 0)
                 return -1;
@@ -830,40 +179,40 @@ static int px__read(px__src *s, px__prog *p, const pxvm_limits *lim)
         if (needs_width && !p->width)
             p->width = 64;
         long long v;
-        px__tok a;
+        px_asm_tok a;
         if (!strcmp(t.text, ".width") || !strcmp(t.text, ".height") || !strcmp(t.text, ".code_start")) {
-            if (px__word(s, &a, "a number") < 0)
+            if (px_asm_word(s, &a, "a number") < 0)
                 return -1;
             int is_w = t.text[1] == 'w', is_h = t.text[1] == 'h';
-            if (px__parse_int(a.text, 1, is_w || is_h ? 65535 : INT_MAX, &v) < 0)
-                return px__fail_at(s, a.line, a.col, "'%s' is out of range for %s", a.text, t.text);
+            if (px_asm_parse_int(a.text, 1, is_w || is_h ? 65535 : INT_MAX, &v) < 0)
+                return px_asm_fail_at(s, a.line, a.col, "'%s' is out of range for %s", a.text, t.text);
             if (is_w && (p->ninsns || p->nrows))
-                return px__fail_at(s, t.line, t.col, ".width must come before instructions and rows");
+                return px_asm_fail_at(s, t.line, t.col, ".width must come before instructions and rows");
             if (is_w)
                 p->width = (int)v;
             else if (is_h)
                 p->height = (int)v;
             else
                 p->code_start = (int)v;
-            if (px__expect_eol(s) < 0)
+            if (px_asm_expect_eol(s) < 0)
                 return -1;
         } else if (!strcmp(t.text, ".slot")) {
-            if (px__dir_slot(s, p, &t) < 0)
+            if (px_asm_dir_slot(s, p, &t) < 0)
                 return -1;
         } else if (!strcmp(t.text, ".data")) {
-            if (px__dir_data(s, p, &t, lim) < 0)
+            if (px_asm_dir_data(s, p, &t, lim) < 0)
                 return -1;
         } else if (!strcmp(t.text, ".table")) {
-            if (px__dir_table(s, p, &t) < 0)
+            if (px_asm_dir_table(s, p, &t) < 0)
                 return -1;
         } else if (!strcmp(t.text, ".rows")) {
-            if (px__dir_rows(s, p, &t) < 0)
+            if (px_asm_dir_rows(s, p, &t) < 0)
                 return -1;
         } else if (!strcmp(t.text, ".pixels")) {
-            if (px__dir_pixels(s, p, &t) < 0)
+            if (px_asm_dir_pixels(s, p, &t) < 0)
                 return -1;
         } else {
-            return px__fail_at(s, t.line, t.col,
+            return px_asm_fail_at(s, t.line, t.col,
                                "unknown directive '%s' (expected .width .height .code_start .slot .data .table .rows .pixels)",
                                t.text);
         }
@@ -872,26 +221,26 @@ static int px__read(px__src *s, px__prog *p, const pxvm_limits *lim)
 
 /* ---- pass 2: layout and encoding ------------------------------------------------------------ */
 
-static int px__slot_value(px__src *s, const px__prog *p, const px__operand *o, long long *v)
+static int px__slot_value(px_asm_src *s, const px_asm_prog *p, const px_asm_operand *o, long long *v)
 {
     if (!strcmp(o->text, "prog")) {
         *v = 0;
         return 0;
     }
-    if (o->text[0] == '#' && px__parse_int(o->text + 1, 0, 255, v) == 0)
+    if (o->text[0] == '#' && px_asm_parse_int(o->text + 1, 0, 255, v) == 0)
         return 0;
-    if (px__parse_int(o->text, 0, 255, v) == 0)
+    if (px_asm_parse_int(o->text, 0, 255, v) == 0)
         return 0;
-    int k = px__find_slot(p, o->text);
+    int k = px_asm_find_slot(p, o->text);
     if (k < 0)
-        return px__fail_at(s, o->line, o->col, "undefined slot '%s' (declare it with .slot, .data or .table)", o->text);
+        return px_asm_fail_at(s, o->line, o->col, "undefined slot '%s' (declare it with .slot, .data or .table)", o->text);
     *v = k + 1;
     return 0;
 }
 
-static int px__row_value(px__src *s, const px__prog *p, const px__operand *o, int rows_base, long long *v)
+static int px__row_value(px_asm_src *s, const px_asm_prog *p, const px_asm_operand *o, int rows_base, long long *v)
 {
-    if (px__parse_int(o->text, 0, 255, v) == 0)
+    if (px_asm_parse_int(o->text, 0, 255, v) == 0)
         return 0;
     char name[256];
     long long off = 0;
@@ -899,22 +248,22 @@ static int px__row_value(px__src *s, const px__prog *p, const px__operand *o, in
     char *plus = strchr(name, '+');
     if (plus) {
         *plus = 0;
-        if (px__parse_int(plus + 1, 0, 65535, &off) < 0)
-            return px__fail_at(s, o->line, o->col, "'%s' is not NAME+N", o->text);
+        if (px_asm_parse_int(plus + 1, 0, 65535, &off) < 0)
+            return px_asm_fail_at(s, o->line, o->col, "'%s' is not NAME+N", o->text);
     }
     for (int i = 0; i < p->nrows_blocks; i++)
         if (!strcmp(p->rows[i].name, name)) {
             if (off >= p->rows[i].count)
-                return px__fail_at(s, o->line, o->col, "'%s' has only %d rows", name, p->rows[i].count);
+                return px_asm_fail_at(s, o->line, o->col, "'%s' has only %d rows", name, p->rows[i].count);
             *v = rows_base + p->rows[i].first + off;
             if (*v > 255)
-                return px__fail_at(s, o->line, o->col, "row %lld of '%s' is past row 255, out of range for a row operand", *v, o->text);
+                return px_asm_fail_at(s, o->line, o->col, "row %lld of '%s' is past row 255, out of range for a row operand", *v, o->text);
             return 0;
         }
-    return px__fail_at(s, o->line, o->col, "undefined row name '%s' (declare it with .rows)", name);
+    return px_asm_fail_at(s, o->line, o->col, "undefined row name '%s' (declare it with .rows)", name);
 }
 
-static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *op, const px__operand *o, int rows_base,
+static int px__encode_operand(px_asm_src *s, const px_asm_prog *p, const pxi_op_info *op, const px_asm_operand *o, int rows_base,
                               int32_t *out)
 {
     const pxi_field_info *fi = &op->fields[o->field];
@@ -937,10 +286,10 @@ static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *
             v = o->text[0] - '0';
         else
             v = -1;
-        if (v >= 0 && at && (at[1] != 'f' || px__parse_int(at + 2, 0, PX_FIX_REGS - 1, &reg) < 0))
+        if (v >= 0 && at && (at[1] != 'f' || px_asm_parse_int(at + 2, 0, PX_FIX_REGS - 1, &reg) < 0))
             v = -1;
         if (v < 0)
-            rc = px__fail_at(s, o->line, o->col,
+            rc = px_asm_fail_at(s, o->line, o->col,
                              "operand %s: '%s' is not a mode (expected linear or nearest, optionally @f0..@f7 for "
                              "positions relative to that fixation register)",
                              fi->name, o->text);
@@ -953,30 +302,30 @@ static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *
     case PXK_REG:
     case PXK_LEVEL: {
         int hi = fi->kind == PXK_FLAG ? 1 : fi->kind == PXK_REG ? PX_FIX_REGS - 1 : fi->kind == PXK_LEVEL ? PXVM_MAX_LEVELS - 1 : 255;
-        if (px__parse_int(o->text, 0, hi, &v) < 0)
-            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected an integer in 0..%d)", fi->name,
+        if (px_asm_parse_int(o->text, 0, hi, &v) < 0)
+            rc = px_asm_fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected an integer in 0..%d)", fi->name,
                              o->text, hi);
         break;
     }
     case PXK_U16:
     case PXK_DIM:
-        if (px__parse_int(o->text, fi->kind == PXK_DIM ? 1 : 0, 65535, &v) < 0)
-            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected an integer in %d..65535)", fi->name,
+        if (px_asm_parse_int(o->text, fi->kind == PXK_DIM ? 1 : 0, 65535, &v) < 0)
+            rc = px_asm_fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected an integer in %d..65535)", fi->name,
                              o->text, fi->kind == PXK_DIM ? 1 : 0);
         break;
     case PXK_Q16:
-        if (px__parse_fixed(o->text, 16, INT32_MIN, INT32_MAX, &v) < 0)
-            rc = px__fail_at(s, o->line, o->col,
+        if (px_asm_parse_fixed(o->text, 16, INT32_MIN, INT32_MAX, &v) < 0)
+            rc = px_asm_fail_at(s, o->line, o->col,
                              "operand %s: '%s' is out of range (expected a decimal in -32768..32767.99998, texels)", fi->name, o->text);
         break;
     case PXK_TAPS:
-        if (px__parse_int(o->text, 1, PX_MAX_TAPS, &v) < 0)
-            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected 1..%d taps)", fi->name, o->text,
+        if (px_asm_parse_int(o->text, 1, PX_MAX_TAPS, &v) < 0)
+            rc = px_asm_fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected 1..%d taps)", fi->name, o->text,
                              PX_MAX_TAPS);
         break;
     case PXK_LOD:
-        if (px__parse_fixed(o->text, 8, 0, 65535, &v) < 0)
-            rc = px__fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected a decimal LOD in 0..255.996)",
+        if (px_asm_parse_fixed(o->text, 8, 0, 65535, &v) < 0)
+            rc = px_asm_fail_at(s, o->line, o->col, "operand %s: '%s' is out of range (expected a decimal LOD in 0..255.996)",
                              fi->name, o->text);
         break;
     case PXK_ZERO: break;
@@ -985,20 +334,20 @@ static int px__encode_operand(px__src *s, const px__prog *p, const pxi_op_info *
     return rc;
 }
 
-static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_image *out)
+static int px__layout(px_asm_src *s, px_asm_prog *p, const pxvm_limits *lim, pxvm_image *out)
 {
     pxvm_builder b;
     pxvm_build_init(&b, p->width ? p->width : 64);
     b.code_start = p->code_start;
     for (int k = 0; k < p->nslots; k++) {
-        const px__slot *sl = &p->slots[k];
+        const px_asm_slot *sl = &p->slots[k];
         int n = sl->has_at ? pxvm_build_data_at(&b, sl->name, sl->w, sl->h, sl->at_x, sl->at_y)
                 : sl->data.px ? pxvm_build_data_slot(&b, sl->name, &sl->data)
                               : pxvm_build_slot(&b, sl->role, sl->name, sl->w, sl->h);
         if (n >= 0 && sl->persist)
             pxvm_build_persist(&b, n);
         if (n < 0) {
-            int rc = px__fail_at(s, sl->line, 1, "%s", b.why);
+            int rc = px_asm_fail_at(s, sl->line, 1, "%s", b.why);
             pxvm_build_free(&b);
             return rc;
         }
@@ -1012,7 +361,7 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
     size_t code0 = p->code_start ? (size_t)p->code_start : PXI_HEADER_PIXELS + (size_t)PXI_SLOT_PIXELS * (size_t)p->nslots;
     int rows_base = (int)((code0 + code_pixels + (size_t)b.width - 1) / (size_t)b.width);
     for (int i = 0; i < p->ninsns; i++) {
-        const px__insn *in = &p->insns[i];
+        const px_asm_insn *in = &p->insns[i];
         const pxi_op_info *op = pxi_op((unsigned)in->op);
         int32_t f[PXI_MAX_FIELDS] = {0};
         for (int k = 0; k < op->nfields; k++) {
@@ -1029,7 +378,7 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
             /* slots, rows, sizes and coordinates must be given; offsets, modes and LODs default to 0 */
             if (!given && (fi->kind == PXK_SLOT || fi->kind == PXK_ROW || fi->kind == PXK_DIM || fi->kind == PXK_Q16)) {
                 pxvm_build_free(&b);
-                return px__fail_at(s, in->line, in->col, "%s needs operand %s (%s)", op->name, fi->name, fi->doc);
+                return px_asm_fail_at(s, in->line, in->col, "%s needs operand %s (%s)", op->name, fi->name, fi->doc);
             }
         }
         pxvm_build_insn(&b, in->op, f);
@@ -1039,29 +388,29 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
     pxvm_error e;
     if (pxvm_build_finish(&b, out, &e) < 0) {
         pxvm_build_free(&b);
-        return px__fail_at(s, 1, 1, "%s", e.msg);
+        return px_asm_fail_at(s, 1, 1, "%s", e.msg);
     }
     pxvm_build_free(&b);
     /* an explicit height pads; the .pixels blocks go in last */
     if (p->height) {
         if (p->height < out->h)
-            return px__fail_at(s, 1, 1, ".height %d is less than the %d rows the program needs", p->height, out->h);
+            return px_asm_fail_at(s, 1, 1, ".height %d is less than the %d rows the program needs", p->height, out->h);
         pxvm_image tall;
         if (pxvm_image_alloc(&tall, out->w, p->height, &e) < 0)
-            return px__fail_at(s, 1, 1, "%s", e.msg);
+            return px_asm_fail_at(s, 1, 1, "%s", e.msg);
         memcpy(tall.px, out->px, (size_t)out->w * (size_t)out->h * 4u);
         pxvm_image_free(out);
         *out = tall;
     }
     size_t code_end = code0 + code_pixels, total = (size_t)out->w * (size_t)out->h;
     for (int i = 0; i < p->npixels; i++) {
-        const px__pixels *pb = &p->pixels[i];
+        const px_asm_pixels *pb = &p->pixels[i];
         size_t at = (size_t)pb->y * (size_t)out->w + (size_t)pb->x;
         if (pb->x >= out->w || at + (size_t)pb->n > total)
-            return px__fail_at(s, pb->line, 1, ".pixels %d %d: %d pixels run past the %dx%d image (give .height)", pb->x,
+            return px_asm_fail_at(s, pb->line, 1, ".pixels %d %d: %d pixels run past the %dx%d image (give .height)", pb->x,
                                pb->y, pb->n, out->w, out->h);
         if (at < code_end)
-            return px__fail_at(s, pb->line, 1, ".pixels %d %d overlaps the header and code (stream 0..%zu)", pb->x, pb->y,
+            return px_asm_fail_at(s, pb->line, 1, ".pixels %d %d overlaps the header and code (stream 0..%zu)", pb->x, pb->y,
                                code_end - 1);
         if (pb->n) /* an empty block has no buffer */
             memcpy(out->px + 4 * at, pb->px, 4u * (size_t)pb->n);
@@ -1073,15 +422,15 @@ static int px__layout(px__src *s, px__prog *p, const pxvm_limits *lim, pxvm_imag
 int pxasm_assemble(const char *text, size_t len, const char *path, const pxvm_limits *lim, pxvm_image *out,
                    pxvm_error *err)
 {
-    px__src s = {path, text, text + len, text, 1, err};
-    px__prog *p = calloc(1, sizeof *p);
+    px_asm_src s = {path, text, text + len, text, 1, err};
+    px_asm_prog *p = calloc(1, sizeof *p);
     out->px = NULL;
     out->w = out->h = 0;
     if (!p)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *p);
     int rc = px__read(&s, p, lim);
     if (rc == 0 && !p->ninsns)
-        rc = px__fail_at(&s, s.line, 1, "no instructions (a program needs at least HALT)");
+        rc = px_asm_fail_at(&s, s.line, 1, "no instructions (a program needs at least HALT)");
     if (rc == 0)
         rc = px__layout(&s, p, lim, out);
     if (rc == 0) { /* the result must load like any program; name the source line of a bad instruction */
@@ -1096,7 +445,7 @@ int pxasm_assemble(const char *text, size_t len, const char *path, const pxvm_li
                 line = p->insns[idx].line, col = p->insns[idx].col;
             char msg[900];
             pxvm_error_format(&e, msg, sizeof msg);
-            rc = px__fail_at(&s, line, col, "%s", msg);
+            rc = px_asm_fail_at(&s, line, col, "%s", msg);
         }
     }
     if (rc < 0)

@@ -1,7 +1,10 @@
 /* plan.c - allocation plans: JSON (jansson) -> token placement -> pixel program.
- * Floating point happens only here, in a fixed order, with dmath's deterministic functions;
- * every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a program. */
-#include "plan.h"
+ * Floating point happens only in the plan compiler, in a fixed order, with dmath's deterministic
+ * functions; every result is quantized (Q16 positions and steps, Q8.8 LODs) before it reaches a
+ * program. Here: reading and checking a plan's JSON, its defaults and the entry points that parse
+ * and load a plan; placement is in plan_schemes.c, the program in plan_program.c, the summary
+ * and overlays in plan_overlay.c (plan_internal.h: what they share). */
+#include "plan_internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -10,10 +13,8 @@
 #include <string.h>
 
 #include "../isa/px_sem.h"
-#include "dmath.h"
 
-static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
+int px_plan_fail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -21,212 +22,6 @@ static int px__pfail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return pxvm_fail(err, PXE_PLAN, -1, -1, p->name, msg);
-}
-
-static int32_t px__q16(double v)
-{
-    double q = v * 65536.0;
-    if (q != q) /* NaN: never from a checked plan; 0 rather than an undefined conversion */
-        return 0;
-    if (q > 2147483647.0)
-        return INT32_MAX;
-    if (q < -2147483648.0)
-        return INT32_MIN;
-    return (int32_t)llround(q);
-}
-
-/* NaN gives lo (never from a checked plan; no cast of a NaN to an integer follows a clamp). */
-static double px__clampd(double v, double lo, double hi) { return !(v >= lo) ? lo : (v > hi ? hi : v); }
-
-/* A token at (cx, cy) texels with LOD `lod` (clamped to the plan's levels): the stored LOD and
- * the step 2^LOD that follows it exactly, so one output pixel covers one texel of that level. */
-static pxvm_plan_token px__token(const pxvm_plan *p, double cx, double cy, double lod)
-{
-    pxvm_plan_token t;
-    memset(&t, 0, sizeof t);
-    t.cx = cx;
-    t.cy = cy;
-    t.lod_q8 = (uint32_t)llround(px__clampd(lod, 0.0, (double)(p->levels - 1)) * 256.0);
-    t.step = dm_exp2((double)t.lod_q8 / 256.0);
-    t.du = t.dv = t.step;
-    t.taps = 1;
-    return t;
-}
-
-static int px__isqrt_ceil(int n)
-{
-    int g = 0;
-    while (g * g < n)
-        g++;
-    return g;
-}
-
-/* ---- schemes -------------------------------------------------------------------------------- */
-
-/* grid: cortical magnification M(e) = m0 / (scale * e + e0) over a g x g grid of patch centres
- * (the first `budget` in row order), e the distance from the fixation in normalized image units;
- * LOD = clamp(-log2 M, 0, levels-1). scale "auto" (the default) gives the farthest token the LOD
- * at which its footprint (or, for aniso, its major axis) spans one grid cell: the periphery is
- * tiled without gaps or overlap and the tokens grow finer towards the fixation. On large images
- * that reaches the last levels; scale 1 is the compatibility setting of foveate273. */
-static void px__grid_lods(pxvm_plan *p, int n, const double *x, const double *y, double *lod)
-{
-    double emax = 0;
-    for (int i = 0; i < n; i++) {
-        double e = sqrt((x[i] - p->fx) * (x[i] - p->fx) + (y[i] - p->fy) * (y[i] - p->fy));
-        emax = e > emax ? e : emax;
-    }
-    if (p->scale_auto) {
-        int g = px__isqrt_ceil(p->budget);
-        double cell = (p->w > p->h ? p->w : p->h) / (double)g;
-        double span = cell / (p->patch * (!strcmp(p->scheme, "aniso") ? p->elongation : 1.0));
-        double target = px__clampd(span > 1 ? dm_log2(span) : 0.0, 0.0, (double)(p->levels - 1));
-        double top = p->m0 * dm_exp2(target) - p->e0;
-        p->scale = emax > 0 && top > 0 ? top / emax : 1.0;
-    }
-    for (int i = 0; i < n; i++) {
-        double e = sqrt((x[i] - p->fx) * (x[i] - p->fx) + (y[i] - p->fy) * (y[i] - p->fy));
-        lod[i] = -dm_log2(p->m0 / (p->scale * e + p->e0));
-    }
-}
-
-static int px__grid_positions(pxvm_plan *p, double **xs, double **ys)
-{
-    int g = px__isqrt_ceil(p->budget), n = p->budget;
-    *xs = malloc(sizeof(double) * (size_t)n);
-    *ys = malloc(sizeof(double) * (size_t)n);
-    if (!*xs || !*ys)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        (*xs)[i] = ((double)(i % g) + 0.5) / (double)g;
-        (*ys)[i] = ((double)(i / g) + 0.5) / (double)g;
-    }
-    return n;
-}
-
-static int px__scheme_grid(pxvm_plan *p)
-{
-    double *x, *y;
-    int n = px__grid_positions(p, &x, &y);
-    double *lod = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    if (n < 0 || !lod) {
-        free(x), free(y), free(lod);
-        return -1;
-    }
-    px__grid_lods(p, n, x, y, lod);
-    int aniso = !strcmp(p->scheme, "aniso");
-    for (int i = 0; i < n; i++) {
-        pxvm_plan_token t = px__token(p, x[i] * p->w, y[i] * p->h, lod[i]);
-        if (aniso) {
-            /* the footprint: minor axis = the grid's step, major = elongation x minor along the
-             * text direction; the LOD follows the minor axis, taps cover the major one */
-            double deg = p->angle_deg;
-            for (int r = 0; r < p->nregions; r++)
-                if (x[i] >= p->region[r][0] && x[i] < p->region[r][2] && y[i] >= p->region[r][1] && y[i] < p->region[r][3])
-                    deg = p->region[r][4];
-            double a = deg * dm_pi() / 180.0, c = dm_cos(a), s = dm_sin(a), major = p->elongation * t.step;
-            t.angle = a;
-            t.taps = p->taps;
-            t.tdu = major * c / p->taps;
-            t.tdv = major * s / p->taps;
-            t.du = major * fabs(c) + t.step * fabs(s);
-            t.dv = major * fabs(s) + t.step * fabs(c);
-        }
-        p->tokens[p->ntokens++] = t;
-    }
-    free(x), free(y), free(lod);
-    return 0;
-}
-
-/* uniform: the full-resolution grid, every patch x patch tile at LOD 0. */
-static int px__scheme_uniform(pxvm_plan *p)
-{
-    int tx = (p->w + p->patch - 1) / p->patch, ty = (p->h + p->patch - 1) / p->patch;
-    for (int j = 0; j < ty; j++)
-        for (int i = 0; i < tx; i++)
-            p->tokens[p->ntokens++] = px__token(p, (double)(i * p->patch) + p->patch / 2.0, (double)(j * p->patch) + p->patch / 2.0, 0);
-    return 0;
-}
-
-static double px__rmax(const pxvm_plan *p)
-{
-    if (p->relative) /* every fixation: the farthest corner is at most the diagonal away */
-        return sqrt((double)p->w * p->w + (double)p->h * p->h);
-    double fx = p->fx * p->w, fy = p->fy * p->h, r = 0;
-    for (int c = 0; c < 4; c++) {
-        double dx = (c & 1 ? p->w : 0) - fx, dy = (c & 2 ? p->h : 0) - fy, d = sqrt(dx * dx + dy * dy);
-        r = d > r ? d : r;
-    }
-    return r;
-}
-
-/* logpolar: rings uniform in log(r + a) out to the farthest corner, wedges uniform in angle,
- * rings x wedges <= budget with cells about square; the LOD makes a token's patch span its cell. */
-static int px__scheme_logpolar(pxvm_plan *p)
-{
-    const double ln2 = 0.6931471805599453094172321214581766, two_pi = 2.0 * dm_pi();
-    double a = p->ring_a, rmax = px__rmax(p), span = (dm_log2(rmax + a) - dm_log2(a)) * ln2;
-    int rings = (int)(sqrt((double)p->budget * span / two_pi) + 0.5);
-    rings = rings < 1 ? 1 : (rings > p->budget ? p->budget : rings);
-    int wedges = p->budget / rings;
-    double drho = span / rings;
-    for (int k = 0; k < rings; k++) {
-        double rho = dm_log2(a) * ln2 + ((double)k + 0.5) * drho, r = dm_exp2(rho / ln2) - a;
-        double dr = (r + a) * drho, arc = two_pi * r / wedges, cell = dr > arc ? dr : arc;
-        double lod = cell > p->patch ? dm_log2(cell / p->patch) : 0.0;
-        for (int j = 0; j < wedges; j++) {
-            double th = two_pi * ((double)j + 0.5 + 0.5 * (k & 1)) / wedges;
-            p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + r * dm_cos(th), p->fy * p->h + r * dm_sin(th), lod);
-        }
-    }
-    return 0;
-}
-
-/* v1: a fovea share of the budget on a square grid at LOD 0 around the fixation; the rest on rings
- * outward. A token's cell is its receptive field k (e + e0) degrees at eccentricity e
- * (deg_per_image degrees across the image width) times one packing factor, fitted (bisection)
- * so that the periphery's tokens just reach the farthest corner; the cell sets the ring spacing
- * and the token's LOD (its patch spans the cell). Returns the tokens the periphery needs at
- * packing `f`, placing them when `place` is set. */
-static int px__v1_rings(pxvm_plan *p, double r0, double f, int place, int limit)
-{
-    const double two_pi = 2.0 * dm_pi(), ppd = p->w / p->deg_per_image, rmax = px__rmax(p);
-    int n = 0;
-    for (int ring = 0; r0 < rmax && n <= limit; ring++) {
-        double rf = p->k * (r0 / ppd + p->e0_deg) * ppd; /* pixels */
-        double cell = f * (rf > 1 ? rf : 1), rc = r0 + cell / 2;
-        double lod = cell > p->patch ? dm_log2(cell / p->patch) : 0; /* the token spans its cell */
-        int m = (int)(two_pi * rc / cell);
-        m = m < 1 ? 1 : m;
-        for (int j = 0; j < m && n <= limit; j++, n++)
-            if (place && p->ntokens < p->budget) {
-                double th = two_pi * ((double)j + 0.5 * (ring & 1)) / m;
-                p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + rc * dm_cos(th), p->fy * p->h + rc * dm_sin(th), lod);
-            }
-        r0 += cell;
-    }
-    return n;
-}
-
-static int px__scheme_v1(pxvm_plan *p)
-{
-    int nf = (int)llround(p->fovea_share * p->budget), g = px__isqrt_ceil(nf);
-    for (int i = 0; i < nf; i++)
-        p->tokens[p->ntokens++] = px__token(p, p->fx * p->w + ((double)(i % g) - (g - 1) / 2.0) * p->patch,
-                                            p->fy * p->h + ((double)(i / g) - (g - 1) / 2.0) * p->patch, 0);
-    int np = p->budget - nf;
-    if (np <= 0)
-        return 0;
-    double r0 = g * p->patch / 2.0, lo = 1e-3, hi = 1e3; /* count(f) falls as f grows */
-    for (int it = 0; it < 60; it++) {
-        double mid = sqrt(lo * hi);
-        if (px__v1_rings(p, r0, mid, 0, np) > np)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    px__v1_rings(p, r0, hi, 1, np);
-    return 0;
 }
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
@@ -262,10 +57,10 @@ static int px__num_at(json_t *j, const char *field, double lo, double hi, double
 {
     char d[96];
     if (!json_is_number(j))
-        return px__pfail(err, p, "'%s' = %s: must be a number in %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s: must be a number in %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
     double x = json_number_value(j);
     if (!isfinite(x) || !(x >= lo && x <= hi))
-        return px__pfail(err, p, "'%s' = %s is outside %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s is outside %g..%g", field, px__jdesc(j, d, sizeof d), lo, hi);
     *v = x;
     return 0;
 }
@@ -276,7 +71,7 @@ static int px__int_at(json_t *j, const char *field, int lo, int hi, int *v, cons
 {
     char d[96];
     if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
-        return px__pfail(err, p, "'%s' = %s: must be an integer in %d..%d", field, px__jdesc(j, d, sizeof d), lo, hi);
+        return px_plan_fail(err, p, "'%s' = %s: must be an integer in %d..%d", field, px__jdesc(j, d, sizeof d), lo, hi);
     *v = (int)json_integer_value(j);
     return 0;
 }
@@ -304,11 +99,11 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         while (k < sizeof px__keys / sizeof px__keys[0] && strcmp(px__keys[k], key))
             k++;
         if (k == sizeof px__keys / sizeof px__keys[0])
-            return px__pfail(err, p, "unknown field '%s'", key);
+            return px_plan_fail(err, p, "unknown field '%s'", key);
     }
     json_t *img = json_object_get(root, "image");
     if (!json_is_array(img) || json_array_size(img) != 2)
-        return px__pfail(err, p, "'image' must be [width, height] with sides 1..16384");
+        return px_plan_fail(err, p, "'image' must be [width, height] with sides 1..16384");
     if (px__int_at(json_array_get(img, 0), "image[0]", 1, 16384, &p->w, p, err) < 0 ||
         px__int_at(json_array_get(img, 1), "image[1]", 1, 16384, &p->h, p, err) < 0)
         return -1;
@@ -318,17 +113,17 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         p->fx = p->fy = 0; /* token centres are offsets from the fixation */
     } else if (fix) {
         if (!json_is_array(fix) || json_array_size(fix) != 2)
-            return px__pfail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
+            return px_plan_fail(err, p, "'fixation' must be [x, y], normalized, or \"relative\"");
         if (px__num_at(json_array_get(fix, 0), "fixation[0]", 0, 1, &p->fx, p, err) < 0 ||
             px__num_at(json_array_get(fix, 1), "fixation[1]", 0, 1, &p->fy, p, err) < 0)
             return -1;
     }
     json_t *scheme = json_object_get(root, "scheme");
     if (!json_is_string(scheme))
-        return px__pfail(err, p, "'scheme' is missing (grid, logpolar, v1, aniso or uniform)");
+        return px_plan_fail(err, p, "'scheme' is missing (grid, logpolar, v1, aniso or uniform)");
     const char *sn = json_string_value(scheme);
     if (strcmp(sn, "grid") && strcmp(sn, "logpolar") && strcmp(sn, "v1") && strcmp(sn, "aniso") && strcmp(sn, "uniform"))
-        return px__pfail(err, p, "unknown scheme '%s' (expected grid, logpolar, v1, aniso or uniform)", sn);
+        return px_plan_fail(err, p, "unknown scheme '%s' (expected grid, logpolar, v1, aniso or uniform)", sn);
     snprintf(p->scheme, sizeof p->scheme, "%s", sn);
     int full = px_mip_levels(p->w, p->h);
     p->levels = full;
@@ -345,7 +140,7 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
         return -1;
     if (p->scanpath) {
         if (fix && !p->relative)
-            return px__pfail(err, p, "a scanpath samples around fixations found at run time: 'fixation' must be "
+            return px_plan_fail(err, p, "a scanpath samples around fixations found at run time: 'fixation' must be "
                                      "\"relative\" (or left out)");
         p->relative = 1;
         p->fx = p->fy = 0;
@@ -354,17 +149,17 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (px__int(root, "inhibition", 0, 16384, &p->ior_radius, p, err) < 0)
         return -1;
     if (p->relative && strcmp(p->scheme, "logpolar") && strcmp(p->scheme, "v1"))
-        return px__pfail(err, p,
+        return px_plan_fail(err, p,
                          "scheme %s places its tokens on the image, not around the gaze: fixation-relative plans "
                          "are logpolar or v1",
                          p->scheme);
     if (p->relative && px_mip_levels(p->w, p->h) < 2 && p->scanpath)
-        return px__pfail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
+        return px_plan_fail(err, p, "a scanpath needs saliency, which needs an image of at least 2x1");
     json_t *scale = json_object_get(root, "scale");
     if (scale && !(json_is_string(scale) && !strcmp(json_string_value(scale), "auto"))) {
         char d[96];
         if (!json_is_number(scale))
-            return px__pfail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
+            return px_plan_fail(err, p, "'scale' = %s: must be \"auto\" or a number in 1e-06..1e+06", px__jdesc(scale, d, sizeof d));
         p->scale_auto = 0;
         if (px__num(root, "scale", 1e-6, 1e6, &p->scale, p, err) < 0)
             return -1;
@@ -372,14 +167,14 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     json_t *regions = json_object_get(root, "regions");
     if (regions) {
         if (!json_is_array(regions) || json_array_size(regions) > PXVM_PLAN_MAX_REGIONS)
-            return px__pfail(err, p, "'regions' must be a list of at most %d {\"box\": [x0, y0, x1, y1], \"angle\": deg}", PXVM_PLAN_MAX_REGIONS);
+            return px_plan_fail(err, p, "'regions' must be a list of at most %d {\"box\": [x0, y0, x1, y1], \"angle\": deg}", PXVM_PLAN_MAX_REGIONS);
         size_t i;
         json_t *r;
         json_array_foreach(regions, i, r)
         {
             json_t *box = json_object_get(r, "box"), *ang = json_object_get(r, "angle");
             if (!json_is_array(box) || json_array_size(box) != 4 || !ang)
-                return px__pfail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
+                return px_plan_fail(err, p, "region %zu must be {\"box\": [x0, y0, x1, y1], \"angle\": deg}", i);
             char field[48];
             for (int c = 0; c < 4; c++) {
                 snprintf(field, sizeof field, "regions[%zu].box[%d]", i, c);
@@ -387,7 +182,7 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
                     return -1;
             }
             if (p->region[i][0] > p->region[i][2] || p->region[i][1] > p->region[i][3])
-                return px__pfail(err, p, "'regions[%zu].box' = [%g, %g, %g, %g]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1",
+                return px_plan_fail(err, p, "'regions[%zu].box' = [%g, %g, %g, %g]: must be [x0, y0, x1, y1] with x0 <= x1, y0 <= y1",
                                  i, p->region[i][0], p->region[i][1], p->region[i][2], p->region[i][3]);
             snprintf(field, sizeof field, "regions[%zu].angle", i);
             if (px__num_at(ang, field, -3600, 3600, &p->region[i][4], p, err) < 0)
@@ -401,22 +196,22 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (!budget && !strcmp(p->scheme, "uniform"))
         p->budget = fullres;
     else if (!budget)
-        return px__pfail(err, p, "'budget' (the number of tokens) is missing");
+        return px_plan_fail(err, p, "'budget' (the number of tokens) is missing");
     else if (json_is_integer(budget) && json_integer_value(budget) < 1)
-        return px__pfail(err, p, "'budget' = %s: a plan needs at least one token", px__jdesc(budget, d, sizeof d));
+        return px_plan_fail(err, p, "'budget' = %s: a plan needs at least one token", px__jdesc(budget, d, sizeof d));
     else if (json_is_integer(budget) && json_integer_value(budget) > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "'budget' = %s: a plan has at most %d tokens", px__jdesc(budget, d, sizeof d),
+        return px_plan_fail(err, p, "'budget' = %s: a plan has at most %d tokens", px__jdesc(budget, d, sizeof d),
                          PXVM_PLAN_MAX_TOKENS);
     else if (px__int_at(budget, "budget", 1, PXVM_PLAN_MAX_TOKENS, &p->budget, p, err) < 0)
         return -1;
     if (!strcmp(p->scheme, "uniform") && fullres > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "%d tokens: a plan has at most %d", fullres, PXVM_PLAN_MAX_TOKENS);
+        return px_plan_fail(err, p, "%d tokens: a plan has at most %d", fullres, PXVM_PLAN_MAX_TOKENS);
     if (p->budget > fullres)
-        return px__pfail(err, p,
+        return px_plan_fail(err, p,
                          "budget %d is larger than the image allows: %dx%d in %dx%d patches is %d tokens at full resolution",
                          p->budget, p->w, p->h, p->patch, p->patch, fullres);
     if (!strcmp(p->scheme, "uniform") && p->budget < fullres)
-        return px__pfail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
+        return px_plan_fail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
                          p->h, p->patch, p->patch);
     return 0;
 }
@@ -435,32 +230,6 @@ static void px__defaults(pxvm_plan *p, const char *name)
     p->video = -1;
 }
 
-static int px__place(pxvm_plan *p, pxvm_error *err)
-{
-    int cap = p->budget > 0 ? p->budget : 1;
-    if (!strcmp(p->scheme, "uniform"))
-        cap = ((p->w + p->patch - 1) / p->patch) * ((p->h + p->patch - 1) / p->patch);
-    p->tokens = calloc((size_t)cap, sizeof(pxvm_plan_token));
-    if (!p->tokens)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
-    int rc = !strcmp(p->scheme, "logpolar") ? px__scheme_logpolar(p)
-             : !strcmp(p->scheme, "v1")     ? px__scheme_v1(p)
-             : !strcmp(p->scheme, "uniform") ? px__scheme_uniform(p)
-                                             : px__scheme_grid(p); /* grid, aniso */
-    if (rc < 0)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    int all = p->ntokens * (p->scanpath ? p->scanpath : 1);
-    if (all > PXVM_PLAN_MAX_TOKENS)
-        return px__pfail(err, p, "%d tokens x %d fixations: a plan has at most %d", p->ntokens, p->scanpath,
-                         PXVM_PLAN_MAX_TOKENS);
-    p->cols = px__isqrt_ceil(all);
-    p->rows = (all + p->cols - 1) / p->cols;
-    if ((long)p->cols * p->patch > 16384)
-        return px__pfail(err, p, "the atlas of %d tokens of %dx%d would be %ld pixels wide; the limit is 16384", p->ntokens,
-                         p->patch, p->patch, (long)p->cols * p->patch);
-    return 0;
-}
-
 int pxvm_plan_parse(const char *text, size_t len, const char *name, pxvm_plan *p, pxvm_error *err)
 {
     return pxvm_plan_parse_scanpath(text, len, name, 0, p, err);
@@ -473,15 +242,15 @@ int pxvm_plan_parse_scanpath(const char *text, size_t len, const char *name, int
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return px__pfail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+        return px_plan_fail(err, p, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     if (scanpath && json_is_object(root)) { /* the plan, made relative, around K fixations found at run time */
         json_object_set_new(root, "scanpath", json_integer(scanpath));
         json_object_set_new(root, "fixation", json_string("relative"));
     }
-    int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px__pfail(err, p, "a plan is a JSON object {...}");
+    int rc = json_is_object(root) ? px__parse_fields(root, p, err) : px_plan_fail(err, p, "a plan is a JSON object {...}");
     json_decref(root);
     if (rc == 0)
-        rc = px__place(p, err);
+        rc = px_plan_place(p, err);
     if (rc < 0)
         pxvm_plan_free(p);
     return rc;
@@ -503,359 +272,4 @@ void pxvm_plan_free(pxvm_plan *p)
     free(p->tokens);
     p->tokens = NULL;
     p->ntokens = 0;
-}
-
-/* ---- the program ---------------------------------------------------------------------------- */
-
-/* The saliency stage of a scanpath plan (after Itti, Koch and Niebur 1998): centre levels
- * c = m-2 .. m against surrounds c+3 and c+4, maps at level m = min(4, levels-1), the six maps
- * added with equal weights; pairs beyond the pyramid are left out (small images get
- * c = 0 against the last level). Returns the map slot. */
-static int px__saliency_level(const pxvm_plan *p)
-{
-    int levels = px_mip_levels(p->w, p->h);
-    return levels - 1 < 4 ? levels - 1 : 4;
-}
-
-static void px__build_saliency(const pxvm_plan *p, pxvm_builder *b, int img, int map)
-{
-    int levels = px_mip_levels(p->w, p->h), m = px__saliency_level(p);
-    int32_t f[PXI_MAX_FIELDS];
-    int n = 0;
-    for (int c = m - 2 < 0 ? 0 : m - 2; c <= m; c++)
-        for (int d = 3; d <= 4; d++) {
-            if (c + d >= levels)
-                continue;
-            memset(f, 0, sizeof f);
-            f[PX_FI(SALIENCY, src)] = img, f[PX_FI(SALIENCY, dst)] = map, f[PX_FI(SALIENCY, accumulate)] = n > 0;
-            f[PX_FI(SALIENCY, centre)] = c, f[PX_FI(SALIENCY, surround)] = c + d, f[PX_FI(SALIENCY, map)] = m;
-            f[PX_FI(SALIENCY, shift)] = 3;
-            f[PX_FI(SALIENCY, w_lum)] = f[PX_FI(SALIENCY, w_rg)] = f[PX_FI(SALIENCY, w_by)] = 1;
-            pxvm_build_insn(b, PX_OP_SALIENCY, f);
-            n++;
-        }
-    if (n == 0) { /* a pyramid too short for Itti's pairs */
-        memset(f, 0, sizeof f);
-        f[PX_FI(SALIENCY, src)] = img, f[PX_FI(SALIENCY, dst)] = map, f[PX_FI(SALIENCY, surround)] = levels - 1;
-        f[PX_FI(SALIENCY, map)] = m, f[PX_FI(SALIENCY, shift)] = 3;
-        f[PX_FI(SALIENCY, w_lum)] = f[PX_FI(SALIENCY, w_rg)] = f[PX_FI(SALIENCY, w_by)] = 1;
-        pxvm_build_insn(b, PX_OP_SALIENCY, f);
-    }
-}
-
-void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
-{
-    int copies = p->scanpath ? p->scanpath : 1;
-    int img = pxvm_build_slot(b, PXI_ROLE_INPUT, "image", p->w, p->h);
-    int atlas = pxvm_build_slot(b, PXI_ROLE_OUTPUT, "atlas", p->cols * p->patch, p->rows * p->patch);
-    pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens * copies);
-    /* video: the frame is compared with the current image `cur` tile by tile, the changed tiles
-     * copied, and the pyramid and tokens of cur recomputed where they changed */
-    int frame = img, dirty = 0;
-    if (p->video >= 0) {
-        img = pxvm_build_slot(b, PXI_ROLE_SCRATCH, "cur", p->w, p->h);
-        dirty = pxvm_build_slot(b, PXI_ROLE_SCRATCH, "dirty", px_tiles(p->w), px_tiles(p->h));
-        pxvm_build_persist(b, img);
-        pxvm_build_persist(b, atlas);
-    }
-    int map = p->scanpath ? pxvm_build_slot(b, PXI_ROLE_SCRATCH, "saliency", px_mip_dim(p->w, px__saliency_level(p)),
-                                            px_mip_dim(p->h, px__saliency_level(p)))
-                          : 0;
-    int32_t f[PXI_MAX_FIELDS] = {0};
-    if (p->video >= 0) {
-        f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = img, f[PX_FI(DIFF, mask)] = dirty;
-        f[PX_FI(DIFF, threshold)] = p->video;
-        pxvm_build_insn(b, PX_OP_DIFF, f);
-        memset(f, 0, sizeof f);
-        f[PX_FI(UPDATE, frame)] = frame, f[PX_FI(UPDATE, cur)] = img, f[PX_FI(UPDATE, mask)] = dirty;
-        pxvm_build_insn(b, PX_OP_UPDATE, f);
-        memset(f, 0, sizeof f);
-    }
-    f[PX_FI(PYRAMID, slot)] = img;
-    f[PX_FI(PYRAMID, mask)] = dirty;
-    pxvm_build_insn(b, PX_OP_PYRAMID, f);
-    if (p->scanpath) { /* saliency, then K fixations, each inhibiting around the earlier ones */
-        px__build_saliency(p, b, img, map);
-        for (int k = 0; k < p->scanpath; k++) {
-            memset(f, 0, sizeof f);
-            f[PX_FI(ARGMAX, src)] = map, f[PX_FI(ARGMAX, reg)] = k, f[PX_FI(ARGMAX, w_r)] = 1;
-            f[PX_FI(ARGMAX, space)] = img, f[PX_FI(ARGMAX, ior_count)] = k, f[PX_FI(ARGMAX, radius)] = p->ior_radius;
-            pxvm_build_insn(b, PX_OP_ARGMAX, f);
-        }
-    }
-    for (int a = 0; a < p->ntokens * copies; a++) {
-        int i = a % p->ntokens, k = a / p->ntokens; /* token i around fixation k */
-        const pxvm_plan_token *t = &p->tokens[i];
-        memset(f, 0, sizeof f);
-        /* SAMPLE and ANISO share these operands (tested in tests/unit/test_isa.c) */
-        f[PX_FI(SAMPLE, src)] = img;
-        f[PX_FI(SAMPLE, dst)] = atlas;
-        f[PX_FI(SAMPLE, mode)] = p->relative ? PX_MODE_REL(PX_MODE_LINEAR, k) : PX_MODE_LINEAR;
-        f[PX_FI(SAMPLE, dst_x)] = (a % p->cols) * p->patch;
-        f[PX_FI(SAMPLE, dst_y)] = (a / p->cols) * p->patch;
-        f[PX_FI(SAMPLE, w)] = f[PX_FI(SAMPLE, h)] = p->patch;
-        f[PX_FI(SAMPLE, cu)] = px__q16(t->cx);
-        f[PX_FI(SAMPLE, cv)] = px__q16(t->cy);
-        f[PX_FI(SAMPLE, du)] = px__q16(t->du);
-        f[PX_FI(SAMPLE, dv)] = px__q16(t->dv);
-        f[PX_FI(SAMPLE, lod)] = (int32_t)t->lod_q8;
-        if (t->taps > 1) {
-            f[PX_FI(ANISO, taps)] = t->taps;
-            f[PX_FI(ANISO, tdu)] = px__q16(t->tdu);
-            f[PX_FI(ANISO, tdv)] = px__q16(t->tdv);
-            f[PX_FI(ANISO, mask)] = dirty;
-        } else {
-            f[PX_FI(SAMPLE, mask)] = dirty;
-        }
-        pxvm_build_insn(b, t->taps > 1 ? PX_OP_ANISO : PX_OP_SAMPLE, f);
-    }
-    pxvm_build_insn(b, PX_OP_HALT, NULL);
-}
-
-/* The program image of a parsed plan, not validated. */
-static int px__plan_pixels(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
-{
-    pxvm_builder b;
-    pxvm_build_init(&b, p->width);
-    pxvm_plan_build(p, &b);
-    int rc = pxvm_build_finish(&b, out, err);
-    pxvm_build_free(&b);
-    return rc;
-}
-
-int pxvm_plan_image(const char *json, size_t len, const char *name, int scanpath, pxvm_image *out, pxvm_error *err)
-{
-    pxvm_plan p;
-    if (pxvm_plan_parse_scanpath(json, len, name, scanpath, &p, err) < 0)
-        return -1;
-    int rc = px__plan_pixels(&p, out, err);
-    pxvm_plan_free(&p);
-    return rc;
-}
-
-int pxvm_plan_compile_limits(const pxvm_plan *p, const pxvm_limits *lim, pxvm_image *out, pxvm_error *err)
-{
-    if (px__plan_pixels(p, out, err) < 0)
-        return -1;
-    pxvm_program prog;
-    pxvm_error e;
-    if (pxvm_program_from_copy(out, lim, &prog, &e) < 0) {
-        pxvm_image_free(out);
-        if (e.cls != PXVM_MALFORMED && e.cls != PXVM_INVALID) { /* memory */
-            if (err)
-                *err = e;
-            return -1;
-        }
-        char msg[400];
-        pxvm_error_format(&e, msg, sizeof msg);
-        return px__pfail(err, p, "its program breaks a limit or a rule: %s", msg);
-    }
-    pxvm_program_free(&prog);
-    return 0;
-}
-
-int pxvm_plan_compile(const pxvm_plan *p, pxvm_image *out, pxvm_error *err)
-{
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    return pxvm_plan_compile_limits(p, &lim, out, err);
-}
-
-void pxvm_plan_foveate273(pxvm_builder *b, int w, int h)
-{
-    pxvm_plan p;
-    char json[160];
-    pxvm_error err;
-    snprintf(json, sizeof json,
-             "{\"image\": [%d, %d], \"budget\": 273, \"scheme\": \"grid\", \"m0\": 1, \"e0\": 0.5, \"scale\": 1, \"levels\": %d}", w,
-             h, px_mip_levels(w, h) < 5 ? px_mip_levels(w, h) : 5);
-    if (pxvm_plan_parse(json, strlen(json), "foveate273", &p, &err) == 0) {
-        pxvm_plan_build(&p, b);
-        pxvm_plan_free(&p);
-    }
-}
-
-/* ---- summary and overlay -------------------------------------------------------------------- */
-
-static void px__footprint(const pxvm_plan *p, const pxvm_plan_token *t, double *x0, double *y0, double *x1, double *y1)
-{
-    double hw = t->du * p->patch / 2, hh = t->dv * p->patch / 2;
-    double ox = p->relative ? p->w / 2.0 : 0, oy = p->relative ? p->h / 2.0 : 0; /* relative: around the centre */
-    *x0 = ox + t->cx - hw, *x1 = ox + t->cx + hw, *y0 = oy + t->cy - hh, *y1 = oy + t->cy + hh;
-}
-
-/* The first cell g in 0..n whose centre (g + 0.5) * cs is at or after v (n: none): the cells
- * whose centres lie in [v0, v1) are cells_from(v0) .. cells_from(v1) - 1. */
-static int px__cells_from(double v, int cs, int n)
-{
-    int g = (int)px__clampd(ceil(v / cs - 0.5), 0, n); /* an estimate, then exact */
-    while (g > 0 && (g - 1 + 0.5) * cs >= v)
-        g--;
-    while (g < n && (g + 0.5) * cs < v)
-        g++;
-    return g;
-}
-
-void pxvm_plan_summary(const pxvm_plan *p, FILE *out)
-{
-    fprintf(out, "plan %s: scheme %s, %dx%d image, fixation (%.3f, %.3f), %d tokens of %dx%d (budget %d), atlas %dx%d\n",
-            p->name, p->scheme, p->w, p->h, p->fx, p->fy, p->ntokens, p->patch, p->patch, p->budget, p->cols * p->patch,
-            p->rows * p->patch);
-    int per[PXVM_MAX_LEVELS] = {0};
-    for (int i = 0; i < p->ntokens; i++)
-        per[p->tokens[i].lod_q8 >> 8 < PXVM_MAX_LEVELS ? p->tokens[i].lod_q8 >> 8 : PXVM_MAX_LEVELS - 1]++;
-    fprintf(out, "tokens per LOD:");
-    for (int l = 0; l < p->levels; l++)
-        if (per[l])
-            fprintf(out, "  [%d,%d): %d", l, l + 1, per[l]);
-    fprintf(out, "\n");
-    double sampled = (double)p->ntokens * p->patch * p->patch, full = (double)p->w * p->h;
-    fprintf(out, "pixels sampled: %.0f, against %.0f for the uniform grid at full resolution (%.3fx)\n", sampled, full,
-            sampled / full);
-    /* coverage on a grid of at most 1024x1024 cells: a cell is covered when its centre lies in a
-     * footprint; each footprint adds its cells' rectangle to a difference table (time in tokens
-     * plus cells, even when every footprint spans the image) */
-    int cs = 1 + (p->w > p->h ? p->w : p->h) / 1024, gw = (p->w + cs - 1) / cs, gh = (p->h + cs - 1) / cs;
-    int32_t *diff = calloc((size_t)(gw + 1) * (size_t)(gh + 1), sizeof(int32_t));
-    long covered = 0;
-    for (int i = 0; diff && i < p->ntokens; i++) {
-        double x0, y0, x1, y1;
-        px__footprint(p, &p->tokens[i], &x0, &y0, &x1, &y1);
-        int a0 = px__cells_from(x0, cs, gw), a1 = px__cells_from(x1, cs, gw);
-        int b0 = px__cells_from(y0, cs, gh), b1 = px__cells_from(y1, cs, gh);
-        if (!(x0 < x1 && y0 < y1) || a0 >= a1 || b0 >= b1)
-            continue;
-        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a0]++;
-        diff[(size_t)b0 * (size_t)(gw + 1) + (size_t)a1]--;
-        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a0]--;
-        diff[(size_t)b1 * (size_t)(gw + 1) + (size_t)a1]++;
-    }
-    for (int gy = 0; diff && gy < gh; gy++) /* summed in place: diff becomes the cover count */
-        for (int gx = 0; gx < gw; gx++) {
-            size_t k = (size_t)gy * (size_t)(gw + 1) + (size_t)gx;
-            diff[k] += (gx > 0 ? diff[k - 1] : 0) + (gy > 0 ? diff[k - (size_t)(gw + 1)] : 0) -
-                       (gx > 0 && gy > 0 ? diff[k - (size_t)(gw + 1) - 1] : 0);
-            covered += diff[k] > 0;
-        }
-    free(diff);
-    fprintf(out, "covered: %.1f%% of the image by token footprints\n", 100.0 * (double)covered / ((double)gw * gh));
-}
-
-static void px__plot(pxvm_image *img, int x, int y, const uint8_t c[3])
-{
-    if (x < 0 || y < 0 || x >= img->w || y >= img->h)
-        return;
-    uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
-    p[0] = c[0], p[1] = c[1], p[2] = c[2], p[3] = 255;
-}
-
-/* Liang-Barsky: narrows [t0, t1] to where p * t <= q; 0 when nothing is left. */
-static int px__clip(double p, double q, double *t0, double *t1)
-{
-    if (p == 0)
-        return q >= 0;
-    double r = q / p;
-    if (p < 0)
-        *t0 = r > *t0 ? r : *t0;
-    else
-        *t1 = r < *t1 ? r : *t1;
-    return *t0 <= *t1;
-}
-
-/* A line as n + 1 points (n = its longer side in pixels, rounded down, plus one), of which only
- * those near the image are visited: a footprint far larger than the photo costs no more than one
- * across it. */
-static void px__line(pxvm_image *img, double x0, double y0, double x1, double y1, const uint8_t c[3])
-{
-    double dx = x1 - x0, dy = y1 - y0, len = fabs(dx) > fabs(dy) ? fabs(dx) : fabs(dy);
-    if (!(len < 1e15) || !isfinite(x0) || !isfinite(y0))
-        return; /* never from a checked plan */
-    double t0 = 0, t1 = 1; /* the part within a pixel of the image */
-    if (!px__clip(-dx, x0 + 1, &t0, &t1) || !px__clip(dx, img->w + 1 - x0, &t0, &t1) || !px__clip(-dy, y0 + 1, &t0, &t1) ||
-        !px__clip(dy, img->h + 1 - y0, &t0, &t1))
-        return;
-    long long n = (long long)len + 1, lo = (long long)floor(t0 * (double)n) - 1, hi = (long long)ceil(t1 * (double)n) + 1;
-    for (long long i = lo < 0 ? 0 : lo; i <= (hi < n ? hi : n); i++) {
-        double t = (double)i / (double)n;
-        px__plot(img, (int)floor(x0 + t * dx), (int)floor(y0 + t * dy), c);
-    }
-}
-
-static const uint8_t pal[][3] = {{40, 255, 40}, {255, 255, 40}, {255, 150, 30}, {255, 50, 50}, {230, 60, 255}, {80, 160, 255}};
-
-/* The photo, dimmed so that the footprints stand out. */
-static int px__dimmed(const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
-{
-    if (pxvm_image_alloc(out, photo->w, photo->h, err) < 0)
-        return -1;
-    for (size_t i = 0; i < (size_t)photo->w * (size_t)photo->h; i++) {
-        for (int c = 0; c < 3; c++)
-            out->px[4 * i + (size_t)c] = (uint8_t)(photo->px[4 * i + (size_t)c] * 3 / 5);
-        out->px[4 * i + 3] = 255;
-    }
-    return 0;
-}
-
-int pxvm_geometry_overlay(const pxvm_image *photo, const int32_t *geom, int ntokens, int patch_w, int patch_h,
-                          const int32_t *fix, int nfix, pxvm_image *out, pxvm_error *err)
-{
-    if (px__dimmed(photo, out, err) < 0)
-        return -1;
-    for (int i = 0; i < ntokens; i++) {
-        const int32_t *g = geom + (size_t)i * PX_GEOM_INTS;
-        if (g[4] < 0)
-            continue; /* no instruction wrote this token */
-        double cx = g[0] / 65536.0, cy = g[1] / 65536.0, hw = fabs(g[2] / 65536.0) * patch_w / 2;
-        double hh = fabs(g[3] / 65536.0) * patch_h / 2;
-        int l = (g[4] + 128) >> 8;
-        const uint8_t *c = pal[l < 6 ? l : 5];
-        if (hw == 0 && hh == 0) { /* GATHER: its centre entry */
-            px__line(out, cx - 2, cy, cx + 2, cy, c);
-            px__line(out, cx, cy - 2, cx, cy + 2, c);
-            continue;
-        }
-        px__line(out, cx - hw, cy - hh, cx + hw, cy - hh, c);
-        px__line(out, cx + hw, cy - hh, cx + hw, cy + hh, c);
-        px__line(out, cx + hw, cy + hh, cx - hw, cy + hh, c);
-        px__line(out, cx - hw, cy + hh, cx - hw, cy - hh, c);
-    }
-    /* the scanpath: discs at the fixations (the first one larger), joined in order */
-    static const uint8_t white[3] = {255, 255, 255}, cyan[3] = {40, 230, 255};
-    double r = (photo->w > photo->h ? photo->w : photo->h) / 80.0 + 3;
-    for (int k = 0; k < nfix; k++) {
-        double fx = fix[2 * k] / 65536.0, fy = fix[2 * k + 1] / 65536.0, rk = k == 0 ? 1.6 * r : r;
-        if (k > 0)
-            px__line(out, fix[2 * k - 2] / 65536.0, fix[2 * k - 1] / 65536.0, fx, fy, cyan);
-        for (int a = 0; a < 64; a++) {
-            double t0 = a * 2 * 3.14159265358979 / 64, t1 = (a + 1) * 2 * 3.14159265358979 / 64;
-            for (double d = 0; d < 2; d += 1)
-                px__line(out, fx + (rk - d) * cos(t0), fy + (rk - d) * sin(t0), fx + (rk - d) * cos(t1),
-                         fy + (rk - d) * sin(t1), white);
-        }
-    }
-    return 0;
-}
-
-int pxvm_plan_overlay(const pxvm_plan *p, const pxvm_image *photo, pxvm_image *out, pxvm_error *err)
-{
-    if (px__dimmed(photo, out, err) < 0)
-        return -1;
-    double sx = (double)photo->w / p->w, sy = (double)photo->h / p->h;
-    for (int i = 0; i < p->ntokens; i++) {
-        const pxvm_plan_token *t = &p->tokens[i];
-        int l = (int)((t->lod_q8 + 128) >> 8);
-        const uint8_t *c = pal[l < 6 ? l : 5];
-        double x0, y0, x1, y1;
-        px__footprint(p, t, &x0, &y0, &x1, &y1);
-        x0 *= sx, x1 *= sx, y0 *= sy, y1 *= sy;
-        px__line(out, x0, y0, x1, y0, c);
-        px__line(out, x1, y0, x1, y1, c);
-        px__line(out, x1, y1, x0, y1, c);
-        px__line(out, x0, y1, x0, y0, c);
-        if (t->taps > 1) { /* the major axis the taps follow */
-            double hx = t->tdu * t->taps * p->patch / 2 * sx, hy = t->tdv * t->taps * p->patch / 2 * sy;
-            px__line(out, t->cx * sx - hx, t->cy * sy - hy, t->cx * sx + hx, t->cy * sy + hy, c);
-        }
-    }
-    return 0;
 }

@@ -5,11 +5,10 @@
  * a rerun of another job into the same --out refuses; an input that fails to decode or bind is
  * listed in its shard's errors and does not stop the job. Decoding the next shard overlaps the
  * run of the current one (host threads). --out is locked for the run. Built with MPI when mpicc
- * is present. File handling (markers, the list, --verify) is in pxbatch_files.c. */
+ * is present. Here: the usage, the options and main; the job and --out are in pxbatch_job.c, a
+ * shard in pxbatch_shard.c, the workers and ranks in pxbatch_workers.c (pxbatch_internal.h:
+ * what they share); file handling (markers, the list, --verify) is behind pxbatch.h. */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef PXVM_HAVE_MPI
@@ -31,6 +27,7 @@
 #include "../assembler/plan.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
+#include "pxbatch_internal.h"
 
 static const char px__usage[] =
     "usage: pxbatch PROGRAM.pxi|PLAN.json (--in-list FILE | --in-dir DIR) --out DIR [options]\n"
@@ -57,596 +54,6 @@ static const char px__usage[] =
     "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
-typedef struct {
-    pxb_names in;                 /* the dataset, in order */
-    const char *prog_path, *out_dir, *exec_name;
-    int shard_size, devices, threads, decoders, overwrite;
-    int nshards;
-    pxvm_limits lim;
-    char *job_text;               /* the "job" object of every marker (json_dumps) */
-    uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
-} px__job;
-
-/* ---- inputs --------------------------------------------------------------------------------- */
-
-static int px__cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The dataset, in a fixed order: a list file's lines, or a folder's images sorted by name.
- * 0, 1 (i/o) or 3 (malformed list) with msg. */
-static int px__inputs(px__job *j, const char *list, const char *dir, char *msg, size_t len)
-{
-    char why[256];
-    if (list) {
-        FILE *f = !strcmp(list, "-") ? stdin : fopen(list, "r");
-        if (!f) {
-            snprintf(msg, len, "i/o error: cannot read '%s': %s", list, strerror(errno));
-            return 1;
-        }
-        int rc = pxb_list_read(f, &j->in, why, sizeof why);
-        if (f != stdin)
-            fclose(f);
-        if (rc < 0) {
-            snprintf(msg, len, "%s: '%s': %s", strstr(why, "NUL") ? "malformed" : "i/o error", list, why);
-            return strstr(why, "NUL") ? 3 : 1;
-        }
-        return 0;
-    }
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(msg, len, "i/o error: cannot read '%s': %s", dir, strerror(errno));
-        return 1;
-    }
-    size_t dl = strlen(dir);
-    const char *sep = dl && dir[dl - 1] == '/' ? "" : "/";
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *dot = strrchr(e->d_name, '.');
-        if (!dot || e->d_name[0] == '.' ||
-            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg")))
-            continue;
-        char *path;
-        if (asprintf(&path, "%s%s%s", dir, sep, e->d_name) < 0 || pxb_names_add(&j->in, path) < 0) {
-            closedir(d);
-            snprintf(msg, len, "i/o error: out of memory listing '%s'", dir);
-            return 1;
-        }
-        free(path);
-    }
-    closedir(d);
-    if (j->in.n)
-        qsort(j->in.v, j->in.n, sizeof(char *), px__cmp);
-    return 0;
-}
-
-static const char *px__kind(mode_t m)
-{
-    return S_ISDIR(m) ? "not a regular file (a directory)" : S_ISFIFO(m) ? "not a regular file (a FIFO)"
-           : S_ISCHR(m)  ? "not a regular file (a character device)"
-           : S_ISBLK(m)  ? "not a regular file (a block device)"
-           : S_ISSOCK(m) ? "not a regular file (a socket)"
-                         : "not a regular file";
-}
-
-/* Decodes an input: a regular file only (checked before it is opened, and again on the open
- * descriptor: a FIFO or a device is never read), at most --max-memory bytes. */
-static int px__load_input(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, px__kind(st.st_mode));
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, px__kind(st.st_mode));
-    }
-    char why[128];
-    if ((uint64_t)st.st_size > lim->max_memory) {
-        close(fd);
-        snprintf(why, sizeof why, "%lld bytes, over the limit of %llu (see --max-memory)", (long long)st.st_size,
-                 (unsigned long long)lim->max_memory);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, why);
-    }
-    size_t cap = (size_t)st.st_size + 1, len = 0; /* one more: a file that grew is read to its end */
-    uint8_t *data = malloc(cap);
-    ssize_t k = 0;
-    while (data && (k = read(fd, data + len, cap - len)) > 0) {
-        len += (size_t)k;
-        if (len == cap) {
-            if (cap > lim->max_memory) {
-                snprintf(why, sizeof why, "over the limit of %llu bytes (see --max-memory)",
-                         (unsigned long long)lim->max_memory);
-                break;
-            }
-            uint8_t *more = realloc(data, cap * 2);
-            if (!more) {
-                free(data), data = NULL;
-                break;
-            }
-            data = more, cap *= 2;
-        }
-    }
-    int e = errno;
-    close(fd);
-    if (!data)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
-    if (k != 0) {
-        free(data);
-        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, k < 0 ? strerror(e) : why);
-    }
-    int rc = pxvm_image_decode_any(data, len, path, lim, img, err);
-    free(data);
-    return rc;
-}
-
-/* ---- one shard: decoded in the background, run as one batch, written all-or-nothing ---------- */
-
-typedef struct {
-    const px__job *job;
-    const pxvm_program *prog;
-    int shard, first, count, input;
-    int w, h;           /* the input slot's size */
-    pxvm_image *img;    /* [count] decoded (px NULL: failed) */
-    char **why;         /* [count] the error of a failed input */
-    pthread_t thread[64];
-    struct px__decoder *dec;
-    int started;       /* decoding threads running */
-} px__shard;
-
-typedef struct px__decoder {
-    px__shard *s;
-    int t, n; /* this thread decodes items t, t + n, ... */
-} px__decoder;
-
-static void *px__decode(void *arg)
-{
-    px__decoder *d = arg;
-    px__shard *s = d->s;
-    for (int i = d->t; i < s->count; i += d->n) {
-        pxvm_error err;
-        const char *path = s->job->in.v[s->first + i];
-        if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
-            char lb[16];
-            pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
-                      pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
-            pxvm_image_free(&s->img[i]);
-        }
-        if (!s->img[i].px) {
-            char buf[1024];
-            pxvm_error_format(&err, buf, sizeof buf);
-            s->why[i] = strdup(buf);
-        }
-    }
-    return NULL;
-}
-
-static int px__shard_start(px__shard *s, const px__job *j, const pxvm_program *prog, int input, int shard)
-{
-    memset(s, 0, sizeof *s);
-    s->job = j, s->prog = prog, s->shard = shard, s->input = input;
-    s->first = shard * j->shard_size;
-    s->count = (int)j->in.n - s->first < j->shard_size ? (int)j->in.n - s->first : j->shard_size;
-    s->w = prog->slots[input].w, s->h = prog->slots[input].h;
-    s->img = calloc((size_t)s->count, sizeof(pxvm_image));
-    s->why = calloc((size_t)s->count, sizeof(char *));
-    /* the images of a shard are decoded by several host threads, so that decoding keeps up with
-     * the GPU where the cores allow (JPEG decoding is the slow part of a pipeline) */
-    int n = j->decoders < s->count ? j->decoders : s->count;
-    s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px__decoder));
-    if (!s->img || !s->why || !s->dec)
-        return -1;
-    for (int t = 0; t < n; t++) {
-        s->dec[t] = (px__decoder){s, t, n};
-        if (pthread_create(&s->thread[s->started], NULL, px__decode, &s->dec[t]) == 0)
-            s->started++;
-        else
-            px__decode(&s->dec[t]);
-    }
-    return 0;
-}
-
-static void px__shard_join(px__shard *s)
-{
-    for (int t = 0; t < s->started; t++)
-        pthread_join(s->thread[t], NULL);
-    s->started = 0;
-}
-
-static void px__shard_free(px__shard *s)
-{
-    px__shard_join(s);
-    free(s->dec);
-    for (int i = 0; s->img && s->why && i < s->count; i++) {
-        pxvm_image_free(&s->img[i]);
-        free(s->why[i]);
-    }
-    free(s->img);
-    free(s->why);
-    memset(s, 0, sizeof *s);
-}
-
-static char *px__shard_path(const px__job *j, int shard, const char *ext)
-{
-    char *p;
-    return asprintf(&p, "%s/shard-%05d.%s", j->out_dir, shard, ext) < 0 ? NULL : p;
-}
-
-typedef struct {
-    const pxvm_executor_ops *ops;
-    pxvm_executor *ex;
-    int batch;
-    uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
-} px__worker_state;
-
-/* The marker: the job, the .npy's shape, size and SHA-256, the rows and the errors. */
-static int px__marker(const px__shard *s, const int shape[5], const uint8_t *npy, size_t npy_len, char **text,
-                      size_t *len)
-{
-    char sha[65];
-    pxb_sha256_of(npy, npy_len, sha);
-    FILE *f = open_memstream(text, len);
-    if (!f)
-        return -1;
-    fprintf(f, "{\"pxbatch\": %d, \"shard\": %d, ", PXB_FORMAT, s->shard);
-    pxb_json_name(f, "program", s->job->prog_path);
-    fprintf(f, ",\n \"job\": %s,\n", s->job->job_text);
-    fprintf(f, " \"shape\": [%d, %d, %d, %d, 4], \"npy_bytes\": %zu, \"npy_sha256\": \"%s\",\n \"rows\": [", shape[0],
-            shape[1], shape[2], shape[3], npy_len, sha);
-    int r = 0, first = 1;
-    for (int i = 0; i < s->count; i++)
-        if (s->img[i].px) {
-            fprintf(f, "%s\n  {\"row\": %d, \"input\": %d, ", first ? "" : ",", r++, s->first + i);
-            pxb_json_name(f, "file", s->job->in.v[s->first + i]);
-            fputc('}', f);
-            first = 0;
-        }
-    fprintf(f, "],\n \"errors\": [");
-    first = 1;
-    for (int i = 0; i < s->count; i++)
-        if (!s->img[i].px) {
-            fprintf(f, "%s\n  {\"input\": %d, ", first ? "" : ",", s->first + i);
-            pxb_json_name(f, "file", s->job->in.v[s->first + i]);
-            fprintf(f, ", \"error\": ");
-            pxb_json_str(f, s->why[i] ? s->why[i] : "?");
-            fputc('}', f);
-            first = 0;
-        }
-    fprintf(f, "]}\n");
-    return fclose(f) == 0 ? 0 : -1;
-}
-
-/* Runs a decoded shard and writes it; returns the pxvm class of a failure of the program, the
- * executor or the writing (0: written, bad inputs listed). */
-static int px__shard_run(px__worker_state *w, px__shard *s, int input, int out_slot, pxvm_error *err)
-{
-    const pxvm_program *prog = s->prog;
-    const pxvm_slot *o = &prog->slots[out_slot];
-    px__shard_join(s);
-    int rows = 0, dummy = -1, failed = 0;
-    uint64_t bytes_in = 0;
-    for (int i = 0; i < s->count; i++)
-        if (s->img[i].px) {
-            dummy = dummy < 0 ? i : dummy;
-            pxvm_view v = pxvm_image_view(&s->img[i]);
-            if (w->ops->bind(w->ex, input, rows++, &v, err) < 0)
-                return err->cls;
-            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
-        } else
-            failed++;
-    size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
-    uint8_t *out = NULL;
-    if (rows) {
-        for (int b = rows; b < w->batch; b++) { /* the unused items of a short shard: any valid image */
-            pxvm_view v = pxvm_image_view(&s->img[dummy]);
-            if (w->ops->bind(w->ex, input, b, &v, err) < 0)
-                return err->cls;
-        }
-        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
-        if (w->ops->run(w->ex, &ro, err) < 0)
-            return err->cls;
-        out = malloc(per * (size_t)rows);
-        if (!out)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO;
-        pxvm_view v = o->patch_count ? pxvm_view_host(out, o->patch_w, o->patch_h * o->patch_count, 4)
-                                     : pxvm_view_host(out, o->w, o->h, 4);
-        v.items = rows;
-        v.item_stride = (int64_t)per;
-        if (w->ops->read(w->ex, out_slot, 0, 0, &v, o->patch_count > 0, err) < 0) {
-            free(out);
-            return err->cls;
-        }
-    }
-    uint8_t *npy = NULL;
-    char *index = NULL;
-    size_t npy_len = 0, index_len = 0;
-    int pn = o->patch_count ? o->patch_count : 1, ph = o->patch_count ? o->patch_h : o->h, pw = o->patch_count ? o->patch_w : o->w;
-    const int shape[5] = {rows, pn, ph, pw, 4};
-    int rc = pxvm_npy_encode_shape(out, 5, shape, &npy, &npy_len, err);
-    free(out);
-    if (rc < 0)
-        return err->cls;
-    if (px__marker(s, shape, npy, npy_len, &index, &index_len) < 0) {
-        free(npy);
-        free(index);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;
-    }
-    /* the marker, written last, marks the shard finished */
-    char *pn_path = px__shard_path(s->job, s->shard, "npy"), *pi_path = px__shard_path(s->job, s->shard, "json");
-    pxvm_outputs files = {0};
-    rc = pn_path && pi_path && pxvm_outputs_add(&files, pn_path, npy, npy_len, err) == 0 &&
-                 pxvm_outputs_commit(&files, err) == 0 && pxvm_outputs_add(&files, pi_path, index, index_len, err) == 0 &&
-                 pxvm_outputs_commit(&files, err) == 0
-             ? 0
-             : (pn_path && pi_path ? err->cls : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO));
-    if (rc)
-        pxvm_outputs_abort(&files);
-    else { /* only what was written is counted */
-        w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
-        w->bytes_out += npy_len + index_len, w->written++;
-    }
-    free(pn_path);
-    free(pi_path);
-    free(npy);
-    free(index);
-    return rc;
-}
-
-/* ---- workers -------------------------------------------------------------------------------- */
-
-typedef struct {
-    const px__job *job;
-    const pxvm_program *prog;
-    int input, out_slot;
-    int slot_id, nslots_total; /* this worker takes shards slot_id, slot_id + nslots_total, ... */
-    int device, is_rank0_first;
-    const char *exec;
-    px__worker_state st;
-    pxvm_error err;
-    int rc;
-} px__worker;
-
-static double px__now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* The next shard of this worker from `s` on that an earlier run did not finish. */
-static int px__next(const px__worker *w, int s)
-{
-    while (s < w->job->nshards && w->job->done[s])
-        s += w->nslots_total;
-    return s;
-}
-
-static void *px__work(void *arg)
-{
-    px__worker *w = arg;
-    const px__job *j = w->job;
-    int nshards = j->nshards;
-    int s = px__next(w, w->slot_id);
-    if (s >= nshards)
-        return NULL; /* nothing left: no executor opened */
-    pxvm_open_options oo = {j->threads, w->device};
-    const pxvm_executor_ops *ops;
-    if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
-        w->rc = w->err.cls;
-        return NULL;
-    }
-    w->st.ops = ops;
-    w->st.batch = j->shard_size;
-    if (ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
-        w->rc = w->err.cls;
-        ops->close(w->st.ex);
-        return NULL;
-    }
-    /* two shards in flight: the decode thread of `next` holds its address, so they swap pointers */
-    px__shard shards[2], *cur, *next = &shards[0];
-    int have_next = 0;
-    if (px__shard_start(next, j, w->prog, w->input, s) == 0)
-        have_next = 1;
-    else {
-        px__shard_free(next);
-        w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
-    }
-    double t0 = px__now();
-    int tty = w->is_rank0_first && isatty(2);
-    while (have_next) {
-        cur = next;
-        next = cur == &shards[0] ? &shards[1] : &shards[0];
-        have_next = 0;
-        int n = px__next(w, cur->shard + w->nslots_total);
-        if (n < nshards) { /* decodes while cur runs */
-            if (px__shard_start(next, j, w->prog, w->input, n) == 0)
-                have_next = 1;
-            else
-                px__shard_free(next);
-        }
-        int rc = px__shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
-        int done_shard = cur->shard;
-        px__shard_free(cur);
-        if (!rc && n < nshards && !have_next)
-            rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
-        if (rc) {
-            w->rc = rc;
-            break;
-        }
-        if (tty)
-            fprintf(stderr, "\rpxbatch: shard %d of %d, %" PRIu64 " images, %.0f images/s   ", done_shard + 1, nshards,
-                    w->st.images, (double)w->st.images / (px__now() - t0));
-    }
-    if (have_next)
-        px__shard_free(next);
-    if (tty && w->st.written)
-        fputc('\n', stderr);
-    ops->close(w->st.ex);
-    return NULL;
-}
-
-/* ---- --out: checked, locked, compared with this job ------------------------------------------- */
-
-/* --out exists or is created, is a directory, takes new files, and is locked (flock on
- * DIR/.pxbatch.lock, held until the process exits). 0, or an exit status with msg. */
-static int px__out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)) {
-        snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
-        return 1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(msg, len, "i/o error: --out '%s' is not a directory", dir);
-        return 1;
-    }
-    char *probe = NULL, *lock = NULL;
-    if (asprintf(&probe, "%s/.pxbatch-probe-XXXXXX", dir) < 0 || asprintf(&lock, "%s/.pxbatch.lock", dir) < 0) {
-        free(probe);
-        snprintf(msg, len, "i/o error: out of memory");
-        return 1;
-    }
-    int rc = 0, fd = mkstemp(probe);
-    if (fd < 0) {
-        snprintf(msg, len, "i/o error: --out '%s' is not writable: %s", dir, strerror(errno));
-        rc = 1;
-    } else {
-        close(fd);
-        unlink(probe);
-        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0) {
-            snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
-            rc = 1;
-        } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            if (errno == EWOULDBLOCK)
-                snprintf(msg, len,
-                         "usage: another pxbatch run (or --verify) holds --out '%s' (its lock .pxbatch.lock): "
-                         "refusing to run beside it",
-                         dir);
-            else
-                snprintf(msg, len, "i/o error: cannot lock '%s': %s", lock, strerror(errno));
-            rc = errno == EWOULDBLOCK ? 2 : 1;
-            close(fd);
-        } else
-            *lock_fd = fd;
-    }
-    free(probe);
-    free(lock);
-    return rc;
-}
-
-/* Under the lock: with --overwrite every shard file goes, else the temporary files a killed run
- * left (SIGKILL cannot be caught). 0, or 1 with msg. */
-static int px__out_clean(const px__job *j, char *msg, size_t len)
-{
-    DIR *d = opendir(j->out_dir);
-    if (!d) {
-        snprintf(msg, len, "i/o error: cannot read --out '%s': %s", j->out_dir, strerror(errno));
-        return 1;
-    }
-    struct dirent *e;
-    int rc = 0;
-    while ((e = readdir(d))) {
-        int tmp = !strncmp(e->d_name, "shard-", 6) && strstr(e->d_name, ".tmp-");
-        int ours = pxb_shard_name(e->d_name, "npy") >= 0 || pxb_shard_name(e->d_name, "json") >= 0;
-        if (!tmp && !(ours && j->overwrite))
-            continue;
-        char *path;
-        if (asprintf(&path, "%s/%s", j->out_dir, e->d_name) < 0)
-            continue;
-        if (unlink(path) != 0 && errno != ENOENT && !rc) {
-            snprintf(msg, len, "i/o error: cannot remove '%s': %s", path, strerror(errno));
-            rc = 1;
-        }
-        free(path);
-    }
-    closedir(d);
-    return rc;
-}
-
-/* A finished shard's marker compared with this job: 0 (done[] set when its .npy is there whole;
- * else the shard is made again), or an exit status with msg: 2 another job's, 3 not a marker. */
-static int px__check_marker(px__job *j, json_t *job, int shard, uint64_t *failed, uint64_t *skipped, char *msg,
-                            size_t len)
-{
-    pxb_marker m;
-    char why[512], diff[2048];
-    if (pxb_marker_load(j->out_dir, shard, &m, why, sizeof why) < 0) {
-        snprintf(msg, len, "malformed: --out '%s': shard-%05d: %s; remove it or rerun with --overwrite", j->out_dir,
-                 shard, why);
-        return 3;
-    }
-    int rc = 0;
-    if (pxb_job_diff(m.job, job, diff, sizeof diff)) {
-        char *was = pxb_json_get_name(m.root, "program");
-        snprintf(msg, len,
-                 "usage: --out '%s' holds the shards of another job: shard-%05d.json (made from '%s') differs from "
-                 "this run in %s; rerun with --overwrite to replace them, or use another --out",
-                 j->out_dir, shard, was ? was : "?", diff);
-        free(was);
-        rc = 2;
-    } else if (shard >= j->nshards) {
-        snprintf(msg, len, "usage: --out '%s' holds shard-%05d.json, past this job's %d shards: remove it or rerun "
-                           "with --overwrite", j->out_dir, shard, j->nshards);
-        rc = 2;
-    } else {
-        char *npy = px__shard_path(j, shard, "npy");
-        struct stat st;
-        if (npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
-            j->done[shard] = 1;
-            *failed += m.nerrors;
-            (*skipped)++;
-        }
-        free(npy);
-    }
-    pxb_marker_free(&m);
-    return rc;
-}
-
-/* This process's share of the markers already in --out (shards s with s mod ranks == rank; rank 0
- * also any past this job's shards): each of this job, or the run refuses. */
-static int px__scan(px__job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
-                    size_t len)
-{
-    DIR *d = opendir(j->out_dir);
-    if (!d) {
-        snprintf(msg, len, "i/o error: cannot read --out '%s': %s", j->out_dir, strerror(errno));
-        return 1;
-    }
-    struct dirent *e;
-    int rc = 0;
-    while (!rc && (e = readdir(d))) {
-        int s = pxb_shard_name(e->d_name, "json");
-        if (s >= 0 && (s < j->nshards ? s % size == rank : rank == 0))
-            rc = px__check_marker(j, job, s, failed, skipped, msg, len);
-    }
-    closedir(d);
-    return rc;
-}
-
-/* The job: every field that decides the output bytes. A rerun into the same --out compares them
- * all (pxb_job_diff), so an option that comes to change the bytes (a policy, a dtype, fixations)
- * is added here and is compared from then on. Not in it: the executor, threads, devices, decoders
- * and ranks (the same bytes: tested), the program's path (the same pixels from another file, or
- * a plan and its .pxi, are the same program) and --max-memory (it bounds the batch and decides
- * which error an input gets, not the bytes of one that fits its slot). */
-static json_t *px__job_json(const px__job *j, const pxvm_program *prog, int input, int out_slot)
-{
-    char prog_sha[65], in_sha[65], la[16], lb[16];
-    pxb_sha256_of(prog->image.px, (size_t)prog->image.w * (size_t)prog->image.h * 4u, prog_sha);
-    pxb_sha256 c;
-    pxb_sha256_init(&c);
-    for (size_t i = 0; i < j->in.n; i++)
-        pxb_sha256_update(&c, j->in.v[i], strlen(j->in.v[i]) + 1);
-    pxb_sha256_hex(&c, in_sha);
-    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s}", "pxvm_version", PXVM_VERSION,
-                     "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
-                     pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
-                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha);
-}
-
 /* ---- the command ------------------------------------------------------------------------------ */
 
 static int px__ends_with(const char *s, const char *tail)
@@ -670,69 +77,6 @@ static int px__load_program(const char *path, const pxvm_limits *lim, pxvm_progr
     return rc < 0 ? -1 : pxvm_program_from_image(&img, lim, prog, err);
 }
 
-/* MPI is started only under a launcher (mpirun, srun: its variables are set): Open MPI's
- * singleton start costs about half a second for nothing. */
-static int px__mpi;
-
-static int px__launched(void)
-{
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i]))
-            return 1;
-    return 0;
-}
-
-/* The largest of every rank's value (MPI), so that all ranks take the same way. */
-static int px__agree(int v)
-{
-#ifdef PXVM_HAVE_MPI
-    if (!px__mpi)
-        return v;
-    int all = v;
-    MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return all;
-#else
-    return v;
-#endif
-}
-
-/* rank 0's value, on every rank */
-static int px__from_root(int v)
-{
-#ifdef PXVM_HAVE_MPI
-    if (px__mpi)
-        MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
-#endif
-    return v;
-}
-
-/* Does every rank have rank 0's job (the same program and inputs)? 1 or 0, on every rank. */
-static int px__same_job(const char *text)
-{
-#ifdef PXVM_HAVE_MPI
-    if (!px__mpi)
-        return 1;
-    int rank, len = (int)strlen(text);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int len0 = px__from_root(len);
-    char *root = malloc((size_t)len0 + 1);
-    if (!root) {
-        fprintf(stderr, "pxbatch: i/o error: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (rank == 0)
-        memcpy(root, text, (size_t)len0);
-    MPI_Bcast(root, len0, MPI_CHAR, 0, MPI_COMM_WORLD);
-    int ok = len == len0 && !memcmp(root, text, (size_t)len);
-    free(root);
-    return !px__agree(!ok);
-#else
-    (void)text;
-    return 1;
-#endif
-}
-
 /* "pxbatch: usage: ...", then the options (`full`) or where to find them */
 static int px__usage_error(int rank, int full, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int px__usage_error(int rank, int full, const char *fmt, ...)
@@ -749,7 +93,7 @@ static int px__usage_error(int rank, int full, const char *fmt, ...)
 }
 
 /* Options: 0, or 2 (usage, printed by rank 0). */
-static int px__args(int argc, char **argv, int rank, px__job *j, const char **list, const char **dir,
+static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char **list, const char **dir,
                     const char **verify)
 {
     static const struct {
@@ -824,7 +168,7 @@ int main(int argc, char **argv)
 {
     int rank = 0, size = 1, local_rank = 0;
 #ifdef PXVM_HAVE_MPI
-    if ((px__mpi = px__launched())) {
+    if ((px_batch_mpi = px_batch_launched())) {
         MPI_Init(&argc, &argv);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -835,7 +179,7 @@ int main(int argc, char **argv)
     }
 #endif
     signal(SIGPIPE, SIG_IGN);
-    px__job j;
+    px_batch_job j;
     memset(&j, 0, sizeof j);
     j.shard_size = 64;
     j.exec_name = "auto";
@@ -854,7 +198,7 @@ int main(int argc, char **argv)
     if ((rc = px__args(argc, argv, rank, &j, &list, &dir, &verify)))
         goto end;
     if (verify) {
-        rc = px__from_root(rank == 0 ? pxb_verify(verify, stdout) : 0);
+        rc = px_batch_from_root(rank == 0 ? pxb_verify(verify, stdout) : 0);
         goto end;
     }
     pxvm_error err = {0};
@@ -899,12 +243,12 @@ int main(int argc, char **argv)
     }
     /* --out before any work: usable, and ours alone for the run */
     msg[0] = 0;
-    if ((rc = px__from_root(rank == 0 ? px__out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
-    if ((rc = px__agree(px__inputs(&j, list, dir, msg, sizeof msg)))) {
+    if ((rc = px_batch_agree(px_batch_inputs(&j, list, dir, msg, sizeof msg)))) {
         if (rank == 0 && msg[0])
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
@@ -916,14 +260,14 @@ int main(int argc, char **argv)
         goto end;
     }
     j.nshards = (int)((j.in.n + (size_t)j.shard_size - 1) / (size_t)j.shard_size);
-    job = px__job_json(&j, &prog, input, out_slot);
+    job = px_batch_job_json(&j, &prog, input, out_slot);
     j.job_text = job ? json_dumps(job, 0) : NULL;
     j.done = calloc((size_t)j.nshards + 1, 1);
-    if ((rc = px__agree(!job || !j.job_text || !j.done))) {
+    if ((rc = px_batch_agree(!job || !j.job_text || !j.done))) {
         fprintf(stderr, "pxbatch: i/o error: out of memory\n");
         goto end;
     }
-    if (!px__same_job(j.job_text)) {
+    if (!px_batch_same_job(j.job_text)) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: usage: the ranks do not see the same program and inputs (under mpirun only "
                             "rank 0 reads standard input: give --in-list a file; --in-dir must hold the same files on "
@@ -932,19 +276,19 @@ int main(int argc, char **argv)
         goto end;
     }
     msg[0] = 0;
-    if ((rc = px__from_root(rank == 0 ? px__out_clean(&j, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_clean(&j, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
     uint64_t prior_failed = 0, skipped = 0;
     msg[0] = 0;
-    int scan = j.overwrite ? 0 : px__scan(&j, job, rank, size, &prior_failed, &skipped, msg, sizeof msg);
-    if ((rc = px__agree(scan))) { /* one message: the first rank's that refuses */
-        if (scan && -px__agree(-rank) == rank)
+    int scan = j.overwrite ? 0 : px_batch_scan(&j, job, rank, size, &prior_failed, &skipped, msg, sizeof msg);
+    if ((rc = px_batch_agree(scan))) { /* one message: the first rank's that refuses */
+        if (scan && -px_batch_agree(-rank) == rank)
             fprintf(stderr, "pxbatch: %s\n", msg);
         else if (!scan)
-            px__agree(-size);
+            px_batch_agree(-size);
         goto end;
     }
     /* workers: one per GPU of this process (without MPI), else one; each a share of the shards */
@@ -979,17 +323,17 @@ int main(int argc, char **argv)
         int per = (int)(cores / (nworkers * (size > gpus ? gpus : size)));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
-    px__worker *ws = calloc((size_t)nworkers, sizeof *ws);
+    px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     int started = 0;
-    double t0 = px__now();
+    double t0 = px_batch_now();
     for (int i = 0; ws && th && i < nworkers; i++) {
         ws[i].job = &j, ws[i].prog = &prog, ws[i].input = input, ws[i].out_slot = out_slot;
         ws[i].nslots_total = size * nworkers, ws[i].slot_id = rank * nworkers + i;
         ws[i].device = size > 1 ? local_rank % gpus : i;
         ws[i].exec = j.exec_name;
         ws[i].is_rank0_first = rank == 0 && i == 0;
-        if (pthread_create(&th[i], NULL, px__work, &ws[i]) != 0)
+        if (pthread_create(&th[i], NULL, px_batch_work, &ws[i]) != 0)
             break;
         started++;
     }
@@ -1010,16 +354,16 @@ int main(int argc, char **argv)
                 worst = pxvm_exit_status(ws[i].rc);
         }
     }
-    double secs = px__now() - t0;
+    double secs = px_batch_now() - t0;
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi) {
+    if (px_batch_mpi) {
         uint64_t all[6];
         MPI_Reduce(tot, all, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         double secs_all = 0;
         MPI_Reduce(&secs, &secs_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)
             memcpy(tot, all, sizeof all), secs = secs_all;
-        worst = px__agree(worst);
+        worst = px_batch_agree(worst);
     }
 #endif
     if (rank == 0) {
@@ -1036,7 +380,7 @@ int main(int argc, char **argv)
     }
     rc = worst ? worst : (tot[1] ? 1 : 0);
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi) { /* every rank exits with the job's status */
+    if (px_batch_mpi) { /* every rank exits with the job's status */
         uint64_t failed = tot[1];
         MPI_Bcast(&failed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
         rc = worst ? worst : (failed ? 1 : 0);
@@ -1052,7 +396,7 @@ end:
     free(j.job_text);
     free(j.done);
 #ifdef PXVM_HAVE_MPI
-    if (px__mpi)
+    if (px_batch_mpi)
         MPI_Finalize();
 #endif
     if (lock_fd >= 0)

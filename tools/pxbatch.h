@@ -1,6 +1,7 @@
-/* pxbatch.h - pxbatch's file handling, apart from running shards (tools/pxbatch_files.c): strict
- * numbers, the list file, JSON strings of any file name, SHA-256, shard markers, .npy headers and
- * --verify. The parsers take bytes, so that tests/fuzz/fuzz_pxbatch.c can reach them. */
+/* pxbatch.h - pxbatch's file handling, apart from running shards (tools/pxbatch_sha256.c,
+ * pxbatch_names.c, pxbatch_marker.c, pxbatch_npy.c, pxbatch_verify.c): strict numbers, the list
+ * file, JSON strings of any file name, SHA-256, shard markers, .npy headers and --verify. The
+ * parsers take bytes, so that tests/fuzz/fuzz_pxbatch.c can reach them. */
 #ifndef PXBATCH_H
 #define PXBATCH_H
 

@@ -1,10 +1,13 @@
-/* fuzz_pxbatch: pxbatch's file handling (tools/pxbatch_files.c) from bytes. The first byte picks
+/* fuzz_pxbatch: pxbatch's file handling (tools/pxbatch.h) from bytes. The first byte picks
  * the parser, the rest is its input: 0 a list file, 1 a shard marker (its names hashed, its job
  * compared with itself), 2 an .npy header, 3 a file name written as JSON and read back, which must
  * parse as strict JSON and give the same bytes. */
-#include "../../tools/pxbatch_files.c"
-
+#define _GNU_SOURCE /* fmemopen, open_memstream, strndup */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "../../tools/pxbatch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,0 +1,90 @@
+/* pxbatch_internal.h - what the pxbatch command's files share (private to tools/pxbatch*.c that
+ * run a job): the job, a shard, a worker, and the functions one file calls in another. File
+ * handling (markers, the list, --verify) is apart, in pxbatch.h. */
+#ifndef PXBATCH_INTERNAL_H
+#define PXBATCH_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../vm/vm.h"
+#include "pxbatch.h"
+
+/* The job: its options, inputs and the marker text every shard records. */
+typedef struct {
+    pxb_names in;                 /* the dataset, in order */
+    const char *prog_path, *out_dir, *exec_name;
+    int shard_size, devices, threads, decoders, overwrite;
+    int nshards;
+    pxvm_limits lim;
+    char *job_text;               /* the "job" object of every marker (json_dumps) */
+    uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
+} px_batch_job;
+
+/* One shard: its inputs decoded in the background (pxbatch_shard.c). */
+typedef struct {
+    const px_batch_job *job;
+    const pxvm_program *prog;
+    int shard, first, count, input;
+    int w, h;           /* the input slot's size */
+    pxvm_image *img;    /* [count] decoded (px NULL: failed) */
+    char **why;         /* [count] the error of a failed input */
+    pthread_t thread[64];
+    struct px_batch_decoder *dec;
+    int started;       /* decoding threads running */
+} px_batch_shard;
+
+typedef struct px_batch_decoder {
+    px_batch_shard *s;
+    int t, n; /* this thread decodes items t, t + n, ... */
+} px_batch_decoder;
+
+/* A worker's executor and what it has written. */
+typedef struct {
+    const pxvm_executor_ops *ops;
+    pxvm_executor *ex;
+    int batch;
+    uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
+} px_batch_worker_state;
+
+/* A worker: a thread with its own executor, taking its share of the shards (pxbatch_workers.c). */
+typedef struct {
+    const px_batch_job *job;
+    const pxvm_program *prog;
+    int input, out_slot;
+    int slot_id, nslots_total; /* this worker takes shards slot_id, slot_id + nslots_total, ... */
+    int device, is_rank0_first;
+    const char *exec;
+    px_batch_worker_state st;
+    pxvm_error err;
+    int rc;
+} px_batch_worker;
+
+/* pxbatch_job.c: the dataset, in a fixed order (0, 1 i/o or 3 malformed list, with msg); --out
+ * checked, created and locked, then cleaned (0, or an exit status with msg); this process's share
+ * of the markers already in --out compared with this job; the job object every marker records. */
+int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *msg, size_t len);
+int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len);
+int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len);
+int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
+                  size_t len);
+json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot);
+
+/* pxbatch_shard.c: a shard's decoding started (-1: out of memory), freed (after its threads),
+ * run and written (0, or the pxvm class of a failure); DIR/shard-NNNNN.ext, malloc'ed. */
+int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard);
+void px_batch_shard_free(px_batch_shard *s);
+int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err);
+char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
+
+/* pxbatch_workers.c: the monotonic clock in seconds; a worker's thread (px_batch_worker *); under
+ * a launcher, MPI (px_batch_mpi set): every rank's largest value, rank 0's value, whether every
+ * rank has rank 0's job. */
+double px_batch_now(void);
+void *px_batch_work(void *arg);
+extern int px_batch_mpi;
+int px_batch_launched(void);
+int px_batch_agree(int v);
+int px_batch_from_root(int v);
+int px_batch_same_job(const char *text);
+
+#endif

@@ -1,0 +1,226 @@
+/* pxbatch_job.c - a pxbatch job's dataset and --out: the inputs in a fixed order (a list file or
+ * a folder), --out checked, created, locked and cleaned, the markers already there compared with
+ * this job (finished shards skipped, another job's refused), and the job object they record. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pxbatch_internal.h"
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+static int px__cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The dataset, in a fixed order: a list file's lines, or a folder's images sorted by name.
+ * 0, 1 (i/o) or 3 (malformed list) with msg. */
+int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *msg, size_t len)
+{
+    char why[256];
+    if (list) {
+        FILE *f = !strcmp(list, "-") ? stdin : fopen(list, "r");
+        if (!f) {
+            snprintf(msg, len, "i/o error: cannot read '%s': %s", list, strerror(errno));
+            return 1;
+        }
+        int rc = pxb_list_read(f, &j->in, why, sizeof why);
+        if (f != stdin)
+            fclose(f);
+        if (rc < 0) {
+            snprintf(msg, len, "%s: '%s': %s", strstr(why, "NUL") ? "malformed" : "i/o error", list, why);
+            return strstr(why, "NUL") ? 3 : 1;
+        }
+        return 0;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(msg, len, "i/o error: cannot read '%s': %s", dir, strerror(errno));
+        return 1;
+    }
+    size_t dl = strlen(dir);
+    const char *sep = dl && dir[dl - 1] == '/' ? "" : "/";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (!dot || e->d_name[0] == '.' ||
+            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg")))
+            continue;
+        char *path;
+        if (asprintf(&path, "%s%s%s", dir, sep, e->d_name) < 0 || pxb_names_add(&j->in, path) < 0) {
+            closedir(d);
+            snprintf(msg, len, "i/o error: out of memory listing '%s'", dir);
+            return 1;
+        }
+        free(path);
+    }
+    closedir(d);
+    if (j->in.n)
+        qsort(j->in.v, j->in.n, sizeof(char *), px__cmp);
+    return 0;
+}
+
+/* ---- --out: checked, locked, compared with this job ------------------------------------------- */
+
+/* --out exists or is created, is a directory, takes new files, and is locked (flock on
+ * DIR/.pxbatch.lock, held until the process exits). 0, or an exit status with msg. */
+int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)) {
+        snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(msg, len, "i/o error: --out '%s' is not a directory", dir);
+        return 1;
+    }
+    char *probe = NULL, *lock = NULL;
+    if (asprintf(&probe, "%s/.pxbatch-probe-XXXXXX", dir) < 0 || asprintf(&lock, "%s/.pxbatch.lock", dir) < 0) {
+        free(probe);
+        snprintf(msg, len, "i/o error: out of memory");
+        return 1;
+    }
+    int rc = 0, fd = mkstemp(probe);
+    if (fd < 0) {
+        snprintf(msg, len, "i/o error: --out '%s' is not writable: %s", dir, strerror(errno));
+        rc = 1;
+    } else {
+        close(fd);
+        unlink(probe);
+        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) {
+            snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
+            rc = 1;
+        } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            if (errno == EWOULDBLOCK)
+                snprintf(msg, len,
+                         "usage: another pxbatch run (or --verify) holds --out '%s' (its lock .pxbatch.lock): "
+                         "refusing to run beside it",
+                         dir);
+            else
+                snprintf(msg, len, "i/o error: cannot lock '%s': %s", lock, strerror(errno));
+            rc = errno == EWOULDBLOCK ? 2 : 1;
+            close(fd);
+        } else
+            *lock_fd = fd;
+    }
+    free(probe);
+    free(lock);
+    return rc;
+}
+
+/* Under the lock: with --overwrite every shard file goes, else the temporary files a killed run
+ * left (SIGKILL cannot be caught). 0, or 1 with msg. */
+int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len)
+{
+    DIR *d = opendir(j->out_dir);
+    if (!d) {
+        snprintf(msg, len, "i/o error: cannot read --out '%s': %s", j->out_dir, strerror(errno));
+        return 1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        int tmp = !strncmp(e->d_name, "shard-", 6) && strstr(e->d_name, ".tmp-");
+        int ours = pxb_shard_name(e->d_name, "npy") >= 0 || pxb_shard_name(e->d_name, "json") >= 0;
+        if (!tmp && !(ours && j->overwrite))
+            continue;
+        char *path;
+        if (asprintf(&path, "%s/%s", j->out_dir, e->d_name) < 0)
+            continue;
+        if (unlink(path) != 0 && errno != ENOENT && !rc) {
+            snprintf(msg, len, "i/o error: cannot remove '%s': %s", path, strerror(errno));
+            rc = 1;
+        }
+        free(path);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* A finished shard's marker compared with this job: 0 (done[] set when its .npy is there whole;
+ * else the shard is made again), or an exit status with msg: 2 another job's, 3 not a marker. */
+static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *failed, uint64_t *skipped, char *msg,
+                            size_t len)
+{
+    pxb_marker m;
+    char why[512], diff[2048];
+    if (pxb_marker_load(j->out_dir, shard, &m, why, sizeof why) < 0) {
+        snprintf(msg, len, "malformed: --out '%s': shard-%05d: %s; remove it or rerun with --overwrite", j->out_dir,
+                 shard, why);
+        return 3;
+    }
+    int rc = 0;
+    if (pxb_job_diff(m.job, job, diff, sizeof diff)) {
+        char *was = pxb_json_get_name(m.root, "program");
+        snprintf(msg, len,
+                 "usage: --out '%s' holds the shards of another job: shard-%05d.json (made from '%s') differs from "
+                 "this run in %s; rerun with --overwrite to replace them, or use another --out",
+                 j->out_dir, shard, was ? was : "?", diff);
+        free(was);
+        rc = 2;
+    } else if (shard >= j->nshards) {
+        snprintf(msg, len, "usage: --out '%s' holds shard-%05d.json, past this job's %d shards: remove it or rerun "
+                           "with --overwrite", j->out_dir, shard, j->nshards);
+        rc = 2;
+    } else {
+        char *npy = px_batch_shard_path(j, shard, "npy");
+        struct stat st;
+        if (npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
+            j->done[shard] = 1;
+            *failed += m.nerrors;
+            (*skipped)++;
+        }
+        free(npy);
+    }
+    pxb_marker_free(&m);
+    return rc;
+}
+
+/* This process's share of the markers already in --out (shards s with s mod ranks == rank; rank 0
+ * also any past this job's shards): each of this job, or the run refuses. */
+int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
+                    size_t len)
+{
+    DIR *d = opendir(j->out_dir);
+    if (!d) {
+        snprintf(msg, len, "i/o error: cannot read --out '%s': %s", j->out_dir, strerror(errno));
+        return 1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        int s = pxb_shard_name(e->d_name, "json");
+        if (s >= 0 && (s < j->nshards ? s % size == rank : rank == 0))
+            rc = px__check_marker(j, job, s, failed, skipped, msg, len);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The job: every field that decides the output bytes. A rerun into the same --out compares them
+ * all (pxb_job_diff), so an option that comes to change the bytes (a policy, a dtype, fixations)
+ * is added here and is compared from then on. Not in it: the executor, threads, devices, decoders
+ * and ranks (the same bytes: tested), the program's path (the same pixels from another file, or
+ * a plan and its .pxi, are the same program) and --max-memory (it bounds the batch and decides
+ * which error an input gets, not the bytes of one that fits its slot). */
+json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot)
+{
+    char prog_sha[65], in_sha[65], la[16], lb[16];
+    pxb_sha256_of(prog->image.px, (size_t)prog->image.w * (size_t)prog->image.h * 4u, prog_sha);
+    pxb_sha256 c;
+    pxb_sha256_init(&c);
+    for (size_t i = 0; i < j->in.n; i++)
+        pxb_sha256_update(&c, j->in.v[i], strlen(j->in.v[i]) + 1);
+    pxb_sha256_hex(&c, in_sha);
+    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s}", "pxvm_version", PXVM_VERSION,
+                     "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
+                     pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
+                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha);
+}

@@ -1,0 +1,286 @@
+/* pxbatch_verify.c - pxbatch --verify: every shard of a folder checked against its marker (the
+ * .npy's size, header, shape and SHA-256, the job, the names' hash) and what is corrupt, missing
+ * or orphaned listed; a marker read from a folder; the shard files' names. The rest of the file
+ * handling (pxbatch.h) is in pxbatch_sha256.c, pxbatch_names.c, pxbatch_marker.c, pxbatch_npy.c. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pxbatch_files.h"
+
+/* ---- --verify ------------------------------------------------------------------------------- */
+
+typedef struct {
+    int index;
+    unsigned char json, npy;
+} px__entry_t;
+
+static int px__entry_cmp(const void *a, const void *b)
+{
+    int x = ((const px__entry_t *)a)->index, y = ((const px__entry_t *)b)->index;
+    return (x > y) - (x < y);
+}
+
+int pxb_shard_name(const char *name, const char *ext)
+{
+    if (strncmp(name, "shard-", 6))
+        return -1;
+    const char *p = name + 6, *d = p;
+    long v = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 9)
+        v = v * 10 + (*p++ - '0');
+    return p > d && *p == '.' && !strcmp(p + 1, ext) ? (int)v : -1;
+}
+
+/* Reads a whole regular file (at most max bytes). */
+static int px__read_regular(const char *path, uint64_t max, uint8_t **data, size_t *len, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        pxb_why(why, why_len, "cannot read it: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+        pxb_why(why, why_len, S_ISREG(st.st_mode) ? "%lld bytes: too large" : "not a regular file",
+                (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(n ? n : 1);
+    while (buf && got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (!buf || got != n) {
+        pxb_why(why, why_len, "cannot read it: %s", buf ? "short read" : "out of memory");
+        free(buf);
+        return -1;
+    }
+    *data = buf, *len = n;
+    return 0;
+}
+
+/* Checks a shard's .npy against its marker: "" when good, else the reason in why. */
+static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        pxb_why(why, why_len, "its .npy %s", fd < 0 ? strerror(errno) : "is not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = -1;
+    if ((uint64_t)st.st_size != m->npy_bytes) {
+        pxb_why(why, why_len, "its .npy is %lld bytes, its marker says %" PRIu64, (long long)st.st_size, m->npy_bytes);
+        close(fd);
+        return -1;
+    }
+    pxb_sha256 c;
+    pxb_sha256_init(&c);
+    size_t cap = 1u << 20, got = 0, head_len = 0;
+    uint8_t *buf = malloc(cap), head[4096];
+    ssize_t k;
+    while (buf && (k = read(fd, buf, cap)) > 0) {
+        if (head_len < sizeof head) {
+            size_t take = sizeof head - head_len < (size_t)k ? sizeof head - head_len : (size_t)k;
+            memcpy(head + head_len, buf, take);
+            head_len += take;
+        }
+        pxb_sha256_update(&c, buf, (size_t)k);
+        got += (size_t)k;
+    }
+    close(fd);
+    free(buf);
+    int ndim;
+    uint64_t shape[8];
+    size_t off;
+    char hex[65], hwhy[160];
+    pxb_sha256_hex(&c, hex);
+    if (got != m->npy_bytes)
+        pxb_why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
+    else if (pxb_npy_header(head, head_len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
+        pxb_why(why, why_len, "its .npy: %s", hwhy);
+    else if (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape))
+        pxb_why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                              ", 4)",
+                m->shape[0], m->shape[1], m->shape[2], m->shape[3]);
+    else if (off + m->shape[0] * m->shape[1] * m->shape[2] * m->shape[3] * 4u != got)
+        pxb_why(why, why_len, "its .npy's data is not the shape's size");
+    else if (strcmp(hex, m->npy_sha256))
+        pxb_why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
+    else
+        rc = 0;
+    return rc;
+}
+
+int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t why_len)
+{
+    char *path;
+    if (asprintf(&path, "%s/shard-%05d.json", dir, index) < 0)
+        return -1;
+    uint8_t *data;
+    size_t len;
+    char rwhy[256];
+    int rc = px__read_regular(path, 1u << 30, &data, &len, rwhy, sizeof rwhy);
+    free(path);
+    if (rc < 0) {
+        pxb_why(why, why_len, "its marker: %s", rwhy);
+        return -1;
+    }
+    rc = pxb_marker_parse((const char *)data, len, index, m, rwhy, sizeof rwhy);
+    free(data);
+    if (rc < 0)
+        pxb_why(why, why_len, "its marker: %s", rwhy);
+    return rc;
+}
+
+int pxb_verify(const char *dir, FILE *out)
+{
+    char *lock;
+    if (asprintf(&lock, "%s/.pxbatch.lock", dir) < 0)
+        return 1;
+    int lfd = open(lock, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    free(lock);
+    if (lfd >= 0 && flock(lfd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fprintf(stderr, "pxbatch: usage: a pxbatch run holds '%s' (its .pxbatch.lock): verify it when the run ends\n",
+                dir);
+        close(lfd);
+        return 2;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "pxbatch: i/o error: cannot read '%s': %s\n", dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return 1;
+    }
+    px__entry_t *e = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int js = pxb_shard_name(de->d_name, "json"), np = pxb_shard_name(de->d_name, "npy");
+        if (js < 0 && np < 0) {
+            if (!strncmp(de->d_name, "shard-", 6) && strstr(de->d_name, ".tmp-")) {
+                fprintf(out, "%s: orphaned: the temporary file of an unfinished write\n", de->d_name);
+                orphaned++;
+            }
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            px__entry_t *ne = realloc(e, cap * sizeof *e);
+            if (!ne)
+                break;
+            e = ne;
+        }
+        e[n++] = (px__entry_t){js >= 0 ? js : np, js >= 0, np >= 0};
+    }
+    closedir(d);
+    if (n)
+        qsort(e, n, sizeof *e, px__entry_cmp);
+    size_t merged = 0; /* one entry a shard number */
+    for (size_t i = 0; i < n; i++) {
+        if (merged && e[merged - 1].index == e[i].index)
+            e[merged - 1].json |= e[i].json, e[merged - 1].npy |= e[i].npy;
+        else
+            e[merged++] = e[i];
+    }
+    n = merged;
+    /* the job: the first marker that parses */
+    pxb_marker ref = {0};
+    int have_ref = 0;
+    char why[1024];
+    for (size_t i = 0; i < n && !have_ref; i++)
+        have_ref = e[i].json && pxb_marker_load(dir, e[i].index, &ref, why, sizeof why) == 0;
+    uint64_t nshards = have_ref ? (ref.inputs + ref.shard_size - 1) / ref.shard_size : 0;
+    pxb_sha256 names;
+    pxb_sha256_init(&names);
+    int names_ok = have_ref, edited = 0;
+    uint64_t expect = 0; /* the next shard number not yet seen */
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t index = i < n ? (uint64_t)e[i].index : nshards;
+        if (index > expect && expect < nshards) { /* a gap */
+            uint64_t last = (index < nshards ? index : nshards) - 1;
+            if (last == expect)
+                fprintf(out, "shard-%05" PRIu64 ": missing: no marker, no .npy\n", expect);
+            else
+                fprintf(out, "shard-%05" PRIu64 " .. shard-%05" PRIu64 ": missing: no markers, no .npy\n", expect, last);
+            missing += last - expect + 1;
+            names_ok = 0;
+        }
+        if (i == n)
+            break;
+        expect = index + 1;
+        if (index >= nshards) {
+            fprintf(out, "shard-%05" PRIu64 ": orphaned: past the job's %" PRIu64 " shards\n", index, nshards);
+            orphaned += (unsigned long)e[i].json + e[i].npy;
+            continue;
+        }
+        if (!e[i].json || !e[i].npy) {
+            fprintf(out, "shard-%05" PRIu64 ": missing: %s\n", index,
+                    e[i].json ? "its .npy (the marker is there)" : "its marker (an unfinished shard's .npy is there)");
+            missing++;
+            names_ok = 0;
+            continue;
+        }
+        pxb_marker m;
+        if (pxb_marker_load(dir, (int)index, &m, why, sizeof why) < 0) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, why);
+            corrupt++;
+            names_ok = 0;
+            continue;
+        }
+        char diff[1024];
+        if (pxb_job_diff(ref.job, m.job, diff, sizeof diff)) {
+            fprintf(out, "shard-%05" PRIu64 ": corrupt: of another job than shard-%05d (%s)\n", index, ref.shard, diff);
+            corrupt++;
+            names_ok = 0;
+        } else {
+            if (names_ok && pxb_marker_hash_names(&m, &names) < 0)
+                names_ok = 0;
+            char *path;
+            if (asprintf(&path, "%s/shard-%05" PRIu64 ".npy", dir, index) < 0)
+                path = NULL;
+            if (!path || px__verify_npy(path, &m, why, sizeof why) < 0) {
+                fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, path ? why : "out of memory");
+                corrupt++;
+            } else
+                good++;
+            free(path);
+        }
+        pxb_marker_free(&m);
+    }
+    if (names_ok) {
+        char hex[65];
+        pxb_sha256_hex(&names, hex);
+        const char *want = json_string_value(json_object_get(ref.job, "inputs_sha256"));
+        edited = !want || strcmp(hex, want);
+    }
+    if (!have_ref)
+        fprintf(out, "no marker of a pxbatch job%s\n", n ? " parses" : "");
+    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shards: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
+            nshards, good, corrupt, missing, orphaned,
+            edited ? "; the markers' file lists do not hash to the job's inputs_sha256 (a marker was edited)" : "");
+    pxb_marker_free(&ref);
+    free(e);
+    if (lfd >= 0)
+        close(lfd);
+    return have_ref && !edited && !corrupt && !missing && !orphaned && good == nshards ? 0 : 1;
+}

@@ -1,0 +1,160 @@
+/* pxbatch_workers.c - who runs which shard: a process's workers (threads, one per GPU without
+ * MPI, each with its own executor, decoding its next shard while it runs one) and, under a
+ * launcher, the ranks' agreement through MPI. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef PXVM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "pxbatch_internal.h"
+
+/* ---- workers -------------------------------------------------------------------------------- */
+
+double px_batch_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The next shard of this worker from `s` on that an earlier run did not finish. */
+static int px__next(const px_batch_worker *w, int s)
+{
+    while (s < w->job->nshards && w->job->done[s])
+        s += w->nslots_total;
+    return s;
+}
+
+void *px_batch_work(void *arg)
+{
+    px_batch_worker *w = arg;
+    const px_batch_job *j = w->job;
+    int nshards = j->nshards;
+    int s = px__next(w, w->slot_id);
+    if (s >= nshards)
+        return NULL; /* nothing left: no executor opened */
+    pxvm_open_options oo = {j->threads, w->device};
+    const pxvm_executor_ops *ops;
+    if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
+        w->rc = w->err.cls;
+        return NULL;
+    }
+    w->st.ops = ops;
+    w->st.batch = j->shard_size;
+    if (ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
+        w->rc = w->err.cls;
+        ops->close(w->st.ex);
+        return NULL;
+    }
+    /* two shards in flight: the decode thread of `next` holds its address, so they swap pointers */
+    px_batch_shard shards[2], *cur, *next = &shards[0];
+    int have_next = 0;
+    if (px_batch_shard_start(next, j, w->prog, w->input, s) == 0)
+        have_next = 1;
+    else {
+        px_batch_shard_free(next);
+        w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+    }
+    double t0 = px_batch_now();
+    int tty = w->is_rank0_first && isatty(2);
+    while (have_next) {
+        cur = next;
+        next = cur == &shards[0] ? &shards[1] : &shards[0];
+        have_next = 0;
+        int n = px__next(w, cur->shard + w->nslots_total);
+        if (n < nshards) { /* decodes while cur runs */
+            if (px_batch_shard_start(next, j, w->prog, w->input, n) == 0)
+                have_next = 1;
+            else
+                px_batch_shard_free(next);
+        }
+        int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
+        int done_shard = cur->shard;
+        px_batch_shard_free(cur);
+        if (!rc && n < nshards && !have_next)
+            rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+        if (rc) {
+            w->rc = rc;
+            break;
+        }
+        if (tty)
+            fprintf(stderr, "\rpxbatch: shard %d of %d, %" PRIu64 " images, %.0f images/s   ", done_shard + 1, nshards,
+                    w->st.images, (double)w->st.images / (px_batch_now() - t0));
+    }
+    if (have_next)
+        px_batch_shard_free(next);
+    if (tty && w->st.written)
+        fputc('\n', stderr);
+    ops->close(w->st.ex);
+    return NULL;
+}
+
+/* MPI is started only under a launcher (mpirun, srun: its variables are set): Open MPI's
+ * singleton start costs about half a second for nothing. */
+int px_batch_mpi;
+
+int px_batch_launched(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+/* The largest of every rank's value (MPI), so that all ranks take the same way. */
+int px_batch_agree(int v)
+{
+#ifdef PXVM_HAVE_MPI
+    if (!px_batch_mpi)
+        return v;
+    int all = v;
+    MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return all;
+#else
+    return v;
+#endif
+}
+
+/* rank 0's value, on every rank */
+int px_batch_from_root(int v)
+{
+#ifdef PXVM_HAVE_MPI
+    if (px_batch_mpi)
+        MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
+    return v;
+}
+
+/* Does every rank have rank 0's job (the same program and inputs)? 1 or 0, on every rank. */
+int px_batch_same_job(const char *text)
+{
+#ifdef PXVM_HAVE_MPI
+    if (!px_batch_mpi)
+        return 1;
+    int rank, len = (int)strlen(text);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int len0 = px_batch_from_root(len);
+    char *root = malloc((size_t)len0 + 1);
+    if (!root) {
+        fprintf(stderr, "pxbatch: i/o error: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0)
+        memcpy(root, text, (size_t)len0);
+    MPI_Bcast(root, len0, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int ok = len == len0 && !memcmp(root, text, (size_t)len);
+    free(root);
+    return !px_batch_agree(!ok);
+#else
+    (void)text;
+    return 1;
+#endif
+}

@@ -32,6 +32,7 @@ struct pxvm_runner {
 
 static _Thread_local pxvm_class px__last_class;
 static _Thread_local char px__last_msg[1024];
+static _Thread_local char px__last_warning[1024];
 
 /* Records err as the thread's last error; returns its class (the API's return value). */
 static int px__fail(const pxvm_error *err)
@@ -49,6 +50,15 @@ static int px__usage(const char *msg)
 }
 
 const char *pxvm_errmsg(void) { return px__last_msg; }
+const char *pxvm_warning(void) { return px__last_warning; }
+
+/* After a successful decode: what a lenient decoder went past (err holds it), or nothing. */
+static void px__keep_warning(const pxvm_error *err)
+{
+    px__last_warning[0] = 0;
+    if (err->code != PXE_NONE)
+        pxvm_error_format(err, px__last_warning, sizeof px__last_warning);
+}
 pxvm_class pxvm_errclass(void) { return px__last_class; }
 void pxvm_free(void *p) { free(p); }
 const char *pxvm_version(void) { return PXVM_VERSION; }
@@ -71,8 +81,10 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
     pxvm_image img;
     if (!data || !rgba || !w || !h)
         return px__usage("pxvm_image_decode: NULL argument");
+    px__last_warning[0] = 0;
     if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
+    px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;
 }
@@ -84,8 +96,10 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
     pxvm_image img;
     if (!path || !rgba || !w || !h)
         return px__usage("pxvm_image_load: NULL argument");
+    px__last_warning[0] = 0;
     if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
+    px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;
 }

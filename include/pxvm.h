@@ -60,6 +60,10 @@ typedef enum pxvm_class {
  * next failing call. */
 const char *pxvm_errmsg(void);
 pxvm_class pxvm_errclass(void);
+/* After a successful pxvm_image_load / pxvm_image_decode on this thread with PXVM_DECODE_LENIENT:
+ * what the decoder went past (a truncated or corrupt file, trailing bytes), in pxrun's words;
+ * "" when the file decoded cleanly. Strict decodes (the default) refuse such files instead. */
+const char *pxvm_warning(void);
 /* "malformed", "invalid", "unlinkable", "trap", "i/o error", "usage", "unavailable", "assembly error",
  * "plan error": the words before the colon in pxvm_errmsg(). */
 const char *pxvm_class_name(pxvm_class cls);

@@ -83,6 +83,7 @@ def _load():
         "pxvm_version": (S, []),
         "pxvm_errmsg": (S, []),
         "pxvm_errclass": (I, []),
+        "pxvm_warning": (S, []),
         "pxvm_free": (None, [P]),
         "pxvm_limits_default": (None, [LP]),
         "pxvm_image_load": (I, [S, LP, PP, IP, IP]),

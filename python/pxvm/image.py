@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 from typing import TYPE_CHECKING
 
 from . import _capi
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     import numpy
 
 _lib = _capi.lib
+
+
+PXVM_DECODE_LENIENT = 1  # include/pxvm.h: pxvm_limits.flags
 
 
 def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
@@ -33,13 +37,22 @@ def _take_bytes(ptr, n):
         _lib.pxvm_free(ptr)
 
 
-def load_image(path: str | os.PathLike, **limits: int) -> numpy.ndarray:
+def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) -> numpy.ndarray:
     """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
-    (libpng, libjpeg-turbo), the limits checked from the file's header first."""
+    (libpng, libjpeg-turbo), the limits checked from the file's header first.
+
+    Decoding is strict: a truncated or corrupt file, or bytes after its end, raise
+    ``pxvm.Malformed``. ``lenient=True`` (pxrun's ``--lenient``) decodes what it can and reports
+    what it went past as a ``UserWarning`` with pxrun's words."""
     np = _np()
     px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
     lim = _limits(**limits)
+    if lenient:
+        lim.flags |= PXVM_DECODE_LENIENT
     _check(_lib.pxvm_image_load(os.fsencode(path), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
                                 ctypes.byref(h)))
+    warning = _lib.pxvm_warning()
+    if lenient and warning:
+        warnings.warn("pxvm: " + warning.decode(errors="replace"), stacklevel=2)
     data = _take_bytes(px, w.value * h.value * 4)
     return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()

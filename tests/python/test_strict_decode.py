@@ -138,3 +138,19 @@ def test_a_truncated_video_fails_naming_the_frame_and_lenient_goes_on(tmp_path):
     # the whole file: no error, 795 frames (only the first 120 decoded here)
     r = pxrun(tmp_path / "ident.pxi", "--frames", VTEST, "--max-frames", "120")
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_python_load_image_is_strict_and_lenient_warns(photo_jpeg, tmp_path):
+    import warnings
+    import pxvm
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(photo_jpeg.read_bytes()[:5000])
+    with pytest.raises(pxvm.Malformed, match="corrupt or unsupported JPEG \\(truncated: the data ends at byte 5000"):
+        pxvm.load_image(cut)
+    with pytest.warns(UserWarning, match="pxvm: malformed: '.*cut.jpg': corrupt or unsupported JPEG \\(truncated"):
+        img = pxvm.load_image(cut, lenient=True)
+    assert img.shape == (300, 451, 4)
+    # a whole file: the same pixels either way, and no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(pxvm.load_image(photo_jpeg, lenient=True), pxvm.load_image(photo_jpeg))

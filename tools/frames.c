@@ -286,6 +286,20 @@ int px_frames_open_raw(FILE *in, const char *name, int w, int h, int channels, c
     return px__raw_open(f, in, name, w, h, channels, err);
 }
 
+/* A frame file of a folder or a glob must be a regular file: a FIFO named x.png would block
+ * the reader forever, a device would never end. Checked (without opening) before any frame. */
+static int px__regular(const char *path, pxvm_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return pxvm_fail(err, PXE_IO_READ, -1, -1, path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return pxvm_fail(err, PXE_IO_READ, -1, -1, path,
+                         "not a regular file (a FIFO, a device or a folder): frames of a folder or a pattern are read "
+                         "from regular files only");
+    return 0;
+}
+
 int px_frames_open(const char *source, int w, int h, int channels, const pxvm_limits *lim, px_frames **out,
                    pxvm_error *err)
 {
@@ -299,11 +313,16 @@ int px_frames_open(const char *source, int w, int h, int channels, const pxvm_li
         glob_t g;
         if (glob(source, 0, NULL, &g) != 0)
             return pxvm_fail(err, PXE_IO_READ, -1, -1, source, "no file matches the pattern");
-        for (size_t i = 0; i < g.gl_pathc; i++)
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            if (px__regular(g.gl_pathv[i], err) < 0) {
+                globfree(&g);
+                return -1;
+            }
             if (px__add(f, g.gl_pathv[i]) < 0) {
                 globfree(&g);
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
             }
+        }
         globfree(&g);
         qsort(f->files, (size_t)f->nfiles, sizeof(char *), px__cmp);
         return 0;
@@ -319,6 +338,10 @@ int px_frames_open(const char *source, int w, int h, int channels, const pxvm_li
                 continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", source, e->d_name);
+            if (px__regular(path, err) < 0) {
+                closedir(d);
+                return -1;
+            }
             if (px__add(f, path) < 0) {
                 closedir(d);
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);

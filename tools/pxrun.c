@@ -663,6 +663,8 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
             px__warn(err);
         if (got <= 0) {
             rc = got;
+            if (got == 0 && n == 0) /* an empty source is no video: never an empty array and exit 0 */
+                rc = pxvm_fail(err, PXE_IO_READ, -1, -1, a->frames, "no frame: the source is empty");
             break;
         }
         double t0 = px__now();

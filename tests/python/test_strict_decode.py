@@ -154,3 +154,26 @@ def test_python_load_image_is_strict_and_lenient_warns(photo_jpeg, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.array_equal(pxvm.load_image(photo_jpeg, lenient=True), pxvm.load_image(photo_jpeg))
+
+
+def test_empty_frames_are_an_error_not_an_empty_array(tmp_path):
+    out = tmp_path / "e.npy"
+    r = subprocess.run([os.path.join(BIN, "pxrun"), os.path.join(ROOT, "programs", "pyramid.pxi"), "--frames", "-", "--frame-size",
+                        "451x300", "--npy", "image=%s" % out], input=b"", capture_output=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert b"cannot read '-': no frame: the source is empty" in r.stderr
+    assert not out.exists()
+
+
+def test_a_fifo_among_frame_files_is_refused_not_waited_on(tmp_path):
+    d = tmp_path / "frames"
+    d.mkdir()
+    from PIL import Image
+    Image.open(PHOTO).save(d / "a.png")
+    os.mkfifo(d / "b.png")
+    for source in (str(d), str(d / "*.png")):
+        r = subprocess.run([os.path.join(BIN, "pxrun"), os.path.join(ROOT, "programs", "pyramid.pxi"), "--frames", source, "--npy",
+                            "image=%s" % (tmp_path / "f.npy")], capture_output=True, timeout=30)
+        assert r.returncode == 1, r.stderr
+        assert b"b.png': not a regular file (a FIFO" in r.stderr
+        assert not (tmp_path / "f.npy").exists()

@@ -24,7 +24,9 @@
 
 #include <jansson.h>
 
+#include "../api/fixation.h"
 #include "../assembler/plan.h"
+#include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
 #include "pxbatch_internal.h"
@@ -38,6 +40,11 @@ static const char px__usage[] =
     "                            mpirun each rank takes device (local rank mod devices)\n"
     "  --threads N               CPU worker threads per process, 0..1024 (default 0: all cores)\n"
     "  --decoders N              decoding threads per worker, 1..64 (default: cores / workers)\n"
+    "  --policy POLICY           how an image of another size than the input slot meets it, as\n"
+    "                            pxrun's: exact (default: another size fails, naming the file),\n"
+    "                            stretch[:FILTER] or fit[:FILTER][:PAD] (resized on the decoding\n"
+    "                            threads; FILTER nearest, box, bilinear, hamming, bicubic (default),\n"
+    "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255)\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
@@ -47,7 +54,8 @@ static const char px__usage[] =
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (the job that made it, the\n"
     ".npy's size and SHA-256, file -> row, and the files that failed with their pxvm error).\n"
     "Finished shards of the same job are skipped on a rerun; another job's refuse (see --overwrite).\n"
-    "Only regular files are read as inputs. DIR/.pxbatch.lock is held for the run.\n"
+    "Only regular files are read as inputs. DIR/.pxbatch.lock is held for the run. A program that\n"
+    "samples relative to a fixation register is refused (pxbatch gives no fixation).\n"
     "Exit status: 0 all images done, 1 i/o (an input failed: listed in a shard's errors, this run's\n"
     "or an earlier one's; --out or a list not usable; a shard not written), 2 usage (options,\n"
     "--max-memory, --out of another job or held by another run), 3 malformed (the program, a\n"
@@ -96,6 +104,7 @@ static int px__usage_error(int rank, int full, const char *fmt, ...)
 static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char **list, const char **dir,
                     const char **verify)
 {
+    const char *policy = NULL;
     static const struct {
         const char *name;
         uint64_t lo, hi;
@@ -117,6 +126,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
                            : !strcmp(o, "--out")     ? &j->out_dir
                            : !strcmp(o, "--executor") ? &j->exec_name
                            : !strcmp(o, "--verify")   ? verify
+                           : !strcmp(o, "--policy")   ? &policy
                                                       : NULL;
         size_t k = 0;
         while (!str && k < sizeof nums / sizeof nums[0] && strcmp(o, nums[k].name))
@@ -128,6 +138,9 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         i++;
         if (str) {
             *str = v;
+            pxvm_error perr;
+            if (str == &policy && px_policy_parse(v, &j->policy, &perr) < 0)
+                return px__usage_error(rank, 0, "%s", perr.msg);
             continue;
         }
         uint64_t n;
@@ -146,8 +159,8 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->lim.max_memory = n;
     }
     if (*verify) {
-        if (j->prog_path || j->out_dir || *list || *dir)
-            return px__usage_error(rank, 0, "--verify DIR takes no program, --out or inputs");
+        if (j->prog_path || j->out_dir || *list || *dir || policy)
+            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs or --policy");
         return 0;
     }
     if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
@@ -222,6 +235,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "pxbatch: usage: the program needs an input slot and an output slot\n");
         rc = 2;
         goto end;
+    }
+    { /* never silently wrong: a program that samples relative to a fixation register would run
+       * around (0, 0), as pxbatch gives no fixation */
+        unsigned regs = pxvm_fixation_inputs(&prog, NULL);
+        if (regs) {
+            int r = __builtin_ctz(regs);
+            if (rank == 0)
+                fprintf(stderr,
+                        "pxbatch: usage: program '%s' samples relative to fixation register %d: pxbatch gives no "
+                        "fixation; compile the plan with an absolute fixation\n",
+                        j.prog_path, r);
+            rc = 2;
+            goto end;
+        }
     }
     { /* a worker's batch: its slots, two shards of decoded inputs (one running, one decoding), the
        * output read back and its .npy */

@@ -85,7 +85,8 @@ int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t
 /* A pxbatch file name "shard-<digits>.<ext>": the shard number, else -1. */
 int pxb_shard_name(const char *name, const char *ext);
 /* Compares two job objects: 0 when equal, else writes "field: old -> new" for every field that
- * differs (or that only one of them has) into buf and returns the count. */
+ * differs (or that only one of them has) into buf and returns the count. A field added after
+ * markers were first written counts as its default where a job lacks it ("policy": "exact"). */
 int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len);
 
 /* ---- .npy ----------------------------------------------------------------------------------- */

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
 
@@ -16,6 +17,7 @@ typedef struct {
     int shard_size, devices, threads, decoders, overwrite;
     int nshards;
     pxvm_limits lim;
+    px_policy policy;             /* --policy: how an image of another size meets the input slot */
     char *job_text;               /* the "job" object of every marker (json_dumps) */
     uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
 } px_batch_job;

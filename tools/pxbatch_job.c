@@ -205,22 +205,26 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
 }
 
 /* The job: every field that decides the output bytes. A rerun into the same --out compares them
- * all (pxb_job_diff), so an option that comes to change the bytes (a policy, a dtype, fixations)
- * is added here and is compared from then on. Not in it: the executor, threads, devices, decoders
- * and ranks (the same bytes: tested), the program's path (the same pixels from another file, or
- * a plan and its .pxi, are the same program) and --max-memory (it bounds the batch and decides
- * which error an input gets, not the bytes of one that fits its slot). */
+ * all (pxb_job_diff), so an option that comes to change the bytes (a dtype, fixations) is added
+ * here and is compared from then on. --policy is "policy", its canonical text (px_policy_format;
+ * a marker written before the field existed has none: pxb_job_diff reads that as "exact"). Not
+ * in it: the executor, threads, devices, decoders and ranks (the same bytes: tested), the
+ * program's path (the same pixels from another file, or a plan and its .pxi, are the same
+ * program) and --max-memory (it bounds the batch and decides which error an input gets, not the
+ * bytes of one that fits its slot). */
 json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot)
 {
-    char prog_sha[65], in_sha[65], la[16], lb[16];
+    char prog_sha[65], in_sha[65], la[16], lb[16], policy[96];
     pxb_sha256_of(prog->image.px, (size_t)prog->image.w * (size_t)prog->image.h * 4u, prog_sha);
     pxb_sha256 c;
     pxb_sha256_init(&c);
     for (size_t i = 0; i < j->in.n; i++)
         pxb_sha256_update(&c, j->in.v[i], strlen(j->in.v[i]) + 1);
     pxb_sha256_hex(&c, in_sha);
-    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s}", "pxvm_version", PXVM_VERSION,
+    px_policy_format(&j->policy, policy, sizeof policy);
+    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
                      "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
                      pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
-                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha);
+                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha,
+                     "policy", policy);
 }

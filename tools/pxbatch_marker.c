@@ -195,6 +195,21 @@ static void px__append(char *buf, size_t len, const char *key, json_t *a, json_t
     free(y);
 }
 
+/* A job field added after markers were first written, and the value such a marker was made with
+ * (NULL: none): "policy", "exact" (pxbatch resized nothing then). */
+static json_t *px__job_default(const char *key)
+{
+    return !strcmp(key, "policy") ? json_string("exact") : NULL;
+}
+
+/* job's field key, or its default when a marker written before it existed has none (a new
+ * reference, json_decref it; NULL: neither) */
+static json_t *px__job_get(json_t *job, const char *key)
+{
+    json_t *v = json_object_get(job, key);
+    return v ? json_incref(v) : px__job_default(key);
+}
+
 int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len)
 {
     int n = 0;
@@ -203,13 +218,17 @@ int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len)
     if (len)
         buf[0] = 0;
     json_object_foreach(new_job, key, v) {
-        json_t *o = json_object_get(old_job, key);
-        if (!o || !json_equal(o, v))
-            px__append(buf, len, key, o, v), n++;
+        json_t *o = px__job_get(old_job, key), *w = px__job_get(new_job, key);
+        if (!o || !json_equal(o, w))
+            px__append(buf, len, key, o, w), n++;
+        json_decref(o);
+        json_decref(w);
     }
     json_object_foreach(old_job, key, v) {
-        if (!json_object_get(new_job, key))
-            px__append(buf, len, key, v, NULL), n++;
+        json_t *w = json_object_get(new_job, key) ? NULL : px__job_default(key);
+        if (!json_object_get(new_job, key) && (!w || !json_equal(v, w)))
+            px__append(buf, len, key, v, w), n++;
+        json_decref(w);
     }
     return n;
 }

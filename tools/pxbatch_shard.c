@@ -86,10 +86,20 @@ static void *px__decode(void *arg)
         pxvm_error err;
         const char *path = s->job->in.v[s->first + i];
         if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
-            char lb[16];
-            pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
-                      pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
-            pxvm_image_free(&s->img[i]);
+            if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
+                char lb[16], msg[sizeof err.msg];
+                pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
+                          pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
+                snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg, path);
+                memcpy(err.msg, msg, sizeof msg);
+                pxvm_image_free(&s->img[i]);
+            } else { /* --policy: resized here, on the decoding thread, before the batch */
+                pxvm_image fitted = {0};
+                int r = px_resize_policy(&s->img[i], s->w, s->h, &s->job->policy, &fitted, &err);
+                pxvm_image_free(&s->img[i]);
+                if (r == 0)
+                    s->img[i] = fitted;
+            }
         }
         if (!s->img[i].px) {
             char buf[1024];

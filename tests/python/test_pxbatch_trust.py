@@ -128,7 +128,8 @@ def test_an_input_of_another_size_names_the_programs_slot(ds, tmp_path):
     lst.write_text(str(tmp_path / "small.png") + "\n")
     run(ds, tmp_path / "o", src=["--in-list", str(lst)])
     err = markers(tmp_path / "o")[0]["errors"][0]["error"]
-    assert err == "unlinkable: a 32x32 image cannot be bound to slot 1 ('image'), which is 64x48"
+    assert err == ("unlinkable: a 32x32 image cannot be bound to slot 1 ('image'), which is 64x48 (file '%s'; "
+                   "--policy stretch or fit resizes it)" % (tmp_path / "small.png"))
 
 
 def test_verify_finds_corrupt_missing_and_orphaned_shards(ds, tmp_path):

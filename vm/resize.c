@@ -291,9 +291,9 @@ void px_resize_op_free(px_resize_op *op)
 
 static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
 {
-    char msg[512];
+    char msg[640]; /* 200 of the text, up to 160 of why, 141 of the syntax */
     snprintf(msg, sizeof msg,
-             "bad policy '%.200s': %s (exact, stretch[:FILTER] or fit[:FILTER][:PAD]; FILTER nearest, box, "
+             "bad policy '%.200s': %.160s (exact, stretch[:FILTER] or fit[:FILTER][:PAD]; FILTER nearest, box, "
              "bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
              text, why);
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
@@ -393,7 +393,7 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
         if (f >= 0)
             p->filter = f, i++;
         else if (!fit || i + 1 < nf || !px__pad_like(field[i])) {
-            char why[128];
+            char why[160]; /* a field is at most 127 characters */
             snprintf(why, sizeof why, "unknown filter '%s'", field[i]);
             return px__policy_fail(err, text, why);
         }
@@ -402,7 +402,7 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
         if (!fit)
             return px__policy_fail(err, text, "stretch takes no pad");
         if (px__pad_parse(field[i], strlen(field[i]), p->pad) < 0) {
-            char why[128];
+            char why[160]; /* a field is at most 127 characters */
             snprintf(why, sizeof why, "bad pad '%s'", field[i]);
             return px__policy_fail(err, text, why);
         }

@@ -142,3 +142,15 @@ def test_stream_dirty_rectangle_is_x_y_w_h():
     p, changed = s.push(b, dirty=[(40, 0, 16, 8)])
     assert np.array_equal(p, ref.patches(b))
     assert changed.any() and not changed.all()
+
+
+def test_gen_spec_refuses_what_it_cannot_generate(tmp_path):
+    """Coverage (isa/gen_spec.c): no template, an unreadable one, an opcode the table lacks."""
+    gen = os.path.join(BIN, "gen_spec")
+    assert tool(gen) == (2, "usage: gen_spec SPEC.in.md > SPEC.md")
+    assert tool(gen, tmp_path / "missing.md")[0] == 1
+    t = tmp_path / "t.md"
+    t.write_text("# x\n@OPCODE HALT@\n")
+    assert tool(gen, t)[0] == 0
+    t.write_text("@OPCODE NOPE@\n")
+    assert tool(gen, t) == (1, "gen_spec: no opcode NOPE")

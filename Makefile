@@ -1,4 +1,4 @@
-# pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make bench`, `make deps`.
+# pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make coverage`, `make mutate`, `make bench`, `make deps`.
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= bin
@@ -10,6 +10,11 @@ LDLIBS  += -lpng -lturbojpeg -ljansson -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
 LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
+endif
+# COV=1: gcc's line and branch counters (make coverage)
+ifeq ($(COV),1)
+CFLAGS  += --coverage
+LDFLAGS += --coverage
 endif
 
 # The CUDA-GL executor is built when nvcc and the EGL and GLEW headers are present (CUDA_GL=0
@@ -189,6 +194,22 @@ bench-deps:
 asan:
 	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 PXVM_PYTEST=0 test
 
+# Line and branch coverage of the whole suite (the C suite and the Python tests, through the
+# library of build/cov) with gcc's --coverage, in build/cov: the HTML report in build/coverage/,
+# the per-file and per-directory table in build/coverage/summary.txt (tests/coverage; gcovr).
+# The report is written even when a test fails; the target then fails.
+coverage:
+	@command -v gcovr >/dev/null || { echo "make coverage needs gcovr: apt-get install -y gcovr (or make deps)"; exit 1; }
+	@find build/cov -name '*.gcda' -delete 2>/dev/null; true
+	$(MAKE) BUILD=build/cov BIN=build/cov/bin COV=1 OPT=-O0 CUDA_GL=0 test; st=$$?; \
+	    tests/coverage build/cov build/coverage || st=1; exit $$st
+
+# Mutation testing (not in CI): each mutant of tests/mutate/mutants.txt applied in turn to a copy
+# of the tree in build/mutate/tree, rebuilt there and tested; the table goes to
+# build/mutate/results.txt (tests/mutate/results.txt is the committed copy). MUTANTS=id,id runs some.
+mutate:
+	tests/mutate/run $(if $(MUTANTS),--only $(MUTANTS))
+
 # Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
 # fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
 FUZZERS := load validate run asm plan jpeg frames pxbatch
@@ -293,7 +314,7 @@ uninstall:
 # fuzzers, the video tests' FFmpeg and MPI): `make deps` installs them, CI (.ci/run) calls it.
 DEPS_PKGS := build-essential pkg-config libpng-dev libjansson-dev libturbojpeg0-dev libegl-dev libglew-dev \
              libavformat-dev libavcodec-dev libswscale-dev libopenmpi-dev openmpi-bin \
-             python3-numpy python3-pytest python3-torch python3-pil python3-skimage python3-venv clang libclang-rt-14-dev
+             python3-numpy python3-pytest python3-torch python3-pil python3-skimage python3-venv clang libclang-rt-14-dev gcovr
 APT_FLAGS ?=
 SUDO     = $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
@@ -303,5 +324,5 @@ deps:
 clean:
 	rm -rf build bin programs/*.pxi out
 
-.PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan demo docs-images deps clean
+.PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan coverage mutate demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

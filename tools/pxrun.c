@@ -90,9 +90,9 @@ typedef struct {
     char *slot;
     int level;
     char *path;
-} px__binding;
+} px_run_binding;
 
-static double px__now(void)
+double px_run_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -110,7 +110,7 @@ static int px__die(const pxvm_error *err)
 
 /* What a lenient decoder went past (err->code set by a call that succeeded): a warning, then
  * cleared. */
-static void px__warn(pxvm_error *err)
+void px_run_warn(pxvm_error *err)
 {
     if (err->code == PXE_NONE)
         return;
@@ -127,7 +127,7 @@ static int px__bad_usage(const char *what)
 }
 
 /* "SLOT=PATH" or "SLOT@L=PATH" */
-static int px__parse_binding(char *arg, int allow_level, px__binding *b)
+static int px__parse_binding(char *arg, int allow_level, px_run_binding *b)
 {
     char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
@@ -223,8 +223,8 @@ static void px__info(const pxvm_program *prog)
  * whole slot as N = 1. */
 /* What --npy writes of a slot, as pixels (into *img, allocated here) and its (N, H, W, 4) shape:
  * the patches of an atlas, else the whole level 0 as N = 1. */
-static int px__npy_array(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
-                         pxvm_image *img, int shape[4], pxvm_error *err)
+int px_run_npy_array(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
+                     pxvm_image *img, int shape[4], pxvm_error *err)
 {
     const pxvm_slot *s = &prog->slots[slot];
     shape[3] = 4;
@@ -248,7 +248,7 @@ static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const 
 {
     pxvm_image img;
     int shape[4];
-    if (px__npy_array(ops, ex, prog, slot, &img, shape, err) < 0)
+    if (px_run_npy_array(ops, ex, prog, slot, &img, shape, err) < 0)
         return -1;
     int rc = pxvm_npy_encode_shape(img.px, 4, shape, out, len, err);
     pxvm_image_free(&img);
@@ -256,7 +256,7 @@ static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const 
 }
 
 typedef struct {
-    px__binding *ins, *outs, *npys, *geoms;
+    px_run_binding *ins, *outs, *npys, *geoms;
     int nin, nout, nnpy, ngeom;
     int nfix, scanpath;
     const char *fix_text[PX_FIX_REGS];
@@ -273,10 +273,10 @@ typedef struct {
     uint64_t repeat;
     pxvm_limits lim;
     pxvm_open_options oo;
-} px__args;
+} px_run_args;
 
 /* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
-static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
+static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -396,9 +396,9 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
 }
 
 /* Resolves every slot name and level before any work. */
-static int px__resolve(const pxvm_program *prog, px__args *a, pxvm_error *err)
+static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err)
 {
-    px__binding *lists[3] = {a->ins, a->outs, a->npys};
+    px_run_binding *lists[3] = {a->ins, a->outs, a->npys};
     int counts[3] = {a->nin, a->nout, a->nnpy};
     for (int li = 0; li < 3; li++)
         for (int i = 0; i < counts[li]; i++) {
@@ -415,8 +415,8 @@ static int px__resolve(const pxvm_program *prog, px__args *a, pxvm_error *err)
 }
 
 /* Reads every requested output and writes it to a temporary file (committed by the caller). */
-static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
-                       pxvm_outputs *files, pxvm_error *err)
+int px_run_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px_run_args *a,
+                   pxvm_outputs *files, pxvm_error *err)
 {
     for (int kind = 0; kind < 3; kind++) {
         int n = kind == 0 ? a->nout : kind == 1 ? (a->frames ? 0 : a->nnpy) : (a->final_path ? 1 : 0);
@@ -451,7 +451,7 @@ static int px__ends_with(const char *s, const char *tail)
 }
 
 /* A .pxi, or a plan compiled here (.json, or any file with --scanpath). */
-static int px__load_program(const px__args *a, pxvm_program *prog, pxvm_error *err)
+static int px__load_program(const px_run_args *a, pxvm_program *prog, pxvm_error *err)
 {
     if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
         return pxvm_program_load(a->prog_path, &a->lim, prog, err);
@@ -509,7 +509,7 @@ bad:
 /* Every --fixation parsed, checked (register k is an input register of the program, the values
  * in range) and converted to Q16 as the library converts them; then every input register of the
  * program must have one. Before anything is loaded on the executor. */
-static int px__fixations(const pxvm_program *prog, const px__args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
+static int px__fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
 {
     for (int k = 0; k < a->nfix; k++) {
         const char *t = a->fix_text[k], *comma = strchr(t, ',');
@@ -542,8 +542,8 @@ static int px__written_registers(const pxvm_program *prog)
 }
 
 /* After the run: the fixations found (printed), --geometry files and the --overlay picture. */
-static int px__fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
-                                const px__args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err)
+int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
+                            const px_run_args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err)
 {
     int32_t fix[PX_FIX_REGS * 2];
     if (ops->read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, err) < 0)
@@ -614,7 +614,7 @@ static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_
 }
 
 /* The input the frames go to: the first input slot that no --in binds. */
-static int px__frame_slot(const pxvm_program *prog, const px__args *a)
+static int px__frame_slot(const pxvm_program *prog, const px_run_args *a)
 {
     for (int k = 1; k < prog->nslots; k++) {
         if (prog->slots[k].role != PXI_ROLE_INPUT)
@@ -629,8 +629,8 @@ static int px__frame_slot(const pxvm_program *prog, const px__args *a)
 }
 
 /* Runs once per frame; --npy outputs and --changed collect every frame. Returns frames run or -1. */
-static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
-                           const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err)
+long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px_run_args *a,
+                   const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err)
 {
     int fslot = px__frame_slot(prog, a), atlas = -1, mask = -1;
     if (fslot < 0)
@@ -655,28 +655,28 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     int rc = npy ? 0 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     if (px__isatty2 < 0)
         px__isatty2 = isatty(2);
-    double t_start = px__now();
+    double t_start = px_run_now();
     for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
         pxvm_image img;
         int got = px_frames_next(src, &img, err);
         if (got >= 0)
-            px__warn(err);
+            px_run_warn(err);
         if (got <= 0) {
             rc = got;
             if (got == 0 && n == 0) /* an empty source is no video: never an empty array and exit 0 */
                 rc = pxvm_fail(err, PXE_IO_READ, -1, -1, a->frames, "no frame: the source is empty");
             break;
         }
-        double t0 = px__now();
+        double t0 = px_run_now();
         rc = pxvm_bind_image(ops, ex, fslot, &img, err);
         pxvm_image_free(&img);
         if (rc == 0)
             rc = ops->run(ex, ro, err);
-        double t1 = px__now();
+        double t1 = px_run_now();
         for (int i = 0; rc == 0 && i < a->nnpy; i++) { /* stacked: encoded once, at the end */
             pxvm_image arr;
             int shape[4];
-            rc = px__npy_array(ops, ex, prog, a->slot_of[2][i], &arr, shape, err);
+            rc = px_run_npy_array(ops, ex, prog, a->slot_of[2][i], &arr, shape, err);
             if (rc == 0) {
                 rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, err);
                 pxvm_image_free(&arr);
@@ -705,7 +705,7 @@ static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
                     sampled, tokens);
         if (px__isatty2 && !a->do_time)
             fprintf(stderr, "\rframe %ld%s%.0ld (%.1f frames/s)   ", n + 1, total >= 0 ? "/" : "", total >= 0 ? total : 0,
-                    (double)(n + 1) * 1e3 / (px__now() - t_start + 1e-9));
+                    (double)(n + 1) * 1e3 / (px_run_now() - t_start + 1e-9));
     }
     if (px__isatty2 && !a->do_time)
         fputc('\n', stderr);
@@ -746,7 +746,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an i/o error (EPIPE), not a silent death */
     signal(SIGINT, px__on_signal);
     signal(SIGTERM, px__on_signal);
-    px__args a;
+    px_run_args a;
     memset(&a, 0, sizeof a);
     a.exec_name = "cpu";
     a.repeat = 1;
@@ -778,10 +778,10 @@ int main(int argc, char **argv)
     int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
-    t0 = px__now();
+    t0 = px_run_now();
     if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
-    px__warn(&err);
+    px_run_warn(&err);
     if (a.do_info)
         px__info(&prog);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
@@ -793,7 +793,7 @@ int main(int argc, char **argv)
         rc = 0;
         goto done;
     }
-    t_load = px__now();
+    t_load = px_run_now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
     if (a.policy_text && px__first_input(&prog) < 0) {
@@ -816,7 +816,7 @@ int main(int argc, char **argv)
         else
             fprintf(stderr, "pxrun: executor auto: cuda is %s; using cpu\n", why);
     }
-    t_open = px__now();
+    t_open = px_run_now();
     if (ops->load(ex, &prog, 1, &err) < 0)
         goto fail;
     for (int i = 0; i < a.nin; i++) {
@@ -837,7 +837,7 @@ int main(int argc, char **argv)
             }
             goto fail;
         }
-        px__warn(&err);
+        px_run_warn(&err);
         if (resize && (img.w != prog.slots[k].w || img.h != prog.slots[k].h)) { /* --policy */
             pxvm_image fitted;
             int r = px_resize_policy(&img, prog.slots[k].w, prog.slots[k].h, &a.policy, &fitted, &err);
@@ -857,11 +857,11 @@ int main(int argc, char **argv)
     for (int k = 0; k < a.nfix; k++)
         if (ops->set_fixations(ex, 0, 1, k, 1, fixq[k], -1, &err) < 0)
             goto fail;
-    t_bind = px__now();
+    t_bind = px_run_now();
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
     long nframes = 0;
     if (a.frames) {
-        if ((nframes = px__run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
+        if ((nframes = px_run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
             goto fail;
         a.repeat = (uint64_t)(nframes > 0 ? nframes : 1);
     } else
@@ -872,18 +872,18 @@ int main(int argc, char **argv)
                 goto fail;
             ro.trace = NULL; /* trace the first run only */
         }
-    t_run = px__now();
+    t_run = px_run_now();
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
-    if (px__outputs(ops, ex, &prog, &a, &files, &err) < 0)
+    if (px_run_outputs(ops, ex, &prog, &a, &files, &err) < 0)
         goto fail;
     if ((prog.uses_fixation || a.ngeom || a.overlay_path) &&
-        px__fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
+        px_run_fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
         goto fail;
     if (a.do_hash && pxvm_hash_report(ops, ex, &prog, stdout, &err) < 0)
         goto fail;
     if (pxvm_outputs_commit(&files, &err) < 0)
         goto fail;
-    t_out = px__now();
+    t_out = px_run_now();
     if (a.do_time)
         fprintf(stderr,
                 "time: load+validate %.3f ms, executor open %.3f ms, load+bind %.3f ms, run %.3f ms (%.3f ms x %" PRIu64

@@ -17,6 +17,7 @@
 #include "../isa/px_sem.h"
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "pxrun.h"
 
 static const char px__usage[] =
     "usage: pxrun PROGRAM.pxi|PLAN.json [options]\n"
@@ -86,13 +87,7 @@ static const char px__usage[] =
     "block devices and sockets are refused. SIGINT/SIGTERM remove the temporary files.\n"
     "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable.\n";
 
-typedef struct {
-    char *slot;
-    int level;
-    char *path;
-} px__binding;
-
-static double px__now(void)
+double px_run_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -110,7 +105,7 @@ static int px__die(const pxvm_error *err)
 
 /* What a lenient decoder went past (err->code set by a call that succeeded): a warning, then
  * cleared. */
-static void px__warn(pxvm_error *err)
+void px_run_warn(pxvm_error *err)
 {
     if (err->code == PXE_NONE)
         return;
@@ -127,7 +122,7 @@ static int px__bad_usage(const char *what)
 }
 
 /* "SLOT=PATH" or "SLOT@L=PATH" */
-static int px__parse_binding(char *arg, int allow_level, px__binding *b)
+static int px__parse_binding(char *arg, int allow_level, px_run_binding *b)
 {
     char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
@@ -219,64 +214,8 @@ static void px__info(const pxvm_program *prog)
                prog->steps[s].first, prog->steps[s].first + prog->steps[s].count - 1);
 }
 
-/* The bytes of a --npy output: the patches of an atlas (as the executor reads them), or the
- * whole slot as N = 1. */
-/* What --npy writes of a slot, as pixels (into *img, allocated here) and its (N, H, W, 4) shape:
- * the patches of an atlas, else the whole level 0 as N = 1. */
-static int px__npy_array(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
-                         pxvm_image *img, int shape[4], pxvm_error *err)
-{
-    const pxvm_slot *s = &prog->slots[slot];
-    shape[3] = 4;
-    if (!s->patch_count) {
-        shape[0] = 1, shape[1] = s->h, shape[2] = s->w;
-        return pxvm_read_image(ops, ex, prog, slot, 0, 0, img, err);
-    }
-    shape[0] = s->patch_count, shape[1] = s->patch_h, shape[2] = s->patch_w;
-    if (pxvm_image_alloc(img, s->patch_w, s->patch_h * s->patch_count, err) < 0)
-        return -1;
-    pxvm_view v = pxvm_image_view(img);
-    if (ops->read(ex, slot, 0, 0, &v, 1, err) < 0) {
-        pxvm_image_free(img);
-        return -1;
-    }
-    return 0;
-}
-
-static int px__npy_bytes(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot,
-                         uint8_t **out, size_t *len, pxvm_error *err)
-{
-    pxvm_image img;
-    int shape[4];
-    if (px__npy_array(ops, ex, prog, slot, &img, shape, err) < 0)
-        return -1;
-    int rc = pxvm_npy_encode_shape(img.px, 4, shape, out, len, err);
-    pxvm_image_free(&img);
-    return rc;
-}
-
-typedef struct {
-    px__binding *ins, *outs, *npys, *geoms;
-    int nin, nout, nnpy, ngeom;
-    int nfix, scanpath;
-    const char *fix_text[PX_FIX_REGS];
-    const char *overlay_path;
-    const char *frames, *changed_path;
-    int frame_w, frame_h, frame_channels;
-    long max_frames;
-    int *slot_of[3];
-    const char *prog_path, *final_path, *exec_name;
-    const char *policy_text; /* --policy, NULL when not given */
-    px_policy policy;
-    int do_time, do_trace, do_hash, do_info, do_profile;
-    pxvm_png_mode png;
-    uint64_t repeat;
-    pxvm_limits lim;
-    pxvm_open_options oo;
-} px__args;
-
 /* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
-static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
+static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -396,9 +335,9 @@ static int px__parse_args(int argc, char **argv, px__args *a, int *rc)
 }
 
 /* Resolves every slot name and level before any work. */
-static int px__resolve(const pxvm_program *prog, px__args *a, pxvm_error *err)
+static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err)
 {
-    px__binding *lists[3] = {a->ins, a->outs, a->npys};
+    px_run_binding *lists[3] = {a->ins, a->outs, a->npys};
     int counts[3] = {a->nin, a->nout, a->nnpy};
     for (int li = 0; li < 3; li++)
         for (int i = 0; i < counts[li]; i++) {
@@ -414,34 +353,6 @@ static int px__resolve(const pxvm_program *prog, px__args *a, pxvm_error *err)
     return 0;
 }
 
-/* Reads every requested output and writes it to a temporary file (committed by the caller). */
-static int px__outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
-                       pxvm_outputs *files, pxvm_error *err)
-{
-    for (int kind = 0; kind < 3; kind++) {
-        int n = kind == 0 ? a->nout : kind == 1 ? (a->frames ? 0 : a->nnpy) : (a->final_path ? 1 : 0);
-        for (int i = 0; i < n; i++) {
-            int slot = kind == 0 ? a->slot_of[1][i] : kind == 1 ? a->slot_of[2][i] : 0;
-            int level = kind == 0 ? a->outs[i].level : 0;
-            const char *path = kind == 0 ? a->outs[i].path : kind == 1 ? a->npys[i].path : a->final_path;
-            pxvm_image img = {0, 0, NULL};
-            uint8_t *bytes = NULL;
-            size_t len = 0;
-            int r = kind == 1 ? px__npy_bytes(ops, ex, prog, slot, &bytes, &len, err)
-                              : pxvm_read_image(ops, ex, prog, slot, level, 0, &img, err);
-            if (r == 0 && kind != 1)
-                r = pxvm_png_encode_ex(&img, a->png, &bytes, &len, err);
-            pxvm_image_free(&img);
-            if (r == 0)
-                r = pxvm_outputs_add(files, path, bytes, len, err);
-            free(bytes);
-            if (r < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
 /* ---- fixations, plans, geometry --------------------------------------------------------------- */
 
 static int px__ends_with(const char *s, const char *tail)
@@ -451,7 +362,7 @@ static int px__ends_with(const char *s, const char *tail)
 }
 
 /* A .pxi, or a plan compiled here (.json, or any file with --scanpath). */
-static int px__load_program(const px__args *a, pxvm_program *prog, pxvm_error *err)
+static int px__load_program(const px_run_args *a, pxvm_program *prog, pxvm_error *err)
 {
     if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
         return pxvm_program_load(a->prog_path, &a->lim, prog, err);
@@ -509,7 +420,7 @@ bad:
 /* Every --fixation parsed, checked (register k is an input register of the program, the values
  * in range) and converted to Q16 as the library converts them; then every input register of the
  * program must have one. Before anything is loaded on the executor. */
-static int px__fixations(const pxvm_program *prog, const px__args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
+static int px__fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
 {
     for (int k = 0; k < a->nfix; k++) {
         const char *t = a->fix_text[k], *comma = strchr(t, ',');
@@ -531,208 +442,6 @@ static int px__fixations(const pxvm_program *prog, const px__args *a, int32_t q[
                                    " (--fixation X,Y, normalized to the first input)", err);
 }
 
-/* The registers ARGMAX writes (0 .. highest + 1), or 0. */
-static int px__written_registers(const pxvm_program *prog)
-{
-    int n = 0;
-    for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (prog->insns[i].op == PX_OP_ARGMAX && PX_ARG(&prog->insns[i], ARGMAX, reg) + 1 > n)
-            n = PX_ARG(&prog->insns[i], ARGMAX, reg) + 1;
-    return n;
-}
-
-/* After the run: the fixations found (printed), --geometry files and the --overlay picture. */
-static int px__fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
-                                const px__args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err)
-{
-    int32_t fix[PX_FIX_REGS * 2];
-    if (ops->read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, 1, fix, -1, err) < 0)
-        return -1;
-    int found = px__written_registers(prog);
-    for (int k = 0; k < found; k++)
-        printf("fixation %d: %.4f %.4f\n", k, fix[2 * k] / 65536.0, fix[2 * k + 1] / 65536.0);
-    for (int i = 0; i < a->ngeom + (a->overlay_path ? 1 : 0); i++) {
-        int slot = i < a->ngeom ? pxvm_slot_lookup(prog, a->geoms[i].slot) : -1;
-        if (i == a->ngeom) /* the overlay: the first atlas */
-            for (int k = 0; k < prog->nslots && slot < 0; k++)
-                slot = prog->geom_base[k] >= 0 ? k : -1;
-        if (i < a->ngeom && slot < 0)
-            return pxvm_fail(err, PXE_NO_SLOT, -1, -1, a->geoms[i].slot);
-        if (i == a->ngeom && (slot < 0 || !photo))
-            return pxvm_fail(err, PXE_USAGE, -1, -1, "--overlay needs a program with an input slot and a patch atlas");
-        const pxvm_slot *s = &prog->slots[slot];
-        int32_t *g = malloc(sizeof(int32_t) * PX_GEOM_INTS * (size_t)(s->patch_count ? s->patch_count : 1));
-        uint8_t *bytes = NULL;
-        size_t len = 0;
-        pxvm_image pic = {0, 0, NULL};
-        int rc = g ? ops->read_state(ex, PXVM_STATE_GEOMETRY, slot, 0, 1, g, -1, err)
-                   : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-        if (rc == 0 && i < a->ngeom) {
-            const int shape[2] = {s->patch_count, PX_GEOM_INTS};
-            rc = pxvm_npy_encode_typed(g, "<i4", 4, 2, shape, &bytes, &len, err);
-        } else if (rc == 0) {
-            rc = pxvm_geometry_overlay(photo, g, s->patch_count, s->patch_w, s->patch_h, fix, found ? found : a->nfix,
-                                       &pic, err);
-            if (rc == 0)
-                rc = pxvm_png_encode_ex(&pic, a->png, &bytes, &len, err);
-        }
-        if (rc == 0)
-            rc = pxvm_outputs_add(files, i < a->ngeom ? a->geoms[i].path : a->overlay_path, bytes, len, err);
-        free(g);
-        free(bytes);
-        pxvm_image_free(&pic);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* ---- frame sequences -------------------------------------------------------------------------- */
-
-static int px__isatty2 = -1;
-
-typedef struct {
-    uint8_t *data;
-    size_t len, cap;
-} px__buf;
-
-static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_error *err)
-{
-    if (b->len + n > limit)
-        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, "--npy/--changed of the frames", 0ul, 0ul,
-                         (unsigned long long)(b->len + n), (unsigned long long)limit);
-    if (b->len + n > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 1u << 20) + n;
-        uint8_t *d = realloc(b->data, cap);
-        if (!d)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap);
-        b->data = d, b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-    return 0;
-}
-
-/* The input the frames go to: the first input slot that no --in binds. */
-static int px__frame_slot(const pxvm_program *prog, const px__args *a)
-{
-    for (int k = 1; k < prog->nslots; k++) {
-        if (prog->slots[k].role != PXI_ROLE_INPUT)
-            continue;
-        int bound = 0;
-        for (int i = 0; i < a->nin; i++)
-            bound |= a->slot_of[0][i] == k;
-        if (!bound)
-            return k;
-    }
-    return -1;
-}
-
-/* Runs once per frame; --npy outputs and --changed collect every frame. Returns frames run or -1. */
-static long px__run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px__args *a,
-                           const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err)
-{
-    int fslot = px__frame_slot(prog, a), atlas = -1, mask = -1;
-    if (fslot < 0)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "--frames: the program has no input slot left for the frames");
-    for (int k = 0; k < prog->nslots && atlas < 0; k++)
-        atlas = prog->geom_base[k] >= 0 ? k : -1;
-    for (uint32_t i = 0; i < prog->ninsns && mask < 0; i++)
-        mask = prog->insns[i].op == PX_OP_DIFF ? PX_ARG(&prog->insns[i], DIFF, mask) : -1;
-    if (a->changed_path && atlas < 0)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "--changed: the program has no patch atlas");
-    px_frames *src;
-    char lb[16];
-    int opened = px_frames_open(a->frames, a->frame_w, a->frame_h, a->frame_channels ? a->frame_channels : 3, &a->lim, &src, err);
-    if (opened == 0 && px_frames_want(src, prog->slots[fslot].w, prog->slots[fslot].h, fslot, pxvm_slot_label(prog, fslot, lb)) < 0)
-        opened = pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    if (opened < 0) {
-        px_frames_close(src);
-        return -1;
-    }
-    px__buf *npy = calloc((size_t)(a->nnpy + 1), sizeof(px__buf)), changed = {0};
-    long n = 0, total = px_frames_count(src);
-    int rc = npy ? 0 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    if (px__isatty2 < 0)
-        px__isatty2 = isatty(2);
-    double t_start = px__now();
-    for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
-        pxvm_image img;
-        int got = px_frames_next(src, &img, err);
-        if (got >= 0)
-            px__warn(err);
-        if (got <= 0) {
-            rc = got;
-            if (got == 0 && n == 0) /* an empty source is no video: never an empty array and exit 0 */
-                rc = pxvm_fail(err, PXE_IO_READ, -1, -1, a->frames, "no frame: the source is empty");
-            break;
-        }
-        double t0 = px__now();
-        rc = pxvm_bind_image(ops, ex, fslot, &img, err);
-        pxvm_image_free(&img);
-        if (rc == 0)
-            rc = ops->run(ex, ro, err);
-        double t1 = px__now();
-        for (int i = 0; rc == 0 && i < a->nnpy; i++) { /* stacked: encoded once, at the end */
-            pxvm_image arr;
-            int shape[4];
-            rc = px__npy_array(ops, ex, prog, a->slot_of[2][i], &arr, shape, err);
-            if (rc == 0) {
-                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, err);
-                pxvm_image_free(&arr);
-            }
-        }
-        int tokens = atlas >= 0 ? prog->slots[atlas].patch_count : 0, sampled = 0, dirty = 0, tiles = 0;
-        if (rc == 0 && atlas >= 0 && (a->changed_path || a->do_time)) {
-            uint8_t *c = malloc((size_t)tokens);
-            rc = c ? ops->read_state(ex, PXVM_STATE_CHANGED, atlas, 0, 1, c, -1, err) : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-            for (int t = 0; rc == 0 && t < tokens; t++)
-                sampled += c[t];
-            if (rc == 0 && a->changed_path)
-                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, err);
-            free(c);
-        }
-        if (rc == 0 && a->do_time && mask >= 0) {
-            pxvm_image m;
-            rc = pxvm_read_image(ops, ex, prog, mask, 0, 0, &m, err);
-            for (int i = 0; rc == 0 && i < m.w * m.h; i++)
-                dirty += m.px[4 * i] != 0;
-            tiles = m.w * m.h;
-            pxvm_image_free(&m);
-        }
-        if (rc == 0 && a->do_time)
-            fprintf(stderr, "frame %ld: bind+run %.3f ms, dirty tiles %d/%d, tokens sampled %d/%d\n", n, t1 - t0, dirty, tiles,
-                    sampled, tokens);
-        if (px__isatty2 && !a->do_time)
-            fprintf(stderr, "\rframe %ld%s%.0ld (%.1f frames/s)   ", n + 1, total >= 0 ? "/" : "", total >= 0 ? total : 0,
-                    (double)(n + 1) * 1e3 / (px__now() - t_start + 1e-9));
-    }
-    if (px__isatty2 && !a->do_time)
-        fputc('\n', stderr);
-    px_frames_close(src);
-    for (int i = 0; rc == 0 && i <= a->nnpy; i++) { /* the stacks, then the changed masks */
-        int k = i < a->nnpy ? a->slot_of[2][i] : atlas;
-        if (i == a->nnpy && !a->changed_path)
-            break;
-        const pxvm_slot *s = &prog->slots[k];
-        int shape[5] = {(int)n, s->patch_count ? s->patch_count : 1, s->patch_count ? s->patch_h : s->h,
-                        s->patch_count ? s->patch_w : s->w, 4};
-        uint8_t *bytes;
-        size_t len;
-        rc = i < a->nnpy ? pxvm_npy_encode_shape(npy[i].data, 5, shape, &bytes, &len, err)
-                         : pxvm_npy_encode_shape(changed.data, 2, shape, &bytes, &len, err);
-        if (rc == 0) {
-            rc = pxvm_outputs_add(files, i < a->nnpy ? a->npys[i].path : a->changed_path, bytes, len, err);
-            free(bytes);
-        }
-    }
-    for (int i = 0; npy && i < a->nnpy; i++)
-        free(npy[i].data);
-    free(npy);
-    free(changed.data);
-    return rc < 0 ? -1 : n;
-}
-
 /* SIGINT, SIGTERM: no temporary output file stays behind; then the default action. */
 static void px__on_signal(int sig)
 {
@@ -746,7 +455,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a closed pipe is an i/o error (EPIPE), not a silent death */
     signal(SIGINT, px__on_signal);
     signal(SIGTERM, px__on_signal);
-    px__args a;
+    px_run_args a;
     memset(&a, 0, sizeof a);
     a.exec_name = "cpu";
     a.repeat = 1;
@@ -778,10 +487,10 @@ int main(int argc, char **argv)
     int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
-    t0 = px__now();
+    t0 = px_run_now();
     if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
-    px__warn(&err);
+    px_run_warn(&err);
     if (a.do_info)
         px__info(&prog);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
@@ -793,7 +502,7 @@ int main(int argc, char **argv)
         rc = 0;
         goto done;
     }
-    t_load = px__now();
+    t_load = px_run_now();
     if (px__resolve(&prog, &a, &err) < 0)
         goto fail;
     if (a.policy_text && px__first_input(&prog) < 0) {
@@ -816,7 +525,7 @@ int main(int argc, char **argv)
         else
             fprintf(stderr, "pxrun: executor auto: cuda is %s; using cpu\n", why);
     }
-    t_open = px__now();
+    t_open = px_run_now();
     if (ops->load(ex, &prog, 1, &err) < 0)
         goto fail;
     for (int i = 0; i < a.nin; i++) {
@@ -837,7 +546,7 @@ int main(int argc, char **argv)
             }
             goto fail;
         }
-        px__warn(&err);
+        px_run_warn(&err);
         if (resize && (img.w != prog.slots[k].w || img.h != prog.slots[k].h)) { /* --policy */
             pxvm_image fitted;
             int r = px_resize_policy(&img, prog.slots[k].w, prog.slots[k].h, &a.policy, &fitted, &err);
@@ -857,11 +566,11 @@ int main(int argc, char **argv)
     for (int k = 0; k < a.nfix; k++)
         if (ops->set_fixations(ex, 0, 1, k, 1, fixq[k], -1, &err) < 0)
             goto fail;
-    t_bind = px__now();
+    t_bind = px_run_now();
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
     long nframes = 0;
     if (a.frames) {
-        if ((nframes = px__run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
+        if ((nframes = px_run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
             goto fail;
         a.repeat = (uint64_t)(nframes > 0 ? nframes : 1);
     } else
@@ -872,18 +581,18 @@ int main(int argc, char **argv)
                 goto fail;
             ro.trace = NULL; /* trace the first run only */
         }
-    t_run = px__now();
+    t_run = px_run_now();
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
-    if (px__outputs(ops, ex, &prog, &a, &files, &err) < 0)
+    if (px_run_outputs(ops, ex, &prog, &a, &files, &err) < 0)
         goto fail;
     if ((prog.uses_fixation || a.ngeom || a.overlay_path) &&
-        px__fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
+        px_run_fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
         goto fail;
     if (a.do_hash && pxvm_hash_report(ops, ex, &prog, stdout, &err) < 0)
         goto fail;
     if (pxvm_outputs_commit(&files, &err) < 0)
         goto fail;
-    t_out = px__now();
+    t_out = px_run_now();
     if (a.do_time)
         fprintf(stderr,
                 "time: load+validate %.3f ms, executor open %.3f ms, load+bind %.3f ms, run %.3f ms (%.3f ms x %" PRIu64

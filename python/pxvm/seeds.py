@@ -11,7 +11,8 @@ through Program.assemble) and runs it with a Runner; nothing is sampled in Pytho
 compiled on demand and kept, with their runners, in one least-recently-used cache of
 PROGRAM_CACHE_SIZE (32) entries keyed by every parameter that changes the program (image size,
 fixation, budget, M0, e0, patch, levels, scale, orientation, uv, level, executor, device);
-clear_cache() empties it. Compiling a 273-token plan takes about 0.2 ms and opening its CPU runner
+clear_cache() empties it (a cached runner also keeps a reference to the last image it ran on, as
+every Runner does, until it runs on another). Compiling a 273-token plan takes about 0.2 ms and opening its CPU runner
 about 0.4 ms, so a new fixation costs little; a repeated one costs only the run.
 
 Why the fixation is part of the key: the seeds' grid (M(e) = M0 / (e + e0), a g x g grid of patch
@@ -489,8 +490,9 @@ class TexturePyramid:
                            e0: float = 0.5, patch: int = 16, levels: int | None = None, scale: float | str = 1.0,
                            dtype: Any = "float32", normalize: Normalize = "none") -> Array:
         """The foveated grid of sample_foveated with each footprint elongated along `orientation`
-        (degrees, counter-clockwise from the image's x axis as the plan's "angle": one for every
-        item, or (B,) per item): the minor axis is the grid's step, the major one elongation x
+        (degrees, the plan's "angle": the major axis runs along (cos a, sin a) in texels, y down,
+        so a positive angle turns clockwise on screen; one for every item, or (B,) per item): the
+        minor axis is the grid's step, the major one elongation x
         minor, covered by `taps` samples averaged with equal weights (ANISO: exact integers, one
         rounding); the LOD follows the minor axis. The plan {"scheme": "aniso", "angle":
         orientation, "elongation", "taps", "m0", "e0", "scale"} (assembler/README.md). Returns

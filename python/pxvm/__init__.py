@@ -23,8 +23,9 @@ dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 
 Modules (every public name is importable from pxvm itself): errors (Error and one subclass per
 class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
-(Runner, pyramid), stream (Stream); _capi (the ctypes binding) and _arrays (arrays and tensors as
-the library's views) are internal.
+(Runner, pyramid), stream (Stream), seeds (generate_mipmaps, TexturePyramid, PersistentTexture,
+create_persistent, update_partial, update_mipmaps_incremental: the seeds' API over programs); _capi
+(the ctypes binding) and _arrays (arrays and tensors as the library's views) are internal.
 """
 from . import _capi
 from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
@@ -33,6 +34,9 @@ from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
+from . import seeds
+from .seeds import (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
+                    update_mipmaps_incremental)
 
 #: the loaded library's version, e.g. "1.0.0"
 library_version: str = _capi.lib.pxvm_version().decode()
@@ -43,4 +47,5 @@ __version__ = library_version
 
 __all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyramid", "Error", "Malformed",
            "InvalidProgram", "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError",
-           "PlanError", "library_version", "library_path"]
+           "PlanError", "library_version", "library_path", "generate_mipmaps", "TexturePyramid", "PersistentTexture",
+           "create_persistent", "update_partial", "update_mipmaps_incremental"]

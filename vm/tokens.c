@@ -168,18 +168,32 @@ size_t pxvm_tokens_item_bytes(const pxvm_slot *s, const pxvm_token_table *t)
 
 /* ---- conversion ----------------------------------------------------------------------------- */
 
-/* One patch, the format's constants known to the compiler in each instance (C, elem, planar). */
+/* One patch, the format's constants known to the compiler in each instance (C, elem, planar):
+ * planar layouts go channel by channel along a row (contiguous stores, a gather the vectorizer
+ * can make of the lookups), interleaved ones texel by texel. */
 #define PX__PATCH(C, T, PLANAR)                                                                            \
     for (int y = 0; y < ph; y++) {                                                                         \
         const uint8_t *row = src + (size_t)y * (size_t)level_w * 4u;                                       \
-        T *o = (T *)out + (PLANAR ? (size_t)y * (size_t)pw : (size_t)y * (size_t)pw * (C));                \
-        for (int x = 0; x < pw; x++) {                                                                     \
-            const uint8_t *px = row + 4 * x;                                                               \
-            for (int c = 0; c < (C); c++)                                                                  \
-                o[PLANAR ? (size_t)c * plane + (size_t)x : (size_t)x * (C) + (size_t)c] = (T)t->value[c][px[c]]; \
+        if (PLANAR) {                                                                                      \
+            for (int c = 0; c < (C); c++) {                                                                \
+                T *o = (T *)out + (size_t)c * plane + (size_t)y * (size_t)pw;                              \
+                const uint32_t *v = t->value[c];                                                           \
+                for (int x = 0; x < pw; x++)                                                               \
+                    o[x] = (T)v[row[4 * x + c]];                                                           \
+            }                                                                                              \
+        } else {                                                                                           \
+            T *o = (T *)out + (size_t)y * (size_t)pw * (C);                                                \
+            for (int x = 0; x < pw; x++)                                                                   \
+                for (int c = 0; c < (C); c++)                                                              \
+                    o[(size_t)x * (C) + (size_t)c] = (T)t->value[c][row[4 * x + c]];                       \
         }                                                                                                  \
     }
 
+/* Wider vector variants where the CPU has them (gather instructions), as the CPU executor's hot
+ * loops (executors/cpu/cpu_slot.h, PX_VECTOR_CLONES); the portable build is the default. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
 void pxvm_tokens_convert(const pxvm_token_table *t, const pxvm_slot *s, const uint8_t *level0, int level_w, void *dst,
                          int p0, int p1)
 {

@@ -172,7 +172,8 @@ def _new_output(shape, dtype, on_cuda, runner):
 
 def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
            alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
-           fixation_units: str = "normalized", fixation_clamp: bool = False, **inputs: Array) -> Any:
+           fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
+           **inputs: Array) -> Any:
     """Runs the program once and returns the tokens of its (first) atlas output: (N, C, p, p) for
     layout "nchw", (N, p, p, C) "nhwc", (N, C*p*p) "flat" ((C, ph, pw) order: a ViT patch
     embedding's Conv2d weight.reshape(D, -1) order), C = 3, or 4 with alpha=True.
@@ -180,14 +181,14 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
     dtype "float32", "float16" or "bfloat16"; normalize a preset ("clip", "siglip", "imagenet",
     "none": rescale to [0, 1] only) or (mean, std) of 3 values (4 with alpha; with 3, alpha gets
     mean 0, std 1); values rescaled by 1/255 first. out: see the module's doc. fixation,
-    fixation_units, fixation_clamp, slot and named inputs: as for Runner.patches. Bad names,
+    fixation_units, fixation_clamp, policy, slot and named inputs: as for Runner.patches. Bad names,
     values, or an out= of another dtype, shape, device or not contiguous: UsageError, nothing
     written."""
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
     shape = _shape(s, 4 if alpha else 3, layout)
     h, name = runner._runner(1)
-    bound = runner._inputs(image, inputs)
+    bound = runner._apply_policy(runner._inputs(image, inputs), policy, False)
     on_cuda = any(_is_torch(x) and x.is_cuda or getattr(x, "__cuda_array_interface__", None) is not None
                   for v in bound.values() for x in (v if isinstance(v, (list, tuple)) else [v]))
     if out is not None:

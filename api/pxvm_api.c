@@ -10,6 +10,7 @@
 #include "../assembler/pxasm.h"
 #include "../vm/vm.h"
 #include "../vm/resize.h"
+#include "../vm/tokens.h"
 #include "../isa/px_sem.h"
 #include "fixation.h"
 
@@ -680,6 +681,37 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
     return run->ops->read_state(run->ex, PXVM_STATE_CHANGED, slot, first_item, items, dst, device, &err) < 0
                ? px__fail(&err)
                : 0;
+}
+
+/* ---- tokens for models ----------------------------------------------------------------------- */
+
+int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt)
+{
+    pxvm_error err;
+    if (!name || !fmt)
+        return px__usage("pxvm_token_format_preset: NULL argument");
+    return pxvm_token_preset(name, fmt, &err) < 0 ? px__fail(&err) : 0;
+}
+
+int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int items, const pxvm_token_format *fmt,
+                            void *dst, int dst_device)
+{
+    pxvm_error err;
+    if (!run || !fmt)
+        return px__usage("pxvm_runner_read_tokens: NULL argument");
+    if (!run->ops->read_tokens)
+        return px__usage("pxvm_runner_read_tokens: this executor does not read tokens");
+    pxvm_token_table *t = malloc(sizeof *t); /* 4 KiB of values: not on the caller's stack */
+    if (!t) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *t);
+        return px__fail(&err);
+    }
+    int rc = pxvm_token_table_build(fmt, t, &err) < 0 ||
+                     run->ops->read_tokens(run->ex, slot, first_item, items, t, dst, dst_device, &err) < 0
+                 ? px__fail(&err)
+                 : 0;
+    free(t);
+    return rc;
 }
 
 _Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agree");

@@ -317,6 +317,42 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 
+/* ---- tokens for models ----------------------------------------------------------------------- */
+
+/* An atlas slot's patches as a model's input tensor, float values computed from each texel's
+ * bytes by the exact rule of isa/SPEC.md ("Tokens for models"): for channel c and byte u,
+ *   x = fl32(fl32(u) * r),  y = fl32(fl32(x - m_c) / s_c)
+ * in IEEE-754 binary32 (r = fl32(rescale), m_c = fl32(mean[c]), s_c = fl32(std[c]); each operation
+ * rounded to nearest even, no fused multiply-add), then float16 / bfloat16 rounded to nearest
+ * even from y. Both executors look the values up in one 256-entry table per channel built on the
+ * host, so cpu and cuda give the same bits. */
+typedef enum pxvm_token_dtype { PXVM_TOKENS_FLOAT32 = 0, PXVM_TOKENS_FLOAT16 = 1, PXVM_TOKENS_BFLOAT16 = 2 } pxvm_token_dtype;
+/* N = the atlas's patch_count tokens (in atlas order), C = 3 or 4 channels, p x p = patch_h x
+ * patch_w: NCHW [N, C, ph, pw]; NHWC [N, ph, pw, C]; FLAT [N, C*ph*pw] in (C, ph, pw) order, the
+ * order of a ViT patch embedding's Conv2d weight.reshape(D, -1) (the same bytes as NCHW). */
+typedef enum pxvm_token_layout { PXVM_TOKENS_NCHW = 0, PXVM_TOKENS_NHWC = 1, PXVM_TOKENS_FLAT = 2 } pxvm_token_layout;
+typedef struct pxvm_token_format {
+    int dtype;      /* pxvm_token_dtype */
+    int layout;     /* pxvm_token_layout */
+    int alpha;      /* 0: R, G, B (alpha dropped); 1: R, G, B, A */
+    int nvalues;    /* values given in mean[] and std[]: 3, or with alpha 3 (A: mean 0, std 1) or 4 */
+    double rescale; /* r, a positive finite float32 once rounded (presets: 1/255) */
+    double mean[4], std[4]; /* finite float32 once rounded; std not 0 */
+} pxvm_token_format;
+/* Fills *fmt with preset `name`: "clip" (mean 0.48145466, 0.4578275, 0.40821073, std
+ * 0.26862954, 0.26130258, 0.27577711), "siglip" (0.5 x3, 0.5 x3), "imagenet" (0.485, 0.456,
+ * 0.406 / 0.229, 0.224, 0.225) or "none" (mean 0, std 1: rescale only); rescale 1/255, float32,
+ * NCHW, no alpha. PXVM_USAGE naming the name if there is no such preset. */
+int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt);
+/* After a run: the tokens of atlas slot `slot` of items first_item .. first_item+items-1 into
+ * dst, contiguous [items][N]... in fmt's layout and dtype (items * N * C * ph * pw values).
+ * dst is host memory (dst_device < 0) or, on the cuda executor, CUDA memory of the runner's
+ * device (dst_device >= 0), written by one kernel on the runner's stream (the caller's when set;
+ * no device-wide synchronisation). PXVM_USAGE naming the value for a bad format, a slot that is
+ * no atlas, items outside the batch; nothing is written then. */
+int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int items, const pxvm_token_format *fmt,
+                            void *dst, int dst_device);
+
 #ifdef __cplusplus
 }
 #endif

@@ -232,6 +232,7 @@ void pxvm_insn_decode(const uint8_t *pixels, uint32_t pc, const pxi_op_info *op,
 /* ---- executors ------------------------------------------------------------------------------ */
 
 typedef struct pxvm_executor pxvm_executor; /* one executor instance (opaque) */
+struct pxvm_token_table;                    /* vm/tokens.h */
 
 typedef struct pxvm_open_options {
     int threads; /* CPU: worker threads, 0 = all cores */
@@ -297,6 +298,11 @@ typedef struct pxvm_executor_ops {
     /* Restarts a stream: persistent slots back to their initial state and every item unprimed
      * (its next DIFF marks every tile dirty, its incremental instructions all sample). */
     int (*reset)(pxvm_executor *ex, pxvm_error *err);
+    /* Tokens for models (vm/tokens.h): after a run, atlas slot `slot` of items item0 .. item0+items-1
+     * through the table t (checked with pxvm_check_tokens) into dst, contiguous, host memory
+     * (device < 0) or CUDA memory (CUDA-GL only, on the stream). NULL: not implemented. */
+    int (*read_tokens)(pxvm_executor *ex, int slot, int item0, int items, const struct pxvm_token_table *t, void *dst,
+                       int device, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

@@ -89,6 +89,11 @@ int px_cpu_resize_load(pxvm_executor *ex, pxvm_error *err);
 void px_cpu_resize_unload(pxvm_executor *ex);
 void px_cpu_resize(pxvm_executor *ex, uint32_t index);
 
+/* tokens.c: the ops' read_tokens (vm/tokens.h). */
+struct pxvm_token_table;
+int px_cpu_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const struct pxvm_token_table *t, void *dst,
+                       int device, pxvm_error *err);
+
 /* dot.c: DOT_RGB on the item being run; returns the sum (the row is written when it fits). */
 uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in);
 

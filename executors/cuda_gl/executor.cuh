@@ -162,6 +162,11 @@ int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, 
 void px_gpu_resize_free(px_gpu_resize *r);
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 
+/* tokens.cu: the ops' read_tokens (vm/tokens.h). */
+struct pxvm_token_table;
+int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const struct pxvm_token_table *t, void *dst,
+                       int device, pxvm_error *err);
+
 /* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
  * end of a call that enqueued work (without a caller's stream, it waits for the work). */
 void px__video_end(pxvm_executor *ex);

@@ -72,6 +72,13 @@ class Limits(ctypes.Structure):
                 ("max_insns", ctypes.c_uint32), ("max_steps", ctypes.c_uint64), ("flags", ctypes.c_uint32)]
 
 
+class TokenFormat(ctypes.Structure):
+    """pxvm_token_format: dtype, layout, alpha, rescale, mean/std of the tokens for models."""
+    _fields_ = [("dtype", ctypes.c_int), ("layout", ctypes.c_int), ("alpha", ctypes.c_int),
+                ("nvalues", ctypes.c_int), ("rescale", ctypes.c_double), ("mean", ctypes.c_double * 4),
+                ("std", ctypes.c_double * 4)]
+
+
 def _load():
     lib, path = _open()
     P, I, S, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t
@@ -118,6 +125,8 @@ def _load():
         "pxvm_runner_set_dirty": (I, [P, I, P, I]),
         "pxvm_runner_restart": (I, [P]),
         "pxvm_runner_read_changed": (I, [P, I, I, I, P, I]),
+        "pxvm_token_format_preset": (I, [S, ctypes.POINTER(TokenFormat)]),
+        "pxvm_runner_read_tokens": (I, [P, I, I, I, ctypes.POINTER(TokenFormat), P, I]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _capi
 from ._capi import View as _View
@@ -521,6 +521,20 @@ class Runner:
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
         return arr
+
+
+    def tokens(self, *image: Array, **kwargs: Any) -> Any:
+        """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
+        tokens(image, dtype="bfloat16", normalize="siglip", layout="nchw", alpha=False, out=None,
+        fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
+        from .tokens import tokens
+        return tokens(self, *image, **kwargs)
+
+    def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
+        """Every token's position after the last run (centre, step, level, normalized, grid ids,
+        (t, h, w) rope ids): a pxvm.tokens.Positions. See pxvm.tokens.positions."""
+        from .tokens import positions
+        return positions(self, slot, t)
 
 
 # ---- convenience ----------------------------------------------------------------------------------

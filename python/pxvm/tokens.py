@@ -1,0 +1,282 @@
+"""Tokens for models: an atlas's patches as a normalized float tensor (Runner.tokens) and every
+token's position (Runner.positions), by the exact rule of isa/SPEC.md section 9.
+
+    tok = runner.tokens(image, dtype="bfloat16", normalize="siglip")   # (273, 3, 16, 16)
+
+The values are computed by the executor that ran the program (one table per channel built on the
+host, looked up by the CPU threads or one CUDA kernel): no pass over the patches in Python, no
+copy. Channel c of a texel with byte u becomes y = fl32(fl32(fl32(u) * r) - m_c) / s_c in float32
+(r = fl32(1/255), m_c, s_c the preset's or your mean/std as float32), then float16 / bfloat16
+round to nearest even; CPU and CUDA give the same bits, and so does NumPy doing those float32
+steps (tests/python/test_tokens.py).
+
+Where the tensor lives, and who owns it:
+- with out=: written in place (a torch tensor, a CuPy array or anything with
+  __cuda_array_interface__ on the runner's CUDA device, or a host NumPy array / torch tensor),
+  nothing copied; CUDA memory is written on torch's current stream (CuPy's when torch is absent);
+- without out=: CUDA inputs (cuda executor) give a new torch CUDA tensor (CuPy when torch is
+  absent); host inputs give a new NumPy array, except bfloat16: NumPy has none, so a torch CPU
+  tensor (torch.bfloat16), or, without torch, a UsageError: pass out=<uint16 NumPy array> to get
+  the raw bfloat16 bits instead (the only place where bits stand for values, asked for by name).
+NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+from . import _capi
+from ._arrays import _is_torch, _np, _torch
+from .errors import UsageError, _check
+
+if TYPE_CHECKING:
+    import numpy
+    from ._arrays import Array, Fixation
+
+_lib = _capi.lib
+
+DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
+LAYOUTS = {"nchw": 0, "nhwc": 1, "flat": 2}
+PRESETS = ("clip", "siglip", "imagenet", "none")
+#: normalize=: a preset name, or (mean, std): 3 values each, or 4 with alpha=True
+Normalize = Union[str, "tuple[Sequence[float], Sequence[float]]"]
+
+
+def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
+                 alpha: bool = False) -> _capi.TokenFormat:
+    """The library's pxvm_token_format for these arguments (checked here for names, by the library
+    for values: a UsageError naming what is wrong)."""
+    if dtype not in DTYPES:
+        raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
+    if layout not in LAYOUTS:
+        raise UsageError("usage: tokens: layout %r is none of %s" % (layout, ", ".join(LAYOUTS)))
+    if not isinstance(alpha, bool):
+        raise UsageError("usage: tokens: alpha is True or False, not %r" % (alpha,))
+    f = _capi.TokenFormat()
+    if isinstance(normalize, str):
+        _check(_lib.pxvm_token_format_preset(normalize.encode(), ctypes.byref(f)))
+    else:
+        try:
+            mean, std = normalize
+            mean, std = [float(v) for v in mean], [float(v) for v in std]
+        except (TypeError, ValueError):
+            raise UsageError("usage: tokens: normalize is a preset (%s) or (mean, std), got %r" %
+                             (", ".join(PRESETS), normalize)) from None
+        if len(mean) != len(std) or not 3 <= len(mean) <= 4:
+            raise UsageError("usage: tokens: normalize=(mean, std) needs 3 values each (4 with alpha), got %d and %d" %
+                             (len(mean), len(std)))
+        f.rescale, f.nvalues = 1.0 / 255.0, len(mean)
+        for c in range(4):
+            f.mean[c] = mean[c] if c < len(mean) else 0.0
+            f.std[c] = std[c] if c < len(std) else 1.0
+    f.dtype, f.layout, f.alpha = DTYPES[dtype], LAYOUTS[layout], int(alpha)
+    return f
+
+
+def _shape(s, channels, layout):
+    n, ph, pw = s.patch_count, s.patch_h, s.patch_w
+    return {"nchw": (n, channels, ph, pw), "nhwc": (n, ph, pw, channels), "flat": (n, channels * ph * pw)}[layout]
+
+
+def _c_contiguous(shape, strides, itemsize):
+    acc = itemsize
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+def _cuda_stream(runner):
+    """The stream CUDA outputs are written on: torch's current one, else CuPy's (0: legacy default)."""
+    try:
+        from ._arrays import _current_stream
+        return _current_stream(runner.device) or 1
+    except ImportError:
+        import cupy
+        return cupy.cuda.get_current_stream().ptr or 1
+
+
+_TORCH_DTYPES = ("float32", "float16", "bfloat16")
+_NUMPY_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "uint16"}  # bf16: the raw bits
+_CAI_TYPES = {"float32": ("<f4",), "float16": ("<f2",), "bfloat16": ("<u2",)}
+
+
+def _destination(out, shape, dtype, runner, executor):
+    """(pointer, device number or -1) of out= after its checks: dtype, shape, C-contiguous, device."""
+    want = "a C-contiguous %s array of shape %s" % (dtype, shape)
+    if _is_torch(out):
+        torch = _torch()
+        if out.dtype != getattr(torch, dtype):
+            raise UsageError("usage: tokens: out must be %s, got a torch tensor of %s" % (want, out.dtype))
+        if tuple(out.shape) != shape or not out.is_contiguous():
+            raise UsageError("usage: tokens: out must be %s, got %s%s" % (
+                want, tuple(out.shape), "" if out.is_contiguous() else " (not contiguous)"))
+        if out.device.type == "cuda":
+            dev = out.device.index if out.device.index is not None else torch.cuda.current_device()
+            return out.data_ptr(), dev
+        if out.device.type != "cpu":
+            raise UsageError("usage: tokens: out must be on the CPU or a CUDA device, not %s" % out.device)
+        return out.data_ptr(), -1
+    cai = getattr(out, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai["typestr"] not in _CAI_TYPES[dtype]:
+            raise UsageError("usage: tokens: out must be %s, got a CUDA array of %s" % (want, cai["typestr"]))
+        st = cai.get("strides")
+        itemsize = 4 if dtype == "float32" else 2
+        if tuple(cai["shape"]) != shape or (st is not None and not _c_contiguous(shape, st, itemsize)):
+            raise UsageError("usage: tokens: out must be %s, got %s" % (want, tuple(cai["shape"])))
+        dev = getattr(getattr(out, "device", None), "id", None)  # CuPy; else the library checks the pointer
+        return cai["data"][0], runner.device if dev is None else dev
+    np = _np()
+    if not isinstance(out, np.ndarray):
+        raise UsageError("usage: tokens: out must be %s (NumPy, torch or a CUDA array), got %s" %
+                         (want, type(out).__name__))
+    if out.dtype != np.dtype(_NUMPY_DTYPES[dtype]):
+        raise UsageError("usage: tokens: out must be %s%s, got a NumPy array of %s" % (
+            want, " (NumPy has no bfloat16: a uint16 array takes the bits)" if dtype == "bfloat16" else "", out.dtype))
+    if out.shape != shape or not out.flags.c_contiguous or not out.flags.writeable:
+        raise UsageError("usage: tokens: out must be %s, got %s%s" % (
+            want, out.shape, " (not contiguous)" if not out.flags.c_contiguous else
+            " (read-only)" if not out.flags.writeable else ""))
+    return out.ctypes.data, -1
+
+
+def _new_output(shape, dtype, on_cuda, runner):
+    """A new array for the tokens and its (pointer, device)."""
+    if on_cuda:
+        try:
+            torch = _torch()
+        except ImportError:
+            import cupy
+            if dtype == "bfloat16":
+                raise UsageError("usage: tokens: dtype 'bfloat16' on CUDA without torch: CuPy has no bfloat16; "
+                                 "pass out=<a uint16 CuPy array> for the bits") from None
+            with cupy.cuda.Device(runner.device):
+                a = cupy.empty(shape, dtype=dtype)
+            return a, a.data.ptr, runner.device
+        a = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda:%d" % runner.device)
+        return a, a.data_ptr(), runner.device
+    if dtype == "bfloat16":
+        try:
+            torch = _torch()
+        except ImportError:
+            raise UsageError("usage: tokens: dtype 'bfloat16' on the host needs torch (NumPy has no bfloat16); "
+                             "pass out=<a uint16 NumPy array> to get the bits") from None
+        a = torch.empty(shape, dtype=torch.bfloat16)
+        return a, a.data_ptr(), -1
+    np = _np()
+    a = np.empty(shape, dtype=dtype)
+    return a, a.ctypes.data, -1
+
+
+def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
+           alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
+           fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
+           **inputs: Array) -> Any:
+    """Runs the program once and returns the tokens of its (first) atlas output: (N, C, p, p) for
+    layout "nchw", (N, p, p, C) "nhwc", (N, C*p*p) "flat" ((C, ph, pw) order: a ViT patch
+    embedding's Conv2d weight.reshape(D, -1) order), C = 3, or 4 with alpha=True.
+
+    dtype "float32", "float16" or "bfloat16"; normalize a preset ("clip", "siglip", "imagenet",
+    "none": rescale to [0, 1] only) or (mean, std) of 3 values (4 with alpha; with 3, alpha gets
+    mean 0, std 1); values rescaled by 1/255 first. out: see the module's doc. fixation,
+    fixation_units, fixation_clamp, policy, slot and named inputs: as for Runner.patches. Bad names,
+    values, or an out= of another dtype, shape, device or not contiguous: UsageError, nothing
+    written."""
+    s = runner._atlas(slot)
+    fmt = token_format(dtype, normalize, layout, alpha)
+    shape = _shape(s, 4 if alpha else 3, layout)
+    h, name = runner._runner(1)
+    bound = runner._apply_policy(runner._inputs(image, inputs), policy, False)
+    on_cuda = any(_is_torch(x) and x.is_cuda or getattr(x, "__cuda_array_interface__", None) is not None
+                  for v in bound.values() for x in (v if isinstance(v, (list, tuple)) else [v]))
+    if out is not None:
+        ptr, devno = _destination(out, shape, dtype, runner, name)
+        result = out
+    else:
+        result, ptr, devno = _new_output(shape, dtype, on_cuda and name == "cuda", runner)
+    if devno >= 0:
+        if name != "cuda":
+            raise UsageError("usage: tokens: a CUDA out= needs executor 'cuda' (this runner's is '%s')" % name)
+        if devno != runner.device:
+            raise UsageError("usage: tokens: out is on cuda:%d, the runner on cuda:%d" % (devno, runner.device))
+    runner._exec(bound, 1, [], fixation=fixation, units=fixation_units, clamp=fixation_clamp)
+    if devno >= 0:  # written on the caller's stream, after the run
+        handle = _cuda_stream(runner)
+        if runner._stream.get(1) != handle:
+            _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+            runner._stream[1] = handle
+    _check(_lib.pxvm_runner_read_tokens(h, s.index, 0, 1, ctypes.byref(fmt), ctypes.c_void_p(ptr), devno))
+    return result
+
+
+class Positions:
+    """Where every token of an atlas was sampled (isa/SPEC.md sections 6 and 9), NumPy arrays:
+
+    centre      (N, 2) float64: the centre (x, y) in level-0 texels (Q16 / 65536)
+    step        (N, 2) float64: (du, dv), texels per patch texel (the patch covers
+                patch_w * du x patch_h * dv texels); 0 for GATHER
+    level       (N,) float64: the LOD used (Q8.8 / 256)
+    normalized  (N, 2) float64: centre / (W, H) of the program's first input slot, in [0, 1]
+                for a centre inside the image (NaN without an input slot)
+    grid        (N, 2) int64 (row, col), or None: when the tokens lie on a lattice (the ranks of
+                their centre y and x among the distinct ones form cells 0..N-1 of the grid in
+                row-major order, each once: a full grid or a row-major prefix)
+    rope        (3, N) int64 (t, h, w): multimodal-RoPE ids; t the frame given, (h, w) the grid
+                ids or, off a lattice, the ranks of the centre y and x; None if a token was
+                never written
+    written     (N,) bool: an instruction wrote the token (else its values are NaN)
+    """
+
+    centre: numpy.ndarray
+    step: numpy.ndarray
+    level: numpy.ndarray
+    normalized: numpy.ndarray
+    grid: numpy.ndarray | None
+    rope: numpy.ndarray | None
+    written: numpy.ndarray
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return "Positions(N=%d, grid=%s)" % (len(self.level), None if self.grid is None else
+                                             "%dx%d" % (self.grid[:, 0].max() + 1, self.grid[:, 1].max() + 1))
+
+
+def positions_from_geometry(g: numpy.ndarray, ref_wh: tuple[int, int] | None, t: int = 0) -> Positions:
+    """Positions of the tokens of one item from its exact geometry (N, 5) int32 (Runner.geometry
+    with exact=True); ref_wh: the first input slot's (W, H), or None."""
+    np = _np()
+    g = np.asarray(g, dtype=np.int64)
+    written = g[:, 4] >= 0
+    centre = g[:, 0:2] / 65536.0
+    step = g[:, 2:4] / 65536.0
+    level = g[:, 4] / 256.0
+    centre[~written] = np.nan
+    step[~written] = np.nan
+    level = np.where(written, level, np.nan)
+    if ref_wh:
+        normalized = centre / np.array([float(ref_wh[0]), float(ref_wh[1])])
+    else:
+        normalized = np.full_like(centre, np.nan)
+    grid = rope = None
+    n = len(g)
+    if n and written.all():
+        xs, col = np.unique(g[:, 0], return_inverse=True)
+        ys, row = np.unique(g[:, 1], return_inverse=True)
+        cell = row.astype(np.int64) * len(xs) + col
+        if np.array_equal(np.sort(cell), np.arange(n)):
+            grid = np.stack([row, col], axis=1).astype(np.int64)
+        rope = np.stack([np.full(n, int(t), dtype=np.int64), row.astype(np.int64), col.astype(np.int64)])
+    return Positions(centre=centre, step=step, level=level, normalized=normalized, grid=grid, rope=rope,
+                     written=written)
+
+
+def positions(runner, slot: str | int | None = None, t: int = 0) -> Positions:
+    """The positions of the last run's tokens of the (first) atlas output (see Positions)."""
+    s = runner._atlas(slot)
+    g = runner.geometry(s.index, 1, exact=True)[0]
+    ins = runner.program.inputs
+    return positions_from_geometry(g, (ins[0].w, ins[0].h) if ins else None, t)

@@ -1,0 +1,445 @@
+/* test_tokens.c - tokens for models (isa/SPEC.md, "Tokens for models") through the public API:
+ * the exact float16/bfloat16 roundings, the values against the rule computed here step by step,
+ * the three layouts against the uint8 patches, alpha, batches, and every refusal [A-TOKENS-n]
+ * at its edge (the last accepted and the first refused case, nothing written on refusal), with
+ * the SPEC's IDs checked against this file's pairs (test_rules.c checks the M/V/U/T IDs; these
+ * API usage rules are checked here, where their cases are). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../vm/tokens.h"
+#include "test.h"
+
+/* ---- the roundings -------------------------------------------------------------------------- */
+
+static uint32_t px__fbits(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    return b;
+}
+
+static double px__f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* The nearest float16 to a finite float by search over the values (ties: even mantissa): the
+ * rule, done another way. */
+static uint16_t px__f16_slow(float f)
+{
+    double v = fabs((double)f);
+    /* the first h whose value is >= v; 0x7C00 counts as 65536, the value after 65504 */
+#define PX__VAL(h) ((h) == 0x7C00 ? 65536.0 : px__f16_value((uint16_t)(h)))
+    int lo = 0, hi = 0x7C00;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (PX__VAL(mid) >= v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    int best = lo;
+    if (lo > 0 && PX__VAL(lo) != v) {
+        double below = v - PX__VAL(lo - 1), above = PX__VAL(lo) - v;
+        best = below < above ? lo - 1 : below > above ? lo : ((lo - 1) & 1 ? lo : lo - 1);
+    }
+#undef PX__VAL
+    return (uint16_t)(best | (signbit(f) ? 0x8000 : 0));
+}
+
+TEST(tokens_float16_rounds_to_nearest_even)
+{
+    /* every float16 value, the ties between neighbours, and the points just beside them */
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x7C00 && bad < 5; h++) {
+        float v = (float)px__f16_value((uint16_t)h), next = (float)px__f16_value((uint16_t)(h + 1));
+        float mid = (float)(((double)v + (double)next) / 2), cases[5] = {v, mid, nextafterf(mid, 0), nextafterf(mid, INFINITY), -v};
+        for (int k = 0; k < 5; k++)
+            if (pxvm_f32_to_f16(px__fbits(cases[k])) != px__f16_slow(cases[k])) {
+                px_test_fail(__FILE__, __LINE__, "f16(%a) = %04x, want %04x", (double)cases[k],
+                             pxvm_f32_to_f16(px__fbits(cases[k])), px__f16_slow(cases[k]));
+                bad++;
+            }
+    }
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(65504.0f)), 0x7BFF);
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(nextafterf(65520.0f, 0))), 0x7BFF);
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(65520.0f)), 0x7C00); /* the tie goes to the even infinity */
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(-INFINITY)), 0xFC00);
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(ldexpf(1, -25))), 0x0000);                  /* tie with 0: even */
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(nextafterf(ldexpf(1, -25), 1))), 0x0001);
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(ldexpf(3, -25))), 0x0002); /* 1.5 units: tie, to even 2 */
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(ldexpf(1023.5f, -24))), 0x0400); /* carry into the smallest normal */
+    CHECK_EQ(pxvm_f32_to_f16(px__fbits(1e-30f)), 0x0000);
+}
+
+TEST(tokens_bfloat16_rounds_to_nearest_even)
+{
+    CHECK_EQ(pxvm_f32_to_bf16(0x3F808000u), 0x3F80); /* tie, even stays */
+    CHECK_EQ(pxvm_f32_to_bf16(0x3F818000u), 0x3F82); /* tie, odd rounds up */
+    CHECK_EQ(pxvm_f32_to_bf16(0x3F808001u), 0x3F81);
+    CHECK_EQ(pxvm_f32_to_bf16(0x3F807FFFu), 0x3F80);
+    CHECK_EQ(pxvm_f32_to_bf16(0x7F7FFFFFu), 0x7F80); /* FLT_MAX rounds to infinity */
+    CHECK_EQ(pxvm_f32_to_bf16(0xBF800000u), 0xBF80);
+    uint64_t st = 7;
+    for (int i = 0; i < 100000; i++) { /* against the value: the nearer of the two neighbours */
+        uint32_t f = (uint32_t)px_rand(&st) & 0xBF7FFFFFu; /* finite */
+        float v;
+        memcpy(&v, &f, 4);
+        uint32_t lo = f & 0xFFFF0000u, hi = lo + 0x10000u;
+        float flo, fhi;
+        memcpy(&flo, &lo, 4);
+        memcpy(&fhi, &hi, 4);
+        double dl = fabs((double)v - flo), dh = fabs((double)fhi - v);
+        uint16_t want = (uint16_t)((dl < dh || (dl == dh && !((lo >> 16) & 1))) ? lo >> 16 : hi >> 16);
+        if (pxvm_f32_to_bf16(f) != want) {
+            px_test_fail(__FILE__, __LINE__, "bf16(%08x) = %04x, want %04x", f, pxvm_f32_to_bf16(f), want);
+            break;
+        }
+    }
+}
+
+/* ---- tokens of a run ------------------------------------------------------------------------ */
+
+/* A 16x16 input sampled texel for texel into 5 patches of 4x4 in a 12x8 atlas (3 columns, the
+ * sixth cell unused): the atlas's bytes are the input's, alpha included. */
+static const char *px__src = ".width 16\n.slot image input 16x16\n.slot atlas output 12x8 patches=4x4x5\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=0 dst_y=0 w=4 h=4 cu=2 cv=2 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=6 cv=2 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=8 dst_y=0 w=4 h=4 cu=10 cv=2 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=0 dst_y=4 w=4 h=4 cu=2 cv=10 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=4 w=4 h=4 cu=13 cv=13 du=1 dv=1 lod=0\n"
+                             "HALT\n";
+enum { PX_N = 5, PX_P = 4 };
+
+typedef struct {
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    uint8_t patches[2][PX_N][PX_P][PX_P][4];
+} px_tok;
+
+/* Opens the program with a batch of 2 on the CPU, binds two random RGBA images (every byte value
+ * occurs), runs, and reads the patches. */
+static int px__tok_open(px_tok *k)
+{
+    memset(k, 0, sizeof *k);
+    if (pxvm_prog_assemble(px__src, "tokens.pxs", NULL, &k->prog) || pxvm_runner_open(k->prog, "cpu", 0, 2, 2, &k->run))
+        return -1;
+    uint64_t st = 11;
+    uint8_t img[2][16 * 16 * 4];
+    for (size_t i = 0; i < sizeof img; i++)
+        img[i / sizeof img[0]][i % sizeof img[0]] = (uint8_t)(i < 256 ? i : px_rand(&st)); /* 0..255 first */
+    pxvm_view v = pxvm_view_host(img, 16, 16, 4);
+    v.items = 2, v.item_stride = sizeof img[0];
+    pxvm_view out = {k->patches, -1, 2, PX_P, PX_P * PX_N, 4, sizeof k->patches[0], PX_P * 4, 4, 1};
+    int atlas = pxvm_prog_slot_find(k->prog, "atlas");
+    if (pxvm_runner_bind(k->run, 1, 0, &v) || pxvm_runner_run(k->run) || pxvm_runner_read_patches(k->run, atlas, 0, &out))
+        return -1;
+    return atlas;
+}
+
+static void px__tok_close(px_tok *k)
+{
+    pxvm_runner_close(k->run);
+    pxvm_prog_free(k->prog);
+}
+
+/* The rule, step by step here: y = fl32(fl32(fl32(u) * r) - m) / s, then the dtype's rounding. */
+static uint32_t px__rule(const pxvm_token_format *f, int c, int u)
+{
+    float r = (float)f->rescale, m = c < f->nvalues ? (float)f->mean[c] : 0.0f, s = c < f->nvalues ? (float)f->std[c] : 1.0f;
+    float x = (float)u;
+    x = x * r;
+    float d = x - m;
+    float y = d / s;
+    uint32_t b = px__fbits(y);
+    return f->dtype == PXVM_TOKENS_FLOAT32 ? b : f->dtype == PXVM_TOKENS_FLOAT16 ? pxvm_f32_to_f16(b) : pxvm_f32_to_bf16(b);
+}
+
+TEST(tokens_every_preset_dtype_layout_and_alpha_follow_the_rule)
+{
+    px_tok k;
+    int atlas = px__tok_open(&k);
+    CHECK(atlas > 0);
+    if (atlas <= 0) {
+        printf("  %s\n", pxvm_errmsg());
+        px__tok_close(&k);
+        return;
+    }
+    const char *presets[] = {"clip", "siglip", "imagenet", "none"};
+    static uint32_t out[2 * PX_N * 4 * PX_P * PX_P + 16];
+    int checked = 0;
+    for (int pr = 0; pr < 5; pr++)
+        for (int dtype = 0; dtype < 3; dtype++)
+            for (int layout = 0; layout < 3; layout++)
+                for (int alpha = 0; alpha < 2; alpha++) {
+                    pxvm_token_format f;
+                    if (pr < 4) {
+                        CHECK(pxvm_token_format_preset(presets[pr], &f) == 0);
+                    } else { /* custom, alpha's own values when kept */
+                        f = (pxvm_token_format){0, 0, 0, 3, 1.0 / 127.0, {0.1, -0.7, 3.0, 0.25}, {0.3, -2.0, 1e-3, 4.0}};
+                        f.nvalues = alpha ? 4 : 3;
+                    }
+                    f.dtype = dtype, f.layout = layout, f.alpha = alpha;
+                    int C = 3 + alpha, elem = dtype ? 2 : 4;
+                    memset(out, 0xA5, sizeof out);
+                    if (pxvm_runner_read_tokens(k.run, atlas, 0, 2, &f, out, -1)) {
+                        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+                        continue;
+                    }
+                    for (int it = 0; it < 2; it++)
+                        for (int p = 0; p < PX_N; p++)
+                            for (int y = 0; y < PX_P; y++)
+                                for (int x = 0; x < PX_P; x++)
+                                    for (int c = 0; c < C; c++) {
+                                        size_t tok = (size_t)(it * PX_N + p) * (size_t)(C * PX_P * PX_P);
+                                        size_t at = tok + (layout == PXVM_TOKENS_NHWC ? (size_t)((y * PX_P + x) * C + c)
+                                                                                      : (size_t)((c * PX_P + y) * PX_P + x));
+                                        uint32_t got = elem == 4 ? out[at] : ((uint16_t *)out)[at];
+                                        uint32_t want = px__rule(&f, c, k.patches[it][p][y][x][c]);
+                                        if (got != want && checked >= 0) {
+                                            px_test_fail(__FILE__, __LINE__,
+                                                         "preset %d dtype %d layout %d alpha %d item %d token %d (%d,%d) c%d: "
+                                                         "%08x != %08x", pr, dtype, layout, alpha, it, p, x, y, c, got, want);
+                                            checked = -1000000;
+                                        }
+                                        checked++;
+                                    }
+                    /* nothing past the end: 2 items of N * C * p * p values */
+                    size_t end = (size_t)2 * PX_N * (size_t)C * PX_P * PX_P * (size_t)elem;
+                    CHECK(((uint8_t *)out)[end] == 0xA5);
+                }
+    printf("  %d values checked\n", checked);
+    /* one item from the middle of the batch: item 1 alone is item 1 of the pair */
+    pxvm_token_format f;
+    CHECK(pxvm_token_format_preset("clip", &f) == 0);
+    static uint32_t both[2 * PX_N * 3 * PX_P * PX_P], one[PX_N * 3 * PX_P * PX_P];
+    CHECK(pxvm_runner_read_tokens(k.run, atlas, 0, 2, &f, both, -1) == 0);
+    CHECK(pxvm_runner_read_tokens(k.run, atlas, 1, 1, &f, one, -1) == 0);
+    CHECK(!memcmp(one, both + PX_N * 3 * PX_P * PX_P, sizeof one));
+    /* presets as stated */
+    CHECK(f.rescale == 1.0 / 255.0 && f.mean[0] == 0.48145466 && f.std[2] == 0.27577711 && f.nvalues == 3);
+    CHECK(px__fbits((float)f.rescale) == 0x3B808081u);
+    px__tok_close(&k);
+}
+
+TEST(tokens_known_values)
+{
+    pxvm_token_format f;
+    CHECK(pxvm_token_format_preset("siglip", &f) == 0);
+    pxvm_token_table t;
+    pxvm_error err;
+    CHECK(pxvm_token_table_build(&f, &t, &err) == 0);
+    CHECK_EQ(t.value[0][0], px__fbits(-1.0f)); /* (0 - 0.5) / 0.5 */
+    CHECK_EQ(t.value[2][255], px__fbits(1.0f)); /* 255 * fl32(1/255) rounds to 1 */
+    CHECK(pxvm_token_format_preset("none", &f) == 0);
+    f.dtype = PXVM_TOKENS_BFLOAT16;
+    CHECK(pxvm_token_table_build(&f, &t, &err) == 0);
+    CHECK_EQ(t.value[1][255], 0x3F80); /* 1.0 */
+    CHECK_EQ(t.value[1][0], 0x0000);
+}
+
+/* The CPU executor writes host memory only. */
+TEST(tokens_cpu_refuses_device_memory)
+{
+    px_tok k;
+    int atlas = px__tok_open(&k);
+    pxvm_token_format f;
+    CHECK(pxvm_token_format_preset("none", &f) == 0);
+    uint8_t dst[4] = {1, 2, 3, 4};
+    CHECK(pxvm_runner_read_tokens(k.run, atlas, 0, 1, &f, dst, 0) == PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "only by the CUDA-GL executor");
+    CHECK(dst[0] == 1 && dst[3] == 4);
+    CHECK(pxvm_runner_read_tokens(k.run, atlas, 0, 1, NULL, dst, -1) == PXVM_USAGE);
+    CHECK(pxvm_runner_read_tokens(k.run, atlas, 0, 1, &f, NULL, -1) == PXVM_USAGE);
+    px__tok_close(&k);
+}
+
+/* ---- the refusals at their edges ------------------------------------------------------------ */
+
+typedef struct {
+    pxvm_token_format f;
+    const char *preset; /* not NULL: the case is pxvm_token_format_preset(preset) */
+    int slot, item0, items;
+} px_tcase;
+
+typedef void (*px_tmake)(int refuse, int variant, px_tcase *c, char *msg);
+
+typedef struct {
+    const char *id;
+    px_tmake make;
+    int variants;
+} px_trule;
+
+static void px__t1(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->f.dtype = refuse ? 3 : PXVM_TOKENS_BFLOAT16;
+    strcpy(msg, "dtype 3 is none of");
+}
+static void px__t2(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->f.layout = refuse ? 3 : PXVM_TOKENS_FLAT;
+    strcpy(msg, "layout 3 is none of");
+}
+static void px__t3(int refuse, int variant, px_tcase *c, char *msg)
+{
+    if (variant == 0) { /* 4 values: with alpha, not without */
+        c->f.alpha = !refuse, c->f.nvalues = 4, c->f.mean[3] = 0.5, c->f.std[3] = 0.5;
+        strcpy(msg, "4 mean/std values for R, G, B (alpha 0)");
+    } else { /* 3 values with alpha, not 2 */
+        c->f.alpha = 1, c->f.nvalues = refuse ? 2 : 3;
+        strcpy(msg, "2 mean/std values for R, G, B, A");
+    }
+}
+static void px__t4(int refuse, int variant, px_tcase *c, char *msg)
+{
+    if (variant == 0) {
+        c->f.rescale = refuse ? 0.0 : 1.401298464324817e-45; /* the smallest float32 */
+        strcpy(msg, "rescale = 0 is not a positive finite float32");
+    } else {
+        c->f.rescale = refuse ? 3.5e38 : FLT_MAX; /* 3.5e38 rounds to infinity */
+        strcpy(msg, "rescale = 3.5e+38 is not");
+    }
+}
+static void px__t5(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->f.mean[1] = refuse ? 3.5e38 : -FLT_MAX;
+    strcpy(msg, "mean[1] = 3.5e+38 is not a finite float32");
+}
+static void px__t6(int refuse, int variant, px_tcase *c, char *msg)
+{
+    if (variant == 0) {
+        c->f.std[2] = refuse ? 1e-46 : 1.401298464324817e-45; /* 1e-46 rounds to 0 */
+        strcpy(msg, "std[2] = 1e-46 is not a finite, non-zero float32");
+    } else { /* alpha's own std, with 4 values */
+        c->f.alpha = 1, c->f.nvalues = 4, c->f.mean[3] = 0.0, c->f.std[3] = refuse ? NAN : -1.0;
+        strcpy(msg, "std[3] = nan is not");
+    }
+}
+static void px__t7(int refuse, int variant, px_tcase *c, char *msg)
+{
+    if (variant == 0) {
+        c->slot = refuse ? 1 : 2;
+        strcpy(msg, "slot 1 ('image') is no patch atlas");
+    } else {
+        c->slot = refuse ? 3 : 2;
+        strcpy(msg, "slot 3: the program has slots 0..2");
+    }
+}
+static void px__t8(int refuse, int variant, px_tcase *c, char *msg)
+{
+    if (variant == 0) {
+        c->item0 = 1, c->items = refuse ? 2 : 1;
+        strcpy(msg, "items 1..2 (2 from 1) are not within the batch of 2");
+    } else {
+        c->item0 = 0, c->items = refuse ? 0 : 1;
+        strcpy(msg, "items 0..-1 (0 from 0)");
+    }
+}
+static void px__t9(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->preset = refuse ? "CLIP" : "clip";
+    strcpy(msg, "no normalization preset 'CLIP' (presets: clip, siglip, imagenet, none)");
+}
+
+static const px_trule px_trules[] = {
+    {"A-TOKENS-1", px__t1, 1}, {"A-TOKENS-2", px__t2, 1}, {"A-TOKENS-3", px__t3, 2},
+    {"A-TOKENS-4", px__t4, 2}, {"A-TOKENS-5", px__t5, 1}, {"A-TOKENS-6", px__t6, 2},
+    {"A-TOKENS-7", px__t7, 2}, {"A-TOKENS-8", px__t8, 2}, {"A-TOKENS-9", px__t9, 1},
+};
+#define PX_NTRULES (sizeof px_trules / sizeof px_trules[0])
+
+TEST(tokens_every_refusal_has_its_edge_pair)
+{
+    px_tok k;
+    int atlas = px__tok_open(&k);
+    CHECK(atlas == 2);
+    static uint8_t dst[2 * PX_N * 4 * PX_P * PX_P * 4 + 64];
+    int pairs = 0;
+    for (size_t r = 0; r < PX_NTRULES; r++)
+        for (int v = 0; v < px_trules[r].variants; v++)
+            for (int refuse = 0; refuse < 2; refuse++) {
+                px_tcase c;
+                char msg[200] = "";
+                memset(&c, 0, sizeof c);
+                CHECK(pxvm_token_format_preset("imagenet", &c.f) == 0);
+                c.slot = atlas, c.item0 = 0, c.items = 2;
+                px_trules[r].make(refuse, v, &c, msg);
+                memset(dst, 0x5A, sizeof dst);
+                int rc = c.preset ? pxvm_token_format_preset(c.preset, &c.f)
+                                  : pxvm_runner_read_tokens(k.run, c.slot, c.item0, c.items, &c.f, dst, -1);
+                if (!refuse) {
+                    if (rc)
+                        px_test_fail(__FILE__, __LINE__, "%s variant %d: the accepted case fails: %s", px_trules[r].id,
+                                     v, pxvm_errmsg());
+                    continue;
+                }
+                if (rc != PXVM_USAGE) {
+                    px_test_fail(__FILE__, __LINE__, "%s variant %d: the refused case gives %d", px_trules[r].id, v, rc);
+                    continue;
+                }
+                if (!strstr(pxvm_errmsg(), msg))
+                    px_test_fail(__FILE__, __LINE__, "%s variant %d: '%s' does not contain '%s'", px_trules[r].id, v,
+                                 pxvm_errmsg(), msg);
+                for (size_t i = 0; i < sizeof dst; i++)
+                    if (dst[i] != 0x5A) {
+                        px_test_fail(__FILE__, __LINE__, "%s variant %d: byte %zu written on refusal", px_trules[r].id, v, i);
+                        break;
+                    }
+                pairs++;
+            }
+    printf("  %zu rules, %d pairs\n", PX_NTRULES, pairs);
+    px__tok_close(&k);
+}
+
+/* Every [A-TOKENS-n] of SPEC.md has a pair above and one index row "| ID | usage | `USAGE` |";
+ * every pair above has its ID there. */
+TEST(tokens_spec_ids_have_their_pairs)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    char *text = realloc(data, len + 1);
+    if (!text)
+        return;
+    text[len] = 0;
+    int defined[PX_NTRULES] = {0}, indexed[PX_NTRULES] = {0};
+    for (const char *s = strstr(text, "A-TOKENS-"); s; s = strstr(s + 1, "A-TOKENS-")) {
+        size_t n = 9;
+        while (s[n] >= '0' && s[n] <= '9')
+            n++;
+        size_t r = 0;
+        while (r < PX_NTRULES && !(strlen(px_trules[r].id) == n && !strncmp(px_trules[r].id, s, n)))
+            r++;
+        if (r == PX_NTRULES) {
+            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_tokens.c", (int)n, s);
+            continue;
+        }
+        if (s > text && s[-1] == '[' && s[n] == ']')
+            defined[r]++;
+        else if (s >= text + 2 && s[-1] == ' ' && s[-2] == '|' && s[-3] == '\n') {
+            indexed[r]++;
+            if (strncmp(s + n, " | usage | `USAGE` |", 20))
+                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s is not '| ID | usage | `USAGE` |'",
+                             px_trules[r].id);
+        }
+    }
+    for (size_t r = 0; r < PX_NTRULES; r++) {
+        if (defined[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s is defined %d times in SPEC.md (1 wanted)", px_trules[r].id, defined[r]);
+        if (indexed[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_trules[r].id, indexed[r]);
+    }
+    free(text);
+}

@@ -10,7 +10,7 @@ void pxasm_disassemble(const pxvm_program *prog, const char *name, FILE *out)
     const pxvm_image *img = &prog->image;
     uint32_t header_end = PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (uint32_t)(prog->nslots - 1);
     fprintf(out, "; %s: pxvm format %d.%d, %dx%d program image, %d slots, %u instructions\n", name, PXI_VERSION_MAJOR,
-            PXI_VERSION_MINOR, img->w, img->h, prog->nslots - 1, prog->ninsns);
+            prog->format_minor, img->w, img->h, prog->nslots - 1, prog->ninsns);
     fprintf(out, ".width %d\n.height %d\n", img->w, img->h);
     if (prog->code_start != header_end)
         fprintf(out, ".code_start %u\n", prog->code_start);

@@ -190,7 +190,7 @@ static void px__info(const pxvm_program *prog)
 {
     char lb[16], buf[512];
     printf("program %dx%d, format %d.%d, %d slots, %u instructions (stream %u..%u), %" PRIu64 " bytes of slots\n",
-           prog->image.w, prog->image.h, PXI_VERSION_MAJOR, PXI_VERSION_MINOR, prog->nslots, prog->ninsns,
+           prog->image.w, prog->image.h, PXI_VERSION_MAJOR, prog->format_minor, prog->nslots, prog->ninsns,
            prog->code_start, prog->code_end - 1, prog->memory);
     for (int k = 0; k < prog->nslots; k++) {
         const pxvm_slot *s = &prog->slots[k];

@@ -231,3 +231,231 @@ TEST(anysize_resolution_rewrites_the_descriptor_and_the_operands)
     CHECK_STR(err.msg, "not any-size");
     pxvm_program_free(&poly);
 }
+
+TEST(anysize_foveate273_any_resolves_to_foveate273)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly, fixed, res;
+    pxvm_error err;
+    if (pxvm_program_load("programs/foveate273_any.pxi", &lim, &poly, &err) < 0 ||
+        pxvm_program_load("programs/foveate273.pxi", &lim, &fixed, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    CHECK_EQ(poly.format_minor, 1);
+    CHECK_EQ(poly.slots[1].min_side, 16);
+    if (pxvm_program_resolve(&poly, NULL, &lim, &res, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    } else {
+        CHECK(res.image.w == fixed.image.w && res.image.h == fixed.image.h &&
+              !memcmp(res.image.px, fixed.image.px, (size_t)fixed.image.w * (size_t)fixed.image.h * 4u));
+        pxvm_program_free(&res);
+    }
+    pxvm_program_free(&poly);
+    pxvm_program_free(&fixed);
+}
+
+/* ---- the runner: bound at W x H == a fresh runner of the resolution at W x H ------------------ */
+
+/* Every output slot's level 0 and every atlas's geometry after a run, in one buffer. */
+static uint8_t *px__outputs(const pxvm_prog *prog, pxvm_runner *run, size_t *len)
+{
+    size_t n = 0;
+    uint8_t *all = NULL;
+    for (int k = 0; k < pxvm_prog_slot_count(prog); k++) {
+        pxvm_slot_info si;
+        pxvm_prog_slot(prog, k, &si);
+        if (strcmp(si.role, "output"))
+            continue;
+        size_t bytes = (size_t)si.w * (size_t)si.h * 4u, geom = (size_t)si.patch_count * PXVM_GEOM_INTS * 4u;
+        all = realloc(all, n + bytes + geom);
+        pxvm_view v = {all + n, -1, 1, si.w, si.h, 4, (int64_t)bytes, (int64_t)si.w * 4, 4, 1};
+        if (pxvm_runner_read(run, k, 0, 0, &v) ||
+            (geom && pxvm_runner_read_geometry(run, k, 0, 1, (int32_t *)(void *)(all + n + bytes), -1)))
+            px_test_fail(__FILE__, __LINE__, "read: %s", pxvm_errmsg());
+        n += bytes + geom;
+    }
+    *len = n;
+    return all;
+}
+
+/* Runs `run` (the polymorphic runner) on img bound to `slot`, and a fresh runner of the
+ * resolution at img's size; 0 when every output byte agrees. rel: fixation register 0 is the
+ * normalized (0.3, 0.6): set in the fresh runner here, in `run` once when it opened (so that the
+ * runner converts it again at every size it switches to). */
+static int px__same_as_fresh(const pxvm_prog *prog, pxvm_runner *run, int slot, const pxvm_image *img, int rel)
+{
+    double fx[2] = {0.3, 0.6};
+    pxvm_view v = pxvm_view_host(img->px, img->w, img->h, 4);
+    if (pxvm_runner_bind(run, slot, 0, &v) || pxvm_runner_run(run)) {
+        px_test_fail(__FILE__, __LINE__, "%dx%d: %s", img->w, img->h, pxvm_errmsg());
+        return -1;
+    }
+    int bw = 0, bh = 0;
+    pxvm_runner_slot_size(run, slot, &bw, &bh);
+    CHECK(bw == img->w && bh == img->h);
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    wh[2 * slot] = img->w, wh[2 * slot + 1] = img->h;
+    pxvm_prog *res = NULL;
+    pxvm_runner *fresh = NULL;
+    if (pxvm_prog_resolve(prog, wh, &res) || pxvm_runner_open(res, "cpu", 0, 2, 1, &fresh) ||
+        pxvm_runner_bind(fresh, slot, 0, &v) || (rel && pxvm_runner_set_fixations_normalized(fresh, 0, 1, 0, 1, fx)) ||
+        pxvm_runner_run(fresh)) {
+        px_test_fail(__FILE__, __LINE__, "%dx%d fresh: %s", img->w, img->h, pxvm_errmsg());
+        pxvm_runner_close(fresh);
+        pxvm_prog_free(res);
+        return -1;
+    }
+    size_t na, nb;
+    uint8_t *a = px__outputs(prog, run, &na), *b = px__outputs(res, fresh, &nb);
+    int same = na == nb && !memcmp(a, b, na);
+    if (!same)
+        px_test_fail(__FILE__, __LINE__, "%dx%d: the polymorphic runner's outputs differ from the resolution's", img->w,
+                     img->h);
+    free(a);
+    free(b);
+    pxvm_runner_close(fresh);
+    pxvm_prog_free(res);
+    return same ? 0 : -1;
+}
+
+/* Sizes in order: fixed edges, then `nrandom` random ones within lo..hi. */
+static int px__sizes(int lo, int big, int nrandom, uint64_t *rng, int (*wh)[2])
+{
+    static const int edge[][2] = {{1, 1}, {1, 37}, {53, 1}, {16, 16}, {17, 16}, {451, 300}, {997, 641}, {3, 2},
+                                  {902, 600}, {225, 150}, {31, 500}, {1000, 17}, {4096, 2160}, {7680, 4320}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        if (edge[i][0] < lo || edge[i][1] < lo || (!big && (edge[i][0] > 2000 || edge[i][1] > 2000)))
+            continue;
+        wh[n][0] = edge[i][0], wh[n][1] = edge[i][1], n++;
+    }
+    for (int i = 0; i < nrandom; i++, n++) {
+        wh[n][0] = lo + (int)(px_rand(rng) % (uint64_t)(1200 - lo));
+        wh[n][1] = lo + (int)(px_rand(rng) % (uint64_t)(900 - lo));
+    }
+    return n;
+}
+
+static void px__property(const pxvm_prog *prog, const char *slot_name, int lo, int big, int nrandom, int rel,
+                         uint64_t seed)
+{
+    pxvm_runner *run = NULL;
+    if (pxvm_runner_open(prog, "cpu", 0, 2, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    double fx[2] = {0.3, 0.6};
+    if (rel && pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, fx))
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    int slot = pxvm_prog_slot_find(prog, slot_name), wh[64][2];
+    uint64_t rng = seed;
+    int n = px__sizes(lo, big, nrandom, &rng, wh), ok = 0;
+    for (int i = 0; i < n; i++) {
+        pxvm_image img = px_random_image(wh[i][0], wh[i][1], &rng);
+        ok += px__same_as_fresh(prog, run, slot, &img, rel) == 0;
+        pxvm_image_free(&img);
+    }
+    /* back to the first size again: from the cache */
+    pxvm_image img = px_random_image(wh[0][0], wh[0][1], &rng);
+    ok += px__same_as_fresh(prog, run, slot, &img, rel) == 0;
+    pxvm_image_free(&img);
+    printf("  %d of %d sizes byte-identical to a fresh runner of the resolution\n", ok, n + 1);
+    pxvm_runner_close(run);
+}
+
+TEST(anysize_runner_foveate273_any_equals_the_resolution)
+{
+    pxvm_prog *prog;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    px__property(prog, "image", 16, 1, 12, 0, 273);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_relative_and_aniso_equals_the_resolution)
+{
+    pxvm_image img;
+    px__sampler(&img);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "sampler", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    px__property(prog, "image", 1, 0, 12, 1, 641);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_resize_equals_the_resolution)
+{
+    pxvm_builder b;
+    pxvm_error err;
+    pxvm_image img;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 40, 30);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 24, 24);
+    pxvm_build_any_size(&b, 1, 0, 2048, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(RESIZE, src)] = 1, f[PX_FI(RESIZE, dst)] = 2, f[PX_FI(RESIZE, filter)] = 3;
+    f[PX_FI(RESIZE, w)] = 24, f[PX_FI(RESIZE, h)] = 24, f[PX_FI(RESIZE, fit)] = 1, f[PX_FI(RESIZE, pad_a)] = 255;
+    pxvm_build_insn(&b, PX_OP_RESIZE, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    pxvm_build_free(&b);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "resize", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    px__property(prog, "image", 1, 0, 8, 0, 997);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 5;
+    pxvm_image small = px_random_image(15, 40, &rng), a = px_random_image(64, 48, &rng), two = px_random_image(80, 60 * 2, &rng);
+    pxvm_view v = pxvm_view_host(small.px, small.w, small.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &v), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "a 15x40 image cannot be bound to slot 1 ('image'): it takes 16x16 .. 16384x16384");
+    v = pxvm_view_host(a.px, a.w, a.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &v), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &v), 0); /* the same size: fine */
+    pxvm_view w2 = pxvm_view_host(two.px, 80, 60, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &w2), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "item 0 is bound at 64x48, and the items of a batch share the size");
+    w2.items = 2, w2.item_stride = 80 * 60 * 4;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &w2), 0); /* every item at once */
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    int sw, sh;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 80 && sh == 60);
+    pxvm_slot_info si;
+    CHECK_EQ(pxvm_prog_slot(prog, 1, &si), 0);
+    CHECK(si.any_size == 1 && si.min_side == 16 && si.max_side == 16384 && si.max_pixels == 0 && si.w == 451);
+    pxvm_image_free(&small);
+    pxvm_image_free(&a);
+    pxvm_image_free(&two);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

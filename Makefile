@@ -26,7 +26,7 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
-LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \

@@ -20,6 +20,16 @@ struct pxvm_prog {
     char name[256]; /* the file or the name given: what messages call the program */
 };
 
+/* One resolution of an any-size program (the runner's cache). */
+typedef struct px_resolved {
+    int *wh;            /* [nslots][2]: the size of every slot it was resolved at; NULL: empty */
+    pxvm_program prog;
+    uint64_t used;      /* the runner's clock when it was last switched to */
+} px_resolved;
+
+/* What the runner remembers of a fixation register, to give it again at another size. */
+enum { PX_FIX_NONE, PX_FIX_Q16, PX_FIX_NORMALIZED, PX_FIX_DEVICE };
+
 struct pxvm_runner {
     const pxvm_prog *prog;
     const pxvm_executor_ops *ops;
@@ -27,6 +37,14 @@ struct pxvm_runner {
     int batch;
     unsigned fix_inputs; /* the program's input registers (bit k: register k) */
     uint8_t *fix_set;    /* [batch]: the registers given a value since the runner opened */
+    /* any-size programs: the executor runs `cur`, prog->p itself or one of the resolutions */
+    const pxvm_program *cur;
+    px_resolved cache[PXVM_RESOLVE_CACHE];
+    uint64_t clock;
+    uint8_t *bound;      /* [nslots][batch]: the input items bound at cur's size */
+    uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
+    int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
+    double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -250,12 +268,155 @@ int pxvm_prog_slot(const pxvm_prog *prog, int k, pxvm_slot_info *info)
     info->role = pxi_role_name(s->role);
     info->w = s->w, info->h = s->h, info->levels = s->levels;
     info->patch_w = s->patch_w, info->patch_h = s->patch_h, info->patch_count = s->patch_count;
+    info->any_size = (s->flags & PXI_SLOT_ANYSIZE) != 0;
+    info->min_side = info->any_size ? s->min_side : 0;
+    info->max_side = info->any_size ? s->max_side : 0;
+    info->max_pixels = info->any_size ? s->max_pixels : 0;
+    return 0;
+}
+
+int pxvm_prog_resolve(const pxvm_prog *prog, const int *wh, pxvm_prog **out)
+{
+    pxvm_error err;
+    if (!prog || !out)
+        return px__usage("pxvm_prog_resolve: NULL argument");
+    *out = NULL;
+    pxvm_prog *p = calloc(1, sizeof *p);
+    if (!p) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *p);
+        return px__fail(&err);
+    }
+    p->lim = prog->lim;
+    if (pxvm_program_resolve(&prog->p, wh, &prog->lim, &p->p, &err) < 0) {
+        free(p);
+        return px__fail(&err);
+    }
+    snprintf(p->name, sizeof p->name, "%s", prog->name);
+    *out = p;
     return 0;
 }
 
 int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name)
 {
     return prog && name ? pxvm_slot_lookup(&prog->p, name) : -1;
+}
+
+/* ---- runners: any-size programs --------------------------------------------------------------- */
+
+/* The resolution of the runner's program at wh (NULL: every reference size), from the cache or
+ * made now (replacing the least recently used entry that the executor does not run). */
+static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **out, pxvm_error *err)
+{
+    const pxvm_program *poly = &run->prog->p;
+    size_t n = (size_t)poly->nslots * 2u;
+    int want[2 * (PXVM_MAX_SLOTS + 1)];
+    for (int k = 0; k < poly->nslots; k++) /* the full key: every slot's size */
+        for (int c = 0; c < 2; c++)
+            want[2 * k + c] = wh && (wh[2 * k] || wh[2 * k + 1]) ? wh[2 * k + c] : c ? poly->slots[k].h : poly->slots[k].w;
+    want[0] = want[1] = 0;
+    px_resolved *slot = NULL; /* where a new resolution goes: an empty entry, else the least recently used */
+    for (int i = 0; i < PXVM_RESOLVE_CACHE; i++) {
+        px_resolved *e = &run->cache[i];
+        if (e->wh && !memcmp(e->wh, want, n * sizeof(int))) {
+            e->used = ++run->clock;
+            *out = &e->prog;
+            return 0;
+        }
+        if (&e->prog == run->cur) /* the executor runs it */
+            continue;
+        if (!slot || (slot->wh && (!e->wh || e->used < slot->used)))
+            slot = e;
+    }
+    pxvm_program res;
+    if (pxvm_program_resolve(poly, want, &run->prog->lim, &res, err) < 0)
+        return -1;
+    int *key = malloc(n * sizeof(int));
+    if (!key) {
+        pxvm_program_free(&res);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(n * sizeof(int)));
+    }
+    memcpy(key, want, n * sizeof(int));
+    if (slot->wh) {
+        free(slot->wh);
+        pxvm_program_free(&slot->prog);
+    }
+    slot->wh = key, slot->prog = res, slot->used = ++run->clock;
+    *out = &slot->prog;
+    return 0;
+}
+
+/* Gives the executor the fixations the host set again, at the size of run->cur: normalized ones
+ * converted anew (they are fractions of the bound image), and, after a reload (`all`), Q16 ones. */
+static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
+{
+    for (int b = 0; b < run->batch; b++)
+        for (int r = 0; r < PX_FIX_REGS; r++) {
+            size_t at = (size_t)b * PX_FIX_REGS + (size_t)r;
+            int32_t q[2] = {run->fix_q[2 * at], run->fix_q[2 * at + 1]};
+            if (run->fix_kind[at] == PX_FIX_NORMALIZED) {
+                if (pxvm_fixation_convert(run->cur, run->fix_n + 2 * at, 0, q, "fixation", NULL, err) < 0)
+                    return -1;
+                run->fix_q[2 * at] = q[0], run->fix_q[2 * at + 1] = q[1];
+            } else if (run->fix_kind[at] != PX_FIX_Q16 || !all) {
+                continue;
+            }
+            if (run->ops->set_fixations(run->ex, b, 1, r, 1, q, -1, err) < 0)
+                return -1;
+        }
+    return 0;
+}
+
+/* A bind of view (items first_item..) to any-size slot `slot` at a size other than the runner's:
+ * checks the bounds (U-BIND-4) and the batch (every other bound item would keep the old size),
+ * then switches the executor to the resolution at the new size. */
+static int px__switch_size(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, pxvm_error *err)
+{
+    const pxvm_program *poly = &run->prog->p;
+    char lb[16];
+    if (pxvm_anysize_check(poly, slot, view->w, view->h, err) < 0)
+        return -1;
+    const pxvm_slot *now = &run->cur->slots[slot];
+    for (int b = 0; b < run->batch; b++)
+        if ((b < first_item || b >= first_item + view->items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
+            return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, view->w, view->h, first_item,
+                             first_item + view->items - 1, (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w,
+                             now->h);
+    int wh[2 * (PXVM_MAX_SLOTS + 1)];
+    for (int k = 0; k < poly->nslots; k++)
+        wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
+    wh[0] = wh[1] = 0;
+    wh[2 * slot] = view->w, wh[2 * slot + 1] = view->h;
+    const pxvm_program *next;
+    if (px__resolved(run, wh, &next, err) < 0)
+        return -1;
+    if (run->ops->retarget) {
+        if (run->ops->retarget(run->ex, next, err) < 0)
+            return -1;
+    } else {
+        /* Until every executor has retarget (branch retarget): reload, which restarts everything;
+         * safe only when nothing but this slot and the fixations (given again) is bound. */
+        for (int k = 1; k < poly->nslots; k++)
+            for (int b = 0; k != slot && b < run->batch; b++)
+                if (run->bound[(size_t)k * (size_t)run->batch + (size_t)b])
+                    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                                     "this executor cannot change the size of an any-size input while another input "
+                                     "stays bound (it has no retarget op): bind that input again after this one");
+        for (size_t i = 0; i < (size_t)run->batch * PX_FIX_REGS; i++)
+            if (run->fix_kind[i] == PX_FIX_DEVICE)
+                return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                                 "this executor cannot change the size of an any-size input while fixations given in "
+                                 "device memory stay set (it has no retarget op): set them again after the bind");
+        if (poly->uses_video)
+            return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                             "this executor cannot change the size of an any-size input of a video program (it has no "
+                             "retarget op)");
+        if (run->ops->load(run->ex, next, run->batch, err) < 0)
+            return -1;
+    }
+    int reloaded = !run->ops->retarget;
+    run->cur = next;
+    memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
+    return px__refix(run, reloaded, err);
 }
 
 /* ---- runners -------------------------------------------------------------------------------- */
@@ -279,17 +440,32 @@ int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, in
     if (pxvm_executor_open_named(executor, &oo, &ops, &ex, NULL, &err) < 0)
         return px__fail(&err);
     pxvm_runner *r = calloc(1, sizeof *r);
-    uint8_t *fix_set = calloc((size_t)batch, 1);
-    if (!r || !fix_set || ops->load(ex, &prog->p, batch, &err) < 0) {
-        if (!r || !fix_set)
-            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *r + (unsigned long long)batch);
-        ops->close(ex);
-        free(r);
-        free(fix_set);
+    size_t regs = (size_t)batch * PX_FIX_REGS;
+    if (r) {
+        r->prog = prog, r->ops = ops, r->ex = ex, r->batch = batch, r->cur = &prog->p;
+        r->fix_set = calloc((size_t)batch, 1);
+        r->bound = calloc((size_t)prog->p.nslots * (size_t)batch, 1);
+        r->fix_kind = calloc(regs, 1);
+        r->fix_q = calloc(regs * 2u, sizeof(int32_t));
+        r->fix_n = calloc(regs * 2u, sizeof(double));
+    }
+    if (!r || !r->fix_set || !r->bound || !r->fix_kind || !r->fix_q || !r->fix_n) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)(sizeof *r + regs * 21u));
+        pxvm_runner_close(r);
+        if (!r)
+            ops->close(ex);
         return px__fail(&err);
     }
-    r->prog = prog, r->ops = ops, r->ex = ex, r->batch = batch;
-    r->fix_inputs = pxvm_fixation_inputs(&prog->p, NULL), r->fix_set = fix_set;
+    /* an any-size program runs its resolution at the reference size until another size is bound */
+    if (prog->p.any_size && px__resolved(r, NULL, &r->cur, &err) < 0) {
+        pxvm_runner_close(r);
+        return px__fail(&err);
+    }
+    if (ops->load(ex, r->cur, batch, &err) < 0) {
+        pxvm_runner_close(r);
+        return px__fail(&err);
+    }
+    r->fix_inputs = pxvm_fixation_inputs(&prog->p, NULL);
     *out = r;
     return 0;
 }
@@ -299,7 +475,16 @@ void pxvm_runner_close(pxvm_runner *run)
     if (!run)
         return;
     run->ops->close(run->ex);
+    for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
+        if (run->cache[i].wh) {
+            free(run->cache[i].wh);
+            pxvm_program_free(&run->cache[i].prog);
+        }
     free(run->fix_set);
+    free(run->bound);
+    free(run->fix_kind);
+    free(run->fix_q);
+    free(run->fix_n);
     free(run);
 }
 
@@ -319,21 +504,44 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
     return run->ops->set_stream(run->ex, cuda_stream, &err) < 0 ? px__fail(&err) : 0;
 }
 
-int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
+/* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size. */
+static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow)
 {
     pxvm_error err;
+    int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
+        borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
+    if (run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
+        (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
+        (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h) &&
+        px__switch_size(run, slot, first_item, view, &err) < 0)
+        return px__fail(&err);
+    if (op(run->ex, slot, first_item, view, &err) < 0)
+        return px__fail(&err);
+    for (int b = first_item; b < first_item + view->items && b < run->batch; b++)
+        run->bound[(size_t)slot * (size_t)run->batch + (size_t)b] = 1;
+    return 0;
+}
+
+int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
+{
     if (!run)
         return px__usage("pxvm_runner_bind: NULL runner");
-    return run->ops->bind(run->ex, slot, first_item, view, &err) < 0 ? px__fail(&err) : 0;
+    return px__bind(run, slot, first_item, view, 0);
 }
 
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
-    pxvm_error err;
     if (!run)
         return px__usage("pxvm_runner_borrow: NULL runner");
-    int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) = run->ops->borrow ? run->ops->borrow : run->ops->bind;
-    return op(run->ex, slot, first_item, view, &err) < 0 ? px__fail(&err) : 0;
+    return px__bind(run, slot, first_item, view, 1);
+}
+
+int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h)
+{
+    if (!run || !w || !h || slot < 0 || slot >= run->cur->nslots)
+        return px__usage("pxvm_runner_slot_size: NULL argument or no such slot");
+    *w = run->cur->slots[slot].w, *h = run->cur->slots[slot].h;
+    return 0;
 }
 
 int pxvm_runner_run(pxvm_runner *run)
@@ -580,15 +788,27 @@ int pxvm_prog_fixation_inputs(const pxvm_prog *prog)
 static int px__fix_args(pxvm_runner *run, int first_item, int items, int first_reg, int nregs, const void *xy,
                         pxvm_error *err)
 {
-    if (pxvm_check_fixations(&run->prog->p, run->batch, first_item, items, first_reg, nregs, xy, err) < 0)
+    if (pxvm_check_fixations(run->cur, run->batch, first_item, items, first_reg, nregs, xy, err) < 0)
         return -1;
-    return pxvm_fixation_check_regs(&run->prog->p, run->prog->name, first_reg, nregs, "fixation", err);
+    return pxvm_fixation_check_regs(run->cur, run->prog->name, first_reg, nregs, "fixation", err);
 }
 
-static void px__fix_mark(pxvm_runner *run, int first_item, int items, int first_reg, int nregs)
+/* Records what was set (kind PX_FIX_*; q, n: [items][nregs][2] or NULL) to give it again after a
+ * change of size. */
+static void px__fix_mark(pxvm_runner *run, int first_item, int items, int first_reg, int nregs, int kind,
+                         const int32_t *q, const double *n)
 {
-    for (int i = first_item; i < first_item + items; i++)
+    for (int i = first_item; i < first_item + items; i++) {
         run->fix_set[i] |= (uint8_t)(((1u << nregs) - 1u) << first_reg);
+        for (int r = first_reg; r < first_reg + nregs; r++) {
+            size_t at = (size_t)i * PX_FIX_REGS + (size_t)r, from = ((size_t)(i - first_item) * (size_t)nregs + (size_t)(r - first_reg)) * 2u;
+            run->fix_kind[at] = (uint8_t)kind;
+            for (int c = 0; c < 2; c++) {
+                run->fix_q[2 * at + (size_t)c] = q ? q[from + (size_t)c] : 0;
+                run->fix_n[2 * at + (size_t)c] = n ? n[from + (size_t)c] : 0.0;
+            }
+        }
+    }
 }
 
 int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
@@ -598,10 +818,11 @@ int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int f
     if (!run)
         return px__usage("pxvm_runner_set_fixations: NULL runner");
     if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0 ||
-        (device < 0 && pxvm_fixation_check_q16(&run->prog->p, xy, items, first_item, first_reg, nregs, &err) < 0) ||
+        (device < 0 && pxvm_fixation_check_q16(run->cur, xy, items, first_item, first_reg, nregs, &err) < 0) ||
         run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0)
         return px__fail(&err);
-    px__fix_mark(run, first_item, items, first_reg, nregs);
+    px__fix_mark(run, first_item, items, first_reg, nregs, device < 0 ? PX_FIX_Q16 : PX_FIX_DEVICE,
+                 device < 0 ? xy : NULL, NULL);
     return 0;
 }
 
@@ -624,14 +845,15 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
         char what[64];
         snprintf(what, sizeof what, "fixation (item %d, register %d)", first_item + (int)(i / (size_t)nregs),
                  first_reg + (int)(i % (size_t)nregs));
-        rc = pxvm_fixation_convert(&run->prog->p, xy + 2 * i, 0, q + 2 * i, what, NULL, &err);
+        rc = pxvm_fixation_convert(run->cur, xy + 2 * i, 0, q + 2 * i, what, NULL, &err);
     }
     if (rc == 0)
         rc = run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, q, -1, &err);
+    if (rc == 0)
+        px__fix_mark(run, first_item, items, first_reg, nregs, PX_FIX_NORMALIZED, q, xy);
     free(q);
     if (rc < 0)
         return px__fail(&err);
-    px__fix_mark(run, first_item, items, first_reg, nregs);
     return 0;
 }
 

@@ -103,7 +103,8 @@ int px_asm_find_slot(const px_asm_prog *p, const char *name)
     return -1;
 }
 
-/* .slot NAME|- ROLE WxH [patches=PWxPHxN] [at=(X,Y)] [persistent] */
+/* .slot NAME|- ROLE WxH [patches=PWxPHxN] [at=(X,Y)] [persistent]
+ *       [any [min=SIDE] [max=SIDE] [pixels=N]]   (an any-size input; WxH its reference size) */
 int px_asm_dir_slot(px_asm_src *s, px_asm_prog *p, const px_asm_tok *dir)
 {
     px_asm_tok t;
@@ -139,9 +140,26 @@ int px_asm_dir_slot(px_asm_src *s, px_asm_prog *p, const px_asm_tok *dir)
             sl->persist = 1;
             continue;
         }
+        if (t.kind == T_WORD && !strcmp(t.text, "any")) {
+            if (sl->role != PXI_ROLE_INPUT)
+                return px_asm_fail_at(s, t.line, t.col, "only input slots can be any-size ('any')");
+            sl->any = 1;
+            continue;
+        }
         if (t.kind != T_WORD || px_asm_next(s, &eq) < 0 || eq.kind != T_EQ)
-            return px_asm_fail_at(s, t.line, t.col, "expected patches=PWxPHxN, at=(X,Y) or persistent");
-        if (!strcmp(t.text, "patches")) {
+            return px_asm_fail_at(s, t.line, t.col, "expected patches=PWxPHxN, at=(X,Y), persistent or any");
+        if (!strcmp(t.text, "min") || !strcmp(t.text, "max") || !strcmp(t.text, "pixels")) {
+            int side = strcmp(t.text, "pixels") != 0;
+            if (!sl->any)
+                return px_asm_fail_at(s, t.line, t.col, "%s= is a bound of an any-size slot: write 'any' before it", t.text);
+            if (px_asm_word(s, &v, side ? "a side" : "a pixel count") < 0)
+                return -1;
+            long long n;
+            if (px_asm_parse_int(v.text, 1, side ? 65535 : 4294967295ll, &n) < 0)
+                return px_asm_fail_at(s, v.line, v.col, "%s=%s: expected an integer in 1..%s", t.text, v.text,
+                                      side ? "65535" : "4294967295");
+            *(!strcmp(t.text, "min") ? &sl->any_min : !strcmp(t.text, "max") ? &sl->any_max : &sl->any_pixels) = n;
+        } else if (!strcmp(t.text, "patches")) {
             if (px_asm_word(s, &v, "PWxPHxN") < 0)
                 return -1;
             char *last = strrchr(v.text, 'x');
@@ -163,7 +181,8 @@ int px_asm_dir_slot(px_asm_src *s, px_asm_prog *p, const px_asm_tok *dir)
                 return px_asm_fail_at(s, t.line, t.col, "only data slots have an origin (at=)");
             sl->at_x = (int)xv, sl->at_y = (int)yv, sl->has_at = 1;
         } else {
-            return px_asm_fail_at(s, t.line, t.col, "unknown slot option '%s' (expected patches= or at=)", t.text);
+            return px_asm_fail_at(s, t.line, t.col, "unknown slot option '%s' (expected patches=, at=, min=, max= or pixels=)",
+                                  t.text);
         }
     }
     if (sl->role == PXI_ROLE_DATA && !sl->has_at)

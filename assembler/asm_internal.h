@@ -52,6 +52,8 @@ typedef struct {
     char name[PXI_NAME_MAX + 1];
     int role, w, h, pw, ph, pn;
     int persist;            /* the word `persistent` */
+    int any;                /* the word `any`: an any-size input (format 1.1) */
+    long long any_min, any_max, any_pixels; /* its min=, max=, pixels= (0: not given) */
     int at_x, at_y, has_at; /* data slot at a fixed origin */
     pxvm_image data;        /* data slot contents (.data / .table) */
     int line;

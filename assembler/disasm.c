@@ -10,7 +10,7 @@ void pxasm_disassemble(const pxvm_program *prog, const char *name, FILE *out)
     const pxvm_image *img = &prog->image;
     uint32_t header_end = PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (uint32_t)(prog->nslots - 1);
     fprintf(out, "; %s: pxvm format %d.%d, %dx%d program image, %d slots, %u instructions\n", name, PXI_VERSION_MAJOR,
-            PXI_VERSION_MINOR, img->w, img->h, prog->nslots - 1, prog->ninsns);
+            prog->format_minor, img->w, img->h, prog->nslots - 1, prog->ninsns);
     fprintf(out, ".width %d\n.height %d\n", img->w, img->h);
     if (prog->code_start != header_end)
         fprintf(out, ".code_start %u\n", prog->code_start);
@@ -21,6 +21,17 @@ void pxasm_disassemble(const pxvm_program *prog, const char *name, FILE *out)
             fprintf(out, " patches=%dx%dx%d", s->patch_w, s->patch_h, s->patch_count);
         if (s->flags & PXI_SLOT_PERSIST)
             fprintf(out, " persistent");
+        if (s->flags & PXI_SLOT_ANYSIZE) { /* the bounds as the descriptor holds them (0: not written) */
+            const uint8_t *d = img->px + 4u * (size_t)s->desc_pixel;
+            uint32_t lo = pxi_read_le(d, 3, 0, 2), hi = pxi_read_le(d, 3, 2, 2), pixels = pxi_read_le(d, 4, 0, 4);
+            fprintf(out, " any");
+            if (lo)
+                fprintf(out, " min=%u", lo);
+            if (hi)
+                fprintf(out, " max=%u", hi);
+            if (pixels)
+                fprintf(out, " pixels=%u", pixels);
+        }
         if (s->role == PXI_ROLE_DATA)
             fprintf(out, " at=(%d,%d)", s->data_x, s->data_y);
         fprintf(out, "   ; slot %d\n", k);

@@ -28,7 +28,8 @@ int px_plan_fail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
 
 static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "levels", "scheme", "width",
                                        "m0", "e0", "scale", "a", "fovea_share", "k", "e0_deg",
-                                       "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "video", "comment"};
+                                       "deg_per_image", "angle", "elongation", "taps", "regions", "scanpath", "inhibition", "video", "comment",
+                                       "size", "bounds"};
 
 /* A JSON value as the plan wrote it, for messages: 4294967360, 1e+300, "fast", a list... */
 static const char *px__jdesc(json_t *j, char *buf, size_t n)
@@ -107,6 +108,31 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (px__int_at(json_array_get(img, 0), "image[0]", 1, 16384, &p->w, p, err) < 0 ||
         px__int_at(json_array_get(img, 1), "image[1]", 1, 16384, &p->h, p, err) < 0)
         return -1;
+    json_t *size = json_object_get(root, "size"), *bounds = json_object_get(root, "bounds");
+    if (size) {
+        if (!json_is_string(size) || strcmp(json_string_value(size), "any"))
+            return px_plan_fail(err, p, "'size' must be \"any\" (an any-size image input; absent: the image's size only)");
+        p->any_size = 1;
+    }
+    if (bounds) {
+        if (!p->any_size)
+            return px_plan_fail(err, p, "'bounds' needs \"size\": \"any\"");
+        if (!json_is_object(bounds))
+            return px_plan_fail(err, p, "'bounds' must be {\"min\": side, \"max\": side, \"pixels\": count}");
+        const char *bk;
+        json_t *bv;
+        json_object_foreach(bounds, bk, bv)
+        {
+            if (strcmp(bk, "min") && strcmp(bk, "max") && strcmp(bk, "pixels"))
+                return px_plan_fail(err, p, "unknown field 'bounds.%s' (min, max, pixels)", bk);
+        }
+        int px = 0;
+        if (px__int(bounds, "min", 1, 65535, &p->any_min, p, err) < 0 ||
+            px__int(bounds, "max", 1, 65535, &p->any_max, p, err) < 0 ||
+            px__int(bounds, "pixels", 1, 2147483647, &px, p, err) < 0)
+            return -1;
+        p->any_pixels = (uint32_t)px;
+    }
     json_t *fix = json_object_get(root, "fixation");
     if (json_is_string(fix) && !strcmp(json_string_value(fix), "relative")) {
         p->relative = 1;
@@ -213,6 +239,10 @@ static int px__parse_fields(json_t *root, pxvm_plan *p, pxvm_error *err)
     if (!strcmp(p->scheme, "uniform") && p->budget < fullres)
         return px_plan_fail(err, p, "budget %d: the uniform scheme needs %d tokens for %dx%d at %dx%d", p->budget, fullres, p->w,
                          p->h, p->patch, p->patch);
+    /* an any-size input is read only by PYRAMID and SAMPLE/ANISO (SPEC V-ANY-6): no DIFF, no SALIENCY */
+    if (p->any_size && (p->video >= 0 || p->scanpath))
+        return px_plan_fail(err, p, "\"size\": \"any\" is for still images without a scanpath (%s reads the image "
+                                    "at its reference size only)", p->video >= 0 ? "video" : "scanpath");
     return 0;
 }
 

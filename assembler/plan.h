@@ -50,6 +50,10 @@ typedef struct pxvm_plan {
     int ior_radius;                  /* scanpath: inhibition-of-return radius, texels */
     int video;                       /* "video": T >= 0: a frame-by-frame program (DIFF threshold T,
                                         incremental pyramid and tokens); -1: a still image */
+    int any_size;                    /* "size": "any": the image input is any-size, "image" its
+                                        reference size; "bounds" min, max side and pixels (0: none) */
+    int any_min, any_max;
+    uint32_t any_pixels;
     int ntokens, cols, rows;         /* computed; the atlas holds ntokens * max(1, scanpath) tokens */
     pxvm_plan_token *tokens;
 } pxvm_plan;

@@ -62,6 +62,8 @@ void pxvm_plan_build(const pxvm_plan *p, pxvm_builder *b)
     int copies = p->scanpath ? p->scanpath : 1;
     int img = pxvm_build_slot(b, PXI_ROLE_INPUT, "image", p->w, p->h);
     int atlas = pxvm_build_slot(b, PXI_ROLE_OUTPUT, "atlas", p->cols * p->patch, p->rows * p->patch);
+    if (p->any_size)
+        pxvm_build_any_size(b, img, p->any_min, p->any_max, p->any_pixels);
     pxvm_build_patches(b, atlas, p->patch, p->patch, p->ntokens * copies);
     /* video: the frame is compared with the current image `cur` tile by tile, the changed tiles
      * copied, and the pyramid and tokens of cur recomputed where they changed */

@@ -161,6 +161,11 @@ typedef struct pxvm_slot_info {
     const char *role;
     int w, h, levels;
     int patch_w, patch_h, patch_count; /* a patch atlas, or 0 */
+    /* An any-size input (format 1.1): w x h is its reference size, and images of any size within
+     * min_side .. max_side (both sides) and at most max_pixels pixels (0: no bound but the
+     * limits) may be bound to it; 0 for every other slot. */
+    int any_size, min_side, max_side;
+    uint64_t max_pixels;
 } pxvm_slot_info;
 
 int pxvm_prog_slot_count(const pxvm_prog *prog);
@@ -168,6 +173,15 @@ int pxvm_prog_slot_count(const pxvm_prog *prog);
 int pxvm_prog_slot(const pxvm_prog *prog, int k, pxvm_slot_info *info);
 /* A slot by name or number ("image", "2"); -1 if none (no error is recorded). */
 int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name);
+
+/* Any-size programs (isa/SPEC.md, "Any-size inputs"): the resolution of `prog` at the sizes
+ * wh ([slot count][2]; for each any-size slot the width and height of the image it will take,
+ * 0,0 for its reference size; 0,0 for every other slot): the program with exactly those input
+ * sizes, what a runner of `prog` runs once images of those sizes are bound (pxasm --resolve
+ * writes it). PXVM_UNLINKABLE naming the size for a size outside the slot's bounds, an operand
+ * that would leave int32, or a resolution that breaks a rule (the memory limit); PXVM_USAGE
+ * for a size given to a slot that is not any-size. */
+int pxvm_prog_resolve(const pxvm_prog *prog, const int *wh, pxvm_prog **out);
 
 /* ---- runners: a program loaded on an executor ------------------------------------------------ */
 
@@ -197,6 +211,10 @@ int pxvm_runner_batch(const pxvm_runner *run);
  * pxvm_runner_close (which waits for it). */
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 
+/* The resolutions of an any-size program a runner keeps: switching back to one of the last 16
+ * sizes bound costs no resolution. */
+#define PXVM_RESOLVE_CACHE 16
+
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The
  * images are copied (converted to RGBA8) into the runner before the call returns, or, with a
  * stream set, before the stream's later work: the caller may then reuse its memory. On the cuda
@@ -204,8 +222,17 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * uploaded by the copy engine while the previous run computes: it is read as soon as the engine
  * gets to it, not after the caller's stream's earlier work, so write it from the CPU (a decoder)
  * or synchronise a device-to-host copy into it first.
- * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view. */
+ * PXVM_UNLINKABLE if the slot is no input or the size differs; PXVM_USAGE for a bad view.
+ * An any-size input takes any size within its bounds (PXVM_UNLINKABLE naming them otherwise):
+ * the runner switches to the program's resolution at that size (resolved once, then cached),
+ * keeping the other bound inputs and the fixations; normalized fixations are fractions of the
+ * bound image, converted again at its size. The items of a batch share one size: binding a new
+ * size to some items while another item is bound at the current size is PXVM_UNLINKABLE (bind
+ * every item at once, or group the images by size); the items not rebound are unbound. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
+/* The size slot `slot` has in the program the runner runs now: an any-size input's bound size
+ * (its reference size until another is bound), any other slot's own. */
+int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h);
 /* As pxvm_runner_bind, but the runner may read the memory in place when the next run executes
  * instead of copying it now (zero-copy). The memory must then hold the frame until that run has
  * executed: with a stream set, until the stream gets past the run (work the caller enqueues after

@@ -515,4 +515,111 @@ PX_SEM void px_patch_span(int32_t c, int32_t d, int n, int taps, int32_t td, int
 PX_SEM int32_t px_entry_q16(px_rgba p) { return p < 0x80000000u ? (int32_t)p : -(int32_t)(~p) - 1; }
 PX_SEM uint32_t px_entry_lod(px_rgba p) { return p & 0xFFFFu; }
 
+/* ---- any-size inputs: resolution at a bound size (SPEC "Any-size inputs") ------------------- */
+
+/* floor(a / b) for b > 0, exact for negative a. */
+PX_SEM int64_t px_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* A Q16 position or step written for a side of n0 texels, rescaled to a side of n:
+ * floor((2*q*n + n0) / (2*n0)), q * n / n0 rounded half up (negative q too). |q| < 2^31 and
+ * n, n0 <= 65535, so every term fits int64; the caller checks that the result fits int32. */
+PX_SEM int64_t px_scale_q16(int32_t q, int n, int n0)
+{
+    return px_floor_div(2 * (int64_t)q * (int64_t)n + (int64_t)n0, 2 * (int64_t)n0);
+}
+
+/* floor(256 * log2(n)) for n in 1..65535, exactly: e = floor(log2 n), X = n << (32 - e) in
+ * [2^32, 2^33), m the largest 0..255 with PX_LOG2_T[m] <= X, where PX_LOG2_T[m] =
+ * ceil(2^(32 + m/256)) (isa/gen_log2_table.py writes and checks the table); 256*e + m. */
+PX_SEM int px_log2_q8(int n)
+{
+    static const uint64_t PX_LOG2_T[256] = {
+        0x100000000ull, 0x100b1afa6ull, 0x10163daa0ull, 0x102168144ull,
+        0x102c9a3e8ull, 0x1037d42e2ull, 0x104315e87ull, 0x104e5f730ull,
+        0x1059b0d32ull, 0x10650a0e4ull, 0x10706b29eull, 0x107bd42b8ull,
+        0x108745188ull, 0x1092bdf67ull, 0x109e3ecadull, 0x10a9c79b2ull,
+        0x10b5586d0ull, 0x10c0f145full, 0x10cc922b8ull, 0x10d83b234ull,
+        0x10e3ec32eull, 0x10efa55feull, 0x10fb66b00ull, 0x11073028eull,
+        0x111301d02ull, 0x111edbab6ull, 0x112abdc07ull, 0x1136a8150ull,
+        0x11429aaebull, 0x114e95935ull, 0x115a98c8bull, 0x1166a4548ull,
+        0x1172b83c8ull, 0x117ed486aull, 0x118af9389ull, 0x119726584ull,
+        0x11a35beb7ull, 0x11af99f82ull, 0x11bbe0841ull, 0x11c82f953ull,
+        0x11d487317ull, 0x11e0e75ecull, 0x11ed50230ull, 0x11f9c1844ull,
+        0x12063b887ull, 0x1212be358ull, 0x121f49918ull, 0x122bdda28ull,
+        0x12387a6e8ull, 0x12451ffb9ull, 0x1251ce4fcull, 0x125e85712ull,
+        0x126b4565full, 0x12780e342ull, 0x1284dfe20ull, 0x1291ba75aull,
+        0x129e9df52ull, 0x12ab8a66eull, 0x12b87fd0eull, 0x12c57e398ull,
+        0x12d285a6full, 0x12df961f7ull, 0x12ecafa94ull, 0x12f9d24acull,
+        0x1306fe0a4ull, 0x131432edfull, 0x132170fc5ull, 0x132eb83bbull,
+        0x133c08b27ull, 0x13496266full, 0x1356c55faull, 0x136431a2eull,
+        0x1371a7374ull, 0x137f26232ull, 0x138cae6d1ull, 0x139a401b8ull,
+        0x13a7db34full, 0x13b57fbffull, 0x13c32dc32ull, 0x13d0e544full,
+        0x13dea64c2ull, 0x13ec70df2ull, 0x13fa4504bull, 0x140822c37ull,
+        0x14160a220ull, 0x1423fb271ull, 0x1431f5d96ull, 0x143ffa3f9ull,
+        0x144e08607ull, 0x145c2042bull, 0x146a41ed2ull, 0x14786d669ull,
+        0x1486a2b5dull, 0x1494e1e1aull, 0x14a32af0eull, 0x14b17dea7ull,
+        0x14bfdad54ull, 0x14ce41b82ull, 0x14dcb29a0ull, 0x14eb2d81eull,
+        0x14f9b276aull, 0x1508417f5ull, 0x1516daa2dull, 0x15257de84ull,
+        0x15342b56aull, 0x1542e2f50ull, 0x1551a4ca6ull, 0x156070ddfull,
+        0x156f4736cull, 0x157e27dbfull, 0x158d12d4aull, 0x159c08280ull,
+        0x15ab07dd5ull, 0x15ba11fbbull, 0x15c9268a6ull, 0x15d84590aull,
+        0x15e76f15bull, 0x15f6a320eull, 0x1605e1b98ull, 0x16152ae6dull,
+        0x16247eb04ull, 0x1633dd1d2ull, 0x16434634dull, 0x1652b9fecull,
+        0x166238826ull, 0x1671c1c71ull, 0x168155d45ull, 0x1690f4b1aull,
+        0x16a09e668ull, 0x16b052fa8ull, 0x16c012751ull, 0x16cfdcddeull,
+        0x16dfb23c7ull, 0x16ef92986ull, 0x16ff7df96ull, 0x170f74670ull,
+        0x171f75e8full, 0x172f8286full, 0x173f9a48bull, 0x174fbd35eull,
+        0x175feb565ull, 0x177024b1bull, 0x1780694feull, 0x1790b938bull,
+        0x17a11473full, 0x17b17b098ull, 0x17c1ed014ull, 0x17d26a630ull,
+        0x17e2f336dull, 0x17f38784aull, 0x180427544ull, 0x1814d2adeull,
+        0x182589995ull, 0x18364c1ecull, 0x18471a463ull, 0x1857f417aull,
+        0x1868d99b5ull, 0x1879cad94ull, 0x188ac7d99ull, 0x189bd0a48ull,
+        0x18ace5423ull, 0x18be05baeull, 0x18cf3216cull, 0x18e06a5e1ull,
+        0x18f1ae992ull, 0x1902fed03ull, 0x19145b0baull, 0x1925c353bull,
+        0x193737b0dull, 0x1948b82b6ull, 0x195a44cbdull, 0x196bdd9a8ull,
+        0x197d829feull, 0x198f33e48ull, 0x19a0f170dull, 0x19b2bb4d6ull,
+        0x19c49182bull, 0x19d674195ull, 0x19e86319full, 0x19fa5e8d1ull,
+        0x1a0c667b6ull, 0x1a1e7aed9ull, 0x1a309bec5ull, 0x1a42c9805ull,
+        0x1a5503b24ull, 0x1a674a8b0ull, 0x1a799e134ull, 0x1a8bfe53dull,
+        0x1a9e6b558ull, 0x1ab0e5214ull, 0x1ac36bbfeull, 0x1ad5ff3a4ull,
+        0x1ae89f996ull, 0x1afb4ce63ull, 0x1b0e07299ull, 0x1b20ce6caull,
+        0x1b33a2b85ull, 0x1b468415cull, 0x1b59728dfull, 0x1b6c6e2a0ull,
+        0x1b7f76f30ull, 0x1b928cf23ull, 0x1ba5b030bull, 0x1bb8e0b7aull,
+        0x1bcc1e905ull, 0x1bdf69c40ull, 0x1bf2c25beull, 0x1c0628615ull,
+        0x1c199bdd9ull, 0x1c2d1cda0ull, 0x1c40ab600ull, 0x1c5447790ull,
+        0x1c67f12e6ull, 0x1c7ba8899ull, 0x1c8f6d941ull, 0x1ca340576ull,
+        0x1cb720dcfull, 0x1ccb0f2e7ull, 0x1cdf0b556ull, 0x1cf3155b6ull,
+        0x1d072d4a1ull, 0x1d1b532b1ull, 0x1d2f87081ull, 0x1d43c8eadull,
+        0x1d5818dd0ull, 0x1d6c76e87ull, 0x1d80e316dull, 0x1d955d720ull,
+        0x1da9e603eull, 0x1dbe7cd64ull, 0x1dd321f31ull, 0x1de7d5642ull,
+        0x1dfc97338ull, 0x1e11676b2ull, 0x1e2646150ull, 0x1e3b333b2ull,
+        0x1e502ee79ull, 0x1e6539247ull, 0x1e7a51fbdull, 0x1e8f7977dull,
+        0x1ea4afa2bull, 0x1eb9f4868ull, 0x1ecf482d9ull, 0x1ee4aaa22ull,
+        0x1efa1bee7ull, 0x1f0f9c1ccull, 0x1f252b377ull, 0x1f3ac948eull,
+        0x1f50765b7ull, 0x1f6632799ull, 0x1f7bfdadaull, 0x1f91d8023ull,
+        0x1fa7c181aull, 0x1fbdba36aull, 0x1fd3c22b9ull, 0x1fe9d96b3ull,
+    };
+    int e = 0;
+    while ((n >> (e + 1)) > 0)
+        e++;
+    uint64_t x = (uint64_t)(uint32_t)n << (32 - e);
+    int lo = 0, hi = 255; /* PX_LOG2_T[0] = 2^32 <= x: the answer is in lo..hi */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (PX_LOG2_T[mid] <= x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return 256 * e + lo;
+}
+
+/* The LOD change of an any-size source bound at w x h, written for w0 x h0: the larger of the
+ * two sides' changes of floor(256 log2 side), Q8.8 (negative when the image is smaller). */
+PX_SEM int px_lod_shift(int w, int h, int w0, int h0)
+{
+    int dx = px_log2_q8(w) - px_log2_q8(w0), dy = px_log2_q8(h) - px_log2_q8(h0);
+    return dx > dy ? dx : dy;
+}
+
 #endif

@@ -4,7 +4,8 @@
  *
  *   stream index   what
  *   0              magic 'P','X','V','M'
- *   1              R = format major (1), G = format minor (0), B = slot count, A = flags (0)
+ *   1              R = format major (1), G = format minor (0, or 1 with an any-size slot),
+ *                  B = slot count, A = flags (0)
  *   2              code start: stream index of the first instruction      (u32, see below)
  *   3              instruction count                                       (u32)
  *   4              reserved, must be 0                                     (u32)
@@ -12,9 +13,11 @@
  *                    +0  R = role (PXI_ROLE_*), G = flags (PXI_SLOT_*), B = A = 0
  *                    +1  width  (u32)        +2  height (u32)
  *                    +3  data origin in the program image: x (u16 in R,G), y (u16 in B,A);
- *                        only for role DATA, 0 otherwise
- *                    +4  patch width (u16 R,G), patch height (u16 B,A); 0,0 = not a patch atlas
- *                    +5  patch count (u32)
+ *                        only for role DATA; an ANY-SIZE input: min side (u16 R,G), max
+ *                        side (u16 B,A); 0 otherwise
+ *                    +4  patch width (u16 R,G), patch height (u16 B,A); 0,0 = not a patch atlas;
+ *                        an ANY-SIZE input: max pixels (u32, 0 = no bound but the limits)
+ *                    +5  patch count (u32); 0 for an ANY-SIZE input
  *                    +6,+7  name: 8 bytes of [a-z0-9_], NUL-padded ("" = unnamed)
  *   code start ...  instructions, each an opcode pixel followed by its operand pixels
  *
@@ -43,7 +46,8 @@
 #define PXI_MAGIC_B 'V'
 #define PXI_MAGIC_A 'M'
 #define PXI_VERSION_MAJOR 1
-#define PXI_VERSION_MINOR 0
+#define PXI_VERSION_MINOR 1 /* the latest minor read; programs without any-size slots are written as 1.0 */
+#define PXI_MINOR_ANYSIZE 1 /* the first minor with any-size input slots */
 #define PXI_HEADER_PIXELS 5   /* stream pixels before the first slot descriptor */
 #define PXI_SLOT_PIXELS 8     /* stream pixels per slot descriptor */
 #define PXI_NAME_MAX 8        /* bytes of a slot name */
@@ -64,7 +68,11 @@ enum pxi_role {
  * between runs: it starts from its initial state when the program is loaded (or the runner
  * reset) and keeps what each run leaves, so video programs update it frame by frame. */
 #define PXI_SLOT_PERSIST 1u
-#define PXI_SLOT_FLAGS 1u /* the flags defined so far */
+/* ANYSIZE (format 1.1): an input slot whose declared size is a REFERENCE size: images of any
+ * size within the bounds of descriptor +3, +4 may be bound; the program is resolved at the bound
+ * size (vm/resolve.c, SPEC "Any-size inputs") and executors only ever run resolutions. */
+#define PXI_SLOT_ANYSIZE 2u
+#define PXI_SLOT_FLAGS 3u /* the flags defined so far */
 
 /* Video: tiles of DIFF, UPDATE and incremental PYRAMID/sampling are PX_TILE x PX_TILE texels of
  * level 0; a tile mask has one pixel per tile, R != 0 meaning dirty. */

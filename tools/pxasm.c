@@ -14,6 +14,9 @@ static const char px__usage[] =
     "       pxasm -d PROGRAM.pxi [-o SOURCE.pxs]         disassemble (to stdout without -o)\n"
     "       pxasm --plan PLAN.json -o PROGRAM.pxi [--overlay PHOTO OVERLAY.png]\n"
     "                                                    compile an allocation plan, print its summary\n"
+    "       pxasm --resolve WxH PROGRAM.pxi -o FIXED.pxi   resolve an any-size program at WxH: the\n"
+    "                                                    program for exactly that input size\n"
+    "                                                    (--resolve SLOT=WxH for one of several)\n"
     "       pxasm --plan PLAN.json --overlay PHOTO -o OVERLAY.png\n"
     "                                                    only draw the plan's footprints over a photo\n"
     "options: --max-side N --max-memory BYTES --max-insns N   the limits a program (and a .data\n"
@@ -21,7 +24,8 @@ static const char px__usage[] =
     "PHOTO is any image pxrun --in reads (PNG, JPEG). '-' is standard input (the source, the plan\n"
     "or the photo: one of them) or standard output.\n"
     "Nothing is written when there is an error. Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed and\n"
-    "4 invalid (a program given to -d, a photo), 8 assembly or plan error.\n";
+    "4 invalid (a program given to -d, a photo), 5 unlinkable (a size --resolve refuses), 8 assembly or\n"
+    "plan error.\n";
 
 /* Every assembly error and every plan error (a plan whose program the validator refuses
  * included) exits 8; the other classes as pxrun's. */
@@ -92,8 +96,54 @@ static int px__plan(const char *path, const pxvm_limits *lim, const char *overla
     return rc;
 }
 
+/* --resolve: the any-size program `in` resolved at the sizes given ("WxH": its first any-size
+ * slot; "SLOT=WxH" each), written to `out`. */
+static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limits *lim, const char *out, pxvm_error *err)
+{
+    pxvm_program prog;
+    if (pxvm_program_load(in, lim, &prog, err) < 0)
+        return -1;
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}, rc = 0;
+    char msg[600];
+    if (!prog.any_size) {
+        snprintf(msg, sizeof msg, "--resolve: program '%s' is not any-size: it has no input slot that takes other sizes", in);
+        rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
+    for (int i = 0; i < nsizes && rc == 0; i++) {
+        const char *eq = strchr(sizes[i], '='), *size = eq ? eq + 1 : sizes[i];
+        int k = 1, w, h;
+        char tail;
+        if (eq) {
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - sizes[i]), sizes[i]);
+            k = pxvm_slot_lookup(&prog, name);
+        } else {
+            while (k < prog.nslots && !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
+                k++;
+        }
+        if (sscanf(size, "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1) {
+            snprintf(msg, sizeof msg, "--resolve '%s': expected WxH or SLOT=WxH with sides >= 1 (e.g. 997x641)", sizes[i]);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        } else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE)) {
+            snprintf(msg, sizeof msg, "--resolve '%s': program '%s' has no any-size slot of that name", sizes[i], in);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        } else {
+            wh[2 * k] = w, wh[2 * k + 1] = h;
+        }
+    }
+    pxvm_program res;
+    if (rc == 0 && (rc = pxvm_program_resolve(&prog, wh, lim, &res, err)) == 0) {
+        rc = px__write_png(out, &res.image, err);
+        pxvm_program_free(&res);
+    }
+    pxvm_program_free(&prog);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    char *sizes[PXVM_MAX_SLOTS];
+    int nsizes = 0;
     const char *in = NULL, *out = NULL, *plan = NULL, *overlay_in = NULL, *overlay_out = NULL;
     int dis = 0;
     pxvm_limits lim;
@@ -108,6 +158,8 @@ int main(int argc, char **argv)
             in = argv[++i];
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
+        } else if (!strcmp(argv[i], "--resolve") && i + 1 < argc && nsizes < PXVM_MAX_SLOTS) {
+            sizes[nsizes++] = argv[++i];
         } else if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
             plan = argv[++i];
         } else if (!strcmp(argv[i], "--overlay") && i + 1 < argc) {
@@ -159,6 +211,13 @@ int main(int argc, char **argv)
         }
         pxvm_program_free(&prog);
         return rc < 0 ? px__die(&err) : 0;
+    }
+    if (nsizes) {
+        if (!in || plan || !out) {
+            fprintf(stderr, "pxasm: --resolve needs one PROGRAM.pxi and -o OUTPUT\n%s", px__usage);
+            return 2;
+        }
+        return px__resolve(in, sizes, nsizes, &lim, out, &err) < 0 ? px__die(&err) : 0;
     }
     int overlay_only = overlay_in && !overlay_out;
     if (overlay_only)

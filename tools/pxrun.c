@@ -24,7 +24,9 @@ static const char px__usage[] =
     "  (a plan, JSON as for pxasm --plan, is compiled first)\n"
     "  --in SLOT=FILE            bind an input slot to an image: any PNG or JPEG (baseline or\n"
     "                            progressive, grey or colour; decoded to RGBA8 on the host)\n"
-    "  --policy POLICY           how an --in image of another size meets its input slot: exact\n"
+    "  --policy POLICY           how an --in image of another size meets its input slot: native\n"
+    "                            (an any-size input takes it at its own size, within its bounds:\n"
+    "                            the default for any-size inputs; an error for fixed ones), exact\n"
     "                            (default: another size is an error), stretch[:FILTER] (resized to\n"
     "                            the slot's size) or fit[:FILTER][:PAD] (aspect kept, centred, bars\n"
     "                            PAD: R,G,B[,A] or hex RRGGBB[AA], default 0,0,0,255); FILTER\n"
@@ -190,7 +192,7 @@ static void px__info(const pxvm_program *prog)
 {
     char lb[16], buf[512];
     printf("program %dx%d, format %d.%d, %d slots, %u instructions (stream %u..%u), %" PRIu64 " bytes of slots\n",
-           prog->image.w, prog->image.h, PXI_VERSION_MAJOR, PXI_VERSION_MINOR, prog->nslots, prog->ninsns,
+           prog->image.w, prog->image.h, PXI_VERSION_MAJOR, prog->format_minor, prog->nslots, prog->ninsns,
            prog->code_start, prog->code_end - 1, prog->memory);
     for (int k = 0; k < prog->nslots; k++) {
         const pxvm_slot *s = &prog->slots[k];
@@ -200,6 +202,12 @@ static void px__info(const pxvm_program *prog)
             printf(", %d patches of %dx%d", s->patch_count, s->patch_w, s->patch_h);
         if (s->role == PXI_ROLE_DATA)
             printf(", data at (%d,%d)", s->data_x, s->data_y);
+        if (s->flags & PXI_SLOT_ANYSIZE) {
+            printf(", any size %dx%d .. %dx%d", s->min_side, s->min_side, s->max_side, s->max_side);
+            if (s->max_pixels)
+                printf(", at most %" PRIu64 " pixels", s->max_pixels);
+            printf(" (reference %dx%d)", s->w, s->h);
+        }
         printf("\n");
     }
     for (uint32_t i = 0; i < prog->ninsns; i++) {
@@ -255,7 +263,8 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     bad = "--geometry takes SLOT=FILE.npy";
             } else if (!strcmp(o, "--policy")) {
                 pxvm_error perr;
-                if (px_policy_parse(val, &a->policy, &perr) < 0) {
+                a->policy_native = !strcmp(val, "native");
+                if (!a->policy_native && px_policy_parse(val, &a->policy, &perr) < 0) {
                     *rc = px__bad_usage(perr.msg);
                     return -1;
                 }
@@ -417,6 +426,35 @@ bad:
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
 }
 
+/* An any-size program replaced by its resolution: each --in of an any-size slot decoded into
+ * pre[i] at its own size (checked against the slot's bounds) unless --policy fit or stretch
+ * resizes it to the reference size. */
+static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre, pxvm_error *err)
+{
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    for (int i = 0; i < a->nin && a->policy.kind == PX_POLICY_EXACT; i++) {
+        int k = a->slot_of[0][i];
+        if (!(prog->slots[k].flags & PXI_SLOT_ANYSIZE))
+            continue;
+        if (pxvm_image_load_any(a->ins[i].path, &a->lim, &pre[i], err) < 0)
+            return -1;
+        px_run_warn(err);
+        if (pxvm_anysize_check(prog, k, pre[i].w, pre[i].h, err) < 0) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%.500s (file '%.200s')", err->msg, a->ins[i].path);
+            memcpy(err->msg, msg, sizeof msg);
+            return -1;
+        }
+        wh[2 * k] = pre[i].w, wh[2 * k + 1] = pre[i].h;
+    }
+    pxvm_program res;
+    if (pxvm_program_resolve(prog, wh, &a->lim, &res, err) < 0)
+        return -1;
+    pxvm_program_free(prog);
+    *prog = res;
+    return 0;
+}
+
 /* Every --fixation parsed, checked (register k is an input register of the program, the values
  * in range) and converted to Q16 as the library converts them; then every input register of the
  * program must have one. Before anything is loaded on the executor. */
@@ -464,7 +502,7 @@ int main(int argc, char **argv)
     a.outs = calloc((size_t)argc, sizeof *a.outs);
     a.npys = calloc((size_t)argc, sizeof *a.npys);
     a.geoms = calloc((size_t)argc, sizeof *a.geoms);
-    pxvm_image photo = {0, 0, NULL};
+    pxvm_image photo = {0, 0, NULL}, *pre = NULL; /* pre: any-size inputs decoded before the resolution */
     for (int li = 0; li < 3; li++)
         a.slot_of[li] = calloc((size_t)argc, sizeof(int));
 
@@ -511,6 +549,21 @@ int main(int argc, char **argv)
         rc = px__bad_usage(msg);
         goto done;
     }
+    if (a.policy_native && !prog.any_size) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "--policy native: program '%.300s' is not any-size; use fit or stretch", a.prog_path);
+        rc = px__bad_usage(msg);
+        goto done;
+    }
+    /* executors run only fixed programs: an any-size one is resolved here, at the sizes of its
+     * --in files (decoded now, kept for the bind) or, with --policy fit or stretch, at its
+     * reference size; before the fixations, which are fractions of the bound size */
+    if (prog.any_size && !(pre = calloc((size_t)a.nin + 1u, sizeof *pre))) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)a.nin * sizeof *pre);
+        goto fail;
+    }
+    if (prog.any_size && px__anysize(&prog, &a, pre, &err) < 0)
+        goto fail;
     int32_t fixq[PX_FIX_REGS][2];
     if (px__fixations(&prog, &a, fixq, &err) < 0)
         goto fail;
@@ -537,7 +590,9 @@ int main(int argc, char **argv)
         int resize = prog.slots[k].role == PXI_ROLE_INPUT && a.policy.kind != PX_POLICY_EXACT;
         if (prog.slots[k].role == PXI_ROLE_INPUT && !resize)
             want.w = prog.slots[k].w, want.h = prog.slots[k].h;
-        if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0) {
+        if (pre && pre[i].px) {
+            img = pre[i], pre[i].px = NULL;
+        } else if (pxvm_image_load_want(a.ins[i].path, &a.lim, &want, &img, &err) < 0) {
             if (err.code == PXE_INPUT_SIZE) { /* name the file too (--policy resizes it) */
                 char msg[sizeof err.msg];
                 snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg,
@@ -607,6 +662,9 @@ done:
     if (ex)
         ops->close(ex);
     pxvm_program_free(&prog);
+    for (int i = 0; pre && i < a.nin; i++)
+        pxvm_image_free(&pre[i]);
+    free(pre);
     for (int li = 0; li < 3; li++)
         free(a.slot_of[li]);
     free(a.ins);

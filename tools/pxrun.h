@@ -28,6 +28,7 @@ typedef struct {
     const char *prog_path, *final_path, *exec_name;
     const char *policy_text; /* --policy, NULL when not given */
     px_policy policy;
+    int policy_native;       /* --policy native: an any-size input takes the file at its own size */
     int do_time, do_trace, do_hash, do_info, do_profile;
     pxvm_png_mode png;
     uint64_t repeat;

@@ -3,6 +3,7 @@
  * geometry.c). Everything is checked once, at load, before any run. */
 #include "loader.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,37 @@ void pxvm_insn_decode(const uint8_t *pixels, uint32_t pc, const pxi_op_info *op,
 }
 
 static int px__name_char(int c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+/* An any-size input's bounds (descriptor +3, +4, +5; SPEC V-ANY-3..5). */
+static int px__parse_bounds(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_slot *s, pxvm_error *err)
+{
+    uint32_t d = (uint32_t)s->desc_pixel;
+    const uint8_t *pb = PX_VM_PIX(img, d + 3);
+    uint32_t lo = pxi_read_le(pb, 0, 0, 2), hi = pxi_read_le(pb, 0, 2, 2);
+    uint32_t pixels = px__u32(img, d + 4), reserved = px__u32(img, d + 5);
+    char why[200];
+    lo = lo ? lo : 1;
+    hi = hi ? hi : lim->max_side;
+    if (lo > hi || hi > lim->max_side) {
+        snprintf(why, sizeof why, "any-size bounds: min side %u, max side %u must have min <= max <= %u (see --max-side)",
+                 lo, hi, lim->max_side);
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name, why);
+    }
+    if (reserved)
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 5), k, s->name,
+                         "an any-size slot is no patch atlas: descriptor +5 must be 0 (+4 holds its max pixels)");
+    s->min_side = (int)lo, s->max_side = (int)hi, s->max_pixels = pixels;
+    if ((uint32_t)s->w < lo || (uint32_t)s->h < lo || (uint32_t)s->w > hi || (uint32_t)s->h > hi ||
+        (pixels && (uint64_t)s->w * (uint64_t)s->h > pixels)) {
+        char most[48] = "";
+        if (pixels)
+            snprintf(most, sizeof most, ", at most %u pixels", pixels);
+        snprintf(why, sizeof why, "its reference size %dx%d lies outside its bounds %ux%u .. %ux%u%s", s->w, s->h, lo, lo,
+                 hi, hi, most);
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 1), k, s->name, why);
+    }
+    return 0;
+}
 
 static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
 {
@@ -62,11 +94,18 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
 
     if ((p0[1] & ~PXI_SLOT_FLAGS) || p0[2] || p0[3])
         return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
-                         "flags other than 1 (persistent) and the reserved bytes must be 0");
+                         "flags other than 1 (persistent) and 2 (any-size) and the reserved bytes must be 0");
     s->flags = p0[1];
     if ((s->flags & PXI_SLOT_PERSIST) && s->role != PXI_ROLE_OUTPUT && s->role != PXI_ROLE_SCRATCH)
         return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
                          "only output and scratch slots can be persistent (inputs are bound, data is constant)");
+    int any = (s->flags & PXI_SLOT_ANYSIZE) != 0;
+    if (any && s->role != PXI_ROLE_INPUT)
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
+                         "only input slots can be any-size (flag 2): other slots have one size");
+    if (any && prog->format_minor < PXI_MINOR_ANYSIZE)
+        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
+                         "any-size slots (flag 2) need format 1.1; the header says 1.0");
     uint32_t w = px__u32(img, d + 1), h = px__u32(img, d + 2);
     if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side)
         return pxvm_fail(err, PXE_SLOT_SIDE, PX__AT(img, d + 1), k, s->name, w, h, lim->max_side);
@@ -75,6 +114,8 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
 
     const uint8_t *po = PX_VM_PIX(img, d + 3);
     uint32_t dx = pxi_read_le(po, 0, 0, 2), dy = pxi_read_le(po, 0, 2, 2);
+    if (any)
+        return px__parse_bounds(img, k, lim, s, err);
     if (s->role == PXI_ROLE_DATA) {
         if ((uint64_t)dx + w > (uint64_t)img->w || (uint64_t)dy + h > (uint64_t)img->h)
             return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name,
@@ -124,6 +165,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
                   PXI_VERSION_MINOR);
         goto fail;
     }
+    prog->format_minor = p1[1];
     if (p1[3]) {
         pxvm_fail(err, PXE_HEADER_RESERVED, PX__AT(img, 1), "flags", p1[3]);
         goto fail;
@@ -169,9 +211,11 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     s0->w = img->w;
     s0->h = img->h;
     s0->desc_pixel = -1;
-    for (int k = 1; k <= nslots; k++)
+    for (int k = 1; k <= nslots; k++) {
         if (px__parse_slot(img, k, lim, prog, err) < 0)
             goto fail;
+        prog->any_size += (prog->slots[k].flags & PXI_SLOT_ANYSIZE) != 0;
+    }
     prog->memory = 0;
     for (int k = 0; k <= nslots; k++) {
         px_vm_slot_geometry(&prog->slots[k]);

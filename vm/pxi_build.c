@@ -170,7 +170,11 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
         return -1;
     uint8_t *px = out->px;
     px[0] = PXI_MAGIC_R, px[1] = PXI_MAGIC_G, px[2] = PXI_MAGIC_B, px[3] = PXI_MAGIC_A;
-    px[4] = PXI_VERSION_MAJOR, px[5] = PXI_VERSION_MINOR, px[6] = (uint8_t)b->nslots, px[7] = 0;
+    int minor = 0; /* 1.1 only when it is needed, so that every other program keeps its 1.0 bytes */
+    for (int k = 1; k <= b->nslots; k++)
+        if (b->slots[k].flags & PXI_SLOT_ANYSIZE)
+            minor = PXI_MINOR_ANYSIZE;
+    px[4] = PXI_VERSION_MAJOR, px[5] = (uint8_t)minor, px[6] = (uint8_t)b->nslots, px[7] = 0;
     pxi_write_le(px, 2, 0, 4, (uint32_t)code0);
     pxi_write_le(px, 3, 0, 4, b->ninsns);
     for (int k = 1; k <= b->nslots; k++) {
@@ -191,8 +195,14 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
                        (size_t)s->w * 4u);
             data_row += (size_t)s->h;
         }
-        pxi_write_le(px, d + 4, 0, 2, (uint32_t)s->patch_w);
-        pxi_write_le(px, d + 4, 2, 2, (uint32_t)s->patch_h);
+        if (s->flags & PXI_SLOT_ANYSIZE) {
+            pxi_write_le(px, d + 3, 0, 2, (uint32_t)s->min_side);
+            pxi_write_le(px, d + 3, 2, 2, (uint32_t)s->max_side);
+            pxi_write_le(px, d + 4, 0, 4, s->max_pixels);
+        } else {
+            pxi_write_le(px, d + 4, 0, 2, (uint32_t)s->patch_w);
+            pxi_write_le(px, d + 4, 2, 2, (uint32_t)s->patch_h);
+        }
         pxi_write_le(px, d + 5, 0, 4, (uint32_t)s->patch_count);
         memcpy(px + 4 * (d + 6), s->name, strlen(s->name));
     }
@@ -206,4 +216,15 @@ void pxvm_build_persist(pxvm_builder *b, int slot)
 {
     if (slot >= 1 && slot <= b->nslots)
         b->slots[slot].flags |= PXI_SLOT_PERSIST;
+}
+
+void pxvm_build_any_size(pxvm_builder *b, int slot, int min_side, int max_side, uint32_t max_pixels)
+{
+    if (slot < 1 || slot > b->nslots) {
+        px__bfail(b, "no such slot");
+        return;
+    }
+    pxvm_builder_slot *s = &b->slots[slot];
+    s->flags |= PXI_SLOT_ANYSIZE;
+    s->min_side = min_side, s->max_side = max_side, s->max_pixels = max_pixels;
 }

@@ -18,6 +18,8 @@ typedef struct pxvm_builder_slot {
     pxvm_image data; /* role DATA: the pixels embedded in the program image (auto-placed) */
     int data_fixed;  /* role DATA: placed at (data_x, data_y), pixels written by the caller */
     int data_x, data_y;
+    int min_side, max_side; /* flags & PXI_SLOT_ANYSIZE: the bounds as written (0: the defaults) */
+    uint32_t max_pixels;
 } pxvm_builder_slot;
 
 typedef struct pxvm_builder {
@@ -43,6 +45,10 @@ int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h);
 void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int count);
 /* Marks a slot persistent (PXI_SLOT_PERSIST: not restored between runs). */
 void pxvm_build_persist(pxvm_builder *b, int slot);
+/* Makes an input slot any-size (PXI_SLOT_ANYSIZE; its w x h the reference size) with these
+ * bounds as the descriptor holds them (0: 1, the limits' max side, no pixel bound). A program
+ * with an any-size slot is written as format 1.1, any other as 1.0. */
+void pxvm_build_any_size(pxvm_builder *b, int slot, int min_side, int max_side, uint32_t max_pixels);
 /* A DATA slot holding a copy of img, embedded below the code. */
 int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *img);
 /* A DATA slot whose pixels the caller puts at (x, y) of the finished image. */

@@ -132,9 +132,41 @@ static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t
     return 0;
 }
 
+/* Any-size slots are read only where the resolution can rescale what the reader assumes of
+ * their size (SPEC V-ANY-6): PYRAMID's slot, a non-incremental SAMPLE's or ANISO's src, RESIZE's
+ * src. Every other operand naming one (GATHER's table positions, DIFF, UPDATE, SALIENCY, ARGMAX,
+ * a tile mask) would be written for the reference size only. */
+static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    char la[16];
+    for (int f = 0; f < op->nfields; f++) {
+        int v = in->a[f];
+        if ((op->fields[f].kind != PXK_SLOT && op->fields[f].kind != PXK_MASK) || v < 1 ||
+            !(prog->slots[v].flags & PXI_SLOT_ANYSIZE))
+            continue;
+        int fetch = (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && f == PX_FI(SAMPLE, src);
+        if (fetch && px__fetch_mask(in))
+            return px__region_fail(prog, in, index, 0, err,
+                                   "samples any-size slot %s incrementally (mask %d): its tile mask has the size of "
+                                   "the reference image only",
+                                   pxvm_slot_label(prog, v, la), px__fetch_mask(in));
+        if (fetch || (in->op == PX_OP_PYRAMID && f == PX_FI(PYRAMID, slot)) ||
+            (in->op == PX_OP_RESIZE && f == PX_FI(RESIZE, src)))
+            continue;
+        return px__region_fail(prog, in, index, 0, err,
+                               "operand %s names any-size slot %s, which only PYRAMID (slot), SAMPLE and ANISO (src, "
+                               "not incremental) and RESIZE (src) may read",
+                               op->fields[f].name, pxvm_slot_label(prog, v, la));
+    }
+    return 0;
+}
+
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     char la[16], lb[16];
+    if (prog->any_size && px__check_any_readers(prog, in, index, err) < 0)
+        return -1;
     switch (in->op) {
     case PX_OP_DOT_RGB: {
         int row = PX_ARG(in, DOT_RGB, row_out);

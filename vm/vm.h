@@ -147,6 +147,10 @@ typedef struct pxvm_slot {
     uint64_t level_offset[PXVM_MAX_LEVELS]; /* byte offset of each level in the slot's storage */
     uint64_t bytes;                   /* storage of the whole mip chain */
     int desc_pixel;                   /* stream index of its descriptor (-1 for slot 0) */
+    /* an any-size input (flags & PXI_SLOT_ANYSIZE): w, h are its reference size; the sizes it
+     * takes, the descriptor's 0s replaced by their meaning (1, the limits' max side, no bound) */
+    int min_side, max_side;
+    uint64_t max_pixels;              /* 0: no bound beyond the limits */
 } pxvm_slot;
 
 typedef enum pxvm_step_kind { PXVM_STEP_ONE, PXVM_STEP_BATCH } pxvm_step_kind;
@@ -188,6 +192,9 @@ typedef struct pxvm_program {
     uint8_t *frame_only;
     int uses_fixation;   /* relative sampling, SALIENCY or ARGMAX */
     int writes_fixation; /* ARGMAX: registers change during a run */
+    int format_minor;    /* the header's format minor (0, or 1: any-size inputs allowed) */
+    int any_size;        /* the number of any-size input slots: executors never load such a
+                          * program, only its resolutions (pxvm_program_resolve) */
 } pxvm_program;
 
 /* The positions (Q16, before a fixation offset) and levels an incremental instruction reads. */
@@ -211,6 +218,24 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
 int pxvm_program_from_copy(const pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
 int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
 void pxvm_program_free(pxvm_program *prog);
+
+/* ---- any-size inputs (vm/resolve.c; SPEC "Any-size inputs") ---- */
+
+/* Can a w x h image be bound to any-size slot `slot`? 0, or -1 with PXE_INPUT_BOUNDS (U-BIND-4)
+ * naming the size and the bounds. */
+int pxvm_anysize_check(const pxvm_program *poly, int slot, int w, int h, pxvm_error *err);
+/* The resolution of `poly` at the sizes wh ([nslots][2]: for each any-size slot the bound
+ * width and height, 0,0 meaning its reference size; 0,0 or the slot's own size for every other
+ * slot): a fixed program (no any-size slot, format 1.0) whose any-size descriptors hold the
+ * bound sizes and whose SAMPLE/ANISO operands reading them are rescaled by SPEC's integer rule,
+ * validated as any program with `lim`. Bounds (U-BIND-4), an operand outside int32 (U-BIND-5)
+ * and a resolution that breaks a load rule (U-BIND-6) are unlinkable errors naming the size. A
+ * program without any-size slots resolves to a copy of itself. *out is freed by the caller. */
+int pxvm_program_resolve(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_program *out,
+                         pxvm_error *err);
+/* The same, giving the resolved program image only (what pxasm --resolve writes). */
+int pxvm_program_resolve_image(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_image *out,
+                               pxvm_error *err);
 
 /* A slot by name ("image", "prog") or number ("2"); -1 if none. */
 int pxvm_slot_lookup(const pxvm_program *prog, const char *name);
@@ -303,6 +328,11 @@ typedef struct pxvm_executor_ops {
      * (device < 0) or CUDA memory (CUDA-GL only, on the stream). NULL: not implemented. */
     int (*read_tokens)(pxvm_executor *ex, int slot, int item0, int items, const struct pxvm_token_table *t, void *dst,
                        int device, pxvm_error *err);
+    /* Switches the loaded program to `prog`: a program with the same slots as the loaded one except the sizes (and
+     * levels) of input slots, and the same instructions except operand values (vm/resolve.c makes such programs).
+     * Inputs whose size changed are unbound; everything else stays as it was (other bound inputs, fixation
+     * registers, persistent slots, the stream). `prog` must stay alive until the next load, retarget or close. */
+    int (*retarget)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

@@ -64,7 +64,10 @@ class View(ctypes.Structure):
 class SlotInfo(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 16), ("role", ctypes.c_char_p), ("w", ctypes.c_int),
                 ("h", ctypes.c_int), ("levels", ctypes.c_int), ("patch_w", ctypes.c_int),
-                ("patch_h", ctypes.c_int), ("patch_count", ctypes.c_int)]
+                ("patch_h", ctypes.c_int), ("patch_count", ctypes.c_int),
+                # an any-size input (format 1.1): its bounds; 0 for every other slot
+                ("any_size", ctypes.c_int), ("min_side", ctypes.c_int), ("max_side", ctypes.c_int),
+                ("max_pixels", ctypes.c_uint64)]
 
 
 class Limits(ctypes.Structure):

@@ -15,7 +15,8 @@ _lib = _capi.lib
 
 class Slot:
     """A program slot: name, role ("input", "output", ...), size, levels, patch geometry."""
-    __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count")
+    __slots__ = ("index", "name", "role", "w", "h", "levels", "patch_w", "patch_h", "patch_count", "any_size",
+                 "min_side", "max_side", "max_pixels")
 
     def __init__(self, index: int, info: _SlotInfo) -> None:
         self.index = index
@@ -23,6 +24,10 @@ class Slot:
         self.role = info.role.decode()
         self.w, self.h, self.levels = info.w, info.h, info.levels
         self.patch_w, self.patch_h, self.patch_count = info.patch_w, info.patch_h, info.patch_count
+        # an any-size input: w x h is its reference size; images of min_side..max_side (both sides)
+        # and at most max_pixels pixels (0: no bound) are bound at their own size
+        self.any_size = bool(info.any_size)
+        self.min_side, self.max_side, self.max_pixels = info.min_side, info.max_side, info.max_pixels
 
     def __repr__(self) -> str:
         extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""

@@ -107,8 +107,8 @@ TEST(errors_header)
     img.px[1] = 'Y';
     px__expect(px__load_img(&img, &lim), PXVM_MALFORMED, PXE_BAD_MAGIC, 0, 0, "bad magic 50 59 56 4d");
     RESET();
-    img.px[5] = 1; /* format 1.1: from the future */
-    px__expect(px__load_img(&img, &lim), PXVM_MALFORMED, PXE_BAD_VERSION, 1, 0, "format version 1.1 is not supported");
+    img.px[5] = 2; /* format 1.2: from the future (1.1 adds any-size inputs) */
+    px__expect(px__load_img(&img, &lim), PXVM_MALFORMED, PXE_BAD_VERSION, 1, 0, "format version 1.2 is not supported");
     RESET();
     img.px[4] = 2;
     px__expect(px__load_img(&img, &lim), PXVM_MALFORMED, PXE_BAD_VERSION, 1, 0, "version 2.0");

@@ -17,7 +17,7 @@
 
 /* ---- cases ---------------------------------------------------------------------------------- */
 
-enum { PX_LOAD, PX_RUN, PX_PNG, PX_ANY }; /* what a case exercises */
+enum { PX_LOAD, PX_RUN, PX_PNG, PX_ANY, PX_RESOLVE }; /* what a case exercises */
 
 typedef struct {
     int stage;
@@ -28,6 +28,7 @@ typedef struct {
     pxvm_image input;    /* PX_RUN: bound to bind_slot before the run (px NULL: nothing bound) */
     int bind_slot;
     uint64_t max_steps;  /* PX_RUN: the step budget (0: the default) */
+    int rw, rh;          /* PX_RESOLVE: the program resolved with bind_slot at rw x rh */
     int x, y;            /* the refused case: the pixel its message names */
     char msg[256];       /* ... and a fragment of its message */
 } px_rcase;
@@ -79,6 +80,14 @@ static int px__attempt(const px_rcase *c, pxvm_error *err)
     if (pxvm_program_from_copy(&c->prog, &c->lim, &prog, err) < 0)
         return -1;
     int rc = 0;
+    if (c->stage == PX_RESOLVE) {
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        wh[2 * c->bind_slot] = c->rw, wh[2 * c->bind_slot + 1] = c->rh;
+        pxvm_program res;
+        rc = pxvm_program_resolve(&prog, wh, &c->lim, &res, err);
+        if (rc == 0)
+            pxvm_program_free(&res);
+    }
     if (c->stage == PX_RUN) {
         pxvm_executor *ex = NULL;
         pxvm_run_options ro = {.max_steps = c->max_steps ? c->max_steps : c->lim.max_steps};
@@ -470,13 +479,13 @@ static void r_magic(int refuse, int variant, px_rcase *c)
 static void r_version(int refuse, int variant, px_rcase *c)
 {
     px__base_program(c);
-    if (refuse && variant == 0)
-        *px__byte(c, 1, 1) = 1; /* 1.1 */
+    if (variant == 0)
+        *px__byte(c, 1, 1) = (uint8_t)(refuse ? 2 : 1); /* 1.1 is read (any-size inputs), 1.2 is not */
     if (refuse && variant == 1)
         *px__byte(c, 1, 0) = 2; /* 2.0 */
     if (refuse && variant == 2)
         *px__byte(c, 1, 0) = 0; /* 0.0 */
-    px__expect(c, 1, 0, "format version %s is not supported", variant == 0 ? "1.1" : variant == 1 ? "2.0" : "0.0");
+    px__expect(c, 1, 0, "format version %s is not supported", variant == 0 ? "1.2" : variant == 1 ? "2.0" : "0.0");
 }
 
 static void r_header_flags(int refuse, int variant, px_rcase *c)
@@ -620,8 +629,9 @@ static void r_slot_flags(int refuse, int variant, px_rcase *c)
     px__base_program(c);
     *px__byte(c, DESC(2, 0), 1) = 1; /* persistent output: fine */
     if (refuse)
-        *px__byte(c, DESC(2, 0), variant + 1) = (uint8_t)(variant == 0 ? 3 : 1); /* flag bit 1; byte B; byte A */
-    px__expect(c, DESC_XY(16, 2, 0), "slot 2 ('out'): flags other than 1 (persistent) and the reserved bytes must be 0");
+        *px__byte(c, DESC(2, 0), variant + 1) = (uint8_t)(variant == 0 ? 5 : 1); /* flag bit 2; byte B; byte A */
+    px__expect(c, DESC_XY(16, 2, 0),
+               "slot 2 ('out'): flags other than 1 (persistent) and 2 (any-size) and the reserved bytes must be 0");
 }
 
 static void r_slot_persist(int refuse, int variant, px_rcase *c)
@@ -1337,6 +1347,125 @@ static void r_steps(int refuse, int variant, px_rcase *c)
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
+/* ---- any-size inputs ------------------------------------------------------------------------ */
+
+/* Slot 1 'src' 8x8 any-size (bounds lo, hi, pixels), 2 'out' 4x4; PYRAMID src, SAMPLE src -> out
+ * (its opcode at stream 22, cu at 25 = (9,1), code at 21, image 16 wide). */
+static void px__any_program(px_rcase *c, int lo, int hi, uint32_t pixels)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    pxvm_build_any_size(&b, 1, lo, hi, pixels);
+    px__pyramid(&b, 1, 0);
+    px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    px__halt(&b);
+    px__finish(&b, c);
+}
+static void r_any_input(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__any_program(c, 0, 0, 0);
+    if (refuse)
+        *px__byte(c, DESC(2, 0), 1) = PXI_SLOT_ANYSIZE;
+    px__expect(c, DESC_XY(16, 2, 0), "slot 2 ('out'): only input slots can be any-size");
+}
+static void r_any_format(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__any_program(c, 0, 0, 0);
+    if (refuse)
+        *px__byte(c, 1, 1) = 0;
+    px__expect(c, DESC_XY(16, 1, 0), "slot 1 ('src'): any-size slots (flag 2) need format 1.1");
+}
+static void r_any_bounds(int refuse, int variant, px_rcase *c)
+{
+    if (variant == 0) /* min <= max: 8..8 is fine, 9..8 is not */
+        px__any_program(c, refuse ? 9 : 8, 8, 0);
+    else /* max <= the side limit */
+        px__any_program(c, 0, (int)c->lim.max_side + refuse, 0);
+    px__expect(c, DESC_XY(16, 1, 3), "slot 1 ('src'): any-size bounds: min side %d, max side %u must have min <= max",
+               variant == 0 ? 8 + refuse : 1, variant == 0 ? 8 : c->lim.max_side + (unsigned)refuse);
+}
+static void r_any_reserved(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__any_program(c, 0, 0, 0);
+    *px__byte(c, DESC(1, 5), 0) = (uint8_t)refuse;
+    px__expect(c, DESC_XY(16, 1, 5), "slot 1 ('src'): an any-size slot is no patch atlas: descriptor +5 must be 0");
+}
+static void r_any_reference(int refuse, int variant, px_rcase *c)
+{
+    if (variant == 0) /* the reference 8x8 at the min side */
+        px__any_program(c, 8 + refuse, 16, 0);
+    else if (variant == 1) /* at the max side */
+        px__any_program(c, 0, 8 - refuse, 0);
+    else /* at the max pixels */
+        px__any_program(c, 0, 0, 64u - (uint32_t)refuse);
+    px__expect(c, DESC_XY(16, 1, 1), "slot 1 ('src'): its reference size 8x8 lies outside its bounds");
+}
+static void r_any_readers(int refuse, int variant, px_rcase *c)
+{
+    pxvm_builder b;
+    px__base(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "m", 1, 1); /* a tile mask of the 8x8 src */
+    pxvm_build_persist(&b, 2);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    if (variant == 0) { /* SAMPLE may read it, GATHER may not */
+        px__sample(&b, refuse ? PX_OP_GATHER : PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+    } else if (variant == 1) { /* SAMPLE, but not incrementally */
+        uint32_t i = px__sample(&b, PX_OP_SAMPLE, 1, 2, 0, 0, 4, 4);
+        pxvm_build_patch(&b, i, PX_FI(SAMPLE, mask), refuse ? 3 : 0);
+    } else { /* ARGMAX's space */
+        f[PX_FI(ARGMAX, src)] = 2, f[PX_FI(ARGMAX, space)] = refuse ? 1 : 2;
+        pxvm_build_insn(&b, PX_OP_ARGMAX, f);
+    }
+    px__halt(&b);
+    px__finish(&b, c);
+    if (variant == 1)
+        px__expect(c, 5 + 8 * 3 - 16, 1, "instruction 0 (SAMPLE): samples any-size slot src incrementally (mask 3)");
+    else
+        px__expect(c, 5 + 8 * 3 - 16, 1, "instruction 0 (%s): operand %s names any-size slot src, which only PYRAMID",
+                   variant == 0 ? "GATHER" : "ARGMAX", variant == 0 ? "src" : "space");
+}
+static void r_any_bind(int refuse, int variant, px_rcase *c)
+{
+    px__any_program(c, 4, 16, 200);
+    c->stage = PX_RESOLVE, c->bind_slot = 1;
+    int w[3][2] = {{16, 17}, {4, 3}, {16, 16}}, h[3][2] = {{12, 12}, {4, 4}, {12, 13}};
+    c->rw = w[variant][refuse], c->rh = h[variant][refuse];
+    px__expect(c, -1, -1, "a %dx%d image cannot be bound to slot 1 ('src'): it takes 4x4 .. 16x16, at most 200 pixels",
+               c->rw, c->rh);
+}
+static void r_any_range(int refuse, int variant, px_rcase *c)
+{
+    px__any_program(c, 0, 0, 0);
+    c->stage = PX_RESOLVE, c->bind_slot = 1, c->rw = 16, c->rh = 8; /* cu doubles */
+    int64_t cu = variant == 0 ? (1ll << 30) - 1 + refuse : -(1ll << 30) - refuse;
+    pxi_write_le(c->prog.px, 25, 0, 4, (uint32_t)(int32_t)cu);
+    px__expect(c, 9, 1, "at 16x8 of slot 1 ('src'): instruction 1 (SAMPLE): operand cu = %lld scales to %lld, outside int32",
+               (long long)cu, (long long)(2 * cu));
+}
+static void r_any_resolved(int refuse, int variant, px_rcase *c)
+{
+    (void)variant;
+    px__any_program(c, 0, 0, 0);
+    /* the memory limit: what the slots need at 16x15, so that 16x16 is over it */
+    pxvm_program poly, res;
+    pxvm_error err;
+    int wh[6] = {0, 0, 16, 15, 0, 0};
+    if (pxvm_program_from_copy(&c->prog, &c->lim, &poly, &err) < 0 ||
+        pxvm_program_resolve(&poly, wh, &c->lim, &res, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    c->lim.max_memory = res.memory;
+    pxvm_program_free(&res);
+    pxvm_program_free(&poly);
+    c->stage = PX_RESOLVE, c->bind_slot = 1, c->rw = 16, c->rh = 15 + refuse;
+    px__expect(c, -1, -1, "at 16x16 of slot 1 ('src'), the resolved program breaks a rule: invalid: the slots need");
+}
+
 /* ---- RESIZE: its pairs are built in test_resize_op.c ----------------------------------------- */
 
 void px_resize_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
@@ -1379,6 +1508,12 @@ static const px_rule px_rules[] = {
     {"V-SLOT-6", PXE_SLOT_FIELD, r_slot_flags, 3, NULL},
     {"V-SLOT-7", PXE_SLOT_FIELD, r_slot_persist, 1, NULL},
     {"V-SLOT-8", PXE_SLOT_SIDE, r_slot_side, 2, NULL},
+    {"V-ANY-1", PXE_SLOT_FIELD, r_any_input, 1, NULL},
+    {"V-ANY-2", PXE_SLOT_FIELD, r_any_format, 1, NULL},
+    {"V-ANY-3", PXE_SLOT_FIELD, r_any_bounds, 2, NULL},
+    {"V-ANY-4", PXE_SLOT_FIELD, r_any_reserved, 1, NULL},
+    {"V-ANY-5", PXE_SLOT_FIELD, r_any_reference, 3, NULL},
+    {"V-ANY-6", PXE_REGION, r_any_readers, 3, NULL},
     {"V-SLOT-9", PXE_SLOT_FIELD, r_data_rect, 2, NULL},
     {"V-SLOT-10", PXE_SLOT_FIELD, r_origin, 2, NULL},
     {"V-SLOT-11", PXE_SLOT_FIELD, r_patch_fit, 3, NULL},
@@ -1422,6 +1557,9 @@ static const px_rule px_rules[] = {
     {"U-BIND-1", PXE_UNBOUND_INPUT, r_bind_unbound, 1, NULL},
     {"U-BIND-2", PXE_INPUT_SIZE, r_bind_size, 2, NULL},
     {"U-BIND-3", PXE_BIND_ROLE, r_bind_role, 1, NULL},
+    {"U-BIND-4", PXE_INPUT_BOUNDS, r_any_bind, 3, NULL},
+    {"U-BIND-5", PXE_RESOLVE_RANGE, r_any_range, 2, NULL},
+    {"U-BIND-6", PXE_RESOLVE_INVALID, r_any_resolved, 1, NULL},
     {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL},
     {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL},
     /* RESIZE (test_resize_op.c) */

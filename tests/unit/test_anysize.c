@@ -1,0 +1,461 @@
+/* test_anysize.c - any-size inputs (SPEC "Any-size inputs"): the integer rules of the
+ * resolution (px_log2_q8 against its definition, px_scale_q16 at its edges), the identity at the
+ * reference size for every shipped program made any-size, what a resolution rewrites, and the
+ * runner: bound at W x H it gives the bytes of a fresh runner of the resolution (every output
+ * slot, the geometry) over many sizes. */
+#include <stdlib.h>
+
+#include "../../isa/px_sem.h"
+#include "test.h"
+
+/* ---- px_log2_q8 = floor(256 log2 n) = bit length of n^256, minus 1 --------------------------- */
+
+/* The bit length of n^256, with a small big-integer square (8 squarings, at most 4096 bits). */
+static int px__bits_pow256(uint32_t n)
+{
+    uint32_t a[130] = {n}, t[260];
+    int len = 1;
+    for (int s = 0; s < 8; s++) {
+        memset(t, 0, sizeof(uint32_t) * (size_t)(2 * len));
+        for (int i = 0; i < len; i++) {
+            uint64_t carry = 0;
+            for (int j = 0; j < len; j++) {
+                uint64_t v = (uint64_t)a[i] * a[j] + t[i + j] + carry;
+                t[i + j] = (uint32_t)v;
+                carry = v >> 32;
+            }
+            t[i + len] = (uint32_t)carry;
+        }
+        len *= 2;
+        while (len > 1 && !t[len - 1])
+            len--;
+        memcpy(a, t, sizeof(uint32_t) * (size_t)len);
+    }
+    int bits = 32 * (len - 1);
+    for (uint32_t top = a[len - 1]; top; top >>= 1)
+        bits++;
+    return bits;
+}
+
+TEST(anysize_log2_q8_is_floor_256_log2)
+{
+    int n_checked = 0;
+    uint64_t rng = 23;
+    for (int n = 1; n <= 65535; n++) {
+        int edge = n <= 1100 || (n & (n - 1)) == 0 || ((n + 1) & n) == 0 || (((n - 1) & (n - 2)) == 0) || n == 65535;
+        if (!edge && px_rand(&rng) % 16)
+            continue;
+        int want = px__bits_pow256((uint32_t)n) - 1;
+        if (px_log2_q8(n) != want)
+            px_test_fail(__FILE__, __LINE__, "px_log2_q8(%d) = %d, floor(256 log2 n) = %d", n, px_log2_q8(n), want);
+        n_checked++;
+    }
+    CHECK_EQ(px_log2_q8(1), 0);
+    CHECK_EQ(px_log2_q8(2), 256);
+    CHECK_EQ(px_log2_q8(3), 405); /* 256 * 1.58496 = 405.75 */
+    CHECK_EQ(px_log2_q8(65535), 4095);
+    CHECK_EQ(px_log2_q8(32768), 3840);
+    CHECK_EQ(px_lod_shift(902, 600, 451, 300), 256);
+    CHECK_EQ(px_lod_shift(451, 300, 451, 300), 0);
+    printf("  %d sides checked against the bit length of n^256\n", n_checked);
+}
+
+TEST(anysize_scale_q16_rounds_half_up)
+{
+    CHECK_EQ(px_scale_q16(7, 3, 3), 7);         /* the reference size: identity */
+    CHECK_EQ(px_scale_q16(-7, 5, 5), -7);
+    CHECK_EQ(px_scale_q16(1, 1, 2), 1);         /* 0.5 -> 1 */
+    CHECK_EQ(px_scale_q16(-1, 1, 2), 0);        /* -0.5 -> 0 (half up) */
+    CHECK_EQ(px_scale_q16(-3, 1, 2), -1);       /* -1.5 -> -1 */
+    CHECK_EQ(px_scale_q16(1, 1, 3), 0);         /* 0.333 -> 0 */
+    CHECK_EQ(px_scale_q16(-1, 1, 3), 0);        /* -0.333 -> 0 */
+    CHECK_EQ(px_scale_q16(-2, 1, 3), -1);       /* -0.667 -> -1 */
+    CHECK_EQ(px_scale_q16(INT32_MAX, 65535, 1), (int64_t)INT32_MAX * 65535);
+    CHECK_EQ(px_scale_q16(INT32_MIN, 65535, 1), (int64_t)INT32_MIN * 65535);
+    CHECK_EQ(px_scale_q16(65536 * 225 + 32768, 902, 451), 65536 * 451); /* the centre 225.5 of 451 texels -> 451.0 of 902 */
+}
+
+/* ---- building any-size programs ------------------------------------------------------------- */
+
+/* The program image `fixed` with its first input made any-size (bounds lo, hi, pixels): flag bit
+ * 1, format 1.1; 0, or -1 when it has no input that can be one (an atlas). */
+static int px__make_any(pxvm_image *img, int lo, int hi, uint32_t pixels)
+{
+    int nslots = img->px[6];
+    for (int k = 1; k <= nslots; k++) {
+        uint8_t *d = img->px + 4u * (size_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (k - 1));
+        if (d[0] != PXI_ROLE_INPUT)
+            continue;
+        if (pxi_read_le(d, 4, 0, 4) || pxi_read_le(d, 5, 0, 4))
+            return -1;
+        d[1] |= PXI_SLOT_ANYSIZE;
+        pxi_write_le(d, 3, 0, 2, (uint32_t)lo);
+        pxi_write_le(d, 3, 2, 2, (uint32_t)hi);
+        pxi_write_le(d, 4, 0, 4, pixels);
+        img->px[5] = 1;
+        return k;
+    }
+    return -1;
+}
+
+TEST(anysize_reference_size_resolves_to_the_fixed_program)
+{
+    static const char *const names[] = {"foveate273", "grid", "logpolar", "uniform", "v1", "aniso", "pyramid",
+                                        "resize_fit", "dot_test"};
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int identical = 0, refused = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "programs/%s.pxi", names[i]);
+        pxvm_image fixed, any;
+        pxvm_error err;
+        if (pxvm_png_load(path, &lim, &fixed, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        pxvm_image_alloc(&any, fixed.w, fixed.h, &err);
+        memcpy(any.px, fixed.px, (size_t)fixed.w * (size_t)fixed.h * 4u);
+        pxvm_program poly, res;
+        if (px__make_any(&any, 0, 0, 0) < 0) {
+            pxvm_image_free(&any);
+        } else if (pxvm_program_from_image(&any, &lim, &poly, &err) < 0) {
+            CHECK_EQ(err.code, PXE_REGION); /* V-ANY-6: a reader that cannot be rescaled */
+            CHECK_STR(err.msg, "any-size slot");
+            refused++;
+        } else {
+            CHECK_EQ(poly.any_size, 1);
+            if (pxvm_program_resolve(&poly, NULL, &lim, &res, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "%s: %s", names[i], err.msg);
+            } else {
+                size_t bytes = (size_t)fixed.w * (size_t)fixed.h * 4u;
+                if (res.image.w != fixed.w || res.image.h != fixed.h || memcmp(res.image.px, fixed.px, bytes))
+                    px_test_fail(__FILE__, __LINE__, "%s: the resolution at the reference size differs from the program",
+                                 names[i]);
+                else
+                    identical++;
+                CHECK_EQ(res.any_size, 0);
+                CHECK_EQ(res.format_minor, 0);
+                pxvm_program_free(&res);
+            }
+            pxvm_program_free(&poly);
+        }
+        pxvm_image_free(&fixed);
+    }
+    printf("  %d programs identical at their reference size, %d refused as any-size (V-ANY-6)\n", identical, refused);
+    CHECK(identical >= 5);
+}
+
+/* 'image' 64x48 any-size, 'out' 16x8: PYRAMID; SAMPLE (absolute) and ANISO (relative to register 0). */
+static void px__sampler(pxvm_image *out)
+{
+    pxvm_builder b;
+    pxvm_error err;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 64, 48);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 8);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = 1;
+    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = 8;
+    f[PX_FI(SAMPLE, cu)] = 20 * 65536 + 77, f[PX_FI(SAMPLE, cv)] = 30 * 65536 - 5;
+    f[PX_FI(SAMPLE, du)] = 2 * 65536 + 3, f[PX_FI(SAMPLE, dv)] = -3 * 65536, f[PX_FI(SAMPLE, lod)] = 300;
+    pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(ANISO, src)] = 1, f[PX_FI(ANISO, dst)] = 2, f[PX_FI(ANISO, mode)] = PX_MODE_REL(0, 0);
+    f[PX_FI(ANISO, dst_x)] = 8, f[PX_FI(ANISO, w)] = 8, f[PX_FI(ANISO, h)] = 8;
+    f[PX_FI(ANISO, cu)] = -5 * 65536, f[PX_FI(ANISO, cv)] = 7 * 65536 + 1;
+    f[PX_FI(ANISO, du)] = 65536, f[PX_FI(ANISO, dv)] = 65536, f[PX_FI(ANISO, lod)] = 10, f[PX_FI(ANISO, taps)] = 4;
+    f[PX_FI(ANISO, tdu)] = 32768, f[PX_FI(ANISO, tdv)] = -32769;
+    pxvm_build_insn(&b, PX_OP_ANISO, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, out, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    pxvm_build_free(&b);
+}
+
+TEST(anysize_resolution_rewrites_the_descriptor_and_the_operands)
+{
+    pxvm_image img;
+    pxvm_limits lim;
+    pxvm_error err;
+    pxvm_limits_default(&lim);
+    px__sampler(&img);
+    CHECK_EQ(img.px[5], 1); /* written as format 1.1 */
+    pxvm_program poly, res;
+    if (pxvm_program_from_image(&img, &lim, &poly, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    CHECK_EQ(poly.slots[1].min_side, 1);
+    CHECK_EQ(poly.slots[1].max_side, 16384);
+    int wh[6] = {0, 0, 129, 31, 0, 0};
+    if (pxvm_program_resolve(&poly, wh, &lim, &res, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_program_free(&poly);
+        return;
+    }
+    CHECK_EQ(res.slots[1].w, 129);
+    CHECK_EQ(res.slots[1].h, 31);
+    CHECK_EQ(res.slots[1].flags, 0);
+    CHECK_EQ(res.slots[1].levels, 8);
+    const pxi_insn *s = &res.insns[1], *a = &res.insns[2], *s0 = &poly.insns[1], *a0 = &poly.insns[2];
+    CHECK_EQ(PX_ARG(s, SAMPLE, cu), px_scale_q16(PX_ARG(s0, SAMPLE, cu), 129, 64));
+    CHECK_EQ(PX_ARG(s, SAMPLE, cv), px_scale_q16(PX_ARG(s0, SAMPLE, cv), 31, 48));
+    CHECK_EQ(PX_ARG(s, SAMPLE, du), px_scale_q16(PX_ARG(s0, SAMPLE, du), 129, 64));
+    CHECK_EQ(PX_ARG(s, SAMPLE, dv), px_scale_q16(PX_ARG(s0, SAMPLE, dv), 31, 48));
+    int d = px_lod_shift(129, 31, 64, 48);
+    CHECK_EQ(d, px_log2_q8(129) - px_log2_q8(64)); /* the wider side's change */
+    CHECK_EQ(PX_ARG(s, SAMPLE, lod), 300 + d);
+    CHECK_EQ(PX_ARG(a, ANISO, tdu), px_scale_q16(32768, 129, 64));
+    CHECK_EQ(PX_ARG(a, ANISO, tdv), px_scale_q16(-32769, 31, 48));
+    CHECK_EQ(PX_ARG(a, ANISO, cu), px_scale_q16(-5 * 65536, 129, 64));
+    CHECK_EQ(PX_ARG(a, ANISO, lod), 10 + d);
+    CHECK_EQ(PX_ARG(a, ANISO, taps), PX_ARG(a0, ANISO, taps));
+    pxvm_program_free(&res);
+    /* smaller: the LOD falls, clamped at 0 */
+    wh[2] = 16, wh[3] = 12;
+    if (pxvm_program_resolve(&poly, wh, &lim, &res, &err) == 0) {
+        CHECK_EQ(PX_ARG(&res.insns[1], SAMPLE, lod), 0);
+        CHECK_EQ(PX_ARG(&res.insns[2], ANISO, lod), 0);
+        pxvm_program_free(&res);
+    } else {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    }
+    /* a fixed slot asked for another size is a usage error */
+    wh[2] = wh[3] = 0, wh[4] = 17, wh[5] = 8;
+    CHECK(pxvm_program_resolve(&poly, wh, &lim, &res, &err) < 0);
+    CHECK_EQ(err.code, PXE_USAGE);
+    CHECK_STR(err.msg, "not any-size");
+    pxvm_program_free(&poly);
+}
+
+TEST(anysize_foveate273_any_resolves_to_foveate273)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly, fixed, res;
+    pxvm_error err;
+    if (pxvm_program_load("programs/foveate273_any.pxi", &lim, &poly, &err) < 0 ||
+        pxvm_program_load("programs/foveate273.pxi", &lim, &fixed, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    CHECK_EQ(poly.format_minor, 1);
+    CHECK_EQ(poly.slots[1].min_side, 16);
+    if (pxvm_program_resolve(&poly, NULL, &lim, &res, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    } else {
+        CHECK(res.image.w == fixed.image.w && res.image.h == fixed.image.h &&
+              !memcmp(res.image.px, fixed.image.px, (size_t)fixed.image.w * (size_t)fixed.image.h * 4u));
+        pxvm_program_free(&res);
+    }
+    pxvm_program_free(&poly);
+    pxvm_program_free(&fixed);
+}
+
+/* ---- the runner: bound at W x H == a fresh runner of the resolution at W x H ------------------ */
+
+/* Every output slot's level 0 and every atlas's geometry after a run, in one buffer. */
+static uint8_t *px__outputs(const pxvm_prog *prog, pxvm_runner *run, size_t *len)
+{
+    size_t n = 0;
+    uint8_t *all = NULL;
+    for (int k = 0; k < pxvm_prog_slot_count(prog); k++) {
+        pxvm_slot_info si;
+        pxvm_prog_slot(prog, k, &si);
+        if (strcmp(si.role, "output"))
+            continue;
+        size_t bytes = (size_t)si.w * (size_t)si.h * 4u, geom = (size_t)si.patch_count * PXVM_GEOM_INTS * 4u;
+        all = realloc(all, n + bytes + geom);
+        pxvm_view v = {all + n, -1, 1, si.w, si.h, 4, (int64_t)bytes, (int64_t)si.w * 4, 4, 1};
+        if (pxvm_runner_read(run, k, 0, 0, &v) ||
+            (geom && pxvm_runner_read_geometry(run, k, 0, 1, (int32_t *)(void *)(all + n + bytes), -1)))
+            px_test_fail(__FILE__, __LINE__, "read: %s", pxvm_errmsg());
+        n += bytes + geom;
+    }
+    *len = n;
+    return all;
+}
+
+/* Runs `run` (the polymorphic runner) on img bound to `slot`, and a fresh runner of the
+ * resolution at img's size; 0 when every output byte agrees. rel: fixation register 0 is the
+ * normalized (0.3, 0.6): set in the fresh runner here, in `run` once when it opened (so that the
+ * runner converts it again at every size it switches to). */
+static int px__same_as_fresh(const pxvm_prog *prog, pxvm_runner *run, int slot, const pxvm_image *img, int rel)
+{
+    double fx[2] = {0.3, 0.6};
+    pxvm_view v = pxvm_view_host(img->px, img->w, img->h, 4);
+    if (pxvm_runner_bind(run, slot, 0, &v) || pxvm_runner_run(run)) {
+        px_test_fail(__FILE__, __LINE__, "%dx%d: %s", img->w, img->h, pxvm_errmsg());
+        return -1;
+    }
+    int bw = 0, bh = 0;
+    pxvm_runner_slot_size(run, slot, &bw, &bh);
+    CHECK(bw == img->w && bh == img->h);
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    wh[2 * slot] = img->w, wh[2 * slot + 1] = img->h;
+    pxvm_prog *res = NULL;
+    pxvm_runner *fresh = NULL;
+    if (pxvm_prog_resolve(prog, wh, &res) || pxvm_runner_open(res, "cpu", 0, 2, 1, &fresh) ||
+        pxvm_runner_bind(fresh, slot, 0, &v) || (rel && pxvm_runner_set_fixations_normalized(fresh, 0, 1, 0, 1, fx)) ||
+        pxvm_runner_run(fresh)) {
+        px_test_fail(__FILE__, __LINE__, "%dx%d fresh: %s", img->w, img->h, pxvm_errmsg());
+        pxvm_runner_close(fresh);
+        pxvm_prog_free(res);
+        return -1;
+    }
+    size_t na, nb;
+    uint8_t *a = px__outputs(prog, run, &na), *b = px__outputs(res, fresh, &nb);
+    int same = na == nb && !memcmp(a, b, na);
+    if (!same)
+        px_test_fail(__FILE__, __LINE__, "%dx%d: the polymorphic runner's outputs differ from the resolution's", img->w,
+                     img->h);
+    free(a);
+    free(b);
+    pxvm_runner_close(fresh);
+    pxvm_prog_free(res);
+    return same ? 0 : -1;
+}
+
+/* Sizes in order: fixed edges, then `nrandom` random ones within lo..hi. */
+static int px__sizes(int lo, int big, int nrandom, uint64_t *rng, int (*wh)[2])
+{
+    static const int edge[][2] = {{1, 1}, {1, 37}, {53, 1}, {16, 16}, {17, 16}, {451, 300}, {997, 641}, {3, 2},
+                                  {902, 600}, {225, 150}, {31, 500}, {1000, 17}, {4096, 2160}, {7680, 4320}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        if (edge[i][0] < lo || edge[i][1] < lo || (!big && (edge[i][0] > 2000 || edge[i][1] > 2000)))
+            continue;
+        wh[n][0] = edge[i][0], wh[n][1] = edge[i][1], n++;
+    }
+    for (int i = 0; i < nrandom; i++, n++) {
+        wh[n][0] = lo + (int)(px_rand(rng) % (uint64_t)(1200 - lo));
+        wh[n][1] = lo + (int)(px_rand(rng) % (uint64_t)(900 - lo));
+    }
+    return n;
+}
+
+static void px__property(const pxvm_prog *prog, const char *slot_name, int lo, int big, int nrandom, int rel,
+                         uint64_t seed)
+{
+    pxvm_runner *run = NULL;
+    if (pxvm_runner_open(prog, "cpu", 0, 2, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    double fx[2] = {0.3, 0.6};
+    if (rel && pxvm_runner_set_fixations_normalized(run, 0, 1, 0, 1, fx))
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    int slot = pxvm_prog_slot_find(prog, slot_name), wh[64][2];
+    uint64_t rng = seed;
+    int n = px__sizes(lo, big, nrandom, &rng, wh), ok = 0;
+    for (int i = 0; i < n; i++) {
+        pxvm_image img = px_random_image(wh[i][0], wh[i][1], &rng);
+        ok += px__same_as_fresh(prog, run, slot, &img, rel) == 0;
+        pxvm_image_free(&img);
+    }
+    /* back to the first size again: from the cache */
+    pxvm_image img = px_random_image(wh[0][0], wh[0][1], &rng);
+    ok += px__same_as_fresh(prog, run, slot, &img, rel) == 0;
+    pxvm_image_free(&img);
+    printf("  %d of %d sizes byte-identical to a fresh runner of the resolution\n", ok, n + 1);
+    pxvm_runner_close(run);
+}
+
+TEST(anysize_runner_foveate273_any_equals_the_resolution)
+{
+    pxvm_prog *prog;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    px__property(prog, "image", 16, 1, 12, 0, 273);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_relative_and_aniso_equals_the_resolution)
+{
+    pxvm_image img;
+    px__sampler(&img);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "sampler", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    px__property(prog, "image", 1, 0, 12, 1, 641);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_resize_equals_the_resolution)
+{
+    pxvm_builder b;
+    pxvm_error err;
+    pxvm_image img;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 40, 30);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 24, 24);
+    pxvm_build_any_size(&b, 1, 0, 2048, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(RESIZE, src)] = 1, f[PX_FI(RESIZE, dst)] = 2, f[PX_FI(RESIZE, filter)] = 3;
+    f[PX_FI(RESIZE, w)] = 24, f[PX_FI(RESIZE, h)] = 24, f[PX_FI(RESIZE, fit)] = 1, f[PX_FI(RESIZE, pad_a)] = 255;
+    pxvm_build_insn(&b, PX_OP_RESIZE, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    pxvm_build_free(&b);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "resize", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    px__property(prog, "image", 1, 0, 8, 0, 997);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(prog);
+}
+
+TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 5;
+    pxvm_image small = px_random_image(15, 40, &rng), a = px_random_image(64, 48, &rng), two = px_random_image(80, 60 * 2, &rng);
+    pxvm_view v = pxvm_view_host(small.px, small.w, small.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &v), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "a 15x40 image cannot be bound to slot 1 ('image'): it takes 16x16 .. 16384x16384");
+    v = pxvm_view_host(a.px, a.w, a.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &v), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &v), 0); /* the same size: fine */
+    pxvm_view w2 = pxvm_view_host(two.px, 80, 60, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &w2), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "item 0 is bound at 64x48, and the items of a batch share the size");
+    w2.items = 2, w2.item_stride = 80 * 60 * 4;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &w2), 0); /* every item at once */
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    int sw, sh;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 80 && sh == 60);
+    pxvm_slot_info si;
+    CHECK_EQ(pxvm_prog_slot(prog, 1, &si), 0);
+    CHECK(si.any_size == 1 && si.min_side == 16 && si.max_side == 16384 && si.max_pixels == 0 && si.w == 451);
+    pxvm_image_free(&small);
+    pxvm_image_free(&a);
+    pxvm_image_free(&two);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

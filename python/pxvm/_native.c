@@ -239,18 +239,9 @@ static int sync_stream(Call *c)
     return rc;
 }
 
-/* run(*arrays): the prepared call on these arrays (inputs, then the outputs the caller gives).
- * Returns the outputs it made (one: that array; else a tuple, () when the caller gave them all),
- * or None when an array does not look as prepared (nothing was run: take the ctypes path). */
-static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
+/* call_run's work, with c->busy set */
+static PyObject *run_prepared(Call *c, PyObject *const *argv)
 {
-    Call *c = (Call *)self;
-    if (argc != c->narg)
-        return PyErr_Format(PyExc_TypeError, "pxvm._native: this call takes %d arrays, got %zd", c->narg, argc);
-    if (c->busy) { /* another thread is in this call: it keeps the views; this one falls back */
-        c->misses++;
-        Py_RETURN_NONE;
-    }
     for (int i = 0; i < c->narg; i++) {
         int r = take_arg(c, i, argv[i]);
         if (r != 1) {
@@ -268,12 +259,10 @@ static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc
     if (sync_stream(c) < 0)
         goto fail;
     int rc;
-    c->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     rc = lib_exec(c->run, c->nin, c->in_slots, c->in_items, c->views, c->nout, c->out_slots, c->out_kinds,
                   c->views + c->nin);
     Py_END_ALLOW_THREADS
-    c->busy = 0;
     release_bufs(c);
     if (rc) {
         Py_XDECREF(PyObject_CallFunction(raise_error, "i", rc));
@@ -306,6 +295,26 @@ fail_released:
     for (int k = 0; k < c->nalloc; k++)
         Py_CLEAR(c->made[k]);
     return NULL;
+}
+
+/* run(*arrays): the prepared call on these arrays (inputs, then the outputs the caller gives).
+ * Returns the outputs it made (one: that array; else a tuple, () when the caller gave them all),
+ * or None when an array does not look as prepared (nothing was run: take the ctypes path). */
+static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
+{
+    Call *c = (Call *)self;
+    if (argc != c->narg)
+        return PyErr_Format(PyExc_TypeError, "pxvm._native: this call takes %d arrays, got %zd", c->narg, argc);
+    /* Another thread in this call (the GIL is released around the run, and torch's getters may
+     * let other threads in) owns the views and buffers: this one falls back to the ctypes path. */
+    if (c->busy) {
+        c->misses++;
+        Py_RETURN_NONE;
+    }
+    c->busy = 1;
+    PyObject *r = run_prepared(c, argv);
+    c->busy = 0;
+    return r;
 }
 
 static void call_dealloc(PyObject *self)

@@ -124,18 +124,26 @@ def test_patches_equal_ctypes_in_every_layout(foveate, photo):
 
 @needs_native
 def test_run_and_geometry_equal_ctypes(foveate, photo):
-    prog = pxvm.Program.load(os.path.join(ROOT, "programs", "pyramid.pxi"))
+    """run() with one output and with two (a tuple from the prepared call), patches with geometry."""
+    two = pxvm.assemble(TINY.replace(".slot atlas output 32x16 patches=16x16x2\n", ".slot atlas output 32x16 "
+                                     "patches=16x16x2\n.slot level output 16x16\n").replace(
+        "HALT", "SAMPLE src=image dst=level mode=nearest dst_x=0 dst_y=0 w=16 h=16 cu=8 cv=8 du=1 dv=1 lod=0\nHALT"))
+    small = random_images(np.random.default_rng(5), 1, 16, 16)[0]
+    cases = [(foveate, photo), (two, small)]
     with ctypes_path():
-        want_run = pxvm.Runner(prog, executor=EXECUTOR).run(on_executor(photo))
+        want_run = [pxvm.Runner(p, executor=EXECUTOR).run(on_executor(x)) for p, x in cases]
         want_p, want_g = pxvm.Runner(foveate, executor=EXECUTOR).patches(on_executor(photo), with_geometry=True)
-    r, f = pxvm.Runner(prog, executor=EXECUTOR), pxvm.Runner(foveate, executor=EXECUTOR)
-    x = on_executor(photo)
+    assert list(want_run[1]) == ["atlas", "level"]
+    runners = [pxvm.Runner(p, executor=EXECUTOR) for p, _ in cases]
+    f = pxvm.Runner(foveate, executor=EXECUTOR)
+    xs = [on_executor(x) for _, x in cases]
     for _ in range(3):
-        got = r.run(x)
-        p, g = f.patches(x, with_geometry=True)
-        assert got.keys() == want_run.keys() and all(same(got[k], want_run[k]) for k in got)
+        for r, x, want in zip(runners, xs, want_run):
+            got = r.run(x)
+            assert list(got) == list(want) and all(same(got[k], want[k]) for k in got)
+        p, g = f.patches(xs[0], with_geometry=True)
         assert same(p, want_p) and same(g, want_g)
-    assert hits(r) == 2 and hits(f) == 2
+    assert [hits(r) for r in runners] == [2, 2] and hits(f) == 2
 
 
 @needs_native

@@ -53,11 +53,26 @@ LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -ls
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
 $(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 endif
+# The Python package's compiled fast path (python/pxvm/_native.c, issue 25): built in place, next to
+# the .py files, when the headers of the python3 that runs the tests are here (Debian's
+# python3-dev); without it the package keeps its ctypes path. The limited API of 3.11 (abi3): one
+# .so for that python and later ones. It does not link libpxvm (the package hands it the library
+# it loaded), and it is built alike in every configuration (no sanitizer: python3 is not built
+# with one).
+PYTHON  ?= /usr/bin/python3
+PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+NATIVE  ?= $(if $(and $(PY_INCLUDE),$(wildcard $(PY_INCLUDE)/Python.h)),1,0)
+NATIVE_SO := python/pxvm/_native.abi3.so
+ifeq ($(NATIVE),1)
+TOOLS   += $(NATIVE_SO)
+endif
+$(NATIVE_SO): python/pxvm/_native.c include/pxvm.h
+	$(CC) -std=c11 -O2 -g $(WARN) -fPIC -shared -Iinclude -isystem $(PY_INCLUDE) $< -o $@
 TEST_SRC := $(wildcard tests/unit/*.c) tests/golden/golden.c tests/conformance/cases.c tests/conformance/video.c
 PROGRAMS := $(patsubst %.pxs,%.pxi,$(wildcard programs/*.pxs)) $(patsubst %.json,%.pxi,$(wildcard programs/*.json))
 
 all: check-deps $(TOOLS) $(PROGRAMS) isa/SPEC.md
-	@echo "pxvm: built the CPU executor$(if $(filter 1,$(CUDA_GL)), and the CUDA-GL executor ($(NVCC)), (no CUDA-GL executor: needs nvcc and 'apt-get install libegl-dev libglew-dev'))" 
+	@echo "pxvm: built the CPU executor$(if $(filter 1,$(CUDA_GL)), and the CUDA-GL executor ($(NVCC)), (no CUDA-GL executor: needs nvcc and 'apt-get install libegl-dev libglew-dev'))$(if $(filter 1,$(NATIVE)),; the Python fast path ($(NATIVE_SO)),; no Python fast path: the package uses ctypes alone (needs 'apt-get install python3-dev'))" 
 
 check-deps:
 	@test -f /usr/include/png.h || { echo "libpng headers missing: run 'make deps' (apt-get install -y libpng-dev)"; exit 1; }
@@ -281,7 +296,6 @@ docs-images: all
 PREFIX  ?= /usr/local
 DESTDIR ?=
 LIBDIR  ?= $(PREFIX)/lib
-PYTHON  ?= /usr/bin/python3
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python3.%d/dist-packages" % sys.version_info[1])' 2>/dev/null)
 USER_TOOLS := pxrun pxasm pxbatch pxzoom pxresize
 PY_FILES  := $(notdir $(wildcard python/pxvm/*.py))
@@ -299,14 +313,16 @@ install: all
 	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
 	install -m 755 $(USER_TOOLS:%=$(BIN)/%) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 $(PY_FILES:%=python/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/ && \
-	    ln -sf $(LIBDIR)/libpxvm.so.$(SOVERSION) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION))
+	    ln -sf $(LIBDIR)/libpxvm.so.$(SOVERSION) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) \
+	    $(if $(filter 1,$(NATIVE)),&& install -m 755 $(NATIVE_SO) $(DESTDIR)$(PYTHONDIR)/pxvm/))
 	-$(if $(DESTDIR),,ldconfig)
 
 uninstall:
 	rm -f $(USER_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/include/pxvm.h $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc \
 	    $(DESTDIR)$(LIBDIR)/libpxvm.a $(DESTDIR)$(LIBDIR)/libpxvm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libpxvm.so.$(SOVERSION) \
 	    $(DESTDIR)$(LIBDIR)/libpxvm.so
-	$(if $(PYTHONDIR),rm -f $(PY_FILES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) && \
+	$(if $(PYTHONDIR),rm -f $(PY_FILES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) \
+	    $(DESTDIR)$(PYTHONDIR)/pxvm/$(notdir $(NATIVE_SO)) && \
 	    rm -rf $(DESTDIR)$(PYTHONDIR)/pxvm/__pycache__ && { rmdir $(DESTDIR)$(PYTHONDIR)/pxvm 2>/dev/null || true; })
 	-$(if $(DESTDIR),,ldconfig)
 
@@ -314,7 +330,7 @@ uninstall:
 # fuzzers, the video tests' FFmpeg and MPI): `make deps` installs them, CI (.ci/run) calls it.
 DEPS_PKGS := build-essential pkg-config libpng-dev libjansson-dev libturbojpeg0-dev libegl-dev libglew-dev \
              libavformat-dev libavcodec-dev libswscale-dev libopenmpi-dev openmpi-bin \
-             python3-numpy python3-pytest python3-torch python3-pil python3-skimage python3-venv clang libclang-rt-14-dev gcovr
+             python3-dev python3-numpy python3-pytest python3-torch python3-pil python3-skimage python3-venv clang libclang-rt-14-dev gcovr
 APT_FLAGS ?=
 SUDO     = $(if $(filter 0,$(shell id -u)),,sudo)
 deps:
@@ -322,7 +338,7 @@ deps:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $(APT_FLAGS) $(DEPS_PKGS)
 
 clean:
-	rm -rf build bin programs/*.pxi out
+	rm -rf build bin programs/*.pxi out $(NATIVE_SO)
 
 .PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan coverage mutate demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

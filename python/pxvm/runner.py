@@ -18,6 +18,26 @@ if TYPE_CHECKING:
 
 _lib = _capi.lib
 
+
+def _load_native():
+    """The compiled fast path (python/pxvm/_native.c: prepared pxvm_runner_exec calls), bound to
+    the library loaded here; None where it is not built (no python3-dev) or PXVM_NO_NATIVE=1."""
+    off = os.environ.get("PXVM_NO_NATIVE", "")
+    if off not in ("", "0", "1"):
+        raise UsageError("usage: PXVM_NO_NATIVE=%s: 1 (the ctypes path alone) or 0 (the compiled one when built)" % off)
+    if off == "1":
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+    _native.bind(address(_lib.pxvm_runner_exec), address(_lib.pxvm_runner_set_stream), _check)
+    return _native
+
+
+_native = _load_native()
+
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
@@ -113,6 +133,7 @@ class Runner:
         self._stream = {}
         self._bufs = {}
         self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
+        self._prepared = {}  # {call key: _native.Call}: repeats of the last call's shapes (see _prepare)
         self._torch_device = "cuda:%d" % self.device
         #: the program's input registers, bit k for register k (0: it takes no fixations)
         self.fixation_inputs = _lib.pxvm_prog_fixation_inputs(program._h)
@@ -130,6 +151,7 @@ class Runner:
 
     def close(self) -> None:
         """Releases the executor's resources (also on leaving a with block, or when collected)."""
+        self._prepared = {}  # they hold the handles closed below
         for h, _ in self._runners.values():
             _lib.pxvm_runner_close(h)
         self._runners = {}
@@ -242,6 +264,50 @@ class Runner:
         for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them
             self._lent[(batch, k)] = x
         return results
+
+    # -- the compiled fast path: a repeat of a call's shapes skips _exec (PXVM_NO_NATIVE=1: never)
+    def _fast_key(self, name, image, inputs, fixation, units, policy, *more):
+        """The key of a call the fast path takes (one positional image, batch 1, no fixation, no
+        policy), or None."""
+        if _native is None or len(image) != 1 or inputs or fixation is not None or policy is not None \
+                or units != "normalized":
+            return None
+        return (name, *more)
+
+    def _prepare(self, key, x, outs, out):
+        """After _exec ran input x (batch 1) into outs [(slot, kind)] (into the arrays `out`, or new
+        ones): the prepared call of those arrays' shapes, strides, dtypes and devices (nothing for
+        arrays other than NumPy arrays and torch tensors)."""
+        nin, nout = 1, len(outs)
+        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._bufs[(1, nin, nout)]
+
+        def arg(a, view):
+            if _is_torch(a):
+                torch = _torch()
+                if type(a) is torch.Tensor:
+                    return view, 1, tuple(a.shape), tuple(a.stride()), a.get_device(), torch.Tensor, a.dtype
+            elif type(a) is _np().ndarray:
+                return view, 0, a.shape, a.strides, -1, None, None
+            return None
+        args = [arg(x, 0)] + [arg(a, nin + i) for i, a in enumerate(out or ())]
+        if None in args:
+            return
+        on_cuda = args[0][4] >= 0
+        allocs = []
+        for i, (k, kind) in enumerate([] if out else outs):
+            s = self.program.slots[k]
+            shape = (s.patch_count, s.patch_h, s.patch_w, 4) if kind else (s.h, s.w, 4)
+            if on_cuda:
+                torch = _torch()
+                allocs.append((nin + i, 1, torch.empty, (shape,), {"dtype": torch.uint8, "device": self._torch_device}))
+            else:
+                allocs.append((nin + i, 0, _np().empty, (shape, _np().uint8), None))
+        stream_fn = on_cuda and (getattr(_torch()._C, "_cuda_getCurrentRawStream", None) or _current_stream)
+        self._prepared[key] = _native.prepare(
+            self._runners[1][0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
+            ctypes.string_at(in_views, ctypes.sizeof(_View) * nin), tuple(out_slots[:nout]), tuple(out_kinds[:nout]),
+            ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
+            (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device))
 
     def _fixations(self, fixation, batch, batched, units="normalized", clamp=False):
         """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
@@ -446,8 +512,15 @@ class Runner:
         is bound as it is. CUDA tensors with a policy are a UsageError: resize them with a program
         that has RESIZE."""
         outs = self.program.outputs
+        key = self._fast_key("run", image, inputs, fixation, fixation_units, policy)
+        call = self._prepared.get(key) if key else None
+        res = call.run(image[0]) if call else None
+        if res is not None:
+            return {s.name: r for s, r in zip(outs, res if len(outs) != 1 else (res,))}
         res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 0) for s in outs], fixation=fixation,
                          units=fixation_units, clamp=fixation_clamp)
+        if key:
+            self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
@@ -459,9 +532,15 @@ class Runner:
         for run. with_geometry: returns (patches, geometry (N, 4)) with geometry as
         Runner.geometry gives it, on the same device. policy: as for run."""
         s = self._atlas(slot)
-        res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 1)], out=None if out is None else [out[None]],
-                         fixation=fixation, units=fixation_units, clamp=fixation_clamp)
-        p = out if out is not None else res[0][0]
+        key = self._fast_key("patches", image, inputs, fixation, fixation_units, policy, s.index, out is None)
+        call = self._prepared.get(key) if key else None
+        p = None if not call else call.run(image[0]) if out is None else call.run(image[0], out)
+        if p is None:
+            res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 1)], out=None if out is None else [out[None]],
+                             fixation=fixation, units=fixation_units, clamp=fixation_clamp)
+            if key:
+                self._prepare(key, image[0], [(s.index, 1)], None if out is None else [out])
+        p = out if out is not None else p if p is not None else res[0][0]
         if with_geometry:
             return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
         return p

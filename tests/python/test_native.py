@@ -1,0 +1,269 @@
+"""The compiled fast path (python/pxvm/_native.c): a prepared pxvm_runner_exec call that Runner.patches
+and Runner.run take for repeats of a call's shapes. Its bytes are the ctypes path's, arrays of
+another shape fall back to that path, the library's errors come out as the package's classes, 100k
+calls leak nothing, and the .so is one abi3 build. On the GPU machine (PXVM_TEST_EXECUTOR=cuda) the
+same comparisons run with CUDA tensors in and out."""
+import contextlib
+import gc
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import pxvm
+from pxvm import runner as runner_mod
+from conftest import EXECUTOR, ROOT, random_images
+
+SO = os.path.join(ROOT, "python", "pxvm", "_native.abi3.so")
+SRC = os.path.join(ROOT, "python", "pxvm", "_native.c")
+BUILDABLE = os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
+OFF = os.environ.get("PXVM_NO_NATIVE") == "1"
+needs_native = pytest.mark.skipif(runner_mod._native is None,
+                                  reason="pxvm._native is not loaded (PXVM_NO_NATIVE=1, or no python3-dev)")
+TINY = (".width 16\n.slot image input 16x16\n.slot atlas output 32x16 patches=16x16x2\n"
+        "SAMPLE src=image dst=atlas mode=nearest dst_x=0 dst_y=0 w=16 h=16 cu=8 cv=8 du=1 dv=1 lod=0\n"
+        "SAMPLE src=image dst=atlas mode=linear dst_x=16 dst_y=0 w=16 h=16 cu=7.5 cv=8.25 du=0.5 dv=0.5 lod=0\nHALT\n")
+
+
+@contextlib.contextmanager
+def ctypes_path():
+    """The ctypes path alone, as PXVM_NO_NATIVE=1 gives it (for runners called inside)."""
+    saved, runner_mod._native = runner_mod._native, None
+    try:
+        yield
+    finally:
+        runner_mod._native = saved
+
+
+def same(a, b):
+    """Byte equality of two NumPy arrays or tensors (host or CUDA), shapes and dtypes included."""
+    a = a.cpu().numpy() if hasattr(a, "cpu") else a
+    b = b.cpu().numpy() if hasattr(b, "cpu") else b
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def hits(r):
+    return sum(c.hits for c in r._prepared.values())
+
+
+def on_executor(x):
+    """x on the executor under test: NumPy for the CPU, a CUDA tensor for cuda."""
+    if EXECUTOR != "cuda":
+        return x
+    torch = pytest.importorskip("torch")
+    return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+
+# ---- the build ------------------------------------------------------------------------------------
+
+def test_extension_is_built_where_it_can_be():
+    if not BUILDABLE:
+        pytest.skip("no Python.h for this python (python3-dev): the package runs on ctypes alone")
+    assert os.path.exists(SO), "make builds %s when python3-dev is installed" % SO
+    if not OFF:
+        assert runner_mod._native is not None and runner_mod._native.__file__ == SO
+
+
+def test_extension_is_abi3_on_the_limited_api():
+    if not os.path.exists(SO):
+        pytest.skip("not built")
+    assert ".abi3.so" in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES
+    src = open(SRC).read()
+    assert src.index("#define Py_LIMITED_API 0x030B0000") < src.index("#include <Python.h>")
+    # the library is not linked: its functions come from the copy ctypes loaded (bind)
+    nm = subprocess.run(["nm", "-D", "--undefined-only", SO], capture_output=True, text=True, check=True).stdout
+    undefined = set(re.findall(r"\bU (\S+)", nm))
+    assert not [s for s in undefined if s.startswith("pxvm_")], undefined
+    # no private CPython symbol beyond those the stable ABI itself exports for its macros
+    abi_only = {"_Py_Dealloc", "_Py_NoneStruct", "_Py_IncRef", "_Py_DecRef", "_PyArg_ParseTuple_SizeT",
+                "_PyObject_CallFunction_SizeT", "_Py_TrueStruct", "_Py_FalseStruct", "_Py_NotImplementedStruct"}
+    assert not [s for s in undefined if s.startswith("_Py") and s not in abi_only], undefined
+
+
+def test_no_native_env():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    code = "import pxvm.runner as r; print(r._native is None)"
+    out = subprocess.run([sys.executable, "-c", code], env=dict(env, PXVM_NO_NATIVE="1"), capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
+    bad = subprocess.run([sys.executable, "-c", code], env=dict(env, PXVM_NO_NATIVE="yes"), capture_output=True,
+                         text=True)
+    assert bad.returncode != 0 and "PXVM_NO_NATIVE=yes: 1 (the ctypes path alone) or 0" in bad.stderr
+
+
+# ---- the bytes ------------------------------------------------------------------------------------
+
+@needs_native
+def test_patches_equal_ctypes_in_every_layout(foveate, photo):
+    """Native == ctypes byte for byte: RGBA, RGB, grey, CHW, a strided view, into out=; each
+    layout called three times (the first prepares, the next two run natively)."""
+    rgb = np.ascontiguousarray(photo[:, :, :3])
+    big = np.zeros((600, 902, 3), np.uint8)
+    big[::2, ::2] = rgb
+    feeds = [photo, rgb, np.ascontiguousarray(photo[:, :, 1]), np.ascontiguousarray(photo.transpose(2, 0, 1))]
+    if EXECUTOR != "cuda":
+        feeds.append(big[::2, ::2])  # strides (1804, 6, 1): read where it lies
+    with ctypes_path():
+        slow = pxvm.Runner(foveate, executor=EXECUTOR)
+        want = [slow.patches(on_executor(x)) for x in feeds]
+    fast = pxvm.Runner(foveate, executor=EXECUTOR)
+    for x, w in zip(feeds, want):
+        x = on_executor(x) if EXECUTOR == "cuda" else x
+        got = [fast.patches(x) for _ in range(3)]
+        assert fast._prepared[("patches", 2, True)].hits == 2  # prepared for this layout by the first
+        assert all(same(g, w) for g in got)
+        out = got[0] * 0
+        assert fast.patches(x, out=out) is out and fast.patches(x, out=out) is out and same(out, w)
+        assert fast._prepared[("patches", 2, False)].hits == 1
+
+
+@needs_native
+def test_run_and_geometry_equal_ctypes(foveate, photo):
+    """run() with one output and with two (a tuple from the prepared call), patches with geometry."""
+    two = pxvm.assemble(TINY.replace(".slot atlas output 32x16 patches=16x16x2\n", ".slot atlas output 32x16 "
+                                     "patches=16x16x2\n.slot level output 16x16\n").replace(
+        "HALT", "SAMPLE src=image dst=level mode=nearest dst_x=0 dst_y=0 w=16 h=16 cu=8 cv=8 du=1 dv=1 lod=0\nHALT"))
+    small = random_images(np.random.default_rng(5), 1, 16, 16)[0]
+    cases = [(foveate, photo), (two, small)]
+    with ctypes_path():
+        want_run = [pxvm.Runner(p, executor=EXECUTOR).run(on_executor(x)) for p, x in cases]
+        want_p, want_g = pxvm.Runner(foveate, executor=EXECUTOR).patches(on_executor(photo), with_geometry=True)
+    assert list(want_run[1]) == ["atlas", "level"]
+    runners = [pxvm.Runner(p, executor=EXECUTOR) for p, _ in cases]
+    f = pxvm.Runner(foveate, executor=EXECUTOR)
+    xs = [on_executor(x) for _, x in cases]
+    for _ in range(3):
+        for r, x, want in zip(runners, xs, want_run):
+            got = r.run(x)
+            assert list(got) == list(want) and all(same(got[k], want[k]) for k in got)
+        p, g = f.patches(xs[0], with_geometry=True)
+        assert same(p, want_p) and same(g, want_g)
+    assert [hits(r) for r in runners] == [2, 2] and hits(f) == 2
+
+
+@needs_native
+def test_torch_host_tensors_equal_ctypes(foveate, photo):
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(photo.copy())
+    with ctypes_path():
+        want = pxvm.Runner(foveate).patches(t)
+    r = pxvm.Runner(foveate)
+    out = torch.empty((273, 16, 16, 4), dtype=torch.uint8)
+    got = [r.patches(t) for _ in range(3)] + [r.patches(t, out=out) for _ in range(2)]
+    assert hits(r) == 3 and all(same(g, want) for g in got)
+
+
+@needs_native
+def test_cuda_tensors_in_and_out_equal_ctypes_and_cpu(foveate, photo):
+    torch = pytest.importorskip("torch")
+    if EXECUTOR != "cuda" or not torch.cuda.is_available():
+        pytest.skip("needs PXVM_TEST_EXECUTOR=cuda and a CUDA device")
+    cpu = pxvm.Runner(foveate, executor="cpu").patches(photo)
+    x = torch.from_numpy(photo).cuda()
+    r = pxvm.Runner(foveate, executor="cuda")
+    out = torch.empty((273, 16, 16, 4), dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    got = [r.patches(x) for _ in range(3)] + [r.patches(x, out=out) for _ in range(2)]
+    with torch.cuda.stream(s):  # another current stream: the native call orders its work there
+        got.append(r.patches(x))
+        got.append(r.patches(x))
+    torch.cuda.synchronize()
+    assert all(g.is_cuda for g in got) and all(same(g, cpu) for g in got)
+    assert r._stream[1] == s.cuda_stream and hits(r) >= 6
+    # a host array on the same runner: no stream (as the ctypes path leaves it), the same bytes
+    assert same(r.patches(photo), cpu) and same(r.patches(photo), cpu) and r._stream[1] == 0
+
+
+# ---- fallback and errors --------------------------------------------------------------------------
+
+@needs_native
+def test_another_shape_falls_back_and_prepares_again(foveate, photo):
+    r = pxvm.Runner(foveate, executor=EXECUTOR)
+    rgb = on_executor(np.ascontiguousarray(photo[:, :, :3]))
+    x = on_executor(photo)
+    with ctypes_path():
+        want = pxvm.Runner(foveate, executor=EXECUTOR).patches(x)
+    r.patches(x), r.patches(x)
+    first = r._prepared[("patches", 2, True)]
+    assert (first.hits, first.misses) == (1, 0)
+    assert same(r.patches(rgb), want)          # a miss: the ctypes path ran it, then prepared RGB
+    assert first.misses == 1 and r._prepared[("patches", 2, True)] is not first
+    assert same(r.patches(rgb), want) and r._prepared[("patches", 2, True)].hits == 1
+    # the ctypes path's own refusals, unchanged: a wrong dtype, a wrong size, a bad out=
+    with pytest.raises(TypeError, match="uint8"):
+        r.patches(np.zeros((300, 451, 4), np.float32))
+    with pytest.raises(pxvm.Unlinkable):
+        r.patches(on_executor(np.zeros((301, 451, 4), np.uint8)))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        r.patches(rgb, out=on_executor(np.zeros((273, 16, 16, 8), np.uint8))[..., :4])
+    assert same(r.patches(rgb), want)
+
+
+@needs_native
+def test_library_errors_are_the_package_classes(foveate, photo):
+    """A prepared call whose exec fails (a slot number the program lacks): the library's message
+    as pxvm.UsageError, nothing returned."""
+    r = pxvm.Runner(foveate)
+    r.patches(photo)
+    in_slots, in_items, in_views, out_slots, out_kinds, out_views = r._bufs[(1, 1, 1)]
+    import ctypes
+    size = ctypes.sizeof(pxvm._capi.View)
+    call = runner_mod._native.prepare(
+        r._runners[1][0].value, (1,), (0,), ctypes.string_at(in_views, size), (9,), (1,),
+        ctypes.string_at(out_views, size), ((0, 0, photo.shape, photo.strides, -1, None, None),),
+        ((1, 0, np.empty, ((273, 16, 16, 4), np.uint8), None),), (None, 1, False, None, 0))
+    with pytest.raises(pxvm.UsageError, match="slot"):
+        call.run(photo)
+    with pytest.raises(TypeError, match="takes 1 arrays, got 2"):
+        call.run(photo, photo)
+    with pytest.raises(ValueError):
+        runner_mod._native.prepare(1, (1,), (0,), b"", (), (), b"", (), (), (None, 1, False, None, 0))
+
+
+@needs_native
+def test_close_forgets_prepared_calls(foveate, photo):
+    r = pxvm.Runner(foveate)
+    want = r.patches(photo)
+    r.patches(photo)
+    r.close()
+    assert r._prepared == {}
+    assert same(r.patches(photo), want) and same(r.patches(photo), want)
+
+
+# ---- leaks ----------------------------------------------------------------------------------------
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+@needs_native
+def test_100k_calls_leak_nothing():
+    """100,000 native calls (new outputs, and into out=): the input's and out's reference counts
+    come back, Python allocations (tracemalloc: NumPy's included) and RSS stay flat."""
+    prog = pxvm.assemble(TINY)
+    r = pxvm.Runner(prog, executor="cpu", threads=1)
+    x = random_images(np.random.default_rng(3), 1, 16, 16)[0]
+    out = np.empty((2, 16, 16, 4), np.uint8)
+    want = r.patches(x)
+    for _ in range(100):
+        r.patches(x), r.patches(x, out=out)
+    gc.collect()
+    refs = sys.getrefcount(x), sys.getrefcount(out)
+    tracemalloc.start()
+    rss, traced = rss_kib(), tracemalloc.get_traced_memory()[0]
+    for _ in range(50000):
+        r.patches(x)
+        r.patches(x, out=out)
+    gc.collect()
+    grown, grown_rss = tracemalloc.get_traced_memory()[0] - traced, rss_kib() - rss
+    tracemalloc.stop()
+    assert (sys.getrefcount(x), sys.getrefcount(out)) == refs
+    assert grown < 64 * 1024, grown
+    assert grown_rss < 8 * 1024, grown_rss
+    assert hits(r) >= 100000 + 198 and same(out, want)

@@ -23,7 +23,8 @@ dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 
 Modules (every public name is importable from pxvm itself): errors (Error and one subclass per
 class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
-(Runner, pyramid), stream (Stream); _capi (the ctypes binding) and _arrays (arrays and tensors as
+(Runner, pyramid), ragged (Ragged, dynamic_size, canonical_policy: policy "dynamic"), data
+(load_shard, iter_shards, ShardDataset, ImageFolderDataset: pxbatch shards and folders), stream (Stream); _capi (the ctypes binding) and _arrays (arrays and tensors as
 the library's views) are internal.
 """
 from . import _capi
@@ -32,6 +33,7 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
 from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
+from .ragged import Ragged, dynamic_size, canonical_policy
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 
 #: the loaded library's version, e.g. "1.0.0"
@@ -43,4 +45,4 @@ __version__ = library_version
 
 __all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyramid", "Error", "Malformed",
            "InvalidProgram", "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError",
-           "PlanError", "library_version", "library_path"]
+           "PlanError", "Ragged", "dynamic_size", "canonical_policy", "library_version", "library_path"]

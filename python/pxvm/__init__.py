@@ -34,6 +34,8 @@ from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
 from .ragged import Ragged, dynamic_size, canonical_policy
+from . import data  # noqa: F401 (pxvm.data.ShardDataset, ImageFolderDataset: where torch imports)
+from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 
 #: the loaded library's version, e.g. "1.0.0"
@@ -45,4 +47,5 @@ __version__ = library_version
 
 __all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyramid", "Error", "Malformed",
            "InvalidProgram", "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError",
-           "PlanError", "Ragged", "dynamic_size", "canonical_policy", "library_version", "library_path"]
+           "PlanError", "Ragged", "dynamic_size", "canonical_policy", "load_shard",
+           "iter_shards", "library_version", "library_path"]

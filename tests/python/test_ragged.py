@@ -187,3 +187,25 @@ def test_canonical_policy():
     assert pxvm.canonical_policy("fit:808080") == "fit:bicubic:128,128,128,255"
     with pytest.raises(pxvm.UsageError, match="'dynamic:min=5,max=4'"):
         pxvm.canonical_policy("dynamic:min=5,max=4")
+
+
+def test_pxrun_policy_dynamic(runner, tmp_path):
+    from conftest import pxrun
+    want = runner.patches_batch(PHOTOS, policy="dynamic:merge=1,max=100000:lanczos")
+    for i, p in enumerate(PHOTOS):
+        out = tmp_path / ("%d.npy" % i)
+        pxrun(UNIFORM, "--in", "image=" + p, "--policy", "dynamic:merge=1,max=100000:lanczos", "--npy",
+              "atlas=" + str(out), "--executor", EXECUTOR)
+        assert np.load(out).tobytes() == want[i].tobytes()
+    r = pxrun(os.path.join(ROOT, "programs", "foveate273.pxi"), "--in", "image=" + PHOTOS[0], "--policy", "dynamic",
+              check=False)
+    assert r.returncode == 2 and "programs/foveate273.pxi' is a program of one size" in r.stderr
+    r = pxrun(os.path.join(ROOT, "programs", "grid.json"), "--in", "image=" + PHOTOS[0], "--policy", "dynamic",
+              check=False)
+    assert r.returncode == 2 and "is a plan of scheme 'grid'" in r.stderr
+    r = pxrun(UNIFORM, "--policy", "dynamic", check=False)
+    assert r.returncode == 2 and "give the plan's one input image" in r.stderr
+    Image.fromarray(np.zeros((2, 500, 3), np.uint8)).save(tmp_path / "wide.png")
+    r = pxrun(UNIFORM, "--in", "image=%s" % (tmp_path / "wide.png"), "--policy", "dynamic", check=False)
+    assert r.returncode == 5 and "a 500x2 image: policy dynamic takes aspect ratios up to 200:1; this one is " \
+        "250.00:1 (file '%s')" % (tmp_path / "wide.png") in r.stderr, r.stderr

@@ -287,6 +287,8 @@ docs-images: all
 	$(BIN)/pxrun build/frame-768x576.pxi --frames $(VIDEO_DATA) --max-frames 31 --npy image=build/vf.npy
 	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames $(VIDEO_DATA) --max-frames 31 \
 	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
+	PYTHONPATH=python $(PYTHON) docs/policy_picture.py tests/data/photos/coffee-tall.png dynamic:max=50000 \
+	    docs/img/policy-dynamic.png > docs/img/policy-dynamic.txt
 	$(PYTHON) docs/video_picture.py build/vf.npy build/vd.npy build/vc.npy build/vg.npy docs/img/video.png > docs/img/video.txt
 
 # make install PREFIX=/usr/local: the tools, the library (shared and static), the header, pkg-config

@@ -151,6 +151,37 @@ int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, cons
     return 0;
 }
 
+int pxvm_policy_dynamic_size(const char *policy, int patch, int w, int h, int *out_w, int *out_h)
+{
+    pxvm_error err;
+    px_policy pol;
+    if (!out_w || !out_h || w < 1 || h < 1 || patch < 1 || patch > 256)
+        return px__usage("pxvm_policy_dynamic_size: NULL argument, an empty image or a patch outside 1..256");
+    if (px_policy_parse(policy, &pol, &err) < 0)
+        return px__fail(&err);
+    if (pol.kind != PX_POLICY_DYNAMIC)
+        return px__usage("pxvm_policy_dynamic_size: the policy is not dynamic");
+    if (px_policy_dynamic_patch(&pol, patch, &err) < 0 || px_dynamic_size(&pol, w, h, out_w, out_h, &err) < 0)
+        return px__fail(&err);
+    return 0;
+}
+
+int pxvm_policy_canonical(const char *policy, char *buf, size_t len)
+{
+    pxvm_error err;
+    px_policy pol;
+    char tmp[160];
+    if (!buf)
+        return px__usage("pxvm_policy_canonical: NULL buffer");
+    if (px_policy_parse(policy, &pol, &err) < 0)
+        return px__fail(&err);
+    px_policy_format(&pol, tmp, sizeof tmp);
+    if (strlen(tmp) >= len)
+        return px__usage("pxvm_policy_canonical: the buffer is too small");
+    memcpy(buf, tmp, strlen(tmp) + 1);
+    return 0;
+}
+
 /* ---- programs ------------------------------------------------------------------------------- */
 
 /* Takes ownership of *img, validates it into a new handle called `name`. */

@@ -132,11 +132,33 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
  *   "stretch[:FILTER]"    resized to out_w x out_h, aspect not kept;
  *   "fit[:FILTER][:PAD]"  letterboxed: resized with its aspect kept and centred, the bars PAD
  *                         ("R,G,B[,A]" or hex "RRGGBB[AA]", default 0,0,0,255);
+ *   "dynamic[:KEYS][:FILTER]"  resized to out_w x out_h as stretch does: pass the size
+ *                         pxvm_policy_dynamic_size gives (the slot follows the image);
  * FILTER nearest, box, bilinear, hamming, bicubic (default) or lanczos. The bytes are those of
  * the RESIZE instruction (isa/SPEC.md, RESIZE): Pillow's Image.resize (stretch), or Pillow's
  * resize to the fit size pasted at the fit offset on a pad canvas (fit). A bad policy text is a
  * usage error naming it. */
 int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out);
+
+/* The policy "dynamic[:KEYS][:FILTER]", KEYS a comma-separated list of patch=P (1..256; default:
+ * the plan's), merge=M (1..64, default 2), min=PIXELS and max=PIXELS (1..2^40, min <= max; default
+ * 3136 and 1003520: Qwen2-VL's image processor). With f = patch * merge, a w x h image becomes
+ * w' x h' (docs/policies.md, the exact rule: Qwen2-VL's smart_resize):
+ *   h' = round(h / f) * f, w' = round(w / f) * f        (round half to even; may be 0 here)
+ *   if h' * w' > max: beta = sqrt(h * w / max), h' = max(f, floor(h / beta / f) * f), w' likewise
+ *   else if h' * w' < min: beta = sqrt(min / (h * w)), h' = ceil(h * beta / f) * f, w' likewise
+ * in IEEE double, one correctly rounded operation at a time; an aspect ratio max(w, h) / min(w, h)
+ * over 200 is unlinkable (naming the size). Its tokens are the patch x patch tiles of the resized
+ * image at LOD 0 in row-major order (the program of a "uniform" plan compiled for w' x h'): a
+ * (1, h' / patch, w' / patch) grid. The area is not checked again after a clamp (as Qwen2-VL):
+ * max(f, ...) can exceed max, and the ceil branch can too when min is close to max.
+ * pxvm_policy_dynamic_size gives w' x h' for the plan's `patch` (a patch= that differs from it is
+ * a usage error naming both); a policy that is not dynamic is a usage error. */
+int pxvm_policy_dynamic_size(const char *policy, int patch, int w, int h, int *out_w, int *out_h);
+/* Checks a policy text and writes its canonical form into buf[0..len) ("fit" ->
+ * "fit:bicubic:0,0,0,255", "dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic"); a bad
+ * text is a usage error naming it; so is a buffer under the text's length + 1 (128 bytes always do). */
+int pxvm_policy_canonical(const char *policy, char *buf, size_t len);
 
 /* ---- programs ------------------------------------------------------------------------------- */
 

@@ -44,7 +44,11 @@ static const char px__usage[] =
     "                            pxrun's: exact (default: another size fails, naming the file),\n"
     "                            stretch[:FILTER] or fit[:FILTER][:PAD] (resized on the decoding\n"
     "                            threads; FILTER nearest, box, bilinear, hamming, bicubic (default),\n"
-    "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255)\n"
+    "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255), or\n"
+    "                            dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER] with a\n"
+    "                            \"uniform\" plan: each image resized to its own size (sides multiples\n"
+    "                            of patch x merge, area in min..max: Qwen2-VL's rule) and tokenized\n"
+    "                            by the plan compiled for that size; ragged shards (below)\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
@@ -53,6 +57,10 @@ static const char px__usage[] =
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (the job that made it, the\n"
     ".npy's size and SHA-256, file -> row, and the files that failed with their pxvm error).\n"
+    "With --policy dynamic a shard is ragged: DIR/shard-NNNNN.npy is (tokens, p, p, 4), the tokens\n"
+    "of its images one after the other, DIR/shard-NNNNN.offsets.npy (rows + 1) int64 (row r is\n"
+    "tokens offsets[r] .. offsets[r + 1] - 1) and DIR/shard-NNNNN.grid.npy (rows, 3) int64 (t, h, w\n"
+    "in patches); the marker records both files' sizes and SHA-256, and each row's sizes.\n"
     "Finished shards of the same job are skipped on a rerun; another job's refuse (see --overwrite).\n"
     "Only regular files are read as inputs. DIR/.pxbatch.lock is held for the run. A program that\n"
     "samples relative to a fixation register is refused (pxbatch gives no fixation).\n"
@@ -70,19 +78,50 @@ static int px__ends_with(const char *s, const char *tail)
     return n >= m && !strcmp(s + n - m, tail);
 }
 
-/* A .pxi, or a plan (.json) compiled here, as pxrun does. */
-static int px__load_program(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+/* A .pxi, or a plan (.json) compiled here, as pxrun does. --policy dynamic needs a "uniform" plan:
+ * its text is kept (compiled again per image size) and its patch completes the policy. */
+static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err)
 {
-    if (!px__ends_with(path, ".json"))
-        return pxvm_program_load(path, lim, prog, err);
+    const char *path = j->prog_path;
+    int dynamic = j->policy.kind == PX_POLICY_DYNAMIC;
+    if (!px__ends_with(path, ".json")) {
+        if (dynamic) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), compiled per image size; "
+                     "'%.200s' is a program of one size", path);
+            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        }
+        return pxvm_program_load(path, &j->lim, prog, err);
+    }
     uint8_t *data;
     size_t len;
     if (pxvm_read_file(path, 1u << 24, &data, &len, err) < 0)
         return -1;
+    if (dynamic) {
+        pxvm_plan plan;
+        if (pxvm_plan_parse((const char *)data, len, path, &plan, err) < 0) {
+            free(data);
+            return -1;
+        }
+        int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
+        char msg[400];
+        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (compiled per image size); '%.200s' is a "
+                 "plan of scheme '%s'", path, plan.scheme);
+        pxvm_plan_free(&plan);
+        if (!uniform || px_policy_dynamic_patch(&j->policy, patch, err) < 0) {
+            free(data);
+            return uniform ? -1 : pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        }
+        j->plan_text = (char *)data, j->plan_len = len;
+        pxvm_image img;
+        if (pxvm_plan_image((const char *)data, len, path, 0, &img, err) < 0)
+            return -1;
+        return pxvm_program_from_image(&img, &j->lim, prog, err);
+    }
     pxvm_image img;
     int rc = pxvm_plan_image((const char *)data, len, path, 0, &img, err);
     free(data);
-    return rc < 0 ? -1 : pxvm_program_from_image(&img, lim, prog, err);
+    return rc < 0 ? -1 : pxvm_program_from_image(&img, &j->lim, prog, err);
 }
 
 /* "pxbatch: usage: ...", then the options (`full`) or where to find them */
@@ -215,7 +254,7 @@ int main(int argc, char **argv)
         goto end;
     }
     pxvm_error err = {0};
-    if (px__load_program(j.prog_path, &j.lim, &prog, &err) < 0) {
+    if (px__load_program(&j, &prog, &err) < 0) {
         char buf[1024];
         pxvm_error_format(&err, buf, sizeof buf);
         if (rank == 0)
@@ -257,7 +296,9 @@ int main(int argc, char **argv)
         uint64_t out_b = o->patch_count ? (uint64_t)o->patch_w * o->patch_h * o->patch_count * 4u : (uint64_t)o->w * o->h * 4u;
         uint64_t per = px__mad(2, in_b + out_b, prog.memory);
         uint64_t need = px__mad(per, (uint64_t)j.shard_size, 0);
-        if (need > j.lim.max_memory) {
+        /* dynamic: the plan's own size says nothing of the images'; each size's program is checked
+         * against --max-memory when it is compiled (an image over it is listed as failed) */
+        if (need > j.lim.max_memory && j.policy.kind != PX_POLICY_DYNAMIC) {
             if (rank == 0)
                 fprintf(stderr,
                         "pxbatch: usage: a batch of %d needs %" PRIu64 " bytes (%d x (slots %" PRIu64
@@ -422,6 +463,7 @@ end:
     json_decref(job);
     free(j.job_text);
     free(j.done);
+    free(j.plan_text);
 #ifdef PXVM_HAVE_MPI
     if (px_batch_mpi)
         MPI_Finalize();

@@ -69,9 +69,12 @@ typedef struct pxb_marker {
     int shard;
     uint64_t shard_size, inputs;
     uint64_t first, count;   /* the shard's inputs: [first, first + count) */
-    uint64_t shape[5];
+    uint64_t shape[5];       /* ragged: (tokens, p, p, 4), shape[4] 0 */
     uint64_t npy_bytes;
     char npy_sha256[65];
+    int ragged;              /* --policy dynamic: "ragged" holds the offsets and grid files */
+    uint64_t offsets_bytes, grid_bytes;
+    char offsets_sha256[65], grid_sha256[65];
     size_t nrows, nerrors;
 } pxb_marker;
 /* Parses a marker; `shard` is the number its file name gives (-1: any). 0, or -1 with `why`. */
@@ -95,6 +98,13 @@ int pxb_job_diff(json_t *old_job, json_t *new_job, char *buf, size_t len);
  * data starts. 0, or -1 with `why`. */
 int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
                    size_t why_len);
+
+/* Like pxb_npy_header, for a C-order little-endian int64 array ('<i8'). */
+int pxb_npy_header_i64(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
+                       size_t why_len);
+/* An .npy (version 1.0) of a C-order little-endian int64 array of `ndim` dimensions (1..8);
+ * *out is malloc'ed. 0, or -1 (out of memory). */
+int pxb_npy_i64(const int64_t *v, int ndim, const uint64_t *shape, uint8_t **out, size_t *len);
 
 /* ---- --verify ------------------------------------------------------------------------------- */
 

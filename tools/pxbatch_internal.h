@@ -18,6 +18,8 @@ typedef struct {
     int nshards;
     pxvm_limits lim;
     px_policy policy;             /* --policy: how an image of another size meets the input slot */
+    char *plan_text;              /* dynamic: the uniform plan, compiled per image size */
+    size_t plan_len;
     char *job_text;               /* the "job" object of every marker (json_dumps) */
     uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
 } px_batch_job;
@@ -28,7 +30,8 @@ typedef struct {
     const pxvm_program *prog;
     int shard, first, count, input;
     int w, h;           /* the input slot's size */
-    pxvm_image *img;    /* [count] decoded (px NULL: failed) */
+    pxvm_image *img;    /* [count] decoded (px NULL: failed); dynamic: resized to its own size */
+    int (*orig)[2];     /* [count] dynamic: the size as decoded (w, h) */
     char **why;         /* [count] the error of a failed input */
     pthread_t thread[64];
     struct px_batch_decoder *dec;
@@ -40,11 +43,22 @@ typedef struct px_batch_decoder {
     int t, n; /* this thread decodes items t, t + n, ... */
 } px_batch_decoder;
 
+/* dynamic: the uniform plan compiled for one size, in a worker's LRU cache */
+#define PX_BATCH_SIZES 64
+typedef struct {
+    int w, h, have;
+    uint64_t used;
+    pxvm_program prog;
+} px_batch_sized;
+
 /* A worker's executor and what it has written. */
 typedef struct {
     const pxvm_executor_ops *ops;
     pxvm_executor *ex;
     int batch;
+    px_batch_sized sized[PX_BATCH_SIZES]; /* dynamic: programs per size (least recently used goes) */
+    uint64_t clock;
+    const pxvm_program *loaded_sized; /* dynamic: the cached program the executor holds, if any */
     uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
 } px_batch_worker_state;
 
@@ -77,6 +91,7 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
 void px_batch_shard_free(px_batch_shard *s);
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
+void px_batch_sized_free(px_batch_worker_state *w);
 
 /* pxbatch_workers.c: the monotonic clock in seconds; a worker's thread (px_batch_worker *); under
  * a launcher, MPI (px_batch_mpi set): every rank's largest value, rank 0's value, whether every

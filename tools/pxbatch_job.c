@@ -128,7 +128,8 @@ int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len)
     int rc = 0;
     while ((e = readdir(d))) {
         int tmp = !strncmp(e->d_name, "shard-", 6) && strstr(e->d_name, ".tmp-");
-        int ours = pxb_shard_name(e->d_name, "npy") >= 0 || pxb_shard_name(e->d_name, "json") >= 0;
+        int ours = pxb_shard_name(e->d_name, "npy") >= 0 || pxb_shard_name(e->d_name, "json") >= 0 ||
+                   pxb_shard_name(e->d_name, "offsets.npy") >= 0 || pxb_shard_name(e->d_name, "grid.npy") >= 0;
         if (!tmp && !(ours && j->overwrite))
             continue;
         char *path;
@@ -171,8 +172,15 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
         rc = 2;
     } else {
         char *npy = px_batch_shard_path(j, shard, "npy");
-        struct stat st;
-        if (npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
+        char *ofs = m.ragged ? px_batch_shard_path(j, shard, "offsets.npy") : NULL;
+        char *grd = m.ragged ? px_batch_shard_path(j, shard, "grid.npy") : NULL;
+        struct stat st, so, sg;
+        int index_ok = !m.ragged || (ofs && grd && stat(ofs, &so) == 0 && S_ISREG(so.st_mode) &&
+                                     (uint64_t)so.st_size == m.offsets_bytes && stat(grd, &sg) == 0 &&
+                                     S_ISREG(sg.st_mode) && (uint64_t)sg.st_size == m.grid_bytes);
+        free(ofs);
+        free(grd);
+        if (index_ok && npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
             j->done[shard] = 1;
             *failed += m.nerrors;
             (*skipped)++;

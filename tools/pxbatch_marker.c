@@ -97,19 +97,33 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         goto bad;
     }
     m->count = m->inputs - m->first < m->shard_size ? m->inputs - m->first : m->shard_size;
-    json_t *shape = json_object_get(r, "shape");
-    if (json_array_size(shape) != 5) {
-        pxb_why(why, why_len, "'shape' is not 5 numbers");
+    json_t *shape = json_object_get(r, "shape"), *ragged = json_object_get(r, "ragged");
+    size_t dims = ragged ? 4 : 5;
+    if (json_array_size(shape) != dims) {
+        pxb_why(why, why_len, "'shape' is not %zu numbers", dims);
         goto bad;
     }
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < dims; i++) {
         json_t *x = json_array_get(shape, i);
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX ||
-            (i == 4 && json_integer_value(x) != 4)) {
-            pxb_why(why, why_len, "'shape' is not (rows, patches, h, w, 4)");
+            (i == dims - 1 && json_integer_value(x) != 4)) {
+            pxb_why(why, why_len, ragged ? "'shape' is not (tokens, h, w, 4)" : "'shape' is not (rows, patches, h, w, 4)");
             goto bad;
         }
         m->shape[i] = (uint64_t)json_integer_value(x);
+    }
+    if (ragged) { /* the offsets and grid files of a dynamic shard */
+        const char *so = json_string_value(json_object_get(ragged, "offsets_sha256"));
+        const char *sg = json_string_value(json_object_get(ragged, "grid_sha256"));
+        if (!json_is_object(ragged) || px__int(ragged, "offsets_bytes", 0, INT64_MAX, &m->offsets_bytes, why, why_len) < 0 ||
+            px__int(ragged, "grid_bytes", 0, INT64_MAX, &m->grid_bytes, why, why_len) < 0 || !px__is_sha(so) ||
+            !px__is_sha(sg)) {
+            pxb_why(why, why_len, "'ragged' is not {offsets_bytes, offsets_sha256, grid_bytes, grid_sha256}");
+            goto bad;
+        }
+        memcpy(m->offsets_sha256, so, 65);
+        memcpy(m->grid_sha256, sg, 65);
+        m->ragged = 1;
     }
     if (px__int(r, "npy_bytes", 0, INT64_MAX, &m->npy_bytes, why, why_len) < 0)
         goto bad;
@@ -125,7 +139,7 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         goto bad;
     }
     m->nrows = json_array_size(rows), m->nerrors = json_array_size(errors);
-    if (m->nrows != m->shape[0]) {
+    if (!m->ragged && m->nrows != m->shape[0]) {
         pxb_why(why, why_len, "%zu rows listed, but the shape has %" PRIu64, m->nrows, m->shape[0]);
         goto bad;
     }

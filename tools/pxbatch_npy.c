@@ -1,6 +1,7 @@
 /* pxbatch_npy.c - the header of an .npy file as --verify reads it (versions 1.0 to 3.0, a C-order
  * uint8 array): its shape and where its data starts, anything else refused with the reason. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pxbatch_files.h"
@@ -29,8 +30,50 @@ static const char *px__pystr(const char *p, const char *end, const char **s, siz
     return p + 1;
 }
 
+static int px__npy_header(const uint8_t *data, size_t len, int i64, int *ndim, uint64_t shape[8], size_t *data_offset,
+                          char *why, size_t why_len);
+
 int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
                    size_t why_len)
+{
+    return px__npy_header(data, len, 0, ndim, shape, data_offset, why, why_len);
+}
+
+int pxb_npy_header_i64(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
+                       size_t why_len)
+{
+    return px__npy_header(data, len, 1, ndim, shape, data_offset, why, why_len);
+}
+
+int pxb_npy_i64(const int64_t *v, int ndim, const uint64_t *shape, uint8_t **out, size_t *len)
+{
+    char dict[256];
+    int at = snprintf(dict, sizeof dict, "{'descr': '<i8', 'fortran_order': False, 'shape': (");
+    uint64_t n = 1;
+    for (int d = 0; d < ndim && d < 8; d++) {
+        at += snprintf(dict + at, sizeof dict - (size_t)at, "%" PRIu64 "%s", shape[d], ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
+        n *= shape[d];
+    }
+    at += snprintf(dict + at, sizeof dict - (size_t)at, "), }");
+    size_t head = 10 + (size_t)at + 1, pad = (64 - head % 64) % 64, hl = (size_t)at + pad + 1;
+    *len = 10 + hl + (size_t)n * 8u;
+    uint8_t *b = malloc(*len);
+    if (!b)
+        return -1;
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (uint8_t)(hl & 0xff), b[9] = (uint8_t)(hl >> 8);
+    memcpy(b + 10, dict, (size_t)at);
+    memset(b + 10 + at, ' ', pad);
+    b[10 + hl - 1] = '\n';
+    for (uint64_t i = 0; i < n; i++)
+        for (int k = 0; k < 8; k++)
+            b[10 + hl + i * 8 + (uint64_t)k] = (uint8_t)((uint64_t)v[i] >> (8 * k));
+    *out = b;
+    return 0;
+}
+
+static int px__npy_header(const uint8_t *data, size_t len, int i64, int *ndim, uint64_t shape[8], size_t *data_offset,
+                          char *why, size_t why_len)
 {
     if (len < 10 || memcmp(data, "\x93NUMPY", 6)) {
         pxb_why(why, why_len, "not an .npy file (no \\x93NUMPY magic)");
@@ -76,10 +119,12 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
         if (kn == 5 && !memcmp(key, "descr", 5) && !have[0]) {
             if (!(p = px__pystr(p, end, &val, &vn)))
                 goto bad;
-            if (!((vn == 3 && (!memcmp(val, "|u1", 3) || !memcmp(val, "<u1", 3) || !memcmp(val, ">u1", 3) ||
-                               !memcmp(val, "=u1", 3))) ||
-                  (vn == 2 && !memcmp(val, "u1", 2)))) {
-                pxb_why(why, why_len, "the .npy holds '%.*s', not uint8", (int)(vn < 32 ? vn : 32), val);
+            if (i64 ? !(vn == 3 && !memcmp(val, "<i8", 3))
+                    : !((vn == 3 && (!memcmp(val, "|u1", 3) || !memcmp(val, "<u1", 3) || !memcmp(val, ">u1", 3) ||
+                                     !memcmp(val, "=u1", 3))) ||
+                        (vn == 2 && !memcmp(val, "u1", 2)))) {
+                pxb_why(why, why_len, "the .npy holds '%.*s', not %s", (int)(vn < 32 ? vn : 32), val,
+                        i64 ? "little-endian int64 ('<i8')" : "uint8");
                 return -1;
             }
             have[0] = 1;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../assembler/plan.h"
 #include "pxbatch_internal.h"
 
 static const char *px__kind(mode_t m)
@@ -85,7 +86,24 @@ static void *px__decode(void *arg)
     for (int i = d->t; i < s->count; i += d->n) {
         pxvm_error err;
         const char *path = s->job->in.v[s->first + i];
-        if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
+        if (s->job->policy.kind == PX_POLICY_DYNAMIC) {
+            int w2, h2;
+            if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0) {
+                s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
+                pxvm_image sized = {0};
+                int r = px_dynamic_size(&s->job->policy, s->img[i].w, s->img[i].h, &w2, &h2, &err);
+                if (r == 0)
+                    r = px_resize_policy(&s->img[i], w2, h2, &s->job->policy, &sized, &err);
+                if (r < 0) {
+                    char msg[sizeof err.msg];
+                    snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
+                    memcpy(err.msg, msg, sizeof msg);
+                }
+                pxvm_image_free(&s->img[i]);
+                if (r == 0)
+                    s->img[i] = sized;
+            }
+        } else if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
             if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
                 char lb[16], msg[sizeof err.msg];
                 pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
@@ -119,11 +137,12 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
     s->w = prog->slots[input].w, s->h = prog->slots[input].h;
     s->img = calloc((size_t)s->count, sizeof(pxvm_image));
     s->why = calloc((size_t)s->count, sizeof(char *));
+    s->orig = calloc((size_t)s->count, sizeof *s->orig);
     /* the images of a shard are decoded by several host threads, so that decoding keeps up with
      * the GPU where the cores allow (JPEG decoding is the slow part of a pipeline) */
     int n = j->decoders < s->count ? j->decoders : s->count;
     s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px_batch_decoder));
-    if (!s->img || !s->why || !s->dec)
+    if (!s->img || !s->why || !s->dec || !s->orig)
         return -1;
     for (int t = 0; t < n; t++) {
         s->dec[t] = (px_batch_decoder){s, t, n};
@@ -152,6 +171,7 @@ void px_batch_shard_free(px_batch_shard *s)
     }
     free(s->img);
     free(s->why);
+    free(s->orig);
     memset(s, 0, sizeof *s);
 }
 
@@ -162,8 +182,14 @@ char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext)
 }
 
 /* The marker: the job, the .npy's shape, size and SHA-256, the rows and the errors. */
-static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t *npy, size_t npy_len, char **text,
-                      size_t *len)
+/* dynamic: the offsets and grid files, as the marker records them */
+typedef struct {
+    uint8_t *offsets, *grid;
+    size_t offsets_len, grid_len;
+} px__ragged_files;
+
+static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t *npy, size_t npy_len,
+                      const px__ragged_files *rg, char **text, size_t *len)
 {
     char sha[65];
     pxb_sha256_of(npy, npy_len, sha);
@@ -173,13 +199,26 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
     fprintf(f, "{\"pxbatch\": %d, \"shard\": %d, ", PXB_FORMAT, s->shard);
     pxb_json_name(f, "program", s->job->prog_path);
     fprintf(f, ",\n \"job\": %s,\n", s->job->job_text);
-    fprintf(f, " \"shape\": [%d, %d, %d, %d, 4], \"npy_bytes\": %zu, \"npy_sha256\": \"%s\",\n \"rows\": [", shape[0],
-            shape[1], shape[2], shape[3], npy_len, sha);
+    if (rg) { /* (tokens, p, p, 4), and the two index files */
+        char so[65], sg[65];
+        pxb_sha256_of(rg->offsets, rg->offsets_len, so);
+        pxb_sha256_of(rg->grid, rg->grid_len, sg);
+        fprintf(f, " \"shape\": [%d, %d, %d, 4], \"npy_bytes\": %zu, \"npy_sha256\": \"%s\",\n", shape[1], shape[2],
+                shape[3], npy_len, sha);
+        fprintf(f, " \"ragged\": {\"offsets_bytes\": %zu, \"offsets_sha256\": \"%s\", \"grid_bytes\": %zu, "
+                   "\"grid_sha256\": \"%s\"},\n \"rows\": [",
+                rg->offsets_len, so, rg->grid_len, sg);
+    } else
+        fprintf(f, " \"shape\": [%d, %d, %d, %d, 4], \"npy_bytes\": %zu, \"npy_sha256\": \"%s\",\n \"rows\": [",
+                shape[0], shape[1], shape[2], shape[3], npy_len, sha);
     int r = 0, first = 1;
     for (int i = 0; i < s->count; i++)
         if (s->img[i].px) {
             fprintf(f, "%s\n  {\"row\": %d, \"input\": %d, ", first ? "" : ",", r++, s->first + i);
             pxb_json_name(f, "file", s->job->in.v[s->first + i]);
+            if (rg)
+                fprintf(f, ", \"size\": [%d, %d], \"resized\": [%d, %d]", s->orig[i][0], s->orig[i][1], s->img[i].w,
+                        s->img[i].h);
             fputc('}', f);
             first = 0;
         }
@@ -198,6 +237,225 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* ---- dynamic: each size its own program, the shard ragged -------------------------------------- */
+
+void px_batch_sized_free(px_batch_worker_state *w)
+{
+    for (int k = 0; k < PX_BATCH_SIZES; k++)
+        if (w->sized[k].have)
+            pxvm_program_free(&w->sized[k].prog);
+    memset(w->sized, 0, sizeof w->sized);
+}
+
+/* The uniform plan compiled for w x h (its "image" set, its "budget", the full grid's, dropped),
+ * from the worker's LRU cache; never evicts `keep` (the program the executor holds). */
+static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_job *j, int w, int h,
+                                     const pxvm_program *keep, pxvm_error *err)
+{
+    int slot = -1;
+    for (int k = 0; k < PX_BATCH_SIZES; k++) {
+        px_batch_sized *c = &ws->sized[k];
+        if (c->have && c->w == w && c->h == h) {
+            c->used = ++ws->clock;
+            return &c->prog;
+        }
+        if (&c->prog == keep && c->have)
+            continue;
+        if (slot < 0 || !c->have || (ws->sized[slot].have && c->used < ws->sized[slot].used))
+            slot = slot >= 0 && !ws->sized[slot].have ? slot : k;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(j->plan_text, j->plan_len, 0, &jerr);
+    char *text = NULL;
+    if (root && json_object_set_new(root, "image", json_pack("[i,i]", w, h)) == 0) {
+        json_object_del(root, "budget");
+        text = json_dumps(root, 0);
+    }
+    json_decref(root);
+    if (!text)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)j->plan_len), NULL;
+    px_batch_sized *c = &ws->sized[slot];
+    if (c->have)
+        pxvm_program_free(&c->prog);
+    c->have = 0;
+    pxvm_image img;
+    int rc = pxvm_plan_image(text, strlen(text), j->prog_path, 0, &img, err);
+    free(text);
+    if (rc < 0 || pxvm_program_from_image(&img, &j->lim, &c->prog, err) < 0)
+        return NULL;
+    c->have = 1, c->w = w, c->h = h, c->used = ++ws->clock;
+    return &c->prog;
+}
+
+/* An error of image i of the shard, its file named; the image then fails. */
+static void px__fail_image(px_batch_shard *s, int i, const pxvm_error *err)
+{
+    char buf[1024], named[1400];
+    pxvm_error_format(err, buf, sizeof buf);
+    snprintf(named, sizeof named, "%s (file '%.300s', resized to %dx%d)", buf, s->job->in.v[s->first + i], s->img[i].w,
+             s->img[i].h);
+    free(s->why[i]);
+    s->why[i] = strdup(named);
+    pxvm_image_free(&s->img[i]);
+}
+
+/* A dynamic shard: the images grouped by size, each group one load and one run of its size's
+ * program, the tokens packed in row order; 0, or the pxvm class of a failure. */
+static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, uint8_t **tokens,
+                           int *rows_out, int64_t **offsets_out, pxvm_error *err)
+{
+    const int p = s->job->policy.patch;
+    const pxvm_program *loaded = NULL;
+    /* every size's program first: an image whose program does not compile (too many tokens, over
+     * --max-memory) fails alone, before the rows are numbered */
+    for (int i = 0; i < s->count; i++)
+        if (s->img[i].px && !px__sized(w, s->job, s->img[i].w, s->img[i].h, w->loaded_sized, err))
+            px__fail_image(s, i, err);
+    int rows = 0;
+    size_t count = (size_t)(unsigned)s->count;
+    int64_t *off = calloc(count + 1, sizeof *off);
+    int *row_of = calloc(count + 1, sizeof *row_of);
+    if (!off || !row_of) {
+        free(off), free(row_of);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;
+    }
+    for (int i = 0; i < s->count; i++)
+        if (s->img[i].px) {
+            row_of[i] = rows;
+            off[rows + 1] = off[rows] + (int64_t)(s->img[i].w / p) * (s->img[i].h / p);
+            rows++;
+        }
+    size_t per_token = (size_t)p * (size_t)p * 4u;
+    uint8_t *out = malloc((size_t)(uint64_t)off[rows] * per_token + 1);
+    uint8_t *done = calloc(count + 1, 1);
+    int rc = 0;
+    if (!out || !done)
+        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)off[rows] * per_token), PXVM_IO);
+    for (int i = 0; !rc && i < s->count; i++) {
+        if (!s->img[i].px || done[i])
+            continue;
+        int gw = s->img[i].w, gh = s->img[i].h, n = 0;
+        for (int k = i; k < s->count; k++)
+            n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
+        const pxvm_program *prog = px__sized(w, s->job, gw, gh, loaded ? loaded : w->loaded_sized, err);
+        if (!prog || w->ops->load(w->ex, prog, n, err) < 0) {
+            rc = err->cls;
+            break;
+        }
+        loaded = prog;
+        int item = 0;
+        for (int k = i; !rc && k < s->count; k++)
+            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
+                pxvm_view v = pxvm_image_view(&s->img[k]);
+                if (w->ops->bind(w->ex, input, item++, &v, err) < 0)
+                    rc = err->cls;
+            }
+        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+        if (!rc && w->ops->run(w->ex, &ro, err) < 0)
+            rc = err->cls;
+        const pxvm_slot *o = &prog->slots[out_slot];
+        item = 0;
+        for (int k = i; !rc && k < s->count; k++)
+            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
+                int64_t r = row_of[k];
+                if (o->patch_count != (int)(off[r + 1] - off[r]) || o->patch_w != p || o->patch_h != p) {
+                    rc = (pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: the compiled plan's atlas is not its grid"),
+                          PXVM_USAGE);
+                    break;
+                }
+                pxvm_view v = pxvm_view_host(out + (size_t)off[r] * per_token, p, p * o->patch_count, 4);
+                if (w->ops->read(w->ex, out_slot, 0, item++, &v, 1, err) < 0)
+                    rc = err->cls;
+                done[k] = 1;
+            }
+    }
+    /* the executor holds the last size's program: the next shard's first load replaces it, and
+     * px__sized never evicts it before */
+    if (loaded)
+        w->loaded_sized = loaded;
+    free(done);
+    free(row_of);
+    if (rc) {
+        free(out), free(off);
+        return rc;
+    }
+    *tokens = out, *rows_out = rows, *offsets_out = off;
+    return 0;
+}
+
+/* The files of one shard, all-or-nothing, the marker last (it marks the shard finished). */
+static int px__write_shard(px_batch_shard *s, const uint8_t *npy, size_t npy_len, const px__ragged_files *rg,
+                           const char *index, size_t index_len, pxvm_error *err)
+{
+    char *path[4] = {px_batch_shard_path(s->job, s->shard, "npy"), px_batch_shard_path(s->job, s->shard, "json"),
+                     rg ? px_batch_shard_path(s->job, s->shard, "offsets.npy") : NULL,
+                     rg ? px_batch_shard_path(s->job, s->shard, "grid.npy") : NULL};
+    int have = path[0] && path[1] && (!rg || (path[2] && path[3]));
+    pxvm_outputs files = {0};
+    int rc = have && pxvm_outputs_add(&files, path[0], npy, npy_len, err) == 0 &&
+                     (!rg || (pxvm_outputs_add(&files, path[2], rg->offsets, rg->offsets_len, err) == 0 &&
+                              pxvm_outputs_add(&files, path[3], rg->grid, rg->grid_len, err) == 0)) &&
+                     pxvm_outputs_commit(&files, err) == 0 &&
+                     pxvm_outputs_add(&files, path[1], index, index_len, err) == 0 && pxvm_outputs_commit(&files, err) == 0
+                 ? 0
+                 : (have ? err->cls : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO));
+    if (rc)
+        pxvm_outputs_abort(&files);
+    for (int k = 0; k < 4; k++)
+        free(path[k]);
+    return rc;
+}
+
+static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
+{
+    uint8_t *tokens = NULL;
+    int64_t *off = NULL;
+    int rows = 0;
+    int rc = px__run_dynamic(w, s, input, out_slot, &tokens, &rows, &off, err);
+    if (rc)
+        return rc;
+    const int p = s->job->policy.patch;
+    const int shape[5] = {rows, (int)off[rows], p, p, 4};
+    uint8_t *npy = NULL;
+    char *index = NULL;
+    size_t npy_len = 0, index_len = 0;
+    px__ragged_files rg = {0};
+    /* (rows + 1) int64 and (rows, 3) int64, little-endian: .npy version 1.0 */
+    uint64_t oshape[1] = {(uint64_t)rows + 1}, gshape[2] = {(uint64_t)rows, 3};
+    int64_t *grid = malloc(sizeof(int64_t) * 3u * (size_t)(unsigned)(rows > 0 ? rows : 1));
+    uint64_t bytes_in = 0;
+    int r = 0, failed = 0;
+    for (int i = 0; grid && i < s->count; i++)
+        if (s->img[i].px) {
+            grid[3 * r] = 1, grid[3 * r + 1] = s->img[i].h / p, grid[3 * r + 2] = s->img[i].w / p;
+            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
+            r++;
+        } else
+            failed++;
+    rc = grid && pxb_npy_i64(off, 1, oshape, &rg.offsets, &rg.offsets_len) == 0 &&
+                 pxb_npy_i64(grid, 2, gshape, &rg.grid, &rg.grid_len) == 0
+             ? 0
+             : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+    free(grid);
+    if (!rc && pxvm_npy_encode_shape(tokens, 4, shape + 1, &npy, &npy_len, err) < 0)
+        rc = err->cls;
+    free(tokens);
+    free(off);
+    if (!rc && px__marker(s, shape, npy, npy_len, &rg, &index, &index_len) < 0)
+        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+    if (!rc)
+        rc = px__write_shard(s, npy, npy_len, &rg, index, index_len, err);
+    if (!rc) {
+        w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
+        w->bytes_out += npy_len + rg.offsets_len + rg.grid_len + index_len, w->written++;
+    }
+    free(npy);
+    free(index);
+    free(rg.offsets);
+    free(rg.grid);
+    return rc;
+}
+
 /* Runs a decoded shard and writes it; returns the pxvm class of a failure of the program, the
  * executor or the writing (0: written, bad inputs listed). */
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
@@ -205,6 +463,8 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     const pxvm_program *prog = s->prog;
     const pxvm_slot *o = &prog->slots[out_slot];
     px__shard_join(s);
+    if (s->job->policy.kind == PX_POLICY_DYNAMIC)
+        return px__shard_run_dynamic(w, s, input, out_slot, err);
     int rows = 0, dummy = -1, failed = 0;
     uint64_t bytes_in = 0;
     for (int i = 0; i < s->count; i++)
@@ -248,7 +508,7 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     free(out);
     if (rc < 0)
         return err->cls;
-    if (px__marker(s, shape, npy, npy_len, &index, &index_len) < 0) {
+    if (px__marker(s, shape, npy, npy_len, NULL, &index, &index_len) < 0) {
         free(npy);
         free(index);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;

@@ -116,16 +116,86 @@ static int px__verify_npy(const char *path, const pxb_marker *m, char *why, size
         pxb_why(why, why_len, "its .npy could not be read whole (%zu of %" PRIu64 " bytes)", got, m->npy_bytes);
     else if (pxb_npy_header(head, head_len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
         pxb_why(why, why_len, "its .npy: %s", hwhy);
-    else if (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape))
+    else if (m->ragged && (ndim != 4 || memcmp(shape, m->shape, 4 * sizeof m->shape[0])))
+        pxb_why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", 4)",
+                m->shape[0], m->shape[1], m->shape[2]);
+    else if (!m->ragged && (ndim != 5 || memcmp(shape, m->shape, sizeof m->shape)))
         pxb_why(why, why_len, "its .npy's shape is not the marker's (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
                               ", 4)",
                 m->shape[0], m->shape[1], m->shape[2], m->shape[3]);
-    else if (off + m->shape[0] * m->shape[1] * m->shape[2] * m->shape[3] * 4u != got)
+    else if (off + m->shape[0] * m->shape[1] * m->shape[2] * (m->ragged ? 4u : m->shape[3] * 4u) != got)
         pxb_why(why, why_len, "its .npy's data is not the shape's size");
     else if (strcmp(hex, m->npy_sha256))
         pxb_why(why, why_len, "its .npy's SHA-256 is %.12s..., its marker says %.12s...", hex, m->npy_sha256);
     else
         rc = 0;
+    return rc;
+}
+
+/* One index file of a ragged shard (ext "offsets.npy" or "grid.npy"): its size and SHA-256 the
+ * marker's, an int64 .npy of `dims` dimensions whose shape is `want`; *v its values (malloc'ed). */
+static int px__verify_index(const char *dir, int index, const char *ext, uint64_t bytes, const char *sha, int dims,
+                            const uint64_t *want, int64_t **v, char *why, size_t why_len)
+{
+    char *path, rwhy[256], hex[65], hwhy[160];
+    if (asprintf(&path, "%s/shard-%05d.%s", dir, index, ext) < 0)
+        return -1;
+    uint8_t *data;
+    size_t len, off;
+    int rc = px__read_regular(path, bytes + 1, &data, &len, rwhy, sizeof rwhy);
+    free(path);
+    if (rc < 0) {
+        pxb_why(why, why_len, "its %s: %s", ext, rwhy);
+        return -1;
+    }
+    int ndim;
+    uint64_t shape[8];
+    pxb_sha256_of(data, len, hex);
+    rc = -1;
+    if (len != bytes)
+        pxb_why(why, why_len, "its %s is %zu bytes, its marker says %" PRIu64, ext, len, bytes);
+    else if (strcmp(hex, sha))
+        pxb_why(why, why_len, "its %s's SHA-256 is %.12s..., its marker says %.12s...", ext, hex, sha);
+    else if (pxb_npy_header_i64(data, len, &ndim, shape, &off, hwhy, sizeof hwhy) < 0)
+        pxb_why(why, why_len, "its %s: %s", ext, hwhy);
+    else if (ndim != dims || memcmp(shape, want, (size_t)dims * sizeof *want) ||
+             off + (dims == 1 ? want[0] : want[0] * want[1]) * 8u != len)
+        pxb_why(why, why_len, "its %s is not (%s) int64 for the marker's rows", ext, dims == 1 ? "rows + 1" : "rows, 3");
+    else if (!(*v = malloc(len - off + 8)))
+        pxb_why(why, why_len, "out of memory");
+    else {
+        for (size_t i = 0; i < (len - off) / 8; i++) {
+            uint64_t x = 0;
+            for (int b = 7; b >= 0; b--)
+                x = x << 8 | data[off + i * 8 + (size_t)b];
+            (*v)[i] = (int64_t)x;
+        }
+        rc = 0;
+    }
+    free(data);
+    return rc;
+}
+
+/* A ragged shard's offsets and grid: as the marker records them, and agreeing with each other and
+ * with the tokens (offsets from 0 to the token count, row r holding t * h * w of grid row r, t = 1). */
+static int px__verify_ragged(const char *dir, int index, const pxb_marker *m, char *why, size_t why_len)
+{
+    int64_t *off = NULL, *grid = NULL;
+    uint64_t os[1] = {m->nrows + 1}, gs[2] = {m->nrows, 3};
+    int rc = -1;
+    if (px__verify_index(dir, index, "offsets.npy", m->offsets_bytes, m->offsets_sha256, 1, os, &off, why, why_len) == 0 &&
+        px__verify_index(dir, index, "grid.npy", m->grid_bytes, m->grid_sha256, 2, gs, &grid, why, why_len) == 0) {
+        rc = off[0] == 0 && (uint64_t)off[m->nrows] == m->shape[0] ? 0 : -1;
+        for (size_t r = 0; !rc && r < m->nrows; r++)
+            if (grid[3 * r] != 1 || grid[3 * r + 1] < 1 || grid[3 * r + 2] < 1 ||
+                off[r + 1] - off[r] != grid[3 * r + 1] * grid[3 * r + 2])
+                rc = -1;
+        if (rc)
+            pxb_why(why, why_len, "its offsets and grid do not agree (offsets from 0 to the %" PRIu64
+                                  " tokens, each row t * h * w of its grid, t = 1)", m->shape[0]);
+    }
+    free(off);
+    free(grid);
     return rc;
 }
 
@@ -258,7 +328,8 @@ int pxb_verify(const char *dir, FILE *out)
             char *path;
             if (asprintf(&path, "%s/shard-%05" PRIu64 ".npy", dir, index) < 0)
                 path = NULL;
-            if (!path || px__verify_npy(path, &m, why, sizeof why) < 0) {
+            if (!path || px__verify_npy(path, &m, why, sizeof why) < 0 ||
+                (m.ragged && px__verify_ragged(dir, (int)index, &m, why, sizeof why) < 0)) {
                 fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, path ? why : "out of memory");
                 corrupt++;
             } else

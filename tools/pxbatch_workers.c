@@ -93,6 +93,7 @@ void *px_batch_work(void *arg)
     if (tty && w->st.written)
         fputc('\n', stderr);
     ops->close(w->st.ex);
+    px_batch_sized_free(&w->st); /* after the executor that may hold one of them */
     return NULL;
 }
 

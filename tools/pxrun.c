@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "../api/fixation.h"
 #include "../assembler/plan.h"
 #include "frames.h"
@@ -32,7 +34,10 @@ static const char px__usage[] =
     "                            PAD: R,G,B[,A] or hex RRGGBB[AA], default 0,0,0,255); FILTER\n"
     "                            nearest, box, bilinear, hamming, bicubic (default) or lanczos;\n"
     "                            Pillow's bytes, as the RESIZE instruction; an image of the slot's\n"
-    "                            size is bound as it is\n"
+    "                            size is bound as it is; or dynamic[:patch=P,merge=M,min=PIXELS,\n"
+    "                            max=PIXELS][:FILTER] with a \"uniform\" plan: the plan is compiled\n"
+    "                            for the size Qwen2-VL's rule gives the image (sides multiples of\n"
+    "                            patch x merge, area in min..max) and the image resized to it\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
@@ -371,8 +376,60 @@ static int px__ends_with(const char *s, const char *tail)
 }
 
 /* A .pxi, or a plan compiled here (.json, or any file with --scanpath). */
-static int px__load_program(const px_run_args *a, pxvm_program *prog, pxvm_error *err)
+/* --policy dynamic: the uniform plan compiled for the size the rule gives the one --in image
+ * (docs/policies.md); its "budget", the full grid's, is dropped. The image is bound resized to it. */
+static int px__dynamic_program(px_run_args *a, const uint8_t *data, size_t len, pxvm_image *out, pxvm_error *err)
 {
+    char msg[512];
+    pxvm_plan plan;
+    if (a->nin != 1) {
+        snprintf(msg, sizeof msg, "--policy dynamic: give the plan's one input image (--in image=FILE), not %d", a->nin);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
+    if (pxvm_plan_parse((const char *)data, len, a->prog_path, &plan, err) < 0)
+        return -1;
+    int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
+    snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (compiled for each image's size); '%.200s' is "
+             "a plan of scheme '%s'", a->prog_path, plan.scheme);
+    pxvm_plan_free(&plan);
+    if (!uniform)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    pxvm_image img;
+    int w2, h2;
+    if (px_policy_dynamic_patch(&a->policy, patch, err) < 0 || pxvm_image_load_want(a->ins[0].path, &a->lim, NULL, &img, err) < 0)
+        return -1;
+    int rc = px_dynamic_size(&a->policy, img.w, img.h, &w2, &h2, err);
+    if (rc < 0) {
+        char named[sizeof err->msg];
+        snprintf(named, sizeof named, "%.400s (file '%.300s')", err->msg, a->ins[0].path);
+        memcpy(err->msg, named, sizeof named);
+    }
+    pxvm_image_free(&img);
+    if (rc < 0)
+        return -1;
+    json_error_t jerr;
+    json_t *root = json_loadb((const char *)data, len, 0, &jerr);
+    char *text = NULL;
+    if (root && json_object_set_new(root, "image", json_pack("[i,i]", w2, h2)) == 0) {
+        json_object_del(root, "budget");
+        text = json_dumps(root, 0);
+    }
+    json_decref(root);
+    if (!text)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len);
+    rc = pxvm_plan_image(text, strlen(text), a->prog_path, a->scanpath, out, err);
+    free(text);
+    return rc;
+}
+
+static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
+{
+    if (a->policy.kind == PX_POLICY_DYNAMIC && !px__ends_with(a->prog_path, ".json")) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), compiled for the image's size; "
+                 "'%.200s' is a program of one size", a->prog_path);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
     if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
         return pxvm_program_load(a->prog_path, &a->lim, prog, err);
     uint8_t *data;
@@ -380,7 +437,8 @@ static int px__load_program(const px_run_args *a, pxvm_program *prog, pxvm_error
     if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
         return -1;
     pxvm_image img;
-    int rc = pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
+    int rc = a->policy.kind == PX_POLICY_DYNAMIC ? px__dynamic_program(a, data, len, &img, err)
+                                                  : pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
     free(data);
     return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
 }

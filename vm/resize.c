@@ -291,9 +291,10 @@ void px_resize_op_free(px_resize_op *op)
 
 static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
 {
-    char msg[640]; /* 200 of the text, up to 160 of why, 141 of the syntax */
+    char msg[720]; /* 200 of the text, up to 160 of why, 209 of the syntax */
     snprintf(msg, sizeof msg,
-             "bad policy '%.200s': %.160s (exact, stretch[:FILTER] or fit[:FILTER][:PAD]; FILTER nearest, box, "
+             "bad policy '%.200s': %.160s (exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
+             "dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER nearest, box, "
              "bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
              text, why);
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
@@ -353,6 +354,96 @@ static int px__pad_like(const char *s)
     return 1;
 }
 
+/* One decimal number lo..hi written with digits only; 0, or -1. */
+static int px__num(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *v)
+{
+    int64_t x = 0;
+    if (n == 0 || n > 15)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        x = x * 10 + (s[i] - '0');
+    }
+    if (x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* dynamic's fields after the kind: at most one list of KEY=VALUE (patch, merge, min, max; each
+ * at most once) and at most one FILTER, in either order. */
+static int px__dynamic_parse(const char *text, char field[][64], int nf, px_policy *p, pxvm_error *err)
+{
+    p->kind = PX_POLICY_DYNAMIC;
+    p->merge = PX_DYNAMIC_MERGE;
+    p->min_pixels = PX_DYNAMIC_MIN_PIXELS;
+    p->max_pixels = PX_DYNAMIC_MAX_PIXELS;
+    int have_keys = 0, have_filter = 0;
+    char why[200];
+    for (int i = 1; i < nf; i++) {
+        if (!strchr(field[i], '=')) {
+            int f = px_resize_filter_parse(field[i]);
+            if (f < 0 || have_filter) {
+                snprintf(why, sizeof why, f < 0 ? "unknown filter '%s'" : "a second filter '%s'", field[i]);
+                return px__policy_fail(err, text, why);
+            }
+            p->filter = f, have_filter = 1;
+            continue;
+        }
+        if (have_keys)
+            return px__policy_fail(err, text, "a second list of KEY=VALUE (give them in one field, comma-separated)");
+        have_keys = 1;
+        unsigned seen = 0;
+        for (const char *s = field[i]; *s;) {
+            const char *end = strchr(s, ','), *eq = strchr(s, '=');
+            size_t n = end ? (size_t)(end - s) : strlen(s);
+            static const struct {
+                const char *key;
+                int64_t lo, hi;
+            } keys[] = {{"patch", 1, 256}, {"merge", 1, 64}, {"min", 1, PX_DYNAMIC_PIXELS_MAX}, {"max", 1, PX_DYNAMIC_PIXELS_MAX}};
+            size_t k = 0;
+            while (k < 4 && !(eq && eq < s + n && (size_t)(eq - s) == strlen(keys[k].key) &&
+                              !strncmp(s, keys[k].key, (size_t)(eq - s))))
+                k++;
+            if (k == 4) {
+                snprintf(why, sizeof why, "unknown key in '%.*s' (patch, merge, min or max)", (int)n, s);
+                return px__policy_fail(err, text, why);
+            }
+            if (seen & (1u << k)) {
+                snprintf(why, sizeof why, "'%s' given twice", keys[k].key);
+                return px__policy_fail(err, text, why);
+            }
+            seen |= 1u << k;
+            int64_t v;
+            if (px__num(eq + 1, n - (size_t)(eq + 1 - s), keys[k].lo, keys[k].hi, &v) < 0) {
+                snprintf(why, sizeof why, "%s takes a whole number %lld..%lld, not '%.*s'", keys[k].key,
+                         (long long)keys[k].lo, (long long)keys[k].hi, (int)(n - (size_t)(eq + 1 - s)), eq + 1);
+                return px__policy_fail(err, text, why);
+            }
+            if (k == 0)
+                p->patch = (int)v;
+            else if (k == 1)
+                p->merge = (int)v;
+            else if (k == 2)
+                p->min_pixels = v;
+            else
+                p->max_pixels = v;
+            if (!end)
+                break;
+            s = end + 1;
+            if (!*s)
+                return px__policy_fail(err, text, "an empty KEY=VALUE after ','");
+        }
+    }
+    if (p->min_pixels > p->max_pixels) {
+        snprintf(why, sizeof why, "min %lld is larger than max %lld", (long long)p->min_pixels,
+                 (long long)p->max_pixels);
+        return px__policy_fail(err, text, why);
+    }
+    return 0;
+}
+
 int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
 {
     memset(p, 0, sizeof *p);
@@ -383,9 +474,11 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
             return px__policy_fail(err, text, "exact takes no filter or pad");
         return 0;
     }
+    if (!strcmp(field[0], "dynamic"))
+        return px__dynamic_parse(text, field, nf, p, err);
     int fit = !strcmp(field[0], "fit");
     if (!fit && strcmp(field[0], "stretch"))
-        return px__policy_fail(err, text, "unknown kind (not exact, stretch or fit)");
+        return px__policy_fail(err, text, "unknown kind (not exact, stretch, fit or dynamic)");
     p->kind = fit ? PX_POLICY_FIT : PX_POLICY_STRETCH;
     int i = 1;
     if (i < nf) {
@@ -420,8 +513,69 @@ void px_policy_format(const px_policy *p, char *buf, size_t len)
     else if (p->kind == PX_POLICY_FIT)
         snprintf(buf, len, "fit:%s:%u,%u,%u,%u", px_resize_filter_name(p->filter), p->pad[0], p->pad[1], p->pad[2],
                  p->pad[3]);
-    else
+    else if (p->kind == PX_POLICY_DYNAMIC) {
+        char patch[24] = "";
+        if (p->patch)
+            snprintf(patch, sizeof patch, "patch=%d,", p->patch);
+        snprintf(buf, len, "dynamic:%smerge=%d,min=%lld,max=%lld:%s", patch, p->merge, (long long)p->min_pixels,
+                 (long long)p->max_pixels, px_resize_filter_name(p->filter));
+    } else
         snprintf(buf, len, "exact");
+}
+
+int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err)
+{
+    if (p->kind != PX_POLICY_DYNAMIC)
+        return 0;
+    if (p->patch && p->patch != patch) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "policy dynamic: patch=%d, but the plan's patch is %d (leave patch= out to take the plan's)",
+                 p->patch, patch);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
+    p->patch = patch;
+    return 0;
+}
+
+/* Qwen2-VL's smart_resize, transcribed (docs/policies.md): the
+ * rounding to a multiple of f in integers (Python's round of h / f is half to even, and the
+ * quotient of two integers below 2^53 never rounds onto a half it is not), the clamps in IEEE
+ * double, one correctly rounded operation at a time, as CPython computes them. */
+int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_error *err)
+{
+    if (p->kind != PX_POLICY_DYNAMIC || p->patch < 1 || p->merge < 1 || w < 1 || h < 1)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "px_dynamic_size: not a dynamic policy with its patch, or an empty image");
+    int64_t f = (int64_t)p->patch * p->merge, lo = w < h ? w : h, hi = w < h ? h : w;
+    if ((double)hi / (double)lo > 200.0) {
+        char why[96];
+        snprintf(why, sizeof why, "takes aspect ratios up to 200:1; this one is %.2f:1", (double)hi / (double)lo);
+        return pxvm_fail(err, PXE_DYNAMIC_SIZE, -1, -1, w, h, why);
+    }
+    int64_t side[2] = {h, w}, bar[2];
+    for (int i = 0; i < 2; i++) { /* round(side / f) * f, half to even */
+        int64_t q = side[i] / f, r = side[i] % f;
+        bar[i] = (2 * r > f || (2 * r == f && (q & 1)) ? q + 1 : q) * f;
+    }
+    double area = (double)((int64_t)h * w);
+    if (bar[0] * bar[1] > p->max_pixels) {
+        double beta = sqrt(area / (double)p->max_pixels);
+        for (int i = 0; i < 2; i++) {
+            double v = floor((double)side[i] / beta / (double)f) * (double)f;
+            bar[i] = v < (double)f ? f : (int64_t)v;
+        }
+    } else if (bar[0] * bar[1] < p->min_pixels) {
+        double beta = sqrt((double)p->min_pixels / area);
+        for (int i = 0; i < 2; i++)
+            bar[i] = (int64_t)(ceil((double)side[i] * beta / (double)f) * (double)f);
+    }
+    if (bar[0] > PX_RESIZE_MAX_SIDE || bar[1] > PX_RESIZE_MAX_SIDE) {
+        char why[96];
+        snprintf(why, sizeof why, "would resize it to %lldx%lld, past sides of %d", (long long)bar[1],
+                 (long long)bar[0], PX_RESIZE_MAX_SIDE);
+        return pxvm_fail(err, PXE_DYNAMIC_SIZE, -1, -1, w, h, why);
+    }
+    *oh = (int)bar[0], *ow = (int)bar[1];
+    return 0;
 }
 
 int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
@@ -429,6 +583,11 @@ int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, px
     memset(dst, 0, sizeof *dst);
     if (!src || !src->px || src->w < 1 || src->h < 1 || w < 1 || h < 1 || !p)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+    if (p->kind == PX_POLICY_DYNAMIC && (src->w != w || src->h != h)) { /* the size px_dynamic_size gave */
+        px_policy stretch = *p;
+        stretch.kind = PX_POLICY_STRETCH;
+        return px_resize_policy(src, w, h, &stretch, dst, err);
+    }
     if (p->kind == PX_POLICY_EXACT && (src->w != w || src->h != h)) {
         char msg[160];
         snprintf(msg, sizeof msg, "policy exact: a %dx%d image is not %dx%d", src->w, src->h, w, h);

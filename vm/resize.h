@@ -87,26 +87,53 @@ typedef struct px_resize_op {
  *   stretch[:FILTER]       resized to the slot's size (RESIZE with fit 0)
  *   fit[:FILTER][:PAD]     letterboxed: px_resize_fit's content size and offset, the bars PAD
  *                          (RESIZE with fit 1); PAD is R,G,B[,A] in decimal or hex RRGGBB[AA]
+ *   dynamic[:KEYS][:FILTER] the slot follows the image: px_dynamic_size's w' x h' (Qwen2-VL's
+ *                          smart_resize), the program compiled for that size (a uniform plan);
+ *                          KEYS: patch=P,merge=M,min=PIXELS,max=PIXELS, any of them, any order
  * FILTER: one of px_resize_filter_parse's names (default bicubic); PAD default 0,0,0,255. */
-typedef enum px_policy_kind { PX_POLICY_EXACT = 0, PX_POLICY_STRETCH = 1, PX_POLICY_FIT = 2 } px_policy_kind;
+typedef enum px_policy_kind {
+    PX_POLICY_EXACT = 0,
+    PX_POLICY_STRETCH = 1,
+    PX_POLICY_FIT = 2,
+    PX_POLICY_DYNAMIC = 3
+} px_policy_kind;
+
+/* dynamic's defaults: Qwen2-VL's image processor (merge 2, min 56*56, max 28*28*1280 pixels);
+ * the patch defaults to the plan's. */
+#define PX_DYNAMIC_MERGE 2
+#define PX_DYNAMIC_MIN_PIXELS 3136
+#define PX_DYNAMIC_MAX_PIXELS 1003520
+#define PX_DYNAMIC_PIXELS_MAX (1ll << 40) /* the largest min= or max= */
 
 typedef struct px_policy {
     int kind;       /* px_policy_kind */
     int filter;     /* px_resize_filter */
     uint8_t pad[4]; /* R, G, B, A (fit) */
+    int patch;      /* dynamic: the token side (0: not given, the plan's) */
+    int merge;      /* dynamic: sides are multiples of patch * merge */
+    int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
 } px_policy;
 
 /* Parses a policy text (NULL or "" is exact). 0, or -1 with a usage error naming the text. */
 int px_policy_parse(const char *text, px_policy *p, pxvm_error *err);
-/* "exact", "stretch:bicubic", "fit:bicubic:0,0,0,255": the canonical text of a policy. */
+/* "exact", "stretch:bicubic", "fit:bicubic:0,0,0,255", "dynamic:patch=16,merge=2,min=3136,
+ * max=1003520:bicubic" (patch= left out while it is 0): the canonical text of a policy. */
 void px_policy_format(const px_policy *p, char *buf, size_t len);
 /* Applies a policy to an RGBA8 image for a w x h slot: *dst (allocated here, free with
  * pxvm_image_free) is a copy when src is already w x h (any policy); otherwise, stretch: src
- * resized to w x h, fit: a w x h canvas of pad with src resized to px_resize_fit's nw x nh at
+ * resized to w x h (dynamic: the same, w x h being px_dynamic_size's), fit: a w x h canvas of pad with src resized to px_resize_fit's nw x nh at
  * (ox, oy); byte for byte what RESIZE writes with the same filter, fit and pad. exact with
  * another size: -1 with a usage error (callers bind the image as it is to get the slot's
  * unlinkable error instead). 0, or -1 with *err set. */
 int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err);
+
+/* dynamic: sets p->patch to the plan's patch, or checks that a patch= given is it (a usage error
+ * naming both); other kinds: nothing. 0, or -1. */
+int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err);
+/* dynamic: the size a w x h image is resized to (p->patch must be set), as docs/policies.md states it
+ * (Qwen2-VL's smart_resize with f = patch * merge). 0, or -1: an aspect
+ * ratio over 200:1, or a side past PX_RESIZE_MAX_SIDE (PXE_DYNAMIC_SIZE, unlinkable). */
+int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_error *err);
 
 /* Builds one RESIZE (operands as decoded, src level 0 sw x sh). 0, or -1 with *err set. */
 int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err);

@@ -23,10 +23,12 @@ dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 
 Modules (every public name is importable from pxvm itself): errors (Error and one subclass per
 class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
-(Runner, pyramid), stream (Stream), tokens (Runner.tokens and Runner.positions: tensors for models),
-seeds (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
-update_mipmaps_incremental: the seeds' API over programs); _capi (the ctypes binding) and _arrays
-(arrays and tensors as the library's views) are internal.
+(Runner, pyramid), ragged (Ragged, dynamic_size, canonical_policy: policy "dynamic"), data
+(load_shard, iter_shards, ShardDataset, ImageFolderDataset: pxbatch shards and folders), stream
+(Stream), tokens (Runner.tokens and Runner.positions: tensors for models), seeds (generate_mipmaps,
+TexturePyramid, PersistentTexture, create_persistent, update_partial, update_mipmaps_incremental:
+the seeds' API over programs); _capi (the ctypes binding) and _arrays (arrays and tensors as the
+library's views) are internal.
 """
 from . import _capi
 from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOError, UsageError, Unavailable,
@@ -34,6 +36,9 @@ from .errors import (Error, Malformed, InvalidProgram, Unlinkable, Trap, PxIOErr
 from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
+from .ragged import Ragged, dynamic_size, canonical_policy
+from . import data  # noqa: F401 (pxvm.data.ShardDataset, ImageFolderDataset: where torch imports)
+from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 from .tokens import Positions, token_format
 from . import seeds
@@ -49,5 +54,6 @@ __version__ = library_version
 
 __all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyramid", "Error", "Malformed",
            "InvalidProgram", "Unlinkable", "Trap", "PxIOError", "UsageError", "Unavailable", "AssemblyError",
-           "PlanError", "library_version", "library_path", "Positions", "token_format", "generate_mipmaps",
+           "PlanError", "Ragged", "dynamic_size", "canonical_policy", "load_shard",
+           "iter_shards", "library_version", "library_path", "Positions", "token_format", "generate_mipmaps",
            "TexturePyramid", "PersistentTexture", "create_persistent", "update_partial", "update_mipmaps_incremental"]

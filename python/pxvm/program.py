@@ -48,6 +48,9 @@ class Program:
             info = _SlotInfo()
             _check(_lib.pxvm_prog_slot(self._h, k, ctypes.byref(info)))
             self.slots.append(Slot(k, info))
+        #: the plan (a dict) when the program was compiled from one (from_plan), else None
+        self.plan = None
+        self._limits = {}
         self._inputs = [s for s in self.slots if s.role == "input"]
         self._outputs = [s for s in self.slots if s.role == "output"]
         use = _lib.pxvm_prog_fixation_use(self._h)
@@ -90,7 +93,10 @@ class Program:
                 text, name = f.read().decode(), name or str(plan)
         else:
             text, name = str(plan), name or "<plan>"
-        return cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
+        prog = cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
+        prog.plan = _json.loads(text)  # the plan it was compiled from (policy "dynamic" compiles it per size)
+        prog._limits = limits
+        return prog
 
     def disassemble(self) -> str:
         """pxasm source that assembles back to the same pixels."""

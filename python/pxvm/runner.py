@@ -10,6 +10,7 @@ from ._capi import View as _View
 from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
+from .ragged import is_dynamic, dynamic_patches_batch
 from .stream import Stream
 
 if TYPE_CHECKING:
@@ -469,6 +470,9 @@ class Runner:
         policy = _check_policy(policy)
         if policy is None or policy == "exact":
             return bound
+        if is_dynamic(policy):
+            raise UsageError("usage: policy %r: dynamic gives each image its own token grid: use patches or "
+                             "patches_batch (a Ragged result)" % policy)
         slots = self.program.slots
         res = {}
         for k, x in bound.items():
@@ -480,6 +484,13 @@ class Runner:
             else:
                 res[k] = _policy_image(x, s.w, s.h, policy)
         return res
+
+    def _dynamic_only(self, **given):
+        """Policy dynamic returns Ragged tokens: options it cannot honour are refused, never ignored."""
+        bad = [k for k, v in given.items() if v is not None and v is not False and not (isinstance(v, dict) and not v)]
+        if bad:
+            raise UsageError("usage: policy dynamic does not take %s (each image has its own program and grid)" %
+                             ", ".join(bad))
 
     def _atlas(self, slot):
         if slot is not None:
@@ -530,7 +541,14 @@ class Runner:
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
         written there instead of into a new array. fixation, fixation_units, fixation_clamp: as
         for run. with_geometry: returns (patches, geometry (N, 4)) with geometry as
-        Runner.geometry gives it, on the same device. policy: as for run."""
+        Runner.geometry gives it, on the same device. policy: as for run, or "dynamic..." (a
+        program from a "uniform" plan): the (N, p, p, 4) tokens of the image's own grid (see
+        patches_batch)."""
+        if is_dynamic(policy):
+            self._dynamic_only(out=out, fixation=fixation, with_geometry=with_geometry, slot=slot)
+            if len(image) != 1 or inputs:
+                raise UsageError("usage: policy dynamic takes one image, given as the first argument")
+            return dynamic_patches_batch(self, [image[0]], policy)[0]
         s = self._atlas(slot)
         key = self._fast_key("patches", image, inputs, fixation, fixation_units, policy, s.index, out is None)
         call = self._prepared.get(key) if key else None
@@ -580,7 +598,13 @@ class Runner:
                       **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
-        and patches. policy: as for run_batch."""
+        and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
+        from a "uniform" plan: each image gets its own token grid, and the result is a
+        pxvm.ragged.Ragged (packed tokens, offsets, grid, sizes, position_ids; images may also be
+        paths of PNG/JPEG files); see python/pxvm/ragged.py and README, Ragged batches."""
+        if is_dynamic(policy):
+            self._dynamic_only(out=out, fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
+            return dynamic_patches_batch(self, images, policy)
         bound, b = self._batch_inputs(images, inputs)
         bound = self._apply_policy(bound, policy, True)
         s = self._atlas(slot)

@@ -132,7 +132,7 @@ TEST(policy_equals_the_resize_op_stretch_and_fit_every_filter)
         pxvm_image src = px_random_image(sizes[s][0], sizes[s][1], &rng);
         for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++)
             for (int kind = PX_POLICY_STRETCH; kind <= PX_POLICY_FIT; kind++) {
-                px_policy p = {kind, filter, {(uint8_t)(10 * filter), 200, 3, (uint8_t)(255 - filter)}};
+                px_policy p = {kind, filter, {(uint8_t)(10 * filter), 200, 3, (uint8_t)(255 - filter)}, 0, 0, 0, 0};
                 px__same_as_op(&src, sizes[s][2], sizes[s][3], &p);
             }
         pxvm_image_free(&src);
@@ -146,12 +146,12 @@ TEST(policy_of_an_image_of_the_slot_size_is_a_copy_and_exact_refuses_others)
     pxvm_error err;
     for (int kind = PX_POLICY_EXACT; kind <= PX_POLICY_FIT; kind++)
         for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++) {
-            px_policy p = {kind, filter, {1, 2, 3, 4}};
+            px_policy p = {kind, filter, {1, 2, 3, 4}, 0, 0, 0, 0};
             CHECK_EQ(px_resize_policy(&src, 23, 11, &p, &out, &err), 0);
             CHECK(out.px != src.px && !memcmp(out.px, src.px, 23 * 11 * 4));
             pxvm_image_free(&out);
         }
-    px_policy exact = {PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}};
+    px_policy exact = {PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}, 0, 0, 0, 0};
     CHECK_EQ(px_resize_policy(&src, 24, 11, &exact, &out, &err), -1);
     CHECK_STR(err.msg, "23x11");
     CHECK_STR(err.msg, "24x11");
@@ -177,5 +177,148 @@ TEST(policy_public_call_pxvm_image_fit)
     CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 16, 16, "exact", &out), PXVM_USAGE);
     CHECK_EQ(pxvm_image_fit(NULL, 40, 20, 16, 16, "fit", &out), PXVM_USAGE);
     pxvm_image_free(&want);
+    pxvm_image_free(&src);
+}
+
+/* ---- dynamic ------------------------------------------------------------------------------- */
+
+TEST(policy_dynamic_parse_defaults_keys_filter_and_canonical_text)
+{
+    static const struct {
+        const char *text, *canon;
+    } good[] = {
+        {"dynamic", "dynamic:merge=2,min=3136,max=1003520:bicubic"},
+        {"dynamic:bilinear", "dynamic:merge=2,min=3136,max=1003520:bilinear"},
+        {"dynamic:patch=14,merge=2,min=3136,max=1003520", "dynamic:patch=14,merge=2,min=3136,max=1003520:bicubic"},
+        {"dynamic:max=50000,patch=16", "dynamic:patch=16,merge=2,min=3136,max=50000:bicubic"},
+        {"dynamic:lanczos:merge=1", "dynamic:merge=1,min=3136,max=1003520:lanczos"},
+        {"dynamic:min=1,max=1", "dynamic:merge=2,min=1,max=1:bicubic"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        px_policy p, q;
+        pxvm_error err;
+        char buf[160], again[160];
+        if (px_policy_parse(good[i].text, &p, &err) != 0) {
+            px_test_fail(__FILE__, __LINE__, "'%s': %s", good[i].text, err.msg);
+            continue;
+        }
+        CHECK_EQ(p.kind, PX_POLICY_DYNAMIC);
+        px_policy_format(&p, buf, sizeof buf);
+        CHECK(!strcmp(buf, good[i].canon));
+        CHECK_EQ(px_policy_parse(buf, &q, &err), 0); /* the canonical text reads back as itself */
+        px_policy_format(&q, again, sizeof again);
+        CHECK(!strcmp(again, buf));
+    }
+    static const char *bad[] = {
+        "dynamic:",          "dynamic:patch=0",        "dynamic:patch=257",     "dynamic:merge=65",
+        "dynamic:min=0",     "dynamic:max=1099511627777", "dynamic:min=10,max=9", "dynamic:size=3",
+        "dynamic:patch=14,", "dynamic:patch=14,patch=14", "dynamic:patch=x",    "dynamic:patch=+14",
+        "dynamic:bicubc",    "dynamic:box:box",        "dynamic:min=1:max=2",   "dynamic:0,0,0",
+        "dynamic:patch=",    "Dynamic",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        px_policy p;
+        pxvm_error err;
+        memset(&err, 0, sizeof err);
+        if (px_policy_parse(bad[i], &p, &err) == 0) {
+            px_test_fail(__FILE__, __LINE__, "'%s' was accepted", bad[i]);
+            continue;
+        }
+        CHECK_EQ(err.cls, PXVM_USAGE);
+        char quoted[80];
+        snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+        CHECK_STR(err.msg, quoted);
+    }
+}
+
+static void px__dyn(const char *text, int patch, int w, int h, int want_w, int want_h)
+{
+    px_policy p;
+    pxvm_error err;
+    int ow = -1, oh = -1;
+    if (px_policy_parse(text, &p, &err) < 0 || px_policy_dynamic_patch(&p, patch, &err) < 0 ||
+        px_dynamic_size(&p, w, h, &ow, &oh, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s patch %d %dx%d: %s", text, patch, w, h, err.msg);
+        return;
+    }
+    if (ow != want_w || oh != want_h)
+        px_test_fail(__FILE__, __LINE__, "%s patch %d %dx%d -> %dx%d, expected %dx%d", text, patch, w, h, ow, oh, want_w,
+                     want_h);
+}
+
+/* Values worked by hand from the rule (docs/policies.md); the Python transcription checks many
+ * more sizes (tests/python/test_ragged.py). */
+TEST(policy_dynamic_size_rule_by_hand)
+{
+    /* f = 28: 640 / 28 = 22.857 -> 23 * 28 = 644; 427 / 28 = 15.25 -> 15 * 28 = 420 */
+    px__dyn("dynamic", 14, 640, 427, 644, 420);
+    /* ties go to even: 42 / 28 = 1.5 -> 2 (56); 70 / 28 = 2.5 -> 2 (56); 98 / 28 = 3.5 -> 4 (112) */
+    px__dyn("dynamic:min=1", 14, 42, 70, 56, 56);
+    px__dyn("dynamic:min=1", 14, 98, 98, 112, 112);
+    /* too small: 20x20 rounds to 28x28 = 784 < 3136: beta = sqrt(3136 / 400) = 2.8, ceil(56 / 28) = 2 -> 56 */
+    px__dyn("dynamic", 14, 20, 20, 56, 56);
+    /* 13x14 rounds to 0x0 (13 / 28 < 0.5; 14 / 28 = 0.5, a tie, to even 0): the min branch, beta =
+     * sqrt(3136 / 182): 13 * beta = 53.96 -> ceil(1.93) * 28 = 56; 14 * beta = 58.11 -> ceil(2.08) * 28 = 84 */
+    px__dyn("dynamic", 14, 13, 14, 56, 84);
+    /* 13x13: 13 * sqrt(3136 / 169) is 56.0 exactly in double: ceil(2.0) * 28 = 56 */
+    px__dyn("dynamic", 14, 13, 13, 56, 56);
+    /* too large: 4000x3000 -> 4004x3004 > max: beta = sqrt(12e6 / 1003520) = 3.458, 4000 / beta / 28 = 41.3 -> 1148;
+     * 3000 / beta / 28 = 30.98 -> 840 */
+    px__dyn("dynamic", 14, 4000, 3000, 1148, 840);
+    /* max below f * f: each side at least f */
+    px__dyn("dynamic:min=1,max=100", 16, 500, 400, 32, 32);
+    /* patch 16, merge 1 */
+    px__dyn("dynamic:merge=1", 16, 240, 400, 240, 400);
+}
+
+TEST(policy_dynamic_aspect_edge_and_patch_mismatch)
+{
+    px_policy p;
+    pxvm_error err;
+    int ow, oh;
+    CHECK_EQ(px_policy_parse("dynamic:min=1", &p, &err), 0);
+    CHECK_EQ(px_policy_dynamic_patch(&p, 14, &err), 0);
+    CHECK_EQ(p.patch, 14);
+    CHECK_EQ(px_dynamic_size(&p, 2000, 10, &ow, &oh, &err), 0); /* 200:1, the last accepted */
+    CHECK_EQ(px_dynamic_size(&p, 10, 2000, &ow, &oh, &err), 0);
+    CHECK_EQ(px_dynamic_size(&p, 2001, 10, &ow, &oh, &err), -1); /* 200.1:1, the first refused */
+    CHECK_EQ(err.cls, PXVM_UNLINKABLE);
+    CHECK_STR(err.msg, "a 2001x10 image: policy dynamic takes aspect ratios up to 200:1; this one is 200.10:1");
+    CHECK_EQ(px_dynamic_size(&p, 10, 2001, &ow, &oh, &err), -1);
+    CHECK_EQ(px_policy_parse("dynamic:patch=14", &p, &err), 0);
+    CHECK_EQ(px_policy_dynamic_patch(&p, 16, &err), -1);
+    CHECK_EQ(err.cls, PXVM_USAGE);
+    CHECK_STR(err.msg, "patch=14, but the plan's patch is 16");
+    CHECK_EQ(px_policy_dynamic_patch(&p, 14, &err), 0);
+}
+
+TEST(policy_dynamic_public_calls)
+{
+    int w = 0, h = 0;
+    CHECK_EQ(pxvm_policy_dynamic_size("dynamic", 14, 640, 427, &w, &h), 0);
+    CHECK_EQ(w, 644);
+    CHECK_EQ(h, 420);
+    CHECK_EQ(pxvm_policy_dynamic_size("fit", 14, 640, 427, &w, &h), PXVM_USAGE);
+    CHECK_EQ(pxvm_policy_dynamic_size("dynamic:patch=14", 16, 640, 427, &w, &h), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "the plan's patch is 16");
+    CHECK_EQ(pxvm_policy_dynamic_size("dynamic", 14, 3000, 10, &w, &h), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "3000x10");
+    char buf[128];
+    CHECK_EQ(pxvm_policy_canonical("dynamic:patch=14:box", buf, sizeof buf), 0);
+    CHECK(!strcmp(buf, "dynamic:patch=14,merge=2,min=3136,max=1003520:box"));
+    CHECK_EQ(pxvm_policy_canonical("fit", buf, sizeof buf), 0);
+    CHECK(!strcmp(buf, "fit:bicubic:0,0,0,255"));
+    CHECK_EQ(pxvm_policy_canonical("fit", buf, 5), PXVM_USAGE);
+    CHECK_EQ(pxvm_policy_canonical("dynamic:x", buf, sizeof buf), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "'dynamic:x'");
+    /* pxvm_image_fit with dynamic resizes to the size given, as stretch does */
+    uint64_t rng = 5;
+    pxvm_image src = px_random_image(40, 20, &rng);
+    uint8_t *a = NULL, *b = NULL;
+    CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 56, 28, "dynamic:box", &a), 0);
+    CHECK_EQ(pxvm_image_fit(src.px, 40, 20, 56, 28, "stretch:box", &b), 0);
+    CHECK(a && b && !memcmp(a, b, 56 * 28 * 4));
+    pxvm_free(a);
+    pxvm_free(b);
     pxvm_image_free(&src);
 }

@@ -1,0 +1,148 @@
+"""Loaders: pxbatch shards as NumPy arrays, and PyTorch datasets over shards and image folders.
+
+    tokens, offsets, grid, files = pxvm.load_shard("tokens/shard-00000.npy")
+    for shard in pxvm.iter_shards("tokens/"): ...
+    ds = pxvm.ShardDataset("tokens/")          # item i: (tokens of image i, its grid, its file)
+    ds = pxvm.ImageFolderDataset("photos/", "programs/uniform.json", policy="dynamic")
+
+A shard is shard-NNNNN.npy with its marker shard-NNNNN.json (README, Datasets: pxbatch). A ragged
+shard (--policy dynamic) has (tokens, p, p, 4) packed tokens, shard-NNNNN.offsets.npy (rows + 1)
+int64 and shard-NNNNN.grid.npy (rows, 3) int64 beside it; a fixed-count shard's (rows, N, h, w, 4)
+array is returned in the same form (offsets i * N, grid (1, 1, N): a grid-less program's tokens
+in order). The torch classes are made on first use (torch is imported then; an ImportError where it is
+not installed).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from .errors import Malformed
+from ._arrays import _np
+
+
+def _marker(path):
+    base = path[:-4] if path.endswith(".npy") else path
+    with open(base + ".json", "rb") as f:
+        try:
+            m = json.load(f)
+        except ValueError as e:
+            raise Malformed("malformed: '%s.json' is not a pxbatch marker: %s" % (base, e)) from None
+    if not isinstance(m, dict) or not isinstance(m.get("rows"), list) or not isinstance(m.get("shape"), list):
+        raise Malformed("malformed: '%s.json' is not a pxbatch marker: no 'rows' or 'shape'" % base)
+    return base, m
+
+
+def _name(e):
+    return os.fsdecode(bytes.fromhex(e["file_bytes"])) if "file_bytes" in e else e["file"]
+
+
+def load_shard(path: str | os.PathLike, mmap: bool = True):
+    """(tokens, offsets, grid, files) of one shard (its .npy path, or the path without the
+    extension): tokens (T, p, p, 4) uint8 (memory-mapped unless mmap=False), offsets (rows + 1,)
+    int64, grid (rows, 3) int64, files the rows' input files (the marker's). The shapes are
+    checked against the marker (a mismatch is Malformed); pxbatch --verify checks the hashes."""
+    np = _np()
+    base, m = _marker(os.fspath(path))
+    tokens = np.load(base + ".npy", mmap_mode="r" if mmap else None)
+    files = [_name(r) for r in m["rows"]]
+    rows = len(files)
+    if "ragged" in m:
+        offsets = np.load(base + ".offsets.npy")
+        grid = np.load(base + ".grid.npy")
+        ok = (list(tokens.shape) == m["shape"] and offsets.shape == (rows + 1,) and grid.shape == (rows, 3)
+              and offsets.dtype == np.int64 and grid.dtype == np.int64 and int(offsets[0]) == 0
+              and int(offsets[-1]) == tokens.shape[0]
+              and np.array_equal(np.diff(offsets), grid[:, 0] * grid[:, 1] * grid[:, 2]))
+    else:
+        ok = list(tokens.shape) == m["shape"] and tokens.shape[0] == rows
+        n = tokens.shape[1]
+        tokens = tokens.reshape((rows * n,) + tuple(tokens.shape[2:]))
+        offsets = np.arange(rows + 1, dtype=np.int64) * n
+        grid = np.tile(np.array([1, 1, n], dtype=np.int64), (rows, 1))
+    if not ok:
+        raise Malformed("malformed: shard '%s': its arrays do not match its marker (run pxbatch --verify)" % base)
+    return tokens, offsets, grid, files
+
+
+def iter_shards(directory: str | os.PathLike, mmap: bool = True):
+    """load_shard of every shard of a pxbatch --out folder, in shard order."""
+    for path in sorted(glob.glob(os.path.join(glob.escape(os.fspath(directory)), "shard-[0-9]*.json"))):
+        if path[len(os.path.dirname(path)) + 7:-5].isdigit():
+            yield load_shard(path[:-5], mmap=mmap)
+
+
+_classes = {}
+
+
+def _torch_classes():
+    """The PyTorch datasets, made on first use (importing torch takes seconds: not at import pxvm)."""
+    if _classes:
+        return _classes
+    import torch as _torch
+    from torch.utils.data import Dataset as _Dataset, IterableDataset as _IterableDataset
+
+    class ShardDataset(_Dataset):
+        """The images of a pxbatch --out folder: item i -> (tokens (N_i, p, p, 4) uint8 tensor,
+        grid (3,) int64 tensor (t, h, w), file). Shards are memory-mapped; an item is copied out."""
+
+        def __init__(self, directory: str | os.PathLike) -> None:
+            self.shards = list(iter_shards(directory))
+            self.index = [(s, r) for s, sh in enumerate(self.shards) for r in range(len(sh[3]))]
+
+        def __len__(self) -> int:
+            return len(self.index)
+
+        def __getitem__(self, i: int):
+            s, r = self.index[i]
+            tokens, offsets, grid, files = self.shards[s]
+            t = _np().array(tokens[int(offsets[r]):int(offsets[r + 1])])
+            return _torch.from_numpy(t), _torch.from_numpy(grid[r].copy()), files[r]
+
+    class ImageFolderDataset(_IterableDataset):
+        """A folder's PNG and JPEG files (name order, as pxbatch --in-dir) through a program: yields
+        (tokens, grid, file) as ShardDataset's items, running a Runner (one per worker process) in
+        batches of batch_size images (policy "dynamic": a ragged batch, one run per size). Workers of
+        a DataLoader take every num_workers-th batch."""
+
+        def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
+                     executor: str = "cpu", batch_size: int = 16) -> None:
+            d = os.fspath(directory)
+            self.files = sorted(os.path.join(d, f) for f in os.listdir(d)
+                                if not f.startswith(".") and f.lower().endswith((".png", ".jpg", ".jpeg")))
+            self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
+
+        def __iter__(self):
+            from .program import Program
+            from .runner import Runner
+            from .image import load_image
+            info = _torch.utils.data.get_worker_info()
+            k, n = (info.id, info.num_workers) if info else (0, 1)
+            prog = self.program
+            if not isinstance(prog, Program):
+                p = os.fspath(prog)
+                prog = Program.from_plan(p) if p.endswith(".json") else Program.load(p)
+            runner = Runner(prog, executor=self.executor)
+            for b, at in enumerate(range(0, len(self.files), self.batch_size)):
+                if b % n != k:
+                    continue
+                files = self.files[at:at + self.batch_size]
+                out = runner.patches_batch(files if self.policy and "dynamic" in self.policy else
+                                           [load_image(f) for f in files], policy=self.policy)
+                if hasattr(out, "offsets"):
+                    for i, f in enumerate(files):
+                        yield _torch.from_numpy(_np().array(out[i])), _torch.from_numpy(out.grid[i].copy()), f
+                else:
+                    for i, f in enumerate(files):
+                        yield (_torch.from_numpy(out[i]), _torch.tensor([1, 1, out.shape[1]], dtype=_torch.int64), f)
+
+    _classes.update(ShardDataset=ShardDataset, ImageFolderDataset=ImageFolderDataset)
+    return _classes
+
+
+def __getattr__(name):
+    """pxvm.data.ShardDataset and ImageFolderDataset: an ImportError where torch is not installed."""
+    if name in ("ShardDataset", "ImageFolderDataset"):
+        return _torch_classes()[name]
+    raise AttributeError("module 'pxvm.data' has no attribute %r" % name)

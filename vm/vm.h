@@ -297,6 +297,11 @@ typedef struct pxvm_executor_ops {
     /* Restarts a stream: persistent slots back to their initial state and every item unprimed
      * (its next DIFF marks every tile dirty, its incremental instructions all sample). */
     int (*reset)(pxvm_executor *ex, pxvm_error *err);
+    /* Switches the loaded program to `prog`: a program with the same slots as the loaded one except the sizes (and
+     * levels) of input slots, and the same instructions except operand values (vm/resolve.c makes such programs).
+     * Inputs whose size changed are unbound; everything else stays as it was (other bound inputs, fixation
+     * registers, persistent slots, the stream). `prog` must stay alive until the next load, retarget or close. */
+    int (*retarget)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */
@@ -330,6 +335,12 @@ int pxvm_executor_open_named(const char *name, const pxvm_open_options *opt, con
  * goldens in tests/golden/ and of `pxrun --hash`. */
 int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
                      pxvm_error *err);
+
+/* Checks that `next` may replace `loaded` by an executor's retarget (vm/retarget_check.c): the same
+ * slot count, and per slot the same role, flags, name, patch geometry and, except for input
+ * slots, size and levels; the same token geometry; the same instruction count and opcodes; the
+ * same frame-only inputs. Anything else is a usage error naming what differs. */
+int pxvm_check_retarget(const pxvm_program *loaded, const pxvm_program *next, pxvm_error *err);
 
 /* Checks the common preconditions of read (the slot and level exist) for any executor. */
 int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err);

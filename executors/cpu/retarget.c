@@ -2,8 +2,9 @@
  * only in the sizes of input slots and in operand values (checked by pxvm_check_retarget), without
  * a load. An input whose size changed keeps its storage when the new mip chain fits (storage only
  * grows: a stream of sizes settles on the largest, with no allocation after it) and is unbound;
- * what the operands decide (plan_load: masks, spans, RESIZE tables) is made again; everything
- * else stays: other bound or borrowed inputs, registers, persistent and output slots. */
+ * what the operands decide (plan_load: masks, spans, RESIZE tables) is made again; slots that are
+ * neither inputs nor persistent start again from their initial state (as after a load); the rest
+ * stays: other bound or borrowed inputs, registers, persistent slots. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,8 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
             free(ex->all_store[i]);
             ex->all_store[i] = grown[i];
             ex->store_cap[i] = s->bytes;
+        } else if (s->levels > 1) { /* levels >= 1 start zeroed (the old level 0 lay there) */
+            memset(ex->all_store[i] + s->level_offset[1], 0, (size_t)(s->bytes - s->level_offset[1]));
         }
         px_cpu_src *v = &ex->all_view[i];
         memset(v, 0, sizeof *v);
@@ -83,15 +86,18 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
         ex->bound[i] = 0; /* a borrowed image is forgotten with it */
     }
     free(grown);
-    /* the program image holds the operands: slot 0 and data slots start as the next one's */
-    if (old->image.w != next->image.w || old->image.h != next->image.h ||
-        memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u))
-        for (size_t i = 0; i < all; i++) {
-            int k = (int)(i % (size_t)n);
-            uint8_t role = next->slots[k].role;
-            if ((role == PXI_ROLE_PROGRAM || role == PXI_ROLE_DATA) && !(next->slots[k].flags & PXI_SLOT_PERSIST))
-                pxvm_slot_initial(next, k, ex->all_store[i]);
-        }
+    /* every other slot but persistent ones back to its initial state: a run restores only what
+     * the next program's own runs change (prog->reset), not what the loaded one wrote (an output
+     * it wrote whole, that the next one writes in part); and the program image holds the
+     * operands: slot 0 and data slots start as the next one's */
+    for (size_t i = 0; i < all; i++) {
+        int k = (int)(i % (size_t)n);
+        const pxvm_slot *s = &next->slots[k];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        memset(ex->all_store[i], 0, (size_t)s->bytes);
+        pxvm_slot_initial(next, k, ex->all_store[i]);
+    }
     /* an incremental fetch whose operands changed has no last output to build on: every item
      * samples it whole next time, as after a load */
     for (uint32_t i = 0; i < next->ninsns; i++) {

@@ -21,7 +21,9 @@
  * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
  * the device; only an eviction waits for the executor's stream, before it frees what the queued
  * work may still read).
- * A retarget that fails after it began to switch (a CUDA error) leaves no program loaded. */
+ * Slots that are neither inputs nor persistent start again from their initial state, as after a
+ * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
+ * to switch (a CUDA error) leaves no program loaded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,10 @@ struct px_gpu_retarget {
     uint64_t *tex_serial;    /* [nslots]: the serial of each input's textures in use */
     uint64_t *resize_serial; /* [ninsns]: ... of each RESIZE's tables in use */
     size_t *lin_cap;         /* [nslots]: bytes per item of an input's linear buffers */
+    px_gpu_rect *d_wipe;     /* what a switch zeroes: every level of every item's slots that are
+                              * neither inputs nor persistent (level 0 of program and data slots
+                              * excepted); their surfaces never change */
+    int nwipe, wipe_px;
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
@@ -346,6 +352,31 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
         rt->resize_serial[i] = ++rt->serial;
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        const pxvm_slot *s = &prog->slots[i % ex->nslots];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        px__add_clear(ex, rects, i, s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA ? 1 : 0, ex->slots[i].levels);
+    }
+    rt->nwipe = ex->nclear, rt->wipe_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    cudaError_t e = cudaSuccess;
+    if (rt->nwipe) {
+        e = cudaMalloc(&rt->d_wipe, sizeof(px_gpu_rect) * (size_t)rt->nwipe);
+        if (e == cudaSuccess) /* pageable: staged before the call returns */
+            e = cudaMemcpyAsync(rt->d_wipe, rects, sizeof(px_gpu_rect) * (size_t)rt->nwipe, cudaMemcpyHostToDevice, ex->stream);
+    }
+    free(rects);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
     uint64_t *key = NULL;
     if (px__key(ex, prog, &key, &rt->key_n, &rt->key_hash, err) < 0)
         return -1;
@@ -386,6 +417,7 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->tex_serial);
     free(rt->resize_serial);
     free(rt->lin_cap);
+    cudaFree(rt->d_wipe);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -653,8 +685,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * work already queued on the stream) */
     PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
                            ex->stream));
-    /* 6. the program image holds the operands: slot 0, the data slots and the copy that restores
-     * slot 0 start as the next one's */
+    /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
+     * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
+     * output it wrote whole, that the next one writes in part). The program image holds the
+     * operands: slot 0, the data slots and the copy that restores slot 0 start as the next one's */
+    if (px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err) < 0)
+        return -1;
     if (old->image.w != next->image.w || old->image.h != next->image.h ||
         memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u)) {
         for (int k = 0; k < n; k++) {

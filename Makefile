@@ -131,7 +131,7 @@ $(BIN)/pxresize: $(BUILD)/tools/pxresize.o $(BUILD)/libpxvm.a
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lz -o $@
-$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
+$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/retarget_conform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a

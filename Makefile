@@ -42,7 +42,7 @@ SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
 # pxbatch is built with MPI when mpicc is here (Debian's libopenmpi-dev), else for one process
 MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform \
-           $(BIN)/pxresize
+           $(BIN)/pxresize $(BIN)/bench_retarget
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
@@ -144,6 +144,9 @@ $(BIN)/bench_fixation: $(BUILD)/tests/bench/bench_fixation.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_video: $(BUILD)/tests/bench/bench_video.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_retarget: $(BUILD)/tests/bench/bench_retarget.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

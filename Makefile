@@ -31,10 +31,10 @@ LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c v
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
            assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
-           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c vm/tokens.c \
+           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c vm/tokens.c vm/retarget_check.c \
            executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
            executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c \
-           executors/cpu/resize.c executors/cpu/tokens.c
+           executors/cpu/resize.c executors/cpu/tokens.c executors/cpu/retarget.c
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0
@@ -42,12 +42,13 @@ SHLIB   := $(BUILD)/libpxvm.so.$(VERSION)
 # pxbatch is built with MPI when mpicc is here (Debian's libopenmpi-dev), else for one process
 MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN)/gen_spec $(BIN)/pxzoom $(BIN)/pxconform \
-           $(BIN)/pxresize
+           $(BIN)/pxresize $(BIN)/bench_retarget
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
 LIB_OBJ  += $(BUILD)/executors/cuda_gl/context.o $(BUILD)/executors/cuda_gl/resources.o $(BUILD)/executors/cuda_gl/bind.o $(BUILD)/executors/cuda_gl/run.o $(BUILD)/executors/cuda_gl/pyramid.o $(BUILD)/executors/cuda_gl/fetch.o $(BUILD)/executors/cuda_gl/dot.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o \
-            $(BUILD)/executors/cuda_gl/resize.o $(BUILD)/executors/cuda_gl/tokens.o
+            $(BUILD)/executors/cuda_gl/resize.o $(BUILD)/executors/cuda_gl/tokens.o \
+             $(BUILD)/executors/cuda_gl/retarget.o
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
@@ -146,7 +147,7 @@ $(BIN)/pxresize: $(BUILD)/tools/pxresize.o $(BUILD)/libpxvm.a
 $(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lz -o $@
-$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
+$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/retarget_conform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a
@@ -159,6 +160,9 @@ $(BIN)/bench_fixation: $(BUILD)/tests/bench/bench_fixation.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_video: $(BUILD)/tests/bench/bench_video.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_retarget: $(BUILD)/tests/bench/bench_retarget.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_cpu: $(BUILD)/tests/bench/bench_cpu.o $(BUILD)/libpxvm.a

@@ -367,6 +367,12 @@ int pxvm_executor_open_named(const char *name, const pxvm_open_options *opt, con
 int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,
                      pxvm_error *err);
 
+/* Checks that `next` may replace `loaded` by an executor's retarget (vm/retarget_check.c): the same
+ * slot count, and per slot the same role, flags, name, patch geometry and, except for input
+ * slots, size and levels; the same token geometry; the same instruction count and opcodes; the
+ * same frame-only inputs. Anything else is a usage error naming what differs. */
+int pxvm_check_retarget(const pxvm_program *loaded, const pxvm_program *next, pxvm_error *err);
+
 /* Checks the common preconditions of read (the slot and level exist) for any executor. */
 int pxvm_check_read(const pxvm_program *prog, int slot, int level, pxvm_error *err);
 /* ... and of a read into dst: items within the batch, an RGBA8 view of the level's size (or, with

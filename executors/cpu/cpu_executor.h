@@ -53,6 +53,9 @@ struct pxvm_executor {
     struct px_resize_op **resize;
     uint8_t *resize_tmp;
     uint32_t ninsns; /* of the loaded program, for unload */
+    /* retarget: per item and slot, the bytes all_store holds (an input's storage only grows);
+     * NULL until the first retarget, when every entry is the slot's bytes */
+    uint64_t *store_cap;
 };
 
 /* One instruction (or the first of a batch) for the pool's workers. */
@@ -68,6 +71,12 @@ int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
 int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
 void px_cpu_unload(pxvm_executor *ex);
 void px_cpu_select(pxvm_executor *ex, int item);
+/* ... and what the instructions' operands decide, made for ex->prog (load, retarget) and freed. */
+int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err);
+void px_cpu_plan_unload(pxvm_executor *ex);
+
+/* retarget.c: the ops' retarget (vm.h). */
+int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 
 /* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);

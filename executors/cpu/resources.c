@@ -15,15 +15,28 @@ int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
     return 0;
 }
 
+#define PX__DROP(p) (free(p), (p) = NULL)
+void px_cpu_plan_unload(pxvm_executor *ex)
+{
+    for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
+        free(ex->mask_counts[k]);
+    PX__DROP(ex->level_flags);
+    PX__DROP(ex->mask_counts);
+    PX__DROP(ex->step_masks);
+    PX__DROP(ex->step_mask_at);
+    PX__DROP(ex->spans_all);
+    PX__DROP(ex->span_at);
+    PX__DROP(ex->box_all);
+    PX__DROP(ex->geom_known);
+    px_cpu_resize_unload(ex);
+}
+
 /* Frees what load allocated and leaves every pointer NULL (load may fail part way; unload runs
  * again before the next load and at close). */
-#define PX__DROP(p) (free(p), (p) = NULL)
 void px_cpu_unload(pxvm_executor *ex)
 {
     for (int k = 0; ex->all_store && k < ex->nslots * ex->batch; k++)
         free(ex->all_store[k]);
-    for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
-        free(ex->mask_counts[k]);
     PX__DROP(ex->all_store);
     PX__DROP(ex->all_view);
     PX__DROP(ex->bound);
@@ -35,15 +48,8 @@ void px_cpu_unload(pxvm_executor *ex)
     PX__DROP(ex->last_reg);
     PX__DROP(ex->rects);
     PX__DROP(ex->nrects);
-    PX__DROP(ex->level_flags);
-    PX__DROP(ex->mask_counts);
-    PX__DROP(ex->step_masks);
-    PX__DROP(ex->step_mask_at);
-    PX__DROP(ex->spans_all);
-    PX__DROP(ex->span_at);
-    PX__DROP(ex->box_all);
-    PX__DROP(ex->geom_known);
-    px_cpu_resize_unload(ex);
+    PX__DROP(ex->store_cap);
+    px_cpu_plan_unload(ex);
     ex->store = NULL; /* an item's parts of the arrays above */
     ex->view = NULL;
     ex->prog = NULL;
@@ -60,31 +66,14 @@ void px_cpu_select(pxvm_executor *ex, int item)
     ex->item = item;
 }
 
-int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+/* What the instructions' operands decide (retarget makes it again for the next program): the
+ * pyramid's scratch flags, the masks each fetch step reads and their counts, the incremental
+ * fetches' spans and boxes, the RESIZE tables. 0, or -1 with *err (px_cpu_plan_unload frees what
+ * was made). */
+int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
 {
-    if (ex->prog)
-        px_cpu_unload(ex);
-    ex->prog = prog;
-    ex->nslots = prog->nslots;
-    ex->ninsns = prog->ninsns;
-    ex->batch = batch;
-    size_t n = (size_t)prog->nslots * (size_t)batch;
-    ex->all_store = calloc(n, sizeof(uint8_t *));
-    ex->all_view = calloc(n, sizeof(px_cpu_src));
-    ex->bound = calloc(n, 1);
-    size_t nfix = (size_t)batch * PX_FIX_REGS * 2u, ngeom = (size_t)batch * (size_t)prog->ngeom;
-    ex->fix_set = calloc(nfix, sizeof(int32_t));
-    ex->fix_all = calloc(nfix, sizeof(int32_t));
-    ex->geom_all = malloc((ngeom ? ngeom : 1) * PX_GEOM_INTS * sizeof(int32_t));
-    if (ex->geom_all)
-        pxvm_geometry_clear(ex->geom_all, ngeom);
-    ex->primed = calloc((size_t)batch, 1);
-    ex->changed_all = calloc(ngeom ? ngeom : 1, 1);
-    ex->last_reg = calloc((size_t)batch * prog->ninsns * 2u, sizeof(int32_t));
-    ex->rects = calloc((size_t)batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
-    ex->nrects = malloc(sizeof(int) * (size_t)batch);
-    for (int b = 0; ex->nrects && b < batch; b++)
-        ex->nrects[b] = -1;
+    const pxvm_program *prog = ex->prog;
+    int batch = ex->batch;
     size_t flags = 1;
     for (int k = 0; k < prog->nslots; k++) {
         size_t f = (size_t)px_mip_dim(prog->slots[k].w, PX_TILE_SHIFT) * (size_t)px_mip_dim(prog->slots[k].h, PX_TILE_SHIFT);
@@ -129,13 +118,43 @@ int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
     ex->box_all = malloc(sizeof(px_tilebox) * ((size_t)batch * prog->ninsns + 1u));
     ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
+    if (!ex->level_flags || !ex->mask_counts || !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at ||
+        !ex->spans_all || !ex->box_all || !ex->geom_known)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    return px_cpu_resize_load(ex, err);
+}
+
+int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+{
+    if (ex->prog)
+        px_cpu_unload(ex);
+    ex->prog = prog;
+    ex->nslots = prog->nslots;
+    ex->ninsns = prog->ninsns;
+    ex->batch = batch;
+    size_t n = (size_t)prog->nslots * (size_t)batch;
+    ex->all_store = calloc(n, sizeof(uint8_t *));
+    ex->all_view = calloc(n, sizeof(px_cpu_src));
+    ex->bound = calloc(n, 1);
+    size_t nfix = (size_t)batch * PX_FIX_REGS * 2u, ngeom = (size_t)batch * (size_t)prog->ngeom;
+    ex->fix_set = calloc(nfix, sizeof(int32_t));
+    ex->fix_all = calloc(nfix, sizeof(int32_t));
+    ex->geom_all = malloc((ngeom ? ngeom : 1) * PX_GEOM_INTS * sizeof(int32_t));
+    if (ex->geom_all)
+        pxvm_geometry_clear(ex->geom_all, ngeom);
+    ex->primed = calloc((size_t)batch, 1);
+    ex->changed_all = calloc(ngeom ? ngeom : 1, 1);
+    ex->last_reg = calloc((size_t)batch * prog->ninsns * 2u, sizeof(int32_t));
+    ex->rects = calloc((size_t)batch * PXVM_MAX_RECTS, sizeof(pxvm_rect));
+    ex->nrects = malloc(sizeof(int) * (size_t)batch);
+    for (int b = 0; ex->nrects && b < batch; b++)
+        ex->nrects[b] = -1;
     if (!ex->all_store || !ex->all_view || !ex->bound || !ex->fix_set || !ex->fix_all || !ex->geom_all || !ex->primed ||
-        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects || !ex->level_flags || !ex->mask_counts ||
-        !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at || !ex->spans_all || !ex->box_all || !ex->geom_known) {
+        !ex->changed_all || !ex->last_reg || !ex->rects || !ex->nrects) {
         px_cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
-    if (px_cpu_resize_load(ex, err) < 0) {
+    if (px_cpu_plan_load(ex, err) < 0) {
         px_cpu_unload(ex);
         return -1;
     }

@@ -104,8 +104,8 @@ static int px__bind_pipelined(pxvm_executor *ex, int slot, int item0, const pxvm
     }
     int t = ex->up_turn[slot];
     ex->up_turn[slot] ^= 1;
-    if (!ex->d_upload[slot][t]) {
-        PX__CK(cudaMalloc(&ex->d_upload[slot][t], bytes * (size_t)ex->batch));
+    if (!ex->d_upload[slot][t]) { /* as large as the slot's linear buffers (retarget: maybe larger) */
+        PX__CK(cudaMalloc(&ex->d_upload[slot][t], px__lin_bytes(ex, slot) * (size_t)ex->batch));
         PX__CK(cudaEventCreateWithFlags(&ex->up_done[slot][t], cudaEventDisableTiming));
         PX__CK(cudaEventCreateWithFlags(&ex->up_free[slot][t], cudaEventDisableTiming));
         PX__CK(cudaEventRecord(ex->up_free[slot][t], ex->stream));
@@ -190,7 +190,8 @@ int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm
         int contiguous = pxvm_view_is_packed_rgba(v) && (v->items == 1 || v->item_stride == (int64_t)bytes);
         if (!(pinned && contiguous)) { /* converted into our pinned staging buffer first */
             if (!ex->staging[slot])
-                PX__CK(cudaHostAlloc(&ex->staging[slot], bytes * (size_t)ex->batch, cudaHostAllocWriteCombined));
+                PX__CK(cudaHostAlloc(&ex->staging[slot], px__lin_bytes(ex, slot) * (size_t)ex->batch,
+                                     cudaHostAllocWriteCombined));
             PX__CK(cudaStreamSynchronize(ex->stream)); /* the staging buffer may still feed an upload */
             for (int i = 0; i < v->items; i++)
                 pxvm_view_to_rgba(v, i, ex->staging[slot] + bytes * (size_t)(item0 + i));

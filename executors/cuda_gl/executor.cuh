@@ -115,6 +115,8 @@ struct pxvm_executor {
     /* RESIZE: per instruction (resize_n of them), its device tables and buffer, else NULL */
     px_gpu_resize **resize;
     uint32_t resize_n;
+    /* retarget.cu: the per-size cache (NULL until the first retarget) */
+    struct px_gpu_retarget *rt;
 };
 
 #define PX__CK(call)                                                                                   \
@@ -148,6 +150,19 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
 void px__gl_unload(pxvm_executor *ex);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+/* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'
+ * buffers (those missing), the fetch records and each step's y blocks (allocated here), the
+ * per-run reset records of the slots' current surfaces (allocated here, NULL when none). */
+int px__alloc_masks(pxvm_executor *ex, pxvm_error *err);
+int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step_blocks, pxvm_error *err);
+int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err);
+
+/* retarget.cu: the ops' retarget; what unload frees of its cache (after the stream has drained);
+ * the bytes per item an input's linear buffers (staging, d_staging, d_upload) are made with (its
+ * level 0, or more after a retarget to a larger size: they only grow). */
+int px__gl_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
+void px__retarget_free(pxvm_executor *ex);
+size_t px__lin_bytes(const pxvm_executor *ex, int slot);
 
 /* bind.cu: the ops' bind and borrow; a caller's pointer checked to be memory of the executor's
  * CUDA device (what: the view's name in the error). */
@@ -160,6 +175,7 @@ int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *wha
  * launches, for every item. */
 int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_resize **out, pxvm_error *err);
 void px_gpu_resize_free(px_gpu_resize *r);
+size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items); /* its device memory */
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 
 /* tokens.cu: the ops' read_tokens (vm/tokens.h). */

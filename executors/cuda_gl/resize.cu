@@ -136,6 +136,12 @@ void px_gpu_resize_free(px_gpu_resize *r)
     free(r);
 }
 
+size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items)
+{
+    return sizeof(int32_t) * ((size_t)r->cw * (2u + (size_t)r->ksx) + (size_t)r->ch * (2u + (size_t)r->ksy)) +
+           r->tmp_item * (size_t)items;
+}
+
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream)
 {
     if (r->rows) {

@@ -22,6 +22,7 @@ void px__gl_unload(pxvm_executor *ex)
     px__make_current(ex);
     int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
+    px__retarget_free(ex); /* the cached sizes; what is in use is freed below */
     for (int g = 0; g < 2; g++) {
         if (ex->have_graph[g]) {
             cudaGraphExecDestroy(ex->graph[g]);
@@ -152,6 +153,145 @@ int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int m
     return 0;
 }
 
+/* Row bitmaps, group maps and counters for every slot the loaded program uses as a tile mask
+ * (those made already are kept: retarget calls it again for the next program). */
+int px__alloc_masks(pxvm_executor *ex, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    size_t batch = (size_t)ex->batch;
+    if (!ex->d_bits) {
+        ex->d_bits = (uint32_t **)calloc((size_t)prog->nslots, sizeof(uint32_t *));
+        ex->d_dmap = (uint8_t **)calloc((size_t)prog->nslots, sizeof(uint8_t *));
+        ex->d_sync = (unsigned **)calloc((size_t)prog->nslots, sizeof(unsigned *));
+    }
+    if (!ex->d_bits || !ex->d_dmap || !ex->d_sync)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int m = in->op == PX_OP_PYRAMID ? PX_ARG(in, PYRAMID, mask)
+                : (in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE) ? in->a[PX_FI(DIFF, mask)]
+                : (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER) ? pxvm_fetch_mask(in)
+                                                                                              : 0;
+        if (m && !ex->d_bits[m]) {
+            int tw = prog->slots[m].w, th = prog->slots[m].h;
+            PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * batch));
+            PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_tiles_scratch(tw, th) * batch));
+            PX__CK(cudaMalloc(&ex->d_sync[m], sizeof(unsigned) * batch));
+            PX__CK(cudaMemsetAsync(ex->d_sync[m], 0, sizeof(unsigned) * batch, ex->stream));
+        }
+    }
+    return 0;
+}
+
+/* The fetch kernel's records of the loaded program's instructions (into *d_fetch, allocated
+ * here, uploaded on the stream) and each plan step's y blocks (*step_blocks, host): at load, and
+ * at a retarget to operands not seen before. */
+int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step_blocks, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    /* SAMPLE/GATHER records, one per instruction, so a batch is a contiguous range */
+    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
+    if (!fetch)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER)
+            continue;
+        px_gpu_fetch *f = &fetch[i];
+        f->op = in->op;
+        f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)];
+        f->mode = px_mode_filter(in->a[PX_FI(SAMPLE, mode)]), f->reg = px_mode_reg(in->a[PX_FI(SAMPLE, mode)]);
+        f->token = prog->insn_token[i];
+        f->mask = pxvm_fetch_mask(in);
+        f->index = (int)i;
+        if (f->mask) {
+            f->bits = ex->d_bits[f->mask];
+            f->wpr = px_gpu_words(prog->slots[f->mask].w);
+            f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
+        }
+        if (f->mask) { /* its footprint box, decided at load (vm/launch_plan.c) */
+            const pxvm_fetch_box *b = &prog->insn_box[i];
+            f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
+        }
+        f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
+        f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
+        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
+            f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
+            f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
+            f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+            f->taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
+            f->tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
+            f->tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
+        } else {
+            f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
+        }
+    }
+    /* each fetch launch gets y blocks for its own largest patch, decided here, not per run */
+    *step_blocks = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof(unsigned));
+    if (!*step_blocks) {
+        free(fetch);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    for (uint32_t si = 0; si < prog->nsteps; si++) {
+        int most = 0, incremental = 0;
+        for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++) {
+            most = fetch[i].w * fetch[i].h > most ? fetch[i].w * fetch[i].h : most;
+            incremental |= fetch[i].mask != 0;
+        }
+        int by = incremental ? 1 : (most + 255) / 256; /* an incremental decision is one block's */
+        (*step_blocks)[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
+    }
+    cudaError_t e = cudaMalloc(d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
+    /* pageable: copied to staging memory before the call returns, so fetch may be freed */
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(*d_fetch, fetch, sizeof(px_gpu_fetch) * prog->ninsns, cudaMemcpyHostToDevice, ex->stream);
+    free(fetch);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading the launch plan", e, __FILE__, __LINE__);
+    return 0;
+
+}
+
+/* The per-run reset's clear records (what prog->reset marks; inputs and data never change) for the
+ * slots' current surfaces: into *d_clear (allocated here, NULL when there is none), on the
+ * stream; at load, and at a retarget to sizes not seen before. */
+int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    int n = ex->nslots, all = n * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        int k = i % n;
+        uint8_t r = prog->reset[k];
+        if ((r & PXVM_RESET_LEVEL0) && k != 0)
+            px__add_clear(ex, rects, i, 0, 1);
+        if (r & PXVM_RESET_UPPER)
+            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+    }
+    *nclear = ex->nclear, *max_px = ex->max_clear_px;
+    if (nclear != &ex->nclear)
+        ex->nclear = keep_n;
+    if (max_px != &ex->max_clear_px)
+        ex->max_clear_px = keep_px;
+    *d_clear = NULL;
+    cudaError_t e = cudaSuccess;
+    if (*nclear) {
+        e = cudaMalloc(d_clear, sizeof(px_gpu_rect) * (size_t)*nclear);
+        if (e == cudaSuccess) /* pageable: staged before the call returns */
+            e = cudaMemcpyAsync(*d_clear, rects, sizeof(px_gpu_rect) * (size_t)*nclear, cudaMemcpyHostToDevice, ex->stream);
+    }
+    free(rects);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading reset records", e, __FILE__, __LINE__);
+    return 0;
+}
+
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
@@ -227,26 +367,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
             return px__cuda_fail(err, "allocating fixation registers, token geometry and video state", ge, __FILE__,
                                  __LINE__);
         px__video_end(ex); /* dirty rectangles: none */
-        /* row bitmaps, group maps and counters for every slot used as a tile mask */
-        ex->d_bits = (uint32_t **)calloc((size_t)prog->nslots, sizeof(uint32_t *));
-        ex->d_dmap = (uint8_t **)calloc((size_t)prog->nslots, sizeof(uint8_t *));
-        ex->d_sync = (unsigned **)calloc((size_t)prog->nslots, sizeof(unsigned *));
-        if (!ex->d_bits || !ex->d_dmap || !ex->d_sync)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-        for (uint32_t i = 0; i < prog->ninsns; i++) {
-            const pxi_insn *in = &prog->insns[i];
-            int m = in->op == PX_OP_PYRAMID ? PX_ARG(in, PYRAMID, mask)
-                    : (in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE) ? in->a[PX_FI(DIFF, mask)]
-                    : (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER) ? pxvm_fetch_mask(in)
-                                                                                                  : 0;
-            if (m && !ex->d_bits[m]) {
-                int tw = prog->slots[m].w, th = prog->slots[m].h;
-                PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * (size_t)batch));
-                PX__CK(cudaMalloc(&ex->d_dmap[m], px_gpu_tiles_scratch(tw, th) * (size_t)batch));
-                PX__CK(cudaMalloc(&ex->d_sync[m], sizeof(unsigned) * (size_t)batch));
-                PX__CK(cudaMemsetAsync(ex->d_sync[m], 0, sizeof(unsigned) * (size_t)batch, ex->stream));
-            }
-        }
+        if (px__alloc_masks(ex, err) < 0)
+            return -1;
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
     }
 
@@ -308,64 +430,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)all));
     PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)all, cudaMemcpyHostToDevice, ex->stream));
 
-    /* SAMPLE/GATHER records, one per instruction, so a batch is a contiguous range */
-    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
-    if (!fetch)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        const pxi_insn *in = &prog->insns[i];
-        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER)
-            continue;
-        px_gpu_fetch *f = &fetch[i];
-        f->op = in->op;
-        f->src = in->a[PX_FI(SAMPLE, src)], f->dst = in->a[PX_FI(SAMPLE, dst)];
-        f->mode = px_mode_filter(in->a[PX_FI(SAMPLE, mode)]), f->reg = px_mode_reg(in->a[PX_FI(SAMPLE, mode)]);
-        f->token = prog->insn_token[i];
-        f->mask = pxvm_fetch_mask(in);
-        f->index = (int)i;
-        if (f->mask) {
-            f->bits = ex->d_bits[f->mask];
-            f->wpr = px_gpu_words(prog->slots[f->mask].w);
-            f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
-        }
-        if (f->mask) { /* its footprint box, decided at load (vm/launch_plan.c) */
-            const pxvm_fetch_box *b = &prog->insn_box[i];
-            f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
-        }
-        f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
-        f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
-        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
-            f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
-            f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
-            f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
-            f->taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
-            f->tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
-            f->tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
-        } else {
-            f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
-        }
-    }
-    /* each fetch launch gets y blocks for its own largest patch, decided here, not per run */
-    ex->step_blocks = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof(unsigned));
-    if (!ex->step_blocks) {
-        free(fetch);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    }
-    for (uint32_t si = 0; si < prog->nsteps; si++) {
-        int most = 0, incremental = 0;
-        for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++) {
-            most = fetch[i].w * fetch[i].h > most ? fetch[i].w * fetch[i].h : most;
-            incremental |= fetch[i].mask != 0;
-        }
-        int by = incremental ? 1 : (most + 255) / 256; /* an incremental decision is one block's */
-        ex->step_blocks[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
-    }
-    cudaError_t e = cudaMalloc(&ex->d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(ex->d_fetch, fetch, sizeof(px_gpu_fetch) * prog->ninsns, cudaMemcpyHostToDevice);
-    free(fetch);
-    if (e != cudaSuccess)
-        return px__cuda_fail(err, "uploading the launch plan", e, __FILE__, __LINE__);
+    if (px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0)
+        return -1;
 
     /* RESIZE: its tables and buffers, made once here (a run, or a graph, only launches) */
     for (uint32_t i = 0; i < prog->ninsns; i++) {
@@ -392,7 +458,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     ex->nclear = ex->max_clear_px = 0;
     for (int i = 0; i < all; i++)
         px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
-    e = cudaMalloc(&d_all, sizeof(px_gpu_rect) * (size_t)ex->nclear);
+    cudaError_t e = cudaMalloc(&d_all, sizeof(px_gpu_rect) * (size_t)ex->nclear);
     if (e == cudaSuccess)
         e = cudaMemcpy(d_all, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
@@ -401,23 +467,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         return px__cuda_fail(err, "uploading clear records", e, __FILE__, __LINE__);
     }
     int rc = px__launch_clear(ex, d_all, ex->nclear, ex->max_clear_px, err);
-    /* the per-run reset: what prog->reset marks (inputs and data never change) */
-    ex->nclear = ex->max_clear_px = 0;
-    for (int i = 0; i < all; i++) {
-        int k = i % n;
-        uint8_t r = prog->reset[k];
-        if ((r & PXVM_RESET_LEVEL0) && k != 0)
-            px__add_clear(ex, rects, i, 0, 1);
-        if (r & PXVM_RESET_UPPER)
-            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
-    }
-    if (rc == 0 && ex->nclear) {
-        e = cudaMalloc(&ex->d_clear, sizeof(px_gpu_rect) * (size_t)ex->nclear);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(ex->d_clear, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
-        if (e != cudaSuccess)
-            rc = px__cuda_fail(err, "uploading reset records", e, __FILE__, __LINE__);
-    }
+    if (rc == 0)
+        rc = px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err);
     free(rects);
     if (rc < 0) {
         cudaStreamSynchronize(ex->stream);

@@ -18,6 +18,10 @@
  *       executor after every frame, changed tokens conservative, and (cuda) the same bytes as the
  *       CPU reference.
  *
+ *   pxconform --retarget N --seed S [--executor cpu|cuda]
+ *       N random size switches of the shipped plans (retarget_conform.c): a retargeted executor
+ *       == a fresh load of the program at that size, and (cuda) == the CPU executor.
+ *
  * Ends with "conformance: P programs, O outputs, B bytes compared, D differences"; exit 0 only
  * with no difference.
  */
@@ -309,10 +313,14 @@ static int px__write_goldens(const char *path)
     return 0;
 }
 
+/* retarget_conform.c */
+int px_retarget_conform(const pxvm_executor_ops *ops, const pxvm_open_options *oo, long switches, uint64_t seed,
+                        px_golden_stats *st);
+
 int main(int argc, char **argv)
 {
     const char *exec_name = "cpu", *save = "build/conformance-failures";
-    long count = 0, videos = 0;
+    long count = 0, videos = 0, retargets = 0;
     uint64_t seed = 1;
     pxvm_open_options oo = {0, 0};
     for (int i = 1; i < argc; i++) {
@@ -327,13 +335,15 @@ int main(int argc, char **argv)
             count = atol(argv[++i]);
         else if (!strcmp(argv[i], "--video") && v)
             videos = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--retarget") && v)
+            retargets = atol(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && v)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--save") && v)
             save = argv[++i];
         else {
             fprintf(stderr, "usage: pxconform [--executor cpu|cuda] [--device N] [--random N --seed S] [--save DIR] "
-                            "[--video N --seed S] | --write-goldens\n");
+                            "[--video N --seed S] [--retarget N --seed S] | --write-goldens\n");
             return 2;
         }
     }
@@ -347,7 +357,9 @@ int main(int argc, char **argv)
     }
     px_golden_stats st = {0};
     int rc = 0;
-    if (videos > 0) {
+    if (retargets > 0) {
+        rc = px_retarget_conform(t.ops, &oo, retargets, seed, &st);
+    } else if (videos > 0) {
         const pxvm_executor_ops *ref = t.ops == &pxvm_cpu_executor ? NULL : &pxvm_cpu_executor;
         printf("video sequences: %s, incremental against full recompute%s, seeds %llu..%llu\n", exec_name,
                ref ? " and against the CPU reference" : "", (unsigned long long)seed,

@@ -1,0 +1,751 @@
+/* retarget.cu - the CUDA-GL executor's retarget (vm.h): the loaded program replaced by one that
+ * differs only in the sizes of input slots and in operand values (pxvm_check_retarget), without a
+ * load, with a per-size cache so that going back to a size seen before allocates nothing.
+ *
+ * What is cached, each entry stamped when last used (LRU):
+ *   textures  per input slot and size (slot, w, h, levels): the GL textures with their mip chains
+ *             of every item, registered and mapped, their CUDA arrays and texture and surface
+ *             objects. A switch moves the slot's textures in use into the cache and takes the
+ *             next size's out of it (or makes them, every level zeroed): the host and device slot
+ *             tables (px_gpu_slot) are updated, nothing else is allocated.
+ *   RESIZE    per instruction, source size and operands: its device tables and pass 1's buffer.
+ *   configs   per set of (textures, RESIZE tables, operands) in use: the fetch records, each
+ *             step's y blocks, the per-run reset records and the captured graphs (a graph bakes
+ *             launch dimensions, which depend on the sizes: PYRAMID grids, RESIZE passes), so a
+ *             graph is only ever replayed for the sizes it was captured at. At most
+ *             PX_RT_CONFIGS of them; one whose textures or tables are evicted is dropped with them.
+ * The bound: cached textures and RESIZE tables beyond those in use take at most
+ * PXVM_CUDA_RETARGET_CACHE_MIB MiB (environment, read at the first retarget; default 256; 0:
+ * nothing is kept, every switch makes the next size's storage). An input's linear buffers
+ * (d_staging, staging, d_upload) only grow, to the largest size seen; the ones they replace, and
+ * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
+ * the device; only an eviction waits for the executor's stream, before it frees what the queued
+ * work may still read).
+ * Slots that are neither inputs nor persistent start again from their initial state, as after a
+ * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
+ * to switch (a CUDA error) leaves no program loaded. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor.cuh"
+
+#define PX_RT_CONFIGS 64
+#define PX_RT_DEFAULT_MIB 256
+
+struct px_rt_tex { /* one input slot's storage at one size, every item */
+    px_rt_tex *next;
+    uint64_t serial, stamp, bytes;
+    int slot, w, h, levels, mapped;
+    GLuint *gl_tex;              /* [batch] */
+    cudaGraphicsResource_t *res; /* [batch] */
+    px_gpu_slot *g;              /* [batch] */
+    cudaArray_t *arrays;         /* [batch * PXVM_MAX_LEVELS] */
+};
+
+struct px_rt_resize { /* one RESIZE's tables for one source size and operands */
+    px_rt_resize *next;
+    uint64_t serial, stamp, bytes;
+    uint32_t insn;
+    int sw, sh;
+    int32_t a[PXI_MAX_FIELDS];
+    px_gpu_resize *r;
+};
+
+struct px_rt_config { /* what runs launch with for one set of textures, tables and operands */
+    px_rt_config *next;
+    uint64_t hash, stamp;
+    uint64_t *key; /* key_n words: memcmp'd on a hash match */
+    size_t key_n;
+    px_gpu_fetch *d_fetch;
+    unsigned *step_blocks;
+    px_gpu_rect *d_clear;
+    int nclear, max_clear_px;
+    cudaGraphExec_t graph[2];
+    cudaGraph_t graph_def[2];
+    px_gpu_frame_nodes *frame_nodes[2];
+    int have_graph[2];
+};
+
+struct px_gpu_retarget {
+    uint64_t bound, cached_bytes, clock, serial;
+    px_rt_tex *tex;
+    px_rt_resize *resize;
+    px_rt_config *configs;
+    int nconfigs;
+    uint64_t *tex_serial;    /* [nslots]: the serial of each input's textures in use */
+    uint64_t *resize_serial; /* [ninsns]: ... of each RESIZE's tables in use */
+    size_t *lin_cap;         /* [nslots]: bytes per item of an input's linear buffers */
+    px_gpu_rect *d_wipe;     /* what a switch zeroes: every level of every item's slots that are
+                              * neither inputs nor persistent (level 0 of program and data slots
+                              * excepted); their surfaces never change */
+    int nwipe, wipe_px;
+    uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
+    size_t key_n, key_cap;
+    uint64_t key_hash;
+    void **deferred; /* replaced linear buffers, freed at unload */
+    uint8_t *deferred_host;
+    int ndeferred, deferred_cap;
+};
+
+size_t px__lin_bytes(const pxvm_executor *ex, int slot)
+{
+    size_t now = (size_t)ex->prog->slots[slot].w * (size_t)ex->prog->slots[slot].h * 4u;
+    size_t cap = ex->rt ? ex->rt->lin_cap[slot] : 0;
+    return cap > now ? cap : now;
+}
+
+/* ---- entries -------------------------------------------------------------------------------- */
+
+static void px__tex_free(px_rt_tex *t, int batch, cudaStream_t stream)
+{
+    for (int b = 0; t->g && b < batch; b++)
+        for (int l = 0; l < t->g[b].levels; l++) {
+            if (t->g[b].tex[l])
+                cudaDestroyTextureObject(t->g[b].tex[l]);
+            if (t->g[b].surf[l])
+                cudaDestroySurfaceObject(t->g[b].surf[l]);
+        }
+    if (t->mapped)
+        cudaGraphicsUnmapResources(batch, t->res, stream);
+    for (int b = 0; t->res && b < batch; b++)
+        if (t->res[b])
+            cudaGraphicsUnregisterResource(t->res[b]);
+    if (t->gl_tex)
+        glDeleteTextures(batch, t->gl_tex);
+    free(t->gl_tex);
+    free(t->res);
+    free(t->g);
+    free(t->arrays);
+    free(t);
+}
+
+static px_rt_tex *px__tex_shell(int batch)
+{
+    px_rt_tex *t = (px_rt_tex *)calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->gl_tex = (GLuint *)calloc((size_t)batch, sizeof(GLuint));
+    t->res = (cudaGraphicsResource_t *)calloc((size_t)batch, sizeof(cudaGraphicsResource_t));
+    t->g = (px_gpu_slot *)calloc((size_t)batch, sizeof(px_gpu_slot));
+    t->arrays = (cudaArray_t *)calloc((size_t)batch * PXVM_MAX_LEVELS, sizeof(cudaArray_t));
+    if (!t->gl_tex || !t->res || !t->g || !t->arrays) {
+        free(t->gl_tex), free(t->res), free(t->g), free(t->arrays), free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Input slot `slot` at size s for every item, as load makes it: GL textures with the mip chain,
+ * registered, mapped, texture and surface objects per level, every level zeroed (on the stream). */
+static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_tex **out, pxvm_error *err)
+{
+    int batch = ex->batch;
+    px_rt_tex *t = *out = px__tex_shell(batch);
+    if (!t)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    t->slot = slot, t->w = s->w, t->h = s->h, t->levels = s->levels;
+    t->bytes = s->bytes * (uint64_t)batch;
+    glGenTextures(batch, t->gl_tex);
+    for (int b = 0; b < batch; b++) {
+        glBindTexture(GL_TEXTURE_2D, t->gl_tex[b]);
+        glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
+        GLenum ge = glGetError();
+        if (ge != GL_NO_ERROR) {
+            glBindTexture(GL_TEXTURE_2D, 0);
+            char msg[192];
+            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
+                     s->levels, s->w, s->h, slot, b, ge);
+            return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+        }
+        PX__CK(cudaGraphicsGLRegisterImage(&t->res[b], t->gl_tex[b], GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore));
+    }
+    glBindTexture(GL_TEXTURE_2D, 0);
+    PX__CK(cudaGraphicsMapResources(batch, t->res, ex->stream));
+    t->mapped = 1;
+    px_gpu_rect rects[PXVM_MAX_LEVELS];
+    for (int b = 0; b < batch; b++) {
+        px_gpu_slot *g = &t->g[b];
+        cudaMipmappedArray_t mip;
+        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, t->res[b]));
+        for (int l = 0; l < s->levels; l++) {
+            cudaArray_t arr;
+            PX__CK(cudaGetMipmappedArrayLevel(&arr, mip, (unsigned)l));
+            t->arrays[(size_t)b * PXVM_MAX_LEVELS + (size_t)l] = arr;
+            g->w[l] = px_mip_dim(s->w, l);
+            g->h[l] = px_mip_dim(s->h, l);
+            cudaResourceDesc rd;
+            memset(&rd, 0, sizeof rd);
+            rd.resType = cudaResourceTypeArray;
+            rd.res.array.array = arr;
+            cudaTextureDesc td;
+            memset(&td, 0, sizeof td);
+            td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+            td.filterMode = cudaFilterModePoint;
+            td.readMode = cudaReadModeElementType;
+            td.normalizedCoords = 0;
+            PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
+            PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
+            g->levels = l + 1;
+        }
+        /* zeroed as load zeroes every level; the records live until the clear has run */
+        int max_px = 0;
+        for (int l = 0; l < s->levels; l++) {
+            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l];
+            max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
+        }
+        px_gpu_rect *d = NULL;
+        PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)s->levels, ex->stream));
+        cudaError_t e = cudaMemcpyAsync(d, rects, sizeof(px_gpu_rect) * (size_t)s->levels, cudaMemcpyHostToDevice, ex->stream);
+        int rc = e == cudaSuccess ? px__launch_clear(ex, d, s->levels, max_px, err)
+                                  : px__cuda_fail(err, "uploading clear records", e, __FILE__, __LINE__);
+        cudaFreeAsync(d, ex->stream);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The textures of input slot k in use (table entries item * nslots + k) into a cache entry. */
+static px_rt_tex *px__tex_take_in_use(pxvm_executor *ex, int k)
+{
+    int n = ex->nslots, batch = ex->batch;
+    px_rt_tex *t = px__tex_shell(batch);
+    if (!t)
+        return NULL;
+    const pxvm_slot *s = &ex->prog->slots[k];
+    t->slot = k, t->w = s->w, t->h = s->h, t->levels = s->levels, t->mapped = 1;
+    t->bytes = s->bytes * (uint64_t)batch;
+    for (int b = 0; b < batch; b++) {
+        size_t i = (size_t)b * (size_t)n + (size_t)k;
+        t->gl_tex[b] = ex->gl_tex[i], t->res[b] = ex->res[i], t->g[b] = ex->slots[i];
+        memcpy(t->arrays + (size_t)b * PXVM_MAX_LEVELS, ex->arrays + i * PXVM_MAX_LEVELS, sizeof(cudaArray_t) * PXVM_MAX_LEVELS);
+    }
+    return t;
+}
+
+/* A cache entry's textures into the table entries of its slot (the entry's shell is freed). */
+static void px__tex_put_in_use(pxvm_executor *ex, px_rt_tex *t)
+{
+    int n = ex->nslots;
+    for (int b = 0; b < ex->batch; b++) {
+        size_t i = (size_t)b * (size_t)n + (size_t)t->slot;
+        ex->gl_tex[i] = t->gl_tex[b], ex->res[i] = t->res[b], ex->slots[i] = t->g[b];
+        memcpy(ex->arrays + i * PXVM_MAX_LEVELS, t->arrays + (size_t)b * PXVM_MAX_LEVELS, sizeof(cudaArray_t) * PXVM_MAX_LEVELS);
+    }
+    ex->rt->tex_serial[t->slot] = t->serial;
+    free(t->gl_tex), free(t->res), free(t->g), free(t->arrays), free(t);
+}
+
+static void px__config_drop_graphs(px_rt_config *c)
+{
+    for (int g = 0; g < 2; g++) {
+        if (c->have_graph[g]) {
+            cudaGraphExecDestroy(c->graph[g]);
+            cudaGraphDestroy(c->graph_def[g]);
+        }
+        free(c->frame_nodes[g]);
+        c->frame_nodes[g] = NULL;
+        c->have_graph[g] = 0;
+    }
+}
+
+static void px__config_free(px_rt_config *c)
+{
+    px__config_drop_graphs(c);
+    cudaFree(c->d_fetch);
+    cudaFree(c->d_clear);
+    free(c->step_blocks);
+    free(c->key);
+    free(c);
+}
+
+/* Does configuration c use the textures or tables of serial s? (Serials sit at known places of
+ * the key: px__key.) */
+static int px__config_uses(const px_rt_config *c, uint64_t s)
+{
+    for (size_t i = 0; i < c->key_n; i++)
+        if (c->key[i] == (s | (1ull << 63)))
+            return 1;
+    return 0;
+}
+
+/* ---- the configuration key ------------------------------------------------------------------ */
+
+/* Sizes of the inputs, the serials of the textures and RESIZE tables in use (marked by bit 63,
+ * which no size or operand word has), and every operand: what the fetch and reset records and the
+ * graphs are made from. */
+static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, size_t *key_n, uint64_t *hash,
+                   pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS) + 1u;
+    if (need > rt->key_cap) {
+        uint64_t *a = (uint64_t *)realloc(rt->key, sizeof(uint64_t) * need);
+        if (a)
+            rt->key = a;
+        uint64_t *b = (uint64_t *)realloc(rt->next_key, sizeof(uint64_t) * need);
+        if (b)
+            rt->next_key = b;
+        if (!a || !b)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(sizeof(uint64_t) * need));
+        rt->key_cap = need;
+    }
+    uint64_t *w = *key == NULL ? rt->next_key : *key;
+    size_t n = 0;
+    for (int k = 0; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT) {
+            const pxvm_slot *s = &prog->slots[k];
+            w[n++] = (uint64_t)(uint32_t)s->w | (uint64_t)(uint32_t)s->h << 24 | (uint64_t)(uint32_t)s->levels << 48;
+            w[n++] = rt->tex_serial[k] | (1ull << 63);
+        }
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op == PX_OP_RESIZE)
+            w[n++] = rt->resize_serial[i] | (1ull << 63);
+        for (int f = 0; f < in->nfields; f++)
+            w[n++] = (uint32_t)in->a[f];
+    }
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= w[i];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    *key = w, *key_n = n, *hash = h;
+    return 0;
+}
+
+/* ---- the cache ------------------------------------------------------------------------------ */
+
+static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    uint64_t mib = PX_RT_DEFAULT_MIB;
+    const char *env = getenv("PXVM_CUDA_RETARGET_CACHE_MIB");
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end || errno || env[0] == '-' || v > (1ull << 40)) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "PXVM_CUDA_RETARGET_CACHE_MIB='%.60s': expected a whole number of MiB (0 .. 2^40)", env);
+            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        }
+        mib = v;
+    }
+    px_gpu_retarget *rt = (px_gpu_retarget *)calloc(1, sizeof *rt);
+    if (!rt)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *rt);
+    rt->bound = mib << 20;
+    rt->tex_serial = (uint64_t *)calloc((size_t)prog->nslots, sizeof(uint64_t));
+    rt->resize_serial = (uint64_t *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof(uint64_t));
+    rt->lin_cap = (size_t *)calloc((size_t)prog->nslots, sizeof(size_t));
+    ex->rt = rt;
+    if (!rt->tex_serial || !rt->resize_serial || !rt->lin_cap)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    for (int k = 0; k < prog->nslots; k++) {
+        rt->tex_serial[k] = ++rt->serial; /* the loaded textures */
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            rt->lin_cap[k] = (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        rt->resize_serial[i] = ++rt->serial;
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        const pxvm_slot *s = &prog->slots[i % ex->nslots];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        px__add_clear(ex, rects, i, s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA ? 1 : 0, ex->slots[i].levels);
+    }
+    rt->nwipe = ex->nclear, rt->wipe_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    cudaError_t e = cudaSuccess;
+    if (rt->nwipe) {
+        e = cudaMalloc(&rt->d_wipe, sizeof(px_gpu_rect) * (size_t)rt->nwipe);
+        if (e == cudaSuccess) /* pageable: staged before the call returns */
+            e = cudaMemcpyAsync(rt->d_wipe, rects, sizeof(px_gpu_rect) * (size_t)rt->nwipe, cudaMemcpyHostToDevice, ex->stream);
+    }
+    free(rects);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    uint64_t *key = NULL;
+    if (px__key(ex, prog, &key, &rt->key_n, &rt->key_hash, err) < 0)
+        return -1;
+    uint64_t *t = rt->key; /* the key in use is rt->key */
+    rt->key = rt->next_key;
+    rt->next_key = t;
+    return 0;
+}
+
+void px__retarget_free(pxvm_executor *ex)
+{
+    px_gpu_retarget *rt = ex->rt;
+    if (!rt)
+        return;
+    while (rt->tex) {
+        px_rt_tex *t = rt->tex;
+        rt->tex = t->next;
+        px__tex_free(t, ex->batch, ex->stream);
+    }
+    while (rt->resize) {
+        px_rt_resize *r = rt->resize;
+        rt->resize = r->next;
+        px_gpu_resize_free(r->r);
+        free(r);
+    }
+    while (rt->configs) {
+        px_rt_config *c = rt->configs;
+        rt->configs = c->next;
+        px__config_free(c);
+    }
+    for (int i = 0; i < rt->ndeferred; i++)
+        if (rt->deferred_host[i])
+            cudaFreeHost(rt->deferred[i]);
+        else
+            cudaFree(rt->deferred[i]);
+    free(rt->deferred);
+    free(rt->deferred_host);
+    free(rt->tex_serial);
+    free(rt->resize_serial);
+    free(rt->lin_cap);
+    cudaFree(rt->d_wipe);
+    free(rt->key);
+    free(rt->next_key);
+    free(rt);
+    ex->rt = NULL;
+}
+
+static int px__defer(px_gpu_retarget *rt, void *p, int host, pxvm_error *err)
+{
+    if (!p)
+        return 0;
+    if (rt->ndeferred == rt->deferred_cap) {
+        int cap = rt->deferred_cap ? 2 * rt->deferred_cap : 16;
+        void **d = (void **)realloc(rt->deferred, sizeof(void *) * (size_t)cap);
+        if (d)
+            rt->deferred = d;
+        uint8_t *h = (uint8_t *)realloc(rt->deferred_host, (size_t)cap);
+        if (h)
+            rt->deferred_host = h;
+        if (!d || !h)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)cap * sizeof(void *));
+        rt->deferred_cap = cap;
+    }
+    rt->deferred[rt->ndeferred] = p;
+    rt->deferred_host[rt->ndeferred++] = (uint8_t)host;
+    return 0;
+}
+
+/* Cached textures and RESIZE tables beyond the bound go, least recently used first; then the
+ * configurations that used them, and the oldest beyond PX_RT_CONFIGS. Freed after the stream has
+ * drained (queued work may still read them). */
+static void px__evict(pxvm_executor *ex)
+{
+    px_gpu_retarget *rt = ex->rt;
+    int synced = 0;
+    while (rt->cached_bytes > rt->bound && (rt->tex || rt->resize)) {
+        px_rt_tex **ot = NULL;
+        px_rt_resize **orz = NULL;
+        uint64_t oldest = UINT64_MAX;
+        for (px_rt_tex **p = &rt->tex; *p; p = &(*p)->next)
+            if ((*p)->stamp < oldest)
+                oldest = (*p)->stamp, ot = p, orz = NULL;
+        for (px_rt_resize **p = &rt->resize; *p; p = &(*p)->next)
+            if ((*p)->stamp < oldest)
+                oldest = (*p)->stamp, orz = p, ot = NULL;
+        if (!synced)
+            cudaStreamSynchronize(ex->stream), synced = 1;
+        uint64_t serial;
+        if (ot) {
+            px_rt_tex *t = *ot;
+            *ot = t->next;
+            serial = t->serial;
+            rt->cached_bytes -= t->bytes;
+            px__tex_free(t, ex->batch, ex->stream);
+        } else {
+            px_rt_resize *r = *orz;
+            *orz = r->next;
+            serial = r->serial;
+            rt->cached_bytes -= r->bytes;
+            px_gpu_resize_free(r->r);
+            free(r);
+        }
+        for (px_rt_config **p = &rt->configs; *p;) {
+            if (px__config_uses(*p, serial)) {
+                px_rt_config *c = *p;
+                *p = c->next;
+                rt->nconfigs--;
+                px__config_free(c);
+            } else {
+                p = &(*p)->next;
+            }
+        }
+    }
+    while (rt->nconfigs > PX_RT_CONFIGS) {
+        px_rt_config **oc = &rt->configs;
+        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
+            if ((*p)->stamp < (*oc)->stamp)
+                oc = p;
+        if (!synced)
+            cudaStreamSynchronize(ex->stream), synced = 1;
+        px_rt_config *c = *oc;
+        *oc = c->next;
+        rt->nconfigs--;
+        px__config_free(c);
+    }
+}
+
+/* ---- retarget ------------------------------------------------------------------------------- */
+
+static int px__same_size(const pxvm_slot *a, const pxvm_slot *b)
+{
+    return a->w == b->w && a->h == b->h && a->levels == b->levels;
+}
+
+/* Does RESIZE instruction i need other tables in `next` than in `old`? */
+static int px__resize_changes(const pxvm_program *old, const pxvm_program *next, uint32_t i)
+{
+    const pxi_insn *a = &old->insns[i], *b = &next->insns[i];
+    const pxvm_slot *sa = &old->slots[PX_ARG(a, RESIZE, src)], *sb = &next->slots[PX_ARG(b, RESIZE, src)];
+    return sa->w != sb->w || sa->h != sb->h || memcmp(a->a, b->a, sizeof(int32_t) * b->nfields) != 0;
+}
+
+/* The switch itself, after the check: see the file's comment. */
+static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    const pxvm_program *old = ex->prog;
+    int n = ex->nslots, batch = ex->batch;
+    /* 1. the textures of every input whose size changes: cached, or made */
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &next->slots[k];
+        if (s->role != PXI_ROLE_INPUT || px__same_size(&old->slots[k], s))
+            continue;
+        px_rt_tex *take = NULL;
+        for (px_rt_tex **p = &rt->tex; *p; p = &(*p)->next)
+            if ((*p)->slot == k && (*p)->w == s->w && (*p)->h == s->h && (*p)->levels == s->levels) {
+                take = *p;
+                *p = take->next;
+                rt->cached_bytes -= take->bytes;
+                break;
+            }
+        if (!take) {
+            if (px__tex_make(ex, k, s, &take, err) < 0) {
+                if (take)
+                    px__tex_free(take, batch, ex->stream);
+                return -1;
+            }
+            take->serial = ++rt->serial;
+        }
+        px_rt_tex *used = px__tex_take_in_use(ex, k);
+        if (!used) {
+            px__tex_free(take, batch, ex->stream);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        }
+        used->serial = rt->tex_serial[k];
+        used->stamp = ++rt->clock;
+        used->next = rt->tex;
+        rt->tex = used;
+        rt->cached_bytes += used->bytes;
+        px__tex_put_in_use(ex, take);
+        for (int b = 0; b < batch; b++)
+            ex->bound[(size_t)b * (size_t)n + (size_t)k] = 0;
+        ex->frame_src[k] = NULL;
+        /* 2. its linear buffers, when the next size needs more (the old ones freed at unload; a
+         * captured graph holds d_staging's address: every cached graph goes) */
+        size_t lin = (size_t)s->w * (size_t)s->h * 4u;
+        if (lin > rt->lin_cap[k]) {
+            uint8_t *d = NULL;
+            PX__CK(cudaMalloc(&d, lin * (size_t)batch));
+            PX__CK(cudaMemsetAsync(d, 0, lin * (size_t)batch, ex->stream));
+            if (px__defer(rt, ex->d_staging[k], 0, err) < 0 || px__defer(rt, ex->staging[k], 1, err) < 0) {
+                cudaFree(d);
+                return -1;
+            }
+            ex->d_staging[k] = d;
+            ex->staging[k] = NULL; /* bind makes it again, px__lin_bytes large */
+            for (int t = 0; ex->d_upload && t < 2; t++) {
+                if (px__defer(rt, ex->d_upload[k][t], 0, err) < 0)
+                    return -1;
+                if (ex->d_upload[k][t])
+                    cudaEventDestroy(ex->up_done[k][t]), cudaEventDestroy(ex->up_free[k][t]);
+                ex->d_upload[k][t] = NULL;
+                ex->up_done[k][t] = ex->up_free[k][t] = NULL;
+            }
+            rt->lin_cap[k] = lin;
+            for (px_rt_config *c = rt->configs; c; c = c->next)
+                px__config_drop_graphs(c);
+            for (int g = 0; g < 2; g++) {
+                if (ex->have_graph[g]) {
+                    cudaGraphExecDestroy(ex->graph[g]);
+                    cudaGraphDestroy(ex->graph_def[g]);
+                }
+                free(ex->frame_nodes[g]);
+                ex->frame_nodes[g] = NULL;
+                ex->have_graph[g] = 0;
+            }
+        }
+    }
+    /* 3. RESIZE tables whose source size or operands change: cached, or made */
+    for (uint32_t i = 0; ex->resize && i < next->ninsns; i++) {
+        if (next->insns[i].op != PX_OP_RESIZE || !px__resize_changes(old, next, i))
+            continue;
+        const pxi_insn *in = &next->insns[i];
+        const pxvm_slot *src = &next->slots[PX_ARG(in, RESIZE, src)];
+        px_rt_resize *take = NULL;
+        for (px_rt_resize **p = &rt->resize; *p; p = &(*p)->next)
+            if ((*p)->insn == i && (*p)->sw == src->w && (*p)->sh == src->h && !memcmp((*p)->a, in->a, sizeof(int32_t) * in->nfields)) {
+                take = *p;
+                *p = take->next;
+                rt->cached_bytes -= take->bytes;
+                break;
+            }
+        px_rt_resize *used = (px_rt_resize *)calloc(1, sizeof *used);
+        if (!used)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *used);
+        px_gpu_resize *r = take ? take->r : NULL;
+        if (!take && px_gpu_resize_make(next, in, batch, &r, err) < 0) {
+            px_gpu_resize_free(r);
+            free(used);
+            return -1;
+        }
+        const pxi_insn *oin = &old->insns[i];
+        const pxvm_slot *osrc = &old->slots[PX_ARG(oin, RESIZE, src)];
+        used->insn = i, used->sw = osrc->w, used->sh = osrc->h, used->r = ex->resize[i];
+        memcpy(used->a, oin->a, sizeof(int32_t) * oin->nfields);
+        used->serial = rt->resize_serial[i];
+        used->bytes = px_gpu_resize_bytes(used->r, batch);
+        used->stamp = ++rt->clock;
+        used->next = rt->resize;
+        rt->resize = used;
+        rt->cached_bytes += used->bytes;
+        ex->resize[i] = r;
+        rt->resize_serial[i] = take ? take->serial : ++rt->serial;
+        free(take);
+    }
+    /* 4. the configuration in use goes into the cache; the next one comes out of it, or is made */
+    px_rt_config *cur = (px_rt_config *)calloc(1, sizeof *cur);
+    uint64_t *cur_key = (uint64_t *)malloc(sizeof(uint64_t) * (rt->key_n ? rt->key_n : 1));
+    if (!cur || !cur_key) {
+        free(cur), free(cur_key);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
+    cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
+    cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
+    cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
+    for (int g = 0; g < 2; g++) {
+        cur->graph[g] = ex->graph[g], cur->graph_def[g] = ex->graph_def[g];
+        cur->frame_nodes[g] = ex->frame_nodes[g], cur->have_graph[g] = ex->have_graph[g];
+        ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
+    }
+    ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
+    cur->next = rt->configs;
+    rt->configs = cur;
+    rt->nconfigs++;
+    ex->prog = next;
+    uint64_t *key = NULL, hash;
+    size_t key_n;
+    if (px__key(ex, next, &key, &key_n, &hash, err) < 0)
+        return -1;
+    rt->next_key = rt->key; /* the key in use is rt->key */
+    rt->key = key, rt->key_n = key_n, rt->key_hash = hash;
+    px_rt_config *found = NULL;
+    for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
+        if ((*p)->hash == hash && (*p)->key_n == key_n && !memcmp((*p)->key, key, sizeof(uint64_t) * key_n)) {
+            found = *p;
+            *p = found->next;
+            rt->nconfigs--;
+            break;
+        }
+    if (found) {
+        ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
+        ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
+        for (int g = 0; g < 2; g++) {
+            ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
+            ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
+        }
+        free(found->key);
+        free(found);
+    } else {
+        if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
+            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0)
+            return -1;
+    }
+    /* 5. the device's slot table (pageable: staged before the call returns, ordered after the
+     * work already queued on the stream) */
+    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
+                           ex->stream));
+    /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
+     * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
+     * output it wrote whole, that the next one writes in part). The program image holds the
+     * operands: slot 0, the data slots and the copy that restores slot 0 start as the next one's */
+    if (px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err) < 0)
+        return -1;
+    if (old->image.w != next->image.w || old->image.h != next->image.h ||
+        memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u)) {
+        for (int k = 0; k < n; k++) {
+            const pxvm_slot *s = &next->slots[k];
+            if ((s->role != PXI_ROLE_PROGRAM && s->role != PXI_ROLE_DATA) || (s->flags & PXI_SLOT_PERSIST))
+                continue;
+            size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
+            uint8_t *level0 = (uint8_t *)malloc(bytes);
+            if (!level0)
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+            pxvm_slot_initial(next, k, level0);
+            cudaError_t e = cudaSuccess;
+            for (int b = 0; b < batch && e == cudaSuccess; b++)
+                e = cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
+                                             cudaMemcpyHostToDevice, ex->stream);
+            if (e == cudaSuccess && k == 0 && (next->reset[0] & PXVM_RESET_LEVEL0)) {
+                if (!ex->d_prog)
+                    e = cudaMalloc(&ex->d_prog, bytes);
+                if (e == cudaSuccess)
+                    e = cudaMemcpyAsync(ex->d_prog, level0, bytes, cudaMemcpyHostToDevice, ex->stream);
+            }
+            free(level0);
+            if (e != cudaSuccess)
+                return px__cuda_fail(err, "uploading the program image", e, __FILE__, __LINE__);
+        }
+    }
+    /* 7. an incremental fetch whose operands changed has no last output to build on */
+    for (uint32_t i = 0; i < next->ninsns; i++) {
+        const pxi_insn *in = &next->insns[i];
+        int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+        if (fetch && pxvm_fetch_mask(in) && memcmp(old->insns[i].a, in->a, sizeof(int32_t) * in->nfields)) {
+            PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
+            if (ex->h_primed)
+                memset(ex->h_primed, 0, (size_t)batch);
+            break;
+        }
+    }
+    ex->out_valid = 0;
+    px__evict(ex);
+    return 0;
+}
+
+int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+{
+    if (pxvm_check_retarget(ex->prog, next, err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    px__make_current(ex);
+    if (!ex->rt && px__rt_open(ex, err) < 0) {
+        px__retarget_free(ex);
+        return -1;
+    }
+    if (px__switch(ex, next, err) < 0) {
+        px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
+        return -1;
+    }
+    return 0;
+}

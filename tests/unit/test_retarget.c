@@ -1,0 +1,314 @@
+/* test_retarget.c - the executors' retarget (vm.h): load(P_a) -> bind/run -> retarget(P_b) ->
+ * bind/run gives the bytes a fresh executor loaded with P_b gives (every level of every slot of
+ * every item, token geometry, fixation registers), over 20+ sizes (1xN, Nx1, odd, prime) and back
+ * to sizes seen before (the GPU's cached ones), batch 2; an input whose size stays keeps its
+ * binding; pxvm_check_retarget's refusals. The programs differ only in input size and operands,
+ * made without any-size support: the same plan (or assembly) compiled for each size.
+ * PXVM_TEST_EXECUTOR=cuda runs it on the CUDA-GL executor (default cpu). */
+#include <stdlib.h>
+
+#include "../../assembler/plan.h"
+#include "../../assembler/pxasm.h"
+#include "test.h"
+
+#define PX_BATCH 2
+
+static const pxvm_executor_ops *px__ops(void)
+{
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    pxvm_error err;
+    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &err);
+    if (!ops)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    return ops;
+}
+
+typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS } px_family;
+
+/* The family's program for a w x h input (slot 1). */
+static int px__program(px_family fam, int w, int h, pxvm_program *prog)
+{
+    char text[1024];
+    pxvm_error err;
+    pxvm_image img;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int rc;
+    if (fam == PX_FAM_GRID || fam == PX_FAM_RELATIVE) {
+        snprintf(text, sizeof text, "{\"image\": [%d, %d], \"budget\": 8, \"patch\": 8, \"levels\": 2, %s}", w, h,
+                 fam == PX_FAM_GRID ? "\"scheme\": \"grid\"" : "\"scheme\": \"logpolar\", \"fixation\": \"relative\"");
+        pxvm_plan plan;
+        rc = pxvm_plan_parse(text, strlen(text), "retarget.json", &plan, &err);
+        if (rc == 0) {
+            rc = pxvm_plan_compile(&plan, &img, &err);
+            pxvm_plan_free(&plan);
+        }
+    } else if (fam == PX_FAM_RESIZE) {
+        snprintf(text, sizeof text,
+                 ".width 16\n.slot image input %dx%d\n.slot canvas output 48x40\n"
+                 "RESIZE image canvas filter=3 at=(0,0) size=(48,40) fit=1 pad_r=128 pad_g=128 pad_b=128 pad_a=255\n"
+                 "PYRAMID canvas\nHALT\n",
+                 w, h);
+        rc = pxasm_assemble(text, strlen(text), "retarget.pxs", &lim, &img, &err);
+    } else {
+        snprintf(text, sizeof text,
+                 ".width 16\n.slot a input %dx%d\n.slot b input 13x9\n.slot canvas output 64x32\n"
+                 "RESIZE a canvas filter=2 at=(0,0) size=(32,32) fit=1 pad_r=1 pad_g=2 pad_b=3 pad_a=255\n"
+                 "RESIZE b canvas filter=1 at=(32,0) size=(32,32)\n"
+                 "PYRAMID canvas\nHALT\n",
+                 w, h);
+        rc = pxasm_assemble(text, strlen(text), "retarget2.pxs", &lim, &img, &err);
+    }
+    if (rc == 0)
+        rc = pxvm_program_from_image(&img, &lim, prog, &err);
+    if (rc < 0)
+        px_test_fail(__FILE__, __LINE__, "family %d at %dx%d: %s", (int)fam, w, h, err.msg);
+    return rc;
+}
+
+/* Binds input `slot` of every item with images made from `seed` (the same seed, the same bytes). */
+static int px__bind(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, int slot, uint64_t seed)
+{
+    for (int b = 0; b < PX_BATCH; b++) {
+        uint64_t st = seed * 31u + (uint64_t)b;
+        pxvm_image img = px_random_image(prog->slots[slot].w, prog->slots[slot].h, &st);
+        pxvm_view v = pxvm_image_view(&img);
+        pxvm_error err;
+        int rc = ops->bind(ex, slot, b, &v, &err);
+        pxvm_image_free(&img);
+        if (rc < 0) {
+            px_test_fail(__FILE__, __LINE__, "bind: %s", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const int32_t px__fix[PX_BATCH][2] = {{3 << 16 | 0x4000, 1 << 16}, {0, 2 << 16 | 0x8000}};
+
+/* Everything a run leaves: every level of every slot of every item, the fixation registers and
+ * the token geometry of every atlas slot, as one byte string (malloc'ed). */
+static uint8_t *px__snapshot(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *out = malloc(cap);
+    pxvm_error err;
+#define PX__PUT(p, bytes)                                                                                             \
+    do {                                                                                                             \
+        while (n + (bytes) > cap)                                                                                    \
+            out = realloc(out, cap *= 2);                                                                            \
+        memcpy(out + n, (p), (bytes));                                                                               \
+        n += (bytes);                                                                                                \
+    } while (0)
+    for (int b = 0; b < PX_BATCH; b++)
+        for (int k = 0; k < prog->nslots; k++)
+            for (int l = 0; l < prog->slots[k].levels; l++) {
+                pxvm_image img;
+                if (pxvm_read_image(ops, ex, prog, k, l, b, &img, &err) < 0) {
+                    px_test_fail(__FILE__, __LINE__, "read slot %d level %d: %s", k, l, err.msg);
+                    continue;
+                }
+                int wh[2] = {img.w, img.h};
+                PX__PUT(wh, sizeof wh);
+                PX__PUT(img.px, (size_t)img.w * (size_t)img.h * 4u);
+                pxvm_image_free(&img);
+            }
+    int32_t fix[PX_BATCH * 16];
+    if (ops->read_state(ex, PXVM_STATE_FIXATIONS, 0, 0, PX_BATCH, fix, -1, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "read fixations: %s", err.msg);
+    PX__PUT(fix, sizeof fix);
+    for (int k = 0; k < prog->nslots; k++)
+        if (prog->geom_base[k] >= 0) {
+            size_t bytes = (size_t)PX_BATCH * (size_t)prog->slots[k].patch_count * PXVM_GEOM_INTS * sizeof(int32_t);
+            int32_t *g = malloc(bytes);
+            if (ops->read_state(ex, PXVM_STATE_GEOMETRY, k, 0, PX_BATCH, g, -1, &err) < 0)
+                px_test_fail(__FILE__, __LINE__, "read geometry: %s", err.msg);
+            PX__PUT(g, bytes);
+            free(g);
+        }
+#undef PX__PUT
+    *len = n;
+    return out;
+}
+
+static const int px__sizes[][2] = {
+    {64, 64}, {1, 64}, {64, 1}, {9, 61}, {61, 9}, {2, 71}, {71, 2}, {101, 103}, {29, 31}, {31, 37}, {17, 53},
+    {53, 17}, {1, 97}, {97, 1}, {127, 65}, {16, 64}, {64, 16}, {251, 7}, {8, 64}, {45, 30}, {13, 67}, {67, 13},
+    /* back to sizes seen before: cached on the GPU */
+    {1, 64}, {101, 103}, {64, 64}, {251, 7}, {9, 61}, {64, 1},
+};
+#define PX_NSIZES ((int)(sizeof px__sizes / sizeof px__sizes[0]))
+
+/* The property over the sizes for one family: the retargeted executor's run == a fresh one's. */
+static void px__property(px_family fam)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    if (!ops)
+        return;
+    pxvm_program *progs = calloc(PX_NSIZES, sizeof *progs);
+    for (int i = 0; i < PX_NSIZES; i++)
+        if (px__program(fam, px__sizes[i][0], px__sizes[i][1], &progs[i]) < 0)
+            goto out;
+    pxvm_executor *ex = NULL;
+    pxvm_error err;
+    pxvm_open_options opt = {0, 0};
+    if (ops->open(&ex, &opt, &err) < 0 || ops->load(ex, &progs[0], PX_BATCH, &err) < 0 ||
+        ops->set_fixations(ex, 0, PX_BATCH, 0, 1, &px__fix[0][0], -1, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "open/load: %s", err.msg);
+        goto close;
+    }
+    /* the second input of PX_FAM_TWO_INPUTS is bound once, here, and kept by every retarget */
+    for (int k = 1; k < progs[0].nslots; k++)
+        if (progs[0].slots[k].role == PXI_ROLE_INPUT && px__bind(ops, ex, &progs[0], k, 1000u * (uint64_t)0 + (uint64_t)k) < 0)
+            goto close;
+    for (int i = 0; i < PX_NSIZES; i++) {
+        const pxvm_program *p = &progs[i];
+        uint64_t seed = 1000u * (uint64_t)i;
+        if (i > 0) {
+            if (ops->retarget(ex, p, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "retarget to %dx%d: %s", p->slots[1].w, p->slots[1].h, err.msg);
+                break;
+            }
+            int changed = progs[i - 1].slots[1].w != p->slots[1].w || progs[i - 1].slots[1].h != p->slots[1].h;
+            if (changed) { /* the changed input is unbound: a run is refused until it is bound */
+                CHECK(ops->run(ex, NULL, &err) < 0);
+                CHECK_EQ(err.code, PXE_UNBOUND_INPUT);
+                CHECK_STR(err.msg, "input slot 1");
+            }
+            /* slot 1 bound with this size's seed; other inputs keep the binding from load */
+            if (px__bind(ops, ex, p, 1, seed + 1) < 0)
+                break;
+        }
+        if (ops->run(ex, NULL, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "run at %dx%d: %s", p->slots[1].w, p->slots[1].h, err.msg);
+            break;
+        }
+        size_t la, lb;
+        uint8_t *a = px__snapshot(ops, ex, p, &la);
+        /* the fresh executor binds slot 1 from seed + 1, slot k > 1 from 0 + k, as above */
+        uint8_t *b = NULL;
+        {
+            pxvm_executor *fx = NULL;
+            if (ops->open(&fx, &opt, &err) < 0 || ops->load(fx, p, PX_BATCH, &err) < 0 ||
+                ops->set_fixations(fx, 0, PX_BATCH, 0, 1, &px__fix[0][0], -1, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "fresh: %s", err.msg);
+            } else {
+                int ok = px__bind(ops, fx, p, 1, i == 0 ? 1 : seed + 1) == 0;
+                for (int k = 2; ok && k < p->nslots; k++)
+                    if (p->slots[k].role == PXI_ROLE_INPUT)
+                        ok = px__bind(ops, fx, p, k, (uint64_t)k) == 0;
+                if (ok && ops->run(fx, NULL, &err) == 0)
+                    b = px__snapshot(ops, fx, p, &lb);
+                else if (ok)
+                    px_test_fail(__FILE__, __LINE__, "fresh run: %s", err.msg);
+            }
+            if (fx)
+                ops->close(fx);
+        }
+        if (b && (la != lb || memcmp(a, b, la)))
+            px_test_fail(__FILE__, __LINE__, "family %d, size %d (%dx%d): retargeted run differs from a fresh load", (int)fam,
+                         i, p->slots[1].w, p->slots[1].h);
+        CHECK(b != NULL);
+        free(a);
+        free(b);
+    }
+close:
+    if (ex)
+        ops->close(ex);
+out:
+    for (int i = 0; i < PX_NSIZES; i++)
+        pxvm_program_free(&progs[i]);
+    free(progs);
+}
+
+TEST(retarget_grid_plan_equals_fresh_load) { px__property(PX_FAM_GRID); }
+TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
+TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }
+TEST(retarget_keeps_other_input_bound_equals_fresh_load) { px__property(PX_FAM_TWO_INPUTS); }
+
+static int px__asm(const char *text, pxvm_program *prog)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_image img;
+    pxvm_error err;
+    if (pxasm_assemble(text, strlen(text), "refuse.pxs", &lim, &img, &err) < 0 ||
+        pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The check's refusals name what differs; a refused retarget changes nothing. */
+TEST(retarget_refusals_name_what_differs)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    if (!ops)
+        return;
+    static const char *base = ".width 16\n.slot image input 20x10\n.slot canvas output 16x16\n"
+                              "RESIZE image canvas filter=1 at=(0,0) size=(16,16)\nRESIZE image canvas filter=2 at=(0,0) size=(8,8)\nHALT\n";
+    static const struct {
+        const char *text, *words;
+    } bad[] = {
+        {".width 16\n.slot image input 20x10\n.slot canvas output 16x16\n"
+         "RESIZE image canvas filter=1 at=(0,0) size=(16,16)\nPYRAMID canvas\nHALT\n",
+         "the opcode of instruction 1 (PYRAMID, loaded RESIZE)"},
+        {".width 16\n.slot image input 20x10\n.slot canvas output 16x12\n"
+         "RESIZE image canvas filter=1 at=(0,0) size=(16,12)\nRESIZE image canvas filter=2 at=(0,0) size=(8,8)\nHALT\n",
+         "the size of slot 2 ('canvas'), not an input: 16x12"},
+        {".width 16\n.slot image input 20x10\n.slot canvas scratch 16x16\n"
+         "RESIZE image canvas filter=1 at=(0,0) size=(16,16)\nRESIZE image canvas filter=2 at=(0,0) size=(8,8)\nHALT\n",
+         "the role of slot 2 ('canvas')"},
+        {".width 16\n.slot image input 20x10\n.slot out output 16x16\n"
+         "RESIZE image out filter=1 at=(0,0) size=(16,16)\nRESIZE image out filter=2 at=(0,0) size=(8,8)\nHALT\n",
+         "the name of slot 2 ('canvas'): 'out'"},
+        {".width 16\n.slot image input 20x10\n.slot canvas output 16x16\n"
+         "RESIZE image canvas filter=1 at=(0,0) size=(16,16)\nHALT\n",
+         "its instruction count (2, loaded 3)"},
+        {".width 16\n.slot image input 20x10\n.slot canvas output 16x16\n.slot extra scratch 4x4\n"
+         "RESIZE image canvas filter=1 at=(0,0) size=(16,16)\nRESIZE image canvas filter=2 at=(0,0) size=(8,8)\nHALT\n",
+         "its slot count (4, loaded 3)"},
+    };
+    pxvm_program p0, ok;
+    if (px__asm(base, &p0) < 0)
+        return;
+    pxvm_executor *ex = NULL;
+    pxvm_error err;
+    pxvm_open_options opt = {0, 0};
+    if (ops->open(&ex, &opt, &err) < 0 || ops->load(ex, &p0, PX_BATCH, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    px__bind(ops, ex, &p0, 1, 5);
+    CHECK_EQ(ops->run(ex, NULL, &err), 0);
+    size_t la, lb;
+    uint8_t *before = px__snapshot(ops, ex, &p0, &la);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pxvm_program q;
+        if (px__asm(bad[i].text, &q) < 0)
+            continue;
+        CHECK_EQ(ops->retarget(ex, &q, &err), -1);
+        CHECK_EQ(err.code, PXE_USAGE);
+        CHECK_STR(err.msg, "retarget: the next program differs from the loaded one in ");
+        CHECK_STR(err.msg, bad[i].words);
+        pxvm_program_free(&q);
+    }
+    /* still loaded, still bound: the same run gives the same bytes */
+    CHECK_EQ(ops->run(ex, NULL, &err), 0);
+    uint8_t *after = px__snapshot(ops, ex, &p0, &lb);
+    CHECK(la == lb && !memcmp(before, after, la));
+    free(before);
+    free(after);
+    /* the last accepted difference: another input size and other operands */
+    if (px__asm(".width 16\n.slot image input 7x30\n.slot canvas output 16x16\n"
+                "RESIZE image canvas filter=3 at=(2,1) size=(13,15)\nRESIZE image canvas filter=0 at=(0,0) size=(5,8)\nHALT\n",
+                &ok) == 0) {
+        CHECK_EQ(ops->retarget(ex, &ok, &err), 0);
+        ops->close(ex); /* before the program it runs goes */
+        pxvm_program_free(&ok);
+    } else {
+        ops->close(ex);
+    }
+    pxvm_program_free(&p0);
+}

@@ -338,11 +338,19 @@ static int px__sizes(int lo, int big, int nrandom, uint64_t *rng, int (*wh)[2])
     return n;
 }
 
+/* The executor of the polymorphic runners: PXVM_TEST_EXECUTOR (default cpu); the fresh runner of each
+ * resolution is always the CPU reference, so on cuda the property is polymorphic GPU == compiled CPU. */
+static const char *px__executor(void)
+{
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    return name && *name ? name : "cpu";
+}
+
 static void px__property(const pxvm_prog *prog, const char *slot_name, int lo, int big, int nrandom, int rel,
                          uint64_t seed)
 {
     pxvm_runner *run = NULL;
-    if (pxvm_runner_open(prog, "cpu", 0, 2, 1, &run)) {
+    if (pxvm_runner_open(prog, px__executor(), 0, 2, 1, &run)) {
         px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
         return;
     }
@@ -429,7 +437,7 @@ TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
 {
     pxvm_prog *prog;
     pxvm_runner *run;
-    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run)) {
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, px__executor(), 0, 1, 2, &run)) {
         px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
         return;
     }

@@ -25,16 +25,21 @@ Conventions (those of the package): images are uint8 NumPy arrays or torch tenso
 (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4 (an axis of 1, 3 or 4 last is read as channels),
 batches (B, C, H, W) (or (B, H, W, C) when axis 1 is not 1, 3 or 4); fixations and uv are
 normalized to the image, x and y in [0, 1], (0.5, 0.5) its middle. Tokens are (N, 3, p, p) RGB
-(alpha dropped), (B, N, 3, p, p) for a batch: dtype "uint8" gives the VM's bytes, "float32" (the
-default), "float16" and "bfloat16" the rule of _to_float. Host inputs give NumPy outputs, torch
-inputs torch tensors on their device. Bad arguments raise pxvm.UsageError (a ValueError) naming
-the value; a wrong image dtype is a TypeError; what the library refuses keeps its own class
-(PlanError, Unlinkable, Unavailable, ...). A TexturePyramid does not copy its image: keep it
+(alpha dropped), (B, N, 3, p, p) for a batch, by default: dtype "uint8" gives the VM's bytes,
+"float32" (the default), "float16" and "bfloat16" are Runner.tokens' (pxvm.tokens; the rule of
+isa/SPEC.md "Tokens for models", computed by the executor: on the device for CUDA inputs, with no
+host copy), with its normalize (default here "none": u / 255), layout and alpha arguments. Host
+inputs give NumPy outputs (bfloat16: a torch CPU tensor, NumPy has none), torch inputs torch
+tensors on their device. Bad arguments raise pxvm.UsageError (a ValueError) naming the value,
+before anything runs (mean/std values: when the library reads the tokens, after the run); a
+wrong image dtype is a TypeError; what the library refuses keeps its own class (PlanError,
+Unlinkable, Unavailable, ...). A TexturePyramid does not copy its image: keep it
 unchanged while you sample it. Not thread-safe: one thread at a time per TexturePyramid or
 PersistentTexture (the cache itself is locked).
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import operator
@@ -43,10 +48,13 @@ from collections import OrderedDict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
-from .errors import UsageError
+from . import _capi
+from .errors import UsageError, _check
 from ._arrays import _describe, _is_torch, _np, _torch
 from .program import Program
 from .runner import Runner
+from .tokens import LAYOUTS, _new_output, _shape as _token_shape, positions_from_geometry, token_format
+from .tokens import DTYPES as _FLOAT_DTYPES
 
 if TYPE_CHECKING:
     import numpy
@@ -55,22 +63,15 @@ if TYPE_CHECKING:
     Point = Union[Sequence[float], Array]
 
 __all__ = ["generate_mipmaps", "TexturePyramid", "PersistentTexture", "create_persistent", "update_partial",
-           "update_mipmaps_incremental", "clear_cache", "PROGRAM_CACHE_SIZE", "NORMALIZE_PRESETS", "DTYPES"]
+           "update_mipmaps_incremental", "clear_cache", "PROGRAM_CACHE_SIZE", "DTYPES"]
 
 #: how many compiled programs (each with its runner) the cache keeps; the least recently used goes first
 PROGRAM_CACHE_SIZE = 32
 
-#: the token dtypes: "uint8" (the VM's bytes) and the float ones of _to_float
-DTYPES = ("uint8", "float32", "float16", "bfloat16")
+#: the token dtypes: "uint8" (the VM's bytes) and the float ones of Runner.tokens
+DTYPES = ("uint8",) + tuple(_FLOAT_DTYPES)
 
-#: normalize= presets: (mean, std) per RGB channel, in [0, 1] units; "none" is rescaling alone.
-#: The same values as the encoders' processors (CLIP, SigLIP, torchvision's ImageNet).
-NORMALIZE_PRESETS = {
-    "clip": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)),
-    "siglip": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
-    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
-}
-
+#: normalize=: a preset of pxvm.tokens (PRESETS: "clip", "siglip", "imagenet", "none") or (mean, std)
 Normalize = Union[str, Sequence[Sequence[float]]]
 
 
@@ -217,68 +218,59 @@ def _dtype(dtype: Any) -> str:
     return name
 
 
-def _normalize(normalize: Any):
-    """None for "none", else (mean, std) as float32 arrays of 3."""
-    np = _np()
-    if isinstance(normalize, str):
-        if normalize == "none":
-            return None
-        if normalize not in NORMALIZE_PRESETS:
-            raise UsageError("usage: normalize %r is none of 'none', %s, or (mean, std)" %
-                             (normalize, ", ".join(repr(k) for k in NORMALIZE_PRESETS)))
-        normalize = NORMALIZE_PRESETS[normalize]
-    try:
-        mean, std = normalize
-        mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise UsageError("usage: normalize %r: give 'none', a preset or (mean, std) of 3 values each" %
-                         (normalize,)) from None
-    if mean.shape != (3,) or std.shape != (3,):
-        raise UsageError("usage: normalize: mean %s and std %s must have 3 values each (R, G, B)" %
-                         (mean.tolist(), std.tolist()))
-    if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
-        raise UsageError("usage: normalize: mean %s and std %s: finite values and std > 0 are needed" %
-                         (mean.tolist(), std.tolist()))
-    return mean.astype(np.float32), std.astype(np.float32)
+class _Output:
+    """A call's output arguments, checked before anything runs: dtype (a DTYPES name), normalize,
+    layout, alpha; for the float dtypes .format is the library's token format
+    (pxvm.tokens.token_format: the presets' table and the names are checked there; mean/std values
+    are checked by the library when it reads the tokens, a UsageError naming the value)."""
 
+    def __init__(self, dtype: Any, normalize: Any, layout: Any, alpha: Any) -> None:
+        self.dtype, self.normalize, self.layout, self.alpha = _dtype(dtype), normalize, layout, alpha
+        if self.dtype == "uint8":
+            if not (isinstance(normalize, str) and normalize == "none"):
+                raise UsageError("usage: dtype 'uint8' gives the VM's bytes: normalize must be 'none' (it is %r)" %
+                                 (normalize,))
+            if not isinstance(layout, str) or layout not in LAYOUTS:
+                raise UsageError("usage: layout %r is none of %s" % (layout, ", ".join(LAYOUTS)))
+            if not isinstance(alpha, bool):
+                raise UsageError("usage: alpha is True or False, not %r" % (alpha,))
+            self.format = None
+        else:
+            self.format = token_format(self.dtype, normalize, layout, alpha)
+            if self.dtype == "bfloat16":  # NumPy has no bfloat16, CuPy neither: refused before any run
+                try:
+                    _torch()
+                except ImportError:
+                    raise UsageError("usage: dtype 'bfloat16' needs torch (NumPy has no bfloat16)") from None
+        self.channels = 4 if alpha else 3
 
-def _output_args(dtype: Any, normalize: Any):
-    """Checked before anything runs: (dtype name, normalization or None)."""
-    name, norm = _dtype(dtype), _normalize(normalize)
-    if name == "uint8" and norm is not None:
-        raise UsageError("usage: dtype 'uint8' gives the VM's bytes: normalize must be 'none' (it is %r)" %
-                         (normalize,))
-    return name, norm
+    def runner_tokens(self, r: Runner, image: Any) -> Array:
+        """Runner.tokens of one image in this format (NumPy results of torch CPU images as tensors)."""
+        return _like(r.tokens(image, dtype=self.dtype, normalize=self.normalize, layout=self.layout,
+                              alpha=self.alpha), image)
+
+    def new(self, r: Runner, items: int | None, on_cuda: bool) -> tuple[Array, int, int, int]:
+        """A new (items, ...) array (items None: one item, no batch axis) of r's tokens in this
+        format, where Runner.tokens would put them: (array, pointer, device number or -1, bytes
+        of one item)."""
+        item = _token_shape(r._atlas(None), self.channels, self.layout)
+        shape = item if items is None else (items,) + item
+        a, ptr, devno = _new_output(shape, self.dtype, on_cuda and r.executor == "cuda", r)
+        item_bytes = (4 if self.dtype == "float32" else 2) * math.prod(item)
+        return a, ptr, devno, item_bytes
+
+    def read(self, r: Runner, batch: int, first: int, items: int, ptr: int, devno: int) -> None:
+        """Items first .. first+items-1 of r's last run on `batch` items into ptr: the executor's
+        table lookups (pxvm_runner_read_tokens, on the runner's stream for CUDA memory)."""
+        h = r._runner(batch)[0]
+        _check(_capi.lib.pxvm_runner_read_tokens(h, r._atlas(None).index, first, items, ctypes.byref(self.format),
+                                                 ctypes.c_void_p(ptr), devno))
 
 
 # ---- outputs --------------------------------------------------------------------------------------
 
-def _to_float(patches_uint8: Array, dtype: str, normalize: Any) -> Array:
-    """The float tokens of uint8 RGB patches (..., 3, p, p), by one fixed order of float32
-    operations, each a NumPy float32 operation (so no fused multiply-add):
-        x = float32(u) * float32(1/255)
-        y = (x - float32(mean[c])) / float32(std[c])      (normalize given; else y = x)
-    float16 and bfloat16 are y rounded to nearest, ties to even. NumPy in, NumPy out; a torch
-    tensor in gives a torch tensor on its device (computed on the host: the one path that the
-    library's float outputs will replace). normalize: None or (mean, std) float32 arrays of 3
-    (_normalize's result); dtype: "float32", "float16" or "bfloat16" (NumPy has no bfloat16:
-    torch inputs only)."""
-    np = _np()
-    on_torch = _is_torch(patches_uint8)
-    u = patches_uint8.cpu().numpy() if on_torch else np.asarray(patches_uint8)
-    y = u.astype(np.float32) * np.float32(1.0 / 255.0)
-    if normalize is not None:
-        mean, std = normalize
-        y = (y - mean.reshape(3, 1, 1)) / std.reshape(3, 1, 1)
-    if not on_torch:
-        if dtype == "bfloat16":
-            raise UsageError("usage: dtype 'bfloat16': NumPy has none; give the image as a torch tensor")
-        return y.astype(np.float16) if dtype == "float16" else y
-    torch = _torch()
-    t = torch.from_numpy(np.ascontiguousarray(y))
-    if dtype != "float32":
-        t = t.to(torch.float16 if dtype == "float16" else torch.bfloat16)  # round to nearest even
-    return t.to(patches_uint8.device)
+def _on_cuda(image: Any) -> bool:
+    return _describe(image).device != -1
 
 
 def _like(x: Any, image: Any) -> Any:
@@ -288,18 +280,28 @@ def _like(x: Any, image: Any) -> Any:
     return x
 
 
-def _tokens(patches_rgba: Array, dtype: str, norm: Any, image: Any) -> Array:
-    """(..., p, p, 4) RGBA patches -> (..., 3, p, p) RGB tokens in dtype (norm: _normalize's)."""
-    p = _like(patches_rgba, image)
-    nd = p.ndim
-    perm = tuple(range(nd - 3)) + (nd - 1, nd - 3, nd - 2)
-    if _is_torch(p):
-        u8 = p[..., :3].permute(*perm).contiguous()
-    else:
-        u8 = _np().ascontiguousarray(p[..., :3].transpose(perm))
-    if dtype == "uint8":
-        return u8
-    return _to_float(u8, dtype, norm)
+def _uint8_tokens(patches_rgba: Array, out: _Output, image: Any) -> Array:
+    """(..., p, p, 4) RGBA patches -> the VM's bytes in out's layout: (..., C, p, p) nchw,
+    (..., p, p, C) nhwc, (..., C*p*p) flat; C = 3 (RGB), 4 with alpha."""
+    p = _like(patches_rgba, image)[..., :out.channels]
+    on_torch = _is_torch(p)
+    if out.layout != "nhwc":
+        nd = p.ndim
+        perm = tuple(range(nd - 3)) + (nd - 1, nd - 3, nd - 2)
+        p = p.permute(*perm) if on_torch else p.transpose(perm)
+    p = p.contiguous() if on_torch else _np().ascontiguousarray(p)
+    return p.reshape(tuple(p.shape[:-3]) + (-1,)) if out.layout == "flat" else p
+
+
+def _consecutive(idx: list[int]) -> list[tuple[int, int, int]]:
+    """[(position in idx, item, count)]: the runs of consecutive items of idx (one read each)."""
+    runs: list = []
+    for j, i in enumerate(idx):
+        if runs and runs[-1][1] + runs[-1][2] == i:
+            runs[-1][2] += 1
+        else:
+            runs.append([j, i, 1])
+    return [tuple(r) for r in runs]
 
 
 def _stack_items(parts: list, batch: int) -> Any:
@@ -406,9 +408,21 @@ class TexturePyramid:
     .sample_at_level(uv, level, ...) one patch per point, at a given level
 
     Fixations and uv are normalized to the image ((0.5, 0.5): its middle); for a batch a fixation
-    is (x, y) for every item or (B, 2), one per item, and tokens are (B, N, 3, p, p). dtype:
-    "float32" (default), "float16", "bfloat16" (torch inputs) or "uint8" (the VM's bytes);
-    normalize: "none" (default: u / 255), "clip", "siglip", "imagenet" or (mean, std).
+    is (x, y) for every item or (B, 2), one per item, and tokens are (B, N, 3, p, p).
+
+    Output arguments of every sample call (those of Runner.tokens, with the seeds' defaults):
+        dtype      "float32" (default), "float16", "bfloat16" (a torch tensor, also for NumPy
+                   images: NumPy has none) or "uint8" (the VM's bytes); a NumPy or torch dtype works
+        normalize  "none" (default: u / 255), "clip", "siglip", "imagenet" (pxvm.tokens' presets)
+                   or (mean, std) of 3 values (4 with alpha); float dtypes only
+        layout     "nchw" (default): (N, C, p, p); "nhwc": (N, p, p, C); "flat": (N, C*p*p)
+        alpha      False (default): C = 3, RGB; True: C = 4, RGBA
+        with_positions  True: returns (tokens, positions), positions a pxvm.tokens.Positions
+                   (centre, step, level, normalized, grid, rope: Runner.positions), a list of B
+                   of them for a batch
+    The float tokens are written by the executor that ran the program (Runner.tokens: the rule of
+    isa/SPEC.md "Tokens for models", one table lookup per value, on the device for CUDA inputs, no
+    host copy); a batch's are written straight into the result.
 
     >>> import pxvm
     >>> tex = pxvm.TexturePyramid(pxvm.load_image("programs/data/chelsea.png"))
@@ -442,35 +456,62 @@ class TexturePyramid:
             self._levels = generate_mipmaps(self.image, self._executor, self.device)
         return self._levels
 
-    def _run_plans(self, keyed: list[tuple[tuple, Callable[[], Program]]], dtype, normalize) -> Array:
-        """Runs item i's program (keyed[i]: cache key, maker), items with one key as one batch."""
-        dt, norm = _output_args(dtype, normalize)
+    def _run_plans(self, keyed: list[tuple[tuple, Callable[[], Program]]], dtype: Any, normalize: Any, layout: Any,
+                   alpha: Any, with_positions: bool) -> Any:
+        """Runs item i's program (keyed[i]: cache key, maker), items with one key as one batch:
+        the tokens in the format asked (float ones written by the executor straight into the
+        result, each item in its row), and with with_positions their positions."""
+        out = _Output(dtype, normalize, layout, alpha)
         groups: OrderedDict = OrderedDict()
         for i, (key, make) in enumerate(keyed):
             groups.setdefault(key, (make, []))[1].append(i)
-        parts = []
+        items = len(keyed)
+        parts, where, result = [], [None] * items, None
         for key, (make, idx) in groups.items():
             r = _cache.runner(key, make, self._executor, self.device)
+            b = len(idx)
             if self.batch is None:
-                parts.append((idx, r.patches(self.image)[None]))
-            elif len(idx) == self.batch:
-                parts.append((idx, r.patches_batch(self.image)))
+                if out.format is None:
+                    parts.append((idx, r.patches(self.image)[None]))
+                else:
+                    result = out.runner_tokens(r, self.image)
             else:
-                parts.append((idx, r.patches_batch([self.image[i] for i in idx])))
-        p = _stack_items(parts, len(keyed))
-        return _tokens(p[0] if self.batch is None else p, dt, norm, self.image)
+                images = self.image if b == self.batch else [self.image[i] for i in idx]
+                if out.format is None:
+                    parts.append((idx, r.patches_batch(images)))
+                else:
+                    if result is None:
+                        result, ptr, devno, item_bytes = out.new(r, items, _on_cuda(self.image))
+                    bound, b = r._batch_inputs(images, {})
+                    r._exec(bound, b, [], batched=True)
+                    for j, i, n in _consecutive(idx):
+                        out.read(r, b, j, n, ptr + i * item_bytes, devno)
+            if with_positions:
+                g = r.geometry(None, b, exact=True)
+                for j, i in enumerate(idx):
+                    where[i] = positions_from_geometry(g[j], (self.width, self.height))
+        if out.format is None:
+            p = _stack_items(parts, items)
+            result = _uint8_tokens(p[0] if self.batch is None else p, out, self.image)
+        elif self.batch is not None:
+            result = _like(result, self.image)
+        if with_positions:
+            return result, (where[0] if self.batch is None else where)
+        return result
 
     def sample_foveated(self, fixation: Point, num_patches: int = 273, M0: float = 1.0, e0: float = 0.5,
                         patch: int = 16, levels: int | None = None, scale: float | str = 1.0,
-                        dtype: Any = "float32", normalize: Normalize = "none") -> Array:
+                        dtype: Any = "float32", normalize: Normalize = "none", layout: str = "nchw",
+                        alpha: bool = False, with_positions: bool = False) -> Any:
         """The seeds' foveated sampling: a g x g grid of patch centres (g = ceil(sqrt(num_patches)),
         the first num_patches in row order), each a patch x patch tile at LOD clamp(-log2 M(e), 0,
         levels-1) with M(e) = M0 / (scale * e + e0), e the distance to the fixation in normalized
         image units: the plan {"scheme": "grid", "m0": M0, "e0": e0, "scale": scale} of
         assembler/README.md (scale 1, the default, is the seeds' formula; "auto" the plan's
         default; levels: the pyramid levels the LODs may use, None: all). Returns (N, 3, p, p)
-        tokens ((B, N, 3, p, p) for a batch); with dtype="uint8" the bytes of Runner.patches of
-        that plan program (RGB, channels first).
+        tokens ((B, N, 3, p, p) for a batch; dtype, normalize, layout, alpha, with_positions: see
+        the class): the float ones those of Runner.tokens of that plan program, with dtype="uint8"
+        the bytes of its Runner.patches (RGB, channels first).
 
         >>> import pxvm
         >>> tex = pxvm.TexturePyramid(pxvm.load_image("programs/data/chelsea.png"))
@@ -483,12 +524,13 @@ class TexturePyramid:
             plan = _grid_plan(self.width, self.height, f, num_patches, M0, e0, patch, levels, scale)
             text = json.dumps(plan, sort_keys=True)
             keyed.append((("plan", text), lambda text=text: Program.from_plan(text, "<sample_foveated>")))
-        return self._run_plans(keyed, dtype, normalize)
+        return self._run_plans(keyed, dtype, normalize, layout, alpha, with_positions)
 
     def sample_anisotropic(self, fixation: Point, orientation: float | Sequence[float] | Array,
                            num_patches: int = 273, elongation: float = 4.0, taps: int = 4, M0: float = 1.0,
                            e0: float = 0.5, patch: int = 16, levels: int | None = None, scale: float | str = 1.0,
-                           dtype: Any = "float32", normalize: Normalize = "none") -> Array:
+                           dtype: Any = "float32", normalize: Normalize = "none", layout: str = "nchw",
+                           alpha: bool = False, with_positions: bool = False) -> Any:
         """The foveated grid of sample_foveated with each footprint elongated along `orientation`
         (degrees, the plan's "angle": the major axis runs along (cos a, sin a) in texels, y down,
         so a positive angle turns clockwise on screen; one for every item, or (B,) per item): the
@@ -496,7 +538,7 @@ class TexturePyramid:
         minor, covered by `taps` samples averaged with equal weights (ANISO: exact integers, one
         rounding); the LOD follows the minor axis. The plan {"scheme": "aniso", "angle":
         orientation, "elongation", "taps", "m0", "e0", "scale"} (assembler/README.md). Returns
-        (N, 3, p, p) ((B, N, 3, p, p) for a batch).
+        (N, 3, p, p) ((B, N, 3, p, p) for a batch; output arguments: see the class).
 
         >>> import pxvm
         >>> tex = pxvm.TexturePyramid(pxvm.load_image("programs/data/chelsea.png"))
@@ -511,16 +553,18 @@ class TexturePyramid:
                               angle=a, elongation=_real("elongation", elongation), taps=_int("taps", taps, 1, 16))
             text = json.dumps(plan, sort_keys=True)
             keyed.append((("plan", text), lambda text=text: Program.from_plan(text, "<sample_anisotropic>")))
-        return self._run_plans(keyed, dtype, normalize)
+        return self._run_plans(keyed, dtype, normalize, layout, alpha, with_positions)
 
     def sample_at_level(self, uv: Point, level: int | Sequence[int], patch: int = 16, dtype: Any = "float32",
-                        normalize: Normalize = "none") -> Array:
+                        normalize: Normalize = "none", layout: str = "nchw", alpha: bool = False,
+                        with_positions: bool = False) -> Any:
         """One patch x patch tile per point, centred on it, from mip level `level` (one output pixel
         per texel of that level: step 2^level, bilinear within the level). uv: (N, 2) normalized
         points (the same for every item of a batch) or (B, N, 2) one set per item; level: an
         integer in 0..len(levels)-1, or (N,) one per point. A centre is quantized as fixations
         are: floor(u * W * 65536 + 0.5) / 65536 texels. The program is assembled (PYRAMID, one
-        SAMPLE per point). Returns (N, 3, p, p) ((B, N, 3, p, p) for a batch).
+        SAMPLE per point). Returns (N, 3, p, p) ((B, N, 3, p, p) for a batch; output arguments:
+        see the class; with_positions: each point's centre, step and level as sampled).
 
         >>> import pxvm
         >>> tex = pxvm.TexturePyramid(pxvm.load_image("programs/data/chelsea.png"))
@@ -560,7 +604,7 @@ class TexturePyramid:
             key = ("at_level", self.width, self.height, q, tuple(lvs), p)
             keyed.append((key, lambda q=q: Program.assemble(_at_level_text(self.width, self.height, q, lvs, p),
                                                             "<sample_at_level>")))
-        return self._run_plans(keyed, dtype, normalize)
+        return self._run_plans(keyed, dtype, normalize, layout, alpha, with_positions)
 
 
 # ---- persistent textures --------------------------------------------------------------------------
@@ -608,7 +652,8 @@ class PersistentTexture:
     so that a sub-image can be written into it; frames passed in are not kept.
 
     .levels           the pyramid of the current image (read back from slot cur, NumPy)
-    .tokens(dtype, normalize)  the tokens after the last update, (N, 3, p, p)
+    .tokens(dtype, normalize, layout, alpha)  the tokens after the last update, (N, 3, p, p)
+    .positions        where they lie (Runner.positions)
     .changed          (N,) bool: the tokens the last update sampled again
     .frames           updates run, the first (whole) one included
     """
@@ -640,16 +685,34 @@ class PersistentTexture:
         self._patches, self.changed = self._stream.push(self._frame, dirty=dirty)
         self.frames += 1
 
-    def tokens(self, dtype: Any = "float32", normalize: Normalize = "none") -> Array:
-        """The tokens after the last update, (N, 3, p, p), as sample_foveated gives them.
+    def tokens(self, dtype: Any = "float32", normalize: Normalize = "none", layout: str = "nchw",
+               alpha: bool = False) -> Array:
+        """The tokens after the last update, (N, 3, p, p), as sample_foveated gives them (output
+        arguments: see TexturePyramid; the float ones read from the runner's atlas by
+        pxvm_runner_read_tokens, on the device for a CUDA texture).
 
         >>> import numpy as np, pxvm
         >>> tex = pxvm.create_persistent(np.zeros((64, 64, 3), np.uint8), num_patches=16, patch=8)
         >>> tex.tokens(dtype="uint8").shape
         (16, 3, 8, 8)
         """
-        dt, norm = _output_args(dtype, normalize)
-        return _tokens(self._patches, dt, norm, self._like)
+        return self._tokens(_Output(dtype, normalize, layout, alpha))
+
+    def _tokens(self, out: _Output) -> Array:
+        if out.format is None:
+            return _uint8_tokens(self._patches, out, self._like)
+        on_cuda = _is_torch(self._frame) and self._frame.is_cuda
+        a, ptr, devno, _ = out.new(self.runner, None, on_cuda)
+        if devno >= 0:
+            self.runner._sync_stream(1)  # read on torch's current stream, as Runner.tokens does
+        out.read(self.runner, 1, 0, 1, ptr, devno)
+        return _like(a, self._like)
+
+    @property
+    def positions(self) -> Any:
+        """Where the tokens lie (Runner.positions: a pxvm.tokens.Positions; the plan's grid, the
+        same for every frame)."""
+        return self.runner.positions()
 
     @property
     def levels(self) -> list[numpy.ndarray]:
@@ -659,7 +722,8 @@ class PersistentTexture:
         return [self.runner.read("cur", l)[0] for l in range(s.levels)]
 
     def update_partial(self, sub_image: Array, offset: Sequence[int], dtype: Any = "float32",
-                       normalize: Normalize = "none") -> tuple[Array, Array]:
+                       normalize: Normalize = "none", layout: str = "nchw",
+                       alpha: bool = False) -> tuple[Array, Array]:
         """Writes sub_image (any layout the package takes) into the texture with its top-left
         corner at offset = (x, y) level-0 texels, and updates the pyramid and the tokens over that
         rectangle only (it is given as the dirty rectangle: nothing else is compared). Returns
@@ -670,15 +734,17 @@ class PersistentTexture:
         except (TypeError, ValueError):
             raise UsageError("usage: offset %r: give (x, y) texels" % (offset,)) from None
         x, y = _int("offset x", x, 0, self.width - 1), _int("offset y", y, 0, self.height - 1)
+        out = _Output(dtype, normalize, layout, alpha)
         if x + w > self.width or y + h > self.height:
             raise UsageError("usage: update_partial: a %dx%d sub-image at (%d, %d) leaves the %dx%d texture" %
                              (w, h, x, y, self.width, self.height))
         self._frame[y:y + h, x:x + w] = _rgba(sub_image, self._frame if _is_torch(self._frame) else None)
         self._push([(x, y, w, h)])
-        return self.tokens(dtype, normalize), self.changed
+        return self._tokens(out), self.changed
 
     def update_mipmaps_incremental(self, frame: Array, dirty: Sequence[Sequence[int]] | None = None,
-                                   dtype: Any = "float32", normalize: Normalize = "none") -> tuple[Array, Array]:
+                                   dtype: Any = "float32", normalize: Normalize = "none", layout: str = "nchw",
+                                   alpha: bool = False) -> tuple[Array, Array]:
         """Replaces the image by `frame` (the texture's size, any layout) and updates the pyramid
         incrementally: DIFF finds the 16x16 tiles that changed by more than the threshold (or only
         the `dirty` rectangles [(x, y, w, h), ...] are taken as changed, pixels outside them as
@@ -688,9 +754,10 @@ class PersistentTexture:
         if (w, h) != (self.width, self.height):
             raise UsageError("usage: update_mipmaps_incremental: the frame is %dx%d, the texture %dx%d" %
                              (w, h, self.width, self.height))
+        out = _Output(dtype, normalize, layout, alpha)
         self._frame = _rgba(frame, self._frame if _is_torch(self._frame) else None)
         self._push(None if dirty is None else [tuple(int(v) for v in r) for r in dirty])
-        return self.tokens(dtype, normalize), self.changed
+        return self._tokens(out), self.changed
 
 
 def create_persistent(image: Array, fixation: Point = (0.5, 0.5), num_patches: int = 273, M0: float = 1.0,
@@ -712,7 +779,7 @@ def create_persistent(image: Array, fixation: Point = (0.5, 0.5), num_patches: i
 
 
 def update_partial(texture: PersistentTexture, sub_image: Array, offset: Sequence[int], dtype: Any = "float32",
-                   normalize: Normalize = "none") -> tuple[Array, Array]:
+                   normalize: Normalize = "none", layout: str = "nchw", alpha: bool = False) -> tuple[Array, Array]:
     """texture.update_partial: writes sub_image at offset (x, y) texels; the pyramid and the tokens
     are updated over that rectangle only. Returns (tokens, changed).
 
@@ -722,11 +789,12 @@ def update_partial(texture: PersistentTexture, sub_image: Array, offset: Sequenc
     >>> int(tex.levels[3][0, 0, 0])     # level 3 (8x8): its texel (0, 0) is the 8x8 corner, all 255
     255
     """
-    return texture.update_partial(sub_image, offset, dtype, normalize)
+    return texture.update_partial(sub_image, offset, dtype, normalize, layout, alpha)
 
 
 def update_mipmaps_incremental(texture: PersistentTexture, frame: Array, dirty: Sequence[Sequence[int]] | None = None,
-                               dtype: Any = "float32", normalize: Normalize = "none") -> tuple[Array, Array]:
+                               dtype: Any = "float32", normalize: Normalize = "none", layout: str = "nchw",
+                               alpha: bool = False) -> tuple[Array, Array]:
     """texture.update_mipmaps_incremental: a whole new frame; only the tiles that changed (DIFF,
     or the `dirty` rectangles) are copied, their pyramid rebuilt and their tokens sampled again.
     Returns (tokens, changed).
@@ -738,4 +806,4 @@ def update_mipmaps_incremental(texture: PersistentTexture, frame: Array, dirty: 
     >>> bool(changed.any()), bool(changed.all())
     (True, False)
     """
-    return texture.update_mipmaps_incremental(frame, dirty, dtype, normalize)
+    return texture.update_mipmaps_incremental(frame, dirty, dtype, normalize, layout, alpha)

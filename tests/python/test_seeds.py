@@ -2,7 +2,8 @@
 PXVM_TEST_EXECUTOR=cuda): mipmaps == pxvm.pyramid == a NumPy reference; sample_foveated and
 sample_anisotropic == Runner.patches of the plan program byte for byte (and foveate273 itself);
 sample_at_level == the crop of the level it samples; float tokens == a NumPy reference of the rule
-bit for bit (float32, float16, bfloat16); batches == loops; persistent textures updated in part or
+bit for bit (float32, float16, bfloat16) and == Runner.tokens of the plan program in every layout,
+positions == Runner.positions; batches == loops; persistent textures updated in part or
 incrementally == the full recompute on the same image; bad input raises the package's classes
 naming the value; the program cache stays bounded; every docstring example runs."""
 import doctest
@@ -59,6 +60,21 @@ def float_reference(u8, mean=None, std=None):
             col = (col - np.float32(mean[c])) / np.float32(std[c])
         flat_x[:, c, :] = col
     return x
+
+
+def preset(name):
+    """(mean, std) of a normalize preset, from the library's one table (pxvm.tokens.token_format)."""
+    f = pxvm.tokens.token_format("float32", name)
+    return tuple(f.mean[:3]), tuple(f.std[:3])
+
+
+def layout_of(chw, layout):
+    """(..., C, p, p) -> the layout's arrangement."""
+    if layout == "nhwc":
+        return np.ascontiguousarray(np.moveaxis(chw, -3, -1))
+    if layout == "flat":
+        return chw.reshape(chw.shape[:-3] + (-1,))
+    return chw
 
 
 def bf16_bits_reference(f32):
@@ -154,7 +170,7 @@ def test_float_tokens_are_the_rule_bit_for_bit(tex, normalize):
     if normalize == "none":
         want = float_reference(u8)
     else:
-        mean, std = seeds.NORMALIZE_PRESETS[normalize] if isinstance(normalize, str) else normalize
+        mean, std = preset(normalize) if isinstance(normalize, str) else normalize
         want = float_reference(u8, mean, std)
     got = tex.sample_foveated((0.4, 0.6), num_patches=40, normalize=normalize)
     assert got.dtype == np.float32 and got.shape == (40, 3, 16, 16)
@@ -174,12 +190,56 @@ def test_bfloat16_and_torch_tokens(photo):
     assert isinstance(u8, torch.Tensor) and u8.dtype == torch.uint8 and u8.device.type == "cpu"
     assert np.array_equal(u8.numpy(), pxvm.TexturePyramid(photo, executor=EXECUTOR).sample_foveated(
         (0.5, 0.3), num_patches=30, dtype="uint8"))
-    want = float_reference(u8.numpy(), *seeds.NORMALIZE_PRESETS["siglip"])
+    want = float_reference(u8.numpy(), *preset("siglip"))
     bf = tp.sample_foveated((0.5, 0.3), num_patches=30, dtype=torch.bfloat16, normalize="siglip")
     assert bf.dtype == torch.bfloat16 and bf.shape == (30, 3, 16, 16)
     assert np.array_equal(bf.view(torch.int16).numpy().view(np.uint16), bf16_bits_reference(want))
     f32 = tp.sample_foveated((0.5, 0.3), num_patches=30, normalize="siglip")
     assert f32.dtype == torch.float32 and np.array_equal(f32.numpy().view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc", "flat"])
+@pytest.mark.parametrize("alpha", [False, True])
+def test_tokens_are_runner_tokens_of_the_plan_in_every_layout(photo, tex, dtype, layout, alpha):
+    """Every output argument of Runner.tokens, through the seeds' calls: the same bits as
+    Runner.tokens of the plan program, and the uint8 tokens in that layout are its Runner.patches."""
+    if dtype == "bfloat16":
+        torch = pytest.importorskip("torch")
+    fix, n, norm = (0.35, 0.55), 36, ("imagenet" if not alpha else ((0.1, 0.2, 0.3, 0.4), (0.5, 0.6, 0.7, 0.8)))
+    r = pxvm.Runner(pxvm.Program.from_plan(grid_plan(fix, budget=n)), executor=EXECUTOR)
+    want = r.tokens(photo, dtype=dtype, normalize=norm, layout=layout, alpha=alpha)
+    got = tex.sample_foveated(fix, num_patches=n, dtype=dtype, normalize=norm, layout=layout, alpha=alpha)
+    c = 4 if alpha else 3
+    shape = {"nchw": (n, c, 16, 16), "nhwc": (n, 16, 16, c), "flat": (n, c * 256)}[layout]
+    assert tuple(got.shape) == shape and got.dtype == want.dtype
+    if dtype == "bfloat16":  # NumPy images too: a torch CPU tensor, as Runner.tokens gives it
+        assert isinstance(got, torch.Tensor) and got.device.type == "cpu"
+        got, want = got.view(torch.int16).numpy(), want.view(torch.int16).numpy()
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    u8 = tex.sample_foveated(fix, num_patches=n, dtype="uint8", layout=layout, alpha=alpha)
+    p = r.patches(photo)[..., :c].transpose(0, 3, 1, 2)
+    assert u8.dtype == np.uint8 and np.array_equal(u8, layout_of(p, layout))
+    if dtype == "float32" and not alpha:  # and the NumPy reference of the rule, bit for bit
+        ref = layout_of(float_reference(p, *preset("imagenet")), layout)
+        assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
+
+
+def test_positions_are_runner_positions_of_the_program(photo, tex):
+    r = pxvm.Runner(pxvm.Program.from_plan(grid_plan((0.7, 0.2), budget=49)), executor=EXECUTOR)
+    r.patches(photo)
+    want = r.positions()
+    tok, pos = tex.sample_foveated((0.7, 0.2), num_patches=49, with_positions=True)
+    assert tok.shape == (49, 3, 16, 16) and pos.grid.shape == (49, 2) and pos.rope.shape == (3, 49)
+    for f in ("centre", "step", "level", "normalized", "grid", "rope", "written"):
+        assert np.array_equal(getattr(pos, f), getattr(want, f)), f
+    u8, pos8 = tex.sample_foveated((0.7, 0.2), num_patches=49, dtype="uint8", with_positions=True)
+    assert np.array_equal(pos8.centre, want.centre)
+    _, at = tex.sample_at_level([(0.25, 0.5), (0.75, 0.25)], [1, 3], patch=8, with_positions=True)
+    assert np.array_equal(at.level, [1.0, 3.0]) and np.array_equal(at.step, [[2.0, 2.0], [8.0, 8.0]])
+    assert np.array_equal(at.centre, [[0.25 * W, 0.5 * H], [0.75 * W, 0.25 * H]])
+    _, an = tex.sample_anisotropic((0.5, 0.5), 20.0, num_patches=16, with_positions=True)
+    assert an.written.all() and len(an.level) == 16
 
 
 # ---- batches --------------------------------------------------------------------------------------
@@ -208,6 +268,19 @@ def test_batches_equal_loops(photo):
         assert np.array_equal(at[i], one.sample_at_level(uv[i], [1, 2], dtype="uint8")), i
         assert np.array_equal(same[i].view(np.uint32), one.sample_foveated((0.7, 0.4), num_patches=100,
                                                                           normalize="clip").view(np.uint32)), i
+    # float tokens written item by item into one result: items 0 and 2 one run, 1 and 3 their own
+    f16, pos = bt.sample_anisotropic(fix, ang, num_patches=36, dtype="float16", normalize="clip", layout="nhwc",
+                                     with_positions=True)
+    assert f16.shape == (4, 36, 16, 16, 3) and f16.dtype == np.float16 and len(pos) == 4
+    ref = float_reference(aniso, *preset("clip")).astype(np.float16)
+    assert np.array_equal(f16.view(np.uint16), np.moveaxis(ref, -3, -1).view(np.uint16))
+    for i in range(4):
+        one = pxvm.TexturePyramid(b[i], executor=EXECUTOR)
+        _, p1 = one.sample_anisotropic(fix[i], ang[i], num_patches=36, with_positions=True)
+        assert np.array_equal(pos[i].centre, p1.centre) and np.array_equal(pos[i].level, p1.level), i
+    f32 = bt.sample_at_level(uv, [1, 2], layout="flat")
+    assert f32.shape == (4, 2, 3 * 256) and np.array_equal(
+        f32.view(np.uint32), float_reference(at).reshape(4, 2, -1).view(np.uint32))
     shared = bt.sample_at_level(uv[0], 1, dtype="uint8")  # (N, 2): the same points for every item
     assert all(np.array_equal(shared[i], pxvm.TexturePyramid(b[i], executor=EXECUTOR).sample_at_level(
         uv[0], 1, dtype="uint8")) for i in range(4))
@@ -221,6 +294,14 @@ def test_torch_batches_equal_numpy_batches(photo):
         fix, num_patches=49, dtype="uint8")
     want = pxvm.TexturePyramid(b, executor=EXECUTOR).sample_foveated(fix.numpy(), num_patches=49, dtype="uint8")
     assert isinstance(got, torch.Tensor) and np.array_equal(got.numpy(), want)
+    tb = pxvm.TexturePyramid(torch.from_numpy(b), executor=EXECUTOR)
+    fix2 = fix[[0, 1, 0, 3]]  # items 0 and 2 share a program
+    bf = tb.sample_foveated(fix2, num_patches=49, dtype=torch.bfloat16, normalize="siglip")
+    f32 = tb.sample_foveated(fix2, num_patches=49, normalize="siglip")
+    ref = float_reference(tb.sample_foveated(fix2, num_patches=49, dtype="uint8").numpy(), *preset("siglip"))
+    assert isinstance(f32, torch.Tensor) and f32.dtype == torch.float32 and f32.shape == (4, 49, 3, 16, 16)
+    assert np.array_equal(f32.numpy().view(np.uint32), ref.view(np.uint32))
+    assert np.array_equal(bf.view(torch.int16).numpy().view(np.uint16), bf16_bits_reference(ref))
 
 
 @pytest.mark.skipif(EXECUTOR != "cuda", reason="CUDA tensors: the GPU check (PXVM_TEST_EXECUTOR=cuda)")
@@ -235,9 +316,16 @@ def test_cuda_tensors_give_cuda_tokens_with_the_host_bytes(photo):
     assert u8.is_cuda and np.array_equal(u8.cpu().numpy(), want.sample_foveated(fix, num_patches=64, dtype="uint8"))
     bf = tp.sample_foveated(fix, num_patches=64, dtype="bfloat16", normalize="clip")
     assert bf.is_cuda and bf.dtype == torch.bfloat16
-    ref = float_reference(want.sample_foveated(fix, num_patches=64, dtype="uint8"), *seeds.NORMALIZE_PRESETS["clip"])
+    ref = float_reference(want.sample_foveated(fix, num_patches=64, dtype="uint8"), *preset("clip"))
     assert np.array_equal(bf.cpu().view(torch.int16).numpy().view(np.uint16), bf16_bits_reference(ref))
     assert all(np.array_equal(g, w) for g, w in zip(tp.levels, want.levels))
+    f32 = tp.sample_foveated(fix, num_patches=64, normalize="imagenet", layout="flat")
+    ref = float_reference(want.sample_foveated(fix, num_patches=64, dtype="uint8"), *preset("imagenet"))
+    assert f32.is_cuda and np.array_equal(f32.cpu().numpy().view(np.uint32), ref.reshape(4, 64, -1).view(np.uint32))
+    one = pxvm.TexturePyramid(dev[1], executor="cuda").sample_foveated(fix[1], num_patches=64, dtype="float16")
+    assert one.is_cuda and np.array_equal(one.cpu().numpy().view(np.uint16),
+                                          float_reference(want.sample_foveated(fix, num_patches=64, dtype="uint8")[1])
+                                          .astype(np.float16).view(np.uint16))
     tex = pxvm.create_persistent(dev[0], fixation=(0.3, 0.6), num_patches=48, executor="cuda")
     sub = torch.full((3, 20, 30), 77, dtype=torch.uint8, device="cuda")
     tok, changed = tex.update_partial(sub, (50, 10), dtype="uint8")
@@ -246,6 +334,9 @@ def test_cuda_tensors_give_cuda_tokens_with_the_host_bytes(photo):
     ref_img[10:30, 50:80] = 77
     assert np.array_equal(tok.cpu().numpy(), pxvm.TexturePyramid(ref_img).sample_foveated(
         (0.3, 0.6), num_patches=48, dtype="uint8"))
+    bf = tex.tokens(dtype="bfloat16", normalize="clip")
+    assert bf.is_cuda and np.array_equal(bf.cpu().view(torch.int16).numpy().view(np.uint16),
+                                         bf16_bits_reference(float_reference(tok.cpu().numpy(), *preset("clip"))))
 
 
 # ---- persistent textures --------------------------------------------------------------------------
@@ -319,7 +410,7 @@ def test_update_mipmaps_incremental_equals_the_full_recompute(threshold):
     got, changed = tex.update_mipmaps_incremental(g, dirty=[(0, 0, 16, 16)], dtype="uint8")
     assert tex.levels[0][0:16, 0:16, :3].max() == 0
     f32, _ = tex.update_mipmaps_incremental(g, dirty=[], normalize="clip")  # nothing changed: the same tokens
-    assert np.array_equal(host(f32).view(np.uint32), float_reference(host(got), *seeds.NORMALIZE_PRESETS["clip"]).view(
+    assert np.array_equal(host(f32).view(np.uint32), float_reference(host(got), *preset("clip")).view(
         np.uint32))
 
 
@@ -341,10 +432,18 @@ def test_bad_input_is_refused_naming_the_value(photo, tex):
     raises(U, "x = nan is not in [0, 1]", tex.sample_anisotropic, (math.nan, 0.5), 10)
     raises(U, "fixation: shape (3,)", tex.sample_foveated, (0.5, 0.5, 0.5))
     raises(U, "dtype 'int8' is none of", tex.sample_foveated, (0.5, 0.5), dtype="int8")
-    raises(U, "dtype 'bfloat16': NumPy has none", tex.sample_foveated, (0.5, 0.5), dtype="bfloat16")
-    raises(U, "normalize 'clip2' is none of", tex.sample_foveated, (0.5, 0.5), normalize="clip2")
-    raises(U, "must have 3 values each", tex.sample_foveated, (0.5, 0.5), normalize=((0.5, 0.5), (1, 1, 1)))
-    raises(U, "std > 0", tex.sample_foveated, (0.5, 0.5), normalize=((0.5, 0.5, 0.5), (1, 0, 1)))
+    # the output arguments: Runner.tokens' checks and words (pxvm.tokens, the library)
+    raises(U, "no normalization preset 'clip2'", tex.sample_foveated, (0.5, 0.5), normalize="clip2")
+    raises(U, "needs 3 values each", tex.sample_foveated, (0.5, 0.5), normalize=((0.5, 0.5), (1, 1, 1)))
+    raises(U, "std[1] = 0 is not a finite, non-zero float32", tex.sample_foveated, (0.5, 0.5),
+           normalize=((0.5, 0.5, 0.5), (1, 0, 1)))
+    raises(U, "mean[0] = nan is not a finite float32", tex.sample_anisotropic, (0.5, 0.5), 10,
+           normalize=((math.nan, 0.5, 0.5), (1, 1, 1)))
+    raises(U, "layout 'nwhc' is none of nchw, nhwc, flat", tex.sample_foveated, (0.5, 0.5), layout="nwhc")
+    raises(U, "layout 'nwhc' is none of nchw, nhwc, flat", tex.sample_foveated, (0.5, 0.5), dtype="uint8",
+           layout="nwhc")
+    raises(U, "alpha is True or False, not 1", tex.sample_at_level, [(0.5, 0.5)], 0, alpha=1)
+    raises(U, "alpha is True or False, not 1", tex.sample_at_level, [(0.5, 0.5)], 0, dtype="uint8", alpha=1)
     raises(U, "dtype 'uint8' gives the VM's bytes", tex.sample_foveated, (0.5, 0.5), dtype="uint8", normalize="clip")
     raises(U, "num_patches = 2.5: an integer is needed", tex.sample_foveated, (0.5, 0.5), num_patches=2.5)
     raises(U, "num_patches = 0 is not in 1..65536", tex.sample_foveated, (0.5, 0.5), num_patches=0)
@@ -369,6 +468,9 @@ def test_bad_input_is_refused_naming_the_value(photo, tex):
            np.zeros((48, 32, 3), np.uint8))
     raises(U, "threshold = 300 is not in 0..255", pxvm.create_persistent, np.zeros((32, 48, 3), np.uint8),
            threshold=300)
+    raises(U, "layout 'chw' is none of", small.update_partial, np.zeros((5, 10, 3), np.uint8), (0, 0), layout="chw")
+    raises(U, "no normalization preset 'CLIP'", small.update_mipmaps_incremental, np.zeros((32, 48, 3), np.uint8),
+           normalize="CLIP")
     assert small.frames == 1  # nothing ran
 
 

@@ -41,7 +41,12 @@ static const char px__usage[] =
     "  --threads N               CPU worker threads per process, 0..1024 (default 0: all cores)\n"
     "  --decoders N              decoding threads per worker, 1..64 (default: cores / workers)\n"
     "  --policy POLICY           how an image of another size than the input slot meets it, as\n"
-    "                            pxrun's: exact (default: another size fails, naming the file),\n"
+    "                            pxrun's: native (an any-size input takes each image at its own\n"
+    "                            size, within its bounds: the default for any-size programs; the\n"
+    "                            program resolved per size, each size in a shard one batch; an\n"
+    "                            image outside the bounds fails, naming the file, its size and\n"
+    "                            them; an error for a fixed-size program), exact (the default for\n"
+    "                            fixed-size programs: another size fails, naming the file),\n"
     "                            stretch[:FILTER] or fit[:FILTER][:PAD] (resized on the decoding\n"
     "                            threads; FILTER nearest, box, bilinear, hamming, bicubic (default),\n"
     "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255), or\n"
@@ -178,8 +183,11 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         if (str) {
             *str = v;
             pxvm_error perr;
-            if (str == &policy && px_policy_parse(v, &j->policy, &perr) < 0)
-                return px__usage_error(rank, 0, "%s", perr.msg);
+            if (str == &policy) { /* native is pxbatch's and pxrun's, not the library's resize policy */
+                j->native = !strcmp(v, "native");
+                if (!j->native && px_policy_parse(v, &j->policy, &perr) < 0)
+                    return px__usage_error(rank, 0, "%s", perr.msg);
+            }
             continue;
         }
         uint64_t n;
@@ -197,6 +205,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         else
             j->lim.max_memory = n;
     }
+    j->policy_given = policy != NULL;
     if (*verify) {
         if (j->prog_path || j->out_dir || *list || *dir || policy)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs or --policy");
@@ -263,6 +272,32 @@ int main(int argc, char **argv)
         goto end;
     }
     have_prog = 1;
+    /* an any-size program: native (each image at its own size) unless --policy says otherwise,
+     * as pxrun; with another policy it is resolved once at its reference size, which the images
+     * are resized to (executors load only fixed programs) */
+    if (prog.any_size && !j.policy_given)
+        j.native = 1;
+    if (j.native && !prog.any_size) {
+        if (rank == 0)
+            fprintf(stderr, "pxbatch: usage: --policy native: program '%s' is not any-size; use fit or stretch\n",
+                    j.prog_path);
+        rc = 2;
+        goto end;
+    }
+    if (prog.any_size && !j.native) {
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        pxvm_program res;
+        if (pxvm_program_resolve(&prog, wh, &j.lim, &res, &err) < 0) {
+            char buf[1024];
+            pxvm_error_format(&err, buf, sizeof buf);
+            if (rank == 0)
+                fprintf(stderr, "pxbatch: %s\n", buf);
+            rc = pxvm_exit_status(err.cls);
+            goto end;
+        }
+        pxvm_program_free(&prog);
+        prog = res;
+    }
     for (int k = 0; k < prog.nslots; k++) {
         if (prog.slots[k].role == PXI_ROLE_INPUT && input < 0)
             input = k;
@@ -296,9 +331,10 @@ int main(int argc, char **argv)
         uint64_t out_b = o->patch_count ? (uint64_t)o->patch_w * o->patch_h * o->patch_count * 4u : (uint64_t)o->w * o->h * 4u;
         uint64_t per = px__mad(2, in_b + out_b, prog.memory);
         uint64_t need = px__mad(per, (uint64_t)j.shard_size, 0);
-        /* dynamic: the plan's own size says nothing of the images'; each size's program is checked
-         * against --max-memory when it is compiled (an image over it is listed as failed) */
-        if (need > j.lim.max_memory && j.policy.kind != PX_POLICY_DYNAMIC) {
+        /* dynamic, native: the program's own input size says nothing of the images'; each size's
+         * program is checked against --max-memory when it is compiled or resolved (an image over
+         * it is listed as failed) */
+        if (need > j.lim.max_memory && j.policy.kind != PX_POLICY_DYNAMIC && !j.native) {
             if (rank == 0)
                 fprintf(stderr,
                         "pxbatch: usage: a batch of %d needs %" PRIu64 " bytes (%d x (slots %" PRIu64

@@ -18,6 +18,10 @@ typedef struct {
     int nshards;
     pxvm_limits lim;
     px_policy policy;             /* --policy: how an image of another size meets the input slot */
+    int policy_given;             /* --policy was given */
+    int native;                   /* --policy native (the default for an any-size program): each image
+                                   * bound at its own size, within the input's bounds; the program
+                                   * resolved per size (policy then stays exact) */
     char *plan_text;              /* dynamic: the uniform plan, compiled per image size */
     size_t plan_len;
     char *job_text;               /* the "job" object of every marker (json_dumps) */
@@ -43,7 +47,8 @@ typedef struct px_batch_decoder {
     int t, n; /* this thread decodes items t, t + n, ... */
 } px_batch_decoder;
 
-/* dynamic: the uniform plan compiled for one size, in a worker's LRU cache */
+/* dynamic: the uniform plan compiled for one size; native: the any-size program resolved at one
+ * size; in a worker's LRU cache */
 #define PX_BATCH_SIZES 64
 typedef struct {
     int w, h, have;
@@ -56,9 +61,9 @@ typedef struct {
     const pxvm_executor_ops *ops;
     pxvm_executor *ex;
     int batch;
-    px_batch_sized sized[PX_BATCH_SIZES]; /* dynamic: programs per size (least recently used goes) */
+    px_batch_sized sized[PX_BATCH_SIZES]; /* dynamic, native: programs per size (least recently used goes) */
     uint64_t clock;
-    const pxvm_program *loaded_sized; /* dynamic: the cached program the executor holds, if any */
+    const pxvm_program *loaded_sized; /* dynamic, native: the cached program the executor holds, if any */
     uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
 } px_batch_worker_state;
 

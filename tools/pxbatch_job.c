@@ -214,7 +214,8 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
 
 /* The job: every field that decides the output bytes. A rerun into the same --out compares them
  * all (pxb_job_diff), so an option that comes to change the bytes (a dtype, fixations) is added
- * here and is compared from then on. --policy is "policy", its canonical text (px_policy_format;
+ * here and is compared from then on. --policy is "policy", its canonical text (px_policy_format, or
+ * "native";
  * a marker written before the field existed has none: pxb_job_diff reads that as "exact"). Not
  * in it: the executor, threads, devices, decoders and ranks (the same bytes: tested), the
  * program's path (the same pixels from another file, or a plan and its .pxi, are the same
@@ -229,7 +230,10 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
     for (size_t i = 0; i < j->in.n; i++)
         pxb_sha256_update(&c, j->in.v[i], strlen(j->in.v[i]) + 1);
     pxb_sha256_hex(&c, in_sha);
-    px_policy_format(&j->policy, policy, sizeof policy);
+    if (j->native)
+        snprintf(policy, sizeof policy, "native");
+    else
+        px_policy_format(&j->policy, policy, sizeof policy);
     return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
                      "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
                      pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),

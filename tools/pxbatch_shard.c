@@ -103,6 +103,14 @@ static void *px__decode(void *arg)
                 if (r == 0)
                     s->img[i] = sized;
             }
+        } else if (s->job->native) { /* at its own size: only the input's bounds are checked here */
+            if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 &&
+                pxvm_anysize_check(s->prog, s->input, s->img[i].w, s->img[i].h, &err) < 0) {
+                char msg[sizeof err.msg];
+                snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
+                memcpy(err.msg, msg, sizeof msg);
+                pxvm_image_free(&s->img[i]);
+            }
         } else if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
             if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
                 char lb[16], msg[sizeof err.msg];
@@ -219,6 +227,8 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
             if (rg)
                 fprintf(f, ", \"size\": [%d, %d], \"resized\": [%d, %d]", s->orig[i][0], s->orig[i][1], s->img[i].w,
                         s->img[i].h);
+            else if (s->job->native) /* the size it was bound at */
+                fprintf(f, ", \"size\": [%d, %d]", s->img[i].w, s->img[i].h);
             fputc('}', f);
             first = 0;
         }
@@ -247,10 +257,11 @@ void px_batch_sized_free(px_batch_worker_state *w)
     memset(w->sized, 0, sizeof w->sized);
 }
 
-/* The uniform plan compiled for w x h (its "image" set, its "budget", the full grid's, dropped),
- * from the worker's LRU cache; never evicts `keep` (the program the executor holds). */
-static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_job *j, int w, int h,
-                                     const pxvm_program *keep, pxvm_error *err)
+/* The program for w x h images, from the worker's LRU cache: dynamic, the uniform plan compiled
+ * for w x h (its "image" set, its "budget", the full grid's, dropped); native, the any-size
+ * program `poly` resolved at w x h. Never evicts `keep` (the program the executor holds). */
+static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_job *j, const pxvm_program *poly,
+                                     int input, int w, int h, const pxvm_program *keep, pxvm_error *err)
 {
     int slot = -1;
     for (int k = 0; k < PX_BATCH_SIZES; k++) {
@@ -263,6 +274,18 @@ static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_j
             continue;
         if (slot < 0 || !c->have || (ws->sized[slot].have && c->used < ws->sized[slot].used))
             slot = slot >= 0 && !ws->sized[slot].have ? slot : k;
+    }
+    if (j->native) {
+        px_batch_sized *c = &ws->sized[slot];
+        if (c->have)
+            pxvm_program_free(&c->prog);
+        c->have = 0;
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        wh[2 * input] = w, wh[2 * input + 1] = h;
+        if (pxvm_program_resolve(poly, wh, &j->lim, &c->prog, err) < 0)
+            return NULL;
+        c->have = 1, c->w = w, c->h = h, c->used = ++ws->clock;
+        return &c->prog;
     }
     json_error_t jerr;
     json_t *root = json_loadb(j->plan_text, j->plan_len, 0, &jerr);
@@ -292,8 +315,8 @@ static void px__fail_image(px_batch_shard *s, int i, const pxvm_error *err)
 {
     char buf[1024], named[1400];
     pxvm_error_format(err, buf, sizeof buf);
-    snprintf(named, sizeof named, "%s (file '%.300s', resized to %dx%d)", buf, s->job->in.v[s->first + i], s->img[i].w,
-             s->img[i].h);
+    snprintf(named, sizeof named, "%s (file '%.300s', %s %dx%d)", buf, s->job->in.v[s->first + i],
+             s->job->native ? "at its size," : "resized to", s->img[i].w, s->img[i].h);
     free(s->why[i]);
     s->why[i] = strdup(named);
     pxvm_image_free(&s->img[i]);
@@ -309,7 +332,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int inpu
     /* every size's program first: an image whose program does not compile (too many tokens, over
      * --max-memory) fails alone, before the rows are numbered */
     for (int i = 0; i < s->count; i++)
-        if (s->img[i].px && !px__sized(w, s->job, s->img[i].w, s->img[i].h, w->loaded_sized, err))
+        if (s->img[i].px && !px__sized(w, s->job, s->prog, input, s->img[i].w, s->img[i].h, w->loaded_sized, err))
             px__fail_image(s, i, err);
     int rows = 0;
     size_t count = (size_t)(unsigned)s->count;
@@ -337,7 +360,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int inpu
         int gw = s->img[i].w, gh = s->img[i].h, n = 0;
         for (int k = i; k < s->count; k++)
             n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
-        const pxvm_program *prog = px__sized(w, s->job, gw, gh, loaded ? loaded : w->loaded_sized, err);
+        const pxvm_program *prog = px__sized(w, s->job, s->prog, input, gw, gh, loaded ? loaded : w->loaded_sized, err);
         if (!prog || w->ops->load(w->ex, prog, n, err) < 0) {
             rc = err->cls;
             break;
@@ -456,6 +479,124 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, in
     return rc;
 }
 
+/* The rows of a fixed shard: every decoded image one item of the batch loaded at the start (the
+ * unused items of a short shard bound to any valid image), one run, the outputs read into *out
+ * (per bytes a row, malloc'ed; NULL with no rows); 0, or the pxvm class of a failure. */
+static int px__run_fixed(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, size_t per, uint8_t **out,
+                         int *rows_out, pxvm_error *err)
+{
+    const pxvm_slot *o = &s->prog->slots[out_slot];
+    int rows = 0, dummy = -1;
+    for (int i = 0; i < s->count; i++)
+        if (s->img[i].px) {
+            dummy = dummy < 0 ? i : dummy;
+            pxvm_view v = pxvm_image_view(&s->img[i]);
+            if (w->ops->bind(w->ex, input, rows++, &v, err) < 0)
+                return err->cls;
+        }
+    *rows_out = rows, *out = NULL;
+    if (!rows)
+        return 0;
+    for (int b = rows; b < w->batch; b++) {
+        pxvm_view v = pxvm_image_view(&s->img[dummy]);
+        if (w->ops->bind(w->ex, input, b, &v, err) < 0)
+            return err->cls;
+    }
+    pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    if (w->ops->run(w->ex, &ro, err) < 0)
+        return err->cls;
+    uint8_t *buf = malloc(per * (size_t)rows);
+    if (!buf)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO;
+    pxvm_view v = o->patch_count ? pxvm_view_host(buf, o->patch_w, o->patch_h * o->patch_count, 4)
+                                 : pxvm_view_host(buf, o->w, o->h, 4);
+    v.items = rows;
+    v.item_stride = (int64_t)per;
+    if (w->ops->read(w->ex, out_slot, 0, 0, &v, o->patch_count > 0, err) < 0) {
+        free(buf);
+        return err->cls;
+    }
+    *out = buf;
+    return 0;
+}
+
+/* The rows of a native shard: each image at its own size. The images of one size are one batch
+ * of the program resolved at that size (one load, one run; sizes in order of first appearance),
+ * each output read into its row; the output slot is not any-size, so every size's rows have the
+ * program's shape (checked). An image whose resolution fails (an operand out of int32, a rule
+ * broken, over --max-memory) fails alone, before the rows are numbered. 0, or the pxvm class of
+ * a failure. */
+static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, size_t per, uint8_t **out,
+                          int *rows_out, pxvm_error *err)
+{
+    const pxvm_slot *o = &s->prog->slots[out_slot];
+    const pxvm_program *loaded = NULL;
+    for (int i = 0; i < s->count; i++)
+        if (s->img[i].px && !px__sized(w, s->job, s->prog, input, s->img[i].w, s->img[i].h, w->loaded_sized, err))
+            px__fail_image(s, i, err);
+    size_t count = (size_t)(unsigned)s->count;
+    int rows = 0, rc = 0;
+    int *row_of = calloc(count + 1, sizeof *row_of);
+    uint8_t *done = calloc(count + 1, 1);
+    for (int i = 0; row_of && i < s->count; i++)
+        if (s->img[i].px)
+            row_of[i] = rows++;
+    uint8_t *buf = rows ? malloc(per * (size_t)rows) : NULL;
+    if (!row_of || !done || (rows && !buf))
+        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO);
+    for (int i = 0; !rc && i < s->count; i++) {
+        if (!s->img[i].px || done[i])
+            continue;
+        int gw = s->img[i].w, gh = s->img[i].h, n = 0;
+        for (int k = i; k < s->count; k++)
+            n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
+        const pxvm_program *prog = px__sized(w, s->job, s->prog, input, gw, gh, loaded ? loaded : w->loaded_sized, err);
+        if (!prog || w->ops->load(w->ex, prog, n, err) < 0) {
+            rc = err->cls;
+            break;
+        }
+        loaded = prog;
+        const pxvm_slot *ro_slot = &prog->slots[out_slot];
+        if (ro_slot->w != o->w || ro_slot->h != o->h || ro_slot->patch_count != o->patch_count ||
+            ro_slot->patch_w != o->patch_w || ro_slot->patch_h != o->patch_h) {
+            rc = (pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: the resolved program's output is not the program's"),
+                  PXVM_USAGE);
+            break;
+        }
+        int item = 0;
+        for (int k = i; !rc && k < s->count; k++)
+            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
+                pxvm_view v = pxvm_image_view(&s->img[k]);
+                if (w->ops->bind(w->ex, input, item++, &v, err) < 0)
+                    rc = err->cls;
+            }
+        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+        if (!rc && w->ops->run(w->ex, &ro, err) < 0)
+            rc = err->cls;
+        item = 0;
+        for (int k = i; !rc && k < s->count; k++)
+            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
+                pxvm_view v = o->patch_count ? pxvm_view_host(buf + (size_t)row_of[k] * per, o->patch_w,
+                                                              o->patch_h * o->patch_count, 4)
+                                             : pxvm_view_host(buf + (size_t)row_of[k] * per, o->w, o->h, 4);
+                if (w->ops->read(w->ex, out_slot, 0, item++, &v, o->patch_count > 0, err) < 0)
+                    rc = err->cls;
+                done[k] = 1;
+            }
+    }
+    /* the executor holds the last size's program: px__sized never evicts it before the next load */
+    if (loaded)
+        w->loaded_sized = loaded;
+    free(done);
+    free(row_of);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf, *rows_out = rows;
+    return 0;
+}
+
 /* Runs a decoded shard and writes it; returns the pxvm class of a failure of the program, the
  * executor or the writing (0: written, bad inputs listed). */
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
@@ -465,46 +606,25 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     px__shard_join(s);
     if (s->job->policy.kind == PX_POLICY_DYNAMIC)
         return px__shard_run_dynamic(w, s, input, out_slot, err);
-    int rows = 0, dummy = -1, failed = 0;
-    uint64_t bytes_in = 0;
-    for (int i = 0; i < s->count; i++)
-        if (s->img[i].px) {
-            dummy = dummy < 0 ? i : dummy;
-            pxvm_view v = pxvm_image_view(&s->img[i]);
-            if (w->ops->bind(w->ex, input, rows++, &v, err) < 0)
-                return err->cls;
-            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
-        } else
-            failed++;
     size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
     uint8_t *out = NULL;
-    if (rows) {
-        for (int b = rows; b < w->batch; b++) { /* the unused items of a short shard: any valid image */
-            pxvm_view v = pxvm_image_view(&s->img[dummy]);
-            if (w->ops->bind(w->ex, input, b, &v, err) < 0)
-                return err->cls;
-        }
-        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
-        if (w->ops->run(w->ex, &ro, err) < 0)
-            return err->cls;
-        out = malloc(per * (size_t)rows);
-        if (!out)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO;
-        pxvm_view v = o->patch_count ? pxvm_view_host(out, o->patch_w, o->patch_h * o->patch_count, 4)
-                                     : pxvm_view_host(out, o->w, o->h, 4);
-        v.items = rows;
-        v.item_stride = (int64_t)per;
-        if (w->ops->read(w->ex, out_slot, 0, 0, &v, o->patch_count > 0, err) < 0) {
-            free(out);
-            return err->cls;
-        }
-    }
+    int rows = 0, failed = 0;
+    int rc = s->job->native ? px__run_native(w, s, input, out_slot, per, &out, &rows, err)
+                            : px__run_fixed(w, s, input, out_slot, per, &out, &rows, err);
+    if (rc)
+        return rc;
+    uint64_t bytes_in = 0;
+    for (int i = 0; i < s->count; i++)
+        if (s->img[i].px)
+            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
+        else
+            failed++;
     uint8_t *npy = NULL;
     char *index = NULL;
     size_t npy_len = 0, index_len = 0;
     int pn = o->patch_count ? o->patch_count : 1, ph = o->patch_count ? o->patch_h : o->h, pw = o->patch_count ? o->patch_w : o->w;
     const int shape[5] = {rows, pn, ph, pw, 4};
-    int rc = pxvm_npy_encode_shape(out, 5, shape, &npy, &npy_len, err);
+    rc = pxvm_npy_encode_shape(out, 5, shape, &npy, &npy_len, err);
     free(out);
     if (rc < 0)
         return err->cls;

@@ -293,6 +293,10 @@ docs-images: all
 	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
 	PYTHONPATH=python $(PYTHON) docs/policy_picture.py tests/data/photos/coffee-tall.png dynamic:max=50000 \
 	    docs/img/policy-dynamic.png > docs/img/policy-dynamic.txt
+	PXVM_BIN=$(BIN) PYTHONPATH=python $(PYTHON) docs/policy_picture.py native docs/img/policy-native.png \
+	    tests/data/photos/rocket.jpg tests/data/photos/coffee-tall.png > docs/img/policy-native.txt
+	PXVM_BIN=$(BIN) PYTHONPATH=python $(PYTHON) docs/policy_picture.py policies tests/data/photos/coffee-tall.png \
+	    docs/img/policies.png > docs/img/policies.txt
 	$(PYTHON) docs/video_picture.py build/vf.npy build/vd.npy build/vc.npy build/vg.npy docs/img/video.png > docs/img/video.txt
 
 # make install PREFIX=/usr/local: the tools, the library (shared and static), the header, pkg-config

@@ -46,7 +46,8 @@ static const char px__usage[] =
     "                            program resolved per size, each size in a shard one batch; an\n"
     "                            image outside the bounds fails, naming the file, its size and\n"
     "                            them; an error for a fixed-size program), exact (the default for\n"
-    "                            fixed-size programs: another size fails, naming the file),\n"
+    "                            fixed-size programs: another size fails, naming the file; with an\n"
+    "                            any-size program the same as native),\n"
     "                            stretch[:FILTER] or fit[:FILTER][:PAD] (resized on the decoding\n"
     "                            threads; FILTER nearest, box, bilinear, hamming, bicubic (default),\n"
     "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255), or\n"
@@ -273,9 +274,10 @@ int main(int argc, char **argv)
     }
     have_prog = 1;
     /* an any-size program: native (each image at its own size) unless --policy says otherwise,
-     * as pxrun; with another policy it is resolved once at its reference size, which the images
-     * are resized to (executors load only fixed programs) */
-    if (prog.any_size && !j.policy_given)
+     * as pxrun; exact is native there too (the program takes every size within its bounds, so an
+     * image is bound as it is: pxrun's meaning); with stretch or fit it is resolved once at its
+     * reference size, which the images are resized to (executors load only fixed programs) */
+    if (prog.any_size && (!j.policy_given || (!j.native && j.policy.kind == PX_POLICY_EXACT)))
         j.native = 1;
     if (j.native && !prog.any_size) {
         if (rank == 0)

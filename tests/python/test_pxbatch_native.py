@@ -64,7 +64,8 @@ def verify(out):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("policy", [[], ["--policy", "native"]])
+# exact on an any-size program is native (the program takes each size: pxrun's meaning)
+@pytest.mark.parametrize("policy", [[], ["--policy", "native"], ["--policy", "exact"]])
 def test_native_rows_equal_runner_patches(photos, tmp_path, runner, policy):
     out = tmp_path / "o"
     r = run(photos, out, *policy)

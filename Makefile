@@ -1,4 +1,6 @@
 # pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make coverage`, `make mutate`, `make bench`, `make deps`.
+# the default goal is `all`, whatever rule comes first below
+.DEFAULT_GOAL := all
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= bin

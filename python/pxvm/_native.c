@@ -8,6 +8,10 @@
  * prepared, and calls pxvm_runner_exec. An array that looks otherwise makes run() return None, and
  * the caller takes the ctypes path, which describes it anew (and prepares again).
  *
+ * A prepared call of Runner.tokens also reads the tokens after the run (pxvm_runner_read_tokens,
+ * with the pxvm_token_format made once), into the one output view past the run's own: bind, run
+ * and read in one call, as a C caller makes them.
+ *
  * Built against the limited API of Python 3.11 (one _native.abi3.so for 3.11 and later). It does
  * not link libpxvm: bind() hands it the addresses of the functions in the library that the ctypes
  * layer loaded (PXVM_LIB, the package's copy, a checkout's build/, the installed one), so handles
@@ -26,6 +30,7 @@
 /* The library's entry points, with the header's exact types (a signature change breaks the build). */
 static __typeof__(&pxvm_runner_exec) lib_exec;
 static __typeof__(&pxvm_runner_set_stream) lib_set_stream;
+static __typeof__(&pxvm_runner_read_tokens) lib_read_tokens;
 static PyObject *raise_error; /* errors._check(rc): raises the package's class with pxvm_errmsg() */
 
 static PyObject *s_dtype, *s_shape, *s_stride, *s_get_device, *s_data_ptr; /* interned names */
@@ -37,9 +42,11 @@ enum { ARG_BUFFER = 0, ARG_TORCH = 1 };
 /* How one argument of run() must look, and the view it fills. */
 typedef struct {
     int view;                 /* index into views: inputs first, then outputs */
-    int kind;                 /* ARG_BUFFER (byte strides) or ARG_TORCH (element strides = bytes: uint8) */
+    int kind;                 /* ARG_BUFFER (byte strides) or ARG_TORCH (element strides, dtype checked) */
     int ndim;
     Py_ssize_t shape[MAX_DIMS], strides[MAX_DIMS]; /* ARG_BUFFER */
+    Py_ssize_t itemsize;      /* ARG_BUFFER: 1 for images; 2 or 4 for tokens (float16, bfloat16 bits, float32) */
+    char format[4];           /* ARG_BUFFER: the buffer protocol's format ("B", "e", "H", "f") */
     PyObject *type, *dtype, *shape_obj, *strides_obj; /* ARG_TORCH: exact type, dtype, shape, stride() */
     long device;              /* ARG_TORCH: get_device() (-1: CPU) */
 } arg_desc;
@@ -55,7 +62,7 @@ typedef struct {
     pxvm_runner *run;
     int nin, nout, narg, nalloc;
     int in_slots[MAX_VIEWS], in_items[MAX_VIEWS], out_slots[MAX_VIEWS], out_kinds[MAX_VIEWS];
-    pxvm_view views[2 * MAX_VIEWS]; /* nin inputs, then nout outputs */
+    pxvm_view views[2 * MAX_VIEWS + 1]; /* nin inputs, then nout outputs, then the tokens' destination */
     arg_desc *args;
     alloc_desc *allocs;
     Py_buffer *bufs;      /* narg + nalloc; held[i]: bufs[i] is to be released */
@@ -67,6 +74,9 @@ typedef struct {
      * arrays (no stream: unset one the ctypes path set) */
     PyObject *streams, *stream_key, *stream_fn, *device_obj;
     int on_cuda;
+    /* tokens (Runner.tokens): read after the run from atlas tok_slot into views[nin + nout] */
+    int tok_on, tok_slot, tok_device;
+    pxvm_token_format tok_fmt;
     int busy;             /* a call under way (with the GIL released): another thread falls back */
     unsigned long long hits, misses;
 } Call;
@@ -90,10 +100,11 @@ static void release_bufs(Call *c)
         }
 }
 
-/* 1: b is a uint8 buffer of the prepared shape and strides; 0: it is not. */
+/* 1: b is a buffer of the prepared format, shape and strides; 0: it is not. */
 static int buffer_matches(const arg_desc *d, const Py_buffer *b)
 {
-    if (b->itemsize != 1 || (b->format && strcmp(b->format, "B") != 0) || b->ndim != d->ndim || !b->strides)
+    if (b->itemsize != d->itemsize || !b->format || strcmp(b->format, d->format) != 0 || b->ndim != d->ndim ||
+        !b->strides)
         return 0;
     for (int k = 0; k < d->ndim; k++)
         if (b->shape[k] != d->shape[k] || b->strides[k] != d->strides[k])
@@ -258,23 +269,27 @@ static PyObject *run_prepared(Call *c, PyObject *const *argv)
             goto fail;
     if (sync_stream(c) < 0)
         goto fail;
-    int rc;
+    int rc, ran;
     Py_BEGIN_ALLOW_THREADS
     rc = lib_exec(c->run, c->nin, c->in_slots, c->in_items, c->views, c->nout, c->out_slots, c->out_kinds,
                   c->views + c->nin);
+    ran = !rc;
+    if (ran && c->tok_on)
+        rc = lib_read_tokens(c->run, c->tok_slot, 0, 1, &c->tok_fmt, c->views[c->nin + c->nout].data, c->tok_device);
     Py_END_ALLOW_THREADS
     release_bufs(c);
+    if (ran) /* the slots may now read these inputs in place: kept alive until replaced */
+        for (int i = 0; i < c->narg; i++)
+            if (c->args[i].view < c->nin) {
+                Py_INCREF(argv[i]);
+                set_ref(&c->lent[i], argv[i]);
+            }
     if (rc) {
         Py_XDECREF(PyObject_CallFunction(raise_error, "i", rc));
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_RuntimeError, "pxvm._native: the library failed (class %d)", rc);
         goto fail_released;
     }
-    for (int i = 0; i < c->narg; i++)
-        if (c->args[i].view < c->nin) {
-            Py_INCREF(argv[i]);
-            set_ref(&c->lent[i], argv[i]);
-        }
     c->hits++;
     if (c->nalloc == 1) {
         PyObject *o = c->made[0];
@@ -417,31 +432,41 @@ static int ssize_tuple(PyObject *t, Py_ssize_t *out, int *n)
     return 0;
 }
 
-/* views: the bytes of n pxvm_view (a ctypes array of pxvm.View) into out */
-static int view_bytes(PyObject *b, pxvm_view *out, int n)
+/* the first `size` bytes of a bytes-like object (ctypes structures' bytes) into out; -1 with an
+ * exception when it has fewer */
+static int struct_bytes(PyObject *b, void *out, size_t size, const char *what)
 {
     Py_buffer v;
     if (PyObject_GetBuffer(b, &v, PyBUF_SIMPLE) != 0)
         return -1;
-    int ok = v.len >= (Py_ssize_t)sizeof(pxvm_view) * n;
-    if (ok)
-        memcpy(out, v.buf, sizeof(pxvm_view) * (size_t)n);
+    int ok = v.len >= (Py_ssize_t)size;
+    if (ok && size)
+        memcpy(out, v.buf, size);
     PyBuffer_Release(&v);
     if (!ok)
-        PyErr_SetString(PyExc_ValueError, "pxvm._native.prepare: fewer views than slots");
+        PyErr_Format(PyExc_ValueError, "pxvm._native.prepare: %s: fewer bytes than %zu", what, size);
     return ok ? 0 : -1;
+}
+
+/* views: the bytes of n pxvm_view (a ctypes array of pxvm.View) into out */
+static int view_bytes(PyObject *b, pxvm_view *out, int n)
+{
+    return struct_bytes(b, out, sizeof(pxvm_view) * (size_t)n, "views");
 }
 
 static PyObject *prepare(PyObject *module, PyObject *a)
 {
     (void)module;
     PyObject *handle, *in_slots, *in_items, *in_views, *out_slots, *out_kinds, *out_views, *args, *allocs, *stream;
+    PyObject *tokens = Py_None;
     if (!lib_exec)
         return PyErr_Format(PyExc_RuntimeError, "pxvm._native: bind() was not called");
-    if (!PyArg_ParseTuple(a, "OO!O!OO!O!OO!O!O:prepare", &handle, &PyTuple_Type, &in_slots, &PyTuple_Type, &in_items,
-                          &in_views, &PyTuple_Type, &out_slots, &PyTuple_Type, &out_kinds, &out_views, &PyTuple_Type,
-                          &args, &PyTuple_Type, &allocs, &stream))
+    if (!PyArg_ParseTuple(a, "OO!O!OO!O!OO!O!O|O:prepare", &handle, &PyTuple_Type, &in_slots, &PyTuple_Type,
+                          &in_items, &in_views, &PyTuple_Type, &out_slots, &PyTuple_Type, &out_kinds, &out_views,
+                          &PyTuple_Type, &args, &PyTuple_Type, &allocs, &stream, &tokens))
         return NULL;
+    if (tokens != Py_None && !lib_read_tokens)
+        return PyErr_Format(PyExc_RuntimeError, "pxvm._native.prepare: tokens need bind() with read_tokens' address");
     Py_ssize_t nin = PyTuple_Size(in_slots), nout = PyTuple_Size(out_slots);
     Py_ssize_t narg = PyTuple_Size(args), nalloc = PyTuple_Size(allocs);
     if (nin > MAX_VIEWS || nout > MAX_VIEWS || narg > 2 * MAX_VIEWS || nalloc > MAX_VIEWS)
@@ -454,6 +479,8 @@ static PyObject *prepare(PyObject *module, PyObject *a)
     c->nout = (int)nout;
     c->narg = (int)narg;
     c->nalloc = (int)nalloc;
+    c->tok_on = tokens != Py_None;
+    Py_ssize_t nviews = nin + nout + c->tok_on; /* views that arguments and allocations may fill */
     c->args = PyMem_Calloc((size_t)narg + 1, sizeof(arg_desc));
     c->allocs = PyMem_Calloc((size_t)nalloc + 1, sizeof(alloc_desc));
     c->bufs = PyMem_Calloc((size_t)(narg + nalloc) + 1, sizeof(Py_buffer));
@@ -478,17 +505,21 @@ static PyObject *prepare(PyObject *module, PyObject *a)
         arg_desc *d = &c->args[i];
         PyObject *shape, *strides, *type, *dtype;
         long device;
-        if (!PyArg_ParseTuple(PyTuple_GetItem(args, i), "iiO!O!lOO:arg", &d->view, &d->kind, &PyTuple_Type, &shape,
-                              &PyTuple_Type, &strides, &device, &type, &dtype))
+        const char *format = "B";
+        d->itemsize = 1;
+        if (!PyArg_ParseTuple(PyTuple_GetItem(args, i), "iiO!O!lOO|sn:arg", &d->view, &d->kind, &PyTuple_Type, &shape,
+                              &PyTuple_Type, &strides, &device, &type, &dtype, &format, &d->itemsize))
             goto fail;
         int nst;
-        if (d->view < 0 || d->view >= nin + nout || (d->kind != ARG_BUFFER && d->kind != ARG_TORCH) ||
-            ssize_tuple(shape, d->shape, &d->ndim) || ssize_tuple(strides, d->strides, &nst) || nst != d->ndim) {
+        if (d->view < 0 || d->view >= nviews || (d->kind != ARG_BUFFER && d->kind != ARG_TORCH) ||
+            strlen(format) >= sizeof d->format || d->itemsize < 1 || ssize_tuple(shape, d->shape, &d->ndim) ||
+            ssize_tuple(strides, d->strides, &nst) || nst != d->ndim) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "pxvm._native.prepare: a bad argument description");
             goto fail;
         }
         d->device = device;
+        strcpy(d->format, format);
         if (d->kind == ARG_TORCH) {
             if (!PyType_Check(type)) {
                 PyErr_SetString(PyExc_TypeError, "pxvm._native.prepare: a tensor argument needs its type");
@@ -510,7 +541,7 @@ static PyObject *prepare(PyObject *module, PyObject *a)
         if (!PyArg_ParseTuple(PyTuple_GetItem(allocs, j), "iiOO!O:alloc", &o->view, &o->kind, &fn, &PyTuple_Type,
                               &fn_args, &kwargs))
             goto fail;
-        if (o->view < nin || o->view >= nin + nout || (o->kind != ARG_BUFFER && o->kind != ARG_TORCH) ||
+        if (o->view < nin || o->view >= nviews || (o->kind != ARG_BUFFER && o->kind != ARG_TORCH) ||
             !PyCallable_Check(fn) || (kwargs != Py_None && !PyDict_Check(kwargs))) {
             PyErr_SetString(PyExc_ValueError, "pxvm._native.prepare: a bad output allocation");
             goto fail;
@@ -541,6 +572,12 @@ static PyObject *prepare(PyObject *module, PyObject *a)
         PyErr_SetString(PyExc_TypeError, "pxvm._native.prepare: streams is the runner's dict or None");
         goto fail;
     }
+    if (c->tok_on) {
+        PyObject *fmt;
+        if (!PyArg_ParseTuple(tokens, "iOi:tokens", &c->tok_slot, &fmt, &c->tok_device) ||
+            struct_bytes(fmt, &c->tok_fmt, sizeof c->tok_fmt, "the token format"))
+            goto fail;
+    }
     return (PyObject *)c;
 fail:
     Py_DECREF(c);
@@ -550,10 +587,11 @@ fail:
 static PyObject *bind(PyObject *module, PyObject *a)
 {
     (void)module;
-    PyObject *exec_addr, *stream_addr, *check;
-    if (!PyArg_ParseTuple(a, "OOO:bind", &exec_addr, &stream_addr, &check))
+    PyObject *exec_addr, *stream_addr, *check, *tokens_addr = Py_None;
+    if (!PyArg_ParseTuple(a, "OOO|O:bind", &exec_addr, &stream_addr, &check, &tokens_addr))
         return NULL;
     void *e = PyLong_AsVoidPtr(exec_addr), *s = PyLong_AsVoidPtr(stream_addr);
+    void *t = tokens_addr == Py_None ? NULL : PyLong_AsVoidPtr(tokens_addr);
     if (PyErr_Occurred())
         return NULL;
     if (!e || !s || !PyCallable_Check(check))
@@ -561,6 +599,7 @@ static PyObject *bind(PyObject *module, PyObject *a)
     /* ISO C has no conversion from void * to a function pointer; POSIX (dlsym) guarantees it */
     memcpy(&lib_exec, &e, sizeof e);
     memcpy(&lib_set_stream, &s, sizeof s);
+    memcpy(&lib_read_tokens, &t, sizeof t);
     Py_INCREF(check);
     set_ref(&raise_error, check);
     Py_RETURN_NONE;
@@ -568,17 +607,22 @@ static PyObject *bind(PyObject *module, PyObject *a)
 
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(exec_address, set_stream_address, check): the library's pxvm_runner_exec and pxvm_runner_set_stream "
-     "(addresses in the library the ctypes layer loaded) and errors._check (raises the package's error of a "
+     "bind(exec_address, set_stream_address, check, read_tokens_address=None): the library's pxvm_runner_exec, "
+     "pxvm_runner_set_stream and pxvm_runner_read_tokens (addresses in the library the ctypes layer loaded; "
+     "without the last, prepared calls take no tokens) and errors._check (raises the package's error of a "
      "return code)."},
     {"prepare", prepare, METH_VARARGS,
-     "prepare(handle, in_slots, in_items, in_views, out_slots, out_kinds, out_views, args, allocs, stream) -> Call.\n"
+     "prepare(handle, in_slots, in_items, in_views, out_slots, out_kinds, out_views, args, allocs, stream, "
+     "tokens=None) -> Call.\n"
      "handle: the pxvm_runner* as an int; in_slots, in_items, out_slots, out_kinds: tuples of ints; in_views, "
      "out_views: the bytes of the pxvm_view arrays a ctypes call filled (their data pointers are replaced per "
      "call); args: per argument of run(), (view index (inputs first, then outputs), kind (0: buffer protocol, "
-     "byte strides; 1: a tensor of exactly `type`), shape, strides, device, type, dtype); allocs: per output "
+     "byte strides; 1: a tensor of exactly `type`), shape, strides, device, type, dtype[, buffer format, "
+     "itemsize: \"B\", 1 unless given]); allocs: per output "
      "run() makes, (view index, kind, fn, args, kwargs or None); stream: (the runner's {batch: stream} dict or "
-     "None, the batch, on_cuda, stream_fn(device) -> cudaStream_t, device)."},
+     "None, the batch, on_cuda, stream_fn(device) -> cudaStream_t, device); tokens: None, or (atlas slot, the "
+     "bytes of a pxvm_token_format, destination device (-1: host)): after the run, its tokens are read into "
+     "view len(in_slots) + len(out_slots), an argument or an allocation like the outputs."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,6 +12,7 @@ from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torc
 from .program import Program
 from .ragged import is_dynamic, dynamic_patches_batch
 from .stream import Stream
+from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
 if TYPE_CHECKING:
     import numpy
@@ -33,7 +34,8 @@ def _load_native():
     except ImportError:
         return None
     address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
-    _native.bind(address(_lib.pxvm_runner_exec), address(_lib.pxvm_runner_set_stream), _check)
+    _native.bind(address(_lib.pxvm_runner_exec), address(_lib.pxvm_runner_set_stream), _check,
+                 address(_lib.pxvm_runner_read_tokens))
     return _native
 
 
@@ -275,10 +277,12 @@ class Runner:
             return None
         return (name, *more)
 
-    def _prepare(self, key, x, outs, out):
+    def _prepare(self, key, x, outs, out, tokens=None):
         """After _exec ran input x (batch 1) into outs [(slot, kind)] (into the arrays `out`, or new
         ones): the prepared call of those arrays' shapes, strides, dtypes and devices (nothing for
-        arrays other than NumPy arrays and torch tensors)."""
+        arrays other than NumPy arrays and torch tensors). tokens (Runner.tokens, outs []): (atlas
+        slot, TokenFormat, destination device, alloc): the call also reads the tokens after the run,
+        into out[0], or into a new array that alloc = (kind, fn, args, kwargs) makes per call."""
         nin, nout = 1, len(outs)
         in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._bufs[(1, nin, nout)]
 
@@ -288,7 +292,7 @@ class Runner:
                 if type(a) is torch.Tensor:
                     return view, 1, tuple(a.shape), tuple(a.stride()), a.get_device(), torch.Tensor, a.dtype
             elif type(a) is _np().ndarray:
-                return view, 0, a.shape, a.strides, -1, None, None
+                return view, 0, a.shape, a.strides, -1, None, None, memoryview(a).format, a.itemsize
             return None
         args = [arg(x, 0)] + [arg(a, nin + i) for i, a in enumerate(out or ())]
         if None in args:
@@ -303,12 +307,20 @@ class Runner:
                 allocs.append((nin + i, 1, torch.empty, (shape,), {"dtype": torch.uint8, "device": self._torch_device}))
             else:
                 allocs.append((nin + i, 0, _np().empty, (shape, _np().uint8), None))
+        tok = None
+        if tokens is not None:
+            slot, fmt, devno, alloc = tokens
+            if (devno >= 0) != on_cuda:  # the ctypes path sets the read's stream apart: it keeps this case
+                return
+            if alloc is not None:
+                allocs.append((nin + nout,) + tuple(alloc))
+            tok = (slot, bytes(fmt), devno)
         stream_fn = on_cuda and (getattr(_torch()._C, "_cuda_getCurrentRawStream", None) or _current_stream)
         self._prepared[key] = _native.prepare(
             self._runners[1][0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
             ctypes.string_at(in_views, ctypes.sizeof(_View) * nin), tuple(out_slots[:nout]), tuple(out_kinds[:nout]),
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
-            (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device))
+            (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
 
     def _fixations(self, fixation, batch, batched, units="normalized", clamp=False):
         """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
@@ -630,8 +642,13 @@ class Runner:
         """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
         tokens(image, dtype="bfloat16", normalize="siglip", layout="nchw", alpha=False, out=None,
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
-        from .tokens import tokens
-        return tokens(self, *image, **kwargs)
+        return _tokens.tokens(self, *image, **kwargs)
+
+    def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
+        """Runs once on a batch: every item's tokens, (B, N, 3, p, p), each item's as tokens()
+        gives them, e.g. tokens_batch(images, fixations=(B, 2), dtype="bfloat16"). See
+        pxvm.tokens.tokens_batch."""
+        return _tokens.tokens_batch(self, images, fixations, **kwargs)
 
     def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
         """Every token's position after the last run (centre, step, level, normalized, grid ids,

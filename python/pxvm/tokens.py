@@ -31,7 +31,7 @@ from .errors import UsageError, _check
 
 if TYPE_CHECKING:
     import numpy
-    from ._arrays import Array, Fixation
+    from ._arrays import Array, Batch, Fixation
 
 _lib = _capi.lib
 
@@ -170,6 +170,63 @@ def _new_output(shape, dtype, on_cuda, runner):
     return a, a.ctypes.data, -1
 
 
+def _fast_key(runner, image, inputs, dtype, normalize, layout, alpha, out, slot, fixation, units, policy):
+    """The key of the prepared call (python/pxvm/_native.c) for these arguments, or None (the
+    ctypes path alone: fixations, policies, named inputs, arguments that are not plain values).
+    Only values the ctypes path accepted get a prepared call, and a key holds each argument's
+    exact type, so a value that only compares equal (alpha=1 for True) is checked again."""
+    if type(alpha) is not bool or type(dtype) is not str or type(layout) is not str or \
+            type(slot) not in (type(None), str, int):
+        return None
+    if type(normalize) is not str:
+        try:
+            mean, std = normalize
+            normalize = (tuple(float(v) for v in mean), tuple(float(v) for v in std))
+        except (TypeError, ValueError):
+            return None
+    return runner._fast_key("tokens", image, inputs, fixation, units, policy, type(slot), slot, dtype, normalize,
+                            layout, alpha, out is None)
+
+
+def _alloc(result):
+    """How the prepared call makes a new output like `result` (a torch tensor or NumPy array), or None."""
+    if _is_torch(result):
+        torch = _torch()
+        if type(result) is torch.Tensor:
+            return 1, torch.empty, (tuple(result.shape),), {"dtype": result.dtype, "device": result.device}
+        return None
+    np = _np()
+    if type(result) is np.ndarray:
+        return 0, np.empty, (result.shape, result.dtype), None
+    return None
+
+
+def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixation, units, clamp):
+    """One run of `batch` items and the read of their tokens: (the result, TokenFormat, device of
+    the destination). out= is checked before anything runs."""
+    h, name = runner._runner(batch)
+    on_cuda = any(_is_torch(x) and x.is_cuda or getattr(x, "__cuda_array_interface__", None) is not None
+                  for v in bound.values() for x in (v if isinstance(v, (list, tuple)) else [v]))
+    if out is not None:
+        ptr, devno = _destination(out, shape, dtype, runner, name)
+        result = out
+    else:
+        result, ptr, devno = _new_output(shape, dtype, on_cuda and name == "cuda", runner)
+    if devno >= 0:
+        if name != "cuda":
+            raise UsageError("usage: tokens: a CUDA out= needs executor 'cuda' (this runner's is '%s')" % name)
+        if devno != runner.device:
+            raise UsageError("usage: tokens: out is on cuda:%d, the runner on cuda:%d" % (devno, runner.device))
+    runner._exec(bound, batch, [], batched=batched, fixation=fixation, units=units, clamp=clamp)
+    if devno >= 0:  # written on the caller's stream, after the run
+        handle = _cuda_stream(runner)
+        if runner._stream.get(batch) != handle:
+            _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
+            runner._stream[batch] = handle
+    _check(_lib.pxvm_runner_read_tokens(h, s.index, 0, batch, ctypes.byref(fmt), ctypes.c_void_p(ptr), devno))
+    return result, devno
+
+
 def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
            alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
            fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
@@ -183,32 +240,52 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
     mean 0, std 1); values rescaled by 1/255 first. out: see the module's doc. fixation,
     fixation_units, fixation_clamp, policy, slot and named inputs: as for Runner.patches. Bad names,
     values, or an out= of another dtype, shape, device or not contiguous: UsageError, nothing
-    written."""
+    written.
+
+    A repeat of a call's arguments and arrays' shapes (one image, NumPy or torch, no fixation or
+    policy) takes the compiled fast path (python/pxvm/_native.c): bind, run and read in one call,
+    the same bytes; PXVM_NO_NATIVE=1 keeps the ctypes path."""
+    key = _fast_key(runner, image, inputs, dtype, normalize, layout, alpha, out, slot, fixation, fixation_units,
+                    policy)
+    call = runner._prepared.get(key) if key else None
+    if call is not None:
+        res = call.run(image[0]) if out is None else call.run(image[0], out)
+        if res is not None:
+            return res if out is None else out
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
     shape = _shape(s, 4 if alpha else 3, layout)
-    h, name = runner._runner(1)
+    runner._runner(1)
     bound = runner._apply_policy(runner._inputs(image, inputs), policy, False)
-    on_cuda = any(_is_torch(x) and x.is_cuda or getattr(x, "__cuda_array_interface__", None) is not None
-                  for v in bound.values() for x in (v if isinstance(v, (list, tuple)) else [v]))
-    if out is not None:
-        ptr, devno = _destination(out, shape, dtype, runner, name)
-        result = out
-    else:
-        result, ptr, devno = _new_output(shape, dtype, on_cuda and name == "cuda", runner)
-    if devno >= 0:
-        if name != "cuda":
-            raise UsageError("usage: tokens: a CUDA out= needs executor 'cuda' (this runner's is '%s')" % name)
-        if devno != runner.device:
-            raise UsageError("usage: tokens: out is on cuda:%d, the runner on cuda:%d" % (devno, runner.device))
-    runner._exec(bound, 1, [], fixation=fixation, units=fixation_units, clamp=fixation_clamp)
-    if devno >= 0:  # written on the caller's stream, after the run
-        handle = _cuda_stream(runner)
-        if runner._stream.get(1) != handle:
-            _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
-            runner._stream[1] = handle
-    _check(_lib.pxvm_runner_read_tokens(h, s.index, 0, 1, ctypes.byref(fmt), ctypes.c_void_p(ptr), devno))
+    result, devno = _run_and_read(runner, bound, 1, False, s, fmt, shape, dtype, out, fixation, fixation_units,
+                                  fixation_clamp)
+    if key:
+        alloc = None
+        if out is None:
+            alloc = _alloc(result)
+            if alloc is None:  # CuPy: the ctypes path alone
+                return result
+        runner._prepare(key, image[0], [], None if out is None else [out], tokens=(s.index, fmt, devno, alloc))
     return result
+
+
+def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None, dtype: str = "float32",
+                 normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
+                 slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
+                 policy: str | None = None, **inputs: Batch) -> Any:
+    """Runs the program once on a batch and returns every item's tokens: (B, N, C, p, p) for
+    layout "nchw" (B, N, p, p, C) "nhwc", (B, N, C*p*p) "flat"; item b's are tokens(images[b],
+    fixation=fixations[b], ...)'s bytes. images, fixations ((B, 2) or (B, K, 2), per item, host
+    or CUDA), fixation_units, fixation_clamp, policy and named inputs: as for Runner.run_batch;
+    dtype, normalize, layout, alpha, out, slot: as for tokens (out= of the (B, ...) shape). On
+    the GPU the batch is one run (each plan step one launch) and one read (one kernel)."""
+    s = runner._atlas(slot)
+    fmt = token_format(dtype, normalize, layout, alpha)
+    bound, b = runner._batch_inputs(images, inputs)
+    bound = runner._apply_policy(bound, policy, True)
+    shape = (b,) + _shape(s, 4 if alpha else 3, layout)
+    return _run_and_read(runner, bound, b, True, s, fmt, shape, dtype, out, fixations, fixation_units,
+                         fixation_clamp)[0]
 
 
 class Positions:

@@ -12,7 +12,14 @@ the uint8 path). Medians of alternated rounds (this machine's speed drifts).
 CUDA (--cuda, the GPU machine): foveate273 planned for a device-resident 1024x1024 RGBA frame
 (torch CUDA uint8), to bf16 clip tokens in a preallocated CUDA tensor, on torch's current stream:
 frames/s of the library's calls (bind a device view, run, read_tokens: ctypes, as a C caller
-makes them) against Runner.tokens (the Python layer), synchronised once per round.
+makes them) against Runner.tokens (the Python layer), synchronised once per round. And a batch of
+32 device-resident 1024x1024 frames with per-image fixations [32, 2] to bf16 clip tokens: pxvm
+(a fixation-relative logpolar plan, one Runner.tokens_batch call: one run, one read) against the
+PyTorch path a user writes today for the same patch centres and footprints (float [0, 1] frames,
+an avg_pool2d pyramid, centres from the fixations, one grid_sample per level, normalize with the
+clip mean/std, .to(torch.bfloat16)), same GPU, same run, alternated; images/s and the ratio.
+
+    python3 tests/bench/bench_tokens.py --cuda [--batch 32] [--json out.json]
 """
 import argparse
 import ctypes
@@ -137,6 +144,104 @@ def bench_cuda(frames):
             "python_over_c_api": round(res["python"] / res["c_api"], 3)}
 
 
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def torch_tokens_path(prog, geom, fix0):
+    """The PyTorch path of a user, for the tokens of `prog` (a fixation-relative plan): a function
+    (frames (B, H, W, 4) uint8, fixations (B, 2) normalized) -> (B, N, 3, p, p) bf16 clip tokens,
+    sampling the centres and footprints pxvm's geometry gives (geom (B, N, 5) int32, exact, of a
+    run at fixations fix0): per token its offset from the fixation, its step du and its level
+    (round(LOD), the same for every item of a relative plan)."""
+    import torch
+    import torch.nn.functional as F
+    slot = prog.slot("atlas")
+    p = slot.patch_w
+    W, H = prog.inputs[0].w, prog.inputs[0].h
+    g = geom.to(torch.float64)
+    lod = geom[..., 4]
+    if not bool((lod == lod[0]).all()) or not bool((lod >= 0).all()):
+        raise SystemExit("bench: the plan's tokens do not share their levels across items (or one is unwritten)")
+    fix_tex = fix0.to(torch.float64) * torch.tensor([W, H], dtype=torch.float64, device=fix0.device)
+    offset = (g[0, :, 0:2] / 65536.0 - fix_tex[0]).float()  # (N, 2): centre - fixation, texels
+    step = (g[0, :, 2] / 65536.0).float()                     # (N,) level-0 texels per patch texel
+    level = torch.clamp(torch.round(lod[0].double() / 256.0), min=0).long()
+    groups = [(int(lv), torch.nonzero(level == lv).flatten()) for lv in torch.unique(level).tolist()]
+    top = max(lv for lv, _ in groups)
+    ramp = torch.arange(p, dtype=torch.float32, device=geom.device) - (p - 1) / 2.0
+    scale = torch.tensor([2.0 / W, 2.0 / H], device=geom.device)
+    mean = torch.tensor(CLIP_MEAN, device=geom.device).view(1, 1, 3, 1, 1)
+    std = torch.tensor(CLIP_STD, device=geom.device).view(1, 1, 3, 1, 1)
+
+    def run(frames, fixations):
+        b = frames.shape[0]
+        x = frames[..., :3].permute(0, 3, 1, 2).float() / 255.0  # (B, 3, H, W) in [0, 1]
+        pyr = [x]
+        for _ in range(top):
+            pyr.append(F.avg_pool2d(pyr[-1], 2))
+        centre = fixations.float()[:, None, :] * torch.tensor([W, H], device=frames.device) + offset  # (B, N, 2)
+        out = torch.empty((b, slot.patch_count, 3, p, p), device=frames.device)
+        for lv, idx in groups:
+            c, st = centre[:, idx], step[idx]                     # (B, n, 2), (n,)
+            u = c[..., 0, None] + ramp * st[:, None]              # (B, n, p) level-0 texels
+            v = c[..., 1, None] + ramp * st[:, None]
+            gx = (u * scale[0] - 1.0)[:, :, None, :].expand(-1, -1, p, -1)
+            gy = (v * scale[1] - 1.0)[:, :, :, None].expand(-1, -1, -1, p)
+            grid = torch.stack([gx, gy], -1).reshape(b, len(idx) * p, p, 2)
+            t = F.grid_sample(pyr[lv], grid, mode="bilinear", padding_mode="border", align_corners=False)
+            out[:, idx] = t.reshape(b, 3, len(idx), p, p).permute(0, 2, 1, 3, 4)
+        return ((out - mean) / std).to(torch.bfloat16)
+    return run
+
+
+def bench_batch(batch, reps, size=1024, executor="cuda"):
+    """Issue 25's second figure: a batch of `batch` device-resident size x size frames with
+    per-image fixations -> bf16 clip tokens, pxvm (one tokens_batch) vs the PyTorch path."""
+    import torch
+    dev = "cuda" if executor == "cuda" else "cpu"
+    plan = json.load(open(os.path.join(ROOT, "programs", "logpolar.json")))
+    plan.update({"image": [size, size], "fixation": "relative"})
+    prog = pxvm.Program.from_plan(plan, "logpolar-relative-%d" % size)
+    r = pxvm.Runner(prog, executor=executor)
+    gen = torch.Generator(device="cpu").manual_seed(25)
+    frames = torch.randint(0, 256, (batch, size, size, 4), dtype=torch.uint8, generator=gen).to(dev)
+    fix = (0.3 + 0.4 * torch.rand((batch, 2), dtype=torch.float64, generator=gen)).to(dev)
+    s = prog.slot("atlas")
+    out = torch.empty((batch, s.patch_count, 3, s.patch_h, s.patch_w), dtype=torch.bfloat16, device=dev)
+
+    def pxvm_batch():
+        r.tokens_batch(frames, fixations=fix, dtype="bfloat16", normalize="clip", out=out, fixation_clamp=True)
+
+    pxvm_batch()
+    geom = r.geometry(batch=batch, exact=True, device="cuda" if dev == "cuda" else None)
+    geom = torch.as_tensor(geom, device=dev)
+    user = torch_tokens_path(prog, geom, fix)
+    ref = user(frames, fix)
+    # not the same bytes (other filters: bilinear on an avg-pool pyramid against the plan's own
+    # sampling), the same tokens: the mean |difference| in normalized units says how near
+    diff = float((ref.float() - out.float()).abs().mean())
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    res = {}
+    for name, fn in (("pxvm", pxvm_batch), ("torch", lambda: user(frames, fix))) * 2:  # alternated, second kept
+        fn()
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        res[name] = reps * batch / (time.perf_counter() - t0)
+    return {"batch": batch, "reps": reps, "frame": "%dx%d RGBA uint8 on %s" % (size, size, dev),
+            "program": "logpolar, fixation relative, %d tokens of %dx%d" % (s.patch_count, s.patch_w, s.patch_h),
+            "tokens": "B x %d x 3 x %d x %d bfloat16, clip" % (s.patch_count, s.patch_h, s.patch_w),
+            "pxvm": "Runner.tokens_batch(frames, fixations=(B, 2) on the device, out=, fixation_clamp=True)",
+            "torch": "float frames, avg_pool2d pyramid, grid_sample per level at the same centres/steps, "
+                     "(x - mean) / std, .to(bfloat16)",
+            "images_per_s": {k2: round(v2, 1) for k2, v2 in res.items()},
+            "pxvm_over_torch": round(res["pxvm"] / res["torch"], 3),
+            "mean_abs_diff_normalized": round(diff, 4)}
+
+
 def markdown(cpu):
     us = cpu["us_median"]
     lines = ["# Tokens for models: CPU cost (bench_tokens.py)", "",
@@ -163,10 +268,16 @@ def main():
     ap.add_argument("--reps", type=int, default=400)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=32, help="--cuda: the batch of the tokens_batch figure")
+    ap.add_argument("--batch-reps", type=int, default=50, help="--cuda: batches timed per round")
     ap.add_argument("--json")
     ap.add_argument("--md")
     a = ap.parse_args()
-    res = bench_cuda(a.frames) if a.cuda else bench_cpu(a.rounds, a.reps, a.threads)
+    if a.cuda:
+        res = bench_cuda(a.frames)
+        res["batch"] = bench_batch(a.batch, a.batch_reps)
+    else:
+        res = bench_cpu(a.rounds, a.reps, a.threads)
     text = json.dumps(res, indent=1)
     print(text)
     if a.json:

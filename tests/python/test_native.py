@@ -47,8 +47,32 @@ def same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def host_bits(a):
+    """A host NumPy view of the bits of an array or tensor (bfloat16 as uint16: NumPy has none)."""
+    if hasattr(a, "cpu"):
+        import torch
+        a = a.cpu()
+        a = (a.view(torch.int16) if a.dtype == torch.bfloat16 else a).numpy()
+    return a.view(np.uint16) if a.dtype == np.int16 else a
+
+
+def same_bits(a, b):
+    """Same shape, element size and bytes (a bfloat16 tensor and the uint16 bits of a host out=)."""
+    a, b = host_bits(a), host_bits(b)
+    return a.shape == b.shape and a.itemsize == b.itemsize and a.tobytes() == b.tobytes()
+
+
 def hits(r):
     return sum(c.hits for c in r._prepared.values())
+
+
+@pytest.fixture(scope="module")
+def rgba_photo(photo):
+    """The photo with a varying alpha (tokens with alpha=True read it)."""
+    img = np.empty(photo.shape[:2] + (4,), np.uint8)
+    img[..., :3] = photo[..., :3]
+    img[..., 3] = np.arange(photo.shape[1], dtype=np.uint8)[None, :]
+    return img
 
 
 def on_executor(x):
@@ -174,9 +198,121 @@ def test_cuda_tensors_in_and_out_equal_ctypes_and_cpu(foveate, photo):
         got.append(r.patches(x))
     torch.cuda.synchronize()
     assert all(g.is_cuda for g in got) and all(same(g, cpu) for g in got)
-    assert r._stream[1] == s.cuda_stream and hits(r) >= 6
+    # 5 of the 7 calls run natively: the first of each key takes ctypes and prepares (call 1 for
+    # ("patches", 2, True), call 4 for the out= key ("patches", 2, False)); the stream change is no
+    # miss: the prepared call sets torch's new current stream itself (sync_stream), calls 6 and 7
+    plain, into = r._prepared[("patches", 2, True)], r._prepared[("patches", 2, False)]
+    assert (plain.hits, plain.misses, into.hits, into.misses) == (4, 0, 1, 0)
+    assert r._stream[1] == s.cuda_stream and hits(r) == 5
     # a host array on the same runner: no stream (as the ctypes path leaves it), the same bytes
     assert same(r.patches(photo), cpu) and same(r.patches(photo), cpu) and r._stream[1] == 0
+
+
+# ---- tokens (Runner.tokens: bind, run and read_tokens in one prepared call) ------------------------
+
+TOKEN_CASES = [("float32", "clip", "nchw", False), ("float16", "siglip", "nhwc", True),
+               ("bfloat16", "imagenet", "flat", False), ("float32", ([0.1, -0.7, 3.0], [0.3, -2.0, 1e-3]), "nchw", False),
+               ("float16", "none", "flat", True)]
+
+
+def token_out(dtype, shape):
+    """A destination for tokens on the executor under test (bfloat16 on the host: the uint16 bits)."""
+    if EXECUTOR == "cuda":
+        torch = pytest.importorskip("torch")
+        return torch.full(shape, 7, dtype=getattr(torch, dtype), device="cuda")
+    return np.full(shape, 7, {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}[dtype])
+
+
+def tokens_of(r, x, dtype, norm, layout, alpha, out):
+    return r.tokens(x, dtype=dtype, normalize=norm, layout=layout, alpha=alpha, out=out)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype, norm, layout, alpha", TOKEN_CASES)
+def test_tokens_equal_ctypes(foveate, rgba_photo, dtype, norm, layout, alpha):
+    """Runner.tokens natively == the ctypes path, bit for bit: new outputs (where the host has the
+    dtype: bfloat16 needs torch there) and into out=; three calls each, the first prepares."""
+    torch_host = dtype != "bfloat16" or EXECUTOR == "cuda"
+    if not torch_host:
+        try:
+            import torch  # noqa: F401
+            torch_host = True
+        except ImportError:
+            pass
+    x = on_executor(rgba_photo)
+    shape = {"nchw": (273, 4 if alpha else 3, 16, 16), "nhwc": (273, 16, 16, 4 if alpha else 3),
+             "flat": (273, (4 if alpha else 3) * 256)}[layout]
+    with ctypes_path():
+        slow = pxvm.Runner(foveate, executor=EXECUTOR)
+        want = tokens_of(slow, x, dtype, norm, layout, alpha, token_out(dtype, shape))
+        assert slow._prepared == {}
+    fast = pxvm.Runner(foveate, executor=EXECUTOR)
+    calls = 0
+    if torch_host:
+        got = [tokens_of(fast, x, dtype, norm, layout, alpha, None) for _ in range(3)]
+        assert all(same_bits(g, want) for g in got) and len({id(g) for g in got}) == 3  # a new array each call
+        calls += 1
+    outs = [token_out(dtype, shape) for _ in range(3)]
+    assert all(tokens_of(fast, x, dtype, norm, layout, alpha, o) is o for o in outs)
+    assert all(same_bits(o, want) for o in outs)
+    calls += 1
+    assert len(fast._prepared) == calls and hits(fast) == 2 * calls
+    assert all(c.misses == 0 for c in fast._prepared.values())
+
+
+@needs_native
+def test_tokens_fast_path_checks_what_it_runs(foveate, rgba_photo):
+    """A prepared tokens call never runs arguments the ctypes path would refuse: alpha=1 (not
+    True), an out= of another dtype, shape or contiguity take the ctypes path, which refuses them
+    and writes nothing; another layout or preset is another prepared call."""
+    r = pxvm.Runner(foveate, executor=EXECUTOR)
+    x = on_executor(rgba_photo)
+    out = token_out("float32", (273, 4, 16, 16))
+    for _ in range(2):
+        r.tokens(x, alpha=True, out=out)
+    assert hits(r) == 1
+    with pytest.raises(pxvm.UsageError, match="alpha is True or False"):
+        r.tokens(x, alpha=1, out=out)
+    for bad in (token_out("float16", (273, 4, 16, 16)), token_out("float32", (273, 3, 16, 16)),
+                token_out("float32", (273, 16, 4, 16)).swapaxes(1, 2)):
+        before = (bad.cpu().numpy() if hasattr(bad, "cpu") else bad).copy()
+        with pytest.raises(pxvm.UsageError, match="usage: tokens: out must be"):
+            r.tokens(x, alpha=True, out=bad)
+        assert same(bad, before)
+    assert hits(r) == 1 and sum(c.misses for c in r._prepared.values()) == 3
+    with ctypes_path():
+        want = pxvm.Runner(foveate, executor=EXECUTOR).tokens(x, normalize="siglip", layout="nhwc",
+                                                            out=token_out("float32", (273, 16, 16, 3)))
+    got = [r.tokens(x, normalize="siglip", layout="nhwc", out=token_out("float32", (273, 16, 16, 3)))
+           for _ in range(2)]
+    assert all(same(g, want) for g in got) and hits(r) == 2 and len(r._prepared) == 2
+
+
+@needs_native
+def test_tokens_100k_calls_leak_nothing():
+    """100,000 native tokens calls (new outputs, and into out=): reference counts come back,
+    Python allocations and RSS stay flat."""
+    prog = pxvm.assemble(TINY)
+    r = pxvm.Runner(prog, executor="cpu", threads=1)
+    x = random_images(np.random.default_rng(4), 1, 16, 16)[0]
+    out = np.empty((2, 3, 16, 16), np.float32)
+    want = r.tokens(x)
+    for _ in range(100):
+        r.tokens(x), r.tokens(x, out=out)
+    gc.collect()
+    refs = sys.getrefcount(x), sys.getrefcount(out)
+    tracemalloc.start()
+    rss, traced = rss_kib(), tracemalloc.get_traced_memory()[0]
+    for _ in range(50000):
+        r.tokens(x)
+        r.tokens(x, out=out)
+    gc.collect()
+    grown, grown_rss = tracemalloc.get_traced_memory()[0] - traced, rss_kib() - rss
+    tracemalloc.stop()
+    assert (sys.getrefcount(x), sys.getrefcount(out)) == refs
+    assert grown < 64 * 1024, grown
+    assert grown_rss < 8 * 1024, grown_rss
+    assert hits(r) >= 100000 + 198 and same(out, want)
 
 
 # ---- fallback and errors --------------------------------------------------------------------------

@@ -253,3 +253,47 @@ def test_positions_rules():
     g[1, 4] = -1  # never written
     p = positions_from_geometry(g, (6, 4))
     assert p.grid is None and p.rope is None and np.isnan(p.centre[1]).all() and not p.written[1]
+
+
+# ---- batches: Runner.tokens_batch == a loop of Runner.tokens --------------------------------------
+
+@pytest.mark.parametrize("dtype, layout", [("float32", "nchw"), ("float16", "flat"), ("bfloat16", "nhwc")])
+def test_tokens_batch_equals_a_loop_of_single_calls(rgba, photo, dtype, layout):
+    """A fixation-relative logpolar plan, 4 images with per-item fixations (B, 2): the batch's
+    item b is tokens(images[b], fixation=fixations[b]) bit for bit, new or into out=; on the GPU
+    machine also from CUDA tensors (images and fixations) into a CUDA out=."""
+    prog = pxvm.Program.from_plan({"image": [451, 300], "budget": 48, "scheme": "logpolar", "levels": 4,
+                                   "fixation": "relative"})
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    rng = np.random.default_rng(32)
+    images = np.stack([rgba, photo, rgba[::-1].copy(), np.ascontiguousarray(photo[:, ::-1])])
+    fix = rng.uniform(0, 1, (4, 2))
+    fix[0] = (0.0, 1.0)  # a corner: tokens off the image
+    host_out = np.uint16 if dtype == "bfloat16" else getattr(np, dtype)
+    n, c = 48, 3
+    shape = {"nchw": (n, c, 16, 16), "nhwc": (n, 16, 16, c), "flat": (n, c * 256)}[layout]
+    one = [r.tokens(images[b], fixation=fix[b], dtype=dtype, layout=layout, normalize="siglip",
+                    out=np.empty(shape, host_out)) for b in range(4)]
+    out = np.full((4,) + shape, 7, host_out)
+    assert r.tokens_batch(images, fixations=fix, dtype=dtype, layout=layout, normalize="siglip", out=out) is out
+    assert all(np.array_equal(as_bits(out[b]), as_bits(one[b])) for b in range(4))
+    assert not np.array_equal(as_bits(one[0]), as_bits(one[1]))  # the fixations moved the tokens
+    if dtype != "bfloat16" or torch is not None:
+        new = r.tokens_batch(list(images), fixations=fix, dtype=dtype, layout=layout, normalize="siglip")
+        assert tuple(new.shape) == (4,) + shape and np.array_equal(as_bits(new), as_bits(out))
+    if CUDA:
+        cr = pxvm.Runner(prog, executor="cuda")
+        dev = cr.tokens_batch(torch.from_numpy(images).cuda(), fixations=torch.from_numpy(fix).cuda(), dtype=dtype,
+                              layout=layout, normalize="siglip")
+        assert dev.is_cuda and np.array_equal(as_bits(dev), as_bits(out))
+
+
+def test_tokens_batch_refusals(runner, photo):
+    """A bad out= (the shape of one item's tokens, not the batch's) or dtype: UsageError, nothing
+    written."""
+    out = np.full((273, 3, 16, 16), 7, np.float32)
+    with pytest.raises(pxvm.UsageError, match=r"out must be a C-contiguous float32 array of shape \(2, 273, 3, 16, 16\)"):
+        runner.tokens_batch([photo, photo], out=out)
+    assert (out == 7).all()
+    with pytest.raises(pxvm.UsageError, match="dtype 'float64' is none of"):
+        runner.tokens_batch([photo], dtype="float64")

@@ -233,7 +233,7 @@ mutate:
 
 # Fuzzing (libFuzzer with clang, ASan + UBSan): `make fuzz` builds build/fuzz/fuzz_*; `make
 # fuzz-run FUZZ_SECONDS=60` runs each from a copy of its seed corpus (tests/fuzz/corpus/), seeded.
-FUZZERS := load validate run asm plan jpeg frames pxbatch
+FUZZERS := load validate run asm plan jpeg frames pxbatch resolve
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 fuzz-list:

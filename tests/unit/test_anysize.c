@@ -369,7 +369,10 @@ static void px__property(const pxvm_prog *prog, const char *slot_name, int lo, i
     pxvm_image img = px_random_image(wh[0][0], wh[0][1], &rng);
     ok += px__same_as_fresh(prog, run, slot, &img, rel) == 0;
     pxvm_image_free(&img);
-    printf("  %d of %d sizes byte-identical to a fresh runner of the resolution\n", ok, n + 1);
+    printf("  %d of %d sizes byte-identical to a fresh runner of the resolution (%s):", ok, n + 1, px__executor());
+    for (int i = 0; i < n; i++)
+        printf(" %dx%d", wh[i][0], wh[i][1]);
+    printf(", %dx%d again\n", wh[0][0], wh[0][1]);
     pxvm_runner_close(run);
 }
 

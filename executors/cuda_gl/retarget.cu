@@ -58,6 +58,8 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     uint64_t hash, stamp;
     uint64_t *key; /* key_n words: memcmp'd on a hash match */
     size_t key_n;
+    px_gpu_slot *d_slots; /* the device's slot table with these textures: a switch back to this
+                           * configuration points ex->d_slots here and uploads nothing */
     px_gpu_fetch *d_fetch;
     unsigned *step_blocks;
     px_gpu_rect *d_clear;
@@ -254,6 +256,7 @@ static void px__config_drop_graphs(px_rt_config *c)
 static void px__config_free(px_rt_config *c)
 {
     px__config_drop_graphs(c);
+    cudaFree(c->d_slots);
     cudaFree(c->d_fetch);
     cudaFree(c->d_clear);
     free(c->step_blocks);
@@ -641,14 +644,14 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     }
     memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
-    cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
+    cur->d_slots = ex->d_slots, cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
     for (int g = 0; g < 2; g++) {
         cur->graph[g] = ex->graph[g], cur->graph_def[g] = ex->graph_def[g];
         cur->frame_nodes[g] = ex->frame_nodes[g], cur->have_graph[g] = ex->have_graph[g];
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
-    ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
+    ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
     cur->next = rt->configs;
     rt->configs = cur;
     rt->nconfigs++;
@@ -668,7 +671,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             break;
         }
     if (found) {
-        ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
+        ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
         for (int g = 0; g < 2; g++) {
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
@@ -680,11 +683,14 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0)
             return -1;
+        /* 5. its own device slot table (pageable: staged before the call returns, ordered after
+         * the work already queued on the stream); the table of a cached configuration already
+         * holds its textures (the configuration's key names them), so a switch back uploads
+         * nothing and its captured graphs, which hold that table's address, stay valid */
+        PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch));
+        PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
+                               ex->stream));
     }
-    /* 5. the device's slot table (pageable: staged before the call returns, ordered after the
-     * work already queued on the stream) */
-    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
-                           ex->stream));
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
      * output it wrote whole, that the next one writes in part). The program image holds the

@@ -64,6 +64,8 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     unsigned *step_blocks;
     px_gpu_rect *d_clear;
     int nclear, max_clear_px;
+    px_gpu_rect *d_rest; /* px_gpu_retarget's d_rest, for this configuration's program */
+    int nrest, rest_px;
     cudaGraphExec_t graph[2];
     cudaGraph_t graph_def[2];
     px_gpu_frame_nodes *frame_nodes[2];
@@ -83,6 +85,10 @@ struct px_gpu_retarget {
                               * neither inputs nor persistent (level 0 of program and data slots
                               * excepted); their surfaces never change */
     int nwipe, wipe_px;
+    px_gpu_rect *d_rest; /* the part of d_wipe the loaded program's per-run reset leaves: what the
+                          * run after a switch clears first (the configuration in use's) */
+    int nrest, rest_px;
+    int wipe_pending;    /* a switch happened: d_wipe (or d_rest, by the next run) is due */
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
@@ -257,6 +263,7 @@ static void px__config_free(px_rt_config *c)
 {
     px__config_drop_graphs(c);
     cudaFree(c->d_slots);
+    cudaFree(c->d_rest);
     cudaFree(c->d_fetch);
     cudaFree(c->d_clear);
     free(c->step_blocks);
@@ -322,6 +329,46 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
 
 /* ---- the cache ------------------------------------------------------------------------------ */
 
+/* The wipe records (d_wipe: every level of every slot that is neither an input nor persistent,
+ * level 0 of program and data slots excepted) less what the loaded program's per-run reset
+ * restores (prog->reset; px__reset_records): into *d (allocated here, NULL when there is none). */
+static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        int k = i % ex->nslots;
+        const pxvm_slot *s = &prog->slots[k];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        int image = s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA; /* level 0: the image's */
+        if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0))
+            px__add_clear(ex, rects, i, 0, 1);
+        if (!(prog->reset[k] & PXVM_RESET_UPPER))
+            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+    }
+    *n = ex->nclear, *max_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    *d = NULL;
+    cudaError_t e = cudaSuccess;
+    if (*n) {
+        e = cudaMalloc(d, sizeof(px_gpu_rect) * (size_t)*n);
+        if (e == cudaSuccess) /* pageable: staged before the call returns */
+            e = cudaMemcpyAsync(*d, rects, sizeof(px_gpu_rect) * (size_t)*n, cudaMemcpyHostToDevice, ex->stream);
+    }
+    free(rects);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    return 0;
+}
+
 static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
@@ -380,6 +427,8 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     free(rects);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    if (px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0)
+        return -1;
     uint64_t *key = NULL;
     if (px__key(ex, prog, &key, &rt->key_n, &rt->key_hash, err) < 0)
         return -1;
@@ -421,6 +470,7 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->resize_serial);
     free(rt->lin_cap);
     cudaFree(rt->d_wipe);
+    cudaFree(rt->d_rest);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -646,6 +696,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
     cur->d_slots = ex->d_slots, cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
+    cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
+    rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
     for (int g = 0; g < 2; g++) {
         cur->graph[g] = ex->graph[g], cur->graph_def[g] = ex->graph_def[g];
         cur->frame_nodes[g] = ex->frame_nodes[g], cur->have_graph[g] = ex->have_graph[g];
@@ -673,6 +725,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     if (found) {
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
+        rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
         for (int g = 0; g < 2; g++) {
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
             ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
@@ -681,7 +734,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         free(found);
     } else {
         if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
-            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0)
+            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
+            px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0)
             return -1;
         /* 5. its own device slot table (pageable: staged before the call returns, ordered after
          * the work already queued on the stream); the table of a cached configuration already
@@ -693,10 +747,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     }
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
-     * output it wrote whole, that the next one writes in part). The program image holds the
-     * operands: slot 0, the data slots and the copy that restores slot 0 start as the next one's */
-    if (px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err) < 0)
-        return -1;
+     * output it wrote whole, that the next one writes in part). Left pending: the next run clears
+     * d_rest, what its reset leaves, before that reset (px__retarget_run_start), so a switch
+     * launches nothing and what the run restores anyway is cleared once; a read before that run
+     * clears d_wipe (px__retarget_flush). The program image holds the operands: slot 0, the data
+     * slots and the copy that restores slot 0 start as the next one's */
+    rt->wipe_pending = 1;
     if (old->image.w != next->image.w || old->image.h != next->image.h ||
         memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u)) {
         for (int k = 0; k < n; k++) {
@@ -737,6 +793,24 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     ex->out_valid = 0;
     px__evict(ex);
     return 0;
+}
+
+int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    if (!rt || !rt->wipe_pending)
+        return 0;
+    rt->wipe_pending = 0;
+    return px__launch_clear(ex, rt->d_rest, rt->nrest, rt->rest_px, err);
+}
+
+int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    if (!rt || !rt->wipe_pending)
+        return 0;
+    rt->wipe_pending = 0;
+    return px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err);
 }
 
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)

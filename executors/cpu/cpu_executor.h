@@ -56,6 +56,11 @@ struct pxvm_executor {
     /* retarget: per item and slot, the bytes all_store holds (an input's storage only grows);
      * NULL until the first retarget, when every entry is the slot's bytes */
     uint64_t *store_cap;
+    /* retarget: per item and slot, the PXVM_RESET_* parts a retarget sent back to their initial
+     * state that are not restored yet: done as the item's next run starts (with the run's own
+     * reset, so that a part the run restores anyway costs nothing more) or before anything reads
+     * slots (px_cpu_wipe_flush); NULL until the first retarget */
+    uint8_t *wipe_pending;
 };
 
 /* One instruction (or the first of a batch) for the pool's workers. */
@@ -74,6 +79,10 @@ void px_cpu_select(pxvm_executor *ex, int item);
 /* ... and what the instructions' operands decide, made for ex->prog (load, retarget) and freed. */
 int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err);
 void px_cpu_plan_unload(pxvm_executor *ex);
+/* Restores what retarget left pending (wipe_pending) in every item: before slots are read. */
+void px_cpu_wipe_flush(pxvm_executor *ex);
+/* Restores the parts `parts` (PXVM_RESET_*) of slot k, held at store, to their initial state. */
+void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts);
 
 /* retarget.c: the ops' retarget (vm.h). */
 int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);

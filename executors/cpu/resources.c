@@ -49,6 +49,7 @@ void px_cpu_unload(pxvm_executor *ex)
     PX__DROP(ex->rects);
     PX__DROP(ex->nrects);
     PX__DROP(ex->store_cap);
+    PX__DROP(ex->wipe_pending);
     px_cpu_plan_unload(ex);
     ex->store = NULL; /* an item's parts of the arrays above */
     ex->view = NULL;

@@ -34,12 +34,17 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
         for (size_t i = 0; i < all; i++)
             ex->store_cap[i] = old->slots[i % (size_t)n].bytes;
     }
+    if (!ex->wipe_pending && !(ex->wipe_pending = calloc(all, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)all);
     /* the larger storage every changed input needs, all made before anything changes (a failure
      * leaves the executor as it was) */
-    uint8_t **grown = calloc(all, sizeof(uint8_t *));
-    if (!grown)
+    int grows = 0; /* a switch to sizes seen before allocates nothing */
+    for (size_t i = 0; i < all; i++)
+        grows |= next->slots[i % (size_t)n].role == PXI_ROLE_INPUT && next->slots[i % (size_t)n].bytes > ex->store_cap[i];
+    uint8_t **grown = grows ? calloc(all, sizeof(uint8_t *)) : NULL;
+    if (grows && !grown)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(all * sizeof(uint8_t *)));
-    for (size_t i = 0; i < all; i++) {
+    for (size_t i = 0; grows && i < all; i++) {
         const pxvm_slot *s = &next->slots[i % (size_t)n];
         if (s->role != PXI_ROLE_INPUT || s->bytes <= ex->store_cap[i])
             continue;
@@ -58,7 +63,7 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
         px_cpu_plan_unload(ex);
         ex->prog = old;
         px_cpu_plan_load(ex, &ignored); /* what the loaded program had a moment ago */
-        for (size_t i = 0; i < all; i++)
+        for (size_t i = 0; grows && i < all; i++)
             free(grown[i]);
         free(grown);
         return -1;
@@ -68,7 +73,7 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
         const pxvm_slot *s = &next->slots[k];
         if (s->role != PXI_ROLE_INPUT || px__same_size(&old->slots[k], s))
             continue;
-        if (grown[i]) {
+        if (grows && grown[i]) {
             free(ex->all_store[i]);
             ex->all_store[i] = grown[i];
             ex->store_cap[i] = s->bytes;
@@ -89,14 +94,14 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     /* every other slot but persistent ones back to its initial state: a run restores only what
      * the next program's own runs change (prog->reset), not what the loaded one wrote (an output
      * it wrote whole, that the next one writes in part); and the program image holds the
-     * operands: slot 0 and data slots start as the next one's */
+     * operands: slot 0 and data slots start as the next one's. Left pending (wipe_pending): the
+     * next run restores it as it starts, with its own reset, so a switch touches no slot's
+     * bytes and a part the run restores anyway is written once; a read or tokens before that
+     * run restores it first (px_cpu_wipe_flush) */
     for (size_t i = 0; i < all; i++) {
-        int k = (int)(i % (size_t)n);
-        const pxvm_slot *s = &next->slots[k];
-        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
-            continue;
-        memset(ex->all_store[i], 0, (size_t)s->bytes);
-        pxvm_slot_initial(next, k, ex->all_store[i]);
+        const pxvm_slot *s = &next->slots[i % (size_t)n];
+        if (s->role != PXI_ROLE_INPUT && !(s->flags & PXI_SLOT_PERSIST))
+            ex->wipe_pending[i] = (uint8_t)(PXVM_RESET_LEVEL0 | (s->levels > 1 ? PXVM_RESET_UPPER : 0u));
     }
     /* an incremental fetch whose operands changed has no last output to build on: every item
      * samples it whole next time, as after a load */

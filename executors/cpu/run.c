@@ -92,13 +92,34 @@ static int px__cpu_reset(pxvm_executor *ex, int item, pxvm_error *err)
         if (s->role == PXI_ROLE_INPUT && !ex->bound[(size_t)item * (size_t)ex->nslots + (size_t)k])
             return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
                              pxvm_slot_label(prog, k, lb));
-        size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
-        if (prog->reset[k] & PXVM_RESET_LEVEL0)
-            pxvm_slot_initial(prog, k, ex->store[k]);
-        if (prog->reset[k] & PXVM_RESET_UPPER)
-            memset(ex->store[k] + l0, 0, (size_t)s->bytes - l0);
+        uint8_t *pending = ex->wipe_pending ? &ex->wipe_pending[(size_t)item * (size_t)ex->nslots + (size_t)k] : NULL;
+        px_cpu_restore(ex, k, ex->store[k], prog->reset[k] | (pending ? *pending : 0u));
+        if (pending)
+            *pending = 0;
     }
     return 0;
+}
+
+void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts)
+{
+    const pxvm_slot *s = &ex->prog->slots[k];
+    size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
+    if (parts & PXVM_RESET_LEVEL0)
+        pxvm_slot_initial(ex->prog, k, store);
+    if ((parts & PXVM_RESET_UPPER) && s->bytes > l0)
+        memset(store + l0, 0, (size_t)s->bytes - l0);
+}
+
+void px_cpu_wipe_flush(pxvm_executor *ex)
+{
+    if (!ex->wipe_pending)
+        return;
+    size_t all = (size_t)ex->nslots * (size_t)ex->batch;
+    for (size_t i = 0; i < all; i++)
+        if (ex->wipe_pending[i]) {
+            px_cpu_restore(ex, (int)(i % (size_t)ex->nslots), ex->all_store[i], ex->wipe_pending[i]);
+            ex->wipe_pending[i] = 0;
+        }
 }
 
 static double px__ms(void)
@@ -257,6 +278,7 @@ static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const
     if (dst->device >= 0)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
                          "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+    px_cpu_wipe_flush(ex); /* a read between a retarget and a run sees the initial state */
     for (int i = 0; i < dst->items; i++) {
         const px_cpu_src *v = &ex->all_view[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot];
         if (patches) { /* spread over the threads: a frame's patches are read after every run */

@@ -26,6 +26,7 @@ int px_cpu_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
     if (device >= 0)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "tokens",
                          "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+    px_cpu_wipe_flush(ex); /* tokens between a retarget and a run: the initial state's */
     const pxvm_slot *s = &ex->prog->slots[slot];
     size_t per_item = pxvm_tokens_item_bytes(s, t);
     for (int i = 0; i < items; i++) {

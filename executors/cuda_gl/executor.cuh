@@ -162,6 +162,12 @@ int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int
  * level 0, or more after a retarget to a larger size: they only grow). */
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 void px__retarget_free(pxvm_executor *ex);
+/* retarget.cu: a switch leaves the slots it sends back to their initial state pending (no launch,
+ * no upload on the switch): the run that follows restores what its own per-run reset does not
+ * (px__retarget_run_start, before its reset), a read or tokens before it restores all of it
+ * (px__retarget_flush). Both enqueue on the stream, or nothing when nothing is pending. */
+int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err);
+int px__retarget_flush(pxvm_executor *ex, pxvm_error *err);
 size_t px__lin_bytes(const pxvm_executor *ex, int slot);
 
 /* bind.cu: the ops' bind and borrow; a caller's pointer checked to be memory of the executor's

@@ -9,14 +9,23 @@
  *             next size's out of it (or makes them, every level zeroed): the host and device slot
  *             tables (px_gpu_slot) are updated, nothing else is allocated.
  *   RESIZE    per instruction, source size and operands: its device tables and pass 1's buffer.
- *   configs   per set of (textures, RESIZE tables, operands) in use: the fetch records, each
- *             step's y blocks, the per-run reset records and the captured graphs (a graph bakes
- *             launch dimensions, which depend on the sizes: PYRAMID grids, RESIZE passes), so a
- *             graph is only ever replayed for the sizes it was captured at. At most
- *             PX_RT_CONFIGS of them; one whose textures or tables are evicted is dropped with them.
+ *   configs   per set of (textures, RESIZE tables, operands) in use: the device slot table, the
+ *             fetch records, each step's y blocks, the per-run reset records, the records of what
+ *             that reset leaves of the switch's wipe, the program image's level 0 of program and
+ *             data slots (on the device, with a host copy of the image to check it against) and
+ *             the captured graphs (a graph bakes launch dimensions, which depend on the sizes:
+ *             PYRAMID grids, RESIZE passes, and the slot table's address), so a graph is only
+ *             ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of them; one
+ *             whose textures or tables are evicted is dropped with them.
+ * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
+ * and a device-to-device copy of the program image's level 0 when it differs from the loaded
+ * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
+ * run (px__retarget_run_start) or read (px__retarget_flush).
  * The bound: cached textures and RESIZE tables beyond those in use take at most
  * PXVM_CUDA_RETARGET_CACHE_MIB MiB (environment, read at the first retarget; default 256; 0:
- * nothing is kept, every switch makes the next size's storage). An input's linear buffers
+ * nothing is kept, every switch makes the next size's storage). A configuration's own records,
+ * slot table and image (small: a few records per slot, the program image) are outside the bound,
+ * held by at most PX_RT_CONFIGS configurations. An input's linear buffers
  * (d_staging, staging, d_upload) only grow, to the largest size seen; the ones they replace, and
  * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
  * the device; only an eviction waits for the executor's stream, before it frees what the queued
@@ -53,15 +62,28 @@ struct px_rt_resize { /* one RESIZE's tables for one source size and operands */
     px_gpu_resize *r;
 };
 
+struct px_rt_image { /* a program image and, on the device, the level 0 it gives each program
+                      * and data slot that is not persistent (in slot order: their sizes never
+                      * change), so that a switch to it copies on the device, from nothing on the host */
+    uint8_t *px;      /* a copy of the image, w*h*4 bytes: what a cached one is checked against */
+    int w, h;
+    uint8_t *d_level0;
+};
+
 struct px_rt_config { /* what runs launch with for one set of textures, tables and operands */
     px_rt_config *next;
     uint64_t hash, stamp;
     uint64_t *key; /* key_n words: memcmp'd on a hash match */
     size_t key_n;
+    px_gpu_slot *d_slots; /* the device's slot table with these textures: a switch back to this
+                           * configuration points ex->d_slots here and uploads nothing */
     px_gpu_fetch *d_fetch;
     unsigned *step_blocks;
     px_gpu_rect *d_clear;
     int nclear, max_clear_px;
+    px_gpu_rect *d_rest; /* px_gpu_retarget's d_rest, for this configuration's program */
+    int nrest, rest_px;
+    px_rt_image img;     /* px_gpu_retarget's img, ... */
     cudaGraphExec_t graph[2];
     cudaGraph_t graph_def[2];
     px_gpu_frame_nodes *frame_nodes[2];
@@ -81,6 +103,11 @@ struct px_gpu_retarget {
                               * neither inputs nor persistent (level 0 of program and data slots
                               * excepted); their surfaces never change */
     int nwipe, wipe_px;
+    px_gpu_rect *d_rest; /* the part of d_wipe the loaded program's per-run reset leaves: what the
+                          * run after a switch clears first (the configuration in use's) */
+    int nrest, rest_px;
+    int wipe_pending;    /* a switch happened: d_wipe (or d_rest, by the next run) is due */
+    px_rt_image img;     /* the image of the program in use */
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
@@ -254,6 +281,10 @@ static void px__config_drop_graphs(px_rt_config *c)
 static void px__config_free(px_rt_config *c)
 {
     px__config_drop_graphs(c);
+    cudaFree(c->d_slots);
+    cudaFree(c->d_rest);
+    cudaFree(c->img.d_level0);
+    free(c->img.px);
     cudaFree(c->d_fetch);
     cudaFree(c->d_clear);
     free(c->step_blocks);
@@ -319,6 +350,88 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
 
 /* ---- the cache ------------------------------------------------------------------------------ */
 
+static int px__image_slot(const pxvm_slot *s)
+{
+    return (s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA) && !(s->flags & PXI_SLOT_PERSIST);
+}
+
+static int px__image_same(const px_rt_image *a, const pxvm_image *b)
+{
+    return a->px && a->w == b->w && a->h == b->h && !memcmp(a->px, b->px, (size_t)b->w * (size_t)b->h * 4u);
+}
+
+/* *img for prog (its d_level0 NULL; its copy of an image is freed): the copy of prog's image, and
+ * the level 0 of its program and data slots uploaded (pageable: staged before the call returns). */
+static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_image *img, pxvm_error *err)
+{
+    free(img->px);
+    memset(img, 0, sizeof *img);
+    size_t ibytes = (size_t)prog->image.w * (size_t)prog->image.h * 4u, total = 0;
+    for (int k = 0; k < prog->nslots; k++)
+        if (px__image_slot(&prog->slots[k]))
+            total += (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
+    uint8_t *level0 = (uint8_t *)malloc(total ? total : 1);
+    if (!(img->px = (uint8_t *)malloc(ibytes ? ibytes : 1)) || !level0) {
+        free(level0);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(ibytes + total));
+    }
+    memcpy(img->px, prog->image.px, ibytes);
+    img->w = prog->image.w, img->h = prog->image.h;
+    size_t at = 0;
+    for (int k = 0; k < prog->nslots; k++)
+        if (px__image_slot(&prog->slots[k])) {
+            pxvm_slot_initial(prog, k, level0 + at);
+            at += (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
+        }
+    cudaError_t e = total ? cudaMalloc(&img->d_level0, total) : cudaSuccess;
+    if (e == cudaSuccess && total)
+        e = cudaMemcpyAsync(img->d_level0, level0, total, cudaMemcpyHostToDevice, ex->stream);
+    free(level0);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading the program image", e, __FILE__, __LINE__);
+    return 0;
+}
+
+/* The wipe records (d_wipe: every level of every slot that is neither an input nor persistent,
+ * level 0 of program and data slots excepted) less what the loaded program's per-run reset
+ * restores (prog->reset; px__reset_records): into *d (allocated here, NULL when there is none). */
+static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        int k = i % ex->nslots;
+        const pxvm_slot *s = &prog->slots[k];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        int image = s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA; /* level 0: the image's */
+        if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0))
+            px__add_clear(ex, rects, i, 0, 1);
+        if (!(prog->reset[k] & PXVM_RESET_UPPER))
+            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+    }
+    *n = ex->nclear, *max_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    *d = NULL;
+    cudaError_t e = cudaSuccess;
+    if (*n) {
+        e = cudaMalloc(d, sizeof(px_gpu_rect) * (size_t)*n);
+        if (e == cudaSuccess) /* pageable: staged before the call returns */
+            e = cudaMemcpyAsync(*d, rects, sizeof(px_gpu_rect) * (size_t)*n, cudaMemcpyHostToDevice, ex->stream);
+    }
+    free(rects);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    return 0;
+}
+
 static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
@@ -377,6 +490,8 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     free(rects);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    if (px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0 || px__image_make(ex, prog, &rt->img, err) < 0)
+        return -1;
     uint64_t *key = NULL;
     if (px__key(ex, prog, &key, &rt->key_n, &rt->key_hash, err) < 0)
         return -1;
@@ -418,6 +533,9 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->resize_serial);
     free(rt->lin_cap);
     cudaFree(rt->d_wipe);
+    cudaFree(rt->d_rest);
+    cudaFree(rt->img.d_level0);
+    free(rt->img.px);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -641,14 +759,18 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     }
     memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
-    cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
+    cur->d_slots = ex->d_slots, cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
+    cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
+    rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
+    cur->img = rt->img;
+    memset(&rt->img, 0, sizeof rt->img);
     for (int g = 0; g < 2; g++) {
         cur->graph[g] = ex->graph[g], cur->graph_def[g] = ex->graph_def[g];
         cur->frame_nodes[g] = ex->frame_nodes[g], cur->have_graph[g] = ex->have_graph[g];
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
-    ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
+    ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
     cur->next = rt->configs;
     rt->configs = cur;
     rt->nconfigs++;
@@ -668,8 +790,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             break;
         }
     if (found) {
-        ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
+        ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
+        rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
+        rt->img = found->img;
         for (int g = 0; g < 2; g++) {
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
             ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
@@ -678,43 +802,52 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         free(found);
     } else {
         if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
-            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0)
+            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
+            px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0)
             return -1;
+        /* 5. its own device slot table (pageable: staged before the call returns, ordered after
+         * the work already queued on the stream); the table of a cached configuration already
+         * holds its textures (the configuration's key names them), so a switch back uploads
+         * nothing and its captured graphs, which hold that table's address, stay valid */
+        PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch));
+        PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
+                               ex->stream));
     }
-    /* 5. the device's slot table (pageable: staged before the call returns, ordered after the
-     * work already queued on the stream) */
-    PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
-                           ex->stream));
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
-     * output it wrote whole, that the next one writes in part). The program image holds the
-     * operands: slot 0, the data slots and the copy that restores slot 0 start as the next one's */
-    if (px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err) < 0)
-        return -1;
-    if (old->image.w != next->image.w || old->image.h != next->image.h ||
-        memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u)) {
-        for (int k = 0; k < n; k++) {
-            const pxvm_slot *s = &next->slots[k];
-            if ((s->role != PXI_ROLE_PROGRAM && s->role != PXI_ROLE_DATA) || (s->flags & PXI_SLOT_PERSIST))
-                continue;
-            size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
-            uint8_t *level0 = (uint8_t *)malloc(bytes);
-            if (!level0)
-                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
-            pxvm_slot_initial(next, k, level0);
-            cudaError_t e = cudaSuccess;
-            for (int b = 0; b < batch && e == cudaSuccess; b++)
-                e = cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
-                                             cudaMemcpyHostToDevice, ex->stream);
-            if (e == cudaSuccess && k == 0 && (next->reset[0] & PXVM_RESET_LEVEL0)) {
-                if (!ex->d_prog)
-                    e = cudaMalloc(&ex->d_prog, bytes);
-                if (e == cudaSuccess)
-                    e = cudaMemcpyAsync(ex->d_prog, level0, bytes, cudaMemcpyHostToDevice, ex->stream);
-            }
-            free(level0);
-            if (e != cudaSuccess)
-                return px__cuda_fail(err, "uploading the program image", e, __FILE__, __LINE__);
+     * output it wrote whole, that the next one writes in part). Left pending: the next run clears
+     * d_rest, what its reset leaves, before that reset (px__retarget_run_start), so a switch
+     * launches nothing and what the run restores anyway is cleared once; a read before that run
+     * clears d_wipe (px__retarget_flush). The program image holds the operands: slot 0, the data
+     * slots and the copy that restores slot 0 start as the next one's */
+    rt->wipe_pending = 1;
+    int image_changed = old->image.w != next->image.w || old->image.h != next->image.h ||
+                        memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u);
+    /* the configuration's key holds the operands, not the whole image (data): checked here */
+    if (!px__image_same(&rt->img, &next->image)) {
+        if (rt->img.d_level0) { /* a cached one that queued work may still read: freed at unload */
+            if (px__defer(rt, rt->img.d_level0, 0, err) < 0)
+                return -1;
+            rt->img.d_level0 = NULL;
+        }
+        if (px__image_make(ex, next, &rt->img, err) < 0)
+            return -1;
+    }
+    size_t at = 0;
+    for (int k = 0; image_changed && k < n; k++) {
+        const pxvm_slot *s = &next->slots[k];
+        if (!px__image_slot(s))
+            continue;
+        size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
+        const uint8_t *level0 = rt->img.d_level0 + at;
+        at += bytes;
+        for (int b = 0; b < batch; b++) /* device to device: nothing staged, nothing waited for */
+            PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
+                                            cudaMemcpyDeviceToDevice, ex->stream));
+        if (k == 0 && (next->reset[0] & PXVM_RESET_LEVEL0)) {
+            if (!ex->d_prog)
+                PX__CK(cudaMalloc(&ex->d_prog, bytes));
+            PX__CK(cudaMemcpyAsync(ex->d_prog, level0, bytes, cudaMemcpyDeviceToDevice, ex->stream));
         }
     }
     /* 7. an incremental fetch whose operands changed has no last output to build on */
@@ -731,6 +864,24 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     ex->out_valid = 0;
     px__evict(ex);
     return 0;
+}
+
+int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    if (!rt || !rt->wipe_pending)
+        return 0;
+    rt->wipe_pending = 0;
+    return px__launch_clear(ex, rt->d_rest, rt->nrest, rt->rest_px, err);
+}
+
+int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    if (!rt || !rt->wipe_pending)
+        return 0;
+    rt->wipe_pending = 0;
+    return px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err);
 }
 
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)

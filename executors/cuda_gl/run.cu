@@ -347,6 +347,8 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         int g = async ? 0 : 1;
         if (!ex->have_graph[g] && px__capture(ex, nsteps, g, err) < 0) /* captured once, then replayed */
             return -1;
+        if (px__retarget_run_start(ex, err) < 0) /* after the capture: never part of a graph */
+            return -1;
         /* a borrowed frame moves from run to run: the graph's tile kernels are pointed at it (a
          * parameter update on the host; the GPU sees nothing but the new address) */
         for (int k = 0; k < ex->nslots; k++)
@@ -354,6 +356,10 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
                 PX__CK(px_gpu_frame_nodes_point(ex->frame_nodes[g], ex->graph[g], k, (const uint32_t *)px__frame_src(ex, k)));
         PX__CK(cudaGraphLaunch(ex->graph[g], ex->stream));
     } else {
+        if (px__retarget_run_start(ex, err) < 0) {
+            free(events);
+            return -1;
+        }
         if (events && !opt->trace)
             px__k_spin<<<1, 1, 0, ex->stream>>>(100000 + 10000 * (long long)nsteps);
         if (px__enqueue(ex, nsteps, opt, events, err) < 0 || px__enqueue_outputs(ex, err) < 0) {
@@ -417,6 +423,8 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     if (pxvm_check_read_view(ex->prog, ex->batch, slot, level, item0, dst, patches, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
+    if (px__retarget_flush(ex, err) < 0) /* a read between a retarget and a run: the initial state */
+        return -1;
     const pxvm_slot *s = &ex->prog->slots[slot];
     const px_gpu_slot *g = &ex->slots[slot];
     size_t pitch = (size_t)g->w[level] * 4u, bytes = pitch * (size_t)g->h[level];

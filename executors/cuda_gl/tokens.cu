@@ -47,6 +47,8 @@ int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
     if (pxvm_check_tokens(ex->prog, ex->batch, slot, item0, items, dst, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
+    if (px__retarget_flush(ex, err) < 0) /* tokens between a retarget and a run: the initial state's */
+        return -1;
     const pxvm_slot *s = &ex->prog->slots[slot];
     const px_gpu_slot *g = &ex->slots[slot];
     size_t per = pxvm_tokens_item_bytes(s, t), total = per * (size_t)items;

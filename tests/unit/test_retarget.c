@@ -221,6 +221,61 @@ out:
     free(progs);
 }
 
+/* A read between a retarget and the next run sees what a fresh load shows (the executors may
+ * leave restoring the slots to that run): every level of every slot but inputs, every item. */
+static void px__read_before_run(px_family fam)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    pxvm_program pa, pb;
+    if (!ops || px__program(fam, 64, 64, &pa) < 0)
+        return;
+    if (px__program(fam, 29, 31, &pb) < 0) {
+        pxvm_program_free(&pa);
+        return;
+    }
+    pxvm_executor *ex = NULL, *fx = NULL;
+    pxvm_error err;
+    pxvm_open_options opt = {0, 0};
+    int ok = ops->open(&ex, &opt, &err) == 0 && ops->load(ex, &pa, PX_BATCH, &err) == 0 &&
+             ops->set_fixations(ex, 0, PX_BATCH, 0, 1, &px__fix[0][0], -1, &err) == 0;
+    for (int k = 1; ok && k < pa.nslots; k++)
+        if (pa.slots[k].role == PXI_ROLE_INPUT)
+            ok = px__bind(ops, ex, &pa, k, (uint64_t)k) == 0;
+    ok = ok && ops->run(ex, NULL, &err) == 0 && ops->retarget(ex, &pb, &err) == 0 && ops->open(&fx, &opt, &err) == 0 &&
+         ops->load(fx, &pb, PX_BATCH, &err) == 0;
+    if (!ok)
+        px_test_fail(__FILE__, __LINE__, "setup: %s", err.msg);
+    int compared = 0;
+    for (int b = 0; ok && b < PX_BATCH; b++)
+        for (int k = 0; k < pb.nslots; k++)
+            for (int l = 0; pb.slots[k].role != PXI_ROLE_INPUT && l < pb.slots[k].levels; l++) {
+                pxvm_image x, y;
+                if (pxvm_read_image(ops, ex, &pb, k, l, b, &x, &err) < 0 || pxvm_read_image(ops, fx, &pb, k, l, b, &y, &err) < 0) {
+                    px_test_fail(__FILE__, __LINE__, "read slot %d level %d: %s", k, l, err.msg);
+                    continue;
+                }
+                if (x.w != y.w || x.h != y.h || memcmp(x.px, y.px, (size_t)x.w * (size_t)x.h * 4u))
+                    px_test_fail(__FILE__, __LINE__, "family %d: slot %d level %d of item %d read after a retarget differs from a fresh load",
+                                 (int)fam, k, l, b);
+                compared++;
+                pxvm_image_free(&x);
+                pxvm_image_free(&y);
+            }
+    CHECK(!ok || compared > 0);
+    if (ex)
+        ops->close(ex);
+    if (fx)
+        ops->close(fx);
+    pxvm_program_free(&pa);
+    pxvm_program_free(&pb);
+}
+
+TEST(retarget_read_before_run_equals_fresh_load)
+{
+    px__read_before_run(PX_FAM_GRID);
+    px__read_before_run(PX_FAM_RESIZE);
+}
+
 TEST(retarget_grid_plan_equals_fresh_load) { px__property(PX_FAM_GRID); }
 TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }

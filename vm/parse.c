@@ -275,6 +275,10 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     if (px_vm_build_plan(prog, err) < 0 || px_vm_build_reset(prog, err) < 0 || px_vm_build_geometry(prog, err) < 0 ||
         (prog->insn_box && px_vm_fetch_sole(prog, err) < 0))
         goto fail;
+    /* never 0, never reused while the library is loaded: a freed program's serial does not come
+     * back with another one made at the same address */
+    static uint64_t px__serials;
+    prog->serial = __atomic_add_fetch(&px__serials, 1, __ATOMIC_RELAXED);
     return 0;
 fail:
     pxvm_program_free(prog);

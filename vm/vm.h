@@ -195,6 +195,11 @@ typedef struct pxvm_program {
     int format_minor;    /* the header's format minor (0, or 1: any-size inputs allowed) */
     int any_size;        /* the number of any-size input slots: executors never load such a
                           * program, only its resolutions (pxvm_program_resolve) */
+    /* Set when the program is made (pxvm_program_from_image, so also load and resolve): unique
+     * in the process, never 0, so an executor may key what it keeps per program (retarget's
+     * per-size caches) by it in O(1) without comparing programs; 0 (a program put together by
+     * hand, or freed) has no identity and is never cached. */
+    uint64_t serial;
 } pxvm_program;
 
 /* The positions (Q16, before a fixation offset) and levels an incremental instruction reads. */

@@ -61,7 +61,32 @@ struct pxvm_executor {
      * reset, so that a part the run restores anyway costs nothing more) or before anything reads
      * slots (px_cpu_wipe_flush); NULL until the first retarget */
     uint8_t *wipe_pending;
+    /* retarget: the plans of programs switched away from ([PX_CPU_PLANS_KEPT], NULL until the
+     * first retarget), each checked against the loaded program already; never the current one's.
+     * Freed at unload (a load starts with none). plan_evict: the entry a full cache drops next. */
+    struct px_cpu_plan_kept *plans_kept;
+    int plan_evict;
 };
+
+/* What px_cpu_plan_load makes for one program (the plan fields of struct pxvm_executor), kept by
+ * retarget for a program switched away from, under its serial, so that a switch back to that
+ * size takes it instead of making it again (and skips the check it passed before). */
+typedef struct px_cpu_plan_kept {
+    uint64_t serial; /* 0: an empty entry (all pointers NULL) */
+    uint8_t *level_flags;
+    int32_t **mask_counts;
+    uint8_t *step_masks;
+    uint32_t *step_mask_at;
+    px_tilebox *box_all;
+    uint8_t *geom_known;
+    int16_t *spans_all;
+    int32_t *span_at;
+    size_t spans_per_item;
+    struct px_resize_op **resize;
+    uint8_t *resize_tmp;
+} px_cpu_plan_kept;
+/* The most plans kept: a stream over more sizes than this makes some again (round robin). */
+#define PX_CPU_PLANS_KEPT 64
 
 /* One instruction (or the first of a batch) for the pool's workers. */
 typedef struct {
@@ -84,8 +109,9 @@ void px_cpu_wipe_flush(pxvm_executor *ex);
 /* Restores the parts `parts` (PXVM_RESET_*) of slot k, held at store, to their initial state. */
 void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts);
 
-/* retarget.c: the ops' retarget (vm.h). */
+/* retarget.c: the ops' retarget (vm.h); forget_plans frees the plans it kept (unload). */
 int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
+void px_cpu_retarget_forget_plans(pxvm_executor *ex);
 
 /* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);

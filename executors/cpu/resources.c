@@ -50,6 +50,7 @@ void px_cpu_unload(pxvm_executor *ex)
     PX__DROP(ex->nrects);
     PX__DROP(ex->store_cap);
     PX__DROP(ex->wipe_pending);
+    px_cpu_retarget_forget_plans(ex);
     px_cpu_plan_unload(ex);
     ex->store = NULL; /* an item's parts of the arrays above */
     ex->view = NULL;

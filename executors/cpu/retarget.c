@@ -21,10 +21,112 @@ static int px__operands_differ(const pxi_insn *a, const pxi_insn *b)
     return a->nfields != b->nfields || memcmp(a->a, b->a, sizeof(int32_t) * a->nfields) != 0;
 }
 
+/* Exchanges the executor's plan fields with a kept entry's (the serial stays with the entry). */
+static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
+{
+#define PX__SWAP(f)                                                                                                    \
+    do {                                                                                                               \
+        __typeof__(k->f) t_ = k->f;                                                                                    \
+        k->f = ex->f;                                                                                                  \
+        ex->f = t_;                                                                                                    \
+    } while (0)
+    PX__SWAP(level_flags);
+    PX__SWAP(mask_counts);
+    PX__SWAP(step_masks);
+    PX__SWAP(step_mask_at);
+    PX__SWAP(box_all);
+    PX__SWAP(geom_known);
+    PX__SWAP(spans_all);
+    PX__SWAP(span_at);
+    PX__SWAP(spans_per_item);
+    PX__SWAP(resize);
+    PX__SWAP(resize_tmp);
+#undef PX__SWAP
+}
+
+/* Frees a kept entry's plan (px_cpu_plan_unload on it) and empties it. */
+static void px__plan_drop(pxvm_executor *ex, px_cpu_plan_kept *k)
+{
+    px__plan_swap(ex, k);
+    px_cpu_plan_unload(ex);
+    px__plan_swap(ex, k); /* the executor's own plan back; the entry all NULL */
+    k->serial = 0;
+}
+
+void px_cpu_retarget_forget_plans(pxvm_executor *ex)
+{
+    for (int i = 0; ex->plans_kept && i < PX_CPU_PLANS_KEPT; i++)
+        if (ex->plans_kept[i].serial)
+            px__plan_drop(ex, &ex->plans_kept[i]);
+    free(ex->plans_kept);
+    ex->plans_kept = NULL;
+    ex->plan_evict = 0;
+}
+
+/* The kept plan of program serial `serial` (0: none), or NULL. */
+static px_cpu_plan_kept *px__plan_find(pxvm_executor *ex, uint64_t serial)
+{
+    for (int i = 0; serial && ex->plans_kept && i < PX_CPU_PLANS_KEPT; i++)
+        if (ex->plans_kept[i].serial == serial)
+            return &ex->plans_kept[i];
+    return NULL;
+}
+
+/* The plan of `next` (checked already) in the executor, the loaded one's kept (when it has a
+ * serial). Taking a kept one allocates nothing. 0, or -1 with *err and the executor's plan as it
+ * was. */
+static int px__plan_switch(pxvm_executor *ex, const pxvm_program *old, const pxvm_program *next, pxvm_error *err)
+{
+    if (next->serial && next->serial == old->serial) { /* the same program: the same plan */
+        memset(ex->geom_known, 0, (size_t)ex->batch * next->ninsns + 1u);
+        return 0;
+    }
+    if (!ex->plans_kept && !(ex->plans_kept = calloc(PX_CPU_PLANS_KEPT, sizeof *ex->plans_kept)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(PX_CPU_PLANS_KEPT * sizeof *ex->plans_kept));
+    px_cpu_plan_kept *hit = px__plan_find(ex, next->serial), *empty = NULL;
+    for (int i = 0; !hit && !empty && i < PX_CPU_PLANS_KEPT; i++)
+        if (!ex->plans_kept[i].serial)
+            empty = &ex->plans_kept[i];
+    if (hit) { /* the entry takes the loaded plan: it kept next's, now old's */
+        px__plan_swap(ex, hit);
+        hit->serial = old->serial;
+        if (!old->serial)
+            px__plan_drop(ex, hit);
+        /* the incremental fetches' boxes and spans were for positions of another program */
+        memset(ex->geom_known, 0, (size_t)ex->batch * next->ninsns + 1u);
+        return 0;
+    }
+    if (!empty) { /* full: the next entry in turn makes room */
+        empty = &ex->plans_kept[ex->plan_evict];
+        ex->plan_evict = (ex->plan_evict + 1) % PX_CPU_PLANS_KEPT;
+        px__plan_drop(ex, empty);
+    }
+    px__plan_swap(ex, empty); /* the loaded plan kept; the executor's fields all NULL */
+    empty->serial = old->serial;
+    const pxvm_program *loaded = ex->prog;
+    ex->prog = next;
+    if (px_cpu_plan_load(ex, err) < 0) {
+        px_cpu_plan_unload(ex);
+        ex->prog = loaded;
+        px__plan_swap(ex, empty); /* what the loaded program had a moment ago */
+        empty->serial = 0;
+        return -1;
+    }
+    ex->prog = loaded; /* retarget sets it once the rest is made */
+    if (!old->serial)
+        px__plan_drop(ex, empty);
+    return 0;
+}
+
 int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
 {
     const pxvm_program *old = ex->prog;
-    if (pxvm_check_retarget(old, next, err) < 0)
+    /* A program whose plan is kept passed this check against the loaded program when it was
+     * switched to (and the loaded one itself, the same program again, trivially): the check is an
+     * equivalence (equal counts, roles, names, non-input sizes, opcodes), so each passes it
+     * against the other. */
+    int known = old && next && next->serial && (next->serial == old->serial || px__plan_find(ex, next->serial));
+    if (!known && pxvm_check_retarget(old, next, err) < 0)
         return -1;
     int n = ex->nslots;
     size_t all = (size_t)n * (size_t)ex->batch;
@@ -55,19 +157,14 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)s->bytes);
         }
     }
-    /* what the operands decide, for the next program (on failure, made again for the loaded one) */
-    px_cpu_plan_unload(ex);
-    ex->prog = next;
-    if (px_cpu_plan_load(ex, err) < 0) {
-        pxvm_error ignored;
-        px_cpu_plan_unload(ex);
-        ex->prog = old;
-        px_cpu_plan_load(ex, &ignored); /* what the loaded program had a moment ago */
+    /* what the operands decide, for the next program (kept from before, or made) */
+    if (px__plan_switch(ex, old, next, err) < 0) {
         for (size_t i = 0; grows && i < all; i++)
             free(grown[i]);
         free(grown);
         return -1;
     }
+    ex->prog = next;
     for (size_t i = 0; i < all; i++) {
         int k = (int)(i % (size_t)n);
         const pxvm_slot *s = &next->slots[k];

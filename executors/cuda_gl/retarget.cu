@@ -68,6 +68,8 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
     uint8_t *px;      /* a copy of the image, w*h*4 bytes: what a cached one is checked against */
     int w, h;
     uint8_t *d_level0;
+    uint64_t serial;  /* the program it was made from (pxvm_program.serial; 0: none): a program
+                       * of that serial has this image, with no comparison */
 };
 
 struct px_rt_config { /* what runs launch with for one set of textures, tables and operands */
@@ -111,6 +113,11 @@ struct px_gpu_retarget {
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
+    /* the serials (pxvm_program.serial) of programs switched to since the load: each passed
+     * pxvm_check_retarget against the loaded one, an equivalence, so a switch to one again skips
+     * it (round robin over PX_RT_CONFIGS) */
+    uint64_t checked[PX_RT_CONFIGS];
+    int checked_at;
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
     int ndeferred, deferred_cap;
@@ -377,6 +384,7 @@ static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_ima
     }
     memcpy(img->px, prog->image.px, ibytes);
     img->w = prog->image.w, img->h = prog->image.h;
+    img->serial = prog->serial;
     size_t at = 0;
     for (int k = 0; k < prog->nslots; k++)
         if (px__image_slot(&prog->slots[k])) {
@@ -821,10 +829,14 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * clears d_wipe (px__retarget_flush). The program image holds the operands: slot 0, the data
      * slots and the copy that restores slot 0 start as the next one's */
     rt->wipe_pending = 1;
-    int image_changed = old->image.w != next->image.w || old->image.h != next->image.h ||
-                        memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u);
-    /* the configuration's key holds the operands, not the whole image (data): checked here */
-    if (!px__image_same(&rt->img, &next->image)) {
+    int image_changed = (!next->serial || next->serial != old->serial) &&
+                        (old->image.w != next->image.w || old->image.h != next->image.h ||
+                         memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u));
+    /* the configuration's key holds the operands, not the whole image (data): checked here, by
+     * the serial of the program it was made from when there is one (a cached configuration
+     * switched back to for the same program: no comparison of the image) */
+    int img_same = next->serial && rt->img.serial == next->serial;
+    if (!img_same && !px__image_same(&rt->img, &next->image)) {
         if (rt->img.d_level0) { /* a cached one that queued work may still read: freed at unload */
             if (px__defer(rt, rt->img.d_level0, 0, err) < 0)
                 return -1;
@@ -884,9 +896,19 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
     return px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err);
 }
 
+/* Was a program of this serial switched to since the load (so it passed the check)? */
+static int px__checked(const px_gpu_retarget *rt, uint64_t serial)
+{
+    for (int i = 0; rt && serial && i < PX_RT_CONFIGS; i++)
+        if (rt->checked[i] == serial)
+            return 1;
+    return 0;
+}
+
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
 {
-    if (pxvm_check_retarget(ex->prog, next, err) < 0)
+    int known = ex->prog && next && next->serial && (next->serial == ex->prog->serial || px__checked(ex->rt, next->serial));
+    if (!known && pxvm_check_retarget(ex->prog, next, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
     px__make_current(ex);
@@ -897,6 +919,10 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     if (px__switch(ex, next, err) < 0) {
         px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
         return -1;
+    }
+    if (!known && next->serial) {
+        ex->rt->checked[ex->rt->checked_at] = next->serial;
+        ex->rt->checked_at = (ex->rt->checked_at + 1) % PX_RT_CONFIGS;
     }
     return 0;
 }

@@ -397,26 +397,40 @@ static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
     return 0;
 }
 
-/* A bind of view (items first_item..) to any-size slot `slot` at a size other than the runner's:
- * checks the bounds (U-BIND-4) and the batch (every other bound item would keep the old size),
- * then switches the executor to the resolution at the new size. */
-static int px__switch_size(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, pxvm_error *err)
+/* Every check an executor's bind makes of `view` (items first_item..) for slot `slot` but its size:
+ * made before a change of size, so that a bind refused for any other reason changes nothing. */
+static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
+                                   pxvm_error *err)
+{
+    pxvm_view same = *view;
+    same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
+    if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
+        return -1;
+    if (view->device >= 0 && run->ops == &pxvm_cpu_executor) /* the CPU executor's one refusal after the check */
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
+                         "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
+    return 0;
+}
+
+/* A bind of a w x h image to items first_item .. first_item+items-1 of any-size slot `slot`, at a
+ * size other than the runner's: checks the bounds (U-BIND-4) and the batch (every other bound item
+ * would keep the old size), then switches the executor to the resolution at the new size. */
+static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     char lb[16];
-    if (pxvm_anysize_check(poly, slot, view->w, view->h, err) < 0)
+    if (pxvm_anysize_check(poly, slot, w, h, err) < 0)
         return -1;
     const pxvm_slot *now = &run->cur->slots[slot];
     for (int b = 0; b < run->batch; b++)
-        if ((b < first_item || b >= first_item + view->items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
-            return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, view->w, view->h, first_item,
-                             first_item + view->items - 1, (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w,
-                             now->h);
+        if ((b < first_item || b >= first_item + items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
+            return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
+                             (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w, now->h);
     int wh[2 * (PXVM_MAX_SLOTS + 1)];
     for (int k = 0; k < poly->nslots; k++)
         wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
     wh[0] = wh[1] = 0;
-    wh[2 * slot] = view->w, wh[2 * slot + 1] = view->h;
+    wh[2 * slot] = w, wh[2 * slot + 1] = h;
     const pxvm_program *next;
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
@@ -535,16 +549,24 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
     return run->ops->set_stream(run->ex, cuda_stream, &err) < 0 ? px__fail(&err) : 0;
 }
 
-/* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size. */
+/* Does a bind of view to slot change the size of an any-size slot? */
+static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *view)
+{
+    return run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
+           (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
+           (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h);
+}
+
+/* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size (after
+ * every other check of the view: a refused bind leaves the runner as it was). */
 static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow)
 {
     pxvm_error err;
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
-    if (run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
-        (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
-        (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h) &&
-        px__switch_size(run, slot, first_item, view, &err) < 0)
+    if (px__needs_switch(run, slot, view) &&
+        (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
+         px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0))
         return px__fail(&err);
     if (op(run->ex, slot, first_item, view, &err) < 0)
         return px__fail(&err);
@@ -615,17 +637,62 @@ int pxvm_runner_sync(pxvm_runner *run)
     return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
 }
 
+/* pxvm_runner_exec's binds of one any-size slot are taken together: when they give every item of
+ * the batch one new size (a batch given image by image), the runner switches once, before the
+ * binds, instead of refusing the first one because the other items are bound at the old size. */
+static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins)
+{
+    pxvm_error err;
+    for (int i = 0; i < nin; i++) {
+        int slot = in_slots[i], first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = in_slots[j] != slot;
+        if (!first || !px__needs_switch(run, slot, &ins[i]))
+            continue;
+        uint8_t *covered = calloc((size_t)run->batch, 1);
+        if (!covered) {
+            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)run->batch);
+            return px__fail(&err);
+        }
+        int one_size = 1, all = 1;
+        for (int j = i; j < nin && one_size; j++) {
+            if (in_slots[j] != slot)
+                continue;
+            int item = in_items ? in_items[j] : 0;
+            if (ins[j].w != ins[i].w || ins[j].h != ins[i].h) {
+                one_size = 0;
+                break;
+            }
+            if (px__check_view_any_size(run, slot, item, &ins[j], &err) < 0) {
+                free(covered);
+                return px__fail(&err);
+            }
+            memset(covered + item, 1, (size_t)ins[j].items);
+        }
+        for (int b = 0; b < run->batch; b++)
+            all &= covered[b];
+        free(covered);
+        /* otherwise the binds one by one say what is wrong (a mixed batch is refused there) */
+        if (one_size && all && px__switch_size(run, slot, 0, run->batch, ins[i].w, ins[i].h, &err) < 0)
+            return px__fail(&err);
+    }
+    return 0;
+}
+
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs)
 {
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
+    int rc = px__exec_switch(run, nin, in_slots, in_items, ins);
+    if (rc)
+        return rc;
     for (int i = 0; i < nin; i++) {
-        int rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
+        rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
         if (rc)
             return rc;
     }
-    int rc = pxvm_runner_run(run);
+    rc = pxvm_runner_run(run);
     for (int i = 0; rc == 0 && i < nout; i++)
         rc = out_kinds[i] ? pxvm_runner_read_patches(run, out_slots[i], 0, &outs[i])
                           : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);

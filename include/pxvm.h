@@ -250,7 +250,9 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * keeping the other bound inputs and the fixations; normalized fixations are fractions of the
  * bound image, converted again at its size. The items of a batch share one size: binding a new
  * size to some items while another item is bound at the current size is PXVM_UNLINKABLE (bind
- * every item at once, or group the images by size); the items not rebound are unbound. */
+ * every item at once, or group the images by size); the items not rebound are unbound. A bind
+ * refused for any reason (a bad view, items outside the batch, a size outside the bounds) changes
+ * nothing: the runner keeps its size and its bound images. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 /* The size slot `slot` has in the program the runner runs now: an any-size input's bound size
  * (its reference size until another is bound), any other slot's own. */
@@ -362,7 +364,9 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
  * (pxvm_runner_borrow): nothing can come between this call's bind and run, so what makes a
- * borrow safe holds by construction (on a stream: the caller's later work comes after the run). */
+ * borrow safe holds by construction (on a stream: the caller's later work comes after the run).
+ * The views of one any-size slot are taken together: when they give every item of the batch one
+ * size (a batch given image by image), the runner switches to it once, before the binds. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 

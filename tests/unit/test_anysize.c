@@ -470,3 +470,95 @@ TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
 }
+
+/* A bind refused for a reason other than the size (here: items outside the batch, a NULL data
+ * pointer) must not switch the runner: the old size and the bound images stay (review finding 10). */
+TEST(anysize_refused_bind_leaves_the_size_and_the_images)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 10;
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
+    pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &vb), PXVM_USAGE); /* item 1 of a batch of 1 */
+    CHECK_STR(pxvm_errmsg(), "items 1..1 are outside the batch of 1");
+    pxvm_view null_data = vb;
+    null_data.data = NULL;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &null_data), PXVM_USAGE);
+    pxvm_view on_device = vb;
+    on_device.device = 0;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &on_device), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "CUDA device memory can be bound only on the CUDA-GL executor");
+    int sw = 0, sh = 0;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 64 && sh == 48);
+    CHECK_EQ(pxvm_runner_run(run), 0); /* the 64x48 image is still bound */
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}
+
+/* pxvm_runner_exec with a batch given image by image at a new size switches once, where binds one
+ * by one would refuse the first (item 1 still bound at the old size; review finding 4); outputs
+ * equal those of the same batch bound as one view. */
+TEST(anysize_exec_batch_of_single_images_switches_once)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run, *ref;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run) ||
+        pxvm_runner_open(prog, "cpu", 0, 1, 2, &ref)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    int out = pxvm_prog_slot_find(prog, "out");
+    if (out < 0)
+        for (int k = 0; k < pxvm_prog_slot_count(prog); k++) {
+            pxvm_slot_info si;
+            pxvm_prog_slot(prog, k, &si);
+            if (!strcmp(si.role, "output"))
+                out = k;
+        }
+    pxvm_slot_info so;
+    CHECK_EQ(pxvm_prog_slot(prog, out, &so), 0);
+    size_t obytes = (size_t)so.w * (size_t)so.h * 4u;
+    uint8_t *o1 = malloc(2 * obytes), *o2 = malloc(2 * obytes);
+    uint64_t rng = 4;
+    int sizes[3][2] = {{451, 300}, {100, 200}, {37, 91}};
+    for (int s = 0; s < 3; s++) {
+        pxvm_image two = px_random_image(sizes[s][0], sizes[s][1] * 2, &rng);
+        size_t item = (size_t)sizes[s][0] * (size_t)sizes[s][1] * 4u;
+        pxvm_view one[2] = {pxvm_view_host(two.px, sizes[s][0], sizes[s][1], 4),
+                            pxvm_view_host(two.px + item, sizes[s][0], sizes[s][1], 4)};
+        int slots[2] = {1, 1}, items[2] = {0, 1}, kinds[1] = {0};
+        pxvm_view ov = {o1, -1, 2, so.w, so.h, 4, (int64_t)obytes, (int64_t)so.w * 4, 4, 1};
+        if (pxvm_runner_exec(run, 2, slots, items, one, 1, &out, kinds, &ov))
+            px_test_fail(__FILE__, __LINE__, "%dx%d image by image: %s", sizes[s][0], sizes[s][1], pxvm_errmsg());
+        pxvm_view both = one[0];
+        both.items = 2, both.item_stride = (int64_t)item;
+        pxvm_view ov2 = ov;
+        ov2.data = o2;
+        if (pxvm_runner_exec(ref, 1, slots, items, &both, 1, &out, kinds, &ov2))
+            px_test_fail(__FILE__, __LINE__, "%dx%d as one view: %s", sizes[s][0], sizes[s][1], pxvm_errmsg());
+        CHECK(!memcmp(o1, o2, 2 * obytes));
+        pxvm_image_free(&two);
+    }
+    /* a mixed batch is still refused, naming the sizes */
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(80, 60, &rng);
+    pxvm_view mixed[2] = {pxvm_view_host(a.px, a.w, a.h, 4), pxvm_view_host(b.px, b.w, b.h, 4)};
+    int slots[2] = {1, 1}, items[2] = {0, 1};
+    CHECK_EQ(pxvm_runner_exec(run, 2, slots, items, mixed, 0, NULL, NULL, NULL), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "the items of a batch share the size");
+    free(o1);
+    free(o2);
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    pxvm_runner_close(run);
+    pxvm_runner_close(ref);
+    pxvm_prog_free(prog);
+}

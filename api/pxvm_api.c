@@ -13,6 +13,7 @@
 #include "../vm/tokens.h"
 #include "../isa/px_sem.h"
 #include "fixation.h"
+#include "runner_hooks.h"
 
 struct pxvm_prog {
     pxvm_program p;
@@ -45,6 +46,7 @@ struct pxvm_runner {
     uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
     int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
     double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
+    int lost;            /* a failed change of size left the executor without a program it could run */
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -332,6 +334,21 @@ int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name)
     return prog && name ? pxvm_slot_lookup(&prog->p, name) : -1;
 }
 
+/* The error of a call on no runner, or on one a failed change of size left without a program. */
+static int px__unusable(const pxvm_runner *run, const char *call)
+{
+    char msg[300];
+    if (!run)
+        snprintf(msg, sizeof msg, "%s: NULL runner", call);
+    else
+        snprintf(msg, sizeof msg,
+                 "%s: this runner has no program since a change of input size failed and loading its program again "
+                 "failed too (the errors of those calls said why): close it and open another", call);
+    pxvm_error err;
+    pxvm_fail(&err, run ? PXE_UNAVAILABLE : PXE_USAGE, -1, -1, msg);
+    return px__fail(&err);
+}
+
 /* ---- runners: any-size programs --------------------------------------------------------------- */
 
 /* The resolution of the runner's program at wh (NULL: every reference size), from the cache or
@@ -397,6 +414,34 @@ static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
     return 0;
 }
 
+/* After a failed retarget the executor may hold anything from the old program to part of the next
+ * one to none (the CUDA-GL executor unloads on a failure halfway): the runner loads its current
+ * program again, so that it runs what it believes, with no input bound and the fixations the host
+ * gave set again (device ones forgotten: unset); if even that fails it is marked lost and refuses
+ * every later call but close. Returns -1 (the retarget's error stays the caller's). */
+static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
+{
+    pxvm_error again;
+    memset(run->bound, 0, (size_t)run->prog->p.nslots * (size_t)run->batch);
+    for (int b = 0; b < run->batch; b++)
+        for (int r = 0; r < PX_FIX_REGS; r++)
+            if (run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] == PX_FIX_DEVICE) {
+                run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] = PX_FIX_NONE;
+                run->fix_set[b] = (uint8_t)(run->fix_set[b] & ~(1u << r));
+            }
+    if (run->ops->load(run->ex, run->cur, run->batch, &again) < 0 || px__refix(run, 1, &again) < 0) {
+        run->lost = 1;
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; loading the program again failed too (%s): the runner is lost",
+                 again.msg);
+    } else {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; the runner stays at %dx%d with no input bound",
+                 run->cur->slots[slot].w, run->cur->slots[slot].h);
+    }
+    return -1;
+}
+
 /* Every check an executor's bind makes of `view` (items first_item..) for slot `slot` but its size:
  * made before a change of size, so that a bind refused for any other reason changes nothing. */
 static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
@@ -436,7 +481,7 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
         return -1;
     if (run->ops->retarget) {
         if (run->ops->retarget(run->ex, next, err) < 0)
-            return -1;
+            return px__retarget_failed(run, slot, err);
     } else {
         /* Until every executor has retarget (branch retarget): reload, which restarts everything;
          * safe only when nothing but this slot and the fixations (given again) is bound. */
@@ -539,8 +584,8 @@ int pxvm_runner_batch(const pxvm_runner *run) { return run ? run->batch : 0; }
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_stream: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_stream");
     if (!run->ops->set_stream) {
         if (!cuda_stream)
             return 0;
@@ -577,15 +622,15 @@ static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view 
 
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
-    if (!run)
-        return px__usage("pxvm_runner_bind: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_bind");
     return px__bind(run, slot, first_item, view, 0);
 }
 
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
-    if (!run)
-        return px__usage("pxvm_runner_borrow: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_borrow");
     return px__bind(run, slot, first_item, view, 1);
 }
 
@@ -600,8 +645,8 @@ int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h)
 int pxvm_runner_run(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_run: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_run");
     for (int b = 0; run->fix_inputs && b < run->batch; b++)
         if ((run->fix_inputs & ~(unsigned)run->fix_set[b]) &&
             pxvm_fixation_check_set(&run->prog->p, run->prog->name, run->fix_set[b], run->batch > 1 ? b : -1, NULL,
@@ -614,24 +659,24 @@ int pxvm_runner_run(pxvm_runner *run)
 int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read");
     return run->ops->read(run->ex, slot, level, first_item, dst, 0, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_patches: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_patches");
     return run->ops->read(run->ex, slot, 0, first_item, dst, 1, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_sync(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_sync: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_sync");
     if (!run->ops->sync)
         return 0;
     return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
@@ -684,6 +729,8 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
 {
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
+    if (run->lost)
+        return px__unusable(run, "pxvm_runner_exec");
     int rc = px__exec_switch(run, nin, in_slots, in_items, ins);
     if (rc)
         return rc;
@@ -913,8 +960,8 @@ int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int f
                               const int32_t *xy, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_fixations: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_fixations");
     if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0 ||
         (device < 0 && pxvm_fixation_check_q16(run->cur, xy, items, first_item, first_reg, nregs, &err) < 0) ||
         run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0)
@@ -928,8 +975,8 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
                                          const double *xy)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_fixations_normalized: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_fixations_normalized");
     if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0)
         return px__fail(&err);
     size_t n = (size_t)items * (size_t)nregs;
@@ -958,8 +1005,8 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
 int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int32_t *xy, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_fixations: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_fixations");
     return run->ops->read_state(run->ex, PXVM_STATE_FIXATIONS, 0, first_item, items, xy, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -968,8 +1015,8 @@ int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int3
 int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int items, int32_t *dst, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_geometry: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_geometry");
     return run->ops->read_state(run->ex, PXVM_STATE_GEOMETRY, slot, first_item, items, dst, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -980,24 +1027,24 @@ int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int it
 int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_dirty: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_dirty");
     return run->ops->set_dirty(run->ex, item, rects, n, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_restart(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_restart: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_restart");
     return run->ops->reset(run->ex, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int items, uint8_t *dst, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_changed: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_changed");
     return run->ops->read_state(run->ex, PXVM_STATE_CHANGED, slot, first_item, items, dst, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -1017,7 +1064,9 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
                             void *dst, int dst_device)
 {
     pxvm_error err;
-    if (!run || !fmt)
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_tokens");
+    if (!fmt)
         return px__usage("pxvm_runner_read_tokens: NULL argument");
     if (!run->ops->read_tokens)
         return px__usage("pxvm_runner_read_tokens: this executor does not read tokens");
@@ -1036,3 +1085,5 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
 
 _Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agree");
 _Static_assert(PXVM_GEOM_INTS == PX_GEOM_INTS, "public and ISA geometry sizes agree");
+
+void pxvm_runner_test_set_ops(pxvm_runner *run, const pxvm_executor_ops *ops) { run->ops = ops; }

@@ -252,7 +252,10 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * size to some items while another item is bound at the current size is PXVM_UNLINKABLE (bind
  * every item at once, or group the images by size); the items not rebound are unbound. A bind
  * refused for any reason (a bad view, items outside the batch, a size outside the bounds) changes
- * nothing: the runner keeps its size and its bound images. */
+ * nothing: the runner keeps its size and its bound images. If the executor fails to switch (out
+ * of memory, say), the runner loads its program at the old size again: the call's error says so,
+ * no input is left bound and fixations given in device memory are unset (bind and set them
+ * again); if even that load fails, every later call on the runner but close is PXVM_UNAVAILABLE. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 /* The size slot `slot` has in the program the runner runs now: an any-size input's bound size
  * (its reference size until another is bound), any other slot's own. */

@@ -886,6 +886,8 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
 
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
 {
+    if (px__need_program(ex, "retarget", err) < 0)
+        return -1;
     if (pxvm_check_retarget(ex->prog, next, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../../isa/px_sem.h"
+#include "../../api/runner_hooks.h"
 #include "test.h"
 
 /* ---- px_log2_q8 = floor(256 log2 n) = bit length of n^256, minus 1 --------------------------- */
@@ -560,5 +561,79 @@ TEST(anysize_exec_batch_of_single_images_switches_once)
     pxvm_image_free(&b);
     pxvm_runner_close(run);
     pxvm_runner_close(ref);
+    pxvm_prog_free(prog);
+}
+
+/* ---- a failed change of size (review finding 2): for any executor whose retarget fails ------- */
+
+/* The CPU executor with a retarget that fails: mode 0 leaves the executor as it was; mode 1 first
+ * switches (the executor then holds a program the runner does not believe it holds, as the
+ * CUDA-GL executor does after a failure halfway); mode 2 as 0, and every later load fails too. */
+static int px__fail_mode;
+static pxvm_executor_ops px__failing_ops;
+
+static int px__failing_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+{
+    if (px__fail_mode == 1 && pxvm_cpu_executor.retarget(ex, next, err) < 0)
+        return -1;
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
+}
+
+static int px__failing_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+{
+    if (px__fail_mode == 2)
+        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "load failed (test)");
+    return pxvm_cpu_executor.load(ex, prog, batch, err);
+}
+
+TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
+{
+    pxvm_prog *prog;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    px__failing_ops = pxvm_cpu_executor;
+    px__failing_ops.retarget = px__failing_retarget;
+    px__failing_ops.load = px__failing_load;
+    uint64_t rng = 8;
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
+    pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
+    for (int mode = 0; mode < 3; mode++) {
+        pxvm_runner *run;
+        if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            break;
+        }
+        CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0);
+        px__fail_mode = mode;
+        pxvm_runner_test_set_ops(run, &px__failing_ops);
+        CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vb), PXVM_UNAVAILABLE);
+        CHECK_STR(pxvm_errmsg(), "retarget failed (test)");
+        int sw = 0, sh = 0;
+        CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+        CHECK(sw == 64 && sh == 48);
+        if (mode == 2) { /* lost: every call refuses cleanly */
+            CHECK_STR(pxvm_errmsg(), "loading the program again failed too (load failed (test))");
+            CHECK_EQ(pxvm_runner_run(run), PXVM_UNAVAILABLE);
+            CHECK_STR(pxvm_errmsg(), "pxvm_runner_run: this runner has no program since a change of input size failed");
+            CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), PXVM_UNAVAILABLE);
+            int32_t fx[2] = {0, 0};
+            CHECK_EQ(pxvm_runner_read_fixations(run, 0, 1, fx, -1), PXVM_UNAVAILABLE);
+            pxvm_runner_close(run);
+            continue;
+        }
+        CHECK_STR(pxvm_errmsg(), "the runner stays at 64x48 with no input bound");
+        CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE); /* nothing bound: said, not run on stale bytes */
+        CHECK_STR(pxvm_errmsg(), "is not bound to an image");
+        /* at the old size it runs, and gives the bytes of a runner that never failed */
+        pxvm_runner_test_set_ops(run, &pxvm_cpu_executor);
+        CHECK_EQ(px__same_as_fresh(prog, run, 1, &a, 0), 0);
+        CHECK_EQ(px__same_as_fresh(prog, run, 1, &b, 0), 0); /* and switches again */
+        pxvm_runner_close(run);
+    }
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
     pxvm_prog_free(prog);
 }

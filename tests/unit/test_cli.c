@@ -460,3 +460,21 @@ TEST(cli_info_alone_describes_the_program_without_running_it)
     CHECK_EQ(rc, 5);
     CHECK_STR(out, "pxrun: unlinkable: input slot 1 ('image') is not bound");
 }
+
+/* pxasm --resolve: a side that overflows int is refused, not read as another number; a slot
+ * given twice is refused, not the last one taken silently (review finding 9). */
+TEST(cli_pxasm_resolve_refuses_overflow_and_a_slot_twice)
+{
+    char out[8192], pxi[256];
+    snprintf(pxi, sizeof pxi, "%s/resolved.pxi", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 99999999999x1 -o %s", pxi), 2);
+    CHECK_STR(out, "--resolve '99999999999x1': expected WxH or SLOT=WxH with sides 1..65535");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 65536x300 -o %s", pxi), 2);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve -5x300 -o %s", pxi), 2);
+    CHECK_EQ(px__sh(out, sizeof out,
+                    "bin/pxasm programs/foveate273_any.pxi --resolve 100x200 --resolve image=120x200 -o %s", pxi), 2);
+    CHECK_STR(out, "--resolve 'image=120x200': slot 1 was given a size already (100x200): give each slot once");
+    CHECK(!px__exists(pxi));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve image=100x200 -o %s", pxi), 0);
+    CHECK(px__exists(pxi));
+}

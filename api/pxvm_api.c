@@ -84,6 +84,18 @@ pxvm_class pxvm_errclass(void) { return px__last_class; }
 void pxvm_free(void *p) { free(p); }
 const char *pxvm_version(void) { return PXVM_VERSION; }
 
+/* A caller's limits: 0, or the usage error of `call`. The side limit is 1 .. 65535: the any-size
+ * rules (SPEC section 2) compute log2q8 of sides up to 65535, and px_scale_q16's 64-bit products
+ * of sides near 2^31 would overflow. */
+static int px__check_limits(const pxvm_limits *lim, const char *call)
+{
+    if (!lim || (lim->max_side >= 1 && lim->max_side <= 65535))
+        return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: pxvm_limits.max_side must be 1..65535 (got %lu)", call, (unsigned long)lim->max_side);
+    return px__usage(msg);
+}
+
 static const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
 {
     if (lim)
@@ -102,6 +114,9 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
     pxvm_image img;
     if (!data || !rgba || !w || !h)
         return px__usage("pxvm_image_decode: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_image_decode");
+    if (bad_limits)
+        return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -117,6 +132,9 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
     pxvm_image img;
     if (!path || !rgba || !w || !h)
         return px__usage("pxvm_image_load: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_image_load");
+    if (bad_limits)
+        return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -214,6 +232,9 @@ int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
     pxvm_image img;
     if (!path || !out)
         return px__usage("pxvm_prog_load: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_load");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_png_load(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -227,6 +248,9 @@ int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxv
     pxvm_image img;
     if (!data || !out)
         return px__usage("pxvm_prog_from_png: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_from_png");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_png_decode(data, len, name ? name : "program", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -240,6 +264,9 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
     pxvm_image img;
     if (!text || !out)
         return px__usage("pxvm_prog_assemble: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_assemble");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxasm_assemble(text, strlen(text), name ? name : "<text>", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -252,6 +279,9 @@ int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *l
     pxvm_image img;
     if (!json || !out)
         return px__usage("pxvm_prog_from_plan: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_from_plan");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_plan_image(json, strlen(json), name ? name : "<plan>", 0, &img, &err) < 0)
         return px__fail(&err);

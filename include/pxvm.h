@@ -73,7 +73,7 @@ void pxvm_free(void *p);
 /* ---- limits --------------------------------------------------------------------------------- */
 
 typedef struct pxvm_limits {
-    uint32_t max_side;   /* largest image or slot side (default 16384) */
+    uint32_t max_side;   /* largest image or slot side, 1..65535 (default 16384; PXVM_USAGE otherwise) */
     uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image with the
                           * decoder's own buffers (1 GiB) */
     uint32_t max_insns;  /* instructions in one program (1<<20) */

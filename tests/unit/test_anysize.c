@@ -637,3 +637,30 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
     pxvm_image_free(&b);
     pxvm_prog_free(prog);
 }
+
+/* The side limit is 1..65535 at every door that takes pxvm_limits (review finding 12): 65535
+ * loads, 65536 and 2^32-1 are usage errors. */
+TEST(anysize_max_side_limit_is_at_most_65535)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_prog *prog = NULL;
+    lim.max_side = 65535;
+    CHECK_EQ(pxvm_prog_load("programs/foveate273_any.pxi", &lim, &prog), 0);
+    pxvm_prog_free(prog);
+    uint32_t bad[] = {0, 65536, UINT32_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lim.max_side = bad[i];
+        prog = NULL;
+        CHECK_EQ(pxvm_prog_load("programs/foveate273_any.pxi", &lim, &prog), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "pxvm_prog_load: pxvm_limits.max_side must be 1..65535");
+        CHECK(prog == NULL);
+        CHECK_EQ(pxvm_prog_assemble(".width 16\nHALT\n", "t", &lim, &prog), PXVM_USAGE);
+        CHECK_EQ(pxvm_prog_from_plan("{}", "t", &lim, &prog), PXVM_USAGE);
+        uint8_t *rgba = NULL;
+        int w, h;
+        CHECK_EQ(pxvm_image_load("programs/data/chelsea.png", &lim, &rgba, &w, &h), PXVM_USAGE);
+        CHECK_EQ(pxvm_image_decode("x", 1, "x", &lim, &rgba, &w, &h), PXVM_USAGE);
+        CHECK(rgba == NULL);
+    }
+}

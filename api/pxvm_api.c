@@ -682,6 +682,17 @@ int pxvm_runner_run(pxvm_runner *run)
             pxvm_fixation_check_set(&run->prog->p, run->prog->name, run->fix_set[b], run->batch > 1 ? b : -1, NULL,
                                     &err) < 0)
             return px__fail(&err);
+    /* texel fixations keep their Q16 value across a change of size: checked against the size bound now */
+    for (int b = 0; run->prog->p.any_size && b < run->batch; b++)
+        for (int r = 0; r < PX_FIX_REGS; r++) {
+            size_t at = (size_t)b * PX_FIX_REGS + (size_t)r;
+            if (run->fix_kind[at] == PX_FIX_Q16 &&
+                pxvm_fixation_check_q16(run->cur, run->fix_q + 2 * at, 1, b, r, 1, &err) < 0) {
+                size_t n = strlen(err.msg);
+                snprintf(err.msg + n, sizeof err.msg - n, "; it was set in texels at another size: set it again");
+                return px__fail(&err);
+            }
+        }
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }

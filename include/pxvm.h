@@ -313,7 +313,9 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
 /* The texel door: the same from Q16 level-0 texels of the first input slot, int32, the registers'
  * own unit, in host memory (device < 0; each value in [0, W * 65536] x [0, H * 65536], else
  * PXVM_USAGE) or in CUDA memory of the runner's device (cuda executor; copied device to device
- * on the runner's stream, the values not checked). xy may be reused when the call returns. */
+ * on the runner's stream, the values not checked). xy may be reused when the call returns.
+ * An any-size input: host values are checked against the size bound when set, and again by every
+ * pxvm_runner_run (PXVM_USAGE once a smaller image is bound: set them again for that size). */
 int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
                               const int32_t *xy, int device);
 /* After a run: the registers as it left them (ARGMAX results), [items][PXVM_FIX_REGS][2] int32,

@@ -664,3 +664,41 @@ TEST(anysize_max_side_limit_is_at_most_65535)
         CHECK(rgba == NULL);
     }
 }
+
+/* A texel (Q16) fixation set at one size is checked again against a smaller image bound later
+ * (review finding 11): the last texel in range runs, one past it is a usage error naming it. */
+TEST(anysize_q16_fixation_checked_against_the_bound_size)
+{
+    pxvm_image img;
+    px__sampler(&img);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "sampler", NULL, &prog) ||
+        pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    uint64_t rng = 11;
+    pxvm_image big = px_random_image(200, 150, &rng), small = px_random_image(40, 30, &rng);
+    pxvm_view vbig = pxvm_view_host(big.px, big.w, big.h, 4), vsmall = pxvm_view_host(small.px, small.w, small.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vbig), 0);
+    int32_t at_edge[2] = {40 * 65536, 30 * 65536}, past[2] = {40 * 65536 + 1, 30 * 65536};
+    CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, past, -1), 0); /* fine at 200x150 */
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vsmall), 0);
+    CHECK_EQ(pxvm_runner_run(run), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "fixation (item 0, register 0): x = 2621441");
+    CHECK_STR(pxvm_errmsg(), "is not in [0, 2621440] (0 to 40 texels of input slot 'image', 40x30)");
+    CHECK_STR(pxvm_errmsg(), "set it again");
+    CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, at_edge, -1), 0);
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    pxvm_image_free(&big);
+    pxvm_image_free(&small);
+    pxvm_image_free(&img);
+    pxvm_free(png);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

@@ -478,3 +478,34 @@ TEST(cli_pxasm_resolve_refuses_overflow_and_a_slot_twice)
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve image=100x200 -o %s", pxi), 0);
     CHECK(px__exists(pxi));
 }
+
+/* pxrun --frames with an any-size frame slot is refused up front, naming the slot and what works
+ * (review finding 8: a 91x37 frame failed at the reference size); the resolution runs them. */
+TEST(cli_frames_any_size_refused_up_front)
+{
+    char out[8192], dir[256], frame[300], fixed[300], npy[300];
+    snprintf(dir, sizeof dir, "%s/frames_any", px__tmpdir());
+    mkdir(dir, 0700);
+    snprintf(frame, sizeof frame, "%s/f0.png", dir);
+    snprintf(fixed, sizeof fixed, "%s/fixed_91x37.pxi", px__tmpdir());
+    snprintf(npy, sizeof npy, "%s/frames_any.npy", px__tmpdir());
+    uint64_t rng = 91;
+    pxvm_image img = px_random_image(91, 37, &rng);
+    void *png;
+    size_t len;
+    CHECK_EQ(pxvm_image_encode_png(img.px, img.w, img.h, &png, &len), 0);
+    FILE *f = fopen(frame, "wb");
+    CHECK(f && fwrite(png, 1, len, f) == len);
+    if (f)
+        fclose(f);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 2);
+    CHECK_STR(out, "--frames: program 'programs/foveate273_any.pxi' takes frames in input slot 1 ('image'), an any-size "
+                   "slot");
+    CHECK_STR(out, "--resolve WxH");
+    CHECK(!px__exists(npy));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 91x37 -o %s", fixed), 0);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --frames %s --npy atlas=%s", fixed, dir, npy), 0);
+    CHECK(px__exists(npy));
+}

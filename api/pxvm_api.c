@@ -13,6 +13,7 @@
 #include "../vm/tokens.h"
 #include "../isa/px_sem.h"
 #include "fixation.h"
+#include "runner_hooks.h"
 
 struct pxvm_prog {
     pxvm_program p;
@@ -45,6 +46,7 @@ struct pxvm_runner {
     uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
     int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
     double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
+    int lost;            /* a failed change of size left the executor without a program it could run */
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -82,6 +84,18 @@ pxvm_class pxvm_errclass(void) { return px__last_class; }
 void pxvm_free(void *p) { free(p); }
 const char *pxvm_version(void) { return PXVM_VERSION; }
 
+/* A caller's limits: 0, or the usage error of `call`. The side limit is 1 .. 65535: the any-size
+ * rules (SPEC section 2) compute log2q8 of sides up to 65535, and px_scale_q16's 64-bit products
+ * of sides near 2^31 would overflow. */
+static int px__check_limits(const pxvm_limits *lim, const char *call)
+{
+    if (!lim || (lim->max_side >= 1 && lim->max_side <= 65535))
+        return 0;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: pxvm_limits.max_side must be 1..65535 (got %lu)", call, (unsigned long)lim->max_side);
+    return px__usage(msg);
+}
+
 static const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
 {
     if (lim)
@@ -100,6 +114,9 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
     pxvm_image img;
     if (!data || !rgba || !w || !h)
         return px__usage("pxvm_image_decode: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_image_decode");
+    if (bad_limits)
+        return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -115,6 +132,9 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
     pxvm_image img;
     if (!path || !rgba || !w || !h)
         return px__usage("pxvm_image_load: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_image_load");
+    if (bad_limits)
+        return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -212,6 +232,9 @@ int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
     pxvm_image img;
     if (!path || !out)
         return px__usage("pxvm_prog_load: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_load");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_png_load(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -225,6 +248,9 @@ int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxv
     pxvm_image img;
     if (!data || !out)
         return px__usage("pxvm_prog_from_png: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_from_png");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_png_decode(data, len, name ? name : "program", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -238,6 +264,9 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
     pxvm_image img;
     if (!text || !out)
         return px__usage("pxvm_prog_assemble: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_assemble");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxasm_assemble(text, strlen(text), name ? name : "<text>", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
@@ -250,6 +279,9 @@ int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *l
     pxvm_image img;
     if (!json || !out)
         return px__usage("pxvm_prog_from_plan: NULL argument");
+    int bad_limits = px__check_limits(lim, "pxvm_prog_from_plan");
+    if (bad_limits)
+        return bad_limits;
     *out = NULL;
     if (pxvm_plan_image(json, strlen(json), name ? name : "<plan>", 0, &img, &err) < 0)
         return px__fail(&err);
@@ -332,6 +364,21 @@ int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name)
     return prog && name ? pxvm_slot_lookup(&prog->p, name) : -1;
 }
 
+/* The error of a call on no runner, or on one a failed change of size left without a program. */
+static int px__unusable(const pxvm_runner *run, const char *call)
+{
+    char msg[300];
+    if (!run)
+        snprintf(msg, sizeof msg, "%s: NULL runner", call);
+    else
+        snprintf(msg, sizeof msg,
+                 "%s: this runner has no program since a change of input size failed and loading its program again "
+                 "failed too (the errors of those calls said why): close it and open another", call);
+    pxvm_error err;
+    pxvm_fail(&err, run ? PXE_UNAVAILABLE : PXE_USAGE, -1, -1, msg);
+    return px__fail(&err);
+}
+
 /* ---- runners: any-size programs --------------------------------------------------------------- */
 
 /* The resolution of the runner's program at wh (NULL: every reference size), from the cache or
@@ -397,32 +444,74 @@ static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
     return 0;
 }
 
-/* A bind of view (items first_item..) to any-size slot `slot` at a size other than the runner's:
- * checks the bounds (U-BIND-4) and the batch (every other bound item would keep the old size),
- * then switches the executor to the resolution at the new size. */
-static int px__switch_size(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, pxvm_error *err)
+/* After a failed retarget the executor may hold anything from the old program to part of the next
+ * one to none (the CUDA-GL executor unloads on a failure halfway): the runner loads its current
+ * program again, so that it runs what it believes, with no input bound and the fixations the host
+ * gave set again (device ones forgotten: unset); if even that fails it is marked lost and refuses
+ * every later call but close. Returns -1 (the retarget's error stays the caller's). */
+static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
+{
+    pxvm_error again;
+    memset(run->bound, 0, (size_t)run->prog->p.nslots * (size_t)run->batch);
+    for (int b = 0; b < run->batch; b++)
+        for (int r = 0; r < PX_FIX_REGS; r++)
+            if (run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] == PX_FIX_DEVICE) {
+                run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] = PX_FIX_NONE;
+                run->fix_set[b] = (uint8_t)(run->fix_set[b] & ~(1u << r));
+            }
+    if (run->ops->load(run->ex, run->cur, run->batch, &again) < 0 || px__refix(run, 1, &again) < 0) {
+        run->lost = 1;
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; loading the program again failed too (%s): the runner is lost",
+                 again.msg);
+    } else {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "; the runner stays at %dx%d with no input bound",
+                 run->cur->slots[slot].w, run->cur->slots[slot].h);
+    }
+    return -1;
+}
+
+/* Every check an executor's bind makes of `view` (items first_item..) for slot `slot` but its size:
+ * made before a change of size, so that a bind refused for any other reason changes nothing. */
+static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
+                                   pxvm_error *err)
+{
+    pxvm_view same = *view;
+    same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
+    if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
+        return -1;
+    if (view->device >= 0 && run->ops == &pxvm_cpu_executor) /* the CPU executor's one refusal after the check */
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
+                         "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
+    return 0;
+}
+
+/* A bind of a w x h image to items first_item .. first_item+items-1 of any-size slot `slot`, at a
+ * size other than the runner's: checks the bounds (U-BIND-4) and the batch (every other bound item
+ * would keep the old size), then switches the executor to the resolution at the new size. */
+static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     char lb[16];
-    if (pxvm_anysize_check(poly, slot, view->w, view->h, err) < 0)
+    if (pxvm_anysize_check(poly, slot, w, h, err) < 0)
         return -1;
     const pxvm_slot *now = &run->cur->slots[slot];
     for (int b = 0; b < run->batch; b++)
-        if ((b < first_item || b >= first_item + view->items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
-            return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, view->w, view->h, first_item,
-                             first_item + view->items - 1, (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w,
-                             now->h);
+        if ((b < first_item || b >= first_item + items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
+            return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
+                             (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w, now->h);
     int wh[2 * (PXVM_MAX_SLOTS + 1)];
     for (int k = 0; k < poly->nslots; k++)
         wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
     wh[0] = wh[1] = 0;
-    wh[2 * slot] = view->w, wh[2 * slot + 1] = view->h;
+    wh[2 * slot] = w, wh[2 * slot + 1] = h;
     const pxvm_program *next;
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
     if (run->ops->retarget) {
         if (run->ops->retarget(run->ex, next, err) < 0)
-            return -1;
+            return px__retarget_failed(run, slot, err);
     } else {
         /* Until every executor has retarget (branch retarget): reload, which restarts everything;
          * safe only when nothing but this slot and the fixations (given again) is bound. */
@@ -525,8 +614,8 @@ int pxvm_runner_batch(const pxvm_runner *run) { return run ? run->batch : 0; }
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_stream: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_stream");
     if (!run->ops->set_stream) {
         if (!cuda_stream)
             return 0;
@@ -535,16 +624,24 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
     return run->ops->set_stream(run->ex, cuda_stream, &err) < 0 ? px__fail(&err) : 0;
 }
 
-/* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size. */
+/* Does a bind of view to slot change the size of an any-size slot? */
+static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *view)
+{
+    return run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
+           (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
+           (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h);
+}
+
+/* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size (after
+ * every other check of the view: a refused bind leaves the runner as it was). */
 static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow)
 {
     pxvm_error err;
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
-    if (run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
-        (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
-        (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h) &&
-        px__switch_size(run, slot, first_item, view, &err) < 0)
+    if (px__needs_switch(run, slot, view) &&
+        (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
+         px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0))
         return px__fail(&err);
     if (op(run->ex, slot, first_item, view, &err) < 0)
         return px__fail(&err);
@@ -555,15 +652,15 @@ static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view 
 
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
-    if (!run)
-        return px__usage("pxvm_runner_bind: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_bind");
     return px__bind(run, slot, first_item, view, 0);
 }
 
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
-    if (!run)
-        return px__usage("pxvm_runner_borrow: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_borrow");
     return px__bind(run, slot, first_item, view, 1);
 }
 
@@ -578,13 +675,24 @@ int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h)
 int pxvm_runner_run(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_run: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_run");
     for (int b = 0; run->fix_inputs && b < run->batch; b++)
         if ((run->fix_inputs & ~(unsigned)run->fix_set[b]) &&
             pxvm_fixation_check_set(&run->prog->p, run->prog->name, run->fix_set[b], run->batch > 1 ? b : -1, NULL,
                                     &err) < 0)
             return px__fail(&err);
+    /* texel fixations keep their Q16 value across a change of size: checked against the size bound now */
+    for (int b = 0; run->prog->p.any_size && b < run->batch; b++)
+        for (int r = 0; r < PX_FIX_REGS; r++) {
+            size_t at = (size_t)b * PX_FIX_REGS + (size_t)r;
+            if (run->fix_kind[at] == PX_FIX_Q16 &&
+                pxvm_fixation_check_q16(run->cur, run->fix_q + 2 * at, 1, b, r, 1, &err) < 0) {
+                size_t n = strlen(err.msg);
+                snprintf(err.msg + n, sizeof err.msg - n, "; it was set in texels at another size: set it again");
+                return px__fail(&err);
+            }
+        }
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }
@@ -592,27 +700,69 @@ int pxvm_runner_run(pxvm_runner *run)
 int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read");
     return run->ops->read(run->ex, slot, level, first_item, dst, 0, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_patches: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_patches");
     return run->ops->read(run->ex, slot, 0, first_item, dst, 1, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_sync(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_sync: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_sync");
     if (!run->ops->sync)
         return 0;
     return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
+}
+
+/* pxvm_runner_exec's binds of one any-size slot are taken together: when they give every item of
+ * the batch one new size (a batch given image by image), the runner switches once, before the
+ * binds, instead of refusing the first one because the other items are bound at the old size. */
+static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins)
+{
+    pxvm_error err;
+    for (int i = 0; i < nin; i++) {
+        int slot = in_slots[i], first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = in_slots[j] != slot;
+        if (!first || !px__needs_switch(run, slot, &ins[i]))
+            continue;
+        uint8_t *covered = calloc((size_t)run->batch, 1);
+        if (!covered) {
+            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)run->batch);
+            return px__fail(&err);
+        }
+        int one_size = 1, all = 1;
+        for (int j = i; j < nin && one_size; j++) {
+            if (in_slots[j] != slot)
+                continue;
+            int item = in_items ? in_items[j] : 0;
+            if (ins[j].w != ins[i].w || ins[j].h != ins[i].h) {
+                one_size = 0;
+                break;
+            }
+            if (px__check_view_any_size(run, slot, item, &ins[j], &err) < 0) {
+                free(covered);
+                return px__fail(&err);
+            }
+            memset(covered + item, 1, (size_t)ins[j].items);
+        }
+        for (int b = 0; b < run->batch; b++)
+            all &= covered[b];
+        free(covered);
+        /* otherwise the binds one by one say what is wrong (a mixed batch is refused there) */
+        if (one_size && all && px__switch_size(run, slot, 0, run->batch, ins[i].w, ins[i].h, &err) < 0)
+            return px__fail(&err);
+    }
+    return 0;
 }
 
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
@@ -620,12 +770,17 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
 {
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
         return px__usage("pxvm_runner_exec: NULL argument");
+    if (run->lost)
+        return px__unusable(run, "pxvm_runner_exec");
+    int rc = px__exec_switch(run, nin, in_slots, in_items, ins);
+    if (rc)
+        return rc;
     for (int i = 0; i < nin; i++) {
-        int rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
+        rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
         if (rc)
             return rc;
     }
-    int rc = pxvm_runner_run(run);
+    rc = pxvm_runner_run(run);
     for (int i = 0; rc == 0 && i < nout; i++)
         rc = out_kinds[i] ? pxvm_runner_read_patches(run, out_slots[i], 0, &outs[i])
                           : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);
@@ -846,8 +1001,8 @@ int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int f
                               const int32_t *xy, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_fixations: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_fixations");
     if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0 ||
         (device < 0 && pxvm_fixation_check_q16(run->cur, xy, items, first_item, first_reg, nregs, &err) < 0) ||
         run->ops->set_fixations(run->ex, first_item, items, first_reg, nregs, xy, device, &err) < 0)
@@ -861,8 +1016,8 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
                                          const double *xy)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_fixations_normalized: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_fixations_normalized");
     if (px__fix_args(run, first_item, items, first_reg, nregs, xy, &err) < 0)
         return px__fail(&err);
     size_t n = (size_t)items * (size_t)nregs;
@@ -891,8 +1046,8 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
 int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int32_t *xy, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_fixations: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_fixations");
     return run->ops->read_state(run->ex, PXVM_STATE_FIXATIONS, 0, first_item, items, xy, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -901,8 +1056,8 @@ int pxvm_runner_read_fixations(pxvm_runner *run, int first_item, int items, int3
 int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int items, int32_t *dst, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_geometry: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_geometry");
     return run->ops->read_state(run->ex, PXVM_STATE_GEOMETRY, slot, first_item, items, dst, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -913,24 +1068,24 @@ int pxvm_runner_read_geometry(pxvm_runner *run, int slot, int first_item, int it
 int pxvm_runner_set_dirty(pxvm_runner *run, int item, const pxvm_rect *rects, int n)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_set_dirty: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_set_dirty");
     return run->ops->set_dirty(run->ex, item, rects, n, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_restart(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_restart: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_restart");
     return run->ops->reset(run->ex, &err) < 0 ? px__fail(&err) : 0;
 }
 
 int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int items, uint8_t *dst, int device)
 {
     pxvm_error err;
-    if (!run)
-        return px__usage("pxvm_runner_read_changed: NULL runner");
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_changed");
     return run->ops->read_state(run->ex, PXVM_STATE_CHANGED, slot, first_item, items, dst, device, &err) < 0
                ? px__fail(&err)
                : 0;
@@ -950,7 +1105,9 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
                             void *dst, int dst_device)
 {
     pxvm_error err;
-    if (!run || !fmt)
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_read_tokens");
+    if (!fmt)
         return px__usage("pxvm_runner_read_tokens: NULL argument");
     if (!run->ops->read_tokens)
         return px__usage("pxvm_runner_read_tokens: this executor does not read tokens");
@@ -969,3 +1126,5 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
 
 _Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agree");
 _Static_assert(PXVM_GEOM_INTS == PX_GEOM_INTS, "public and ISA geometry sizes agree");
+
+void pxvm_runner_test_set_ops(pxvm_runner *run, const pxvm_executor_ops *ops) { run->ops = ops; }

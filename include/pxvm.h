@@ -73,7 +73,7 @@ void pxvm_free(void *p);
 /* ---- limits --------------------------------------------------------------------------------- */
 
 typedef struct pxvm_limits {
-    uint32_t max_side;   /* largest image or slot side (default 16384) */
+    uint32_t max_side;   /* largest image or slot side, 1..65535 (default 16384; PXVM_USAGE otherwise) */
     uint64_t max_memory; /* bytes of all slots with mip chains, or of one decoded image with the
                           * decoder's own buffers (1 GiB) */
     uint32_t max_insns;  /* instructions in one program (1<<20) */
@@ -250,7 +250,12 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
  * keeping the other bound inputs and the fixations; normalized fixations are fractions of the
  * bound image, converted again at its size. The items of a batch share one size: binding a new
  * size to some items while another item is bound at the current size is PXVM_UNLINKABLE (bind
- * every item at once, or group the images by size); the items not rebound are unbound. */
+ * every item at once, or group the images by size); the items not rebound are unbound. A bind
+ * refused for any reason (a bad view, items outside the batch, a size outside the bounds) changes
+ * nothing: the runner keeps its size and its bound images. If the executor fails to switch (out
+ * of memory, say), the runner loads its program at the old size again: the call's error says so,
+ * no input is left bound and fixations given in device memory are unset (bind and set them
+ * again); if even that load fails, every later call on the runner but close is PXVM_UNAVAILABLE. */
 int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
 /* The size slot `slot` has in the program the runner runs now: an any-size input's bound size
  * (its reference size until another is bound), any other slot's own. */
@@ -308,7 +313,9 @@ int pxvm_runner_set_fixations_normalized(pxvm_runner *run, int first_item, int i
 /* The texel door: the same from Q16 level-0 texels of the first input slot, int32, the registers'
  * own unit, in host memory (device < 0; each value in [0, W * 65536] x [0, H * 65536], else
  * PXVM_USAGE) or in CUDA memory of the runner's device (cuda executor; copied device to device
- * on the runner's stream, the values not checked). xy may be reused when the call returns. */
+ * on the runner's stream, the values not checked). xy may be reused when the call returns.
+ * An any-size input: host values are checked against the size bound when set, and again by every
+ * pxvm_runner_run (PXVM_USAGE once a smaller image is bound: set them again for that size). */
 int pxvm_runner_set_fixations(pxvm_runner *run, int first_item, int items, int first_reg, int nregs,
                               const int32_t *xy, int device);
 /* After a run: the registers as it left them (ARGMAX results), [items][PXVM_FIX_REGS][2] int32,
@@ -362,7 +369,9 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
  * (pxvm_runner_borrow): nothing can come between this call's bind and run, so what makes a
- * borrow safe holds by construction (on a stream: the caller's later work comes after the run). */
+ * borrow safe holds by construction (on a stream: the caller's later work comes after the run).
+ * The views of one any-size slot are taken together: when they give every item of the batch one
+ * size (a batch given image by image), the runner switches to it once, before the binds. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 

@@ -96,6 +96,29 @@ static int px__plan(const char *path, const pxvm_limits *lim, const char *overla
     return rc;
 }
 
+/* One side of WxH: decimal digits only, 1 .. 65535 (the largest max side); *end past them. */
+static int px__parse_side(const char *s, const char **end)
+{
+    long v = 0;
+    const char *p = s;
+    while (*p >= '0' && *p <= '9' && v <= 65535)
+        v = v * 10 + (*p++ - '0');
+    *end = p;
+    return p == s || v < 1 || v > 65535 || (*p >= '0' && *p <= '9') ? -1 : (int)v;
+}
+
+/* "WxH" with both sides in 1 .. 65535 and nothing after: 0, else -1 (no overflow, no sign, no
+ * spaces: sscanf's %d took "99999999999" as some other number). */
+static int px__parse_size(const char *s, int *w, int *h)
+{
+    const char *p;
+    *w = px__parse_side(s, &p);
+    if (*w < 0 || *p != 'x')
+        return -1;
+    *h = px__parse_side(p + 1, &p);
+    return *h < 0 || *p ? -1 : 0;
+}
+
 /* --resolve: the any-size program `in` resolved at the sizes given ("WxH": its first any-size
  * slot; "SLOT=WxH" each), written to `out`. */
 static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limits *lim, const char *out, pxvm_error *err)
@@ -111,8 +134,7 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
     }
     for (int i = 0; i < nsizes && rc == 0; i++) {
         const char *eq = strchr(sizes[i], '='), *size = eq ? eq + 1 : sizes[i];
-        int k = 1, w, h;
-        char tail;
+        int k = 1, w = 0, h = 0;
         if (eq) {
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)(eq - sizes[i]), sizes[i]);
@@ -121,11 +143,16 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
             while (k < prog.nslots && !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
                 k++;
         }
-        if (sscanf(size, "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1) {
-            snprintf(msg, sizeof msg, "--resolve '%s': expected WxH or SLOT=WxH with sides >= 1 (e.g. 997x641)", sizes[i]);
+        if (px__parse_size(size, &w, &h) < 0) {
+            snprintf(msg, sizeof msg, "--resolve '%s': expected WxH or SLOT=WxH with sides 1..65535 (e.g. 997x641)",
+                     sizes[i]);
             rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
         } else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE)) {
             snprintf(msg, sizeof msg, "--resolve '%s': program '%s' has no any-size slot of that name", sizes[i], in);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        } else if (wh[2 * k]) { /* the same slot twice: which size was meant? */
+            snprintf(msg, sizeof msg, "--resolve '%s': slot %d was given a size already (%dx%d): give each slot once",
+                     sizes[i], k, wh[2 * k], wh[2 * k + 1]);
             rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
         } else {
             wh[2 * k] = w, wh[2 * k + 1] = h;

@@ -72,7 +72,8 @@ static const char px__usage[] =
     "                            (raw frames on standard input: --frame-size WxH, --frame-format\n"
     "                            rgb|rgba), or a video file (FFmpeg's libraries, when built with\n"
     "                            them). --npy writes every frame: (frames, N, H, W, 4); --out and -o\n"
-    "                            the last frame; a progress line on a terminal\n"
+    "                            the last frame; a progress line on a terminal. Not into an any-size\n"
+    "                            input: resolve the program at the frames' size (pxasm --resolve)\n"
     "  --max-frames N            with --frames: stop after N frames\n"
     "  --changed FILE.npy        with --frames: the changed-token masks of the first atlas, uint8\n"
     "                            (frames, N): 1 where the frame sampled the token again\n"
@@ -610,6 +611,18 @@ int main(int argc, char **argv)
     if (a.policy_native && !prog.any_size) {
         char msg[600];
         snprintf(msg, sizeof msg, "--policy native: program '%.300s' is not any-size; use fit or stretch", a.prog_path);
+        rc = px__bad_usage(msg);
+        goto done;
+    }
+    /* the frames go to the executor one by one, at one size: an any-size frame slot would take only
+     * frames of its reference size, refused one by one; refused here instead, saying what works */
+    int frame_slot = a.frames && prog.any_size ? px_run_frame_slot(&prog, &a) : -1;
+    if (frame_slot > 0 && (prog.slots[frame_slot].flags & PXI_SLOT_ANYSIZE)) {
+        char msg[900], lb[16];
+        snprintf(msg, sizeof msg,
+                 "--frames: program '%.300s' takes frames in input slot %d ('%s'), an any-size slot, and pxrun binds "
+                 "frames at one size: resolve it at the frames' size first (pxasm %.300s --resolve WxH -o FIXED.pxi)",
+                 a.prog_path, frame_slot, pxvm_slot_label(&prog, frame_slot, lb), a.prog_path);
         rc = px__bad_usage(msg);
         goto done;
     }

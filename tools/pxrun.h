@@ -49,6 +49,8 @@ int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, con
                             const px_run_args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err);
 
 /* pxrun_frames.c */
+/* The input the frames go to: the first input slot that no --in binds (-1: none). */
+int px_run_frame_slot(const pxvm_program *prog, const px_run_args *a);
 long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px_run_args *a,
                    const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err);
 

@@ -36,8 +36,7 @@ static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_
     return 0;
 }
 
-/* The input the frames go to: the first input slot that no --in binds. */
-static int px__frame_slot(const pxvm_program *prog, const px_run_args *a)
+int px_run_frame_slot(const pxvm_program *prog, const px_run_args *a)
 {
     for (int k = 1; k < prog->nslots; k++) {
         if (prog->slots[k].role != PXI_ROLE_INPUT)
@@ -55,7 +54,7 @@ static int px__frame_slot(const pxvm_program *prog, const px_run_args *a)
 long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px_run_args *a,
                    const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err)
 {
-    int fslot = px__frame_slot(prog, a), atlas = -1, mask = -1;
+    int fslot = px_run_frame_slot(prog, a), atlas = -1, mask = -1;
     if (fslot < 0)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "--frames: the program has no input slot left for the frames");
     for (int k = 0; k < prog->nslots && atlas < 0; k++)

@@ -160,6 +160,8 @@ static int px__bind_rects(pxvm_executor *ex, int slot, int item, const pxvm_view
 
 int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
+    if (px__need_program(ex, "bind", err) < 0)
+        return -1;
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
@@ -218,6 +220,8 @@ int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm
  * no copy. Anything else is bound (copied). */
 int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
+    if (px__need_program(ex, "borrow", err) < 0)
+        return -1;
     /* a borrow the tile kernel cannot read in place is a bind, which checks the arguments (here
      * they are only compared, never used); one that it can is checked first */
     if (!v || slot < 0 || slot >= ex->nslots || !ex->prog->frame_only[slot] || v->device != ex->device || item0 != 0 ||

@@ -148,6 +148,9 @@ void px__gl_close(pxvm_executor *ex);
  * the clear kernel over n records on the stream. */
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
 void px__gl_unload(pxvm_executor *ex);
+/* The guard of every op but load, close, set_stream and sync: -1 with an UNAVAILABLE error naming
+ * `op` when no program is loaded (a failed load or retarget unloads: nothing is left to run). */
+int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
 /* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'

@@ -15,6 +15,14 @@ __global__ void px__k_clear(const px_gpu_rect *rects)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
 
+int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err)
+{
+    if (ex->prog)
+        return 0;
+    return px__unavailable(err, "cuda executor: %s with no program loaded (a failed load or change of input size "
+                                "unloaded it): load a program first", op);
+}
+
 void px__gl_unload(pxvm_executor *ex)
 {
     if (!ex->prog)

@@ -907,7 +907,9 @@ static int px__checked(const px_gpu_retarget *rt, uint64_t serial)
 
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
 {
-    int known = ex->prog && next && next->serial && (next->serial == ex->prog->serial || px__checked(ex->rt, next->serial));
+    if (px__need_program(ex, "retarget", err) < 0)
+        return -1;
+    int known = next && next->serial && (next->serial == ex->prog->serial || px__checked(ex->rt, next->serial));
     if (!known && pxvm_check_retarget(ex->prog, next, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));

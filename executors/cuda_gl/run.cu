@@ -293,6 +293,8 @@ static int px__check_traps(pxvm_executor *ex, pxvm_error *err)
 
 static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err)
 {
+    if (px__need_program(ex, "run", err) < 0)
+        return -1;
     const pxvm_program *prog = ex->prog;
     char lb[16];
     for (int i = 0; i < ex->nslots * ex->batch; i++) {
@@ -420,6 +422,8 @@ static int px__copy_level(pxvm_executor *ex, int item, int slot, int level, uint
 static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const pxvm_view *dst, int patches,
                        pxvm_error *err)
 {
+    if (px__need_program(ex, "read", err) < 0)
+        return -1;
     if (pxvm_check_read_view(ex->prog, ex->batch, slot, level, item0, dst, patches, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
@@ -473,6 +477,8 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
 static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg0, int nregs, const int32_t *xy,
                                 int device, pxvm_error *err)
 {
+    if (px__need_program(ex, "set_fixations", err) < 0)
+        return -1;
     if (pxvm_check_fixations(ex->prog, ex->batch, item0, items, reg0, nregs, xy, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
@@ -499,6 +505,8 @@ static int px__gl_set_fixations(pxvm_executor *ex, int item0, int items, int reg
 
 static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects, int n, pxvm_error *err)
 {
+    if (px__need_program(ex, "set_dirty", err) < 0)
+        return -1;
     if (pxvm_check_dirty(ex->prog, ex->batch, item, rects, n, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));
@@ -525,6 +533,8 @@ static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects,
 
 static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
 {
+    if (px__need_program(ex, "restart", err) < 0)
+        return -1;
     const pxvm_program *prog = ex->prog;
     PX__CK(cudaSetDevice(ex->device));
     int all = ex->nslots * ex->batch, total = 0;
@@ -564,6 +574,8 @@ static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
 static int px__gl_read_state(pxvm_executor *ex, int what, int slot, int item0, int items, void *dst, int device,
                              pxvm_error *err)
 {
+    if (px__need_program(ex, "read_state", err) < 0)
+        return -1;
     if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));

@@ -44,6 +44,8 @@ __global__ void px__k_tokens(const px_gpu_slot *slots, int nslots, int slot, int
 int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const pxvm_token_table *t, void *dst,
                        int device, pxvm_error *err)
 {
+    if (px__need_program(ex, "read_tokens", err) < 0)
+        return -1;
     if (pxvm_check_tokens(ex->prog, ex->batch, slot, item0, items, dst, err) < 0)
         return -1;
     PX__CK(cudaSetDevice(ex->device));

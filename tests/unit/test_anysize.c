@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../../isa/px_sem.h"
+#include "../../api/runner_hooks.h"
 #include "test.h"
 
 /* ---- px_log2_q8 = floor(256 log2 n) = bit length of n^256, minus 1 --------------------------- */
@@ -467,6 +468,237 @@ TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
     pxvm_image_free(&small);
     pxvm_image_free(&a);
     pxvm_image_free(&two);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}
+
+/* A bind refused for a reason other than the size (here: items outside the batch, a NULL data
+ * pointer) must not switch the runner: the old size and the bound images stay (review finding 10). */
+TEST(anysize_refused_bind_leaves_the_size_and_the_images)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 10;
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
+    pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 1, &vb), PXVM_USAGE); /* item 1 of a batch of 1 */
+    CHECK_STR(pxvm_errmsg(), "items 1..1 are outside the batch of 1");
+    pxvm_view null_data = vb;
+    null_data.data = NULL;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &null_data), PXVM_USAGE);
+    pxvm_view on_device = vb;
+    on_device.device = 0;
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &on_device), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "CUDA device memory can be bound only on the CUDA-GL executor");
+    int sw = 0, sh = 0;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 64 && sh == 48);
+    CHECK_EQ(pxvm_runner_run(run), 0); /* the 64x48 image is still bound */
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}
+
+/* pxvm_runner_exec with a batch given image by image at a new size switches once, where binds one
+ * by one would refuse the first (item 1 still bound at the old size; review finding 4); outputs
+ * equal those of the same batch bound as one view. */
+TEST(anysize_exec_batch_of_single_images_switches_once)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run, *ref;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 2, &run) ||
+        pxvm_runner_open(prog, "cpu", 0, 1, 2, &ref)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    int out = pxvm_prog_slot_find(prog, "out");
+    if (out < 0)
+        for (int k = 0; k < pxvm_prog_slot_count(prog); k++) {
+            pxvm_slot_info si;
+            pxvm_prog_slot(prog, k, &si);
+            if (!strcmp(si.role, "output"))
+                out = k;
+        }
+    pxvm_slot_info so;
+    CHECK_EQ(pxvm_prog_slot(prog, out, &so), 0);
+    size_t obytes = (size_t)so.w * (size_t)so.h * 4u;
+    uint8_t *o1 = malloc(2 * obytes), *o2 = malloc(2 * obytes);
+    uint64_t rng = 4;
+    int sizes[3][2] = {{451, 300}, {100, 200}, {37, 91}};
+    for (int s = 0; s < 3; s++) {
+        pxvm_image two = px_random_image(sizes[s][0], sizes[s][1] * 2, &rng);
+        size_t item = (size_t)sizes[s][0] * (size_t)sizes[s][1] * 4u;
+        pxvm_view one[2] = {pxvm_view_host(two.px, sizes[s][0], sizes[s][1], 4),
+                            pxvm_view_host(two.px + item, sizes[s][0], sizes[s][1], 4)};
+        int slots[2] = {1, 1}, items[2] = {0, 1}, kinds[1] = {0};
+        pxvm_view ov = {o1, -1, 2, so.w, so.h, 4, (int64_t)obytes, (int64_t)so.w * 4, 4, 1};
+        if (pxvm_runner_exec(run, 2, slots, items, one, 1, &out, kinds, &ov))
+            px_test_fail(__FILE__, __LINE__, "%dx%d image by image: %s", sizes[s][0], sizes[s][1], pxvm_errmsg());
+        pxvm_view both = one[0];
+        both.items = 2, both.item_stride = (int64_t)item;
+        pxvm_view ov2 = ov;
+        ov2.data = o2;
+        if (pxvm_runner_exec(ref, 1, slots, items, &both, 1, &out, kinds, &ov2))
+            px_test_fail(__FILE__, __LINE__, "%dx%d as one view: %s", sizes[s][0], sizes[s][1], pxvm_errmsg());
+        CHECK(!memcmp(o1, o2, 2 * obytes));
+        pxvm_image_free(&two);
+    }
+    /* a mixed batch is still refused, naming the sizes */
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(80, 60, &rng);
+    pxvm_view mixed[2] = {pxvm_view_host(a.px, a.w, a.h, 4), pxvm_view_host(b.px, b.w, b.h, 4)};
+    int slots[2] = {1, 1}, items[2] = {0, 1};
+    CHECK_EQ(pxvm_runner_exec(run, 2, slots, items, mixed, 0, NULL, NULL, NULL), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "the items of a batch share the size");
+    free(o1);
+    free(o2);
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    pxvm_runner_close(run);
+    pxvm_runner_close(ref);
+    pxvm_prog_free(prog);
+}
+
+/* ---- a failed change of size (review finding 2): for any executor whose retarget fails ------- */
+
+/* The CPU executor with a retarget that fails: mode 0 leaves the executor as it was; mode 1 first
+ * switches (the executor then holds a program the runner does not believe it holds, as the
+ * CUDA-GL executor does after a failure halfway); mode 2 as 0, and every later load fails too. */
+static int px__fail_mode;
+static pxvm_executor_ops px__failing_ops;
+
+static int px__failing_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+{
+    if (px__fail_mode == 1 && pxvm_cpu_executor.retarget(ex, next, err) < 0)
+        return -1;
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
+}
+
+static int px__failing_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
+{
+    if (px__fail_mode == 2)
+        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "load failed (test)");
+    return pxvm_cpu_executor.load(ex, prog, batch, err);
+}
+
+TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
+{
+    pxvm_prog *prog;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    px__failing_ops = pxvm_cpu_executor;
+    px__failing_ops.retarget = px__failing_retarget;
+    px__failing_ops.load = px__failing_load;
+    uint64_t rng = 8;
+    pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
+    pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
+    for (int mode = 0; mode < 3; mode++) {
+        pxvm_runner *run;
+        if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            break;
+        }
+        CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0);
+        px__fail_mode = mode;
+        pxvm_runner_test_set_ops(run, &px__failing_ops);
+        CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vb), PXVM_UNAVAILABLE);
+        CHECK_STR(pxvm_errmsg(), "retarget failed (test)");
+        int sw = 0, sh = 0;
+        CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+        CHECK(sw == 64 && sh == 48);
+        if (mode == 2) { /* lost: every call refuses cleanly */
+            CHECK_STR(pxvm_errmsg(), "loading the program again failed too (load failed (test))");
+            CHECK_EQ(pxvm_runner_run(run), PXVM_UNAVAILABLE);
+            CHECK_STR(pxvm_errmsg(), "pxvm_runner_run: this runner has no program since a change of input size failed");
+            CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), PXVM_UNAVAILABLE);
+            int32_t fx[2] = {0, 0};
+            CHECK_EQ(pxvm_runner_read_fixations(run, 0, 1, fx, -1), PXVM_UNAVAILABLE);
+            pxvm_runner_close(run);
+            continue;
+        }
+        CHECK_STR(pxvm_errmsg(), "the runner stays at 64x48 with no input bound");
+        CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE); /* nothing bound: said, not run on stale bytes */
+        CHECK_STR(pxvm_errmsg(), "is not bound to an image");
+        /* at the old size it runs, and gives the bytes of a runner that never failed */
+        pxvm_runner_test_set_ops(run, &pxvm_cpu_executor);
+        CHECK_EQ(px__same_as_fresh(prog, run, 1, &a, 0), 0);
+        CHECK_EQ(px__same_as_fresh(prog, run, 1, &b, 0), 0); /* and switches again */
+        pxvm_runner_close(run);
+    }
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    pxvm_prog_free(prog);
+}
+
+/* The side limit is 1..65535 at every door that takes pxvm_limits (review finding 12): 65535
+ * loads, 65536 and 2^32-1 are usage errors. */
+TEST(anysize_max_side_limit_is_at_most_65535)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_prog *prog = NULL;
+    lim.max_side = 65535;
+    CHECK_EQ(pxvm_prog_load("programs/foveate273_any.pxi", &lim, &prog), 0);
+    pxvm_prog_free(prog);
+    uint32_t bad[] = {0, 65536, UINT32_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lim.max_side = bad[i];
+        prog = NULL;
+        CHECK_EQ(pxvm_prog_load("programs/foveate273_any.pxi", &lim, &prog), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "pxvm_prog_load: pxvm_limits.max_side must be 1..65535");
+        CHECK(prog == NULL);
+        CHECK_EQ(pxvm_prog_assemble(".width 16\nHALT\n", "t", &lim, &prog), PXVM_USAGE);
+        CHECK_EQ(pxvm_prog_from_plan("{}", "t", &lim, &prog), PXVM_USAGE);
+        uint8_t *rgba = NULL;
+        int w, h;
+        CHECK_EQ(pxvm_image_load("programs/data/chelsea.png", &lim, &rgba, &w, &h), PXVM_USAGE);
+        CHECK_EQ(pxvm_image_decode("x", 1, "x", &lim, &rgba, &w, &h), PXVM_USAGE);
+        CHECK(rgba == NULL);
+    }
+}
+
+/* A texel (Q16) fixation set at one size is checked again against a smaller image bound later
+ * (review finding 11): the last texel in range runs, one past it is a usage error naming it. */
+TEST(anysize_q16_fixation_checked_against_the_bound_size)
+{
+    pxvm_image img;
+    px__sampler(&img);
+    void *png;
+    size_t len;
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "sampler", NULL, &prog) ||
+        pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_image_free(&img);
+        return;
+    }
+    uint64_t rng = 11;
+    pxvm_image big = px_random_image(200, 150, &rng), small = px_random_image(40, 30, &rng);
+    pxvm_view vbig = pxvm_view_host(big.px, big.w, big.h, 4), vsmall = pxvm_view_host(small.px, small.w, small.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vbig), 0);
+    int32_t at_edge[2] = {40 * 65536, 30 * 65536}, past[2] = {40 * 65536 + 1, 30 * 65536};
+    CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, past, -1), 0); /* fine at 200x150 */
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vsmall), 0);
+    CHECK_EQ(pxvm_runner_run(run), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "fixation (item 0, register 0): x = 2621441");
+    CHECK_STR(pxvm_errmsg(), "is not in [0, 2621440] (0 to 40 texels of input slot 'image', 40x30)");
+    CHECK_STR(pxvm_errmsg(), "set it again");
+    CHECK_EQ(pxvm_runner_set_fixations(run, 0, 1, 0, 1, at_edge, -1), 0);
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    pxvm_image_free(&big);
+    pxvm_image_free(&small);
+    pxvm_image_free(&img);
+    pxvm_free(png);
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
 }

@@ -460,3 +460,52 @@ TEST(cli_info_alone_describes_the_program_without_running_it)
     CHECK_EQ(rc, 5);
     CHECK_STR(out, "pxrun: unlinkable: input slot 1 ('image') is not bound");
 }
+
+/* pxasm --resolve: a side that overflows int is refused, not read as another number; a slot
+ * given twice is refused, not the last one taken silently (review finding 9). */
+TEST(cli_pxasm_resolve_refuses_overflow_and_a_slot_twice)
+{
+    char out[8192], pxi[256];
+    snprintf(pxi, sizeof pxi, "%s/resolved.pxi", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 99999999999x1 -o %s", pxi), 2);
+    CHECK_STR(out, "--resolve '99999999999x1': expected WxH or SLOT=WxH with sides 1..65535");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 65536x300 -o %s", pxi), 2);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve -5x300 -o %s", pxi), 2);
+    CHECK_EQ(px__sh(out, sizeof out,
+                    "bin/pxasm programs/foveate273_any.pxi --resolve 100x200 --resolve image=120x200 -o %s", pxi), 2);
+    CHECK_STR(out, "--resolve 'image=120x200': slot 1 was given a size already (100x200): give each slot once");
+    CHECK(!px__exists(pxi));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve image=100x200 -o %s", pxi), 0);
+    CHECK(px__exists(pxi));
+}
+
+/* pxrun --frames with an any-size frame slot is refused up front, naming the slot and what works
+ * (review finding 8: a 91x37 frame failed at the reference size); the resolution runs them. */
+TEST(cli_frames_any_size_refused_up_front)
+{
+    char out[8192], dir[256], frame[300], fixed[300], npy[300];
+    snprintf(dir, sizeof dir, "%s/frames_any", px__tmpdir());
+    mkdir(dir, 0700);
+    snprintf(frame, sizeof frame, "%s/f0.png", dir);
+    snprintf(fixed, sizeof fixed, "%s/fixed_91x37.pxi", px__tmpdir());
+    snprintf(npy, sizeof npy, "%s/frames_any.npy", px__tmpdir());
+    uint64_t rng = 91;
+    pxvm_image img = px_random_image(91, 37, &rng);
+    void *png;
+    size_t len;
+    CHECK_EQ(pxvm_image_encode_png(img.px, img.w, img.h, &png, &len), 0);
+    FILE *f = fopen(frame, "wb");
+    CHECK(f && fwrite(png, 1, len, f) == len);
+    if (f)
+        fclose(f);
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 2);
+    CHECK_STR(out, "--frames: program 'programs/foveate273_any.pxi' takes frames in input slot 1 ('image'), an any-size "
+                   "slot");
+    CHECK_STR(out, "--resolve WxH");
+    CHECK(!px__exists(npy));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 91x37 -o %s", fixed), 0);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --frames %s --npy atlas=%s", fixed, dir, npy), 0);
+    CHECK(px__exists(npy));
+}

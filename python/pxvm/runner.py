@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from . import _capi
@@ -44,6 +46,16 @@ _native = _load_native()
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
+
+
+def _locked(method):
+    """The method under the runner's lock (Runner.lock): one C runner handle is used by one thread
+    at a time (include/pxvm.h), so threads sharing a Runner take turns instead of racing."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 # ---- resolution policies --------------------------------------------------------------------------
@@ -123,13 +135,19 @@ class Runner:
     fixation_units="texels" takes level-0 texels instead, x in [0, W] and y in [0, H]. A value out
     of range (or NaN) is a UsageError naming it (fixation_clamp=True clamps instead); a fixation
     for a register the program does not read before ARGMAX writes it is a UsageError; running a
-    program that takes fixations before each of its input registers was given one is Unlinkable."""
+    program that takes fixations before each of its input registers was given one is Unlinkable.
+
+    Threads: a runner may be shared; each call holds `lock` (a threading.RLock) for its whole
+    bind, run and read, so calls of two threads take turns. Hold `lock` yourself to make several
+    calls one unit (e.g. run, then geometry of that run) while other threads use the runner."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0) -> None:
         if not isinstance(program, Program):
             program = Program.load(program)
         self.program = program
+        #: held by every call that uses the library's runners (see the class)
+        self.lock = threading.RLock()
         self.device = int(device)
         self.threads = int(threads)
         self._runners = {}
@@ -152,6 +170,7 @@ class Runner:
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 
+    @_locked
     def close(self) -> None:
         """Releases the executor's resources (also on leaving a with block, or when collected)."""
         self._prepared = {}  # they hold the handles closed below
@@ -399,6 +418,7 @@ class Runner:
         raise UsageError("usage: fixation (item %d, register %d): %s = %s texels is not in [0, %d] (%s)" %
                          (b, k, "xy"[a], v, int(hi[a]), where))
 
+    @_locked
     def fixations(self, batch: int = 1, device: str | None = None) -> Array:
         """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64, the
         registers' Q16 / 65536; give them back with fixation_units="texels"): what ARGMAX found (a
@@ -424,6 +444,7 @@ class Runner:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle
 
+    @_locked
     def geometry(self, slot: str | int | None = None, batch: int = 1, exact: bool = False,
                  device: str | None = None) -> Array:
         """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
@@ -515,6 +536,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
             fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
@@ -546,6 +568,7 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
                 fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                 fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> Array | tuple[Array, Array]:
@@ -588,6 +611,7 @@ class Runner:
             raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
                   fixation_clamp: bool = False, policy: str | None = None, **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
@@ -604,6 +628,7 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None,
@@ -626,6 +651,7 @@ class Runner:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p
 
+    @_locked
     def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
         """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
         np = _np()
@@ -638,18 +664,21 @@ class Runner:
         return arr
 
 
+    @_locked
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
         """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
         tokens(image, dtype="bfloat16", normalize="siglip", layout="nchw", alpha=False, out=None,
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_locked
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
         """Runs once on a batch: every item's tokens, (B, N, 3, p, p), each item's as tokens()
         gives them, e.g. tokens_batch(images, fixations=(B, 2), dtype="bfloat16"). See
         pxvm.tokens.tokens_batch."""
         return _tokens.tokens_batch(self, images, fixations, **kwargs)
 
+    @_locked
     def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
         """Every token's position after the last run (centre, step, level, normalized, grid ids,
         (t, h, w) rope ids): a pxvm.tokens.Positions. See pxvm.tokens.positions."""
@@ -679,7 +708,8 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
         prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
         r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
     if a.device == -1:
-        r._exec({1: image}, 1, [])
-        s = r.program.slots[1]
-        return [r.read(1, l)[0] for l in range(s.levels)]
+        with r.lock:  # the cached runner may be another thread's too: its run and reads as one unit
+            r._exec({1: image}, 1, [])
+            s = r.program.slots[1]
+            return [r.read(1, l)[0] for l in range(s.levels)]
     raise UsageError("usage: pxvm.pyramid takes host images (use a Runner with executor='cuda' for tensors)")

@@ -23,6 +23,7 @@ NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from . import _capi
@@ -227,6 +228,16 @@ def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixa
     return result, devno
 
 
+def _locked(function):
+    """function(runner, ...) under runner.lock (see Runner: one thread at a time per runner)."""
+    @functools.wraps(function)
+    def locked(runner, *args, **kwargs):
+        with runner.lock:
+            return function(runner, *args, **kwargs)
+    return locked
+
+
+@_locked
 def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
            alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
            fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
@@ -269,6 +280,7 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
     return result
 
 
+@_locked
 def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None, dtype: str = "float32",
                  normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
                  slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
@@ -351,6 +363,7 @@ def positions_from_geometry(g: numpy.ndarray, ref_wh: tuple[int, int] | None, t:
                      written=written)
 
 
+@_locked
 def positions(runner, slot: str | int | None = None, t: int = 0) -> Positions:
     """The positions of the last run's tokens of the (first) atlas output (see Positions)."""
     s = runner._atlas(slot)

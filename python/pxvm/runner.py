@@ -128,7 +128,8 @@ class Runner:
     Array with a leading B axis or a list of Arrays, Fixation (x, y), (K, 2), (B, 2) or (B, K, 2)
     (a sequence, array or tensor), "saliency" or None.
 
-    Fixations are normalized coordinates of the program's first input slot (W x H): x and y in
+    Fixations are normalized coordinates of the program's first input slot (W x H; for an
+    any-size input, the size of the image bound to it in that run): x and y in
     [0, 1], (0, 0) its top-left corner, (1, 1) its bottom-right one, (0.5, 0.5) its middle; as
     pxrun --fixation and the C API take them (isa/SPEC.md section 6). Register k of a (K, 2) array
     becomes floor(x * W * 65536 + 0.5) (Q16 texels, in float64, one operation at a time).
@@ -210,7 +211,6 @@ class Runner:
         to write them into instead of new ones; fixation, units, clamp: see _fixations. Returns the
         output arrays in the order of outs."""
         h, name = self._runner(batch)
-        fix = self._fixations(fixation, batch, batched, units, clamp)
         binds = []  # (slot, first item, description, has a batch axis)
         for k, x in inputs.items():
             if isinstance(x, (list, tuple)):
@@ -233,12 +233,38 @@ class Runner:
         elif self._stream.get(batch):
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
+        nin, nout = len(binds), len(outs)
+        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
+        slots = self.program.slots
+        for i, (k, item, a, has_axis) in enumerate(binds):
+            s = slots[k]
+            in_slots[i], in_items[i] = k, item
+            _fill_view(in_views[i], a, s.w, s.h, has_axis)
+        ins = self.program.inputs
+        if fixation is None or not ins:
+            ref_wh = None
+        else:  # the first input's size in this run: the image bound to it now, else the one bound before
+            ref_wh = next(((in_views[i].w, in_views[i].h) for i, b in enumerate(binds) if b[0] == ins[0].index),
+                          None) or self.slot_size(ins[0].index, batch)
+        fix = self._fixations(fixation, batch, batched, units, clamp, ref_wh)
         if fix is not None:
             kind, fx = fix
             if kind == "device" and not on_cuda:
                 if name != "cuda":
                     raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
                 self._sync_stream(batch)
+            if kind != "normalized" and ref_wh != self.slot_size(ins[0].index, batch):
+                # Q16 texels are checked against the size bound when they are set: bind the first
+                # input at its new size first, then set them (the call then runs without that bind)
+                keep = 0
+                for i in range(nin):
+                    if in_slots[i] == ins[0].index:
+                        _check(_lib.pxvm_runner_bind(h, in_slots[i], in_items[i], ctypes.byref(in_views[i])))
+                    else:
+                        in_slots[keep], in_items[keep] = in_slots[i], in_items[i]
+                        in_views[keep] = in_views[i]
+                        keep += 1
+                nin = keep
             if kind == "device":
                 _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.data_ptr()),
                                                       self.device))
@@ -247,13 +273,6 @@ class Runner:
                                                                  ctypes.c_void_p(fx.ctypes.data)))
             else:
                 _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.ctypes.data), -1))
-        nin, nout = len(binds), len(outs)
-        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
-        slots = self.program.slots
-        for i, (k, item, a, has_axis) in enumerate(binds):
-            s = slots[k]
-            in_slots[i], in_items[i] = k, item
-            _fill_view(in_views[i], a, s.w, s.h, has_axis)
         results = []
         for i, (k, kind) in enumerate(outs):
             s = slots[k]
@@ -341,14 +360,16 @@ class Runner:
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
             (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
 
-    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False):
+    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False, ref_wh=None):
         """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
         float64), converted and checked by the library; ("q16", host int32), converted and checked
         here (texels, and torch tensors); ("device", CUDA int32 tensor), converted and checked on
         the device, on the current stream (no copy to the host; the range check reads one flag
         back, which fixation_clamp=True spares). One rule: register = floor(n * W * 65536 + 0.5)
         for a normalized n, floor(x * 65536 + 0.5) for texels, in float64, one operation at a time
-        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result)."""
+        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result).
+        ref_wh: the (W, H) of the first input in this run (an any-size input's bound size), or None
+        for its slot's size."""
         if units not in FIXATION_UNITS:
             raise UsageError("usage: fixation_units is 'normalized' (the default) or 'texels', not %r" % (units,))
         if fixation is None:
@@ -385,7 +406,11 @@ class Runner:
         if ref is None and units == "normalized":
             raise UsageError("usage: fixation: a normalized fixation needs an input slot to scale to (program %s has "
                              "none; give fixation_units='texels')" % self.program.name)
-        hi = (1.0, 1.0) if units == "normalized" else ((float(ref.w), float(ref.h)) if ref else (32767.0, 32767.0))
+        if ref is not None:
+            ref = (ref.name,) + tuple(ref_wh or (ref.w, ref.h))  # (name, W, H) at the size of this run
+        hi = (1.0, 1.0) if units == "normalized" else ((float(ref[1]), float(ref[2])) if ref else (32767.0, 32767.0))
+        if on_torch and not fixation.is_cuda and units == "normalized" and not clamp:
+            on_torch, t = False, t.numpy()  # host values: the library converts them at the bound size
         if on_torch:
             if clamp:
                 t = torch.stack([torch.nan_to_num(t[..., a], nan=hi[a] / 2).clamp(0.0, hi[a]) for a in (0, 1)], -1)
@@ -394,7 +419,7 @@ class Runner:
                 if bool(bad.any()):  # the one value read back
                     self._fixation_range_error(tuple(bad.nonzero()[0].tolist()), t, units, hi, ref)
             if units == "normalized":  # n * W, then * 65536, + 0.5, floor: separate float64 operations
-                t = torch.stack([t[..., 0] * float(ref.w), t[..., 1] * float(ref.h)], -1)
+                t = torch.stack([t[..., 0] * float(ref[1]), t[..., 1] * float(ref[2])], -1)
             q = torch.floor((t * 65536.0) + 0.5).to(torch.int32).contiguous()
             return ("device", q) if q.is_cuda else ("q16", q.numpy())
         if clamp:
@@ -411,7 +436,7 @@ class Runner:
         b, k, a = (int(i) for i in at)
         v = repr(float(t[b, k, a]))
         v = v[:-2] if v.endswith(".0") else v  # as the library prints it: 452, 1.5, nan
-        where = "input slot '%s', %dx%d" % (ref.name, ref.w, ref.h) if ref else "the program has no input slot"
+        where = "input slot '%s', %dx%d" % ref if ref else "the program has no input slot"
         if units == "normalized":
             raise UsageError("usage: fixation (item %d, register %d): %s = %s is not in [0, 1] (normalized coordinates "
                              "of %s)" % (b, k, "xy"[a], v, where))
@@ -652,12 +677,24 @@ class Runner:
         return p
 
     @_locked
+    def slot_size(self, slot: str | int, batch: int = 1) -> tuple[int, int]:
+        """(W, H) of a slot in the program the runner of `batch` items runs now: an any-size
+        input's bound size (its reference size until another is bound), any other slot's own
+        (pxvm_runner_slot_size)."""
+        s = self.program.slot(slot)
+        w, h = ctypes.c_int(), ctypes.c_int()
+        _check(_lib.pxvm_runner_slot_size(self._runner(batch)[0], s.index, ctypes.byref(w), ctypes.byref(h)))
+        return w.value, h.value
+
+    @_locked
     def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
-        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
+        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy; an any-size
+        input at its bound size)."""
         np = _np()
         s = self.program.slot(slot)
         h = self._runner(batch)[0]
-        w, hh = max(1, s.w >> level), max(1, s.h >> level)
+        sw, sh = self.slot_size(s.index, batch)
+        w, hh = max(1, sw >> level), max(1, sh >> level)
         arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))

@@ -307,8 +307,9 @@ class Positions:
     step        (N, 2) float64: (du, dv), texels per patch texel (the patch covers
                 patch_w * du x patch_h * dv texels); 0 for GATHER
     level       (N,) float64: the LOD used (Q8.8 / 256)
-    normalized  (N, 2) float64: centre / (W, H) of the program's first input slot, in [0, 1]
-                for a centre inside the image (NaN without an input slot)
+    normalized  (N, 2) float64: centre / (W, H) of the program's first input slot (an any-size
+                input's bound size), in [0, 1] for a centre inside the image (NaN without an
+                input slot)
     grid        (N, 2) int64 (row, col), or None: when the tokens lie on a lattice (the ranks of
                 their centre y and x among the distinct ones form cells 0..N-1 of the grid in
                 row-major order, each once: a full grid or a row-major prefix)
@@ -369,4 +370,4 @@ def positions(runner, slot: str | int | None = None, t: int = 0) -> Positions:
     s = runner._atlas(slot)
     g = runner.geometry(s.index, 1, exact=True)[0]
     ins = runner.program.inputs
-    return positions_from_geometry(g, (ins[0].w, ins[0].h) if ins else None, t)
+    return positions_from_geometry(g, runner.slot_size(ins[0].index) if ins else None, t)

@@ -95,7 +95,7 @@ def _policy_image(x, w, h, policy):
     elif a.ndim == 3 and a.shape[2] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
         a = a.transpose(1, 2, 0)
     if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
-        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
+        raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
                          (tuple(np.shape(x)),))
     H, W, C = a.shape
     if (H, W) == (h, w):
@@ -286,7 +286,7 @@ class Runner:
                 arr = out[i]
                 d = _describe(arr)
                 if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
-                    raise ValueError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
+                    raise UsageError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
                                      ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
                                       tuple(d.shape)))
                 ptr, devno = d.ptr, (self.device if on_cuda else -1)
@@ -399,7 +399,7 @@ class Runner:
         if t.ndim == 2:  # (B, 2): register 0 of each item
             t = t.reshape(t.shape[0], 1, 2)
         if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
-            raise ValueError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
+            raise UsageError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
                              "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
         ins = self.program.inputs
         ref = ins[0] if ins else None
@@ -633,7 +633,7 @@ class Runner:
         bound = self._inputs((), inputs)
         sizes = {len(x) if isinstance(x, (list, tuple)) else int(x.shape[0]) for x in bound.values()}
         if len(sizes) != 1 or 0 in sizes:
-            raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
+            raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
     @_locked
@@ -738,7 +738,7 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
     elif len(sh) == 3 and sh[0] in (1, 3, 4):
         h, w = sh[1], sh[2]
     else:
-        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
+        raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
     key = (w, h, executor, device)
     r = _pyramid_cache.get(key)
     if r is None:

@@ -47,9 +47,9 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
                  alpha: bool = False) -> _capi.TokenFormat:
     """The library's pxvm_token_format for these arguments (checked here for names, by the library
     for values: a UsageError naming what is wrong)."""
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:  # a list is no name (nor hashable)
         raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise UsageError("usage: tokens: layout %r is none of %s" % (layout, ", ".join(LAYOUTS)))
     if not isinstance(alpha, bool):
         raise UsageError("usage: tokens: alpha is True or False, not %r" % (alpha,))

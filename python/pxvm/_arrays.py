@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._capi import View as _View
+from .errors import UsageError
 
 if TYPE_CHECKING:  # the names in the API's annotations (numpy and torch are imported only where used)
     from typing import Sequence, Union
@@ -45,7 +46,7 @@ def _describe(x):
         if x.device.type == "cuda" and a.device is None:
             a.device = torch.cuda.current_device()
         if x.device.type not in ("cpu", "cuda"):
-            raise ValueError("pxvm: tensors must be on the CPU or a CUDA device, not %s" % x.device)
+            raise UsageError("pxvm: tensors must be on the CPU or a CUDA device, not %s" % x.device)
         a.keep = x
         return a
     cai = getattr(x, "__cuda_array_interface__", None)
@@ -75,7 +76,7 @@ def _fill_view(v, a, w, h, batched):
     shape, st = list(a.shape), list(a.strides)
     if batched:
         if not shape:
-            raise ValueError("pxvm: a batch needs a leading batch axis")
+            raise UsageError("pxvm: a batch needs a leading batch axis")
         items, item_stride = shape.pop(0), st.pop(0)
     else:
         items, item_stride = 1, 0
@@ -92,9 +93,9 @@ def _fill_view(v, a, w, h, batched):
         elif chw:
             C, H, W, cs, rs, ps = shape[0], shape[1], shape[2], st[0], st[1], st[2]
         else:
-            raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+            raise UsageError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
     else:
-        raise ValueError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
+        raise UsageError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
     v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
     v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
     return v

@@ -124,6 +124,7 @@ def _load():
         "pxvm_runner_set_fixations": (I, [P, I, I, I, I, P, I]),
         "pxvm_runner_read_fixations": (I, [P, I, I, P, I]),
         "pxvm_runner_read_geometry": (I, [P, I, I, I, P, I]),
+        "pxvm_runner_slot_size": (I, [P, I, IP, IP]),
         "pxvm_prog_fixation_use": (I, [P]),
         "pxvm_prog_fixation_inputs": (I, [P]),
         "pxvm_runner_set_fixations_normalized": (I, [P, I, I, I, I, P]),

@@ -77,7 +77,7 @@ typedef struct {
     /* tokens (Runner.tokens): read after the run from atlas tok_slot into views[nin + nout] */
     int tok_on, tok_slot, tok_device;
     pxvm_token_format tok_fmt;
-    int busy;             /* a call under way (with the GIL released): another thread falls back */
+    int busy;             /* a call under way (with the GIL released): another thread is refused */
     unsigned long long hits, misses;
 } Call;
 
@@ -312,6 +312,19 @@ fail_released:
     return NULL;
 }
 
+/* Raises pxvm.UsageError (a ValueError) with `message`; returns NULL. */
+static PyObject *usage_error(const char *message)
+{
+    PyObject *errors = PyImport_ImportModule("pxvm.errors");
+    PyObject *cls = errors ? PyObject_GetAttrString(errors, "UsageError") : NULL;
+    Py_XDECREF(errors);
+    if (cls) {
+        PyErr_SetString(cls, message);
+        Py_DECREF(cls);
+    }
+    return NULL;
+}
+
 /* run(*arrays): the prepared call on these arrays (inputs, then the outputs the caller gives).
  * Returns the outputs it made (one: that array; else a tuple, () when the caller gave them all),
  * or None when an array does not look as prepared (nothing was run: take the ctypes path). */
@@ -321,11 +334,12 @@ static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc
     if (argc != c->narg)
         return PyErr_Format(PyExc_TypeError, "pxvm._native: this call takes %d arrays, got %zd", c->narg, argc);
     /* Another thread in this call (the GIL is released around the run, and torch's getters may
-     * let other threads in) owns the views and buffers: this one falls back to the ctypes path. */
-    if (c->busy) {
-        c->misses++;
-        Py_RETURN_NONE;
-    }
+     * let other threads in) owns the views, the buffers and the runner handle, which serves one
+     * thread at a time: Runner's calls hold Runner.lock, so only a caller that bypassed it gets
+     * here, and it is refused (falling back to the ctypes path would enter the same runner). */
+    if (c->busy)
+        return usage_error("usage: pxvm._native: a prepared call of this runner is running in another thread "
+                           "(hold Runner.lock: one runner handle serves one thread at a time)");
     c->busy = 1;
     PyObject *r = run_prepared(c, argv);
     c->busy = 0;

@@ -18,17 +18,31 @@ import glob
 import json
 import os
 
-from .errors import Malformed
+from .errors import Malformed, PxIOError
 from ._arrays import _np
+
+
+def _load_npy(path, mmap=False):
+    """np.load of one array file of a shard; a missing or unreadable file is PxIOError, one that is
+    no .npy array (truncated, or a pickle) Malformed, each naming the file."""
+    np = _np()
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except OSError as e:
+        raise PxIOError("io: cannot read '%s': %s" % (path, e.strerror or e)) from None
+    except (ValueError, EOFError) as e:
+        raise Malformed("malformed: shard file '%s' is no .npy array: %s" % (path, e)) from None
 
 
 def _marker(path):
     base = path[:-4] if path.endswith(".npy") else path
-    with open(base + ".json", "rb") as f:
-        try:
+    try:
+        with open(base + ".json", "rb") as f:
             m = json.load(f)
-        except ValueError as e:
-            raise Malformed("malformed: '%s.json' is not a pxbatch marker: %s" % (base, e)) from None
+    except OSError as e:
+        raise PxIOError("io: cannot read '%s.json': %s" % (base, e.strerror or e)) from None
+    except ValueError as e:
+        raise Malformed("malformed: '%s.json' is not a pxbatch marker: %s" % (base, e)) from None
     if not isinstance(m, dict) or not isinstance(m.get("rows"), list) or not isinstance(m.get("shape"), list):
         raise Malformed("malformed: '%s.json' is not a pxbatch marker: no 'rows' or 'shape'" % base)
     return base, m
@@ -45,12 +59,12 @@ def load_shard(path: str | os.PathLike, mmap: bool = True):
     checked against the marker (a mismatch is Malformed); pxbatch --verify checks the hashes."""
     np = _np()
     base, m = _marker(os.fspath(path))
-    tokens = np.load(base + ".npy", mmap_mode="r" if mmap else None)
+    tokens = _load_npy(base + ".npy", mmap)
     files = [_name(r) for r in m["rows"]]
     rows = len(files)
     if "ragged" in m:
-        offsets = np.load(base + ".offsets.npy")
-        grid = np.load(base + ".grid.npy")
+        offsets = _load_npy(base + ".offsets.npy")
+        grid = _load_npy(base + ".grid.npy")
         ok = (list(tokens.shape) == m["shape"] and offsets.shape == (rows + 1,) and grid.shape == (rows, 3)
               and offsets.dtype == np.int64 and grid.dtype == np.int64 and int(offsets[0]) == 0
               and int(offsets[-1]) == tokens.shape[0]

@@ -134,7 +134,7 @@ def dynamic_patches_batch(runner, images, policy: str) -> Ragged:
     if not isinstance(images, (list, tuple)):
         images = [images[i] for i in range(int(images.shape[0]))]
     if not images:
-        raise ValueError("pxvm: a ragged batch needs at least one image")
+        raise UsageError("pxvm: a ragged batch needs at least one image")
     files = [os.fspath(x) if isinstance(x, (str, os.PathLike)) else None for x in images]
     imgs, sizes = [], []
     for i, x in enumerate(images):
@@ -146,7 +146,7 @@ def dynamic_patches_batch(runner, images, policy: str) -> Ragged:
             elif len(sh) == 3 and sh[0] in (1, 3, 4):
                 h, w = sh[1], sh[2]
             else:
-                raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
+                raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
                                  (sh,))
             wh = dynamic_size(policy, patch, w, h)
         except Error as e:

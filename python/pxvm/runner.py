@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from . import _capi
@@ -46,6 +48,16 @@ PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
+def _locked(method):
+    """The method under the runner's lock (Runner.lock): one C runner handle is used by one thread
+    at a time (include/pxvm.h), so threads sharing a Runner take turns instead of racing."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return locked
+
+
 # ---- resolution policies --------------------------------------------------------------------------
 
 _POLICY_HOST = ("usage: policy %r: policies resize on the host: pass a host array, or use a program with RESIZE")
@@ -83,7 +95,7 @@ def _policy_image(x, w, h, policy):
     elif a.ndim == 3 and a.shape[2] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
         a = a.transpose(1, 2, 0)
     if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
-        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
+        raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
                          (tuple(np.shape(x)),))
     H, W, C = a.shape
     if (H, W) == (h, w):
@@ -116,20 +128,27 @@ class Runner:
     Array with a leading B axis or a list of Arrays, Fixation (x, y), (K, 2), (B, 2) or (B, K, 2)
     (a sequence, array or tensor), "saliency" or None.
 
-    Fixations are normalized coordinates of the program's first input slot (W x H): x and y in
+    Fixations are normalized coordinates of the program's first input slot (W x H; for an
+    any-size input, the size of the image bound to it in that run): x and y in
     [0, 1], (0, 0) its top-left corner, (1, 1) its bottom-right one, (0.5, 0.5) its middle; as
     pxrun --fixation and the C API take them (isa/SPEC.md section 6). Register k of a (K, 2) array
     becomes floor(x * W * 65536 + 0.5) (Q16 texels, in float64, one operation at a time).
     fixation_units="texels" takes level-0 texels instead, x in [0, W] and y in [0, H]. A value out
     of range (or NaN) is a UsageError naming it (fixation_clamp=True clamps instead); a fixation
     for a register the program does not read before ARGMAX writes it is a UsageError; running a
-    program that takes fixations before each of its input registers was given one is Unlinkable."""
+    program that takes fixations before each of its input registers was given one is Unlinkable.
+
+    Threads: a runner may be shared; each call holds `lock` (a threading.RLock) for its whole
+    bind, run and read, so calls of two threads take turns. Hold `lock` yourself to make several
+    calls one unit (e.g. run, then geometry of that run) while other threads use the runner."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0) -> None:
         if not isinstance(program, Program):
             program = Program.load(program)
         self.program = program
+        #: held by every call that uses the library's runners (see the class)
+        self.lock = threading.RLock()
         self.device = int(device)
         self.threads = int(threads)
         self._runners = {}
@@ -152,6 +171,7 @@ class Runner:
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 
+    @_locked
     def close(self) -> None:
         """Releases the executor's resources (also on leaving a with block, or when collected)."""
         self._prepared = {}  # they hold the handles closed below
@@ -191,7 +211,6 @@ class Runner:
         to write them into instead of new ones; fixation, units, clamp: see _fixations. Returns the
         output arrays in the order of outs."""
         h, name = self._runner(batch)
-        fix = self._fixations(fixation, batch, batched, units, clamp)
         binds = []  # (slot, first item, description, has a batch axis)
         for k, x in inputs.items():
             if isinstance(x, (list, tuple)):
@@ -214,12 +233,38 @@ class Runner:
         elif self._stream.get(batch):
             _check(_lib.pxvm_runner_set_stream(h, None))
             self._stream[batch] = 0
+        nin, nout = len(binds), len(outs)
+        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
+        slots = self.program.slots
+        for i, (k, item, a, has_axis) in enumerate(binds):
+            s = slots[k]
+            in_slots[i], in_items[i] = k, item
+            _fill_view(in_views[i], a, s.w, s.h, has_axis)
+        ins = self.program.inputs
+        if fixation is None or not ins:
+            ref_wh = None
+        else:  # the first input's size in this run: the image bound to it now, else the one bound before
+            ref_wh = next(((in_views[i].w, in_views[i].h) for i, b in enumerate(binds) if b[0] == ins[0].index),
+                          None) or self.slot_size(ins[0].index, batch)
+        fix = self._fixations(fixation, batch, batched, units, clamp, ref_wh)
         if fix is not None:
             kind, fx = fix
             if kind == "device" and not on_cuda:
                 if name != "cuda":
                     raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
                 self._sync_stream(batch)
+            if kind != "normalized" and ref_wh != self.slot_size(ins[0].index, batch):
+                # Q16 texels are checked against the size bound when they are set: bind the first
+                # input at its new size first, then set them (the call then runs without that bind)
+                keep = 0
+                for i in range(nin):
+                    if in_slots[i] == ins[0].index:
+                        _check(_lib.pxvm_runner_bind(h, in_slots[i], in_items[i], ctypes.byref(in_views[i])))
+                    else:
+                        in_slots[keep], in_items[keep] = in_slots[i], in_items[i]
+                        in_views[keep] = in_views[i]
+                        keep += 1
+                nin = keep
             if kind == "device":
                 _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.data_ptr()),
                                                       self.device))
@@ -228,13 +273,6 @@ class Runner:
                                                                  ctypes.c_void_p(fx.ctypes.data)))
             else:
                 _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.ctypes.data), -1))
-        nin, nout = len(binds), len(outs)
-        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
-        slots = self.program.slots
-        for i, (k, item, a, has_axis) in enumerate(binds):
-            s = slots[k]
-            in_slots[i], in_items[i] = k, item
-            _fill_view(in_views[i], a, s.w, s.h, has_axis)
         results = []
         for i, (k, kind) in enumerate(outs):
             s = slots[k]
@@ -248,7 +286,7 @@ class Runner:
                 arr = out[i]
                 d = _describe(arr)
                 if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
-                    raise ValueError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
+                    raise UsageError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
                                      ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
                                       tuple(d.shape)))
                 ptr, devno = d.ptr, (self.device if on_cuda else -1)
@@ -322,14 +360,16 @@ class Runner:
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
             (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
 
-    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False):
+    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False, ref_wh=None):
         """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
         float64), converted and checked by the library; ("q16", host int32), converted and checked
         here (texels, and torch tensors); ("device", CUDA int32 tensor), converted and checked on
         the device, on the current stream (no copy to the host; the range check reads one flag
         back, which fixation_clamp=True spares). One rule: register = floor(n * W * 65536 + 0.5)
         for a normalized n, floor(x * 65536 + 0.5) for texels, in float64, one operation at a time
-        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result)."""
+        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result).
+        ref_wh: the (W, H) of the first input in this run (an any-size input's bound size), or None
+        for its slot's size."""
         if units not in FIXATION_UNITS:
             raise UsageError("usage: fixation_units is 'normalized' (the default) or 'texels', not %r" % (units,))
         if fixation is None:
@@ -359,14 +399,18 @@ class Runner:
         if t.ndim == 2:  # (B, 2): register 0 of each item
             t = t.reshape(t.shape[0], 1, 2)
         if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
-            raise ValueError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
+            raise UsageError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
                              "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
         ins = self.program.inputs
         ref = ins[0] if ins else None
         if ref is None and units == "normalized":
             raise UsageError("usage: fixation: a normalized fixation needs an input slot to scale to (program %s has "
                              "none; give fixation_units='texels')" % self.program.name)
-        hi = (1.0, 1.0) if units == "normalized" else ((float(ref.w), float(ref.h)) if ref else (32767.0, 32767.0))
+        if ref is not None:
+            ref = (ref.name,) + tuple(ref_wh or (ref.w, ref.h))  # (name, W, H) at the size of this run
+        hi = (1.0, 1.0) if units == "normalized" else ((float(ref[1]), float(ref[2])) if ref else (32767.0, 32767.0))
+        if on_torch and not fixation.is_cuda and units == "normalized" and not clamp:
+            on_torch, t = False, t.numpy()  # host values: the library converts them at the bound size
         if on_torch:
             if clamp:
                 t = torch.stack([torch.nan_to_num(t[..., a], nan=hi[a] / 2).clamp(0.0, hi[a]) for a in (0, 1)], -1)
@@ -375,7 +419,7 @@ class Runner:
                 if bool(bad.any()):  # the one value read back
                     self._fixation_range_error(tuple(bad.nonzero()[0].tolist()), t, units, hi, ref)
             if units == "normalized":  # n * W, then * 65536, + 0.5, floor: separate float64 operations
-                t = torch.stack([t[..., 0] * float(ref.w), t[..., 1] * float(ref.h)], -1)
+                t = torch.stack([t[..., 0] * float(ref[1]), t[..., 1] * float(ref[2])], -1)
             q = torch.floor((t * 65536.0) + 0.5).to(torch.int32).contiguous()
             return ("device", q) if q.is_cuda else ("q16", q.numpy())
         if clamp:
@@ -392,13 +436,14 @@ class Runner:
         b, k, a = (int(i) for i in at)
         v = repr(float(t[b, k, a]))
         v = v[:-2] if v.endswith(".0") else v  # as the library prints it: 452, 1.5, nan
-        where = "input slot '%s', %dx%d" % (ref.name, ref.w, ref.h) if ref else "the program has no input slot"
+        where = "input slot '%s', %dx%d" % ref if ref else "the program has no input slot"
         if units == "normalized":
             raise UsageError("usage: fixation (item %d, register %d): %s = %s is not in [0, 1] (normalized coordinates "
                              "of %s)" % (b, k, "xy"[a], v, where))
         raise UsageError("usage: fixation (item %d, register %d): %s = %s texels is not in [0, %d] (%s)" %
                          (b, k, "xy"[a], v, int(hi[a]), where))
 
+    @_locked
     def fixations(self, batch: int = 1, device: str | None = None) -> Array:
         """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64, the
         registers' Q16 / 65536; give them back with fixation_units="texels"): what ARGMAX found (a
@@ -424,6 +469,7 @@ class Runner:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle
 
+    @_locked
     def geometry(self, slot: str | int | None = None, batch: int = 1, exact: bool = False,
                  device: str | None = None) -> Array:
         """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
@@ -515,6 +561,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
             fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
@@ -546,6 +593,7 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
                 fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                 fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> Array | tuple[Array, Array]:
@@ -585,9 +633,10 @@ class Runner:
         bound = self._inputs((), inputs)
         sizes = {len(x) if isinstance(x, (list, tuple)) else int(x.shape[0]) for x in bound.values()}
         if len(sizes) != 1 or 0 in sizes:
-            raise ValueError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
+            raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
                   fixation_clamp: bool = False, policy: str | None = None, **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
@@ -604,6 +653,7 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None,
@@ -626,30 +676,46 @@ class Runner:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p
 
+    @_locked
+    def slot_size(self, slot: str | int, batch: int = 1) -> tuple[int, int]:
+        """(W, H) of a slot in the program the runner of `batch` items runs now: an any-size
+        input's bound size (its reference size until another is bound), any other slot's own
+        (pxvm_runner_slot_size)."""
+        s = self.program.slot(slot)
+        w, h = ctypes.c_int(), ctypes.c_int()
+        _check(_lib.pxvm_runner_slot_size(self._runner(batch)[0], s.index, ctypes.byref(w), ctypes.byref(h)))
+        return w.value, h.value
+
+    @_locked
     def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
-        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy)."""
+        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy; an any-size
+        input at its bound size)."""
         np = _np()
         s = self.program.slot(slot)
         h = self._runner(batch)[0]
-        w, hh = max(1, s.w >> level), max(1, s.h >> level)
+        sw, sh = self.slot_size(s.index, batch)
+        w, hh = max(1, sw >> level), max(1, sh >> level)
         arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
         return arr
 
 
+    @_locked
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
         """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
         tokens(image, dtype="bfloat16", normalize="siglip", layout="nchw", alpha=False, out=None,
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_locked
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
         """Runs once on a batch: every item's tokens, (B, N, 3, p, p), each item's as tokens()
         gives them, e.g. tokens_batch(images, fixations=(B, 2), dtype="bfloat16"). See
         pxvm.tokens.tokens_batch."""
         return _tokens.tokens_batch(self, images, fixations, **kwargs)
 
+    @_locked
     def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
         """Every token's position after the last run (centre, step, level, normalized, grid ids,
         (t, h, w) rope ids): a pxvm.tokens.Positions. See pxvm.tokens.positions."""
@@ -672,14 +738,15 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
     elif len(sh) == 3 and sh[0] in (1, 3, 4):
         h, w = sh[1], sh[2]
     else:
-        raise ValueError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
+        raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got %s" % (tuple(sh),))
     key = (w, h, executor, device)
     r = _pyramid_cache.get(key)
     if r is None:
         prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
         r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
     if a.device == -1:
-        r._exec({1: image}, 1, [])
-        s = r.program.slots[1]
-        return [r.read(1, l)[0] for l in range(s.levels)]
+        with r.lock:  # the cached runner may be another thread's too: its run and reads as one unit
+            r._exec({1: image}, 1, [])
+            s = r.program.slots[1]
+            return [r.read(1, l)[0] for l in range(s.levels)]
     raise UsageError("usage: pxvm.pyramid takes host images (use a Runner with executor='cuda' for tensors)")

@@ -79,7 +79,8 @@ Normalize = Union[str, Sequence[Sequence[float]]]
 
 class _RunnerCache:
     """Runners of compiled programs, least recently used first out (the lock guards the dict only;
-    an evicted runner closes when the last reference to it goes)."""
+    an evicted runner closes when the last reference to it goes). One runner serves every caller
+    of its key, in any thread: callers hold its Runner.lock over their whole run and reads."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -345,13 +346,14 @@ def generate_mipmaps(image: Array, executor: str = "cpu", device: int = 0) -> li
     """
     batch, h, w = _geometry(image)
     r = _pyramid_runner(w, h, executor, device)
-    if batch is None:
-        r.run(image)
-    else:
-        r.run_batch(image)
-    s = r.program.slot("image")
-    items = 1 if batch is None else batch
-    levels = [r.read("image", l, batch=items) for l in range(s.levels)]
+    with r.lock:  # a cached runner, maybe another thread's too: the run and its reads as one unit
+        if batch is None:
+            r.run(image)
+        else:
+            r.run_batch(image)
+        s = r.program.slot("image")
+        items = 1 if batch is None else batch
+        levels = [r.read("image", l, batch=items) for l in range(s.levels)]
     return [l[0] for l in levels] if batch is None else levels
 
 
@@ -470,26 +472,27 @@ class TexturePyramid:
         for key, (make, idx) in groups.items():
             r = _cache.runner(key, make, self._executor, self.device)
             b = len(idx)
-            if self.batch is None:
-                if out.format is None:
-                    parts.append((idx, r.patches(self.image)[None]))
+            with r.lock:  # a cached runner, maybe another thread's too: run and reads as one unit
+                if self.batch is None:
+                    if out.format is None:
+                        parts.append((idx, r.patches(self.image)[None]))
+                    else:
+                        result = out.runner_tokens(r, self.image)
                 else:
-                    result = out.runner_tokens(r, self.image)
-            else:
-                images = self.image if b == self.batch else [self.image[i] for i in idx]
-                if out.format is None:
-                    parts.append((idx, r.patches_batch(images)))
-                else:
-                    if result is None:
-                        result, ptr, devno, item_bytes = out.new(r, items, _on_cuda(self.image))
-                    bound, b = r._batch_inputs(images, {})
-                    r._exec(bound, b, [], batched=True)
-                    for j, i, n in _consecutive(idx):
-                        out.read(r, b, j, n, ptr + i * item_bytes, devno)
-            if with_positions:
-                g = r.geometry(None, b, exact=True)
-                for j, i in enumerate(idx):
-                    where[i] = positions_from_geometry(g[j], (self.width, self.height))
+                    images = self.image if b == self.batch else [self.image[i] for i in idx]
+                    if out.format is None:
+                        parts.append((idx, r.patches_batch(images)))
+                    else:
+                        if result is None:
+                            result, ptr, devno, item_bytes = out.new(r, items, _on_cuda(self.image))
+                        bound, b = r._batch_inputs(images, {})
+                        r._exec(bound, b, [], batched=True)
+                        for j, i, n in _consecutive(idx):
+                            out.read(r, b, j, n, ptr + i * item_bytes, devno)
+                if with_positions:
+                    g = r.geometry(None, b, exact=True)
+                    for j, i in enumerate(idx):
+                        where[i] = positions_from_geometry(g[j], (self.width, self.height))
         if out.format is None:
             p = _stack_items(parts, items)
             result = _uint8_tokens(p[0] if self.batch is None else p, out, self.image)

@@ -23,6 +23,7 @@ NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from . import _capi
@@ -46,9 +47,9 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
                  alpha: bool = False) -> _capi.TokenFormat:
     """The library's pxvm_token_format for these arguments (checked here for names, by the library
     for values: a UsageError naming what is wrong)."""
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:  # a list is no name (nor hashable)
         raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise UsageError("usage: tokens: layout %r is none of %s" % (layout, ", ".join(LAYOUTS)))
     if not isinstance(alpha, bool):
         raise UsageError("usage: tokens: alpha is True or False, not %r" % (alpha,))
@@ -227,6 +228,16 @@ def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixa
     return result, devno
 
 
+def _locked(function):
+    """function(runner, ...) under runner.lock (see Runner: one thread at a time per runner)."""
+    @functools.wraps(function)
+    def locked(runner, *args, **kwargs):
+        with runner.lock:
+            return function(runner, *args, **kwargs)
+    return locked
+
+
+@_locked
 def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
            alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
            fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
@@ -269,6 +280,7 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
     return result
 
 
+@_locked
 def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None, dtype: str = "float32",
                  normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
                  slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
@@ -295,8 +307,9 @@ class Positions:
     step        (N, 2) float64: (du, dv), texels per patch texel (the patch covers
                 patch_w * du x patch_h * dv texels); 0 for GATHER
     level       (N,) float64: the LOD used (Q8.8 / 256)
-    normalized  (N, 2) float64: centre / (W, H) of the program's first input slot, in [0, 1]
-                for a centre inside the image (NaN without an input slot)
+    normalized  (N, 2) float64: centre / (W, H) of the program's first input slot (an any-size
+                input's bound size), in [0, 1] for a centre inside the image (NaN without an
+                input slot)
     grid        (N, 2) int64 (row, col), or None: when the tokens lie on a lattice (the ranks of
                 their centre y and x among the distinct ones form cells 0..N-1 of the grid in
                 row-major order, each once: a full grid or a row-major prefix)
@@ -351,9 +364,10 @@ def positions_from_geometry(g: numpy.ndarray, ref_wh: tuple[int, int] | None, t:
                      written=written)
 
 
+@_locked
 def positions(runner, slot: str | int | None = None, t: int = 0) -> Positions:
     """The positions of the last run's tokens of the (first) atlas output (see Positions)."""
     s = runner._atlas(slot)
     g = runner.geometry(s.index, 1, exact=True)[0]
     ins = runner.program.inputs
-    return positions_from_geometry(g, (ins[0].w, ins[0].h) if ins else None, t)
+    return positions_from_geometry(g, runner.slot_size(ins[0].index) if ins else None, t)

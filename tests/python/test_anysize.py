@@ -64,3 +64,60 @@ def test_size_outside_the_bounds_is_unlinkable():
     runner = pxvm.Runner(prog, executor=EXECUTOR)
     with pytest.raises(pxvm.Unlinkable, match="it takes 16x16 .. 16384x16384"):
         runner.run(np.zeros((10, 40, 3), dtype=np.uint8))
+
+
+def _relative_any():
+    """A fixation-relative logpolar plan whose input takes any size (reference 451x300)."""
+    import json
+    plan = {"image": [451, 300], "fixation": "relative", "budget": 273, "scheme": "logpolar", "levels": 5,
+            "size": "any"}
+    return pxvm.Program.from_plan(json.dumps(plan))
+
+
+def test_fixations_are_taken_at_the_bound_size():
+    """Normalized fixations as NumPy, as a torch host tensor (and a CUDA one on the cuda executor)
+    and as texels of the image bound now give one run, at the image's size, after a run at the
+    reference size: (0.5, 0.5) of a 1000x1000 image centres near (500, 500), and (800, 800) texels
+    are in range there (they were converted or checked at 451x300)."""
+    r = pxvm.Runner(_relative_any(), executor=EXECUTOR)
+    rng = np.random.default_rng(5)
+    small = rng.integers(0, 256, (300, 451, 4), dtype=np.uint8)
+    big = rng.integers(0, 256, (1000, 1000, 4), dtype=np.uint8)
+
+    def after_small(**fix):
+        r.run(small, fixation=(0.5, 0.5))
+        return r.patches(big, **fix), r.geometry(exact=True)[0]
+    want, g = after_small(fixation=(0.5, 0.5))
+    assert abs(float(g[0, 0]) / 65536 - 500) < 5 and abs(float(g[0, 1]) / 65536 - 500) < 5, g[0]
+    fixations = [dict(fixation=(500, 500), fixation_units="texels")]
+    try:
+        import torch
+        fixations.append(dict(fixation=torch.tensor([0.5, 0.5], dtype=torch.float64)))
+        fixations.append(dict(fixation=torch.tensor([500.0, 500.0]), fixation_units="texels"))
+        if EXECUTOR == "cuda":
+            fixations.append(dict(fixation=torch.tensor([0.5, 0.5], dtype=torch.float64, device="cuda")))
+    except ImportError:
+        pass
+    for fix in fixations:
+        p, gg = after_small(**fix)
+        assert np.array_equal(gg, g) and np.array_equal(p, want), fix
+    after_small(fixation=(800, 800), fixation_units="texels")  # in [0, 1000]: accepted
+    assert r.geometry(exact=True)[0][0, 0] > 451 * 65536
+    with pytest.raises(pxvm.UsageError, match="1000x1000"):
+        after_small(fixation=(1001, 10), fixation_units="texels")
+    r.patches(big, fixation=(900, 900), fixation_units="texels")  # no new bind: the bound 1000x1000
+    with pytest.raises(pxvm.UsageError, match="is not in \\[0, 1000\\].*1000x1000"):
+        r.run(fixation=(1000.5, 1), fixation_units="texels", image=big)
+
+
+def test_positions_and_read_use_the_bound_size():
+    """Runner.positions().normalized divides by the bound image's size and Runner.read of the
+    any-size input reads it at that size (both used the 451x300 reference size)."""
+    r = pxvm.Runner(PROGRAM, executor=EXECUTOR)
+    big = np.random.default_rng(6).integers(0, 256, (1000, 1000, 4), dtype=np.uint8)
+    r.patches(big)
+    assert r.slot_size("image") == (1000, 1000)
+    p = r.positions()
+    assert np.nanmax(p.normalized) <= 1.0 and np.allclose(p.normalized, p.centre / 1000.0, equal_nan=True)
+    assert np.array_equal(r.read("image")[0], big)
+    assert r.read("image", level=1).shape == (1, 500, 500, 4)

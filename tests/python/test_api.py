@@ -287,3 +287,24 @@ def test_readme_quick_start_runs(monkeypatch):
     env = {}
     exec(block, env)
     assert env["patches"].shape == (273, 16, 16, 4)
+
+
+def test_bad_shapes_and_unhashable_names_are_usage_errors():
+    """Wrong image shapes, a list for a name, an empty ragged batch: UsageError (a ValueError), never a
+    bare ValueError or an unhashable-type TypeError; a wrong dtype stays the documented TypeError."""
+    r = pxvm.Runner(os.path.join(ROOT, "programs", "foveate273.pxi"), executor="cpu")
+    image = np.zeros((300, 451, 3), np.uint8)
+    for shape in [(300, 451, 2), (300, 451, 4, 1)]:
+        with pytest.raises(pxvm.UsageError, match="images are"):
+            r.tokens(np.zeros(shape, np.uint8))
+    with pytest.raises(pxvm.UsageError, match="layout"):
+        r.tokens(image, layout=["nchw"])
+    with pytest.raises(pxvm.UsageError, match="dtype"):
+        r.tokens(image, dtype=["float32"])
+    with pytest.raises(pxvm.UsageError, match="images are"):
+        pxvm.pyramid(np.zeros((4, 4, 4, 1), np.uint8))
+    with pytest.raises(pxvm.UsageError, match="at least one image"):
+        uniform = pxvm.Runner(pxvm.Program.from_plan(open(os.path.join(ROOT, "programs", "uniform.json")).read()))
+        uniform.patches_batch([], policy="dynamic")
+    with pytest.raises(TypeError, match="uint8"):
+        r.tokens(np.zeros((300, 451, 3), np.float32))

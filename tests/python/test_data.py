@@ -162,6 +162,27 @@ def test_load_shard_of_a_fixed_count_shard(tmp_path):
         pxvm.load_shard(tmp_path / "f" / "shard-00000.npy")
 
 
+def test_load_shard_missing_or_broken_files_are_package_errors(shards, tmp_path):
+    """A missing index file or marker is PxIOError and a truncated .npy Malformed, each naming the file
+    (not numpy's FileNotFoundError / ValueError)."""
+    _, out = shards
+    d = tmp_path / "copy"
+    shutil.copytree(out, d)
+    pxvm.load_shard(d / "shard-00000.npy")
+    os.remove(d / "shard-00000.offsets.npy")
+    with pytest.raises(pxvm.PxIOError, match="cannot read '.*shard-00000.offsets.npy'"):
+        pxvm.load_shard(d / "shard-00000.npy")
+    data = (d / "shard-00001.grid.npy").read_bytes()
+    (d / "shard-00001.grid.npy").write_bytes(data[:len(data) // 2])
+    with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.grid.npy' is no .npy array"):
+        pxvm.load_shard(d / "shard-00001.npy")
+    (d / "shard-00001.npy").write_bytes(b"\x93NUMPY")
+    with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.npy' is no .npy array"):
+        pxvm.load_shard(d / "shard-00001.npy", mmap=False)
+    with pytest.raises(pxvm.PxIOError, match="cannot read '.*nowhere/shard-00000.json'"):
+        pxvm.load_shard(tmp_path / "nowhere" / "shard-00000.npy")
+
+
 def test_torch_datasets(shards):
     torch = pytest.importorskip("torch", reason="python3-torch is not installed: the PyTorch datasets are not tested")
     photos, out = shards

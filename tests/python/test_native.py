@@ -403,3 +403,37 @@ def test_100k_calls_leak_nothing():
     assert grown < 64 * 1024, grown
     assert grown_rss < 8 * 1024, grown_rss
     assert hits(r) >= 100000 + 198 and same(out, want)
+
+
+def test_one_runner_shared_by_threads_gives_each_its_own_result(foveate):
+    """Threads sharing one Runner (the fast path's prepared calls, the ctypes path, tokens and
+    geometry under Runner.lock) take turns on its one C handle: every result is its own image's.
+    Without the lock a thread finding a prepared call busy entered the same handle on the ctypes path."""
+    import threading
+    images = random_images(np.random.default_rng(11), 4, 300, 451)
+    r = pxvm.Runner(foveate, executor=EXECUTOR)
+    want = [(r.patches(im).copy(), r.tokens(im, dtype="float32").copy()) for im in images]
+    want_geometry = r.geometry()  # foveate273 samples at fixed places: one geometry for every image
+    wrong, errors = [], []
+
+    def work(k):
+        for it in range(30):
+            i = (k + it) % 4
+            try:
+                p = r.patches(images[i])
+                t = r.tokens(images[i], dtype="float32")
+                if not (np.array_equal(p, want[i][0]) and np.array_equal(t, want[i][1])):
+                    wrong.append((k, it))
+                with r.lock:  # a run and the geometry of that run as one unit
+                    r.patches(images[i])
+                    g = r.geometry()
+                if not np.array_equal(g, want_geometry):
+                    wrong.append((k, it, "geometry"))
+            except Exception as e:  # noqa: BLE001 - every failure is the test's
+                errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and not wrong, (errors[:3], wrong[:3])

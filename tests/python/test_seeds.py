@@ -508,3 +508,35 @@ def test_help_is_readable_and_the_docstring_examples_run():
     finally:
         os.chdir(here)
     assert res.failed == 0 and res.attempted >= 30, res
+
+
+def test_threads_sharing_a_cached_runner_take_turns():
+    """Four threads sampling images of one size share the cache's one runner per plan (one C handle):
+    each call holds Runner.lock over its run and reads, so every result is its image's (no crash, no
+    mixed items, no 'running in another thread' refusal)."""
+    import threading
+    rng = np.random.default_rng(3)
+    images = [rng.integers(0, 256, (120, 160, 3), dtype=np.uint8) for _ in range(4)]
+    kw = dict(num_patches=64, patch=8, normalize="none", with_positions=True)
+
+    def sample(i, dtype):
+        tokens, pos = pxvm.TexturePyramid(images[i], executor=EXECUTOR).sample_foveated((0.5, 0.5), dtype=dtype, **kw)
+        return host(tokens).copy(), pos.centre.copy()
+    want = {(i, d): sample(i, d) for i in range(4) for d in ("uint8", "float32")}
+    wrong, errors = [], []
+
+    def work(k):
+        for it in range(40):
+            i, d = (k + it) % 4, ("uint8", "float32")[it % 2]
+            try:
+                got = sample(i, d)
+                if not (np.array_equal(got[0], want[i, d][0]) and np.array_equal(got[1], want[i, d][1])):
+                    wrong.append((k, it))
+            except Exception as e:  # noqa: BLE001 - every failure is the test's
+                errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and not wrong, (errors[:3], wrong[:3])

@@ -410,6 +410,13 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
     px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
     if (!rects)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    /* levels >= 1 that a PYRAMID writes while the run's reset leaves them (so it rebuilds them
+     * whole before anything reads them: vm/launch_plan.c) are never seen by the run: not cleared
+     * (as on the CPU executor; a read before the run clears them, with d_wipe) */
+    uint8_t pyramid[PXVM_MAX_SLOTS + 1] = {0};
+    for (uint32_t j = 0; j < prog->ninsns; j++)
+        if (prog->insns[j].op == PX_OP_PYRAMID)
+            pyramid[PX_ARG(&prog->insns[j], PYRAMID, slot)] = 1;
     int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
     ex->nclear = ex->max_clear_px = 0;
     for (int i = 0; i < all; i++) {
@@ -420,7 +427,7 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
         int image = s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA; /* level 0: the image's */
         if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0))
             px__add_clear(ex, rects, i, 0, 1);
-        if (!(prog->reset[k] & PXVM_RESET_UPPER))
+        if (!(prog->reset[k] & PXVM_RESET_UPPER) && !pyramid[k])
             px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
     }
     *n = ex->nclear, *max_px = ex->max_clear_px;

@@ -21,6 +21,7 @@ void px_cpu_plan_unload(pxvm_executor *ex)
     for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
         free(ex->mask_counts[k]);
     PX__DROP(ex->level_flags);
+    PX__DROP(ex->upper_rebuilt);
     PX__DROP(ex->mask_counts);
     PX__DROP(ex->step_masks);
     PX__DROP(ex->step_mask_at);
@@ -82,6 +83,13 @@ int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
         flags = f > flags ? f : flags;
     }
     ex->level_flags = malloc(flags);
+    ex->upper_rebuilt = calloc((size_t)prog->nslots, 1);
+    for (uint32_t i = 0; ex->upper_rebuilt && i < prog->ninsns; i++)
+        if (prog->insns[i].op == PX_OP_PYRAMID)
+            ex->upper_rebuilt[PX_ARG(&prog->insns[i], PYRAMID, slot)] = 1;
+    for (int k = 0; ex->upper_rebuilt && k < prog->nslots; k++)
+        ex->upper_rebuilt[k] = (uint8_t)(ex->upper_rebuilt[k] && !(prog->reset[k] & PXVM_RESET_UPPER) &&
+                                         !(prog->slots[k].flags & PXI_SLOT_PERSIST)); /* persistent: reset 0 */
     /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
      * found again every frame, and their counts' storage */
     int counts_ok = 1;
@@ -120,7 +128,7 @@ int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
     ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
     ex->box_all = malloc(sizeof(px_tilebox) * ((size_t)batch * prog->ninsns + 1u));
     ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
-    if (!ex->level_flags || !ex->mask_counts || !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at ||
+    if (!ex->level_flags || !ex->upper_rebuilt || !ex->mask_counts || !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at ||
         !ex->spans_all || !ex->box_all || !ex->geom_known)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     return px_cpu_resize_load(ex, err);

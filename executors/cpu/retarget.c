@@ -31,6 +31,7 @@ static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
         ex->f = t_;                                                                                                    \
     } while (0)
     PX__SWAP(level_flags);
+    PX__SWAP(upper_rebuilt);
     PX__SWAP(mask_counts);
     PX__SWAP(step_masks);
     PX__SWAP(step_mask_at);
@@ -174,8 +175,9 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
             free(ex->all_store[i]);
             ex->all_store[i] = grown[i];
             ex->store_cap[i] = s->bytes;
-        } else if (s->levels > 1) { /* levels >= 1 start zeroed (the old level 0 lay there) */
-            memset(ex->all_store[i] + s->level_offset[1], 0, (size_t)(s->bytes - s->level_offset[1]));
+        } else if (s->levels > 1) { /* levels >= 1 start zeroed (the old level 0 lay there): left
+                                      * pending, and a run that rebuilds them first skips it */
+            ex->wipe_pending[i] |= PXVM_RESET_UPPER;
         }
         px_cpu_src *v = &ex->all_view[i];
         memset(v, 0, sizeof *v);
@@ -202,7 +204,7 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     }
     /* an incremental fetch whose operands changed has no last output to build on: every item
      * samples it whole next time, as after a load */
-    for (uint32_t i = 0; i < next->ninsns; i++) {
+    for (uint32_t i = 0; next->insn_box && i < next->ninsns; i++) { /* none without (vm.h) */
         const pxi_insn *in = &next->insns[i];
         int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
         if (fetch && pxvm_fetch_mask(in) && px__operands_differ(&old->insns[i], in)) {

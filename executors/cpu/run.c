@@ -93,7 +93,10 @@ static int px__cpu_reset(pxvm_executor *ex, int item, pxvm_error *err)
             return pxvm_fail(err, PXE_UNBOUND_INPUT, -1, -1, k, pxvm_slot_label(prog, k, lb),
                              pxvm_slot_label(prog, k, lb));
         uint8_t *pending = ex->wipe_pending ? &ex->wipe_pending[(size_t)item * (size_t)ex->nslots + (size_t)k] : NULL;
-        px_cpu_restore(ex, k, ex->store[k], prog->reset[k] | (pending ? *pending : 0u));
+        unsigned parts = prog->reset[k] | (pending ? *pending : 0u);
+        if (ex->upper_rebuilt[k]) /* rebuilt before anything reads them (a retarget's pending zeroing) */
+            parts &= ~PXVM_RESET_UPPER;
+        px_cpu_restore(ex, k, ex->store[k], parts);
         if (pending)
             *pending = 0;
     }

@@ -75,8 +75,11 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
 struct px_rt_config { /* what runs launch with for one set of textures, tables and operands */
     px_rt_config *next;
     uint64_t hash, stamp;
-    uint64_t *key; /* key_n words: memcmp'd on a hash match */
+    uint64_t *key; /* key_n words (key_cap allocated): memcmp'd on a hash match */
     size_t key_n;
+    uint64_t prog_serial; /* the program it was made for (0: none): a program of that serial has
+                           * this key (same sizes and operands, so the same cached textures and
+                           * tables, which live as long as a configuration that names them) */
     px_gpu_slot *d_slots; /* the device's slot table with these textures: a switch back to this
                            * configuration points ex->d_slots here and uploads nothing */
     px_gpu_fetch *d_fetch;
@@ -241,35 +244,30 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     return 0;
 }
 
-/* The textures of input slot k in use (table entries item * nslots + k) into a cache entry. */
-static px_rt_tex *px__tex_take_in_use(pxvm_executor *ex, int k)
+/* Exchanges a cache entry's textures (of its slot) with those in use in the table entries
+ * item * nslots + slot: the entry then holds the ones in use, at the loaded program's size, under
+ * their serial. In place, so that a switch to a cached size allocates and frees no entry. */
+static void px__tex_swap_in_use(pxvm_executor *ex, px_rt_tex *t)
 {
-    int n = ex->nslots, batch = ex->batch;
-    px_rt_tex *t = px__tex_shell(batch);
-    if (!t)
-        return NULL;
-    const pxvm_slot *s = &ex->prog->slots[k];
-    t->slot = k, t->w = s->w, t->h = s->h, t->levels = s->levels, t->mapped = 1;
-    t->bytes = s->bytes * (uint64_t)batch;
-    for (int b = 0; b < batch; b++) {
-        size_t i = (size_t)b * (size_t)n + (size_t)k;
-        t->gl_tex[b] = ex->gl_tex[i], t->res[b] = ex->res[i], t->g[b] = ex->slots[i];
-        memcpy(t->arrays + (size_t)b * PXVM_MAX_LEVELS, ex->arrays + i * PXVM_MAX_LEVELS, sizeof(cudaArray_t) * PXVM_MAX_LEVELS);
-    }
-    return t;
-}
-
-/* A cache entry's textures into the table entries of its slot (the entry's shell is freed). */
-static void px__tex_put_in_use(pxvm_executor *ex, px_rt_tex *t)
-{
-    int n = ex->nslots;
+    int n = ex->nslots, k = t->slot;
     for (int b = 0; b < ex->batch; b++) {
-        size_t i = (size_t)b * (size_t)n + (size_t)t->slot;
+        size_t i = (size_t)b * (size_t)n + (size_t)k;
+        GLuint gl = ex->gl_tex[i];
+        cudaGraphicsResource_t res = ex->res[i];
+        px_gpu_slot g = ex->slots[i];
+        cudaArray_t arr[PXVM_MAX_LEVELS];
+        memcpy(arr, ex->arrays + i * PXVM_MAX_LEVELS, sizeof arr);
         ex->gl_tex[i] = t->gl_tex[b], ex->res[i] = t->res[b], ex->slots[i] = t->g[b];
-        memcpy(ex->arrays + i * PXVM_MAX_LEVELS, t->arrays + (size_t)b * PXVM_MAX_LEVELS, sizeof(cudaArray_t) * PXVM_MAX_LEVELS);
+        memcpy(ex->arrays + i * PXVM_MAX_LEVELS, t->arrays + (size_t)b * PXVM_MAX_LEVELS, sizeof arr);
+        t->gl_tex[b] = gl, t->res[b] = res, t->g[b] = g;
+        memcpy(t->arrays + (size_t)b * PXVM_MAX_LEVELS, arr, sizeof arr);
     }
-    ex->rt->tex_serial[t->slot] = t->serial;
-    free(t->gl_tex), free(t->res), free(t->g), free(t->arrays), free(t);
+    const pxvm_slot *s = &ex->prog->slots[k];
+    uint64_t serial = t->serial;
+    t->serial = ex->rt->tex_serial[k];
+    ex->rt->tex_serial[k] = serial;
+    t->w = s->w, t->h = s->h, t->levels = s->levels, t->mapped = 1;
+    t->bytes = s->bytes * (uint64_t)ex->batch;
 }
 
 static void px__config_drop_graphs(px_rt_config *c)
@@ -412,6 +410,13 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
     px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
     if (!rects)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    /* levels >= 1 that a PYRAMID writes while the run's reset leaves them (so it rebuilds them
+     * whole before anything reads them: vm/launch_plan.c) are never seen by the run: not cleared
+     * (as on the CPU executor; a read before the run clears them, with d_wipe) */
+    uint8_t pyramid[PXVM_MAX_SLOTS + 1] = {0};
+    for (uint32_t j = 0; j < prog->ninsns; j++)
+        if (prog->insns[j].op == PX_OP_PYRAMID)
+            pyramid[PX_ARG(&prog->insns[j], PYRAMID, slot)] = 1;
     int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
     ex->nclear = ex->max_clear_px = 0;
     for (int i = 0; i < all; i++) {
@@ -422,7 +427,7 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
         int image = s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA; /* level 0: the image's */
         if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0))
             px__add_clear(ex, rects, i, 0, 1);
-        if (!(prog->reset[k] & PXVM_RESET_UPPER))
+        if (!(prog->reset[k] & PXVM_RESET_UPPER) && !pyramid[k])
             px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
     }
     *n = ex->nclear, *max_px = ex->max_clear_px;
@@ -672,17 +677,11 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             }
             take->serial = ++rt->serial;
         }
-        px_rt_tex *used = px__tex_take_in_use(ex, k);
-        if (!used) {
-            px__tex_free(take, batch, ex->stream);
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-        }
-        used->serial = rt->tex_serial[k];
-        used->stamp = ++rt->clock;
-        used->next = rt->tex;
-        rt->tex = used;
-        rt->cached_bytes += used->bytes;
-        px__tex_put_in_use(ex, take);
+        px__tex_swap_in_use(ex, take); /* take now holds the textures that were in use */
+        take->stamp = ++rt->clock;
+        take->next = rt->tex;
+        rt->tex = take;
+        rt->cached_bytes += take->bytes;
         for (int b = 0; b < batch; b++)
             ex->bound[(size_t)b * (size_t)n + (size_t)k] = 0;
         ex->frame_src[k] = NULL;
@@ -735,10 +734,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 rt->cached_bytes -= take->bytes;
                 break;
             }
-        px_rt_resize *used = (px_rt_resize *)calloc(1, sizeof *used);
+        /* a cached record is reused for the tables in use: a switch to cached tables allocates none */
+        px_rt_resize *used = take ? take : (px_rt_resize *)calloc(1, sizeof *used);
         if (!used)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *used);
         px_gpu_resize *r = take ? take->r : NULL;
+        uint64_t take_serial = take ? take->serial : 0;
         if (!take && px_gpu_resize_make(next, in, batch, &r, err) < 0) {
             px_gpu_resize_free(r);
             free(used);
@@ -755,18 +756,38 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         rt->resize = used;
         rt->cached_bytes += used->bytes;
         ex->resize[i] = r;
-        rt->resize_serial[i] = take ? take->serial : ++rt->serial;
-        free(take);
+        rt->resize_serial[i] = take ? take_serial : ++rt->serial;
     }
-    /* 4. the configuration in use goes into the cache; the next one comes out of it, or is made */
-    px_rt_config *cur = (px_rt_config *)calloc(1, sizeof *cur);
-    uint64_t *cur_key = (uint64_t *)malloc(sizeof(uint64_t) * (rt->key_n ? rt->key_n : 1));
-    if (!cur || !cur_key) {
-        free(cur), free(cur_key);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    /* 4. the configuration in use goes into the cache; the next one comes out of it, or is made.
+     * Found by the program's serial first (O(configurations), no key made or compared) and then
+     * its record is reused for the one in use (nothing allocated); else by the key (serial 0, or
+     * a program not switched to before) */
+    px_rt_config *found = NULL;
+    for (px_rt_config **p = &rt->configs; next->serial && *p; p = &(*p)->next)
+        if ((*p)->prog_serial == next->serial) {
+            found = *p;
+            *p = found->next;
+            rt->nconfigs--;
+            break;
+        }
+    px_rt_config *cur = found;
+    px_rt_config saved;
+    uint64_t *cur_key = NULL;
+    if (found) {
+        saved = *found;
+        cur_key = rt->key; /* the record takes the key in use; rt->key becomes the found one */
+    } else {
+        cur = (px_rt_config *)calloc(1, sizeof *cur);
+        cur_key = (uint64_t *)malloc(sizeof(uint64_t) * (rt->key_cap ? rt->key_cap : 1));
+        if (!cur || !cur_key) {
+            free(cur), free(cur_key);
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+        }
+        memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     }
-    memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
+    memset(cur, 0, sizeof *cur);
     cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
+    cur->prog_serial = old->serial;
     cur->d_slots = ex->d_slots, cur->d_fetch = ex->d_fetch, cur->step_blocks = ex->step_blocks;
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
     cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
@@ -783,20 +804,24 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     rt->configs = cur;
     rt->nconfigs++;
     ex->prog = next;
-    uint64_t *key = NULL, hash;
-    size_t key_n;
-    if (px__key(ex, next, &key, &key_n, &hash, err) < 0)
-        return -1;
-    rt->next_key = rt->key; /* the key in use is rt->key */
-    rt->key = key, rt->key_n = key_n, rt->key_hash = hash;
-    px_rt_config *found = NULL;
-    for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
-        if ((*p)->hash == hash && (*p)->key_n == key_n && !memcmp((*p)->key, key, sizeof(uint64_t) * key_n)) {
-            found = *p;
-            *p = found->next;
-            rt->nconfigs--;
-            break;
-        }
+    if (found) { /* its key is what px__key would make now */
+        found = &saved;
+        rt->key = saved.key, rt->key_n = saved.key_n, rt->key_hash = saved.hash;
+    } else {
+        uint64_t *key = NULL, hash;
+        size_t key_n;
+        if (px__key(ex, next, &key, &key_n, &hash, err) < 0)
+            return -1;
+        rt->next_key = rt->key; /* the key in use is rt->key */
+        rt->key = key, rt->key_n = key_n, rt->key_hash = hash;
+        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
+            if ((*p)->hash == hash && (*p)->key_n == key_n && !memcmp((*p)->key, key, sizeof(uint64_t) * key_n)) {
+                found = *p;
+                *p = found->next;
+                rt->nconfigs--;
+                break;
+            }
+    }
     if (found) {
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
@@ -806,8 +831,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
             ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
         }
-        free(found->key);
-        free(found);
+        if (found != &saved) { /* found by its key: its record and key go */
+            free(found->key);
+            free(found);
+        }
     } else {
         if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||

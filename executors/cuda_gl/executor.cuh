@@ -147,6 +147,10 @@ void px__gl_close(pxvm_executor *ex);
  * table entry i (item * nslots + slot), added to rects (ex->nclear, ex->max_clear_px count them);
  * the clear kernel over n records on the stream. */
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
+/* a slot's texture for one item, and the kernels' per-level views of it (resources.cu; load and
+ * retarget both make slot storage with these) */
+int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s, int slot, int item, pxvm_error *err);
+int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, pxvm_error *err);
 void px__gl_unload(pxvm_executor *ex);
 /* The guard of every op but load, close, set_stream and sync: -1 with an UNAVAILABLE error naming
  * `op` when no program is loaded (a failed load or retarget unloads: nothing is left to run). */

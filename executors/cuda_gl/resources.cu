@@ -300,6 +300,53 @@ int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int
     return 0;
 }
 
+/* One slot's storage for one item: a GL_RGBA8 texture `tex` with the slot's whole mip chain,
+ * registered with CUDA into *res (load and retarget make every slot texture this way). */
+int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s, int slot, int item, pxvm_error *err)
+{
+    glBindTexture(GL_TEXTURE_2D, tex);
+    glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
+    GLenum ge = glGetError();
+    glBindTexture(GL_TEXTURE_2D, 0);
+    if (ge != GL_NO_ERROR) {
+        char msg[192];
+        snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
+                 s->levels, s->w, s->h, slot, item, ge);
+        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+    }
+    PX__CK(cudaGraphicsGLRegisterImage(res, tex, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore));
+    return 0;
+}
+
+/* The kernels' view of a mapped slot texture: per level its CUDA array (arrays[l]), its size, a
+ * point-filtered texture object and a surface object. g->levels counts the levels made so far, so
+ * that what a failure leaves is destroyed with the rest. */
+int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, pxvm_error *err)
+{
+    cudaMipmappedArray_t mip;
+    PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, res));
+    g->levels = 0;
+    for (int l = 0; l < s->levels; l++) {
+        PX__CK(cudaGetMipmappedArrayLevel(&arrays[l], mip, (unsigned)l));
+        g->w[l] = px_mip_dim(s->w, l);
+        g->h[l] = px_mip_dim(s->h, l);
+        cudaResourceDesc rd;
+        memset(&rd, 0, sizeof rd);
+        rd.resType = cudaResourceTypeArray;
+        rd.res.array.array = arrays[l];
+        cudaTextureDesc td;
+        memset(&td, 0, sizeof td);
+        td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+        td.filterMode = cudaFilterModePoint;
+        td.readMode = cudaReadModeElementType;
+        td.normalizedCoords = 0;
+        PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
+        PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
+        g->levels = l + 1;
+    }
+    return 0;
+}
+
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
@@ -382,49 +429,15 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
 
     /* storage: GL textures with full chains, registered once, mapped until close */
     glGenTextures(all, ex->gl_tex);
-    for (int i = 0; i < all; i++) {
-        const pxvm_slot *s = &prog->slots[i % n];
-        glBindTexture(GL_TEXTURE_2D, ex->gl_tex[i]);
-        glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
-        GLenum ge = glGetError();
-        if (ge != GL_NO_ERROR) {
-            char msg[192];
-            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
-                     s->levels, s->w, s->h, i % n, i / n, ge);
-            return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
-        }
-        PX__CK(cudaGraphicsGLRegisterImage(&ex->res[i], ex->gl_tex[i], GL_TEXTURE_2D,
-                                           cudaGraphicsRegisterFlagsSurfaceLoadStore));
-    }
-    glBindTexture(GL_TEXTURE_2D, 0);
+    for (int i = 0; i < all; i++)
+        if (px__slot_texture(ex->gl_tex[i], &ex->res[i], &prog->slots[i % n], i % n, i / n, err) < 0)
+            return -1;
     PX__CK(cudaGraphicsMapResources(all, ex->res, ex->stream));
     ex->mapped = 1;
-    for (int i = 0; i < all; i++) {
-        const pxvm_slot *s = &prog->slots[i % n];
-        px_gpu_slot *g = &ex->slots[i];
-        cudaMipmappedArray_t mip;
-        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, ex->res[i]));
-        g->levels = s->levels;
-        for (int l = 0; l < s->levels; l++) {
-            cudaArray_t arr;
-            PX__CK(cudaGetMipmappedArrayLevel(&arr, mip, (unsigned)l));
-            ex->arrays[(size_t)i * PXVM_MAX_LEVELS + (size_t)l] = arr;
-            g->w[l] = px_mip_dim(s->w, l);
-            g->h[l] = px_mip_dim(s->h, l);
-            cudaResourceDesc rd;
-            memset(&rd, 0, sizeof rd);
-            rd.resType = cudaResourceTypeArray;
-            rd.res.array.array = arr;
-            cudaTextureDesc td;
-            memset(&td, 0, sizeof td);
-            td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
-            td.filterMode = cudaFilterModePoint;
-            td.readMode = cudaReadModeElementType;
-            td.normalizedCoords = 0;
-            PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
-            PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
-        }
-    }
+    for (int i = 0; i < all; i++)
+        if (px__slot_views(ex->res[i], &prog->slots[i % n], &ex->slots[i], &ex->arrays[(size_t)i * PXVM_MAX_LEVELS],
+                           err) < 0)
+            return -1;
     for (int k = 0; k < n; k++) {
         const pxvm_slot *s = &prog->slots[k];
         size_t bytes = (size_t)s->w * (size_t)s->h * 4u * (size_t)batch;

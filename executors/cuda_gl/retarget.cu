@@ -185,47 +185,16 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     t->slot = slot, t->w = s->w, t->h = s->h, t->levels = s->levels;
     t->bytes = s->bytes * (uint64_t)batch;
     glGenTextures(batch, t->gl_tex);
-    for (int b = 0; b < batch; b++) {
-        glBindTexture(GL_TEXTURE_2D, t->gl_tex[b]);
-        glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
-        GLenum ge = glGetError();
-        if (ge != GL_NO_ERROR) {
-            glBindTexture(GL_TEXTURE_2D, 0);
-            char msg[192];
-            snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
-                     s->levels, s->w, s->h, slot, b, ge);
-            return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
-        }
-        PX__CK(cudaGraphicsGLRegisterImage(&t->res[b], t->gl_tex[b], GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore));
-    }
-    glBindTexture(GL_TEXTURE_2D, 0);
+    for (int b = 0; b < batch; b++)
+        if (px__slot_texture(t->gl_tex[b], &t->res[b], s, slot, b, err) < 0)
+            return -1;
     PX__CK(cudaGraphicsMapResources(batch, t->res, ex->stream));
     t->mapped = 1;
     px_gpu_rect rects[PXVM_MAX_LEVELS];
     for (int b = 0; b < batch; b++) {
         px_gpu_slot *g = &t->g[b];
-        cudaMipmappedArray_t mip;
-        PX__CK(cudaGraphicsResourceGetMappedMipmappedArray(&mip, t->res[b]));
-        for (int l = 0; l < s->levels; l++) {
-            cudaArray_t arr;
-            PX__CK(cudaGetMipmappedArrayLevel(&arr, mip, (unsigned)l));
-            t->arrays[(size_t)b * PXVM_MAX_LEVELS + (size_t)l] = arr;
-            g->w[l] = px_mip_dim(s->w, l);
-            g->h[l] = px_mip_dim(s->h, l);
-            cudaResourceDesc rd;
-            memset(&rd, 0, sizeof rd);
-            rd.resType = cudaResourceTypeArray;
-            rd.res.array.array = arr;
-            cudaTextureDesc td;
-            memset(&td, 0, sizeof td);
-            td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
-            td.filterMode = cudaFilterModePoint;
-            td.readMode = cudaReadModeElementType;
-            td.normalizedCoords = 0;
-            PX__CK(cudaCreateTextureObject(&g->tex[l], &rd, &td, NULL));
-            PX__CK(cudaCreateSurfaceObject(&g->surf[l], &rd));
-            g->levels = l + 1;
-        }
+        if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], err) < 0)
+            return -1;
         /* zeroed as load zeroes every level; the records live until the clear has run */
         int max_px = 0;
         for (int l = 0; l < s->levels; l++) {

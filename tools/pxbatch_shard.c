@@ -322,6 +322,31 @@ static void px__fail_image(px_batch_shard *s, int i, const pxvm_error *err)
     pxvm_image_free(&s->img[i]);
 }
 
+/* The images of shard `s` of the size of image `first` (it and the later ones of that size), as one
+ * batch: the program for that size (px__sized), loaded, every such image bound in order, run.
+ * Returns the program (its outputs are then read item by item, in the same order), or NULL with
+ * *err set. *loaded: the program the executor holds (the last one this shard loaded). */
+static const pxvm_program *px__run_size_group(px_batch_worker_state *w, px_batch_shard *s, int input, int first,
+                                              const pxvm_program **loaded, pxvm_error *err)
+{
+    int gw = s->img[first].w, gh = s->img[first].h, n = 0;
+    for (int k = first; k < s->count; k++)
+        n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
+    const pxvm_program *prog = px__sized(w, s->job, s->prog, input, gw, gh, *loaded ? *loaded : w->loaded_sized, err);
+    if (!prog || w->ops->load(w->ex, prog, n, err) < 0)
+        return NULL;
+    *loaded = prog;
+    int item = 0;
+    for (int k = first; k < s->count; k++)
+        if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
+            pxvm_view v = pxvm_image_view(&s->img[k]);
+            if (w->ops->bind(w->ex, input, item++, &v, err) < 0)
+                return NULL;
+        }
+    pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    return w->ops->run(w->ex, &ro, err) < 0 ? NULL : prog;
+}
+
 /* A dynamic shard: the images grouped by size, each group one load and one run of its size's
  * program, the tokens packed in row order; 0, or the pxvm class of a failure. */
 static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, uint8_t **tokens,
@@ -357,27 +382,14 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int inpu
     for (int i = 0; !rc && i < s->count; i++) {
         if (!s->img[i].px || done[i])
             continue;
-        int gw = s->img[i].w, gh = s->img[i].h, n = 0;
-        for (int k = i; k < s->count; k++)
-            n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
-        const pxvm_program *prog = px__sized(w, s->job, s->prog, input, gw, gh, loaded ? loaded : w->loaded_sized, err);
-        if (!prog || w->ops->load(w->ex, prog, n, err) < 0) {
+        int gw = s->img[i].w, gh = s->img[i].h;
+        const pxvm_program *prog = px__run_size_group(w, s, input, i, &loaded, err);
+        if (!prog) {
             rc = err->cls;
             break;
         }
-        loaded = prog;
-        int item = 0;
-        for (int k = i; !rc && k < s->count; k++)
-            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
-                pxvm_view v = pxvm_image_view(&s->img[k]);
-                if (w->ops->bind(w->ex, input, item++, &v, err) < 0)
-                    rc = err->cls;
-            }
-        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
-        if (!rc && w->ops->run(w->ex, &ro, err) < 0)
-            rc = err->cls;
         const pxvm_slot *o = &prog->slots[out_slot];
-        item = 0;
+        int item = 0;
         for (int k = i; !rc && k < s->count; k++)
             if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
                 int64_t r = row_of[k];
@@ -547,15 +559,12 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
     for (int i = 0; !rc && i < s->count; i++) {
         if (!s->img[i].px || done[i])
             continue;
-        int gw = s->img[i].w, gh = s->img[i].h, n = 0;
-        for (int k = i; k < s->count; k++)
-            n += s->img[k].px && s->img[k].w == gw && s->img[k].h == gh;
-        const pxvm_program *prog = px__sized(w, s->job, s->prog, input, gw, gh, loaded ? loaded : w->loaded_sized, err);
-        if (!prog || w->ops->load(w->ex, prog, n, err) < 0) {
+        int gw = s->img[i].w, gh = s->img[i].h;
+        const pxvm_program *prog = px__run_size_group(w, s, input, i, &loaded, err);
+        if (!prog) {
             rc = err->cls;
             break;
         }
-        loaded = prog;
         const pxvm_slot *ro_slot = &prog->slots[out_slot];
         if (ro_slot->w != o->w || ro_slot->h != o->h || ro_slot->patch_count != o->patch_count ||
             ro_slot->patch_w != o->patch_w || ro_slot->patch_h != o->patch_h) {
@@ -564,16 +573,6 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
             break;
         }
         int item = 0;
-        for (int k = i; !rc && k < s->count; k++)
-            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
-                pxvm_view v = pxvm_image_view(&s->img[k]);
-                if (w->ops->bind(w->ex, input, item++, &v, err) < 0)
-                    rc = err->cls;
-            }
-        pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
-        if (!rc && w->ops->run(w->ex, &ro, err) < 0)
-            rc = err->cls;
-        item = 0;
         for (int k = i; !rc && k < s->count; k++)
             if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
                 pxvm_view v = o->patch_count ? pxvm_view_host(buf + (size_t)row_of[k] * per, o->patch_w,

@@ -172,8 +172,14 @@ typedef struct pxi_op_info {
     const char *reserved_for; /* family name for a reserved value, else NULL */
 } pxi_op_info;
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA executor reads the table too */
+#endif
 const pxi_op_info *pxi_op(unsigned value); /* always non-NULL for value < 256 */
 const char *pxi_kind_name(enum pxi_kind kind);
 const char *pxi_role_name(unsigned role);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

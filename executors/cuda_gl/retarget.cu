@@ -70,6 +70,17 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
     uint8_t *d_level0;
     uint64_t serial;  /* the program it was made from (pxvm_program.serial; 0: none): a program
                        * of that serial has this image, with no comparison */
+    uint64_t id;      /* unique in the executor (never 0): which image's level 0 the slots hold */
+};
+
+/* What a configuration's program does to slots, from its operands (px__facts_make): what a
+ * switch to it must restore, and what it may leave for later. */
+struct px_rt_facts {
+    uint8_t *writes;   /* [nslots] PXVM_RESET_* parts its runs may change */
+    uint8_t *rest;     /* [nslots] the parts d_rest clears */
+    int touches_image; /* an operand names a program or data slot (or DOT_RGB's program rows) */
+    int writes_image;  /* its runs may write one's level 0 */
+    int incremental;   /* a fetch with a tile mask */
 };
 
 struct px_rt_config { /* what runs launch with for one set of textures, tables and operands */
@@ -89,6 +100,7 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     px_gpu_rect *d_rest; /* px_gpu_retarget's d_rest, for this configuration's program */
     int nrest, rest_px;
     px_rt_image img;     /* px_gpu_retarget's img, ... */
+    px_rt_facts facts;   /* ... and facts, for this configuration's program */
     cudaGraphExec_t graph[2];
     cudaGraph_t graph_def[2];
     px_gpu_frame_nodes *frame_nodes[2];
@@ -113,6 +125,18 @@ struct px_gpu_retarget {
     int nrest, rest_px;
     int wipe_pending;    /* a switch happened: d_wipe (or d_rest, by the next run) is due */
     px_rt_image img;     /* the image of the program in use */
+    px_rt_facts facts;   /* what the program in use does to slots */
+    /* What is known of the slots' contents, so that a switch leaves nothing to clear or copy
+     * when there is nothing to: dirty[k], the parts of slot k (PXVM_RESET_*) that some run since
+     * the load may have changed from zero (every part a loaded program's runs may write, kept
+     * until a clear covers it); img_id, the image (px_rt_image.id) whose level 0 the program and
+     * data slots hold (0: not known, e.g. a run wrote one); prog_id, the image whose slot 0
+     * d_prog holds (what a run's reset restores slot 0 from); img_stale, a switch left those
+     * slots holding another image than the program's: copied before a run that touches them, or
+     * a read, sees them. */
+    uint8_t *dirty;
+    uint64_t img_id, prog_id;
+    int img_stale;
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
@@ -255,6 +279,7 @@ static void px__config_drop_graphs(px_rt_config *c)
 static void px__config_free(px_rt_config *c)
 {
     px__config_drop_graphs(c);
+    free(c->facts.writes);
     cudaFree(c->d_slots);
     cudaFree(c->d_rest);
     cudaFree(c->img.d_level0);
@@ -352,6 +377,7 @@ static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_ima
     memcpy(img->px, prog->image.px, ibytes);
     img->w = prog->image.w, img->h = prog->image.h;
     img->serial = prog->serial;
+    img->id = ++ex->rt->serial;
     size_t at = 0;
     for (int k = 0; k < prog->nslots; k++)
         if (px__image_slot(&prog->slots[k])) {
@@ -367,10 +393,83 @@ static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_ima
     return 0;
 }
 
+/* Level 0 of every program and data slot of every item from the image in use (device to
+ * device, on the stream: nothing staged, nothing waited for). */
+static int px__image_to_slots(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    const pxvm_program *prog = ex->prog;
+    size_t at = 0;
+    for (int k = 0; k < prog->nslots; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        if (!px__image_slot(s))
+            continue;
+        size_t pitch = (size_t)s->w * 4u;
+        for (int b = 0; b < ex->batch; b++)
+            PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, rt->img.d_level0 + at, pitch, pitch, (size_t)s->h,
+                                            cudaMemcpyDeviceToDevice, ex->stream));
+        at += pitch * (size_t)s->h;
+    }
+    rt->img_id = rt->img.id;
+    rt->img_stale = 0;
+    return 0;
+}
+
+/* The loaded program's facts (px_rt_facts; its rest filled by px__rest_records): one block of
+ * 2 * nslots bytes, writes then rest. Conservative: an operand naming a slot, of an opcode not
+ * listed, may change every level of it. */
+static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *err)
+{
+    int n = prog->nslots;
+    memset(f, 0, sizeof *f);
+    if (!(f->writes = (uint8_t *)calloc(2u * (size_t)n, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
+    f->rest = f->writes + n;
+    const unsigned all = PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER;
+    uint8_t touched[PXVM_MAX_SLOTS + 1] = {0};
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        const pxi_op_info *op = pxi_op(in->op);
+        int dst = -1; /* the one slot it writes, level 0 only; -2: none; -1: see above */
+        switch (in->op) {
+        case PX_OP_HALT: dst = -2; break;
+        case PX_OP_DOT_RGB: dst = 0, touched[0] = 1; break;
+        case PX_OP_SAMPLE:
+        case PX_OP_ANISO:
+        case PX_OP_GATHER:
+            dst = in->a[PX_FI(SAMPLE, dst)];
+            f->incremental |= pxvm_fetch_mask(in) != 0;
+            break;
+        case PX_OP_RESIZE: dst = PX_ARG(in, RESIZE, dst); break;
+        case PX_OP_ARGMAX: dst = -2; break; /* registers only */
+        default: break;
+        }
+        for (int j = 0; j < in->nfields && j < op->nfields; j++) {
+            enum pxi_kind kind = op->fields[j].kind;
+            int v = in->a[j];
+            if (kind == PXK_ROW)
+                touched[0] = 1;
+            if ((kind != PXK_SLOT && kind != PXK_MASK) || (kind == PXK_MASK && v == 0) || v < 0 || v >= n)
+                continue;
+            touched[v] = 1;
+            if (dst == -1)
+                f->writes[v] |= (uint8_t)all;
+        }
+        if (dst >= 0 && dst < n)
+            f->writes[dst] |= PXVM_RESET_LEVEL0;
+    }
+    for (int k = 0; k < n; k++)
+        if (px__image_slot(&prog->slots[k])) {
+            f->touches_image |= touched[k];
+            f->writes_image |= (f->writes[k] & PXVM_RESET_LEVEL0) != 0;
+        }
+    return 0;
+}
+
 /* The wipe records (d_wipe: every level of every slot that is neither an input nor persistent,
  * level 0 of program and data slots excepted) less what the loaded program's per-run reset
  * restores (prog->reset; px__reset_records): into *d (allocated here, NULL when there is none). */
-static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, pxvm_error *err)
+static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, uint8_t *rest, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     int all = ex->nslots * ex->batch, total = 0;
@@ -394,10 +493,14 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
         if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
             continue;
         int image = s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA; /* level 0: the image's */
-        if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0))
+        if (!image && !(prog->reset[k] & PXVM_RESET_LEVEL0)) {
             px__add_clear(ex, rects, i, 0, 1);
-        if (!(prog->reset[k] & PXVM_RESET_UPPER) && !pyramid[k])
+            rest[k] |= PXVM_RESET_LEVEL0;
+        }
+        if (!(prog->reset[k] & PXVM_RESET_UPPER) && !pyramid[k] && ex->slots[i].levels > 1) {
             px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+            rest[k] |= PXVM_RESET_UPPER;
+        }
     }
     *n = ex->nclear, *max_px = ex->max_clear_px;
     ex->nclear = keep_n, ex->max_clear_px = keep_px;
@@ -472,8 +575,16 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     free(rects);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
-    if (px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0 || px__image_make(ex, prog, &rt->img, err) < 0)
+    if (!(rt->dirty = (uint8_t *)calloc((size_t)prog->nslots, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
+    if (px__facts_make(prog, &rt->facts, err) < 0 ||
+        px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0 ||
+        px__image_make(ex, prog, &rt->img, err) < 0)
         return -1;
+    /* what the loaded program's runs so far may have left: load made the rest initial */
+    memcpy(rt->dirty, rt->facts.writes, (size_t)prog->nslots);
+    rt->img_id = rt->facts.writes_image ? 0 : rt->img.id;
+    rt->prog_id = ex->d_prog ? rt->img.id : 0;
     uint64_t *key = NULL;
     if (px__key(ex, prog, &key, &rt->key_n, &rt->key_hash, err) < 0)
         return -1;
@@ -518,6 +629,8 @@ void px__retarget_free(pxvm_executor *ex)
     cudaFree(rt->d_rest);
     cudaFree(rt->img.d_level0);
     free(rt->img.px);
+    free(rt->facts.writes);
+    free(rt->dirty);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -763,6 +876,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
     cur->img = rt->img;
     memset(&rt->img, 0, sizeof rt->img);
+    cur->facts = rt->facts;
+    memset(&rt->facts, 0, sizeof rt->facts);
     for (int g = 0; g < 2; g++) {
         cur->graph[g] = ex->graph[g], cur->graph_def[g] = ex->graph_def[g];
         cur->frame_nodes[g] = ex->frame_nodes[g], cur->have_graph[g] = ex->have_graph[g];
@@ -796,6 +911,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
         rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
         rt->img = found->img;
+        rt->facts = found->facts;
         for (int g = 0; g < 2; g++) {
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
             ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
@@ -807,7 +923,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     } else {
         if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
-            px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, err) < 0)
+            px__facts_make(next, &rt->facts, err) < 0 ||
+            px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0)
             return -1;
         /* 5. its own device slot table (pageable: staged before the call returns, ordered after
          * the work already queued on the stream); the table of a cached configuration already
@@ -819,15 +936,13 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     }
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
-     * output it wrote whole, that the next one writes in part). Left pending: the next run clears
-     * d_rest, what its reset leaves, before that reset (px__retarget_run_start), so a switch
-     * launches nothing and what the run restores anyway is cleared once; a read before that run
-     * clears d_wipe (px__retarget_flush). The program image holds the operands: slot 0, the data
-     * slots and the copy that restores slot 0 start as the next one's */
+     * output it wrote whole, that the next one writes in part). Left pending, and done only where
+     * it changes something: the next run clears what of d_rest is dirty, before its reset
+     * (px__retarget_run_start), so a switch launches nothing and what the run restores anyway is
+     * cleared once; a read before that run clears d_wipe (px__retarget_flush). The program image
+     * holds the operands: slot 0 and the data slots start as the next one's, copied by the run
+     * that reads them (or by such a read), from the image's level 0 on the device */
     rt->wipe_pending = 1;
-    int image_changed = (!next->serial || next->serial != old->serial) &&
-                        (old->image.w != next->image.w || old->image.h != next->image.h ||
-                         memcmp(old->image.px, next->image.px, (size_t)next->image.w * (size_t)next->image.h * 4u));
     /* the configuration's key holds the operands, not the whole image (data): checked here, by
      * the serial of the program it was made from when there is one (a cached configuration
      * switched back to for the same program: no comparison of the image) */
@@ -841,25 +956,14 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         if (px__image_make(ex, next, &rt->img, err) < 0)
             return -1;
     }
-    size_t at = 0;
-    for (int k = 0; image_changed && k < n; k++) {
-        const pxvm_slot *s = &next->slots[k];
-        if (!px__image_slot(s))
-            continue;
-        size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
-        const uint8_t *level0 = rt->img.d_level0 + at;
-        at += bytes;
-        for (int b = 0; b < batch; b++) /* device to device: nothing staged, nothing waited for */
-            PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
-                                            cudaMemcpyDeviceToDevice, ex->stream));
-        if (k == 0 && (next->reset[0] & PXVM_RESET_LEVEL0)) {
-            if (!ex->d_prog)
-                PX__CK(cudaMalloc(&ex->d_prog, bytes));
-            PX__CK(cudaMemcpyAsync(ex->d_prog, level0, bytes, cudaMemcpyDeviceToDevice, ex->stream));
-        }
+    rt->img_stale = rt->img_id != rt->img.id;
+    if (!ex->d_prog && (next->reset[0] & PXVM_RESET_LEVEL0)) {
+        size_t bytes = (size_t)next->slots[0].w * 4u * (size_t)next->slots[0].h;
+        PX__CK(cudaMalloc(&ex->d_prog, bytes));
+        rt->prog_id = 0;
     }
     /* 7. an incremental fetch whose operands changed has no last output to build on */
-    for (uint32_t i = 0; i < next->ninsns; i++) {
+    for (uint32_t i = 0; rt->facts.incremental && i < next->ninsns; i++) {
         const pxi_insn *in = &next->insns[i];
         int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
         if (fetch && pxvm_fetch_mask(in) && memcmp(old->insns[i].a, in->a, sizeof(int32_t) * in->nfields)) {
@@ -874,22 +978,63 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     return 0;
 }
 
+/* Is any part of `parts` (per slot) in `dirty`? */
+static int px__any_dirty(const uint8_t *dirty, const uint8_t *parts, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (dirty[k] & parts[k])
+            return 1;
+    return 0;
+}
+
 int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
-    if (!rt || !rt->wipe_pending)
+    if (!rt)
         return 0;
-    rt->wipe_pending = 0;
-    return px__launch_clear(ex, rt->d_rest, rt->nrest, rt->rest_px, err);
+    int n = ex->nslots;
+    if (rt->wipe_pending) {
+        rt->wipe_pending = 0;
+        if (px__any_dirty(rt->dirty, rt->facts.rest, n) && px__launch_clear(ex, rt->d_rest, rt->nrest, rt->rest_px, err) < 0)
+            return -1;
+        for (int k = 0; k < n; k++)
+            rt->dirty[k] &= (uint8_t)~rt->facts.rest[k];
+    }
+    if (rt->img_stale && rt->facts.touches_image && px__image_to_slots(ex, err) < 0)
+        return -1;
+    if ((ex->prog->reset[0] & PXVM_RESET_LEVEL0) && rt->prog_id != rt->img.id) { /* what the reset restores slot 0 from */
+        PX__CK(cudaMemcpyAsync(ex->d_prog, rt->img.d_level0, (size_t)ex->prog->slots[0].w * 4u * (size_t)ex->prog->slots[0].h,
+                               cudaMemcpyDeviceToDevice, ex->stream));
+        rt->prog_id = rt->img.id;
+    }
+    for (int k = 0; k < n; k++)
+        rt->dirty[k] |= rt->facts.writes[k];
+    if (rt->facts.writes_image)
+        rt->img_id = 0;
+    return 0;
 }
 
 int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
-    if (!rt || !rt->wipe_pending)
+    if (!rt)
+        return 0;
+    if (rt->img_stale && px__image_to_slots(ex, err) < 0)
+        return -1;
+    if (!rt->wipe_pending)
         return 0;
     rt->wipe_pending = 0;
-    return px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err);
+    int dirty = 0;
+    for (int k = 0; k < ex->nslots; k++) {
+        const pxvm_slot *s = &ex->prog->slots[k];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        dirty |= rt->dirty[k] & (px__image_slot(s) ? PXVM_RESET_UPPER : PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER);
+        rt->dirty[k] = 0;
+    }
+    if (dirty && px__launch_clear(ex, rt->d_wipe, rt->nwipe, rt->wipe_px, err) < 0)
+        return -1;
+    return 0;
 }
 
 /* Was a program of this serial switched to since the load (so it passed the check)? */

@@ -5,18 +5,24 @@
  * any-size branch adds, and is not timed. Reported (milliseconds, medians of repeats):
  *   run_ms             one run (bind excluded) at one size
  *   bind_ms            one bind of an image of that size
- *   retarget_cached_ms a retarget to a size seen before (on cuda: its textures, tables and graph cached)
+ *   retarget_cached_host_ms  a retarget to a size seen before: the call alone (what it leaves
+ *                      queued, if anything, is counted below)
+ *   retarget_cached_ms the same call and a wait for the stream (on cuda: its textures, tables and
+ *                      graph cached)
  *   retarget_new_ms    a retarget to a size not seen before
- *   run_after_switch_extra_ms  what the first run after a cached retarget takes beyond the next
- *                      run at that size (bind + run each, synchronised): the work a switch leaves
- *                      to the run (the executors restore slots there), which retarget_cached_ms
- *                      alone would not count
- *   switch_over_run    (retarget_cached_ms + run_after_switch_extra_ms) / run_ms: a switch's whole
- *                      cost against a run (issue 23 asks <= 0.01)
  *   stream             N images, each of a size drawn from the S (retarget when it differs from the
  *                      last one), bound, run and its atlas read; against the same N images grouped
  *                      by size (S switches in all: the same-size rate of that mix of sizes):
- *                      images/s of both and their ratio (issue 23 asks >= 0.8)
+ *                      images/s of both (medians of --rounds rounds, the two orders alternating)
+ *                      and their ratio (issue 23 asks >= 0.8). Every image has its own pixels in
+ *                      its own memory, bound once per pass, so neither order finds an image in
+ *                      the host's caches that the other does not
+ *   switch_ms          the whole cost of a switch: (mixed time - grouped time) / (mixed switches -
+ *                      grouped switches), everything a switch does or leaves to the runs after it
+ *   switch_over_run    switch_ms / run_ms (issue 23 asks <= 0.01); switch_over_image: over the
+ *                      grouped stream's time per image (bind + run + read)
+ *   after_switch, size_held  where a switch's cost lands: a bind, and then a run, each waited
+ *                      for, right after a switch between two sizes, and at a size held (medians)
  * The ratio's runs are the same work per image except the size switch: bind + run + read. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -120,7 +126,7 @@ static void px__run_read(px__ctx *c, const pxvm_program *prog)
 int main(int argc, char **argv)
 {
     const char *exec = "cpu";
-    int nimages = 1000, nsizes = 50, batch = 1;
+    int nimages = 1000, nsizes = 50, batch = 1, rounds = 5;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,13 +140,15 @@ int main(int argc, char **argv)
             batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && v)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--rounds") && v)
+            rounds = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_retarget [--executor cpu|cuda] [--images N] [--sizes S] [--batch B] [--seed X]\n");
+            fprintf(stderr, "usage: bench_retarget [--executor cpu|cuda] [--images N] [--sizes S] [--batch B] [--seed X] [--rounds R]\n");
             return 2;
         }
     }
-    if (nimages < 1 || nsizes < 2 || batch < 1) {
-        fprintf(stderr, "bench_retarget: --images >= 1, --sizes >= 2, --batch >= 1\n");
+    if (nimages < 1 || nsizes < 2 || batch < 1 || rounds < 1) {
+        fprintf(stderr, "bench_retarget: --images >= 1, --sizes >= 2, --batch >= 1, --rounds >= 1\n");
         return 2;
     }
     pxvm_error err;
@@ -194,72 +202,123 @@ int main(int argc, char **argv)
         px__bind(&c, &progs[i], &imgs[i]);
         px__run_read(&c, &progs[i]); /* its graph captured: the cached switch below replays it */
     }
-    double extra[REPS];
+    double th[REPS];
     for (int r = 0; r < REPS; r++) {
         int i = r % 2 ? 0 : 1;
         double t0 = px__now_ms();
         if (c.ops->retarget(c.ex, &progs[i], &err) < 0)
             px__die("retarget", &err);
+        double t1 = px__now_ms();
         if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
             px__die("sync", &err);
-        tc[r] = px__now_ms() - t0;
-        double after[2]; /* the first bind + run after the switch, then the next one */
-        for (int k = 0; k < 2; k++) {
+        th[r] = t1 - t0, tc[r] = px__now_ms() - t0;
+        px__bind(&c, &progs[i], &imgs[i]);
+        px__run_read(&c, &progs[i]);
+    }
+    double new_ms = px__median(tn, ntn), cached_ms = px__median(tc, REPS), host_ms = px__median(th, REPS);
+    /* where a switch's cost lands: the bind and the run (each waited for) right after a switch
+     * between sizes 0 and 1, against the same at a size held (4 images of each size in turn) */
+    enum { COPIES = 4 };
+    pxvm_image copies[2][COPIES];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < COPIES; k++) {
+            size_t bytes = (size_t)imgs[i].w * (size_t)imgs[i].h * 4u;
+            if (pxvm_image_alloc(&copies[i][k], imgs[i].w, imgs[i].h, &err) < 0)
+                px__die("image", &err);
+            memcpy(copies[i][k].px, imgs[i].px, bytes);
+            copies[i][k].px[0] ^= (uint8_t)(k + 1);
+        }
+    double phase[2][2][2 * REPS]; /* [switched][bind, run][rep] */
+    for (int sw = 0; sw < 2; sw++)
+        for (int r = 0; r < 2 * REPS; r++) {
+            int i = sw ? r % 2 : r / REPS; /* held: REPS at size 0, then REPS at size 1 */
+            if ((sw || r % REPS == 0) && c.ops->retarget(c.ex, &progs[i], &err) < 0)
+                px__die("retarget", &err);
+            if (!sw && r % REPS == 0) /* the held size's first run is not counted */
+                px__bind(&c, &progs[i], &copies[i][COPIES - 1]), px__run_read(&c, &progs[i]);
+            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
+                px__die("sync", &err);
+            double t0 = px__now_ms();
+            px__bind(&c, &progs[i], &copies[i][(r / 2) % COPIES]);
+            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
+                px__die("sync", &err);
             double t1 = px__now_ms();
-            px__bind(&c, &progs[i], &imgs[i]);
             if (c.ops->run(c.ex, NULL, &err) < 0)
                 px__die("run", &err);
             if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
                 px__die("sync", &err);
-            after[k] = px__now_ms() - t1;
-        }
-        extra[r] = after[0] - after[1];
-        px__run_read(&c, &progs[i]);
-    }
-    double new_ms = px__median(tn, ntn), cached_ms = px__median(tc, REPS), extra_ms = px__median(extra, REPS);
-    /* the streams: the same images (sizes drawn from the S), once grouped by size (S - 1
-     * switches: the same-size rate of this mix of sizes), once in their drawn order */
-    int *seq = malloc(sizeof(int) * (size_t)nimages), *count = calloc((size_t)nsizes, sizeof(int));
-    uint64_t order = seed * 7 + 3;
-    for (int n = 0; n < nimages; n++)
-        count[seq[n] = (int)(px__rng(&order) % (uint64_t)nsizes)]++;
-    double times[2];
-    int switches = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int last = -1, sw = 0;
-        double t0 = px__now_ms();
-        for (int n = 0, g = 0, k = 0; n < nimages; n++) {
-            int i;
-            if (pass == 0) { /* grouped: size g, count[g] times */
-                while (k == count[g])
-                    g++, k = 0;
-                i = g, k++;
-            } else {
-                i = seq[n];
-            }
-            if (i != last) {
-                if (c.ops->retarget(c.ex, &progs[i], &err) < 0)
-                    px__die("retarget", &err);
-                last = i, sw++;
-            }
-            px__bind(&c, &progs[i], &imgs[i]);
+            phase[sw][0][r] = t1 - t0, phase[sw][1][r] = px__now_ms() - t1;
             px__run_read(&c, &progs[i]);
         }
-        times[pass] = (px__now_ms() - t0) / 1e3;
-        switches = sw;
+    double after_bind = px__median(phase[1][0], 2 * REPS), held_bind = px__median(phase[0][0], 2 * REPS);
+    double after_run = px__median(phase[1][1], 2 * REPS), held_run = px__median(phase[0][1], 2 * REPS);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < COPIES; k++)
+            pxvm_image_free(&copies[i][k]);
+    /* the streams: the same images (sizes drawn from the S, each image its own pixels), once
+     * grouped by size (S - 1 switches: the same-size rate of this mix of sizes), once in their
+     * drawn order; rounds of both, alternating */
+    int *seq = malloc(sizeof(int) * (size_t)nimages), *count = calloc((size_t)nsizes, sizeof(int));
+    int *grouped = malloc(sizeof(int) * (size_t)nimages);
+    pxvm_image *each = calloc((size_t)nimages, sizeof *each);
+    uint64_t order = seed * 7 + 3;
+    for (int n = 0; n < nimages; n++) {
+        const pxvm_image *base = &imgs[seq[n] = (int)(px__rng(&order) % (uint64_t)nsizes)];
+        count[seq[n]]++;
+        if (pxvm_image_alloc(&each[n], base->w, base->h, &err) < 0)
+            px__die("image", &err);
+        size_t bytes = (size_t)base->w * (size_t)base->h * 4u;
+        memcpy(each[n].px, base->px, bytes);
+        for (size_t p = 0; p < bytes; p += 4096) /* its own pixels, every page */
+            each[n].px[p] ^= (uint8_t)(n + 1);
     }
-    double same_s = times[0], mixed_s = times[1];
+    for (int g = 0, k = 0; g < nsizes; g++) /* image positions, grouped by size, in drawn order within a size */
+        for (int n = 0; n < nimages; n++)
+            if (seq[n] == g)
+                grouped[k++] = n;
+    double *times[2] = {calloc((size_t)rounds, sizeof(double)), calloc((size_t)rounds, sizeof(double))};
+    int switches[2] = {0, 0};
+    for (int round = 0; round < rounds; round++)
+        for (int pass = 0; pass < 2; pass++) {
+            int last = -1, sw = 0;
+            double t0 = px__now_ms();
+            for (int k = 0; k < nimages; k++) {
+                int n = pass == 0 ? grouped[k] : k, i = seq[n];
+                if (i != last) {
+                    if (c.ops->retarget(c.ex, &progs[i], &err) < 0)
+                        px__die("retarget", &err);
+                    last = i, sw++;
+                }
+                px__bind(&c, &progs[i], &each[n]);
+                px__run_read(&c, &progs[i]);
+            }
+            times[pass][round] = (px__now_ms() - t0) / 1e3;
+            switches[pass] = sw;
+        }
+    /* each round's own difference: the spread of the estimate */
+    double lo = 1e300, hi = -1e300, dsw = switches[1] > switches[0] ? switches[1] - switches[0] : 1;
+    for (int r = 0; r < rounds; r++) {
+        double d = (times[1][r] - times[0][r]) * 1e3 / dsw;
+        lo = d < lo ? d : lo, hi = d > hi ? d : hi;
+    }
+    double same_s = px__median(times[0], rounds), mixed_s = px__median(times[1], rounds);
+    double switch_ms = (mixed_s - same_s) * 1e3 / dsw;
+    double image_ms = same_s * 1e3 / nimages;
+    for (int n = 0; n < nimages; n++)
+        pxvm_image_free(&each[n]);
+    free(each), free(grouped), free(times[0]), free(times[1]);
     free(seq), free(count);
-    double same_ips = nimages * batch / same_s, mixed_ips = nimages * batch / mixed_s;
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273.json at %d sizes (w 320..959, h 240..719)\",\n"
            "  \"batch\": %d, \"run_ms\": %.4f, \"bind_ms\": %.4f,\n"
-           "  \"retarget_cached_ms\": %.4f, \"retarget_new_ms\": %.4f,\n"
-           "  \"retarget_cached_over_run\": %.4f, \"run_after_switch_extra_ms\": %.4f, \"switch_over_run\": %.4f,\n"
-           "  \"stream\": {\"images\": %d, \"sizes\": %d, \"switches\": %d, \"grouped_by_size_images_per_s\": %.1f,\n"
-           "             \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f}\n}\n",
-           c.ops->name, nsizes, batch, run_ms, bind_ms, cached_ms, new_ms, cached_ms / run_ms, extra_ms,
-           (cached_ms + extra_ms) / run_ms, nimages, nsizes, switches,
-           same_ips, mixed_ips, mixed_ips / same_ips);
+           "  \"retarget_cached_host_ms\": %.5f, \"retarget_cached_ms\": %.4f, \"retarget_new_ms\": %.4f,\n"
+           "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
+           "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
+           "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
+           "  \"switch_over_run\": %.4f, \"switch_over_image\": %.4f,\n"
+           "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}\n}\n",
+           c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, nimages, nsizes, rounds, switches[1],
+           switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
+           switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run);
     c.ops->close(c.ex);
     for (int i = 0; i < nsizes; i++) {
         pxvm_program_free(&progs[i]);

@@ -23,7 +23,12 @@ static const pxvm_executor_ops *px__ops(void)
     return ops;
 }
 
-typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS } px_family;
+/* PX_FAM_SLOTS: what the executors may leave undone at a switch when they know it changes
+ * nothing; its programs change which output a SAMPLE and a PYRAMID write with the size (so a
+ * switch must clear levels the last program's PYRAMID wrote and the next one's leaves), and
+ * write the program image (DOT_RGB) whose vectors follow the size (so slot 0 must start as the
+ * next program's image). */
+typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS, PX_FAM_SLOTS } px_family;
 
 /* The family's program for a w x h input (slot 1). */
 static int px__program(px_family fam, int w, int h, pxvm_program *prog)
@@ -50,6 +55,15 @@ static int px__program(px_family fam, int w, int h, pxvm_program *prog)
                  "PYRAMID canvas\nHALT\n",
                  w, h);
         rc = pxasm_assemble(text, strlen(text), "retarget.pxs", &lim, &img, &err);
+    } else if (fam == PX_FAM_SLOTS) {
+        const char *out = w % 2 ? "a" : "b";
+        snprintf(text, sizeof text,
+                 ".width 16\n.slot image input %dx%d\n.slot a output 32x32\n.slot b output 32x32\n"
+                 "SAMPLE src=image dst=%s mode=linear at=(%d, %d) size=(16, 16) center=(%d.5, %d.5) step=1 lod=0.5\n"
+                 "PYRAMID %s\nDOT_RGB row_a=va row_b=vb row_out=out\nHALT\n"
+                 ".rows va\n%02x0000ff 140000ff\n.end\n.rows vb\n0a0000ff 0a0000ff\n.end\n.rows out\n00000000\n.end\n",
+                 w, h, out, h % 2 * 16, w % 3 * 8, w / 2, h / 2, out, w % 200 + 1);
+        rc = pxasm_assemble(text, strlen(text), "retarget3.pxs", &lim, &img, &err);
     } else {
         snprintf(text, sizeof text,
                  ".width 16\n.slot a input %dx%d\n.slot b input 13x9\n.slot canvas output 64x32\n"
@@ -274,12 +288,14 @@ TEST(retarget_read_before_run_equals_fresh_load)
 {
     px__read_before_run(PX_FAM_GRID);
     px__read_before_run(PX_FAM_RESIZE);
+    px__read_before_run(PX_FAM_SLOTS);
 }
 
 TEST(retarget_grid_plan_equals_fresh_load) { px__property(PX_FAM_GRID); }
 TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }
 TEST(retarget_keeps_other_input_bound_equals_fresh_load) { px__property(PX_FAM_TWO_INPUTS); }
+TEST(retarget_changed_writers_and_program_image_equal_fresh_load) { px__property(PX_FAM_SLOTS); }
 
 static int px__asm(const char *text, pxvm_program *prog)
 {

@@ -137,6 +137,7 @@ struct px_gpu_retarget {
     uint8_t *dirty;
     uint64_t img_id, prog_id;
     int img_stale;
+    int ctx_set; /* this retarget made the executor's device and GL context current (px__context) */
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
     uint64_t key_hash;
@@ -661,6 +662,20 @@ static int px__defer(px_gpu_retarget *rt, void *p, int host, pxvm_error *err)
 /* Cached textures and RESIZE tables beyond the bound go, least recently used first; then the
  * configurations that used them, and the oldest beyond PX_RT_CONFIGS. Freed after the stream has
  * drained (queued work may still read them). */
+/* The executor's CUDA device and GL context made current for this thread, once per retarget,
+ * before its first CUDA or GL call: a switch to a cached size makes none, so it makes none of
+ * these either. */
+static int px__context(pxvm_executor *ex, pxvm_error *err)
+{
+    if (ex->rt && ex->rt->ctx_set)
+        return 0;
+    PX__CK(cudaSetDevice(ex->device));
+    px__make_current(ex);
+    if (ex->rt)
+        ex->rt->ctx_set = 1;
+    return 0;
+}
+
 static void px__evict(pxvm_executor *ex)
 {
     px_gpu_retarget *rt = ex->rt;
@@ -676,7 +691,7 @@ static void px__evict(pxvm_executor *ex)
             if ((*p)->stamp < oldest)
                 oldest = (*p)->stamp, orz = p, ot = NULL;
         if (!synced)
-            cudaStreamSynchronize(ex->stream), synced = 1;
+            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         uint64_t serial;
         if (ot) {
             px_rt_tex *t = *ot;
@@ -709,7 +724,7 @@ static void px__evict(pxvm_executor *ex)
             if ((*p)->stamp < (*oc)->stamp)
                 oc = p;
         if (!synced)
-            cudaStreamSynchronize(ex->stream), synced = 1;
+            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         px_rt_config *c = *oc;
         *oc = c->next;
         rt->nconfigs--;
@@ -752,7 +767,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 break;
             }
         if (!take) {
-            if (px__tex_make(ex, k, s, &take, err) < 0) {
+            if (px__context(ex, err) < 0 || px__tex_make(ex, k, s, &take, err) < 0) {
                 if (take)
                     px__tex_free(take, batch, ex->stream);
                 return -1;
@@ -772,6 +787,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         size_t lin = (size_t)s->w * (size_t)s->h * 4u;
         if (lin > rt->lin_cap[k]) {
             uint8_t *d = NULL;
+            if (px__context(ex, err) < 0)
+                return -1;
             PX__CK(cudaMalloc(&d, lin * (size_t)batch));
             PX__CK(cudaMemsetAsync(d, 0, lin * (size_t)batch, ex->stream));
             if (px__defer(rt, ex->d_staging[k], 0, err) < 0 || px__defer(rt, ex->staging[k], 1, err) < 0) {
@@ -822,7 +839,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *used);
         px_gpu_resize *r = take ? take->r : NULL;
         uint64_t take_serial = take ? take->serial : 0;
-        if (!take && px_gpu_resize_make(next, in, batch, &r, err) < 0) {
+        if (!take && (px__context(ex, err) < 0 || px_gpu_resize_make(next, in, batch, &r, err) < 0)) {
             px_gpu_resize_free(r);
             free(used);
             return -1;
@@ -921,7 +938,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             free(found);
         }
     } else {
-        if (px__alloc_masks(ex, err) < 0 || px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
+        if (px__context(ex, err) < 0 || px__alloc_masks(ex, err) < 0 ||
+            px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
             px__facts_make(next, &rt->facts, err) < 0 ||
             px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0)
@@ -953,12 +971,14 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 return -1;
             rt->img.d_level0 = NULL;
         }
-        if (px__image_make(ex, next, &rt->img, err) < 0)
+        if (px__context(ex, err) < 0 || px__image_make(ex, next, &rt->img, err) < 0)
             return -1;
     }
     rt->img_stale = rt->img_id != rt->img.id;
     if (!ex->d_prog && (next->reset[0] & PXVM_RESET_LEVEL0)) {
         size_t bytes = (size_t)next->slots[0].w * 4u * (size_t)next->slots[0].h;
+        if (px__context(ex, err) < 0)
+            return -1;
         PX__CK(cudaMalloc(&ex->d_prog, bytes));
         rt->prog_id = 0;
     }
@@ -967,6 +987,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         const pxi_insn *in = &next->insns[i];
         int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
         if (fetch && pxvm_fetch_mask(in) && memcmp(old->insns[i].a, in->a, sizeof(int32_t) * in->nfields)) {
+            if (px__context(ex, err) < 0)
+                return -1;
             PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
             if (ex->h_primed)
                 memset(ex->h_primed, 0, (size_t)batch);
@@ -1053,13 +1075,14 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     int known = next && next->serial && (next->serial == ex->prog->serial || px__checked(ex->rt, next->serial));
     if (!known && pxvm_check_retarget(ex->prog, next, err) < 0)
         return -1;
-    PX__CK(cudaSetDevice(ex->device));
-    px__make_current(ex);
-    if (!ex->rt && px__rt_open(ex, err) < 0) {
+    if (ex->rt)
+        ex->rt->ctx_set = 0;
+    else if (px__context(ex, err) < 0 || px__rt_open(ex, err) < 0) {
         px__retarget_free(ex);
         return -1;
     }
     if (px__switch(ex, next, err) < 0) {
+        px__context(ex, NULL);
         px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
         return -1;
     }

@@ -21,6 +21,8 @@
  *                      grouped switches), everything a switch does or leaves to the runs after it
  *   switch_over_run    switch_ms / run_ms (issue 23 asks <= 0.01); switch_over_image: over the
  *                      grouped stream's time per image (bind + run + read)
+ *   retarget_loop_us   the call alone in a loop with nothing between (caches warm): between two
+ *                      sizes, and around all S sizes in turn
  *   after_switch, size_held  where a switch's cost lands: a bind, and then a run, each waited
  *                      for, right after a switch between two sizes, and at a size held (medians)
  * The ratio's runs are the same work per image except the size switch: bind + run + read. */
@@ -216,6 +218,18 @@ int main(int argc, char **argv)
         px__run_read(&c, &progs[i]);
     }
     double new_ms = px__median(tn, ntn), cached_ms = px__median(tc, REPS), host_ms = px__median(th, REPS);
+    /* the call alone, nothing between: between two sizes, and around all S in turn */
+    double loop_us[2];
+    for (int far = 0; far < 2; far++) {
+        enum { CALLS = 20000 };
+        double t0 = px__now_ms();
+        for (int r = 0; r < CALLS; r++)
+            if (c.ops->retarget(c.ex, &progs[far ? r % nsizes : r % 2], &err) < 0)
+                px__die("retarget", &err);
+        loop_us[far] = (px__now_ms() - t0) * 1e3 / CALLS;
+    }
+    if (c.ops->retarget(c.ex, &progs[0], &err) < 0 || (c.ops->sync && c.ops->sync(c.ex, &err) < 0))
+        px__die("retarget", &err);
     /* where a switch's cost lands: the bind and the run (each waited for) right after a switch
      * between sizes 0 and 1, against the same at a size held (4 images of each size in turn) */
     enum { COPIES = 4 };
@@ -315,10 +329,11 @@ int main(int argc, char **argv)
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
            "  \"switch_over_run\": %.4f, \"switch_over_image\": %.4f,\n"
-           "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}\n}\n",
+           "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
+           "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
-           switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run);
+           switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);
     for (int i = 0; i < nsizes; i++) {
         pxvm_program_free(&progs[i]);

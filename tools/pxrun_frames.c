@@ -197,8 +197,11 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
                 px__isatty2 && !a->do_time ? "\n" : "", n, name, w, h, pw, ph, a->prog_path);
     }
     int32_t q[PX_FIX_REGS][2];
-    if (px_run_fixations(next, a, q, err) < 0)
+    if (px_run_fixations(next, a, q, err) < 0) { /* a texel one outside this frame */
+        snprintf(msg, sizeof msg, "%.400s: frame %ld (%.300s)", err->msg, n, name);
+        memcpy(err->msg, msg, sizeof err->msg);
         return -1;
+    }
     for (int r = 0; r < a->nfix; r++)
         if (ops->set_fixations(ex, 0, 1, r, 1, q[r], -1, err) < 0)
             return -1;

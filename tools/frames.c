@@ -447,6 +447,8 @@ int px_frames_parse_size(const char *text, int *w, int *h)
     return 0;
 }
 
+const char *px_frames_file(const px_frames *f) { return f->kind == 0 && f->next > 0 ? f->files[f->next - 1] : NULL; }
+
 long px_frames_count(const px_frames *f) { return f->kind == 0 ? f->nfiles : -1; }
 
 void px_frames_close(px_frames *f)

@@ -24,6 +24,9 @@ int px_frames_want(px_frames *f, int w, int h, int slot, const char *slot_name);
 int px_frames_next(px_frames *f, pxvm_image *img, pxvm_error *err);
 /* "WxH" (--frame-size): decimal sides 1..65535, nothing else. 0, or -1 with *w, *h unchanged. */
 int px_frames_parse_size(const char *text, int *w, int *h);
+/* The file of the frame px_frames_next returned last (a folder's or a glob's), for messages;
+ * NULL for raw frames and video, or before the first frame. */
+const char *px_frames_file(const px_frames *f);
 /* The number of frames when known in advance (files), else -1. */
 long px_frames_count(const px_frames *f);
 void px_frames_close(px_frames *f);

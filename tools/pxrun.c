@@ -72,8 +72,15 @@ static const char px__usage[] =
     "                            (raw frames on standard input: --frame-size WxH, --frame-format\n"
     "                            rgb|rgba), or a video file (FFmpeg's libraries, when built with\n"
     "                            them). --npy writes every frame: (frames, N, H, W, 4); --out and -o\n"
-    "                            the last frame; a progress line on a terminal. Not into an any-size\n"
-    "                            input: resolve the program at the frames' size (pxasm --resolve)\n"
+    "                            the last frame; a progress line on a terminal. Into an any-size\n"
+    "                            input, each frame is taken at its own size within the bounds (a\n"
+    "                            frame outside them is an error naming it): the program is resolved\n"
+    "                            at the first frame's size and switched at each change of size (the\n"
+    "                            last 16 sizes kept); a program that keeps state from frame to frame\n"
+    "                            (DIFF, UPDATE, persistent slots) restarts its stream there, as at\n"
+    "                            its first frame, and says so; --fixation values are set again\n"
+    "                            (normalized ones: fractions of each frame); --npy of the frame\n"
+    "                            slot itself stacks frames of one size only\n"
     "  --max-frames N            with --frames: stop after N frames\n"
     "  --changed FILE.npy        with --frames: the changed-token masks of the first atlas, uint8\n"
     "                            (frames, N): 1 where the frame sampled the token again\n"
@@ -487,8 +494,11 @@ bad:
 
 /* An any-size program replaced by its resolution: each --in of an any-size slot decoded into
  * pre[i] at its own size (checked against the slot's bounds) unless --policy fit or stretch
- * resizes it to the reference size. */
-static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre, pxvm_error *err)
+ * resizes it to the reference size. With `sizes` (--frames into an any-size slot), the frame slot
+ * at the first frame's size (`first`), and the any-size program kept in sizes for the other
+ * sizes the frames come in. */
+static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre, px_run_sizes *sizes,
+                       const pxvm_image *first, pxvm_error *err)
 {
     int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
     for (int i = 0; i < a->nin && a->policy.kind == PX_POLICY_EXACT; i++) {
@@ -506,10 +516,16 @@ static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre
         }
         wh[2 * k] = pre[i].w, wh[2 * k + 1] = pre[i].h;
     }
+    if (sizes)
+        wh[2 * sizes->slot] = first->w, wh[2 * sizes->slot + 1] = first->h;
     pxvm_program res;
     if (pxvm_program_resolve(prog, wh, &a->lim, &res, err) < 0)
         return -1;
-    pxvm_program_free(prog);
+    if (sizes) {
+        sizes->poly = *prog;
+        memcpy(sizes->wh, wh, sizeof wh);
+    } else
+        pxvm_program_free(prog);
     *prog = res;
     return 0;
 }
@@ -517,7 +533,7 @@ static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre
 /* Every --fixation parsed, checked (register k is an input register of the program, the values
  * in range) and converted to Q16 as the library converts them; then every input register of the
  * program must have one. Before anything is loaded on the executor. */
-static int px__fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
+int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
 {
     for (int k = 0; k < a->nfix; k++) {
         const char *t = a->fix_text[k], *comma = strchr(t, ',');
@@ -573,6 +589,10 @@ int main(int argc, char **argv)
     const pxvm_executor_ops *ops = NULL;
     pxvm_outputs files = {0};
     pxvm_outputs_track(&files);
+    px_run_sizes *sizes = NULL; /* --frames into an any-size slot: the resolutions at the frames' sizes */
+    px_frames *frames = NULL;   /* ... its frames, opened before the resolution */
+    pxvm_image first = {0, 0, NULL};
+    const pxvm_program *loaded = &prog; /* after the frames: the resolution at the last frame's size */
     double t0 = 0, t_load = 0, t_open = 0, t_bind = 0, t_run = 0, t_out = 0;
 
     if (!a.ins || !a.outs || !a.npys || !a.geoms || !a.slot_of[0] || !a.slot_of[1] || !a.slot_of[2]) {
@@ -614,17 +634,19 @@ int main(int argc, char **argv)
         rc = px__bad_usage(msg);
         goto done;
     }
-    /* the frames go to the executor one by one, at one size: an any-size frame slot would take only
-     * frames of its reference size, refused one by one; refused here instead, saying what works */
+    /* --frames into an any-size slot: the frames are opened and the first decoded now, the program
+     * resolved at its size (a frame of another size later switches the executor to the
+     * resolution at that size: px_run_frames) */
     int frame_slot = a.frames && prog.any_size ? px_run_frame_slot(&prog, &a) : -1;
     if (frame_slot > 0 && (prog.slots[frame_slot].flags & PXI_SLOT_ANYSIZE)) {
-        char msg[900], lb[16];
-        snprintf(msg, sizeof msg,
-                 "--frames: program '%.300s' takes frames in input slot %d ('%s'), an any-size slot, and pxrun binds "
-                 "frames at one size: resolve it at the frames' size first (pxasm %.300s --resolve WxH -o FIXED.pxi)",
-                 a.prog_path, frame_slot, pxvm_slot_label(&prog, frame_slot, lb), a.prog_path);
-        rc = px__bad_usage(msg);
-        goto done;
+        if (!(sizes = calloc(1, sizeof *sizes))) {
+            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *sizes);
+            goto fail;
+        }
+        sizes->slot = frame_slot;
+        if (px_run_frames_first(&a, &frames, &first, &err) < 0 ||
+            px_run_frame_bounds(&prog, frame_slot, &a, frames, 0, first.w, first.h, &err) < 0)
+            goto fail;
     }
     /* executors run only fixed programs: an any-size one is resolved here, at the sizes of its
      * --in files (decoded now, kept for the bind) or, with --policy fit or stretch, at its
@@ -633,10 +655,10 @@ int main(int argc, char **argv)
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)a.nin * sizeof *pre);
         goto fail;
     }
-    if (prog.any_size && px__anysize(&prog, &a, pre, &err) < 0)
+    if (prog.any_size && px__anysize(&prog, &a, pre, sizes, &first, &err) < 0)
         goto fail;
     int32_t fixq[PX_FIX_REGS][2];
-    if (px__fixations(&prog, &a, fixq, &err) < 0)
+    if (px_run_fixations(&prog, &a, fixq, &err) < 0)
         goto fail;
     pxvm_error cuda_why = {0};
     if (pxvm_executor_open_named(a.exec_name, &a.oo, &ops, &ex, &cuda_why, &err) < 0)
@@ -696,7 +718,7 @@ int main(int argc, char **argv)
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};
     long nframes = 0;
     if (a.frames) {
-        if ((nframes = px_run_frames(ops, ex, &prog, &a, &ro, &files, &err)) < 0)
+        if ((nframes = px_run_frames(ops, ex, &prog, sizes, frames, &first, &a, &ro, &files, &loaded, &err)) < 0)
             goto fail;
         a.repeat = (uint64_t)(nframes > 0 ? nframes : 1);
     } else
@@ -709,12 +731,12 @@ int main(int argc, char **argv)
         }
     t_run = px_run_now();
     /* outputs: all written to temporary files first, renamed only when every one succeeded */
-    if (px_run_outputs(ops, ex, &prog, &a, &files, &err) < 0)
+    if (px_run_outputs(ops, ex, loaded, &a, &files, &err) < 0)
         goto fail;
-    if ((prog.uses_fixation || a.ngeom || a.overlay_path) &&
-        px_run_fixation_outputs(ops, ex, &prog, &a, photo.px ? &photo : NULL, &files, &err) < 0)
+    if ((loaded->uses_fixation || a.ngeom || a.overlay_path) &&
+        px_run_fixation_outputs(ops, ex, loaded, &a, photo.px ? &photo : NULL, &files, &err) < 0)
         goto fail;
-    if (a.do_hash && pxvm_hash_report(ops, ex, &prog, stdout, &err) < 0)
+    if (a.do_hash && pxvm_hash_report(ops, ex, loaded, stdout, &err) < 0)
         goto fail;
     if (pxvm_outputs_commit(&files, &err) < 0)
         goto fail;
@@ -732,7 +754,10 @@ fail:
 done:
     if (ex)
         ops->close(ex);
-    pxvm_program_free(&prog);
+    pxvm_program_free(&prog); /* the programs the executor was retargeted to: once it is closed */
+    px_run_sizes_free(sizes);
+    px_frames_close(frames);
+    pxvm_image_free(&first);
     for (int i = 0; pre && i < a.nin; i++)
         pxvm_image_free(&pre[i]);
     free(pre);

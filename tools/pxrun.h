@@ -8,6 +8,7 @@
 #include "../api/fixation.h"
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "frames.h"
 
 typedef struct {
     char *slot;
@@ -48,10 +49,44 @@ int px_run_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
 int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
                             const px_run_args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err);
 
+/* pxrun.c */
+/* Every --fixation checked against `prog` and converted to its Q16 registers (normalized ones are
+ * fractions of the bound size: converted again at every change of size). */
+int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err);
+
 /* pxrun_frames.c */
+#define PX_RUN_SIZES_KEPT 16
+/* --frames into an any-size slot: the any-size program and its resolutions at the sizes the frames
+ * came in other than the first (main's program is the first's). The executor is retargeted to
+ * them, so each stays alive until the executor is closed: past PX_RUN_SIZES_KEPT the least
+ * recently used one that is not loaded is dropped. */
+typedef struct {
+    pxvm_program poly;                 /* the any-size program */
+    int slot;                          /* the frame slot */
+    int wh[2 * (PXVM_MAX_SLOTS + 1)];  /* the sizes it is resolved at: the --in files', the frame's */
+    struct {
+        pxvm_program prog;             /* nslots 0: empty */
+        uint64_t used;
+    } kept[PX_RUN_SIZES_KEPT];
+    uint64_t clock;
+} px_run_sizes;
+void px_run_sizes_free(px_run_sizes *s);
+
 /* The input the frames go to: the first input slot that no --in binds (-1: none). */
 int px_run_frame_slot(const pxvm_program *prog, const px_run_args *a);
-long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, const px_run_args *a,
-                   const pxvm_run_options *ro, pxvm_outputs *files, pxvm_error *err);
+/* Opens the frames of --frames and decodes the first into *first (before the program is resolved
+ * at its size): an empty source is an error. */
+int px_run_frames_first(const px_run_args *a, px_frames **src, pxvm_image *first, pxvm_error *err);
+/* A frame of w x h against the bounds of any-size slot `slot` of `poly`: the words of --in, naming
+ * the frame's file (or its number in the source). */
+int px_run_frame_bounds(const pxvm_program *poly, int slot, const px_run_args *a, const px_frames *src, long n, int w,
+                        int h, pxvm_error *err);
+/* Runs once per frame; --npy outputs and --changed collect every frame. `src` and `first` from
+ * px_run_frames_first, or NULL: opened here. With `sizes` (an any-size frame slot), a frame of
+ * another size switches the executor to the program resolved at it; *cur is the program loaded at
+ * the end (what the outputs are read with). Returns frames run or -1. */
+long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, px_run_sizes *sizes,
+                   px_frames *src, pxvm_image *first, const px_run_args *a, const pxvm_run_options *ro,
+                   pxvm_outputs *files, const pxvm_program **cur, pxvm_error *err);
 
 #endif

@@ -479,33 +479,56 @@ TEST(cli_pxasm_resolve_refuses_overflow_and_a_slot_twice)
     CHECK(px__exists(pxi));
 }
 
-/* pxrun --frames with an any-size frame slot is refused up front, naming the slot and what works
- * (review finding 8: a 91x37 frame failed at the reference size); the resolution runs them. */
-TEST(cli_frames_any_size_refused_up_front)
+/* Writes a random w x h PNG (seeded) to path. */
+static void px__random_png(const char *path, int w, int h, uint64_t seed)
 {
-    char out[8192], dir[256], frame[300], fixed[300], npy[300];
-    snprintf(dir, sizeof dir, "%s/frames_any", px__tmpdir());
-    mkdir(dir, 0700);
-    snprintf(frame, sizeof frame, "%s/f0.png", dir);
-    snprintf(fixed, sizeof fixed, "%s/fixed_91x37.pxi", px__tmpdir());
-    snprintf(npy, sizeof npy, "%s/frames_any.npy", px__tmpdir());
-    uint64_t rng = 91;
-    pxvm_image img = px_random_image(91, 37, &rng);
+    pxvm_image img = px_random_image(w, h, &seed);
     void *png;
     size_t len;
     CHECK_EQ(pxvm_image_encode_png(img.px, img.w, img.h, &png, &len), 0);
-    FILE *f = fopen(frame, "wb");
+    FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(png, 1, len, f) == len);
     if (f)
         fclose(f);
     pxvm_free(png);
     pxvm_image_free(&img);
-    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 2);
-    CHECK_STR(out, "--frames: program 'programs/foveate273_any.pxi' takes frames in input slot 1 ('image'), an any-size "
-                   "slot");
-    CHECK_STR(out, "--resolve WxH");
-    CHECK(!px__exists(npy));
+}
+
+/* pxrun --frames into an any-size frame slot resolves the program at the frames' size (once
+ * refused: review finding 8, a 91x37 frame failed at the reference size): the bytes of the
+ * program resolved by pxasm --resolve; a frame outside the bounds is refused naming the file, its
+ * size and the bounds (exit 5, unlinkable, as --in), nothing written. */
+TEST(cli_frames_any_size_resolved_at_the_frames_size)
+{
+    char out[8192], dir[256], frame[300], fixed[300], npy[300], npy_fixed[300];
+    snprintf(dir, sizeof dir, "%s/frames_any", px__tmpdir());
+    mkdir(dir, 0700);
+    snprintf(fixed, sizeof fixed, "%s/fixed_91x37.pxi", px__tmpdir());
+    snprintf(npy, sizeof npy, "%s/frames_any.npy", px__tmpdir());
+    snprintf(npy_fixed, sizeof npy_fixed, "%s/frames_fixed.npy", px__tmpdir());
+    for (int i = 0; i < 2; i++) {
+        snprintf(frame, sizeof frame, "%s/f%d.png", dir, i);
+        px__random_png(frame, 91, 37, 91u + (uint64_t)i);
+    }
+    remove(npy);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 0);
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm programs/foveate273_any.pxi --resolve 91x37 -o %s", fixed), 0);
-    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --frames %s --npy atlas=%s", fixed, dir, npy), 0);
-    CHECK(px__exists(npy));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun %s --frames %s --npy atlas=%s", fixed, dir, npy_fixed), 0);
+    CHECK_EQ(px__sh(out, sizeof out, "cmp %s %s", npy, npy_fixed), 0);
+    /* out of bounds (16x16 .. 16384x16384): a 91x15 frame after the good ones */
+    snprintf(frame, sizeof frame, "%s/f2.png", dir);
+    px__random_png(frame, 91, 15, 7);
+    remove(npy);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 5);
+    CHECK_STR(out, "unlinkable: a 91x15 image cannot be bound to slot 1 ('image'): it takes 16x16 .. 16384x16384 "
+                   "(file '");
+    CHECK_STR(out, "frames_any/f2.png')");
+    CHECK(!px__exists(npy));
+    /* ... and as the first frame, where it would size the program */
+    snprintf(frame, sizeof frame, "%s/a.png", dir);
+    px__random_png(frame, 15, 37, 8);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames %s --npy atlas=%s", dir, npy), 5);
+    CHECK_STR(out, "a 15x37 image cannot be bound to slot 1 ('image')");
+    CHECK_STR(out, "frames_any/a.png')");
+    CHECK(!px__exists(npy));
 }

@@ -188,14 +188,8 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     if (ops->retarget(ex, next, err) < 0)
         return -1;
     *cur = next;
-    if (s->poly.uses_video) {
-        if (ops->reset(ex, err) < 0)
-            return -1;
-        fprintf(stderr,
-                "%spxrun: --frames: frame %ld (%s) is %dx%d, the previous ones %dx%d: program '%s' keeps state from "
-                "frame to frame (DIFF, UPDATE, persistent slots), so its stream restarts at the new size\n",
-                px__isatty2 && !a->do_time ? "\n" : "", n, name, w, h, pw, ph, a->prog_path);
-    }
+    if (s->poly.uses_video && ops->reset(ex, err) < 0)
+        return -1;
     int32_t q[PX_FIX_REGS][2];
     if (px_run_fixations(next, a, q, err) < 0) { /* a texel one outside this frame */
         snprintf(msg, sizeof msg, "%.400s: frame %ld (%.300s)", err->msg, n, name);
@@ -205,6 +199,11 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     for (int r = 0; r < a->nfix; r++)
         if (ops->set_fixations(ex, 0, 1, r, 1, q[r], -1, err) < 0)
             return -1;
+    if (s->poly.uses_video) /* said once the switch has gone through */
+        fprintf(stderr,
+                "%spxrun: --frames: frame %ld (%s) is %dx%d, the previous ones %dx%d: program '%s' keeps state from "
+                "frame to frame (DIFF, UPDATE, persistent slots), so its stream restarts at the new size\n",
+                px__isatty2 && !a->do_time ? "\n" : "", n, name, w, h, pw, ph, a->prog_path);
     return 0;
 }
 

@@ -1024,7 +1024,9 @@ int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
     }
     if (rt->img_stale && rt->facts.touches_image && px__image_to_slots(ex, err) < 0)
         return -1;
-    if ((ex->prog->reset[0] & PXVM_RESET_LEVEL0) && rt->prog_id != rt->img.id) { /* what the reset restores slot 0 from */
+    /* what a run restores slot 0 from (px__enqueue restores it whenever d_prog exists: made for a
+     * program that writes slot 0, it may outlive it across switches): always the program's own */
+    if (ex->d_prog && rt->prog_id != rt->img.id) {
         PX__CK(cudaMemcpyAsync(ex->d_prog, rt->img.d_level0, (size_t)ex->prog->slots[0].w * 4u * (size_t)ex->prog->slots[0].h,
                                cudaMemcpyDeviceToDevice, ex->stream));
         rt->prog_id = rt->img.id;
@@ -1080,6 +1082,8 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     else if (px__context(ex, err) < 0 || px__rt_open(ex, err) < 0) {
         px__retarget_free(ex);
         return -1;
+    } else {
+        ex->rt->ctx_set = 1; /* made current above, before rt existed */
     }
     if (px__switch(ex, next, err) < 0) {
         px__context(ex, NULL);

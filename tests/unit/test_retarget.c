@@ -28,7 +28,10 @@ static const pxvm_executor_ops *px__ops(void)
  * switch must clear levels the last program's PYRAMID wrote and the next one's leaves), and
  * write the program image (DOT_RGB) whose vectors follow the size (so slot 0 must start as the
  * next program's image). */
-typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS, PX_FAM_SLOTS } px_family;
+/* PX_FAM_SLOT0: at odd widths a SAMPLE writes the program image (a region after the code), which
+ * its runs then restore; at even widths a SAMPLE reads the program image, whose operands differ
+ * with the size: a restore left from a program of the first kind must not bring its image back. */
+typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS, PX_FAM_SLOTS, PX_FAM_SLOT0 } px_family;
 
 /* The family's program for a w x h input (slot 1). */
 static int px__program(px_family fam, int w, int h, pxvm_program *prog)
@@ -55,6 +58,13 @@ static int px__program(px_family fam, int w, int h, pxvm_program *prog)
                  "PYRAMID canvas\nHALT\n",
                  w, h);
         rc = pxasm_assemble(text, strlen(text), "retarget.pxs", &lim, &img, &err);
+    } else if (fam == PX_FAM_SLOT0) {
+        snprintf(text, sizeof text,
+                 ".width 16\n.height 8\n.slot image input %dx%d\n.slot a output 16x8\n"
+                 "SAMPLE src=%s dst=%s mode=linear at=(%d, 6) size=(4, 2) center=(%d.5, %d.5) step=1 lod=0\nHALT\n",
+                 w, h, w % 2 ? "image" : "prog", w % 2 ? "prog" : "a", w % 3 * 4, w % 2 ? w / 2 : w % 7,
+                 w % 2 ? h / 2 : 3);
+        rc = pxasm_assemble(text, strlen(text), "retarget4.pxs", &lim, &img, &err);
     } else if (fam == PX_FAM_SLOTS) {
         const char *out = w % 2 ? "a" : "b";
         snprintf(text, sizeof text,
@@ -296,6 +306,7 @@ TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }
 TEST(retarget_keeps_other_input_bound_equals_fresh_load) { px__property(PX_FAM_TWO_INPUTS); }
 TEST(retarget_changed_writers_and_program_image_equal_fresh_load) { px__property(PX_FAM_SLOTS); }
+TEST(retarget_program_image_written_by_some_sizes_equals_fresh_load) { px__property(PX_FAM_SLOT0); }
 
 static int px__asm(const char *text, pxvm_program *prog)
 {

@@ -78,6 +78,8 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
 struct px_rt_facts {
     uint8_t *writes;   /* [nslots] PXVM_RESET_* parts its runs may change */
     uint8_t *rest;     /* [nslots] the parts d_rest clears */
+    uint8_t *rebuilt;  /* [nslots] levels >= 1 rebuilt whole by a PYRAMID before anything reads them (as
+                        * the CPU executor's upper_rebuilt) */
     int touches_image; /* an operand names a program or data slot (or DOT_RGB's program rows) */
     int writes_image;  /* its runs may write one's level 0 */
     int incremental;   /* a fetch with a tile mask */
@@ -137,6 +139,9 @@ struct px_gpu_retarget {
     uint8_t *dirty;
     uint64_t img_id, prog_id;
     int img_stale;
+    uint8_t *input_upper; /* [nslots] an input switched to cached textures: their levels >= 1 hold
+                           * that size's last pyramid; zeroed by the next run unless it rebuilds them
+                           * (as the CPU executor zeroes a switched input's levels >= 1) */
     int ctx_set; /* this retarget made the executor's device and GL context current (px__context) */
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
@@ -423,9 +428,9 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
 {
     int n = prog->nslots;
     memset(f, 0, sizeof *f);
-    if (!(f->writes = (uint8_t *)calloc(2u * (size_t)n, 1)))
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
-    f->rest = f->writes + n;
+    if (!(f->writes = (uint8_t *)calloc(3u * (size_t)n, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(3u * (size_t)n));
+    f->rest = f->writes + n, f->rebuilt = f->writes + 2 * n;
     const unsigned all = PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER;
     uint8_t touched[PXVM_MAX_SLOTS + 1] = {0};
     for (uint32_t i = 0; i < prog->ninsns; i++) {
@@ -459,6 +464,11 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
         if (dst >= 0 && dst < n)
             f->writes[dst] |= PXVM_RESET_LEVEL0;
     }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        if (prog->insns[i].op == PX_OP_PYRAMID && PX_ARG(&prog->insns[i], PYRAMID, slot) < n)
+            f->rebuilt[PX_ARG(&prog->insns[i], PYRAMID, slot)] = 1;
+    for (int k = 0; k < n; k++)
+        f->rebuilt[k] = (uint8_t)(f->rebuilt[k] && !(prog->reset[k] & PXVM_RESET_UPPER) && !(prog->slots[k].flags & PXI_SLOT_PERSIST));
     for (int k = 0; k < n; k++)
         if (px__image_slot(&prog->slots[k])) {
             f->touches_image |= touched[k];
@@ -576,7 +586,8 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     free(rects);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
-    if (!(rt->dirty = (uint8_t *)calloc((size_t)prog->nslots, 1)))
+    if (!(rt->dirty = (uint8_t *)calloc((size_t)prog->nslots, 1)) ||
+        !(rt->input_upper = (uint8_t *)calloc((size_t)prog->nslots, 1)))
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
     if (px__facts_make(prog, &rt->facts, err) < 0 ||
         px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0 ||
@@ -632,6 +643,7 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->img.px);
     free(rt->facts.writes);
     free(rt->dirty);
+    free(rt->input_upper);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -766,6 +778,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 rt->cached_bytes -= take->bytes;
                 break;
             }
+        rt->input_upper[k] = take && s->levels > 1; /* a made one is zeroed */
         if (!take) {
             if (px__context(ex, err) < 0 || px__tex_make(ex, k, s, &take, err) < 0) {
                 if (take)
@@ -1000,6 +1013,33 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     return 0;
 }
 
+/* Levels >= 1 of input slot k of every item zeroed, on the stream (records made here: a rare
+ * path, a switch back to a cached size with a program that reads them unbuilt). */
+static int px__clear_upper(pxvm_executor *ex, int k, pxvm_error *err)
+{
+    px_gpu_rect rects[PXVM_MAX_LEVELS * 8];
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    int rc = 0;
+    for (int b0 = 0; rc == 0 && b0 < ex->batch; b0 += 8) {
+        ex->nclear = ex->max_clear_px = 0;
+        for (int b = b0; b < ex->batch && b < b0 + 8; b++) {
+            int i = b * ex->nslots + k;
+            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+        }
+        int n = ex->nclear, px = ex->max_clear_px;
+        px_gpu_rect *d = NULL;
+        cudaError_t e = n ? cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)n, ex->stream) : cudaSuccess;
+        if (e == cudaSuccess && n)
+            e = cudaMemcpyAsync(d, rects, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice, ex->stream);
+        rc = e != cudaSuccess ? px__cuda_fail(err, "clearing an input's levels", e, __FILE__, __LINE__)
+                              : px__launch_clear(ex, d, n, px, err);
+        if (d) /* rects: pageable, staged before the copy call returned */
+            cudaFreeAsync(d, ex->stream);
+    }
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    return rc;
+}
+
 /* Is any part of `parts` (per slot) in `dirty`? */
 static int px__any_dirty(const uint8_t *dirty, const uint8_t *parts, int n)
 {
@@ -1024,6 +1064,12 @@ int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
     }
     if (rt->img_stale && rt->facts.touches_image && px__image_to_slots(ex, err) < 0)
         return -1;
+    for (int k = 0; k < n; k++)
+        if (rt->input_upper[k]) {
+            rt->input_upper[k] = 0;
+            if (!rt->facts.rebuilt[k] && px__clear_upper(ex, k, err) < 0)
+                return -1;
+        }
     /* what a run restores slot 0 from (px__enqueue restores it whenever d_prog exists: made for a
      * program that writes slot 0, it may outlive it across switches): always the program's own */
     if (ex->d_prog && rt->prog_id != rt->img.id) {

@@ -322,6 +322,63 @@ static int px__asm(const char *text, pxvm_program *prog)
     return 0;
 }
 
+/* An input switched back to a size seen before starts with zero levels >= 1, as after a load,
+ * when the next program reads them without rebuilding them: P(A) pyramids the input at size A,
+ * Q(B) at size B, then R(A) pyramids another slot and samples the input's level 1..2 (zeros on a
+ * fresh load); on the GPU, A's textures come back from the cache holding P's pyramid. */
+TEST(retarget_back_to_a_cached_size_input_levels_start_zero)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    if (!ops)
+        return;
+    static const struct { int w, h; const char *pyramid; } spec[3] = {{40, 30, "image"}, {24, 20, "image"}, {40, 30, "a"}};
+    pxvm_program progs[3];
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    for (int i = 0; i < 3; i++) {
+        char text[512];
+        pxvm_image img;
+        pxvm_error err;
+        snprintf(text, sizeof text,
+                 ".width 16\n.slot image input %dx%d\n.slot a output 16x16\nPYRAMID %s\n"
+                 "SAMPLE src=image dst=a mode=linear at=(0, 0) size=(16, 16) center=(%d, %d) step=2 lod=1.5\nHALT\n",
+                 spec[i].w, spec[i].h, spec[i].pyramid, spec[i].w / 2, spec[i].h / 2);
+        if (pxasm_assemble(text, strlen(text), "upper.pxs", &lim, &img, &err) < 0 ||
+            pxvm_program_from_image(&img, &lim, &progs[i], &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            for (int j = 0; j < i; j++)
+                pxvm_program_free(&progs[j]);
+            return;
+        }
+    }
+    pxvm_executor *ex = NULL, *fx = NULL;
+    pxvm_error err;
+    pxvm_open_options opt = {0, 0};
+    int ok = ops->open(&ex, &opt, &err) == 0 && ops->load(ex, &progs[0], PX_BATCH, &err) == 0 &&
+             px__bind(ops, ex, &progs[0], 1, 7) == 0 && ops->run(ex, NULL, &err) == 0;
+    for (int i = 1; ok && i < 3; i++)
+        ok = ops->retarget(ex, &progs[i], &err) == 0 && px__bind(ops, ex, &progs[i], 1, 7 + (uint64_t)i) == 0 &&
+             ops->run(ex, NULL, &err) == 0;
+    ok = ok && ops->open(&fx, &opt, &err) == 0 && ops->load(fx, &progs[2], PX_BATCH, &err) == 0 &&
+         px__bind(ops, fx, &progs[2], 1, 9) == 0 && ops->run(fx, NULL, &err) == 0;
+    CHECK(ok);
+    if (!ok)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    if (ok) {
+        size_t la, lb;
+        uint8_t *a = px__snapshot(ops, ex, &progs[2], &la), *b = px__snapshot(ops, fx, &progs[2], &lb);
+        CHECK(la == lb && memcmp(a, b, la) == 0);
+        free(a);
+        free(b);
+    }
+    if (ex)
+        ops->close(ex);
+    if (fx)
+        ops->close(fx);
+    for (int i = 0; i < 3; i++)
+        pxvm_program_free(&progs[i]);
+}
+
 /* The check's refusals name what differs; a refused retarget changes nothing. */
 TEST(retarget_refusals_name_what_differs)
 {

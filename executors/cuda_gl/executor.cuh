@@ -150,7 +150,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
 /* a slot's texture for one item, and the kernels' per-level views of it (resources.cu; load and
  * retarget both make slot storage with these) */
 int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s, int slot, int item, pxvm_error *err);
-int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, pxvm_error *err);
+int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, cudaStream_t stream,
+                   int slot, pxvm_error *err);
 void px__gl_unload(pxvm_executor *ex);
 /* The guard of every op but load, close, set_stream and sync: -1 with an UNAVAILABLE error naming
  * `op` when no program is loaded (a failed load or retarget unloads: nothing is left to run). */

@@ -223,7 +223,7 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     px_gpu_rect rects[PXVM_MAX_LEVELS];
     for (int b = 0; b < batch; b++) {
         px_gpu_slot *g = &t->g[b];
-        if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], err) < 0)
+        if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], ex->stream, slot, err) < 0)
             return -1;
         /* zeroed as load zeroes every level; the records live until the clear has run */
         int max_px = 0;

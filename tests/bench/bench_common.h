@@ -1,5 +1,5 @@
-/* bench_common.h - what the C benchmarks on the public API share: a monotonic clock in ms and a
- * check that stops the benchmark with the library's message. */
+/* bench_common.h - what the C benchmarks share: a monotonic clock in ms, the median of repeats,
+ * and a check that stops a benchmark on the public API with the library's message. */
 #ifndef PX_BENCH_COMMON_H
 #define PX_BENCH_COMMON_H
 
@@ -9,14 +9,29 @@
 
 #include "../../include/pxvm.h"
 
-static double px__now_ms(void)
+static inline double px__now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static void px__ck(int rc, const char *what)
+static inline int px__cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts v in place; the mean of the middle two for even n). */
+static inline double px__median(double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, px__cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static inline void px__ck(int rc, const char *what)
 {
     if (rc) {
         fprintf(stderr, "%s: %s\n", what, pxvm_errmsg());

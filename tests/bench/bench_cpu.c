@@ -13,25 +13,7 @@
 #include <unistd.h>
 
 #include "../../assembler/plan.h"
-
-static double px__ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int px__cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double px__median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, px__cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_common.h"
 
 static int px__load(pxvm_builder *b, pxvm_program *prog)
 {
@@ -59,9 +41,9 @@ static double px__time_program(pxvm_program *prog, const pxvm_image *in, int rep
         if (pxvm_cpu_executor.load(ex, prog, 1, &err) == 0 && pxvm_bind_image(&pxvm_cpu_executor, ex, 1, in, &err) == 0 &&
             pxvm_cpu_executor.run(ex, &ro, &err) == 0) { /* the first run warms up */
             for (int r = 0; r < reps; r++) {
-                double s = px__ms();
+                double s = px__now_ms();
                 pxvm_cpu_executor.run(ex, &ro, &err);
-                t[r] = px__ms() - s;
+                t[r] = px__now_ms() - s;
             }
             m = px__median(t, reps);
         }
@@ -89,9 +71,9 @@ int main(int argc, char **argv)
             a[i] = (uint8_t)((i * 2654435761u) >> 13);
         memset(c, 0, bytes);
         for (int r = 0; r < reps; r++) {
-            double s = px__ms();
+            double s = px__now_ms();
             memcpy(c, a, bytes);
-            t[r] = px__ms() - s;
+            t[r] = px__now_ms() - s;
         }
         double t_copy = px__median(t, reps);
         pxvm_image in = {W, H, a};
@@ -122,10 +104,10 @@ int main(int argc, char **argv)
             int n = reps < 3 ? reps : 3;
             for (int r = 0; r < n; r++) {
                 uint8_t *png;
-                double s0 = px__ms();
+                double s0 = px__now_ms();
                 if (pxvm_png_encode_ex(&pic, m ? PXVM_PNG_BEST : PXVM_PNG_FAST, &png, &png_len[m], NULL) < 0)
                     return 1;
-                t[r] = px__ms() - s0;
+                t[r] = px__now_ms() - s0;
                 free(png);
             }
             t_png[m] = px__median(t, n);

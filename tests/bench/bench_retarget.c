@@ -34,26 +34,8 @@
 #include <time.h>
 
 #include "../../assembler/plan.h"
+#include "bench_common.h"
 #include "../../vm/vm.h"
-
-static double px__now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int px__cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double px__median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, px__cmp);
-    return n ? v[n / 2] : 0;
-}
 
 static uint64_t px__rng(uint64_t *s)
 {

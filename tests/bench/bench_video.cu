@@ -194,12 +194,6 @@ static double px__block_ms(px__path *p, const uint8_t *frames, int nframes, int 
     return px__now_ms() - t0;
 }
 
-static int px__cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* frames/s over `count` frames (cycling) of a path alone. */
 static double px__fps(px__path *p, const uint8_t *frames, int nframes, int count, int w, int h, int device)
 {

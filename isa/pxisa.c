@@ -24,6 +24,7 @@ static const px__row px__rows[PXG__count] = {
 static pxi_field_info px__fields[PXG__count];
 static pxi_op_info px__ops[256];
 static pthread_once_t px__once = PTHREAD_ONCE_INIT;
+static int px__built; /* set (release) once px__build is done: the lookup's fast path */
 
 static void px__build(void)
 {
@@ -48,11 +49,13 @@ static void px__build(void)
             n++;
         op->nfields = (uint8_t)n;
     }
+    __atomic_store_n(&px__built, 1, __ATOMIC_RELEASE);
 }
 
 const pxi_op_info *pxi_op(unsigned value)
 {
-    pthread_once(&px__once, px__build);
+    if (!__atomic_load_n(&px__built, __ATOMIC_ACQUIRE)) /* the loader calls this per operand */
+        pthread_once(&px__once, px__build);
     return &px__ops[value & 255u];
 }
 

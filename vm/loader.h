@@ -15,12 +15,19 @@ static inline int px_vm_is_fetch(const pxi_insn *in)
     return in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
 }
 
+/* parse.c: slot k's descriptor (prog->slots[k], zeroed by the caller; earlier slots parsed) and
+ * the serial of a program made now (vm.h). */
+int px_vm_parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
+uint64_t px_vm_new_serial(void);
+
 /* validate.c: the operand rules that follow from an operand's kind alone (each operand as it is
  * decoded, prog->image and prog->nslots set), and an instruction's rules that need the whole
  * header and code (its regions against slot sizes, masks, levels). 0, or -1 with *err set. */
 int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
                       pxvm_error *err);
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err);
+/* Does px_vm_check_field have a rule for operands of this kind? (0: every value passes) */
+int px_vm_kind_has_rule(enum pxi_kind kind);
 
 /* launch_plan.c, on a validated program: the launch plan (prog->steps), what every run restores
  * (prog->reset), the position box of incremental fetch i (prog->insn_box[i], the array allocated

@@ -61,7 +61,7 @@ static int px__parse_bounds(const pxvm_image *img, int k, const pxvm_limits *lim
     return 0;
 }
 
-static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
+int px_vm_parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
 {
     pxvm_slot *s = &prog->slots[k];
     uint32_t d = (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (k - 1));
@@ -142,6 +142,14 @@ static int px__parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, 
     return 0;
 }
 
+/* Never 0, never reused while the library is loaded: a freed program's serial does not come back
+ * with another one made at the same address. */
+uint64_t px_vm_new_serial(void)
+{
+    static uint64_t px__serials;
+    return __atomic_add_fetch(&px__serials, 1, __ATOMIC_RELAXED);
+}
+
 /* ---- load ----------------------------------------------------------------------------------- */
 
 int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
@@ -212,7 +220,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     s0->h = img->h;
     s0->desc_pixel = -1;
     for (int k = 1; k <= nslots; k++) {
-        if (px__parse_slot(img, k, lim, prog, err) < 0)
+        if (px_vm_parse_slot(img, k, lim, prog, err) < 0)
             goto fail;
         prog->any_size += (prog->slots[k].flags & PXI_SLOT_ANYSIZE) != 0;
     }
@@ -275,10 +283,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     if (px_vm_build_plan(prog, err) < 0 || px_vm_build_reset(prog, err) < 0 || px_vm_build_geometry(prog, err) < 0 ||
         (prog->insn_box && px_vm_fetch_sole(prog, err) < 0))
         goto fail;
-    /* never 0, never reused while the library is loaded: a freed program's serial does not come
-     * back with another one made at the same address */
-    static uint64_t px__serials;
-    prog->serial = __atomic_add_fetch(&px__serials, 1, __ATOMIC_RELAXED);
+    prog->serial = px_vm_new_serial();
     return 0;
 fail:
     pxvm_program_free(prog);

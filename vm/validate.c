@@ -8,11 +8,15 @@
 #include "loader.h"
 #include "../isa/px_sem.h"
 
-/* Operand rules that follow from an operand's kind alone. */
+int px_vm_kind_has_rule(enum pxi_kind kind)
+{
+    return kind != PXK_U8 && kind != PXK_U16 && kind != PXK_Q16 && kind != PXK_LOD;
+}
+
+/* Operand rules that follow from an operand's kind alone (none for the kinds above). */
 int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
                       pxvm_error *err)
 {
-    const pxi_op_info *op = pxi_op(in->op);
     const char *why = NULL;
     switch (fi->kind) {
     case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
@@ -38,7 +42,7 @@ int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t ind
         return 0;
     int x, y;
     pxvm_stream_xy(prog, in->pc + fi->pixel, &x, &y);
-    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, fi->name, (long)v, why);
+    return pxvm_fail(err, PXE_OPERAND, x, y, index, pxi_op(in->op)->name, fi->name, (long)v, why);
 }
 
 static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,

@@ -238,6 +238,15 @@ int pxvm_anysize_check(const pxvm_program *poly, int slot, int w, int h, pxvm_er
  * program without any-size slots resolves to a copy of itself. *out is freed by the caller. */
 int pxvm_program_resolve(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_program *out,
                          pxvm_error *err);
+/* The same, made the long way: the resolved image parsed and validated as any program.
+ * pxvm_program_resolve derives its result from `poly` instead (no parse: a few microseconds
+ * where this takes about a hundred); both give equal programs (but the serial) and equal errors,
+ * which the tests check over many sizes. */
+int pxvm_program_resolve_parsed(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_program *out,
+                                pxvm_error *err);
+/* 0 when a and b are the same program (every field and array but the serial), else 1 with the
+ * first field that differs named in what (for tests). */
+int pxvm_program_diff(const pxvm_program *a, const pxvm_program *b, char *what, size_t len);
 /* The same, giving the resolved program image only (what pxasm --resolve writes). */
 int pxvm_program_resolve_image(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_image *out,
                                pxvm_error *err);

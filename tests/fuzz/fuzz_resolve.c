@@ -2,8 +2,11 @@
  * bytes are the size to bind (u16 w, u16 h, 0 meaning 65536), the rest the program's pixels as
  * fuzz_validate reads them; every any-size slot of a valid program is checked against its bounds
  * and, where they allow it, the program is resolved at that size (scaled operands out of int32,
- * LODs at their clamps, a resolution the validator refuses) and the resolution printed. */
+ * LODs at their clamps, a resolution the validator refuses) and the resolution printed; it aborts
+ * where the derived resolution (pxvm_program_resolve) and the parsed one differ. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_common.h"
 
@@ -35,8 +38,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
-    pxvm_program res;
-    if (ok && pxvm_program_resolve(&prog, wh, &lim, &res, &err) == 0) {
+    pxvm_program res, parsed;
+    pxvm_error err2;
+    int rc = ok ? pxvm_program_resolve(&prog, wh, &lim, &res, &err) : -1;
+    /* the derived resolution equals the parsed one: program or error */
+    int rc2 = ok ? pxvm_program_resolve_parsed(&prog, wh, &lim, &parsed, &err2) : -1;
+    char what[64];
+    if (rc != rc2 || (rc < 0 && ok && (err.code != err2.code || strcmp(err.msg, err2.msg))) ||
+        (rc == 0 && pxvm_program_diff(&res, &parsed, what, sizeof what)))
+        abort();
+    if (rc2 == 0)
+        pxvm_program_free(&parsed);
+    if (rc == 0) {
         for (uint32_t i = 0; i < res.ninsns; i++)
             pxvm_insn_format(&res, &res.insns[i], buf, sizeof buf);
         pxvm_program_free(&res);

@@ -702,3 +702,110 @@ TEST(anysize_q16_fixation_checked_against_the_bound_size)
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
 }
+
+/* ---- the derived resolution (pxvm_program_resolve) == the parsed one, program and error ------ */
+
+/* Resolves poly at every size of wh[] both ways under lim; counts equal results and equal
+ * refusals, and fails on any difference (a field, or an error's class or words). */
+static void px__derived_vs_parsed(const char *name, const pxvm_program *poly, const pxvm_limits *lim, int (*wh)[2],
+                                  int n, int *same, int *refused)
+{
+    int k = 1;
+    while (k < poly->nslots && !(poly->slots[k].flags & PXI_SLOT_ANYSIZE))
+        k++;
+    for (int i = 0; i < n; i++) {
+        int sizes[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        sizes[2 * k] = wh[i][0], sizes[2 * k + 1] = wh[i][1];
+        pxvm_program a, b;
+        pxvm_error ea, eb;
+        int ra = pxvm_program_resolve(poly, sizes, lim, &a, &ea);
+        int rb = pxvm_program_resolve_parsed(poly, sizes, lim, &b, &eb);
+        char what[64];
+        if (ra != rb) {
+            px_test_fail(__FILE__, __LINE__, "%s at %dx%d: derived %d (%s), parsed %d (%s)", name, wh[i][0], wh[i][1],
+                         ra, ra ? ea.msg : "", rb, rb ? eb.msg : "");
+        } else if (ra < 0) {
+            if (ea.code != eb.code || strcmp(ea.msg, eb.msg) || ea.x != eb.x || ea.y != eb.y)
+                px_test_fail(__FILE__, __LINE__, "%s at %dx%d: errors differ:\n  derived %s\n  parsed  %s", name,
+                             wh[i][0], wh[i][1], ea.msg, eb.msg);
+            else
+                (*refused)++;
+        } else {
+            if (pxvm_program_diff(&a, &b, what, sizeof what))
+                px_test_fail(__FILE__, __LINE__, "%s at %dx%d: the resolutions differ in %s", name, wh[i][0], wh[i][1],
+                             what);
+            else
+                (*same)++;
+            CHECK(a.serial && a.serial != b.serial);
+            pxvm_program_free(&a);
+            pxvm_program_free(&b);
+        }
+    }
+}
+
+/* 'image' 64x48 any-size, PYRAMID over it with a tile mask of its reference size: every other
+ * size is a resolution the validator refuses (the mask no longer matches: U-BIND-6 through an
+ * instruction rule, not a descriptor's). */
+static void px__masked_pyramid(pxvm_image *out)
+{
+    pxvm_builder b;
+    pxvm_error err;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 64, 48);
+    pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", px_tiles(64), px_tiles(48));
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = 1, f[PX_FI(PYRAMID, mask)] = 2;
+    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, out, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    pxvm_build_free(&b);
+}
+
+TEST(anysize_derived_resolution_equals_the_parsed_one)
+{
+    static const char *const names[] = {"foveate273_any", "foveate273", "grid", "logpolar", "uniform", "v1", "aniso",
+                                        "pyramid", "resize_fit", "sampler", "masked_pyramid"};
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    uint64_t rng = 2311;
+    static int wh[200][2];
+    int n = px__sizes(1, 1, 60, &rng, wh);
+    static const int extra[][2] = {{65535, 1}, {1, 65535}, {16, 15}, {15, 16}, {16384, 16384}, {16385, 2}, {2, 9000}};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        wh[n][0] = extra[i][0], wh[n][1] = extra[i][1], n++;
+    int same = 0, refused = 0, programs = 0;
+    for (size_t p = 0; p < sizeof names / sizeof names[0]; p++) {
+        pxvm_image img;
+        pxvm_error err;
+        char path[64];
+        snprintf(path, sizeof path, "programs/%s.pxi", names[p]);
+        if (!strcmp(names[p], "sampler")) {
+            px__sampler(&img);
+        } else if (!strcmp(names[p], "masked_pyramid")) {
+            px__masked_pyramid(&img);
+        } else if (pxvm_png_load(path, &lim, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        if (img.px[5] == 0 && px__make_any(&img, 2, 0, 0) < 0) { /* a fixed program with an input made any-size */
+            pxvm_image_free(&img);
+            continue;
+        }
+        pxvm_program poly;
+        if (pxvm_program_from_image(&img, &lim, &poly, &err) < 0) /* V-ANY-6 refuses some as any-size */
+            continue;
+        programs++;
+        px__derived_vs_parsed(names[p], &poly, &lim, wh, n, &same, &refused);
+        /* under tighter limits: the memory limit and the sides (descriptor rules) refuse more */
+        pxvm_limits tight = lim;
+        tight.max_memory = poly.memory + 4096u;
+        px__derived_vs_parsed(names[p], &poly, &tight, wh, n, &same, &refused);
+        pxvm_program_free(&poly);
+    }
+    printf("  %d programs x %d sizes x 2 limits: %d resolutions equal field for field, %d refusals equal\n", programs, n,
+           same, refused);
+    CHECK(programs >= 6);
+    CHECK(same > 500 && refused > 100);
+}

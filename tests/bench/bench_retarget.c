@@ -1,8 +1,8 @@
 /* bench_retarget - what switching sizes costs (issue 23, "Numbers to reach"), as JSON:
  *   bench_retarget [--executor cpu|cuda] [--images N] [--sizes S] [--batch B] [--seed X]
- * The program is programs/foveate273.json's plan compiled for each of S sizes (w in 320..959, h in
- * 240..719, drawn from the seed) before timing: compiling stands in for vm/resolve.c, which the
- * any-size branch adds, and is not timed. Reported (milliseconds, medians of repeats):
+ * The program is programs/foveate273_any.pxi (any-size) resolved at each of S sizes (w in 320..959,
+ * h in 240..719, drawn from the seed), as a runner does at a size it has not kept; the executor
+ * runs the resolutions. Reported (milliseconds, medians of repeats):
  *   run_ms             one run (bind excluded) at one size
  *   bind_ms            one bind of an image of that size
  *   retarget_cached_host_ms  a retarget to a size seen before: the call alone (what it leaves
@@ -10,6 +10,9 @@
  *   retarget_cached_ms the same call and a wait for the stream (on cuda: its textures, tables and
  *                      graph cached)
  *   retarget_new_ms    a retarget to a size not seen before
+ *   resolve_new_ms     pxvm_program_resolve at a size (median over the S sizes)
+ *   new_size_ms        resolve_new_ms + retarget_new_ms: all that a size never seen costs before
+ *                      its bind (new_size_over_run: over run_ms)
  *   stream             N images, each of a size drawn from the S (retarget when it differs from the
  *                      last one), bound, run and its atlas read; against the same N images grouped
  *                      by size (S switches in all: the same-size rate of that mix of sizes):
@@ -27,13 +30,11 @@
  *                      for, right after a switch between two sizes, and at a size held (medians)
  * The ratio's runs are the same work per image except the size switch: bind + run + read. */
 #define _POSIX_C_SOURCE 200809L
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../../assembler/plan.h"
 #include "bench_common.h"
 #include "../../vm/vm.h"
 
@@ -51,29 +52,6 @@ static void px__die(const char *what, const pxvm_error *err)
     pxvm_error_format(err, buf, sizeof buf);
     fprintf(stderr, "bench_retarget: %s: %s\n", what, buf);
     exit(1);
-}
-
-static void px__plan(int w, int h, pxvm_program *prog)
-{
-    pxvm_error err;
-    json_error_t je;
-    json_t *root = json_load_file("programs/foveate273.json", 0, &je);
-    if (!root) {
-        fprintf(stderr, "bench_retarget: programs/foveate273.json: %s (run it from the repository root)\n", je.text);
-        exit(1);
-    }
-    json_object_set_new(root, "image", json_pack("[ii]", w, h));
-    char *text = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    pxvm_plan plan;
-    pxvm_image img;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    if (pxvm_plan_parse(text, strlen(text), "foveate273.json", &plan, &err) < 0 || pxvm_plan_compile(&plan, &img, &err) < 0 ||
-        pxvm_program_from_image(&img, &lim, prog, &err) < 0)
-        px__die("plan", &err);
-    pxvm_plan_free(&plan);
-    free(text);
 }
 
 typedef struct {
@@ -144,9 +122,22 @@ int main(int argc, char **argv)
     uint64_t s = seed;
     pxvm_program *progs = calloc((size_t)nsizes, sizeof *progs);
     pxvm_image *imgs = calloc((size_t)nsizes, sizeof *imgs);
+    /* the any-size program resolved at each size (what a runner does at a size it has not kept),
+     * each resolution timed */
+    pxvm_program poly;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    if (pxvm_program_load("programs/foveate273_any.pxi", &lim, &poly, &err) < 0)
+        px__die("programs/foveate273_any.pxi", &err);
+    double *tres = calloc((size_t)nsizes, sizeof(double));
     for (int i = 0; i < nsizes; i++) {
         int w = 320 + (int)(px__rng(&s) % 640u), h = 240 + (int)(px__rng(&s) % 480u);
-        px__plan(w, h, &progs[i]);
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        wh[2] = w, wh[3] = h;
+        double t0 = px__now_ms();
+        if (pxvm_program_resolve(&poly, wh, &lim, &progs[i], &err) < 0)
+            px__die("resolve", &err);
+        tres[i] = px__now_ms() - t0;
         if (pxvm_image_alloc(&imgs[i], w, h, &err) < 0)
             px__die("image", &err);
         for (size_t p = 0; p < (size_t)w * (size_t)h * 4u; p++)
@@ -199,6 +190,7 @@ int main(int argc, char **argv)
         px__bind(&c, &progs[i], &imgs[i]);
         px__run_read(&c, &progs[i]);
     }
+    double resolve_ms = px__median(tres, nsizes);
     double new_ms = px__median(tn, ntn), cached_ms = px__median(tc, REPS), host_ms = px__median(th, REPS);
     /* the call alone, nothing between: between two sizes, and around all S in turn */
     double loop_us[2];
@@ -304,16 +296,18 @@ int main(int argc, char **argv)
         pxvm_image_free(&each[n]);
     free(each), free(grouped), free(times[0]), free(times[1]);
     free(seq), free(count);
-    printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273.json at %d sizes (w 320..959, h 240..719)\",\n"
+    printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
            "  \"batch\": %d, \"run_ms\": %.4f, \"bind_ms\": %.4f,\n"
            "  \"retarget_cached_host_ms\": %.5f, \"retarget_cached_ms\": %.4f, \"retarget_new_ms\": %.4f,\n"
+           "  \"resolve_new_ms\": %.5f, \"new_size_ms\": %.4f, \"new_size_over_run\": %.4f,\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
            "  \"switch_over_run\": %.4f, \"switch_over_image\": %.4f,\n"
            "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
-           c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, nimages, nsizes, rounds, switches[1],
+           c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, resolve_ms + new_ms,
+           (resolve_ms + new_ms) / run_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);
@@ -321,6 +315,7 @@ int main(int argc, char **argv)
         pxvm_program_free(&progs[i]);
         pxvm_image_free(&imgs[i]);
     }
-    free(progs), free(imgs), free(tn), free(c.atlas);
+    pxvm_program_free(&poly);
+    free(progs), free(imgs), free(tn), free(tres), free(c.atlas);
     return 0;
 }

@@ -19,6 +19,8 @@ static inline int px_vm_is_fetch(const pxi_insn *in)
  * the serial of a program made now (vm.h). */
 int px_vm_parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err);
 uint64_t px_vm_new_serial(void);
+/* The header's rules that read the limits: the instruction count and the program image's sides. */
+int px_vm_check_header_limits(const pxvm_image *img, uint32_t ninsns, const pxvm_limits *lim, pxvm_error *err);
 
 /* validate.c: the operand rules that follow from an operand's kind alone (each operand as it is
  * decoded, prog->image and prog->nslots set), and an instruction's rules that need the whole

@@ -150,6 +150,16 @@ uint64_t px_vm_new_serial(void)
     return __atomic_add_fetch(&px__serials, 1, __ATOMIC_RELAXED);
 }
 
+int px_vm_check_header_limits(const pxvm_image *img, uint32_t ninsns, const pxvm_limits *lim, pxvm_error *err)
+{
+    if (ninsns > lim->max_insns)
+        return pxvm_fail(err, PXE_TOO_MANY_INSNS, PX__AT(img, 3), ninsns, lim->max_insns);
+    /* the program image itself must respect the limits a slot does */
+    if ((uint32_t)img->w > lim->max_side || (uint32_t)img->h > lim->max_side)
+        return pxvm_fail(err, PXE_SLOT_SIDE, -1, -1, 0, "prog", img->w, img->h, lim->max_side);
+    return 0;
+}
+
 /* ---- load ----------------------------------------------------------------------------------- */
 
 int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
@@ -197,16 +207,8 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
         pxvm_fail(err, PXE_NO_CODE, PX__AT(img, 3));
         goto fail;
     }
-    if (ninsns > lim->max_insns) {
-        pxvm_fail(err, PXE_TOO_MANY_INSNS, PX__AT(img, 3), ninsns, lim->max_insns);
+    if (px_vm_check_header_limits(img, ninsns, lim, err) < 0)
         goto fail;
-    }
-    /* the program image itself must respect the limits a slot does */
-    if ((uint32_t)img->w > lim->max_side || (uint32_t)img->h > lim->max_side) {
-        pxvm_fail(err, PXE_SLOT_SIDE, -1, -1, 0, "prog", img->w, img->h, lim->max_side);
-        goto fail;
-    }
-
     prog->nslots = nslots + 1;
     prog->slots = calloc((size_t)prog->nslots, sizeof(pxvm_slot));
     if (!prog->slots) {

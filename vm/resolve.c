@@ -229,9 +229,10 @@ static int px__names_slot(const pxi_insn *in, const uint8_t *any)
  * between a program and its resolution is known (the any-size descriptors, the operands of the
  * SAMPLE/ANISO that read those slots, the format minor), and so is every load rule that can
  * read it: a descriptor's own rules, the memory limit, the changed operands' kind rules, and the
- * instruction rules of every instruction that names a resized slot. The rest of the program
- * (other slots and instructions, the launch plan, resets, token geometry, video facts: none of
- * them depends on an any-size slot's size or those operands, SPEC V-ANY-6) is copied. The
+ * instruction rules of every instruction that names a resized slot, and the boxes of incremental
+ * GATHERs (their tables are pixels of the image). The rest of the program (other
+ * instructions, the launch plan, resets, token geometry, the other video facts: none of them
+ * depends on an any-size slot's size or those operands, SPEC V-ANY-6) is copied. The
  * result, and the first error, equal pxvm_program_resolve_parsed's (tested field for field). */
 static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits *lim, pxvm_program *out,
                       pxvm_error *err, pxvm_error *why)
@@ -257,12 +258,16 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
         pxvm_program_free(out);
         return -1;
     }
-    /* from here on a failure is a load rule the resolution breaks (U-BIND-6): *why */
+    /* from here on a failure is a load rule the resolution breaks (U-BIND-6): *why. The header's
+     * limits and every descriptor again, in the parser's order (lim may be tighter than the one
+     * poly was loaded with) */
     out->format_minor = out->image.px[5];
     out->any_size = 0;
+    if (px_vm_check_header_limits(&out->image, out->ninsns, lim, why) < 0)
+        goto invalid;
     out->memory = 0;
     for (int k = 0; k < poly->nslots; k++) {
-        if (any[k]) {
+        if (k) {
             memset(&out->slots[k], 0, sizeof out->slots[k]);
             if (px_vm_parse_slot(&out->image, k, lim, out, why) < 0)
                 goto invalid;
@@ -290,6 +295,17 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
     for (uint32_t i = 0; i < out->ninsns; i++)
         if (px__names_slot(&out->insns[i], any) && px_vm_check_insn(out, &out->insns[i], i, why) < 0)
             goto invalid;
+    /* an incremental GATHER's box comes from its table's entries in the program image, which a
+     * data rectangle may lay over pixels the resolution rewrote: made again (its `sole` stays) */
+    for (uint32_t i = 0; out->insn_box && i < out->ninsns; i++) {
+        const pxi_insn *in = &out->insns[i];
+        if (in->op != PX_OP_GATHER || !pxvm_fetch_mask(in))
+            continue;
+        int sole = out->insn_box[i].sole;
+        if (px_vm_fetch_box(out, in, i, why) < 0)
+            goto invalid;
+        out->insn_box[i].sole = sole;
+    }
     out->serial = px_vm_new_serial();
     return 0;
 invalid:

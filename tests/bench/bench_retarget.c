@@ -10,9 +10,12 @@
  *   retarget_cached_ms the same call and a wait for the stream (on cuda: its textures, tables and
  *                      graph cached)
  *   retarget_new_ms    a retarget to a size not seen before
- *   resolve_new_ms     pxvm_program_resolve at a size (median over the S sizes)
- *   new_size_ms        resolve_new_ms + retarget_new_ms: all that a size never seen costs before
- *                      its bind (new_size_over_run: over run_ms)
+ *   resolve_new_ms     pxvm_program_resolve at a size (median over the S sizes); resolve_parsed_ms:
+ *                      the same resolution parsed and validated whole (pxvm_program_resolve_parsed,
+ *                      what it cost before the derivation)
+ *   new_size_ms        resolve_new_ms + retarget_new_ms (a sum of two medians): all that a size
+ *                      never seen costs before its bind (new_size_over_run: over run_ms); a
+ *                      runner's own lookup of its kept resolutions is not in it
  *   stream             N images, each of a size drawn from the S (retarget when it differs from the
  *                      last one), bound, run and its atlas read; against the same N images grouped
  *                      by size (S switches in all: the same-size rate of that mix of sizes):
@@ -129,7 +132,7 @@ int main(int argc, char **argv)
     pxvm_limits_default(&lim);
     if (pxvm_program_load("programs/foveate273_any.pxi", &lim, &poly, &err) < 0)
         px__die("programs/foveate273_any.pxi", &err);
-    double *tres = calloc((size_t)nsizes, sizeof(double));
+    double *tres = calloc((size_t)nsizes, sizeof(double)), *tparsed = calloc((size_t)nsizes, sizeof(double));
     for (int i = 0; i < nsizes; i++) {
         int w = 320 + (int)(px__rng(&s) % 640u), h = 240 + (int)(px__rng(&s) % 480u);
         int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
@@ -138,6 +141,12 @@ int main(int argc, char **argv)
         if (pxvm_program_resolve(&poly, wh, &lim, &progs[i], &err) < 0)
             px__die("resolve", &err);
         tres[i] = px__now_ms() - t0;
+        pxvm_program parsed; /* the same resolution parsed and validated whole, for comparison */
+        t0 = px__now_ms();
+        if (pxvm_program_resolve_parsed(&poly, wh, &lim, &parsed, &err) < 0)
+            px__die("resolve", &err);
+        tparsed[i] = px__now_ms() - t0;
+        pxvm_program_free(&parsed);
         if (pxvm_image_alloc(&imgs[i], w, h, &err) < 0)
             px__die("image", &err);
         for (size_t p = 0; p < (size_t)w * (size_t)h * 4u; p++)
@@ -190,7 +199,7 @@ int main(int argc, char **argv)
         px__bind(&c, &progs[i], &imgs[i]);
         px__run_read(&c, &progs[i]);
     }
-    double resolve_ms = px__median(tres, nsizes);
+    double resolve_ms = px__median(tres, nsizes), parsed_ms = px__median(tparsed, nsizes);
     double new_ms = px__median(tn, ntn), cached_ms = px__median(tc, REPS), host_ms = px__median(th, REPS);
     /* the call alone, nothing between: between two sizes, and around all S in turn */
     double loop_us[2];
@@ -299,14 +308,14 @@ int main(int argc, char **argv)
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
            "  \"batch\": %d, \"run_ms\": %.4f, \"bind_ms\": %.4f,\n"
            "  \"retarget_cached_host_ms\": %.5f, \"retarget_cached_ms\": %.4f, \"retarget_new_ms\": %.4f,\n"
-           "  \"resolve_new_ms\": %.5f, \"new_size_ms\": %.4f, \"new_size_over_run\": %.4f,\n"
+           "  \"resolve_new_ms\": %.5f, \"resolve_parsed_ms\": %.5f, \"new_size_ms\": %.4f, \"new_size_over_run\": %.4f,\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
            "  \"switch_over_run\": %.4f, \"switch_over_image\": %.4f,\n"
            "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
-           c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, resolve_ms + new_ms,
+           c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, resolve_ms + new_ms,
            (resolve_ms + new_ms) / run_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
@@ -316,6 +325,6 @@ int main(int argc, char **argv)
         pxvm_image_free(&imgs[i]);
     }
     pxvm_program_free(&poly);
-    free(progs), free(imgs), free(tn), free(tres), free(c.atlas);
+    free(progs), free(imgs), free(tn), free(tres), free(tparsed), free(c.atlas);
     return 0;
 }

@@ -763,10 +763,64 @@ static void px__masked_pyramid(pxvm_image *out)
     pxvm_build_free(&b);
 }
 
+/* An incremental GATHER whose table (a data rectangle of the program image) lies at stream pixel
+ * `at`: over the header (0), or over a SAMPLE's rescaled operands, which the resolution rewrites
+ * (found by review: its position box must be made again from the resolved image). */
+static int px__gather_over(int at_sample, pxvm_image *out)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int tx = 0, ty = 0;
+        if (pass && at_sample) {
+            pxvm_limits lim;
+            pxvm_limits_default(&lim);
+            pxvm_program p;
+            pxvm_error err;
+            if (pxvm_program_from_image(out, &lim, &p, &err) < 0)
+                return -1;
+            uint32_t pc = p.insns[0].pc + 3; /* cu, cv, du */
+            tx = (int)(pc % (uint32_t)p.image.w), ty = (int)(pc / (uint32_t)p.image.w);
+            pxvm_program_free(&p);
+        }
+        if (pass && !at_sample)
+            return 0;
+        pxvm_builder b;
+        pxvm_error err;
+        pxvm_build_init(&b, 64);
+        int a = pxvm_build_slot(&b, PXI_ROLE_INPUT, "a", 16, 16);
+        int src = pxvm_build_slot(&b, PXI_ROLE_INPUT, "b", 32, 32);
+        int m = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "m", 2, 2);
+        int o = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "o", 4, 4);
+        int p = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "p", 4, 4);
+        pxvm_build_persist(&b, o);
+        int t = pxvm_build_data_at(&b, "t", 3, 1, tx, ty);
+        pxvm_build_any_size(&b, a, 0, 0, 0);
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        f[PX_FI(SAMPLE, src)] = a, f[PX_FI(SAMPLE, dst)] = p, f[PX_FI(SAMPLE, w)] = 1, f[PX_FI(SAMPLE, h)] = 1;
+        f[PX_FI(SAMPLE, cu)] = 8 << 16, f[PX_FI(SAMPLE, cv)] = 8 << 16;
+        f[PX_FI(SAMPLE, du)] = 1 << 16, f[PX_FI(SAMPLE, dv)] = 1 << 16;
+        pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+        memset(f, 0, sizeof f);
+        f[PX_FI(GATHER, src)] = src, f[PX_FI(GATHER, dst)] = o, f[PX_FI(GATHER, w)] = 1, f[PX_FI(GATHER, h)] = 1;
+        f[PX_FI(GATHER, table)] = t, f[PX_FI(GATHER, mask)] = m;
+        pxvm_build_insn(&b, PX_OP_GATHER, f);
+        pxvm_build_insn(&b, PX_OP_HALT, NULL);
+        if (pass)
+            pxvm_image_free(out);
+        int rc = pxvm_build_finish(&b, out, &err);
+        pxvm_build_free(&b);
+        if (rc < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 TEST(anysize_derived_resolution_equals_the_parsed_one)
 {
     static const char *const names[] = {"foveate273_any", "foveate273", "grid", "logpolar", "uniform", "v1", "aniso",
-                                        "pyramid", "resize_fit", "sampler", "masked_pyramid"};
+                                        "pyramid", "resize_fit", "sampler", "masked_pyramid", "gather_over_header",
+                                        "gather_over_operands"};
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     uint64_t rng = 2311;
@@ -785,6 +839,9 @@ TEST(anysize_derived_resolution_equals_the_parsed_one)
             px__sampler(&img);
         } else if (!strcmp(names[p], "masked_pyramid")) {
             px__masked_pyramid(&img);
+        } else if (!strncmp(names[p], "gather_over", 11)) {
+            if (px__gather_over(!strcmp(names[p], "gather_over_operands"), &img) < 0)
+                continue;
         } else if (pxvm_png_load(path, &lim, &img, &err) < 0) {
             px_test_fail(__FILE__, __LINE__, "%s", err.msg);
             continue;
@@ -798,13 +855,20 @@ TEST(anysize_derived_resolution_equals_the_parsed_one)
             continue;
         programs++;
         px__derived_vs_parsed(names[p], &poly, &lim, wh, n, &same, &refused);
-        /* under tighter limits: the memory limit and the sides (descriptor rules) refuse more */
+        /* under tighter limits than poly was loaded with: the memory limit, the sides (the program
+         * image's and every descriptor's), the instruction count */
         pxvm_limits tight = lim;
         tight.max_memory = poly.memory + 4096u;
         px__derived_vs_parsed(names[p], &poly, &tight, wh, n, &same, &refused);
+        tight = lim;
+        tight.max_side = (uint32_t)(poly.image.w > poly.image.h ? poly.image.w : poly.image.h) - 1u;
+        px__derived_vs_parsed(names[p], &poly, &tight, wh, 4, &same, &refused);
+        tight = lim;
+        tight.max_insns = poly.ninsns - 1u;
+        px__derived_vs_parsed(names[p], &poly, &tight, wh, 4, &same, &refused);
         pxvm_program_free(&poly);
     }
-    printf("  %d programs x %d sizes x 2 limits: %d resolutions equal field for field, %d refusals equal\n", programs, n,
+    printf("  %d programs x %d sizes x 2 limits (+ 4 sizes x 2 tighter ones): %d resolutions equal field for field, %d refusals equal\n", programs, n,
            same, refused);
     CHECK(programs >= 6);
     CHECK(same > 500 && refused > 100);

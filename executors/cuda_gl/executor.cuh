@@ -46,6 +46,10 @@ struct px_gpu_rect { /* a level to clear at the start of a run */
     int w, h;
 };
 
+struct px_gpu_levels { /* one slot's levels as clear records, passed to a kernel by value */
+    px_gpu_rect r[PXVM_MAX_LEVELS];
+};
+
 /* ---- the executor --------------------------------------------------------------------------- */
 
 struct pxvm_executor {
@@ -158,6 +162,8 @@ void px__gl_unload(pxvm_executor *ex);
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+/* ... and every level of one slot texture's views g zeroed, on stream (nothing allocated or uploaded). */
+int px__launch_clear_levels(const px_gpu_slot *g, cudaStream_t stream, pxvm_error *err);
 /* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'
  * buffers (those missing), the fetch records and each step's y blocks (allocated here), the
  * per-run reset records of the slots' current surfaces (allocated here, NULL when none). */

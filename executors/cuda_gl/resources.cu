@@ -15,6 +15,31 @@ __global__ void px__k_clear(const px_gpu_rect *rects)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
 
+/* The same for one slot's levels, the records passed by value (no device records to allocate
+ * and upload). */
+__global__ void px__k_clear_levels(px_gpu_levels set)
+{
+    const px_gpu_rect r = set.r[blockIdx.y];
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
+        px__store(r.surf, p % r.w, p / r.w, 0);
+}
+
+int px__launch_clear_levels(const px_gpu_slot *g, cudaStream_t stream, pxvm_error *err)
+{
+    px_gpu_levels set;
+    int max_px = 0;
+    for (int l = 0; l < g->levels; l++) {
+        set.r[l].surf = g->surf[l], set.r[l].w = g->w[l], set.r[l].h = g->h[l];
+        max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
+    }
+    if (g->levels == 0)
+        return 0;
+    int bx = (max_px + 255) / 256;
+    px__k_clear_levels<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)g->levels), 256, 0, stream>>>(set);
+    PX__CK(cudaGetLastError());
+    return 0;
+}
+
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err)
 {
     if (ex->prog)
@@ -348,9 +373,9 @@ static int px__slot_views_once(cudaGraphicsResource_t res, const pxvm_slot *s, p
 }
 
 /* Writes a pattern through every surface of levels >= 1 (each level its own value). */
-__global__ void px__k_views_probe(const px_gpu_rect *rects, uint32_t v)
+__global__ void px__k_views_probe(px_gpu_levels set, uint32_t v)
 {
-    const px_gpu_rect r = rects[blockIdx.y];
+    const px_gpu_rect r = set.r[blockIdx.y];
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
         px__store(r.surf, p % r.w, p / r.w, v + blockIdx.y);
 }
@@ -359,39 +384,42 @@ __global__ void px__k_views_probe(const px_gpu_rect *rects, uint32_t v)
  * through its surface and its first and last texels are read back through its array. (Measured
  * on an H100, driver 580: now and then the views of a freshly mapped GL texture's levels >= 1
  * address other memory, while the arrays they were made from are right; made again, they are.)
- * 1 right, 0 wrong, -1 with *err. What the pattern leaves, the caller clears. */
+ * 1 right, 0 wrong, -1 with *err. What the pattern leaves, the caller clears.
+ * The records go as the kernel's parameter; the texels go from the arrays to device memory
+ * (asynchronous copies), and from there to the host in one copy: one small copy to pageable host
+ * memory per texel cost ~15 us each on the H100 (~300 us of a retarget to a new size, measured). */
 static int px__views_right(const px_gpu_slot *g, const cudaArray_t *arrays, cudaStream_t stream, pxvm_error *err)
 {
     if (g->levels < 2)
         return 1;
-    px_gpu_rect r[PXVM_MAX_LEVELS], *d = NULL;
+    px_gpu_levels set;
     int n = 0, mx = 0;
     for (int l = 1; l < g->levels; l++, n++) {
-        r[n].surf = g->surf[l], r[n].w = g->w[l], r[n].h = g->h[l];
+        set.r[n].surf = g->surf[l], set.r[n].w = g->w[l], set.r[n].h = g->h[l];
         mx = g->w[l] * g->h[l] > mx ? g->w[l] * g->h[l] : mx;
     }
     const uint32_t base = 0x5A5AA500u;
-    PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)n, stream));
-    cudaError_t e = cudaMemcpyAsync(d, r, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice, stream);
-    if (e == cudaSuccess) {
-        int bx = (mx + 255) / 256;
-        px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(d, base);
-        e = cudaGetLastError();
-    }
-    uint32_t got[PXVM_MAX_LEVELS][2];
+    uint32_t *d_got = NULL;
+    PX__CK(cudaMallocAsync((void **)&d_got, sizeof(uint32_t) * 2u * (size_t)n, stream));
+    int bx = (mx + 255) / 256;
+    px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(set, base);
+    cudaError_t e = cudaGetLastError();
+    uint32_t got[PXVM_MAX_LEVELS][2]; /* [l - 1]: level l's first and last texels */
     for (int l = 1; e == cudaSuccess && l < g->levels; l++) {
         size_t x = (size_t)g->w[l] - 1u, y = (size_t)g->h[l] - 1u;
-        e = cudaMemcpy2DFromArrayAsync(&got[l][0], 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToHost, stream);
+        e = cudaMemcpy2DFromArrayAsync(d_got + 2 * (l - 1), 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToDevice, stream);
         if (e == cudaSuccess)
-            e = cudaMemcpy2DFromArrayAsync(&got[l][1], 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToHost, stream);
+            e = cudaMemcpy2DFromArrayAsync(d_got + 2 * (l - 1) + 1, 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToDevice, stream);
     }
-    cudaFreeAsync(d, stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(got, d_got, sizeof(uint32_t) * 2u * (size_t)n, cudaMemcpyDeviceToHost, stream);
+    cudaFreeAsync(d_got, stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "checking a slot's level views", e, __FILE__, __LINE__);
     for (int l = 1; l < g->levels; l++)
-        if (got[l][0] != base + (uint32_t)(l - 1) || got[l][1] != base + (uint32_t)(l - 1))
+        if (got[l - 1][0] != base + (uint32_t)(l - 1) || got[l - 1][1] != base + (uint32_t)(l - 1))
             return 0;
     return 1;
 }

@@ -312,24 +312,13 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
             return -1;
     PX__CK(cudaGraphicsMapResources(batch, t->res, ex->stream));
     t->mapped = 1;
-    px_gpu_rect rects[PXVM_MAX_LEVELS];
     for (int b = 0; b < batch; b++) {
         px_gpu_slot *g = &t->g[b];
         if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], ex->stream, slot, err) < 0)
             return -1;
-        /* zeroed as load zeroes every level; the records live until the clear has run */
-        int max_px = 0;
-        for (int l = 0; l < s->levels; l++) {
-            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l];
-            max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
-        }
-        px_gpu_rect *d = NULL;
-        PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)s->levels, ex->stream));
-        cudaError_t e = cudaMemcpyAsync(d, rects, sizeof(px_gpu_rect) * (size_t)s->levels, cudaMemcpyHostToDevice, ex->stream);
-        int rc = e == cudaSuccess ? px__launch_clear(ex, d, s->levels, max_px, err)
-                                  : px__cuda_fail(err, "uploading clear records", e, __FILE__, __LINE__);
-        cudaFreeAsync(d, ex->stream);
-        if (rc < 0)
+        /* zeroed as load zeroes every level (the records go as the kernel's parameter: nothing
+         * allocated or uploaded) */
+        if (px__launch_clear_levels(g, ex->stream, err) < 0)
             return -1;
     }
     return 0;

@@ -314,7 +314,7 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     t->mapped = 1;
     for (int b = 0; b < batch; b++) {
         px_gpu_slot *g = &t->g[b];
-        if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], ex->stream, slot, err) < 0)
+        if (px__slot_views(ex, t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], slot, err) < 0)
             return -1;
         /* zeroed as load zeroes every level (the records go as the kernel's parameter: nothing
          * allocated or uploaded) */

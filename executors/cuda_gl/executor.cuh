@@ -87,6 +87,7 @@ struct pxvm_executor {
     px_gpu_status *d_status, *h_status; /* per item */
     unsigned *d_counter; /* per item: the pyramid's last-block counter (it resets it) */
     uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
+    uint32_t *h_probe;   /* pinned, 2 * PXVM_MAX_LEVELS texels: what the views check reads back (resources.cu) */
     size_t h_read_cap;
     uint8_t **h_out;     /* per output slot: its level 0 of every item, downloaded after synchronous runs */
     int out_valid;       /* h_out holds the last successful run's outputs */

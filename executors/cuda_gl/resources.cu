@@ -373,9 +373,9 @@ static int px__slot_views_once(cudaGraphicsResource_t res, const pxvm_slot *s, p
 }
 
 /* Writes a pattern through every surface of levels >= 1 (each level its own value). */
-__global__ void px__k_views_probe(const px_gpu_rect *rects, uint32_t v)
+__global__ void px__k_views_probe(px_gpu_levels set, uint32_t v)
 {
-    const px_gpu_rect r = rects[blockIdx.y];
+    const px_gpu_rect r = set.r[blockIdx.y];
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
         px__store(r.surf, p % r.w, p / r.w, v + blockIdx.y);
 }
@@ -385,49 +385,46 @@ __global__ void px__k_views_probe(const px_gpu_rect *rects, uint32_t v)
  * on an H100, driver 580: now and then the views of a freshly mapped GL texture's levels >= 1
  * address other memory, while the arrays they were made from are right; made again, they are.)
  * 1 right, 0 wrong, -1 with *err. What the pattern leaves, the caller clears.
- * The texels are read back one small copy at a time into pageable memory, each waited for
- * (~15 us each on the H100, ~300 us of a retarget to a new size): tried faster (all copies
- * queued into pinned memory, one wait, records as the kernel's parameter), concurrent random
- * programs on the H100 then showed a probe's pattern left in slot 0's levels >= 1 of 1 to 2 in 64
- * processes (0 of 104 as here), cause not found: kept as it was measured sound. */
+ * The records go as the kernel's parameter; the texels are copied from the arrays by the copy
+ * engine straight into pinned host memory (ex->h_probe), asynchronously: each small copy into
+ * pageable memory waited for the stream, ~15 us each on the H100 (~300 us of a retarget to a new
+ * size, measured). */
 static int px__views_right(pxvm_executor *ex, const px_gpu_slot *g, const cudaArray_t *arrays, pxvm_error *err)
 {
     if (g->levels < 2)
         return 1;
-    cudaStream_t stream = ex->stream;
-    px_gpu_rect r[PXVM_MAX_LEVELS], *d = NULL;
+    px_gpu_levels set;
     int n = 0, mx = 0;
     for (int l = 1; l < g->levels; l++, n++) {
-        r[n].surf = g->surf[l], r[n].w = g->w[l], r[n].h = g->h[l];
+        set.r[n].surf = g->surf[l], set.r[n].w = g->w[l], set.r[n].h = g->h[l];
         mx = g->w[l] * g->h[l] > mx ? g->w[l] * g->h[l] : mx;
     }
-    /* a value of this check alone: a level's memory may still hold an earlier check's pattern (a
-     * freed texture's: GL does not zero what it reuses), which a fixed pattern would read as right
-     * through wrong views */
+    /* a value of this check alone: a level's memory may still hold an earlier check's pattern
+     * (a freed texture's, GL does not zero what it reuses), which a fixed pattern would read as
+     * right through wrong views (seen on the H100 as the pattern left in another program's slot
+     * 0 level 1: 4 of 128 concurrent random-program processes) */
     static uint32_t checks;
     uint32_t seq = __atomic_fetch_add(&checks, 1u, __ATOMIC_RELAXED);
     const uint32_t base = 0x80000000u | ((seq * 0x9E3779B1u) & 0x7FFFFF00u); /* + level - 1 < 16: no carry */
-    PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)n, stream));
-    cudaError_t e = cudaMemcpyAsync(d, r, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice, stream);
-    if (e == cudaSuccess) {
-        int bx = (mx + 255) / 256;
-        px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(d, base);
-        e = cudaGetLastError();
-    }
-    uint32_t got[PXVM_MAX_LEVELS][2];
+    cudaStream_t stream = ex->stream;
+    if (!ex->h_probe)
+        PX__CK(cudaHostAlloc((void **)&ex->h_probe, sizeof(uint32_t) * 2u * PXVM_MAX_LEVELS, cudaHostAllocDefault));
+    uint32_t *got = ex->h_probe; /* [2 * (l - 1)]: level l's first texel, then its last */
+    int bx = (mx + 255) / 256;
+    px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(set, base);
+    cudaError_t e = cudaGetLastError();
     for (int l = 1; e == cudaSuccess && l < g->levels; l++) {
         size_t x = (size_t)g->w[l] - 1u, y = (size_t)g->h[l] - 1u;
-        e = cudaMemcpy2DFromArrayAsync(&got[l][0], 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToHost, stream);
+        e = cudaMemcpy2DFromArrayAsync(&got[2 * (l - 1)], 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToHost, stream);
         if (e == cudaSuccess)
-            e = cudaMemcpy2DFromArrayAsync(&got[l][1], 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToHost, stream);
+            e = cudaMemcpy2DFromArrayAsync(&got[2 * (l - 1) + 1], 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToHost, stream);
     }
-    cudaFreeAsync(d, stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "checking a slot's level views", e, __FILE__, __LINE__);
     for (int l = 1; l < g->levels; l++)
-        if (got[l][0] != base + (uint32_t)(l - 1) || got[l][1] != base + (uint32_t)(l - 1))
+        if (got[2 * (l - 1)] != base + (uint32_t)(l - 1) || got[2 * (l - 1) + 1] != base + (uint32_t)(l - 1))
             return 0;
     return 1;
 }

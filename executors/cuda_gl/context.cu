@@ -175,8 +175,6 @@ void px__gl_close(pxvm_executor *ex)
     px__make_current(ex);
     if (ex->h_read)
         cudaFreeHost(ex->h_read);
-    if (ex->h_probe)
-        cudaFreeHost(ex->h_probe);
     if (ex->ev_out)
         cudaEventDestroy(ex->ev_out);
     if (ex->own_stream)

@@ -46,10 +46,6 @@ struct px_gpu_rect { /* a level to clear at the start of a run */
     int w, h;
 };
 
-struct px_gpu_levels { /* one slot's levels as clear records, passed to a kernel by value */
-    px_gpu_rect r[PXVM_MAX_LEVELS];
-};
-
 /* ---- the executor --------------------------------------------------------------------------- */
 
 struct pxvm_executor {
@@ -87,7 +83,6 @@ struct pxvm_executor {
     px_gpu_status *d_status, *h_status; /* per item */
     unsigned *d_counter; /* per item: the pyramid's last-block counter (it resets it) */
     uint8_t *h_read;     /* pinned readback buffer (pageable D2H copies measured 4x slower) */
-    uint32_t *h_probe;   /* pinned, 2 * PXVM_MAX_LEVELS texels: what the views check reads back (resources.cu) */
     size_t h_read_cap;
     uint8_t **h_out;     /* per output slot: its level 0 of every item, downloaded after synchronous runs */
     int out_valid;       /* h_out holds the last successful run's outputs */
@@ -155,7 +150,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
 /* a slot's texture for one item, and the kernels' per-level views of it (resources.cu; load and
  * retarget both make slot storage with these) */
 int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s, int slot, int item, pxvm_error *err);
-int px__slot_views(pxvm_executor *ex, cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays,
+int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, cudaStream_t stream,
                    int slot, pxvm_error *err);
 void px__gl_unload(pxvm_executor *ex);
 /* The guard of every op but load, close, set_stream and sync: -1 with an UNAVAILABLE error naming
@@ -163,8 +158,6 @@ void px__gl_unload(pxvm_executor *ex);
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
-/* ... and every level of one slot texture's views g zeroed, on stream (nothing allocated or uploaded). */
-int px__launch_clear_levels(const px_gpu_slot *g, cudaStream_t stream, pxvm_error *err);
 /* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'
  * buffers (those missing), the fetch records and each step's y blocks (allocated here), the
  * per-run reset records of the slots' current surfaces (allocated here, NULL when none). */

@@ -15,31 +15,6 @@ __global__ void px__k_clear(const px_gpu_rect *rects)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
 
-/* The same for one slot's levels, the records passed by value (no device records to allocate
- * and upload). */
-__global__ void px__k_clear_levels(px_gpu_levels set)
-{
-    const px_gpu_rect r = set.r[blockIdx.y];
-    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
-        px__store(r.surf, p % r.w, p / r.w, 0);
-}
-
-int px__launch_clear_levels(const px_gpu_slot *g, cudaStream_t stream, pxvm_error *err)
-{
-    px_gpu_levels set;
-    int max_px = 0;
-    for (int l = 0; l < g->levels; l++) {
-        set.r[l].surf = g->surf[l], set.r[l].w = g->w[l], set.r[l].h = g->h[l];
-        max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
-    }
-    if (g->levels == 0)
-        return 0;
-    int bx = (max_px + 255) / 256;
-    px__k_clear_levels<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)g->levels), 256, 0, stream>>>(set);
-    PX__CK(cudaGetLastError());
-    return 0;
-}
-
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err)
 {
     if (ex->prog)
@@ -373,9 +348,9 @@ static int px__slot_views_once(cudaGraphicsResource_t res, const pxvm_slot *s, p
 }
 
 /* Writes a pattern through every surface of levels >= 1 (each level its own value). */
-__global__ void px__k_views_probe(px_gpu_levels set, uint32_t v)
+__global__ void px__k_views_probe(const px_gpu_rect *rects, uint32_t v)
 {
-    const px_gpu_rect r = set.r[blockIdx.y];
+    const px_gpu_rect r = rects[blockIdx.y];
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
         px__store(r.surf, p % r.w, p / r.w, v + blockIdx.y);
 }
@@ -384,52 +359,44 @@ __global__ void px__k_views_probe(px_gpu_levels set, uint32_t v)
  * through its surface and its first and last texels are read back through its array. (Measured
  * on an H100, driver 580: now and then the views of a freshly mapped GL texture's levels >= 1
  * address other memory, while the arrays they were made from are right; made again, they are.)
- * 1 right, 0 wrong, -1 with *err. What the pattern leaves, the caller clears.
- * The records go as the kernel's parameter; the texels are copied from the arrays by the copy
- * engine straight into pinned host memory (ex->h_probe), asynchronously: each small copy into
- * pageable memory waited for the stream, ~15 us each on the H100 (~300 us of a retarget to a new
- * size, measured). */
-static int px__views_right(pxvm_executor *ex, const px_gpu_slot *g, const cudaArray_t *arrays, pxvm_error *err)
+ * 1 right, 0 wrong, -1 with *err. What the pattern leaves, the caller clears. */
+static int px__views_right(const px_gpu_slot *g, const cudaArray_t *arrays, cudaStream_t stream, pxvm_error *err)
 {
     if (g->levels < 2)
         return 1;
-    px_gpu_levels set;
+    px_gpu_rect r[PXVM_MAX_LEVELS], *d = NULL;
     int n = 0, mx = 0;
     for (int l = 1; l < g->levels; l++, n++) {
-        set.r[n].surf = g->surf[l], set.r[n].w = g->w[l], set.r[n].h = g->h[l];
+        r[n].surf = g->surf[l], r[n].w = g->w[l], r[n].h = g->h[l];
         mx = g->w[l] * g->h[l] > mx ? g->w[l] * g->h[l] : mx;
     }
-    /* a value of this check alone: a level's memory may still hold an earlier check's pattern
-     * (a freed texture's, GL does not zero what it reuses), which a fixed pattern would read as
-     * right through wrong views (seen on the H100 as the pattern left in another program's slot
-     * 0 level 1: 4 of 128 concurrent random-program processes) */
-    static uint32_t checks;
-    uint32_t seq = __atomic_fetch_add(&checks, 1u, __ATOMIC_RELAXED);
-    const uint32_t base = 0x80000000u | ((seq * 0x9E3779B1u) & 0x7FFFFF00u); /* + level - 1 < 16: no carry */
-    cudaStream_t stream = ex->stream;
-    if (!ex->h_probe)
-        PX__CK(cudaHostAlloc((void **)&ex->h_probe, sizeof(uint32_t) * 2u * PXVM_MAX_LEVELS, cudaHostAllocDefault));
-    uint32_t *got = ex->h_probe; /* [2 * (l - 1)]: level l's first texel, then its last */
-    int bx = (mx + 255) / 256;
-    px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(set, base);
-    cudaError_t e = cudaGetLastError();
+    const uint32_t base = 0x5A5AA500u;
+    PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)n, stream));
+    cudaError_t e = cudaMemcpyAsync(d, r, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) {
+        int bx = (mx + 255) / 256;
+        px__k_views_probe<<<dim3((unsigned)(bx < 256 ? bx : 256), (unsigned)n), 256, 0, stream>>>(d, base);
+        e = cudaGetLastError();
+    }
+    uint32_t got[PXVM_MAX_LEVELS][2];
     for (int l = 1; e == cudaSuccess && l < g->levels; l++) {
         size_t x = (size_t)g->w[l] - 1u, y = (size_t)g->h[l] - 1u;
-        e = cudaMemcpy2DFromArrayAsync(&got[2 * (l - 1)], 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToHost, stream);
+        e = cudaMemcpy2DFromArrayAsync(&got[l][0], 4, arrays[l], 0, 0, 4, 1, cudaMemcpyDeviceToHost, stream);
         if (e == cudaSuccess)
-            e = cudaMemcpy2DFromArrayAsync(&got[2 * (l - 1) + 1], 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToHost, stream);
+            e = cudaMemcpy2DFromArrayAsync(&got[l][1], 4, arrays[l], x * 4u, y, 4, 1, cudaMemcpyDeviceToHost, stream);
     }
+    cudaFreeAsync(d, stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "checking a slot's level views", e, __FILE__, __LINE__);
     for (int l = 1; l < g->levels; l++)
-        if (got[2 * (l - 1)] != base + (uint32_t)(l - 1) || got[2 * (l - 1) + 1] != base + (uint32_t)(l - 1))
+        if (got[l][0] != base + (uint32_t)(l - 1) || got[l][1] != base + (uint32_t)(l - 1))
             return 0;
     return 1;
 }
 
-int px__slot_views(pxvm_executor *ex, cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays,
+int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, cudaStream_t stream,
                    int slot, pxvm_error *err)
 {
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -441,7 +408,7 @@ int px__slot_views(pxvm_executor *ex, cudaGraphicsResource_t res, const pxvm_slo
             }
         if (px__slot_views_once(res, s, g, arrays, err) < 0)
             return -1;
-        int right = px__views_right(ex, g, arrays, err);
+        int right = px__views_right(g, arrays, stream, err);
         if (right != 0)
             return right < 0 ? -1 : 0;
     }
@@ -539,8 +506,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     PX__CK(cudaGraphicsMapResources(all, ex->res, ex->stream));
     ex->mapped = 1;
     for (int i = 0; i < all; i++)
-        if (px__slot_views(ex, ex->res[i], &prog->slots[i % n], &ex->slots[i], &ex->arrays[(size_t)i * PXVM_MAX_LEVELS], i % n,
-                           err) < 0)
+        if (px__slot_views(ex->res[i], &prog->slots[i % n], &ex->slots[i], &ex->arrays[(size_t)i * PXVM_MAX_LEVELS],
+                           ex->stream, i % n, err) < 0)
             return -1;
     for (int k = 0; k < n; k++) {
         const pxvm_slot *s = &prog->slots[k];

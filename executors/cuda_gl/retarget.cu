@@ -43,93 +43,6 @@
 #define PX_RT_CONFIGS 64
 #define PX_RT_DEFAULT_MIB 256
 
-/* A map from nonzero 64-bit keys to pointers: open addressing, linear probing, at most half
- * full, deletion by backward shift (no tombstones). What a switch to a cached size looks up with
- * (a configuration by its program's serial, a slot's textures by their size): one or two cache
- * lines touched, where the lists it replaced as the lookup were walked entry by entry. */
-struct px_rt_map_entry {
-    uint64_t key;
-    void *val;
-};
-struct px_rt_map {
-    px_rt_map_entry *e; /* [cap] (key 0: empty) */
-    uint32_t cap, n;    /* cap: a power of two, or 0 */
-};
-
-static uint32_t px__map_home(const px_rt_map *m, uint64_t key)
-{
-    key ^= key >> 33;
-    key *= 0xFF51AFD7ED558CCDull;
-    key ^= key >> 33;
-    return (uint32_t)key & (m->cap - 1);
-}
-
-static void *px__map_get(const px_rt_map *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    for (uint32_t i = px__map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
-        if (m->e[i].key == key)
-            return m->e[i].val;
-        if (!m->e[i].key)
-            return NULL;
-    }
-}
-
-static void px__map_remove(px_rt_map *m, uint64_t key)
-{
-    if (!m->cap)
-        return;
-    uint32_t mask = m->cap - 1, i = px__map_home(m, key);
-    while (m->e[i].key != key) {
-        if (!m->e[i].key)
-            return;
-        i = (i + 1) & mask;
-    }
-    m->n--;
-    /* backward shift: an entry after the hole moves into it unless its home lies (cyclically)
-     * after the hole and at or before the entry */
-    for (uint32_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-        if (!m->e[j].key)
-            break;
-        uint32_t home = px__map_home(m, m->e[j].key);
-        if (((j - home) & mask) < ((j - i) & mask))
-            continue;
-        m->e[i] = m->e[j];
-        i = j;
-    }
-    m->e[i].key = 0, m->e[i].val = NULL;
-}
-
-/* key (nonzero) -> val, replacing an entry of that key; -1 when out of memory (the map is unchanged). */
-static int px__map_put(px_rt_map *m, uint64_t key, void *val)
-{
-    if (2u * (m->n + 1u) > m->cap) {
-        uint32_t cap = m->cap ? 2u * m->cap : 64u;
-        px_rt_map_entry *e = (px_rt_map_entry *)calloc(cap, sizeof *e);
-        if (!e)
-            return -1;
-        px_rt_map grown = {e, cap, 0};
-        for (uint32_t i = 0; i < m->cap; i++)
-            if (m->e[i].key)
-                px__map_put(&grown, m->e[i].key, m->e[i].val);
-        free(m->e);
-        *m = grown;
-    }
-    uint32_t i = px__map_home(m, key);
-    while (m->e[i].key && m->e[i].key != key)
-        i = (i + 1) & (m->cap - 1);
-    m->n += !m->e[i].key;
-    m->e[i].key = key, m->e[i].val = val;
-    return 0;
-}
-
-/* A cached texture's key in px_gpu_retarget.tex_by_size (never 0: w >= 1). */
-static uint64_t px__tex_key(int slot, int w, int h, int levels)
-{
-    return (uint64_t)(uint32_t)slot << 48 | (uint64_t)(uint32_t)levels << 40 | (uint64_t)(uint32_t)w << 20 | (uint64_t)(uint32_t)h;
-}
-
 struct px_rt_tex { /* one input slot's storage at one size, every item */
     px_rt_tex *next;
     uint64_t serial, stamp, bytes;
@@ -198,15 +111,10 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
 
 struct px_gpu_retarget {
     uint64_t bound, cached_bytes, clock, serial;
-    px_rt_tex *tex;          /* the cached textures, in no order (a switch reuses an entry in place) */
-    px_rt_map tex_by_size;   /* px__tex_key(slot, w, h, levels) -> its entry of tex */
+    px_rt_tex *tex;
     px_rt_resize *resize;
-    px_rt_config *configs;   /* in no order (the same) */
-    px_rt_map config_by_serial; /* prog_serial -> its configuration (at most one each: a switch to
-                                 * that program takes it) */
+    px_rt_config *configs;
     int nconfigs;
-    int *inputs, ninputs;      /* the input slots, in order */
-    uint32_t *resizes, nresizes; /* the RESIZE instructions, in order (retarget keeps opcodes) */
     uint64_t *tex_serial;    /* [nslots]: the serial of each input's textures in use */
     uint64_t *resize_serial; /* [ninsns]: ... of each RESIZE's tables in use */
     size_t *lin_cap;         /* [nslots]: bytes per item of an input's linear buffers */
@@ -312,13 +220,24 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
             return -1;
     PX__CK(cudaGraphicsMapResources(batch, t->res, ex->stream));
     t->mapped = 1;
+    px_gpu_rect rects[PXVM_MAX_LEVELS];
     for (int b = 0; b < batch; b++) {
         px_gpu_slot *g = &t->g[b];
-        if (px__slot_views(ex, t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], slot, err) < 0)
+        if (px__slot_views(t->res[b], s, g, &t->arrays[(size_t)b * PXVM_MAX_LEVELS], ex->stream, slot, err) < 0)
             return -1;
-        /* zeroed as load zeroes every level (the records go as the kernel's parameter: nothing
-         * allocated or uploaded) */
-        if (px__launch_clear_levels(g, ex->stream, err) < 0)
+        /* zeroed as load zeroes every level; the records live until the clear has run */
+        int max_px = 0;
+        for (int l = 0; l < s->levels; l++) {
+            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l];
+            max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
+        }
+        px_gpu_rect *d = NULL;
+        PX__CK(cudaMallocAsync((void **)&d, sizeof(px_gpu_rect) * (size_t)s->levels, ex->stream));
+        cudaError_t e = cudaMemcpyAsync(d, rects, sizeof(px_gpu_rect) * (size_t)s->levels, cudaMemcpyHostToDevice, ex->stream);
+        int rc = e == cudaSuccess ? px__launch_clear(ex, d, s->levels, max_px, err)
+                                  : px__cuda_fail(err, "uploading clear records", e, __FILE__, __LINE__);
+        cudaFreeAsync(d, ex->stream);
+        if (rc < 0)
             return -1;
     }
     return 0;
@@ -642,16 +561,6 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
         rt->resize_serial[i] = ++rt->serial;
-    rt->inputs = (int *)malloc(sizeof(int) * (size_t)prog->nslots);
-    rt->resizes = (uint32_t *)malloc(sizeof(uint32_t) * (prog->ninsns ? prog->ninsns : 1));
-    if (!rt->inputs || !rt->resizes)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    for (int k = 0; k < prog->nslots; k++)
-        if (prog->slots[k].role == PXI_ROLE_INPUT)
-            rt->inputs[rt->ninputs++] = k;
-    for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (prog->insns[i].op == PX_OP_RESIZE)
-            rt->resizes[rt->nresizes++] = i;
     int all = ex->nslots * ex->batch, total = 0;
     for (int i = 0; i < all; i++)
         total += ex->slots[i].levels;
@@ -725,10 +634,6 @@ void px__retarget_free(pxvm_executor *ex)
             cudaFree(rt->deferred[i]);
     free(rt->deferred);
     free(rt->deferred_host);
-    free(rt->tex_by_size.e);
-    free(rt->config_by_serial.e);
-    free(rt->inputs);
-    free(rt->resizes);
     free(rt->tex_serial);
     free(rt->resize_serial);
     free(rt->lin_cap);
@@ -783,13 +688,6 @@ static int px__context(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* c leaves the list: its serial no longer finds it. */
-static void px__config_forget(px_gpu_retarget *rt, const px_rt_config *c)
-{
-    if (c->prog_serial && px__map_get(&rt->config_by_serial, c->prog_serial) == c)
-        px__map_remove(&rt->config_by_serial, c->prog_serial);
-}
-
 static void px__evict(pxvm_executor *ex)
 {
     px_gpu_retarget *rt = ex->rt;
@@ -810,7 +708,6 @@ static void px__evict(pxvm_executor *ex)
         if (ot) {
             px_rt_tex *t = *ot;
             *ot = t->next;
-            px__map_remove(&rt->tex_by_size, px__tex_key(t->slot, t->w, t->h, t->levels));
             serial = t->serial;
             rt->cached_bytes -= t->bytes;
             px__tex_free(t, ex->batch, ex->stream);
@@ -827,7 +724,6 @@ static void px__evict(pxvm_executor *ex)
                 px_rt_config *c = *p;
                 *p = c->next;
                 rt->nconfigs--;
-                px__config_forget(rt, c);
                 px__config_free(c);
             } else {
                 p = &(*p)->next;
@@ -844,7 +740,6 @@ static void px__evict(pxvm_executor *ex)
         px_rt_config *c = *oc;
         *oc = c->next;
         rt->nconfigs--;
-        px__config_forget(rt, c);
         px__config_free(c);
     }
 }
@@ -870,33 +765,33 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     px_gpu_retarget *rt = ex->rt;
     const pxvm_program *old = ex->prog;
     int n = ex->nslots, batch = ex->batch;
-    /* 1. the textures of every input whose size changes: cached (the entry then takes the ones
-     * in use, in place), or made (a new entry takes them) */
-    for (int j = 0; j < rt->ninputs; j++) {
-        int k = rt->inputs[j];
-        const pxvm_slot *s = &next->slots[k], *o = &old->slots[k];
-        if (px__same_size(o, s))
+    /* 1. the textures of every input whose size changes: cached, or made */
+    for (int k = 0; k < n; k++) {
+        const pxvm_slot *s = &next->slots[k];
+        if (s->role != PXI_ROLE_INPUT || px__same_size(&old->slots[k], s))
             continue;
-        px_rt_tex *take = (px_rt_tex *)px__map_get(&rt->tex_by_size, px__tex_key(k, s->w, s->h, s->levels));
+        px_rt_tex *take = NULL;
+        for (px_rt_tex **p = &rt->tex; *p; p = &(*p)->next)
+            if ((*p)->slot == k && (*p)->w == s->w && (*p)->h == s->h && (*p)->levels == s->levels) {
+                take = *p;
+                *p = take->next;
+                rt->cached_bytes -= take->bytes;
+                break;
+            }
         rt->input_upper[k] = take && s->levels > 1; /* a made one is zeroed */
-        if (take) {
-            px__map_remove(&rt->tex_by_size, px__tex_key(k, s->w, s->h, s->levels));
-            rt->cached_bytes -= take->bytes;
-        } else {
+        if (!take) {
             if (px__context(ex, err) < 0 || px__tex_make(ex, k, s, &take, err) < 0) {
                 if (take)
                     px__tex_free(take, batch, ex->stream);
                 return -1;
             }
             take->serial = ++rt->serial;
-            take->next = rt->tex;
-            rt->tex = take;
         }
         px__tex_swap_in_use(ex, take); /* take now holds the textures that were in use */
         take->stamp = ++rt->clock;
+        take->next = rt->tex;
+        rt->tex = take;
         rt->cached_bytes += take->bytes;
-        if (px__map_put(&rt->tex_by_size, px__tex_key(k, o->w, o->h, o->levels), take) < 0)
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
         for (int b = 0; b < batch; b++)
             ex->bound[(size_t)b * (size_t)n + (size_t)k] = 0;
         ex->frame_src[k] = NULL;
@@ -938,9 +833,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         }
     }
     /* 3. RESIZE tables whose source size or operands change: cached, or made */
-    for (uint32_t j = 0; ex->resize && j < rt->nresizes; j++) {
-        uint32_t i = rt->resizes[j];
-        if (!px__resize_changes(old, next, i))
+    for (uint32_t i = 0; ex->resize && i < next->ninsns; i++) {
+        if (next->insns[i].op != PX_OP_RESIZE || !px__resize_changes(old, next, i))
             continue;
         const pxi_insn *in = &next->insns[i];
         const pxvm_slot *src = &next->slots[PX_ARG(in, RESIZE, src)];
@@ -977,15 +871,21 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         rt->resize_serial[i] = take ? take_serial : ++rt->serial;
     }
     /* 4. the configuration in use goes into the cache; the next one comes out of it, or is made.
-     * Found by the program's serial first (one map lookup, no key made or compared) and then its
-     * record is reused in place for the one in use (nothing allocated, no list walked); else by
-     * the key (serial 0, or a program not switched to before) */
-    px_rt_config *found = next->serial ? (px_rt_config *)px__map_get(&rt->config_by_serial, next->serial) : NULL;
+     * Found by the program's serial first (O(configurations), no key made or compared) and then
+     * its record is reused for the one in use (nothing allocated); else by the key (serial 0, or
+     * a program not switched to before) */
+    px_rt_config *found = NULL;
+    for (px_rt_config **p = &rt->configs; next->serial && *p; p = &(*p)->next)
+        if ((*p)->prog_serial == next->serial) {
+            found = *p;
+            *p = found->next;
+            rt->nconfigs--;
+            break;
+        }
     px_rt_config *cur = found;
     px_rt_config saved;
     uint64_t *cur_key = NULL;
     if (found) {
-        px__map_remove(&rt->config_by_serial, next->serial);
         saved = *found;
         cur_key = rt->key; /* the record takes the key in use; rt->key becomes the found one */
     } else {
@@ -997,7 +897,6 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         }
         memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     }
-    px_rt_config *keep_next = found ? found->next : NULL; /* its place in the list */
     memset(cur, 0, sizeof *cur);
     cur->key = cur_key, cur->key_n = rt->key_n, cur->hash = rt->key_hash, cur->stamp = ++rt->clock;
     cur->prog_serial = old->serial;
@@ -1015,16 +914,9 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
-    if (found) {
-        cur->next = keep_next;
-    } else {
-        cur->next = rt->configs;
-        rt->configs = cur;
-        rt->nconfigs++;
-    }
-    /* the program in use has no configuration in the map (a switch to it took it): none to replace */
-    if (cur->prog_serial && px__map_put(&rt->config_by_serial, cur->prog_serial, cur) < 0)
-        cur->prog_serial = 0; /* out of memory: it stays findable by its key */
+    cur->next = rt->configs;
+    rt->configs = cur;
+    rt->nconfigs++;
     ex->prog = next;
     if (found) { /* its key is what px__key would make now */
         found = &saved;
@@ -1041,7 +933,6 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 found = *p;
                 *p = found->next;
                 rt->nconfigs--;
-                px__config_forget(rt, found);
                 break;
             }
     }
@@ -1216,16 +1107,10 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* Was a program of this serial loaded or switched to since the load (so it passed the check)?
- * One with a cached configuration was (the map, one lookup); else the last PX_RT_CONFIGS
- * switched to. */
+/* Was a program of this serial switched to since the load (so it passed the check)? */
 static int px__checked(const px_gpu_retarget *rt, uint64_t serial)
 {
-    if (!rt || !serial)
-        return 0;
-    if (px__map_get(&rt->config_by_serial, serial))
-        return 1;
-    for (int i = 0; i < PX_RT_CONFIGS; i++)
+    for (int i = 0; rt && serial && i < PX_RT_CONFIGS; i++)
         if (rt->checked[i] == serial)
             return 1;
     return 0;

@@ -86,16 +86,20 @@ static inline int64_t px__scaled(const px__scaler *s, int32_t q)
     return quo;
 }
 
-/* A Q16 operand rescaled (U-BIND-5 when it leaves int32). */
-static inline int px__scale(const pxvm_program *poly, pxvm_image *img, const pxi_op_info *op, const pxi_insn *in,
-                            uint32_t index, int f, const px__scaler *sc, int slot, int w, int h, pxi_insn *to,
-                            pxvm_error *err)
+/* Is field f of SAMPLE (aniso 0) or ANISO (1) one that a resolution rewrites? (SAMPLE and ANISO
+ * share the layout of src .. dv, loader.h; ANISO adds tdu, tdv) */
+static int px__rescaled_field(int aniso, int f)
 {
-    int64_t v = px__scaled(sc, in->a[f]);
-    if (v >= INT32_MIN && v <= INT32_MAX) {
-        px__put(img, op, in, f, (int32_t)v, to);
-        return 0;
-    }
+    return f == PX_FI(SAMPLE, cu) || f == PX_FI(SAMPLE, cv) || f == PX_FI(SAMPLE, du) || f == PX_FI(SAMPLE, dv) ||
+           f == (aniso ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod)) ||
+           (aniso && (f == PX_FI(ANISO, tdu) || f == PX_FI(ANISO, tdv)));
+}
+
+/* A Q16 operand rescaled to v that leaves int32 (U-BIND-5); out of the hot loop. */
+static __attribute__((cold, noinline)) int px__scale_fail(const pxvm_program *poly, const pxi_op_info *op,
+                                                          const pxi_insn *in, uint32_t index, int f, int64_t v,
+                                                          int slot, int w, int h, pxvm_error *err)
+{
     char lb[16];
     int x, y;
     pxvm_stream_xy(poly, in->pc + op->fields[f].pixel, &x, &y);
@@ -152,10 +156,23 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
         /* SAMPLE and ANISO share the layout of src .. dv (loader.h); ANISO adds tdu, tdv */
         int fu[3] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, du), aniso ? PX_FI(ANISO, tdu) : -1};
         int fv[3] = {PX_FI(SAMPLE, cv), PX_FI(SAMPLE, dv), aniso ? PX_FI(ANISO, tdv) : -1};
-        for (int j = 0; j < 3; j++)
-            if (fu[j] >= 0 && (px__scale(poly, out, ops[aniso], in, i, fu[j], &su[src], src, w, h, to, err) < 0 ||
-                               px__scale(poly, out, ops[aniso], in, i, fv[j], &sv[src], src, w, h, to, err) < 0))
+        for (int j = 0; j < 6; j++) {
+            int f = j & 1 ? fv[j >> 1] : fu[j >> 1];
+            if (f < 0)
+                break;
+            int64_t v = px__scaled(j & 1 ? &sv[src] : &su[src], in->a[f]);
+            if (v < INT32_MIN || v > INT32_MAX) {
+                px__scale_fail(poly, ops[aniso], in, i, f, v, src, w, h, err);
                 goto fail;
+            }
+            if (to && ops[aniso]->fields[f].bytes == 4) { /* a Q16 field of 4 bytes decodes as v itself */
+                uint8_t *px = out->px + 4u * (size_t)(in->pc + ops[aniso]->fields[f].pixel) + ops[aniso]->fields[f].channel;
+                uint32_t u = (uint32_t)(int32_t)v;
+                px[0] = (uint8_t)u, px[1] = (uint8_t)(u >> 8), px[2] = (uint8_t)(u >> 16), px[3] = (uint8_t)(u >> 24);
+                to->a[f] = (int32_t)v;
+            } else
+                px__put(out, ops[aniso], in, f, (int32_t)v, to);
+        }
         int lod_f = aniso ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod);
         int lod = in->a[lod_f] + shift[src];
         px__put(out, ops[aniso], in, lod_f, lod < 0 ? 0 : lod > 65535 ? 65535 : lod, to);
@@ -282,15 +299,26 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
     /* the kind rules of the operands that changed, in the loader's order (one whose value is
      * unchanged passed its rule when poly loaded: a kind rule reads only the value, the image's
      * height and the slot count, which a resolution keeps; positions and LODs have none) */
+    /* per SAMPLE, ANISO: the fields a resolution rewrites whose kind has a rule (none in today's
+     * table: positions, steps and LODs have none; kept so that a new kind's rule is not skipped) */
+    int ruled[2][PXI_MAX_FIELDS], nruled[2] = {0, 0};
+    for (int a = 0; a < 2; a++) {
+        const pxi_op_info *op = pxi_op(a ? PX_OP_ANISO : PX_OP_SAMPLE);
+        for (int f = 0; f < op->nfields; f++)
+            if (px__rescaled_field(a, f) && px_vm_kind_has_rule(op->fields[f].kind))
+                ruled[a][nruled[a]++] = f;
+    }
     for (uint32_t i = 0; i < out->ninsns; i++) {
         const pxi_insn *in = &out->insns[i], *was = &poly->insns[i];
         if ((in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO) || !any[in->a[PX_FI(SAMPLE, src)]])
             continue;
+        int a = in->op == PX_OP_ANISO;
         const pxi_op_info *op = pxi_op(in->op);
-        for (int f = 0; f < op->nfields; f++)
-            if (in->a[f] != was->a[f] && px_vm_kind_has_rule(op->fields[f].kind) &&
-                px_vm_check_field(out, in, i, &op->fields[f], in->a[f], why) < 0)
+        for (int j = 0; j < nruled[a]; j++) {
+            int f = ruled[a][j];
+            if (in->a[f] != was->a[f] && px_vm_check_field(out, in, i, &op->fields[f], in->a[f], why) < 0)
                 goto invalid;
+        }
     }
     for (uint32_t i = 0; i < out->ninsns; i++)
         if (px__names_slot(&out->insns[i], any) && px_vm_check_insn(out, &out->insns[i], i, why) < 0)

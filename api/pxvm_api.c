@@ -405,6 +405,13 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
         if (!slot || (slot->wh && (!e->wh || e->used < slot->used)))
             slot = e;
     }
+    /* the entry replaced is emptied first, so that the new resolution takes the memory it held
+     * (still in the caches, no page first touched) */
+    if (slot->wh) {
+        free(slot->wh);
+        slot->wh = NULL;
+        pxvm_program_free(&slot->prog);
+    }
     pxvm_program res;
     if (pxvm_program_resolve(poly, want, &run->prog->lim, &res, err) < 0)
         return -1;
@@ -414,10 +421,6 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(n * sizeof(int)));
     }
     memcpy(key, want, n * sizeof(int));
-    if (slot->wh) {
-        free(slot->wh);
-        pxvm_program_free(&slot->prog);
-    }
     slot->wh = key, slot->prog = res, slot->used = ++run->clock;
     *out = &slot->prog;
     return 0;

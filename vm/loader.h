@@ -28,6 +28,9 @@ int px_vm_check_header_limits(const pxvm_image *img, uint32_t ninsns, const pxvm
 int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
                       pxvm_error *err);
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err);
+/* Can px_vm_check_insn's verdict on `in`, once passed, change when the slots marked in resized[]
+ * ([nslots]) change size and levels alone? (0: no; 1: it must be checked again) */
+int px_vm_insn_rules_read_size(const pxi_insn *in, const uint8_t *resized);
 /* Does px_vm_check_field have a rule for operands of this kind? (0: every value passes) */
 int px_vm_kind_has_rule(enum pxi_kind kind);
 

@@ -107,8 +107,9 @@ static __attribute__((cold, noinline)) int px__scale_fail(const pxvm_program *po
                      op->name, op->fields[f].name, (long)in->a[f], (long long)v);
 }
 
-/* The resolved image into *out and, when insns is given (a copy of poly's), the rescaled
- * operands into it as the loader would decode them; any[k] set for each any-size slot. */
+/* The resolved image into *out and, when insns is given (room for poly's), poly's instructions
+ * into it with the rescaled operands as the loader would decode them; any[k] set for each
+ * any-size slot. */
 static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out, pxi_insn *insns, uint8_t *any,
                        pxvm_error *err)
 {
@@ -142,40 +143,54 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
         pxi_write_le(desc, 3, 0, 4, 0);
         pxi_write_le(desc, 4, 0, 4, 0);
     }
+    /* per SAMPLE (0) and ANISO (1), hoisted out of the loop: the Q16 fields rescaled (SAMPLE and
+     * ANISO share the layout of src .. dv, loader.h; ANISO adds tdu, tdv), each one's axis and
+     * byte offset in its instruction's pixels, and whether all are 4 bytes whole (then what the
+     * loader decodes is the value itself, written directly) */
     const pxi_op_info *ops[2] = {pxi_op(PX_OP_SAMPLE), pxi_op(PX_OP_ANISO)};
+    int nq[2] = {4, 6}, fq[2][6], axis[2][6], whole[2];
+    uint32_t at[2][6];
+    for (int a = 0; a < 2; a++) {
+        int fs[6] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, cv), PX_FI(SAMPLE, du), PX_FI(SAMPLE, dv), PX_FI(ANISO, tdu),
+                     PX_FI(ANISO, tdv)};
+        whole[a] = insns != NULL;
+        for (int j = 0; j < nq[a]; j++) {
+            const pxi_field_info *fi = &ops[a]->fields[fs[j]];
+            fq[a][j] = fs[j], axis[a][j] = j & 1, at[a][j] = 4u * fi->pixel + fi->channel;
+            whole[a] &= fi->kind == PXK_Q16 && fi->bytes == 4;
+        }
+    }
     for (uint32_t i = 0; i < poly->ninsns; i++) {
         const pxi_insn *in = &poly->insns[i];
+        if (insns) /* copied here, in the one pass over them */
+            insns[i] = *in;
         if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO)
             continue;
         int src = in->a[PX_FI(SAMPLE, src)];
-        const pxvm_slot *s = &poly->slots[src];
-        if (!(s->flags & PXI_SLOT_ANYSIZE))
+        if (!(poly->slots[src].flags & PXI_SLOT_ANYSIZE))
             continue;
-        int w = size[2 * src], h = size[2 * src + 1], aniso = in->op == PX_OP_ANISO;
+        int a = in->op == PX_OP_ANISO;
         pxi_insn *to = insns ? &insns[i] : NULL;
-        /* SAMPLE and ANISO share the layout of src .. dv (loader.h); ANISO adds tdu, tdv */
-        int fu[3] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, du), aniso ? PX_FI(ANISO, tdu) : -1};
-        int fv[3] = {PX_FI(SAMPLE, cv), PX_FI(SAMPLE, dv), aniso ? PX_FI(ANISO, tdv) : -1};
-        for (int j = 0; j < 6; j++) {
-            int f = j & 1 ? fv[j >> 1] : fu[j >> 1];
-            if (f < 0)
-                break;
-            int64_t v = px__scaled(j & 1 ? &sv[src] : &su[src], in->a[f]);
+        uint8_t *px = out->px + 4u * (size_t)in->pc;
+        const px__scaler *sc[2] = {&su[src], &sv[src]};
+        for (int j = 0; j < nq[a]; j++) {
+            int f = fq[a][j];
+            int64_t v = px__scaled(sc[axis[a][j]], in->a[f]);
             if (v < INT32_MIN || v > INT32_MAX) {
-                px__scale_fail(poly, ops[aniso], in, i, f, v, src, w, h, err);
+                px__scale_fail(poly, ops[a], in, i, f, v, src, size[2 * src], size[2 * src + 1], err);
                 goto fail;
             }
-            if (to && ops[aniso]->fields[f].bytes == 4) { /* a Q16 field of 4 bytes decodes as v itself */
-                uint8_t *px = out->px + 4u * (size_t)(in->pc + ops[aniso]->fields[f].pixel) + ops[aniso]->fields[f].channel;
+            if (whole[a]) {
                 uint32_t u = (uint32_t)(int32_t)v;
-                px[0] = (uint8_t)u, px[1] = (uint8_t)(u >> 8), px[2] = (uint8_t)(u >> 16), px[3] = (uint8_t)(u >> 24);
+                uint8_t *p = px + at[a][j];
+                p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
                 to->a[f] = (int32_t)v;
             } else
-                px__put(out, ops[aniso], in, f, (int32_t)v, to);
+                px__put(out, ops[a], in, f, (int32_t)v, to);
         }
-        int lod_f = aniso ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod);
+        int lod_f = a ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod);
         int lod = in->a[lod_f] + shift[src];
-        px__put(out, ops[aniso], in, lod_f, lod < 0 ? 0 : lod > 65535 ? 65535 : lod, to);
+        px__put(out, ops[a], in, lod_f, lod < 0 ? 0 : lod > 65535 ? 65535 : lod, to);
     }
     return 0;
 fail:
@@ -214,8 +229,10 @@ int pxvm_program_resolve_parsed(const pxvm_program *poly, const int *wh, const p
     if (pxvm_program_resolve_image(poly, wh, lim, &img, err) < 0)
         return -1;
     pxvm_error why;
-    if (pxvm_program_from_image(&img, lim, out, &why) == 0)
+    if (pxvm_program_from_image(&img, lim, out, &why) == 0) {
+        out->resolved_from = poly->serial;
         return 0;
+    }
     return px__invalid(poly, wh, &why, err);
 }
 
@@ -260,7 +277,7 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
     out->insn_token = NULL, out->insn_box = NULL, out->frame_only = NULL;
     out->serial = 0;
     if (px__dup((void **)&out->slots, poly->slots, (size_t)poly->nslots, sizeof(pxvm_slot)) < 0 ||
-        px__dup((void **)&out->insns, poly->insns, poly->ninsns, sizeof(pxi_insn)) < 0 ||
+        !(out->insns = malloc(poly->ninsns ? poly->ninsns * sizeof(pxi_insn) : 1)) || /* px__resolve copies them */
         px__dup((void **)&out->steps, poly->steps, poly->nsteps, sizeof(pxvm_step)) < 0 ||
         px__dup((void **)&out->reset, poly->reset, (size_t)poly->nslots, 1) < 0 ||
         px__dup((void **)&out->geom_base, poly->geom_base, (size_t)poly->nslots, sizeof(int)) < 0 ||
@@ -308,7 +325,7 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
             if (px__rescaled_field(a, f) && px_vm_kind_has_rule(op->fields[f].kind))
                 ruled[a][nruled[a]++] = f;
     }
-    for (uint32_t i = 0; i < out->ninsns; i++) {
+    for (uint32_t i = 0; (nruled[0] || nruled[1]) && i < out->ninsns; i++) {
         const pxi_insn *in = &out->insns[i], *was = &poly->insns[i];
         if ((in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO) || !any[in->a[PX_FI(SAMPLE, src)]])
             continue;
@@ -321,7 +338,8 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
         }
     }
     for (uint32_t i = 0; i < out->ninsns; i++)
-        if (px__names_slot(&out->insns[i], any) && px_vm_check_insn(out, &out->insns[i], i, why) < 0)
+        if (px_vm_insn_rules_read_size(&out->insns[i], any) && px__names_slot(&out->insns[i], any) &&
+            px_vm_check_insn(out, &out->insns[i], i, why) < 0)
             goto invalid;
     /* an incremental GATHER's box comes from its table's entries in the program image, which a
      * data rectangle may lay over pixels the resolution rewrote: made again (its `sole` stays) */
@@ -335,6 +353,7 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
         out->insn_box[i].sole = sole;
     }
     out->serial = px_vm_new_serial();
+    out->resolved_from = poly->serial;
     return 0;
 invalid:
     pxvm_program_free(out);
@@ -372,7 +391,7 @@ int pxvm_program_diff(const pxvm_program *a, const pxvm_program *b, char *what, 
                  a->ninsns == b->ninsns && a->nsteps == b->nsteps && a->memory == b->memory && a->ngeom == b->ngeom &&
                  a->uses_video == b->uses_video && a->uses_fixation == b->uses_fixation &&
                  a->writes_fixation == b->writes_fixation && a->format_minor == b->format_minor &&
-                 a->any_size == b->any_size,
+                 a->any_size == b->any_size && a->resolved_from == b->resolved_from,
              "counts and flags");
     for (int k = 0; k < a->nslots; k++) {
         const pxvm_slot *x = &a->slots[k], *y = &b->slots[k];

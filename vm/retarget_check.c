@@ -22,6 +22,8 @@ int pxvm_check_retarget(const pxvm_program *loaded, const pxvm_program *next, px
         return pxvm_fail(err, PXE_USAGE, -1, -1, "retarget: no program is loaded");
     if (!next)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "retarget: no program given");
+    if (loaded->resolved_from && loaded->resolved_from == next->resolved_from)
+        return 0; /* two resolutions of one program: they differ as retarget allows, by construction */
     if (loaded->nslots != next->nslots) {
         snprintf(what, sizeof what, "its slot count (%d, loaded %d)", next->nslots, loaded->nslots);
         return px__differs(err, what);

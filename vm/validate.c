@@ -166,6 +166,22 @@ static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, u
     return 0;
 }
 
+/* Whether px_vm_check_insn's verdict on `in`, in a program that passed it, can change when the
+ * slots marked in `resized` change their size (and levels) and nothing else: a resolution
+ * re-checks only those instructions. SAMPLE and ANISO without a tile mask, and RESIZE, read of
+ * their source its identity and role, never its size (a tile mask, which would, is refused for
+ * an any-size source: px__check_any_readers); their destination is never an input. Keep in step
+ * with the cases below: when unsure, 1. */
+int px_vm_insn_rules_read_size(const pxi_insn *in, const uint8_t *resized)
+{
+    switch (in->op) {
+    case PX_OP_SAMPLE:
+    case PX_OP_ANISO: return px__fetch_mask(in) != 0 || resized[in->a[PX_FI(SAMPLE, dst)]];
+    case PX_OP_RESIZE: return resized[PX_ARG(in, RESIZE, dst)];
+    default: return 1;
+    }
+}
+
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     char la[16], lb[16];

@@ -200,6 +200,10 @@ typedef struct pxvm_program {
      * per-size caches) by it in O(1) without comparing programs; 0 (a program put together by
      * hand, or freed) has no identity and is never cached. */
     uint64_t serial;
+    /* A resolution's (pxvm_program_resolve*): the serial of the program it resolves; 0 for any
+     * other. Two resolutions of one program differ only in the sizes of its any-size slots and
+     * the operands rescaled for them (SPEC V-ANY-6), so retarget between them needs no check. */
+    uint64_t resolved_from;
 } pxvm_program;
 
 /* The positions (Q16, before a fixation offset) and levels an incremental instruction reads. */

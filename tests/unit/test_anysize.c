@@ -713,6 +713,7 @@ static void px__derived_vs_parsed(const char *name, const pxvm_program *poly, co
     int k = 1;
     while (k < poly->nslots && !(poly->slots[k].flags & PXI_SLOT_ANYSIZE))
         k++;
+    pxvm_program prev = {0}; /* the last resolution made: retarget from it to the next skips its check */
     for (int i = 0; i < n; i++) {
         int sizes[2 * (PXVM_MAX_SLOTS + 1)] = {0};
         sizes[2 * k] = wh[i][0], sizes[2 * k + 1] = wh[i][1];
@@ -737,10 +738,21 @@ static void px__derived_vs_parsed(const char *name, const pxvm_program *poly, co
             else
                 (*same)++;
             CHECK(a.serial && a.serial != b.serial);
-            pxvm_program_free(&a);
+            CHECK(a.resolved_from == poly->serial && b.resolved_from == poly->serial);
+            if (prev.serial) { /* ... which the check, asked without that shortcut, would pass */
+                pxvm_program x = prev, y = a;
+                pxvm_error e;
+                x.resolved_from = y.resolved_from = 0;
+                if (pxvm_check_retarget(&x, &y, &e) < 0)
+                    px_test_fail(__FILE__, __LINE__, "%s: resolutions at two sizes fail the retarget check: %s", name,
+                                 e.msg);
+                pxvm_program_free(&prev);
+            }
+            prev = a;
             pxvm_program_free(&b);
         }
     }
+    pxvm_program_free(&prev);
 }
 
 /* 'image' 64x48 any-size, PYRAMID over it with a tile mask of its reference size: every other

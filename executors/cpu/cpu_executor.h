@@ -32,6 +32,9 @@ struct pxvm_executor {
     int32_t *last_reg;
     pxvm_rect *rects;
     int *nrects;
+    /* The plan: px_cpu_plan_load's arrays below (level_flags .. span_at), all in plan_mem, one
+     * block; mask_counts' entries and resize are allocated apart */
+    uint8_t *plan_mem;
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
     /* [nslots]: 1 where a PYRAMID of the whole slot rewrites levels >= 1 before anything reads
      * them (a PYRAMID writes the slot, and prog->reset has no PXVM_RESET_UPPER there): a run never
@@ -78,6 +81,7 @@ struct pxvm_executor {
  * size takes it instead of making it again (and skips the check it passed before). */
 typedef struct px_cpu_plan_kept {
     uint64_t serial; /* 0: an empty entry (all pointers NULL) */
+    uint8_t *plan_mem;
     uint8_t *level_flags;
     uint8_t *upper_rebuilt;
     int32_t **mask_counts;
@@ -107,8 +111,10 @@ int px_cpu_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
 int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
 void px_cpu_unload(pxvm_executor *ex);
 void px_cpu_select(pxvm_executor *ex, int item);
-/* ... and what the instructions' operands decide, made for ex->prog (load, retarget) and freed. */
-int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err);
+/* ... and what the instructions' operands decide, made for ex->prog (load, retarget) and freed.
+ * like: the plan of another resolution of the program ex->prog resolves (resolved_from), whose
+ * parts that no size decides are copied rather than made from the instructions; or NULL. */
+int px_cpu_plan_load(pxvm_executor *ex, const struct px_cpu_plan_kept *like, pxvm_error *err);
 void px_cpu_plan_unload(pxvm_executor *ex);
 /* Restores what retarget left pending (wipe_pending) in every item: before slots are read. */
 void px_cpu_wipe_flush(pxvm_executor *ex);

@@ -2,6 +2,7 @@
  * chain in host memory filled as a run starts, and the per-item state runs keep), unload, and
  * select (the item a run works on). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_executor.h"
 
@@ -20,15 +21,9 @@ void px_cpu_plan_unload(pxvm_executor *ex)
 {
     for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
         free(ex->mask_counts[k]);
-    PX__DROP(ex->level_flags);
-    PX__DROP(ex->upper_rebuilt);
-    PX__DROP(ex->mask_counts);
-    PX__DROP(ex->step_masks);
-    PX__DROP(ex->step_mask_at);
-    PX__DROP(ex->spans_all);
-    PX__DROP(ex->span_at);
-    PX__DROP(ex->box_all);
-    PX__DROP(ex->geom_known);
+    PX__DROP(ex->plan_mem); /* every array below lies in it */
+    ex->level_flags = NULL, ex->upper_rebuilt = NULL, ex->mask_counts = NULL, ex->step_masks = NULL;
+    ex->step_mask_at = NULL, ex->spans_all = NULL, ex->span_at = NULL, ex->box_all = NULL, ex->geom_known = NULL;
     px_cpu_resize_unload(ex);
 }
 
@@ -73,7 +68,7 @@ void px_cpu_select(pxvm_executor *ex, int item)
  * pyramid's scratch flags, the masks each fetch step reads and their counts, the incremental
  * fetches' spans and boxes, the RESIZE tables. 0, or -1 with *err (px_cpu_plan_unload frees what
  * was made). */
-int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
+int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     int batch = ex->batch;
@@ -82,42 +77,81 @@ int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
         size_t f = (size_t)px_mip_dim(prog->slots[k].w, PX_TILE_SHIFT) * (size_t)px_mip_dim(prog->slots[k].h, PX_TILE_SHIFT);
         flags = f > flags ? f : flags;
     }
-    ex->level_flags = malloc(flags);
-    ex->upper_rebuilt = calloc((size_t)prog->nslots, 1);
-    for (uint32_t i = 0; ex->upper_rebuilt && i < prog->ninsns; i++)
+    size_t spans = like ? like->spans_per_item : 0; /* per item: the incremental fetches' spans, 2 (w + h) each */
+    for (uint32_t i = 0; !like && i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        if ((in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && pxvm_fetch_mask(in) && prog->insn_box[i].sole &&
+            w <= PX_PATCH_MAX_SIDE && h <= PX_PATCH_MAX_SIDE)
+            spans += 2u * (size_t)(w + h);
+    }
+    /* every array of the plan in one block (one allocation, one free: a new size's retarget
+     * makes a plan and drops the oldest kept one) */
+    size_t n = (size_t)prog->nslots, bn = (size_t)batch * prog->ninsns + 1u;
+    size_t part[9] = {flags, n, sizeof(int32_t *) * n, (size_t)prog->nsteps + prog->ninsns + 1u,
+                      sizeof(uint32_t) * ((size_t)prog->nsteps + 1u), sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1),
+                      sizeof(int16_t) * (spans * (size_t)batch + 1u), sizeof(px_tilebox) * bn, bn};
+    size_t at[9], total = 0;
+    for (int i = 0; i < 9; i++) {
+        at[i] = total;
+        total += (part[i] + 15u) & ~(size_t)15u;
+    }
+    uint8_t *mem = malloc(total);
+    if (!mem)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)total);
+    ex->plan_mem = mem;
+    ex->level_flags = mem + at[0];
+    ex->upper_rebuilt = memset(mem + at[1], 0, part[1]);
+    ex->mask_counts = (int32_t **)memset(mem + at[2], 0, part[2]);
+    ex->step_masks = mem + at[3];
+    ex->step_mask_at = (uint32_t *)(void *)(mem + at[4]);
+    ex->span_at = (int32_t *)(void *)(mem + at[5]);
+    ex->spans_all = (int16_t *)(void *)(mem + at[6]);
+    ex->box_all = (px_tilebox *)(void *)(mem + at[7]);
+    ex->geom_known = memset(mem + at[8], 0, part[8]);
+    if (like) { /* a sibling's plan: what the operands decide but the sizes, copied */
+        memcpy(ex->upper_rebuilt, like->upper_rebuilt, part[1]);
+        memcpy(ex->step_masks, like->step_masks, part[3]);
+        memcpy(ex->step_mask_at, like->step_mask_at, part[4]);
+        memcpy(ex->span_at, like->span_at, part[5]);
+        ex->spans_per_item = like->spans_per_item;
+        for (int m = 0; m < prog->nslots; m++) { /* its masks' counts: their storage, built by the steps */
+            size_t bytes = sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u);
+            if (like->mask_counts[m] && !(ex->mask_counts[m] = malloc(bytes)))
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        }
+        return px_cpu_resize_load(ex, err);
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
         if (prog->insns[i].op == PX_OP_PYRAMID)
             ex->upper_rebuilt[PX_ARG(&prog->insns[i], PYRAMID, slot)] = 1;
-    for (int k = 0; ex->upper_rebuilt && k < prog->nslots; k++)
+    for (int k = 0; k < prog->nslots; k++)
         ex->upper_rebuilt[k] = (uint8_t)(ex->upper_rebuilt[k] && !(prog->reset[k] & PXVM_RESET_UPPER) &&
                                          !(prog->slots[k].flags & PXI_SLOT_PERSIST)); /* persistent: reset 0 */
     /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
      * found again every frame, and their counts' storage */
-    int counts_ok = 1;
-    ex->mask_counts = calloc((size_t)prog->nslots, sizeof(int32_t *));
-    ex->step_masks = malloc((size_t)prog->nsteps + prog->ninsns + 1u);
-    ex->step_mask_at = malloc(sizeof(uint32_t) * ((size_t)prog->nsteps + 1u));
-    for (uint32_t s = 0, at = 0; ex->mask_counts && ex->step_masks && ex->step_mask_at && s < prog->nsteps; s++) {
+    for (uint32_t s = 0, at_mask = 0; s < prog->nsteps; s++) {
         const pxvm_step *st = &prog->steps[s];
-        ex->step_mask_at[s] = at;
+        ex->step_mask_at[s] = at_mask;
         for (uint32_t i = st->first; i < st->first + st->count; i++) {
             const pxi_insn *in = &prog->insns[i];
             int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
             int m = fetch ? pxvm_fetch_mask(in) : 0, listed = 0;
-            for (uint32_t k = ex->step_mask_at[s]; k < at; k++)
+            for (uint32_t k = ex->step_mask_at[s]; k < at_mask; k++)
                 listed |= ex->step_masks[k] == m;
             if (!m || listed)
                 continue;
-            ex->step_masks[at++] = (uint8_t)m;
+            ex->step_masks[at_mask++] = (uint8_t)m;
             if (!ex->mask_counts[m]) {
-                ex->mask_counts[m] = malloc(sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u));
-                counts_ok &= ex->mask_counts[m] != NULL;
+                size_t bytes = sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u);
+                if (!(ex->mask_counts[m] = malloc(bytes)))
+                    return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
             }
         }
-        ex->step_masks[at++] = 0;
+        ex->step_masks[at_mask++] = 0;
     }
-    ex->span_at = malloc(sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1));
     ex->spans_per_item = 0;
-    for (uint32_t i = 0; ex->span_at && i < prog->ninsns; i++) {
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
         int some = (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && pxvm_fetch_mask(in) && prog->insn_box[i].sole &&
@@ -125,12 +159,6 @@ int px_cpu_plan_load(pxvm_executor *ex, pxvm_error *err)
         ex->span_at[i] = some ? (int32_t)ex->spans_per_item : -1;
         ex->spans_per_item += some ? 2u * (size_t)(w + h) : 0;
     }
-    ex->spans_all = malloc(sizeof(int16_t) * (ex->spans_per_item * (size_t)batch + 1u));
-    ex->box_all = malloc(sizeof(px_tilebox) * ((size_t)batch * prog->ninsns + 1u));
-    ex->geom_known = calloc((size_t)batch * prog->ninsns + 1u, 1);
-    if (!ex->level_flags || !ex->upper_rebuilt || !ex->mask_counts || !ex->step_masks || !ex->step_mask_at || !counts_ok || !ex->span_at ||
-        !ex->spans_all || !ex->box_all || !ex->geom_known)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     return px_cpu_resize_load(ex, err);
 }
 
@@ -164,7 +192,7 @@ int px_cpu_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         px_cpu_unload(ex);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     }
-    if (px_cpu_plan_load(ex, err) < 0) {
+    if (px_cpu_plan_load(ex, NULL, err) < 0) {
         px_cpu_unload(ex);
         return -1;
     }

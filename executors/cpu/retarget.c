@@ -30,6 +30,7 @@ static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
         k->f = ex->f;                                                                                                  \
         ex->f = t_;                                                                                                    \
     } while (0)
+    PX__SWAP(plan_mem);
     PX__SWAP(level_flags);
     PX__SWAP(upper_rebuilt);
     PX__SWAP(mask_counts);
@@ -105,8 +106,9 @@ static int px__plan_switch(pxvm_executor *ex, const pxvm_program *old, const pxv
     px__plan_swap(ex, empty); /* the loaded plan kept; the executor's fields all NULL */
     empty->serial = old->serial;
     const pxvm_program *loaded = ex->prog;
+    int sibling = old->resolved_from && old->resolved_from == next->resolved_from; /* empty holds old's plan */
     ex->prog = next;
-    if (px_cpu_plan_load(ex, err) < 0) {
+    if (px_cpu_plan_load(ex, sibling ? empty : NULL, err) < 0) {
         px_cpu_plan_unload(ex);
         ex->prog = loaded;
         px__plan_swap(ex, empty); /* what the loaded program had a moment ago */

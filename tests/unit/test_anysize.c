@@ -7,6 +7,7 @@
 
 #include "../../isa/px_sem.h"
 #include "../../api/runner_hooks.h"
+#include "../../executors/cpu/cpu_executor.h"
 #include "test.h"
 
 /* ---- px_log2_q8 = floor(256 log2 n) = bit length of n^256, minus 1 --------------------------- */
@@ -884,4 +885,75 @@ TEST(anysize_derived_resolution_equals_the_parsed_one)
            same, refused);
     CHECK(programs >= 6);
     CHECK(same > 500 && refused > 100);
+}
+
+/* The CPU executor's plan for a resolution, made on a retarget from another resolution of the
+ * same program by copying what no size decides (px_cpu_plan_load's `like`), equals the plan a
+ * load makes from the instructions; programs of every family the derived resolution is tested on,
+ * several sizes each, every switch between consecutive ones. */
+TEST(anysize_cpu_plan_copied_from_a_sibling_equals_the_plan_made)
+{
+    static const char *const names[] = {"foveate273_any", "grid", "logpolar", "v1", "aniso", "pyramid", "resize_fit"};
+    static const int sizes[][2] = {{451, 300}, {17, 1000}, {640, 480}, {1, 1}, {997, 641}};
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int compared = 0;
+    for (size_t p = 0; p < sizeof names / sizeof names[0]; p++) {
+        pxvm_image img;
+        pxvm_error err;
+        char path[64];
+        snprintf(path, sizeof path, "programs/%s.pxi", names[p]);
+        if (pxvm_png_load(path, &lim, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            continue;
+        }
+        if (img.px[5] == 0 && px__make_any(&img, 2, 0, 0) < 0) {
+            pxvm_image_free(&img);
+            continue;
+        }
+        pxvm_program poly, res[5];
+        if (pxvm_program_from_image(&img, &lim, &poly, &err) < 0)
+            continue;
+        int n = 0, a = 1;
+        while (a < poly.nslots && !(poly.slots[a].flags & PXI_SLOT_ANYSIZE))
+            a++;
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+            wh[2 * a] = sizes[i][0], wh[2 * a + 1] = sizes[i][1];
+            if (pxvm_program_resolve(&poly, wh, &lim, &res[n], &err) == 0)
+                n++;
+        }
+        CHECK(n >= 2);
+        pxvm_executor *ex = NULL, *fresh = NULL;
+        CHECK(pxvm_cpu_executor.open(&ex, NULL, &err) == 0 && pxvm_cpu_executor.open(&fresh, NULL, &err) == 0);
+        CHECK(pxvm_cpu_executor.load(ex, &res[0], 2, &err) == 0);
+        for (int i = 1; i < n; i++) {
+            CHECK(pxvm_cpu_executor.retarget(ex, &res[i], &err) == 0);
+            CHECK(pxvm_cpu_executor.load(fresh, &res[i], 2, &err) == 0);
+            const pxvm_program *q = &res[i];
+            int same = ex->spans_per_item == fresh->spans_per_item &&
+                       !memcmp(ex->upper_rebuilt, fresh->upper_rebuilt, (size_t)q->nslots) &&
+                       !memcmp(ex->step_mask_at, fresh->step_mask_at, sizeof(uint32_t) * q->nsteps) &&
+                       !memcmp(ex->span_at, fresh->span_at, sizeof(int32_t) * q->ninsns);
+            for (uint32_t s = 0; same && s < q->nsteps; s++) /* each step's masks, to its 0 */
+                for (uint32_t k = ex->step_mask_at[s];; k++) {
+                    same &= ex->step_masks[k] == fresh->step_masks[k];
+                    if (!same || !fresh->step_masks[k])
+                        break;
+                }
+            for (int k = 0; same && k < q->nslots; k++)
+                same &= !ex->mask_counts[k] == !fresh->mask_counts[k];
+            if (!same)
+                px_test_fail(__FILE__, __LINE__, "%s: the plan copied at %dx%d differs from the plan made", names[p],
+                             q->slots[a].w, q->slots[a].h);
+            compared++;
+        }
+        pxvm_cpu_executor.close(ex);
+        pxvm_cpu_executor.close(fresh);
+        for (int i = 0; i < n; i++)
+            pxvm_program_free(&res[i]);
+        pxvm_program_free(&poly);
+    }
+    printf("  %d plans copied from a sibling equal the plans made\n", compared);
+    CHECK(compared >= 20);
 }

@@ -1,35 +1,53 @@
 /* retarget.cu - the CUDA-GL executor's retarget (vm.h): the loaded program replaced by one that
  * differs only in the sizes of input slots and in operand values (pxvm_check_retarget), without a
- * load, with a per-size cache so that going back to a size seen before allocates nothing.
+ * load; an input's storage only grows and what the operands decide is cached per configuration,
+ * so that a new size within the largest seen allocates no texture and a size seen before
+ * allocates nothing.
  *
- * What is cached, each entry stamped when last used (LRU):
- *   textures  per input slot and size (slot, w, h, levels): the GL textures with their mip chains
- *             of every item, registered and mapped, their CUDA arrays and texture and surface
- *             objects. A switch moves the slot's textures in use into the cache and takes the
- *             next size's out of it (or makes them, every level zeroed): the host and device slot
- *             tables (px_gpu_slot) are updated, nothing else is allocated.
+ *   inputs    per input slot one GL texture per item with its mip chain, registered and mapped,
+ *             its CUDA arrays and texture and surface objects, made at a capacity (w, h, levels):
+ *             the loaded size, then the largest of each seen. A size that fits (w, h, levels each
+ *             <= the capacity's) reuses it: only the slot table's per-level sizes change (the
+ *             kernels, copies and clears address an input through px_gpu_slot's w/h, clamp to
+ *             them (isa/px_sem.h), and never read or write the texels beyond them); its levels
+ *             >= 1 then hold the last size's and are zeroed before a run or a read sees them,
+ *             unless the run rebuilds them first (as the CPU executor does). A size that does not
+ *             fit makes textures of max(w, cap w) x max(h, cap h), max(levels) (every level
+ *             zeroed, as a load makes them; a stream of sizes settles on the largest after a few
+ *             growths), and the replaced ones go, with every configuration that names them, once
+ *             the stream has drained (the switch waits for it). Not grown to the any-size slot's
+ *             declared bound at once: that bound may be far above the sizes used, and the memory
+ *             is held per item.
  *   RESIZE    per instruction, source size and operands: its device tables and pass 1's buffer.
- *   configs   per set of (textures, RESIZE tables, operands) in use: the device slot table, the
- *             fetch records, each step's y blocks, the per-run reset records, the records of what
- *             that reset leaves of the switch's wipe, the program image's level 0 of program and
- *             data slots (on the device, with a host copy of the image to check it against) and
- *             the captured graphs (a graph bakes launch dimensions, which depend on the sizes:
- *             PYRAMID grids, RESIZE passes, and the slot table's address), so a graph is only
- *             ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of them; one
- *             whose textures or tables are evicted is dropped with them.
+ *   configs   per set of (textures, sizes, RESIZE tables, operands) in use: the device slot
+ *             table, the fetch records, each step's y blocks, the per-run reset records, the
+ *             records of what that reset leaves of the switch's wipe, the program image's level 0
+ *             of program and data slots (on the device, with a host copy of the image to check it
+ *             against) and the captured graphs (a graph bakes launch dimensions, which depend on
+ *             the sizes: PYRAMID grids, RESIZE passes, and the slot table's address), so a graph
+ *             is only ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of
+ *             them; one whose textures are replaced or whose tables are evicted is dropped with
+ *             them. A new configuration's first run launches its work directly; its second run
+ *             captures the graph (a size run once never pays a capture).
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
  * run (px__retarget_run_start) or read (px__retarget_flush).
- * The bound: cached textures and RESIZE tables beyond those in use take at most
+ * The bound: cached RESIZE tables beyond those in use take at most
  * PXVM_CUDA_RETARGET_CACHE_MIB MiB (environment, read at the first retarget; default 256; 0:
- * nothing is kept, every switch makes the next size's storage). A configuration's own records,
- * slot table and image (small: a few records per slot, the program image) are outside the bound,
- * held by at most PX_RT_CONFIGS configurations. An input's linear buffers
+ * nothing is kept, every switch makes the next size's tables). Inputs' textures are outside it:
+ * one set per input slot, as large as the largest size seen in each side (the bounding box of
+ * the sizes seen, made for the largest of each, so that those sizes never allocate again; a
+ * wide and a tall size take more than either). A configuration's own records, slot table and
+ * image (small: a few records per slot, the program image) are outside the bound, held by at most
+ * PX_RT_CONFIGS configurations. An input's linear buffers
  * (d_staging, staging, d_upload) only grow, to the largest size seen; the ones they replace, and
  * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
- * the device; only an eviction waits for the executor's stream, before it frees what the queued
- * work may still read).
+ * the device but a growth of an input's textures, and an eviction, which wait for the
+ * executor's stream before they free what the queued work may still read).
+ * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes):
+ * see that file for a switch to a new size before and after the storage grew instead of a
+ * texture per size.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -1000,6 +1018,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 break;
             }
     }
+    int made = 0; /* a new configuration */
     if (found) {
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
@@ -1015,6 +1034,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             free(found);
         }
     } else {
+        made = 1;
         if (px__context(ex, err) < 0 || px__alloc_masks(ex, err) < 0 ||
             px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
@@ -1029,6 +1049,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
                                ex->stream));
     }
+    /* a new configuration's first run launches directly: a size run once never pays a capture */
+    ex->capture_later = made;
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
      * output it wrote whole, that the next one writes in part). Left pending, and done only where

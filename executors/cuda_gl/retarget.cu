@@ -45,9 +45,11 @@
  * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
  * the device but a growth of an input's textures, and an eviction, which wait for the
  * executor's stream before they free what the queued work may still read).
- * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes):
- * see that file for a switch to a new size before and after the storage grew instead of a
- * texture per size.
+ * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes,
+ * one run 39-42 us): a switch to a new size within the largest seen 0.15-0.18 ms (a texture per
+ * size made it 1.69-1.70 ms: GL registration, mapping, the views' check, the clear), most of it
+ * the new configuration's records (fetch records ~50 us of host time, reset, rest and facts
+ * ~10 us each, and the wait for their uploads); to a size seen before 3.4-3.5 us.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -599,11 +601,12 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     rt->lin_cap = (size_t *)calloc((size_t)prog->nslots, sizeof(size_t));
     rt->cap_w = (int *)calloc(3u * (size_t)prog->nslots, sizeof(int));
     rt->cap_g = (px_gpu_slot *)malloc(sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
+    if (rt->cap_g) /* before anything can fail: px__retarget_free puts these back into ex->slots */
+        memcpy(rt->cap_g, ex->slots, sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
     ex->rt = rt;
     if (!rt->tex_serial || !rt->resize_serial || !rt->lin_cap || !rt->cap_w || !rt->cap_g)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     rt->cap_h = rt->cap_w + prog->nslots, rt->cap_levels = rt->cap_w + 2 * prog->nslots;
-    memcpy(rt->cap_g, ex->slots, sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
     for (int k = 0; k < prog->nslots; k++) {
         rt->tex_serial[k] = ++rt->serial; /* the loaded textures */
         if (prog->slots[k].role == PXI_ROLE_INPUT) {

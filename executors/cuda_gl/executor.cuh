@@ -90,6 +90,8 @@ struct pxvm_executor {
     cudaGraphExec_t graph[2]; /* the whole run, without [0] and with [1] the output downloads */
     int have_graph[2];
     cudaGraph_t graph_def[2];                /* ... as captured: the nodes below are its */
+    int capture_later; /* the configuration in use is new (retarget.cu made it): its first run launches
+                        * directly and its second captures, so a size run once never pays a capture */
     px_gpu_frame_nodes *frame_nodes[2];      /* ... its tile kernels that read a frame input */
     /* fixation registers, [batch][8][2] int32: what runs start with, and the run's own (the same
      * buffer unless the program writes registers); token geometry [batch][ngeom][5] */

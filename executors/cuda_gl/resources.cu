@@ -40,6 +40,7 @@ void px__gl_unload(pxvm_executor *ex)
         ex->frame_nodes[g] = NULL;
     }
     ex->have_graph[0] = ex->have_graph[1] = 0;
+    ex->capture_later = 0;
     if (ex->slots)
         for (int i = 0; i < all; i++)
             for (int l = 0; l < ex->slots[i].levels; l++) {

@@ -1,35 +1,55 @@
 /* retarget.cu - the CUDA-GL executor's retarget (vm.h): the loaded program replaced by one that
  * differs only in the sizes of input slots and in operand values (pxvm_check_retarget), without a
- * load, with a per-size cache so that going back to a size seen before allocates nothing.
+ * load; an input's storage only grows and what the operands decide is cached per configuration,
+ * so that a new size within the largest seen allocates no texture and a size seen before
+ * allocates nothing.
  *
- * What is cached, each entry stamped when last used (LRU):
- *   textures  per input slot and size (slot, w, h, levels): the GL textures with their mip chains
- *             of every item, registered and mapped, their CUDA arrays and texture and surface
- *             objects. A switch moves the slot's textures in use into the cache and takes the
- *             next size's out of it (or makes them, every level zeroed): the host and device slot
- *             tables (px_gpu_slot) are updated, nothing else is allocated.
+ *   inputs    per input slot one GL texture per item with its mip chain, registered and mapped,
+ *             its CUDA arrays and texture and surface objects, made at a capacity (w, h, levels):
+ *             the loaded size, then the largest of each seen. A size that fits (w, h, levels each
+ *             <= the capacity's) reuses it: only the slot table's per-level sizes change (the
+ *             kernels, copies and clears address an input through px_gpu_slot's w/h, clamp to
+ *             them (isa/px_sem.h), and never read or write the texels beyond them); its levels
+ *             >= 1 then hold the last size's and are zeroed before a run or a read sees them,
+ *             unless the run rebuilds them first (as the CPU executor does). A size that does not
+ *             fit makes textures of max(w, cap w) x max(h, cap h), max(levels) (every level
+ *             zeroed, as a load makes them; a stream of sizes settles on the largest after a few
+ *             growths), and the replaced ones go, with every configuration that names them, once
+ *             the stream has drained (the switch waits for it). Not grown to the any-size slot's
+ *             declared bound at once: that bound may be far above the sizes used, and the memory
+ *             is held per item.
  *   RESIZE    per instruction, source size and operands: its device tables and pass 1's buffer.
- *   configs   per set of (textures, RESIZE tables, operands) in use: the device slot table, the
- *             fetch records, each step's y blocks, the per-run reset records, the records of what
- *             that reset leaves of the switch's wipe, the program image's level 0 of program and
- *             data slots (on the device, with a host copy of the image to check it against) and
- *             the captured graphs (a graph bakes launch dimensions, which depend on the sizes:
- *             PYRAMID grids, RESIZE passes, and the slot table's address), so a graph is only
- *             ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of them; one
- *             whose textures or tables are evicted is dropped with them.
+ *   configs   per set of (textures, sizes, RESIZE tables, operands) in use: the device slot
+ *             table, the fetch records, each step's y blocks, the per-run reset records, the
+ *             records of what that reset leaves of the switch's wipe, the program image's level 0
+ *             of program and data slots (on the device, with a host copy of the image to check it
+ *             against) and the captured graphs (a graph bakes launch dimensions, which depend on
+ *             the sizes: PYRAMID grids, RESIZE passes, and the slot table's address), so a graph
+ *             is only ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of
+ *             them; one whose textures are replaced or whose tables are evicted is dropped with
+ *             them. A new configuration's first run launches its work directly; its second run
+ *             captures the graph (a size run once never pays a capture).
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
  * run (px__retarget_run_start) or read (px__retarget_flush).
- * The bound: cached textures and RESIZE tables beyond those in use take at most
+ * The bound: cached RESIZE tables beyond those in use take at most
  * PXVM_CUDA_RETARGET_CACHE_MIB MiB (environment, read at the first retarget; default 256; 0:
- * nothing is kept, every switch makes the next size's storage). A configuration's own records,
- * slot table and image (small: a few records per slot, the program image) are outside the bound,
- * held by at most PX_RT_CONFIGS configurations. An input's linear buffers
+ * nothing is kept, every switch makes the next size's tables). Inputs' textures are outside it:
+ * one set per input slot, as large as the largest size seen in each side (the bounding box of
+ * the sizes seen, made for the largest of each, so that those sizes never allocate again; a
+ * wide and a tall size take more than either). A configuration's own records, slot table and
+ * image (small: a few records per slot, the program image) are outside the bound, held by at most
+ * PX_RT_CONFIGS configurations. An input's linear buffers
  * (d_staging, staging, d_upload) only grow, to the largest size seen; the ones they replace, and
  * every cached entry, are freed at unload (after the stream drains: nothing here synchronises
- * the device; only an eviction waits for the executor's stream, before it frees what the queued
- * work may still read).
+ * the device but a growth of an input's textures, and an eviction, which wait for the
+ * executor's stream before they free what the queued work may still read).
+ * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes,
+ * one run 39-42 us): a switch to a new size within the largest seen 0.15-0.18 ms (a texture per
+ * size made it 1.69-1.70 ms: GL registration, mapping, the views' check, the clear), most of it
+ * the new configuration's records (fetch records ~50 us of host time, reset, rest and facts
+ * ~10 us each, and the wait for their uploads); to a size seen before 3.4-3.5 us.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -43,9 +63,9 @@
 #define PX_RT_CONFIGS 64
 #define PX_RT_DEFAULT_MIB 256
 
-struct px_rt_tex { /* one input slot's storage at one size, every item */
+struct px_rt_tex { /* one input slot's storage at one capacity, every item */
     px_rt_tex *next;
-    uint64_t serial, stamp, bytes;
+    uint64_t serial;
     int slot, w, h, levels, mapped;
     GLuint *gl_tex;              /* [batch] */
     cudaGraphicsResource_t *res; /* [batch] */
@@ -111,7 +131,15 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
 
 struct px_gpu_retarget {
     uint64_t bound, cached_bytes, clock, serial;
-    px_rt_tex *tex;
+    /* Inputs' storage only grows: per input slot the textures in use (ex->gl_tex, res, arrays)
+     * were made at a capacity cap_w x cap_h, cap_levels (the loaded size, or larger after a
+     * switch grew them) and serve every size that fits; cap_g holds their views of every level
+     * at that capacity ([item * nslots + slot]; ex->slots holds the same views with the logical
+     * sizes of the size in use, and only its levels). */
+    int *cap_w, *cap_h, *cap_levels; /* [nslots] */
+    px_gpu_slot *cap_g;
+    px_rt_tex *retired; /* textures a growth replaced: freed once the stream has drained */
+    uint64_t tex_made;  /* textures (one input slot, every item) made by switches since the load */
     px_rt_resize *resize;
     px_rt_config *configs;
     int nconfigs;
@@ -213,7 +241,6 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     if (!t)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     t->slot = slot, t->w = s->w, t->h = s->h, t->levels = s->levels;
-    t->bytes = s->bytes * (uint64_t)batch;
     glGenTextures(batch, t->gl_tex);
     for (int b = 0; b < batch; b++)
         if (px__slot_texture(t->gl_tex[b], &t->res[b], s, slot, b, err) < 0)
@@ -243,30 +270,51 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
     return 0;
 }
 
-/* Exchanges a cache entry's textures (of its slot) with those in use in the table entries
- * item * nslots + slot: the entry then holds the ones in use, at the loaded program's size, under
- * their serial. In place, so that a switch to a cached size allocates and frees no entry. */
-static void px__tex_swap_in_use(pxvm_executor *ex, px_rt_tex *t)
+/* Exchanges a new storage's textures (of its slot, made at a larger capacity) with those in use
+ * (table entries item * nslots + slot, their views at capacity in rt->cap_g): t then holds the
+ * replaced ones, under their serial, to be freed once the stream has drained. */
+static void px__tex_exchange(pxvm_executor *ex, px_rt_tex *t)
 {
+    px_gpu_retarget *rt = ex->rt;
     int n = ex->nslots, k = t->slot;
     for (int b = 0; b < ex->batch; b++) {
         size_t i = (size_t)b * (size_t)n + (size_t)k;
         GLuint gl = ex->gl_tex[i];
         cudaGraphicsResource_t res = ex->res[i];
-        px_gpu_slot g = ex->slots[i];
+        px_gpu_slot g = rt->cap_g[i];
         cudaArray_t arr[PXVM_MAX_LEVELS];
         memcpy(arr, ex->arrays + i * PXVM_MAX_LEVELS, sizeof arr);
-        ex->gl_tex[i] = t->gl_tex[b], ex->res[i] = t->res[b], ex->slots[i] = t->g[b];
+        ex->gl_tex[i] = t->gl_tex[b], ex->res[i] = t->res[b], rt->cap_g[i] = t->g[b];
         memcpy(ex->arrays + i * PXVM_MAX_LEVELS, t->arrays + (size_t)b * PXVM_MAX_LEVELS, sizeof arr);
         t->gl_tex[b] = gl, t->res[b] = res, t->g[b] = g;
         memcpy(t->arrays + (size_t)b * PXVM_MAX_LEVELS, arr, sizeof arr);
     }
-    const pxvm_slot *s = &ex->prog->slots[k];
+    int w = t->w, h = t->h, levels = t->levels;
+    t->w = rt->cap_w[k], t->h = rt->cap_h[k], t->levels = rt->cap_levels[k], t->mapped = 1;
+    rt->cap_w[k] = w, rt->cap_h[k] = h, rt->cap_levels[k] = levels;
     uint64_t serial = t->serial;
-    t->serial = ex->rt->tex_serial[k];
-    ex->rt->tex_serial[k] = serial;
-    t->w = s->w, t->h = s->h, t->levels = s->levels, t->mapped = 1;
-    t->bytes = s->bytes * (uint64_t)ex->batch;
+    t->serial = rt->tex_serial[k];
+    rt->tex_serial[k] = serial;
+}
+
+/* The kernels' view of input slot k at size s (which fits its capacity), every item: the views
+ * at capacity of levels 0 .. s->levels - 1 with that size's level sizes. Every kernel, copy and
+ * clear addresses the slot through these sizes, never the texture's own, so the texels beyond
+ * them are never read or written. */
+static void px__logical_views(pxvm_executor *ex, int k, const pxvm_slot *s)
+{
+    for (int b = 0; b < ex->batch; b++) {
+        size_t i = (size_t)b * (size_t)ex->nslots + (size_t)k;
+        px_gpu_slot g = ex->rt->cap_g[i];
+        for (int l = 0; l < PXVM_MAX_LEVELS; l++) {
+            g.w[l] = l < s->levels ? px_mip_dim(s->w, l) : 0;
+            g.h[l] = l < s->levels ? px_mip_dim(s->h, l) : 0;
+            if (l >= s->levels)
+                g.tex[l] = 0, g.surf[l] = 0;
+        }
+        g.levels = s->levels;
+        ex->slots[i] = g;
+    }
 }
 
 static void px__config_drop_graphs(px_rt_config *c)
@@ -551,13 +599,20 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     rt->tex_serial = (uint64_t *)calloc((size_t)prog->nslots, sizeof(uint64_t));
     rt->resize_serial = (uint64_t *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof(uint64_t));
     rt->lin_cap = (size_t *)calloc((size_t)prog->nslots, sizeof(size_t));
+    rt->cap_w = (int *)calloc(3u * (size_t)prog->nslots, sizeof(int));
+    rt->cap_g = (px_gpu_slot *)malloc(sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
+    if (rt->cap_g) /* before anything can fail: px__retarget_free puts these back into ex->slots */
+        memcpy(rt->cap_g, ex->slots, sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
     ex->rt = rt;
-    if (!rt->tex_serial || !rt->resize_serial || !rt->lin_cap)
+    if (!rt->tex_serial || !rt->resize_serial || !rt->lin_cap || !rt->cap_w || !rt->cap_g)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    rt->cap_h = rt->cap_w + prog->nslots, rt->cap_levels = rt->cap_w + 2 * prog->nslots;
     for (int k = 0; k < prog->nslots; k++) {
         rt->tex_serial[k] = ++rt->serial; /* the loaded textures */
-        if (prog->slots[k].role == PXI_ROLE_INPUT)
+        if (prog->slots[k].role == PXI_ROLE_INPUT) {
             rt->lin_cap[k] = (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
+            rt->cap_w[k] = prog->slots[k].w, rt->cap_h[k] = prog->slots[k].h, rt->cap_levels[k] = prog->slots[k].levels;
+        }
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
         rt->resize_serial[i] = ++rt->serial;
@@ -611,11 +666,15 @@ void px__retarget_free(pxvm_executor *ex)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return;
-    while (rt->tex) {
-        px_rt_tex *t = rt->tex;
-        rt->tex = t->next;
+    while (rt->retired) {
+        px_rt_tex *t = rt->retired;
+        rt->retired = t->next;
         px__tex_free(t, ex->batch, ex->stream);
     }
+    /* the inputs' views of every level at capacity, so that unload destroys them all */
+    for (int i = 0; rt->cap_g && ex->prog && ex->slots && i < ex->nslots * ex->batch; i++)
+        if (ex->prog->slots[i % ex->nslots].role == PXI_ROLE_INPUT)
+            ex->slots[i] = rt->cap_g[i];
     while (rt->resize) {
         px_rt_resize *r = rt->resize;
         rt->resize = r->next;
@@ -637,6 +696,8 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->tex_serial);
     free(rt->resize_serial);
     free(rt->lin_cap);
+    free(rt->cap_w);
+    free(rt->cap_g);
     cudaFree(rt->d_wipe);
     cudaFree(rt->d_rest);
     cudaFree(rt->img.d_level0);
@@ -688,47 +749,60 @@ static int px__context(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
+/* The cached configurations that name serial s (textures or RESIZE tables) go (the stream has
+ * drained: queued work may read their records and graphs). */
+static void px__drop_configs_using(px_gpu_retarget *rt, uint64_t s)
+{
+    for (px_rt_config **p = &rt->configs; *p;) {
+        if (px__config_uses(*p, s)) {
+            px_rt_config *c = *p;
+            *p = c->next;
+            rt->nconfigs--;
+            px__config_free(c);
+        } else {
+            p = &(*p)->next;
+        }
+    }
+}
+
+/* Textures a growth replaced go, with the configurations that name them, once the stream has
+ * drained (queued work may still read them). */
+/* Their serials go into gone[*ngone] (at most one per slot): the configuration in use names them
+ * too, and goes when the switch has put it into the cache. */
+static void px__free_retired(pxvm_executor *ex, uint64_t *gone, int *ngone)
+{
+    px_gpu_retarget *rt = ex->rt;
+    *ngone = 0;
+    if (!rt->retired)
+        return;
+    px__context(ex, NULL), cudaStreamSynchronize(ex->stream);
+    while (rt->retired) {
+        px_rt_tex *t = rt->retired;
+        rt->retired = t->next;
+        px__drop_configs_using(rt, t->serial);
+        gone[(*ngone)++] = t->serial;
+        px__tex_free(t, ex->batch, ex->stream);
+    }
+}
+
 static void px__evict(pxvm_executor *ex)
 {
     px_gpu_retarget *rt = ex->rt;
     int synced = 0;
-    while (rt->cached_bytes > rt->bound && (rt->tex || rt->resize)) {
-        px_rt_tex **ot = NULL;
-        px_rt_resize **orz = NULL;
-        uint64_t oldest = UINT64_MAX;
-        for (px_rt_tex **p = &rt->tex; *p; p = &(*p)->next)
-            if ((*p)->stamp < oldest)
-                oldest = (*p)->stamp, ot = p, orz = NULL;
+    while (rt->cached_bytes > rt->bound && rt->resize) {
+        px_rt_resize **orz = &rt->resize;
         for (px_rt_resize **p = &rt->resize; *p; p = &(*p)->next)
-            if ((*p)->stamp < oldest)
-                oldest = (*p)->stamp, orz = p, ot = NULL;
+            if ((*p)->stamp < (*orz)->stamp)
+                orz = p;
         if (!synced)
             px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
-        uint64_t serial;
-        if (ot) {
-            px_rt_tex *t = *ot;
-            *ot = t->next;
-            serial = t->serial;
-            rt->cached_bytes -= t->bytes;
-            px__tex_free(t, ex->batch, ex->stream);
-        } else {
-            px_rt_resize *r = *orz;
-            *orz = r->next;
-            serial = r->serial;
-            rt->cached_bytes -= r->bytes;
-            px_gpu_resize_free(r->r);
-            free(r);
-        }
-        for (px_rt_config **p = &rt->configs; *p;) {
-            if (px__config_uses(*p, serial)) {
-                px_rt_config *c = *p;
-                *p = c->next;
-                rt->nconfigs--;
-                px__config_free(c);
-            } else {
-                p = &(*p)->next;
-            }
-        }
+        px_rt_resize *r = *orz;
+        *orz = r->next;
+        uint64_t serial = r->serial;
+        rt->cached_bytes -= r->bytes;
+        px_gpu_resize_free(r->r);
+        free(r);
+        px__drop_configs_using(rt, serial);
     }
     while (rt->nconfigs > PX_RT_CONFIGS) {
         px_rt_config **oc = &rt->configs;
@@ -765,33 +839,37 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     px_gpu_retarget *rt = ex->rt;
     const pxvm_program *old = ex->prog;
     int n = ex->nslots, batch = ex->batch;
-    /* 1. the textures of every input whose size changes: cached, or made */
+    /* 1. every input whose size changes: its storage when the size fits (nothing allocated, the
+     * views' sizes changed; levels >= 1 hold the last size's, zeroed before anything reads them
+     * unless a run rebuilds them first, as the CPU executor does), or storage grown to hold both
+     * (every level zeroed; the replaced textures freed at the end of the switch) */
     for (int k = 0; k < n; k++) {
         const pxvm_slot *s = &next->slots[k];
         if (s->role != PXI_ROLE_INPUT || px__same_size(&old->slots[k], s))
             continue;
-        px_rt_tex *take = NULL;
-        for (px_rt_tex **p = &rt->tex; *p; p = &(*p)->next)
-            if ((*p)->slot == k && (*p)->w == s->w && (*p)->h == s->h && (*p)->levels == s->levels) {
-                take = *p;
-                *p = take->next;
-                rt->cached_bytes -= take->bytes;
-                break;
-            }
-        rt->input_upper[k] = take && s->levels > 1; /* a made one is zeroed */
-        if (!take) {
-            if (px__context(ex, err) < 0 || px__tex_make(ex, k, s, &take, err) < 0) {
-                if (take)
-                    px__tex_free(take, batch, ex->stream);
+        if (s->w <= rt->cap_w[k] && s->h <= rt->cap_h[k] && s->levels <= rt->cap_levels[k]) {
+            rt->input_upper[k] = s->levels > 1;
+        } else {
+            /* grown to the larger of each side (a stream of sizes settles on the largest seen);
+             * level sizes are monotonic in the side (px_mip_dim), so every level of both fits */
+            pxvm_slot cap = *s;
+            cap.w = s->w > rt->cap_w[k] ? s->w : rt->cap_w[k];
+            cap.h = s->h > rt->cap_h[k] ? s->h : rt->cap_h[k];
+            cap.levels = s->levels > rt->cap_levels[k] ? s->levels : rt->cap_levels[k];
+            px_rt_tex *made = NULL;
+            if (px__context(ex, err) < 0 || px__tex_make(ex, k, &cap, &made, err) < 0) {
+                if (made)
+                    px__tex_free(made, batch, ex->stream);
                 return -1;
             }
-            take->serial = ++rt->serial;
+            made->serial = ++rt->serial;
+            rt->tex_made++;
+            px__tex_exchange(ex, made); /* made now holds the replaced textures */
+            made->next = rt->retired;
+            rt->retired = made;
+            rt->input_upper[k] = 0;
         }
-        px__tex_swap_in_use(ex, take); /* take now holds the textures that were in use */
-        take->stamp = ++rt->clock;
-        take->next = rt->tex;
-        rt->tex = take;
-        rt->cached_bytes += take->bytes;
+        px__logical_views(ex, k, s);
         for (int b = 0; b < batch; b++)
             ex->bound[(size_t)b * (size_t)n + (size_t)k] = 0;
         ex->frame_src[k] = NULL;
@@ -870,6 +948,11 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->resize[i] = r;
         rt->resize_serial[i] = take ? take_serial : ++rt->serial;
     }
+    /* textures a growth replaced go now, with every configuration that names them: found by the
+     * program's serial below, one would hold their views */
+    uint64_t gone[PXVM_MAX_SLOTS + 1];
+    int ngone = 0;
+    px__free_retired(ex, gone, &ngone);
     /* 4. the configuration in use goes into the cache; the next one comes out of it, or is made.
      * Found by the program's serial first (O(configurations), no key made or compared) and then
      * its record is reused for the one in use (nothing allocated); else by the key (serial 0, or
@@ -917,6 +1000,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     cur->next = rt->configs;
     rt->configs = cur;
     rt->nconfigs++;
+    for (int i = 0; i < ngone; i++) /* the one in use named a replaced texture: it goes (the stream has drained) */
+        px__drop_configs_using(rt, gone[i]);
     ex->prog = next;
     if (found) { /* its key is what px__key would make now */
         found = &saved;
@@ -936,6 +1021,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 break;
             }
     }
+    int made = 0; /* a new configuration */
     if (found) {
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
@@ -951,6 +1037,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             free(found);
         }
     } else {
+        made = 1;
         if (px__context(ex, err) < 0 || px__alloc_masks(ex, err) < 0 ||
             px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
             px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
@@ -965,6 +1052,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
                                ex->stream));
     }
+    /* a new configuration's first run launches directly: a size run once never pays a capture */
+    ex->capture_later = made;
     /* 6. every slot but inputs and persistent ones back to its initial state: a run restores only
      * what the next program's own runs change (prog->reset), not what the loaded one wrote (an
      * output it wrote whole, that the next one writes in part). Left pending, and done only where
@@ -1089,6 +1178,12 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return 0;
+    for (int k = 0; k < ex->nslots; k++) /* a switched input's levels >= 1 read as zero, as after a load */
+        if (rt->input_upper[k]) {
+            rt->input_upper[k] = 0;
+            if (px__clear_upper(ex, k, err) < 0)
+                return -1;
+        }
     if (rt->img_stale && px__image_to_slots(ex, err) < 0)
         return -1;
     if (!rt->wipe_pending)
@@ -1141,4 +1236,9 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
         ex->rt->checked_at = (ex->rt->checked_at + 1) % PX_RT_CONFIGS;
     }
     return 0;
+}
+
+extern "C" uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex)
+{
+    return ex && ex->rt ? ex->rt->tex_made : 0;
 }

@@ -163,15 +163,35 @@ static const int px__sizes[][2] = {
 };
 #define PX_NSIZES ((int)(sizeof px__sizes / sizeof px__sizes[0]))
 
-/* The property over the sizes for one family: the retargeted executor's run == a fresh one's. */
-static void px__property(px_family fam)
+#ifdef PXVM_HAVE_CUDA_GL
+/* executors/cuda_gl/retarget.cu: input textures (one slot, every item) its switches have made since
+ * the load (a CUDA-GL executor's only) */
+uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex);
+#endif
+
+/* Input textures the executor's switches have made so far, or -1 when it does not count them (the
+ * CPU executor, whose storage only grows too, counts nothing). */
+static long long px__textures_made(pxvm_executor *ex)
+{
+#ifdef PXVM_HAVE_CUDA_GL
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    if (name && !strcmp(name, "cuda"))
+        return (long long)px_gpu_retarget_textures_made(ex);
+#endif
+    (void)ex;
+    return -1;
+}
+
+/* The property over the sizes for one family: the retargeted executor's run == a fresh one's;
+ * made[i] (when not NULL): px__textures_made after the switch to sizes[i]. */
+static void px__property_at(px_family fam, const int (*sizes)[2], int nsizes, long long *made)
 {
     const pxvm_executor_ops *ops = px__ops();
     if (!ops)
         return;
-    pxvm_program *progs = calloc(PX_NSIZES, sizeof *progs);
-    for (int i = 0; i < PX_NSIZES; i++)
-        if (px__program(fam, px__sizes[i][0], px__sizes[i][1], &progs[i]) < 0)
+    pxvm_program *progs = calloc((size_t)nsizes, sizeof *progs);
+    for (int i = 0; i < nsizes; i++)
+        if (px__program(fam, sizes[i][0], sizes[i][1], &progs[i]) < 0)
             goto out;
     pxvm_executor *ex = NULL;
     pxvm_error err;
@@ -185,7 +205,7 @@ static void px__property(px_family fam)
     for (int k = 1; k < progs[0].nslots; k++)
         if (progs[0].slots[k].role == PXI_ROLE_INPUT && px__bind(ops, ex, &progs[0], k, 1000u * (uint64_t)0 + (uint64_t)k) < 0)
             goto close;
-    for (int i = 0; i < PX_NSIZES; i++) {
+    for (int i = 0; i < nsizes; i++) {
         const pxvm_program *p = &progs[i];
         uint64_t seed = 1000u * (uint64_t)i;
         if (i > 0) {
@@ -193,6 +213,8 @@ static void px__property(px_family fam)
                 px_test_fail(__FILE__, __LINE__, "retarget to %dx%d: %s", p->slots[1].w, p->slots[1].h, err.msg);
                 break;
             }
+            if (made)
+                made[i] = px__textures_made(ex);
             int changed = progs[i - 1].slots[1].w != p->slots[1].w || progs[i - 1].slots[1].h != p->slots[1].h;
             if (changed) { /* the changed input is unbound: a run is refused until it is bound */
                 CHECK(ops->run(ex, NULL, &err) < 0);
@@ -240,10 +262,12 @@ close:
     if (ex)
         ops->close(ex);
 out:
-    for (int i = 0; i < PX_NSIZES; i++)
+    for (int i = 0; i < nsizes; i++)
         pxvm_program_free(&progs[i]);
     free(progs);
 }
+
+static void px__property(px_family fam) { px__property_at(fam, px__sizes, PX_NSIZES, NULL); }
 
 /* A read between a retarget and the next run sees what a fresh load shows (the executors may
  * leave restoring the slots to that run): every level of every slot but inputs, every item. */
@@ -299,6 +323,34 @@ TEST(retarget_read_before_run_equals_fresh_load)
     px__read_before_run(PX_FAM_GRID);
     px__read_before_run(PX_FAM_RESIZE);
     px__read_before_run(PX_FAM_SLOTS);
+}
+
+/* Input storage only grows: after a switch to the largest size, a stream of sizes that fit in it
+ * (smaller or equal in each side: 1xN, Nx1, odd, the largest again) makes no texture on the GPU,
+ * and each gives the bytes a fresh load gives (levels >= 1 of the reused storage hold the last
+ * size's pyramid, RESIZE reads it through the smaller size); a size larger in one side makes
+ * one. Families: the input pyramided and sampled (grid), resized (two inputs, one kept bound). */
+TEST(retarget_sizes_within_the_largest_make_no_texture_equal_fresh_load)
+{
+    static const int sizes[][2] = {{64, 64}, {127, 103}, {1, 64}, {64, 1}, {9, 61}, {127, 1}, {1, 103}, {101, 103},
+                                   {29, 31}, {127, 65}, {45, 30}, {127, 103}, {13, 67}, {2, 71}, {127, 104}, {64, 64}};
+    enum { N = (int)(sizeof sizes / sizeof sizes[0]), GROWN = 1, LARGER = N - 2 };
+    static const px_family fams[] = {PX_FAM_GRID, PX_FAM_TWO_INPUTS};
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        long long made[N];
+        for (int i = 0; i < N; i++)
+            made[i] = -2;
+        px__property_at(fams[f], sizes, N, made);
+        if (made[GROWN] == -1) /* an executor that does not count */
+            continue;
+        CHECK_EQ(made[GROWN], 1); /* 64x64 -> 127x103: one texture */
+        for (int i = GROWN + 1; i < LARGER; i++)
+            if (made[i] != made[GROWN])
+                px_test_fail(__FILE__, __LINE__, "family %d: the switch to %dx%d (within %dx%d) made %lld textures", (int)fams[f],
+                             sizes[i][0], sizes[i][1], sizes[GROWN][0], sizes[GROWN][1], made[i] - made[i - 1]);
+        CHECK_EQ(made[LARGER], made[GROWN] + 1); /* 127x104: one row more */
+        CHECK_EQ(made[N - 1], made[LARGER]);
+    }
 }
 
 TEST(retarget_grid_plan_equals_fresh_load) { px__property(PX_FAM_GRID); }

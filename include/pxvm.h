@@ -233,9 +233,11 @@ int pxvm_runner_batch(const pxvm_runner *run);
  * pxvm_runner_close (which waits for it). */
 int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 
-/* The resolutions of an any-size program a runner keeps: switching back to one of the last 16
- * sizes bound costs no resolution. */
-#define PXVM_RESOLVE_CACHE 16
+/* The resolutions of an any-size program a runner keeps: switching back to one of the last 64
+ * sizes bound costs no resolution, and finds what the executor keeps for that resolution (the
+ * CPU executor's plans and the CUDA-GL executor's configurations and graphs, 64 each, keyed by
+ * the resolution). */
+#define PXVM_RESOLVE_CACHE 64
 
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The
  * images are copied (converted to RGBA8) into the runner before the call returns, or, with a

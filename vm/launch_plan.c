@@ -77,7 +77,8 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
 int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
 {
     prog->reset = calloc((size_t)prog->nslots, 1);
-    if (!prog->reset)
+    prog->rebuild_upper = calloc((size_t)prog->nslots, sizeof(uint32_t));
+    if (!prog->reset || !prog->rebuild_upper)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
     uint8_t *read_upper = calloc((size_t)prog->nslots, 1), *rebuilt = calloc((size_t)prog->nslots, 1);
     if (!read_upper || !rebuilt) {
@@ -89,7 +90,10 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
      * run need not clear it first (a video frame's only per-run reset) */
     uint8_t read[PXVM_MAX_SLOTS + 1] = {0}, written_whole[PXVM_MAX_SLOTS + 1] = {0};
     uint8_t upper_written[PXVM_MAX_SLOTS + 1] = {0}; /* only PYRAMID writes levels >= 1 */
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
+    int may_trap = 0; /* a DOT_RGB came before: a run may stop there */
+    for (uint32_t i = 0, s = 0; i < prog->ninsns; i++) {
+        while (s + 1 < prog->nsteps && prog->steps[s].first + prog->steps[s].count <= i)
+            s++; /* the step of instruction i */
         const pxi_insn *in = &prog->insns[i];
         if (in->op == PX_OP_DIFF && !read[PX_ARG(in, DIFF, mask)])
             written_whole[PX_ARG(in, DIFF, mask)] = 1;
@@ -99,8 +103,13 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
             read[k] |= r[k];
         if (in->op == PX_OP_PYRAMID)
             upper_written[PX_ARG(in, PYRAMID, slot)] = 1;
-        if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)])
-            rebuilt[PX_ARG(in, PYRAMID, slot)] = 1; /* levels >= 1 fully rewritten before any read */
+        if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)]) {
+            int k = PX_ARG(in, PYRAMID, slot); /* levels >= 1 fully rewritten before any read */
+            if (!rebuilt[k] && !may_trap && s < prog->nsteps)
+                prog->rebuild_upper[k] = prog->steps[s].first + prog->steps[s].count;
+            rebuilt[k] = 1;
+        }
+        may_trap |= in->op == PX_OP_DOT_RGB;
         if (px_vm_is_fetch(in))
             read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
         if (in->op == PX_OP_SALIENCY)
@@ -120,7 +129,7 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
         if (upper_written[k] && !rebuilt[k]) /* levels nothing writes stay as loaded: zero */
             prog->reset[k] |= PXVM_RESET_UPPER;
         if (prog->slots[k].flags & PXI_SLOT_PERSIST)
-            prog->reset[k] = 0; /* what a run leaves, the next one starts from */
+            prog->reset[k] = 0, prog->rebuild_upper[k] = 0; /* what a run leaves, the next one starts from */
     }
     free(read_upper);
     free(rebuilt);

@@ -318,6 +318,7 @@ void pxvm_program_free(pxvm_program *prog)
     free(prog->insns);
     free(prog->steps);
     free(prog->reset);
+    free(prog->rebuild_upper);
     free(prog->geom_base);
     free(prog->insn_box);
     free(prog->frame_only);

@@ -273,13 +273,15 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
 {
     *out = *poly;
     memset(&out->image, 0, sizeof out->image);
-    out->slots = NULL, out->insns = NULL, out->steps = NULL, out->reset = NULL, out->geom_base = NULL;
+    out->slots = NULL, out->insns = NULL, out->steps = NULL, out->reset = NULL, out->rebuild_upper = NULL;
+    out->geom_base = NULL;
     out->insn_token = NULL, out->insn_box = NULL, out->frame_only = NULL;
     out->serial = 0;
     if (px__dup((void **)&out->slots, poly->slots, (size_t)poly->nslots, sizeof(pxvm_slot)) < 0 ||
         !(out->insns = malloc(poly->ninsns ? poly->ninsns * sizeof(pxi_insn) : 1)) || /* px__resolve copies them */
         px__dup((void **)&out->steps, poly->steps, poly->nsteps, sizeof(pxvm_step)) < 0 ||
         px__dup((void **)&out->reset, poly->reset, (size_t)poly->nslots, 1) < 0 ||
+        px__dup((void **)&out->rebuild_upper, poly->rebuild_upper, (size_t)poly->nslots, sizeof(uint32_t)) < 0 ||
         px__dup((void **)&out->geom_base, poly->geom_base, (size_t)poly->nslots, sizeof(int)) < 0 ||
         px__dup((void **)&out->insn_token, poly->insn_token, poly->ninsns, sizeof(int32_t)) < 0 ||
         px__dup((void **)&out->insn_box, poly->insn_box, poly->ninsns, sizeof(pxvm_fetch_box)) < 0 ||
@@ -411,6 +413,7 @@ int pxvm_program_diff(const pxvm_program *a, const pxvm_program *b, char *what, 
     }
     PX__SAME_ARRAY(steps, a->nsteps);
     PX__SAME_ARRAY(reset, (size_t)a->nslots);
+    PX__SAME_ARRAY(rebuild_upper, (size_t)a->nslots);
     PX__SAME_ARRAY(geom_base, (size_t)a->nslots);
     PX__SAME_ARRAY(insn_token, a->ninsns);
     PX__SAME_ARRAY(frame_only, (size_t)a->nslots);

@@ -178,6 +178,12 @@ typedef struct pxvm_program {
     pxvm_step *steps;  /* the launch plan */
     uint64_t memory;   /* sum of slot bytes */
     uint8_t *reset;    /* [nslots] PXVM_RESET_* bits: what a run must restore before it starts */
+    /* [nslots]: where a PYRAMID of the whole slot rewrites its levels >= 1 before any instruction
+     * reads them (before the first HALT, after no DOT_RGB, which may trap), the step budget a run
+     * needs for that PYRAMID to have run (the instructions up to the end of its step); 0: none,
+     * and for persistent slots. A retarget's pending zeroing of a resized input's levels >= 1 is
+     * skipped by a run only when its budget reaches it (pxvm_upper_rebuilt). */
+    uint32_t *rebuild_upper;
     /* token geometry (spec "Fixation"): tokens of every atlas slot in slot order; geom_base[k] is
      * slot k's first token (-1: not an atlas); insn_token[i] the token instruction i writes, -1 */
     int ngeom;
@@ -214,6 +220,12 @@ typedef struct pxvm_fetch_box {
      * its own last output, so an executor may sample again only the pixels that can change */
     int sole;
 } pxvm_fetch_box;
+
+/* Does a run with step budget `budget` rewrite slot k's levels >= 1 before anything reads them? */
+static inline int pxvm_upper_rebuilt(const pxvm_program *prog, int k, uint64_t budget)
+{
+    return prog->rebuild_upper[k] && budget >= prog->rebuild_upper[k];
+}
 
 /* What a run restores so that every run starts from the initial state (spec section 2). Slots
  * not marked are never changed by a run: inputs and data are read-only, and levels >= 1 that a

@@ -36,11 +36,6 @@ struct pxvm_executor {
      * block; mask_counts' entries and resize are allocated apart */
     uint8_t *plan_mem;
     uint8_t *level_flags; /* px_cpu_pyramid_upper's scratch: the most level-4 texels of a slot */
-    /* [nslots]: 1 where a PYRAMID of the whole slot rewrites levels >= 1 before anything reads
-     * them (a PYRAMID writes the slot, and prog->reset has no PXVM_RESET_UPPER there): a run never
-     * sees what they held before it, so it need not zero them (retarget's pending zeroing of an
-     * input whose size changed is then left to reads and tokens before that run) */
-    uint8_t *upper_rebuilt;
     int32_t **mask_counts; /* per slot that a fetch reads as its mask: px_cpu_mask_counts of it,
                             * built by the fetch step that reads it (else NULL) */
     uint8_t *step_masks;   /* per fetch step, from step_mask_at[step]: the masks it reads, then 0 */
@@ -83,7 +78,6 @@ typedef struct px_cpu_plan_kept {
     uint64_t serial; /* 0: an empty entry (all pointers NULL) */
     uint8_t *plan_mem;
     uint8_t *level_flags;
-    uint8_t *upper_rebuilt;
     int32_t **mask_counts;
     uint8_t *step_masks;
     uint32_t *step_mask_at;

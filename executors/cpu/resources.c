@@ -22,7 +22,7 @@ void px_cpu_plan_unload(pxvm_executor *ex)
     for (int k = 0; ex->mask_counts && k < ex->nslots; k++)
         free(ex->mask_counts[k]);
     PX__DROP(ex->plan_mem); /* every array below lies in it */
-    ex->level_flags = NULL, ex->upper_rebuilt = NULL, ex->mask_counts = NULL, ex->step_masks = NULL;
+    ex->level_flags = NULL, ex->mask_counts = NULL, ex->step_masks = NULL;
     ex->step_mask_at = NULL, ex->spans_all = NULL, ex->span_at = NULL, ex->box_all = NULL, ex->geom_known = NULL;
     px_cpu_resize_unload(ex);
 }
@@ -88,11 +88,11 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
     /* every array of the plan in one block (one allocation, one free: a new size's retarget
      * makes a plan and drops the oldest kept one) */
     size_t n = (size_t)prog->nslots, bn = (size_t)batch * prog->ninsns + 1u;
-    size_t part[9] = {flags, n, sizeof(int32_t *) * n, (size_t)prog->nsteps + prog->ninsns + 1u,
+    size_t part[8] = {flags, sizeof(int32_t *) * n, (size_t)prog->nsteps + prog->ninsns + 1u,
                       sizeof(uint32_t) * ((size_t)prog->nsteps + 1u), sizeof(int32_t) * (prog->ninsns ? prog->ninsns : 1),
                       sizeof(int16_t) * (spans * (size_t)batch + 1u), sizeof(px_tilebox) * bn, bn};
-    size_t at[9], total = 0;
-    for (int i = 0; i < 9; i++) {
+    size_t at[8], total = 0;
+    for (int i = 0; i < 8; i++) {
         at[i] = total;
         total += (part[i] + 15u) & ~(size_t)15u;
     }
@@ -101,19 +101,17 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)total);
     ex->plan_mem = mem;
     ex->level_flags = mem + at[0];
-    ex->upper_rebuilt = memset(mem + at[1], 0, part[1]);
-    ex->mask_counts = (int32_t **)memset(mem + at[2], 0, part[2]);
-    ex->step_masks = mem + at[3];
-    ex->step_mask_at = (uint32_t *)(void *)(mem + at[4]);
-    ex->span_at = (int32_t *)(void *)(mem + at[5]);
-    ex->spans_all = (int16_t *)(void *)(mem + at[6]);
-    ex->box_all = (px_tilebox *)(void *)(mem + at[7]);
-    ex->geom_known = memset(mem + at[8], 0, part[8]);
+    ex->mask_counts = (int32_t **)memset(mem + at[1], 0, part[1]);
+    ex->step_masks = mem + at[2];
+    ex->step_mask_at = (uint32_t *)(void *)(mem + at[3]);
+    ex->span_at = (int32_t *)(void *)(mem + at[4]);
+    ex->spans_all = (int16_t *)(void *)(mem + at[5]);
+    ex->box_all = (px_tilebox *)(void *)(mem + at[6]);
+    ex->geom_known = memset(mem + at[7], 0, part[7]);
     if (like) { /* a sibling's plan: what the operands decide but the sizes, copied */
-        memcpy(ex->upper_rebuilt, like->upper_rebuilt, part[1]);
-        memcpy(ex->step_masks, like->step_masks, part[3]);
-        memcpy(ex->step_mask_at, like->step_mask_at, part[4]);
-        memcpy(ex->span_at, like->span_at, part[5]);
+        memcpy(ex->step_masks, like->step_masks, part[2]);
+        memcpy(ex->step_mask_at, like->step_mask_at, part[3]);
+        memcpy(ex->span_at, like->span_at, part[4]);
         ex->spans_per_item = like->spans_per_item;
         for (int m = 0; m < prog->nslots; m++) { /* its masks' counts: their storage, built by the steps */
             size_t bytes = sizeof(int32_t) * ((size_t)prog->slots[m].w + 1u) * ((size_t)prog->slots[m].h + 1u);
@@ -122,12 +120,6 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
         }
         return px_cpu_resize_load(ex, err);
     }
-    for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (prog->insns[i].op == PX_OP_PYRAMID)
-            ex->upper_rebuilt[PX_ARG(&prog->insns[i], PYRAMID, slot)] = 1;
-    for (int k = 0; k < prog->nslots; k++)
-        ex->upper_rebuilt[k] = (uint8_t)(ex->upper_rebuilt[k] && !(prog->reset[k] & PXVM_RESET_UPPER) &&
-                                         !(prog->slots[k].flags & PXI_SLOT_PERSIST)); /* persistent: reset 0 */
     /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
      * found again every frame, and their counts' storage */
     for (uint32_t s = 0, at_mask = 0; s < prog->nsteps; s++) {

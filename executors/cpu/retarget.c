@@ -32,7 +32,6 @@ static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
     } while (0)
     PX__SWAP(plan_mem);
     PX__SWAP(level_flags);
-    PX__SWAP(upper_rebuilt);
     PX__SWAP(mask_counts);
     PX__SWAP(step_masks);
     PX__SWAP(step_mask_at);

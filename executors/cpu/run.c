@@ -83,7 +83,7 @@ static void px__cpu_tiles(pxvm_executor *ex, uint32_t s, int n)
 /* ---- run ------------------------------------------------------------------------------------ */
 
 /* The start of every run: inputs must be bound; then what the plan marks is restored. */
-static int px__cpu_reset(pxvm_executor *ex, int item, pxvm_error *err)
+static int px__cpu_reset(pxvm_executor *ex, int item, uint64_t budget, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
     char lb[16];
@@ -94,8 +94,8 @@ static int px__cpu_reset(pxvm_executor *ex, int item, pxvm_error *err)
                              pxvm_slot_label(prog, k, lb));
         uint8_t *pending = ex->wipe_pending ? &ex->wipe_pending[(size_t)item * (size_t)ex->nslots + (size_t)k] : NULL;
         unsigned parts = prog->reset[k] | (pending ? *pending : 0u);
-        if (ex->upper_rebuilt[k]) /* rebuilt before anything reads them (a retarget's pending zeroing) */
-            parts &= ~PXVM_RESET_UPPER;
+        if (pxvm_upper_rebuilt(prog, k, budget)) /* this run rebuilds them before anything reads them */
+            parts &= ~PXVM_RESET_UPPER;          /* (a retarget's pending zeroing) */
         px_cpu_restore(ex, k, ex->store[k], parts);
         if (pending)
             *pending = 0;
@@ -139,10 +139,10 @@ static int px__cpu_run_item(pxvm_executor *ex, int item, const pxvm_run_options 
 {
     const pxvm_program *prog = ex->prog;
     px_cpu_select(ex, item);
-    if (px__cpu_reset(ex, item, err) < 0)
+    uint64_t steps = 0, budget = opt ? opt->max_steps : UINT64_MAX;
+    if (px__cpu_reset(ex, item, budget, err) < 0)
         return -1;
     memcpy(ex->fix, ex->fix_set + (size_t)item * PX_FIX_REGS * 2u, sizeof(int32_t) * PX_FIX_REGS * 2u);
-    uint64_t steps = 0, budget = opt ? opt->max_steps : UINT64_MAX;
     for (uint32_t s = 0; s < prog->nsteps; s++) {
         const pxvm_step *st = &prog->steps[s];
         const pxi_insn *first = &prog->insns[st->first];

@@ -175,8 +175,10 @@ void px__retarget_free(pxvm_executor *ex);
 /* retarget.cu: a switch leaves the slots it sends back to their initial state pending (no launch,
  * no upload on the switch): the run that follows restores what its own per-run reset does not
  * (px__retarget_run_start, before its reset), a read or tokens before it restores all of it
- * (px__retarget_flush). Both enqueue on the stream, or nothing when nothing is pending. */
-int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err);
+ * (px__retarget_flush). Both enqueue on the stream, or nothing when nothing is pending. A run
+ * with step budget `budget` leaves a switched input's levels >= 1 to a PYRAMID only when the
+ * budget reaches it (pxvm_upper_rebuilt); else they are zeroed first. */
+int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err);
 int px__retarget_flush(pxvm_executor *ex, pxvm_error *err);
 size_t px__lin_bytes(const pxvm_executor *ex, int slot);
 

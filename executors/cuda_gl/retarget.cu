@@ -98,8 +98,6 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
 struct px_rt_facts {
     uint8_t *writes;   /* [nslots] PXVM_RESET_* parts its runs may change */
     uint8_t *rest;     /* [nslots] the parts d_rest clears */
-    uint8_t *rebuilt;  /* [nslots] levels >= 1 rebuilt whole by a PYRAMID before anything reads them (as
-                        * the CPU executor's upper_rebuilt) */
     int touches_image; /* an operand names a program or data slot (or DOT_RGB's program rows) */
     int writes_image;  /* its runs may write one's level 0 */
     int incremental;   /* a fetch with a tile mask */
@@ -476,9 +474,9 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
 {
     int n = prog->nslots;
     memset(f, 0, sizeof *f);
-    if (!(f->writes = (uint8_t *)calloc(3u * (size_t)n, 1)))
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(3u * (size_t)n));
-    f->rest = f->writes + n, f->rebuilt = f->writes + 2 * n;
+    if (!(f->writes = (uint8_t *)calloc(2u * (size_t)n, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
+    f->rest = f->writes + n;
     const unsigned all = PXVM_RESET_LEVEL0 | PXVM_RESET_UPPER;
     uint8_t touched[PXVM_MAX_SLOTS + 1] = {0};
     for (uint32_t i = 0; i < prog->ninsns; i++) {
@@ -512,11 +510,6 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
         if (dst >= 0 && dst < n)
             f->writes[dst] |= PXVM_RESET_LEVEL0;
     }
-    for (uint32_t i = 0; i < prog->ninsns; i++)
-        if (prog->insns[i].op == PX_OP_PYRAMID && PX_ARG(&prog->insns[i], PYRAMID, slot) < n)
-            f->rebuilt[PX_ARG(&prog->insns[i], PYRAMID, slot)] = 1;
-    for (int k = 0; k < n; k++)
-        f->rebuilt[k] = (uint8_t)(f->rebuilt[k] && !(prog->reset[k] & PXVM_RESET_UPPER) && !(prog->slots[k].flags & PXI_SLOT_PERSIST));
     for (int k = 0; k < n; k++)
         if (px__image_slot(&prog->slots[k])) {
             f->touches_image |= touched[k];
@@ -858,8 +851,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             cap.levels = s->levels > rt->cap_levels[k] ? s->levels : rt->cap_levels[k];
             px_rt_tex *made = NULL;
             if (px__context(ex, err) < 0 || px__tex_make(ex, k, &cap, &made, err) < 0) {
-                if (made)
+                if (made) { /* its items' clears may be queued: they finish before it goes */
+                    cudaStreamSynchronize(ex->stream);
                     px__tex_free(made, batch, ex->stream);
+                }
                 return -1;
             }
             made->serial = ++rt->serial;
@@ -1138,7 +1133,7 @@ static int px__any_dirty(const uint8_t *dirty, const uint8_t *parts, int n)
     return 0;
 }
 
-int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
+int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
@@ -1153,11 +1148,11 @@ int px__retarget_run_start(pxvm_executor *ex, pxvm_error *err)
     }
     if (rt->img_stale && rt->facts.touches_image && px__image_to_slots(ex, err) < 0)
         return -1;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) /* zero, unless this run rebuilds them before anything reads them */
         if (rt->input_upper[k]) {
-            rt->input_upper[k] = 0;
-            if (!rt->facts.rebuilt[k] && px__clear_upper(ex, k, err) < 0)
+            if (!pxvm_upper_rebuilt(ex->prog, k, budget) && px__clear_upper(ex, k, err) < 0)
                 return -1;
+            rt->input_upper[k] = 0;
         }
     /* what a run restores slot 0 from (px__enqueue restores it whenever d_prog exists: made for a
      * program that writes slot 0, it may outlive it across switches): always the program's own */
@@ -1180,9 +1175,9 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
         return 0;
     for (int k = 0; k < ex->nslots; k++) /* a switched input's levels >= 1 read as zero, as after a load */
         if (rt->input_upper[k]) {
-            rt->input_upper[k] = 0;
             if (px__clear_upper(ex, k, err) < 0)
                 return -1;
+            rt->input_upper[k] = 0;
         }
     if (rt->img_stale && px__image_to_slots(ex, err) < 0)
         return -1;

@@ -351,13 +351,13 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             /* the first run of a configuration a retarget made: the same launches, enqueued
              * directly (no capture, no instantiation); its next run captures */
             ex->capture_later = 0;
-            if (px__retarget_run_start(ex, err) < 0 || px__enqueue(ex, nsteps, NULL, NULL, err) < 0 ||
+            if (px__retarget_run_start(ex, budget, err) < 0 || px__enqueue(ex, nsteps, NULL, NULL, err) < 0 ||
                 (g && px__enqueue_outputs(ex, err) < 0))
                 return -1;
         } else {
             if (!ex->have_graph[g] && px__capture(ex, nsteps, g, err) < 0) /* captured once, then replayed */
                 return -1;
-            if (px__retarget_run_start(ex, err) < 0) /* after the capture: never part of a graph */
+            if (px__retarget_run_start(ex, budget, err) < 0) /* after the capture: never part of a graph */
                 return -1;
             /* a borrowed frame moves from run to run: the graph's tile kernels are pointed at it (a
              * parameter update on the host; the GPU sees nothing but the new address) */
@@ -367,7 +367,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             PX__CK(cudaGraphLaunch(ex->graph[g], ex->stream));
         }
     } else {
-        if (px__retarget_run_start(ex, err) < 0) {
+        if (px__retarget_run_start(ex, budget, err) < 0) {
             free(events);
             return -1;
         }

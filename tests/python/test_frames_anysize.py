@@ -1,6 +1,6 @@
 """pxrun --frames into an any-size input (issue 23, item 5) on the executor under test: a folder of
 photos of mixed sizes gives, frame by frame, the bytes of `pxrun --in FRAME`, through more sizes
-than the 16 resolutions kept and back; a frame outside the bounds is an error naming its file,
+than the 64 resolutions kept (PXVM_RESOLVE_CACHE) and back; a frame outside the bounds is an error naming its file,
 size and the bounds, with nothing written; frames of one size (raw on stdin, a video) give the
 bytes of the program `pxasm --resolve WxH` writes; a program that keeps state from frame to frame
 restarts its stream at a change of size and says so; --fixation follows each frame's size."""
@@ -68,8 +68,8 @@ def test_mixed_sizes_each_frame_as_a_single_run(tmp_path):
 
 
 def test_more_sizes_than_kept_and_back(tmp_path):
-    sizes = [(40 + 7 * i, 30 + 5 * i) for i in range(19)]
-    sizes += [sizes[0], sizes[18], sizes[1], sizes[0]]  # an evicted size, the loaded one, evicted again
+    sizes = [(40 + 7 * i, 30 + 5 * i) for i in range(67)]  # PXVM_RESOLVE_CACHE (64) + 3
+    sizes += [sizes[0], sizes[66], sizes[1], sizes[0]]  # an evicted size, the loaded one, evicted again
     d, frames = folder(tmp_path, "many", sizes)
     npy = tmp_path / "frames.npy"
     pxrun(ANY, "--frames", str(d), "--npy", "atlas=%s" % npy, "--executor", EXECUTOR)

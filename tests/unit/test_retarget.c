@@ -431,6 +431,76 @@ TEST(retarget_back_to_a_cached_size_input_levels_start_zero)
         pxvm_program_free(&progs[i]);
 }
 
+/* An input switched to a smaller size reads zero in levels >= 1 when its PYRAMID does not run in
+ * the next run (after a HALT, or beyond the run's step budget), as after a load: a run skips the
+ * pending zeroing only when its budget reaches a PYRAMID that rewrites them before anything reads
+ * them (pxvm_upper_rebuilt). Each program runs whole at 64x64 (its storage then holds that
+ * image, and its pyramid where it has one), then at 32x32 with a budget: all of its slots equal
+ * those of a fresh load at 32x32 run with the same budget (traps included). */
+TEST(retarget_input_levels_zero_when_its_pyramid_does_not_run)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    if (!ops)
+        return;
+    static const char *sample = "SAMPLE src=image dst=out mode=linear at=(0,0) size=(8,8) center=(4.5,4.5) step=1 lod=1\n";
+    static const struct { const char *before, *after; uint64_t budget; } runs[] = {
+        {"", "HALT\nPYRAMID image\nHALT\n", UINT64_MAX}, /* the PYRAMID after the HALT: never runs */
+        {"PYRAMID image\n", "HALT\n", 0},                 /* a budget that stops before it */
+        {"PYRAMID image\n", "HALT\n", 1},                 /* ... that runs it, then stops */
+        {"PYRAMID image\n", "HALT\n", UINT64_MAX},
+        /* a budget that runs an instruction before it, not it */
+        {"SAMPLE src=b dst=out mode=nearest at=(0,0) size=(8,8) center=(4,4) step=1 lod=0\nPYRAMID image\n", "HALT\n", 1},
+    };
+    int compared = 0;
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        char body[256], text[512];
+        pxvm_program p, q;
+        snprintf(body, sizeof body, "%s%s%s", runs[r].before, sample, runs[r].after);
+        snprintf(text, sizeof text, ".width 16\n.slot image input 64x64\n.slot b input 8x8\n.slot out output 8x8\n%s", body);
+        if (px__asm(text, &p) < 0)
+            return;
+        snprintf(text, sizeof text, ".width 16\n.slot image input 32x32\n.slot b input 8x8\n.slot out output 8x8\n%s", body);
+        if (px__asm(text, &q) < 0) {
+            pxvm_program_free(&p);
+            return;
+        }
+        pxvm_executor *ex = NULL, *fx = NULL;
+        pxvm_error err, e1, e2;
+        pxvm_open_options opt = {0, 0};
+        pxvm_run_options ro = {runs[r].budget, NULL, NULL, NULL, NULL};
+        int ok = ops->open(&ex, &opt, &err) == 0 && ops->load(ex, &p, PX_BATCH, &err) == 0 &&
+                 px__bind(ops, ex, &p, 1, 3) == 0 && px__bind(ops, ex, &p, 2, 5) == 0 && ops->run(ex, NULL, &err) == 0 &&
+                 ops->retarget(ex, &q, &err) == 0 && px__bind(ops, ex, &q, 1, 4) == 0 && ops->open(&fx, &opt, &err) == 0 &&
+                 ops->load(fx, &q, PX_BATCH, &err) == 0 && px__bind(ops, fx, &q, 1, 4) == 0 &&
+                 px__bind(ops, fx, &q, 2, 5) == 0;
+        CHECK(ok);
+        if (ok) {
+            int ra = ops->run(ex, &ro, &e1), rb = ops->run(fx, &ro, &e2);
+            if (ra != rb || (ra < 0 && e1.code != e2.code) || (ra < 0) != (runs[r].budget < 3 || r == 4)) /* traps */
+                px_test_fail(__FILE__, __LINE__, "run %zu: %d (%s), fresh %d (%s)", r, ra, ra ? e1.msg : "", rb,
+                             rb ? e2.msg : "");
+            size_t la, lb;
+            uint8_t *a = px__snapshot(ops, ex, &q, &la), *b = px__snapshot(ops, fx, &q, &lb);
+            if (!a || !b || la != lb || memcmp(a, b, la))
+                px_test_fail(__FILE__, __LINE__, "run %zu (budget %llu): the slots differ from a fresh load's", r,
+                             (unsigned long long)runs[r].budget);
+            else
+                compared++;
+            free(a);
+            free(b);
+        } else {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        }
+        if (ex)
+            ops->close(ex);
+        if (fx)
+            ops->close(fx);
+        pxvm_program_free(&p);
+        pxvm_program_free(&q);
+    }
+    CHECK_EQ(compared, 5);
+}
+
 /* The check's refusals name what differs; a refused retarget changes nothing. */
 TEST(retarget_refusals_name_what_differs)
 {

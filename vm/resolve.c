@@ -120,9 +120,11 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
     for (int k = 1; k < poly->nslots; k++)
         if (px__target(poly, wh, k, &size[2 * k], &size[2 * k + 1], err) < 0)
             return -1;
-    if (pxvm_image_alloc(out, poly->image.w, poly->image.h, err) < 0)
-        return -1;
-    memcpy(out->px, poly->image.px, (size_t)poly->image.w * (size_t)poly->image.h * 4u);
+    size_t bytes = (size_t)poly->image.w * (size_t)poly->image.h * 4u;
+    if (!(out->px = malloc(bytes ? bytes : 1))) /* not zeroed: every byte is copied next */
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+    out->w = poly->image.w, out->h = poly->image.h;
+    memcpy(out->px, poly->image.px, bytes);
     if (!poly->any_size)
         return 0;
     out->px[5] = 0; /* format 1.0: the resolution has no any-size slot left */

@@ -14,6 +14,8 @@ int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm
         pxvm_view_to_rgba(v, i, ex->all_store[at]);
         ex->all_view[at].level[0] = ex->all_store[at] + ex->prog->slots[slot].level_offset[0]; /* not borrowed now */
         ex->bound[at] = 1;
+        if (ex->wipe_pending) /* level 0 written whole: a retarget's pending zeroing of it is moot */
+            ex->wipe_pending[at] &= (uint8_t)~PXVM_RESET_LEVEL0;
     }
     return 0;
 }
@@ -30,6 +32,8 @@ int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, px
         size_t at = (size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot;
         ex->all_view[at].level[0] = (const uint8_t *)v->data + (size_t)i * (size_t)v->item_stride;
         ex->bound[at] = 1;
+        if (ex->wipe_pending)
+            ex->wipe_pending[at] &= (uint8_t)~PXVM_RESET_LEVEL0;
     }
     return 0;
 }

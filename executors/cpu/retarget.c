@@ -180,6 +180,8 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
                                       * pending, and a run that rebuilds them first skips it */
             ex->wipe_pending[i] |= PXVM_RESET_UPPER;
         }
+        ex->wipe_pending[i] |= PXVM_RESET_LEVEL0; /* unbound, it reads as zero as after a load (a bind
+                                                 * writes it whole: px_cpu_bind drops this) */
         px_cpu_src *v = &ex->all_view[i];
         memset(v, 0, sizeof *v);
         v->levels = s->levels;

@@ -28,7 +28,12 @@
  *             is only ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of
  *             them; one whose textures are replaced or whose tables are evicted is dropped with
  *             them. A new configuration's first run launches its work directly; its second run
- *             captures the graph (a size run once never pays a capture).
+ *             captures the graph (a size run once never pays a capture). Its device tables are
+ *             one block from the executor's stream-ordered pool, staged in reused pinned memory
+ *             and uploaded with one asynchronous copy (px__config_make); a count eviction frees
+ *             such a block on the stream, without waiting. A resolution of the any-size program
+ *             whose sibling made a configuration copies that one's records (px_rt_family) and
+ *             rewrites only what the rescaled operands decide.
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
@@ -48,8 +53,10 @@
  * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes,
  * one run 39-42 us): a switch to a new size within the largest seen 0.15-0.18 ms (a texture per
  * size made it 1.69-1.70 ms: GL registration, mapping, the views' check, the clear), most of it
- * the new configuration's records (fetch records ~50 us of host time, reset, rest and facts
- * ~10 us each, and the wait for their uploads); to a size seen before 3.4-3.5 us.
+ * the new configuration's records (five allocations and pageable uploads, and their host loops);
+ * to a size seen before 3.4-3.5 us. With one block, one pinned upload and a sibling's records
+ * (tests/bench/results/retarget-h100-config.json, one run 37-41 us): retarget_new 0.12-0.13 ->
+ * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -360,13 +367,21 @@ static void px__config_drop_graphs(px_rt_config *c)
     }
 }
 
-/* (The stream has drained: nothing queued reads what goes.) */
-static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
+/* Does c own device memory but its block (the loaded program's tables, an image made apart)? */
+static int px__config_apart(const px_rt_config *c)
+{
+    return !c->block || (c->img.d_level0 && !c->img.in_block);
+}
+
+/* c goes: its block back to the pool on `stream`, after what is queued there (a graph in flight
+ * is freed on its completion); what it owns apart (px__config_apart) only once the stream has
+ * drained (cudaFree). */
+static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
 {
     px__config_drop_graphs(c);
     free(c->facts.writes);
     if (c->block) {
-        cudaFreeAsync(c->block, rt->free_stream);
+        cudaFreeAsync(c->block, stream);
     } else {
         cudaFree(c->d_slots);
         cudaFree(c->d_rest);
@@ -379,6 +394,12 @@ static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
     free(c->step_blocks);
     free(c->key);
     free(c);
+}
+
+/* (The stream has drained: nothing queued reads what goes.) */
+static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
+{
+    px__config_free_on(c, rt->free_stream);
 }
 
 /* Does configuration c use the textures or tables of serial s? (Serials sit at known places of
@@ -951,12 +972,15 @@ static void px__evict(pxvm_executor *ex)
         for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
             if ((*p)->stamp < (*oc)->stamp)
                 oc = p;
-        if (!synced)
-            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         px_rt_config *c = *oc;
+        /* a configuration in one block goes without a wait: freed on the stream, after the runs
+         * queued with it (every run is on ex->stream, ordered after a previous stream's work) */
+        if (!synced && px__config_apart(c))
+            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         *oc = c->next;
         rt->nconfigs--;
-        px__config_free(rt, c);
+        px__context(ex, NULL);
+        px__config_free_on(c, synced ? rt->free_stream : ex->stream);
     }
 }
 

@@ -665,8 +665,8 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
 
 /* The wipe records (d_wipe: every level of every slot that is neither an input nor persistent,
  * level 0 of program and data slots excepted) less what the loaded program's per-run reset
- * restores (prog->reset; px__reset_records): into *d (allocated here, NULL when there is none). */
-/* ... as host work only, into rects (room for every level of every table entry). */
+ * restores (prog->reset; px__reset_records), into rects (room for every level of every table
+ * entry), their parts marked in rest: host work only. */
 static void px__rest_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, uint8_t *rest)
 {
     const pxvm_program *prog = ex->prog;
@@ -699,6 +699,7 @@ static void px__rest_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *ma
     ex->nclear = keep_n, ex->max_clear_px = keep_px;
 }
 
+/* ... uploaded: into *d (allocated here, NULL when there is none); at the first retarget. */
 static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, uint8_t *rest, pxvm_error *err)
 {
     int all = ex->nslots * ex->batch, total = 0;

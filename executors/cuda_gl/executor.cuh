@@ -166,6 +166,15 @@ int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int m
 int px__alloc_masks(pxvm_executor *ex, pxvm_error *err);
 int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step_blocks, pxvm_error *err);
 int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err);
+/* ... the same as host work only, into the caller's memory (retarget.cu stages a configuration's
+ * records in one pinned block and uploads them at once): fetch zeroed, ninsns records; step_blocks
+ * nsteps; rects room for every level of every table entry. px__fetch_rescaled: the part of SAMPLE
+ * or ANISO instruction i's record that a resolution of an any-size program rescales;
+ * px__fetch_box: an incremental fetch's footprint box (what rescaled operands and sizes decide). */
+void px__fetch_fill(const pxvm_executor *ex, px_gpu_fetch *fetch, unsigned *step_blocks);
+void px__fetch_rescaled(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f);
+void px__fetch_box(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f);
+void px__reset_fill(pxvm_executor *ex, px_gpu_rect *rects, int *nclear, int *max_px);
 
 /* retarget.cu: the ops' retarget; what unload frees of its cache (after the stream has drained);
  * the bytes per item an input's linear buffers (staging, d_staging, d_upload) are made with (its

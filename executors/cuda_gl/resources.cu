@@ -192,16 +192,13 @@ int px__alloc_masks(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* The fetch kernel's records of the loaded program's instructions (into *d_fetch, allocated
- * here, uploaded on the stream) and each plan step's y blocks (*step_blocks, host): at load, and
- * at a retarget to operands not seen before. */
-int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step_blocks, pxvm_error *err)
+/* The fetch kernel's records of the loaded program's instructions into fetch (ninsns of them,
+ * zeroed by the caller) and each plan step's y blocks into step_blocks (nsteps): host work only,
+ * shared by load and retarget (which writes them straight into its upload's staging block). */
+void px__fetch_fill(const pxvm_executor *ex, px_gpu_fetch *fetch, unsigned *step_blocks)
 {
     const pxvm_program *prog = ex->prog;
     /* SAMPLE/GATHER records, one per instruction, so a batch is a contiguous range */
-    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns, sizeof(px_gpu_fetch));
-    if (!fetch)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER)
@@ -217,30 +214,18 @@ int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step
             f->bits = ex->d_bits[f->mask];
             f->wpr = px_gpu_words(prog->slots[f->mask].w);
             f->bits_item = (size_t)f->wpr * (size_t)prog->slots[f->mask].h;
-        }
-        if (f->mask) { /* its footprint box, decided at load (vm/launch_plan.c) */
-            const pxvm_fetch_box *b = &prog->insn_box[i];
-            f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
+            px__fetch_box(prog, i, f);
         }
         f->x = in->a[PX_FI(SAMPLE, dst_x)], f->y = in->a[PX_FI(SAMPLE, dst_y)];
         f->w = in->a[PX_FI(SAMPLE, w)], f->h = in->a[PX_FI(SAMPLE, h)];
-        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) { /* ANISO shares SAMPLE's layout up to lod */
-            f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
-            f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
-            f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) {
             f->taps = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, taps) : 1;
-            f->tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
-            f->tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
+            px__fetch_rescaled(prog, i, f);
         } else {
             f->table = PX_ARG(in, GATHER, table), f->tx = PX_ARG(in, GATHER, table_x), f->ty = PX_ARG(in, GATHER, table_y);
         }
     }
     /* each fetch launch gets y blocks for its own largest patch, decided here, not per run */
-    *step_blocks = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof(unsigned));
-    if (!*step_blocks) {
-        free(fetch);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    }
     for (uint32_t si = 0; si < prog->nsteps; si++) {
         int most = 0, incremental = 0;
         for (uint32_t i = prog->steps[si].first; i < prog->steps[si].first + prog->steps[si].count; i++) {
@@ -248,8 +233,43 @@ int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step
             incremental |= fetch[i].mask != 0;
         }
         int by = incremental ? 1 : (most + 255) / 256; /* an incremental decision is one block's */
-        (*step_blocks)[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
+        step_blocks[si] = (unsigned)(by < 1 ? 1 : (by < 64 ? by : 64));
     }
+}
+
+/* An incremental fetch's (SAMPLE, ANISO or GATHER with a tile mask) footprint box, decided at
+ * load (vm/launch_plan.c). */
+void px__fetch_box(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f)
+{
+    const pxvm_fetch_box *b = &prog->insn_box[i];
+    f->u_lo = b->u_lo, f->u_hi = b->u_hi, f->v_lo = b->v_lo, f->v_hi = b->v_hi, f->lmin = b->lmin, f->lmax = b->lmax;
+}
+
+/* The fields of SAMPLE or ANISO instruction i's record that a resolution of an any-size program
+ * rescales (SPEC V-ANY-6: cu, cv, du, dv, lod, tdu, tdv). */
+void px__fetch_rescaled(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f)
+{
+    const pxi_insn *in = &prog->insns[i];
+    /* ANISO shares SAMPLE's layout up to lod */
+    f->cu = PX_ARG(in, SAMPLE, cu), f->cv = PX_ARG(in, SAMPLE, cv);
+    f->du = PX_ARG(in, SAMPLE, du), f->dv = PX_ARG(in, SAMPLE, dv);
+    f->lod = (uint32_t)PX_ARG(in, SAMPLE, lod);
+    f->tdu = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdu) : 0;
+    f->tdv = in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, tdv) : 0;
+}
+
+/* The fetch kernel's records (into *d_fetch, allocated here, uploaded on the stream) and each
+ * plan step's y blocks (*step_blocks, host): at load. */
+int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step_blocks, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof(px_gpu_fetch));
+    *step_blocks = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof(unsigned));
+    if (!fetch || !*step_blocks) {
+        free(fetch);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    }
+    px__fetch_fill(ex, fetch, *step_blocks);
     cudaError_t e = cudaMalloc(d_fetch, sizeof(px_gpu_fetch) * prog->ninsns);
     /* pageable: copied to staging memory before the call returns, so fetch may be freed */
     if (e == cudaSuccess)
@@ -258,21 +278,15 @@ int px__fetch_records(pxvm_executor *ex, px_gpu_fetch **d_fetch, unsigned **step
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading the launch plan", e, __FILE__, __LINE__);
     return 0;
-
 }
 
 /* The per-run reset's clear records (what prog->reset marks; inputs and data never change) for the
- * slots' current surfaces: into *d_clear (allocated here, NULL when there is none), on the
- * stream; at load, and at a retarget to sizes not seen before. */
-int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err)
+ * slots' current surfaces into rects (room for every level of every table entry): host work only,
+ * counted into *nclear and *max_px. */
+void px__reset_fill(pxvm_executor *ex, px_gpu_rect *rects, int *nclear, int *max_px)
 {
     const pxvm_program *prog = ex->prog;
-    int n = ex->nslots, all = n * ex->batch, total = 0;
-    for (int i = 0; i < all; i++)
-        total += ex->slots[i].levels;
-    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
-    if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int n = ex->nslots, all = n * ex->batch;
     int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
     ex->nclear = ex->max_clear_px = 0;
     for (int i = 0; i < all; i++) {
@@ -283,11 +297,22 @@ int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int
         if (r & PXVM_RESET_UPPER)
             px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
     }
-    *nclear = ex->nclear, *max_px = ex->max_clear_px;
-    if (nclear != &ex->nclear)
-        ex->nclear = keep_n;
-    if (max_px != &ex->max_clear_px)
-        ex->max_clear_px = keep_px;
+    int got_n = ex->nclear, got_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+    *nclear = got_n, *max_px = got_px;
+}
+
+/* The same records uploaded: into *d_clear (allocated here, NULL when there is none), on the
+ * stream; at load. */
+int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err)
+{
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    px__reset_fill(ex, rects, nclear, max_px);
     *d_clear = NULL;
     cudaError_t e = cudaSuccess;
     if (*nclear) {

@@ -28,7 +28,12 @@
  *             is only ever replayed for the sizes it was captured at. At most PX_RT_CONFIGS of
  *             them; one whose textures are replaced or whose tables are evicted is dropped with
  *             them. A new configuration's first run launches its work directly; its second run
- *             captures the graph (a size run once never pays a capture).
+ *             captures the graph (a size run once never pays a capture). Its device tables are
+ *             one block from the executor's stream-ordered pool, staged in reused pinned memory
+ *             and uploaded with one asynchronous copy (px__config_make); a count eviction frees
+ *             such a block on the stream, without waiting. A resolution of the any-size program
+ *             whose sibling made a configuration copies that one's records (px_rt_family) and
+ *             rewrites only what the rescaled operands decide.
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
@@ -48,8 +53,10 @@
  * Measured on an H100 (tests/bench/results/retarget-h100-grow.json, foveate273_any at 50 sizes,
  * one run 39-42 us): a switch to a new size within the largest seen 0.15-0.18 ms (a texture per
  * size made it 1.69-1.70 ms: GL registration, mapping, the views' check, the clear), most of it
- * the new configuration's records (fetch records ~50 us of host time, reset, rest and facts
- * ~10 us each, and the wait for their uploads); to a size seen before 3.4-3.5 us.
+ * the new configuration's records (five allocations and pageable uploads, and their host loops);
+ * to a size seen before 3.4-3.5 us. With one block, one pinned upload and a sibling's records
+ * (tests/bench/results/retarget-h100-config.json, one run 37-41 us): retarget_new 0.12-0.13 ->
+ * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -91,6 +98,8 @@ struct px_rt_image { /* a program image and, on the device, the level 0 it gives
     uint64_t serial;  /* the program it was made from (pxvm_program.serial; 0: none): a program
                        * of that serial has this image, with no comparison */
     uint64_t id;      /* unique in the executor (never 0): which image's level 0 the slots hold */
+    int in_block;     /* d_level0 lies in a configuration's block (px_rt_config.block): freed with
+                       * it, never alone */
 };
 
 /* What a configuration's program does to slots, from its operands (px__facts_make): what a
@@ -125,6 +134,27 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     cudaGraph_t graph_def[2];
     px_gpu_frame_nodes *frame_nodes[2];
     int have_graph[2];
+    void *block; /* d_slots, d_fetch, d_clear, d_rest (and img's level 0 when made with them) in one
+                  * allocation from px_gpu_retarget.pool; NULL: separate ones (the loaded program's) */
+};
+
+/* What the resolutions of one any-size program (pxvm_program.resolved_from) share: they differ
+ * only in the sizes of input slots and in SAMPLE/ANISO's rescaled operands (SPEC V-ANY-6; vm.h),
+ * so a new configuration of one copies a sibling's records and rewrites only what those decide. */
+struct px_rt_family {
+    uint64_t from;       /* their resolved_from (0: none held) */
+    uint32_t *fetch_at;  /* the SAMPLE and ANISO instructions, then the RESIZEs, then the
+                          * fetches with a tile mask (their footprint boxes) */
+    uint32_t nfetch_at, nresize_at, nbox_at;
+    int reusable;        /* no input is a tile mask or has per-run reset records: what is copied
+                          * below depends on no input's size */
+    int have;            /* the records below were made for one of them */
+    px_gpu_fetch *fetch; /* [ninsns] */
+    unsigned *step_blocks;
+    px_gpu_rect *clear, *rest;
+    int nclear, clear_px, nrest, rest_px;
+    uint8_t *facts;      /* [2 * nslots]: px_rt_facts' writes then rest */
+    int touches_image, writes_image, incremental;
 };
 
 struct px_gpu_retarget {
@@ -177,6 +207,15 @@ struct px_gpu_retarget {
      * it (round robin over PX_RT_CONFIGS) */
     uint64_t checked[PX_RT_CONFIGS];
     int checked_at;
+    void *block;           /* the configuration in use's block (px_rt_config.block) */
+    cudaStream_t free_stream; /* the executor's own stream: blocks go back to the pool on it */
+    cudaMemPool_t pool;    /* where blocks come from: stream-ordered, kept reserved (no release) */
+    int have_pool;
+    uint8_t *stage[2];     /* pinned host staging of a new configuration's block, used in turn ... */
+    size_t stage_cap[2];
+    cudaEvent_t stage_done[2]; /* ... once its last upload is done */
+    int stage_turn;
+    px_rt_family fam;
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
     int ndeferred, deferred_cap;
@@ -328,19 +367,39 @@ static void px__config_drop_graphs(px_rt_config *c)
     }
 }
 
-static void px__config_free(px_rt_config *c)
+/* Does c own device memory but its block (the loaded program's tables, an image made apart)? */
+static int px__config_apart(const px_rt_config *c)
+{
+    return !c->block || (c->img.d_level0 && !c->img.in_block);
+}
+
+/* c goes: its block back to the pool on `stream`, after what is queued there (a graph in flight
+ * is freed on its completion); what it owns apart (px__config_apart) only once the stream has
+ * drained (cudaFree). */
+static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
 {
     px__config_drop_graphs(c);
     free(c->facts.writes);
-    cudaFree(c->d_slots);
-    cudaFree(c->d_rest);
-    cudaFree(c->img.d_level0);
+    if (c->block) {
+        cudaFreeAsync(c->block, stream);
+    } else {
+        cudaFree(c->d_slots);
+        cudaFree(c->d_rest);
+        cudaFree(c->d_fetch);
+        cudaFree(c->d_clear);
+    }
+    if (!c->img.in_block)
+        cudaFree(c->img.d_level0);
     free(c->img.px);
-    cudaFree(c->d_fetch);
-    cudaFree(c->d_clear);
     free(c->step_blocks);
     free(c->key);
     free(c);
+}
+
+/* (The stream has drained: nothing queued reads what goes.) */
+static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
+{
+    px__config_free_on(c, rt->free_stream);
 }
 
 /* Does configuration c use the textures or tables of serial s? (Serials sit at known places of
@@ -355,14 +414,68 @@ static int px__config_uses(const px_rt_config *c, uint64_t s)
 
 /* ---- the configuration key ------------------------------------------------------------------ */
 
+static void px__family_drop(px_rt_family *f)
+{
+    free(f->fetch_at);
+    free(f->fetch);
+    free(f->step_blocks);
+    free(f->clear);
+    free(f->rest);
+    free(f->facts);
+    memset(f, 0, sizeof *f);
+}
+
+/* rt->fam for prog's any-size program (made when it holds another's, without records): 0, or -1
+ * with *err. Nothing when prog is no resolution (resolved_from 0). */
+static int px__family(px_gpu_retarget *rt, const pxvm_program *prog, pxvm_error *err)
+{
+    px_rt_family *f = &rt->fam;
+    if (!prog->resolved_from || f->from == prog->resolved_from)
+        return 0;
+    px__family_drop(f);
+    if (!(f->fetch_at = (uint32_t *)malloc(sizeof(uint32_t) * (2u * (size_t)prog->ninsns + 1u))))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * 2u * sizeof(uint32_t));
+    f->reusable = 1;
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) {
+            f->fetch_at[f->nfetch_at++] = i;
+            int m = pxvm_fetch_mask(in);
+            if (m && prog->slots[m].role == PXI_ROLE_INPUT) /* its record holds the mask's width */
+                f->reusable = 0;
+        }
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        if (prog->insns[i].op == PX_OP_RESIZE)
+            f->fetch_at[f->nfetch_at + f->nresize_at++] = i;
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+        if (fetch && pxvm_fetch_mask(in))
+            f->fetch_at[f->nfetch_at + f->nresize_at + f->nbox_at++] = i;
+    }
+    for (int k = 0; k < prog->nslots; k++) /* reset records hold the surfaces and sizes of what they clear */
+        if (prog->slots[k].role == PXI_ROLE_INPUT && prog->reset[k])
+            f->reusable = 0;
+    f->from = prog->resolved_from;
+    return 0;
+}
+
+#define PX_RT_FAMILY_KEY 0x7F5E1B0000000000ull /* a short key's first word: no full key's (sizes < 2^53) */
+
 /* Sizes of the inputs, the serials of the textures and RESIZE tables in use (marked by bit 63,
  * which no size or operand word has), and every operand: what the fetch and reset records and the
- * graphs are made from. */
+ * graphs are made from. For a resolution of an any-size program, the short form: its
+ * resolved_from, then the same for inputs and RESIZEs, and only the rescaled operands (the rest
+ * is the any-size program's: equal in every resolution of it). */
 static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, size_t *key_n, uint64_t *hash,
                    pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
-    size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS) + 1u;
+    if (px__family(rt, prog, err) < 0)
+        return -1;
+    /* the short form's 7 words per fetch <= the full form's 1 + PXI_MAX_FIELDS per instruction */
+    size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS) + 2u;
     if (need > rt->key_cap) {
         uint64_t *a = (uint64_t *)realloc(rt->key, sizeof(uint64_t) * need);
         if (a)
@@ -376,13 +489,26 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
     }
     uint64_t *w = *key == NULL ? rt->next_key : *key;
     size_t n = 0;
+    if (prog->resolved_from)
+        w[n++] = PX_RT_FAMILY_KEY, w[n++] = prog->resolved_from & ~(1ull << 63);
     for (int k = 0; k < prog->nslots; k++)
         if (prog->slots[k].role == PXI_ROLE_INPUT) {
             const pxvm_slot *s = &prog->slots[k];
             w[n++] = (uint64_t)(uint32_t)s->w | (uint64_t)(uint32_t)s->h << 24 | (uint64_t)(uint32_t)s->levels << 48;
             w[n++] = rt->tex_serial[k] | (1ull << 63);
         }
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
+    const px_rt_family *fam = &rt->fam;
+    for (uint32_t j = 0; prog->resolved_from && j < fam->nresize_at; j++)
+        w[n++] = rt->resize_serial[fam->fetch_at[fam->nfetch_at + j]] | (1ull << 63);
+    for (uint32_t j = 0; prog->resolved_from && j < fam->nfetch_at; j++) {
+        const pxi_insn *in = &prog->insns[fam->fetch_at[j]];
+        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cu), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cv);
+        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, du), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, dv);
+        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, lod);
+        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdu) : 0u;
+        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdv) : 0u;
+    }
+    for (uint32_t i = 0; !prog->resolved_from && i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         if (in->op == PX_OP_RESIZE)
             w[n++] = rt->resize_serial[i] | (1ull << 63);
@@ -411,21 +537,25 @@ static int px__image_same(const px_rt_image *a, const pxvm_image *b)
     return a->px && a->w == b->w && a->h == b->h && !memcmp(a->px, b->px, (size_t)b->w * (size_t)b->h * 4u);
 }
 
-/* *img for prog (its d_level0 NULL; its copy of an image is freed): the copy of prog's image, and
- * the level 0 of its program and data slots uploaded (pageable: staged before the call returns). */
-static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_image *img, pxvm_error *err)
+/* The bytes of level 0 of prog's program and data slots that are not persistent. */
+static size_t px__image_bytes(const pxvm_program *prog)
 {
-    free(img->px);
-    memset(img, 0, sizeof *img);
-    size_t ibytes = (size_t)prog->image.w * (size_t)prog->image.h * 4u, total = 0;
+    size_t total = 0;
     for (int k = 0; k < prog->nslots; k++)
         if (px__image_slot(&prog->slots[k]))
             total += (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
-    uint8_t *level0 = (uint8_t *)malloc(total ? total : 1);
-    if (!(img->px = (uint8_t *)malloc(ibytes ? ibytes : 1)) || !level0) {
-        free(level0);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(ibytes + total));
-    }
+    return total;
+}
+
+/* *img's host part for prog (its copy of an image is freed; d_level0 NULL): the copy of prog's
+ * image, and the level 0 of its program and data slots into level0 (px__image_bytes of them). */
+static int px__image_fill(pxvm_executor *ex, const pxvm_program *prog, px_rt_image *img, uint8_t *level0, pxvm_error *err)
+{
+    free(img->px);
+    memset(img, 0, sizeof *img);
+    size_t ibytes = (size_t)prog->image.w * (size_t)prog->image.h * 4u;
+    if (!(img->px = (uint8_t *)malloc(ibytes ? ibytes : 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)ibytes);
     memcpy(img->px, prog->image.px, ibytes);
     img->w = prog->image.w, img->h = prog->image.h;
     img->serial = prog->serial;
@@ -436,6 +566,21 @@ static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_ima
             pxvm_slot_initial(prog, k, level0 + at);
             at += (size_t)prog->slots[k].w * (size_t)prog->slots[k].h * 4u;
         }
+    return 0;
+}
+
+/* *img for prog, its level 0 in its own allocation (pageable upload: staged before the call
+ * returns): at the first retarget, and for a cached configuration switched to with other data. */
+static int px__image_make(pxvm_executor *ex, const pxvm_program *prog, px_rt_image *img, pxvm_error *err)
+{
+    size_t total = px__image_bytes(prog);
+    uint8_t *level0 = (uint8_t *)malloc(total ? total : 1);
+    if (!level0)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)total);
+    if (px__image_fill(ex, prog, img, level0, err) < 0) {
+        free(level0);
+        return -1;
+    }
     cudaError_t e = total ? cudaMalloc(&img->d_level0, total) : cudaSuccess;
     if (e == cudaSuccess && total)
         e = cudaMemcpyAsync(img->d_level0, level0, total, cudaMemcpyHostToDevice, ex->stream);
@@ -520,16 +665,12 @@ static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *
 
 /* The wipe records (d_wipe: every level of every slot that is neither an input nor persistent,
  * level 0 of program and data slots excepted) less what the loaded program's per-run reset
- * restores (prog->reset; px__reset_records): into *d (allocated here, NULL when there is none). */
-static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, uint8_t *rest, pxvm_error *err)
+ * restores (prog->reset; px__reset_records), into rects (room for every level of every table
+ * entry), their parts marked in rest: host work only. */
+static void px__rest_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, uint8_t *rest)
 {
     const pxvm_program *prog = ex->prog;
-    int all = ex->nslots * ex->batch, total = 0;
-    for (int i = 0; i < all; i++)
-        total += ex->slots[i].levels;
-    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
-    if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    int all = ex->nslots * ex->batch;
     /* levels >= 1 that a PYRAMID writes while the run's reset leaves them (so it rebuilds them
      * whole before anything reads them: vm/launch_plan.c) are never seen by the run: not cleared
      * (as on the CPU executor; a read before the run clears them, with d_wipe) */
@@ -556,6 +697,18 @@ static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max
     }
     *n = ex->nclear, *max_px = ex->max_clear_px;
     ex->nclear = keep_n, ex->max_clear_px = keep_px;
+}
+
+/* ... uploaded: into *d (allocated here, NULL when there is none); at the first retarget. */
+static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, uint8_t *rest, pxvm_error *err)
+{
+    int all = ex->nslots * ex->batch, total = 0;
+    for (int i = 0; i < all; i++)
+        total += ex->slots[i].levels;
+    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
+    if (!rects)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    px__rest_fill(ex, rects, n, max_px, rest);
     *d = NULL;
     cudaError_t e = cudaSuccess;
     if (*n) {
@@ -589,6 +742,7 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     if (!rt)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *rt);
     rt->bound = mib << 20;
+    rt->free_stream = ex->own_stream;
     rt->tex_serial = (uint64_t *)calloc((size_t)prog->nslots, sizeof(uint64_t));
     rt->resize_serial = (uint64_t *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof(uint64_t));
     rt->lin_cap = (size_t *)calloc((size_t)prog->nslots, sizeof(size_t));
@@ -677,8 +831,26 @@ void px__retarget_free(pxvm_executor *ex)
     while (rt->configs) {
         px_rt_config *c = rt->configs;
         rt->configs = c->next;
-        px__config_free(c);
+        px__config_free(rt, c);
     }
+    if (rt->block) { /* the configuration in use's tables: not unload's to free one by one */
+        cudaFreeAsync(rt->block, rt->free_stream);
+        ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL;
+        rt->d_rest = NULL;
+        rt->block = NULL;
+    }
+    if (!rt->img.in_block)
+        cudaFree(rt->img.d_level0);
+    rt->img.d_level0 = NULL;
+    if (rt->have_pool) /* its memory is released once the frees above are done */
+        cudaMemPoolDestroy(rt->pool);
+    for (int t = 0; t < 2; t++) {
+        if (rt->stage_done[t])
+            cudaEventSynchronize(rt->stage_done[t]), cudaEventDestroy(rt->stage_done[t]);
+        if (rt->stage[t])
+            cudaFreeHost(rt->stage[t]);
+    }
+    px__family_drop(&rt->fam);
     for (int i = 0; i < rt->ndeferred; i++)
         if (rt->deferred_host[i])
             cudaFreeHost(rt->deferred[i]);
@@ -693,7 +865,6 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->cap_g);
     cudaFree(rt->d_wipe);
     cudaFree(rt->d_rest);
-    cudaFree(rt->img.d_level0);
     free(rt->img.px);
     free(rt->facts.writes);
     free(rt->dirty);
@@ -751,7 +922,7 @@ static void px__drop_configs_using(px_gpu_retarget *rt, uint64_t s)
             px_rt_config *c = *p;
             *p = c->next;
             rt->nconfigs--;
-            px__config_free(c);
+            px__config_free(rt, c);
         } else {
             p = &(*p)->next;
         }
@@ -802,13 +973,164 @@ static void px__evict(pxvm_executor *ex)
         for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
             if ((*p)->stamp < (*oc)->stamp)
                 oc = p;
-        if (!synced)
-            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         px_rt_config *c = *oc;
+        /* a configuration in one block goes without a wait: freed on the stream, after the runs
+         * queued with it (every run is on ex->stream, ordered after a previous stream's work) */
+        if (!synced && px__config_apart(c))
+            px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
         *oc = c->next;
         rt->nconfigs--;
-        px__config_free(c);
+        px__context(ex, NULL);
+        px__config_free_on(c, synced ? rt->free_stream : ex->stream);
     }
+}
+
+/* ---- a new configuration -------------------------------------------------------------------- */
+
+static size_t px__align(size_t n)
+{
+    return (n + 255u) & ~(size_t)255u;
+}
+
+/* Pinned staging of at least `bytes`, not read by an upload still queued (the one before last
+ * from it: normally long done). */
+static int px__stage(pxvm_executor *ex, size_t bytes, uint8_t **out, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    int t = rt->stage_turn;
+    if (rt->stage_done[t])
+        PX__CK(cudaEventSynchronize(rt->stage_done[t]));
+    else
+        PX__CK(cudaEventCreateWithFlags(&rt->stage_done[t], cudaEventDisableTiming));
+    if (rt->stage_cap[t] < bytes) {
+        if (rt->stage[t])
+            cudaFreeHost(rt->stage[t]);
+        rt->stage[t] = NULL, rt->stage_cap[t] = 0;
+        size_t cap = bytes + bytes / 4u;
+        PX__CK(cudaHostAlloc((void **)&rt->stage[t], cap, cudaHostAllocDefault));
+        rt->stage_cap[t] = cap;
+    }
+    *out = rt->stage[t];
+    return 0;
+}
+
+/* The loaded program's (ex->prog's) configuration for the slot table in use: its slot table,
+ * fetch records and step blocks, reset and rest records, facts and image, staged in one pinned
+ * block and uploaded with one copy into one allocation from the pool, on the stream (nothing
+ * waits for it). A resolution of the any-size program whose records rt->fam holds copies them
+ * and rewrites only the rescaled operands' fields (what depends on inputs' sizes is elsewhere:
+ * the slot table, textures and RESIZE tables). */
+static int px__config_make(pxvm_executor *ex, pxvm_error *err)
+{
+    px_gpu_retarget *rt = ex->rt;
+    const pxvm_program *prog = ex->prog;
+    int n = ex->nslots, all = n * ex->batch, total_levels = 0;
+    if (px__family(rt, prog, err) < 0)
+        return -1;
+    px_rt_family *fam = &rt->fam;
+    int sib = prog->resolved_from && fam->reusable && fam->have;
+    if (!sib && px__alloc_masks(ex, err) < 0)
+        return -1;
+    for (int i = 0; i < all; i++)
+        total_levels += ex->slots[i].levels;
+    size_t slots_b = sizeof(px_gpu_slot) * (size_t)all, fetch_b = sizeof(px_gpu_fetch) * prog->ninsns;
+    size_t rects_b = sizeof(px_gpu_rect) * (size_t)total_levels, img_b = px__image_bytes(prog);
+    size_t bound = px__align(slots_b) + px__align(fetch_b) + 2u * px__align(rects_b) + img_b;
+    uint8_t *stage = NULL;
+    if (px__stage(ex, bound, &stage, err) < 0)
+        return -1;
+    unsigned *step_blocks = (unsigned *)malloc(sizeof(unsigned) * (prog->nsteps ? prog->nsteps : 1));
+    if (!step_blocks)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nsteps * sizeof(unsigned));
+    free(ex->step_blocks); /* NULL: the one in use went with its configuration */
+    ex->step_blocks = step_blocks;
+    size_t o_fetch = px__align(slots_b), o_clear = o_fetch + px__align(fetch_b);
+    memcpy(stage, ex->slots, slots_b);
+    px_gpu_fetch *fetch = (px_gpu_fetch *)(stage + o_fetch);
+    px_gpu_rect *clear = (px_gpu_rect *)(stage + o_clear);
+    int nclear, clear_px, nrest, rest_px;
+    px_rt_facts *facts = &rt->facts;
+    if (sib) {
+        memcpy(fetch, fam->fetch, fetch_b);
+        for (uint32_t j = 0; j < fam->nfetch_at; j++)
+            px__fetch_rescaled(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
+        for (uint32_t j = fam->nfetch_at + fam->nresize_at; j < fam->nfetch_at + fam->nresize_at + fam->nbox_at; j++)
+            px__fetch_box(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
+        memcpy(step_blocks, fam->step_blocks, sizeof(unsigned) * prog->nsteps);
+        nclear = fam->nclear, clear_px = fam->clear_px;
+        memcpy(clear, fam->clear, sizeof(px_gpu_rect) * (size_t)nclear);
+        memset(facts, 0, sizeof *facts);
+        if (!(facts->writes = (uint8_t *)malloc(2u * (size_t)n)))
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
+        facts->rest = facts->writes + n;
+        memcpy(facts->writes, fam->facts, 2u * (size_t)n);
+        facts->touches_image = fam->touches_image, facts->writes_image = fam->writes_image;
+        facts->incremental = fam->incremental;
+    } else {
+        memset(fetch, 0, fetch_b);
+        px__fetch_fill(ex, fetch, step_blocks);
+        px__reset_fill(ex, clear, &nclear, &clear_px);
+        if (px__facts_make(prog, facts, err) < 0)
+            return -1;
+    }
+    size_t o_rest = o_clear + px__align(sizeof(px_gpu_rect) * (size_t)nclear);
+    px_gpu_rect *rest = (px_gpu_rect *)(stage + o_rest);
+    if (sib) {
+        nrest = fam->nrest, rest_px = fam->rest_px;
+        memcpy(rest, fam->rest, sizeof(px_gpu_rect) * (size_t)nrest);
+    } else {
+        px__rest_fill(ex, rest, &nrest, &rest_px, facts->rest);
+    }
+    size_t o_img = o_rest + px__align(sizeof(px_gpu_rect) * (size_t)nrest), size = o_img + img_b;
+    if (px__image_fill(ex, prog, &rt->img, stage + o_img, err) < 0)
+        return -1;
+    if (!sib && prog->resolved_from && fam->reusable) { /* the family's records, for its next sizes */
+        size_t cb = sizeof(px_gpu_rect) * (size_t)nclear, rb = sizeof(px_gpu_rect) * (size_t)nrest;
+        fam->fetch = (px_gpu_fetch *)malloc(fetch_b ? fetch_b : 1);
+        fam->step_blocks = (unsigned *)malloc(sizeof(unsigned) * (prog->nsteps ? prog->nsteps : 1));
+        fam->clear = (px_gpu_rect *)malloc(cb ? cb : 1), fam->rest = (px_gpu_rect *)malloc(rb ? rb : 1);
+        fam->facts = (uint8_t *)malloc(2u * (size_t)n);
+        if (fam->fetch && fam->step_blocks && fam->clear && fam->rest && fam->facts) {
+            memcpy(fam->fetch, fetch, fetch_b);
+            memcpy(fam->step_blocks, step_blocks, sizeof(unsigned) * prog->nsteps);
+            memcpy(fam->clear, clear, cb), memcpy(fam->rest, rest, rb);
+            memcpy(fam->facts, facts->writes, 2u * (size_t)n);
+            fam->nclear = nclear, fam->clear_px = clear_px, fam->nrest = nrest, fam->rest_px = rest_px;
+            fam->touches_image = facts->touches_image, fam->writes_image = facts->writes_image;
+            fam->incremental = facts->incremental;
+            fam->have = 1;
+        } else { /* not kept: the next size makes them again */
+            free(fam->fetch), free(fam->step_blocks), free(fam->clear), free(fam->rest), free(fam->facts);
+            fam->fetch = NULL, fam->step_blocks = NULL, fam->clear = fam->rest = NULL, fam->facts = NULL;
+        }
+    }
+    if (!rt->have_pool) {
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = ex->device;
+        PX__CK(cudaMemPoolCreate(&rt->pool, &props));
+        rt->have_pool = 1;
+        /* what blocks freed back keeps its reservation: the next configuration allocates from it */
+        uint64_t keep = UINT64_MAX;
+        PX__CK(cudaMemPoolSetAttribute(rt->pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
+    uint8_t *block = NULL;
+    PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
+    rt->block = block; /* what the configuration in use owns from here on (unload frees it) */
+    PX__CK(cudaMemcpyAsync(block, stage, size, cudaMemcpyHostToDevice, ex->stream));
+    PX__CK(cudaEventRecord(rt->stage_done[rt->stage_turn], ex->stream));
+    rt->stage_turn ^= 1;
+    ex->d_slots = (px_gpu_slot *)block;
+    ex->d_fetch = fetch_b ? (px_gpu_fetch *)(block + o_fetch) : NULL;
+    ex->d_clear = nclear ? (px_gpu_rect *)(block + o_clear) : NULL;
+    ex->nclear = nclear, ex->max_clear_px = clear_px;
+    rt->d_rest = nrest ? (px_gpu_rect *)(block + o_rest) : NULL;
+    rt->nrest = nrest, rt->rest_px = rest_px;
+    rt->img.d_level0 = img_b ? block + o_img : NULL;
+    rt->img.in_block = 1;
+    return 0;
 }
 
 /* ---- retarget ------------------------------------------------------------------------------- */
@@ -982,6 +1304,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
     cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
     rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
+    cur->block = rt->block;
+    rt->block = NULL;
     cur->img = rt->img;
     memset(&rt->img, 0, sizeof rt->img);
     cur->facts = rt->facts;
@@ -1021,6 +1345,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
         rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
+        rt->block = found->block;
         rt->img = found->img;
         rt->facts = found->facts;
         for (int g = 0; g < 2; g++) {
@@ -1033,19 +1358,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         }
     } else {
         made = 1;
-        if (px__context(ex, err) < 0 || px__alloc_masks(ex, err) < 0 ||
-            px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0 ||
-            px__reset_records(ex, &ex->d_clear, &ex->nclear, &ex->max_clear_px, err) < 0 ||
-            px__facts_make(next, &rt->facts, err) < 0 ||
-            px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0)
+        /* 5. its records, image and own device slot table, in one block (one upload, ordered
+         * after the work already queued on the stream); the table of a cached configuration
+         * already holds its textures (the configuration's key names them), so a switch back
+         * uploads nothing and its captured graphs, which hold that table's address, stay valid */
+        if (px__context(ex, err) < 0 || px__config_make(ex, err) < 0)
             return -1;
-        /* 5. its own device slot table (pageable: staged before the call returns, ordered after
-         * the work already queued on the stream); the table of a cached configuration already
-         * holds its textures (the configuration's key names them), so a switch back uploads
-         * nothing and its captured graphs, which hold that table's address, stay valid */
-        PX__CK(cudaMalloc(&ex->d_slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch));
-        PX__CK(cudaMemcpyAsync(ex->d_slots, ex->slots, sizeof(px_gpu_slot) * (size_t)n * (size_t)batch, cudaMemcpyHostToDevice,
-                               ex->stream));
     }
     /* a new configuration's first run launches directly: a size run once never pays a capture */
     ex->capture_later = made;
@@ -1063,11 +1381,11 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * switched back to for the same program: no comparison of the image) */
     int img_same = next->serial && rt->img.serial == next->serial;
     if (!img_same && !px__image_same(&rt->img, &next->image)) {
-        if (rt->img.d_level0) { /* a cached one that queued work may still read: freed at unload */
+        if (rt->img.d_level0 && !rt->img.in_block) { /* a cached one that queued work may still read: freed at unload */
             if (px__defer(rt, rt->img.d_level0, 0, err) < 0)
                 return -1;
-            rt->img.d_level0 = NULL;
-        }
+        } /* (one in a block goes with its configuration's block) */
+        rt->img.d_level0 = NULL;
         if (px__context(ex, err) < 0 || px__image_make(ex, next, &rt->img, err) < 0)
             return -1;
     }

@@ -31,7 +31,13 @@ static const pxvm_executor_ops *px__ops(void)
 /* PX_FAM_SLOT0: at odd widths a SAMPLE writes the program image (a region after the code), which
  * its runs then restore; at even widths a SAMPLE reads the program image, whose operands differ
  * with the size: a restore left from a program of the first kind must not bring its image back. */
-typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS, PX_FAM_SLOTS, PX_FAM_SLOT0 } px_family;
+/* PX_FAM_ANY: resolutions of one any-size program (pxvm_program_resolve; SPEC V-ANY-6): siblings
+ * that differ only in the input's size and SAMPLE/ANISO's rescaled operands (the CUDA-GL executor
+ * copies a sibling's records and rewrites those; px__any_poly, made at its first use). */
+typedef enum { PX_FAM_GRID, PX_FAM_RELATIVE, PX_FAM_RESIZE, PX_FAM_TWO_INPUTS, PX_FAM_SLOTS, PX_FAM_SLOT0, PX_FAM_ANY } px_family;
+
+static pxvm_program px__any_poly;
+static int px__any_made;
 
 /* The family's program for a w x h input (slot 1). */
 static int px__program(px_family fam, int w, int h, pxvm_program *prog)
@@ -42,6 +48,28 @@ static int px__program(px_family fam, int w, int h, pxvm_program *prog)
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     int rc;
+    if (fam == PX_FAM_ANY) {
+        if (!px__any_made) {
+            snprintf(text, sizeof text,
+                     ".width 16\n.slot image input 64x48 any\n.slot out output 24x16\nPYRAMID image\n"
+                     "SAMPLE src=image dst=out mode=linear at=(0,0) size=(8,8) center=(20.5,30.25) step=(2,-3) lod=1.2\n"
+                     "ANISO src=image dst=out at=(8,0) size=(8,8) center=(10,10) step=(1,1) lod=0.5 taps=4 tdu=0.5 tdv=-0.5\n"
+                     "SAMPLE src=image dst=out mode=nearest at=(16,8) size=(8,8) center=(63,47) step=1 lod=0\nHALT\n");
+            if (pxasm_assemble(text, strlen(text), "retarget_any.pxs", &lim, &img, &err) < 0 ||
+                pxvm_program_from_image(&img, &lim, &px__any_poly, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "the any-size program: %s", err.msg);
+                return -1;
+            }
+            px__any_made = 1;
+        }
+        int wh[6] = {0, 0, w, h, 0, 0};
+        rc = pxvm_program_resolve(&px__any_poly, wh, &lim, prog, &err);
+        if (rc < 0)
+            px_test_fail(__FILE__, __LINE__, "resolving at %dx%d: %s", w, h, err.msg);
+        else /* siblings: what the executor's reuse keys on */
+            CHECK(prog->resolved_from != 0 && prog->resolved_from == px__any_poly.serial);
+        return rc;
+    }
     if (fam == PX_FAM_GRID || fam == PX_FAM_RELATIVE) {
         snprintf(text, sizeof text, "{\"image\": [%d, %d], \"budget\": 8, \"patch\": 8, \"levels\": 2, %s}", w, h,
                  fam == PX_FAM_GRID ? "\"scheme\": \"grid\"" : "\"scheme\": \"logpolar\", \"fixation\": \"relative\"");
@@ -360,6 +388,23 @@ TEST(retarget_sizes_within_the_largest_make_no_texture_equal_fresh_load)
 }
 
 TEST(retarget_grid_plan_equals_fresh_load) { px__property(PX_FAM_GRID); }
+
+/* More sizes of one any-size program than the CUDA-GL executor keeps configurations of (64):
+ * the oldest go while the next are made from a sibling's records, and sizes seen long before
+ * are made again. */
+TEST(retarget_resolutions_past_the_configuration_cache_equal_fresh_load)
+{
+    enum { N = 80 };
+    int sizes[N][2];
+    for (int i = 0; i < N - 6; i++)
+        sizes[i][0] = 16 + (i * 37) % 113, sizes[i][1] = 9 + (i * 53) % 97;
+    for (int i = N - 6; i < N; i++) /* back to the first sizes: evicted by now */
+        sizes[i][0] = sizes[i - (N - 6)][0], sizes[i][1] = sizes[i - (N - 6)][1];
+    px__property_at(PX_FAM_ANY, (const int (*)[2])sizes, N, NULL);
+    if (px__any_made)
+        pxvm_program_free(&px__any_poly);
+    px__any_made = 0;
+}
 TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }
 TEST(retarget_keeps_other_input_bound_equals_fresh_load) { px__property(PX_FAM_TWO_INPUTS); }

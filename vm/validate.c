@@ -4,6 +4,7 @@
  * an instruction reads, and its tile mask, for the plan and the executors. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "loader.h"
 #include "../isa/px_sem.h"
@@ -98,6 +99,27 @@ static int px__fetch_mask(const pxi_insn *in)
 }
 
 int pxvm_fetch_mask(const pxi_insn *in) { return px__fetch_mask(in); }
+
+int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i)
+{
+    const pxi_insn *x = &a->insns[i], *y = &b->insns[i];
+    if (x->nfields != y->nfields || memcmp(x->a, y->a, sizeof(int32_t) * x->nfields))
+        return 1;
+    if (y->op != PX_OP_GATHER || !px__fetch_mask(y))
+        return 0;
+    /* an incremental GATHER's table lies in a data slot (V rule): entry (i, j) is the 3 pixels at
+     * (data_x + table_x + 3i, data_y + table_y + j) of the program image */
+    const pxvm_slot *ta = &a->slots[PX_ARG(x, GATHER, table)], *tb = &b->slots[PX_ARG(y, GATHER, table)];
+    int tx = PX_ARG(y, GATHER, table_x), ty = PX_ARG(y, GATHER, table_y), w = PX_ARG(y, GATHER, w), h = PX_ARG(y, GATHER, h);
+    size_t row = (size_t)w * 3u * 4u;
+    for (int j = 0; j < h; j++) {
+        const uint8_t *pa = a->image.px + (((size_t)ta->data_y + (size_t)ty + (size_t)j) * (size_t)a->image.w + (size_t)ta->data_x + (size_t)tx) * 4u;
+        const uint8_t *pb = b->image.px + (((size_t)tb->data_y + (size_t)ty + (size_t)j) * (size_t)b->image.w + (size_t)tb->data_x + (size_t)tx) * 4u;
+        if (memcmp(pa, pb, row))
+            return 1;
+    }
+    return 0;
+}
 
 void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads)
 {

@@ -208,7 +208,10 @@ typedef struct pxvm_program {
     uint64_t serial;
     /* A resolution's (pxvm_program_resolve*): the serial of the program it resolves; 0 for any
      * other. Two resolutions of one program differ only in the sizes of its any-size slots and
-     * the operands rescaled for them (SPEC V-ANY-6), so retarget between them needs no check. */
+     * the operands rescaled for them (SPEC V-ANY-6), so retarget between them needs no check.
+     * The executors rely on it (the CPU plan and the GPU records of a sibling are copied, and
+     * only SAMPLE/ANISO's cu, cv, du, dv, tdu, tdv, lod rewritten): rescaling any other operand
+     * in vm/resolve.c means changing them too. */
     uint64_t resolved_from;
 } pxvm_program;
 
@@ -278,6 +281,10 @@ void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
 void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads);
 /* The tile mask operand of a SAMPLE, ANISO or GATHER (0: not incremental). */
 int pxvm_fetch_mask(const pxi_insn *in);
+/* Does incremental fetch i of program b read anything that of program a (equal opcodes) does
+ * not: another operand or, for a GATHER, other table entries (data in the program image)? A
+ * retarget from a to b then leaves it no last output to build on. */
+int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i);
 
 /* "SAMPLE src=1 dst=2 mode=0 dst_x=0 dst_y=0 w=16 h=16 cu=225.5 ..." (table-driven) */
 void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len);

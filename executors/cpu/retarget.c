@@ -15,12 +15,6 @@ static int px__same_size(const pxvm_slot *a, const pxvm_slot *b)
     return a->w == b->w && a->h == b->h && a->levels == b->levels;
 }
 
-/* Do two SAMPLE/ANISO/GATHER instructions differ in an operand? */
-static int px__operands_differ(const pxi_insn *a, const pxi_insn *b)
-{
-    return a->nfields != b->nfields || memcmp(a->a, b->a, sizeof(int32_t) * a->nfields) != 0;
-}
-
 /* Exchanges the executor's plan fields with a kept entry's (the serial stays with the entry). */
 static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
 {
@@ -210,7 +204,7 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     for (uint32_t i = 0; next->insn_box && i < next->ninsns; i++) { /* none without (vm.h) */
         const pxi_insn *in = &next->insns[i];
         int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
-        if (fetch && pxvm_fetch_mask(in) && px__operands_differ(&old->insns[i], in)) {
+        if (fetch && pxvm_fetch_mask(in) && pxvm_fetch_differs(old, next, i)) {
             memset(ex->primed, 0, (size_t)ex->batch);
             break;
         }

@@ -198,6 +198,9 @@ struct px_gpu_retarget {
     uint8_t *input_upper; /* [nslots] an input switched to cached textures: their levels >= 1 hold
                            * that size's last pyramid; zeroed by the next run unless it rebuilds them
                            * (as the CPU executor zeroes a switched input's levels >= 1) */
+    uint8_t *input_level0; /* [batch][nslots] an input item switched to another size within its
+                            * textures: level 0 holds the last size's image until a bind; a read
+                            * before that zeroes it first (unbound, it reads as after a load) */
     int ctx_set; /* this retarget made the executor's device and GL context current (px__context) */
     uint64_t *key, *next_key; /* the configuration in use, and the one being looked up */
     size_t key_n, key_cap;
@@ -475,7 +478,7 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
     if (px__family(rt, prog, err) < 0)
         return -1;
     /* the short form's 7 words per fetch <= the full form's 1 + PXI_MAX_FIELDS per instruction */
-    size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS) + 2u;
+    size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS + 12u) + 2u;
     if (need > rt->key_cap) {
         uint64_t *a = (uint64_t *)realloc(rt->key, sizeof(uint64_t) * need);
         if (a)
@@ -514,6 +517,15 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
             w[n++] = rt->resize_serial[i] | (1ull << 63);
         for (int f = 0; f < in->nfields; f++)
             w[n++] = (uint32_t)in->a[f];
+        /* an incremental GATHER's box comes from its table's entries, pixels of the program
+         * image that no operand names (two programs equal in operands may differ there): its
+         * box too, each value as two 32-bit words (bit 63 stays the serials') */
+        if (in->op == PX_OP_GATHER && pxvm_fetch_mask(in) && prog->insn_box) {
+            const pxvm_fetch_box *b = &prog->insn_box[i];
+            int64_t v[6] = {b->u_lo, b->u_hi, b->v_lo, b->v_hi, b->lmin, b->lmax};
+            for (int j = 0; j < 6; j++)
+                w[n++] = (uint32_t)(uint64_t)v[j], w[n++] = (uint32_t)((uint64_t)v[j] >> 32);
+        }
     }
     uint64_t h = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < n; i++) {
@@ -789,8 +801,9 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     if (e != cudaSuccess)
         return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
     if (!(rt->dirty = (uint8_t *)calloc((size_t)prog->nslots, 1)) ||
-        !(rt->input_upper = (uint8_t *)calloc((size_t)prog->nslots, 1)))
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots);
+        !(rt->input_upper = (uint8_t *)calloc((size_t)prog->nslots, 1)) ||
+        !(rt->input_level0 = (uint8_t *)calloc((size_t)prog->nslots * (size_t)ex->batch, 1)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots * (size_t)ex->batch);
     if (px__facts_make(prog, &rt->facts, err) < 0 ||
         px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0 ||
         px__image_make(ex, prog, &rt->img, err) < 0)
@@ -869,6 +882,7 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->facts.writes);
     free(rt->dirty);
     free(rt->input_upper);
+    free(rt->input_level0);
     free(rt->key);
     free(rt->next_key);
     free(rt);
@@ -1164,6 +1178,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             continue;
         if (s->w <= rt->cap_w[k] && s->h <= rt->cap_h[k] && s->levels <= rt->cap_levels[k]) {
             rt->input_upper[k] = s->levels > 1;
+            for (int b = 0; b < batch; b++)
+                rt->input_level0[(size_t)b * (size_t)n + (size_t)k] = 1;
         } else {
             /* grown to the larger of each side (a stream of sizes settles on the largest seen);
              * level sizes are monotonic in the side (px_mip_dim), so every level of both fits */
@@ -1185,6 +1201,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             made->next = rt->retired;
             rt->retired = made;
             rt->input_upper[k] = 0;
+            for (int b = 0; b < batch; b++) /* every level of the new textures zeroed */
+                rt->input_level0[(size_t)b * (size_t)n + (size_t)k] = 0;
         }
         px__logical_views(ex, k, s);
         for (int b = 0; b < batch; b++)
@@ -1397,11 +1415,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         PX__CK(cudaMalloc(&ex->d_prog, bytes));
         rt->prog_id = 0;
     }
-    /* 7. an incremental fetch whose operands changed has no last output to build on */
+    /* 7. an incremental fetch whose operands (or GATHER table entries) changed has no last output
+     * to build on */
     for (uint32_t i = 0; rt->facts.incremental && i < next->ninsns; i++) {
         const pxi_insn *in = &next->insns[i];
         int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
-        if (fetch && pxvm_fetch_mask(in) && memcmp(old->insns[i].a, in->a, sizeof(int32_t) * in->nfields)) {
+        if (fetch && pxvm_fetch_mask(in) && pxvm_fetch_differs(old, next, i)) {
             if (px__context(ex, err) < 0)
                 return -1;
             PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)batch, ex->stream));
@@ -1415,9 +1434,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     return 0;
 }
 
-/* Levels >= 1 of input slot k of every item zeroed, on the stream (records made here: a rare
- * path, a switch back to a cached size with a program that reads them unbuilt). */
-static int px__clear_upper(pxvm_executor *ex, int k, pxvm_error *err)
+/* Levels >= 1 of input slot k of every item zeroed (level0: level 0 instead, of the items marked
+ * in it, [batch][nslots]), on the stream (records made here: a rare path, a switch with a program
+ * that reads them unbuilt, or a read of an input not bound since a switch). */
+static int px__clear_input(pxvm_executor *ex, int k, const uint8_t *level0, pxvm_error *err)
 {
     px_gpu_rect rects[PXVM_MAX_LEVELS * 8];
     int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
@@ -1426,7 +1446,10 @@ static int px__clear_upper(pxvm_executor *ex, int k, pxvm_error *err)
         ex->nclear = ex->max_clear_px = 0;
         for (int b = b0; b < ex->batch && b < b0 + 8; b++) {
             int i = b * ex->nslots + k;
-            px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+            if (!level0)
+                px__add_clear(ex, rects, i, 1, ex->slots[i].levels);
+            else if (level0[i])
+                px__add_clear(ex, rects, i, 0, 1);
         }
         int n = ex->nclear, px = ex->max_clear_px;
         px_gpu_rect *d = NULL;
@@ -1468,7 +1491,7 @@ int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err)
         return -1;
     for (int k = 0; k < n; k++) /* zero, unless this run rebuilds them before anything reads them */
         if (rt->input_upper[k]) {
-            if (!pxvm_upper_rebuilt(ex->prog, k, budget) && px__clear_upper(ex, k, err) < 0)
+            if (!pxvm_upper_rebuilt(ex->prog, k, budget) && px__clear_input(ex, k, NULL, err) < 0)
                 return -1;
             rt->input_upper[k] = 0;
         }
@@ -1493,10 +1516,24 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
         return 0;
     for (int k = 0; k < ex->nslots; k++) /* a switched input's levels >= 1 read as zero, as after a load */
         if (rt->input_upper[k]) {
-            if (px__clear_upper(ex, k, err) < 0)
+            if (px__clear_input(ex, k, NULL, err) < 0)
                 return -1;
             rt->input_upper[k] = 0;
         }
+    size_t all = (size_t)ex->nslots * (size_t)ex->batch;
+    for (size_t i = 0; i < all; i++) /* ... and its level 0 until bound (a bound item's is its image) */
+        rt->input_level0[i] &= (uint8_t)!ex->bound[i];
+    for (int k = 0; k < ex->nslots; k++) {
+        int some = 0;
+        for (int b = 0; b < ex->batch; b++)
+            some |= rt->input_level0[(size_t)b * (size_t)ex->nslots + (size_t)k];
+        if (!some)
+            continue;
+        if (px__clear_input(ex, k, rt->input_level0, err) < 0)
+            return -1;
+        for (int b = 0; b < ex->batch; b++)
+            rt->input_level0[(size_t)b * (size_t)ex->nslots + (size_t)k] = 0;
+    }
     if (rt->img_stale && px__image_to_slots(ex, err) < 0)
         return -1;
     if (!rt->wipe_pending)

@@ -11,7 +11,9 @@
  *             kernels, copies and clears address an input through px_gpu_slot's w/h, clamp to
  *             them (isa/px_sem.h), and never read or write the texels beyond them); its levels
  *             >= 1 then hold the last size's and are zeroed before a run or a read sees them,
- *             unless the run rebuilds them first (as the CPU executor does). A size that does not
+ *             unless the run rebuilds them first (pxvm_upper_rebuilt: its budget reaches the
+ *             PYRAMID), and level 0 of an item not bound since is zeroed before a read sees it
+ *             (as the CPU executor does both). A size that does not
  *             fit makes textures of max(w, cap w) x max(h, cap h), max(levels) (every level
  *             zeroed, as a load makes them; a stream of sizes settles on the largest after a few
  *             growths), and the replaced ones go, with every configuration that names them, once

@@ -155,6 +155,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         uint64_t lo, hi;
     } nums[] = {{"--shard-size", 1, 4096}, {"--devices", 1, 64},    {"--decoders", 1, 64},
                 {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}};
+    const char *number = NULL, *devices = NULL; /* the last numeric option given; --devices' value */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--overwrite")) {
@@ -195,10 +196,11 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         if (pxb_parse_u64(v, nums[k].lo, nums[k].hi, &n) < 0)
             return px__usage_error(rank, 0, "%s takes a whole number %" PRIu64 "..%" PRIu64 ", not '%s'", o, nums[k].lo,
                                    nums[k].hi, v);
+        number = o;
         if (k == 0)
             j->shard_size = (int)n;
         else if (k == 1)
-            j->devices = (int)n;
+            j->devices = (int)n, devices = v;
         else if (k == 2)
             j->decoders = (int)n;
         else if (k == 3)
@@ -208,14 +210,17 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        if (j->prog_path || j->out_dir || *list || *dir || policy)
-            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs or --policy");
+        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite)
+            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
+                                   number ? number : "--overwrite");
         return 0;
     }
     if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
         return px__usage_error(rank, 1, "needs a program, --out and one of --in-list, --in-dir");
     if (strcmp(j->exec_name, "cpu") && strcmp(j->exec_name, "cuda") && strcmp(j->exec_name, "auto"))
         return px__usage_error(rank, 0, "--executor takes cpu, cuda or auto, not '%s'", j->exec_name);
+    if (devices && !strcmp(j->exec_name, "cpu")) /* an option that would do nothing */
+        return px__usage_error(rank, 0, "--devices %s: CUDA devices, but --executor is cpu", devices);
     return 0;
 }
 

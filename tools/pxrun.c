@@ -238,6 +238,7 @@ static void px__info(const pxvm_program *prog)
 /* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
 static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
+    int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -309,7 +310,7 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             } else if (!strcmp(o, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
                 a->oo.threads = (int)n;
             } else if (!strcmp(o, "--device") && !px__parse_u64(val, &n) && n < 1024) {
-                a->oo.device = (int)n;
+                a->oo.device = (int)n, device_given = 1;
             } else if (!strcmp(o, "--repeat") && !px__parse_u64(val, &n) && n >= 1) {
                 a->repeat = n;
             } else if (!strcmp(o, "--max-side") && !px__parse_u64(val, &n) && n >= 1 && n <= 65535) {
@@ -344,6 +345,24 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
     }
     if (a->changed_path && !a->frames) {
         *rc = px__bad_usage("--changed needs --frames");
+        return -1;
+    }
+    /* options that would do nothing are errors */
+    if (a->max_frames && !a->frames) {
+        *rc = px__bad_usage("--max-frames needs --frames");
+        return -1;
+    }
+    if ((a->frame_w || a->frame_channels) && !(a->frames && !strcmp(a->frames, "-"))) {
+        *rc = px__bad_usage("--frame-size and --frame-format describe raw frames on standard input (--frames -)");
+        return -1;
+    }
+    if (a->frames && a->policy_text && !a->policy_native && a->policy.kind != PX_POLICY_EXACT) {
+        *rc = px__bad_usage("--policy resizes --in images only: --frames binds each frame at its own size (use pxbatch "
+                            "--policy for a folder of photos resized)");
+        return -1;
+    }
+    if (device_given && a->exec_name && !strcmp(a->exec_name, "cpu")) {
+        *rc = px__bad_usage("--device: a CUDA device, but --executor is cpu");
         return -1;
     }
     int from_stdin = !strcmp(a->prog_path, "-") + (a->frames && !strcmp(a->frames, "-"));

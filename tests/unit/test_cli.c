@@ -109,6 +109,38 @@ TEST(cli_usage_errors_exit_2)
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun --help"), 0);
 }
 
+/* An option that would do nothing is an error (exit 2), not a run that ignores it: a resize
+ * policy with --frames (each frame is bound at its own size), --max-frames without --frames,
+ * --frame-size or --frame-format but for raw frames on standard input, --device on the CPU
+ * executor; pxbatch: --devices on the CPU executor, --verify with any other option. The policies
+ * that resize nothing still go with --frames. */
+TEST(cli_options_that_would_do_nothing_exit_2)
+{
+    char out[8192];
+    const char *any = "bin/pxrun programs/foveate273_any.pxi";
+    static const struct { const char *args, *says; } pxrun[] = {
+        {"--frames programs/data --policy fit --npy atlas=/tmp/pxvm-x.npy", "--policy resizes --in images only"},
+        {"--frames programs/data --policy stretch:bicubic --npy atlas=/tmp/pxvm-x.npy", "--policy resizes --in images only"},
+        {"--in image=programs/data/chelsea.png --max-frames 3", "--max-frames needs --frames"},
+        {"--frames programs/data --frame-size 10x10", "raw frames on standard input (--frames -)"},
+        {"--in image=programs/data/chelsea.png --frame-format rgb", "raw frames on standard input (--frames -)"},
+        {"--in image=programs/data/chelsea.png --executor cpu --device 5", "a CUDA device, but --executor is cpu"},
+    };
+    for (size_t i = 0; i < sizeof pxrun / sizeof pxrun[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s %s", any, pxrun[i].args);
+        CHECK_EQ(px__sh(out, sizeof out, "%s", cmd), 2);
+        CHECK_STR(out, pxrun[i].says);
+    }
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames programs/data --policy exact --hash"), 0);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273_any.pxi --frames programs/data --policy native --hash"), 0);
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxbatch programs/foveate273_any.pxi --in-dir programs/data --out /tmp/pxvm-nodir "
+                                     "--executor cpu --devices 4"), 2);
+    CHECK_STR(out, "--devices 4: CUDA devices, but --executor is cpu");
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxbatch --verify /tmp/pxvm-nodir --shard-size 3"), 2);
+    CHECK_STR(out, "--verify DIR takes no program, --out, inputs, --policy or --shard-size");
+}
+
 TEST(cli_error_classes_have_exit_codes)
 {
     char out[8192], path[256];

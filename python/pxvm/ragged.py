@@ -33,8 +33,10 @@ DYNAMIC_CACHE = 64
 
 
 def canonical_policy(policy: str) -> str:
-    """A policy's canonical text ("dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic");
-    a bad one is a UsageError naming it."""
+    """A policy's canonical text ("dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic";
+    "native", pxrun's and pxbatch's, as it is); a bad one is a UsageError naming it."""
+    if policy == "native":
+        return policy
     buf = ctypes.create_string_buffer(256)
     _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
     return buf.value.decode()

@@ -64,9 +64,10 @@ _POLICY_HOST = ("usage: policy %r: policies resize on the host: pass a host arra
 
 
 def _check_policy(policy):
-    """None or the policy text, checked by the library (a bad one is a UsageError naming it)."""
-    if policy is None:
-        return None
+    """None or the policy text, checked by the library (a bad one is a UsageError naming it);
+    "native" (an any-size input takes each image at its own size: Runner._apply_policy) as it is."""
+    if policy is None or policy == "native":
+        return policy
     if not isinstance(policy, str):
         raise TypeError("pxvm: policy must be a string such as 'fit:bicubic', got %s" % type(policy).__name__)
     one = (ctypes.c_uint8 * 4)()
@@ -526,7 +527,9 @@ class Runner:
         """bound {slot: image, batch or list} with every image of another size than its slot resized
         by `policy` on the host (a batch becomes a list of its items when one is resized)."""
         policy = _check_policy(policy)
-        if policy is None or policy == "exact":
+        if policy == "native" and not any(s.any_size for s in self.program.inputs):
+            raise UsageError("usage: policy native: the program has no any-size input; use fit or stretch")
+        if policy is None or policy in ("exact", "native"):
             return bound
         if is_dynamic(policy):
             raise UsageError("usage: policy %r: dynamic gives each image its own token grid: use patches or "
@@ -623,6 +626,44 @@ class Runner:
             return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
         return p
 
+    def _size_groups(self, bound, policy):
+        """For a list of images of different sizes bound to the one any-size input, with no policy
+        that resizes (None, native, exact): {(h, w): [item indices]} in first-seen order; else None.
+        A runner binds one size to all its items, so such a batch runs as one batch per size."""
+        if policy not in (None, "native", "exact") or len(bound) != 1:
+            return None
+        (k, x), = bound.items()
+        if not self.program.slots[k].any_size or not isinstance(x, (list, tuple)):
+            return None
+        groups = {}
+        for i, xi in enumerate(x):
+            sh = tuple(getattr(xi, "shape", ()))
+            hw = (sh[1], sh[2]) if len(sh) == 3 and sh[0] in (1, 3, 4) and sh[2] not in (1, 3, 4) else sh[:2]
+            groups.setdefault(hw, []).append(i)
+        return groups if len(groups) > 1 else None
+
+    @staticmethod
+    def _take(a, idx):
+        """Items idx of a per-item argument (an array, tensor or list of B), or a as it is."""
+        if a is None or isinstance(a, str):
+            return a
+        if isinstance(a, (list, tuple)):
+            return [a[i] for i in idx]
+        if _is_torch(a):
+            return a[_torch().as_tensor(idx, device=a.device)]
+        return a[idx]
+
+    @staticmethod
+    def _gather(parts, order, n):
+        """The per-group results (each (len(group), ...)) back in item order: one (n, ...) array."""
+        items = [None] * n
+        for res, idx in zip(parts, order):
+            for j, i in enumerate(idx):
+                items[i] = res[j]
+        if _is_torch(items[0]):
+            return _torch().stack(items)
+        return _np().stack(items)
+
     def _batch_inputs(self, images, inputs):
         if images is not None:
             inputs = dict(inputs)
@@ -645,8 +686,17 @@ class Runner:
         device), or "saliency"; fixation_units, fixation_clamp: as for run.
 
         policy: as for run; with a policy, `images` may be a list of host images of different
-        sizes: each is resized (on the host, a copy) to the slot's size, then one batch runs."""
+        sizes: each is resized (on the host, a copy) to the slot's size, then one batch runs.
+        Into an any-size input with no resizing policy (None, "native", "exact") a list of
+        images of different sizes runs as one batch per size, the results in the list's order."""
         bound, b = self._batch_inputs(images, inputs)
+        groups = self._size_groups(bound, policy)
+        if groups:  # images of several sizes into an any-size input: one batch per size
+            (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
+            parts = [self.run_batch(fixations=self._take(fixations, idx), fixation_units=fixation_units,
+                                    fixation_clamp=fixation_clamp, **{name: [bound_list[i] for i in idx]})
+                     for bound_list in bound.values() for idx in order]
+            return {s.name: self._gather([p[s.name] for p in parts], order, b) for s in self.program.outputs}
         bound = self._apply_policy(bound, policy, True)
         outs = self.program.outputs
         res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations,
@@ -663,11 +713,27 @@ class Runner:
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
         from a "uniform" plan: each image gets its own token grid, and the result is a
         pxvm.ragged.Ragged (packed tokens, offsets, grid, sizes, position_ids; images may also be
-        paths of PNG/JPEG files); see python/pxvm/ragged.py and README, Ragged batches."""
+        paths of PNG/JPEG files); see python/pxvm/ragged.py and README, Ragged batches. Into an
+        any-size input, images of different sizes need no policy (one batch per size, as run_batch)."""
         if is_dynamic(policy):
             self._dynamic_only(out=out, fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
             return dynamic_patches_batch(self, images, policy)
         bound, b = self._batch_inputs(images, inputs)
+        groups = self._size_groups(bound, policy)
+        if groups:  # images of several sizes into an any-size input: one batch per size
+            (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
+            parts = [self.patches_batch(slot=slot, fixations=self._take(fixations, idx), with_geometry=with_geometry,
+                                        fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                        **{name: [bound_list[i] for i in idx]})
+                     for bound_list in bound.values() for idx in order]
+            if with_geometry:
+                p, g = self._gather([q[0] for q in parts], order, b), self._gather([q[1] for q in parts], order, b)
+            else:
+                p, g = self._gather(parts, order, b), None
+            if out is not None:
+                out[...] = p
+                p = out
+            return (p, g) if with_geometry else p
         bound = self._apply_policy(bound, policy, True)
         s = self._atlas(slot)
         p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations,

@@ -121,3 +121,47 @@ def test_positions_and_read_use_the_bound_size():
     assert np.nanmax(p.normalized) <= 1.0 and np.allclose(p.normalized, p.centre / 1000.0, equal_nan=True)
     assert np.array_equal(r.read("image")[0], big)
     assert r.read("image", level=1).shape == (1, 500, 500, 4)
+
+
+def _rgba(path):
+    return np.asarray(pxvm.load_image(path))
+
+
+def test_a_batch_of_mixed_sizes_runs_one_batch_per_size():
+    """patches_batch / run_batch take a list of images of different sizes into an any-size input
+    (a runner binds one size to all its items, so each size runs as its own batch) and give, in
+    the list's order, the bytes each image gives alone: with geometry, into `out`, and with the
+    policies that resize nothing (native, exact); native on a fixed program is refused."""
+    imgs = [_rgba(p) for p in _photos()]
+    imgs = imgs + imgs[:2]  # sizes repeat, out of order
+    assert len({im.shape[:2] for im in imgs}) >= 4
+    r = pxvm.Runner(pxvm.Program.load(PROGRAM), executor=EXECUTOR)
+    p, g = r.patches_batch(imgs, with_geometry=True)
+    assert tuple(p.shape) == (len(imgs), 273, 16, 16, 4)
+    atlas = r.run_batch(imgs)["atlas"]
+    for i, im in enumerate(imgs):
+        one, g1 = r.patches(im, with_geometry=True)
+        assert np.asarray(one).tobytes() == np.asarray(p[i]).tobytes(), i
+        assert np.asarray(g1).tobytes() == np.asarray(g[i]).tobytes(), i
+        assert np.asarray(r.run(im)["atlas"]).tobytes() == np.asarray(atlas[i]).tobytes(), i
+    for policy in ("native", "exact"):
+        assert np.asarray(r.patches_batch(imgs, policy=policy)).tobytes() == np.asarray(p).tobytes()
+    out = np.zeros((len(imgs), 273, 16, 16, 4), np.uint8)
+    assert r.patches_batch(imgs, out=out) is out and out.tobytes() == np.asarray(p).tobytes()
+    assert pxvm.ragged.canonical_policy("native") == "native"
+    fixed = pxvm.Runner(pxvm.Program.load(os.path.join(ROOT, "programs", "foveate273.pxi")), executor=EXECUTOR)
+    with pytest.raises(pxvm.UsageError, match="policy native: the program has no any-size input"):
+        fixed.patches_batch(imgs, policy="native")
+
+
+def test_an_image_folder_dataset_of_mixed_sizes_with_an_any_size_program():
+    """ImageFolderDataset over photos of several sizes with foveate273_any (no policy): every
+    photo's tokens, as Runner.patches gives them alone."""
+    pytest.importorskip("torch")
+    ds = pxvm.data.ImageFolderDataset(PHOTOS, PROGRAM, batch_size=3, executor=EXECUTOR)
+    r = pxvm.Runner(pxvm.Program.load(PROGRAM), executor=EXECUTOR)
+    got = list(ds)
+    assert [f for _, _, f in got] == _photos()
+    for tokens, grid, f in got:
+        assert tokens.numpy().tobytes() == np.asarray(r.patches(_rgba(f))).tobytes(), f
+        assert grid.tolist() == [1, 1, 273]

@@ -359,6 +359,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
+    msg[0] = 0;
     if ((rc = px_batch_agree(px_batch_inputs(&j, list, dir, msg, sizeof msg)))) {
         if (rank == 0 && msg[0])
             fprintf(stderr, "pxbatch: %s\n", msg);
@@ -384,6 +385,13 @@ int main(int argc, char **argv)
                             "rank 0 reads standard input: give --in-list a file; --in-dir must hold the same files on "
                             "every host)\n");
         rc = 2;
+        goto end;
+    }
+    if (j.in.n == 0) { /* every rank sees the same inputs here */
+        if (rank == 0)
+            fprintf(stderr, "pxbatch: no inputs: %s%s%s\n", list ? "the list '" : "folder '", list ? list : dir,
+                    list ? "' names no file" : "' holds no .png, .jpg or .jpeg file");
+        rc = 1;
         goto end;
     }
     msg[0] = 0;

@@ -350,3 +350,18 @@ def test_ranks_that_see_other_inputs_refuse(ds, tmp_path):
                        capture_output=True, text=True, env=ENV, timeout=60)
     assert r.returncode == 2 and "the ranks do not see the same program and inputs" in r.stderr
     assert files(tmp_path / "o") == {}
+
+
+def test_inputs_that_cannot_be_read_or_hold_no_image_are_errors(ds, tmp_path):
+    """A folder that cannot be read, a folder with no image and an empty list are errors (exit 1)
+    naming it, with no shard written (not "0 images", exit 0)."""
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "notes.txt").write_text("no image here")
+    (tmp_path / "empty.txt").write_text("")
+    for src, says in ((["--in-dir", str(tmp_path / "missing")], "cannot read"),
+                      (["--in-dir", str(tmp_path / "none")], "holds no .png, .jpg or .jpeg file"),
+                      (["--in-list", str(tmp_path / "empty.txt")], "names no file")):
+        out = tmp_path / ("out-" + os.path.basename(src[1]))
+        r = run(ds, out, src=src, rc=1)
+        assert says in r.stderr and src[1] in r.stderr, r.stderr
+        assert not glob.glob(str(out / "shard-*"))

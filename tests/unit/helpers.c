@@ -1,5 +1,6 @@
 /* helpers.c - building, loading and running programs in tests. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "test.h"
 
@@ -103,4 +104,49 @@ pxvm_image px_random_image(int w, int h, uint64_t *state)
     for (size_t i = 0; i < (size_t)w * (size_t)h * 4u; i++)
         img.px[i] = (uint8_t)px_rand(state);
     return img;
+}
+
+int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program *prog)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 64, 64);
+    int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 64, 64);
+    int mask = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", 4, 4);
+    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 2, 1);
+    pxvm_build_persist(&b, cur);
+    pxvm_build_persist(&b, atlas);
+    pxvm_build_patches(&b, atlas, 2, 1, 1);
+    pxvm_image t;
+    pxvm_image_alloc(&t, 6, 1, NULL);
+    for (int e = 0; e < 2; e++) {
+        pxi_write_le(t.px + 12 * e, 0, 0, 4, (uint32_t)(at * 65536 + 32768));
+        pxi_write_le(t.px + 12 * e, 1, 0, 4, (uint32_t)(at * 65536 + 32768));
+        pxi_write_le(t.px + 12 * e, 2, 0, 4, e ? 0u : lod0);
+    }
+    int tab = pxvm_build_data_slot(&b, "tab", &t);
+    pxvm_image_free(&t);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
+    pxvm_build_insn(&b, PX_OP_DIFF, f);
+    pxvm_build_insn(&b, PX_OP_UPDATE, f); /* UPDATE's operands are DIFF's, threshold aside */
+    memset(f, 0, sizeof f);
+    f[PX_FI(PYRAMID, slot)] = cur, f[PX_FI(PYRAMID, mask)] = incremental ? mask : 0;
+    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(GATHER, src)] = cur, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, w)] = 2, f[PX_FI(GATHER, h)] = 1;
+    f[PX_FI(GATHER, table)] = tab, f[PX_FI(GATHER, mask)] = incremental ? mask : 0;
+    pxvm_build_insn(&b, PX_OP_GATHER, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int rc = pxvm_build_finish(&b, &img, &err);
+    pxvm_build_free(&b);
+    if (rc < 0 || pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
 }

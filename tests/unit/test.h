@@ -57,5 +57,10 @@ uint32_t px_px(const pxvm_image *img, int x, int y); /* pixel as R | G<<8 | B<<1
 void px_set(pxvm_image *img, int x, int y, uint32_t rgba);
 uint64_t px_rand(uint64_t *state); /* splitmix64 */
 pxvm_image px_random_image(int w, int h, uint64_t *state);
+/* A video program (64x64 frame: DIFF, UPDATE, PYRAMID, then a GATHER of two table entries into a
+ * persistent 2x1 atlas), incremental (tile masks) or not; both entries read (at + 0.5, at + 0.5),
+ * entry 0 at LOD lod0 (Q8.8), entry 1 at level 0. Programs for other `at` differ only in the
+ * table's pixels. 0, or -1 (the failure reported). */
+int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program *prog);
 
 #endif

@@ -552,54 +552,6 @@ TEST(retarget_input_levels_zero_when_its_pyramid_does_not_run)
     CHECK_EQ(compared, 5);
 }
 
-/* A video program with an incremental GATHER whose two table entries read (c, c) (entry 0 at
- * level 2, entry 1 at level 0): programs for other c are equal in every operand and slot, and
- * differ only in the table's pixels (constant data in the program image). */
-static int px__gather_table_program(int c, pxvm_program *prog)
-{
-    pxvm_builder b;
-    pxvm_build_init(&b, 16);
-    int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 64, 64);
-    int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 64, 64);
-    int mask = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", 4, 4);
-    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 2, 1);
-    pxvm_build_persist(&b, cur);
-    pxvm_build_persist(&b, atlas);
-    pxvm_build_patches(&b, atlas, 2, 1, 1);
-    pxvm_image t;
-    pxvm_image_alloc(&t, 6, 1, NULL);
-    for (int e = 0; e < 2; e++) {
-        pxi_write_le(t.px + 12 * e, 0, 0, 4, (uint32_t)(c * 65536 + 32768));
-        pxi_write_le(t.px + 12 * e, 1, 0, 4, (uint32_t)(c * 65536 + 32768));
-        pxi_write_le(t.px + 12 * e, 2, 0, 4, e ? 0u : 2u * 256u);
-    }
-    int tab = pxvm_build_data_slot(&b, "tab", &t);
-    pxvm_image_free(&t);
-    int32_t f[PXI_MAX_FIELDS] = {0};
-    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
-    pxvm_build_insn(&b, PX_OP_DIFF, f);
-    pxvm_build_insn(&b, PX_OP_UPDATE, f);
-    memset(f, 0, sizeof f);
-    f[PX_FI(PYRAMID, slot)] = cur, f[PX_FI(PYRAMID, mask)] = mask;
-    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
-    memset(f, 0, sizeof f);
-    f[PX_FI(GATHER, src)] = cur, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, w)] = 2, f[PX_FI(GATHER, h)] = 1;
-    f[PX_FI(GATHER, table)] = tab, f[PX_FI(GATHER, mask)] = mask;
-    pxvm_build_insn(&b, PX_OP_GATHER, f);
-    pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    pxvm_image img;
-    pxvm_error err;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    if (rc < 0 || pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* An incremental GATHER switched to a program whose table entries differ (its operands equal)
  * has no last output to build on: with the same frame bound again (no tile dirty), the run
  * samples it whole and equals a fresh load; each way, twice (the second switch finds the first
@@ -610,9 +562,9 @@ TEST(retarget_gather_with_other_table_entries_equals_fresh_load)
     if (!ops)
         return;
     pxvm_program p[2];
-    if (px__gather_table_program(4, &p[0]) < 0)
+    if (px_gather_video_program(1, 4, 2u * 256u, &p[0]) < 0)
         return;
-    if (px__gather_table_program(40, &p[1]) < 0) {
+    if (px_gather_video_program(1, 40, 2u * 256u, &p[1]) < 0) {
         pxvm_program_free(&p[0]);
         return;
     }

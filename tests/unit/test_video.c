@@ -310,54 +310,13 @@ TEST(video_dirty_rectangles_at_tile_boundaries)
  * token's (the centre entry's). Entry 1, the centre, reads level 0 at (4.5, 4.5), tile (0, 0);
  * entry 0 reads there too, but at level 6 (1x1: the whole 64x64 frame). A change in tile (3, 3)
  * alone must make the GATHER sample again, giving the bytes a full recompute gives. */
-static int px__gather_levels_program(int incremental, pxvm_program *prog)
-{
-    pxvm_builder b;
-    pxvm_build_init(&b, 16);
-    int frame = pxvm_build_slot(&b, PXI_ROLE_INPUT, "frame", 64, 64);
-    int cur = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "cur", 64, 64);
-    int mask = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "mask", 4, 4);
-    int atlas = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "atlas", 2, 1);
-    pxvm_build_persist(&b, cur);
-    pxvm_build_persist(&b, atlas);
-    pxvm_build_patches(&b, atlas, 2, 1, 1);
-    pxvm_image t;
-    pxvm_image_alloc(&t, 6, 1, NULL);
-    for (int e = 0; e < 2; e++) {
-        pxi_write_le(t.px + 12 * e, 0, 0, 4, 4 * 65536 + 32768);
-        pxi_write_le(t.px + 12 * e, 1, 0, 4, 4 * 65536 + 32768);
-        pxi_write_le(t.px + 12 * e, 2, 0, 4, e ? 0u : 6u * 256u);
-    }
-    int tab = pxvm_build_data_slot(&b, "tab", &t);
-    pxvm_image_free(&t);
-    int32_t f[PXI_MAX_FIELDS] = {0};
-    f[PX_FI(DIFF, frame)] = frame, f[PX_FI(DIFF, cur)] = cur, f[PX_FI(DIFF, mask)] = mask;
-    pxvm_build_insn(&b, PX_OP_DIFF, f);
-    pxvm_build_insn(&b, PX_OP_UPDATE, f); /* UPDATE's operands are DIFF's, threshold aside */
-    memset(f, 0, sizeof f);
-    f[PX_FI(PYRAMID, slot)] = cur, f[PX_FI(PYRAMID, mask)] = incremental ? mask : 0;
-    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
-    memset(f, 0, sizeof f);
-    f[PX_FI(GATHER, src)] = cur, f[PX_FI(GATHER, dst)] = atlas, f[PX_FI(GATHER, w)] = 2, f[PX_FI(GATHER, h)] = 1;
-    f[PX_FI(GATHER, table)] = tab, f[PX_FI(GATHER, mask)] = incremental ? mask : 0;
-    pxvm_build_insn(&b, PX_OP_GATHER, f);
-    pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    pxvm_image img;
-    pxvm_error err;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    return rc < 0 ? -1 : pxvm_program_from_image(&img, &lim, prog, &err);
-}
-
 TEST(video_gather_footprint_spans_the_levels_of_every_entry)
 {
     pxvm_program inc, full;
     pxvm_executor *ei, *ef;
     pxvm_error err;
     pxvm_run_options ro = {.max_steps = 100};
-    CHECK(px__gather_levels_program(1, &inc) == 0 && px__gather_levels_program(0, &full) == 0);
+    CHECK(px_gather_video_program(1, 4, 6u * 256u, &inc) == 0 && px_gather_video_program(0, 4, 6u * 256u, &full) == 0);
     CHECK(pxvm_cpu_executor.open(&ei, NULL, &err) == 0 && pxvm_cpu_executor.load(ei, &inc, 1, &err) == 0);
     CHECK(pxvm_cpu_executor.open(&ef, NULL, &err) == 0 && pxvm_cpu_executor.load(ef, &full, 1, &err) == 0);
     uint64_t st = 31;

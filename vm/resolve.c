@@ -86,13 +86,21 @@ static inline int64_t px__scaled(const px__scaler *s, int32_t q)
     return quo;
 }
 
-/* Is field f of SAMPLE (aniso 0) or ANISO (1) one that a resolution rewrites? (SAMPLE and ANISO
- * share the layout of src .. dv, loader.h; ANISO adds tdu, tdv) */
+/* The fields a resolution rewrites: the Q16 positions and steps, u then v (SAMPLE has the first
+ * 4: SAMPLE and ANISO share the layout of src .. dv, loader.h; ANISO adds tdu, tdv), and the LOD. */
+static const int px__q16_fields[6] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, cv), PX_FI(SAMPLE, du),
+                                      PX_FI(SAMPLE, dv), PX_FI(ANISO, tdu), PX_FI(ANISO, tdv)};
+static const int px__q16_count[2] = {4, 6}; /* SAMPLE, ANISO */
+
+static int px__lod_field(int aniso) { return aniso ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod); }
+
+/* Is field f of SAMPLE (aniso 0) or ANISO (1) one that a resolution rewrites? */
 static int px__rescaled_field(int aniso, int f)
 {
-    return f == PX_FI(SAMPLE, cu) || f == PX_FI(SAMPLE, cv) || f == PX_FI(SAMPLE, du) || f == PX_FI(SAMPLE, dv) ||
-           f == (aniso ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod)) ||
-           (aniso && (f == PX_FI(ANISO, tdu) || f == PX_FI(ANISO, tdv)));
+    for (int j = 0; j < px__q16_count[aniso]; j++)
+        if (f == px__q16_fields[j])
+            return 1;
+    return f == px__lod_field(aniso);
 }
 
 /* A Q16 operand rescaled to v that leaves int32 (U-BIND-5); out of the hot loop. */
@@ -150,15 +158,14 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
      * byte offset in its instruction's pixels, and whether all are 4 bytes whole (then what the
      * loader decodes is the value itself, written directly) */
     const pxi_op_info *ops[2] = {pxi_op(PX_OP_SAMPLE), pxi_op(PX_OP_ANISO)};
-    int nq[2] = {4, 6}, fq[2][6], axis[2][6], whole[2];
+    const int *nq = px__q16_count, *fq = px__q16_fields; /* field j's axis: j & 1 (u, v) */
+    int whole[2];
     uint32_t at[2][6];
     for (int a = 0; a < 2; a++) {
-        int fs[6] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, cv), PX_FI(SAMPLE, du), PX_FI(SAMPLE, dv), PX_FI(ANISO, tdu),
-                     PX_FI(ANISO, tdv)};
         whole[a] = insns != NULL;
         for (int j = 0; j < nq[a]; j++) {
-            const pxi_field_info *fi = &ops[a]->fields[fs[j]];
-            fq[a][j] = fs[j], axis[a][j] = j & 1, at[a][j] = 4u * fi->pixel + fi->channel;
+            const pxi_field_info *fi = &ops[a]->fields[fq[j]];
+            at[a][j] = 4u * fi->pixel + fi->channel;
             whole[a] &= fi->kind == PXK_Q16 && fi->bytes == 4;
         }
     }
@@ -176,8 +183,8 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
         uint8_t *px = out->px + 4u * (size_t)in->pc;
         const px__scaler *sc[2] = {&su[src], &sv[src]};
         for (int j = 0; j < nq[a]; j++) {
-            int f = fq[a][j];
-            int64_t v = px__scaled(sc[axis[a][j]], in->a[f]);
+            int f = fq[j];
+            int64_t v = px__scaled(sc[j & 1], in->a[f]);
             if (v < INT32_MIN || v > INT32_MAX) {
                 px__scale_fail(poly, ops[a], in, i, f, v, src, size[2 * src], size[2 * src + 1], err);
                 goto fail;
@@ -190,7 +197,7 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
             } else
                 px__put(out, ops[a], in, f, (int32_t)v, to);
         }
-        int lod_f = a ? PX_FI(ANISO, lod) : PX_FI(SAMPLE, lod);
+        int lod_f = px__lod_field(a);
         int lod = in->a[lod_f] + shift[src];
         px__put(out, ops[a], in, lod_f, lod < 0 ? 0 : lod > 65535 ? 65535 : lod, to);
     }

@@ -42,6 +42,17 @@ def canonical_policy(policy: str) -> str:
     return buf.value.decode()
 
 
+def image_hw(a):
+    """(H, W) of an image array or tensor (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4 (HWC
+    first where both read), or None for another shape."""
+    sh = tuple(getattr(a, "shape", ()))
+    if len(sh) == 2 or (len(sh) == 3 and sh[2] in (1, 3, 4)):
+        return sh[0], sh[1]
+    if len(sh) == 3 and sh[0] in (1, 3, 4):
+        return sh[1], sh[2]
+    return None
+
+
 def is_dynamic(policy: str | None) -> bool:
     return isinstance(policy, str) and canonical_policy(policy).startswith("dynamic:")
 
@@ -142,14 +153,11 @@ def dynamic_patches_batch(runner, images, policy: str) -> Ragged:
     for i, x in enumerate(images):
         try:
             a = load_image(x) if files[i] is not None else x
-            sh = tuple(a.shape)
-            if len(sh) == 2 or (len(sh) == 3 and sh[2] in (1, 3, 4)):
-                h, w = sh[0], sh[1]
-            elif len(sh) == 3 and sh[0] in (1, 3, 4):
-                h, w = sh[1], sh[2]
-            else:
+            hw = image_hw(a)
+            if hw is None:
                 raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
-                                 (sh,))
+                                 (tuple(a.shape),))
+            h, w = hw
             wh = dynamic_size(policy, patch, w, h)
         except Error as e:
             raise _named(e, i, files[i]) from None

@@ -12,7 +12,7 @@ from ._capi import View as _View
 from .errors import UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
-from .ragged import is_dynamic, dynamic_patches_batch
+from .ragged import image_hw, is_dynamic, dynamic_patches_batch
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -637,9 +637,7 @@ class Runner:
             return None
         groups = {}
         for i, xi in enumerate(x):
-            sh = tuple(getattr(xi, "shape", ()))
-            hw = (sh[1], sh[2]) if len(sh) == 3 and sh[0] in (1, 3, 4) and sh[2] not in (1, 3, 4) else sh[:2]
-            groups.setdefault(hw, []).append(i)
+            groups.setdefault(image_hw(xi), []).append(i)  # None (a bad shape): the bind says why
         return groups if len(groups) > 1 else None
 
     @staticmethod

@@ -17,8 +17,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import warnings
 
-from .errors import Malformed, PxIOError
+from .errors import Error, InvalidProgram, Malformed, PxIOError, Trap, Unlinkable, UsageError
+from .ragged import is_dynamic
 from ._arrays import _np
 
 
@@ -87,6 +89,17 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True):
             yield load_shard(path[:-5], mmap=mmap)
 
 
+# The classes of an error of one image (its file, its decoding, its size, its run), as pxbatch
+# lists per file; others (unavailable executor, usage) are about the whole job.
+_PER_IMAGE = (Malformed, InvalidProgram, Unlinkable, PxIOError, Trap)
+
+
+def _per_image(e):
+    """Whether pxvm error e is one image's: its class, or an image index (a ragged batch's
+    errors name the image: a dynamic size the rule refuses, a grid that does not compile)."""
+    return isinstance(e, _PER_IMAGE) or getattr(e, "index", None) is not None
+
+
 _classes = {}
 
 
@@ -118,14 +131,82 @@ def _torch_classes():
         """A folder's PNG and JPEG files (name order, as pxbatch --in-dir) through a program: yields
         (tokens, grid, file) as ShardDataset's items, running a Runner (one per worker process) in
         batches of batch_size images (policy "dynamic": a ragged batch, one run per size). Workers of
-        a DataLoader take every num_workers-th batch."""
+        a DataLoader take every num_workers-th batch.
+
+        A file that fails (unreadable, truncated or corrupt, not a PNG or JPEG, outside the
+        program's bounds or of another size than a fixed-size program takes without a policy) is
+        handled per on_error:
+
+        - "skip" (the default): the batch's other images are still yielded, in file order; the
+          file is appended to `failures` as (file, error) (the package's error class, its message
+          naming the file) and reported once per file with warnings.warn (a UserWarning with the
+          library's message). Skipping is the default because an IterableDataset cannot skip an
+          item after raising (the exception ends its iterator, and so the DataLoader's epoch):
+          one bad JPEG in a large scraped folder would end a training run that pxbatch (which
+          lists the file and goes on) finishes, as issue 23 asks of a batch.
+        - "raise": the first failing file raises its error naming the file (torchvision's
+          ImageFolder behaviour: PIL raises on a corrupt file).
+
+        Errors that are not about one image (a program that cannot run here, a bad policy, a
+        plan that policy dynamic cannot use) are raised in both modes. `failures` holds the last
+        pass of this process: with DataLoader workers each worker has its own copy (their
+        warnings reach the worker's stderr)."""
+
+        ON_ERROR = ("skip", "raise")
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
-                     executor: str = "cpu", batch_size: int = 16) -> None:
+                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip") -> None:
+            if on_error not in self.ON_ERROR:
+                raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             d = os.fspath(directory)
             self.files = sorted(os.path.join(d, f) for f in os.listdir(d)
                                 if not f.startswith(".") and f.lower().endswith((".png", ".jpg", ".jpeg")))
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
+            self.on_error = on_error
+            self.failures = []
+            self._warned = set()
+
+        def _failed(self, f, e):
+            """File f failed with pxvm error e: raised (on_error "raise") or listed and warned of
+            once, its message naming the file either way (as pxbatch's: "... (file 'x.png')")."""
+            if "'%s'" % f in str(e):
+                named = e
+            else:
+                named = type(e)("%s (file '%s')" % (e, f))
+                named.index, named.file = getattr(e, "index", None), f
+            if self.on_error == "raise":
+                raise named from None
+            self.failures.append((f, named))
+            if f not in self._warned:
+                self._warned.add(f)
+                warnings.warn("pxvm: ImageFolderDataset skipped '%s': %s" % (f, e), stacklevel=2)
+
+        def _items(self, runner, files, images):
+            """[(file, tokens, grid)] of the images that ran (the batch at once; when it fails
+            for one image, each image alone, so the others still run and each failure is named)."""
+            np = _np()
+            dynamic = is_dynamic(self.policy)
+
+            def run(imgs):
+                out = runner.patches_batch(imgs, policy=self.policy)
+                if dynamic:
+                    return [(np.array(out[i]), out.grid[i].copy()) for i in range(len(imgs))]
+                return [(out[i], np.array([1, 1, out.shape[1]], dtype=np.int64)) for i in range(len(imgs))]
+
+            try:
+                return [(f,) + r for f, r in zip(files, run(images))]
+            except Error as e:
+                if not _per_image(e):
+                    raise
+            items = []
+            for f, im in zip(files, images):
+                try:
+                    items.append((f,) + run([f] if dynamic else [im])[0])  # a path: its errors name it
+                except Error as e:
+                    if not _per_image(e):
+                        raise
+                    self._failed(f, e)
+            return items
 
         def __iter__(self):
             from .program import Program
@@ -138,18 +219,23 @@ def _torch_classes():
                 p = os.fspath(prog)
                 prog = Program.from_plan(p) if p.endswith(".json") else Program.load(p)
             runner = Runner(prog, executor=self.executor)
+            self.failures = []
             for b, at in enumerate(range(0, len(self.files), self.batch_size)):
                 if b % n != k:
                     continue
-                files = self.files[at:at + self.batch_size]
-                out = runner.patches_batch(files if self.policy and "dynamic" in self.policy else
-                                           [load_image(f) for f in files], policy=self.policy)
-                if hasattr(out, "offsets"):
-                    for i, f in enumerate(files):
-                        yield _torch.from_numpy(_np().array(out[i])), _torch.from_numpy(out.grid[i].copy()), f
-                else:
-                    for i, f in enumerate(files):
-                        yield (_torch.from_numpy(out[i]), _torch.tensor([1, 1, out.shape[1]], dtype=_torch.int64), f)
+                files, images = [], []
+                for f in self.files[at:at + self.batch_size]:
+                    try:
+                        images.append(load_image(f))
+                        files.append(f)
+                    except Error as e:
+                        if not _per_image(e):
+                            raise
+                        self._failed(f, e)
+                if not files:
+                    continue
+                for f, tokens, grid in self._items(runner, files, images):
+                    yield _torch.from_numpy(tokens), _torch.from_numpy(grid), f
 
     _classes.update(ShardDataset=ShardDataset, ImageFolderDataset=ImageFolderDataset)
     return _classes

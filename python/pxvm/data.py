@@ -20,7 +20,7 @@ import os
 import warnings
 
 from .errors import Error, InvalidProgram, Malformed, PxIOError, Trap, Unlinkable, UsageError
-from .ragged import is_dynamic
+from .ragged import canonical_policy, is_dynamic
 from ._arrays import _np
 
 
@@ -31,7 +31,7 @@ def _load_npy(path, mmap=False):
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except OSError as e:
-        raise PxIOError("io: cannot read '%s': %s" % (path, e.strerror or e)) from None
+        raise PxIOError("i/o error: cannot read '%s': %s" % (path, e.strerror or e)) from None
     except (ValueError, EOFError) as e:
         raise Malformed("malformed: shard file '%s' is no .npy array: %s" % (path, e)) from None
 
@@ -42,7 +42,7 @@ def _marker(path):
         with open(base + ".json", "rb") as f:
             m = json.load(f)
     except OSError as e:
-        raise PxIOError("io: cannot read '%s.json': %s" % (base, e.strerror or e)) from None
+        raise PxIOError("i/o error: cannot read '%s.json': %s" % (base, e.strerror or e)) from None
     except ValueError as e:
         raise Malformed("malformed: '%s.json' is not a pxbatch marker: %s" % (base, e)) from None
     if not isinstance(m, dict) or not isinstance(m.get("rows"), list) or not isinstance(m.get("shape"), list):
@@ -83,10 +83,19 @@ def load_shard(path: str | os.PathLike, mmap: bool = True):
 
 
 def iter_shards(directory: str | os.PathLike, mmap: bool = True):
-    """load_shard of every shard of a pxbatch --out folder, in shard order."""
-    for path in sorted(glob.glob(os.path.join(glob.escape(os.fspath(directory)), "shard-[0-9]*.json"))):
-        if path[len(os.path.dirname(path)) + 7:-5].isdigit():
-            yield load_shard(path[:-5], mmap=mmap)
+    """load_shard of every shard of a pxbatch --out folder, in shard order. A folder that is not
+    there, or holds no shard (a mistyped path), is PxIOError naming it, as pxbatch --verify
+    fails on it: never an empty dataset."""
+    d = os.fspath(directory)
+    if not os.path.isdir(d):
+        raise PxIOError("i/o error: cannot read '%s': %s" % (d, "not a directory" if os.path.exists(d)
+                                                       else "No such file or directory"))
+    paths = [p for p in sorted(glob.glob(os.path.join(glob.escape(d), "shard-[0-9]*.json")))
+             if p[len(os.path.dirname(p)) + 7:-5].isdigit()]
+    if not paths:
+        raise PxIOError("i/o error: '%s' holds no pxbatch shard (shard-NNNNN.json)" % d)
+    for path in paths:
+        yield load_shard(path[:-5], mmap=mmap)
 
 
 # The classes of an error of one image (its file, its decoding, its size, its run), as pxbatch
@@ -158,9 +167,19 @@ def _torch_classes():
                      executor: str = "cpu", batch_size: int = 16, on_error: str = "skip") -> None:
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
+            if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+                raise UsageError("usage: batch_size %r: a whole number from 1" % (batch_size,))
+            if policy is not None:
+                canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
             d = os.fspath(directory)
-            self.files = sorted(os.path.join(d, f) for f in os.listdir(d)
+            try:
+                names = os.listdir(d)
+            except OSError as e:
+                raise PxIOError("i/o error: cannot read '%s': %s" % (d, e.strerror or e)) from None
+            self.files = sorted(os.path.join(d, f) for f in names
                                 if not f.startswith(".") and f.lower().endswith((".png", ".jpg", ".jpeg")))
+            if not self.files:  # as pxbatch --in-dir: a folder of no image is an error, not an empty epoch
+                raise PxIOError("i/o error: no inputs: folder '%s' holds no PNG or JPEG file (.png, .jpg, .jpeg)" % d)
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
             self.on_error = on_error
             self.failures = []

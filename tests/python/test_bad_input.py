@@ -183,3 +183,26 @@ def test_runner_errors_of_a_file_path_name_the_file(folder):
         anysize.patches(str(folder / BAD[0]))
     with pytest.raises(pxvm.Malformed, match="'%s' is neither a PNG nor a JPEG" % re.escape(str(folder / BAD[1]))):
         anysize.tokens_batch([tall, str(folder / BAD[1])])
+
+
+def test_loaders_refuse_what_would_be_an_empty_or_wrong_dataset(folder, tmp_path):
+    """A missing or image-less folder, a bad batch_size or policy are errors naming them at once,
+    not an empty epoch or a failure at the first batch (before: [] for an empty folder and for
+    iter_shards of a mistyped path, 'range() arg 3 must not be zero', a bad policy accepted)."""
+    pytest.importorskip("torch")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no image here\n")
+    with pytest.raises(pxvm.PxIOError, match="folder '%s' holds no PNG or JPEG file" % re.escape(str(empty))):
+        pxvm.data.ImageFolderDataset(empty, ANY)
+    with pytest.raises(pxvm.PxIOError, match="cannot read '%s'" % re.escape(str(tmp_path / "nowhere"))):
+        pxvm.data.ImageFolderDataset(tmp_path / "nowhere", ANY)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(pxvm.UsageError, match="batch_size"):
+            pxvm.data.ImageFolderDataset(folder, ANY, batch_size=bad)
+    with pytest.raises(pxvm.UsageError, match="fitt"):
+        pxvm.data.ImageFolderDataset(folder, ANY, policy="fitt")
+    with pytest.raises(pxvm.PxIOError, match="'%s' holds no pxbatch shard" % re.escape(str(empty))):
+        list(pxvm.iter_shards(empty))
+    with pytest.raises(pxvm.PxIOError, match="cannot read '%s'" % re.escape(str(tmp_path / "nowhere"))):
+        pxvm.data.ShardDataset(tmp_path / "nowhere")

@@ -2,17 +2,19 @@
 truncated or non-image file, a file given where another kind is needed. Each gets an error naming
 the file (and what was wrong); in a batch the other images go on and each failure is listed;
 nothing partial is written, and nothing is skipped silently."""
+import json
 import os
 import pathlib
 import re
 import shutil
+import subprocess
 import warnings
 
 import numpy as np
 import pytest
 
 import pxvm
-from conftest import EXECUTOR, PHOTO, ROOT, pxrun
+from conftest import BIN, EXECUTOR, PHOTO, ROOT, pxrun
 
 FOVEATE = os.path.join(ROOT, "programs", "foveate273.pxi")
 
@@ -206,3 +208,19 @@ def test_loaders_refuse_what_would_be_an_empty_or_wrong_dataset(folder, tmp_path
         list(pxvm.iter_shards(empty))
     with pytest.raises(pxvm.PxIOError, match="cannot read '%s'" % re.escape(str(tmp_path / "nowhere"))):
         pxvm.data.ShardDataset(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("program,policy", [(ANY, "native"), (PLAN, "dynamic")])
+def test_pxbatch_names_each_failed_file_on_stderr(folder, tmp_path, program, policy):
+    """pxbatch over the folder (native: each image at its size; dynamic: ragged shards): the
+    photos are written, each bad file is in the marker's errors and named on stderr (the file,
+    then the classified error), the summary counts 3 failures and the exit status is 1."""
+    r = subprocess.run([os.path.join(BIN, "pxbatch"), program, "--in-dir", str(folder), "--out", str(tmp_path / "o"),
+                        "--policy", policy, "--executor", "cpu", "--shard-size", "3"], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "4 images" in r.stderr and ", 3 failed," in r.stderr
+    errors = [e for m in sorted((tmp_path / "o").glob("shard-*.json")) for e in json.loads(m.read_text())["errors"]]
+    assert [os.path.basename(e["file"]) for e in errors] == BAD
+    failed = sorted(ln for ln in r.stderr.splitlines() if ln.startswith("pxbatch: failed"))
+    assert failed == sorted("pxbatch: failed: '%s': %s" % (e["file"], e["error"]) for e in errors)
+    assert "unlinkable: a 4x1000 image" in errors[2]["error"] and str(folder / BAD[2]) in errors[2]["error"]

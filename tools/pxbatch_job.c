@@ -145,6 +145,21 @@ int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len)
     return rc;
 }
 
+/* The failed inputs of a finished shard that this run skips, on stderr as a run tells its own
+ * (the summary counts them): a rerun names them again, not only in the marker. */
+static void px__tell_earlier_failures(pxb_marker *m, int shard)
+{
+    json_t *errors = json_object_get(m->root, "errors");
+    for (size_t k = 0; k < json_array_size(errors); k++) {
+        json_t *e = json_array_get(errors, k);
+        char *name = pxb_json_get_name(e, "file");
+        const char *why = json_string_value(json_object_get(e, "error"));
+        fprintf(stderr, "pxbatch: failed (shard-%05d, an earlier run): '%s': %s\n", shard, name ? name : "?",
+                why ? why : "?");
+        free(name);
+    }
+}
+
 /* A finished shard's marker compared with this job: 0 (done[] set when its .npy is there whole;
  * else the shard is made again), or an exit status with msg: 2 another job's, 3 not a marker. */
 static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *failed, uint64_t *skipped, char *msg,
@@ -184,6 +199,7 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
             j->done[shard] = 1;
             *failed += m.nerrors;
             (*skipped)++;
+            px__tell_earlier_failures(&m, shard);
         }
         free(npy);
     }

@@ -441,6 +441,17 @@ static int px__write_shard(px_batch_shard *s, const uint8_t *npy, size_t npy_len
     return rc;
 }
 
+/* Each input of a written shard that failed, on stderr (the marker's errors list them too): its
+ * file, then the classified error (which names the file as well). On a terminal the progress line
+ * is cleared first, so the failure is a line of its own. */
+static void px__tell_failures(const px_batch_shard *s)
+{
+    const char *clear = isatty(2) ? "\r\033[K" : "";
+    for (int i = 0; i < s->count; i++)
+        if (!s->img[i].px)
+            fprintf(stderr, "%spxbatch: failed: '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i] ? s->why[i] : "?");
+}
+
 static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
 {
     uint8_t *tokens = NULL;
@@ -483,6 +494,7 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, in
     if (!rc) {
         w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
         w->bytes_out += npy_len + rg.offsets_len + rg.grid_len + index_len, w->written++;
+        px__tell_failures(s);
     }
     free(npy);
     free(index);
@@ -645,6 +657,7 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     else { /* only what was written is counted */
         w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
         w->bytes_out += npy_len + index_len, w->written++;
+        px__tell_failures(s);
     }
     free(pn_path);
     free(pi_path);

@@ -463,6 +463,13 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
     size_t len;
     if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
         return -1;
+    if (a->scanpath && len >= 8 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8)) { /* a .pxi: no plan to compile */
+        char msg[400];
+        free(data);
+        snprintf(msg, sizeof msg, "--scanpath %d needs a JSON plan (a logpolar or v1 plan, compiled here relative to the "
+                 "fixations the run finds); '%.200s' is a program image (.pxi), already compiled", a->scanpath, a->prog_path);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
     pxvm_image img;
     int rc = a->policy.kind == PX_POLICY_DYNAMIC ? px__dynamic_program(a, data, len, &img, err)
                                                   : pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);

@@ -17,8 +17,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import warnings
 
-from .errors import Malformed, PxIOError
+from .errors import Error, InvalidProgram, Malformed, PxIOError, Trap, Unlinkable, UsageError
+from .ragged import canonical_policy, is_dynamic
 from ._arrays import _np
 
 
@@ -29,7 +31,7 @@ def _load_npy(path, mmap=False):
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except OSError as e:
-        raise PxIOError("io: cannot read '%s': %s" % (path, e.strerror or e)) from None
+        raise PxIOError("i/o error: cannot read '%s': %s" % (path, e.strerror or e)) from None
     except (ValueError, EOFError) as e:
         raise Malformed("malformed: shard file '%s' is no .npy array: %s" % (path, e)) from None
 
@@ -40,7 +42,7 @@ def _marker(path):
         with open(base + ".json", "rb") as f:
             m = json.load(f)
     except OSError as e:
-        raise PxIOError("io: cannot read '%s.json': %s" % (base, e.strerror or e)) from None
+        raise PxIOError("i/o error: cannot read '%s.json': %s" % (base, e.strerror or e)) from None
     except ValueError as e:
         raise Malformed("malformed: '%s.json' is not a pxbatch marker: %s" % (base, e)) from None
     if not isinstance(m, dict) or not isinstance(m.get("rows"), list) or not isinstance(m.get("shape"), list):
@@ -81,10 +83,30 @@ def load_shard(path: str | os.PathLike, mmap: bool = True):
 
 
 def iter_shards(directory: str | os.PathLike, mmap: bool = True):
-    """load_shard of every shard of a pxbatch --out folder, in shard order."""
-    for path in sorted(glob.glob(os.path.join(glob.escape(os.fspath(directory)), "shard-[0-9]*.json"))):
-        if path[len(os.path.dirname(path)) + 7:-5].isdigit():
-            yield load_shard(path[:-5], mmap=mmap)
+    """load_shard of every shard of a pxbatch --out folder, in shard order. A folder that is not
+    there, or holds no shard (a mistyped path), is PxIOError naming it, as pxbatch --verify
+    fails on it: never an empty dataset."""
+    d = os.fspath(directory)
+    if not os.path.isdir(d):
+        raise PxIOError("i/o error: cannot read '%s': %s" % (d, "not a directory" if os.path.exists(d)
+                                                       else "No such file or directory"))
+    paths = [p for p in sorted(glob.glob(os.path.join(glob.escape(d), "shard-[0-9]*.json")))
+             if p[len(os.path.dirname(p)) + 7:-5].isdigit()]
+    if not paths:
+        raise PxIOError("i/o error: '%s' holds no pxbatch shard (shard-NNNNN.json)" % d)
+    for path in paths:
+        yield load_shard(path[:-5], mmap=mmap)
+
+
+# The classes of an error of one image (its file, its decoding, its size, its run), as pxbatch
+# lists per file; others (unavailable executor, usage) are about the whole job.
+_PER_IMAGE = (Malformed, InvalidProgram, Unlinkable, PxIOError, Trap)
+
+
+def _per_image(e):
+    """Whether pxvm error e is one image's: its class, or an image index (a ragged batch's
+    errors name the image: a dynamic size the rule refuses, a grid that does not compile)."""
+    return isinstance(e, _PER_IMAGE) or getattr(e, "index", None) is not None
 
 
 _classes = {}
@@ -118,14 +140,92 @@ def _torch_classes():
         """A folder's PNG and JPEG files (name order, as pxbatch --in-dir) through a program: yields
         (tokens, grid, file) as ShardDataset's items, running a Runner (one per worker process) in
         batches of batch_size images (policy "dynamic": a ragged batch, one run per size). Workers of
-        a DataLoader take every num_workers-th batch."""
+        a DataLoader take every num_workers-th batch.
+
+        A file that fails (unreadable, truncated or corrupt, not a PNG or JPEG, outside the
+        program's bounds or of another size than a fixed-size program takes without a policy) is
+        handled per on_error:
+
+        - "skip" (the default): the batch's other images are still yielded, in file order; the
+          file is appended to `failures` as (file, error) (the package's error class, its message
+          naming the file) and reported once per file with warnings.warn (a UserWarning with the
+          library's message). Skipping is the default because an IterableDataset cannot skip an
+          item after raising (the exception ends its iterator, and so the DataLoader's epoch):
+          one bad JPEG in a large scraped folder would end a training run that pxbatch (which
+          lists the file and goes on) finishes, as issue 23 asks of a batch.
+        - "raise": the first failing file raises its error naming the file (torchvision's
+          ImageFolder behaviour: PIL raises on a corrupt file).
+
+        Errors that are not about one image (a program that cannot run here, a bad policy, a
+        plan that policy dynamic cannot use) are raised in both modes. `failures` holds the last
+        pass of this process: with DataLoader workers each worker has its own copy (their
+        warnings reach the worker's stderr)."""
+
+        ON_ERROR = ("skip", "raise")
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
-                     executor: str = "cpu", batch_size: int = 16) -> None:
+                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip") -> None:
+            if on_error not in self.ON_ERROR:
+                raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
+            if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+                raise UsageError("usage: batch_size %r: a whole number from 1" % (batch_size,))
+            if policy is not None:
+                canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
             d = os.fspath(directory)
-            self.files = sorted(os.path.join(d, f) for f in os.listdir(d)
+            try:
+                names = os.listdir(d)
+            except OSError as e:
+                raise PxIOError("i/o error: cannot read '%s': %s" % (d, e.strerror or e)) from None
+            self.files = sorted(os.path.join(d, f) for f in names
                                 if not f.startswith(".") and f.lower().endswith((".png", ".jpg", ".jpeg")))
+            if not self.files:  # as pxbatch --in-dir: a folder of no image is an error, not an empty epoch
+                raise PxIOError("i/o error: no inputs: folder '%s' holds no PNG or JPEG file (.png, .jpg, .jpeg)" % d)
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
+            self.on_error = on_error
+            self.failures = []
+            self._warned = set()
+
+        def _failed(self, f, e):
+            """File f failed with pxvm error e: raised (on_error "raise") or listed and warned of
+            once, its message naming the file either way (as pxbatch's: "... (file 'x.png')")."""
+            if "'%s'" % f in str(e):
+                named = e
+            else:
+                named = type(e)("%s (file '%s')" % (e, f))
+                named.index, named.file = getattr(e, "index", None), f
+            if self.on_error == "raise":
+                raise named from None
+            self.failures.append((f, named))
+            if f not in self._warned:
+                self._warned.add(f)
+                warnings.warn("pxvm: ImageFolderDataset skipped '%s': %s" % (f, e), stacklevel=2)
+
+        def _items(self, runner, files, images):
+            """[(file, tokens, grid)] of the images that ran (the batch at once; when it fails
+            for one image, each image alone, so the others still run and each failure is named)."""
+            np = _np()
+            dynamic = is_dynamic(self.policy)
+
+            def run(imgs):
+                out = runner.patches_batch(imgs, policy=self.policy)
+                if dynamic:
+                    return [(np.array(out[i]), out.grid[i].copy()) for i in range(len(imgs))]
+                return [(out[i], np.array([1, 1, out.shape[1]], dtype=np.int64)) for i in range(len(imgs))]
+
+            try:
+                return [(f,) + r for f, r in zip(files, run(images))]
+            except Error as e:
+                if not _per_image(e):
+                    raise
+            items = []
+            for f, im in zip(files, images):
+                try:
+                    items.append((f,) + run([f] if dynamic else [im])[0])  # a path: its errors name it
+                except Error as e:
+                    if not _per_image(e):
+                        raise
+                    self._failed(f, e)
+            return items
 
         def __iter__(self):
             from .program import Program
@@ -138,18 +238,23 @@ def _torch_classes():
                 p = os.fspath(prog)
                 prog = Program.from_plan(p) if p.endswith(".json") else Program.load(p)
             runner = Runner(prog, executor=self.executor)
+            self.failures = []
             for b, at in enumerate(range(0, len(self.files), self.batch_size)):
                 if b % n != k:
                     continue
-                files = self.files[at:at + self.batch_size]
-                out = runner.patches_batch(files if self.policy and "dynamic" in self.policy else
-                                           [load_image(f) for f in files], policy=self.policy)
-                if hasattr(out, "offsets"):
-                    for i, f in enumerate(files):
-                        yield _torch.from_numpy(_np().array(out[i])), _torch.from_numpy(out.grid[i].copy()), f
-                else:
-                    for i, f in enumerate(files):
-                        yield (_torch.from_numpy(out[i]), _torch.tensor([1, 1, out.shape[1]], dtype=_torch.int64), f)
+                files, images = [], []
+                for f in self.files[at:at + self.batch_size]:
+                    try:
+                        images.append(load_image(f))
+                        files.append(f)
+                    except Error as e:
+                        if not _per_image(e):
+                            raise
+                        self._failed(f, e)
+                if not files:
+                    continue
+                for f, tokens, grid in self._items(runner, files, images):
+                    yield _torch.from_numpy(tokens), _torch.from_numpy(grid), f
 
     _classes.update(ShardDataset=ShardDataset, ImageFolderDataset=ImageFolderDataset)
     return _classes

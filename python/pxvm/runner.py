@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _capi
 from ._capi import View as _View
-from .errors import UsageError, Unlinkable, _check
+from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
 from .ragged import image_hw, is_dynamic, dynamic_patches_batch
@@ -56,6 +56,45 @@ def _locked(method):
         with self.lock:
             return method(self, *args, **kwargs)
     return locked
+
+
+def _is_path(x):
+    return isinstance(x, (str, os.PathLike))
+
+
+def _path_loaded(x):
+    """An image argument as bound: a file path (str or os.PathLike) becomes its PNG or JPEG image
+    (load_image, as pxrun --in decodes it), in a list each such item; anything else as it is."""
+    if _is_path(x):
+        from .image import load_image
+        return load_image(x)
+    if isinstance(x, (list, tuple)) and any(_is_path(xi) for xi in x):
+        return [_path_loaded(xi) for xi in x]
+    return x
+
+
+def _naming_paths(batched):
+    """A call whose images may be file paths: an error of the call that does not name the file yet
+    (a bind's, e.g. an image outside an any-size input's bounds) is raised again, of its class,
+    naming the file(s) given (e.file: the one file, else None). batched: the images are the first
+    positional argument (the second is fixations), not every positional argument."""
+    def wrap(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except Error as e:
+                names = {s.name for s in self.program.inputs} | {"images"}
+                given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
+                files = [os.fspath(x) for v in given for x in (v if isinstance(v, (list, tuple)) else [v]) if _is_path(x)]
+                if not files or getattr(e, "file", None) or any("'%s'" % f in str(e) for f in files):
+                    raise
+                shown = ", ".join("'%s'" % f for f in files[:4]) + (" and %d more" % (len(files) - 4) if len(files) > 4 else "")
+                err = type(e)("%s (file%s %s)" % (e, "s" if len(files) > 1 else "", shown))
+                err.file = files[0] if len(files) == 1 else None
+                raise err from None
+        return call
+    return wrap
 
 
 # ---- resolution policies --------------------------------------------------------------------------
@@ -127,7 +166,9 @@ class Runner:
     Unavailable says why "cuda" cannot open). A runner is a context manager (close()).
     In the annotations, Array is a uint8 NumPy array or torch tensor (host or CUDA), Batch an
     Array with a leading B axis or a list of Arrays, Fixation (x, y), (K, 2), (B, 2) or (B, K, 2)
-    (a sequence, array or tensor), "saliency" or None.
+    (a sequence, array or tensor), "saliency" or None. An image may also be the path of a PNG or
+    JPEG file (str or os.PathLike; in a batch, list items), for every policy: it is decoded by
+    load_image, as pxrun --in decodes it, and an error of the call names the file.
 
     Fixations are normalized coordinates of the program's first input slot (W x H; for an
     any-size input, the size of the image bound to it in that run): x and y in
@@ -312,7 +353,7 @@ class Runner:
         """The key of a call the fast path takes (one positional image, batch 1, no fixation, no
         policy), or None."""
         if _native is None or len(image) != 1 or inputs or fixation is not None or policy is not None \
-                or units != "normalized":
+                or units != "normalized" or _is_path(image[0]):
             return None
         return (name, *more)
 
@@ -513,11 +554,11 @@ class Runner:
         if args:
             if len(args) > 1 or len(ins) != 1 or kwargs:
                 raise UsageError("usage: give inputs by slot name (%s)" % ", ".join(s.name for s in ins))
-            return {ins[0].index: args[0]}
+            return {ins[0].index: _path_loaded(args[0])}
         bound = {}
         for key, x in kwargs.items():
             s = self.program.slot(key)
-            bound[s.index] = x
+            bound[s.index] = _path_loaded(x)
         missing = [s.name for s in ins if s.index not in bound]
         if missing:
             raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])
@@ -564,6 +605,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_naming_paths(batched=False)
     @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
             fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> dict[str, Array]:
@@ -596,6 +638,7 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_naming_paths(batched=False)
     @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
                 fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
@@ -675,6 +718,7 @@ class Runner:
             raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_naming_paths(batched=True)
     @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
                   fixation_clamp: bool = False, policy: str | None = None, **inputs: Batch) -> dict[str, Array]:
@@ -701,6 +745,7 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_naming_paths(batched=True)
     @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
@@ -765,6 +810,7 @@ class Runner:
         return arr
 
 
+    @_naming_paths(batched=False)
     @_locked
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
         """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
@@ -772,6 +818,7 @@ class Runner:
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_naming_paths(batched=True)
     @_locked
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
         """Runs once on a batch: every item's tokens, (B, N, 3, p, p), each item's as tokens()

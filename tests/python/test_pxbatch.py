@@ -73,6 +73,9 @@ def test_shards_cover_the_dataset_with_the_programs_bytes(dataset, tmp_path):
     assert seen == 300
     assert [os.path.basename(e["file"]) for e in errors] == ["150-corrupt.png"]
     assert "malformed" in errors[0]["error"] and "corrupt or truncated PNG" in errors[0]["error"]
+    # the failure is named on stderr too, not only in the marker: the file, then its classified error
+    failed = [ln for ln in r.stderr.splitlines() if ln.startswith("pxbatch: failed")]
+    assert failed == ["pxbatch: failed: '%s': %s" % (errors[0]["file"], errors[0]["error"])]
 
 
 @pytest.mark.skipif(not shutil.which("mpirun"), reason="needs Open MPI's mpirun")
@@ -106,6 +109,10 @@ def test_a_killed_run_resumes_to_the_same_result(dataset, tmp_path):
     assert [n for n in os.listdir(out) if ".tmp-" in n] == []
     r = pxbatch(dataset, out)  # everything finished: all skipped
     assert "19 finished shards skipped" in r.stderr and "0 images" in r.stderr and "1 failed" in r.stderr
+    # the earlier run's failure is named again, with its shard (150-corrupt.png sorts as input 151)
+    failed = [ln for ln in r.stderr.splitlines() if ln.startswith("pxbatch: failed")]
+    assert len(failed) == 1 and failed[0].startswith(
+        "pxbatch: failed (shard-00009, an earlier run): '%s': malformed: " % (dataset / "img" / "150-corrupt.png"))
 
 
 def test_progress_on_a_terminal_and_usage(dataset, tmp_path):

@@ -138,6 +138,7 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     int have_graph[2];
     void *block; /* d_slots, d_fetch, d_clear, d_rest (and img's level 0 when made with them) in one
                   * allocation from px_gpu_retarget.pool; NULL: separate ones (the loaded program's) */
+    size_t block_bytes;
 };
 
 /* What the resolutions of one any-size program (pxvm_program.resolved_from) share: they differ
@@ -170,6 +171,7 @@ struct px_gpu_retarget {
     px_gpu_slot *cap_g;
     px_rt_tex *retired; /* textures a growth replaced: freed once the stream has drained */
     uint64_t tex_made;  /* textures (one input slot, every item) made by switches since the load */
+    uint64_t configs_made; /* configurations made by switches since the load (px__config_make) */
     px_rt_resize *resize;
     px_rt_config *configs;
     int nconfigs;
@@ -216,10 +218,23 @@ struct px_gpu_retarget {
     cudaStream_t free_stream; /* the executor's own stream: blocks go back to the pool on it */
     cudaMemPool_t pool;    /* where blocks come from: stream-ordered, kept reserved (no release) */
     int have_pool;
+    size_t block_bytes;    /* ... and its size */
+    /* A configuration evicted by count leaves its block and its record (with its key's buffer) for
+     * the next new one, rather than to the pool and the heap: a stream of sizes never seen evicts
+     * one and makes one per switch, and a family's blocks are all of one size. The block is
+     * written next by an upload on the stream, after the runs queued with the evicted one (as a
+     * block freed on the stream would be given again: px__evict). */
+    void *spare_block;
+    size_t spare_bytes;
+    px_rt_config *spare; /* its key buffer holds key_cap words */
     uint8_t *stage[2];     /* pinned host staging of a new configuration's block, used in turn ... */
     size_t stage_cap[2];
     cudaEvent_t stage_done[2]; /* ... once its last upload is done */
     int stage_turn;
+    /* the family records (fam_gen: which making of rt->fam) that stage[t]'s fetch, clear and rest
+     * records hold at the family's layout (0: none), but for the rescaled operands and boxes,
+     * which every sibling rewrites: a sibling then copies none of them again */
+    uint64_t stage_fam[2], fam_gen;
     px_rt_family fam;
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
@@ -471,15 +486,16 @@ static int px__family(px_gpu_retarget *rt, const pxvm_program *prog, pxvm_error 
 /* Sizes of the inputs, the serials of the textures and RESIZE tables in use (marked by bit 63,
  * which no size or operand word has), and every operand: what the fetch and reset records and the
  * graphs are made from. For a resolution of an any-size program, the short form: its
- * resolved_from, then the same for inputs and RESIZEs, and only the rescaled operands (the rest
- * is the any-size program's: equal in every resolution of it). */
+ * resolved_from, then the same for inputs and RESIZEs, and no operand: a resolution is a function
+ * of its any-size program and its inputs' sizes (vm/resolve.c: the rescaled operands are computed
+ * from the sizes alone; the rest is the any-size program's), both of which the key holds, so
+ * hashing the 7 rescaled words of every fetch (most of a new size's key time) told nothing more. */
 static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, size_t *key_n, uint64_t *hash,
                    pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
     if (px__family(rt, prog, err) < 0)
         return -1;
-    /* the short form's 7 words per fetch <= the full form's 1 + PXI_MAX_FIELDS per instruction */
     size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS + 12u) + 2u;
     if (need > rt->key_cap) {
         uint64_t *a = (uint64_t *)realloc(rt->key, sizeof(uint64_t) * need);
@@ -505,14 +521,6 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
     const px_rt_family *fam = &rt->fam;
     for (uint32_t j = 0; prog->resolved_from && j < fam->nresize_at; j++)
         w[n++] = rt->resize_serial[fam->fetch_at[fam->nfetch_at + j]] | (1ull << 63);
-    for (uint32_t j = 0; prog->resolved_from && j < fam->nfetch_at; j++) {
-        const pxi_insn *in = &prog->insns[fam->fetch_at[j]];
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cu), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cv);
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, du), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, dv);
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, lod);
-        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdu) : 0u;
-        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdv) : 0u;
-    }
     for (uint32_t i = 0; !prog->resolved_from && i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         if (in->op == PX_OP_RESIZE)
@@ -848,6 +856,12 @@ void px__retarget_free(pxvm_executor *ex)
         rt->configs = c->next;
         px__config_free(rt, c);
     }
+    if (rt->spare_block)
+        cudaFreeAsync(rt->spare_block, rt->free_stream);
+    rt->spare_block = NULL;
+    if (rt->spare)
+        free(rt->spare->key), free(rt->spare);
+    rt->spare = NULL;
     if (rt->block) { /* the configuration in use's tables: not unload's to free one by one */
         cudaFreeAsync(rt->block, rt->free_stream);
         ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL;
@@ -997,6 +1011,15 @@ static void px__evict(pxvm_executor *ex)
         *oc = c->next;
         rt->nconfigs--;
         px__context(ex, NULL);
+        if (!px__config_apart(c) && !rt->spare) { /* kept for the next new configuration */
+            px__config_drop_graphs(c);
+            free(c->facts.writes), free(c->img.px), free(c->step_blocks);
+            if (rt->spare_block)
+                cudaFreeAsync(rt->spare_block, ex->stream);
+            rt->spare_block = c->block, rt->spare_bytes = c->block_bytes;
+            rt->spare = c;
+            continue;
+        }
         px__config_free_on(c, synced ? rt->free_stream : ex->stream);
     }
 }
@@ -1021,7 +1044,7 @@ static int px__stage(pxvm_executor *ex, size_t bytes, uint8_t **out, pxvm_error 
     if (rt->stage_cap[t] < bytes) {
         if (rt->stage[t])
             cudaFreeHost(rt->stage[t]);
-        rt->stage[t] = NULL, rt->stage_cap[t] = 0;
+        rt->stage[t] = NULL, rt->stage_cap[t] = 0, rt->stage_fam[t] = 0;
         size_t cap = bytes + bytes / 4u;
         PX__CK(cudaHostAlloc((void **)&rt->stage[t], cap, cudaHostAllocDefault));
         rt->stage_cap[t] = cap;
@@ -1066,15 +1089,19 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
     px_gpu_rect *clear = (px_gpu_rect *)(stage + o_clear);
     int nclear, clear_px, nrest, rest_px;
     px_rt_facts *facts = &rt->facts;
+    int staged = sib && rt->stage_fam[rt->stage_turn] == rt->fam_gen; /* the family's records are there */
+    rt->stage_fam[rt->stage_turn] = 0;
     if (sib) {
-        memcpy(fetch, fam->fetch, fetch_b);
+        if (!staged)
+            memcpy(fetch, fam->fetch, fetch_b);
         for (uint32_t j = 0; j < fam->nfetch_at; j++)
             px__fetch_rescaled(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
         for (uint32_t j = fam->nfetch_at + fam->nresize_at; j < fam->nfetch_at + fam->nresize_at + fam->nbox_at; j++)
             px__fetch_box(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
         memcpy(step_blocks, fam->step_blocks, sizeof(unsigned) * prog->nsteps);
         nclear = fam->nclear, clear_px = fam->clear_px;
-        memcpy(clear, fam->clear, sizeof(px_gpu_rect) * (size_t)nclear);
+        if (!staged)
+            memcpy(clear, fam->clear, sizeof(px_gpu_rect) * (size_t)nclear);
         memset(facts, 0, sizeof *facts);
         if (!(facts->writes = (uint8_t *)malloc(2u * (size_t)n)))
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
@@ -1093,7 +1120,8 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
     px_gpu_rect *rest = (px_gpu_rect *)(stage + o_rest);
     if (sib) {
         nrest = fam->nrest, rest_px = fam->rest_px;
-        memcpy(rest, fam->rest, sizeof(px_gpu_rect) * (size_t)nrest);
+        if (!staged)
+            memcpy(rest, fam->rest, sizeof(px_gpu_rect) * (size_t)nrest);
     } else {
         px__rest_fill(ex, rest, &nrest, &rest_px, facts->rest);
     }
@@ -1115,6 +1143,7 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
             fam->touches_image = facts->touches_image, fam->writes_image = facts->writes_image;
             fam->incremental = facts->incremental;
             fam->have = 1;
+            rt->fam_gen++;
         } else { /* not kept: the next size makes them again */
             free(fam->fetch), free(fam->step_blocks), free(fam->clear), free(fam->rest), free(fam->facts);
             fam->fetch = NULL, fam->step_blocks = NULL, fam->clear = fam->rest = NULL, fam->facts = NULL;
@@ -1132,8 +1161,17 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
         uint64_t keep = UINT64_MAX;
         PX__CK(cudaMemPoolSetAttribute(rt->pool, cudaMemPoolAttrReleaseThreshold, &keep));
     }
+    if (prog->resolved_from && fam->have) /* these records are the family's (copied from them, or they from these) */
+        rt->stage_fam[rt->stage_turn] = rt->fam_gen;
     uint8_t *block = NULL;
-    PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
+    if (rt->spare_block && rt->spare_bytes >= size && rt->spare_bytes <= 2u * size) {
+        block = (uint8_t *)rt->spare_block;
+        rt->block_bytes = rt->spare_bytes;
+        rt->spare_block = NULL;
+    } else {
+        PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
+        rt->block_bytes = size;
+    }
     rt->block = block; /* what the configuration in use owns from here on (unload frees it) */
     PX__CK(cudaMemcpyAsync(block, stage, size, cudaMemcpyHostToDevice, ex->stream));
     PX__CK(cudaEventRecord(rt->stage_done[rt->stage_turn], ex->stream));
@@ -1308,6 +1346,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     if (found) {
         saved = *found;
         cur_key = rt->key; /* the record takes the key in use; rt->key becomes the found one */
+    } else if (rt->spare) { /* an evicted one's record and key buffer (key_cap words: every
+                             * program retarget accepts has the loaded one's slot and instruction
+                             * counts, so px__key's need never changes) */
+        cur = rt->spare, cur_key = rt->spare->key;
+        rt->spare = NULL;
+        memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     } else {
         cur = (px_rt_config *)calloc(1, sizeof *cur);
         cur_key = (uint64_t *)malloc(sizeof(uint64_t) * (rt->key_cap ? rt->key_cap : 1));
@@ -1324,8 +1368,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
     cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
     rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
-    cur->block = rt->block;
-    rt->block = NULL;
+    cur->block = rt->block, cur->block_bytes = rt->block_bytes;
+    rt->block = NULL, rt->block_bytes = 0;
     cur->img = rt->img;
     memset(&rt->img, 0, sizeof rt->img);
     cur->facts = rt->facts;
@@ -1365,7 +1409,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
         rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
-        rt->block = found->block;
+        rt->block = found->block, rt->block_bytes = found->block_bytes;
         rt->img = found->img;
         rt->facts = found->facts;
         for (int g = 0; g < 2; g++) {
@@ -1378,6 +1422,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         }
     } else {
         made = 1;
+        rt->configs_made++;
         /* 5. its records, image and own device slot table, in one block (one upload, ordered
          * after the work already queued on the stream); the table of a cached configuration
          * already holds its textures (the configuration's key names them), so a switch back
@@ -1593,4 +1638,9 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
 extern "C" uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex)
 {
     return ex && ex->rt ? ex->rt->tex_made : 0;
+}
+
+extern "C" uint64_t px_gpu_retarget_configs_made(const pxvm_executor *ex)
+{
+    return ex && ex->rt ? ex->rt->configs_made : 0;
 }

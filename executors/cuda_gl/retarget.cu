@@ -33,9 +33,11 @@
  *             captures the graph (a size run once never pays a capture). Its device tables are
  *             one block from the executor's stream-ordered pool, staged in reused pinned memory
  *             and uploaded with one asynchronous copy (px__config_make); a count eviction frees
- *             such a block on the stream, without waiting. A resolution of the any-size program
- *             whose sibling made a configuration copies that one's records (px_rt_family) and
- *             rewrites only what the rescaled operands decide.
+ *             such a block on the stream, without waiting, and a configuration that goes leaves
+ *             its block and record to the next new ones (at most PX_RT_CONFIGS of each kept). A
+ *             resolution of the any-size program whose sibling made a configuration copies that
+ *             one's records (px_rt_family) and rewrites only what the rescaled operands decide;
+ *             its key is the sizes' (a resolution's operands follow from them).
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
@@ -219,14 +221,17 @@ struct px_gpu_retarget {
     cudaMemPool_t pool;    /* where blocks come from: stream-ordered, kept reserved (no release) */
     int have_pool;
     size_t block_bytes;    /* ... and its size */
-    /* A configuration evicted by count leaves its block and its record (with its key's buffer) for
-     * the next new one, rather than to the pool and the heap: a stream of sizes never seen evicts
-     * one and makes one per switch, and a family's blocks are all of one size. The block is
-     * written next by an upload on the stream, after the runs queued with the evicted one (as a
-     * block freed on the stream would be given again: px__evict). */
-    void *spare_block;
-    size_t spare_bytes;
-    px_rt_config *spare; /* its key buffer holds key_cap words */
+    /* A configuration that goes (px__config_free_on) leaves its block and its record (with its
+     * key's buffer) to the next new ones, rather than to the pool and the heap: a stream of sizes
+     * never seen makes one and evicts one per switch (or drops all at a growth), and a family's
+     * blocks are all of one size. A spare block is written next by an upload on the stream, after
+     * the runs queued with the one that went (as a block freed on the stream would be given
+     * again); at most PX_RT_CONFIGS of each are kept, all freed at unload. */
+    void *spare_block[PX_RT_CONFIGS];
+    size_t spare_bytes[PX_RT_CONFIGS];
+    int nspare_block;
+    px_rt_config *spare; /* linked by next; each key buffer holds key_cap words */
+    int nspare;
     uint8_t *stage[2];     /* pinned host staging of a new configuration's block, used in turn ... */
     size_t stage_cap[2];
     cudaEvent_t stage_done[2]; /* ... once its last upload is done */
@@ -393,14 +398,16 @@ static int px__config_apart(const px_rt_config *c)
     return !c->block || (c->img.d_level0 && !c->img.in_block);
 }
 
-/* c goes: its block back to the pool on `stream`, after what is queued there (a graph in flight
- * is freed on its completion); what it owns apart (px__config_apart) only once the stream has
- * drained (cudaFree). */
-static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
+/* c goes: its block to rt's spares (or back to the pool on `stream`, after what is queued there:
+ * a graph in flight is freed on its completion); what it owns apart (px__config_apart) only once
+ * the stream has drained (cudaFree); its record and key buffer to rt's spares (or freed). */
+static void px__config_free_on(px_gpu_retarget *rt, px_rt_config *c, cudaStream_t stream)
 {
     px__config_drop_graphs(c);
     free(c->facts.writes);
-    if (c->block) {
+    if (c->block && rt->nspare_block < PX_RT_CONFIGS) {
+        rt->spare_block[rt->nspare_block] = c->block, rt->spare_bytes[rt->nspare_block++] = c->block_bytes;
+    } else if (c->block) {
         cudaFreeAsync(c->block, stream);
     } else {
         cudaFree(c->d_slots);
@@ -412,6 +419,10 @@ static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
         cudaFree(c->img.d_level0);
     free(c->img.px);
     free(c->step_blocks);
+    if (rt->nspare < PX_RT_CONFIGS) {
+        c->next = rt->spare, rt->spare = c, rt->nspare++;
+        return;
+    }
     free(c->key);
     free(c);
 }
@@ -419,7 +430,7 @@ static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
 /* (The stream has drained: nothing queued reads what goes.) */
 static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
 {
-    px__config_free_on(c, rt->free_stream);
+    px__config_free_on(rt, c, rt->free_stream);
 }
 
 /* Does configuration c use the textures or tables of serial s? (Serials sit at known places of
@@ -856,12 +867,13 @@ void px__retarget_free(pxvm_executor *ex)
         rt->configs = c->next;
         px__config_free(rt, c);
     }
-    if (rt->spare_block)
-        cudaFreeAsync(rt->spare_block, rt->free_stream);
-    rt->spare_block = NULL;
-    if (rt->spare)
-        free(rt->spare->key), free(rt->spare);
-    rt->spare = NULL;
+    while (rt->nspare_block > 0) /* (after the configurations: they leave theirs here) */
+        cudaFreeAsync(rt->spare_block[--rt->nspare_block], rt->free_stream);
+    while (rt->spare) {
+        px_rt_config *c = rt->spare;
+        rt->spare = c->next;
+        free(c->key), free(c);
+    }
     if (rt->block) { /* the configuration in use's tables: not unload's to free one by one */
         cudaFreeAsync(rt->block, rt->free_stream);
         ex->d_slots = NULL, ex->d_fetch = NULL, ex->d_clear = NULL;
@@ -1011,16 +1023,7 @@ static void px__evict(pxvm_executor *ex)
         *oc = c->next;
         rt->nconfigs--;
         px__context(ex, NULL);
-        if (!px__config_apart(c) && !rt->spare) { /* kept for the next new configuration */
-            px__config_drop_graphs(c);
-            free(c->facts.writes), free(c->img.px), free(c->step_blocks);
-            if (rt->spare_block)
-                cudaFreeAsync(rt->spare_block, ex->stream);
-            rt->spare_block = c->block, rt->spare_bytes = c->block_bytes;
-            rt->spare = c;
-            continue;
-        }
-        px__config_free_on(c, synced ? rt->free_stream : ex->stream);
+        px__config_free_on(rt, c, synced ? rt->free_stream : ex->stream);
     }
 }
 
@@ -1164,10 +1167,11 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
     if (prog->resolved_from && fam->have) /* these records are the family's (copied from them, or they from these) */
         rt->stage_fam[rt->stage_turn] = rt->fam_gen;
     uint8_t *block = NULL;
-    if (rt->spare_block && rt->spare_bytes >= size && rt->spare_bytes <= 2u * size) {
-        block = (uint8_t *)rt->spare_block;
-        rt->block_bytes = rt->spare_bytes;
-        rt->spare_block = NULL;
+    int spare = rt->nspare_block - 1; /* the last one left: a spare of this family's size */
+    if (spare >= 0 && rt->spare_bytes[spare] >= size && rt->spare_bytes[spare] <= 2u * size) {
+        block = (uint8_t *)rt->spare_block[spare];
+        rt->block_bytes = rt->spare_bytes[spare];
+        rt->nspare_block--;
     } else {
         PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
         rt->block_bytes = size;
@@ -1346,11 +1350,11 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     if (found) {
         saved = *found;
         cur_key = rt->key; /* the record takes the key in use; rt->key becomes the found one */
-    } else if (rt->spare) { /* an evicted one's record and key buffer (key_cap words: every
-                             * program retarget accepts has the loaded one's slot and instruction
-                             * counts, so px__key's need never changes) */
+    } else if (rt->spare) { /* a record and key buffer that went (key_cap words: every program
+                             * retarget accepts has the loaded one's slot and instruction counts,
+                             * so px__key's need never changes) */
         cur = rt->spare, cur_key = rt->spare->key;
-        rt->spare = NULL;
+        rt->spare = cur->next, rt->nspare--;
         memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     } else {
         cur = (px_rt_config *)calloc(1, sizeof *cur);

@@ -175,8 +175,14 @@ struct px_gpu_retarget {
     uint64_t tex_made;  /* textures (one input slot, every item) made by switches since the load */
     uint64_t configs_made; /* configurations made by switches since the load (px__config_make) */
     px_rt_resize *resize;
-    px_rt_config *configs;
-    int nconfigs;
+    /* the cached configurations, with the fields their lookups and the eviction compare held
+     * here, in one array (a switch to a size never seen scans them all: by serial, by key, for
+     * the oldest; through a list of records, cold in the cache after a run, that was 3 us) */
+    struct {
+        px_rt_config *c;
+        uint64_t hash, prog_serial, stamp;
+    } cached[PX_RT_CONFIGS + 2];
+    int nconfigs; /* <= PX_RT_CONFIGS after a switch, + 1 while one is made */
     uint64_t *tex_serial;    /* [nslots]: the serial of each input's textures in use */
     uint64_t *resize_serial; /* [ninsns]: ... of each RESIZE's tables in use */
     size_t *lin_cap;         /* [nslots]: bytes per item of an input's linear buffers */
@@ -441,6 +447,23 @@ static int px__config_uses(const px_rt_config *c, uint64_t s)
         if (c->key[i] == (s | (1ull << 63)))
             return 1;
     return 0;
+}
+
+/* c into the cache (it holds at most PX_RT_CONFIGS + 1 while a switch is made: px__evict brings
+ * it back to PX_RT_CONFIGS at its end). */
+static void px__cached_add(px_gpu_retarget *rt, px_rt_config *c)
+{
+    int i = rt->nconfigs++;
+    rt->cached[i].c = c, rt->cached[i].hash = c->hash, rt->cached[i].prog_serial = c->prog_serial;
+    rt->cached[i].stamp = c->stamp;
+}
+
+/* Cached configuration i out of the cache (the last one takes its place). */
+static px_rt_config *px__cached_take(px_gpu_retarget *rt, int i)
+{
+    px_rt_config *c = rt->cached[i].c;
+    rt->cached[i] = rt->cached[--rt->nconfigs];
+    return c;
 }
 
 /* ---- the configuration key ------------------------------------------------------------------ */
@@ -862,11 +885,8 @@ void px__retarget_free(pxvm_executor *ex)
         px_gpu_resize_free(r->r);
         free(r);
     }
-    while (rt->configs) {
-        px_rt_config *c = rt->configs;
-        rt->configs = c->next;
-        px__config_free(rt, c);
-    }
+    while (rt->nconfigs > 0)
+        px__config_free(rt, px__cached_take(rt, rt->nconfigs - 1));
     while (rt->nspare_block > 0) /* (after the configurations: they leave theirs here) */
         cudaFreeAsync(rt->spare_block[--rt->nspare_block], rt->free_stream);
     while (rt->spare) {
@@ -959,16 +979,11 @@ static int px__context(pxvm_executor *ex, pxvm_error *err)
  * drained: queued work may read their records and graphs). */
 static void px__drop_configs_using(px_gpu_retarget *rt, uint64_t s)
 {
-    for (px_rt_config **p = &rt->configs; *p;) {
-        if (px__config_uses(*p, s)) {
-            px_rt_config *c = *p;
-            *p = c->next;
-            rt->nconfigs--;
-            px__config_free(rt, c);
-        } else {
-            p = &(*p)->next;
-        }
-    }
+    for (int i = 0; i < rt->nconfigs;)
+        if (px__config_uses(rt->cached[i].c, s))
+            px__config_free(rt, px__cached_take(rt, i));
+        else
+            i++;
 }
 
 /* Textures a growth replaced go, with the configurations that name them, once the stream has
@@ -1011,17 +1026,16 @@ static void px__evict(pxvm_executor *ex)
         px__drop_configs_using(rt, serial);
     }
     while (rt->nconfigs > PX_RT_CONFIGS) {
-        px_rt_config **oc = &rt->configs;
-        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
-            if ((*p)->stamp < (*oc)->stamp)
-                oc = p;
-        px_rt_config *c = *oc;
+        int oldest = 0;
+        for (int i = 1; i < rt->nconfigs; i++)
+            if (rt->cached[i].stamp < rt->cached[oldest].stamp)
+                oldest = i;
+        px_rt_config *c = rt->cached[oldest].c;
         /* a configuration in one block goes without a wait: freed on the stream, after the runs
          * queued with it (every run is on ex->stream, ordered after a previous stream's work) */
         if (!synced && px__config_apart(c))
             px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
-        *oc = c->next;
-        rt->nconfigs--;
+        px__cached_take(rt, oldest);
         px__context(ex, NULL);
         px__config_free_on(rt, c, synced ? rt->free_stream : ex->stream);
     }
@@ -1276,8 +1290,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 ex->up_done[k][t] = ex->up_free[k][t] = NULL;
             }
             rt->lin_cap[k] = lin;
-            for (px_rt_config *c = rt->configs; c; c = c->next)
-                px__config_drop_graphs(c);
+            for (int i = 0; i < rt->nconfigs; i++)
+                px__config_drop_graphs(rt->cached[i].c);
             for (int g = 0; g < 2; g++) {
                 if (ex->have_graph[g]) {
                     cudaGraphExecDestroy(ex->graph[g]);
@@ -1337,11 +1351,9 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * its record is reused for the one in use (nothing allocated); else by the key (serial 0, or
      * a program not switched to before) */
     px_rt_config *found = NULL;
-    for (px_rt_config **p = &rt->configs; next->serial && *p; p = &(*p)->next)
-        if ((*p)->prog_serial == next->serial) {
-            found = *p;
-            *p = found->next;
-            rt->nconfigs--;
+    for (int i = 0; next->serial && i < rt->nconfigs; i++)
+        if (rt->cached[i].prog_serial == next->serial) {
+            found = px__cached_take(rt, i);
             break;
         }
     px_rt_config *cur = found;
@@ -1384,9 +1396,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
-    cur->next = rt->configs;
-    rt->configs = cur;
-    rt->nconfigs++;
+    px__cached_add(rt, cur);
     for (int i = 0; i < ngone; i++) /* the one in use named a replaced texture: it goes (the stream has drained) */
         px__drop_configs_using(rt, gone[i]);
     ex->prog = next;
@@ -1400,11 +1410,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             return -1;
         rt->next_key = rt->key; /* the key in use is rt->key */
         rt->key = key, rt->key_n = key_n, rt->key_hash = hash;
-        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
-            if ((*p)->hash == hash && (*p)->key_n == key_n && !memcmp((*p)->key, key, sizeof(uint64_t) * key_n)) {
-                found = *p;
-                *p = found->next;
-                rt->nconfigs--;
+        for (int i = 0; i < rt->nconfigs; i++)
+            if (rt->cached[i].hash == hash && rt->cached[i].c->key_n == key_n &&
+                !memcmp(rt->cached[i].c->key, key, sizeof(uint64_t) * key_n)) {
+                found = px__cached_take(rt, i);
                 break;
             }
     }

@@ -60,7 +60,10 @@
  * the new configuration's records (five allocations and pageable uploads, and their host loops);
  * to a size seen before 3.4-3.5 us. With one block, one pinned upload and a sibling's records
  * (tests/bench/results/retarget-h100-config.json, one run 37-41 us): retarget_new 0.12-0.13 ->
- * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms.
+ * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms. With a key of
+ * the sizes alone, the cached configurations in one array, and blocks and records reused from
+ * those that went (tests/bench/results/retarget-h100-newsize.md, one session, one run 34-39 us):
+ * a new size's retarget 35-50 -> 20-23 us, resolution + retarget 47-71 -> 32-42 us.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */

@@ -33,9 +33,11 @@
  *             captures the graph (a size run once never pays a capture). Its device tables are
  *             one block from the executor's stream-ordered pool, staged in reused pinned memory
  *             and uploaded with one asynchronous copy (px__config_make); a count eviction frees
- *             such a block on the stream, without waiting. A resolution of the any-size program
- *             whose sibling made a configuration copies that one's records (px_rt_family) and
- *             rewrites only what the rescaled operands decide.
+ *             such a block on the stream, without waiting, and a configuration that goes leaves
+ *             its block and record to the next new ones (at most PX_RT_CONFIGS of each kept). A
+ *             resolution of the any-size program whose sibling made a configuration copies that
+ *             one's records (px_rt_family) and rewrites only what the rescaled operands decide;
+ *             its key is the sizes' (a resolution's operands follow from them).
  * A switch back to a cached configuration is host work only (lookups, the key, pointer swaps)
  * and a device-to-device copy of the program image's level 0 when it differs from the loaded
  * one's: no upload, no allocation, no synchronisation, no kernel; the wipe is left to the next
@@ -58,7 +60,10 @@
  * the new configuration's records (five allocations and pageable uploads, and their host loops);
  * to a size seen before 3.4-3.5 us. With one block, one pinned upload and a sibling's records
  * (tests/bench/results/retarget-h100-config.json, one run 37-41 us): retarget_new 0.12-0.13 ->
- * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms.
+ * 0.040-0.041 ms, a new size (resolution + retarget) 0.15-0.16 -> 0.063-0.066 ms. With a key of
+ * the sizes alone, the cached configurations in one array, and blocks and records reused from
+ * those that went (tests/bench/results/retarget-h100-newsize.md, one session, one run 34-39 us):
+ * a new size's retarget 35-50 -> 20-23 us, resolution + retarget 47-71 -> 32-42 us.
  * Slots that are neither inputs nor persistent start again from their initial state, as after a
  * load; other inputs, registers and persistent slots stay. A retarget that fails after it began
  * to switch (a CUDA error) leaves no program loaded. */
@@ -138,6 +143,7 @@ struct px_rt_config { /* what runs launch with for one set of textures, tables a
     int have_graph[2];
     void *block; /* d_slots, d_fetch, d_clear, d_rest (and img's level 0 when made with them) in one
                   * allocation from px_gpu_retarget.pool; NULL: separate ones (the loaded program's) */
+    size_t block_bytes;
 };
 
 /* What the resolutions of one any-size program (pxvm_program.resolved_from) share: they differ
@@ -170,9 +176,16 @@ struct px_gpu_retarget {
     px_gpu_slot *cap_g;
     px_rt_tex *retired; /* textures a growth replaced: freed once the stream has drained */
     uint64_t tex_made;  /* textures (one input slot, every item) made by switches since the load */
+    uint64_t configs_made; /* configurations made by switches since the load (px__config_make) */
     px_rt_resize *resize;
-    px_rt_config *configs;
-    int nconfigs;
+    /* the cached configurations, with the fields their lookups and the eviction compare held
+     * here, in one array (a switch to a size never seen scans them all: by serial, by key, for
+     * the oldest; through a list of records, cold in the cache after a run, that was 3 us) */
+    struct {
+        px_rt_config *c;
+        uint64_t hash, prog_serial, stamp;
+    } cached[PX_RT_CONFIGS + 2];
+    int nconfigs; /* <= PX_RT_CONFIGS after a switch, + 1 while one is made */
     uint64_t *tex_serial;    /* [nslots]: the serial of each input's textures in use */
     uint64_t *resize_serial; /* [ninsns]: ... of each RESIZE's tables in use */
     size_t *lin_cap;         /* [nslots]: bytes per item of an input's linear buffers */
@@ -216,10 +229,26 @@ struct px_gpu_retarget {
     cudaStream_t free_stream; /* the executor's own stream: blocks go back to the pool on it */
     cudaMemPool_t pool;    /* where blocks come from: stream-ordered, kept reserved (no release) */
     int have_pool;
+    size_t block_bytes;    /* ... and its size */
+    /* A configuration that goes (px__config_free_on) leaves its block and its record (with its
+     * key's buffer) to the next new ones, rather than to the pool and the heap: a stream of sizes
+     * never seen makes one and evicts one per switch (or drops all at a growth), and a family's
+     * blocks are all of one size. A spare block is written next by an upload on the stream, after
+     * the runs queued with the one that went (as a block freed on the stream would be given
+     * again); at most PX_RT_CONFIGS of each are kept, all freed at unload. */
+    void *spare_block[PX_RT_CONFIGS];
+    size_t spare_bytes[PX_RT_CONFIGS];
+    int nspare_block;
+    px_rt_config *spare; /* linked by next; each key buffer holds key_cap words */
+    int nspare;
     uint8_t *stage[2];     /* pinned host staging of a new configuration's block, used in turn ... */
     size_t stage_cap[2];
     cudaEvent_t stage_done[2]; /* ... once its last upload is done */
     int stage_turn;
+    /* the family records (fam_gen: which making of rt->fam) that stage[t]'s fetch, clear and rest
+     * records hold at the family's layout (0: none), but for the rescaled operands and boxes,
+     * which every sibling rewrites: a sibling then copies none of them again */
+    uint64_t stage_fam[2], fam_gen;
     px_rt_family fam;
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
@@ -378,14 +407,16 @@ static int px__config_apart(const px_rt_config *c)
     return !c->block || (c->img.d_level0 && !c->img.in_block);
 }
 
-/* c goes: its block back to the pool on `stream`, after what is queued there (a graph in flight
- * is freed on its completion); what it owns apart (px__config_apart) only once the stream has
- * drained (cudaFree). */
-static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
+/* c goes: its block to rt's spares (or back to the pool on `stream`, after what is queued there:
+ * a graph in flight is freed on its completion); what it owns apart (px__config_apart) only once
+ * the stream has drained (cudaFree); its record and key buffer to rt's spares (or freed). */
+static void px__config_free_on(px_gpu_retarget *rt, px_rt_config *c, cudaStream_t stream)
 {
     px__config_drop_graphs(c);
     free(c->facts.writes);
-    if (c->block) {
+    if (c->block && rt->nspare_block < PX_RT_CONFIGS) {
+        rt->spare_block[rt->nspare_block] = c->block, rt->spare_bytes[rt->nspare_block++] = c->block_bytes;
+    } else if (c->block) {
         cudaFreeAsync(c->block, stream);
     } else {
         cudaFree(c->d_slots);
@@ -397,6 +428,10 @@ static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
         cudaFree(c->img.d_level0);
     free(c->img.px);
     free(c->step_blocks);
+    if (rt->nspare < PX_RT_CONFIGS) {
+        c->next = rt->spare, rt->spare = c, rt->nspare++;
+        return;
+    }
     free(c->key);
     free(c);
 }
@@ -404,7 +439,7 @@ static void px__config_free_on(px_rt_config *c, cudaStream_t stream)
 /* (The stream has drained: nothing queued reads what goes.) */
 static void px__config_free(px_gpu_retarget *rt, px_rt_config *c)
 {
-    px__config_free_on(c, rt->free_stream);
+    px__config_free_on(rt, c, rt->free_stream);
 }
 
 /* Does configuration c use the textures or tables of serial s? (Serials sit at known places of
@@ -415,6 +450,23 @@ static int px__config_uses(const px_rt_config *c, uint64_t s)
         if (c->key[i] == (s | (1ull << 63)))
             return 1;
     return 0;
+}
+
+/* c into the cache (it holds at most PX_RT_CONFIGS + 1 while a switch is made: px__evict brings
+ * it back to PX_RT_CONFIGS at its end). */
+static void px__cached_add(px_gpu_retarget *rt, px_rt_config *c)
+{
+    int i = rt->nconfigs++;
+    rt->cached[i].c = c, rt->cached[i].hash = c->hash, rt->cached[i].prog_serial = c->prog_serial;
+    rt->cached[i].stamp = c->stamp;
+}
+
+/* Cached configuration i out of the cache (the last one takes its place). */
+static px_rt_config *px__cached_take(px_gpu_retarget *rt, int i)
+{
+    px_rt_config *c = rt->cached[i].c;
+    rt->cached[i] = rt->cached[--rt->nconfigs];
+    return c;
 }
 
 /* ---- the configuration key ------------------------------------------------------------------ */
@@ -471,15 +523,16 @@ static int px__family(px_gpu_retarget *rt, const pxvm_program *prog, pxvm_error 
 /* Sizes of the inputs, the serials of the textures and RESIZE tables in use (marked by bit 63,
  * which no size or operand word has), and every operand: what the fetch and reset records and the
  * graphs are made from. For a resolution of an any-size program, the short form: its
- * resolved_from, then the same for inputs and RESIZEs, and only the rescaled operands (the rest
- * is the any-size program's: equal in every resolution of it). */
+ * resolved_from, then the same for inputs and RESIZEs, and no operand: a resolution is a function
+ * of its any-size program and its inputs' sizes (vm/resolve.c: the rescaled operands are computed
+ * from the sizes alone; the rest is the any-size program's), both of which the key holds, so
+ * hashing the 7 rescaled words of every fetch (most of a new size's key time) told nothing more. */
 static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, size_t *key_n, uint64_t *hash,
                    pxvm_error *err)
 {
     px_gpu_retarget *rt = ex->rt;
     if (px__family(rt, prog, err) < 0)
         return -1;
-    /* the short form's 7 words per fetch <= the full form's 1 + PXI_MAX_FIELDS per instruction */
     size_t need = 2u * (size_t)prog->nslots + (size_t)prog->ninsns * (1u + PXI_MAX_FIELDS + 12u) + 2u;
     if (need > rt->key_cap) {
         uint64_t *a = (uint64_t *)realloc(rt->key, sizeof(uint64_t) * need);
@@ -505,14 +558,6 @@ static int px__key(pxvm_executor *ex, const pxvm_program *prog, uint64_t **key, 
     const px_rt_family *fam = &rt->fam;
     for (uint32_t j = 0; prog->resolved_from && j < fam->nresize_at; j++)
         w[n++] = rt->resize_serial[fam->fetch_at[fam->nfetch_at + j]] | (1ull << 63);
-    for (uint32_t j = 0; prog->resolved_from && j < fam->nfetch_at; j++) {
-        const pxi_insn *in = &prog->insns[fam->fetch_at[j]];
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cu), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, cv);
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, du), w[n++] = (uint32_t)PX_ARG(in, SAMPLE, dv);
-        w[n++] = (uint32_t)PX_ARG(in, SAMPLE, lod);
-        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdu) : 0u;
-        w[n++] = in->op == PX_OP_ANISO ? (uint32_t)PX_ARG(in, ANISO, tdv) : 0u;
-    }
     for (uint32_t i = 0; !prog->resolved_from && i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         if (in->op == PX_OP_RESIZE)
@@ -843,10 +888,14 @@ void px__retarget_free(pxvm_executor *ex)
         px_gpu_resize_free(r->r);
         free(r);
     }
-    while (rt->configs) {
-        px_rt_config *c = rt->configs;
-        rt->configs = c->next;
-        px__config_free(rt, c);
+    while (rt->nconfigs > 0)
+        px__config_free(rt, px__cached_take(rt, rt->nconfigs - 1));
+    while (rt->nspare_block > 0) /* (after the configurations: they leave theirs here) */
+        cudaFreeAsync(rt->spare_block[--rt->nspare_block], rt->free_stream);
+    while (rt->spare) {
+        px_rt_config *c = rt->spare;
+        rt->spare = c->next;
+        free(c->key), free(c);
     }
     if (rt->block) { /* the configuration in use's tables: not unload's to free one by one */
         cudaFreeAsync(rt->block, rt->free_stream);
@@ -933,16 +982,11 @@ static int px__context(pxvm_executor *ex, pxvm_error *err)
  * drained: queued work may read their records and graphs). */
 static void px__drop_configs_using(px_gpu_retarget *rt, uint64_t s)
 {
-    for (px_rt_config **p = &rt->configs; *p;) {
-        if (px__config_uses(*p, s)) {
-            px_rt_config *c = *p;
-            *p = c->next;
-            rt->nconfigs--;
-            px__config_free(rt, c);
-        } else {
-            p = &(*p)->next;
-        }
-    }
+    for (int i = 0; i < rt->nconfigs;)
+        if (px__config_uses(rt->cached[i].c, s))
+            px__config_free(rt, px__cached_take(rt, i));
+        else
+            i++;
 }
 
 /* Textures a growth replaced go, with the configurations that name them, once the stream has
@@ -985,19 +1029,18 @@ static void px__evict(pxvm_executor *ex)
         px__drop_configs_using(rt, serial);
     }
     while (rt->nconfigs > PX_RT_CONFIGS) {
-        px_rt_config **oc = &rt->configs;
-        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
-            if ((*p)->stamp < (*oc)->stamp)
-                oc = p;
-        px_rt_config *c = *oc;
+        int oldest = 0;
+        for (int i = 1; i < rt->nconfigs; i++)
+            if (rt->cached[i].stamp < rt->cached[oldest].stamp)
+                oldest = i;
+        px_rt_config *c = rt->cached[oldest].c;
         /* a configuration in one block goes without a wait: freed on the stream, after the runs
          * queued with it (every run is on ex->stream, ordered after a previous stream's work) */
         if (!synced && px__config_apart(c))
             px__context(ex, NULL), cudaStreamSynchronize(ex->stream), synced = 1;
-        *oc = c->next;
-        rt->nconfigs--;
+        px__cached_take(rt, oldest);
         px__context(ex, NULL);
-        px__config_free_on(c, synced ? rt->free_stream : ex->stream);
+        px__config_free_on(rt, c, synced ? rt->free_stream : ex->stream);
     }
 }
 
@@ -1021,7 +1064,7 @@ static int px__stage(pxvm_executor *ex, size_t bytes, uint8_t **out, pxvm_error 
     if (rt->stage_cap[t] < bytes) {
         if (rt->stage[t])
             cudaFreeHost(rt->stage[t]);
-        rt->stage[t] = NULL, rt->stage_cap[t] = 0;
+        rt->stage[t] = NULL, rt->stage_cap[t] = 0, rt->stage_fam[t] = 0;
         size_t cap = bytes + bytes / 4u;
         PX__CK(cudaHostAlloc((void **)&rt->stage[t], cap, cudaHostAllocDefault));
         rt->stage_cap[t] = cap;
@@ -1066,15 +1109,19 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
     px_gpu_rect *clear = (px_gpu_rect *)(stage + o_clear);
     int nclear, clear_px, nrest, rest_px;
     px_rt_facts *facts = &rt->facts;
+    int staged = sib && rt->stage_fam[rt->stage_turn] == rt->fam_gen; /* the family's records are there */
+    rt->stage_fam[rt->stage_turn] = 0;
     if (sib) {
-        memcpy(fetch, fam->fetch, fetch_b);
+        if (!staged)
+            memcpy(fetch, fam->fetch, fetch_b);
         for (uint32_t j = 0; j < fam->nfetch_at; j++)
             px__fetch_rescaled(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
         for (uint32_t j = fam->nfetch_at + fam->nresize_at; j < fam->nfetch_at + fam->nresize_at + fam->nbox_at; j++)
             px__fetch_box(prog, fam->fetch_at[j], &fetch[fam->fetch_at[j]]);
         memcpy(step_blocks, fam->step_blocks, sizeof(unsigned) * prog->nsteps);
         nclear = fam->nclear, clear_px = fam->clear_px;
-        memcpy(clear, fam->clear, sizeof(px_gpu_rect) * (size_t)nclear);
+        if (!staged)
+            memcpy(clear, fam->clear, sizeof(px_gpu_rect) * (size_t)nclear);
         memset(facts, 0, sizeof *facts);
         if (!(facts->writes = (uint8_t *)malloc(2u * (size_t)n)))
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(2u * (size_t)n));
@@ -1093,7 +1140,8 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
     px_gpu_rect *rest = (px_gpu_rect *)(stage + o_rest);
     if (sib) {
         nrest = fam->nrest, rest_px = fam->rest_px;
-        memcpy(rest, fam->rest, sizeof(px_gpu_rect) * (size_t)nrest);
+        if (!staged)
+            memcpy(rest, fam->rest, sizeof(px_gpu_rect) * (size_t)nrest);
     } else {
         px__rest_fill(ex, rest, &nrest, &rest_px, facts->rest);
     }
@@ -1115,6 +1163,7 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
             fam->touches_image = facts->touches_image, fam->writes_image = facts->writes_image;
             fam->incremental = facts->incremental;
             fam->have = 1;
+            rt->fam_gen++;
         } else { /* not kept: the next size makes them again */
             free(fam->fetch), free(fam->step_blocks), free(fam->clear), free(fam->rest), free(fam->facts);
             fam->fetch = NULL, fam->step_blocks = NULL, fam->clear = fam->rest = NULL, fam->facts = NULL;
@@ -1132,8 +1181,18 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
         uint64_t keep = UINT64_MAX;
         PX__CK(cudaMemPoolSetAttribute(rt->pool, cudaMemPoolAttrReleaseThreshold, &keep));
     }
+    if (prog->resolved_from && fam->have) /* these records are the family's (copied from them, or they from these) */
+        rt->stage_fam[rt->stage_turn] = rt->fam_gen;
     uint8_t *block = NULL;
-    PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
+    int spare = rt->nspare_block - 1; /* the last one left: a spare of this family's size */
+    if (spare >= 0 && rt->spare_bytes[spare] >= size && rt->spare_bytes[spare] <= 2u * size) {
+        block = (uint8_t *)rt->spare_block[spare];
+        rt->block_bytes = rt->spare_bytes[spare];
+        rt->nspare_block--;
+    } else {
+        PX__CK(cudaMallocFromPoolAsync((void **)&block, size, rt->pool, ex->stream));
+        rt->block_bytes = size;
+    }
     rt->block = block; /* what the configuration in use owns from here on (unload frees it) */
     PX__CK(cudaMemcpyAsync(block, stage, size, cudaMemcpyHostToDevice, ex->stream));
     PX__CK(cudaEventRecord(rt->stage_done[rt->stage_turn], ex->stream));
@@ -1234,8 +1293,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
                 ex->up_done[k][t] = ex->up_free[k][t] = NULL;
             }
             rt->lin_cap[k] = lin;
-            for (px_rt_config *c = rt->configs; c; c = c->next)
-                px__config_drop_graphs(c);
+            for (int i = 0; i < rt->nconfigs; i++)
+                px__config_drop_graphs(rt->cached[i].c);
             for (int g = 0; g < 2; g++) {
                 if (ex->have_graph[g]) {
                     cudaGraphExecDestroy(ex->graph[g]);
@@ -1295,11 +1354,9 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * its record is reused for the one in use (nothing allocated); else by the key (serial 0, or
      * a program not switched to before) */
     px_rt_config *found = NULL;
-    for (px_rt_config **p = &rt->configs; next->serial && *p; p = &(*p)->next)
-        if ((*p)->prog_serial == next->serial) {
-            found = *p;
-            *p = found->next;
-            rt->nconfigs--;
+    for (int i = 0; next->serial && i < rt->nconfigs; i++)
+        if (rt->cached[i].prog_serial == next->serial) {
+            found = px__cached_take(rt, i);
             break;
         }
     px_rt_config *cur = found;
@@ -1308,6 +1365,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     if (found) {
         saved = *found;
         cur_key = rt->key; /* the record takes the key in use; rt->key becomes the found one */
+    } else if (rt->spare) { /* a record and key buffer that went (key_cap words: every program
+                             * retarget accepts has the loaded one's slot and instruction counts,
+                             * so px__key's need never changes) */
+        cur = rt->spare, cur_key = rt->spare->key;
+        rt->spare = cur->next, rt->nspare--;
+        memcpy(cur_key, rt->key, sizeof(uint64_t) * rt->key_n);
     } else {
         cur = (px_rt_config *)calloc(1, sizeof *cur);
         cur_key = (uint64_t *)malloc(sizeof(uint64_t) * (rt->key_cap ? rt->key_cap : 1));
@@ -1324,8 +1387,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     cur->d_clear = ex->d_clear, cur->nclear = ex->nclear, cur->max_clear_px = ex->max_clear_px;
     cur->d_rest = rt->d_rest, cur->nrest = rt->nrest, cur->rest_px = rt->rest_px;
     rt->d_rest = NULL, rt->nrest = rt->rest_px = 0;
-    cur->block = rt->block;
-    rt->block = NULL;
+    cur->block = rt->block, cur->block_bytes = rt->block_bytes;
+    rt->block = NULL, rt->block_bytes = 0;
     cur->img = rt->img;
     memset(&rt->img, 0, sizeof rt->img);
     cur->facts = rt->facts;
@@ -1336,9 +1399,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
-    cur->next = rt->configs;
-    rt->configs = cur;
-    rt->nconfigs++;
+    px__cached_add(rt, cur);
     for (int i = 0; i < ngone; i++) /* the one in use named a replaced texture: it goes (the stream has drained) */
         px__drop_configs_using(rt, gone[i]);
     ex->prog = next;
@@ -1352,11 +1413,10 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             return -1;
         rt->next_key = rt->key; /* the key in use is rt->key */
         rt->key = key, rt->key_n = key_n, rt->key_hash = hash;
-        for (px_rt_config **p = &rt->configs; *p; p = &(*p)->next)
-            if ((*p)->hash == hash && (*p)->key_n == key_n && !memcmp((*p)->key, key, sizeof(uint64_t) * key_n)) {
-                found = *p;
-                *p = found->next;
-                rt->nconfigs--;
+        for (int i = 0; i < rt->nconfigs; i++)
+            if (rt->cached[i].hash == hash && rt->cached[i].c->key_n == key_n &&
+                !memcmp(rt->cached[i].c->key, key, sizeof(uint64_t) * key_n)) {
+                found = px__cached_take(rt, i);
                 break;
             }
     }
@@ -1365,7 +1425,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->d_slots = found->d_slots, ex->d_fetch = found->d_fetch, ex->step_blocks = found->step_blocks;
         ex->d_clear = found->d_clear, ex->nclear = found->nclear, ex->max_clear_px = found->max_clear_px;
         rt->d_rest = found->d_rest, rt->nrest = found->nrest, rt->rest_px = found->rest_px;
-        rt->block = found->block;
+        rt->block = found->block, rt->block_bytes = found->block_bytes;
         rt->img = found->img;
         rt->facts = found->facts;
         for (int g = 0; g < 2; g++) {
@@ -1378,6 +1438,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         }
     } else {
         made = 1;
+        rt->configs_made++;
         /* 5. its records, image and own device slot table, in one block (one upload, ordered
          * after the work already queued on the stream); the table of a cached configuration
          * already holds its textures (the configuration's key names them), so a switch back
@@ -1593,4 +1654,9 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
 extern "C" uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex)
 {
     return ex && ex->rt ? ex->rt->tex_made : 0;
+}
+
+extern "C" uint64_t px_gpu_retarget_configs_made(const pxvm_executor *ex)
+{
+    return ex && ex->rt ? ex->rt->configs_made : 0;
 }

@@ -195,24 +195,26 @@ static const int px__sizes[][2] = {
 /* executors/cuda_gl/retarget.cu: input textures (one slot, every item) its switches have made since
  * the load (a CUDA-GL executor's only) */
 uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex);
+/* ... and configurations (records, slot table, image for one set of sizes and operands) */
+uint64_t px_gpu_retarget_configs_made(const pxvm_executor *ex);
 #endif
 
-/* Input textures the executor's switches have made so far, or -1 when it does not count them (the
- * CPU executor, whose storage only grows too, counts nothing). */
-static long long px__textures_made(pxvm_executor *ex)
+/* Input textures (configs: configurations) the executor's switches have made so far, or -1 when
+ * it does not count them (the CPU executor, whose storage only grows too, counts nothing). */
+static long long px__made(pxvm_executor *ex, int configs)
 {
 #ifdef PXVM_HAVE_CUDA_GL
     const char *name = getenv("PXVM_TEST_EXECUTOR");
     if (name && !strcmp(name, "cuda"))
-        return (long long)px_gpu_retarget_textures_made(ex);
+        return (long long)(configs ? px_gpu_retarget_configs_made(ex) : px_gpu_retarget_textures_made(ex));
 #endif
-    (void)ex;
+    (void)ex, (void)configs;
     return -1;
 }
 
 /* The property over the sizes for one family: the retargeted executor's run == a fresh one's;
- * made[i] (when not NULL): px__textures_made after the switch to sizes[i]. */
-static void px__property_at(px_family fam, const int (*sizes)[2], int nsizes, long long *made)
+ * made[i] (when not NULL): px__made(configs) after the switch to sizes[i]. */
+static void px__property_at(px_family fam, const int (*sizes)[2], int nsizes, long long *made, int configs)
 {
     const pxvm_executor_ops *ops = px__ops();
     if (!ops)
@@ -242,7 +244,7 @@ static void px__property_at(px_family fam, const int (*sizes)[2], int nsizes, lo
                 break;
             }
             if (made)
-                made[i] = px__textures_made(ex);
+                made[i] = px__made(ex, configs);
             int changed = progs[i - 1].slots[1].w != p->slots[1].w || progs[i - 1].slots[1].h != p->slots[1].h;
             if (changed) { /* the changed input is unbound: a run is refused until it is bound */
                 CHECK(ops->run(ex, NULL, &err) < 0);
@@ -295,7 +297,7 @@ out:
     free(progs);
 }
 
-static void px__property(px_family fam) { px__property_at(fam, px__sizes, PX_NSIZES, NULL); }
+static void px__property(px_family fam) { px__property_at(fam, px__sizes, PX_NSIZES, NULL, 0); }
 
 /* A read between a retarget and the next run sees what a fresh load shows (the executors may
  * leave restoring the slots to that run): every level of every slot, every item; an input the
@@ -374,7 +376,7 @@ TEST(retarget_sizes_within_the_largest_make_no_texture_equal_fresh_load)
         long long made[N];
         for (int i = 0; i < N; i++)
             made[i] = -2;
-        px__property_at(fams[f], sizes, N, made);
+        px__property_at(fams[f], sizes, N, made, 0);
         if (made[GROWN] == -1) /* an executor that does not count */
             continue;
         CHECK_EQ(made[GROWN], 1); /* 64x64 -> 127x103: one texture */
@@ -400,10 +402,36 @@ TEST(retarget_resolutions_past_the_configuration_cache_equal_fresh_load)
         sizes[i][0] = 16 + (i * 37) % 113, sizes[i][1] = 9 + (i * 53) % 97;
     for (int i = N - 6; i < N; i++) /* back to the first sizes: evicted by now */
         sizes[i][0] = sizes[i - (N - 6)][0], sizes[i][1] = sizes[i - (N - 6)][1];
-    px__property_at(PX_FAM_ANY, (const int (*)[2])sizes, N, NULL);
+    px__property_at(PX_FAM_ANY, (const int (*)[2])sizes, N, NULL, 0);
     if (px__any_made)
         pxvm_program_free(&px__any_poly);
     px__any_made = 0;
+}
+
+/* A size resolved again (another resolution: another program, another serial) while its
+ * configuration is cached finds it by the key, which holds the inputs' sizes and no operand (a
+ * resolution's rescaled operands follow from its any-size program and those sizes), so the GPU
+ * makes no configuration; a size differing in one side makes one. Each equals a fresh load. The
+ * largest size is loaded first: no switch grows the input (a growth drops the configurations
+ * that name the replaced textures). */
+TEST(retarget_a_size_resolved_again_finds_its_configuration_equals_fresh_load)
+{
+    static const int sizes[][2] = {{64, 48}, {40, 30}, {17, 23}, {64, 48}, {40, 30}, {17, 23}, {41, 30}, {40, 31}, {40, 30}};
+    enum { N = (int)(sizeof sizes / sizeof sizes[0]) };
+    long long made[N];
+    for (int i = 0; i < N; i++)
+        made[i] = -2;
+    px__property_at(PX_FAM_ANY, sizes, N, made, 1);
+    if (px__any_made)
+        pxvm_program_free(&px__any_poly);
+    px__any_made = 0;
+    if (made[1] == -1) /* an executor that does not count */
+        return;
+    static const long long want[N] = {-2, 1, 2, 2, 2, 2, 3, 4, 4};
+    for (int i = 1; i < N; i++)
+        if (made[i] != want[i])
+            px_test_fail(__FILE__, __LINE__, "after the switch to %dx%d (size %d): %lld configurations made, expected %lld", sizes[i][0],
+                         sizes[i][1], i, made[i], want[i]);
 }
 TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }

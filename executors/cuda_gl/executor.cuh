@@ -175,6 +175,11 @@ void px__fetch_fill(const pxvm_executor *ex, px_gpu_fetch *fetch, unsigned *step
 void px__fetch_rescaled(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f);
 void px__fetch_box(const pxvm_program *prog, uint32_t i, px_gpu_fetch *f);
 void px__reset_fill(pxvm_executor *ex, px_gpu_rect *rects, int *nclear, int *max_px);
+/* Clear records that fill makes (into room for every level of every table entry, counted into *n
+ * and *max_px) uploaded into *d (allocated here, NULL when none), on the stream. */
+typedef void (*px_rect_fill)(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *arg);
+int px__rect_records(pxvm_executor *ex, px_rect_fill fill, void *arg, px_gpu_rect **d, int *n, int *max_px,
+                     const char *what, pxvm_error *err);
 
 /* retarget.cu: the ops' retarget; what unload frees of its cache (after the stream has drained);
  * the bytes per item an input's linear buffers (staging, d_staging, d_upload) are made with (its

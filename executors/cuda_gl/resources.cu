@@ -302,28 +302,44 @@ void px__reset_fill(pxvm_executor *ex, px_gpu_rect *rects, int *nclear, int *max
     *nclear = got_n, *max_px = got_px;
 }
 
-/* The same records uploaded: into *d_clear (allocated here, NULL when there is none), on the
- * stream; at load. */
-int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err)
+/* Clear records made by fill (host work: arg is its own) into room for every level of every table
+ * entry, then uploaded into *d (allocated here, NULL when there is none) on the stream; `what`
+ * names the upload in an error. The per-run reset's at load, retarget's wipe and rest at the
+ * first retarget. */
+int px__rect_records(pxvm_executor *ex, px_rect_fill fill, void *arg, px_gpu_rect **d, int *n, int *max_px,
+                     const char *what, pxvm_error *err)
 {
     int all = ex->nslots * ex->batch, total = 0;
     for (int i = 0; i < all; i++)
         total += ex->slots[i].levels;
     px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
     if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    px__reset_fill(ex, rects, nclear, max_px);
-    *d_clear = NULL;
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(total ? total : 1) * sizeof(px_gpu_rect));
+    fill(ex, rects, n, max_px, arg);
+    *d = NULL;
     cudaError_t e = cudaSuccess;
-    if (*nclear) {
-        e = cudaMalloc(d_clear, sizeof(px_gpu_rect) * (size_t)*nclear);
+    if (*n) {
+        e = cudaMalloc(d, sizeof(px_gpu_rect) * (size_t)*n);
         if (e == cudaSuccess) /* pageable: staged before the call returns */
-            e = cudaMemcpyAsync(*d_clear, rects, sizeof(px_gpu_rect) * (size_t)*nclear, cudaMemcpyHostToDevice, ex->stream);
+            e = cudaMemcpyAsync(*d, rects, sizeof(px_gpu_rect) * (size_t)*n, cudaMemcpyHostToDevice, ex->stream);
     }
     free(rects);
     if (e != cudaSuccess)
-        return px__cuda_fail(err, "uploading reset records", e, __FILE__, __LINE__);
+        return px__cuda_fail(err, what, e, __FILE__, __LINE__);
     return 0;
+}
+
+static void px__reset_fill_records(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *arg)
+{
+    (void)arg;
+    px__reset_fill(ex, rects, n, max_px);
+}
+
+/* The same records uploaded: into *d_clear (allocated here, NULL when there is none), on the
+ * stream; at load. */
+int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int *max_px, pxvm_error *err)
+{
+    return px__rect_records(ex, px__reset_fill_records, NULL, d_clear, nclear, max_px, "uploading reset records", err);
 }
 
 /* One slot's storage for one item: a GL_RGBA8 texture `tex` with the slot's whole mip chain,

@@ -671,7 +671,7 @@ static int px__image_to_slots(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* The loaded program's facts (px_rt_facts; its rest filled by px__rest_records): one block of
+/* The loaded program's facts (px_rt_facts; its rest filled by px__rest_fill): one block of
  * 2 * nslots bytes, writes then rest. Conservative: an operand naming a slot, of an opcode not
  * listed, may change every level of it. */
 static int px__facts_make(const pxvm_program *prog, px_rt_facts *f, pxvm_error *err)
@@ -758,27 +758,28 @@ static void px__rest_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *ma
     ex->nclear = keep_n, ex->max_clear_px = keep_px;
 }
 
-/* ... uploaded: into *d (allocated here, NULL when there is none); at the first retarget. */
-static int px__rest_records(pxvm_executor *ex, px_gpu_rect **d, int *n, int *max_px, uint8_t *rest, pxvm_error *err)
+static void px__rest_fill_records(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *rest)
 {
-    int all = ex->nslots * ex->batch, total = 0;
-    for (int i = 0; i < all; i++)
-        total += ex->slots[i].levels;
-    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
-    if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    px__rest_fill(ex, rects, n, max_px, rest);
-    *d = NULL;
-    cudaError_t e = cudaSuccess;
-    if (*n) {
-        e = cudaMalloc(d, sizeof(px_gpu_rect) * (size_t)*n);
-        if (e == cudaSuccess) /* pageable: staged before the call returns */
-            e = cudaMemcpyAsync(*d, rects, sizeof(px_gpu_rect) * (size_t)*n, cudaMemcpyHostToDevice, ex->stream);
+    px__rest_fill(ex, rects, n, max_px, (uint8_t *)rest);
+}
+
+/* What a switch zeroes (d_wipe: every level of every slot that is neither an input nor persistent,
+ * level 0 of program and data slots excepted) into rects: host work only. */
+static void px__wipe_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *arg)
+{
+    (void)arg;
+    const pxvm_program *prog = ex->prog;
+    int all = ex->nslots * ex->batch;
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++) {
+        const pxvm_slot *s = &prog->slots[i % ex->nslots];
+        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
+            continue;
+        px__add_clear(ex, rects, i, s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA ? 1 : 0, ex->slots[i].levels);
     }
-    free(rects);
-    if (e != cudaSuccess)
-        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
-    return 0;
+    *n = ex->nclear, *max_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
 }
 
 static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
@@ -822,37 +823,16 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
         rt->resize_serial[i] = ++rt->serial;
-    int all = ex->nslots * ex->batch, total = 0;
-    for (int i = 0; i < all; i++)
-        total += ex->slots[i].levels;
-    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect));
-    if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
-    ex->nclear = ex->max_clear_px = 0;
-    for (int i = 0; i < all; i++) {
-        const pxvm_slot *s = &prog->slots[i % ex->nslots];
-        if (s->role == PXI_ROLE_INPUT || (s->flags & PXI_SLOT_PERSIST))
-            continue;
-        px__add_clear(ex, rects, i, s->role == PXI_ROLE_PROGRAM || s->role == PXI_ROLE_DATA ? 1 : 0, ex->slots[i].levels);
-    }
-    rt->nwipe = ex->nclear, rt->wipe_px = ex->max_clear_px;
-    ex->nclear = keep_n, ex->max_clear_px = keep_px;
-    cudaError_t e = cudaSuccess;
-    if (rt->nwipe) {
-        e = cudaMalloc(&rt->d_wipe, sizeof(px_gpu_rect) * (size_t)rt->nwipe);
-        if (e == cudaSuccess) /* pageable: staged before the call returns */
-            e = cudaMemcpyAsync(rt->d_wipe, rects, sizeof(px_gpu_rect) * (size_t)rt->nwipe, cudaMemcpyHostToDevice, ex->stream);
-    }
-    free(rects);
-    if (e != cudaSuccess)
-        return px__cuda_fail(err, "uploading retarget records", e, __FILE__, __LINE__);
+    if (px__rect_records(ex, px__wipe_fill, NULL, &rt->d_wipe, &rt->nwipe, &rt->wipe_px, "uploading retarget records",
+                         err) < 0)
+        return -1;
     if (!(rt->dirty = (uint8_t *)calloc((size_t)prog->nslots, 1)) ||
         !(rt->input_upper = (uint8_t *)calloc((size_t)prog->nslots, 1)) ||
         !(rt->input_level0 = (uint8_t *)calloc((size_t)prog->nslots * (size_t)ex->batch, 1)))
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->nslots * (size_t)ex->batch);
     if (px__facts_make(prog, &rt->facts, err) < 0 ||
-        px__rest_records(ex, &rt->d_rest, &rt->nrest, &rt->rest_px, rt->facts.rest, err) < 0 ||
+        px__rect_records(ex, px__rest_fill_records, rt->facts.rest, &rt->d_rest, &rt->nrest, &rt->rest_px,
+                         "uploading retarget records", err) < 0 ||
         px__image_make(ex, prog, &rt->img, err) < 0)
         return -1;
     /* what the loaded program's runs so far may have left: load made the rest initial */

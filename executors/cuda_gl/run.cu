@@ -540,33 +540,30 @@ static int px__gl_set_dirty(pxvm_executor *ex, int item, const pxvm_rect *rects,
     return 0;
 }
 
+/* Every level of every persistent slot (their initial state is zero): restart's clear records. */
+static void px__persist_fill(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *arg)
+{
+    (void)arg;
+    int all = ex->nslots * ex->batch;
+    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
+    ex->nclear = ex->max_clear_px = 0;
+    for (int i = 0; i < all; i++)
+        if (ex->prog->slots[i % ex->nslots].flags & PXI_SLOT_PERSIST)
+            px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
+    *n = ex->nclear, *max_px = ex->max_clear_px;
+    ex->nclear = keep_n, ex->max_clear_px = keep_px;
+}
+
 static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
 {
     if (px__need_program(ex, "restart", err) < 0)
         return -1;
-    const pxvm_program *prog = ex->prog;
     PX__CK(cudaSetDevice(ex->device));
-    int all = ex->nslots * ex->batch, total = 0;
-    for (int i = 0; i < all; i++)
-        total += ex->slots[i].levels;
-    px_gpu_rect *rects = (px_gpu_rect *)calloc((size_t)(total ? total : 1), sizeof(px_gpu_rect)), *d = NULL;
-    if (!rects)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
-    int keep_n = ex->nclear, keep_px = ex->max_clear_px; /* px__add_clear counts into these */
-    ex->nclear = ex->max_clear_px = 0;
-    for (int i = 0; i < all; i++)
-        if (prog->slots[i % ex->nslots].flags & PXI_SLOT_PERSIST) /* their initial state is zero */
-            px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
-    int n = ex->nclear, px = ex->max_clear_px, rc = 0;
-    ex->nclear = keep_n, ex->max_clear_px = keep_px;
-    if (n) {
-        cudaError_t e = cudaMalloc(&d, sizeof(px_gpu_rect) * (size_t)n);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(d, rects, sizeof(px_gpu_rect) * (size_t)n, cudaMemcpyHostToDevice);
-        rc = e != cudaSuccess ? px__cuda_fail(err, "clearing persistent slots", e, __FILE__, __LINE__)
-                              : px__launch_clear(ex, d, n, px, err);
-    }
-    free(rects);
+    px_gpu_rect *d = NULL;
+    int n = 0, px = 0;
+    int rc = px__rect_records(ex, px__persist_fill, NULL, &d, &n, &px, "clearing persistent slots", err);
+    if (rc == 0 && n)
+        rc = px__launch_clear(ex, d, n, px, err);
     if (ex->h_primed)
         memset(ex->h_primed, 0, (size_t)ex->batch);
     for (int b = 0; ex->h_nrects && b < ex->batch; b++)

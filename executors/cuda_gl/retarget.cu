@@ -1412,9 +1412,13 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             ex->graph[g] = found->graph[g], ex->graph_def[g] = found->graph_def[g];
             ex->frame_nodes[g] = found->frame_nodes[g], ex->have_graph[g] = found->have_graph[g];
         }
-        if (found != &saved) { /* found by its key: its record and key go */
-            free(found->key);
-            free(found);
+        if (found != &saved) { /* found by its key: its record and key buffer (key_cap words) to the spares */
+            if (rt->nspare < PX_RT_CONFIGS) {
+                found->next = rt->spare, rt->spare = found, rt->nspare++;
+            } else {
+                free(found->key);
+                free(found);
+            }
         }
     } else {
         made = 1;
@@ -1437,7 +1441,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
      * holds the operands: slot 0 and the data slots start as the next one's, copied by the run
      * that reads them (or by such a read), from the image's level 0 on the device */
     rt->wipe_pending = 1;
-    /* the configuration's key holds the operands, not the whole image (data): checked here, by
+    /* the configuration's key holds no image bytes (data slots, GATHER tables; for a resolution
+     * not even the operands, which follow from its program and sizes): the image is checked here, by
      * the serial of the program it was made from when there is one (a cached configuration
      * switched back to for the same program: no comparison of the image) */
     int img_same = next->serial && rt->img.serial == next->serial;

@@ -433,6 +433,90 @@ TEST(retarget_a_size_resolved_again_finds_its_configuration_equals_fresh_load)
             px_test_fail(__FILE__, __LINE__, "after the switch to %dx%d (size %d): %lld configurations made, expected %lld", sizes[i][0],
                          sizes[i][1], i, made[i], want[i]);
 }
+/* Resolutions of two any-size programs that differ in one SAMPLE's center only, at the same size:
+ * their configurations differ (the GPU's key for a resolution holds no operand, only the sizes and
+ * the program it was resolved from), so switching between them, and to each one resolved again,
+ * equals a fresh load each time; on the GPU the second program makes one configuration and the
+ * ones resolved again find theirs. Fails if the key forgot which program a resolution is of. */
+TEST(retarget_resolutions_of_two_programs_at_one_size_equal_fresh_load)
+{
+    const pxvm_executor_ops *ops = px__ops();
+    if (!ops)
+        return;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly[2], res[4];
+    int npoly = 0, nres = 0;
+    pxvm_error err;
+    for (int v = 0; v < 2; v++) {
+        char text[512];
+        pxvm_image img;
+        snprintf(text, sizeof text,
+                 ".width 16\n.slot image input 64x48 any\n.slot out output 16x8\nPYRAMID image\n"
+                 "SAMPLE src=image dst=out mode=linear at=(0,0) size=(8,8) center=(%s,30.25) step=(2,-3) lod=1.2\n"
+                 "SAMPLE src=image dst=out mode=nearest at=(8,0) size=(8,8) center=(63,47) step=1 lod=0\nHALT\n",
+                 v ? "21.5" : "20.5");
+        if (pxasm_assemble(text, strlen(text), "two_any.pxs", &lim, &img, &err) < 0 ||
+            pxvm_program_from_image(&img, &lim, &poly[v], &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "program %d: %s", v, err.msg);
+            goto out;
+        }
+        npoly++;
+    }
+    static const int which[4] = {0, 1, 0, 1}; /* R1, R2, R1 again, R2 again */
+    int wh[6] = {0, 0, 40, 30, 0, 0};
+    for (int i = 0; i < 4; i++, nres++)
+        if (pxvm_program_resolve(&poly[which[i]], wh, &lim, &res[i], &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "resolving %d: %s", i, err.msg);
+            goto out;
+        }
+    pxvm_executor *ex = NULL;
+    pxvm_open_options opt = {0, 0};
+    if (ops->open(&ex, &opt, &err) < 0 || ops->load(ex, &res[0], PX_BATCH, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "open/load: %s", err.msg);
+        goto close;
+    }
+    long long made[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        const pxvm_program *p = &res[i];
+        if (i > 0 && ops->retarget(ex, p, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "retarget %d: %s", i, err.msg);
+            break;
+        }
+        made[i] = px__made(ex, 1);
+        if (px__bind(ops, ex, p, 1, 7) < 0 || ops->run(ex, NULL, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "run %d: %s", i, err.msg);
+            break;
+        }
+        size_t la, lb = 0;
+        uint8_t *a = px__snapshot(ops, ex, p, &la), *b = NULL;
+        pxvm_executor *fx = NULL;
+        if (ops->open(&fx, &opt, &err) == 0 && ops->load(fx, p, PX_BATCH, &err) == 0 && px__bind(ops, fx, p, 1, 7) == 0 &&
+            ops->run(fx, NULL, &err) == 0)
+            b = px__snapshot(ops, fx, p, &lb);
+        else
+            px_test_fail(__FILE__, __LINE__, "fresh %d: %s", i, err.msg);
+        if (fx)
+            ops->close(fx);
+        if (b && (la != lb || memcmp(a, b, la)))
+            px_test_fail(__FILE__, __LINE__, "switch %d (program %d at 40x30): differs from a fresh load", i, which[i]);
+        free(a);
+        free(b);
+    }
+    if (made[1] >= 0) { /* an executor that counts: R2 made one, R1 and R2 again found theirs */
+        CHECK_EQ(made[1], 1);
+        CHECK_EQ(made[2], 1);
+        CHECK_EQ(made[3], 1);
+    }
+close:
+    if (ex)
+        ops->close(ex);
+out:
+    for (int i = 0; i < nres; i++)
+        pxvm_program_free(&res[i]);
+    for (int v = 0; v < npoly; v++)
+        pxvm_program_free(&poly[v]);
+}
 TEST(retarget_relative_plan_keeps_fixations_equals_fresh_load) { px__property(PX_FAM_RELATIVE); }
 TEST(retarget_resize_equals_fresh_load) { px__property(PX_FAM_RESIZE); }
 TEST(retarget_keeps_other_input_bound_equals_fresh_load) { px__property(PX_FAM_TWO_INPUTS); }

@@ -55,6 +55,11 @@ static const char px__usage[] =
     "                            \"uniform\" plan: each image resized to its own size (sides multiples\n"
     "                            of patch x merge, area in min..max: Qwen2-VL's rule) and tokenized\n"
     "                            by the plan compiled for that size; ragged shards (below)\n"
+    "  --size WxH                an any-size program: the size every image is bound at (within the\n"
+    "                            input's bounds): each image brought to W x H by --policy\n"
+    "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD],\n"
+    "                            the program resolved once at W x H (pxrun --size's bytes); an error\n"
+    "                            with a fixed-size program and with native, exact or dynamic\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
@@ -178,11 +183,18 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         size_t k = 0;
         while (!str && k < sizeof nums / sizeof nums[0] && strcmp(o, nums[k].name))
             k++;
-        if (!str && k == sizeof nums / sizeof nums[0])
+        int size = !str && !strcmp(o, "--size");
+        if (!str && !size && k == sizeof nums / sizeof nums[0])
             return px__usage_error(rank, 1, "unknown option '%s'", o);
         if (!v)
             return px__usage_error(rank, 0, "%s needs a value", o);
         i++;
+        if (size) {
+            pxvm_error serr;
+            if (px_size_parse(v, &j->size, &serr) < 0)
+                return px__usage_error(rank, 0, "%s", serr.msg);
+            continue;
+        }
         if (str) {
             *str = v;
             pxvm_error perr;
@@ -211,11 +223,14 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite)
-            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
+        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text)
+            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy, --size or %s",
                                    number ? number : "--overwrite");
         return 0;
     }
+    pxvm_error serr;
+    if (px_size_policy(&j->size, policy, j->native, &j->policy, &serr) < 0)
+        return px__usage_error(rank, 0, "%s", serr.msg);
     if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
         return px__usage_error(rank, 1, "needs a program, --out and one of --in-list, --in-dir");
     if (strcmp(j->exec_name, "cpu") && strcmp(j->exec_name, "cuda") && strcmp(j->exec_name, "auto"))
@@ -283,8 +298,15 @@ int main(int argc, char **argv)
      * as pxrun; exact is native there too (the program takes every size within its bounds, so an
      * image is bound as it is: pxrun's meaning); with stretch or fit it is resolved once at its
      * reference size, which the images are resized to (executors load only fixed programs) */
-    if (prog.any_size && (!j.policy_given || (!j.native && j.policy.kind == PX_POLICY_EXACT)))
+    if (prog.any_size && !j.size.text && (!j.policy_given || (!j.native && j.policy.kind == PX_POLICY_EXACT)))
         j.native = 1;
+    int size_wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}; /* --size: the any-size inputs' size */
+    if (px_size_slots(&prog, j.prog_path, &j.size, size_wh, &err) < 0) { /* a fixed program, or out of bounds */
+        if (rank == 0)
+            fprintf(stderr, "pxbatch: usage: %s\n", err.msg);
+        rc = 2;
+        goto end;
+    }
     if (j.native && !prog.any_size) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: usage: --policy native: program '%s' is not any-size; use fit or stretch\n",
@@ -292,10 +314,9 @@ int main(int argc, char **argv)
         rc = 2;
         goto end;
     }
-    if (prog.any_size && !j.native) {
-        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    if (prog.any_size && !j.native) { /* at --size, else at the reference size */
         pxvm_program res;
-        if (pxvm_program_resolve(&prog, wh, &j.lim, &res, &err) < 0) {
+        if (pxvm_program_resolve(&prog, size_wh, &j.lim, &res, &err) < 0) {
             char buf[1024];
             pxvm_error_format(&err, buf, sizeof buf);
             if (rank == 0)

@@ -9,6 +9,7 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
+#include "pxrun_size.h"
 
 /* The job: its options, inputs and the marker text every shard records. */
 typedef struct {
@@ -22,6 +23,8 @@ typedef struct {
     int native;                   /* --policy native (the default for an any-size program): each image
                                    * bound at its own size, within the input's bounds; the program
                                    * resolved per size (policy then stays exact) */
+    px_size_opt size;             /* --size WxH: an any-size program resolved at it, every image
+                                   * resized to it by policy (stretch by default) */
     char *plan_text;              /* dynamic: the uniform plan, compiled per image size */
     size_t plan_len;
     char *job_text;               /* the "job" object of every marker (json_dumps) */

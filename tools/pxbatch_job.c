@@ -232,7 +232,9 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
  * all (pxb_job_diff), so an option that comes to change the bytes (a dtype, fixations) is added
  * here and is compared from then on. --policy is "policy", its canonical text (px_policy_format, or
  * "native";
- * a marker written before the field existed has none: pxb_job_diff reads that as "exact"). Not
+ * a marker written before the field existed has none: pxb_job_diff reads that as "exact"); --size
+ * is "size" [W, H], only when given (a job without it binds images otherwise: a field of its own
+ * in a mismatch). Not
  * in it: the executor, threads, devices, decoders and ranks (the same bytes: tested), the
  * program's path (the same pixels from another file, or a plan and its .pxi, are the same
  * program) and --max-memory (it bounds the batch and decides which error an input gets, not the
@@ -250,9 +252,14 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
         snprintf(policy, sizeof policy, "native");
     else
         px_policy_format(&j->policy, policy, sizeof policy);
-    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
-                     "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
-                     pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
-                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha,
-                     "policy", policy);
+    json_t *job = json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
+                            "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
+                            pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
+                            "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha,
+                            "policy", policy);
+    if (job && j->size.text && json_object_set_new(job, "size", json_pack("[i,i]", j->size.w, j->size.h)) < 0) {
+        json_decref(job);
+        return NULL;
+    }
+    return job;
 }

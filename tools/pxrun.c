@@ -38,6 +38,12 @@ static const char px__usage[] =
     "                            max=PIXELS][:FILTER] with a \"uniform\" plan: the plan is compiled\n"
     "                            for the size Qwen2-VL's rule gives the image (sides multiples of\n"
     "                            patch x merge, area in min..max) and the image resized to it\n"
+    "  --size WxH                an any-size program: the size every --in image is bound at (within\n"
+    "                            the input's bounds); each image is brought to W x H by --policy\n"
+    "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD]\n"
+    "                            (into a W x H canvas), and the program runs its resolution at W x H.\n"
+    "                            An error with a fixed-size program (its slot's size is the only\n"
+    "                            size) and with native, exact or dynamic (they decide the size)\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
@@ -283,6 +289,12 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     return -1;
                 }
                 a->policy_text = val;
+            } else if (!strcmp(o, "--size")) {
+                pxvm_error serr;
+                if (px_size_parse(val, &a->size, &serr) < 0) {
+                    *rc = px__bad_usage(serr.msg);
+                    return -1;
+                }
             } else if (!strcmp(o, "--fixation")) {
                 if (a->nfix >= PX_FIX_REGS)
                     bad = "at most 8 --fixation (registers 0..7)";
@@ -359,6 +371,15 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
     if (a->frames && a->policy_text && !a->policy_native && a->policy.kind != PX_POLICY_EXACT) {
         *rc = px__bad_usage("--policy resizes --in images only: --frames binds each frame at its own size (use pxbatch "
                             "--policy for a folder of photos resized)");
+        return -1;
+    }
+    if (a->size.text && a->frames) {
+        *rc = px__bad_usage("--size binds the --in images: --frames binds each frame at its own size");
+        return -1;
+    }
+    pxvm_error serr;
+    if (px_size_policy(&a->size, a->policy_text, a->policy_native, &a->policy, &serr) < 0) {
+        *rc = px__bad_usage(serr.msg);
         return -1;
     }
     if (device_given && a->exec_name && !strcmp(a->exec_name, "cpu")) {
@@ -520,7 +541,7 @@ bad:
 
 /* An any-size program replaced by its resolution: each --in of an any-size slot decoded into
  * pre[i] at its own size (checked against the slot's bounds) unless --policy fit or stretch
- * resizes it to the reference size. With `sizes` (--frames into an any-size slot), the frame slot
+ * resizes it to the reference size, or to --size's W x H (every any-size input resolved at it). With `sizes` (--frames into an any-size slot), the frame slot
  * at the first frame's size (`first`), and the any-size program kept in sizes for the other
  * sizes the frames come in. */
 static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre, px_run_sizes *sizes,
@@ -542,6 +563,8 @@ static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre
         }
         wh[2 * k] = pre[i].w, wh[2 * k + 1] = pre[i].h;
     }
+    if (px_size_slots(prog, a->prog_path, &a->size, wh, err) < 0)
+        return -1;
     if (sizes)
         wh[2 * sizes->slot] = first->w, wh[2 * sizes->slot + 1] = first->h;
     pxvm_program res;
@@ -658,6 +681,11 @@ int main(int argc, char **argv)
         char msg[600];
         snprintf(msg, sizeof msg, "--policy native: program '%.300s' is not any-size; use fit or stretch", a.prog_path);
         rc = px__bad_usage(msg);
+        goto done;
+    }
+    if (a.size.text && !prog.any_size) { /* its slot's size is the only size */
+        px_size_slots(&prog, a.prog_path, &a.size, NULL, &err);
+        rc = px__bad_usage(err.msg);
         goto done;
     }
     /* --frames into an any-size slot: the frames are opened and the first decoded now, the program

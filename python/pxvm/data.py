@@ -140,7 +140,10 @@ def _torch_classes():
         """A folder's PNG and JPEG files (name order, as pxbatch --in-dir) through a program: yields
         (tokens, grid, file) as ShardDataset's items, running a Runner (one per worker process) in
         batches of batch_size images (policy "dynamic": a ragged batch, one run per size). Workers of
-        a DataLoader take every num_workers-th batch.
+        a DataLoader take every num_workers-th batch. size=(W, H): for an any-size program, every
+        image brought to W x H by policy (stretch by default, or fit) as Runner's size= and
+        pxbatch --size (checked at once: a bad size, one with native, exact or dynamic, and for a
+        Program given, a fixed-size one or a size outside its bounds, are UsageErrors).
 
         A file that fails (unreadable, truncated or corrupt, not a PNG or JPEG, outside the
         program's bounds or of another size than a fixed-size program takes without a policy) is
@@ -164,13 +167,20 @@ def _torch_classes():
         ON_ERROR = ("skip", "raise")
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
-                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip") -> None:
+                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip",
+                     size: tuple[int, int] | None = None) -> None:
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
                 raise UsageError("usage: batch_size %r: a whole number from 1" % (batch_size,))
             if policy is not None:
                 canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
+            from .runner import _size_policy
+            _size_policy(policy, size)  # as pxbatch --size: a bad size or one with native/exact/dynamic, now
+            if size is not None and not isinstance(program, (str, os.PathLike)):
+                from .runner import _size_check
+                _size_check(program, tuple(size))  # a fixed-size program, a size outside the bounds: now
+            self.size = None if size is None else tuple(size)
             d = os.fspath(directory)
             try:
                 names = os.listdir(d)
@@ -207,7 +217,7 @@ def _torch_classes():
             dynamic = is_dynamic(self.policy)
 
             def run(imgs):
-                out = runner.patches_batch(imgs, policy=self.policy)
+                out = runner.patches_batch(imgs, policy=self.policy, size=self.size)
                 if dynamic:
                     return [(np.array(out[i]), out.grid[i].copy()) for i in range(len(imgs))]
                 return [(out[i], np.array([1, 1, out.shape[1]], dtype=np.int64)) for i in range(len(imgs))]

@@ -1,0 +1,55 @@
+"""A newcomer's second trial of issue 23 (B..K): nothing silently wrong. A partial pxbatch folder
+read as a dataset, empty or repeated options, options --info ignores, a failed run's leftovers, an
+empty file, which image of a batch failed, and what a marker's program hash is of. Each test fails
+before its fix (the commit says which)."""
+import os
+import shutil
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+
+import pxvm
+from conftest import BIN, EXECUTOR, PHOTO, ROOT, pxrun
+
+ANY = os.path.join(ROOT, "programs", "foveate273_any.pxi")
+FIXED = os.path.join(ROOT, "programs", "foveate273.pxi")
+CAMERA = os.path.join(ROOT, "tests", "data", "photos", "camera.png")
+
+
+def pxbatch(*args):
+    return subprocess.run([os.path.join(BIN, "pxbatch"), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+# ---- B: an interrupted pxbatch --out folder is not a dataset without a word
+
+def test_iter_shards_refuses_a_partial_folder_unless_partial_true(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(5):
+        shutil.copy(CAMERA, d / ("c%d.png" % i))
+    out = tmp_path / "o"
+    r = pxbatch(FIXED, "--in-dir", str(d), "--out", str(out), "--shard-size", "2", "--policy", "fit",
+                "--executor", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert len(list(pxvm.data.iter_shards(out))) == 3  # whole: no warning, no error
+    for f in out.glob("shard-00001.*"):  # as a run interrupted before shard 1
+        f.unlink()
+    words = "'%s' is a partial pxbatch output: 2 of its job's 5 inputs are missing (1 shard not written: shard-00001" % out
+    with pytest.raises(pxvm.PxIOError) as e:
+        list(pxvm.data.iter_shards(out))
+    assert words in str(e.value) and "partial=True" in str(e.value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shards = list(pxvm.data.iter_shards(out, partial=True))
+    assert len(shards) == 2 and sum(len(s[3]) for s in shards) == 3
+    assert any(words in str(w.message) and "reading the 3 inputs present" in str(w.message) for w in caught)
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from pxvm.data import ShardDataset
+    with pytest.raises(pxvm.PxIOError, match="2 of its job's 5 inputs are missing"):
+        ShardDataset(out)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert len(ShardDataset(out, partial=True)) == 3

@@ -199,8 +199,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             *str = v;
             pxvm_error perr;
             if (str == &policy) { /* native is pxbatch's and pxrun's, not the library's resize policy */
-                j->native = !strcmp(v, "native");
-                if (!j->native && px_policy_parse(v, &j->policy, &perr) < 0)
+                if (px_policy_option(v, &j->policy, &j->native, &perr) < 0)
                     return px__usage_error(rank, 0, "%s", perr.msg);
             }
             continue;

@@ -283,8 +283,7 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     bad = "--geometry takes SLOT=FILE.npy";
             } else if (!strcmp(o, "--policy")) {
                 pxvm_error perr;
-                a->policy_native = !strcmp(val, "native");
-                if (!a->policy_native && px_policy_parse(val, &a->policy, &perr) < 0) {
+                if (px_policy_option(val, &a->policy, &a->policy_native, &perr) < 0) {
                     *rc = px__bad_usage(perr.msg);
                     return -1;
                 }

@@ -1,4 +1,4 @@
-/* pxrun_size.h - --size WxH, shared by pxrun and pxbatch (tools/pxrun_size.c): the size every
+/* pxrun_size.h - --policy and --size WxH, shared by pxrun and pxbatch (tools/pxrun_size.c): the size every
  * image is bound at for an any-size program, each image brought to it by a resizing policy
  * (stretch, the default with --size, or fit). One set of rules and words for both tools; the
  * Python package (Runner's size=) says the same. */
@@ -13,6 +13,11 @@ typedef struct px_size_opt {
     int w, h;
 } px_size_opt;
 
+/* --policy's value as pxrun and pxbatch take it: "native" (*native = 1: an any-size input takes
+ * each image at its own size; the tools' kind, not the library's) or a library policy (*p). An
+ * empty value, "native:..." and a bad policy are usage errors naming the value and listing every
+ * kind, native too (Python's policy= says the same: python/pxvm/ragged.py). 0, or -1. */
+int px_policy_option(const char *text, px_policy *p, int *native, pxvm_error *err);
 /* One --size value: "WxH", each side 1..65535. 0, or -1 with a usage error naming the value (or
  * both values when --size is given twice). */
 int px_size_parse(const char *text, px_size_opt *s, pxvm_error *err);

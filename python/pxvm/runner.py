@@ -12,7 +12,7 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
-from .ragged import image_hw, is_dynamic, dynamic_patches_batch
+from .ragged import canonical_policy, image_hw, is_dynamic, dynamic_patches_batch
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -109,6 +109,7 @@ def _check_policy(policy):
         return policy
     if not isinstance(policy, str):
         raise TypeError("pxvm: policy must be a string such as 'fit:bicubic', got %s" % type(policy).__name__)
+    canonical_policy(policy)  # empty, native:..., a bad one: its words (with native among the kinds)
     one = (ctypes.c_uint8 * 4)()
     out = ctypes.c_void_p()
     _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, policy.encode(), ctypes.byref(out)))

@@ -53,3 +53,30 @@ def test_iter_shards_refuses_a_partial_folder_unless_partial_true(tmp_path):
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         assert len(ShardDataset(out, partial=True)) == 3
+
+
+# ---- C, E: an empty --policy is not native; every bad-policy message lists native among the kinds
+
+KINDS = "(native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or dynamic["
+BAD_POLICIES = [("", "bad policy '': an empty policy " + KINDS),
+                ("native:bicubic", "bad policy 'native:bicubic': native takes no filter or pad " + KINDS),
+                ("nativ", "bad policy 'nativ': unknown kind (not native, exact, stretch, fit or dynamic) " + KINDS),
+                ("fit:foo", "bad policy 'fit:foo': unknown filter 'foo' " + KINDS)]
+
+
+@pytest.mark.parametrize("policy,words", BAD_POLICIES)
+def test_bad_policy_is_a_usage_error_with_the_same_words_everywhere(tmp_path, policy, words):
+    for prog in (ANY, FIXED):
+        r = pxrun(prog, "--in", "image=" + CAMERA, "--policy", policy, "--npy", "atlas=%s" % (tmp_path / "a.npy"),
+                  check=False)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert not (tmp_path / "a.npy").exists()
+    r = pxbatch(ANY, "--in-dir", os.path.dirname(CAMERA), "--out", str(tmp_path / "o"), "--policy", policy)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    runner = pxvm.Runner(pxvm.Program.load(FIXED), executor=EXECUTOR)
+    img = pxvm.load_image(CAMERA)
+    for call in (lambda: runner.patches(img, policy=policy), lambda: runner.run_batch([img], policy=policy),
+                 lambda: runner.tokens(img, policy=policy), lambda: pxvm.canonical_policy(policy)):
+        with pytest.raises(pxvm.UsageError) as e:
+            call()
+        assert words in str(e.value)

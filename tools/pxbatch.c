@@ -162,6 +162,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     } nums[] = {{"--shard-size", 1, 4096}, {"--devices", 1, 64},    {"--decoders", 1, 64},
                 {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}};
     const char *number = NULL, *devices = NULL; /* the last numeric option given; --devices' value */
+    int seen[32], nseen = 0; /* argv index of each option given with its value (fewer than 32 kinds) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--overwrite")) {
@@ -189,6 +190,11 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         if (!v)
             return px__usage_error(rank, 0, "%s needs a value", o);
         i++;
+        for (int e = 0; e < nseen; e++) /* every option takes one value: given twice, never the last silently */
+            if (!strcmp(argv[seen[e]], o))
+                return px__usage_error(rank, 0, "%s given twice ('%s', then '%s'): give it once", o, argv[seen[e] + 1], v);
+        if (nseen < 32)
+            seen[nseen++] = i - 1;
         if (size) {
             pxvm_error serr;
             if (px_size_parse(v, &j->size, &serr) < 0)
@@ -223,8 +229,8 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     j->policy_given = policy != NULL;
     if (*verify) {
         if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text)
-            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy, --size or %s",
-                                   number ? number : "--overwrite");
+            return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
+                                   number ? number : j->size.text ? "--size" : "--overwrite");
         return 0;
     }
     pxvm_error serr;

@@ -245,6 +245,7 @@ static void px__info(const pxvm_program *prog)
 static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
     int device_given = 0;
+    int seen[64], nseen = 0; /* argv index of each single-valued option given (fewer than 64 kinds) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -267,6 +268,18 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             a->lim.flags |= PXVM_DECODE_LENIENT;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
+            int multi = !strcmp(o, "--in") || !strcmp(o, "--out") || !strcmp(o, "--npy") || !strcmp(o, "--geometry") ||
+                        !strcmp(o, "--fixation");
+            for (int k = 0; val && !multi && k < nseen; k++) /* given twice: never the last one silently */
+                if (!strcmp(argv[seen[k]], o)) {
+                    char msg[400];
+                    snprintf(msg, sizeof msg, "%s given twice ('%.150s', then '%.150s'): give it once", o,
+                             argv[seen[k] + 1], val);
+                    *rc = px__bad_usage(msg);
+                    return -1;
+                }
+            if (val && !multi && nseen < 64)
+                seen[nseen++] = i;
             if (!val)
                 bad = "an option is missing its value";
             else if (!strcmp(o, "--in")) {
@@ -405,6 +418,13 @@ static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err
             int k = a->slot_of[li][i] = pxvm_slot_lookup(prog, lists[li][i].slot);
             if (k < 0)
                 return pxvm_fail(err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
+            for (int e = 0; li == 0 && e < i; e++)
+                if (a->slot_of[0][e] == k) { /* never the last one silently */
+                    char msg[700], lb[16];
+                    snprintf(msg, sizeof msg, "--in binds slot %d ('%s') twice ('%.250s', then '%.250s'): give it once",
+                             k, pxvm_slot_label(prog, k, lb), a->ins[e].path, a->ins[i].path);
+                    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+                }
             if (lists[li][i].level >= prog->slots[k].levels) {
                 char lb[16];
                 return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, k, pxvm_slot_label(prog, k, lb), prog->slots[k].levels - 1,

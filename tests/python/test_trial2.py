@@ -80,3 +80,44 @@ def test_bad_policy_is_a_usage_error_with_the_same_words_everywhere(tmp_path, po
         with pytest.raises(pxvm.UsageError) as e:
             call()
         assert words in str(e.value)
+
+
+# ---- D: a single-valued option given twice is a usage error naming both values (never the last silently)
+
+PXRUN_TWICE = [("--policy", "native", "fit"), ("--executor", "cpu", "auto"), ("--threads", "2", "3"),
+               ("--repeat", "1", "2"), ("--png", "fast", "best"), ("--max-side", "4096", "8192"),
+               ("--max-memory", "1000000000", "2000000000"), ("--max-insns", "100000", "200000"),
+               ("--max-steps", "100000", "200000"), ("-o", "/tmp/a.pxi", "/tmp/b.pxi"), ("--size", "300x200", "200x300"),
+               ("--overlay", "/tmp/a.png", "/tmp/b.png"), ("--device", "0", "1"), ("--scanpath", "2", "3"),
+               ("--frames", "programs/data", "tests/data/photos"), ("--max-frames", "1", "2"),
+               ("--changed", "/tmp/a.npy", "/tmp/b.npy"), ("--frame-size", "8x8", "9x9"),
+               ("--frame-format", "rgb", "rgba")]
+
+
+@pytest.mark.parametrize("opt,first,then", PXRUN_TWICE)
+def test_pxrun_option_given_twice_is_a_usage_error(opt, first, then):
+    r = pxrun(ANY, "--in", "image=" + CAMERA, opt, first, opt, then, check=False)
+    assert r.returncode == 2, r.stderr
+    assert "%s given twice ('%s', then '%s'): give it once" % (opt, first, then) in r.stderr, r.stderr
+
+
+def test_pxrun_in_binding_one_slot_twice_is_a_usage_error():
+    r = pxrun(ANY, "--in", "image=" + CAMERA, "--in", "image=" + PHOTO, "--hash", check=False)
+    assert r.returncode == 2 and ("--in binds slot 1 ('image') twice ('%s', then '%s')" % (CAMERA, PHOTO)) in r.stderr
+
+
+PXBATCH_TWICE = [("--policy", "native", "fit"), ("--out", "o1", "o2"), ("--in-dir", "d1", "d2"),
+                 ("--executor", "cpu", "auto"), ("--shard-size", "3", "4"), ("--threads", "1", "2"),
+                 ("--decoders", "1", "2"), ("--max-memory", "1000000000", "2000000000"), ("--size", "300x200", "20x30"),
+                 ("--devices", "1", "2")]
+
+
+@pytest.mark.parametrize("opt,first,then", PXBATCH_TWICE)
+def test_pxbatch_option_given_twice_is_a_usage_error(tmp_path, opt, first, then):
+    base = {"--in-dir": os.path.dirname(CAMERA), "--out": str(tmp_path / "o")}
+    base.pop(opt, None)
+    args = [a for kv in base.items() for a in kv]
+    r = pxbatch(ANY, *args, opt, first, opt, then)
+    assert r.returncode == 2, r.stderr
+    assert "%s given twice ('%s', then '%s'): give it once" % (opt, first, then) in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()

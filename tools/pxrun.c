@@ -120,7 +120,7 @@ static int px__die(const pxvm_error *err)
 {
     char buf[1024];
     pxvm_error_format(err, buf, sizeof buf);
-    fprintf(stderr, "pxrun: %s\n", buf);
+    fprintf(stderr, "pxrun: %s\n%s", buf, err->cls == PXVM_USAGE ? "(pxrun --help lists the options)\n" : "");
     return pxvm_exit_status(err->cls);
 }
 
@@ -136,9 +136,11 @@ void px_run_warn(pxvm_error *err)
     memset(err, 0, sizeof *err);
 }
 
+/* The one-line error and where the options are (as pxbatch): the ~90 lines of --help after it
+ * would bury it. */
 static int px__bad_usage(const char *what)
 {
-    fprintf(stderr, "pxrun: %s\n%s", what, px__usage);
+    fprintf(stderr, "pxrun: usage: %s\n(pxrun --help lists the options)\n", what);
     return 2;
 }
 
@@ -362,6 +364,11 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             *rc = px__bad_usage("more than one program given");
             return -1;
         }
+    }
+    if (argc == 1) { /* pxrun alone: how to use it */
+        fprintf(stderr, "%s", px__usage);
+        *rc = 2;
+        return -1;
     }
     if (!a->prog_path) {
         *rc = px__bad_usage("no program given");

@@ -121,3 +121,16 @@ def test_pxbatch_option_given_twice_is_a_usage_error(tmp_path, opt, first, then)
     assert r.returncode == 2, r.stderr
     assert "%s given twice ('%s', then '%s'): give it once" % (opt, first, then) in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+# ---- E: a pxrun usage error is one line and where to find the options, not buried under --help
+
+@pytest.mark.parametrize("args", [["--policy", "native:bicubic"], ["--bogus", "1"], ["--threads", "-3"],
+                                  ["--size", "8x8", "--in", "image=" + CAMERA]])
+def test_pxrun_usage_error_is_not_buried_under_the_help(args):
+    r = pxrun(ANY, *args, check=False)
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("pxrun: usage: ") and lines[1] == "(pxrun --help lists the options)", \
+        r.stderr
+    assert "--max-side N" in pxrun("--help").stdout  # the options are still one --help away

@@ -60,7 +60,10 @@ static const char px__usage[] =
     "  --trace                   print each instruction as it executes\n"
     "  --profile                 print the time of each launch-plan step (last run)\n"
     "  --hash                    print a hash of every level of every slot after the run\n"
-    "  --info                    print the program's slots, instructions and launch plan\n"
+    "  --info                    print the program's slots, instructions and launch plan; alone\n"
+    "                            (no input bound, no output asked) it runs nothing, and an option\n"
+    "                            only a run uses (--policy, --size, --repeat, --profile, --png,\n"
+    "                            --threads, --device, --executor, --lenient) is a usage error\n"
     "  --fixation X,Y            set fixation register 0 (again: 1, 2, ...) before the run, for\n"
     "                            fixation-relative programs (each of their input registers needs\n"
     "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
@@ -252,6 +255,11 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
+        static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
+                                               "--device", "--executor", "--lenient"};
+        for (size_t k = 0; !a->run_only && k < sizeof run_only / sizeof run_only[0]; k++)
+            if (!strcmp(o, run_only[k]))
+                a->run_only = run_only[k];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(px__usage, stdout);
             *rc = 0;
@@ -683,12 +691,20 @@ int main(int argc, char **argv)
     if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
     px_run_warn(&err);
-    if (a.do_info)
-        px__info(&prog);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
      * (said on stderr, so that exit 0 never hides a run that did not happen) */
-    if (a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
-        !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0) {
+    int info_alone = a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
+                     !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0;
+    if (info_alone && a.run_only) { /* an option for a run that does not happen: it would do nothing */
+        char msg[300];
+        snprintf(msg, sizeof msg, "--info alone runs nothing (input slot %d is not bound: --in SLOT=FILE runs it), "
+                 "so %s would do nothing: give --in or leave %s out", px__first_unbound(&prog), a.run_only, a.run_only);
+        rc = px__bad_usage(msg);
+        goto done;
+    }
+    if (a.do_info)
+        px__info(&prog);
+    if (info_alone) {
         fprintf(stderr, "pxrun: --info: not run (input slot %d is not bound: --in SLOT=FILE runs it)\n",
                 px__first_unbound(&prog));
         rc = 0;

@@ -134,3 +134,20 @@ def test_pxrun_usage_error_is_not_buried_under_the_help(args):
     assert len(lines) == 2 and lines[0].startswith("pxrun: usage: ") and lines[1] == "(pxrun --help lists the options)", \
         r.stderr
     assert "--max-side N" in pxrun("--help").stdout  # the options are still one --help away
+
+
+# ---- F: --info alone runs nothing: an option only a run uses is a usage error, not exit 0
+
+@pytest.mark.parametrize("args", [["--policy", "fit"], ["--size", "300x200"], ["--repeat", "3"], ["--profile"],
+                                  ["--png", "best"], ["--threads", "2"], ["--executor", "cpu"], ["--lenient"]])
+def test_pxrun_info_alone_with_an_option_only_a_run_uses_is_a_usage_error(args):
+    prog = ANY if "--size" in args else FIXED
+    r = pxrun(prog, *args, "--info", check=False)
+    assert r.returncode == 2, r.stderr
+    assert ("--info alone runs nothing (input slot 1 is not bound: --in SLOT=FILE runs it), so %s would do nothing"
+            % args[0]) in r.stderr
+    assert r.stdout == ""
+    r = pxrun(prog, "--info")  # alone: it describes the program, exit 0
+    assert "launch plan" in r.stdout and "--info: not run" in r.stderr
+    r = pxrun(prog, *args, "--info", "--in", "image=" + PHOTO, "--hash")  # with a run: they act
+    assert "launch plan" in r.stdout and "atlas" in r.stdout

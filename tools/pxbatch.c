@@ -274,6 +274,8 @@ int main(int argc, char **argv)
     pxvm_limits_default(&j.lim);
     const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
+    int out_created = 0;   /* rank 0: what px_batch_out_prepare made (removed if the run fails before a shard) */
+    uint64_t written = 0;  /* shards this run wrote (rank 0: all ranks') */
     json_t *job = NULL;
     char msg[4096];
     pxvm_program prog;
@@ -381,7 +383,7 @@ int main(int argc, char **argv)
     }
     /* --out before any work: usable, and ours alone for the run */
     msg[0] = 0;
-    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, &out_created, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
@@ -512,6 +514,7 @@ int main(int argc, char **argv)
         worst = px_batch_agree(worst);
     }
 #endif
+    written = tot[5];
     if (rank == 0) {
         uint64_t unwritten = (uint64_t)j.nshards - tot[4] - tot[5];
         char extra[96] = "";
@@ -546,6 +549,8 @@ end:
     if (px_batch_mpi)
         MPI_Finalize();
 #endif
+    if (lock_fd >= 0 && rc != 0 && written == 0)
+        px_batch_out_unmake(j.out_dir, out_created); /* a failed run that wrote nothing leaves nothing of its own */
     if (lock_fd >= 0)
         close(lock_fd); /* after every rank is done */
     return rc;

@@ -68,11 +68,13 @@ int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *ms
 /* ---- --out: checked, locked, compared with this job ------------------------------------------- */
 
 /* --out exists or is created, is a directory, takes new files, and is locked (flock on
- * DIR/.pxbatch.lock, held until the process exits). 0, or an exit status with msg. */
-int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
+ * DIR/.pxbatch.lock, held until the process exits). *created: what this made (1 the folder, 2 the
+ * lock file). 0, or an exit status with msg. */
+int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg, size_t len)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)) {
+    *created = 0;
+    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || (*created = 1, stat(dir, &st) != 0))) {
         snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
         return 1;
     }
@@ -93,7 +95,11 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
     } else {
         close(fd);
         unlink(probe);
-        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd >= 0)
+            *created |= 2;
+        else if (errno == EEXIST)
+            fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
             snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
             rc = 1;
@@ -113,6 +119,16 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
     free(probe);
     free(lock);
     return rc;
+}
+
+void px_batch_out_unmake(const char *dir, int created)
+{
+    char *lock = NULL;
+    if ((created & 2) && asprintf(&lock, "%s/.pxbatch.lock", dir) >= 0)
+        unlink(lock); /* while still held: no other run can be holding it */
+    free(lock);
+    if (created & 1)
+        rmdir(dir); /* only if empty: never what another process put there */
 }
 
 /* Under the lock: with --overwrite every shard file goes, else the temporary files a killed run

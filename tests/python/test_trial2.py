@@ -151,3 +151,25 @@ def test_pxrun_info_alone_with_an_option_only_a_run_uses_is_a_usage_error(args):
     assert "launch plan" in r.stdout and "--info: not run" in r.stderr
     r = pxrun(prog, *args, "--info", "--in", "image=" + PHOTO, "--hash")  # with a run: they act
     assert "launch plan" in r.stdout and "atlas" in r.stdout
+
+
+# ---- G: a pxbatch run that fails before writing any shard leaves nothing it made
+
+def test_pxbatch_failing_before_a_shard_removes_the_folder_and_lock_it_made(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "o").mkdir()
+    for src, says in ((str(tmp_path / "nodir"), "cannot read '%s'" % (tmp_path / "nodir")),
+                      (str(empty), "no inputs: folder '%s'" % empty)):
+        out = tmp_path / "o" / "zz"
+        r = pxbatch(FIXED, "--in-dir", src, "--out", str(out), "--executor", "cpu")
+        assert r.returncode == 1 and says in r.stderr, r.stderr
+        assert not out.exists(), sorted(os.listdir(out))
+    kept = tmp_path / "kept"  # a folder that was there stays (without the lock this run made)
+    kept.mkdir()
+    (kept / "mine.txt").write_text("x")
+    r = pxbatch(FIXED, "--in-dir", str(empty), "--out", str(kept), "--executor", "cpu")
+    assert r.returncode == 1 and sorted(os.listdir(kept)) == ["mine.txt"]
+    ok = tmp_path / "ok"  # a run that writes its shards keeps them and its lock
+    r = pxbatch(FIXED, "--in-dir", os.path.dirname(CAMERA), "--out", str(ok), "--executor", "cpu", "--policy", "fit")
+    assert r.returncode == 0 and sorted(os.listdir(ok)) == [".pxbatch.lock", "shard-00000.json", "shard-00000.npy"]

@@ -173,3 +173,24 @@ def test_pxbatch_failing_before_a_shard_removes_the_folder_and_lock_it_made(tmp_
     ok = tmp_path / "ok"  # a run that writes its shards keeps them and its lock
     r = pxbatch(FIXED, "--in-dir", os.path.dirname(CAMERA), "--out", str(ok), "--executor", "cpu", "--policy", "fit")
     assert r.returncode == 0 and sorted(os.listdir(ok)) == [".pxbatch.lock", "shard-00000.json", "shard-00000.npy"]
+
+
+# ---- H: an empty file says it is empty
+
+def test_an_empty_image_file_says_it_is_empty(tmp_path):
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    words = "'%s' is empty (0 bytes): neither a PNG nor a JPEG file" % empty
+    r = pxrun(FIXED, "--in", "image=%s" % empty, "--hash", check=False)
+    assert r.returncode == 3 and words in r.stderr and "unknown signature" not in r.stderr, r.stderr
+    with pytest.raises(pxvm.Malformed) as e:
+        pxvm.load_image(str(empty))
+    assert words in str(e.value)
+    d = tmp_path / "in"
+    d.mkdir()
+    shutil.copy(PHOTO, d / "a.png")
+    (d / "b.png").write_bytes(b"")
+    r = pxbatch(FIXED, "--in-dir", str(d), "--out", str(tmp_path / "o"), "--executor", "cpu")
+    assert r.returncode == 1 and ("'%s' is empty (0 bytes)" % (d / "b.png")) in r.stderr, r.stderr
+    r = pxrun(FIXED, "--in", "image=" + os.path.join(ROOT, "README.md"), check=False)  # not empty: as before
+    assert r.returncode == 3 and "is neither a PNG nor a JPEG file (unknown signature)" in r.stderr

@@ -87,7 +87,8 @@ def _naming_paths(batched):
                 names = {s.name for s in self.program.inputs} | {"images"}
                 given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
                 files = [os.fspath(x) for v in given for x in (v if isinstance(v, (list, tuple)) else [v]) if _is_path(x)]
-                if not files or getattr(e, "file", None) or any("'%s'" % f in str(e) for f in files):
+                if not files or getattr(e, "file", None) or getattr(e, "index", None) is not None or \
+                        any("'%s'" % f in str(e) for f in files):
                     raise
                 shown = ", ".join("'%s'" % f for f in files[:4]) + (" and %d more" % (len(files) - 4) if len(files) > 4 else "")
                 err = type(e)("%s (file%s %s)" % (e, "s" if len(files) > 1 else "", shown))
@@ -748,6 +749,29 @@ class Runner:
             groups.setdefault(image_hw(xi), []).append(i)  # None (a bad shape): the bind says why
         return groups if len(groups) > 1 else None
 
+    def _by_size(self, run_group, order, given):
+        """run_group(idx) for each group of items of one size (order, from _size_groups); an error of
+        a group is raised again naming its items (e.index, the first; e.file when it was given as a
+        path): a runner's error names the size, not which images of the batch had it."""
+        parts = []
+        for idx in order:
+            try:
+                parts.append(run_group(idx))
+            except Error as e:
+                if getattr(e, "index", None) is not None:
+                    raise
+                given = given if isinstance(given, (list, tuple)) else None
+                files = [os.fspath(given[i]) for i in idx if given is not None and _is_path(given[i])]
+                what = ("image %d" % idx[0] if len(idx) == 1 else "images %s" % ", ".join(map(str, idx[:8])) +
+                        (" and %d more" % (len(idx) - 8) if len(idx) > 8 else ""))
+                what += " of the batch"
+                if files:
+                    what += ", file%s %s" % ("s" if len(files) > 1 else "", ", ".join("'%s'" % f for f in files[:8]))
+                err = type(e)("%s (%s)" % (e, what))
+                err.index, err.file = idx[0], files[0] if len(files) == 1 else None
+                raise err from None
+        return parts
+
     @staticmethod
     def _take(a, idx):
         """Items idx of a per-item argument (an array, tensor or list of B), or a as it is."""
@@ -803,9 +827,11 @@ class Runner:
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size
             (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
-            parts = [self.run_batch(fixations=self._take(fixations, idx), fixation_units=fixation_units,
-                                    fixation_clamp=fixation_clamp, **{name: [bound_list[i] for i in idx]})
-                     for bound_list in bound.values() for idx in order]
+            (items,) = bound.values()
+            parts = self._by_size(lambda idx: self.run_batch(fixations=self._take(fixations, idx),
+                                                             fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                                             **{name: [items[i] for i in idx]}),
+                                  order, images if images is not None else inputs.get(name))
             return {s.name: self._gather([p[s.name] for p in parts], order, b) for s in self.program.outputs}
         bound = self._apply_policy(bound, policy, True, size)
         outs = self.program.outputs
@@ -835,10 +861,13 @@ class Runner:
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size
             (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
-            parts = [self.patches_batch(slot=slot, fixations=self._take(fixations, idx), with_geometry=with_geometry,
-                                        fixation_units=fixation_units, fixation_clamp=fixation_clamp,
-                                        **{name: [bound_list[i] for i in idx]})
-                     for bound_list in bound.values() for idx in order]
+            (items,) = bound.values()
+            parts = self._by_size(lambda idx: self.patches_batch(slot=slot, fixations=self._take(fixations, idx),
+                                                                 with_geometry=with_geometry,
+                                                                 fixation_units=fixation_units,
+                                                                 fixation_clamp=fixation_clamp,
+                                                                 **{name: [items[i] for i in idx]}),
+                                  order, images if images is not None else inputs.get(name))
             if with_geometry:
                 p, g = self._gather([q[0] for q in parts], order, b), self._gather([q[1] for q in parts], order, b)
             else:

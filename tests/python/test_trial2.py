@@ -194,3 +194,25 @@ def test_an_empty_image_file_says_it_is_empty(tmp_path):
     assert r.returncode == 1 and ("'%s' is empty (0 bytes)" % (d / "b.png")) in r.stderr, r.stderr
     r = pxrun(FIXED, "--in", "image=" + os.path.join(ROOT, "README.md"), check=False)  # not empty: as before
     assert r.returncode == 3 and "is neither a PNG nor a JPEG file (unknown signature)" in r.stderr
+
+
+# ---- I: a batch of several sizes names the image that is outside the bounds (its index, its file)
+
+def test_a_batch_names_the_image_outside_the_bounds(tmp_path):
+    from PIL import Image
+    runner = pxvm.Runner(pxvm.Program.load(ANY), executor=EXECUTOR)
+    imgs = [pxvm.load_image(CAMERA), pxvm.load_image(PHOTO)]
+    tiny = np.zeros((5, 17, 4), np.uint8)
+    bounds = "a 17x5 image cannot be bound to slot 1 ('image'): it takes 16x16 .. 16384x16384"
+    with pytest.raises(pxvm.Unlinkable) as e:
+        runner.patches_batch(imgs + [tiny])
+    assert "%s (image 2 of the batch)" % bounds in str(e.value) and e.value.index == 2
+    with pytest.raises(pxvm.Unlinkable) as e:
+        runner.run_batch([imgs[0], tiny, imgs[1], tiny])
+    assert "%s (images 1, 3 of the batch)" % bounds in str(e.value) and e.value.index == 1
+    path = tmp_path / "tiny.png"
+    Image.new("RGB", (17, 5)).save(path)
+    with pytest.raises(pxvm.Unlinkable) as e:
+        runner.patches_batch([CAMERA, str(path), PHOTO])
+    assert "%s (image 1 of the batch, file '%s')" % (bounds, path) in str(e.value)
+    assert e.value.file == str(path) and "camera" not in str(e.value)

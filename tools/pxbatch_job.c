@@ -191,10 +191,15 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
     int rc = 0;
     if (pxb_job_diff(m.job, job, diff, sizeof diff)) {
         char *was = pxb_json_get_name(m.root, "program");
+        /* the hash is of the program as it runs, which the same file need not be: say so */
+        const char *what = strstr(diff, "program_sha256") ?
+            " (program_sha256 is the SHA-256 of the program image as it runs: for an any-size program under --policy "
+            "stretch or fit, of its resolution at the reference size or at --size, under native of the program itself; "
+            "so the same file under another --policy or --size has another)" : "";
         snprintf(msg, len,
                  "usage: --out '%s' holds the shards of another job: shard-%05d.json (made from '%s') differs from "
-                 "this run in %s; rerun with --overwrite to replace them, or use another --out",
-                 j->out_dir, shard, was ? was : "?", diff);
+                 "this run in %s%s; rerun with --overwrite to replace them, or use another --out",
+                 j->out_dir, shard, was ? was : "?", diff, what);
         free(was);
         rc = 2;
     } else if (shard >= j->nshards) {

@@ -216,3 +216,19 @@ def test_a_batch_names_the_image_outside_the_bounds(tmp_path):
         runner.patches_batch([CAMERA, str(path), PHOTO])
     assert "%s (image 1 of the batch, file '%s')" % (bounds, path) in str(e.value)
     assert e.value.file == str(path) and "camera" not in str(e.value)
+
+
+# ---- J: a marker mismatch over program_sha256 says what the hash is of
+
+def test_pxbatch_mismatch_says_what_program_sha256_is_of(tmp_path):
+    out = tmp_path / "o"
+    photos = os.path.dirname(CAMERA)
+    assert pxbatch(ANY, "--in-dir", photos, "--out", str(out), "--executor", "cpu").returncode == 0
+    r = pxbatch(ANY, "--in-dir", photos, "--out", str(out), "--executor", "cpu", "--policy", "fit")
+    assert r.returncode == 2, r.stderr
+    assert 'policy: "native" -> "fit:bicubic:0,0,0,255"' in r.stderr and "program_sha256: " in r.stderr
+    assert ("(program_sha256 is the SHA-256 of the program image as it runs: for an any-size program under --policy "
+            "stretch or fit, of its resolution at the reference size or at --size, under native of the program "
+            "itself; so the same file under another --policy or --size has another)") in r.stderr
+    r = pxbatch(ANY, "--in-dir", photos, "--out", str(out), "--executor", "cpu", "--shard-size", "2")
+    assert r.returncode == 2 and "shard_size" in r.stderr and "program_sha256 is" not in r.stderr  # only when it differs

@@ -79,7 +79,7 @@ static const char px__usage[] =
     "Exit status: 0 all images done, 1 i/o (an input failed: listed in a shard's errors, this run's\n"
     "or an earlier one's; --out or a list not usable; a shard not written), 2 usage (options,\n"
     "--max-memory, --out of another job or held by another run), 3 malformed (the program, a\n"
-    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n"
+    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable, 8 plan (as pxrun).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
 /* ---- the command ------------------------------------------------------------------------------ */

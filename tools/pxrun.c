@@ -109,7 +109,8 @@ static const char px__usage[] =
     "way. '-', a FIFO or a character device is written directly (before any rename), and cannot be\n"
     "taken back once written: a reader may see a partial stream if a later write fails. Directories,\n"
     "block devices and sockets are refused. SIGINT/SIGTERM remove the temporary files.\n"
-    "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable.\n";
+    "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable,\n"
+    "8 plan (a PLAN.json that does not compile, as pxasm).\n";
 
 double px_run_now(void)
 {

@@ -232,3 +232,19 @@ def test_pxbatch_mismatch_says_what_program_sha256_is_of(tmp_path):
             "itself; so the same file under another --policy or --size has another)") in r.stderr
     r = pxbatch(ANY, "--in-dir", photos, "--out", str(out), "--executor", "cpu", "--shard-size", "2")
     assert r.returncode == 2 and "shard_size" in r.stderr and "program_sha256 is" not in r.stderr  # only when it differs
+
+
+# ---- K: a plan that does not compile exits 8 in every tool (pxasm's), not 1 (i/o)
+
+def test_a_bad_plan_exits_8_in_every_tool(tmp_path):
+    plan = tmp_path / "bad.json"
+    plan.write_text('{"scheme": "nope"}')
+    r = pxrun(str(plan), check=False)
+    assert r.returncode == 8 and "plan error: %s" % plan in r.stderr, r.stderr
+    r = pxbatch(str(plan), "--in-dir", os.path.dirname(CAMERA), "--out", str(tmp_path / "o"))
+    assert r.returncode == 8 and "plan error: %s" % plan in r.stderr, r.stderr
+    r = subprocess.run([os.path.join(BIN, "pxasm"), "--plan", str(plan), "-o", str(tmp_path / "x.pxi")],
+                       capture_output=True, text=True)
+    assert r.returncode == 8 and "plan error: %s" % plan in r.stderr
+    assert "8 plan" in pxrun("--help").stdout
+    assert not (tmp_path / "o").exists()

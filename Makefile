@@ -120,7 +120,7 @@ endif
 $(BUILD)/tools/frames.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
@@ -131,7 +131,7 @@ $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 build/fuzz/fuzz_pxbatch: FUZZ_SRC := $(PXBATCH_FILES)
 build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
-$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/libpxvm.a
+$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a

@@ -55,6 +55,11 @@ static const char px__usage[] =
     "                            \"uniform\" plan: each image resized to its own size (sides multiples\n"
     "                            of patch x merge, area in min..max: Qwen2-VL's rule) and tokenized\n"
     "                            by the plan compiled for that size; ragged shards (below)\n"
+    "  --size WxH                an any-size program: the size every image is bound at (within the\n"
+    "                            input's bounds): each image brought to W x H by --policy\n"
+    "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD],\n"
+    "                            the program resolved once at W x H (pxrun --size's bytes); an error\n"
+    "                            with a fixed-size program and with native, exact or dynamic\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
@@ -74,7 +79,7 @@ static const char px__usage[] =
     "Exit status: 0 all images done, 1 i/o (an input failed: listed in a shard's errors, this run's\n"
     "or an earlier one's; --out or a list not usable; a shard not written), 2 usage (options,\n"
     "--max-memory, --out of another job or held by another run), 3 malformed (the program, a\n"
-    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable (as pxrun).\n"
+    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable, 8 plan (as pxrun).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -157,6 +162,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     } nums[] = {{"--shard-size", 1, 4096}, {"--devices", 1, 64},    {"--decoders", 1, 64},
                 {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}};
     const char *number = NULL, *devices = NULL; /* the last numeric option given; --devices' value */
+    int seen[32], nseen = 0; /* argv index of each option given with its value (fewer than 32 kinds) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--overwrite")) {
@@ -178,17 +184,28 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         size_t k = 0;
         while (!str && k < sizeof nums / sizeof nums[0] && strcmp(o, nums[k].name))
             k++;
-        if (!str && k == sizeof nums / sizeof nums[0])
+        int size = !str && !strcmp(o, "--size");
+        if (!str && !size && k == sizeof nums / sizeof nums[0])
             return px__usage_error(rank, 1, "unknown option '%s'", o);
         if (!v)
             return px__usage_error(rank, 0, "%s needs a value", o);
         i++;
+        for (int e = 0; e < nseen; e++) /* every option takes one value: given twice, never the last silently */
+            if (!strcmp(argv[seen[e]], o))
+                return px__usage_error(rank, 0, "%s given twice ('%s', then '%s'): give it once", o, argv[seen[e] + 1], v);
+        if (nseen < 32)
+            seen[nseen++] = i - 1;
+        if (size) {
+            pxvm_error serr;
+            if (px_size_parse(v, &j->size, &serr) < 0)
+                return px__usage_error(rank, 0, "%s", serr.msg);
+            continue;
+        }
         if (str) {
             *str = v;
             pxvm_error perr;
             if (str == &policy) { /* native is pxbatch's and pxrun's, not the library's resize policy */
-                j->native = !strcmp(v, "native");
-                if (!j->native && px_policy_parse(v, &j->policy, &perr) < 0)
+                if (px_policy_option(v, &j->policy, &j->native, &perr) < 0)
                     return px__usage_error(rank, 0, "%s", perr.msg);
             }
             continue;
@@ -211,11 +228,14 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite)
+        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
-                                   number ? number : "--overwrite");
+                                   number ? number : j->size.text ? "--size" : "--overwrite");
         return 0;
     }
+    pxvm_error serr;
+    if (px_size_policy(&j->size, policy, j->native, &j->policy, &serr) < 0)
+        return px__usage_error(rank, 0, "%s", serr.msg);
     if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
         return px__usage_error(rank, 1, "needs a program, --out and one of --in-list, --in-dir");
     if (strcmp(j->exec_name, "cpu") && strcmp(j->exec_name, "cuda") && strcmp(j->exec_name, "auto"))
@@ -254,6 +274,8 @@ int main(int argc, char **argv)
     pxvm_limits_default(&j.lim);
     const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
+    int out_created = 0;   /* rank 0: what px_batch_out_prepare made (removed if the run fails before a shard) */
+    uint64_t written = 0;  /* shards this run wrote (rank 0: all ranks') */
     json_t *job = NULL;
     char msg[4096];
     pxvm_program prog;
@@ -283,8 +305,15 @@ int main(int argc, char **argv)
      * as pxrun; exact is native there too (the program takes every size within its bounds, so an
      * image is bound as it is: pxrun's meaning); with stretch or fit it is resolved once at its
      * reference size, which the images are resized to (executors load only fixed programs) */
-    if (prog.any_size && (!j.policy_given || (!j.native && j.policy.kind == PX_POLICY_EXACT)))
+    if (prog.any_size && !j.size.text && (!j.policy_given || (!j.native && j.policy.kind == PX_POLICY_EXACT)))
         j.native = 1;
+    int size_wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}; /* --size: the any-size inputs' size */
+    if (px_size_slots(&prog, j.prog_path, &j.size, size_wh, &err) < 0) { /* a fixed program, or out of bounds */
+        if (rank == 0)
+            fprintf(stderr, "pxbatch: usage: %s\n", err.msg);
+        rc = 2;
+        goto end;
+    }
     if (j.native && !prog.any_size) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: usage: --policy native: program '%s' is not any-size; use fit or stretch\n",
@@ -292,10 +321,9 @@ int main(int argc, char **argv)
         rc = 2;
         goto end;
     }
-    if (prog.any_size && !j.native) {
-        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    if (prog.any_size && !j.native) { /* at --size, else at the reference size */
         pxvm_program res;
-        if (pxvm_program_resolve(&prog, wh, &j.lim, &res, &err) < 0) {
+        if (pxvm_program_resolve(&prog, size_wh, &j.lim, &res, &err) < 0) {
             char buf[1024];
             pxvm_error_format(&err, buf, sizeof buf);
             if (rank == 0)
@@ -355,7 +383,7 @@ int main(int argc, char **argv)
     }
     /* --out before any work: usable, and ours alone for the run */
     msg[0] = 0;
-    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, msg, sizeof msg) : 0))) {
+    if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, &out_created, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
@@ -486,6 +514,7 @@ int main(int argc, char **argv)
         worst = px_batch_agree(worst);
     }
 #endif
+    written = tot[5];
     if (rank == 0) {
         uint64_t unwritten = (uint64_t)j.nshards - tot[4] - tot[5];
         char extra[96] = "";
@@ -520,6 +549,8 @@ end:
     if (px_batch_mpi)
         MPI_Finalize();
 #endif
+    if (lock_fd >= 0 && rc != 0 && written == 0)
+        px_batch_out_unmake(j.out_dir, out_created); /* a failed run that wrote nothing leaves nothing of its own */
     if (lock_fd >= 0)
         close(lock_fd); /* after every rank is done */
     return rc;

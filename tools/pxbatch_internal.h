@@ -9,6 +9,7 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "pxbatch.h"
+#include "pxrun_size.h"
 
 /* The job: its options, inputs and the marker text every shard records. */
 typedef struct {
@@ -22,6 +23,8 @@ typedef struct {
     int native;                   /* --policy native (the default for an any-size program): each image
                                    * bound at its own size, within the input's bounds; the program
                                    * resolved per size (policy then stays exact) */
+    px_size_opt size;             /* --size WxH: an any-size program resolved at it, every image
+                                   * resized to it by policy (stretch by default) */
     char *plan_text;              /* dynamic: the uniform plan, compiled per image size */
     size_t plan_len;
     char *job_text;               /* the "job" object of every marker (json_dumps) */
@@ -84,7 +87,11 @@ typedef struct {
  * checked, created and locked, then cleaned (0, or an exit status with msg); this process's share
  * of the markers already in --out compared with this job; the job object every marker records. */
 int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *msg, size_t len);
-int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len);
+int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg, size_t len);
+/* A run that fails before writing any shard leaves nothing of its own: the lock file and the --out
+ * folder, each if this run created it (*created of px_batch_out_prepare: 1 the folder, 2 the lock;
+ * the folder only when empty). */
+void px_batch_out_unmake(const char *dir, int created);
 int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len);
 int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *failed, uint64_t *skipped, char *msg,
                   size_t len);

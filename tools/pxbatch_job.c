@@ -68,11 +68,13 @@ int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *ms
 /* ---- --out: checked, locked, compared with this job ------------------------------------------- */
 
 /* --out exists or is created, is a directory, takes new files, and is locked (flock on
- * DIR/.pxbatch.lock, held until the process exits). 0, or an exit status with msg. */
-int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
+ * DIR/.pxbatch.lock, held until the process exits). *created: what this made (1 the folder, 2 the
+ * lock file). 0, or an exit status with msg. */
+int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg, size_t len)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)) {
+    *created = 0;
+    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || (*created = 1, stat(dir, &st) != 0))) {
         snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
         return 1;
     }
@@ -93,7 +95,11 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
     } else {
         close(fd);
         unlink(probe);
-        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd >= 0)
+            *created |= 2;
+        else if (errno == EEXIST)
+            fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
             snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
             rc = 1;
@@ -113,6 +119,16 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, char *msg, size_t len)
     free(probe);
     free(lock);
     return rc;
+}
+
+void px_batch_out_unmake(const char *dir, int created)
+{
+    char *lock = NULL;
+    if ((created & 2) && asprintf(&lock, "%s/.pxbatch.lock", dir) >= 0)
+        unlink(lock); /* while still held: no other run can be holding it */
+    free(lock);
+    if (created & 1)
+        rmdir(dir); /* only if empty: never what another process put there */
 }
 
 /* Under the lock: with --overwrite every shard file goes, else the temporary files a killed run
@@ -175,10 +191,15 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
     int rc = 0;
     if (pxb_job_diff(m.job, job, diff, sizeof diff)) {
         char *was = pxb_json_get_name(m.root, "program");
+        /* the hash is of the program as it runs, which the same file need not be: say so */
+        const char *what = strstr(diff, "program_sha256") ?
+            " (program_sha256 is the SHA-256 of the program image as it runs: for an any-size program under --policy "
+            "stretch or fit, of its resolution at the reference size or at --size, under native of the program itself; "
+            "so the same file under another --policy or --size has another)" : "";
         snprintf(msg, len,
                  "usage: --out '%s' holds the shards of another job: shard-%05d.json (made from '%s') differs from "
-                 "this run in %s; rerun with --overwrite to replace them, or use another --out",
-                 j->out_dir, shard, was ? was : "?", diff);
+                 "this run in %s%s; rerun with --overwrite to replace them, or use another --out",
+                 j->out_dir, shard, was ? was : "?", diff, what);
         free(was);
         rc = 2;
     } else if (shard >= j->nshards) {
@@ -232,7 +253,9 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
  * all (pxb_job_diff), so an option that comes to change the bytes (a dtype, fixations) is added
  * here and is compared from then on. --policy is "policy", its canonical text (px_policy_format, or
  * "native";
- * a marker written before the field existed has none: pxb_job_diff reads that as "exact"). Not
+ * a marker written before the field existed has none: pxb_job_diff reads that as "exact"); --size
+ * is "size" [W, H], only when given (a job without it binds images otherwise: a field of its own
+ * in a mismatch). Not
  * in it: the executor, threads, devices, decoders and ranks (the same bytes: tested), the
  * program's path (the same pixels from another file, or a plan and its .pxi, are the same
  * program) and --max-memory (it bounds the batch and decides which error an input gets, not the
@@ -250,9 +273,14 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
         snprintf(policy, sizeof policy, "native");
     else
         px_policy_format(&j->policy, policy, sizeof policy);
-    return json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
-                     "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
-                     pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
-                     "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha,
-                     "policy", policy);
+    json_t *job = json_pack("{s:s, s:s, s:[i,i], s:s, s:s, s:i, s:I, s:s, s:s}", "pxvm_version", PXVM_VERSION,
+                            "program_sha256", prog_sha, "program_size", prog->image.w, prog->image.h, "input_slot",
+                            pxvm_slot_label(prog, input, la), "output_slot", pxvm_slot_label(prog, out_slot, lb),
+                            "shard_size", j->shard_size, "inputs", (json_int_t)j->in.n, "inputs_sha256", in_sha,
+                            "policy", policy);
+    if (job && j->size.text && json_object_set_new(job, "size", json_pack("[i,i]", j->size.w, j->size.h)) < 0) {
+        json_decref(job);
+        return NULL;
+    }
+    return job;
 }

@@ -38,6 +38,12 @@ static const char px__usage[] =
     "                            max=PIXELS][:FILTER] with a \"uniform\" plan: the plan is compiled\n"
     "                            for the size Qwen2-VL's rule gives the image (sides multiples of\n"
     "                            patch x merge, area in min..max) and the image resized to it\n"
+    "  --size WxH                an any-size program: the size every --in image is bound at (within\n"
+    "                            the input's bounds); each image is brought to W x H by --policy\n"
+    "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD]\n"
+    "                            (into a W x H canvas), and the program runs its resolution at W x H.\n"
+    "                            An error with a fixed-size program (its slot's size is the only\n"
+    "                            size) and with native, exact or dynamic (they decide the size)\n"
     "  --out SLOT[@L]=FILE.png   write level L (default 0) of a slot as PNG after the run\n"
     "  --npy SLOT=FILE.npy       write a slot as uint8 (N, H, W, 4): its patches if it is a patch\n"
     "                            atlas, else the whole slot as N = 1\n"
@@ -54,7 +60,10 @@ static const char px__usage[] =
     "  --trace                   print each instruction as it executes\n"
     "  --profile                 print the time of each launch-plan step (last run)\n"
     "  --hash                    print a hash of every level of every slot after the run\n"
-    "  --info                    print the program's slots, instructions and launch plan\n"
+    "  --info                    print the program's slots, instructions and launch plan; alone\n"
+    "                            (no input bound, no output asked) it runs nothing, and an option\n"
+    "                            only a run uses (--policy, --size, --repeat, --profile, --png,\n"
+    "                            --threads, --device, --executor, --lenient) is a usage error\n"
     "  --fixation X,Y            set fixation register 0 (again: 1, 2, ...) before the run, for\n"
     "                            fixation-relative programs (each of their input registers needs\n"
     "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
@@ -100,7 +109,8 @@ static const char px__usage[] =
     "way. '-', a FIFO or a character device is written directly (before any rename), and cannot be\n"
     "taken back once written: a reader may see a partial stream if a later write fails. Directories,\n"
     "block devices and sockets are refused. SIGINT/SIGTERM remove the temporary files.\n"
-    "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable.\n";
+    "Exit status: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable, 6 trap, 7 unavailable,\n"
+    "8 plan (a PLAN.json that does not compile, as pxasm).\n";
 
 double px_run_now(void)
 {
@@ -114,7 +124,7 @@ static int px__die(const pxvm_error *err)
 {
     char buf[1024];
     pxvm_error_format(err, buf, sizeof buf);
-    fprintf(stderr, "pxrun: %s\n", buf);
+    fprintf(stderr, "pxrun: %s\n%s", buf, err->cls == PXVM_USAGE ? "(pxrun --help lists the options)\n" : "");
     return pxvm_exit_status(err->cls);
 }
 
@@ -130,9 +140,11 @@ void px_run_warn(pxvm_error *err)
     memset(err, 0, sizeof *err);
 }
 
+/* The one-line error and where the options are (as pxbatch): the ~90 lines of --help after it
+ * would bury it. */
 static int px__bad_usage(const char *what)
 {
-    fprintf(stderr, "pxrun: %s\n%s", what, px__usage);
+    fprintf(stderr, "pxrun: usage: %s\n(pxrun --help lists the options)\n", what);
     return 2;
 }
 
@@ -239,10 +251,16 @@ static void px__info(const pxvm_program *prog)
 static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
     int device_given = 0;
+    int seen[64], nseen = 0; /* argv index of each single-valued option given (fewer than 64 kinds) */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
+        static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
+                                               "--device", "--executor", "--lenient"};
+        for (size_t k = 0; !a->run_only && k < sizeof run_only / sizeof run_only[0]; k++)
+            if (!strcmp(o, run_only[k]))
+                a->run_only = run_only[k];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(px__usage, stdout);
             *rc = 0;
@@ -261,6 +279,18 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             a->lim.flags |= PXVM_DECODE_LENIENT;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
+            int multi = !strcmp(o, "--in") || !strcmp(o, "--out") || !strcmp(o, "--npy") || !strcmp(o, "--geometry") ||
+                        !strcmp(o, "--fixation");
+            for (int k = 0; val && !multi && k < nseen; k++) /* given twice: never the last one silently */
+                if (!strcmp(argv[seen[k]], o)) {
+                    char msg[400];
+                    snprintf(msg, sizeof msg, "%s given twice ('%.150s', then '%.150s'): give it once", o,
+                             argv[seen[k] + 1], val);
+                    *rc = px__bad_usage(msg);
+                    return -1;
+                }
+            if (val && !multi && nseen < 64)
+                seen[nseen++] = i;
             if (!val)
                 bad = "an option is missing its value";
             else if (!strcmp(o, "--in")) {
@@ -277,12 +307,17 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     bad = "--geometry takes SLOT=FILE.npy";
             } else if (!strcmp(o, "--policy")) {
                 pxvm_error perr;
-                a->policy_native = !strcmp(val, "native");
-                if (!a->policy_native && px_policy_parse(val, &a->policy, &perr) < 0) {
+                if (px_policy_option(val, &a->policy, &a->policy_native, &perr) < 0) {
                     *rc = px__bad_usage(perr.msg);
                     return -1;
                 }
                 a->policy_text = val;
+            } else if (!strcmp(o, "--size")) {
+                pxvm_error serr;
+                if (px_size_parse(val, &a->size, &serr) < 0) {
+                    *rc = px__bad_usage(serr.msg);
+                    return -1;
+                }
             } else if (!strcmp(o, "--fixation")) {
                 if (a->nfix >= PX_FIX_REGS)
                     bad = "at most 8 --fixation (registers 0..7)";
@@ -339,6 +374,11 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             return -1;
         }
     }
+    if (argc == 1) { /* pxrun alone: how to use it */
+        fprintf(stderr, "%s", px__usage);
+        *rc = 2;
+        return -1;
+    }
     if (!a->prog_path) {
         *rc = px__bad_usage("no program given");
         return -1;
@@ -359,6 +399,15 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
     if (a->frames && a->policy_text && !a->policy_native && a->policy.kind != PX_POLICY_EXACT) {
         *rc = px__bad_usage("--policy resizes --in images only: --frames binds each frame at its own size (use pxbatch "
                             "--policy for a folder of photos resized)");
+        return -1;
+    }
+    if (a->size.text && a->frames) {
+        *rc = px__bad_usage("--size binds the --in images: --frames binds each frame at its own size");
+        return -1;
+    }
+    pxvm_error serr;
+    if (px_size_policy(&a->size, a->policy_text, a->policy_native, &a->policy, &serr) < 0) {
+        *rc = px__bad_usage(serr.msg);
         return -1;
     }
     if (device_given && a->exec_name && !strcmp(a->exec_name, "cpu")) {
@@ -385,6 +434,13 @@ static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err
             int k = a->slot_of[li][i] = pxvm_slot_lookup(prog, lists[li][i].slot);
             if (k < 0)
                 return pxvm_fail(err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
+            for (int e = 0; li == 0 && e < i; e++)
+                if (a->slot_of[0][e] == k) { /* never the last one silently */
+                    char msg[700], lb[16];
+                    snprintf(msg, sizeof msg, "--in binds slot %d ('%s') twice ('%.250s', then '%.250s'): give it once",
+                             k, pxvm_slot_label(prog, k, lb), a->ins[e].path, a->ins[i].path);
+                    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+                }
             if (lists[li][i].level >= prog->slots[k].levels) {
                 char lb[16];
                 return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, k, pxvm_slot_label(prog, k, lb), prog->slots[k].levels - 1,
@@ -520,7 +576,7 @@ bad:
 
 /* An any-size program replaced by its resolution: each --in of an any-size slot decoded into
  * pre[i] at its own size (checked against the slot's bounds) unless --policy fit or stretch
- * resizes it to the reference size. With `sizes` (--frames into an any-size slot), the frame slot
+ * resizes it to the reference size, or to --size's W x H (every any-size input resolved at it). With `sizes` (--frames into an any-size slot), the frame slot
  * at the first frame's size (`first`), and the any-size program kept in sizes for the other
  * sizes the frames come in. */
 static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre, px_run_sizes *sizes,
@@ -542,6 +598,8 @@ static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre
         }
         wh[2 * k] = pre[i].w, wh[2 * k + 1] = pre[i].h;
     }
+    if (px_size_slots(prog, a->prog_path, &a->size, wh, err) < 0)
+        return -1;
     if (sizes)
         wh[2 * sizes->slot] = first->w, wh[2 * sizes->slot + 1] = first->h;
     pxvm_program res;
@@ -634,12 +692,20 @@ int main(int argc, char **argv)
     if (px__load_program(&a, &prog, &err) < 0)
         goto fail;
     px_run_warn(&err);
-    if (a.do_info)
-        px__info(&prog);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
      * (said on stderr, so that exit 0 never hides a run that did not happen) */
-    if (a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
-        !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0) {
+    int info_alone = a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
+                     !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0;
+    if (info_alone && a.run_only) { /* an option for a run that does not happen: it would do nothing */
+        char msg[300];
+        snprintf(msg, sizeof msg, "--info alone runs nothing (input slot %d is not bound: --in SLOT=FILE runs it), "
+                 "so %s would do nothing: give --in or leave %s out", px__first_unbound(&prog), a.run_only, a.run_only);
+        rc = px__bad_usage(msg);
+        goto done;
+    }
+    if (a.do_info)
+        px__info(&prog);
+    if (info_alone) {
         fprintf(stderr, "pxrun: --info: not run (input slot %d is not bound: --in SLOT=FILE runs it)\n",
                 px__first_unbound(&prog));
         rc = 0;
@@ -658,6 +724,11 @@ int main(int argc, char **argv)
         char msg[600];
         snprintf(msg, sizeof msg, "--policy native: program '%.300s' is not any-size; use fit or stretch", a.prog_path);
         rc = px__bad_usage(msg);
+        goto done;
+    }
+    if (a.size.text && !prog.any_size) { /* its slot's size is the only size */
+        px_size_slots(&prog, a.prog_path, &a.size, NULL, &err);
+        rc = px__bad_usage(err.msg);
         goto done;
     }
     /* --frames into an any-size slot: the frames are opened and the first decoded now, the program

@@ -9,6 +9,7 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "frames.h"
+#include "pxrun_size.h"
 
 typedef struct {
     char *slot;
@@ -30,6 +31,9 @@ typedef struct {
     const char *policy_text; /* --policy, NULL when not given */
     px_policy policy;
     int policy_native;       /* --policy native: an any-size input takes the file at its own size */
+    const char *run_only;    /* the first option given that only a run uses (--policy, --size, --repeat,
+                              * ...): with --info alone, which runs nothing, a usage error */
+    px_size_opt size;        /* --size WxH: an any-size program resolved at it, every --in resized to it */
     int do_time, do_trace, do_hash, do_info, do_profile;
     pxvm_png_mode png;
     uint64_t repeat;

@@ -75,6 +75,8 @@ int pxvm_exit_status(pxvm_class cls)
     case PXVM_UNLINKABLE: return 5;
     case PXVM_TRAP: return 6;
     case PXVM_UNAVAILABLE: return 7;
+    case PXVM_ASSEMBLY: /* a source or plan the tools compile: pxasm's 8 (not i/o) in every tool */
+    case PXVM_PLAN: return 8;
     default: return 1;
     }
 }

@@ -37,7 +37,7 @@ typedef struct pxvm_error {
  * returns -1 so that callers can `return pxvm_fail(...)`. */
 int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
 /* The tools' exit status for a class: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable,
- * 6 trap, 7 unavailable. */
+ * 6 trap, 7 unavailable, 8 assembly or plan (a .pxs or PLAN.json that does not compile). */
 int pxvm_exit_status(pxvm_class cls);
 /* "invalid program: pixel (3,0): instruction 0 (SAMPLE): ..." */
 void pxvm_error_format(const pxvm_error *err, char *buf, size_t len);

@@ -82,10 +82,30 @@ def load_shard(path: str | os.PathLike, mmap: bool = True):
     return tokens, offsets, grid, files
 
 
-def iter_shards(directory: str | os.PathLike, mmap: bool = True):
+def _missing_inputs(d, paths):
+    """(inputs missing, of how many, the missing shards' numbers) of a pxbatch --out folder whose
+    markers are `paths`: the job's inputs (each marker's job.inputs, shard_size) that no shard
+    holds, as pxbatch --verify counts missing shards. A marker without them is Malformed."""
+    have, job = set(), None
+    for p in paths:
+        _, m = _marker(p[:-5])
+        j = m.get("job") if isinstance(m.get("job"), dict) else {}
+        n, size = j.get("inputs"), j.get("shard_size")
+        if type(n) is not int or type(size) is not int or size < 1 or n < 0:
+            raise Malformed("malformed: '%s' is not a pxbatch marker: no job.inputs or job.shard_size" % p)
+        job = job or (n, size)
+        have.add(int(os.path.basename(p)[6:-5]))
+    n, size = job
+    missing = [k for k in range((n + size - 1) // size) if k not in have]
+    return sum(min(size, n - k * size) for k in missing), n, missing
+
+
+def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool = False):
     """load_shard of every shard of a pxbatch --out folder, in shard order. A folder that is not
     there, or holds no shard (a mistyped path), is PxIOError naming it, as pxbatch --verify
-    fails on it: never an empty dataset."""
+    fails on it: never an empty dataset. A folder that lacks shards of its job (an interrupted
+    pxbatch: fewer inputs than its markers' job.inputs) is PxIOError naming it and how many inputs
+    are missing, unless partial=True: then a warning says so and the shards present are read."""
     d = os.fspath(directory)
     if not os.path.isdir(d):
         raise PxIOError("i/o error: cannot read '%s': %s" % (d, "not a directory" if os.path.exists(d)
@@ -94,6 +114,15 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True):
              if p[len(os.path.dirname(p)) + 7:-5].isdigit()]
     if not paths:
         raise PxIOError("i/o error: '%s' holds no pxbatch shard (shard-NNNNN.json)" % d)
+    lost, n, shards = _missing_inputs(d, paths)
+    if lost:
+        what = ("'%s' is a partial pxbatch output: %d of its job's %d inputs are missing (%d shard%s not written: "
+                "shard-%05d%s; an interrupted run? pxbatch --verify lists them)"
+                % (d, lost, n, len(shards), "s" if len(shards) > 1 else "", shards[0], ", ..." if len(shards) > 1 else ""))
+        if not partial:
+            raise PxIOError("i/o error: %s: rerun the same pxbatch job to finish it, or pass partial=True to read the "
+                            "%d inputs present" % (what, n - lost))
+        warnings.warn("pxvm: %s; reading the %d inputs present (partial=True)" % (what, n - lost), stacklevel=2)
     for path in paths:
         yield load_shard(path[:-5], mmap=mmap)
 
@@ -123,8 +152,10 @@ def _torch_classes():
         """The images of a pxbatch --out folder: item i -> (tokens (N_i, p, p, 4) uint8 tensor,
         grid (3,) int64 tensor (t, h, w), file). Shards are memory-mapped; an item is copied out."""
 
-        def __init__(self, directory: str | os.PathLike) -> None:
-            self.shards = list(iter_shards(directory))
+        def __init__(self, directory: str | os.PathLike, partial: bool = False) -> None:
+            """partial: as for iter_shards (a folder that lacks shards of its job is refused unless
+            partial=True, then warned of)."""
+            self.shards = list(iter_shards(directory, partial=partial))
             self.index = [(s, r) for s, sh in enumerate(self.shards) for r in range(len(sh[3]))]
 
         def __len__(self) -> int:
@@ -140,7 +171,10 @@ def _torch_classes():
         """A folder's PNG and JPEG files (name order, as pxbatch --in-dir) through a program: yields
         (tokens, grid, file) as ShardDataset's items, running a Runner (one per worker process) in
         batches of batch_size images (policy "dynamic": a ragged batch, one run per size). Workers of
-        a DataLoader take every num_workers-th batch.
+        a DataLoader take every num_workers-th batch. size=(W, H): for an any-size program, every
+        image brought to W x H by policy (stretch by default, or fit) as Runner's size= and
+        pxbatch --size (checked at once: a bad size, one with native, exact or dynamic, and for a
+        Program given, a fixed-size one or a size outside its bounds, are UsageErrors).
 
         A file that fails (unreadable, truncated or corrupt, not a PNG or JPEG, outside the
         program's bounds or of another size than a fixed-size program takes without a policy) is
@@ -164,13 +198,20 @@ def _torch_classes():
         ON_ERROR = ("skip", "raise")
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
-                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip") -> None:
+                     executor: str = "cpu", batch_size: int = 16, on_error: str = "skip",
+                     size: tuple[int, int] | None = None) -> None:
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
                 raise UsageError("usage: batch_size %r: a whole number from 1" % (batch_size,))
             if policy is not None:
                 canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
+            from .runner import _size_policy
+            _size_policy(policy, size)  # as pxbatch --size: a bad size or one with native/exact/dynamic, now
+            if size is not None and not isinstance(program, (str, os.PathLike)):
+                from .runner import _size_check
+                _size_check(program, tuple(size))  # a fixed-size program, a size outside the bounds: now
+            self.size = None if size is None else tuple(size)
             d = os.fspath(directory)
             try:
                 names = os.listdir(d)
@@ -207,7 +248,7 @@ def _torch_classes():
             dynamic = is_dynamic(self.policy)
 
             def run(imgs):
-                out = runner.patches_batch(imgs, policy=self.policy)
+                out = runner.patches_batch(imgs, policy=self.policy, size=self.size)
                 if dynamic:
                     return [(np.array(out[i]), out.grid[i].copy()) for i in range(len(imgs))]
                 return [(out[i], np.array([1, 1, out.shape[1]], dtype=np.int64)) for i in range(len(imgs))]

@@ -37,9 +37,27 @@ def canonical_policy(policy: str) -> str:
     "native", pxrun's and pxbatch's, as it is); a bad one is a UsageError naming it."""
     if policy == "native":
         return policy
+    why = "an empty policy" if policy == "" else "native takes no filter or pad" if policy.startswith("native:") \
+        else None
+    if why:
+        raise UsageError("usage: bad policy %s: %s (%sdynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER "
+                         "nearest, box, bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])"
+                         % (_quoted(policy), why, _KINDS))
     buf = ctypes.create_string_buffer(256)
-    _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
+    try:
+        _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
+    except UsageError as e:  # the library's words, with native among the kinds (as pxrun's: tools/pxrun_size.c)
+        raise UsageError(str(e).replace("(not exact, stretch", "(not native, exact, stretch")
+                         .replace("(" + _KINDS[8:], "(" + _KINDS)) from None
     return buf.value.decode()
+
+
+#: every kind of policy= (pxrun's and pxbatch's --policy): the library's, with native first
+_KINDS = "native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
+
+
+def _quoted(text):
+    return "'%s'" % text
 
 
 def image_hw(a):

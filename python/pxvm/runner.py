@@ -12,7 +12,7 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
-from .ragged import image_hw, is_dynamic, dynamic_patches_batch
+from .ragged import canonical_policy, image_hw, is_dynamic, dynamic_patches_batch
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -87,7 +87,8 @@ def _naming_paths(batched):
                 names = {s.name for s in self.program.inputs} | {"images"}
                 given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
                 files = [os.fspath(x) for v in given for x in (v if isinstance(v, (list, tuple)) else [v]) if _is_path(x)]
-                if not files or getattr(e, "file", None) or any("'%s'" % f in str(e) for f in files):
+                if not files or getattr(e, "file", None) or getattr(e, "index", None) is not None or \
+                        any("'%s'" % f in str(e) for f in files):
                     raise
                 shown = ", ".join("'%s'" % f for f in files[:4]) + (" and %d more" % (len(files) - 4) if len(files) > 4 else "")
                 err = type(e)("%s (file%s %s)" % (e, "s" if len(files) > 1 else "", shown))
@@ -109,11 +110,59 @@ def _check_policy(policy):
         return policy
     if not isinstance(policy, str):
         raise TypeError("pxvm: policy must be a string such as 'fit:bicubic', got %s" % type(policy).__name__)
+    canonical_policy(policy)  # empty, native:..., a bad one: its words (with native among the kinds)
     one = (ctypes.c_uint8 * 4)()
     out = ctypes.c_void_p()
     _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, policy.encode(), ctypes.byref(out)))
     _lib.pxvm_free(out)
     return policy
+
+
+def _size_policy(policy, size):
+    """size=(W, H) against policy (no program needed): (W, H) or None, and the policy it runs with
+    (stretch when none is given). As pxrun/pxbatch --size (tools/pxrun_size.c), same words: native,
+    exact and dynamic decide the size themselves (UsageError naming the policy)."""
+    if size is None:
+        return None, policy
+    try:
+        w, h = size
+        ok = all(type(v) is int and 1 <= v <= 65535 for v in (w, h))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise UsageError("usage: size takes (W, H), the width and height 1..65535 (e.g. (320, 240)), not %r" % (size,))
+    if policy is None:
+        return (w, h), "stretch"
+    _check_policy(policy)
+    if policy in ("native", "exact") or is_dynamic(policy):
+        raise UsageError("usage: size %dx%d: policy '%s' decides the size itself (native and exact bind each image at "
+                         "its own size, dynamic at its rule's); size takes stretch[:FILTER] or fit[:FILTER[:PAD]]"
+                         % (w, h, policy))
+    return (w, h), policy
+
+
+def _size_check(program, size):
+    """size=(W, H) against the program, as pxrun --size: a fixed-size program (its slot's size is the
+    only one) or a size outside an any-size input's bounds is a UsageError naming them."""
+    if size is None:
+        return
+    w, h = size
+    ins = program.inputs
+    if not any(s.any_size for s in ins):
+        if not ins:
+            raise UsageError("usage: size %dx%d: program '%s' has no input slot" % (w, h, program.name))
+        s = ins[0]
+        raise UsageError("usage: size %dx%d: program '%s' is not any-size: its input slot %d ('%s') is %dx%d, the only "
+                         "size it takes (policy stretch or fit resizes images to it)"
+                         % (w, h, program.name, s.index, s.name, s.w, s.h))
+    for s in ins:
+        if s.any_size and not (s.min_side <= min(w, h) and max(w, h) <= s.max_side and
+                               (not s.max_pixels or w * h <= s.max_pixels)):
+            most = ", at most %d pixels" % s.max_pixels if s.max_pixels else ""
+            raise UsageError("usage: size %dx%d is outside the bounds of program '%s': a %dx%d image cannot be bound "
+                             "to slot %d ('%s'): it takes %dx%d .. %dx%d%s" % (w, h, program.name, w, h, s.index, s.name,
+                                                                               s.min_side, s.min_side, s.max_side,
+                                                                               s.max_side, most))
 
 
 def _policy_image(x, w, h, policy):
@@ -564,9 +613,16 @@ class Runner:
             raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])
         return bound
 
-    def _apply_policy(self, bound, policy, batched):
+    def _sized(self, policy, size):
+        """size=(W, H) checked against policy and this program: (size, the policy to run with)."""
+        size, policy = _size_policy(policy, size)
+        _size_check(self.program, size)
+        return size, policy
+
+    def _apply_policy(self, bound, policy, batched, size=None):
         """bound {slot: image, batch or list} with every image of another size than its slot resized
-        by `policy` on the host (a batch becomes a list of its items when one is resized)."""
+        by `policy` on the host (a batch becomes a list of its items when one is resized); with
+        size (from _sized), an any-size input's images are resized to it instead."""
         policy = _check_policy(policy)
         if policy == "native" and not any(s.any_size for s in self.program.inputs):
             raise UsageError("usage: policy native: the program has no any-size input; use fit or stretch")
@@ -579,12 +635,13 @@ class Runner:
         res = {}
         for k, x in bound.items():
             s = slots[k]
+            w, h = size if size is not None and s.any_size else (s.w, s.h)
             if isinstance(x, (list, tuple)):
-                res[k] = [_policy_image(xi, s.w, s.h, policy) for xi in x]
+                res[k] = [_policy_image(xi, w, h, policy) for xi in x]
             elif batched:
-                res[k] = [_policy_image(x[i], s.w, s.h, policy) for i in range(int(x.shape[0]))]
+                res[k] = [_policy_image(x[i], w, h, policy) for i in range(int(x.shape[0]))]
             else:
-                res[k] = _policy_image(x, s.w, s.h, policy)
+                res[k] = _policy_image(x, w, h, policy)
         return res
 
     def _dynamic_only(self, **given):
@@ -608,7 +665,8 @@ class Runner:
     @_naming_paths(batched=False)
     @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
-            fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> dict[str, Array]:
+            fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
+            **inputs: Array) -> dict[str, Array]:
         """Runs once: {output slot name: level 0 as (H, W, 4)}.
 
         fixation: for fixation-relative programs, (x, y) normalized to the first input slot, x and
@@ -625,14 +683,20 @@ class Runner:
         "fit:bicubic". Such an image is resized on the host through the library (pxvm_image_fit:
         RESIZE's bytes, Pillow's) into a new array, so it is copied; an image of the slot's size
         is bound as it is. CUDA tensors with a policy are a UsageError: resize them with a program
-        that has RESIZE."""
+        that has RESIZE.
+
+        size: (W, H) for an any-size program (pxrun --size): every image is brought to W x H by
+        policy (stretch, the default with size, or fit) and the program runs its resolution at W x
+        H. A UsageError with a fixed-size program (its slot's size is the only size), with policy
+        native, exact or dynamic (they decide the size), or outside the input's bounds."""
+        size, policy = self._sized(policy, size)
         outs = self.program.outputs
         key = self._fast_key("run", image, inputs, fixation, fixation_units, policy)
         call = self._prepared.get(key) if key else None
         res = call.run(image[0]) if call else None
         if res is not None:
             return {s.name: r for s, r in zip(outs, res if len(outs) != 1 else (res,))}
-        res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 0) for s in outs], fixation=fixation,
+        res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False, size), 1, [(s.index, 0) for s in outs], fixation=fixation,
                          units=fixation_units, clamp=fixation_clamp)
         if key:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
@@ -642,14 +706,16 @@ class Runner:
     @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
                 fixation: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
-                fixation_clamp: bool = False, policy: str | None = None, **inputs: Array) -> Array | tuple[Array, Array]:
+                fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
+                **inputs: Array) -> Array | tuple[Array, Array]:
         """Runs once: the patches of the (first) atlas output, (N, h, w, 4). With `out` (a
         C-contiguous uint8 array or tensor of that shape, on the inputs' device) the patches are
         written there instead of into a new array. fixation, fixation_units, fixation_clamp: as
         for run. with_geometry: returns (patches, geometry (N, 4)) with geometry as
         Runner.geometry gives it, on the same device. policy: as for run, or "dynamic..." (a
         program from a "uniform" plan): the (N, p, p, 4) tokens of the image's own grid (see
-        patches_batch)."""
+        patches_batch). size: as for run."""
+        size, policy = self._sized(policy, size)
         if is_dynamic(policy):
             self._dynamic_only(out=out, fixation=fixation, with_geometry=with_geometry, slot=slot)
             if len(image) != 1 or inputs:
@@ -660,7 +726,7 @@ class Runner:
         call = self._prepared.get(key) if key else None
         p = None if not call else call.run(image[0]) if out is None else call.run(image[0], out)
         if p is None:
-            res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False), 1, [(s.index, 1)], out=None if out is None else [out[None]],
+            res = self._exec(self._apply_policy(self._inputs(image, inputs), policy, False, size), 1, [(s.index, 1)], out=None if out is None else [out[None]],
                              fixation=fixation, units=fixation_units, clamp=fixation_clamp)
             if key:
                 self._prepare(key, image[0], [(s.index, 1)], None if out is None else [out])
@@ -682,6 +748,29 @@ class Runner:
         for i, xi in enumerate(x):
             groups.setdefault(image_hw(xi), []).append(i)  # None (a bad shape): the bind says why
         return groups if len(groups) > 1 else None
+
+    def _by_size(self, run_group, order, given):
+        """run_group(idx) for each group of items of one size (order, from _size_groups); an error of
+        a group is raised again naming its items (e.index, the first; e.file when it was given as a
+        path): a runner's error names the size, not which images of the batch had it."""
+        parts = []
+        for idx in order:
+            try:
+                parts.append(run_group(idx))
+            except Error as e:
+                if getattr(e, "index", None) is not None:
+                    raise
+                given = given if isinstance(given, (list, tuple)) else None
+                files = [os.fspath(given[i]) for i in idx if given is not None and _is_path(given[i])]
+                what = ("image %d" % idx[0] if len(idx) == 1 else "images %s" % ", ".join(map(str, idx[:8])) +
+                        (" and %d more" % (len(idx) - 8) if len(idx) > 8 else ""))
+                what += " of the batch"
+                if files:
+                    what += ", file%s %s" % ("s" if len(files) > 1 else "", ", ".join("'%s'" % f for f in files[:8]))
+                err = type(e)("%s (%s)" % (e, what))
+                err.index, err.file = idx[0], files[0] if len(files) == 1 else None
+                raise err from None
+        return parts
 
     @staticmethod
     def _take(a, idx):
@@ -721,7 +810,8 @@ class Runner:
     @_naming_paths(batched=True)
     @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
-                  fixation_clamp: bool = False, policy: str | None = None, **inputs: Batch) -> dict[str, Array]:
+                  fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
+                  **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
         On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
         (B, K, 2)) normalized to the first input, one per item, host or CUDA (converted on the
@@ -730,16 +820,20 @@ class Runner:
         policy: as for run; with a policy, `images` may be a list of host images of different
         sizes: each is resized (on the host, a copy) to the slot's size, then one batch runs.
         Into an any-size input with no resizing policy (None, "native", "exact") a list of
-        images of different sizes runs as one batch per size, the results in the list's order."""
+        images of different sizes runs as one batch per size, the results in the list's order.
+        size: as for run (every image brought to it, then one batch)."""
+        size, policy = self._sized(policy, size)
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size
             (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
-            parts = [self.run_batch(fixations=self._take(fixations, idx), fixation_units=fixation_units,
-                                    fixation_clamp=fixation_clamp, **{name: [bound_list[i] for i in idx]})
-                     for bound_list in bound.values() for idx in order]
+            (items,) = bound.values()
+            parts = self._by_size(lambda idx: self.run_batch(fixations=self._take(fixations, idx),
+                                                             fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                                             **{name: [items[i] for i in idx]}),
+                                  order, images if images is not None else inputs.get(name))
             return {s.name: self._gather([p[s.name] for p in parts], order, b) for s in self.program.outputs}
-        bound = self._apply_policy(bound, policy, True)
+        bound = self._apply_policy(bound, policy, True, size)
         outs = self.program.outputs
         res = self._exec(bound, b, [(s.index, 0) for s in outs], batched=True, fixation=fixations,
                          units=fixation_units, clamp=fixation_clamp)
@@ -749,7 +843,7 @@ class Runner:
     @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
-                      fixation_clamp: bool = False, policy: str | None = None,
+                      fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
                       **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
@@ -757,7 +851,9 @@ class Runner:
         from a "uniform" plan: each image gets its own token grid, and the result is a
         pxvm.ragged.Ragged (packed tokens, offsets, grid, sizes, position_ids; images may also be
         paths of PNG/JPEG files); see python/pxvm/ragged.py and README, Ragged batches. Into an
-        any-size input, images of different sizes need no policy (one batch per size, as run_batch)."""
+        any-size input, images of different sizes need no policy (one batch per size, as run_batch).
+        size: as for run_batch."""
+        size, policy = self._sized(policy, size)
         if is_dynamic(policy):
             self._dynamic_only(out=out, fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
             return dynamic_patches_batch(self, images, policy)
@@ -765,10 +861,13 @@ class Runner:
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size
             (name,), order = [self.program.slots[k].name for k in bound], list(groups.values())
-            parts = [self.patches_batch(slot=slot, fixations=self._take(fixations, idx), with_geometry=with_geometry,
-                                        fixation_units=fixation_units, fixation_clamp=fixation_clamp,
-                                        **{name: [bound_list[i] for i in idx]})
-                     for bound_list in bound.values() for idx in order]
+            (items,) = bound.values()
+            parts = self._by_size(lambda idx: self.patches_batch(slot=slot, fixations=self._take(fixations, idx),
+                                                                 with_geometry=with_geometry,
+                                                                 fixation_units=fixation_units,
+                                                                 fixation_clamp=fixation_clamp,
+                                                                 **{name: [items[i] for i in idx]}),
+                                  order, images if images is not None else inputs.get(name))
             if with_geometry:
                 p, g = self._gather([q[0] for q in parts], order, b), self._gather([q[1] for q in parts], order, b)
             else:
@@ -777,7 +876,7 @@ class Runner:
                 out[...] = p
                 p = out
             return (p, g) if with_geometry else p
-        bound = self._apply_policy(bound, policy, True)
+        bound = self._apply_policy(bound, policy, True, size)
         s = self._atlas(slot)
         p = self._exec(bound, b, [(s.index, 1)], batched=True, out=None if out is None else [out], fixation=fixations,
                        units=fixation_units, clamp=fixation_clamp)[0]

@@ -241,7 +241,7 @@ def _locked(function):
 def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
            alpha: bool = False, out: Any = None, slot: str | int | None = None, fixation: Fixation = None,
            fixation_units: str = "normalized", fixation_clamp: bool = False, policy: str | None = None,
-           **inputs: Array) -> Any:
+           size: tuple[int, int] | None = None, **inputs: Array) -> Any:
     """Runs the program once and returns the tokens of its (first) atlas output: (N, C, p, p) for
     layout "nchw", (N, p, p, C) "nhwc", (N, C*p*p) "flat" ((C, ph, pw) order: a ViT patch
     embedding's Conv2d weight.reshape(D, -1) order), C = 3, or 4 with alpha=True.
@@ -255,7 +255,8 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
 
     A repeat of a call's arguments and arrays' shapes (one image, NumPy or torch, no fixation or
     policy) takes the compiled fast path (python/pxvm/_native.c): bind, run and read in one call,
-    the same bytes; PXVM_NO_NATIVE=1 keeps the ctypes path."""
+    the same bytes; PXVM_NO_NATIVE=1 keeps the ctypes path. size: as for Runner.run."""
+    size, policy = runner._sized(policy, size)
     key = _fast_key(runner, image, inputs, dtype, normalize, layout, alpha, out, slot, fixation, fixation_units,
                     policy)
     call = runner._prepared.get(key) if key else None
@@ -267,7 +268,7 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
     fmt = token_format(dtype, normalize, layout, alpha)
     shape = _shape(s, 4 if alpha else 3, layout)
     runner._runner(1)
-    bound = runner._apply_policy(runner._inputs(image, inputs), policy, False)
+    bound = runner._apply_policy(runner._inputs(image, inputs), policy, False, size)
     result, devno = _run_and_read(runner, bound, 1, False, s, fmt, shape, dtype, out, fixation, fixation_units,
                                   fixation_clamp)
     if key:
@@ -284,17 +285,18 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
 def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None, dtype: str = "float32",
                  normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
                  slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
-                 policy: str | None = None, **inputs: Batch) -> Any:
+                 policy: str | None = None, size: tuple[int, int] | None = None, **inputs: Batch) -> Any:
     """Runs the program once on a batch and returns every item's tokens: (B, N, C, p, p) for
     layout "nchw" (B, N, p, p, C) "nhwc", (B, N, C*p*p) "flat"; item b's are tokens(images[b],
     fixation=fixations[b], ...)'s bytes. images, fixations ((B, 2) or (B, K, 2), per item, host
-    or CUDA), fixation_units, fixation_clamp, policy and named inputs: as for Runner.run_batch;
+    or CUDA), fixation_units, fixation_clamp, policy, size and named inputs: as for Runner.run_batch;
     dtype, normalize, layout, alpha, out, slot: as for tokens (out= of the (B, ...) shape). On
     the GPU the batch is one run (each plan step one launch) and one read (one kernel)."""
+    size, policy = runner._sized(policy, size)
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
     bound, b = runner._batch_inputs(images, inputs)
-    bound = runner._apply_policy(bound, policy, True)
+    bound = runner._apply_policy(bound, policy, True, size)
     shape = (b,) + _shape(s, 4 if alpha else 3, layout)
     return _run_and_read(runner, bound, b, True, s, fmt, shape, dtype, out, fixations, fixation_units,
                          fixation_clamp)[0]

@@ -43,8 +43,11 @@ def ds(tmp_path_factory):
 
 def run(ds, out, *extra, prog="p.pxi", src=None, rc=1, timeout=60, **kw):
     """pxbatch over ds/img (21 files, one corrupt: exit 1) in shards of 8 on the CPU executor."""
-    cmd = [PXBATCH, str(ds / prog) if prog else None, "--out", str(out), "--shard-size", "8", "--executor", "cpu",
-           "--threads", "1", *(src or ["--in-dir", str(ds / "img")]), *extra]
+    # the defaults an extra option replaces (pxbatch refuses an option given twice)
+    defaults = [a for o, v in (("--shard-size", "8"), ("--executor", "cpu"), ("--threads", "1")) if o not in extra
+                for a in (o, v)]
+    cmd = [PXBATCH, str(ds / prog) if prog else None, "--out", str(out), *defaults,
+           *(src or ["--in-dir", str(ds / "img")]), *extra]
     r = subprocess.run([c for c in cmd if c is not None], capture_output=True, env=ENV, timeout=timeout, **kw)
     r.stdout, r.stderr = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
     if rc is not None:

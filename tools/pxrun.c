@@ -1,5 +1,6 @@
 /* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy. */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -247,6 +248,74 @@ static void px__info(const pxvm_program *prog)
                prog->steps[s].first, prog->steps[s].first + prog->steps[s].count - 1);
 }
 
+/* The path an output names, for comparing two outputs: the real path of its folder + its name
+ * (so ./x.npy, x.npy and dir/../x.npy are one file); the path itself when its folder does not
+ * resolve (the write then fails and names it). */
+static void px__output_key(const char *path, char *key, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096], real[4096];
+    if (!strcmp(path, "-")) { /* standard output */
+        snprintf(key, size, "-");
+        return;
+    }
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (realpath(dir, real))
+        snprintf(key, size, "%.4000s/%.4000s", real, slash ? slash + 1 : path);
+    else
+        snprintf(key, size, "%s", path);
+}
+
+/* Two outputs written to one file: the last would replace the first, exit 0. A usage error naming
+ * the file and both outputs. Returns 0, or the exit status (2). */
+static int px__outputs_distinct(const px_run_args *a)
+{
+    int n = a->nout + a->nnpy + a->ngeom + 3;
+    char(*keys)[8200] = calloc((size_t)n, sizeof *keys);
+    char(*names)[300] = calloc((size_t)n, sizeof *names);
+    const char **paths = calloc((size_t)n, sizeof *paths);
+    int m = 0, rc = 0;
+    if (!keys || !names || !paths) {
+        rc = px__bad_usage("out of memory comparing the output files");
+        goto done;
+    }
+    for (int i = 0; i < a->nout; i++, m++)
+        snprintf(names[m], sizeof names[m], "--out %.200s", a->outs[i].slot), paths[m] = a->outs[i].path;
+    for (int i = 0; i < a->nnpy; i++, m++)
+        snprintf(names[m], sizeof names[m], "--npy %.200s", a->npys[i].slot), paths[m] = a->npys[i].path;
+    for (int i = 0; i < a->ngeom; i++, m++)
+        snprintf(names[m], sizeof names[m], "--geometry %.200s", a->geoms[i].slot), paths[m] = a->geoms[i].path;
+    if (a->final_path)
+        snprintf(names[m], sizeof names[m], "-o"), paths[m++] = a->final_path;
+    if (a->overlay_path)
+        snprintf(names[m], sizeof names[m], "--overlay"), paths[m++] = a->overlay_path;
+    if (a->changed_path)
+        snprintf(names[m], sizeof names[m], "--changed"), paths[m++] = a->changed_path;
+    for (int i = 0; i < m && !rc; i++) {
+        px__output_key(paths[i], keys[i], sizeof keys[i]);
+        for (int e = 0; e < i && !rc; e++)
+            if (!strcmp(keys[e], keys[i])) {
+                char msg[1400];
+                char alias[500] = "";
+                if (strcmp(paths[e], paths[i]))
+                    snprintf(alias, sizeof alias, " (%s as '%.400s')", names[i], paths[i]);
+                snprintf(msg, sizeof msg, "%s and %s both write '%.400s'%s: one would replace the other; give each "
+                         "output its own file", names[e], names[i], paths[e], alias);
+                rc = px__bad_usage(msg);
+            }
+    }
+done:
+    free(keys);
+    free(names);
+    free(paths);
+    return rc;
+}
+
 /* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
 static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
 {
@@ -414,6 +483,8 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         *rc = px__bad_usage("--device: a CUDA device, but --executor is cpu");
         return -1;
     }
+    if ((*rc = px__outputs_distinct(a)) != 0)
+        return -1;
     int from_stdin = !strcmp(a->prog_path, "-") + (a->frames && !strcmp(a->frames, "-"));
     for (int i = 0; i < a->nin; i++)
         from_stdin += !strcmp(a->ins[i].path, "-");

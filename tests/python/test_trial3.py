@@ -1,0 +1,67 @@
+"""A red-team trial of the CLI/Python bad-input work (trial 3): two outputs to one file, a folder of
+two jobs' shards, two pxbatch runs on one new --out, ... Nothing of the user's lost, nothing silently
+wrong. Each test fails before its fix (the commit says which)."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import pxvm
+from conftest import BIN, ROOT, pxrun
+
+FIXED = os.path.join(ROOT, "programs", "foveate273.pxi")
+CAMERA = os.path.join(ROOT, "tests", "data", "photos", "camera.png")
+
+TWO_INPUTS = """.width 16
+.slot a input 451x300 any min=16
+.slot b input 451x300 any min=16
+.slot oa output 64x64
+.slot ob output 64x64
+RESIZE a oa filter=3 at=(0,0) size=(64,64) fit=0 pad_r=0 pad_g=0 pad_b=0 pad_a=0
+RESIZE b ob filter=3 at=(0,0) size=(64,64) fit=0 pad_r=0 pad_g=0 pad_b=0 pad_a=0
+HALT
+"""
+
+
+def tool(name, *args, cwd=ROOT, **kw):
+    return subprocess.run([os.path.join(BIN, name), *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+                          **kw)
+
+
+@pytest.fixture
+def two(tmp_path):
+    """A program of two any-size inputs (a, b) and two outputs (oa, ob)."""
+    src = tmp_path / "two.pxs"
+    src.write_text(TWO_INPUTS)
+    r = tool("pxasm", str(src), "-o", str(tmp_path / "two.pxi"))
+    assert r.returncode == 0, r.stderr
+    return str(tmp_path / "two.pxi")
+
+
+# ---- 1: two outputs to one file: one was lost, exit 0
+
+@pytest.mark.parametrize("outs", [
+    ["--npy", "oa=x.npy", "--npy", "ob=x.npy"],
+    ["--npy", "oa=x.npy", "--npy", "ob=./x.npy"],
+    ["--out", "oa=z.png", "--out", "ob=z.png"],
+    ["--out", "oa=z.png", "--npy", "ob=z.png"],
+    ["-o", "z.png", "--npy", "ob=sub/../z.png"],
+])
+def test_two_outputs_to_one_file_is_a_usage_error(tmp_path, two, outs):
+    (tmp_path / "sub").mkdir()
+    r = tool("pxrun", two, "--in", "a=" + CAMERA, "--in", "b=" + CAMERA, *outs, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    names = ["-o" if o == "-o" else o + " " + v.split("=")[0] for o, v in zip(outs[::2], outs[1::2])]
+    paths = [v.split("=")[-1] for v in outs[1::2]]
+    if names[0] == "-o":  # -o is named after the slot outputs
+        names, paths = names[::-1], paths[::-1]
+    words = "pxrun: usage: %s and %s both write '%s'" % (names[0], names[1], paths[0])
+    assert words in r.stderr and "give each output its own file" in r.stderr
+    if paths[0] != paths[1]:
+        assert "(%s as '%s')" % (names[1], paths[1]) in r.stderr
+    assert not list(tmp_path.glob("*.npy")) and not list(tmp_path.glob("*.png"))  # nothing written
+    ok = tool("pxrun", two, "--in", "a=" + CAMERA, "--in", "b=" + CAMERA, "--npy", "oa=x.npy", "--npy", "ob=y.npy",
+              cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr

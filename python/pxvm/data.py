@@ -82,17 +82,43 @@ def load_shard(path: str | os.PathLike, mmap: bool = True):
     return tokens, offsets, grid, files
 
 
+# A job field added after markers were first written, and the value such a marker was made with
+# (as tools/pxbatch_marker.c px__job_default): "policy", "exact" (pxbatch resized nothing then).
+_JOB_DEFAULTS = {"policy": "exact"}
+
+
+def _job_diff(a, b):
+    """How pxbatch job record b differs from a ("field: A -> B; ..."), as pxbatch --verify's
+    pxb_job_diff: "" when they are one job (a field missing from an older marker taken at its
+    default)."""
+    out = []
+    for key in list(b) + [k for k in a if k not in b]:
+        x, y = a.get(key, _JOB_DEFAULTS.get(key)), b.get(key, _JOB_DEFAULTS.get(key))
+        if x != y:
+            out.append("%s: %s -> %s" % (key, "(none)" if x is None else json.dumps(x, separators=(",", ":")),
+                                         "(none)" if y is None else json.dumps(y, separators=(",", ":"))))
+    return "; ".join(out)
+
+
 def _missing_inputs(d, paths):
     """(inputs missing, of how many, the missing shards' numbers) of a pxbatch --out folder whose
     markers are `paths`: the job's inputs (each marker's job.inputs, shard_size) that no shard
-    holds, as pxbatch --verify counts missing shards. A marker without them is Malformed."""
-    have, job = set(), None
+    holds, as pxbatch --verify counts missing shards. A marker without them is Malformed, and so
+    is a folder whose markers are of two jobs (another program, policy, size, input list, ...:
+    pxbatch --verify's "of another job"), never read as one dataset."""
+    have, job, first = set(), None, None
     for p in paths:
         _, m = _marker(p[:-5])
         j = m.get("job") if isinstance(m.get("job"), dict) else {}
         n, size = j.get("inputs"), j.get("shard_size")
         if type(n) is not int or type(size) is not int or size < 1 or n < 0:
             raise Malformed("malformed: '%s' is not a pxbatch marker: no job.inputs or job.shard_size" % p)
+        if first is None:
+            first = (os.path.basename(p)[:-5], j)
+        elif _job_diff(first[1], j):
+            raise Malformed("malformed: '%s' holds shards of two pxbatch jobs: %s is of another job than %s (%s); "
+                            "pxbatch --verify lists them: keep one job's shards in a folder"
+                            % (d, os.path.basename(p)[:-5], first[0], _job_diff(first[1], j)))
         job = job or (n, size)
         have.add(int(os.path.basename(p)[6:-5]))
     n, size = job

@@ -65,3 +65,38 @@ def test_two_outputs_to_one_file_is_a_usage_error(tmp_path, two, outs):
     ok = tool("pxrun", two, "--in", "a=" + CAMERA, "--in", "b=" + CAMERA, "--npy", "oa=x.npy", "--npy", "ob=y.npy",
               cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+
+
+# ---- 2: a folder of two jobs' shards was read as one dataset
+
+def _batch(out, inputs, *extra):
+    r = tool("pxbatch", FIXED, "--in-dir", str(inputs), "--out", str(out), "--shard-size", "1",
+             "--executor", "cpu", *extra)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.mark.parametrize("other, field", [
+    (["--policy", "stretch"], "policy: \"fit:bicubic:0,0,0,255\" -> \"stretch:bicubic\""),
+    (["--policy", "fit"], "inputs: 4 -> 5"),  # another folder: 5 inputs
+])
+def test_iter_shards_refuses_two_jobs_shards_in_one_folder(tmp_path, other, field):
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(4):
+        shutil.copy(CAMERA, d / ("c%d.png" % i))
+    a = _batch(tmp_path / "a", d, "--policy", "fit")
+    d5 = tmp_path / "in5"
+    shutil.copytree(d, d5)
+    shutil.copy(CAMERA, d5 / "c4.png")
+    b = _batch(tmp_path / "b", d5 if "inputs" in field else d, *other)
+    for f in b.glob("shard-00001.*"):  # shard 1 of another job, beside job a's shards 0, 2, 3
+        shutil.copy(f, a / f.name)
+    words = "'%s' holds shards of two pxbatch jobs: shard-00001 is of another job than shard-00000 (" % a
+    with pytest.raises(pxvm.Malformed) as e:
+        list(pxvm.data.iter_shards(a, partial=True))
+    assert words in str(e.value) and field in str(e.value), str(e.value)
+    assert tool("pxbatch", "--verify", str(a)).returncode == 1  # as pxbatch --verify: of another job
+    torch = pytest.importorskip("torch")  # noqa: F841
+    with pytest.raises(pxvm.Malformed, match="two pxbatch jobs"):
+        pxvm.data.ShardDataset(a)

@@ -74,7 +74,9 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg,
 {
     struct stat st;
     *created = 0;
-    if (stat(dir, &st) != 0 && (errno != ENOENT || mkdir(dir, 0777) != 0 || (*created = 1, stat(dir, &st) != 0))) {
+    /* mkdir's EEXIST: another run made it just now (then its lock decides between the two) */
+    if (stat(dir, &st) != 0 &&
+        (errno != ENOENT || (mkdir(dir, 0777) != 0 ? errno != EEXIST : (*created = 1, 0)) || stat(dir, &st) != 0)) {
         snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
         return 1;
     }
@@ -95,26 +97,51 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg,
     } else {
         close(fd);
         unlink(probe);
-        fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd >= 0)
-            *created |= 2;
-        else if (errno == EEXIST)
-            fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0) {
-            snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
-            rc = 1;
-        } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            if (errno == EWOULDBLOCK)
-                snprintf(msg, len,
-                         "usage: another pxbatch run (or --verify) holds --out '%s' (its lock .pxbatch.lock): "
-                         "refusing to run beside it",
-                         dir);
-            else
-                snprintf(msg, len, "i/o error: cannot lock '%s': %s", lock, strerror(errno));
-            rc = errno == EWOULDBLOCK ? 2 : 1;
-            close(fd);
-        } else
-            *lock_fd = fd;
+        /* The lock is the file at the path now: a run that fails unlinks its lock file while
+         * holding it (px_batch_out_unmake), so a file opened just before that and locked after
+         * is no longer the path's, and a third run may be holding a new one. After flock, the
+         * locked file must still be the path's (fstat vs lstat), else open it again. */
+        for (int tries = 0;; tries++) {
+            int made = 0;
+            fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (fd >= 0)
+                made = 1;
+            else if (errno == EEXIST)
+                fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+            if (fd < 0 && errno == ENOENT && tries < 100)
+                continue; /* unlinked between the two opens */
+            if (fd < 0) {
+                snprintf(msg, len, "i/o error: cannot open the lock '%s': %s", lock, strerror(errno));
+                rc = 1;
+                break;
+            }
+            if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                int e = errno;
+                if (e == EWOULDBLOCK)
+                    snprintf(msg, len,
+                             "usage: another pxbatch run (or --verify) holds --out '%s' (its lock .pxbatch.lock): "
+                             "refusing to run beside it",
+                             dir);
+                else
+                    snprintf(msg, len, "i/o error: cannot lock '%s': %s", lock, strerror(e));
+                rc = e == EWOULDBLOCK ? 2 : 1;
+                close(fd); /* one made here stays: the run holding it opened it (its unmake removes it) */
+                break;
+            }
+            struct stat held, now;
+            if (fstat(fd, &held) == 0 && lstat(lock, &now) == 0 && held.st_dev == now.st_dev &&
+                held.st_ino == now.st_ino) {
+                *created |= made ? 2 : 0;
+                *lock_fd = fd;
+                break;
+            }
+            close(fd); /* an unlinked lock (or replaced): try the path's again */
+            if (tries >= 100) {
+                snprintf(msg, len, "i/o error: cannot lock '%s': it is replaced again and again", lock);
+                rc = 1;
+                break;
+            }
+        }
     }
     free(probe);
     free(lock);

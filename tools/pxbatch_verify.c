@@ -225,9 +225,18 @@ int pxb_verify(const char *dir, FILE *out)
     char *lock;
     if (asprintf(&lock, "%s/.pxbatch.lock", dir) < 0)
         return 1;
-    int lfd = open(lock, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int lfd, busy = 0;
+    for (int tries = 0;; tries++) { /* the lock locked must still be the path's (a failed run unlinks its own) */
+        struct stat held, now;
+        lfd = open(lock, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        busy = lfd >= 0 && flock(lfd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        if (lfd < 0 || busy || tries >= 100 ||
+            (fstat(lfd, &held) == 0 && stat(lock, &now) == 0 && held.st_dev == now.st_dev && held.st_ino == now.st_ino))
+            break;
+        close(lfd);
+    }
     free(lock);
-    if (lfd >= 0 && flock(lfd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    if (busy) {
         fprintf(stderr, "pxbatch: usage: a pxbatch run holds '%s' (its .pxbatch.lock): verify it when the run ends\n",
                 dir);
         close(lfd);

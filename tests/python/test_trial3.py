@@ -100,3 +100,28 @@ def test_iter_shards_refuses_two_jobs_shards_in_one_folder(tmp_path, other, fiel
     torch = pytest.importorskip("torch")  # noqa: F841
     with pytest.raises(pxvm.Malformed, match="two pxbatch jobs"):
         pxvm.data.ShardDataset(a)
+
+
+# ---- 3: two pxbatch runs started together on a new --out: the loser exited 1 ("cannot create it:
+# File exists": mkdir's EEXIST was an error); it must be the lock's usage error (exit 2), or a run
+# that finds the other's finished shards (exit 0); never 1, never two runs in one folder
+
+def test_pxbatch_runs_racing_for_a_new_out_never_fail_with_i_o(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    shutil.copy(CAMERA, d / "c0.png")
+    exe = os.path.join(BIN, "pxbatch")
+    codes, logs = [], []
+    for k in range(24):
+        out = tmp_path / ("o%d" % k)
+        args = [exe, FIXED, "--in-dir", str(d), "--out", str(out), "--policy", "fit", "--executor", "cpu"]
+        runs = [subprocess.Popen(args, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        for p in runs:
+            err = p.communicate(timeout=300)[1]
+            codes.append(p.returncode)
+            logs.append(err)
+            assert p.returncode in (0, 2), err
+            if p.returncode == 2:
+                assert "another pxbatch run (or --verify) holds --out '%s'" % out in err
+        assert tool("pxbatch", "--verify", str(out)).returncode == 0
+    assert 0 in codes

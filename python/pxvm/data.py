@@ -217,9 +217,16 @@ def _torch_classes():
           ImageFolder behaviour: PIL raises on a corrupt file).
 
         Errors that are not about one image (a program that cannot run here, a bad policy, a
-        plan that policy dynamic cannot use) are raised in both modes. `failures` holds the last
-        pass of this process: with DataLoader workers each worker has its own copy (their
-        warnings reach the worker's stderr)."""
+        plan that policy dynamic cannot use) are raised in both modes.
+
+        `failures` holds the last pass of this process only. With DataLoader(num_workers > 0)
+        each worker iterates its own copy: the main process's `failures` stays EMPTY and the
+        warnings are printed by the workers on stderr (not seen by warnings.catch_warnings in
+        the main process). For an audit trail there, use on_error="raise" (the worker's error
+        reaches the main process), num_workers=0, or pxbatch (its markers list every failed
+        file). With workers the items interleave by batch: worker k runs batches k, k + n, ...
+        and the DataLoader takes the workers' items in turn (file order within a batch only;
+        each item carries its file)."""
 
         ON_ERROR = ("skip", "raise")
 

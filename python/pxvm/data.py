@@ -240,11 +240,11 @@ def _torch_classes():
             if policy is not None:
                 canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
             from .runner import _size_policy
-            _size_policy(policy, size)  # as pxbatch --size: a bad size or one with native/exact/dynamic, now
+            size = _size_policy(policy, size)[0]  # as pxbatch --size: a bad size, one with native/exact/dynamic
             if size is not None and not isinstance(program, (str, os.PathLike)):
                 from .runner import _size_check
-                _size_check(program, tuple(size))  # a fixed-size program, a size outside the bounds: now
-            self.size = None if size is None else tuple(size)
+                _size_check(program, size)  # a fixed-size program, a size outside the bounds: now
+            self.size = size
             d = os.fspath(directory)
             try:
                 names = os.listdir(d)

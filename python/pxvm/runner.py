@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -124,13 +125,21 @@ def _size_policy(policy, size):
     exact and dynamic decide the size themselves (UsageError naming the policy)."""
     if size is None:
         return None, policy
-    try:
+    try:  # whole numbers: int, or an integral NumPy scalar (np.int64(300), an item of np.array([300, 200]))
         w, h = size
-        ok = all(type(v) is int and 1 <= v <= 65535 for v in (w, h))
+        if any(isinstance(v, bool) or type(v).__name__ == "bool_" for v in (w, h)):
+            raise TypeError("a bool is no size")
+        w, h = operator.index(w), operator.index(h)
+        ok = 1 <= w <= 65535 and 1 <= h <= 65535
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise UsageError("usage: size takes (W, H), the width and height 1..65535 (e.g. (320, 240)), not %r" % (size,))
+        try:
+            kinds = "%s of %s" % (type(size).__name__, ", ".join(type(v).__name__ for v in size))
+        except TypeError:
+            kinds = type(size).__name__
+        raise UsageError("usage: size takes (W, H), the width and height 1..65535 (e.g. (320, 240)), not %r (%s; "
+                         "whole numbers: int or an integral NumPy value)" % (size, kinds))
     if policy is None:
         return (w, h), "stretch"
     _check_policy(policy)

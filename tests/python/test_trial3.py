@@ -125,3 +125,27 @@ def test_pxbatch_runs_racing_for_a_new_out_never_fail_with_i_o(tmp_path):
                 assert "another pxbatch run (or --verify) holds --out '%s'" % out in err
         assert tool("pxbatch", "--verify", str(out)).returncode == 0
     assert 0 in codes
+
+
+# ---- 5: size=(np.int64(300), 200) and size=np.array([300, 200]) were refused with a message that
+# printed like a valid value
+
+ANY = os.path.join(ROOT, "programs", "foveate273_any.pxi")
+
+
+@pytest.mark.parametrize("size", [(np.int64(300), 200), np.array([300, 200]), [np.uint16(300), np.int32(200)]])
+def test_size_takes_integral_numpy_values(size):
+    runner = pxvm.Runner(pxvm.Program.load(ANY), executor="cpu")
+    img = pxvm.load_image(CAMERA)
+    want = runner.patches(img, size=(300, 200))
+    assert np.array_equal(runner.patches(img, size=size), want)
+
+
+@pytest.mark.parametrize("size, kinds", [((300.0, 200), "(tuple of float, int;"),
+                                         ((np.float64(300), 200), "(tuple of float64, int;"),
+                                         ((True, 200), "(tuple of bool, int;")])
+def test_a_refused_size_shows_its_type(size, kinds):
+    runner = pxvm.Runner(pxvm.Program.load(ANY), executor="cpu")
+    with pytest.raises(pxvm.UsageError) as e:
+        runner.patches(pxvm.load_image(CAMERA), size=size)
+    assert "size takes (W, H)" in str(e.value) and kinds in str(e.value), str(e.value)

@@ -266,7 +266,7 @@ def _torch_classes():
                 named = e
             else:
                 named = type(e)("%s (file '%s')" % (e, f))
-                named.index, named.file = getattr(e, "index", None), f
+            named.index, named.file = self.files.index(f), f  # its place in the folder's files
             if self.on_error == "raise":
                 raise named from None
             self.failures.append((f, named))

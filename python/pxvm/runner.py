@@ -74,11 +74,41 @@ def _path_loaded(x):
     return x
 
 
+def _image_error(e):
+    """Whether pxvm error e can be about one image given (its file: unreadable, not decodable,
+    outside the limits or the slot's size or bounds), not about the program or an option."""
+    from .errors import InvalidProgram, Malformed, PxIOError
+    return isinstance(e, (Malformed, InvalidProgram, Unlinkable, PxIOError))
+
+
+def _failing_item(e, items):
+    """The index in items of the file that error e (naming no file) is about: the image of the size
+    it names ("a 640x427 image cannot be bound ..."), decoded again only on this error path; None
+    when it cannot be told."""
+    import re
+    from .image import load_image
+    from .ragged import image_hw
+    m = re.search(r"\ba (\d+)x(\d+) image\b", str(e))
+    if not m:
+        return None
+    want = (int(m.group(2)), int(m.group(1)))
+    for i, x in enumerate(items):
+        try:
+            hw = image_hw(load_image(x)) if _is_path(x) else image_hw(x)
+        except Error:
+            continue
+        if hw == want:
+            return i
+    return None
+
+
 def _naming_paths(batched):
-    """A call whose images may be file paths: an error of the call that does not name the file yet
-    (a bind's, e.g. an image outside an any-size input's bounds) is raised again, of its class,
-    naming the file(s) given (e.file: the one file, else None). batched: the images are the first
-    positional argument (the second is fixations), not every positional argument."""
+    """A call whose images may be file paths: an image's error (_image_error: not a usage error
+    about the program or an option) is raised of its class naming the failing image: e.index (its
+    place among the images given) and e.file (its path), the file added to the message when the
+    library's does not name it (a bind's, e.g. a size a fixed-size input does not take). When the
+    failing image cannot be told, the files given are named (e.file None). batched: the images
+    are the first positional argument (the second is fixations), not every positional argument."""
     def wrap(method):
         @functools.wraps(method)
         def call(self, *args, **kwargs):
@@ -87,13 +117,26 @@ def _naming_paths(batched):
             except Error as e:
                 names = {s.name for s in self.program.inputs} | {"images"}
                 given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
-                files = [os.fspath(x) for v in given for x in (v if isinstance(v, (list, tuple)) else [v]) if _is_path(x)]
-                if not files or getattr(e, "file", None) or getattr(e, "index", None) is not None or \
-                        any("'%s'" % f in str(e) for f in files):
+                items = [x for v in given for x in (v if isinstance(v, (list, tuple)) else [v])]
+                files = [os.fspath(x) for x in items if _is_path(x)]
+                if not files or not _image_error(e) or getattr(e, "file", None) or \
+                        getattr(e, "index", None) is not None:
                     raise
+                named = [i for i, x in enumerate(items) if _is_path(x) and "'%s'" % os.fspath(x) in str(e)]
+                if len(named) == 1:  # the library's message names it (a decode's): say which it is
+                    e.index, e.file = named[0], os.fspath(items[named[0]])
+                    raise
+                i = _failing_item(e, items) if len(items) > 1 else 0
+                if i is not None:
+                    if not _is_path(items[i]):
+                        raise
+                    err = type(e)("%s (image %d, file '%s')" % (e, i, os.fspath(items[i])) if len(items) > 1
+                                  else "%s (file '%s')" % (e, os.fspath(items[i])))
+                    err.index, err.file = i, os.fspath(items[i])
+                    raise err from None
                 shown = ", ".join("'%s'" % f for f in files[:4]) + (" and %d more" % (len(files) - 4) if len(files) > 4 else "")
                 err = type(e)("%s (file%s %s)" % (e, "s" if len(files) > 1 else "", shown))
-                err.file = files[0] if len(files) == 1 else None
+                err.index, err.file = None, files[0] if len(files) == 1 else None
                 raise err from None
         return call
     return wrap

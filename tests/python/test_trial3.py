@@ -149,3 +149,68 @@ def test_a_refused_size_shows_its_type(size, kinds):
     with pytest.raises(pxvm.UsageError) as e:
         runner.patches(pxvm.load_image(CAMERA), size=size)
     assert "size takes (W, H)" in str(e.value) and kinds in str(e.value), str(e.value)
+
+
+# ---- 6, 7: which image failed (e.index, e.file) and only image errors named by a file
+
+def _png(path, w, h):
+    """A w x h grey RGB PNG (written here: no image library needed)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = b"".join(b"\x00" + bytes([128]) * (3 * w) for _ in range(h))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                     chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return str(path)
+
+
+def test_usage_errors_are_not_named_by_the_file(tmp_path):
+    runner = pxvm.Runner(pxvm.Program.load(FIXED), executor="cpu")
+    with pytest.raises(pxvm.UsageError) as e:
+        runner.patches(CAMERA, policy="bogus")
+    assert "(file '" not in str(e.value), str(e.value)
+    with pytest.raises(pxvm.UsageError) as e:
+        runner.patches_batch([CAMERA, CAMERA], policy="fit", size=(300, 200))  # a fixed-size program
+    assert "(file" not in str(e.value), str(e.value)
+
+
+def test_a_single_path_error_sets_index_and_file(tmp_path):
+    bad = tmp_path / "trunc.png"
+    bad.write_bytes(open(CAMERA, "rb").read()[:200])
+    runner = pxvm.Runner(pxvm.Program.load(FIXED), executor="cpu")
+    with pytest.raises(pxvm.Malformed) as e:
+        runner.patches(str(bad), policy="fit")
+    assert (e.value.index, e.value.file) == (0, str(bad))
+    with pytest.raises(pxvm.PxIOError) as e:
+        runner.patches(str(tmp_path / "none.png"), policy="fit")
+    assert (e.value.index, e.value.file) == (0, str(tmp_path / "none.png"))
+
+
+def test_a_fixed_size_batch_names_the_failing_image(tmp_path):
+    good = _png(tmp_path / "good.png", 451, 300)  # the program's input size
+    rocket = os.path.join(ROOT, "tests", "data", "photos", "rocket.jpg")
+    runner = pxvm.Runner(pxvm.Program.load(FIXED), executor="cpu")
+    with pytest.raises(pxvm.Unlinkable) as e:
+        runner.patches_batch([good, rocket, good])
+    assert (e.value.index, e.value.file) == (1, rocket)
+    assert "(image 1, file '%s')" % rocket in str(e.value) and good not in str(e.value), str(e.value)
+    bad = tmp_path / "trunc.png"
+    bad.write_bytes(open(good, "rb").read()[:60])
+    with pytest.raises(pxvm.Malformed) as e:
+        runner.patches_batch([good, good, str(bad)])
+    assert (e.value.index, e.value.file) == (2, str(bad)), str(e.value)
+
+
+def test_image_folder_failures_carry_index_and_file(tmp_path):
+    pytest.importorskip("torch")
+    d = tmp_path / "in"
+    d.mkdir()
+    shutil.copy(CAMERA, d / "a.png")
+    (d / "b.png").write_bytes(open(CAMERA, "rb").read()[:200])
+    ds = pxvm.data.ImageFolderDataset(d, FIXED, policy="fit")
+    with pytest.warns(UserWarning):
+        assert len(list(ds)) == 1
+    (f, e), = ds.failures
+    assert f == str(d / "b.png") and (e.index, e.file) == (1, f)

@@ -326,7 +326,15 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
         static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
-                                               "--device", "--executor", "--lenient"};
+                                               "--device", "--executor", "--lenient", "--max-steps"};
+        static const char *const valued[] = {"--in", "--out", "--npy", "--geometry", "--policy", "--size", "--fixation",
+                                             "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
+                                             "--frame-size", "--frame-format", "-o", "--png", "--executor",
+                                             "--threads", "--device", "--repeat", "--max-side", "--max-memory",
+                                             "--max-insns", "--max-steps"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(o, valued[k]);
         for (size_t k = 0; !a->run_only && k < sizeof run_only / sizeof run_only[0]; k++)
             if (!strcmp(o, run_only[k]))
                 a->run_only = run_only[k];
@@ -348,6 +356,12 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             a->lim.flags |= PXVM_DECODE_LENIENT;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
+            if (!known) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "unknown option '%.200s'", o);
+                *rc = px__bad_usage(msg);
+                return -1;
+            }
             int multi = !strcmp(o, "--in") || !strcmp(o, "--out") || !strcmp(o, "--npy") || !strcmp(o, "--geometry") ||
                         !strcmp(o, "--fixation");
             for (int k = 0; val && !multi && k < nseen; k++) /* given twice: never the last one silently */
@@ -360,8 +374,11 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                 }
             if (val && !multi && nseen < 64)
                 seen[nseen++] = i;
-            if (!val)
-                bad = "an option is missing its value";
+            char missing[300];
+            if (!val) {
+                snprintf(missing, sizeof missing, "%.200s is missing its value", o);
+                bad = missing;
+            }
             else if (!strcmp(o, "--in")) {
                 if (px__parse_binding(argv[i + 1], 0, &a->ins[a->nin++]) < 0)
                     bad = "--in takes SLOT=FILE (PNG or JPEG)";
@@ -767,6 +784,18 @@ int main(int argc, char **argv)
      * (said on stderr, so that exit 0 never hides a run that did not happen) */
     int info_alone = a.do_info && !a.nin && !a.nout && !a.nnpy && !a.ngeom && !a.nfix && !a.frames && !a.final_path &&
                      !a.overlay_path && !a.do_hash && !a.do_time && !a.do_trace && px__first_unbound(&prog) > 0;
+    /* --info with an option that runs the program, but no input bound: say so (not a description
+     * then "unlinkable: input not bound") */
+    const char *runs = a.do_time ? "--time" : a.do_hash ? "--hash" : a.do_trace ? "--trace" : a.final_path ? "-o"
+                       : a.overlay_path ? "--overlay" : a.nout ? "--out" : a.nnpy ? "--npy" : a.ngeom ? "--geometry"
+                       : NULL;
+    if (a.do_info && runs && !a.nin && !a.frames && px__first_unbound(&prog) > 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s needs a run, and input slot %d is not bound: give --in SLOT=FILE (--info alone "
+                 "describes the program)", runs, px__first_unbound(&prog));
+        rc = px__bad_usage(msg);
+        goto done;
+    }
     if (info_alone && a.run_only) { /* an option for a run that does not happen: it would do nothing */
         char msg[300];
         snprintf(msg, sizeof msg, "--info alone runs nothing (input slot %d is not bound: --in SLOT=FILE runs it), "

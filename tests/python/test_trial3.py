@@ -214,3 +214,23 @@ def test_image_folder_failures_carry_index_and_file(tmp_path):
         assert len(list(ds)) == 1
     (f, e), = ds.failures
     assert f == str(d / "b.png") and (e.index, e.file) == (1, f)
+
+
+# ---- 8: pxrun --info with run options, unknown or value-less options
+
+@pytest.mark.parametrize("args, words", [
+    (["--info", "--max-steps", "5"], "so --max-steps would do nothing"),
+    (["--info", "--time"], "--time needs a run, and input slot 1 is not bound: give --in SLOT=FILE"),
+    (["--info", "--hash"], "--hash needs a run, and input slot 1 is not bound"),
+    (["--info", "--trace"], "--trace needs a run, and input slot 1 is not bound"),
+    (["--info", "-o", "x.png"], "-o needs a run, and input slot 1 is not bound"),
+    (["--info", "--overlay", "x.png"], "--overlay needs a run, and input slot 1 is not bound"),
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--bogus", "1"], "unknown option '--bogus'"),
+    (["--npy"], "--npy is missing its value"),
+    (["--in", "image=" + CAMERA, "--max-steps"], "--max-steps is missing its value"),
+])
+def test_pxrun_info_and_option_words(tmp_path, args, words):
+    r = tool("pxrun", FIXED, *args, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("pxrun: usage: ") and words in r.stderr, r.stderr
+    assert "unlinkable" not in r.stderr and not r.stdout  # no description printed before the refusal

@@ -186,7 +186,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             k++;
         int size = !str && !strcmp(o, "--size");
         if (!str && !size && k == sizeof nums / sizeof nums[0])
-            return px__usage_error(rank, 1, "unknown option '%s'", o);
+            return px__usage_error(rank, 0, "unknown option '%s'", o);
         if (!v)
             return px__usage_error(rank, 0, "%s needs a value", o);
         i++;
@@ -236,8 +236,11 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     pxvm_error serr;
     if (px_size_policy(&j->size, policy, j->native, &j->policy, &serr) < 0)
         return px__usage_error(rank, 0, "%s", serr.msg);
-    if (!j->prog_path || !j->out_dir || !!*list == !!*dir)
-        return px__usage_error(rank, 1, "needs a program, --out and one of --in-list, --in-dir");
+    if (*list && *dir)
+        return px__usage_error(rank, 0, "--in-list '%s' and --in-dir '%s' exclude each other: give one", *list, *dir);
+    if (!j->prog_path || !j->out_dir || (!*list && !*dir))
+        return px__usage_error(rank, 0, "needs a program, --out and one of --in-list, --in-dir (%s missing)",
+                               !j->prog_path ? "the program is" : !j->out_dir ? "--out is" : "the inputs are");
     if (strcmp(j->exec_name, "cpu") && strcmp(j->exec_name, "cuda") && strcmp(j->exec_name, "auto"))
         return px__usage_error(rank, 0, "--executor takes cpu, cuda or auto, not '%s'", j->exec_name);
     if (devices && !strcmp(j->exec_name, "cpu")) /* an option that would do nothing */
@@ -309,15 +312,12 @@ int main(int argc, char **argv)
         j.native = 1;
     int size_wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}; /* --size: the any-size inputs' size */
     if (px_size_slots(&prog, j.prog_path, &j.size, size_wh, &err) < 0) { /* a fixed program, or out of bounds */
-        if (rank == 0)
-            fprintf(stderr, "pxbatch: usage: %s\n", err.msg);
+        px__usage_error(rank, 0, "%s", err.msg);
         rc = 2;
         goto end;
     }
     if (j.native && !prog.any_size) {
-        if (rank == 0)
-            fprintf(stderr, "pxbatch: usage: --policy native: program '%s' is not any-size; use fit or stretch\n",
-                    j.prog_path);
+        px__usage_error(rank, 0, "--policy native: program '%s' is not any-size; use fit or stretch", j.prog_path);
         rc = 2;
         goto end;
     }
@@ -340,9 +340,22 @@ int main(int argc, char **argv)
         if (prog.slots[k].role == PXI_ROLE_OUTPUT && (out_slot < 0 || (prog.slots[k].patch_count && !prog.slots[out_slot].patch_count)))
             out_slot = k;
     }
+    int ninputs = 0; /* pxbatch binds one input: a second would fail in every worker ("not bound") */
+    for (int k = 0; k < prog.nslots; k++)
+        ninputs += prog.slots[k].role == PXI_ROLE_INPUT;
+    if (ninputs > 1) {
+        char lb[16], lb2[16];
+        int second = input + 1;
+        while (prog.slots[second].role != PXI_ROLE_INPUT)
+            second++;
+        px__usage_error(rank, 0, "program '%s' has %d input slots (%d '%s', %d '%s', ...): pxbatch binds one input, "
+                        "each file to the first; run it with pxrun --in SLOT=FILE for each", j.prog_path, ninputs, input,
+                        pxvm_slot_label(&prog, input, lb), second, pxvm_slot_label(&prog, second, lb2));
+        rc = 2;
+        goto end;
+    }
     if (input < 0 || out_slot < 0) {
-        if (rank == 0)
-            fprintf(stderr, "pxbatch: usage: the program needs an input slot and an output slot\n");
+        px__usage_error(rank, 0, "the program needs an input slot and an output slot");
         rc = 2;
         goto end;
     }
@@ -351,11 +364,10 @@ int main(int argc, char **argv)
         unsigned regs = pxvm_fixation_inputs(&prog, NULL);
         if (regs) {
             int r = __builtin_ctz(regs);
-            if (rank == 0)
-                fprintf(stderr,
-                        "pxbatch: usage: program '%s' samples relative to fixation register %d: pxbatch gives no "
-                        "fixation; compile the plan with an absolute fixation\n",
-                        j.prog_path, r);
+            px__usage_error(rank, 0,
+                            "program '%s' samples relative to fixation register %d: pxbatch gives no fixation; "
+                            "compile the plan with an absolute fixation",
+                            j.prog_path, r);
             rc = 2;
             goto end;
         }
@@ -371,11 +383,9 @@ int main(int argc, char **argv)
          * program is checked against --max-memory when it is compiled or resolved (an image over
          * it is listed as failed) */
         if (need > j.lim.max_memory && j.policy.kind != PX_POLICY_DYNAMIC && !j.native) {
-            if (rank == 0)
-                fprintf(stderr,
-                        "pxbatch: usage: a batch of %d needs %" PRIu64 " bytes (%d x (slots %" PRIu64
+            px__usage_error(rank, 0, "a batch of %d needs %" PRIu64 " bytes (%d x (slots %" PRIu64
                         " + 2 x input %" PRIu64 " + 2 x output %" PRIu64 ")), over --max-memory %" PRIu64
-                        ": lower --shard-size or raise --max-memory\n",
+                        ": lower --shard-size or raise --max-memory",
                         j.shard_size, need, j.shard_size, prog.memory, in_b, out_b, j.lim.max_memory);
             rc = 2;
             goto end;
@@ -395,8 +405,7 @@ int main(int argc, char **argv)
         goto end;
     }
     if (j.in.n > (size_t)INT32_MAX - 4096) {
-        if (rank == 0)
-            fprintf(stderr, "pxbatch: usage: %zu inputs: at most %d\n", j.in.n, INT32_MAX - 4096);
+        px__usage_error(rank, 0, "%zu inputs: at most %d", j.in.n, INT32_MAX - 4096);
         rc = 2;
         goto end;
     }
@@ -409,10 +418,8 @@ int main(int argc, char **argv)
         goto end;
     }
     if (!px_batch_same_job(j.job_text)) {
-        if (rank == 0)
-            fprintf(stderr, "pxbatch: usage: the ranks do not see the same program and inputs (under mpirun only "
-                            "rank 0 reads standard input: give --in-list a file; --in-dir must hold the same files on "
-                            "every host)\n");
+        px__usage_error(rank, 0, "the ranks do not see the same program and inputs (under mpirun only rank 0 reads "
+                        "standard input: give --in-list a file; --in-dir must hold the same files on every host)");
         rc = 2;
         goto end;
     }

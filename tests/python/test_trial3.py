@@ -234,3 +234,28 @@ def test_pxrun_info_and_option_words(tmp_path, args, words):
     r = tool("pxrun", FIXED, *args, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("pxrun: usage: ") and words in r.stderr, r.stderr
     assert "unlinkable" not in r.stderr and not r.stdout  # no description printed before the refusal
+
+
+# ---- 9: pxbatch usage errors in the one-line form; a program of two inputs refused up front
+
+def test_pxbatch_usage_errors_are_one_line_with_the_hint(tmp_path, two):
+    d = tmp_path / "in"
+    d.mkdir()
+    shutil.copy(CAMERA, d / "c0.png")
+    out = str(tmp_path / "o")
+    cases = [
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--in-dir", str(d), "--in-list", "x.txt", "--out", out], "--in-dir '%s' exclude each other" % d),
+        (["--in-dir", str(d), "--out", out, "--size", "0x3"], "--size takes WxH"),
+        (["--in-dir", str(d), "--out", out, "--size", "300x200"], "is not any-size"),
+        (["--out", out], "(the inputs are missing)"),
+    ]
+    for args, words in cases:
+        r = tool("pxbatch", FIXED, *args)
+        lines = r.stderr.splitlines()
+        assert r.returncode == 2 and len(lines) == 2, (args, r.stderr)
+        assert lines[0].startswith("pxbatch: usage: ") and words in lines[0], (args, r.stderr)
+        assert lines[1] == "(pxbatch --help lists the options)", (args, r.stderr)
+    r = tool("pxbatch", two, "--in-dir", str(d), "--out", out)
+    assert r.returncode == 2 and "has 2 input slots (1 'a', 2 'b', ...): pxbatch binds one input" in r.stderr, r.stderr
+    assert "--in" not in r.stderr.replace("--in-", "").replace("pxrun --in SLOT", "") and not os.path.exists(out)

@@ -120,7 +120,9 @@ def _missing_inputs(d, paths):
                             "pxbatch --verify lists them: keep one job's shards in a folder"
                             % (d, os.path.basename(p)[:-5], first[0], _job_diff(first[1], j)))
         job = job or (n, size)
-        have.add(int(os.path.basename(p)[6:-5]))
+        arrays = [".npy"] + ([".offsets.npy", ".grid.npy"] if "ragged" in m else [])
+        if all(os.path.exists(p[:-5] + a) for a in arrays):  # a marker without its arrays: missing too
+            have.add(int(os.path.basename(p)[6:-5]))
     n, size = job
     missing = [k for k in range((n + size - 1) // size) if k not in have]
     return sum(min(size, n - k * size) for k in missing), n, missing
@@ -131,7 +133,9 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool =
     there, or holds no shard (a mistyped path), is PxIOError naming it, as pxbatch --verify
     fails on it: never an empty dataset. A folder that lacks shards of its job (an interrupted
     pxbatch: fewer inputs than its markers' job.inputs) is PxIOError naming it and how many inputs
-    are missing, unless partial=True: then a warning says so and the shards present are read."""
+    are missing, unless partial=True: then a warning says so and the shards present are read (a
+    marker whose arrays are missing counts as a missing shard). A folder lacking shards whose
+    .pxbatch.lock a run holds is one it may still be writing: PxIOError saying so."""
     d = os.fspath(directory)
     if not os.path.isdir(d):
         raise PxIOError("i/o error: cannot read '%s': %s" % (d, "not a directory" if os.path.exists(d)
@@ -141,6 +145,11 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool =
     if not paths:
         raise PxIOError("i/o error: '%s' holds no pxbatch shard (shard-NNNNN.json)" % d)
     lost, n, shards = _missing_inputs(d, paths)
+    held = lost and _lock_held(d)
+    if held and not partial:
+        raise PxIOError("i/o error: '%s' is being written: a pxbatch run holds it (its .pxbatch.lock) and %d of its "
+                        "job's %d inputs are not there yet; read it when the run ends, or pass partial=True to read "
+                        "the %d inputs present" % (d, lost, n, n - lost))
     if lost:
         what = ("'%s' is a partial pxbatch output: %d of its job's %d inputs are missing (%d shard%s not written: "
                 "shard-%05d%s; an interrupted run? pxbatch --verify lists them)"
@@ -150,7 +159,28 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool =
                             "%d inputs present" % (what, n - lost))
         warnings.warn("pxvm: %s; reading the %d inputs present (partial=True)" % (what, n - lost), stacklevel=2)
     for path in paths:
-        yield load_shard(path[:-5], mmap=mmap)
+        k = int(os.path.basename(path)[6:-5])
+        if k not in shards:  # a marker without its arrays is counted missing above
+            yield load_shard(path[:-5], mmap=mmap)
+
+
+def _lock_held(d):
+    """Whether a pxbatch run holds folder d now (its .pxbatch.lock locked: flock, as pxbatch
+    --verify asks); False where that cannot be told."""
+    try:
+        import fcntl
+        fd = os.open(os.path.join(d, ".pxbatch.lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # also releases a shared lock taken here
 
 
 # The classes of an error of one image (its file, its decoding, its size, its run), as pxbatch

@@ -259,3 +259,49 @@ def test_pxbatch_usage_errors_are_one_line_with_the_hint(tmp_path, two):
     r = tool("pxbatch", two, "--in-dir", str(d), "--out", out)
     assert r.returncode == 2 and "has 2 input slots (1 'a', 2 'b', ...): pxbatch binds one input" in r.stderr, r.stderr
     assert "--in" not in r.stderr.replace("--in-", "").replace("pxrun --in SLOT", "") and not os.path.exists(out)
+
+
+# ---- 10: a folder a run is still writing; a marker whose .npy is missing
+
+def _four(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(4):
+        shutil.copy(CAMERA, d / ("c%d.png" % i))
+    return _batch(tmp_path / "o", d, "--policy", "fit")
+
+
+def test_iter_shards_of_a_folder_a_run_holds_says_it_may_still_be_written(tmp_path):
+    import fcntl
+    out = _four(tmp_path)
+    for f in out.glob("shard-00003.*"):
+        f.unlink()
+    import time
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # another process holds the lock, as a run does
+        fcntl.flock(os.open(out / ".pxbatch.lock", os.O_RDWR), fcntl.LOCK_EX)
+        os.write(w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    try:
+        assert os.read(r, 1) == b"x"
+        with pytest.raises(pxvm.PxIOError) as e:
+            list(pxvm.data.iter_shards(out))
+        assert "a pxbatch run holds it" in str(e.value) and "read it when the run ends" in str(e.value)
+        assert "rerun" not in str(e.value)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(r)
+        os.close(w)
+
+
+def test_partial_counts_a_marker_without_its_npy_as_missing(tmp_path):
+    out = _four(tmp_path)
+    (out / "shard-00002.npy").unlink()
+    with pytest.raises(pxvm.PxIOError, match="1 of its job's 4 inputs are missing"):
+        list(pxvm.data.iter_shards(out))
+    with pytest.warns(UserWarning, match="reading the 3 inputs present"):
+        shards = list(pxvm.data.iter_shards(out, partial=True))
+    assert [s[3] for s in shards] == [[str(tmp_path / "in" / ("c%d.png" % i))] for i in (0, 1, 3)]

@@ -26,7 +26,7 @@ HALT
 
 
 def tool(name, *args, cwd=ROOT, **kw):
-    return subprocess.run([os.path.join(BIN, name), *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+    return subprocess.run([os.path.abspath(os.path.join(BIN, name)), *args], capture_output=True, text=True, cwd=cwd, timeout=300,
                           **kw)
 
 

@@ -482,15 +482,15 @@ TEST(cli_fixation_errors)
 TEST(cli_info_alone_describes_the_program_without_running_it)
 {
     /* --info with nothing bound prints the program and says on stderr that it did not run (exit
-     * 0); asked for an output as well, the missing input is the usual unlinkable error */
+     * 0); asked for a run's output as well (--hash), a usage error that it needs --in (trial 3) */
     char out[65536];
     int rc = px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --info");
     CHECK_EQ(rc, 0);
     CHECK_STR(out, "slot 1 image    input     451x300");
     CHECK_STR(out, "pxrun: --info: not run (input slot 1 is not bound");
     rc = px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --info --hash");
-    CHECK_EQ(rc, 5);
-    CHECK_STR(out, "pxrun: unlinkable: input slot 1 ('image') is not bound");
+    CHECK_EQ(rc, 2);
+    CHECK_STR(out, "pxrun: usage: --hash needs a run, and input slot 1 is not bound: give --in SLOT=FILE");
 }
 
 /* pxasm --resolve: a side that overflows int is refused, not read as another number; a slot

@@ -9,36 +9,14 @@ static int px__size_fail(pxvm_error *err, const char *msg)
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
 }
 
-/* every kind of --policy: the library's syntax (vm/resize.c px__policy_fail) with native first */
-#define PX__KINDS "native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
-#define PX__LIB_KINDS "(exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
-
 int px_policy_option(const char *text, px_policy *p, int *native, pxvm_error *err)
 {
-    char msg[sizeof err->msg];
-    *native = !strcmp(text, "native");
-    if (*native) {
+    if (px_policy_parse(text, p, err) < 0) /* the library's words: every kind, native among them */
+        return -1;
+    *native = p->kind == PX_POLICY_NATIVE;
+    if (*native) /* the tools' native: no policy applied, the image bound as it is */
         memset(p, 0, sizeof *p);
-        return 0;
-    }
-    const char *why = !*text ? "an empty policy" : !strncmp(text, "native:", 7) ? "native takes no filter or pad" : NULL;
-    if (why) {
-        snprintf(msg, sizeof msg, "bad policy '%.200s': %s (" PX__KINDS "dynamic[:patch=P,merge=M,min=PIXELS,"
-                 "max=PIXELS][:FILTER]; FILTER nearest, box, bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] "
-                 "or hex RRGGBB[AA])", text, why);
-        return px__size_fail(err, msg);
-    }
-    if (px_policy_parse(text, p, err) == 0)
-        return 0;
-    /* the library's words, with native among the kinds */
-    const char *lib = strstr(err->msg, PX__LIB_KINDS), *unknown = strstr(err->msg, "(not exact, stretch");
-    if (lib && (!unknown || unknown < lib)) {
-        int head = (int)(unknown ? unknown - err->msg : lib - err->msg);
-        snprintf(msg, sizeof msg, "%.*s%s%.*s(" PX__KINDS "%s", head, err->msg, unknown ? "(not native, exact, stretch" : "",
-                 unknown ? (int)(lib - unknown - 19) : 0, unknown ? unknown + 19 : "", lib + strlen(PX__LIB_KINDS));
-        memcpy(err->msg, msg, sizeof msg);
-    }
-    return -1;
+    return 0;
 }
 
 int px_size_parse(const char *text, px_size_opt *s, pxvm_error *err)

@@ -291,9 +291,9 @@ void px_resize_op_free(px_resize_op *op)
 
 static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
 {
-    char msg[720]; /* 200 of the text, up to 160 of why, 209 of the syntax */
+    char msg[720]; /* 200 of the text, up to 160 of why, 217 of the syntax */
     snprintf(msg, sizeof msg,
-             "bad policy '%.200s': %.160s (exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
+             "bad policy '%.200s': %.160s (native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
              "dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER nearest, box, "
              "bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
              text, why);
@@ -449,8 +449,10 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
     memset(p, 0, sizeof *p);
     p->filter = PX_RESIZE_BICUBIC;
     p->pad[3] = 255;
-    if (!text || !*text)
+    if (!text) /* none given: exact */
         return 0;
+    if (!*text)
+        return px__policy_fail(err, text, "an empty policy");
     char field[3][64];
     int nf = 0;
     const char *s = text;
@@ -469,6 +471,12 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
             break;
         s = e + 1;
     }
+    if (!strcmp(field[0], "native")) {
+        if (nf > 1)
+            return px__policy_fail(err, text, "native takes no filter or pad");
+        p->kind = PX_POLICY_NATIVE;
+        return 0;
+    }
     if (!strcmp(field[0], "exact")) {
         if (nf > 1)
             return px__policy_fail(err, text, "exact takes no filter or pad");
@@ -478,7 +486,7 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
         return px__dynamic_parse(text, field, nf, p, err);
     int fit = !strcmp(field[0], "fit");
     if (!fit && strcmp(field[0], "stretch"))
-        return px__policy_fail(err, text, "unknown kind (not exact, stretch, fit or dynamic)");
+        return px__policy_fail(err, text, "unknown kind (not native, exact, stretch, fit or dynamic)");
     p->kind = fit ? PX_POLICY_FIT : PX_POLICY_STRETCH;
     int i = 1;
     if (i < nf) {
@@ -520,7 +528,7 @@ void px_policy_format(const px_policy *p, char *buf, size_t len)
         snprintf(buf, len, "dynamic:%smerge=%d,min=%lld,max=%lld:%s", patch, p->merge, (long long)p->min_pixels,
                  (long long)p->max_pixels, px_resize_filter_name(p->filter));
     } else
-        snprintf(buf, len, "exact");
+        snprintf(buf, len, p->kind == PX_POLICY_NATIVE ? "native" : "exact");
 }
 
 int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err)
@@ -588,9 +596,10 @@ int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, px
         stretch.kind = PX_POLICY_STRETCH;
         return px_resize_policy(src, w, h, &stretch, dst, err);
     }
-    if (p->kind == PX_POLICY_EXACT && (src->w != w || src->h != h)) {
+    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (src->w != w || src->h != h)) {
         char msg[160];
-        snprintf(msg, sizeof msg, "policy exact: a %dx%d image is not %dx%d", src->w, src->h, w, h);
+        snprintf(msg, sizeof msg, "policy %s: a %dx%d image is not %dx%d", p->kind == PX_POLICY_NATIVE ? "native" : "exact",
+                 src->w, src->h, w, h);
         return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
     }
     if (pxvm_image_alloc(dst, w, h, err) < 0)

@@ -83,6 +83,8 @@ typedef struct px_resize_op {
 
 /* ---- resolution policies: how an image of any size meets an input slot of a fixed size --------
  *
+ *   native                 the image bound at its own size (an any-size input takes it as it is;
+ *                          the tools and bindings refuse it for a fixed-size one): nothing resized
  *   exact                  the image must have the slot's size (another size is unlinkable)
  *   stretch[:FILTER]       resized to the slot's size (RESIZE with fit 0)
  *   fit[:FILTER][:PAD]     letterboxed: px_resize_fit's content size and offset, the bars PAD
@@ -95,7 +97,8 @@ typedef enum px_policy_kind {
     PX_POLICY_EXACT = 0,
     PX_POLICY_STRETCH = 1,
     PX_POLICY_FIT = 2,
-    PX_POLICY_DYNAMIC = 3
+    PX_POLICY_DYNAMIC = 3,
+    PX_POLICY_NATIVE = 4
 } px_policy_kind;
 
 /* dynamic's defaults: Qwen2-VL's image processor (merge 2, min 56*56, max 28*28*1280 pixels);
@@ -114,7 +117,8 @@ typedef struct px_policy {
     int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
 } px_policy;
 
-/* Parses a policy text (NULL or "" is exact). 0, or -1 with a usage error naming the text. */
+/* Parses a policy text (NULL: none given, exact; "" is refused). 0, or -1 with a usage error naming
+ * the text and listing every kind (native among them). */
 int px_policy_parse(const char *text, px_policy *p, pxvm_error *err);
 /* "exact", "stretch:bicubic", "fit:bicubic:0,0,0,255", "dynamic:patch=16,merge=2,min=3136,
  * max=1003520:bicubic" (patch= left out while it is 0): the canonical text of a policy. */

@@ -34,30 +34,11 @@ DYNAMIC_CACHE = 64
 
 def canonical_policy(policy: str) -> str:
     """A policy's canonical text ("dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic";
-    "native", pxrun's and pxbatch's, as it is); a bad one is a UsageError naming it."""
-    if policy == "native":
-        return policy
-    why = "an empty policy" if policy == "" else "native takes no filter or pad" if policy.startswith("native:") \
-        else None
-    if why:
-        raise UsageError("usage: bad policy %s: %s (%sdynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER "
-                         "nearest, box, bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])"
-                         % (_quoted(policy), why, _KINDS))
+    "native" as it is); a bad one (empty, "native:...", an unknown kind...) is a UsageError in
+    the library's words (vm/resize.c), the same as pxrun's and pxbatch's."""
     buf = ctypes.create_string_buffer(256)
-    try:
-        _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
-    except UsageError as e:  # the library's words, with native among the kinds (as pxrun's: tools/pxrun_size.c)
-        raise UsageError(str(e).replace("(not exact, stretch", "(not native, exact, stretch")
-                         .replace("(" + _KINDS[8:], "(" + _KINDS)) from None
+    _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
     return buf.value.decode()
-
-
-#: every kind of policy= (pxrun's and pxbatch's --policy): the library's, with native first
-_KINDS = "native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
-
-
-def _quoted(text):
-    return "'%s'" % text
 
 
 def image_hw(a):

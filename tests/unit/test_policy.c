@@ -15,7 +15,7 @@ TEST(policy_parse_good_texts)
         uint8_t pad[4];
     } good[] = {
         {"exact", PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
-        {"", PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
+        {"native", PX_POLICY_NATIVE, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
         {"stretch", PX_POLICY_STRETCH, PX_RESIZE_BICUBIC, {0, 0, 0, 255}},
         {"stretch:nearest", PX_POLICY_STRETCH, PX_RESIZE_NEAREST, {0, 0, 0, 255}},
         {"stretch:LANCZOS", PX_POLICY_STRETCH, PX_RESIZE_LANCZOS, {0, 0, 0, 255}},
@@ -50,6 +50,9 @@ TEST(policy_parse_good_texts)
     CHECK_EQ(px_policy_parse("stretch", &p, &err), 0);
     px_policy_format(&p, buf, sizeof buf);
     CHECK(!strcmp(buf, "stretch:bicubic"));
+    CHECK_EQ(px_policy_parse("native", &p, &err), 0);
+    px_policy_format(&p, buf, sizeof buf);
+    CHECK(!strcmp(buf, "native"));
 }
 
 /* Every text of bad[] is a usage error whose message quotes it. */
@@ -77,6 +80,7 @@ TEST(policy_parse_bad_texts_are_usage_errors_naming_them)
         "fit:",           "fit::0,0,0",   "fit:bicubic:",  "fit:bicubc",     "fit:bicubic:256,0,0",   "fit:bicubic:1,2",
         "fit:bicubic:1,2,3,4,5", "fit:bicubic:-1,0,0", "fit:bicubic:1, 2,3", "fit:bicubic:80808", "fit:bicubic:80808g",
         "fit:bicubic:0,0,0:x", "fit:0,0,0:bicubic", "fit:bicubic:1,,3", "fit:bicubic:0001,0,0", " fit",
+        "", "native:bicubic", "native:", "Native",
     };
     px__all_refused(bad, sizeof bad / sizeof bad[0]);
 }

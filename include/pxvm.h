@@ -128,7 +128,9 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
 /* Applies a resolution policy to w x h RGBA8 pixels (contiguous) for an out_w x out_h input slot,
  * on the host: *out (out_w x out_h RGBA8, released with pxvm_free) is a copy when the sizes are
  * equal (any policy); otherwise policy is
- *   "exact"               (or NULL, ""): another size is a usage error;
+ *   "exact"               (or NULL; "" is a bad text): another size is a usage error;
+ *   "native"              as exact here (the image is bound as it is: an any-size input takes
+ *                         any size, which pxvm_runner_bind does without this call);
  *   "stretch[:FILTER]"    resized to out_w x out_h, aspect not kept;
  *   "fit[:FILTER][:PAD]"  letterboxed: resized with its aspect kept and centred, the bars PAD
  *                         ("R,G,B[,A]" or hex "RRGGBB[AA]", default 0,0,0,255);
@@ -155,7 +157,7 @@ int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, cons
  * pxvm_policy_dynamic_size gives w' x h' for the plan's `patch` (a patch= that differs from it is
  * a usage error naming both); a policy that is not dynamic is a usage error. */
 int pxvm_policy_dynamic_size(const char *policy, int patch, int w, int h, int *out_w, int *out_h);
-/* Checks a policy text and writes its canonical form into buf[0..len) ("fit" ->
+/* Checks a policy text and writes its canonical form into buf[0..len) ("native" as it is, "fit" ->
  * "fit:bicubic:0,0,0,255", "dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic"); a bad
  * text is a usage error naming it; so is a buffer under the text's length + 1 (128 bytes always do). */
 int pxvm_policy_canonical(const char *policy, char *buf, size_t len);

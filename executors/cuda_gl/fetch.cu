@@ -11,9 +11,19 @@
 __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch, const int32_t *fix,
                             int32_t *geom, int ngeom, px_gpu_video vid)
 {
-    const px_gpu_fetch f = batch[blockIdx.x];
+    px_gpu_fetch f = batch[blockIdx.x];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
     const px_gpu_slot *src = &slots[f.src];
+    if (f.any_w0 > 0) { /* the operands at the bound size, as vm/resolve.c's resolution has them (the
+                         * host proved every one fits int32: U-BIND-5) */
+        int W = src->w[0], H = src->h[0];
+        f.cu = (int32_t)px_scale_q16(f.cu, W, f.any_w0), f.cv = (int32_t)px_scale_q16(f.cv, H, f.any_h0);
+        f.du = (int32_t)px_scale_q16(f.du, W, f.any_w0), f.dv = (int32_t)px_scale_q16(f.dv, H, f.any_h0);
+        if (f.op == PX_OP_ANISO)
+            f.tdu = (int32_t)px_scale_q16(f.tdu, W, f.any_w0), f.tdv = (int32_t)px_scale_q16(f.tdv, H, f.any_h0);
+        int lod = (int)f.lod + px_lod_shift(W, H, f.any_w0, f.any_h0);
+        f.lod = (uint32_t)(lod < 0 ? 0 : lod > 65535 ? 65535 : lod);
+    }
     cudaSurfaceObject_t out = slots[f.dst].surf[0];
     int64_t fx = 0, fy = 0; /* the fixation offset of a relative instruction */
     if (f.reg >= 0) {

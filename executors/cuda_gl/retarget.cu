@@ -851,6 +851,8 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
 void px__retarget_free(pxvm_executor *ex)
 {
     px_gpu_retarget *rt = ex->rt;
+    ex->param = 0;
+    memset(ex->param_pending, 0, sizeof ex->param_pending);
     if (!rt)
         return;
     while (rt->retired) {
@@ -1527,6 +1529,8 @@ int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return 0;
+    if (px__param_sizes_upload(ex, err) < 0)
+        return -1;
     int n = ex->nslots;
     if (rt->wipe_pending) {
         rt->wipe_pending = 0;
@@ -1562,6 +1566,8 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return 0;
+    if (px__param_sizes_upload(ex, err) < 0)
+        return -1;
     for (int k = 0; k < ex->nslots; k++) /* a switched input's levels >= 1 read as zero, as after a load */
         if (rt->input_upper[k]) {
             if (px__clear_input(ex, k, NULL, err) < 0)
@@ -1624,15 +1630,158 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     } else {
         ex->rt->ctx_set = 1; /* made current above, before rt existed */
     }
+    /* leaving the sizes as parameters: the configuration in use holds the reference operands and
+     * a table of whatever size came last, under the key of the size it was entered at: it goes,
+     * never to be found by that key */
+    const px_gpu_slot *param_table = ex->param ? ex->d_slots : NULL;
+    ex->param = 0;
+    memset(ex->param_pending, 0, sizeof ex->param_pending);
     if (px__switch(ex, next, err) < 0) {
         px__context(ex, NULL);
         px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
         return -1;
     }
+    for (int i = 0; param_table && i < ex->rt->nconfigs; i++)
+        if (ex->rt->cached[i].c->d_slots == param_table) {
+            px__config_free_on(ex->rt, px__cached_take(ex->rt, i), ex->stream);
+            break;
+        }
     if (!known && next->serial) {
         ex->rt->checked[ex->rt->checked_at] = next->serial;
         ex->rt->checked_at = (ex->rt->checked_at + 1) % PX_RT_CONFIGS;
     }
+    return 0;
+}
+
+/* ---- sizes as parameters ---------------------------------------------------------------------- */
+
+const px_gpu_slot *px__param_capacity(const pxvm_executor *ex, int k)
+{
+    return ex->param && ex->param_any[k] ? &ex->rt->cap_g[k] : NULL;
+}
+
+/* The device table's entries of the any-size inputs: their sizes as ex->slots has them, their
+ * views of every level at capacity (a launch at capacity never meets a level without one); all
+ * of the table, once, on entering (all), else only when a size is pending (a run or read before
+ * any bind kernel carried it). */
+static int px__param_table(pxvm_executor *ex, int all, pxvm_error *err)
+{
+    int n = ex->nslots, some = all;
+    for (int k = 0; k < n && !some; k++)
+        some = ex->param_pending[k];
+    if (!some)
+        return 0;
+    size_t count = (size_t)n * (size_t)ex->batch;
+    px_gpu_slot *t = (px_gpu_slot *)malloc(count * sizeof *t);
+    if (!t)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(count * sizeof *t));
+    memcpy(t, ex->slots, count * sizeof *t);
+    for (size_t i = 0; i < count; i++) {
+        int k = (int)(i % (size_t)n);
+        if (!ex->param_any[k])
+            continue;
+        for (int l = 0; l < PXVM_MAX_LEVELS; l++)
+            t[i].tex[l] = ex->rt->cap_g[i].tex[l], t[i].surf[l] = ex->rt->cap_g[i].surf[l];
+    }
+    /* pageable: the copy is staged before the call returns, t may go */
+    cudaError_t e = cudaMemcpyAsync(ex->d_slots, t, count * sizeof *t, cudaMemcpyHostToDevice, ex->stream);
+    free(t);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "cudaMemcpyAsync", e, __FILE__, __LINE__);
+    memset(ex->param_pending, 0, sizeof ex->param_pending);
+    return 0;
+}
+
+int px__param_sizes_upload(pxvm_executor *ex, pxvm_error *err)
+{
+    return ex->param ? px__param_table(ex, 0, err) : 0;
+}
+
+/* Enters the sizes-as-parameters mode: prog (a resolution of poly at its sizes) is switched to as
+ * by retarget; then the configuration's fetch records over any-size slots get poly's operands and
+ * reference size, its table every level at capacity, and its graphs go (their PYRAMID launches
+ * were the size's). Once per family and capacity: one upload of the records and of the table. */
+static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, pxvm_error *err)
+{
+    if (px__gl_retarget(ex, prog, err) < 0)
+        return -1;
+    int n = ex->nslots;
+    memset(ex->param_any, 0, sizeof ex->param_any);
+    for (int k = 1; k < n; k++)
+        ex->param_any[k] = (poly->slots[k].flags & PXI_SLOT_ANYSIZE) && prog->slots[k].role == PXI_ROLE_INPUT;
+    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof *fetch);
+    unsigned *steps = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof *steps);
+    if (!fetch || !steps) {
+        free(fetch), free(steps);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof *fetch);
+    }
+    px__fetch_fill(ex, fetch, steps);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &poly->insns[i];
+        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO)
+            continue;
+        int src = in->a[PX_FI(SAMPLE, src)];
+        if (!ex->param_any[src])
+            continue;
+        px__fetch_rescaled(poly, i, &fetch[i]);
+        fetch[i].any_w0 = poly->slots[src].w, fetch[i].any_h0 = poly->slots[src].h;
+    }
+    cudaError_t e = ex->d_fetch ? cudaMemcpyAsync(ex->d_fetch, fetch, prog->ninsns * sizeof *fetch, cudaMemcpyHostToDevice,
+                                                  ex->stream)
+                                : cudaSuccess;
+    free(fetch), free(steps);
+    if (e != cudaSuccess)
+        return px__cuda_fail(err, "cudaMemcpyAsync", e, __FILE__, __LINE__);
+    for (int g = 0; g < 2; g++) {
+        if (ex->have_graph[g]) {
+            cudaGraphExecDestroy(ex->graph[g]);
+            cudaGraphDestroy(ex->graph_def[g]);
+        }
+        free(ex->frame_nodes[g]);
+        ex->frame_nodes[g] = NULL;
+        ex->have_graph[g] = 0;
+    }
+    ex->param = 1;
+    return px__param_table(ex, 1, err);
+}
+
+int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
+                          pxvm_error *err)
+{
+    if (px__need_program(ex, "set_input_size", err) < 0)
+        return -1;
+    if (!poly || !prog || prog->resolved_from != poly->serial || !poly->serial || slot < 1 || slot >= ex->nslots ||
+        !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE) || prog->uses_video)
+        return 1;
+    if (ex->prog != prog || !ex->param) { /* prog is a resolution at w x h: entered through a retarget */
+        if (prog->slots[slot].w != w || prog->slots[slot].h != h)
+            return 1;
+        if (px__context(ex, err) < 0 || px__param_enter(ex, poly, prog, err) < 0) {
+            if (ex->prog) { /* the retarget held: the mode is not */
+                ex->param = 0;
+                px__gl_unload(ex);
+            }
+            return -1;
+        }
+        return 0;
+    }
+    px_gpu_retarget *rt = ex->rt;
+    int levels = px_mip_levels(w, h), n = ex->nslots;
+    if (w > rt->cap_w[slot] || h > rt->cap_h[slot] || levels > rt->cap_levels[slot] ||
+        (size_t)w * (size_t)h * 4u > rt->lin_cap[slot])
+        return 1; /* the storage grows: a retarget's work */
+    pxvm_slot s = prog->slots[slot];
+    s.w = w, s.h = h, s.levels = levels;
+    rt->input_upper[slot] = levels > 1;
+    for (int b = 0; b < ex->batch; b++) {
+        rt->input_level0[(size_t)b * (size_t)n + (size_t)slot] = 1;
+        ex->bound[(size_t)b * (size_t)n + (size_t)slot] = 0;
+    }
+    px__logical_views(ex, slot, &s);
+    ex->frame_src[slot] = NULL;
+    ex->param_pending[slot] = 1;
+    rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
+    ex->out_valid = 0;
     return 0;
 }
 

@@ -47,6 +47,7 @@
 
 #include "bench_common.h"
 #include "../../vm/vm.h"
+#include "../../vm/loader.h"
 
 static uint64_t px__rng(uint64_t *s)
 {
@@ -359,6 +360,56 @@ int main(int argc, char **argv)
         px__die("retarget", &err);
     for (int k = 0; k < KEEP; k++)
         pxvm_program_free(&kept[k]);
+    /* sizes as run parameters (set_input_size, when the executor has it): entered once at the
+     * largest size (the storage holds every later one), then `fresh` sizes never seen, each the
+     * call and the caller's record changed in place (what pxvm_runner does besides an O(1) check),
+     * alone (call_ms) and with the stream waited for (ms, as new_size's retarget is measured) */
+    double param_ms = 0, param_call_ms = 0, param_run_ms = 0;
+    int param_sizes = 0;
+    if (c.ops->set_input_size) {
+        double *tp = calloc((size_t)fresh, sizeof(double)), *tcall = calloc((size_t)fresh, sizeof(double));
+        double *trun = calloc((size_t)fresh, sizeof(double));
+        pxvm_program rec;
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        wh[2] = 959, wh[3] = 719;
+        if (pxvm_program_resolve(&poly, wh, &lim, &rec, &err) < 0)
+            px__die("resolve", &err);
+        int rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, 959, 719, &err);
+        if (rc != 0)
+            px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
+        pxvm_image img0 = {959, 719, frame.px};
+        px__bind(&c, &rec, &img0);
+        px__run_read(&c, &rec);
+        for (int f = 0; f < fresh; f++) {
+            int w = 320 + (int)(px__rng(&s) % 639u), h = 240 + (int)(px__rng(&s) % 479u);
+            double t0 = px__now_ms();
+            pxvm_slot ns = rec.slots[1];
+            ns.w = w, ns.h = h;
+            px_vm_slot_geometry(&ns);
+            rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, w, h, &err);
+            if (rc != 0)
+                px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
+            rec.memory = rec.memory - rec.slots[1].bytes + ns.bytes;
+            rec.slots[1] = ns;
+            double t1 = px__now_ms();
+            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
+                px__die("sync", &err);
+            double t2 = px__now_ms();
+            tcall[f] = t1 - t0, tp[f] = t2 - t0;
+            pxvm_image img = {w, h, frame.px};
+            px__bind(&c, &rec, &img);
+            double t3 = px__now_ms();
+            px__run_read(&c, &rec);
+            trun[f] = px__now_ms() - t3;
+        }
+        param_sizes = fresh - KEEP;
+        param_ms = px__median(tp + KEEP, fresh - KEEP), param_call_ms = px__median(tcall + KEEP, fresh - KEEP);
+        param_run_ms = px__median(trun + KEEP, fresh - KEEP);
+        if (c.ops->retarget(c.ex, &progs[0], &err) < 0) /* rec is not loaded when it is freed */
+            px__die("retarget", &err);
+        pxvm_program_free(&rec);
+        free(tp), free(tcall), free(trun);
+    }
     pxvm_image_free(&frame);
     free(tf), free(tfr), free(tft);
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
@@ -367,6 +418,8 @@ int main(int argc, char **argv)
            "  \"resolve_new_ms\": %.5f, \"resolve_parsed_ms\": %.5f,\n"
            "  \"new_size\": {\"sizes\": %d, \"ms\": %.4f, \"over_run\": %.4f, \"resolve_ms\": %.5f, \"retarget_ms\": %.5f,\n"
            "               \"filling_ms\": %.4f},\n"
+           "  \"param_new_size\": {\"sizes\": %d, \"ms\": %.5f, \"call_ms\": %.5f, \"over_run\": %.5f, \"call_over_run\": %.5f,\n"
+           "                     \"run_read_ms\": %.4f},\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
@@ -374,7 +427,8 @@ int main(int argc, char **argv)
            "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, fresh - KEEP, fresh_ms,
-           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, nimages, nsizes, rounds, switches[1],
+           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, param_sizes, param_ms,
+           param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);

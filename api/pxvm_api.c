@@ -59,6 +59,9 @@ struct pxvm_runner {
     uint8_t param_ok[PXVM_MAX_SLOTS + 1];
     int32_t param_q[PXVM_MAX_SLOTS + 1][2][2]; /* [slot][axis u, v][min, max] */
     int param_any_q[PXVM_MAX_SLOTS + 1];
+    /* ... and its PYRAMIDs (the instructions whose rules read its size: U-BIND-6), at most 4 */
+    uint32_t param_pyr[PXVM_MAX_SLOTS + 1][4];
+    uint8_t param_npyr[PXVM_MAX_SLOTS + 1];
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -524,7 +527,7 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
     const pxvm_program *poly = &run->prog->p;
     if (run->param_ok[slot])
         return run->param_ok[slot] == 1;
-    int ok = !poly->uses_video && poly->insns, any = 0;
+    int ok = !poly->uses_video && poly->insns, any = 0, npyr = 0;
     int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
     for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
         const pxi_insn *in = &poly->insns[i];
@@ -536,6 +539,12 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
             (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
             (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))
             ok = 0;
+        if (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot) {
+            if (npyr == 4)
+                ok = 0;
+            else
+                run->param_pyr[slot][npyr++] = i;
+        }
         if ((in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && in->a[PX_FI(SAMPLE, src)] == slot) {
             if (pxvm_fetch_mask(in))
                 ok = 0;
@@ -553,6 +562,7 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
     }
     memcpy(run->param_q[slot], q, sizeof q);
     run->param_any_q[slot] = any;
+    run->param_npyr[slot] = (uint8_t)npyr;
     run->param_ok[slot] = ok ? 1 : 2;
     return ok;
 }
@@ -580,12 +590,11 @@ static int px__param_loads(pxvm_runner *run, int slot, const pxvm_slot *ns)
     resized[slot] = 1;
     p->slots[slot] = *ns;
     int ok = 1;
-    for (uint32_t i = 0; ok && i < p->ninsns; i++) {
-        const pxi_insn *in = &p->insns[i];
-        if (in->op != PX_OP_PYRAMID || PX_ARG(in, PYRAMID, slot) != slot || !px_vm_insn_rules_read_size(in, resized))
-            continue;
+    for (int j = 0; ok && j < run->param_npyr[slot]; j++) { /* found once: no pass over the instructions */
+        uint32_t i = run->param_pyr[slot][j];
         pxvm_error why;
-        ok = px_vm_check_insn(p, in, i, &why) == 0;
+        if (px_vm_insn_rules_read_size(&p->insns[i], resized))
+            ok = px_vm_check_insn(p, &p->insns[i], i, &why) == 0;
     }
     p->slots[slot] = was;
     return ok;

@@ -17,7 +17,7 @@ struct px_gpu_view {
 /* An any-size input's new size for the device table (retarget.cu px__gl_set_input_size), carried by
  * the bind kernel that the image's bind launches anyway: slot 0 when there is none. */
 struct px_gpu_sizes {
-    int slot, batch, levels;
+    int slot, batch, levels, lod_shift;
     int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
 };
 
@@ -37,7 +37,7 @@ __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, co
             px_gpu_slot *e = const_cast<px_gpu_slot *>(&slots[(size_t)b * (size_t)nslots + (size_t)sz.slot]);
             for (int l = 0; l < PXVM_MAX_LEVELS; l++)
                 e->w[l] = sz.w[l], e->h[l] = sz.h[l];
-            e->levels = sz.levels; /* (the surfaces of every level at capacity stay: px__param_sizes_upload) */
+            e->levels = sz.levels, e->lod_shift = sz.lod_shift; /* (the surfaces of every level at capacity stay: px__param_sizes_upload) */
         }
     cudaSurfaceObject_t dst = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].surf[0];
     const uint8_t *base = v.data + (long long)item * v.item_stride;
@@ -95,7 +95,7 @@ static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t 
     sz.slot = 0;
     if (ex->param && ex->param_pending[slot]) { /* this slot's new size rides in this launch */
         const px_gpu_slot *g = &ex->slots[slot]; /* item 0's logical view: every item's size */
-        sz.slot = slot, sz.batch = ex->batch, sz.levels = g->levels;
+        sz.slot = slot, sz.batch = ex->batch, sz.levels = g->levels, sz.lod_shift = g->lod_shift;
         for (int l = 0; l < PXVM_MAX_LEVELS; l++)
             sz.w[l] = g->w[l], sz.h[l] = g->h[l];
     }

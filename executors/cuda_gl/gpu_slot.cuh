@@ -17,6 +17,8 @@ struct px_gpu_slot {
     cudaSurfaceObject_t surf[PXVM_MAX_LEVELS];
     int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
     int levels;
+    int lod_shift; /* an any-size input whose size is a run parameter (retarget.cu): px_lod_shift of
+                    * its size from the reference one, which the fetch kernel adds (else unused) */
 };
 
 static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int x, int y)
@@ -160,6 +162,7 @@ struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
     int any_w0, any_h0; /* > 0: src is any-size and cu .. tdv, lod are the any-size program's, for its
                          * reference size any_w0 x any_h0: the kernel rescales them to the slot
                          * table's level-0 size as vm/resolve.c does (isa/px_sem.h) */
+    double any_inv_u, any_inv_v; /* 1 / (2 any_w0), 1 / (2 any_h0): px_scale_q16's division, estimated */
 };
 
 /* Per item video state the fetch kernel reads and writes. */

@@ -1725,7 +1725,16 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
             continue;
         px__fetch_rescaled(poly, i, &fetch[i]);
         fetch[i].any_w0 = poly->slots[src].w, fetch[i].any_h0 = poly->slots[src].h;
+        fetch[i].any_inv_u = 1.0 / (2.0 * (double)poly->slots[src].w);
+        fetch[i].any_inv_v = 1.0 / (2.0 * (double)poly->slots[src].h);
     }
+    for (int k = 1; k < n; k++) /* each one's LOD shift at the size entered with */
+        if (ex->param_any[k]) {
+            ex->param_log0[k][0] = px_log2_q8(poly->slots[k].w), ex->param_log0[k][1] = px_log2_q8(poly->slots[k].h);
+            int shift = px_lod_shift(prog->slots[k].w, prog->slots[k].h, poly->slots[k].w, poly->slots[k].h);
+            for (int b = 0; b < ex->batch; b++)
+                ex->slots[(size_t)b * (size_t)n + (size_t)k].lod_shift = shift;
+        }
     cudaError_t e = ex->d_fetch ? cudaMemcpyAsync(ex->d_fetch, fetch, prog->ninsns * sizeof *fetch, cudaMemcpyHostToDevice,
                                                   ex->stream)
                                 : cudaSuccess;
@@ -1770,14 +1779,27 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
     if (w > rt->cap_w[slot] || h > rt->cap_h[slot] || levels > rt->cap_levels[slot] ||
         (size_t)w * (size_t)h * 4u > rt->lin_cap[slot])
         return 1; /* the storage grows: a retarget's work */
-    pxvm_slot s = prog->slots[slot];
-    s.w = w, s.h = h, s.levels = levels;
+    int dx = px_log2_q8(w) - ex->param_log0[slot][0], dy = px_log2_q8(h) - ex->param_log0[slot][1];
+    int shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
     rt->input_upper[slot] = levels > 1;
     for (int b = 0; b < ex->batch; b++) {
         rt->input_level0[(size_t)b * (size_t)n + (size_t)slot] = 1;
         ex->bound[(size_t)b * (size_t)n + (size_t)slot] = 0;
     }
-    px__logical_views(ex, slot, &s);
+    /* the host views as px__logical_views makes them, writing only what changes (the sizes, and
+     * the textures of the levels gained or lost): the entries are cold after a run */
+    for (int b = 0; b < ex->batch; b++) {
+        size_t i = (size_t)b * (size_t)n + (size_t)slot;
+        px_gpu_slot *g = &ex->slots[i];
+        int was = g->levels, lo = was < levels ? was : levels, hi = was < levels ? levels : was;
+        for (int l = lo; l < hi; l++) {
+            int in = l < levels;
+            g->tex[l] = in ? rt->cap_g[i].tex[l] : 0, g->surf[l] = in ? rt->cap_g[i].surf[l] : 0;
+        }
+        for (int l = 0; l < hi; l++)
+            g->w[l] = l < levels ? px_mip_dim(w, l) : 0, g->h[l] = l < levels ? px_mip_dim(h, l) : 0;
+        g->levels = levels, g->lod_shift = shift;
+    }
     ex->frame_src[slot] = NULL;
     ex->param_pending[slot] = 1;
     rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */

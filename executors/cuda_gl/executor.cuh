@@ -128,7 +128,6 @@ struct pxvm_executor {
      * next bind kernel writes them, or a run or read uploads them first: px__param_sizes_upload). */
     int param;
     uint8_t param_any[PXVM_MAX_SLOTS + 1], param_pending[PXVM_MAX_SLOTS + 1];
-    int param_log0[PXVM_MAX_SLOTS + 1][2]; /* px_log2_q8 of such a slot's reference sides */
 };
 
 #define PX__CK(call)                                                                                   \

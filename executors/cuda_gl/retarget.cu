@@ -250,6 +250,11 @@ struct px_gpu_retarget {
      * which every sibling rewrites: a sibling then copies none of them again */
     uint64_t stage_fam[2], fam_gen;
     px_rt_family fam;
+    /* sizes as parameters: per any-size input, px_log2_q8(n) - px_log2_q8(reference side) for
+     * every side n up to the capacity, u then v (cap_w + 1, then cap_h + 1 entries), made when
+     * the mode is entered: a size's LOD shift is then two loads (the table search was a third of
+     * the call) */
+    int16_t *param_log[PXVM_MAX_SLOTS + 1];
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
     int ndeferred, deferred_cap;
@@ -917,6 +922,8 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->input_upper);
     free(rt->input_level0);
     free(rt->key);
+    for (int k = 0; k <= PXVM_MAX_SLOTS; k++)
+        free(rt->param_log[k]);
     free(rt->next_key);
     free(rt);
     ex->rt = NULL;
@@ -1728,9 +1735,23 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
         fetch[i].any_inv_u = 1.0 / (2.0 * (double)poly->slots[src].w);
         fetch[i].any_inv_v = 1.0 / (2.0 * (double)poly->slots[src].h);
     }
-    for (int k = 1; k < n; k++) /* each one's LOD shift at the size entered with */
+    for (int k = 1; k < n; k++) /* each one's LOD shifts, and the one at the size entered with */
         if (ex->param_any[k]) {
-            ex->param_log0[k][0] = px_log2_q8(poly->slots[k].w), ex->param_log0[k][1] = px_log2_q8(poly->slots[k].h);
+            px_gpu_retarget *rt = ex->rt;
+            int cw = rt->cap_w[k], ch = rt->cap_h[k];
+            int l0w = px_log2_q8(poly->slots[k].w), l0h = px_log2_q8(poly->slots[k].h);
+            free(rt->param_log[k]);
+            if (!(rt->param_log[k] = (int16_t *)malloc(((size_t)cw + (size_t)ch + 2u) * sizeof(int16_t))))
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(cw + ch + 2) * 2u);
+            int16_t *lu = rt->param_log[k], *lv = lu + cw + 1;
+            lu[0] = lv[0] = 0; /* (no side is 0) */
+            for (int s = 1; s <= cw || s <= ch; s++) {
+                int l = px_log2_q8(s);
+                if (s <= cw)
+                    lu[s] = (int16_t)(l - l0w);
+                if (s <= ch)
+                    lv[s] = (int16_t)(l - l0h);
+            }
             int shift = px_lod_shift(prog->slots[k].w, prog->slots[k].h, poly->slots[k].w, poly->slots[k].h);
             for (int b = 0; b < ex->batch; b++)
                 ex->slots[(size_t)b * (size_t)n + (size_t)k].lod_shift = shift;
@@ -1779,8 +1800,8 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
     if (w > rt->cap_w[slot] || h > rt->cap_h[slot] || levels > rt->cap_levels[slot] ||
         (size_t)w * (size_t)h * 4u > rt->lin_cap[slot])
         return 1; /* the storage grows: a retarget's work */
-    int dx = px_log2_q8(w) - ex->param_log0[slot][0], dy = px_log2_q8(h) - ex->param_log0[slot][1];
-    int shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
+    const int16_t *lu = rt->param_log[slot], *lv = lu + rt->cap_w[slot] + 1;
+    int dx = lu[w], dy = lv[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
     rt->input_upper[slot] = levels > 1;
     for (int b = 0; b < ex->batch; b++) {
         rt->input_level0[(size_t)b * (size_t)n + (size_t)slot] = 1;

@@ -520,8 +520,9 @@ static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_i
 
 /* Does the runner's program let any-size slot `slot`'s size be a run parameter? Its readers are
  * full PYRAMIDs and non-incremental SAMPLE/ANISO as src (no RESIZE: its tables follow the size),
- * no video, and nothing reads the program image (slot 0, DOT_RGB's rows: a resolution's image
- * holds its rescaled operands and sizes). Found once per slot, with the operands' extremes. */
+ * no video, and no instruction reads the program image (slot 0, its data slots, DOT_RGB's rows: a
+ * resolution's image holds its rescaled operands and sizes; the executor gives reads of those
+ * slots the image at the sizes in use). Found once per slot, with the operands' extremes. */
 static int px__param_qualifies(pxvm_runner *run, int slot)
 {
     const pxvm_program *poly = &run->prog->p;
@@ -533,8 +534,9 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
         const pxi_insn *in = &poly->insns[i];
         const pxi_op_info *op = pxi_op(in->op);
         for (int f = 0; f < op->nfields; f++)
-            if (op->fields[f].kind == PXK_SLOT && in->a[f] == 0)
-                ok = 0;
+            if (op->fields[f].kind == PXK_SLOT && in->a[f] < poly->nslots &&
+                (poly->slots[in->a[f]].role == PXI_ROLE_PROGRAM || poly->slots[in->a[f]].role == PXI_ROLE_DATA))
+                ok = 0; /* (a data slot's pixels may lie over rewritten ones) */
         if (in->op == PX_OP_DOT_RGB || (in->op == PX_OP_RESIZE && PX_ARG(in, RESIZE, src) == slot) ||
             (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
             (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))

@@ -376,7 +376,7 @@ typedef struct pxvm_executor_ops {
      * of the any-size program `poly` (prog->resolved_from == poly->serial) whose slot sizes, levels and
      * geometry the caller has changed in place to the new size of any-size input `slot` (w x h), its
      * SAMPLE/ANISO operands over any-size slots left as some resolution's (the executor rescales
-     * from poly's). The caller has checked the bounds (U-BIND-4), U-BIND-5 and U-BIND-6 at the new
+     * from poly's; poly stays alive as long as prog). The caller has checked the bounds (U-BIND-4), U-BIND-5 and U-BIND-6 at the new
      * size, and that poly qualifies (the slot is read only by full PYRAMID and non-incremental
      * SAMPLE/ANISO as src, no video). Returns 0 (done: the slot's items unbound, as retarget),
      * 1 (not taken, nothing changed: e.g. the size does not fit the input's storage; the caller

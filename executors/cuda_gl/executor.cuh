@@ -127,6 +127,8 @@ struct pxvm_executor {
      * param_pending[k]: its device table entries still hold an older size than ex->slots' (the
      * next bind kernel writes them, or a run or read uploads them first: px__param_sizes_upload). */
     int param;
+    const pxvm_program *param_poly; /* the any-size program (alive while in the mode) */
+    int param_img_stale; /* a size changed since the program and data slots were last given its image */
     uint8_t param_any[PXVM_MAX_SLOTS + 1], param_pending[PXVM_MAX_SLOTS + 1];
 };
 
@@ -208,6 +210,11 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err);
 int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
                           pxvm_error *err);
 int px__param_sizes_upload(pxvm_executor *ex, pxvm_error *err);
+/* ... before a read of `slot`: when it is a program or data slot and a size changed since, the
+ * level 0 of every program and data slot from the image of poly resolved at the sizes in use
+ * (the configuration's image is the entered size's: its descriptors and operands differ; runs of
+ * a program that set_input_size serves never read these slots: api/pxvm_api.c). */
+int px__param_image(pxvm_executor *ex, int slot, pxvm_error *err);
 /* retarget.cu: in param mode, item 0's view of input k at its storage's capacity (every level), which PYRAMID
  * launches for; else NULL. */
 const px_gpu_slot *px__param_capacity(const pxvm_executor *ex, int k);

@@ -1772,6 +1772,8 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
         ex->have_graph[g] = 0;
     }
     ex->param = 1;
+    ex->param_poly = poly;
+    ex->param_img_stale = 0;
     return px__param_table(ex, 1, err);
 }
 
@@ -1824,8 +1826,49 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
     ex->frame_src[slot] = NULL;
     ex->param_pending[slot] = 1;
     rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
+    ex->param_img_stale = 1;
     ex->out_valid = 0;
     return 0;
+}
+
+int px__param_image(pxvm_executor *ex, int slot, pxvm_error *err)
+{
+    if (!ex->param || !ex->param_img_stale || !px__image_slot(&ex->prog->slots[slot]))
+        return 0;
+    const pxvm_program *prog = ex->prog;
+    int wh[2 * (PXVM_MAX_SLOTS + 1)];
+    for (int k = 0; k < prog->nslots; k++)
+        wh[2 * k] = prog->slots[k].w, wh[2 * k + 1] = prog->slots[k].h;
+    wh[0] = wh[1] = 0;
+    pxvm_program at = *prog; /* prog's slots with the image resolved at their sizes */
+    if (pxvm_program_resolve_image(ex->param_poly, wh, NULL, &at.image, err) < 0)
+        return -1;
+    int rc = 0;
+    for (int k = 0; k < prog->nslots && rc == 0; k++) {
+        const pxvm_slot *s = &prog->slots[k];
+        if (!px__image_slot(s))
+            continue;
+        size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
+        uint8_t *level0 = (uint8_t *)malloc(bytes > 0 ? bytes : 1);
+        if (!level0) {
+            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+            break;
+        }
+        pxvm_slot_initial(&at, k, level0);
+        for (int b = 0; b < ex->batch && rc == 0; b++) { /* pageable: staged before the call returns */
+            cudaError_t e = cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
+                                                     cudaMemcpyHostToDevice, ex->stream);
+            if (e != cudaSuccess)
+                rc = px__cuda_fail(err, "cudaMemcpy2DToArrayAsync", e, __FILE__, __LINE__);
+        }
+        free(level0);
+    }
+    pxvm_image_free(&at.image);
+    if (rc == 0) {
+        ex->param_img_stale = 0;
+        ex->rt->img_id = 0; /* the slots hold no configuration's image now: a switch copies its own */
+    }
+    return rc;
 }
 
 extern "C" uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex)

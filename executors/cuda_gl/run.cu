@@ -439,6 +439,8 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     PX__CK(cudaSetDevice(ex->device));
     if (px__retarget_flush(ex, err) < 0) /* a read between a retarget and a run: the initial state */
         return -1;
+    if (px__param_image(ex, slot, err) < 0) /* the program image as the resolution at the sizes has it */
+        return -1;
     const pxvm_slot *s = &ex->prog->slots[slot];
     const px_gpu_slot *g = &ex->slots[slot];
     size_t pitch = (size_t)g->w[level] * 4u, bytes = pitch * (size_t)g->h[level];

@@ -140,8 +140,6 @@ static const int32_t px__fix[PX_BATCH][2] = {{3 << 16 | 0x4000, 1 << 16}, {0, 2 
 
 /* Everything a run leaves: every level of every slot of every item, the fixation registers and
  * the token geometry of every atlas slot, as one byte string (malloc'ed). */
-static int px__snapshot_from; /* the first slot a snapshot holds (1: not the program image) */
-
 static uint8_t *px__snapshot(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, size_t *len)
 {
     size_t cap = 1 << 16, n = 0;
@@ -155,7 +153,7 @@ static uint8_t *px__snapshot(const pxvm_executor_ops *ops, pxvm_executor *ex, co
         n += (bytes);                                                                                                \
     } while (0)
     for (int b = 0; b < PX_BATCH; b++)
-        for (int k = px__snapshot_from; k < prog->nslots; k++)
+        for (int k = 0; k < prog->nslots; k++)
             for (int l = 0; l < prog->slots[k].levels; l++) {
                 pxvm_image img;
                 if (pxvm_read_image(ops, ex, prog, k, l, b, &img, &err) < 0) {
@@ -793,9 +791,8 @@ TEST(retarget_refusals_name_what_differs)
 
 /* set_input_size (vm.h, optional: the CPU executor has none): an any-size input's size changed as
  * a run parameter == retarget to the resolution at that size == a fresh load of it, byte for byte
- * (every level of every slot but the program image, whose pixels hold the resolution's operands
- * and sizes: the executor keeps the one it entered with; the runner's set_input_size path is
- * taken only by programs that never read it), over the property sizes: within the storage (no
+ * (every level of every slot, the program image's too: its pixels hold the resolution's operands
+ * and sizes, which a read gets at the sizes in use), over the property sizes: within the storage (no
  * texture or configuration made: nothing uploaded or captured per size), beyond it (not taken:
  * retarget, then entered again), back and forth, every item. */
 TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
@@ -820,7 +817,6 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
     pxvm_open_options opt = {0, 0};
     pxvm_limits lim;
     pxvm_limits_default(&lim);
-    px__snapshot_from = 1;
     if (ops->open(&ex, &opt, &err) < 0 || ops->load(ex, &progs[0], PX_BATCH, &err) < 0) {
         px_test_fail(__FILE__, __LINE__, "open/load: %s", err.msg);
         goto close;
@@ -888,7 +884,6 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
         free(b);
     }
 close:
-    px__snapshot_from = 0;
     if (ex)
         ops->close(ex);
     if (have_rec)

@@ -840,7 +840,9 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
                 px_test_fail(__FILE__, __LINE__, "set_input_size %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
                 break;
             }
-            CHECK_EQ(rc, kind[i] == 3 ? 1 : 0);
+            /* an executor with storage that grows (it counts what it makes) does not take a size
+             * beyond it; the CPU executor's set_input_size (a resolution and a retarget) takes all */
+            CHECK_EQ(rc, kind[i] == 3 && made[0] >= 0 ? 1 : 0);
             if (rc == 0 && live) { /* the caller's record follows, in place */
                 rec.memory = rec.memory - rec.slots[1].bytes + p->slots[1].bytes;
                 rec.slots[1] = p->slots[1];

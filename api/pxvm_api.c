@@ -9,6 +9,7 @@
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
 #include "../vm/vm.h"
+#include "../vm/loader.h"
 #include "../vm/resize.h"
 #include "../vm/tokens.h"
 #include "../isa/px_sem.h"
@@ -47,6 +48,20 @@ struct pxvm_runner {
     int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
     double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
     int lost;            /* a failed change of size left the executor without a program it could run */
+    /* sizes as run parameters (executors with set_input_size, vm.h): `param` is a resolution the
+     * runner owns whose any-size input sizes (and levels, geometry, memory) change in place; its
+     * SAMPLE/ANISO operands stay those of the size it was resolved at (what reads run->cur reads
+     * sizes only: binds' checks, fixations). param_live: the executor runs it (run->cur == &param) */
+    pxvm_program param;
+    int param_live, have_param;
+    /* per any-size slot, whether the program qualifies (0: not known yet, 1: yes, 2: no), and the
+     * extremes of the Q16 operands that rescale with it, u and v (U-BIND-5 at a size from them) */
+    uint8_t param_ok[PXVM_MAX_SLOTS + 1];
+    int32_t param_q[PXVM_MAX_SLOTS + 1][2][2]; /* [slot][axis u, v][min, max] */
+    int param_any_q[PXVM_MAX_SLOTS + 1];
+    /* ... and its PYRAMIDs (the instructions whose rules read its size: U-BIND-6), at most 4 */
+    uint32_t param_pyr[PXVM_MAX_SLOTS + 1][4];
+    uint8_t param_npyr[PXVM_MAX_SLOTS + 1];
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -456,6 +471,19 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
 {
     pxvm_error again;
     memset(run->bound, 0, (size_t)run->prog->p.nslots * (size_t)run->batch);
+    if (run->param_live) { /* its operands are another size's: the resolution at its sizes instead */
+        int wh[2 * (PXVM_MAX_SLOTS + 1)];
+        for (int k = 0; k < run->param.nslots; k++)
+            wh[2 * k] = run->param.slots[k].w, wh[2 * k + 1] = run->param.slots[k].h;
+        wh[0] = wh[1] = 0;
+        const pxvm_program *at;
+        run->param_live = 0;
+        if (px__resolved(run, wh, &at, &again) < 0) {
+            run->lost = 1;
+            return -1;
+        }
+        run->cur = at;
+    }
     for (int b = 0; b < run->batch; b++)
         for (int r = 0; r < PX_FIX_REGS; r++)
             if (run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] == PX_FIX_DEVICE) {
@@ -490,6 +518,124 @@ static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_i
     return 0;
 }
 
+/* Does the runner's program let any-size slot `slot`'s size be a run parameter? Its readers are
+ * full PYRAMIDs and non-incremental SAMPLE/ANISO as src (no RESIZE: its tables follow the size),
+ * no video, and no instruction reads the program image (slot 0, its data slots, DOT_RGB's rows: a
+ * resolution's image holds its rescaled operands and sizes; the executor gives reads of those
+ * slots the image at the sizes in use). Found once per slot, with the operands' extremes. */
+static int px__param_qualifies(pxvm_runner *run, int slot)
+{
+    const pxvm_program *poly = &run->prog->p;
+    if (run->param_ok[slot])
+        return run->param_ok[slot] == 1;
+    int ok = !poly->uses_video && poly->insns, any = 0, npyr = 0;
+    int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
+    for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
+        const pxi_insn *in = &poly->insns[i];
+        const pxi_op_info *op = pxi_op(in->op);
+        for (int f = 0; f < op->nfields; f++)
+            if (op->fields[f].kind == PXK_SLOT && in->a[f] < poly->nslots &&
+                (poly->slots[in->a[f]].role == PXI_ROLE_PROGRAM || poly->slots[in->a[f]].role == PXI_ROLE_DATA))
+                ok = 0; /* (a data slot's pixels may lie over rewritten ones) */
+        if (in->op == PX_OP_DOT_RGB || (in->op == PX_OP_RESIZE && PX_ARG(in, RESIZE, src) == slot) ||
+            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
+            (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))
+            ok = 0;
+        if (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot) {
+            if (npyr == 4)
+                ok = 0;
+            else
+                run->param_pyr[slot][npyr++] = i;
+        }
+        if ((in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && in->a[PX_FI(SAMPLE, src)] == slot) {
+            if (pxvm_fetch_mask(in))
+                ok = 0;
+            int32_t v[6] = {PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, dv),
+                            0, 0};
+            int nv = 4;
+            if (in->op == PX_OP_ANISO)
+                v[4] = PX_ARG(in, ANISO, tdu), v[5] = PX_ARG(in, ANISO, tdv), nv = 6;
+            for (int j = 0; j < nv; j++) {
+                q[j & 1][0] = v[j] < q[j & 1][0] ? v[j] : q[j & 1][0];
+                q[j & 1][1] = v[j] > q[j & 1][1] ? v[j] : q[j & 1][1];
+            }
+            any = 1;
+        }
+    }
+    memcpy(run->param_q[slot], q, sizeof q);
+    run->param_any_q[slot] = any;
+    run->param_npyr[slot] = (uint8_t)npyr;
+    run->param_ok[slot] = ok ? 1 : 2;
+    return ok;
+}
+
+/* Would the resolution at the new size of `slot` (its record ns) load? U-BIND-5 from the operands'
+ * extremes (px_scale_q16 is monotonic in q), the memory limit, and the instruction rules that
+ * read the slot's size (U-BIND-6; px__derive's): 1 yes, 0 let the resolution say why. */
+static int px__param_loads(pxvm_runner *run, int slot, const pxvm_slot *ns)
+{
+    const pxvm_program *poly = &run->prog->p;
+    const pxvm_slot *ref = &poly->slots[slot];
+    if (run->param_any_q[slot])
+        for (int a = 0; a < 2; a++) {
+            int n = a ? ns->h : ns->w, n0 = a ? ref->h : ref->w;
+            if (px_scale_q16(run->param_q[slot][a][0], n, n0) < INT32_MIN ||
+                px_scale_q16(run->param_q[slot][a][1], n, n0) > INT32_MAX)
+                return 0;
+        }
+    pxvm_program *p = &run->param;
+    uint64_t memory = p->memory - p->slots[slot].bytes + ns->bytes;
+    if (memory > run->prog->lim.max_memory)
+        return 0;
+    pxvm_slot was = p->slots[slot];
+    uint8_t resized[PXVM_MAX_SLOTS + 1] = {0};
+    resized[slot] = 1;
+    p->slots[slot] = *ns;
+    int ok = 1;
+    for (int j = 0; ok && j < run->param_npyr[slot]; j++) { /* found once: no pass over the instructions */
+        uint32_t i = run->param_pyr[slot][j];
+        pxvm_error why;
+        if (px_vm_insn_rules_read_size(&p->insns[i], resized))
+            ok = px_vm_check_insn(p, &p->insns[i], i, &why) == 0;
+    }
+    p->slots[slot] = was;
+    return ok;
+}
+
+/* The size change through the executor's set_input_size: 0 done, 1 not taken (the caller resolves
+ * and retargets), -1 failed. The first one (or the first after a retarget) resolves once at the new
+ * size and hands the executor that record; later ones change its sizes in place. */
+static int px__param_switch(pxvm_runner *run, int slot, int w, int h, const int *wh, pxvm_error *err)
+{
+    const pxvm_program *poly = &run->prog->p;
+    if (run->param_live) {
+        pxvm_slot ns = run->param.slots[slot];
+        ns.w = w, ns.h = h;
+        px_vm_slot_geometry(&ns);
+        if (!px__param_loads(run, slot, &ns))
+            return 1;
+        int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
+        if (rc != 0)
+            return rc;
+        run->param.memory = run->param.memory - run->param.slots[slot].bytes + ns.bytes;
+        run->param.slots[slot] = ns;
+        return 0;
+    }
+    if (run->have_param) {
+        pxvm_program_free(&run->param);
+        run->have_param = 0;
+    }
+    if (pxvm_program_resolve(poly, wh, &run->prog->lim, &run->param, err) < 0)
+        return -1;
+    run->have_param = 1;
+    int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
+    if (rc == 0) {
+        run->param_live = 1;
+        run->cur = &run->param;
+    }
+    return rc;
+}
+
 /* A bind of a w x h image to items first_item .. first_item+items-1 of any-size slot `slot`, at a
  * size other than the runner's: checks the bounds (U-BIND-4) and the batch (every other bound item
  * would keep the old size), then switches the executor to the resolution at the new size. */
@@ -509,12 +655,22 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
         wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
     wh[0] = wh[1] = 0;
     wh[2 * slot] = w, wh[2 * slot + 1] = h;
+    if (run->ops->set_input_size && run->ops->retarget && px__param_qualifies(run, slot)) {
+        int rc = px__param_switch(run, slot, w, h, wh, err);
+        if (rc < 0)
+            return px__retarget_failed(run, slot, err);
+        if (rc == 0) {
+            memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
+            return px__refix(run, 0, err);
+        }
+    }
     const pxvm_program *next;
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
     if (run->ops->retarget) {
         if (run->ops->retarget(run->ex, next, err) < 0)
             return px__retarget_failed(run, slot, err);
+        run->param_live = 0;
     } else {
         /* Until every executor has retarget (branch retarget): reload, which restarts everything;
          * safe only when nothing but this slot and the fixations (given again) is bound. */
@@ -598,6 +754,8 @@ void pxvm_runner_close(pxvm_runner *run)
     if (!run)
         return;
     run->ops->close(run->ex);
+    if (run->have_param)
+        pxvm_program_free(&run->param);
     for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
         if (run->cache[i].wh) {
             free(run->cache[i].wh);

@@ -370,6 +370,20 @@ typedef struct pxvm_executor_ops {
      * Inputs whose size changed are unbound; everything else stays as it was (other bound inputs, fixation
      * registers, persistent slots, the stream). `prog` must stay alive until the next load, retarget or close. */
     int (*retarget)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
+    /* Optional (NULL: the caller resolves and retargets). The effect of retarget to `poly` resolved at
+     * the sizes of `prog`, without the resolution: `prog` is a program record the caller owns (it stays
+     * alive until the next load, retarget, set_input_size to another record, or close), a resolution
+     * of the any-size program `poly` (prog->resolved_from == poly->serial) whose slot sizes, levels and
+     * geometry the caller has changed in place to the new size of any-size input `slot` (w x h), its
+     * SAMPLE/ANISO operands over any-size slots left as some resolution's (the executor rescales
+     * from poly's; poly stays alive as long as prog). The caller has checked the bounds (U-BIND-4), U-BIND-5 and U-BIND-6 at the new
+     * size, and that poly qualifies (the slot is read only by full PYRAMID and non-incremental
+     * SAMPLE/ANISO as src, no video). Returns 0 (done: the slot's items unbound, as retarget),
+     * 1 (not taken, nothing changed: e.g. the size does not fit the input's storage; the caller
+     * retargets to a resolution instead), or -1 with *err (the executor may hold no program: as a
+     * failed retarget). */
+    int (*set_input_size)(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                          int h, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

@@ -47,6 +47,8 @@
 
 #include "bench_common.h"
 #include "../../vm/vm.h"
+#include "../../vm/loader.h"
+#include "../../api/runner_hooks.h"
 
 static uint64_t px__rng(uint64_t *s)
 {
@@ -93,6 +95,58 @@ static void px__run_read(px__ctx *c, const pxvm_program *prog)
     v.px_stride = 4, v.ch_stride = 1, v.row_stride = (int64_t)a->w * 4, v.item_stride = (int64_t)a->w * a->h * 4;
     if (c->ops->read(c->ex, 2, 0, 0, &v, 0, &err) < 0)
         px__die("read", &err);
+}
+
+/* pxvm_runner's own cost of a size never seen: from pxvm_runner_bind's call to the executor's
+ * bind (the view's check, the size change, the runner's bookkeeping; the bind itself excluded),
+ * host time. The executor's ops are its own with bind wrapped to note when it is entered, and
+ * set_input_size removed when !param (then the runner resolves and retargets, as before). The
+ * runner is entered at the largest size first (the storage then holds every later one). */
+static double px__bind_entered;
+static const pxvm_executor_ops *px__real_ops;
+static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    if (px__bind_entered == 0)
+        px__bind_entered = px__now_ms();
+    return px__real_ops->bind(ex, slot, item0, v, err);
+}
+
+static double px__runner_new_size_ms(const char *exec, int param, int fresh, int skip, uint64_t seed, const pxvm_image *frame)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, exec, 0, 0, 1, &run)) {
+        fprintf(stderr, "bench_retarget: runner: %s\n", pxvm_errmsg());
+        exit(1);
+    }
+    pxvm_error err;
+    px__real_ops = pxvm_executor_find(exec, &err);
+    static pxvm_executor_ops ops;
+    ops = *px__real_ops;
+    ops.bind = px__noting_bind;
+    if (!param)
+        ops.set_input_size = NULL;
+    pxvm_runner_test_set_ops(run, &ops);
+    double *t = calloc((size_t)fresh + 1, sizeof(double));
+    uint64_t s = seed;
+    for (int f = -1; f < fresh; f++) {
+        int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
+        pxvm_image img = {w, h, frame->px};
+        pxvm_view v = pxvm_image_view(&img);
+        px__bind_entered = 0;
+        double t0 = px__now_ms();
+        if (pxvm_runner_bind(run, 1, 0, &v) || pxvm_runner_run(run)) {
+            fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", w, h, pxvm_errmsg());
+            exit(1);
+        }
+        if (f >= 0)
+            t[f] = px__bind_entered - t0;
+    }
+    double ms = px__median(t + skip, fresh - skip);
+    free(t);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+    return ms;
 }
 
 int main(int argc, char **argv)
@@ -359,6 +413,65 @@ int main(int argc, char **argv)
         px__die("retarget", &err);
     for (int k = 0; k < KEEP; k++)
         pxvm_program_free(&kept[k]);
+    /* sizes as run parameters (set_input_size, when the executor has it): entered once at the
+     * largest size (the storage holds every later one), then `fresh` sizes never seen, each the
+     * call and the caller's record changed in place (what pxvm_runner does besides an O(1) check),
+     * alone (call_ms) and with the stream waited for (ms, as new_size's retarget is measured) */
+    double param_ms = 0, param_call_ms = 0, param_run_ms = 0;
+    int param_sizes = 0;
+    if (c.ops->set_input_size) {
+        double *tp = calloc((size_t)fresh, sizeof(double)), *tcall = calloc((size_t)fresh, sizeof(double));
+        double *trun = calloc((size_t)fresh, sizeof(double));
+        pxvm_program rec;
+        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+        wh[2] = 959, wh[3] = 719;
+        if (pxvm_program_resolve(&poly, wh, &lim, &rec, &err) < 0)
+            px__die("resolve", &err);
+        int rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, 959, 719, &err);
+        if (rc != 0)
+            px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
+        pxvm_image img0 = {959, 719, frame.px};
+        px__bind(&c, &rec, &img0);
+        px__run_read(&c, &rec);
+        for (int f = 0; f < fresh; f++) {
+            int w = 320 + (int)(px__rng(&s) % 639u), h = 240 + (int)(px__rng(&s) % 479u);
+            double t0 = px__now_ms();
+            pxvm_slot ns = rec.slots[1];
+            ns.w = w, ns.h = h;
+            px_vm_slot_geometry(&ns);
+            rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, w, h, &err);
+            if (rc != 0)
+                px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
+            rec.memory = rec.memory - rec.slots[1].bytes + ns.bytes;
+            rec.slots[1] = ns;
+            double t1 = px__now_ms();
+            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
+                px__die("sync", &err);
+            double t2 = px__now_ms();
+            tcall[f] = t1 - t0, tp[f] = t2 - t0;
+            pxvm_image img = {w, h, frame.px};
+            px__bind(&c, &rec, &img);
+            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0) /* as after_switch's: the bind waited for first */
+                px__die("sync", &err);
+            double t3 = px__now_ms(); /* the run alone, its stream waited for */
+            if (c.ops->run(c.ex, NULL, &err) < 0 || (c.ops->sync && c.ops->sync(c.ex, &err) < 0))
+                px__die("run", &err);
+            trun[f] = px__now_ms() - t3;
+            px__run_read(&c, &rec);
+        }
+        param_sizes = fresh - KEEP;
+        param_ms = px__median(tp + KEEP, fresh - KEEP), param_call_ms = px__median(tcall + KEEP, fresh - KEEP);
+        param_run_ms = px__median(trun + KEEP, fresh - KEEP);
+        if (c.ops->retarget(c.ex, &progs[0], &err) < 0) /* rec is not loaded when it is freed */
+            px__die("retarget", &err);
+        pxvm_program_free(&rec);
+        free(tp), free(tcall), free(trun);
+    }
+    /* the same through pxvm_runner: its path before (resolution + retarget) and through set_input_size */
+    double runner_ms[2] = {0, 0};
+    for (int param = 0; param < 2; param++)
+        if (!param || c.ops->set_input_size)
+            runner_ms[param] = px__runner_new_size_ms(exec, param, fresh, KEEP, seed + 7, &frame);
     pxvm_image_free(&frame);
     free(tf), free(tfr), free(tft);
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
@@ -367,6 +480,9 @@ int main(int argc, char **argv)
            "  \"resolve_new_ms\": %.5f, \"resolve_parsed_ms\": %.5f,\n"
            "  \"new_size\": {\"sizes\": %d, \"ms\": %.4f, \"over_run\": %.4f, \"resolve_ms\": %.5f, \"retarget_ms\": %.5f,\n"
            "               \"filling_ms\": %.4f},\n"
+           "  \"param_new_size\": {\"sizes\": %d, \"ms\": %.5f, \"call_ms\": %.5f, \"over_run\": %.5f, \"call_over_run\": %.5f,\n"
+           "                     \"run_ms\": %.4f},\n"
+           "  \"runner_new_size\": {\"before_ms\": %.5f, \"param_ms\": %.5f, \"before_over_run\": %.4f, \"param_over_run\": %.5f},\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
@@ -374,7 +490,8 @@ int main(int argc, char **argv)
            "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, fresh - KEEP, fresh_ms,
-           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, nimages, nsizes, rounds, switches[1],
+           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, param_sizes, param_ms,
+           param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, runner_ms[0], runner_ms[1], runner_ms[0] / run_ms, runner_ms[1] / run_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);

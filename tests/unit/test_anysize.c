@@ -580,6 +580,15 @@ static int px__failing_retarget(pxvm_executor *ex, const pxvm_program *next, pxv
     return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
 }
 
+/* ... and its set_input_size (the runner's path for a program that qualifies), failing alike */
+static int px__failing_set_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                                int h, pxvm_error *err)
+{
+    if (px__fail_mode == 1 && pxvm_cpu_executor.set_input_size(ex, poly, prog, slot, w, h, err) < 0)
+        return -1;
+    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
+}
+
 static int px__failing_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (px__fail_mode == 2)
@@ -600,7 +609,9 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
     uint64_t rng = 8;
     pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
     pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode < 6; mode++) {
+        /* modes 3..5: as 0..2 through set_input_size (modes 0..2: an executor without it) */
+        px__failing_ops.set_input_size = mode >= 3 ? px__failing_set_size : NULL;
         pxvm_runner *run;
         if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
             px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
@@ -608,14 +619,14 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
         }
         CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
         CHECK_EQ(pxvm_runner_run(run), 0);
-        px__fail_mode = mode;
+        px__fail_mode = mode % 3;
         pxvm_runner_test_set_ops(run, &px__failing_ops);
         CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vb), PXVM_UNAVAILABLE);
         CHECK_STR(pxvm_errmsg(), "retarget failed (test)");
         int sw = 0, sh = 0;
         CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
         CHECK(sw == 64 && sh == 48);
-        if (mode == 2) { /* lost: every call refuses cleanly */
+        if (mode % 3 == 2) { /* lost: every call refuses cleanly */
             CHECK_STR(pxvm_errmsg(), "loading the program again failed too (load failed (test))");
             CHECK_EQ(pxvm_runner_run(run), PXVM_UNAVAILABLE);
             CHECK_STR(pxvm_errmsg(), "pxvm_runner_run: this runner has no program since a change of input size failed");

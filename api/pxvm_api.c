@@ -528,7 +528,9 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
     const pxvm_program *poly = &run->prog->p;
     if (run->param_ok[slot])
         return run->param_ok[slot] == 1;
-    int ok = !poly->uses_video && poly->insns, any = 0, npyr = 0;
+    /* a slot whose per-run reset clears its levels >= 1 (a fetch reads it before its PYRAMID): the
+     * executors' reset records are made for one size, so such a program changes size by retarget */
+    int ok = !poly->uses_video && poly->insns && !(poly->reset[slot] & PXVM_RESET_UPPER), any = 0, npyr = 0;
     int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
     for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
         const pxi_insn *in = &poly->insns[i];
@@ -603,8 +605,9 @@ static int px__param_loads(pxvm_runner *run, int slot, const pxvm_slot *ns)
 }
 
 /* The size change through the executor's set_input_size: 0 done, 1 not taken (the caller resolves
- * and retargets), -1 failed. The first one (or the first after a retarget) resolves once at the new
- * size and hands the executor that record; later ones change its sizes in place. */
+ * and retargets), -1 failed in the executor, -2 refused before anything changed (the resolution at
+ * the new size fails: U-BIND-5, limits). The first one (or the first after a retarget) resolves
+ * once at the new size and hands the executor that record; later ones change its sizes in place. */
 static int px__param_switch(pxvm_runner *run, int slot, int w, int h, const int *wh, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
@@ -626,7 +629,7 @@ static int px__param_switch(pxvm_runner *run, int slot, int w, int h, const int 
         run->have_param = 0;
     }
     if (pxvm_program_resolve(poly, wh, &run->prog->lim, &run->param, err) < 0)
-        return -1;
+        return -2;
     run->have_param = 1;
     int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
     if (rc == 0) {
@@ -657,6 +660,8 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
     wh[2 * slot] = w, wh[2 * slot + 1] = h;
     if (run->ops->set_input_size && run->ops->retarget && px__param_qualifies(run, slot)) {
         int rc = px__param_switch(run, slot, w, h, wh, err);
+        if (rc == -2) /* nothing changed: the runner stays as it was, as when px__resolved fails */
+            return -1;
         if (rc < 0)
             return px__retarget_failed(run, slot, err);
         if (rc == 0) {

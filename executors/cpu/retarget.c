@@ -250,7 +250,11 @@ int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
         free(next);
         return -1;
     }
-    if (ex->param_own) { /* no longer loaded: its kept plan stays keyed by a serial no program has */
+    if (ex->param_own) { /* no longer loaded: its kept plan goes with it (its serial is no program's
+                          * once it is freed: kept, it would only push out plans still used) */
+        px_cpu_plan_kept *k = px__plan_find(ex, ex->param_own->serial);
+        if (k)
+            px__plan_drop(ex, k);
         pxvm_program_free(ex->param_own);
         free(ex->param_own);
     }

@@ -167,6 +167,7 @@ struct px_rt_family {
 
 struct px_gpu_retarget {
     uint64_t bound, cached_bytes, clock, serial;
+    int leaving_param; /* this switch leaves the sizes-as-parameters mode (px__switch) */
     /* Inputs' storage only grows: per input slot the textures in use (ex->gl_tex, res, arrays)
      * were made at a capacity cap_w x cap_h, cap_levels (the loaded size, or larger after a
      * switch grew them) and serve every size that fits; cap_g holds their views of every level
@@ -1388,6 +1389,12 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
+    if (rt->leaving_param) { /* the sizes-as-parameters configuration: never found again by its
+                              * program or key (its table holds whatever size came last, its records
+                              * the reference operands); px__gl_retarget frees it next */
+        cur->prog_serial = 0;
+        cur->key_n = 0;
+    }
     px__cached_add(rt, cur);
     for (int i = 0; i < ngone; i++) /* the one in use named a replaced texture: it goes (the stream has drained) */
         px__drop_configs_using(rt, gone[i]);
@@ -1641,9 +1648,12 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
      * a table of whatever size came last, under the key of the size it was entered at: it goes,
      * never to be found by that key */
     const px_gpu_slot *param_table = ex->param ? ex->d_slots : NULL;
+    ex->rt->leaving_param = ex->param;
     ex->param = 0;
     memset(ex->param_pending, 0, sizeof ex->param_pending);
-    if (px__switch(ex, next, err) < 0) {
+    int switched = px__switch(ex, next, err);
+    ex->rt->leaving_param = 0;
+    if (switched < 0) {
         px__context(ex, NULL);
         px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
         return -1;
@@ -1741,8 +1751,10 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
             int cw = rt->cap_w[k], ch = rt->cap_h[k];
             int l0w = px_log2_q8(poly->slots[k].w), l0h = px_log2_q8(poly->slots[k].h);
             free(rt->param_log[k]);
-            if (!(rt->param_log[k] = (int16_t *)malloc(((size_t)cw + (size_t)ch + 2u) * sizeof(int16_t))))
+            if (!(rt->param_log[k] = (int16_t *)malloc(((size_t)cw + (size_t)ch + 2u) * sizeof(int16_t)))) {
+                free(fetch), free(steps);
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(cw + ch + 2) * 2u);
+            }
             int16_t *lu = rt->param_log[k], *lv = lu + cw + 1;
             lu[0] = lv[0] = 0; /* (no side is 0) */
             for (int s = 1; s <= cw || s <= ch; s++) {

@@ -506,6 +506,41 @@ TEST(anysize_refused_bind_leaves_the_size_and_the_images)
     pxvm_prog_free(prog);
 }
 
+/* A size whose resolution is refused (U-BIND-5: a rescaled operand leaves int32) leaves the runner
+ * as it was, also when the size change would go through the executor's set_input_size: the other
+ * input stays bound, the last image too, and a run runs (review of the set_input_size path: it
+ * unbound every input and reloaded). */
+TEST(anysize_refused_resolution_leaves_the_runner_as_it_was)
+{
+    static const char text[] = ".width 16\n.slot image input 64x48 any\n.slot b input 8x8\n.slot out output 24x16\n"
+                               "SAMPLE src=image dst=out mode=linear at=(0,0) size=(8,8) center=(32000,10) step=(1,1) lod=0\n"
+                               "SAMPLE src=b dst=out mode=linear at=(8,0) size=(8,8) center=(4,4) step=1 lod=0\nHALT\n";
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_assemble(text, "refused.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 11;
+    pxvm_image a = px_random_image(64, 48, &rng), big = px_random_image(128, 48, &rng), b = px_random_image(8, 8, &rng);
+    pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vbig = pxvm_view_host(big.px, big.w, big.h, 4),
+              vb = pxvm_view_host(b.px, b.w, b.h, 4);
+    CHECK_EQ(pxvm_runner_bind(run, 2, 0, &vb), 0);
+    CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    CHECK(pxvm_runner_bind(run, 1, 0, &vbig) != 0); /* 32000 at 128/64 leaves int32 in Q16 */
+    CHECK_STR(pxvm_errmsg(), "128x48");
+    int sw = 0, sh = 0;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 64 && sh == 48);
+    CHECK_EQ(pxvm_runner_run(run), 0); /* both inputs still bound */
+    pxvm_image_free(&a);
+    pxvm_image_free(&big);
+    pxvm_image_free(&b);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}
+
 /* pxvm_runner_exec with a batch given image by image at a new size switches once, where binds one
  * by one would refuse the first (item 1 still bound at the old size; review finding 4); outputs
  * equal those of the same batch bound as one view. */

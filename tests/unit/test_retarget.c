@@ -802,9 +802,13 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
         return;
     static const int sizes[][2] = {{64, 64},  {101, 103}, {1, 64},  {64, 1},  {9, 61},  {61, 9},  {2, 71},
                                    {71, 2},   {29, 31},   {97, 1},  {1, 97},  {101, 103}, {64, 64}, {16, 16},
-                                   {251, 7},  {45, 30},   {13, 67}, {250, 7}, {67, 13},  {1, 1},   {251, 103}};
-    /* 0: loaded; 1: entered (a retarget); 2: within the storage; 3: beyond it (not taken) */
-    static const int kind[] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 3};
+                                   {251, 7},  {45, 30},   {13, 67}, {250, 7}, {67, 13},  {1, 1},   {45, 30},
+                                   {1, 1},    {251, 103}};
+    /* 0: loaded; 1: entered (a retarget); 2: within the storage; 3: beyond it (not taken); 4: a
+     * retarget, while in the mode, to another resolution at the size the mode was entered with
+     * (the mode's configuration is under that size's key: it must not be found, its table holding
+     * the last size's) */
+    static const int kind[] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 4, 1, 3};
     int n = (int)(sizeof sizes / sizeof sizes[0]);
     pxvm_program *progs = calloc((size_t)n, sizeof *progs);
     for (int i = 0; i < n; i++)
@@ -826,6 +830,14 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
         if (i > 0) {
             long long made[2] = {px__made(ex, 0), px__made(ex, 1)};
             int rc;
+            if (kind[i] == 4) {
+                live = 0;
+                if (ops->retarget(ex, p, &err) < 0) {
+                    px_test_fail(__FILE__, __LINE__, "retarget %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
+                    break;
+                }
+                goto bind;
+            }
             if (!live) { /* a resolution at the new size: the executor enters with it */
                 if (have_rec)
                     pxvm_program_free(&rec);
@@ -860,6 +872,7 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
                 CHECK_EQ(px__made(ex, 0), made[0]);
                 CHECK_EQ(px__made(ex, 1), made[1]);
             }
+        bind:
             CHECK(ops->run(ex, NULL, &err) < 0); /* the input is unbound */
             CHECK_EQ(err.code, PXE_UNBOUND_INPUT);
         }
@@ -881,7 +894,7 @@ TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
         CHECK(b != NULL);
         if (b && (la != lb || memcmp(a, b, la)))
             px_test_fail(__FILE__, __LINE__, "size %d (%dx%d, %s): differs from a fresh load", i, sizes[i][0], sizes[i][1],
-                         kind[i] == 2 ? "set_input_size" : kind[i] == 1 ? "entered" : "retarget");
+                         kind[i] == 2 ? "set_input_size" : kind[i] == 1 ? "entered" : kind[i] == 4 ? "retarget in the mode" : "retarget");
         free(a);
         free(b);
     }

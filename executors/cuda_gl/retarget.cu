@@ -1795,8 +1795,8 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
     if (px__need_program(ex, "set_input_size", err) < 0)
         return -1;
     if (!poly || !prog || prog->resolved_from != poly->serial || !poly->serial || slot < 1 || slot >= ex->nslots ||
-        !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE) || prog->uses_video)
-        return 1;
+        !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE) || prog->uses_video || (prog->reset[slot] & PXVM_RESET_UPPER))
+        return 1; /* (a per-run reset of the slot's upper levels: its records are made for one size) */
     if (ex->prog != prog || !ex->param) { /* prog is a resolution at w x h: entered through a retarget */
         if (prog->slots[slot].w != w || prog->slots[slot].h != h)
             return 1;

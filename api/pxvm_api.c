@@ -616,7 +616,7 @@ static void px__sizes_wanted(const pxvm_runner *run, int slot, int w, int h, int
 }
 
 /* The size change through the executor's set_input_size: 0 done, 1 not taken (the caller resolves
- * and retargets), -1 failed. The first one (or the first after a retarget) resolves once at the new
+ * and retargets), 2 the resolution refused (err says why; nothing changed), -1 failed. The first one (or the first after a retarget) resolves once at the new
  * size and hands the executor that record; later ones change its sizes in place. */
 static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, pxvm_error *err)
 {
@@ -647,7 +647,7 @@ static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, p
         run->have_param = 0;
     }
     if (pxvm_program_resolve(poly, wh, &run->prog->lim, &run->param, err) < 0)
-        return -1;
+        return 2; /* refused (U-BIND-5, U-BIND-6): the executor and the runner as they were */
     run->have_param = 1;
     int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
     if (rc == 0) {
@@ -674,6 +674,8 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
     int wh[2 * (PXVM_MAX_SLOTS + 1)];
     if (run->ops->set_input_size && run->ops->retarget && px__param_qualifies(run, slot)) {
         int rc = px__param_switch(run, slot, w, h, wh, err);
+        if (rc == 2)
+            return -1;
         if (rc < 0)
             return px__retarget_failed(run, slot, err);
         if (rc == 0) {
@@ -818,10 +820,18 @@ static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view 
     pxvm_error err;
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
-    if (px__needs_switch(run, slot, view) &&
-        (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
-         px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0))
-        return px__fail(&err);
+    if (px__needs_switch(run, slot, view)) {
+        if (run->param_live) { /* a size change's lines, cold after a run, asked for at once (their misses overlap) */
+            const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
+            __builtin_prefetch(&s->level_offset[0], 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
+            __builtin_prefetch(&s->max_pixels), __builtin_prefetch(&ref->min_side), __builtin_prefetch(&ref->w);
+            __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1);
+            __builtin_prefetch(&run->param_side_max[slot]), __builtin_prefetch(&run->param_ok[slot]);
+        }
+        if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
+            px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
+            return px__fail(&err);
+    }
     if (op(run->ex, slot, first_item, view, &err) < 0)
         return px__fail(&err);
     for (int b = first_item; b < first_item + view->items && b < run->batch; b++)

@@ -496,6 +496,23 @@ static void px__bind_edge(const pxvm_prog *prog, pxvm_runner *run, int w, int h,
     pxvm_image_free(&img);
 }
 
+/* set_input_size as the CUDA-GL executor takes it: a size larger than the one entered at (per
+ * resolution entered, by serial) is not taken (its storage would grow), so that the runner leaves
+ * the mode and enters it again; on the CPU executor, whose own op takes every size. */
+static const pxvm_executor_ops *px__grow_real;
+static uint64_t px__grow_serial;
+static int px__grow_w, px__grow_h;
+static int px__grow_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                                   int h, pxvm_error *err)
+{
+    if (prog->serial == px__grow_serial && (w > px__grow_w || h > px__grow_h))
+        return 1;
+    int rc = px__grow_real->set_input_size(ex, poly, prog, slot, w, h, err);
+    if (rc == 0 && prog->serial != px__grow_serial)
+        px__grow_serial = prog->serial, px__grow_w = w, px__grow_h = h;
+    return rc;
+}
+
 /* The runner's size changes once the sizes are run parameters (its record changed in place, U-BIND-5
  * from the largest sides found once, the memory limit, the PYRAMID's rules) keep every refusal at
  * its edge: the last size accepted == a fresh runner, the first refused says why and changes
@@ -507,20 +524,31 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
     CHECK(px_scale_q16(-q, 96, 48) >= INT32_MIN && px_scale_q16(-q, 97, 48) < INT32_MIN);
     uint64_t rng = 23;
     pxvm_prog *prog = px__range_prog(NULL, q);
-    pxvm_runner *run = NULL;
-    if (!prog || pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
-        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
-        pxvm_prog_free(prog);
-        return;
-    }
     static const struct { int w, h; const char *refused; } steps[] = {
         {100, 48, NULL}, {120, 40, NULL}, {128, 48, NULL}, {129, 48, "outside int32"}, {128, 96, NULL},
         {128, 97, "outside int32"}, {129, 30, "outside int32"}, {90, 40, NULL}, {128, 96, NULL}, {7, 5, NULL},
     };
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        px__bind_edge(prog, run, steps[i].w, steps[i].h, steps[i].refused, &rng);
-    pxvm_runner_close(run);
+    /* the executor's own op; then, on the CPU, one that leaves the mode when the size grows (the
+     * CUDA-GL executor's way: a refusal then meets the runner out of the mode, as it enters) */
+    for (int grow = 0; grow < 2; grow++) {
+        pxvm_runner *run = NULL;
+        if (!prog || pxvm_runner_open(prog, grow ? "cpu" : px__executor(), 0, 1, 1, &run)) {
+            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            break;
+        }
+        static pxvm_executor_ops ops;
+        if (grow) {
+            pxvm_error err;
+            px__grow_real = pxvm_executor_find("cpu", &err);
+            ops = *px__grow_real, ops.set_input_size = px__grow_set_input_size, px__grow_serial = 0;
+            pxvm_runner_test_set_ops(run, &ops);
+        }
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+            px__bind_edge(prog, run, steps[i].w, steps[i].h, steps[i].refused, &rng);
+        pxvm_runner_close(run);
+    }
     pxvm_prog_free(prog);
+    pxvm_runner *run = NULL;
     /* the memory limit: what the program needs at 240x200, so that 241x200 is over it (a limit above
      * what decoding the program needs; operands that fit at every size) */
     pxvm_limits lim;

@@ -55,13 +55,15 @@ struct pxvm_runner {
     pxvm_program param;
     int param_live, have_param;
     /* per any-size slot, whether the program qualifies (0: not known yet, 1: yes, 2: no), and the
-     * extremes of the Q16 operands that rescale with it, u and v (U-BIND-5 at a size from them) */
+     * largest width and height at which every Q16 operand that rescales with it fits int32
+     * (U-BIND-5: px_scale_q16 is monotonic in the side, so the sizes that pass are 1..that side;
+     * found once from the operands' extremes: a size's check is then two compares) */
     uint8_t param_ok[PXVM_MAX_SLOTS + 1];
-    int32_t param_q[PXVM_MAX_SLOTS + 1][2][2]; /* [slot][axis u, v][min, max] */
-    int param_any_q[PXVM_MAX_SLOTS + 1];
-    /* ... and its PYRAMIDs (the instructions whose rules read its size: U-BIND-6), at most 4 */
+    int param_side_max[PXVM_MAX_SLOTS + 1][2]; /* [slot][axis u, v] */
+    /* ... and its PYRAMIDs whose rules read its size (U-BIND-6), at most 4 */
     uint32_t param_pyr[PXVM_MAX_SLOTS + 1][4];
     uint8_t param_npyr[PXVM_MAX_SLOTS + 1];
+    int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -445,6 +447,8 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
  * converted anew (they are fractions of the bound image), and, after a reload (`all`), Q16 ones. */
 static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
 {
+    if (!all && !run->fix_normalized_ever) /* nothing to convert anew: no pass over every register */
+        return 0;
     for (int b = 0; b < run->batch; b++)
         for (int r = 0; r < PX_FIX_REGS; r++) {
             size_t at = (size_t)b * PX_FIX_REGS + (size_t)r;
@@ -518,6 +522,12 @@ static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_i
     return 0;
 }
 
+/* Do the Q16 operands between q[0] and q[1] fit int32 rescaled from side n0 to side n (U-BIND-5)? */
+static int px__q16_fit(const int32_t q[2], int n, int n0)
+{
+    return px_scale_q16(q[0], n, n0) >= INT32_MIN && px_scale_q16(q[1], n, n0) <= INT32_MAX;
+}
+
 /* Does the runner's program let any-size slot `slot`'s size be a run parameter? Its readers are
  * full PYRAMIDs and non-incremental SAMPLE/ANISO as src (no RESIZE: its tables follow the size),
  * no video, and no instruction reads the program image (slot 0, its data slots, DOT_RGB's rows: a
@@ -532,6 +542,8 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
      * executors' reset records are made for one size, so such a program changes size by retarget */
     int ok = !poly->uses_video && poly->insns && !(poly->reset[slot] & PXVM_RESET_UPPER), any = 0, npyr = 0;
     int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
+    uint8_t resized[PXVM_MAX_SLOTS + 1] = {0};
+    resized[slot] = 1;
     for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
         const pxi_insn *in = &poly->insns[i];
         const pxi_op_info *op = pxi_op(in->op);
@@ -543,7 +555,7 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
             (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
             (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))
             ok = 0;
-        if (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot) {
+        if (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && px_vm_insn_rules_read_size(in, resized)) {
             if (npyr == 4)
                 ok = 0;
             else
@@ -564,72 +576,81 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
             any = 1;
         }
     }
-    memcpy(run->param_q[slot], q, sizeof q);
-    run->param_any_q[slot] = any;
+    for (int a = 0; a < 2; a++) { /* the largest side that passes U-BIND-5 (side 0 would: all scale to 0) */
+        int n0 = a ? poly->slots[slot].h : poly->slots[slot].w, lo = 0, hi = poly->slots[slot].max_side;
+        if (!any || px__q16_fit(q[a], hi, n0))
+            lo = hi;
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            *(px__q16_fit(q[a], mid, n0) ? &lo : &hi) = mid;
+        }
+        run->param_side_max[slot][a] = lo;
+    }
     run->param_npyr[slot] = (uint8_t)npyr;
     run->param_ok[slot] = ok ? 1 : 2;
     return ok;
 }
 
-/* Would the resolution at the new size of `slot` (its record ns) load? U-BIND-5 from the operands'
- * extremes (px_scale_q16 is monotonic in q), the memory limit, and the instruction rules that
- * read the slot's size (U-BIND-6; px__derive's): 1 yes, 0 let the resolution say why. */
-static int px__param_loads(pxvm_runner *run, int slot, const pxvm_slot *ns)
+/* Would the resolution with `slot` at the size its record in run->param now holds load? U-BIND-5
+ * (the caller compared the sides with param_side_max), the memory limit, and the instruction rules
+ * that read the slot's size (U-BIND-6; px__derive's): 1 yes, 0 let the resolution say why. */
+static int px__param_loads(pxvm_runner *run, int slot, uint64_t memory)
 {
-    const pxvm_program *poly = &run->prog->p;
-    const pxvm_slot *ref = &poly->slots[slot];
-    if (run->param_any_q[slot])
-        for (int a = 0; a < 2; a++) {
-            int n = a ? ns->h : ns->w, n0 = a ? ref->h : ref->w;
-            if (px_scale_q16(run->param_q[slot][a][0], n, n0) < INT32_MIN ||
-                px_scale_q16(run->param_q[slot][a][1], n, n0) > INT32_MAX)
-                return 0;
-        }
     pxvm_program *p = &run->param;
-    uint64_t memory = p->memory - p->slots[slot].bytes + ns->bytes;
     if (memory > run->prog->lim.max_memory)
         return 0;
-    pxvm_slot was = p->slots[slot];
-    uint8_t resized[PXVM_MAX_SLOTS + 1] = {0};
-    resized[slot] = 1;
-    p->slots[slot] = *ns;
-    int ok = 1;
-    for (int j = 0; ok && j < run->param_npyr[slot]; j++) { /* found once: no pass over the instructions */
+    for (int j = 0; j < run->param_npyr[slot]; j++) { /* found once: no pass over the instructions */
         uint32_t i = run->param_pyr[slot][j];
         pxvm_error why;
-        if (px_vm_insn_rules_read_size(&p->insns[i], resized))
-            ok = px_vm_check_insn(p, &p->insns[i], i, &why) == 0;
+        if (px_vm_check_insn(p, &p->insns[i], i, &why) < 0)
+            return 0;
     }
-    p->slots[slot] = was;
-    return ok;
+    return 1;
+}
+
+/* wh (pxvm_program_resolve's) for the runner's sizes with `slot` at w x h */
+static void px__sizes_wanted(const pxvm_runner *run, int slot, int w, int h, int *wh)
+{
+    for (int k = 0; k < run->cur->nslots; k++)
+        wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
+    wh[0] = wh[1] = 0;
+    wh[2 * slot] = w, wh[2 * slot + 1] = h;
 }
 
 /* The size change through the executor's set_input_size: 0 done, 1 not taken (the caller resolves
- * and retargets), -1 failed in the executor, -2 refused before anything changed (the resolution at
- * the new size fails: U-BIND-5, limits). The first one (or the first after a retarget) resolves
- * once at the new size and hands the executor that record; later ones change its sizes in place. */
-static int px__param_switch(pxvm_runner *run, int slot, int w, int h, const int *wh, pxvm_error *err)
+ * and retargets), 2 the resolution refused (err says why; nothing changed: U-BIND-5, U-BIND-6),
+ * -1 failed in the executor. The first one (or the first after a retarget) resolves once at the
+ * new size and hands the executor that record; later ones change its sizes in place. */
+static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     if (run->param_live) {
-        pxvm_slot ns = run->param.slots[slot];
-        ns.w = w, ns.h = h;
-        px_vm_slot_geometry(&ns);
-        if (!px__param_loads(run, slot, &ns))
+        if (w > run->param_side_max[slot][0] || h > run->param_side_max[slot][1])
             return 1;
-        int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
-        if (rc != 0)
+        /* the record's slot changed in place (no copies of it), back as it was unless it is done */
+        pxvm_slot *s = &run->param.slots[slot];
+        int was_w = s->w, was_h = s->h;
+        uint64_t memory = run->param.memory - s->bytes;
+        s->w = w, s->h = h;
+        px_vm_slot_geometry(s);
+        memory += s->bytes;
+        int rc = px__param_loads(run, slot, memory) ? run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err)
+                                                    : 1;
+        if (rc != 0) {
+            s->w = was_w, s->h = was_h;
+            px_vm_slot_geometry(s);
             return rc;
-        run->param.memory = run->param.memory - run->param.slots[slot].bytes + ns.bytes;
-        run->param.slots[slot] = ns;
+        }
+        run->param.memory = memory;
         return 0;
     }
+    px__sizes_wanted(run, slot, w, h, wh);
     if (run->have_param) {
         pxvm_program_free(&run->param);
         run->have_param = 0;
     }
     if (pxvm_program_resolve(poly, wh, &run->prog->lim, &run->param, err) < 0)
-        return -2;
+        return 2; /* refused (U-BIND-5, U-BIND-6): the executor and the runner as they were */
     run->have_param = 1;
     int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
     if (rc == 0) {
@@ -654,13 +675,9 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
             return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
                              (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w, now->h);
     int wh[2 * (PXVM_MAX_SLOTS + 1)];
-    for (int k = 0; k < poly->nslots; k++)
-        wh[2 * k] = run->cur->slots[k].w, wh[2 * k + 1] = run->cur->slots[k].h;
-    wh[0] = wh[1] = 0;
-    wh[2 * slot] = w, wh[2 * slot + 1] = h;
     if (run->ops->set_input_size && run->ops->retarget && px__param_qualifies(run, slot)) {
         int rc = px__param_switch(run, slot, w, h, wh, err);
-        if (rc == -2) /* nothing changed: the runner stays as it was, as when px__resolved fails */
+        if (rc == 2) /* nothing changed: the runner stays as it was, as when px__resolved fails */
             return -1;
         if (rc < 0)
             return px__retarget_failed(run, slot, err);
@@ -670,6 +687,7 @@ static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items
         }
     }
     const pxvm_program *next;
+    px__sizes_wanted(run, slot, w, h, wh);
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
     if (run->ops->retarget) {
@@ -805,10 +823,18 @@ static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view 
     pxvm_error err;
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
-    if (px__needs_switch(run, slot, view) &&
-        (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
-         px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0))
-        return px__fail(&err);
+    if (px__needs_switch(run, slot, view)) {
+        if (run->param_live) { /* a size change's lines, cold after a run, asked for at once (their misses overlap) */
+            const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
+            __builtin_prefetch(&s->level_offset[0], 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
+            __builtin_prefetch(&s->max_pixels), __builtin_prefetch(&ref->min_side), __builtin_prefetch(&ref->w);
+            __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1);
+            __builtin_prefetch(&run->param_side_max[slot]), __builtin_prefetch(&run->param_ok[slot]);
+        }
+        if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
+            px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
+            return px__fail(&err);
+    }
     if (op(run->ex, slot, first_item, view, &err) < 0)
         return px__fail(&err);
     for (int b = first_item; b < first_item + view->items && b < run->batch; b++)
@@ -1150,6 +1176,8 @@ static int px__fix_args(pxvm_runner *run, int first_item, int items, int first_r
 static void px__fix_mark(pxvm_runner *run, int first_item, int items, int first_reg, int nregs, int kind,
                          const int32_t *q, const double *n)
 {
+    if (kind == PX_FIX_NORMALIZED)
+        run->fix_normalized_ever = 1;
     for (int i = first_item; i < first_item + items; i++) {
         run->fix_set[i] |= (uint8_t)(((1u << nregs) - 1u) << first_reg);
         for (int r = first_reg; r < first_reg + nregs; r++) {

@@ -438,6 +438,162 @@ TEST(anysize_runner_resize_equals_the_resolution)
     pxvm_prog_free(prog);
 }
 
+/* 'image' 64x48 any-size, 'out' 16x8: PYRAMID, then a SAMPLE whose cu and cv are near int32's
+ * edges once rescaled (U-BIND-5 at some widths and heights, not at others); loaded under lim. */
+static void px__range_image(int32_t q, pxvm_image *img)
+{
+    pxvm_builder b;
+    pxvm_error err;
+    pxvm_build_init(&b, 32);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 64, 48);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 8);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = 1;
+    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
+    memset(f, 0, sizeof f);
+    f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = 8;
+    f[PX_FI(SAMPLE, cu)] = q, f[PX_FI(SAMPLE, cv)] = -q, f[PX_FI(SAMPLE, du)] = 65536, f[PX_FI(SAMPLE, dv)] = 65536;
+    pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, img, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    pxvm_build_free(&b);
+}
+static pxvm_prog *px__range_prog(const pxvm_limits *lim, int32_t q)
+{
+    pxvm_image img;
+    px__range_image(q, &img);
+    void *png;
+    size_t len;
+    pxvm_prog *prog = NULL;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "range", lim, &prog))
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    else
+        pxvm_free(png);
+    pxvm_image_free(&img);
+    return prog;
+}
+
+/* A bind of w x h to `run`'s slot 1: 0 when it is taken (then the outputs equal a fresh runner's)
+ * or refused as `refused` says (then the runner keeps the size it had and still runs). */
+static void px__bind_edge(const pxvm_prog *prog, pxvm_runner *run, int w, int h, const char *refused, uint64_t *rng)
+{
+    pxvm_image img = px_random_image(w, h, rng);
+    if (!refused) {
+        px__same_as_fresh(prog, run, 1, &img, 0);
+    } else {
+        int bw = 0, bh = 0, aw = 0, ah = 0;
+        pxvm_runner_slot_size(run, 1, &bw, &bh);
+        pxvm_view v = pxvm_view_host(img.px, w, h, 4);
+        CHECK_EQ(pxvm_runner_bind(run, 1, 0, &v), PXVM_UNLINKABLE);
+        if (!strstr(pxvm_errmsg(), refused))
+            px_test_fail(__FILE__, __LINE__, "%dx%d: '%s' does not say '%s'", w, h, pxvm_errmsg(), refused);
+        pxvm_runner_slot_size(run, 1, &aw, &ah);
+        CHECK(aw == bw && ah == bh);
+        CHECK_EQ(pxvm_runner_run(run), 0);
+    }
+    pxvm_image_free(&img);
+}
+
+/* set_input_size as the CUDA-GL executor takes it: a size larger than the one entered at (per
+ * resolution entered, by serial) is not taken (its storage would grow), so that the runner leaves
+ * the mode and enters it again; on the CPU executor, whose own op takes every size. */
+static const pxvm_executor_ops *px__grow_real;
+static uint64_t px__grow_serial;
+static int px__grow_w, px__grow_h;
+static int px__grow_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                                   int h, pxvm_error *err)
+{
+    if (prog->serial == px__grow_serial && (w > px__grow_w || h > px__grow_h))
+        return 1;
+    int rc = px__grow_real->set_input_size(ex, poly, prog, slot, w, h, err);
+    if (rc == 0 && prog->serial != px__grow_serial)
+        px__grow_serial = prog->serial, px__grow_w = w, px__grow_h = h;
+    return rc;
+}
+
+/* The runner's size changes once the sizes are run parameters (its record changed in place, U-BIND-5
+ * from the largest sides found once, the memory limit, the PYRAMID's rules) keep every refusal at
+ * its edge: the last size accepted == a fresh runner, the first refused says why and changes
+ * nothing, and sizes after a refusal still equal a fresh runner. */
+TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
+{
+    const int32_t q = (1 << 30) - 3; /* cu = q at 64 wide: 128 -> 2q fits, 129 does not; cv = -q at 48 high: 96, 97 */
+    CHECK(px_scale_q16(q, 128, 64) <= INT32_MAX && px_scale_q16(q, 129, 64) > INT32_MAX);
+    CHECK(px_scale_q16(-q, 96, 48) >= INT32_MIN && px_scale_q16(-q, 97, 48) < INT32_MIN);
+    uint64_t rng = 23;
+    pxvm_prog *prog = px__range_prog(NULL, q);
+    static const struct { int w, h; const char *refused; } steps[] = {
+        {100, 48, NULL}, {120, 40, NULL}, {128, 48, NULL}, {129, 48, "outside int32"}, {128, 96, NULL},
+        {128, 97, "outside int32"}, {129, 30, "outside int32"}, {90, 40, NULL}, {128, 96, NULL}, {7, 5, NULL},
+    };
+    /* the executor's own op; then, on the CPU, one that leaves the mode when the size grows (the
+     * CUDA-GL executor's way: a refusal then meets the runner out of the mode, as it enters) */
+    for (int grow = 0; grow < 2; grow++) {
+        pxvm_runner *run = NULL;
+        if (!prog || pxvm_runner_open(prog, grow ? "cpu" : px__executor(), 0, 1, 1, &run)) {
+            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            break;
+        }
+        static pxvm_executor_ops ops;
+        if (grow) {
+            pxvm_error err;
+            px__grow_real = pxvm_executor_find("cpu", &err);
+            ops = *px__grow_real, ops.set_input_size = px__grow_set_input_size, px__grow_serial = 0;
+            pxvm_runner_test_set_ops(run, &ops);
+        }
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+            px__bind_edge(prog, run, steps[i].w, steps[i].h, steps[i].refused, &rng);
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(prog);
+    pxvm_runner *run = NULL;
+    /* the memory limit: what the program needs at 240x200, so that 241x200 is over it (a limit above
+     * what decoding the program needs; operands that fit at every size) */
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_prog *at = NULL, *res = NULL;
+    int wh[6] = {0, 0, 240, 200, 0, 0};
+    prog = px__range_prog(&lim, 65536);
+    if (!prog || pxvm_prog_resolve(prog, wh, &res)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_prog_free(prog);
+        return;
+    }
+    pxvm_prog_free(res);
+    {
+        pxvm_image img;
+        pxvm_program poly, r;
+        pxvm_error err;
+        px__range_image(65536, &img);
+        if (pxvm_program_from_image(&img, &lim, &poly, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        } else {
+            if (pxvm_program_resolve(&poly, wh, &lim, &r, &err) < 0)
+                px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+            else
+                lim.max_memory = r.memory, pxvm_program_free(&r);
+            pxvm_program_free(&poly);
+        }
+        pxvm_image_free(&img);
+    }
+    at = px__range_prog(&lim, 65536);
+    if (!at || pxvm_runner_open(at, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
+        static const struct { int w, h; const char *refused; } mem[] = {
+            {100, 48, NULL}, {240, 200, NULL}, {241, 200, "the slots need"}, {240, 201, "the slots need"},
+            {200, 150, NULL}, {240, 200, NULL},
+        };
+        for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++)
+            px__bind_edge(at, run, mem[i].w, mem[i].h, mem[i].refused, &rng);
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(at);
+    pxvm_prog_free(prog);
+}
+
 TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
 {
     pxvm_prog *prog;

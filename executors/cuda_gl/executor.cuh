@@ -191,6 +191,9 @@ void px__reset_fill(pxvm_executor *ex, px_gpu_rect *rects, int *nclear, int *max
 typedef void (*px_rect_fill)(pxvm_executor *ex, px_gpu_rect *rects, int *n, int *max_px, void *arg);
 int px__rect_records(pxvm_executor *ex, px_rect_fill fill, void *arg, px_gpu_rect **d, int *n, int *max_px,
                      const char *what, pxvm_error *err);
+/* The two captured graphs of a run ([0] without, [1] with the output downloads) destroyed, with
+ * their frame nodes: the executor's own (ex->graph...) or a cached configuration's. */
+void px__graphs_drop(cudaGraphExec_t *graph, cudaGraph_t *graph_def, px_gpu_frame_nodes **frame_nodes, int *have_graph);
 
 /* retarget.cu: the ops' retarget; what unload frees of its cache (after the stream has drained);
  * the bytes per item an input's linear buffers (staging, d_staging, d_upload) are made with (its

@@ -23,6 +23,19 @@ int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err)
                                 "unloaded it): load a program first", op);
 }
 
+void px__graphs_drop(cudaGraphExec_t *graph, cudaGraph_t *graph_def, px_gpu_frame_nodes **frame_nodes, int *have_graph)
+{
+    for (int g = 0; g < 2; g++) {
+        if (have_graph[g]) {
+            cudaGraphExecDestroy(graph[g]);
+            cudaGraphDestroy(graph_def[g]);
+        }
+        free(frame_nodes[g]);
+        frame_nodes[g] = NULL;
+        have_graph[g] = 0;
+    }
+}
+
 void px__gl_unload(pxvm_executor *ex)
 {
     if (!ex->prog)
@@ -31,15 +44,7 @@ void px__gl_unload(pxvm_executor *ex)
     int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
     px__retarget_free(ex); /* the cached sizes; what is in use is freed below */
-    for (int g = 0; g < 2; g++) {
-        if (ex->have_graph[g]) {
-            cudaGraphExecDestroy(ex->graph[g]);
-            cudaGraphDestroy(ex->graph_def[g]);
-        }
-        free(ex->frame_nodes[g]);
-        ex->frame_nodes[g] = NULL;
-    }
-    ex->have_graph[0] = ex->have_graph[1] = 0;
+    px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
     ex->capture_later = 0;
     if (ex->slots)
         for (int i = 0; i < all; i++)

@@ -396,15 +396,7 @@ static void px__logical_views(pxvm_executor *ex, int k, const pxvm_slot *s)
 
 static void px__config_drop_graphs(px_rt_config *c)
 {
-    for (int g = 0; g < 2; g++) {
-        if (c->have_graph[g]) {
-            cudaGraphExecDestroy(c->graph[g]);
-            cudaGraphDestroy(c->graph_def[g]);
-        }
-        free(c->frame_nodes[g]);
-        c->frame_nodes[g] = NULL;
-        c->have_graph[g] = 0;
-    }
+    px__graphs_drop(c->graph, c->graph_def, c->frame_nodes, c->have_graph);
 }
 
 /* Does c own device memory but its block (the loaded program's tables, an image made apart)? */
@@ -1285,15 +1277,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             rt->lin_cap[k] = lin;
             for (int i = 0; i < rt->nconfigs; i++)
                 px__config_drop_graphs(rt->cached[i].c);
-            for (int g = 0; g < 2; g++) {
-                if (ex->have_graph[g]) {
-                    cudaGraphExecDestroy(ex->graph[g]);
-                    cudaGraphDestroy(ex->graph_def[g]);
-                }
-                free(ex->frame_nodes[g]);
-                ex->frame_nodes[g] = NULL;
-                ex->have_graph[g] = 0;
-            }
+            px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
         }
     }
     /* 3. RESIZE tables whose source size or operands change: cached, or made */
@@ -1774,15 +1758,7 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
     free(fetch), free(steps);
     if (e != cudaSuccess)
         return px__cuda_fail(err, "cudaMemcpyAsync", e, __FILE__, __LINE__);
-    for (int g = 0; g < 2; g++) {
-        if (ex->have_graph[g]) {
-            cudaGraphExecDestroy(ex->graph[g]);
-            cudaGraphDestroy(ex->graph_def[g]);
-        }
-        free(ex->frame_nodes[g]);
-        ex->frame_nodes[g] = NULL;
-        ex->have_graph[g] = 0;
-    }
+    px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
     ex->param = 1;
     ex->param_poly = poly;
     ex->param_img_stale = 0;

@@ -76,6 +76,21 @@ pxvm_error px_load_error(pxvm_builder *b)
     return err;
 }
 
+int px_build_program(pxvm_builder *b, pxvm_program *prog)
+{
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int rc = pxvm_build_finish(b, &img, &err);
+    pxvm_build_free(b);
+    if (rc < 0 || pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 uint32_t px_px(const pxvm_image *img, int x, int y)
 {
     const uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
@@ -138,15 +153,7 @@ int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program
     f[PX_FI(GATHER, table)] = tab, f[PX_FI(GATHER, mask)] = incremental ? mask : 0;
     pxvm_build_insn(&b, PX_OP_GATHER, f);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    pxvm_image img;
-    pxvm_error err;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    if (rc < 0 || pxvm_program_from_image(&img, &lim, prog, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    if (px_build_program(&b, prog) < 0)
         return -1;
-    }
     return 0;
 }

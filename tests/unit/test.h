@@ -53,6 +53,9 @@ void px_close(pxvm_program *prog, pxvm_executor *ex);
 pxvm_image px_read(const pxvm_program *prog, pxvm_executor *ex, int slot, int level);
 /* Loads a program image that is expected to fail validation; returns the error. */
 pxvm_error px_load_error(pxvm_builder *b);
+/* The builder's program finished, freed and loaded (default limits) into *prog: 0, or -1 with the
+ * failure reported. */
+int px_build_program(pxvm_builder *b, pxvm_program *prog);
 uint32_t px_px(const pxvm_image *img, int x, int y); /* pixel as R | G<<8 | B<<16 | A<<24 */
 void px_set(pxvm_image *img, int x, int y, uint32_t rgba);
 uint64_t px_rand(uint64_t *state); /* splitmix64 */

@@ -411,15 +411,7 @@ static int px__relative_video(pxvm_program *prog)
     f[PX_FI(SAMPLE, cu)] = f[PX_FI(SAMPLE, cv)] = 8 * ONE, f[PX_FI(SAMPLE, du)] = f[PX_FI(SAMPLE, dv)] = ONE;
     pxvm_build_insn(&b, PX_OP_SAMPLE, f);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    pxvm_image img;
-    pxvm_error err;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    if (rc == 0 && (rc = pxvm_program_from_image(&img, &lim, prog, &err)) < 0)
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-    return rc;
+    return px_build_program(&b, prog);
 }
 
 TEST(mutants_fixation_moved_only_vertically_samples_again)

@@ -24,13 +24,7 @@ static int px__diff_program(int threshold, pxvm_program *prog)
     f[PX_FI(UPDATE, frame)] = frame, f[PX_FI(UPDATE, cur)] = cur, f[PX_FI(UPDATE, mask)] = mask;
     pxvm_build_insn(&b, PX_OP_UPDATE, f);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    pxvm_image img;
-    pxvm_error err;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    return rc < 0 ? -1 : pxvm_program_from_image(&img, &lim, prog, &err);
+    return px_build_program(&b, prog);
 }
 
 static uint32_t px__mask_bits(const pxvm_program *prog, pxvm_executor *ex)

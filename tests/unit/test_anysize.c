@@ -148,19 +148,25 @@ TEST(anysize_reference_size_resolves_to_the_fixed_program)
     CHECK(identical >= 5);
 }
 
+/* A builder of 'image' 64x48 any-size (slot 1) and 'out' 16x8 (slot 2), then PYRAMID image. */
+static void px__any_pyramid(pxvm_builder *b)
+{
+    pxvm_build_init(b, 32);
+    pxvm_build_slot(b, PXI_ROLE_INPUT, "image", 64, 48);
+    pxvm_build_slot(b, PXI_ROLE_OUTPUT, "out", 16, 8);
+    pxvm_build_any_size(b, 1, 0, 0, 0);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(PYRAMID, slot)] = 1;
+    pxvm_build_insn(b, PX_OP_PYRAMID, f);
+}
+
 /* 'image' 64x48 any-size, 'out' 16x8: PYRAMID; SAMPLE (absolute) and ANISO (relative to register 0). */
 static void px__sampler(pxvm_image *out)
 {
     pxvm_builder b;
     pxvm_error err;
-    pxvm_build_init(&b, 32);
-    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 64, 48);
-    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 8);
-    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    px__any_pyramid(&b);
     int32_t f[PXI_MAX_FIELDS] = {0};
-    f[PX_FI(PYRAMID, slot)] = 1;
-    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
-    memset(f, 0, sizeof f);
     f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = 8;
     f[PX_FI(SAMPLE, cu)] = 20 * 65536 + 77, f[PX_FI(SAMPLE, cv)] = 30 * 65536 - 5;
     f[PX_FI(SAMPLE, du)] = 2 * 65536 + 3, f[PX_FI(SAMPLE, dv)] = -3 * 65536, f[PX_FI(SAMPLE, lod)] = 300;
@@ -444,14 +450,8 @@ static void px__range_image(int32_t q, pxvm_image *img)
 {
     pxvm_builder b;
     pxvm_error err;
-    pxvm_build_init(&b, 32);
-    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 64, 48);
-    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 8);
-    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    px__any_pyramid(&b);
     int32_t f[PXI_MAX_FIELDS] = {0};
-    f[PX_FI(PYRAMID, slot)] = 1;
-    pxvm_build_insn(&b, PX_OP_PYRAMID, f);
-    memset(f, 0, sizeof f);
     f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = 8;
     f[PX_FI(SAMPLE, cu)] = q, f[PX_FI(SAMPLE, cv)] = -q, f[PX_FI(SAMPLE, du)] = 65536, f[PX_FI(SAMPLE, dv)] = 65536;
     pxvm_build_insn(&b, PX_OP_SAMPLE, f);

@@ -1770,18 +1770,6 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
 {
     if (px__need_program(ex, "set_input_size", err) < 0)
         return -1;
-    if (ex->param && ex->rt && slot >= 1 && slot < ex->nslots) {
-        /* the lines a size change touches are cold after a run: asked for at once, so that their
-         * misses overlap instead of following one another (item 0's; a batch's others in turn) */
-        px_gpu_retarget *rt = ex->rt;
-        px_gpu_slot *g0 = &ex->slots[slot];
-        __builtin_prefetch(&g0->w[0], 1), __builtin_prefetch(&g0->h[0], 1), __builtin_prefetch(&g0->levels, 1);
-        __builtin_prefetch(&g0->w[PXVM_MAX_LEVELS - 1], 1), __builtin_prefetch(&g0->h[PXVM_MAX_LEVELS - 1], 1);
-        __builtin_prefetch(&rt->input_level0[slot], 1), __builtin_prefetch(&ex->bound[slot], 1);
-        __builtin_prefetch(&rt->input_upper[slot], 1), __builtin_prefetch(&ex->frame_src[slot], 1);
-        __builtin_prefetch(&rt->param_log[slot]), __builtin_prefetch(&rt->cap_w[slot]), __builtin_prefetch(&rt->cap_h[slot]);
-        __builtin_prefetch(&rt->cap_levels[slot]), __builtin_prefetch(&rt->lin_cap[slot]);
-    }
     if (!poly || !prog || prog->resolved_from != poly->serial || !poly->serial || slot < 1 || slot >= ex->nslots ||
         !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE) || prog->uses_video || (prog->reset[slot] & PXVM_RESET_UPPER))
         return 1; /* (a per-run reset of the slot's upper levels: its records are made for one size) */
@@ -1799,11 +1787,10 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
     }
     px_gpu_retarget *rt = ex->rt;
     int levels = px_mip_levels(w, h), n = ex->nslots;
-    const int16_t *lu = rt->param_log[slot], *lv = lu + rt->cap_w[slot] + 1;
-    __builtin_prefetch(&lu[w]), __builtin_prefetch(&lv[h]); /* (a prefetch never faults: read only if it fits) */
     if (w > rt->cap_w[slot] || h > rt->cap_h[slot] || levels > rt->cap_levels[slot] ||
         (size_t)w * (size_t)h * 4u > rt->lin_cap[slot])
         return 1; /* the storage grows: a retarget's work */
+    const int16_t *lu = rt->param_log[slot], *lv = lu + rt->cap_w[slot] + 1;
     int dx = lu[w], dy = lv[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
     rt->input_upper[slot] = levels > 1;
     for (int b = 0; b < ex->batch; b++) {

@@ -23,6 +23,13 @@
  *                      resolve_ms and retarget_ms (each alone); filling_ms: ms over the first
  *                      PXVM_RESOLVE_CACHE sizes (the kept resolutions' memory touched a first time).
  *                      Run after everything else, so its sizes evict nothing measured before
+ *   param_new_size     the same through the executor's set_input_size (sizes as run parameters)
+ *   runner_new_size    pxvm_runner's own cost of a size never seen, host time from its bind's call
+ *                      to the executor's bind (TSC on x86-64): before_ms (resolution + retarget),
+ *                      param_ms (set_input_size), each over run_ms (issue 23 asks <= 0.01);
+ *                      param_split_ms: the runner before the op, the op, the runner after it;
+ *                      param_warm_ms / before_warm_ms: another new size bound at once after it
+ *                      (what is left when the lines a run and a bind leave cold are warm)
  *   stream             N images, each of a size drawn from the S (retarget when it differs from the
  *                      last one), bound, run and its atlas read; against the same N images grouped
  *                      by size (S switches in all: the same-size rate of that mix of sizes):
@@ -99,19 +106,41 @@ static void px__run_read(px__ctx *c, const pxvm_program *prog)
 
 /* pxvm_runner's own cost of a size never seen: from pxvm_runner_bind's call to the executor's
  * bind (the view's check, the size change, the runner's bookkeeping; the bind itself excluded),
- * host time. The executor's ops are its own with bind wrapped to note when it is entered, and
+ * host time (the TSC on x86-64). The executor's ops are its own with bind wrapped to note when it is entered, and
  * set_input_size removed when !param (then the runner resolves and retargets, as before). The
  * runner is entered at the largest size first (the storage then holds every later one). */
-static double px__bind_entered;
+static double px__bind_entered, px__sis_entered, px__sis_left;
 static const pxvm_executor_ops *px__real_ops;
 static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
     if (px__bind_entered == 0)
-        px__bind_entered = px__now_ms();
+        px__bind_entered = px__ticks();
     return px__real_ops->bind(ex, slot, item0, v, err);
 }
+static int px__noting_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot,
+                                     int w, int h, pxvm_error *err)
+{
+    px__sis_entered = px__ticks();
+    int rc = px__real_ops->set_input_size(ex, poly, prog, slot, w, h, err);
+    px__sis_left = px__ticks();
+    return rc;
+}
 
-static double px__runner_new_size_ms(const char *exec, int param, int fresh, int skip, uint64_t seed, const pxvm_image *frame)
+/* What px__runner_new_size_ms measures: the median of `ms` (cold: the first bind after a run), its
+ * split (the runner before the executor's op, the op, the runner after it up to the bind; medians
+ * of each, with set_input_size only) and the same bind made again at once at another size (warm:
+ * the lines a run leaves cold are warm now; the difference is what memory costs). */
+typedef struct {
+    double ms, warm_ms, split_ms[3];
+} px__runner_cost;
+
+static double px__median_of(double *t, int n, int skip)
+{
+    return px__median(t + skip, n - skip);
+}
+
+static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int fresh, int skip, uint64_t seed,
+                                             const pxvm_image *frame)
 {
     pxvm_prog *prog;
     pxvm_runner *run;
@@ -124,29 +153,45 @@ static double px__runner_new_size_ms(const char *exec, int param, int fresh, int
     static pxvm_executor_ops ops;
     ops = *px__real_ops;
     ops.bind = px__noting_bind;
-    if (!param)
-        ops.set_input_size = NULL;
+    ops.set_input_size = param && px__real_ops->set_input_size ? px__noting_set_input_size : NULL;
     pxvm_runner_test_set_ops(run, &ops);
-    double *t = calloc((size_t)fresh + 1, sizeof(double));
+    double *t = calloc((size_t)fresh * 5u + 1u, sizeof(double)), *warm = t + fresh, *split[3] = {t + 2 * fresh,
+                                                                                               t + 3 * fresh, t + 4 * fresh};
     uint64_t s = seed;
     for (int f = -1; f < fresh; f++) {
         int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
         pxvm_image img = {w, h, frame->px};
         pxvm_view v = pxvm_image_view(&img);
-        px__bind_entered = 0;
-        double t0 = px__now_ms();
-        if (pxvm_runner_bind(run, 1, 0, &v) || pxvm_runner_run(run)) {
+        for (int pass = 0; pass < 2; pass++) { /* cold (after a run), then warm (at once, one side one less) */
+            if (pass == 1)
+                v.w = img.w = w - 1;
+            px__bind_entered = px__sis_entered = px__sis_left = 0;
+            double t0 = px__ticks();
+            if (pxvm_runner_bind(run, 1, 0, &v)) {
+                fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", v.w, v.h, pxvm_errmsg());
+                exit(1);
+            }
+            if (f < 0)
+                continue;
+            (pass ? warm : t)[f] = px__bind_entered - t0;
+            if (pass == 0 && px__sis_entered > 0)
+                split[0][f] = px__sis_entered - t0, split[1][f] = px__sis_left - px__sis_entered,
+                split[2][f] = px__bind_entered - px__sis_left;
+        }
+        if (pxvm_runner_run(run)) {
             fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", w, h, pxvm_errmsg());
             exit(1);
         }
-        if (f >= 0)
-            t[f] = px__bind_entered - t0;
     }
-    double ms = px__median(t + skip, fresh - skip);
+    for (int i = 0; i < 5 * fresh; i++) /* ticks to ms */
+        t[i] /= px__ticks_per_ms();
+    px__runner_cost c = {px__median_of(t, fresh, skip), px__median_of(warm, fresh, skip), {0, 0, 0}};
+    for (int i = 0; i < 3 && param; i++)
+        c.split_ms[i] = px__median_of(split[i], fresh, skip);
     free(t);
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
-    return ms;
+    return c;
 }
 
 int main(int argc, char **argv)
@@ -469,9 +514,10 @@ int main(int argc, char **argv)
     }
     /* the same through pxvm_runner: its path before (resolution + retarget) and through set_input_size */
     double runner_ms[2] = {0, 0};
+    px__runner_cost rc[2] = {{0, 0, {0, 0, 0}}, {0, 0, {0, 0, 0}}};
     for (int param = 0; param < 2; param++)
         if (!param || c.ops->set_input_size)
-            runner_ms[param] = px__runner_new_size_ms(exec, param, fresh, KEEP, seed + 7, &frame);
+            rc[param] = px__runner_new_size_ms(exec, param, fresh, KEEP, seed + 7, &frame), runner_ms[param] = rc[param].ms;
     pxvm_image_free(&frame);
     free(tf), free(tfr), free(tft);
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
@@ -482,7 +528,8 @@ int main(int argc, char **argv)
            "               \"filling_ms\": %.4f},\n"
            "  \"param_new_size\": {\"sizes\": %d, \"ms\": %.5f, \"call_ms\": %.5f, \"over_run\": %.5f, \"call_over_run\": %.5f,\n"
            "                     \"run_ms\": %.4f},\n"
-           "  \"runner_new_size\": {\"before_ms\": %.5f, \"param_ms\": %.5f, \"before_over_run\": %.4f, \"param_over_run\": %.5f},\n"
+           "  \"runner_new_size\": {\"before_ms\": %.5f, \"param_ms\": %.5f, \"before_over_run\": %.4f, \"param_over_run\": %.5f,\n"
+           "                      \"param_warm_ms\": %.5f, \"param_split_ms\": [%.5f, %.5f, %.5f], \"before_warm_ms\": %.5f},\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
@@ -491,7 +538,8 @@ int main(int argc, char **argv)
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, fresh - KEEP, fresh_ms,
            fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, param_sizes, param_ms,
-           param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, runner_ms[0], runner_ms[1], runner_ms[0] / run_ms, runner_ms[1] / run_ms, nimages, nsizes, rounds, switches[1],
+           param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, runner_ms[0], runner_ms[1], runner_ms[0] / run_ms, runner_ms[1] / run_ms,
+           rc[1].warm_ms, rc[1].split_ms[0], rc[1].split_ms[1], rc[1].split_ms[2], rc[0].warm_ms, nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);

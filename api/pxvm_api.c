@@ -32,38 +32,49 @@ typedef struct px_resolved {
 /* What the runner remembers of a fixation register, to give it again at another size. */
 enum { PX_FIX_NONE, PX_FIX_Q16, PX_FIX_NORMALIZED, PX_FIX_DEVICE };
 
+/* The any-size slot whose size is a run parameter (the last one changed), as a size change reads
+ * it: in the runner's first lines, with nothing else, so that a change after a run (when the
+ * host's caches hold the driver's lines, not these) meets few cold lines. Valid while param_live. */
+typedef struct {
+    int slot;                       /* 0: none */
+    int w, h;                       /* its size now (run->param's) */
+    int min_side, max_side;         /* its bounds (the program's), U-BIND-4 */
+    int side_max[2];                /* param_side_max's */
+    uint64_t max_pixels;            /* 0: none */
+    uint64_t bytes, memory_left;    /* its bytes now; the memory limit less every other slot's bytes */
+} px_param_lane;
+
 struct pxvm_runner {
-    const pxvm_prog *prog;
+    /* what every bind reads first (hot: keep together, at the start) */
+    int lost;            /* a failed change of size left the executor without a program it could run */
+    int batch;
     const pxvm_executor_ops *ops;
     pxvm_executor *ex;
-    int batch;
-    unsigned fix_inputs; /* the program's input registers (bit k: register k) */
-    uint8_t *fix_set;    /* [batch]: the registers given a value since the runner opened */
+    const pxvm_prog *prog;
     /* any-size programs: the executor runs `cur`, prog->p itself or one of the resolutions */
     const pxvm_program *cur;
-    px_resolved cache[PXVM_RESOLVE_CACHE];
-    uint64_t clock;
     uint8_t *bound;      /* [nslots][batch]: the input items bound at cur's size */
-    uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
-    int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
-    double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
-    int lost;            /* a failed change of size left the executor without a program it could run */
-    /* sizes as run parameters (executors with set_input_size, vm.h): `param` is a resolution the
-     * runner owns whose any-size input sizes (and levels, geometry, memory) change in place; its
-     * SAMPLE/ANISO operands stay those of the size it was resolved at (what reads run->cur reads
-     * sizes only: binds' checks, fixations). param_live: the executor runs it (run->cur == &param) */
-    pxvm_program param;
     int param_live, have_param;
+    int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
+    px_param_lane lane;
     /* per any-size slot, whether the program qualifies (0: not known yet, 1: yes, 2: no), and the
      * largest width and height at which every Q16 operand that rescales with it fits int32
      * (U-BIND-5: px_scale_q16 is monotonic in the side, so the sizes that pass are 1..that side;
      * found once from the operands' extremes: a size's check is then two compares) */
     uint8_t param_ok[PXVM_MAX_SLOTS + 1];
     int param_side_max[PXVM_MAX_SLOTS + 1][2]; /* [slot][axis u, v] */
-    /* ... and its PYRAMIDs whose rules read its size (U-BIND-6), at most 4 */
-    uint32_t param_pyr[PXVM_MAX_SLOTS + 1][4];
-    uint8_t param_npyr[PXVM_MAX_SLOTS + 1];
-    int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
+    /* sizes as run parameters (executors with set_input_size, vm.h): `param` is a resolution the
+     * runner owns whose any-size input sizes (and levels, geometry, memory) change in place; its
+     * SAMPLE/ANISO operands stay those of the size it was resolved at (what reads run->cur reads
+     * sizes only: binds' checks, fixations). param_live: the executor runs it (run->cur == &param) */
+    pxvm_program param;
+    unsigned fix_inputs; /* the program's input registers (bit k: register k) */
+    uint8_t *fix_set;    /* [batch]: the registers given a value since the runner opened */
+    uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
+    int32_t *fix_q;      /* [batch][8][2] the Q16 values given (PX_FIX_Q16) */
+    double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
+    uint64_t clock;
+    px_resolved cache[PXVM_RESOLVE_CACHE];
 };
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
@@ -445,7 +456,7 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
 
 /* Gives the executor the fixations the host set again, at the size of run->cur: normalized ones
  * converted anew (they are fractions of the bound image), and, after a reload (`all`), Q16 ones. */
-static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
+PXVM_HOT static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
 {
     if (!all && !run->fix_normalized_ever) /* nothing to convert anew: no pass over every register */
         return 0;
@@ -509,13 +520,18 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
 
 /* Every check an executor's bind makes of `view` (items first_item..) for slot `slot` but its size:
  * made before a change of size, so that a bind refused for any other reason changes nothing. */
-static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
-                                   pxvm_error *err)
+PXVM_HOT static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
+                                            pxvm_error *err)
 {
-    pxvm_view same = *view;
-    same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
-    if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
-        return -1;
+    if (run->param_live && run->lane.slot == slot) { /* an input (slot and role known): the view alone */
+        if (pxvm_check_input_view(run->batch, first_item, view, err) < 0)
+            return -1;
+    } else {
+        pxvm_view same = *view;
+        same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
+        if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
+            return -1;
+    }
     if (view->device >= 0 && run->ops == &pxvm_cpu_executor) /* the CPU executor's one refusal after the check */
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
                          "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
@@ -533,17 +549,15 @@ static int px__q16_fit(const int32_t q[2], int n, int n0)
  * no video, and no instruction reads the program image (slot 0, its data slots, DOT_RGB's rows: a
  * resolution's image holds its rescaled operands and sizes; the executor gives reads of those
  * slots the image at the sizes in use). Found once per slot, with the operands' extremes. */
-static int px__param_qualifies(pxvm_runner *run, int slot)
+__attribute__((noinline)) static int px__param_qualifies(pxvm_runner *run, int slot)
 {
     const pxvm_program *poly = &run->prog->p;
     if (run->param_ok[slot])
         return run->param_ok[slot] == 1;
     /* a slot whose per-run reset clears its levels >= 1 (a fetch reads it before its PYRAMID): the
      * executors' reset records are made for one size, so such a program changes size by retarget */
-    int ok = !poly->uses_video && poly->insns && !(poly->reset[slot] & PXVM_RESET_UPPER), any = 0, npyr = 0;
+    int ok = !poly->uses_video && poly->insns && !(poly->reset[slot] & PXVM_RESET_UPPER), any = 0;
     int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
-    uint8_t resized[PXVM_MAX_SLOTS + 1] = {0};
-    resized[slot] = 1;
     for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
         const pxi_insn *in = &poly->insns[i];
         const pxi_op_info *op = pxi_op(in->op);
@@ -555,12 +569,6 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
             (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
             (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))
             ok = 0;
-        if (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && px_vm_insn_rules_read_size(in, resized)) {
-            if (npyr == 4)
-                ok = 0;
-            else
-                run->param_pyr[slot][npyr++] = i;
-        }
         if ((in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && in->a[PX_FI(SAMPLE, src)] == slot) {
             if (pxvm_fetch_mask(in))
                 ok = 0;
@@ -586,26 +594,21 @@ static int px__param_qualifies(pxvm_runner *run, int slot)
         }
         run->param_side_max[slot][a] = lo;
     }
-    run->param_npyr[slot] = (uint8_t)npyr;
     run->param_ok[slot] = ok ? 1 : 2;
     return ok;
 }
 
-/* Would the resolution with `slot` at the size its record in run->param now holds load? U-BIND-5
- * (the caller compared the sides with param_side_max), the memory limit, and the instruction rules
- * that read the slot's size (U-BIND-6; px__derive's): 1 yes, 0 let the resolution say why. */
-static int px__param_loads(pxvm_runner *run, int slot, uint64_t memory)
+/* The lane (px_param_lane) of `slot` from run->param, the record the executor runs. */
+static void px__lane_set(pxvm_runner *run, int slot)
 {
-    pxvm_program *p = &run->param;
-    if (memory > run->prog->lim.max_memory)
-        return 0;
-    for (int j = 0; j < run->param_npyr[slot]; j++) { /* found once: no pass over the instructions */
-        uint32_t i = run->param_pyr[slot][j];
-        pxvm_error why;
-        if (px_vm_check_insn(p, &p->insns[i], i, &why) < 0)
-            return 0;
-    }
-    return 1;
+    const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
+    px_param_lane *l = &run->lane;
+    l->slot = slot, l->w = s->w, l->h = s->h;
+    l->min_side = ref->min_side, l->max_side = ref->max_side, l->max_pixels = ref->max_pixels;
+    l->side_max[0] = run->param_side_max[slot][0], l->side_max[1] = run->param_side_max[slot][1];
+    l->bytes = s->bytes;
+    uint64_t others = run->param.memory - s->bytes, most = run->prog->lim.max_memory;
+    l->memory_left = most > others ? most - others : 0;
 }
 
 /* wh (pxvm_program_resolve's) for the runner's sizes with `slot` at w x h */
@@ -621,29 +624,42 @@ static void px__sizes_wanted(const pxvm_runner *run, int slot, int w, int h, int
  * and retargets), 2 the resolution refused (err says why; nothing changed: U-BIND-5, U-BIND-6),
  * -1 failed in the executor. The first one (or the first after a retarget) resolves once at the
  * new size and hands the executor that record; later ones change its sizes in place. */
-static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, pxvm_error *err)
+__attribute__((noinline)) static int px__param_enter(pxvm_runner *run, int slot, int w, int h, pxvm_error *err);
+
+PXVM_HOT static int px__param_switch(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     if (run->param_live) {
-        if (w > run->param_side_max[slot][0] || h > run->param_side_max[slot][1])
+        if (run->lane.slot != slot)
+            px__lane_set(run, slot);
+        px_param_lane *l = &run->lane;
+        if (w > l->side_max[0] || h > l->side_max[1]) /* U-BIND-5 */
             return 1;
-        /* the record's slot changed in place (no copies of it), back as it was unless it is done */
+        /* the record's slot changed in place (no copies of it), back as it was unless it is done;
+         * the instruction rules that read its size (U-BIND-6) pass at every size: its readers
+         * are full PYRAMIDs (only a tile mask's rule reads a size) and fetches as src (none) */
         pxvm_slot *s = &run->param.slots[slot];
-        int was_w = s->w, was_h = s->h;
-        uint64_t memory = run->param.memory - s->bytes;
         s->w = w, s->h = h;
         px_vm_slot_geometry(s);
-        memory += s->bytes;
-        int rc = px__param_loads(run, slot, memory) ? run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err)
-                                                    : 1;
+        int rc = s->bytes > l->memory_left ? 1 : run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
         if (rc != 0) {
-            s->w = was_w, s->h = was_h;
+            s->w = l->w, s->h = l->h;
             px_vm_slot_geometry(s);
             return rc;
         }
-        run->param.memory = memory;
+        run->param.memory = run->param.memory - l->bytes + s->bytes;
+        l->w = w, l->h = h, l->bytes = s->bytes;
         return 0;
     }
+    return px__param_enter(run, slot, w, h, err);
+}
+
+/* px__param_switch's first change (or the first after a retarget): a resolution at the new size,
+ * handed to the executor, which enters the mode with it */
+static int px__param_enter(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
+{
+    const pxvm_program *poly = &run->prog->p;
+    int wh[2 * (PXVM_MAX_SLOTS + 1)];
     px__sizes_wanted(run, slot, w, h, wh);
     if (run->have_param) {
         pxvm_program_free(&run->param);
@@ -656,6 +672,7 @@ static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, p
     if (rc == 0) {
         run->param_live = 1;
         run->cur = &run->param;
+        px__lane_set(run, slot);
     }
     return rc;
 }
@@ -663,30 +680,48 @@ static int px__param_switch(pxvm_runner *run, int slot, int w, int h, int *wh, p
 /* A bind of a w x h image to items first_item .. first_item+items-1 of any-size slot `slot`, at a
  * size other than the runner's: checks the bounds (U-BIND-4) and the batch (every other bound item
  * would keep the old size), then switches the executor to the resolution at the new size. */
-static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h, pxvm_error *err)
+__attribute__((noinline)) static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h,
+                                                             pxvm_error *err);
+
+PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h,
+                                    pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     char lb[16];
-    if (pxvm_anysize_check(poly, slot, w, h, err) < 0)
+    const px_param_lane *l = &run->lane;
+    int in_bounds = run->param_live && l->slot == slot && w >= l->min_side && h >= l->min_side && w <= l->max_side &&
+                    h <= l->max_side && (!l->max_pixels || (uint64_t)w * (uint64_t)h <= l->max_pixels);
+    if (!in_bounds && pxvm_anysize_check(poly, slot, w, h, err) < 0) /* (the lane's, or the program's words) */
         return -1;
-    const pxvm_slot *now = &run->cur->slots[slot];
     for (int b = 0; b < run->batch; b++)
         if ((b < first_item || b >= first_item + items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
             return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
-                             (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, now->w, now->h);
-    int wh[2 * (PXVM_MAX_SLOTS + 1)];
-    if (run->ops->set_input_size && run->ops->retarget && px__param_qualifies(run, slot)) {
-        int rc = px__param_switch(run, slot, w, h, wh, err);
+                             (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, run->cur->slots[slot].w,
+                             run->cur->slots[slot].h);
+    if (run->ops->set_input_size && run->ops->retarget &&
+        (run->param_ok[slot] ? run->param_ok[slot] == 1 : px__param_qualifies(run, slot))) {
+        int rc = px__param_switch(run, slot, w, h, err);
         if (rc == 2) /* nothing changed: the runner stays as it was, as when px__resolved fails */
             return -1;
         if (rc < 0)
             return px__retarget_failed(run, slot, err);
         if (rc == 0) {
-            memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
+            if (run->batch == 1)
+                run->bound[slot] = 0;
+            else
+                memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
             return px__refix(run, 0, err);
         }
     }
-    const pxvm_program *next;
+    return px__switch_by_resolution(run, slot, w, h, err);
+}
+
+/* px__switch_size's change by a resolution of the program at the new size (kept: px__resolved),
+ * switched to by the executor's retarget (or a load) */
+static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
+{
+    const pxvm_program *poly = &run->prog->p, *next;
+    int wh[2 * (PXVM_MAX_SLOTS + 1)];
     px__sizes_wanted(run, slot, w, h, wh);
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
@@ -809,8 +844,10 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
 }
 
 /* Does a bind of view to slot change the size of an any-size slot? */
-static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *view)
+PXVM_HOT static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *view)
 {
+    if (run->param_live && run->lane.slot == slot && slot > 0) /* (view checked by the caller's check) */
+        return view && (view->w != run->lane.w || view->h != run->lane.h);
     return run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
            (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
            (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h);
@@ -818,18 +855,17 @@ static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *v
 
 /* Binds (borrow: borrows) a view, first switching an any-size slot to the view's size (after
  * every other check of the view: a refused bind leaves the runner as it was). */
-static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow)
+PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow)
 {
     pxvm_error err;
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
     if (px__needs_switch(run, slot, view)) {
         if (run->param_live) { /* a size change's lines, cold after a run, asked for at once (their misses overlap) */
-            const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
-            __builtin_prefetch(&s->level_offset[0], 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
-            __builtin_prefetch(&s->max_pixels), __builtin_prefetch(&ref->min_side), __builtin_prefetch(&ref->w);
-            __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1);
-            __builtin_prefetch(&run->param_side_max[slot]), __builtin_prefetch(&run->param_ok[slot]);
+            const pxvm_slot *s = &run->param.slots[slot];
+            __builtin_prefetch(&s->w, 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
+            __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1), __builtin_prefetch(&run->param_ok[slot]);
+            __builtin_prefetch(run->ops);
         }
         if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
             px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
@@ -842,7 +878,7 @@ static int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view 
     return 0;
 }
 
-int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
+PXVM_HOT int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
 {
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_bind");

@@ -7,7 +7,7 @@
 #include "loader.h"
 #include "../isa/px_sem.h"
 
-void px_vm_slot_geometry(pxvm_slot *s)
+PXVM_HOT void px_vm_slot_geometry(pxvm_slot *s)
 {
     s->levels = px_mip_levels(s->w, s->h);
     uint64_t off = 0;

@@ -32,7 +32,7 @@ int pxvm_view_is_packed_rgba(const pxvm_view *v)
 }
 
 /* Shapes every view must have; the memory behind it is the caller's promise. */
-static int px__check_view(const pxvm_view *v, const char *what, pxvm_error *err)
+PXVM_HOT static int px__check_view(const pxvm_view *v, const char *what, pxvm_error *err)
 {
     if (!v || !v->data)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "no data (NULL pointer)");
@@ -49,11 +49,16 @@ static int px__check_view(const pxvm_view *v, const char *what, pxvm_error *err)
     return 0;
 }
 
-static int px__check_items(int batch, int item0, int items, pxvm_error *err)
+PXVM_HOT static int px__check_items(int batch, int item0, int items, pxvm_error *err)
 {
     if (item0 < 0 || items < 1 || item0 > batch - items)
         return pxvm_fail(err, PXE_ITEM_RANGE, -1, -1, item0, item0 + items - 1, batch, batch - 1);
     return 0;
+}
+
+PXVM_HOT int pxvm_check_input_view(int batch, int item0, const pxvm_view *v, pxvm_error *err)
+{
+    return px__check_view(v, "input", err) < 0 || px__check_items(batch, item0, v->items, err) < 0 ? -1 : 0;
 }
 
 int pxvm_check_bind(const pxvm_program *prog, int batch, int slot, int item0, const pxvm_view *v, pxvm_error *err)
@@ -64,7 +69,7 @@ int pxvm_check_bind(const pxvm_program *prog, int batch, int slot, int item0, co
     const pxvm_slot *s = &prog->slots[slot];
     if (s->role != PXI_ROLE_INPUT)
         return pxvm_fail(err, PXE_BIND_ROLE, -1, -1, slot, pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
-    if (px__check_view(v, "input", err) < 0 || px__check_items(batch, item0, v->items, err) < 0)
+    if (pxvm_check_input_view(batch, item0, v, err) < 0)
         return -1;
     if (v->w != s->w || v->h != s->h)
         return pxvm_fail(err, PXE_INPUT_SIZE, -1, -1, v->w, v->h, slot, pxvm_slot_label(prog, slot, lb), s->w, s->h);

@@ -130,6 +130,15 @@ struct pxvm_executor {
     const pxvm_program *param_poly; /* the any-size program (alive while in the mode) */
     int param_img_stale; /* a size changed since the program and data slots were last given its image */
     uint8_t param_any[PXVM_MAX_SLOTS + 1], param_pending[PXVM_MAX_SLOTS + 1];
+    /* per any-size input in the mode, all that a change of its size reads, in one place (set on
+     * entering; the storage does not change in the mode): a change after a run meets few cold
+     * lines. ok: its size changes in place (param_any, and no per-run reset of its upper levels);
+     * levels: its levels now; cap_*, lin_cap: rt's; log_u/log_v: rt->param_log's halves. */
+    struct {
+        int ok, levels, cap_w, cap_h, cap_levels;
+        size_t lin_cap;
+        const int16_t *log_u, *log_v;
+    } param_lane[PXVM_MAX_SLOTS + 1];
 };
 
 #define PX__CK(call)                                                                                   \

@@ -1702,12 +1702,14 @@ int px__param_sizes_upload(pxvm_executor *ex, pxvm_error *err)
  * by retarget; then the configuration's fetch records over any-size slots get poly's operands and
  * reference size, its table every level at capacity, and its graphs go (their PYRAMID launches
  * were the size's). Once per family and capacity: one upload of the records and of the table. */
-static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, pxvm_error *err)
+__attribute__((noinline)) static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly,
+                                                    const pxvm_program *prog, pxvm_error *err)
 {
     if (px__gl_retarget(ex, prog, err) < 0)
         return -1;
     int n = ex->nslots;
     memset(ex->param_any, 0, sizeof ex->param_any);
+    memset(ex->param_lane, 0, sizeof ex->param_lane);
     for (int k = 1; k < n; k++)
         ex->param_any[k] = (poly->slots[k].flags & PXI_SLOT_ANYSIZE) && prog->slots[k].role == PXI_ROLE_INPUT;
     px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof *fetch);
@@ -1751,6 +1753,11 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
             int shift = px_lod_shift(prog->slots[k].w, prog->slots[k].h, poly->slots[k].w, poly->slots[k].h);
             for (int b = 0; b < ex->batch; b++)
                 ex->slots[(size_t)b * (size_t)n + (size_t)k].lod_shift = shift;
+            ex->param_lane[k].ok = !(prog->reset[k] & PXVM_RESET_UPPER) && !prog->uses_video;
+            ex->param_lane[k].levels = ex->slots[k].levels; /* (item 0's host view: every item's) */
+            ex->param_lane[k].cap_w = cw, ex->param_lane[k].cap_h = ch, ex->param_lane[k].cap_levels = rt->cap_levels[k];
+            ex->param_lane[k].lin_cap = rt->lin_cap[k];
+            ex->param_lane[k].log_u = lu, ex->param_lane[k].log_v = lv;
         }
     cudaError_t e = ex->d_fetch ? cudaMemcpyAsync(ex->d_fetch, fetch, prog->ninsns * sizeof *fetch, cudaMemcpyHostToDevice,
                                                   ex->stream)
@@ -1765,9 +1772,49 @@ static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly, const px
     return px__param_table(ex, 1, err);
 }
 
-int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
-                          pxvm_error *err)
+/* A size change in the mode (slot's lane ok): what px__logical_views would make of the host views,
+ * writing only what changes (the sizes, the textures of the levels gained or lost), the size's
+ * LOD shift from the lane's table, and the marks that make the next bind carry the size to the
+ * device table and the next run start as after a retarget. 1: beyond the storage (a retarget's). */
+PXVM_HOT static int px__param_resize(pxvm_executor *ex, int slot, int w, int h)
 {
+    auto *lane = &ex->param_lane[slot];
+    int levels = px_mip_levels(w, h), n = ex->nslots;
+    if (w > lane->cap_w || h > lane->cap_h || levels > lane->cap_levels || (size_t)w * (size_t)h * 4u > lane->lin_cap)
+        return 1; /* the storage grows: a retarget's work */
+    int dx = lane->log_u[w], dy = lane->log_v[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
+    int was = lane->levels, lo = was < levels ? was : levels, hi = was < levels ? levels : was;
+    px_gpu_retarget *rt = ex->rt;
+    rt->input_upper[slot] = levels > 1;
+    for (int b = 0; b < ex->batch; b++) {
+        size_t i = (size_t)b * (size_t)n + (size_t)slot;
+        rt->input_level0[i] = 1;
+        ex->bound[i] = 0;
+        px_gpu_slot *g = &ex->slots[i];
+        for (int l = lo; l < hi; l++) {
+            int in = l < levels;
+            g->tex[l] = in ? rt->cap_g[i].tex[l] : 0, g->surf[l] = in ? rt->cap_g[i].surf[l] : 0;
+        }
+        for (int l = 0; l < hi; l++)
+            g->w[l] = l < levels ? px_mip_dim(w, l) : 0, g->h[l] = l < levels ? px_mip_dim(h, l) : 0;
+        g->levels = levels, g->lod_shift = shift;
+    }
+    lane->levels = levels;
+    ex->frame_src[slot] = NULL;
+    ex->param_pending[slot] = 1;
+    rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
+    ex->param_img_stale = 1;
+    ex->out_valid = 0;
+    return 0;
+}
+
+PXVM_HOT int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                                   int h, pxvm_error *err)
+{
+    /* in the mode with this program, a slot whose size changes in place: the lane's lines only */
+    if (ex->param && ex->prog == prog && prog && ex->param_poly == poly && slot >= 1 && slot < ex->nslots &&
+        ex->param_lane[slot].ok)
+        return px__param_resize(ex, slot, w, h);
     if (px__need_program(ex, "set_input_size", err) < 0)
         return -1;
     if (!poly || !prog || prog->resolved_from != poly->serial || !poly->serial || slot < 1 || slot >= ex->nslots ||
@@ -1785,38 +1832,7 @@ int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
         }
         return 0;
     }
-    px_gpu_retarget *rt = ex->rt;
-    int levels = px_mip_levels(w, h), n = ex->nslots;
-    if (w > rt->cap_w[slot] || h > rt->cap_h[slot] || levels > rt->cap_levels[slot] ||
-        (size_t)w * (size_t)h * 4u > rt->lin_cap[slot])
-        return 1; /* the storage grows: a retarget's work */
-    const int16_t *lu = rt->param_log[slot], *lv = lu + rt->cap_w[slot] + 1;
-    int dx = lu[w], dy = lv[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
-    rt->input_upper[slot] = levels > 1;
-    for (int b = 0; b < ex->batch; b++) {
-        rt->input_level0[(size_t)b * (size_t)n + (size_t)slot] = 1;
-        ex->bound[(size_t)b * (size_t)n + (size_t)slot] = 0;
-    }
-    /* the host views as px__logical_views makes them, writing only what changes (the sizes, and
-     * the textures of the levels gained or lost): the entries are cold after a run */
-    for (int b = 0; b < ex->batch; b++) {
-        size_t i = (size_t)b * (size_t)n + (size_t)slot;
-        px_gpu_slot *g = &ex->slots[i];
-        int was = g->levels, lo = was < levels ? was : levels, hi = was < levels ? levels : was;
-        for (int l = lo; l < hi; l++) {
-            int in = l < levels;
-            g->tex[l] = in ? rt->cap_g[i].tex[l] : 0, g->surf[l] = in ? rt->cap_g[i].surf[l] : 0;
-        }
-        for (int l = 0; l < hi; l++)
-            g->w[l] = l < levels ? px_mip_dim(w, l) : 0, g->h[l] = l < levels ? px_mip_dim(h, l) : 0;
-        g->levels = levels, g->lod_shift = shift;
-    }
-    ex->frame_src[slot] = NULL;
-    ex->param_pending[slot] = 1;
-    rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
-    ex->param_img_stale = 1;
-    ex->out_valid = 0;
-    return 0;
+    return ex->param_lane[slot].ok ? px__param_resize(ex, slot, w, h) : 1; /* (another poly: its slot's lane) */
 }
 
 int px__param_image(pxvm_executor *ex, int slot, pxvm_error *err)

@@ -106,13 +106,15 @@ static void px__run_read(px__ctx *c, const pxvm_program *prog)
 
 /* pxvm_runner's own cost of a size never seen: from pxvm_runner_bind's call to the executor's
  * bind (the view's check, the size change, the runner's bookkeeping; the bind itself excluded),
- * host time (the TSC on x86-64). The executor's ops are its own with bind wrapped to note when it is entered, and
+ * host time (the TSC on x86-64; the wrappers that note it run dry first, their own lines warm). The executor's ops are its own with bind wrapped to note when it is entered, and
  * set_input_size removed when !param (then the runner resolves and retargets, as before). The
  * runner is entered at the largest size first (the storage then holds every later one). */
 static double px__bind_entered, px__sis_entered, px__sis_left;
 static const pxvm_executor_ops *px__real_ops;
 static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
+    if (!ex) /* dry: its code and data warm before a measurement (the instrument's misses are not the runner's) */
+        return px__bind_entered = 0, 0;
     if (px__bind_entered == 0)
         px__bind_entered = px__ticks();
     return px__real_ops->bind(ex, slot, item0, v, err);
@@ -120,6 +122,8 @@ static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_vi
 static int px__noting_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot,
                                      int w, int h, pxvm_error *err)
 {
+    if (!ex)
+        return px__sis_entered = px__sis_left = 0, 0;
     px__sis_entered = px__ticks();
     int rc = px__real_ops->set_input_size(ex, poly, prog, slot, w, h, err);
     px__sis_left = px__ticks();
@@ -133,11 +137,6 @@ static int px__noting_set_input_size(pxvm_executor *ex, const pxvm_program *poly
 typedef struct {
     double ms, warm_ms, split_ms[3];
 } px__runner_cost;
-
-static double px__median_of(double *t, int n, int skip)
-{
-    return px__median(t + skip, n - skip);
-}
 
 static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int fresh, int skip, uint64_t seed,
                                              const pxvm_image *frame)
@@ -153,30 +152,36 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
     static pxvm_executor_ops ops;
     ops = *px__real_ops;
     ops.bind = px__noting_bind;
-    ops.set_input_size = param && px__real_ops->set_input_size ? px__noting_set_input_size : NULL;
+    ops.set_input_size = param ? px__real_ops->set_input_size : NULL;
     pxvm_runner_test_set_ops(run, &ops);
+    /* with the op, every other size is split (the op wrapped: its own cost lands in the total,
+     * which is taken from the others) */
     double *t = calloc((size_t)fresh * 5u + 1u, sizeof(double)), *warm = t + fresh, *split[3] = {t + 2 * fresh,
                                                                                                t + 3 * fresh, t + 4 * fresh};
+    int nt = 0, nw = 0, nsplit = 0;
     uint64_t s = seed;
     for (int f = -1; f < fresh; f++) {
         int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
+        int splitting = param && (f & 1) == 0;
+        ops.set_input_size = !param ? NULL : splitting ? px__noting_set_input_size : px__real_ops->set_input_size;
         pxvm_image img = {w, h, frame->px};
         pxvm_view v = pxvm_image_view(&img);
         for (int pass = 0; pass < 2; pass++) { /* cold (after a run), then warm (at once, one side one less) */
             if (pass == 1)
                 v.w = img.w = w - 1;
-            px__bind_entered = px__sis_entered = px__sis_left = 0;
+            px__noting_bind(NULL, 0, 0, NULL, NULL), px__noting_set_input_size(NULL, NULL, NULL, 0, 0, 0, NULL);
             double t0 = px__ticks();
             if (pxvm_runner_bind(run, 1, 0, &v)) {
                 fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", v.w, v.h, pxvm_errmsg());
                 exit(1);
             }
-            if (f < 0)
+            if (f < skip)
                 continue;
-            (pass ? warm : t)[f] = px__bind_entered - t0;
-            if (pass == 0 && px__sis_entered > 0)
-                split[0][f] = px__sis_entered - t0, split[1][f] = px__sis_left - px__sis_entered,
-                split[2][f] = px__bind_entered - px__sis_left;
+            if (splitting && pass == 0)
+                split[0][nsplit] = px__sis_entered - t0, split[1][nsplit] = px__sis_left - px__sis_entered,
+                split[2][nsplit++] = px__bind_entered - px__sis_left;
+            else if (!splitting)
+                pass ? (warm[nw++] = px__bind_entered - t0) : (t[nt++] = px__bind_entered - t0);
         }
         if (pxvm_runner_run(run)) {
             fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", w, h, pxvm_errmsg());
@@ -185,9 +190,9 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
     }
     for (int i = 0; i < 5 * fresh; i++) /* ticks to ms */
         t[i] /= px__ticks_per_ms();
-    px__runner_cost c = {px__median_of(t, fresh, skip), px__median_of(warm, fresh, skip), {0, 0, 0}};
+    px__runner_cost c = {px__median(t, nt), px__median(warm, nw), {0, 0, 0}};
     for (int i = 0; i < 3 && param; i++)
-        c.split_ms[i] = px__median_of(split[i], fresh, skip);
+        c.split_ms[i] = px__median(split[i], nsplit);
     free(t);
     pxvm_runner_close(run);
     pxvm_prog_free(prog);

@@ -42,6 +42,7 @@ typedef struct {
     int side_max[2];                /* param_side_max's */
     uint64_t max_pixels;            /* 0: none */
     uint64_t bytes, memory_left;    /* its bytes now; the memory limit less every other slot's bytes */
+    pxvm_slot *rec;                 /* its slot in run->param */
 } px_param_lane;
 
 struct pxvm_runner {
@@ -603,7 +604,7 @@ static void px__lane_set(pxvm_runner *run, int slot)
 {
     const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
     px_param_lane *l = &run->lane;
-    l->slot = slot, l->w = s->w, l->h = s->h;
+    l->slot = slot, l->w = s->w, l->h = s->h, l->rec = &run->param.slots[slot];
     l->min_side = ref->min_side, l->max_side = ref->max_side, l->max_pixels = ref->max_pixels;
     l->side_max[0] = run->param_side_max[slot][0], l->side_max[1] = run->param_side_max[slot][1];
     l->bytes = s->bytes;
@@ -638,7 +639,7 @@ PXVM_HOT static int px__param_switch(pxvm_runner *run, int slot, int w, int h, p
         /* the record's slot changed in place (no copies of it), back as it was unless it is done;
          * the instruction rules that read its size (U-BIND-6) pass at every size: its readers
          * are full PYRAMIDs (only a tile mask's rule reads a size) and fetches as src (none) */
-        pxvm_slot *s = &run->param.slots[slot];
+        pxvm_slot *s = l->rec;
         s->w = w, s->h = h;
         px_vm_slot_geometry(s);
         int rc = s->bytes > l->memory_left ? 1 : run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
@@ -862,8 +863,9 @@ PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const p
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
     if (px__needs_switch(run, slot, view)) {
         if (run->param_live) { /* a size change's lines, cold after a run, asked for at once (their misses overlap) */
-            const pxvm_slot *s = &run->param.slots[slot];
+            const pxvm_slot *s = run->lane.rec; /* (the lane's slot, or any: a prefetch is a hint) */
             __builtin_prefetch(&s->w, 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
+            __builtin_prefetch(&run->param.memory, 1);
             __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1), __builtin_prefetch(&run->param_ok[slot]);
             __builtin_prefetch(run->ops);
         }

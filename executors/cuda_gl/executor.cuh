@@ -58,6 +58,8 @@ struct pxvm_executor {
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
     int batch;                /* items: the per-item arrays below have batch * nslots entries */
+    int param;                /* retarget.cu px__gl_set_input_size's mode (below: here, beside prog, for its check) */
+    const pxvm_program *param_poly; /* the any-size program (alive while in the mode) */
     int has_dot;              /* the program can trap on the device (DOT_RGB) */
     cudaStream_t user_stream; /* the caller's stream, or NULL */
     cudaEvent_t ev_out;       /* a stream switch: the new stream waits for the old one's work */
@@ -126,8 +128,6 @@ struct pxvm_executor {
      * records and one graph serve every size that fits. param_any[k]: slot k is such an input;
      * param_pending[k]: its device table entries still hold an older size than ex->slots' (the
      * next bind kernel writes them, or a run or read uploads them first: px__param_sizes_upload). */
-    int param;
-    const pxvm_program *param_poly; /* the any-size program (alive while in the mode) */
     int param_img_stale; /* a size changed since the program and data slots were last given its image */
     uint8_t param_any[PXVM_MAX_SLOTS + 1], param_pending[PXVM_MAX_SLOTS + 1];
     /* per any-size input in the mode, all that a change of its size reads, in one place (set on
@@ -138,6 +138,12 @@ struct pxvm_executor {
         int ok, levels, cap_w, cap_h, cap_levels;
         size_t lin_cap;
         const int16_t *log_u, *log_v;
+        /* item 0's entries of what a change writes (item b's: + b * nslots), and rt's flag */
+        px_gpu_slot *views;
+        const px_gpu_slot *cap_views;
+        uint8_t *input_level0, *bound, *input_upper;
+        const uint8_t **frame_src;
+        int *wipe_pending;
     } param_lane[PXVM_MAX_SLOTS + 1];
 };
 

@@ -1758,6 +1758,10 @@ __attribute__((noinline)) static int px__param_enter(pxvm_executor *ex, const px
             ex->param_lane[k].cap_w = cw, ex->param_lane[k].cap_h = ch, ex->param_lane[k].cap_levels = rt->cap_levels[k];
             ex->param_lane[k].lin_cap = rt->lin_cap[k];
             ex->param_lane[k].log_u = lu, ex->param_lane[k].log_v = lv;
+            ex->param_lane[k].views = ex->slots + k, ex->param_lane[k].cap_views = rt->cap_g + k;
+            ex->param_lane[k].input_level0 = rt->input_level0 + k, ex->param_lane[k].bound = ex->bound + k;
+            ex->param_lane[k].input_upper = rt->input_upper + k, ex->param_lane[k].frame_src = ex->frame_src + k;
+            ex->param_lane[k].wipe_pending = &rt->wipe_pending;
         }
     cudaError_t e = ex->d_fetch ? cudaMemcpyAsync(ex->d_fetch, fetch, prog->ninsns * sizeof *fetch, cudaMemcpyHostToDevice,
                                                   ex->stream)
@@ -1778,31 +1782,31 @@ __attribute__((noinline)) static int px__param_enter(pxvm_executor *ex, const px
  * device table and the next run start as after a retarget. 1: beyond the storage (a retarget's). */
 PXVM_HOT static int px__param_resize(pxvm_executor *ex, int slot, int w, int h)
 {
-    auto *lane = &ex->param_lane[slot];
+    auto *lane = &ex->param_lane[slot]; /* (what it reads besides: ex's first lines, the LOD tables) */
     int levels = px_mip_levels(w, h), n = ex->nslots;
     if (w > lane->cap_w || h > lane->cap_h || levels > lane->cap_levels || (size_t)w * (size_t)h * 4u > lane->lin_cap)
         return 1; /* the storage grows: a retarget's work */
     int dx = lane->log_u[w], dy = lane->log_v[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
     int was = lane->levels, lo = was < levels ? was : levels, hi = was < levels ? levels : was;
-    px_gpu_retarget *rt = ex->rt;
-    rt->input_upper[slot] = levels > 1;
+    *lane->input_upper = levels > 1;
     for (int b = 0; b < ex->batch; b++) {
-        size_t i = (size_t)b * (size_t)n + (size_t)slot;
-        rt->input_level0[i] = 1;
-        ex->bound[i] = 0;
-        px_gpu_slot *g = &ex->slots[i];
+        size_t i = (size_t)b * (size_t)n;
+        lane->input_level0[i] = 1;
+        lane->bound[i] = 0;
+        px_gpu_slot *g = &lane->views[i];
+        const px_gpu_slot *cap = &lane->cap_views[i];
         for (int l = lo; l < hi; l++) {
             int in = l < levels;
-            g->tex[l] = in ? rt->cap_g[i].tex[l] : 0, g->surf[l] = in ? rt->cap_g[i].surf[l] : 0;
+            g->tex[l] = in ? cap->tex[l] : 0, g->surf[l] = in ? cap->surf[l] : 0;
         }
         for (int l = 0; l < hi; l++)
             g->w[l] = l < levels ? px_mip_dim(w, l) : 0, g->h[l] = l < levels ? px_mip_dim(h, l) : 0;
         g->levels = levels, g->lod_shift = shift;
     }
     lane->levels = levels;
-    ex->frame_src[slot] = NULL;
+    *lane->frame_src = NULL;
+    *lane->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
     ex->param_pending[slot] = 1;
-    rt->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
     ex->param_img_stale = 1;
     ex->out_valid = 0;
     return 0;

@@ -594,6 +594,46 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
     pxvm_prog_free(prog);
 }
 
+/* Once the sizes are run parameters, a bind at a new size is checked from the runner's lane (the
+ * view alone, the bounds, the batch): every refusal there says what it says out of the mode and
+ * changes nothing; the next size equals a fresh runner. */
+TEST(anysize_runner_lane_refuses_as_out_of_the_mode)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    uint64_t rng = 31;
+    px__bind_edge(prog, run, 96, 64, NULL, &rng); /* enters the mode (where the executor has the op) */
+    px__bind_edge(prog, run, 80, 60, NULL, &rng); /* a change in it */
+    pxvm_image img = px_random_image(100, 70, &rng);
+    pxvm_view v = pxvm_view_host(img.px, 100, 70, 4);
+    /* each refusal: the class and words of the same view at the size held (no change of size) */
+    for (int bad = 0; bad < 2; bad++) {
+        char held[1024];
+        pxvm_view same = v;
+        same.w = 80, same.h = 60, same.channels = bad ? 4 : 2, v.channels = same.channels;
+        int item = bad ? 1 : 0; /* bad 1: item 1 of a batch of 1 */
+        int cls = pxvm_runner_bind(run, 1, item, &same);
+        CHECK(cls != 0);
+        snprintf(held, sizeof held, "%s", pxvm_errmsg());
+        CHECK_EQ(pxvm_runner_bind(run, 1, item, &v), cls);
+        CHECK_STR(pxvm_errmsg(), held);
+    }
+    v.channels = 4;
+    int sw = 0, sh = 0;
+    CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
+    CHECK(sw == 80 && sh == 60);
+    px__bind_edge(prog, run, 15, 40, "it takes 16x16 .. 16384x16384", &rng);
+    px__bind_edge(prog, run, 16, 16, NULL, &rng);  /* the bounds' edge */
+    px__bind_edge(prog, run, 100, 70, NULL, &rng);
+    pxvm_image_free(&img);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}
+
 TEST(anysize_runner_refuses_sizes_outside_the_bounds_and_mixed_batches)
 {
     pxvm_prog *prog;

@@ -55,6 +55,8 @@ CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
 $(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
+# ... and bench_retarget a device frame (what a new size adds to binding one)
+$(BUILD)/tests/bench/bench_retarget.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 endif
 # The Python package's compiled fast path (python/pxvm/_native.c, issue 25): built in place, next to
 # the .py files, when the headers of the python3 that runs the tests are here (Debian's

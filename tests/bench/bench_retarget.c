@@ -30,6 +30,15 @@
  *                      param_split_ms: the runner before the op, the op, the runner after it;
  *                      param_warm_ms / before_warm_ms: another new size bound at once after it
  *                      (what is left when the lines a run and a bind leave cold are warm)
+ *   runner_bind_added  what a size never seen adds to the whole pxvm_runner_bind (the size change,
+ *                      and whatever it leaves to the executor's bind), against the same call at
+ *                      the size held, each right after a run, in pairs: for a pageable host image
+ *                      (host_image) and, on cuda, a frame in device memory (device_frame): the
+ *                      medians of both calls, added_ms (the median of the pairs' differences),
+ *                      added_q_ms (their quartiles: the spread of the estimate; a host image's
+ *                      bind is a copy of the image, 2-3 runs, whose own noise is larger than what
+ *                      a size adds), added_over_run (issue 23 asks <= 0.01) and added_over_image
+ *                      (over held bind + run: what the image costs), and the runs after each
  *   stream             N images, each of a size drawn from the S (retarget when it differs from the
  *                      last one), bound, run and its atlas read; against the same N images grouped
  *                      by size (S switches in all: the same-size rate of that mix of sizes):
@@ -56,6 +65,9 @@
 #include "../../vm/vm.h"
 #include "../../vm/loader.h"
 #include "../../api/runner_hooks.h"
+#ifdef PXVM_HAVE_CUDA_GL
+#include <cuda_runtime_api.h>
+#endif
 
 static uint64_t px__rng(uint64_t *s)
 {
@@ -197,6 +209,65 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
     return c;
+}
+
+/* What a size never seen adds to binding an image through pxvm_runner: the whole
+ * pxvm_runner_bind call (the view's check, the size change in the runner and the executor, and
+ * the executor's bind itself: whatever a change leaves to the bind is counted), host time by the
+ * TSC, at a new size against the same call at the size held (the same image bound again), each
+ * right after a run of the image before it (waited for), in pairs, one process. The image is a
+ * w x h prefix of one of PX_FRAMES buffers in turn (so that neither bind of a pair reads pixels the
+ * other just read): pageable host memory (the bind converts it through the host's caches and
+ * stages it), or with `device` frames in the executor's device memory (the bind is a kernel
+ * launch: the case of tensors already on the GPU). Reported: the medians of the new and held
+ * calls, the median of the pairs' differences (what the new size adds), and the medians of the
+ * runs (run + wait) after each. */
+enum { PX_FRAMES = 3 };
+typedef struct {
+    double new_ms, held_ms, added_ms, added_q_ms[2], run_after_new_ms, run_after_held_ms;
+} px__bind_added;
+
+static px__bind_added px__runner_bind_added(const char *exec, void *const *frames, int device, int fresh, int skip,
+                                            uint64_t seed)
+{
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, exec, 0, 0, 1, &run)) {
+        fprintf(stderr, "bench_retarget: runner: %s\n", pxvm_errmsg());
+        exit(1);
+    }
+    double *t = calloc((size_t)fresh * 5u + 1u, sizeof(double));
+    double *tn = t, *th = t + fresh, *d = t + 2 * fresh, *rn = t + 3 * fresh, *rh = t + 4 * fresh;
+    int n = 0;
+    uint64_t s = seed;
+    for (int f = -1; f < fresh; f++) {
+        int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
+        double bind[2], ran[2];
+        for (int held = 0; held < 2; held++) { /* the new size, then the same size again */
+            pxvm_view v = pxvm_view_host(frames[(2 * (f + 1) + held) % PX_FRAMES], w, h, 4);
+            v.device = device ? 0 : -1;
+            double t0 = px__ticks();
+            int rc = pxvm_runner_bind(run, 1, 0, &v);
+            double t1 = px__ticks();
+            if (rc || pxvm_runner_run(run)) {
+                fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", w, h, pxvm_errmsg());
+                exit(1);
+            }
+            bind[held] = t1 - t0, ran[held] = px__ticks() - t1;
+        }
+        if (f < skip)
+            continue;
+        tn[n] = bind[0], th[n] = bind[1], d[n] = bind[0] - bind[1], rn[n] = ran[0], rh[n++] = ran[1];
+    }
+    for (int i = 0; i < 5 * fresh; i++) /* ticks to ms */
+        t[i] /= px__ticks_per_ms();
+    double added = px__median(d, n); /* (sorts d: its quartiles next) */
+    px__bind_added a = {px__median(tn, n), px__median(th, n), added, {d[n / 4], d[3 * n / 4]}, px__median(rn, n),
+                        px__median(rh, n)};
+    free(t);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+    return a;
 }
 
 int main(int argc, char **argv)
@@ -523,6 +594,47 @@ int main(int argc, char **argv)
     for (int param = 0; param < 2; param++)
         if (!param || c.ops->set_input_size)
             rc[param] = px__runner_new_size_ms(exec, param, fresh, KEEP, seed + 7, &frame), runner_ms[param] = rc[param].ms;
+    /* what a new size adds to a whole bind through the runner: a pageable image, and a frame in
+     * device memory on the GPU */
+    size_t frame_bytes = (size_t)960 * 720 * 4u;
+    void *frames[PX_FRAMES];
+    for (int k = 0; k < PX_FRAMES; k++) {
+        if (!(frames[k] = malloc(frame_bytes)))
+            px__die("frames", &err);
+        memcpy(frames[k], frame.px, frame_bytes);
+        ((uint8_t *)frames[k])[k] ^= 1;
+    }
+    px__bind_added added[2] = {px__runner_bind_added(exec, frames, 0, fresh, KEEP, seed + 11), {0, 0, 0, {0, 0}, 0, 0}};
+#ifdef PXVM_HAVE_CUDA_GL
+    if (!strcmp(c.ops->name, "cuda")) {
+        void *d_frames[PX_FRAMES];
+        for (int k = 0; k < PX_FRAMES; k++)
+            if (cudaMalloc(&d_frames[k], frame_bytes) != cudaSuccess ||
+                cudaMemcpy(d_frames[k], frames[k], frame_bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+                fprintf(stderr, "bench_retarget: a device frame: %s\n", cudaGetErrorString(cudaGetLastError()));
+                exit(1);
+            }
+        added[1] = px__runner_bind_added(exec, d_frames, 1, fresh, KEEP, seed + 11);
+        for (int k = 0; k < PX_FRAMES; k++)
+            cudaFree(d_frames[k]);
+    }
+#endif
+    for (int k = 0; k < PX_FRAMES; k++)
+        free(frames[k]);
+    char added_json[2][512];
+    for (int k = 0; k < 2; k++) {
+        const px__bind_added *a = &added[k];
+        if (a->held_ms == 0) {
+            snprintf(added_json[k], sizeof added_json[k], "null");
+            continue;
+        }
+        snprintf(added_json[k], sizeof added_json[k],
+                 "{\"new_ms\": %.5f, \"held_ms\": %.5f, \"added_ms\": %.5f, \"added_q_ms\": [%.5f, %.5f],\n"
+                 "                         \"added_over_run\": %.5f, \"added_over_image\": %.5f, \"run_after_new_ms\": %.5f, "
+                 "\"run_after_held_ms\": %.5f}",
+                 a->new_ms, a->held_ms, a->added_ms, a->added_q_ms[0], a->added_q_ms[1], a->added_ms / run_ms,
+                 a->added_ms / (a->held_ms + a->run_after_held_ms), a->run_after_new_ms, a->run_after_held_ms);
+    }
     pxvm_image_free(&frame);
     free(tf), free(tfr), free(tft);
     printf("{\n  \"executor\": \"%s\", \"program\": \"programs/foveate273_any.pxi resolved at %d sizes (w 320..959, h 240..719)\",\n"
@@ -535,6 +647,7 @@ int main(int argc, char **argv)
            "                     \"run_ms\": %.4f},\n"
            "  \"runner_new_size\": {\"before_ms\": %.5f, \"param_ms\": %.5f, \"before_over_run\": %.4f, \"param_over_run\": %.5f,\n"
            "                      \"param_warm_ms\": %.5f, \"param_split_ms\": [%.5f, %.5f, %.5f], \"before_warm_ms\": %.5f},\n"
+           "  \"runner_bind_added\": {\"host_image\": %s,\n                        \"device_frame\": %s},\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
            "  \"switch_ms\": %.5f, \"switch_ms_rounds\": [%.5f, %.5f], \"image_ms\": %.4f,\n"
@@ -544,7 +657,8 @@ int main(int argc, char **argv)
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, fresh - KEEP, fresh_ms,
            fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, param_sizes, param_ms,
            param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, runner_ms[0], runner_ms[1], runner_ms[0] / run_ms, runner_ms[1] / run_ms,
-           rc[1].warm_ms, rc[1].split_ms[0], rc[1].split_ms[1], rc[1].split_ms[2], rc[0].warm_ms, nimages, nsizes, rounds, switches[1],
+           rc[1].warm_ms, rc[1].split_ms[0], rc[1].split_ms[1], rc[1].split_ms[2], rc[0].warm_ms, added_json[0],
+           added_json[1], nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);
     c.ops->close(c.ex);

@@ -85,14 +85,14 @@ static _Thread_local char px__last_msg[1024];
 static _Thread_local char px__last_warning[1024];
 
 /* Records err as the thread's last error; returns its class (the API's return value). */
-static int px__fail(const pxvm_error *err)
+PXVM_COLD static int px__fail(const pxvm_error *err)
 {
     px__last_class = err->cls;
     pxvm_error_format(err, px__last_msg, sizeof px__last_msg);
     return (int)err->cls;
 }
 
-static int px__usage(const char *msg)
+PXVM_COLD static int px__usage(const char *msg)
 {
     pxvm_error err;
     pxvm_fail(&err, PXE_USAGE, -1, -1, msg);
@@ -394,7 +394,7 @@ int pxvm_prog_slot_find(const pxvm_prog *prog, const char *name)
 }
 
 /* The error of a call on no runner, or on one a failed change of size left without a program. */
-static int px__unusable(const pxvm_runner *run, const char *call)
+PXVM_COLD static int px__unusable(const pxvm_runner *run, const char *call)
 {
     char msg[300];
     if (!run)

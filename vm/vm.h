@@ -29,6 +29,14 @@ extern "C" {
 #else
 #define PXVM_HOT
 #endif
+/* Functions that make an error: a call to one marks its branch unlikely, so that the compiler
+ * moves the branch (its arguments' setup too) out of the hot code into .text.unlikely, and the
+ * checks on a fast path take fewer lines of code. */
+#if defined(__GNUC__)
+#define PXVM_COLD __attribute__((cold))
+#else
+#define PXVM_COLD
+#endif
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
@@ -48,7 +56,7 @@ typedef struct pxvm_error {
 
 /* Records error `code` (message formatted from errors.def with the arguments) at pixel (x, y);
  * returns -1 so that callers can `return pxvm_fail(...)`. */
-int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
+PXVM_COLD int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
 /* The tools' exit status for a class: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable,
  * 6 trap, 7 unavailable, 8 assembly or plan (a .pxs or PLAN.json that does not compile). */
 int pxvm_exit_status(pxvm_class cls);

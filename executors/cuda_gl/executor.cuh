@@ -165,8 +165,8 @@ static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot,
 /* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
  * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, and
  * the ops' open and close. */
-int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
-int px__unavailable(pxvm_error *err, const char *fmt, ...);
+PXVM_COLD int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
+PXVM_COLD int px__unavailable(pxvm_error *err, const char *fmt, ...);
 void px__make_current(pxvm_executor *ex);
 int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
 void px__gl_close(pxvm_executor *ex);

@@ -116,6 +116,25 @@ static void px__run_read(px__ctx *c, const pxvm_program *prog)
         px__die("read", &err);
 }
 
+/* The runner both runner timers measure: foveate273_any on `exec`, one item (exits on failure). */
+static pxvm_runner *px__runner_any(const char *exec, pxvm_prog **prog)
+{
+    pxvm_runner *run;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, prog) || pxvm_runner_open(*prog, exec, 0, 0, 1, &run)) {
+        fprintf(stderr, "bench_retarget: runner: %s\n", pxvm_errmsg());
+        exit(1);
+    }
+    return run;
+}
+
+/* Their f-th size: f < 0 the largest (entered first: the storage then holds every later one), else
+ * drawn from w 320..958, h 240..718. */
+static void px__runner_size(int f, uint64_t *s, int *w, int *h)
+{
+    *w = f < 0 ? 959 : 320 + (int)(px__rng(s) % 639u);
+    *h = f < 0 ? 719 : 240 + (int)(px__rng(s) % 479u);
+}
+
 /* pxvm_runner's own cost of a size never seen: from pxvm_runner_bind's call to the executor's
  * bind (the view's check, the size change, the runner's bookkeeping; the bind itself excluded),
  * host time (the TSC on x86-64; the wrappers that note it run dry first, their own lines warm). The executor's ops are its own with bind wrapped to note when it is entered, and
@@ -154,11 +173,7 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
                                              const pxvm_image *frame)
 {
     pxvm_prog *prog;
-    pxvm_runner *run;
-    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, exec, 0, 0, 1, &run)) {
-        fprintf(stderr, "bench_retarget: runner: %s\n", pxvm_errmsg());
-        exit(1);
-    }
+    pxvm_runner *run = px__runner_any(exec, &prog);
     pxvm_error err;
     px__real_ops = pxvm_executor_find(exec, &err);
     static pxvm_executor_ops ops;
@@ -173,7 +188,8 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
     int nt = 0, nw = 0, nsplit = 0;
     uint64_t s = seed;
     for (int f = -1; f < fresh; f++) {
-        int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
+        int w, h;
+        px__runner_size(f, &s, &w, &h);
         int splitting = param && (f & 1) == 0;
         ops.set_input_size = !param ? NULL : splitting ? px__noting_set_input_size : px__real_ops->set_input_size;
         pxvm_image img = {w, h, frame->px};
@@ -214,7 +230,7 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
 /* What a size never seen adds to binding an image through pxvm_runner: the whole
  * pxvm_runner_bind call (the view's check, the size change in the runner and the executor, and
  * the executor's bind itself: whatever a change leaves to the bind is counted), host time by the
- * TSC, at a new size against the same call at the size held (the same image bound again), each
+ * TSC, at a new size against the same call at the size held (the same size bound again), each
  * right after a run of the image before it (waited for), in pairs, one process. The image is a
  * w x h prefix of one of PX_FRAMES buffers in turn (so that neither bind of a pair reads pixels the
  * other just read): pageable host memory (the bind converts it through the host's caches and
@@ -231,17 +247,14 @@ static px__bind_added px__runner_bind_added(const char *exec, void *const *frame
                                             uint64_t seed)
 {
     pxvm_prog *prog;
-    pxvm_runner *run;
-    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &prog) || pxvm_runner_open(prog, exec, 0, 0, 1, &run)) {
-        fprintf(stderr, "bench_retarget: runner: %s\n", pxvm_errmsg());
-        exit(1);
-    }
+    pxvm_runner *run = px__runner_any(exec, &prog);
     double *t = calloc((size_t)fresh * 5u + 1u, sizeof(double));
     double *tn = t, *th = t + fresh, *d = t + 2 * fresh, *rn = t + 3 * fresh, *rh = t + 4 * fresh;
     int n = 0;
     uint64_t s = seed;
     for (int f = -1; f < fresh; f++) {
-        int w = f < 0 ? 959 : 320 + (int)(px__rng(&s) % 639u), h = f < 0 ? 719 : 240 + (int)(px__rng(&s) % 479u);
+        int w, h;
+        px__runner_size(f, &s, &w, &h);
         double bind[2], ran[2];
         for (int held = 0; held < 2; held++) { /* the new size, then the same size again */
             pxvm_view v = pxvm_view_host(frames[(2 * (f + 1) + held) % PX_FRAMES], w, h, 4);
@@ -597,12 +610,13 @@ int main(int argc, char **argv)
     /* what a new size adds to a whole bind through the runner: a pageable image, and a frame in
      * device memory on the GPU */
     size_t frame_bytes = (size_t)960 * 720 * 4u;
-    void *frames[PX_FRAMES];
-    for (int k = 0; k < PX_FRAMES; k++) {
-        if (!(frames[k] = malloc(frame_bytes)))
-            px__die("frames", &err);
+    void *frames[PX_FRAMES] = {frame.px}; /* the largest frame and copies of it, each its own memory */
+    for (int k = 1; k < PX_FRAMES; k++) {
+        if (!(frames[k] = malloc(frame_bytes))) {
+            fprintf(stderr, "bench_retarget: out of memory for a frame\n");
+            exit(1);
+        }
         memcpy(frames[k], frame.px, frame_bytes);
-        ((uint8_t *)frames[k])[k] ^= 1;
     }
     px__bind_added added[2] = {px__runner_bind_added(exec, frames, 0, fresh, KEEP, seed + 11), {0, 0, 0, {0, 0}, 0, 0}};
 #ifdef PXVM_HAVE_CUDA_GL
@@ -619,7 +633,7 @@ int main(int argc, char **argv)
             cudaFree(d_frames[k]);
     }
 #endif
-    for (int k = 0; k < PX_FRAMES; k++)
+    for (int k = 1; k < PX_FRAMES; k++)
         free(frames[k]);
     char added_json[2][512];
     for (int k = 0; k < 2; k++) {

@@ -55,6 +55,9 @@ struct pxvm_runner {
     /* any-size programs: the executor runs `cur`, prog->p itself or one of the resolutions */
     const pxvm_program *cur;
     uint8_t *bound;      /* [nslots][batch]: the input items bound at cur's size */
+    uint8_t *borrowed;   /* [nslots][batch]: the items bound by a borrow, which ends with the next run */
+    int nborrowed;       /* borrows made since the last ended (0: nothing to end) */
+    int keep_borrows;    /* pxvm_runner_keep_borrows: successful borrows end at the next bind, not the next run */
     int param_live, have_param;
     int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
     px_param_lane lane;
@@ -783,11 +786,12 @@ int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, in
         r->prog = prog, r->ops = ops, r->ex = ex, r->batch = batch, r->cur = &prog->p;
         r->fix_set = calloc((size_t)batch, 1);
         r->bound = calloc((size_t)prog->p.nslots * (size_t)batch, 1);
+        r->borrowed = calloc((size_t)prog->p.nslots * (size_t)batch, 1);
         r->fix_kind = calloc(regs, 1);
         r->fix_q = calloc(regs * 2u, sizeof(int32_t));
         r->fix_n = calloc(regs * 2u, sizeof(double));
     }
-    if (!r || !r->fix_set || !r->bound || !r->fix_kind || !r->fix_q || !r->fix_n) {
+    if (!r || !r->fix_set || !r->bound || !r->borrowed || !r->fix_kind || !r->fix_q || !r->fix_n) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)(sizeof *r + regs * 21u));
         pxvm_runner_close(r);
         if (!r)
@@ -822,6 +826,7 @@ void pxvm_runner_close(pxvm_runner *run)
         }
     free(run->fix_set);
     free(run->bound);
+    free(run->borrowed);
     free(run->fix_kind);
     free(run->fix_q);
     free(run->fix_n);
@@ -875,9 +880,32 @@ PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const p
     }
     if (op(run->ex, slot, first_item, view, &err) < 0)
         return px__fail(&err);
-    for (int b = first_item; b < first_item + view->items && b < run->batch; b++)
-        run->bound[(size_t)slot * (size_t)run->batch + (size_t)b] = 1;
+    for (int b = first_item; b < first_item + view->items && b < run->batch; b++) {
+        size_t at = (size_t)slot * (size_t)run->batch + (size_t)b;
+        run->bound[at] = 1;
+        run->borrowed[at] = (uint8_t)borrow;
+    }
+    run->nborrowed += borrow;
     return 0;
+}
+
+/* Ends every borrow (pxvm_runner_borrow): the items it bound are unbound and the executor forgets
+ * the caller's memory, so nothing reads it once the call that ends the borrow returns. */
+static void px__end_borrows(pxvm_runner *run)
+{
+    if (!run->nborrowed)
+        return;
+    for (int k = 0; k < run->cur->nslots; k++)
+        for (int b = 0; b < run->batch; b++) {
+            size_t at = (size_t)k * (size_t)run->batch + (size_t)b;
+            if (!run->borrowed[at])
+                continue;
+            run->borrowed[at] = 0;
+            run->bound[at] = 0;
+            if (!run->lost)
+                run->ops->release(run->ex, k, b, 1);
+        }
+    run->nborrowed = 0;
 }
 
 PXVM_HOT int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
@@ -902,11 +930,9 @@ int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h)
     return 0;
 }
 
-int pxvm_runner_run(pxvm_runner *run)
+static int px__run(pxvm_runner *run)
 {
     pxvm_error err;
-    if (!run || run->lost)
-        return px__unusable(run, "pxvm_runner_run");
     for (int b = 0; run->fix_inputs && b < run->batch; b++)
         if ((run->fix_inputs & ~(unsigned)run->fix_set[b]) &&
             pxvm_fixation_check_set(&run->prog->p, run->prog->name, run->fix_set[b], run->batch > 1 ? b : -1, NULL,
@@ -927,11 +953,38 @@ int pxvm_runner_run(pxvm_runner *run)
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }
 
+int pxvm_runner_run(pxvm_runner *run)
+{
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_run");
+    int rc = px__run(run);
+    if (!run->keep_borrows)
+        px__end_borrows(run);
+    return rc;
+}
+
+int pxvm_runner_keep_borrows(pxvm_runner *run, int keep)
+{
+    if (!run || (keep != 0 && keep != 1))
+        return px__usage("pxvm_runner_keep_borrows: NULL runner, or keep not 0 or 1");
+    run->keep_borrows = keep;
+    return 0;
+}
+
 int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst)
 {
     pxvm_error err;
+    char lb[16];
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_read");
+    /* an input's level 0 is the image bound, or nothing: never what a borrow or a size change left */
+    if (level == 0 && slot >= 0 && slot < run->cur->nslots && run->cur->slots[slot].role == PXI_ROLE_INPUT && dst &&
+        first_item >= 0 && dst->items >= 1 && first_item <= run->batch - dst->items)
+        for (int b = first_item; b < first_item + dst->items; b++)
+            if (!run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
+                return pxvm_fail(&err, PXE_UNBOUND_INPUT, -1, -1, slot, pxvm_slot_label(run->cur, slot, lb),
+                                 pxvm_slot_label(run->cur, slot, lb)),
+                       px__fail(&err);
     return run->ops->read(run->ex, slot, level, first_item, dst, 0, &err) < 0 ? px__fail(&err) : 0;
 }
 
@@ -1002,18 +1055,18 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
         return px__usage("pxvm_runner_exec: NULL argument");
     if (run->lost)
         return px__unusable(run, "pxvm_runner_exec");
+    /* the borrows end when the call returns (kept borrows: when it fails): a failed call leaves
+     * its inputs unbound, and none is read after it */
     int rc = px__exec_switch(run, nin, in_slots, in_items, ins);
-    if (rc)
-        return rc;
-    for (int i = 0; i < nin; i++) {
+    for (int i = 0; rc == 0 && i < nin; i++)
         rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
-        if (rc)
-            return rc;
-    }
-    rc = pxvm_runner_run(run);
+    if (rc == 0)
+        rc = run->lost ? px__unusable(run, "pxvm_runner_exec") : px__run(run);
     for (int i = 0; rc == 0 && i < nout; i++)
         rc = out_kinds[i] ? pxvm_runner_read_patches(run, out_slots[i], 0, &outs[i])
                           : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);
+    if (rc || !run->keep_borrows)
+        px__end_borrows(run);
     return rc;
 }
 

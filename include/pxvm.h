@@ -15,7 +15,11 @@
  *   buffers returned through pointers are released with pxvm_free.
  * - Every call that can fail returns 0 on success or a positive pxvm_class; the message of the
  *   last failure on the calling thread is pxvm_errmsg() (the words pxrun prints), its class
- *   pxvm_errclass(). A failed call changes nothing the caller can observe (no output is written).
+ *   pxvm_errclass(). A failed call changes nothing the caller can observe (no output is written),
+ *   except where its comment says what it leaves (pxvm_runner_exec's inputs, a failed change of size).
+ * - Memory the caller lends is lent for as long as the call's comment says and never read after:
+ *   pxvm_runner_borrow until the next run returns, pxvm_runner_exec until it returns, page-locked
+ *   images given to pxvm_runner_bind on the cuda executor until the next run returns.
  * - Thread safety: distinct handles may be used from distinct threads at once; one handle must
  *   not be used by two threads at once. A pxvm_prog may be shared read-only by many runners.
  * - Blocking: only pxvm_runner_run (without a stream), reads into host memory and
@@ -265,14 +269,24 @@ int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view
  * (its reference size until another is bound), any other slot's own. */
 int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h);
 /* As pxvm_runner_bind, but the runner may read the memory in place when the next run executes
- * instead of copying it now (zero-copy). The memory must then hold the frame until that run has
- * executed: with a stream set, until the stream gets past the run (work the caller enqueues after
- * pxvm_runner_run may change it); without one, whole when this call is made and unchanged until
- * the run returns. Reading the slot back reads the memory. Where it cannot be read in place it
- * is copied as by pxvm_runner_bind. In place today: on the cpu executor any packed RGBA8 host
+ * instead of copying it now (zero-copy). A borrow binds for one run: it ends when the next
+ * pxvm_runner_run returns, whatever that returns (a refused run ends it too), or at the next bind
+ * or borrow of the same items. Until then the memory must hold the frame: with a stream set, until
+ * the stream gets past the run (work the caller enqueues after pxvm_runner_run may change it);
+ * without one, whole when this call is made and unchanged until the run returns. Once the borrow
+ * has ended the runner never reads the memory again: its items are unbound (a run without a new
+ * bind is PXVM_UNLINKABLE, and so is reading their level 0), and the caller may free it. Where it
+ * cannot be read in place it is copied as by pxvm_runner_bind, and still binds for one run. In place today: on the cpu executor any packed RGBA8 host
  * image; on the cuda executor a packed RGBA8 frame in its device's memory (16-byte aligned, items
  * back to back) bound for all items to an input that only DIFF and UPDATE read (a video frame). */
 int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_view *view);
+/* keep = 1: the runner's borrows (pxvm_runner_borrow, and pxvm_runner_exec's when the call
+ * succeeds) last until the next bind or borrow of the same items, a change of their size or
+ * close, not until the next run: runs and reads of level 0 read the memory again. For a caller
+ * that keeps every image it lends alive and unchanged that long (the Python package does: it
+ * holds the last array given to each input). A failed exec still ends its borrows. keep = 0, the
+ * default: as written above. PXVM_USAGE for another value. */
+int pxvm_runner_keep_borrows(pxvm_runner *run, int keep);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
  * bound inputs, which stay bound. PXVM_UNLINKABLE if an input of some item is unbound, or an
@@ -281,7 +295,9 @@ int pxvm_runner_run(pxvm_runner *run);
 
 /* Copies level `level` of `slot` of items first_item.. into `dst` (RGBA8: channels 4,
  * px_stride 4, ch_stride 1, w x h the level's size), host or device memory. On the GPU a device
- * destination is written device-to-device on the runner's stream. */
+ * destination is written device-to-device on the runner's stream. Level 0 of an input is the
+ * image bound to it: PXVM_UNLINKABLE for an item that is not bound (never, or no longer: a borrow
+ * that ended, a change of size). */
 int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, const pxvm_view *dst);
 /* Copies the patches of an atlas slot as (items, patch_count, patch_h, patch_w, 4): `dst` has
  * w = patch_w, h = patch_h * patch_count, row_stride = patch_w*4 (the patches back to back, in
@@ -372,8 +388,10 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
 /* One call for a whole step of a pipeline (the Python layer's hot path): binds nin views (view i
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
- * (pxvm_runner_borrow): nothing can come between this call's bind and run, so what makes a
- * borrow safe holds by construction (on a stream: the caller's later work comes after the run).
+ * (pxvm_runner_borrow) for this call alone: the borrows end when it returns, whether it succeeds
+ * or fails at any step (a failed call leaves the inputs it was given unbound: bind them again, or
+ * call exec again, before a run), so the caller may free its memory as soon as the call returns
+ * (on a stream: once the stream gets past the run).
  * The views of one any-size slot are taken together: when they give every item of the batch one
  * size (a batch given image by image), the runner switches to it once, before the binds. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,

@@ -352,6 +352,10 @@ typedef struct pxvm_executor_ops {
     /* As bind, but the executor may instead keep v->data and read it when the next run executes
      * (public pxvm_runner_borrow); NULL: bind is used. */
     int (*borrow)(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+    /* Ends a borrow (public: when the run that reads it returns): items item0 .. item0+items-1 of
+     * input `slot` become unbound, and memory a borrow read in place is never read again (a later
+     * read of their level 0 reads the executor's own storage). Arguments are the caller's, valid. */
+    void (*release)(pxvm_executor *ex, int slot, int item0, int items);
     int (*run)(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error *err);
     /* Copies level `level` of `slot` of items item0.. into dst (RGBA8, checked by
      * pxvm_check_read_view); `patches`: the atlas as its patches (public pxvm_runner_read_patches). */

@@ -1,5 +1,5 @@
 /* bind.c - inputs into the CPU executor's slots: bind converts and copies the caller's images
- * (host memory only), borrow reads a packed RGBA8 host image in place until the next bind. */
+ * (host memory only), borrow reads a packed RGBA8 host image in place until the borrow ends. */
 #include "cpu_executor.h"
 
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
@@ -36,4 +36,17 @@ int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, px
             ex->wipe_pending[at] &= (uint8_t)~PXVM_RESET_LEVEL0;
     }
     return 0;
+}
+
+/* The end of a borrow: the items read the slot's own storage again (as after a bind, but holding
+ * nothing bound), so nothing keeps the caller's address. */
+void px_cpu_release(pxvm_executor *ex, int slot, int item0, int items)
+{
+    if (!ex->prog)
+        return;
+    for (int i = item0; i < item0 + items; i++) {
+        size_t at = (size_t)i * (size_t)ex->nslots + (size_t)slot;
+        ex->all_view[at].level[0] = ex->all_store[at] + ex->prog->slots[slot].level_offset[0];
+        ex->bound[at] = 0;
+    }
 }

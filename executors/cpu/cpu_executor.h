@@ -128,6 +128,7 @@ int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
 /* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+void px_cpu_release(pxvm_executor *ex, int slot, int item0, int items);
 
 /* pyramid.c: the full PYRAMID of a slot of the item being run, over the pool. */
 void px_cpu_pyramid(pxvm_executor *ex, int slot);

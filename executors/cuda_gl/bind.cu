@@ -264,3 +264,14 @@ int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, px
     ex->out_valid = 0;
     return 0;
 }
+
+/* The end of a borrow: a frame read in place is forgotten (runs already enqueued keep the address
+ * they were launched with), and the items are unbound, so no later bind copies from it. */
+void px__gl_release(pxvm_executor *ex, int slot, int item0, int items)
+{
+    if (!ex->prog)
+        return;
+    ex->frame_src[slot] = NULL;
+    for (int i = item0; i < item0 + items; i++)
+        ex->bound[(size_t)i * (size_t)ex->nslots + (size_t)slot] = 0;
+}

@@ -242,6 +242,7 @@ size_t px__lin_bytes(const pxvm_executor *ex, int slot);
  * CUDA device (what: the view's name in the error). */
 int px__gl_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px__gl_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
+void px__gl_release(pxvm_executor *ex, int slot, int item0, int items);
 int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *what, pxvm_error *err);
 
 /* resize.cu: one RESIZE's tables and pass 1's buffer (every item) on the device, made at load

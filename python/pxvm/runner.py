@@ -311,6 +311,9 @@ class Runner:
             h = ctypes.c_void_p()
             _check(_lib.pxvm_runner_open(self.program._h, self.executor.encode(), self.device, self.threads, batch,
                                          ctypes.byref(h)))
+            # the arrays lent to a call stay referenced (_lent, the fast path's) until replaced,
+            # so its borrows may last until the next bind: reads of an input read the array
+            _check(_lib.pxvm_runner_keep_borrows(h, 1))
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 

@@ -158,8 +158,8 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
             tiles_ok &= !memcmp(pt + pbytes + ((size_t)p * 16 + y) * 64, at + (((size_t)(p / 17) * 16 + y) * 272 + (size_t)(p % 17) * 16) * 4, 64);
     CHECK(tiles_ok);
     CHECK(!memcmp(pt, pt + pbytes, pbytes)); /* the same image in both items */
-    /* pxvm_runner_borrow: the CPU reads a packed RGBA image in place, run after run, until the
-     * next bind; other layouts are copied as bind copies them */
+    /* pxvm_runner_borrow: the CPU reads a packed RGBA image in place for one run (the borrow ends
+     * when that run returns); other layouts are copied as bind copies them */
     uint8_t *copy = malloc((size_t)w * h * 4), *pt2 = malloc(2 * pbytes), *pt3 = malloc(2 * pbytes);
     memcpy(copy, px, (size_t)w * h * 4);
     pxvm_view cv = pxvm_view_host(copy, w, h, 4);
@@ -168,7 +168,14 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
     pv2.data = pt2, pv3.data = pt3;
     CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
     CHECK(!memcmp(pt, pt2, 2 * pbytes)); /* the same bytes as bound */
-    memset(copy, 0, (size_t)w * h * 4);  /* in place: the next run sees the change */
+    /* the borrow has ended: a run without a new bind is refused, and so is a read of level 0 */
+    CHECK(pxvm_runner_run(run) == PXVM_UNLINKABLE && strstr(pxvm_errmsg(), "('image') is not bound"));
+    uint8_t *lv0 = malloc((size_t)w * h * 4);
+    pxvm_view iv = pxvm_view_host(lv0, w, h, 4);
+    CHECK(pxvm_runner_read(run, image, 0, 0, &iv) == PXVM_UNLINKABLE && strstr(pxvm_errmsg(), "is not bound"));
+    free(lv0);
+    memset(copy, 0, (size_t)w * h * 4); /* in place: the run of a new borrow sees the change */
+    CHECK(pxvm_runner_borrow(run, image, 0, &cv) == 0 && pxvm_runner_borrow(run, image, 1, &cv) == 0);
     CHECK(pxvm_runner_run(run) == 0 && pxvm_runner_read_patches(run, atlas, 0, &pv2) == 0);
     uint8_t *zero = calloc((size_t)w * h * 4, 1);
     pxvm_view zv = pxvm_view_host(zero, w, h, 4);

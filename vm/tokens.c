@@ -136,6 +136,18 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
             t->value[c][u] = fmt->dtype == PXVM_TOKENS_FLOAT32 ? b
                              : fmt->dtype == PXVM_TOKENS_FLOAT16 ? pxvm_f32_to_f16(b)
                                                                  : pxvm_f32_to_bf16(b);
+            uint32_t mag = t->value[c][u] & (fmt->dtype == PXVM_TOKENS_FLOAT32 ? 0x7FFFFFFFu : 0x7FFFu);
+            if (!isfinite(y) || mag >= (fmt->dtype == PXVM_TOKENS_FLOAT32   ? 0x7F800000u
+                                        : fmt->dtype == PXVM_TOKENS_FLOAT16 ? 0x7C00u
+                                                                            : 0x7F80u)) { /* [A-TOKENS-10] */
+                snprintf(m, sizeof m,
+                         "token format: byte %d of channel %d gives %.9g, not finite in %s (rescale %.9g, mean[%d] = "
+                         "%.9g, std[%d] = %.9g): a token must be a finite value",
+                         u, c, (double)y, fmt->dtype == PXVM_TOKENS_FLOAT32 ? "float32"
+                                          : fmt->dtype == PXVM_TOKENS_FLOAT16 ? "float16" : "bfloat16",
+                         (double)r, c, (double)mean[c], c, (double)sd[c]);
+                return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            }
         }
     return 0;
 }
@@ -152,8 +164,8 @@ int pxvm_check_tokens(const pxvm_program *prog, int batch, int slot, int item0, 
         return pxvm_fail(err, PXE_USAGE, -1, -1, m);
     }
     if (items < 1 || item0 < 0 || item0 > batch - items) { /* [A-TOKENS-8] */
-        snprintf(m, sizeof m, "tokens: items %d..%d (%d from %d) are not within the batch of %d (items 0..%d)", item0,
-                 item0 + items - 1, items, item0, batch, batch - 1);
+        snprintf(m, sizeof m, "tokens: items %d..%lld (%d from %d) are not within the batch of %d (items 0..%d)", item0,
+                 (long long)item0 + items - 1, items, item0, batch, batch - 1);
         return pxvm_fail(err, PXE_USAGE, -1, -1, m);
     }
     if (!dst)

@@ -52,7 +52,7 @@ PXVM_HOT static int px__check_view(const pxvm_view *v, const char *what, pxvm_er
 PXVM_HOT static int px__check_items(int batch, int item0, int items, pxvm_error *err)
 {
     if (item0 < 0 || items < 1 || item0 > batch - items)
-        return pxvm_fail(err, PXE_ITEM_RANGE, -1, -1, item0, item0 + items - 1, batch, batch - 1);
+        return pxvm_fail(err, PXE_ITEM_RANGE, -1, -1, (long long)item0, (long long)item0 + items - 1, batch, batch - 1);
     return 0;
 }
 
@@ -225,9 +225,10 @@ int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int ite
     (void)prog;
     if (!xy)
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", "NULL pointer");
-    if (reg0 < 0 || nregs < 1 || reg0 + nregs > PX_FIX_REGS) {
+    if (reg0 < 0 || nregs < 1 || nregs > PX_FIX_REGS - reg0) { /* (reg0 + nregs may overflow) */
         char m[128];
-        snprintf(m, sizeof m, "registers %d..%d asked for; there are %d (0..%d)", reg0, reg0 + nregs - 1, PX_FIX_REGS,
+        snprintf(m, sizeof m, "registers %d..%lld asked for; there are %d (0..%d)", reg0, (long long)reg0 + nregs - 1,
+                 PX_FIX_REGS,
                  PX_FIX_REGS - 1);
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", m);
     }

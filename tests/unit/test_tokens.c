@@ -274,6 +274,59 @@ typedef struct {
     int variants;
 } px_trule;
 
+/* The token of byte 255 with mean 0 and std s, as the table computes it: finite in the dtype? */
+static int px__finite_token(const pxvm_token_format *f, float r, float s)
+{
+    float x = 255.0f * r, y = x / s;
+    uint32_t b;
+    memcpy(&b, &y, 4);
+    if (!isfinite(y))
+        return 0;
+    return f->dtype == PXVM_TOKENS_FLOAT16 ? (pxvm_f32_to_f16(b) & 0x7FFFu) < 0x7C00u
+           : f->dtype == PXVM_TOKENS_BFLOAT16 ? (pxvm_f32_to_bf16(b) & 0x7FFFu) < 0x7F80u : 1;
+}
+
+/* The smallest positive float32 std (bit patterns are ordered as the values) whose byte-255 token is finite */
+static float px__smallest_finite_std(const pxvm_token_format *f)
+{
+    uint32_t lo = 1, hi = 0x3F800000u; /* std 1 is finite: the answer is in (lo - 1, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        float s;
+        memcpy(&s, &mid, 4);
+        if (px__finite_token(f, (float)f->rescale, s))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    float s;
+    memcpy(&s, &lo, 4);
+    return s;
+}
+
+/* The largest float32 rescale whose tokens are finite, with the format's channels (mean and std as given) */
+static float px__largest_finite_rescale(const pxvm_token_format *f)
+{
+    uint32_t lo = 0x3F800000u, hi = 0x7F7FFFFFu; /* rescale 1 is finite */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        float r;
+        memcpy(&r, &mid, 4);
+        int ok = 1;
+        for (int c = 0; c < 3 && ok; c++) {
+            float x = 255.0f * r, d = x - (float)f->mean[c], y = d / (float)f->std[c];
+            ok = isfinite(x) && isfinite(y);
+        }
+        if (ok)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    float r;
+    memcpy(&r, &lo, 4);
+    return r;
+}
+
 static void px__t1(int refuse, int variant, px_tcase *c, char *msg)
 {
     (void)variant;
@@ -301,20 +354,22 @@ static void px__t4(int refuse, int variant, px_tcase *c, char *msg)
     if (variant == 0) {
         c->f.rescale = refuse ? 0.0 : 1.401298464324817e-45; /* the smallest float32 */
         strcpy(msg, "rescale = 0 is not a positive finite float32");
-    } else {
-        c->f.rescale = refuse ? 3.5e38 : FLT_MAX; /* 3.5e38 rounds to infinity */
+    } else { /* 3.5e38 rounds to infinity; FLT_MAX is finite, but takes byte 255 beyond binary32 (A-TOKENS-10): the
+              * largest rescale whose tokens are finite is the accepted member */
+        c->f.rescale = refuse ? 3.5e38 : (double)px__largest_finite_rescale(&c->f);
         strcpy(msg, "rescale = 3.5e+38 is not");
     }
 }
 static void px__t5(int refuse, int variant, px_tcase *c, char *msg)
 {
     (void)variant;
-    c->f.mean[1] = refuse ? 3.5e38 : -FLT_MAX;
+    c->f.mean[1] = refuse ? 3.5e38 : -FLT_MAX, c->f.std[1] = 1.0; /* std 1: (x + FLT_MAX) / 1 is finite */
     strcpy(msg, "mean[1] = 3.5e+38 is not a finite float32");
 }
 static void px__t6(int refuse, int variant, px_tcase *c, char *msg)
 {
-    if (variant == 0) {
+    if (variant == 0) { /* the smallest std, whose tokens are finite when the rescale is as small: y = u */
+        c->f.rescale = 1.401298464324817e-45, c->f.mean[2] = 0.0;
         c->f.std[2] = refuse ? 1e-46 : 1.401298464324817e-45; /* 1e-46 rounds to 0 */
         strcpy(msg, "std[2] = 1e-46 is not a finite, non-zero float32");
     } else { /* alpha's own std, with 4 values */
@@ -342,6 +397,17 @@ static void px__t8(int refuse, int variant, px_tcase *c, char *msg)
         strcpy(msg, "items 0..-1 (0 from 0)");
     }
 }
+static void px__t10(int refuse, int variant, px_tcase *c, char *msg)
+{
+    /* channel 0 with mean 0: byte 255 gives the largest value; the last std whose value is finite is accepted,
+     * the float32 just below it refused; in float32 (variant 0), float16 (1) and bfloat16 (2) */
+    c->f.dtype = variant == 0 ? PXVM_TOKENS_FLOAT32 : variant == 1 ? PXVM_TOKENS_FLOAT16 : PXVM_TOKENS_BFLOAT16;
+    c->f.mean[0] = 0.0;
+    float s = px__smallest_finite_std(&c->f);
+    c->f.std[0] = refuse ? (double)nextafterf(s, 0.0f) : (double)s;
+    snprintf(msg, 200, "byte 255 of channel 0 gives");
+}
+
 static void px__t9(int refuse, int variant, px_tcase *c, char *msg)
 {
     (void)variant;
@@ -353,6 +419,7 @@ static const px_trule px_trules[] = {
     {"A-TOKENS-1", px__t1, 1}, {"A-TOKENS-2", px__t2, 1}, {"A-TOKENS-3", px__t3, 2},
     {"A-TOKENS-4", px__t4, 2}, {"A-TOKENS-5", px__t5, 1}, {"A-TOKENS-6", px__t6, 2},
     {"A-TOKENS-7", px__t7, 2}, {"A-TOKENS-8", px__t8, 2}, {"A-TOKENS-9", px__t9, 1},
+    {"A-TOKENS-10", px__t10, 3},
 };
 #define PX_NTRULES (sizeof px_trules / sizeof px_trules[0])
 

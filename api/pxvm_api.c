@@ -413,8 +413,18 @@ PXVM_COLD static int px__unusable(const pxvm_runner *run, const char *call)
 
 /* ---- runners: any-size programs --------------------------------------------------------------- */
 
+/* What a kept resolution holds: its program image (a copy of the program's, operands rescaled) and
+ * its tables, which grow with the image and the instructions. */
+static uint64_t px__resolution_bytes(const pxvm_program *p)
+{
+    return (uint64_t)p->image.w * (uint64_t)p->image.h * 4u + (uint64_t)p->ninsns * (sizeof(pxi_insn) + 64u) +
+           (uint64_t)p->nslots * sizeof(pxvm_slot);
+}
+
 /* The resolution of the runner's program at wh (NULL: every reference size), from the cache or
- * made now (replacing the least recently used entry that the executor does not run). */
+ * made now (replacing the least recently used entry that the executor does not run). The entries
+ * kept hold at most the program's memory limit together (max_memory, the one budget): older ones
+ * are dropped to make room, the one the executor runs never. */
 static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **out, pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
@@ -443,6 +453,24 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
         free(slot->wh);
         slot->wh = NULL;
         pxvm_program_free(&slot->prog);
+    }
+    /* a new entry needs about what the program's own image and tables take: older ones go first */
+    uint64_t need = px__resolution_bytes(poly), kept = 0;
+    for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
+        kept += run->cache[i].wh ? px__resolution_bytes(&run->cache[i].prog) : 0;
+    while (kept + need > run->prog->lim.max_memory) {
+        px_resolved *old = NULL;
+        for (int i = 0; i < PXVM_RESOLVE_CACHE; i++) {
+            px_resolved *e = &run->cache[i];
+            if (e->wh && &e->prog != run->cur && (!old || e->used < old->used))
+                old = e;
+        }
+        if (!old)
+            break;
+        kept -= px__resolution_bytes(&old->prog);
+        free(old->wh);
+        old->wh = NULL;
+        pxvm_program_free(&old->prog);
     }
     pxvm_program res;
     if (pxvm_program_resolve(poly, want, &run->prog->lim, &res, err) < 0)
@@ -1413,3 +1441,13 @@ _Static_assert(PXVM_FIX_REGS == PX_FIX_REGS, "public and ISA register counts agr
 _Static_assert(PXVM_GEOM_INTS == PX_GEOM_INTS, "public and ISA geometry sizes agree");
 
 void pxvm_runner_test_set_ops(pxvm_runner *run, const pxvm_executor_ops *ops) { run->ops = ops; }
+
+int pxvm_runner_test_resolutions(const pxvm_runner *run, uint64_t *bytes)
+{
+    int n = 0;
+    *bytes = 0;
+    for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
+        if (run->cache[i].wh)
+            n++, *bytes += px__resolution_bytes(&run->cache[i].prog);
+    return n;
+}

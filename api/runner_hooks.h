@@ -8,5 +8,7 @@
 /* Replaces the ops the runner calls its executor through (the same executor, so `ops` must be
  * the executor's own ops with some entries wrapped): how a test makes a retarget or a load fail. */
 void pxvm_runner_test_set_ops(pxvm_runner *run, const pxvm_executor_ops *ops);
+/* The resolutions the runner keeps, and the bytes they hold together (as its budget counts them). */
+int pxvm_runner_test_resolutions(const pxvm_runner *run, uint64_t *bytes);
 
 #endif

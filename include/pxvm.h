@@ -242,7 +242,8 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream);
 /* The resolutions of an any-size program a runner keeps: switching back to one of the last 64
  * sizes bound costs no resolution, and finds what the executor keeps for that resolution (the
  * CPU executor's plans and the CUDA-GL executor's configurations and graphs, 64 each, keyed by
- * the resolution). */
+ * the resolution). Each holds a copy of the program image: together they hold at most the
+ * program's max_memory bytes (older sizes are dropped first; the one running is always kept). */
 #define PXVM_RESOLVE_CACHE 64
 
 /* Binds view->items images to input slot `slot`, items first_item .. first_item+items-1. The

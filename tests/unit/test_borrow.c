@@ -9,13 +9,20 @@
 #include "../../include/pxvm.h"
 #include "test.h"
 
+/* PXVM_TEST_EXECUTOR=cuda runs these on the CUDA-GL executor (the GPU check) */
+static const char *px__executor(void)
+{
+    const char *e = getenv("PXVM_TEST_EXECUTOR");
+    return e && *e ? e : "cpu";
+}
+
 /* A fixation-relative plan: its runs need fixation register 0 set. */
 static pxvm_runner *px__open_relative(pxvm_prog **prog, int batch)
 {
     const char *plan = "{\"image\": [64, 48], \"fixation\": \"relative\", \"budget\": 8, \"scheme\": \"logpolar\","
                        " \"levels\": 3}";
     pxvm_runner *run = NULL;
-    if (pxvm_prog_from_plan(plan, "relative.json", NULL, prog) || pxvm_runner_open(*prog, "cpu", 0, 1, batch, &run))
+    if (pxvm_prog_from_plan(plan, "relative.json", NULL, prog) || pxvm_runner_open(*prog, px__executor(), 0, 1, batch, &run))
         return NULL;
     return run;
 }

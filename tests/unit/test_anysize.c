@@ -594,6 +594,53 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
     pxvm_prog_free(prog);
 }
 
+/* U-BIND-4's pixel bound at its edge through the runner: 'image' (64x48) takes at most 4899
+ * pixels; 69x71 and 71x69 are exactly 4899 (taken, and equal to a fresh runner at that size),
+ * 70x70 is 4900, one more (refused, naming it, the runner unchanged): as the first size change
+ * (the program's words) and as a later one (the runner's lane), and again after the refusal. */
+TEST(anysize_runner_takes_exactly_the_max_pixels)
+{
+    pxvm_builder b;
+    pxvm_image img;
+    pxvm_error err;
+    px__any_pyramid(&b);
+    pxvm_build_any_size(&b, 1, 0, 0, 4899);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_build_free(&b);
+        return;
+    }
+    pxvm_build_free(&b);
+    CHECK(69 * 71 == 4899 && 70 * 70 == 4899 + 1);
+    void *png;
+    size_t len;
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "pixels", NULL, &prog) ||
+        pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
+        uint64_t rng = 41;
+        const char *over = "a 70x70 image cannot be bound to slot 1 ('image'): it takes 1x1 .. 16384x16384, at most 4899 pixels";
+        px__bind_edge(prog, run, 69, 71, NULL, &rng); /* the first change of size */
+        px__bind_edge(prog, run, 71, 69, NULL, &rng); /* a later one */
+        px__bind_edge(prog, run, 70, 70, over, &rng);
+        px__bind_edge(prog, run, 69, 71, NULL, &rng);
+        pxvm_prog *res = NULL;
+        int wh[6] = {0, 0, 71, 69, 0, 0};
+        CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+        pxvm_prog_free(res);
+        wh[2] = wh[3] = 70;
+        CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), PXVM_UNLINKABLE);
+        CHECK_STR(pxvm_errmsg(), over);
+        pxvm_free(png);
+    }
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+    pxvm_image_free(&img);
+}
+
 /* Once the sizes are run parameters, a bind at a new size is checked from the runner's lane (the
  * view alone, the bounds, the batch): every refusal there says what it says out of the mode and
  * changes nothing; the next size equals a fresh runner. */

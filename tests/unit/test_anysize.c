@@ -993,6 +993,106 @@ TEST(anysize_q16_fixation_checked_against_the_bound_size)
     pxvm_prog_free(prog);
 }
 
+/* ---- the rescaling's division at exact ties ------------------------------------------------- */
+
+/* SPEC 2's scale(q, n, n0) = floor((2qn + n0) / (2n0)), written out here in plain integers (the
+ * numerator stays below 2^49): a tie, q*n/n0 exactly k + 1/2, goes up. */
+static int64_t px__scale_ref(int32_t q, int n, int n0)
+{
+    int64_t a = 2 * (int64_t)q * n + n0, d = 2 * (int64_t)n0;
+    return a / d - (a % d != 0 && a < 0);
+}
+
+/* The derived resolution (pxvm_program_resolve: the division estimated through a double and
+ * corrected in integers) and the parsed one (px_scale_q16) round every SAMPLE operand of an
+ * any-size slot as SPEC 2 says, exact ties above all: reference 196x98 bound at 294x147 (3/2),
+ * 98x49 (1/2) and 490x245 (5/2), where every odd q is a tie (q*n/n0 = k + 1/2), of either sign,
+ * from 1 to near int32's edge; even q alongside. The divisors 2*n0 (392, 196) are no powers of
+ * two and 1/196 rounds down in binary64: at most large ties a double quotient a * (1/d) falls
+ * just below the integer it is, so a division that trusts it, or corrects it only past the
+ * divisor, is one off there (counted: `low`). */
+TEST(anysize_resolution_rounds_exact_ties_half_up)
+{
+    enum { NINSN = 240 };
+    static const int sizes[3][2] = {{294, 147}, {98, 49}, {490, 245}};
+    pxvm_builder b;
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_build_init(&b, 64);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 196, 98);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 4, 4);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    uint64_t rng = 97;
+    int32_t q[NINSN][4];
+    for (int i = 0; i < NINSN; i++) {
+        for (int j = 0; j < 4; j++) {
+            /* magnitudes up to 2^29 (x 5/2 stays inside int32): small ones, then spread over the
+             * range; odd ones (ties) three times in four, and the sign alternating */
+            uint32_t r = (uint32_t)(px_rand(&rng) >> 11);
+            int64_t m = i < 16 ? i * 4 + j : (int64_t)(r % (1u << 29));
+            if ((i + j) % 4 != 3)
+                m |= 1;
+            q[i][j] = (int32_t)((i + j) & 1 ? -m : m);
+        }
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 4, f[PX_FI(SAMPLE, h)] = 4;
+        f[PX_FI(SAMPLE, cu)] = q[i][0], f[PX_FI(SAMPLE, cv)] = q[i][1];
+        f[PX_FI(SAMPLE, du)] = q[i][2], f[PX_FI(SAMPLE, dv)] = q[i][3];
+        pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+    }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_build_free(&b);
+        return;
+    }
+    pxvm_build_free(&b);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly;
+    if (pxvm_program_from_copy(&img, &lim, &poly, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_image_free(&img);
+        return;
+    }
+    int ties = 0, low = 0, checked = 0;
+    static const int fields[4] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, cv), PX_FI(SAMPLE, du), PX_FI(SAMPLE, dv)};
+    for (int z = 0; z < 3; z++) {
+        int wh[6] = {0, 0, sizes[z][0], sizes[z][1], 0, 0};
+        for (int way = 0; way < 2; way++) { /* derived, parsed */
+            pxvm_program res;
+            int rc = way ? pxvm_program_resolve_parsed(&poly, wh, &lim, &res, &err)
+                         : pxvm_program_resolve(&poly, wh, &lim, &res, &err);
+            if (rc < 0) {
+                px_test_fail(__FILE__, __LINE__, "%dx%d: %s", wh[2], wh[3], err.msg);
+                continue;
+            }
+            for (int i = 0; i < NINSN; i++)
+                for (int j = 0; j < 4; j++) {
+                    int n = j & 1 ? wh[3] : wh[2], n0 = j & 1 ? 98 : 196;
+                    int64_t want = px__scale_ref(q[i][j], n, n0), got = res.insns[i].a[fields[j]];
+                    int tie = (2 * (int64_t)q[i][j] * n + n0) % (2 * (int64_t)n0) == 0;
+                    int64_t a = 2 * (int64_t)q[i][j] * n + n0;
+                    ties += tie && !way;
+                    low += tie && !way && (int64_t)((double)a * (1.0 / (2.0 * n0))) != want;
+                    checked++;
+                    if (got != want) {
+                        px_test_fail(__FILE__, __LINE__, "%s resolution at %dx%d: instruction %d operand %d: q = %d scales "
+                                     "to %lld, SPEC's rule gives %lld%s", way ? "parsed" : "derived", wh[2], wh[3], i, j,
+                                     q[i][j], (long long)got, (long long)want, tie ? " (an exact tie: half up)" : "");
+                        i = NINSN;
+                        break;
+                    }
+                }
+            pxvm_program_free(&res);
+        }
+    }
+    CHECK(ties > 1000 && low > 100);
+    printf("  %d operands checked, %d of them exact ties, %d where a double quotient is one off\n", checked, ties, low);
+    pxvm_program_free(&poly);
+    pxvm_image_free(&img);
+}
+
 /* ---- the derived resolution (pxvm_program_resolve) == the parsed one, program and error ------ */
 
 /* Resolves poly at every size of wh[] both ways under lim; counts equal results and equal

@@ -1345,3 +1345,107 @@ TEST(anysize_cpu_plan_copied_from_a_sibling_equals_the_plan_made)
     printf("  %d plans copied from a sibling equal the plans made\n", compared);
     CHECK(compared >= 20);
 }
+
+/* ---- two any-size inputs (SPEC 2) -------------------------------------------------------------- */
+
+/* Patches of 'atlas' after a run of `run`, into out (2 tokens of 4x4). */
+static int px__two_patches(const pxvm_prog *prog, pxvm_runner *run, uint8_t out[2][4][4][4])
+{
+    pxvm_view v = {out, -1, 1, 4, 8, 4, 2 * 4 * 4 * 4, 16, 4, 1};
+    return pxvm_runner_read_patches(run, pxvm_prog_slot_find(prog, "atlas"), 0, &v);
+}
+
+/* Binds a random w x h image (seed) to `slot`. */
+static int px__two_bind(pxvm_runner *run, int slot, int w, int h, uint64_t seed)
+{
+    pxvm_image img = px_random_image(w, h, &seed);
+    pxvm_view v = pxvm_view_host(img.px, w, h, 4);
+    int rc = pxvm_runner_bind(run, slot, 0, &v);
+    pxvm_image_free(&img);
+    return rc;
+}
+
+/* A program with two any-size inputs, a (reference 16x16, any size) and b (8x8, sides at most
+ * 64): the resolution rescales each SAMPLE by its own src's bound size and rewrites each
+ * descriptor with its own (the sizes independent); each slot is checked against its own bounds;
+ * a runner changes one slot's size at a time, the other keeping its size and image, and every
+ * run equals a fresh runner's with the same two images. */
+TEST(anysize_two_inputs_resolve_each_at_its_own_size)
+{
+    static const char *src = ".width 16\n.slot a input 16x16 any\n.slot b input 8x8 any max=64\n"
+                             ".slot atlas output 8x4 patches=4x4x2\nPYRAMID a\nPYRAMID b\n"
+                             "SAMPLE src=a dst=atlas mode=linear dst_x=0 dst_y=0 w=4 h=4 cu=8 cv=8 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=b dst=atlas mode=linear dst_x=4 dst_y=0 w=4 h=4 cu=4 cv=4 du=1 dv=1 lod=0\n"
+                             "HALT\n";
+    pxvm_prog *prog = NULL, *res = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "two.pxs", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    /* the resolution at a 40x30, b 20x10: each slot's size, each SAMPLE by its own src */
+    int wh[8] = {0, 0, 40, 30, 20, 10, 0, 0};
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+    void *png = NULL;
+    size_t len = 0;
+    pxvm_image img = {0, 0, NULL};
+    pxvm_program p;
+    pxvm_limits lim;
+    pxvm_error err;
+    pxvm_limits_default(&lim);
+    if (!res || pxvm_prog_encode(res, &png, &len) || pxvm_png_decode(png, len, "two", &lim, &img, &err) < 0 ||
+        pxvm_program_from_copy(&img, &lim, &p, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "the resolution at 40x30, 20x10: %s", res ? err.msg : pxvm_errmsg());
+    } else {
+        CHECK(p.slots[1].w == 40 && p.slots[1].h == 30 && p.slots[2].w == 20 && p.slots[2].h == 10);
+        CHECK_EQ(PX_ARG(&p.insns[2], SAMPLE, cu), px_scale_q16(8 << 16, 40, 16));
+        CHECK_EQ(PX_ARG(&p.insns[2], SAMPLE, cv), px_scale_q16(8 << 16, 30, 16));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, cu), px_scale_q16(4 << 16, 20, 8));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, cv), px_scale_q16(4 << 16, 10, 8));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, lod), px_lod_shift(20, 10, 8, 8));
+        pxvm_program_free(&p);
+    }
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(res);
+    /* b against its own bounds (a has none but the side limit): 64 taken, 65 refused */
+    wh[4] = 64, wh[5] = 64;
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+    pxvm_prog_free(res);
+    wh[4] = 65;
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "a 65x64 image cannot be bound to slot 2 ('b'): it takes 1x1 .. 64x64");
+    /* a runner: one slot's size at a time */
+    static const struct { int slot, w, h; } binds[] = {{1, 40, 30}, {2, 20, 10}, {2, 64, 33}, {1, 17, 50}, {1, 40, 30}};
+    int size[3][2] = {{0, 0}, {16, 16}, {8, 8}};
+    uint64_t seed[3] = {0, 0, 0};
+    if (pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
+        for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++) {
+            int k = binds[i].slot;
+            size[k][0] = binds[i].w, size[k][1] = binds[i].h, seed[k] = 1000 + i;
+            CHECK_EQ(px__two_bind(run, k, binds[i].w, binds[i].h, seed[k]), 0);
+            if (i == 0) /* b still unbound */
+                continue;
+            CHECK_EQ(pxvm_runner_run(run), 0);
+            for (int j = 1; j <= 2; j++) {
+                int w = 0, h = 0;
+                CHECK_EQ(pxvm_runner_slot_size(run, j, &w, &h), 0);
+                CHECK(w == size[j][0] && h == size[j][1]);
+            }
+            pxvm_runner *fresh = NULL;
+            uint8_t got[2][4][4][4], want[2][4][4][4];
+            if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &fresh) || px__two_bind(fresh, 1, size[1][0], size[1][1], seed[1]) ||
+                px__two_bind(fresh, 2, size[2][0], size[2][1], seed[2]) || pxvm_runner_run(fresh) ||
+                px__two_patches(prog, fresh, want) || px__two_patches(prog, run, got))
+                px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            else if (memcmp(got, want, sizeof got))
+                px_test_fail(__FILE__, __LINE__, "bind %zu (slot %d at %dx%d): the run differs from a fresh runner's", i, k,
+                             binds[i].w, binds[i].h);
+            pxvm_runner_close(fresh);
+        }
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(prog);
+}

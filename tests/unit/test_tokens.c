@@ -567,3 +567,42 @@ TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
         }
     printf("  %d size changes\n", cases);
 }
+
+/* ---- RESIZE and token geometry (SPEC 6) -------------------------------------------------------- */
+
+/* RESIZE writes no token geometry: tile 0, written only by a RESIZE of exactly its rectangle,
+ * reads (0, 0, 0, 0, -1); tile 1, written by a SAMPLE and then by a RESIZE, keeps the SAMPLE's
+ * geometry while its pixels are the RESIZE's (those of tile 0: the same RESIZE). */
+TEST(tokens_resize_writes_no_geometry)
+{
+    static const char *src = ".width 16\n.slot image input 16x16\n.slot atlas output 8x4 patches=4x4x2\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=10 cv=6 du=1 dv=1 lod=0\n"
+                             "RESIZE image atlas filter=1 at=(4,0) size=(4,4)\n"
+                             "RESIZE image atlas filter=1 at=(0,0) size=(4,4)\n"
+                             "HALT\n";
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "resize_geometry.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run) ||
+        px__size_bind(run, 16, 16, 9, 1)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_runner_close(run);
+        pxvm_prog_free(prog);
+        return;
+    }
+    int atlas = pxvm_prog_slot_find(prog, "atlas");
+    int32_t g[2][PXVM_GEOM_INTS];
+    uint8_t patches[2][4][4][4];
+    pxvm_view out = {patches, -1, 1, 4, 4 * 2, 4, sizeof patches, 4 * 4, 4, 1};
+    CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, &g[0][0], -1), 0);
+    CHECK_EQ(pxvm_runner_read_patches(run, atlas, 0, &out), 0);
+    int32_t none[PXVM_GEOM_INTS] = {0, 0, 0, 0, -1}, sample[PXVM_GEOM_INTS] = {10 << 16, 6 << 16, 65536, 65536, 0};
+    if (memcmp(g[0], none, sizeof none))
+        px_test_fail(__FILE__, __LINE__, "tile 0 (RESIZE only): geometry (%d, %d, %d, %d, %d), not (0, 0, 0, 0, -1)",
+                     g[0][0], g[0][1], g[0][2], g[0][3], g[0][4]);
+    if (memcmp(g[1], sample, sizeof sample))
+        px_test_fail(__FILE__, __LINE__, "tile 1 (SAMPLE, then RESIZE): geometry (%d, %d, %d, %d, %d), not the SAMPLE's",
+                     g[1][0], g[1][1], g[1][2], g[1][3], g[1][4]);
+    CHECK(!memcmp(patches[0], patches[1], sizeof patches[0])); /* both tiles hold the RESIZE's pixels */
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

@@ -943,9 +943,11 @@ static void r_opnd_level(int refuse, int variant, px_rcase *c)
     (void)variant;
     pxvm_builder b;
     pxvm_build_init(&b, 16);
-    pxvm_build_slot(&b, PXI_ROLE_INPUT, "big", 16384, 1); /* 15 levels: 0..14 */
-    /* 14 is its last level; 15 is refused as no level of big (V-ARGMAX-1), 16 as no level at all */
-    uint32_t i = px__argmax(&b, 1, refuse ? 16 : 14, 0, 0, 0, 0);
+    /* 32768 wide (the side limit raised for it): 16 levels, 0..15, the most a slot has; so 15 is
+     * a level of big and 16 no level at all */
+    c->lim.max_side = 32768;
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "big", 32768, 1);
+    uint32_t i = px__argmax(&b, 1, refuse ? 16 : 15, 0, 0, 0, 0);
     px__halt(&b);
     px__expect(c, INSN_XY(&b, i, 0), "instruction 0 (ARGMAX): operand level = 16 (levels are 0..15)");
     px__finish(&b, c);
@@ -1660,6 +1662,49 @@ static int e_any_resolved(const px_rcase *c, int variant, px_redge_at *e)
     return 0;
 }
 
+/* Operand f of opcode op at the pixel the case's message names (an operand rule's: the
+ * operand's own pixel), as the loader reads it. */
+static int64_t px__operand_at(const px_rcase *c, int op, int f)
+{
+    const pxi_field_info *fi = &pxi_op(op)->fields[f];
+    const uint8_t *px = c->prog.px + 4u * ((size_t)c->y * (size_t)c->prog.w + (size_t)c->x);
+    return pxi_read_le(px, 0, fi->channel, fi->bytes);
+}
+
+static int e_opnd_taps(const px_rcase *c, int variant, px_redge_at *e)
+{
+    e->value = px__operand_at(c, PX_OP_ANISO, PX_FI(ANISO, taps)), e->what = "taps";
+    e->bound = variant == 0 ? PX_MAX_TAPS : 1, e->dir = variant == 0 ? 1 : -1;
+    return 0;
+}
+
+static int e_opnd_reg(const px_rcase *c, int variant, px_redge_at *e)
+{
+    e->value = px__operand_at(c, PX_OP_ARGMAX, variant == 0 ? PX_FI(ARGMAX, reg) : PX_FI(ARGMAX, ior_first));
+    e->bound = PX_FIX_REGS - 1, e->dir = 1, e->what = variant == 0 ? "reg" : "ior_first";
+    return 0;
+}
+
+static int e_opnd_level(const px_rcase *c, int variant, px_redge_at *e)
+{
+    (void)variant;
+    e->value = px__operand_at(c, PX_OP_ARGMAX, PX_FI(ARGMAX, level));
+    e->bound = PXVM_MAX_LEVELS - 1, e->dir = 1, e->what = "level";
+    return 0;
+}
+
+/* T-STEP-1: the instructions a run executes (every one here: no early HALT), HALT included. */
+static int e_steps(const px_rcase *c, int variant, px_redge_at *e)
+{
+    (void)variant;
+    pxvm_program p;
+    if (px__measure_load(c, &p) < 0)
+        return 1;
+    e->value = p.ninsns, e->bound = (int64_t)c->max_steps, e->dir = 1, e->what = "instructions run";
+    pxvm_program_free(&p);
+    return 0;
+}
+
 /* ---- RESIZE: its pairs are built in test_resize_op.c ----------------------------------------- */
 
 void px_resize_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
@@ -1722,10 +1767,10 @@ static const px_rule px_rules[] = {
     {"V-OPND-4", PXE_OPERAND, r_opnd_mask, 1, NULL, NULL},
     {"V-OPND-5", PXE_OPERAND, r_opnd_mode, 2, NULL, NULL},
     {"V-OPND-6", PXE_OPERAND, r_opnd_dim, 2, NULL, NULL},
-    {"V-OPND-7", PXE_OPERAND, r_opnd_taps, 2, NULL, NULL},
+    {"V-OPND-7", PXE_OPERAND, r_opnd_taps, 2, NULL, e_opnd_taps},
     {"V-OPND-8", PXE_OPERAND, r_opnd_flag, 1, NULL, NULL},
-    {"V-OPND-9", PXE_OPERAND, r_opnd_reg, 2, NULL, NULL},
-    {"V-OPND-10", PXE_OPERAND, r_opnd_level, 1, NULL, NULL},
+    {"V-OPND-9", PXE_OPERAND, r_opnd_reg, 2, NULL, e_opnd_reg},
+    {"V-OPND-10", PXE_OPERAND, r_opnd_level, 1, NULL, e_opnd_level},
     {"V-WRITE-1", PXE_REGION, r_write_readonly, 5, NULL, NULL},
     {"V-WRITE-2", PXE_REGION, r_write_fits, 2, NULL, NULL},
     {"V-WRITE-3", PXE_REGION, r_write_code, 2, NULL, NULL},
@@ -1755,7 +1800,7 @@ static const px_rule px_rules[] = {
     {"U-BIND-5", PXE_RESOLVE_RANGE, r_any_range, 2, NULL, e_any_range},
     {"U-BIND-6", PXE_RESOLVE_INVALID, r_any_resolved, 1, NULL, e_any_resolved},
     {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL, NULL},
-    {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL, NULL},
+    {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL, e_steps},
     /* RESIZE (test_resize_op.c) */
     {"V-RESIZE-1", PXE_OPERAND, r_resize_1, 2, NULL, NULL},
     {"V-RESIZE-2", PXE_OPERAND, r_resize_2, 2, NULL, NULL},

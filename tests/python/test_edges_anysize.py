@@ -141,3 +141,31 @@ def test_two_any_size_inputs_each_at_its_own_size(tmp_path):
     assert r.returncode != 0 and "a 100x50 image cannot be bound to slot 2 ('b'): it takes 1x1 .. 64x64" in r.stderr
     r = pxrun(prog, "--in", "a=" + a, "--in", "b=" + b, "--size", "65x65", check=False)
     assert r.returncode == 2 and "a 65x65 image cannot be bound to slot 2 ('b')" in r.stderr
+
+
+# ---- tokens across size changes (SPEC 2): each call's, never the previous size's ---------------
+
+def test_tokens_across_size_changes_equal_a_fresh_runners(tmp_path):
+    prog = pxvm.Program.load(pxi(tmp_path, "pixels", PIXELS_SRC))
+    run = pxvm.Runner(prog, executor=EXECUTOR)
+    sizes = [(40, 30), (24, 20), (40, 30), (24, 20), (69, 71)]
+    for i, (w, h) in enumerate(sizes):
+        img = np.random.RandomState(10 + i).randint(0, 256, (h, w, 3), dtype=np.uint8)
+        fresh = pxvm.Runner(prog, executor=EXECUTOR)
+        want = fresh.tokens(img, normalize="none")
+        fresh.close()
+        # the compiled fast path (one positional image) and the ctypes one (a named input)
+        for got in (run.tokens(img, normalize="none"), run.tokens(image=img, normalize="none")):
+            assert np.array_equal(got, want), "%dx%d (call %d)" % (w, h, i)
+        assert run.slot_size("image") == (w, h)
+        # what a read after the run shows: this size's atlas
+        assert np.array_equal(run.read("atlas")[0], fresh_atlas(prog, img))
+    run.close()
+
+
+def fresh_atlas(prog, img):
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    r.run(img)
+    out = r.read("atlas")[0]
+    r.close()
+    return out

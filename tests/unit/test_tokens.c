@@ -468,6 +468,13 @@ static const char *px__size_src(int keep)
 
 enum { PX_SZ_FLOATS = 2 * 3 * 4 * 4 }; /* 2 tokens, C = 3, 4x4, float32 */
 
+/* The executor under test (PXVM_TEST_EXECUTOR: "cpu", the default, or "cuda" on the GPU machine). */
+static const char *px__tok_executor(void)
+{
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    return name && *name ? name : "cpu";
+}
+
 /* set_input_size that takes no size: the runner changes size by a resolution and a retarget */
 static int px__no_set_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
                            int h, pxvm_error *err)
@@ -513,14 +520,14 @@ TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
             pxvm_runner *run = NULL;
             static pxvm_executor_ops ops;
             if (pxvm_prog_assemble(px__size_src(keep), "size.pxs", NULL, &prog) ||
-                pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
+                pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run)) {
                 px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
                 pxvm_prog_free(prog);
                 return;
             }
             if (declined) {
                 pxvm_error err;
-                ops = *pxvm_executor_find("cpu", &err), ops.set_input_size = px__no_set_size;
+                ops = *pxvm_executor_find(px__tok_executor(), &err), ops.set_input_size = px__no_set_size;
                 pxvm_runner_test_set_ops(run, &ops);
             }
             int atlas = pxvm_prog_slot_find(prog, "atlas"), kept = keep ? pxvm_prog_slot_find(prog, "keep") : -1;
@@ -582,7 +589,8 @@ TEST(tokens_resize_writes_no_geometry)
                              "HALT\n";
     pxvm_prog *prog = NULL;
     pxvm_runner *run = NULL;
-    if (pxvm_prog_assemble(src, "resize_geometry.pxs", NULL, &prog) || pxvm_runner_open(prog, "cpu", 0, 1, 1, &run) ||
+    if (pxvm_prog_assemble(src, "resize_geometry.pxs", NULL, &prog) ||
+        pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run) ||
         px__size_bind(run, 16, 16, 9, 1)) {
         px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
         pxvm_runner_close(run);

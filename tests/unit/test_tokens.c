@@ -507,7 +507,8 @@ static int px__size_tokens(pxvm_runner *run, int slot, float *t)
  * run: those of the state a load at that size starts from: a non-persistent atlas reads its
  * initial state (zeros, as a fresh runner bound at the new size reads it), not the atlas of the
  * run at the old size; a persistent atlas keeps what the runs before the change left (SPEC 2:
- * persistent slots keep their values). Then the run at the new size equals a fresh runner's.
+ * persistent slots keep their values); the token geometry, no slot, is the last run's. Then the
+ * run at the new size equals a fresh runner's.
  * Through the executor's own size change, and through a resolution and a retarget (the
  * executor's set_input_size declined), to a new size and back to a size seen before. */
 TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
@@ -534,6 +535,8 @@ TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
             float before[2][PX_SZ_FLOATS], after[2][PX_SZ_FLOATS], want[PX_SZ_FLOATS];
             CHECK_EQ(px__size_bind(run, 16, 16, 5, 1), 0);
             for (int z = 0; z < 3; z++) {
+                int32_t g_before[2 * PXVM_GEOM_INTS], g_after[2 * PXVM_GEOM_INTS];
+                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_before, -1), 0);
                 CHECK_EQ(px__size_tokens(run, atlas, before[0]), 0);
                 if (keep)
                     CHECK_EQ(px__size_tokens(run, kept, before[1]), 0);
@@ -542,6 +545,9 @@ TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
                 CHECK(memcmp(before[0], zeros, sizeof zeros) && (!keep || memcmp(before[1], zeros, sizeof zeros)));
                 CHECK_EQ(px__size_bind(run, w, h, 100u + (uint64_t)z, 0), 0);
                 CHECK_EQ(px__size_tokens(run, atlas, after[0]), 0);
+                /* the geometry is no slot: the last run's until the next run (SPEC 2) */
+                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_after, -1), 0);
+                CHECK(!memcmp(g_before, g_after, sizeof g_after));
                 for (int i = 0; i < PX_SZ_FLOATS; i++)
                     want[i] = 0.0f; /* byte 0 / 255 */
                 if (memcmp(after[0], want, sizeof want))

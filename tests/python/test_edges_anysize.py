@@ -106,6 +106,16 @@ def test_out_level_of_an_any_size_input_is_the_bound_sizes(tmp_path):
     assert not os.path.exists(atlas) and not os.path.exists(out + ".5.png")
     pxrun(FOV_ANY, "--in", "image=" + small, "--out", "image@4=" + out + ".4.png")
     assert Image.open(out + ".4.png").size == (1, 1)
+    # --frames: the last frame's chain (900x600 after 30x20 has level 9; 30x20 after 900x600 not)
+    for order, ok in (((small, big), True), ((big, small), False)):
+        frames = tmp_path / ("frames-%d" % ok)
+        frames.mkdir()
+        for i, f in enumerate(order):
+            os.link(f, str(frames / ("%d.png" % i)))
+        f9 = str(tmp_path / ("f9-%d.png" % ok))
+        r = pxrun(FOV_ANY, "--frames", str(frames), "--out", "image@9=" + f9, check=False)
+        assert (r.returncode == 0) == ok and os.path.exists(f9) == ok, r.stderr
+        assert ok or "slot 1 ('image') has levels 0..4; level 9 asked for" in r.stderr
     # no size within the bounds (16 .. 16384) has level 15: refused before any input is read
     r = pxrun(FOV_ANY, "--in", "image=" + str(tmp_path / "missing.png"), "--out", "image@15=" + out, check=False)
     assert r.returncode == 2 and "slot 1 ('image') has levels 0..14; level 15 asked for" in r.stderr

@@ -65,8 +65,9 @@ static const char px__usage[] =
     "                            (no input bound, no output asked) it runs nothing, and an option\n"
     "                            only a run uses (--policy, --size, --repeat, --profile, --png,\n"
     "                            --threads, --device, --executor, --lenient) is a usage error\n"
-    "  --fixation X,Y            set fixation register 0 (again: 1, 2, ...) before the run, for\n"
-    "                            fixation-relative programs (each of their input registers needs\n"
+    "  --fixation X,Y            set the program's first input register (again: its second, third,\n"
+    "                            ... in register order; 0, 1, ... when they are 0..K-1) before the\n"
+    "                            run, for fixation-relative programs (each input register needs\n"
     "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
     "                            (0.5,0.4 is its middle, left to right and top to bottom), or with\n"
     "                            px after both values level-0 texels of it (512px,300px)\n"
@@ -529,9 +530,13 @@ static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err
                              k, pxvm_slot_label(prog, k, lb), a->ins[e].path, a->ins[i].path);
                     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
                 }
-            if (lists[li][i].level >= prog->slots[k].levels) {
+            /* an any-size input's chain is its bound size's, known later (vm/view.c checks the level
+             * there, before anything is written): here only a level no size within its bounds has */
+            const pxvm_slot *s = &prog->slots[k];
+            int levels = s->flags & PXI_SLOT_ANYSIZE ? px_mip_levels(s->max_side, s->max_side) : s->levels;
+            if (lists[li][i].level >= levels) {
                 char lb[16];
-                return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, k, pxvm_slot_label(prog, k, lb), prog->slots[k].levels - 1,
+                return pxvm_fail(err, PXE_NO_LEVEL, -1, -1, k, pxvm_slot_label(prog, k, lb), levels - 1,
                                  lists[li][i].level);
             }
         }
@@ -702,20 +707,41 @@ static int px__anysize(pxvm_program *prog, const px_run_args *a, pxvm_image *pre
     return 0;
 }
 
-/* Every --fixation parsed, checked (register k is an input register of the program, the values
- * in range) and converted to Q16 as the library converts them; then every input register of the
- * program must have one. Before anything is loaded on the executor. */
+int px_run_fix_reg(const pxvm_program *prog, int k)
+{
+    unsigned inputs = pxvm_fixation_inputs(prog, NULL);
+    for (int r = 0; r < PX_FIX_REGS; r++)
+        if (inputs >> r & 1 && k-- == 0)
+            return r;
+    return -1;
+}
+
+/* Every --fixation parsed, checked (the k-th given is for the program's k-th input register, the
+ * values in range) and converted to Q16 as the library converts them; then every input register
+ * of the program must have one. Before anything is loaded on the executor. */
 int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
 {
+    unsigned given = 0;
     for (int k = 0; k < a->nfix; k++) {
         const char *t = a->fix_text[k], *comma = strchr(t, ',');
         char what[300], hint[300] = "";
         double v[2];
-        int texels = 0;
+        int texels = 0, reg = px_run_fix_reg(prog, k);
         snprintf(what, sizeof what, "--fixation '%s'", t);
-        if (px__parse_fixation(t, v, &texels, what, err) < 0 ||
-            pxvm_fixation_check_regs(prog, a->prog_path, k, 1, what, err) < 0)
+        if (px__parse_fixation(t, v, &texels, what, err) < 0)
             return -1;
+        if (reg < 0 && k > 0) { /* (k = 0: the library's words for a program that takes none) */
+            char msg[900], list[64] = "";
+            for (int r = 0, n = 0; r < k; r++)
+                n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", r ? ", " : "", px_run_fix_reg(prog, r));
+            snprintf(msg, sizeof msg, "%.300s: program '%.300s' takes %d fixation%s, one per input register in "
+                     "register order (its input register%s: %s): this is fixation %d", what, a->prog_path, k,
+                     k > 1 ? "s" : "", k > 1 ? "s" : "", list, k + 1);
+            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        }
+        if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
+            return -1;
+        given |= 1u << reg;
         if (!texels && comma && v[0] >= 0 && v[1] >= 0 && (v[0] > 1 || v[1] > 1) && v[0] < 1e9 && v[1] < 1e9)
             /* a texel fixation written without px? */
             snprintf(hint, sizeof hint, "; texels are written with px: --fixation %.*spx,%spx", (int)(comma - t), t,
@@ -723,7 +749,7 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
         if (pxvm_fixation_convert(prog, v, texels, q[k], what, hint, err) < 0)
             return -1;
     }
-    return pxvm_fixation_check_set(prog, a->prog_path, (1u << a->nfix) - 1u, -1,
+    return pxvm_fixation_check_set(prog, a->prog_path, given, -1,
                                    " (--fixation X,Y, normalized to the first input)", err);
 }
 
@@ -909,7 +935,7 @@ int main(int argc, char **argv)
             goto fail;
     }
     for (int k = 0; k < a.nfix; k++)
-        if (ops->set_fixations(ex, 0, 1, k, 1, fixq[k], -1, &err) < 0)
+        if (ops->set_fixations(ex, 0, 1, px_run_fix_reg(&prog, k), 1, fixq[k], -1, &err) < 0)
             goto fail;
     t_bind = px_run_now();
     pxvm_run_options ro = {a.lim.max_steps, a.do_trace ? px__trace : NULL, NULL, NULL, NULL};

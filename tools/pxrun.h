@@ -57,6 +57,9 @@ int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, con
 /* Every --fixation checked against `prog` and converted to its Q16 registers (normalized ones are
  * fractions of the bound size: converted again at every change of size). */
 int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err);
+/* The register the k-th --fixation sets: the program's k-th input register in register order
+ * (SPEC 6); -1 past its last. q[k] of px_run_fixations is for it. */
+int px_run_fix_reg(const pxvm_program *prog, int k);
 
 /* pxrun_frames.c */
 #define PX_RUN_SIZES_KEPT 16

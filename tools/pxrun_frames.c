@@ -197,7 +197,7 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
         return -1;
     }
     for (int r = 0; r < a->nfix; r++)
-        if (ops->set_fixations(ex, 0, 1, r, 1, q[r], -1, err) < 0)
+        if (ops->set_fixations(ex, 0, 1, px_run_fix_reg(next, r), 1, q[r], -1, err) < 0)
             return -1;
     if (s->poly.uses_video) /* said once the switch has gone through */
         fprintf(stderr,

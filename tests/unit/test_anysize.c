@@ -594,6 +594,53 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
     pxvm_prog_free(prog);
 }
 
+/* U-BIND-4's pixel bound at its edge through the runner: 'image' (64x48) takes at most 4899
+ * pixels; 69x71 and 71x69 are exactly 4899 (taken, and equal to a fresh runner at that size),
+ * 70x70 is 4900, one more (refused, naming it, the runner unchanged): as the first size change
+ * (the program's words) and as a later one (the runner's lane), and again after the refusal. */
+TEST(anysize_runner_takes_exactly_the_max_pixels)
+{
+    pxvm_builder b;
+    pxvm_image img;
+    pxvm_error err;
+    px__any_pyramid(&b);
+    pxvm_build_any_size(&b, 1, 0, 0, 4899);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_build_free(&b);
+        return;
+    }
+    pxvm_build_free(&b);
+    CHECK(69 * 71 == 4899 && 70 * 70 == 4899 + 1);
+    void *png;
+    size_t len;
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_image_encode_png(img.px, img.w, img.h, &png, &len) || pxvm_prog_from_png(png, len, "pixels", NULL, &prog) ||
+        pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
+        uint64_t rng = 41;
+        const char *over = "a 70x70 image cannot be bound to slot 1 ('image'): it takes 1x1 .. 16384x16384, at most 4899 pixels";
+        px__bind_edge(prog, run, 69, 71, NULL, &rng); /* the first change of size */
+        px__bind_edge(prog, run, 71, 69, NULL, &rng); /* a later one */
+        px__bind_edge(prog, run, 70, 70, over, &rng);
+        px__bind_edge(prog, run, 69, 71, NULL, &rng);
+        pxvm_prog *res = NULL;
+        int wh[6] = {0, 0, 71, 69, 0, 0};
+        CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+        pxvm_prog_free(res);
+        wh[2] = wh[3] = 70;
+        CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), PXVM_UNLINKABLE);
+        CHECK_STR(pxvm_errmsg(), over);
+        pxvm_free(png);
+    }
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+    pxvm_image_free(&img);
+}
+
 /* Once the sizes are run parameters, a bind at a new size is checked from the runner's lane (the
  * view alone, the bounds, the batch): every refusal there says what it says out of the mode and
  * changes nothing; the next size equals a fresh runner. */
@@ -946,6 +993,106 @@ TEST(anysize_q16_fixation_checked_against_the_bound_size)
     pxvm_prog_free(prog);
 }
 
+/* ---- the rescaling's division at exact ties ------------------------------------------------- */
+
+/* SPEC 2's scale(q, n, n0) = floor((2qn + n0) / (2n0)), written out here in plain integers (the
+ * numerator stays below 2^49): a tie, q*n/n0 exactly k + 1/2, goes up. */
+static int64_t px__scale_ref(int32_t q, int n, int n0)
+{
+    int64_t a = 2 * (int64_t)q * n + n0, d = 2 * (int64_t)n0;
+    return a / d - (a % d != 0 && a < 0);
+}
+
+/* The derived resolution (pxvm_program_resolve: the division estimated through a double and
+ * corrected in integers) and the parsed one (px_scale_q16) round every SAMPLE operand of an
+ * any-size slot as SPEC 2 says, exact ties above all: reference 196x98 bound at 294x147 (3/2),
+ * 98x49 (1/2) and 490x245 (5/2), where every odd q is a tie (q*n/n0 = k + 1/2), of either sign,
+ * from 1 to near int32's edge; even q alongside. The divisors 2*n0 (392, 196) are no powers of
+ * two and 1/196 rounds down in binary64: at most large ties a double quotient a * (1/d) falls
+ * just below the integer it is, so a division that trusts it, or corrects it only past the
+ * divisor, is one off there (counted: `low`). */
+TEST(anysize_resolution_rounds_exact_ties_half_up)
+{
+    enum { NINSN = 240 };
+    static const int sizes[3][2] = {{294, 147}, {98, 49}, {490, 245}};
+    pxvm_builder b;
+    pxvm_image img;
+    pxvm_error err;
+    pxvm_build_init(&b, 64);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "image", 196, 98);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 4, 4);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    uint64_t rng = 97;
+    int32_t q[NINSN][4];
+    for (int i = 0; i < NINSN; i++) {
+        for (int j = 0; j < 4; j++) {
+            /* magnitudes up to 2^29 (x 5/2 stays inside int32): small ones, then spread over the
+             * range; odd ones (ties) three times in four, and the sign alternating */
+            uint32_t r = (uint32_t)(px_rand(&rng) >> 11);
+            int64_t m = i < 16 ? i * 4 + j : (int64_t)(r % (1u << 29));
+            if ((i + j) % 4 != 3)
+                m |= 1;
+            q[i][j] = (int32_t)((i + j) & 1 ? -m : m);
+        }
+        int32_t f[PXI_MAX_FIELDS] = {0};
+        f[PX_FI(SAMPLE, src)] = 1, f[PX_FI(SAMPLE, dst)] = 2, f[PX_FI(SAMPLE, w)] = 4, f[PX_FI(SAMPLE, h)] = 4;
+        f[PX_FI(SAMPLE, cu)] = q[i][0], f[PX_FI(SAMPLE, cv)] = q[i][1];
+        f[PX_FI(SAMPLE, du)] = q[i][2], f[PX_FI(SAMPLE, dv)] = q[i][3];
+        pxvm_build_insn(&b, PX_OP_SAMPLE, f);
+    }
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    if (pxvm_build_finish(&b, &img, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_build_free(&b);
+        return;
+    }
+    pxvm_build_free(&b);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly;
+    if (pxvm_program_from_copy(&img, &lim, &poly, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        pxvm_image_free(&img);
+        return;
+    }
+    int ties = 0, low = 0, checked = 0;
+    static const int fields[4] = {PX_FI(SAMPLE, cu), PX_FI(SAMPLE, cv), PX_FI(SAMPLE, du), PX_FI(SAMPLE, dv)};
+    for (int z = 0; z < 3; z++) {
+        int wh[6] = {0, 0, sizes[z][0], sizes[z][1], 0, 0};
+        for (int way = 0; way < 2; way++) { /* derived, parsed */
+            pxvm_program res;
+            int rc = way ? pxvm_program_resolve_parsed(&poly, wh, &lim, &res, &err)
+                         : pxvm_program_resolve(&poly, wh, &lim, &res, &err);
+            if (rc < 0) {
+                px_test_fail(__FILE__, __LINE__, "%dx%d: %s", wh[2], wh[3], err.msg);
+                continue;
+            }
+            for (int i = 0; i < NINSN; i++)
+                for (int j = 0; j < 4; j++) {
+                    int n = j & 1 ? wh[3] : wh[2], n0 = j & 1 ? 98 : 196;
+                    int64_t want = px__scale_ref(q[i][j], n, n0), got = res.insns[i].a[fields[j]];
+                    int tie = (2 * (int64_t)q[i][j] * n + n0) % (2 * (int64_t)n0) == 0;
+                    int64_t a = 2 * (int64_t)q[i][j] * n + n0;
+                    ties += tie && !way;
+                    low += tie && !way && (int64_t)((double)a * (1.0 / (2.0 * n0))) != want;
+                    checked++;
+                    if (got != want) {
+                        px_test_fail(__FILE__, __LINE__, "%s resolution at %dx%d: instruction %d operand %d: q = %d scales "
+                                     "to %lld, SPEC's rule gives %lld%s", way ? "parsed" : "derived", wh[2], wh[3], i, j,
+                                     q[i][j], (long long)got, (long long)want, tie ? " (an exact tie: half up)" : "");
+                        i = NINSN;
+                        break;
+                    }
+                }
+            pxvm_program_free(&res);
+        }
+    }
+    CHECK(ties > 1000 && low > 100);
+    printf("  %d operands checked, %d of them exact ties, %d where a double quotient is one off\n", checked, ties, low);
+    pxvm_program_free(&poly);
+    pxvm_image_free(&img);
+}
+
 /* ---- the derived resolution (pxvm_program_resolve) == the parsed one, program and error ------ */
 
 /* Resolves poly at every size of wh[] both ways under lim; counts equal results and equal
@@ -1197,4 +1344,108 @@ TEST(anysize_cpu_plan_copied_from_a_sibling_equals_the_plan_made)
     }
     printf("  %d plans copied from a sibling equal the plans made\n", compared);
     CHECK(compared >= 20);
+}
+
+/* ---- two any-size inputs (SPEC 2) -------------------------------------------------------------- */
+
+/* Patches of 'atlas' after a run of `run`, into out (2 tokens of 4x4). */
+static int px__two_patches(const pxvm_prog *prog, pxvm_runner *run, uint8_t out[2][4][4][4])
+{
+    pxvm_view v = {out, -1, 1, 4, 8, 4, 2 * 4 * 4 * 4, 16, 4, 1};
+    return pxvm_runner_read_patches(run, pxvm_prog_slot_find(prog, "atlas"), 0, &v);
+}
+
+/* Binds a random w x h image (seed) to `slot`. */
+static int px__two_bind(pxvm_runner *run, int slot, int w, int h, uint64_t seed)
+{
+    pxvm_image img = px_random_image(w, h, &seed);
+    pxvm_view v = pxvm_view_host(img.px, w, h, 4);
+    int rc = pxvm_runner_bind(run, slot, 0, &v);
+    pxvm_image_free(&img);
+    return rc;
+}
+
+/* A program with two any-size inputs, a (reference 16x16, any size) and b (8x8, sides at most
+ * 64): the resolution rescales each SAMPLE by its own src's bound size and rewrites each
+ * descriptor with its own (the sizes independent); each slot is checked against its own bounds;
+ * a runner changes one slot's size at a time, the other keeping its size and image, and every
+ * run equals a fresh runner's with the same two images. */
+TEST(anysize_two_inputs_resolve_each_at_its_own_size)
+{
+    static const char *src = ".width 16\n.slot a input 16x16 any\n.slot b input 8x8 any max=64\n"
+                             ".slot atlas output 8x4 patches=4x4x2\nPYRAMID a\nPYRAMID b\n"
+                             "SAMPLE src=a dst=atlas mode=linear dst_x=0 dst_y=0 w=4 h=4 cu=8 cv=8 du=1 dv=1 lod=0\n"
+                             "SAMPLE src=b dst=atlas mode=linear dst_x=4 dst_y=0 w=4 h=4 cu=4 cv=4 du=1 dv=1 lod=0\n"
+                             "HALT\n";
+    pxvm_prog *prog = NULL, *res = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "two.pxs", NULL, &prog)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        return;
+    }
+    /* the resolution at a 40x30, b 20x10: each slot's size, each SAMPLE by its own src */
+    int wh[8] = {0, 0, 40, 30, 20, 10, 0, 0};
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+    void *png = NULL;
+    size_t len = 0;
+    pxvm_image img = {0, 0, NULL};
+    pxvm_program p;
+    pxvm_limits lim;
+    pxvm_error err;
+    pxvm_limits_default(&lim);
+    if (!res || pxvm_prog_encode(res, &png, &len) || pxvm_png_decode(png, len, "two", &lim, &img, &err) < 0 ||
+        pxvm_program_from_copy(&img, &lim, &p, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "the resolution at 40x30, 20x10: %s", res ? err.msg : pxvm_errmsg());
+    } else {
+        CHECK(p.slots[1].w == 40 && p.slots[1].h == 30 && p.slots[2].w == 20 && p.slots[2].h == 10);
+        CHECK_EQ(PX_ARG(&p.insns[2], SAMPLE, cu), px_scale_q16(8 << 16, 40, 16));
+        CHECK_EQ(PX_ARG(&p.insns[2], SAMPLE, cv), px_scale_q16(8 << 16, 30, 16));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, cu), px_scale_q16(4 << 16, 20, 8));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, cv), px_scale_q16(4 << 16, 10, 8));
+        CHECK_EQ(PX_ARG(&p.insns[3], SAMPLE, lod), px_lod_shift(20, 10, 8, 8));
+        pxvm_program_free(&p);
+    }
+    pxvm_free(png);
+    pxvm_image_free(&img);
+    pxvm_prog_free(res);
+    /* b against its own bounds (a has none but the side limit): 64 taken, 65 refused */
+    wh[4] = 64, wh[5] = 64;
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), 0);
+    pxvm_prog_free(res);
+    wh[4] = 65;
+    CHECK_EQ(pxvm_prog_resolve(prog, wh, &res), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "a 65x64 image cannot be bound to slot 2 ('b'): it takes 1x1 .. 64x64");
+    /* a runner: one slot's size at a time */
+    static const struct { int slot, w, h; } binds[] = {{1, 40, 30}, {2, 20, 10}, {2, 64, 33}, {1, 17, 50}, {1, 40, 30}};
+    int size[3][2] = {{0, 0}, {16, 16}, {8, 8}};
+    uint64_t seed[3] = {0, 0, 0};
+    if (pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
+        for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++) {
+            int k = binds[i].slot;
+            size[k][0] = binds[i].w, size[k][1] = binds[i].h, seed[k] = 1000 + i;
+            CHECK_EQ(px__two_bind(run, k, binds[i].w, binds[i].h, seed[k]), 0);
+            if (i == 0) /* b still unbound */
+                continue;
+            CHECK_EQ(pxvm_runner_run(run), 0);
+            for (int j = 1; j <= 2; j++) {
+                int w = 0, h = 0;
+                CHECK_EQ(pxvm_runner_slot_size(run, j, &w, &h), 0);
+                CHECK(w == size[j][0] && h == size[j][1]);
+            }
+            pxvm_runner *fresh = NULL;
+            uint8_t got[2][4][4][4], want[2][4][4][4];
+            if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &fresh) || px__two_bind(fresh, 1, size[1][0], size[1][1], seed[1]) ||
+                px__two_bind(fresh, 2, size[2][0], size[2][1], seed[2]) || pxvm_runner_run(fresh) ||
+                px__two_patches(prog, fresh, want) || px__two_patches(prog, run, got))
+                px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            else if (memcmp(got, want, sizeof got))
+                px_test_fail(__FILE__, __LINE__, "bind %zu (slot %d at %dx%d): the run differs from a fresh runner's", i, k,
+                             binds[i].w, binds[i].h);
+            pxvm_runner_close(fresh);
+        }
+        pxvm_runner_close(run);
+    }
+    pxvm_prog_free(prog);
 }

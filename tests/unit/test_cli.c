@@ -455,7 +455,8 @@ TEST(cli_fixation_errors)
         {"--fixation 3px,-1px", 2, "y = -1 texels is not in [0, 300]"},
         {"--fixation 100px,0.5", 2, "--fixation '100px,0.5': give both values normalized (0.5,0.4) or both in texels"},
         {"--fixation 1,2,3", 2, "--fixation '1,2,3': expected X,Y"},
-        {"--fixation 0.5,0.5 --fixation 0.5,0.5", 2, "takes no fixation in register 1 (its input register: 0)"},
+        {"--fixation 0.5,0.5 --fixation 0.5,0.5", 2,
+         "takes 1 fixation, one per input register in register order (its input register: 0): this is fixation 2"},
         {"", 5, "unlinkable: pixel ("},
         {"", 5, "samples relative to fixation register 0, which is not set: give a fixation (--fixation X,Y, "
                 "normalized to the first input)"},

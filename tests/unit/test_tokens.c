@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../../api/runner_hooks.h"
 #include "../../vm/tokens.h"
 #include "test.h"
 
@@ -509,4 +510,180 @@ TEST(tokens_spec_ids_have_their_pairs)
             px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_trules[r].id, indexed[r]);
     }
     free(text);
+}
+
+/* ---- tokens and persistent slots at a change of size (SPEC 2, Any-size inputs) ----------------- */
+
+/* 'image' any-size (reference 16x16), its pyramid (a larger size samples a level >= 1), sampled
+ * into two 4x4 tokens of 'atlas' and, with `keep`, of the persistent atlas 'keep' too. */
+static const char *px__size_src(int keep)
+{
+    return keep ? ".width 16\n.slot image input 16x16 any\n.slot atlas output 8x4 patches=4x4x2\n"
+                  ".slot keep output 8x4 patches=4x4x2 persistent\n"
+                  "PYRAMID image\n"
+                  "SAMPLE src=image dst=atlas mode=nearest dst_x=0 dst_y=0 w=4 h=4 cu=2 cv=2 du=1 dv=1 lod=0\n"
+                  "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=10 cv=10 du=1 dv=1 lod=0\n"
+                  "SAMPLE src=image dst=keep mode=nearest dst_x=0 dst_y=0 w=4 h=4 cu=6 cv=2 du=1 dv=1 lod=0\n"
+                  "SAMPLE src=image dst=keep mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=2 cv=10 du=1 dv=1 lod=0\n"
+                  "HALT\n"
+                : ".width 16\n.slot image input 16x16 any\n.slot atlas output 8x4 patches=4x4x2\n"
+                  "PYRAMID image\n"
+                  "SAMPLE src=image dst=atlas mode=nearest dst_x=0 dst_y=0 w=4 h=4 cu=2 cv=2 du=1 dv=1 lod=0\n"
+                  "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=10 cv=10 du=1 dv=1 lod=0\n"
+                  "HALT\n";
+}
+
+enum { PX_SZ_FLOATS = 2 * 3 * 4 * 4 }; /* 2 tokens, C = 3, 4x4, float32 */
+
+/* The executor under test (PXVM_TEST_EXECUTOR: "cpu", the default, or "cuda" on the GPU machine). */
+static const char *px__tok_executor(void)
+{
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    return name && *name ? name : "cpu";
+}
+
+/* set_input_size that takes no size: the runner changes size by a resolution and a retarget */
+static int px__no_set_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
+                           int h, pxvm_error *err)
+{
+    (void)ex, (void)poly, (void)prog, (void)slot, (void)w, (void)h, (void)err;
+    return 1;
+}
+
+/* Binds a random w x h image (seed) to slot 1 of `run`; runs it when `run_it`. */
+static int px__size_bind(pxvm_runner *run, int w, int h, uint64_t seed, int run_it)
+{
+    pxvm_image img = px_random_image(w, h, &seed);
+    pxvm_view v = pxvm_view_host(img.px, w, h, 4);
+    int rc = pxvm_runner_bind(run, 1, 0, &v);
+    if (!rc && run_it)
+        rc = pxvm_runner_run(run);
+    pxvm_image_free(&img);
+    return rc;
+}
+
+/* Tokens (float32, 'none': the bytes / 255) of slot `slot` into t; 0 or the call's code. */
+static int px__size_tokens(pxvm_runner *run, int slot, float *t)
+{
+    pxvm_token_format f;
+    pxvm_token_format_preset("none", &f);
+    return pxvm_runner_read_tokens(run, slot, 0, 1, &f, t, -1);
+}
+
+/* A size change (a new size bound to the any-size input) and the tokens read before the next
+ * run: those of the state a load at that size starts from: a non-persistent atlas reads its
+ * initial state (zeros, as a fresh runner bound at the new size reads it), not the atlas of the
+ * run at the old size; a persistent atlas keeps what the runs before the change left (SPEC 2:
+ * persistent slots keep their values); the token geometry, no slot, is the last run's. Then the
+ * run at the new size equals a fresh runner's.
+ * Through the executor's own size change, and through a resolution and a retarget (the
+ * executor's set_input_size declined), to a new size and back to a size seen before. */
+TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
+{
+    static const int sizes[3][2] = {{24, 20}, {12, 30}, {24, 20}};
+    int cases = 0;
+    for (int keep = 0; keep < 2; keep++)
+        for (int declined = 0; declined < 2; declined++) {
+            pxvm_prog *prog = NULL;
+            pxvm_runner *run = NULL;
+            static pxvm_executor_ops ops;
+            if (pxvm_prog_assemble(px__size_src(keep), "size.pxs", NULL, &prog) ||
+                pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run)) {
+                px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+                pxvm_prog_free(prog);
+                return;
+            }
+            if (declined) {
+                pxvm_error err;
+                ops = *pxvm_executor_find(px__tok_executor(), &err), ops.set_input_size = px__no_set_size;
+                pxvm_runner_test_set_ops(run, &ops);
+            }
+            int atlas = pxvm_prog_slot_find(prog, "atlas"), kept = keep ? pxvm_prog_slot_find(prog, "keep") : -1;
+            float before[2][PX_SZ_FLOATS], after[2][PX_SZ_FLOATS], want[PX_SZ_FLOATS];
+            CHECK_EQ(px__size_bind(run, 16, 16, 5, 1), 0);
+            for (int z = 0; z < 3; z++) {
+                int32_t g_before[2 * PXVM_GEOM_INTS], g_after[2 * PXVM_GEOM_INTS];
+                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_before, -1), 0);
+                CHECK_EQ(px__size_tokens(run, atlas, before[0]), 0);
+                if (keep)
+                    CHECK_EQ(px__size_tokens(run, kept, before[1]), 0);
+                int w = sizes[z][0], h = sizes[z][1];
+                float zeros[PX_SZ_FLOATS] = {0};
+                CHECK(memcmp(before[0], zeros, sizeof zeros) && (!keep || memcmp(before[1], zeros, sizeof zeros)));
+                CHECK_EQ(px__size_bind(run, w, h, 100u + (uint64_t)z, 0), 0);
+                CHECK_EQ(px__size_tokens(run, atlas, after[0]), 0);
+                /* the geometry is no slot: the last run's until the next run (SPEC 2) */
+                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_after, -1), 0);
+                CHECK(!memcmp(g_before, g_after, sizeof g_after));
+                for (int i = 0; i < PX_SZ_FLOATS; i++)
+                    want[i] = 0.0f; /* byte 0 / 255 */
+                if (memcmp(after[0], want, sizeof want))
+                    px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the atlas's tokens before the run are "
+                                 "not its initial state's (zeros): %s", keep, declined, w, h,
+                                 !memcmp(after[0], before[0], sizeof want) ? "the old size's run's" : "other values");
+                if (keep) {
+                    CHECK_EQ(px__size_tokens(run, kept, after[1]), 0);
+                    if (memcmp(after[1], before[1], sizeof want))
+                        px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the persistent atlas's tokens "
+                                     "changed at the size change (%s)", keep, declined, w, h,
+                                     !memcmp(after[1], want, sizeof want) ? "wiped to zeros" : "other values");
+                }
+                /* the run at the new size: as a fresh runner's */
+                CHECK_EQ(pxvm_runner_run(run), 0);
+                pxvm_runner *fresh = NULL;
+                float got[PX_SZ_FLOATS], ref[PX_SZ_FLOATS];
+                if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &fresh) || px__size_bind(fresh, w, h, 100u + (uint64_t)z, 1) ||
+                    px__size_tokens(fresh, atlas, ref) || px__size_tokens(run, atlas, got)) {
+                    px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+                } else if (memcmp(got, ref, sizeof ref)) {
+                    px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the run after the change differs from a "
+                                 "fresh runner's", keep, declined, w, h);
+                }
+                pxvm_runner_close(fresh);
+                cases++;
+            }
+            pxvm_runner_close(run);
+            pxvm_prog_free(prog);
+        }
+    printf("  %d size changes\n", cases);
+}
+
+/* ---- RESIZE and token geometry (SPEC 6) -------------------------------------------------------- */
+
+/* RESIZE writes no token geometry: tile 0, written only by a RESIZE of exactly its rectangle,
+ * reads (0, 0, 0, 0, -1); tile 1, written by a SAMPLE and then by a RESIZE, keeps the SAMPLE's
+ * geometry while its pixels are the RESIZE's (those of tile 0: the same RESIZE). */
+TEST(tokens_resize_writes_no_geometry)
+{
+    static const char *src = ".width 16\n.slot image input 16x16\n.slot atlas output 8x4 patches=4x4x2\n"
+                             "SAMPLE src=image dst=atlas mode=nearest dst_x=4 dst_y=0 w=4 h=4 cu=10 cv=6 du=1 dv=1 lod=0\n"
+                             "RESIZE image atlas filter=1 at=(4,0) size=(4,4)\n"
+                             "RESIZE image atlas filter=1 at=(0,0) size=(4,4)\n"
+                             "HALT\n";
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_assemble(src, "resize_geometry.pxs", NULL, &prog) ||
+        pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run) ||
+        px__size_bind(run, 16, 16, 9, 1)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        pxvm_runner_close(run);
+        pxvm_prog_free(prog);
+        return;
+    }
+    int atlas = pxvm_prog_slot_find(prog, "atlas");
+    int32_t g[2][PXVM_GEOM_INTS];
+    uint8_t patches[2][4][4][4];
+    pxvm_view out = {patches, -1, 1, 4, 4 * 2, 4, sizeof patches, 4 * 4, 4, 1};
+    CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, &g[0][0], -1), 0);
+    CHECK_EQ(pxvm_runner_read_patches(run, atlas, 0, &out), 0);
+    int32_t none[PXVM_GEOM_INTS] = {0, 0, 0, 0, -1}, sample[PXVM_GEOM_INTS] = {10 << 16, 6 << 16, 65536, 65536, 0};
+    if (memcmp(g[0], none, sizeof none))
+        px_test_fail(__FILE__, __LINE__, "tile 0 (RESIZE only): geometry (%d, %d, %d, %d, %d), not (0, 0, 0, 0, -1)",
+                     g[0][0], g[0][1], g[0][2], g[0][3], g[0][4]);
+    if (memcmp(g[1], sample, sizeof sample))
+        px_test_fail(__FILE__, __LINE__, "tile 1 (SAMPLE, then RESIZE): geometry (%d, %d, %d, %d, %d), not the SAMPLE's",
+                     g[1][0], g[1][1], g[1][2], g[1][3], g[1][4]);
+    CHECK(!memcmp(patches[0], patches[1], sizeof patches[0])); /* both tiles hold the RESIZE's pixels */
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
 }

@@ -331,6 +331,8 @@ static PyObject *usage_error(const char *message)
 static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
 {
     Call *c = (Call *)self;
+    if (!c->run || !c->streams) /* not made by prepare(): the type refuses that, this is the second line */
+        return usage_error("usage: pxvm._native.Call: made by pxvm._native.prepare only");
     if (argc != c->narg)
         return PyErr_Format(PyExc_TypeError, "pxvm._native: this call takes %d arrays, got %zd", c->narg, argc);
     /* Another thread in this call (the GIL is released around the run, and torch's getters may
@@ -413,7 +415,10 @@ static PyType_Slot call_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec call_spec = {"pxvm._native.Call", sizeof(Call), 0, Py_TPFLAGS_DEFAULT, call_slots};
+/* Only prepare() makes a Call (with its runner, views and arguments): the type has no tp_new, so
+ * pxvm._native.Call() is a TypeError instead of an empty call whose run() would dereference NULL. */
+static PyType_Spec call_spec = {"pxvm._native.Call", sizeof(Call), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, call_slots};
 
 /* ints of a tuple into out[n]; -1 with an exception when it is not n ints. */
 static int int_tuple(PyObject *t, int *out, Py_ssize_t n, const char *what)

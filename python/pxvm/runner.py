@@ -157,7 +157,8 @@ def _check_policy(policy):
     canonical_policy(policy)  # empty, native:..., a bad one: its words (with native among the kinds)
     one = (ctypes.c_uint8 * 4)()
     out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, policy.encode(), ctypes.byref(out)))
+    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, _capi.c_string(policy, "policy"),
+                               ctypes.byref(out)))
     _lib.pxvm_free(out)
     return policy
 
@@ -245,7 +246,7 @@ def _policy_image(x, w, h, policy):
     rgba[..., :3] = a[..., :3] if C != 1 else a
     rgba[..., 3] = a[..., 3] if C == 4 else 255
     out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, policy.encode(), ctypes.byref(out)))
+    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, _capi.c_string(policy, "policy"), ctypes.byref(out)))
     try:
         return np.frombuffer(ctypes.string_at(out, w * h * 4), dtype=np.uint8).reshape(h, w, 4).copy()
     finally:
@@ -292,8 +293,8 @@ class Runner:
         self.program = program
         #: held by every call that uses the library's runners (see the class)
         self.lock = threading.RLock()
-        self.device = int(device)
-        self.threads = int(threads)
+        self.device = _capi.c_integer(device, "device")
+        self.threads = _capi.c_integer(threads, "threads")
         self._runners = {}
         self._stream = {}
         self._bufs = {}
@@ -309,8 +310,8 @@ class Runner:
         r = self._runners.get(batch)
         if r is None:
             h = ctypes.c_void_p()
-            _check(_lib.pxvm_runner_open(self.program._h, self.executor.encode(), self.device, self.threads, batch,
-                                         ctypes.byref(h)))
+            _check(_lib.pxvm_runner_open(self.program._h, _capi.c_string(self.executor, "executor"), self.device,
+                                         self.threads, _capi.c_integer(batch, "batch"), ctypes.byref(h)))
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 
@@ -952,9 +953,11 @@ class Runner:
         input at its bound size)."""
         np = _np()
         s = self.program.slot(slot)
+        level = _capi.c_integer(level, "level")
         h = self._runner(batch)[0]
         sw, sh = self.slot_size(s.index, batch)
-        w, hh = max(1, sw >> level), max(1, sh >> level)
+        # the view's size at that level (a level out of 0..levels-1: the library's error names it)
+        w, hh = max(1, sw >> max(level, 0)), max(1, sh >> max(level, 0))
         arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))

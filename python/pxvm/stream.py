@@ -49,7 +49,9 @@ class Stream:
         h = r._runner(1)[0]
         if dirty is not None:
             rects = list(dirty)
-            arr = (_Rect * max(1, len(rects)))(*[_Rect(int(x), int(y), int(w), int(hh)) for x, y, w, hh in rects])
+            arr = (_Rect * max(1, len(rects)))(*[_Rect(*(_capi.c_integer(v, "dirty %s" % k, ctypes.c_int32)
+                                                           for k, v in zip("xywh", (x, y, w, hh))))
+                                                 for x, y, w, hh in rects])
             _check(_lib.pxvm_runner_set_dirty(h, 0, arr, len(rects)))
         p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation, fixation_units=fixation_units,
                       fixation_clamp=fixation_clamp)

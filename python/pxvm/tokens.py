@@ -55,7 +55,7 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
         raise UsageError("usage: tokens: alpha is True or False, not %r" % (alpha,))
     f = _capi.TokenFormat()
     if isinstance(normalize, str):
-        _check(_lib.pxvm_token_format_preset(normalize.encode(), ctypes.byref(f)))
+        _check(_lib.pxvm_token_format_preset(_capi.c_string(normalize, "normalize"), ctypes.byref(f)))
     else:
         try:
             mean, std = normalize

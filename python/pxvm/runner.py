@@ -49,12 +49,36 @@ PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
+class _InCall:
+    """The one guard of every call into a Runner's C runners (Runner methods, pxvm.tokens,
+    Stream.push and reset, the seeds' and pyramid's runs): holds Runner.lock and counts the calls
+    in flight, so close() made from inside one (an input's __array__, a torch mode reading
+    stride(), an __index__ of a dirty rectangle or a fixation) is refused instead of freeing the C
+    runner the call still uses."""
+    __slots__ = ("runner",)
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def __enter__(self):
+        r = self.runner
+        r.lock.acquire()
+        r._calls += 1
+        return r
+
+    def __exit__(self, *exc):
+        r = self.runner
+        r._calls -= 1
+        r.lock.release()
+
+
 def _locked(method):
-    """The method under the runner's lock (Runner.lock): one C runner handle is used by one thread
-    at a time (include/pxvm.h), so threads sharing a Runner take turns instead of racing."""
+    """The method under the runner's guard (_InCall, Runner.lock): one C runner handle is used by
+    one thread at a time (include/pxvm.h), so threads sharing a Runner take turns instead of
+    racing, and the runner cannot be closed under a call in flight."""
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
-        with self.lock:
+        with _InCall(self):
             return method(self, *args, **kwargs)
     return locked
 
@@ -284,7 +308,9 @@ class Runner:
 
     Threads: a runner may be shared; each call holds `lock` (a threading.RLock) for its whole
     bind, run and read, so calls of two threads take turns. Hold `lock` yourself to make several
-    calls one unit (e.g. run, then geometry of that run) while other threads use the runner."""
+    calls one unit (e.g. run, then geometry of that run) while other threads use the runner.
+    close() from inside a call (a callback of it: an input's __array__, a torch mode) is a
+    UsageError: a runner is never freed while a call into it is in flight."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0) -> None:
@@ -295,6 +321,7 @@ class Runner:
         self.lock = threading.RLock()
         self.device = _capi.c_integer(device, "device")
         self.threads = _capi.c_integer(threads, "threads")
+        self._calls = 0  # calls in flight (_InCall): close() refuses while any is
         self._runners = {}
         self._stream = {}
         self._bufs = {}
@@ -315,13 +342,27 @@ class Runner:
             r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
         return r
 
-    @_locked
+    def _in_call(self):
+        """The guard of a call into this runner (_InCall: Runner.lock, close() refused meanwhile)."""
+        return _InCall(self)
+
     def close(self) -> None:
-        """Releases the executor's resources (also on leaving a with block, or when collected)."""
-        self._prepared = {}  # they hold the handles closed below
-        for h, _ in self._runners.values():
-            _lib.pxvm_runner_close(h)
-        self._runners = {}
+        """Releases the executor's resources (also on leaving a with block, or when collected);
+        a later call opens them again.
+
+        Closing from inside a call into this runner (a callback the call makes: an input's
+        __array__, a torch function mode, an __index__ of a dirty rectangle or a fixation) is a
+        UsageError and closes nothing: the call still uses the runner. Another thread's close()
+        waits for the call to end (Runner.lock)."""
+        with self.lock:
+            if self._calls:
+                raise UsageError("usage: Runner.close: a call into this runner is under way (close() was called from "
+                                 "inside it, e.g. by an input's __array__ or a torch mode); close it after the call "
+                                 "returns")
+            self._prepared = {}  # they hold the handles closed below
+            for h, _ in self._runners.values():
+                _lib.pxvm_runner_close(h)
+            self._runners = {}
 
     def __enter__(self) -> Runner:
         return self
@@ -594,7 +635,7 @@ class Runner:
         scanpath in registers 0..K-1) or what was set. NumPy from the host; with device="cuda" a
         CUDA tensor, read on the device."""
         h = self._runner(batch)[0]
-        if device is not None and self._runners[batch][1] == "cuda":
+        if device is not None and self._runner(batch)[1] == "cuda":
             torch = _torch()
             t = torch.empty((batch, PXVM_FIX_REGS, 2), dtype=torch.int32, device=self._torch_device)
             self._sync_stream(batch)
@@ -607,7 +648,7 @@ class Runner:
 
     def _sync_stream(self, batch):
         """The library orders its work after torch's current stream and the stream after its work."""
-        h = self._runners[batch][0]
+        h = self._runner(batch)[0]
         handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
         if self._stream.get(batch) != handle:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
@@ -622,7 +663,7 @@ class Runner:
         LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
         s = self._atlas(slot)
         h = self._runner(batch)[0]
-        on_dev = device is not None and self._runners[batch][1] == "cuda"
+        on_dev = device is not None and self._runner(batch)[1] == "cuda"
         if on_dev:
             torch = _torch()
             g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
@@ -1010,7 +1051,7 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
         prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
         r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
     if a.device == -1:
-        with r.lock:  # the cached runner may be another thread's too: its run and reads as one unit
+        with r._in_call():  # the cached runner may be another thread's too: its run and reads as one unit
             r._exec({1: image}, 1, [])
             s = r.program.slots[1]
             return [r.read(1, l)[0] for l in range(s.levels)]

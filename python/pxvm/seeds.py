@@ -346,7 +346,7 @@ def generate_mipmaps(image: Array, executor: str = "cpu", device: int = 0) -> li
     """
     batch, h, w = _geometry(image)
     r = _pyramid_runner(w, h, executor, device)
-    with r.lock:  # a cached runner, maybe another thread's too: the run and its reads as one unit
+    with r._in_call():  # a cached runner, maybe another thread's too: the run and its reads as one unit
         if batch is None:
             r.run(image)
         else:
@@ -472,7 +472,7 @@ class TexturePyramid:
         for key, (make, idx) in groups.items():
             r = _cache.runner(key, make, self._executor, self.device)
             b = len(idx)
-            with r.lock:  # a cached runner, maybe another thread's too: run and reads as one unit
+            with r._in_call():  # a cached runner, maybe another thread's too: run and reads as one unit
                 if self.batch is None:
                     if out.format is None:
                         parts.append((idx, r.patches(self.image)[None]))

@@ -41,7 +41,7 @@ class Stream:
         texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
         (normalized to the frame: (0.5, 0.5) is its middle), fixation_units and fixation_clamp as
         for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
-        with self.runner.lock:  # the dirty rectangles, the run and its changed flags as one unit
+        with self.runner._in_call():  # the dirty rectangles, the run and its changed flags as one unit
             return self._push(frame, dirty, fixation, out, fixation_units, fixation_clamp)
 
     def _push(self, frame, dirty, fixation, out, fixation_units, fixation_clamp):
@@ -68,6 +68,6 @@ class Stream:
 
     def reset(self) -> None:
         """Starts again: the next frame is computed whole (the fixations set stay set)."""
-        with self.runner.lock:
+        with self.runner._in_call():
             _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
         self.frames = 0

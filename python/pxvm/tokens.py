@@ -229,10 +229,11 @@ def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixa
 
 
 def _locked(function):
-    """function(runner, ...) under runner.lock (see Runner: one thread at a time per runner)."""
+    """function(runner, ...) under the runner's guard (Runner._in_call: one thread at a time per
+    runner, close() refused during the call)."""
     @functools.wraps(function)
     def locked(runner, *args, **kwargs):
-        with runner.lock:
+        with runner._in_call():
             return function(runner, *args, **kwargs)
     return locked
 

@@ -29,8 +29,10 @@ from ._arrays import _np
 
 _lib = _capi.lib
 
-#: per-size programs (and their executors) a runner keeps for policy "dynamic" (least recently used goes)
+#: per-size programs (and their executors) a runner keeps for policy "dynamic", and of how many bytes
+#: of slot storage together (runner._slot_bytes; least recently used goes first)
 DYNAMIC_CACHE = 64
+DYNAMIC_CACHE_BYTES = 1 << 30
 
 
 def canonical_policy(policy: str) -> str:
@@ -123,19 +125,20 @@ def _sized_runner(runner, plan, w, h):
     """The runner of the uniform plan compiled for w x h, from the runner's LRU cache."""
     from .program import Program
     from .runner import Runner
-    cache = runner.__dict__.setdefault("_dynamic", collections.OrderedDict())
+    from .runner import _LRU, _slot_bytes
+    cache = runner.__dict__.get("_dynamic")
+    if cache is None:
+        cache = runner.__dict__["_dynamic"] = _LRU(DYNAMIC_CACHE, DYNAMIC_CACHE_BYTES)
     r = cache.get((w, h))
     if r is not None:
-        cache.move_to_end((w, h))
         return r
     p = dict(plan)
     p["image"] = [w, h]
     p.pop("budget", None)  # a uniform plan's budget is its full grid: that of w x h
     prog = Program.from_plan(p, name="%s@%dx%d" % (runner.program.name, w, h), **runner.program._limits)
-    r = cache[(w, h)] = Runner(prog, executor=runner.executor, device=runner.device, threads=runner.threads)
-    while len(cache) > DYNAMIC_CACHE:
-        cache.popitem(last=False)[1].close()
-    return r
+    # an evicted runner closes when its last reference goes (never under a call still using it)
+    return cache.put((w, h), Runner(prog, executor=runner.executor, device=runner.device, threads=runner.threads),
+                     _slot_bytes(prog))
 
 
 def _named(e, i, name):

@@ -1,6 +1,7 @@
 """Runners: a program loaded on an executor, run on images, batches and frames; pyramid()."""
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import operator
@@ -45,8 +46,120 @@ def _load_native():
 _native = _load_native()
 
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
+#: a Runner keeps the C runners of at most this many batch sizes, and of at most RUNNER_BYTES of
+#: slot storage (_slot_bytes) together; the least recently used go at the end of a call (the most
+#: recent one stays, even alone over the bytes)
+RUNNER_BATCH_SIZES = 8
+RUNNER_BYTES = 512 << 20
+#: pxvm.pyramid keeps the runners of at most this many image sizes, of at most PYRAMID_BYTES of
+#: slot storage together (least recently used first out)
+PYRAMID_SIZES = 16
+PYRAMID_BYTES = 256 << 20
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
+
+
+class _LRU:
+    """Values by key, the least recently used first out, bounded by count and by bytes: after
+    trim(), at most max_count values whose sizes (the bytes given to put) add up to at most
+    max_bytes are kept, except that the most recently used one stays even alone over max_bytes.
+    The one cache helper of the package (pxvm.pyramid's runners, a Runner's C runners per batch
+    size, pxvm.seeds' and policy dynamic's runners). A value that goes is handed to `evict` (None:
+    dropped, so a Runner closes when its last reference goes, never under a call still using it).
+    put() trims at once unless trim_on_put is False (a Runner trims its C runners between calls)."""
+
+    def __init__(self, max_count, max_bytes, evict=None, trim_on_put=True):
+        self.max_count, self.max_bytes = max_count, max_bytes
+        self.bytes = 0  # the sizes of the values kept, added up
+        self._items = collections.OrderedDict()  # key -> (value, bytes)
+        self._evict, self._trim_on_put = evict, trim_on_put
+        self._lock = threading.Lock()  # guards the dict only: evict runs outside it
+
+    def get(self, key, default=None):
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return default
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key, value, nbytes):
+        with self._lock:
+            gone = self._items.pop(key, None)
+            if gone is not None:
+                self.bytes -= gone[1]
+            self._items[key] = (value, int(nbytes))
+            self.bytes += int(nbytes)
+        if gone is not None and gone[0] is not value and self._evict:
+            self._evict(key, gone[0])
+        if self._trim_on_put:
+            self.trim()
+        return value
+
+    def over(self):
+        """Whether trim() would evict something."""
+        return len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes)
+
+    def trim(self):
+        """Evicts the least recently used values until within the bounds (the most recent one
+        stays); returns [(key, value)] of those that went."""
+        gone = []
+        with self._lock:
+            while len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes):
+                key, (value, nbytes) = self._items.popitem(last=False)
+                self.bytes -= nbytes
+                gone.append((key, value))
+        if self._evict:
+            for key, value in gone:
+                self._evict(key, value)
+        return gone
+
+    def pop(self, key):
+        with self._lock:
+            item = self._items.pop(key, None)
+            if item is not None:
+                self.bytes -= item[1]
+        return None if item is None else item[0]
+
+    def clear(self):
+        with self._lock:
+            gone = list(self._items.items())
+            self._items.clear()
+            self.bytes = 0
+        if self._evict:
+            for key, (value, _) in gone:
+                self._evict(key, value)
+
+    def items(self):
+        with self._lock:
+            return [(k, v) for k, (v, _) in self._items.items()]
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def __getitem__(self, key):
+        return self._items[key][0]
+
+    def __iter__(self):
+        return iter(list(self._items))
+
+    def keys(self):
+        return list(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+
+def _slot_bytes(program, batch=1):
+    """What a C runner of `batch` items of program holds, estimated as its slots' storage: each
+    slot's mip chain in RGBA8 at its (reference) size, times the items (the caches' byte measure)."""
+    total = 0
+    for s in program.slots:
+        w, h = s.w, s.h
+        for _ in range(max(1, s.levels)):
+            total += w * h * 4
+            w, h = max(1, w >> 1), max(1, h >> 1)
+    return total * batch
 
 
 class _InCall:
@@ -54,7 +167,8 @@ class _InCall:
     Stream.push and reset, the seeds' and pyramid's runs): holds Runner.lock and counts the calls
     in flight, so close() made from inside one (an input's __array__, a torch mode reading
     stride(), an __index__ of a dirty rectangle or a fixation) is refused instead of freeing the C
-    runner the call still uses."""
+    runner the call still uses. When the outermost call ends, the runner's C runners of other
+    batch sizes are trimmed to their bound (never while a call may hold one)."""
     __slots__ = ("runner",)
 
     def __init__(self, runner):
@@ -69,7 +183,11 @@ class _InCall:
     def __exit__(self, *exc):
         r = self.runner
         r._calls -= 1
-        r.lock.release()
+        try:
+            if not r._calls and r._runners.over():
+                r._trim_runners()
+        finally:
+            r.lock.release()
 
 
 def _locked(method):
@@ -285,7 +403,9 @@ class Runner:
     run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
     run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
     A runner keeps its slots loaded per batch size (the first call with a new size loads them:
-    milliseconds on the GPU), so repeated calls cost only the run.
+    milliseconds on the GPU), so repeated calls cost only the run: for the RUNNER_BATCH_SIZES most
+    recently used batch sizes, within RUNNER_BYTES of slot storage (the others are closed when a
+    call ends, and opened again when used).
 
     program: a Program or the path of a .pxi file; device: the CUDA device; threads: CPU worker
     threads (0: all cores). The executor opens at once (.executor is then "cpu" or "cuda";
@@ -322,7 +442,8 @@ class Runner:
         self.device = _capi.c_integer(device, "device")
         self.threads = _capi.c_integer(threads, "threads")
         self._calls = 0  # calls in flight (_InCall): close() refuses while any is
-        self._runners = {}
+        #: {batch size: (C runner handle, executor name)}, bounded (RUNNER_BATCH_SIZES, RUNNER_BYTES)
+        self._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
         self._stream = {}
         self._bufs = {}
         self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
@@ -339,12 +460,27 @@ class Runner:
             h = ctypes.c_void_p()
             _check(_lib.pxvm_runner_open(self.program._h, _capi.c_string(self.executor, "executor"), self.device,
                                          self.threads, _capi.c_integer(batch, "batch"), ctypes.byref(h)))
-            r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
+            r = self._runners.put(batch, (h, _lib.pxvm_runner_executor(h).decode()), _slot_bytes(self.program, batch))
         return r
 
     def _in_call(self):
         """The guard of a call into this runner (_InCall: Runner.lock, close() refused meanwhile)."""
         return _InCall(self)
+
+    def _close_runner(self, batch, h):
+        """Closes the C runner of `batch` items and forgets what was set on it or lent to it."""
+        if batch == 1:
+            self._prepared = {}  # prepared calls hold the batch-1 handle
+        self._stream.pop(batch, None)
+        for key in [k for k in self._lent if k[0] == batch]:
+            del self._lent[key]
+        _lib.pxvm_runner_close(h)
+
+    def _trim_runners(self):
+        """The C runners of the least recently used batch sizes closed down to the bound
+        (RUNNER_BATCH_SIZES, RUNNER_BYTES): at the end of the outermost call (_InCall)."""
+        for batch, (h, _) in self._runners.trim():
+            self._close_runner(batch, h)
 
     def close(self) -> None:
         """Releases the executor's resources (also on leaving a with block, or when collected);
@@ -359,10 +495,9 @@ class Runner:
                 raise UsageError("usage: Runner.close: a call into this runner is under way (close() was called from "
                                  "inside it, e.g. by an input's __array__ or a torch mode); close it after the call "
                                  "returns")
-            self._prepared = {}  # they hold the handles closed below
-            for h, _ in self._runners.values():
-                _lib.pxvm_runner_close(h)
-            self._runners = {}
+            for batch, (h, _) in self._runners.items():
+                self._runners.pop(batch)
+                self._close_runner(batch, h)
 
     def __enter__(self) -> Runner:
         return self
@@ -540,7 +675,7 @@ class Runner:
             tok = (slot, bytes(fmt), devno)
         stream_fn = on_cuda and (getattr(_torch()._C, "_cuda_getCurrentRawStream", None) or _current_stream)
         self._prepared[key] = _native.prepare(
-            self._runners[1][0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
+            self._runners.get(1)[0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
             ctypes.string_at(in_views, ctypes.sizeof(_View) * nin), tuple(out_slots[:nout]), tuple(out_kinds[:nout]),
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
             (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
@@ -1031,7 +1166,7 @@ class Runner:
 
 # ---- convenience ----------------------------------------------------------------------------------
 
-_pyramid_cache = {}
+_pyramid_cache = _LRU(PYRAMID_SIZES, PYRAMID_BYTES)
 
 
 def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
@@ -1049,7 +1184,7 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
     r = _pyramid_cache.get(key)
     if r is None:
         prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
-        r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
+        r = _pyramid_cache.put(key, Runner(prog, executor=executor, device=device), _slot_bytes(prog))
     if a.device == -1:
         with r._in_call():  # the cached runner may be another thread's too: its run and reads as one unit
             r._exec({1: image}, 1, [])

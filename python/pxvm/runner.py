@@ -446,7 +446,10 @@ class Runner:
         self._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
         self._stream = {}
         self._bufs = {}
-        self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
+        # {(batch, slot): (the input of the last run that succeeded, the input of a failed one since or
+        # None)}: a slot may read either in place until a later run succeeds (the library unbinds what
+        # a failed call bound, an older one kept it bound: kept alive both ways, never a freed array)
+        self._lent = {}
         self._prepared = {}  # {call key: _native.Call}: repeats of the last call's shapes (see _prepare)
         self._torch_device = "cuda:%d" % self.device
         #: the program's input registers, bit k for register k (0: it takes no fixations)
@@ -621,9 +624,10 @@ class Runner:
             v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
             out_slots[i], out_kinds[i] = k, kind
             results.append(arr)
-        _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
-        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them
-            self._lent[(batch, k)] = x
+        rc = _lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views)
+        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them (see __init__)
+            self._lent[(batch, k)] = (self._lent.get((batch, k), (None,))[0], x) if rc else (x, None)
+        _check(rc)
         return results
 
     # -- the compiled fast path: a repeat of a call's shapes skips _exec (PXVM_NO_NATIVE=1: never)

@@ -1,6 +1,9 @@
 """Issue 39: a runner cannot be freed while a call into it is in flight (close() from a callback
-the call makes is a UsageError). Under the ASan-preloaded interpreter these read freed memory
-before the fix; in the release build they crash or run on a freed runner."""
+the call makes is a UsageError), and a failed run leaves no borrowed array unreferenced. Under
+the ASan-preloaded interpreter (make asan-python) these read freed memory before the fix; in the
+release build they crash or run on a freed runner."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -117,3 +120,38 @@ def test_close_from_another_thread_waits_for_the_call():
     assert r.patches(Slow()).shape[0] == 12
     t.join()
     assert closed
+
+
+def test_failed_run_keeps_its_borrowed_input_alive():
+    """patches(x) fails after x was bound (a trap: step budget 1); x is deleted and its memory
+    reused: reading the input slot raises the package's error or gives x's bytes, never another
+    array's (before: the library kept x bound, Runner._lent did not hold it: freed memory read)."""
+    prog = pxvm.Program.from_plan(PLAN, max_steps=1)
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    x = np.full((48, 64, 4), 7, np.uint8)
+    with pytest.raises(pxvm.Trap):
+        r.patches(x)
+    del x
+    gc.collect()
+    others = [np.full((48, 64, 4), 99, np.uint8) for _ in range(8)]  # noqa: F841 (the freed memory reused)
+    try:
+        got = r.read("image")
+    except pxvm.Error:
+        return  # the library unbound what the failed run bound: a clean error
+    assert set(np.unique(got)) == {7}
+
+
+def test_failed_batch_run_keeps_its_borrowed_inputs_alive():
+    prog = pxvm.Program.from_plan(PLAN, max_steps=1)
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    xs = np.full((2, 48, 64, 4), 7, np.uint8)
+    with pytest.raises(pxvm.Trap):
+        r.patches_batch(xs)
+    del xs
+    gc.collect()
+    others = [np.full((2, 48, 64, 4), 99, np.uint8) for _ in range(8)]  # noqa: F841
+    try:
+        got = r.read("image", batch=2)
+    except pxvm.Error:
+        return
+    assert set(np.unique(got)) == {7}

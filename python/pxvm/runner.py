@@ -45,6 +45,7 @@ def _load_native():
 
 _native = _load_native()
 
+_ONE_PIXEL = (ctypes.c_uint8 * 4)(0, 0, 0, 255)  # Runner._size_fits' image: one pixel, zero strides
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 #: a Runner keeps the C runners of at most this many batch sizes, and of at most RUNNER_BYTES of
 #: slot storage (_slot_bytes) together; the least recently used go at the end of a call (the most
@@ -857,6 +858,11 @@ class Runner:
         by `policy` on the host (a batch becomes a list of its items when one is resized); with
         size (from _sized), an any-size input's images are resized to it instead."""
         policy = _check_policy(policy)
+        if size is not None:  # before any image is resized to it
+            (x, *_), b = bound.values(), 1
+            if batched:
+                b = len(x) if isinstance(x, (list, tuple)) else int(x.shape[0])
+            self._size_fits(size, b)
         if policy == "native" and not any(s.any_size for s in self.program.inputs):
             raise UsageError("usage: policy native: the program has no any-size input; use fit or stretch")
         if policy is None or policy in ("exact", "native"):
@@ -876,6 +882,19 @@ class Runner:
             else:
                 res[k] = _policy_image(x, w, h, policy)
         return res
+
+    def _size_fits(self, size, batch):
+        """size=(W, H) (from _sized: within the program's bounds) resolved on the runner of `batch`
+        items before any image is resized to it: a size its limits refuse (max_side, max_memory)
+        is the library's error at once, in pxrun's words (pxrun --size refuses it before decoding).
+        A one-pixel view with zero strides stands for the W x H image: the resolution is checked
+        first, then the bind copies that pixel (the real images are bound at that size next)."""
+        w, h = size
+        handle = self._runner(batch)[0]
+        for s in self.program.inputs:
+            if s.any_size and self.slot_size(s.index, batch) != (w, h):
+                v = _View(ctypes.addressof(_ONE_PIXEL), -1, 1, w, h, 4, 0, 0, 0, 1)
+                _check(_lib.pxvm_runner_bind(handle, s.index, 0, ctypes.byref(v)))
 
     def _dynamic_only(self, **given):
         """Policy dynamic returns Ragged tokens: options it cannot honour are refused, never ignored."""

@@ -1,15 +1,18 @@
 """Issue 39: every integer from Python range-checked and every string checked for NUL before it
 reaches C (pxvm._capi.c_integer, c_string: ctypes would keep an integer's low bits and C stops a
-string at its NUL); Ragged indexed as Python sequences are."""
+string at its NUL); Ragged indexed as Python sequences are; size=(W, H) checked against the
+program's limits before any image is resized to it, in pxrun's words."""
 import os
 
 import numpy as np
 import pytest
 
-from conftest import EXECUTOR, ROOT
+from conftest import EXECUTOR, ROOT, pxrun
 import pxvm
+from pxvm import runner as runner_mod
 
 FOVEATE = os.path.join(ROOT, "programs", "foveate273.pxi")
+ANY = os.path.join(ROOT, "programs", "foveate273_any.pxi")
 PHOTO = os.path.join(ROOT, "programs", "data", "chelsea.png")
 PLAN = {"image": [64, 48], "budget": 12, "patch": 8, "scheme": "logpolar"}
 INT_MAX = 2**31 - 1
@@ -129,3 +132,41 @@ def test_ragged_indexes_as_a_python_sequence():
     assert np.array_equal(rag[np.int64(1)], parts[1])
     with pytest.raises(TypeError):
         rag[1.0]
+
+
+# ---- size= before any work -----------------------------------------------------------------------
+
+def test_size_beyond_the_memory_limit_is_refused_before_resizing(monkeypatch):
+    """Before: every image was resized to 16384 x 16384 first (11.5 s, 3.2 GB), then refused."""
+    resized = []
+    real = runner_mod._policy_image
+    monkeypatch.setattr(runner_mod, "_policy_image", lambda *a: resized.append(a[1:3]) or real(*a))
+    r = pxvm.Runner(ANY, executor=EXECUTOR)
+    img = pxvm.load_image(PHOTO)
+    want = pxrun(ANY, "--in", "image=" + PHOTO, "--size", "16384x16384", "--hash", check=False)
+    assert want.returncode != 0
+    words = want.stderr.strip().split("pxrun: ", 1)[1]
+    assert "the slots need" in words and "(see --max-memory)" in words
+    for call in (lambda: r.patches(img, size=(16384, 16384)), lambda: r.patches_batch([img, img], size=(16384, 16384)),
+                 lambda: r.tokens(img, size=(16384, 16384)), lambda: r.run(img, size=(16384, 16384))):
+        with pytest.raises(pxvm.Unlinkable) as e:
+            call()
+        assert str(e.value) == words  # pxrun's words
+    assert resized == []
+    assert r.patches(img, size=(300, 200)).shape == (273, 16, 16, 4)
+    assert resized == [(300, 200)]
+
+
+def test_size_memory_limit_edge():
+    """max_memory exactly what the size needs: taken; one byte less: refused before resizing."""
+    r = pxvm.Runner(pxvm.Program.load(ANY, max_memory=4 << 20), executor=EXECUTOR)
+    img = pxvm.load_image(PHOTO)
+    with pytest.raises(pxvm.Unlinkable) as e:
+        r.patches(img, size=(1600, 1200))
+    need = int(str(e.value).split("the slots need ")[1].split(" bytes")[0])
+    ok = pxvm.Runner(pxvm.Program.load(ANY, max_memory=need), executor=EXECUTOR)
+    assert ok.patches(img, size=(1600, 1200)).shape == (273, 16, 16, 4)
+    short = pxvm.Runner(pxvm.Program.load(ANY, max_memory=need - 1), executor=EXECUTOR)
+    with pytest.raises(pxvm.Unlinkable, match="the slots need %d bytes with their mip chains; the limit is %d"
+                       % (need, need - 1)):
+        short.patches(img, size=(1600, 1200))

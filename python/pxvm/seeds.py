@@ -699,9 +699,10 @@ class PersistentTexture:
             return _uint8_tokens(self._patches, out, self._like)
         on_cuda = _is_torch(self._frame) and self._frame.is_cuda
         a, ptr, devno, _ = out.new(self.runner, None, on_cuda)
-        if devno >= 0:
-            self.runner._sync_stream(1)  # read on torch's current stream, as Runner.tokens does
-        out.read(self.runner, 1, 0, 1, ptr, devno)
+        with self.runner._in_call():  # a read of the runner: under its guard, as every call into it
+            if devno >= 0:
+                self.runner._sync_stream(1)  # read on torch's current stream, as Runner.tokens does
+            out.read(self.runner, 1, 0, 1, ptr, devno)
         return _like(a, self._like)
 
     @property

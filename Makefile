@@ -1,4 +1,4 @@
-# pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make coverage`, `make mutate`, `make bench`, `make deps`.
+# pxvm - see README.md. `make` builds bin/; `make test`, `make asan`, `make asan-python`, `make coverage`, `make mutate`, `make bench`, `make deps`.
 # the default goal is `all`, whatever rule comes first below
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -217,6 +217,34 @@ bench-deps:
 asan:
 	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 PXVM_PYTEST=0 test
 
+# The Python tests of memory safety under Debian's python3 with gcc's ASan runtime
+# preloaded (libstdc++ too: torch throws C++ exceptions, whose interceptor needs it loaded first),
+# against build/asan's libpxvm and a sanitized _native (PXVM_NATIVE_SO), both
+# -fsanitize=address,undefined. Leaks are not checked (python3 keeps its own); the tests that
+# measure RSS are left out (ASan's quarantine holds freed memory). Prints "N passed, N failed".
+# ASAN_PY_TESTS: the test_safety_* files and the tests of runners, the compiled path, tokens,
+# seeds, Ragged, streams, size= and bad input (under a minute on 2 cores); the decoders' and
+# RESIZE's bytes are left to the C suite under `make asan`.
+ASAN_RT       ?= $(shell $(CC) -print-file-name=libasan.so)
+ASAN_PY_TESTS ?= $(wildcard tests/python/test_safety_*.py) $(addprefix tests/python/test_,native.py ragged.py \
+                 seeds.py api.py tokens.py fixation.py video.py size.py bad_input.py)
+build/asan/_native.abi3.so: python/pxvm/_native.c include/pxvm.h
+	@mkdir -p build/asan
+	$(CC) -std=c11 -O1 -g $(WARN) -fPIC -shared -fsanitize=address,undefined -fno-omit-frame-pointer \
+	    -fno-sanitize-recover=undefined -Iinclude -isystem $(PY_INCLUDE) $< -o $@
+asan-python:
+	$(MAKE) BUILD=build/asan BIN=build/asan/bin SAN=1 OPT=-O1 CUDA_GL=0 lib build/asan/bin/pxrun build/asan/bin/pxasm \
+	    build/asan/bin/pxbatch build/asan/_native.abi3.so
+	@LD_PRELOAD="$(realpath $(ASAN_RT)) $(realpath $(shell $(CC) -print-file-name=libstdc++.so.6))" \
+	    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    PXVM_LIB=$(CURDIR)/build/asan/libpxvm.so.1 PXVM_NATIVE_SO=$(CURDIR)/build/asan/_native.abi3.so \
+	    PXVM_BIN=build/asan/bin $(PYTHON) -m pytest -q --capture=sys -p no:cacheprovider -k "not leak_nothing and not extension_is_built_where_it_can_be" \
+	    $(ASAN_PY_TESTS) > build/asan/python.log 2>&1; st=$$?; cat build/asan/python.log; \
+	    sum=$$(grep -E '^(=+ )?[0-9]+ (passed|failed)' build/asan/python.log | tail -1); \
+	    p=$$(echo "$$sum" | grep -oE '[0-9]+ passed' | cut -d' ' -f1); \
+	    f=$$(echo "$$sum" | grep -oE '[0-9]+ (failed|errors?)' | awk '{n += $$1} END {print n + 0}'); \
+	    if [ $$st -ne 0 ] && [ $$f -eq 0 ]; then f=1; fi; echo "$${p:-0} passed, $$f failed"; exit $$st
+
 # Line and branch coverage of the whole suite (the C suite and the Python tests, through the
 # library of build/cov) with gcc's --coverage, in build/cov: the HTML report in build/coverage/,
 # the per-file and per-directory table in build/coverage/summary.txt (tests/coverage; gcovr).
@@ -354,5 +382,5 @@ deps:
 clean:
 	rm -rf build bin programs/*.pxi out $(NATIVE_SO)
 
-.PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan coverage mutate demo docs-images deps clean
+.PHONY: video-data lib install uninstall all check-deps test goldens bench bench-deps fuzz fuzz-list fuzz-run fuzz-corpus valgrind asan asan-python coverage mutate demo docs-images deps clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._capi import View as _View
+import ctypes
+
+from ._capi import View as _View, c_integer as _c_integer
 from .errors import UsageError
 
 if TYPE_CHECKING:  # the names in the API's annotations (numpy and torch are imported only where used)
@@ -96,8 +98,14 @@ def _fill_view(v, a, w, h, batched):
             raise UsageError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
     else:
         raise UsageError("pxvm: images are %s with C in 1, 3, 4; got shape %s" % (want, tuple(a.shape)))
-    v.data, v.device, v.items, v.w, v.h, v.channels = a.ptr, a.device, items, W, H, C
-    v.item_stride, v.row_stride, v.px_stride, v.ch_stride = item_stride, rs, ps, cs
+    # checked before the View's C fields keep only their low bits (a stride-tricked array may
+    # claim 2**32 + 1 rows)
+    v.data, v.device = a.ptr, a.device
+    v.items, v.w, v.h = _c_integer(items, "batch size"), _c_integer(W, "image width"), _c_integer(H, "image height")
+    v.channels = C
+    i64 = ctypes.c_int64
+    v.item_stride, v.row_stride = _c_integer(item_stride, "item stride", i64), _c_integer(rs, "row stride", i64)
+    v.px_stride, v.ch_stride = _c_integer(ps, "pixel stride", i64), _c_integer(cs, "channel stride", i64)
     return v
 
 

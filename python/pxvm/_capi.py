@@ -1,6 +1,7 @@
 """ctypes bindings of libpxvm.so (include/pxvm.h). No compiled extension: the same files run under
 any python3 that has ctypes, whatever its version."""
 import ctypes
+import operator
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +52,51 @@ def _open():
         "to one (PXVM_LIB=/path/to/pxvm/build/%s), or reinstall this package from the source tree "
         "('pip install ./python' bundles the library it builds when none is installed)."
         % (_SONAME, "\n  ".join(looked), _SONAME))
+
+
+def _usage(message):
+    from .errors import UsageError  # errors imports this module: imported when a check fails
+    return UsageError(message)
+
+
+def _c_range(ctype):
+    bits = 8 * ctypes.sizeof(ctype)
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value < 0 else (0, (1 << bits) - 1)
+
+
+_RANGES = {t: _c_range(t) for t in (ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint64,
+                                    ctypes.c_size_t)}
+
+
+def c_integer(value, name, ctype=ctypes.c_int):
+    """value as the int that a C argument or field of type ctype receives, checked first: ctypes
+    would keep only its low bits (2**32 + 16 read as 16, -1 as the largest unsigned value). A
+    whole number (int, NumPy integer, integral float) in ctype's range, else a UsageError naming
+    the argument and the value. Every integer the package hands the library passes here."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        if not (isinstance(value, float) and value.is_integer()):
+            raise _usage("usage: %s = %r: a whole number is needed" % (name, value)) from None
+        v = int(value)
+    lo, hi = _RANGES[ctype]
+    if not lo <= v <= hi:
+        raise _usage("usage: %s = %d is out of range (%d..%d)" % (name, v, lo, hi))
+    return v
+
+
+def c_string(value, name, path=False):
+    """value as the bytes of a C string (str: UTF-8; path=True: a file name, os.fsencode), checked
+    first: C reads a string up to its first NUL, so "image\0junk" would be taken as "image". A
+    string with a NUL is a UsageError naming the argument. Every string the package hands the
+    library passes here."""
+    try:
+        b = os.fsencode(value) if path else value.encode() if isinstance(value, str) else bytes(value)
+    except TypeError:
+        raise _usage("usage: %s = %r: a %s is needed" % (name, value, "path" if path else "string")) from None
+    if b"\0" in b:
+        raise _usage("usage: %s %r contains a NUL character (C would read only what comes before it)" % (name, value))
+    return b
 
 
 class View(ctypes.Structure):

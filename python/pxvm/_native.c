@@ -68,7 +68,10 @@ typedef struct {
     Py_buffer *bufs;      /* narg + nalloc; held[i]: bufs[i] is to be released */
     char *held;
     PyObject **made;      /* nalloc outputs of the call under way */
-    PyObject **lent;      /* narg: the last arguments, kept alive while their slot may borrow them */
+    PyObject **lent;      /* narg: the arguments of the last run that succeeded, kept alive while their slot
+                           * may borrow them */
+    PyObject **failed;    /* narg: those of a failed run since (or NULL): a library that leaves a failed
+                           * call's inputs bound may read them too, so they are kept alive as well */
     /* streams: the runner's {batch: stream set} dict (None: a CPU runner), stream_key its batch;
      * on_cuda: CUDA arrays (order after stream_fn(device), torch's current stream), else host
      * arrays (no stream: unset one the ctypes path set) */
@@ -278,12 +281,17 @@ static PyObject *run_prepared(Call *c, PyObject *const *argv)
         rc = lib_read_tokens(c->run, c->tok_slot, 0, 1, &c->tok_fmt, c->views[c->nin + c->nout].data, c->tok_device);
     Py_END_ALLOW_THREADS
     release_bufs(c);
-    if (ran) /* the slots may now read these inputs in place: kept alive until replaced */
-        for (int i = 0; i < c->narg; i++)
-            if (c->args[i].view < c->nin) {
-                Py_INCREF(argv[i]);
+    /* the slots may now read these inputs in place: kept alive until a later run succeeds (Runner._lent) */
+    for (int i = 0; i < c->narg; i++)
+        if (c->args[i].view < c->nin) {
+            Py_INCREF(argv[i]);
+            if (ran) {
                 set_ref(&c->lent[i], argv[i]);
+                Py_CLEAR(c->failed[i]);
+            } else {
+                set_ref(&c->failed[i], argv[i]);
             }
+        }
     if (rc) {
         Py_XDECREF(PyObject_CallFunction(raise_error, "i", rc));
         if (!PyErr_Occurred())
@@ -331,6 +339,8 @@ static PyObject *usage_error(const char *message)
 static PyObject *call_run(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
 {
     Call *c = (Call *)self;
+    if (!c->run || !c->streams) /* not made by prepare(): the type refuses that, this is the second line */
+        return usage_error("usage: pxvm._native.Call: made by pxvm._native.prepare only");
     if (argc != c->narg)
         return PyErr_Format(PyExc_TypeError, "pxvm._native: this call takes %d arrays, got %zd", c->narg, argc);
     /* Another thread in this call (the GIL is released around the run, and torch's getters may
@@ -359,6 +369,8 @@ static void call_dealloc(PyObject *self)
         Py_XDECREF(c->args[i].strides_obj);
         if (c->lent)
             Py_XDECREF(c->lent[i]);
+        if (c->failed)
+            Py_XDECREF(c->failed[i]);
     }
     for (int j = 0; c->allocs && j < c->nalloc; j++) {
         Py_XDECREF(c->allocs[j].fn);
@@ -375,6 +387,7 @@ static void call_dealloc(PyObject *self)
     PyMem_Free(c->held);
     PyMem_Free(c->made);
     PyMem_Free(c->lent);
+    PyMem_Free(c->failed);
     freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     free_fn(self);
     Py_DECREF(tp);
@@ -413,7 +426,10 @@ static PyType_Slot call_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec call_spec = {"pxvm._native.Call", sizeof(Call), 0, Py_TPFLAGS_DEFAULT, call_slots};
+/* Only prepare() makes a Call (with its runner, views and arguments): the type has no tp_new, so
+ * pxvm._native.Call() is a TypeError instead of an empty call whose run() would dereference NULL. */
+static PyType_Spec call_spec = {"pxvm._native.Call", sizeof(Call), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, call_slots};
 
 /* ints of a tuple into out[n]; -1 with an exception when it is not n ints. */
 static int int_tuple(PyObject *t, int *out, Py_ssize_t n, const char *what)
@@ -501,7 +517,8 @@ static PyObject *prepare(PyObject *module, PyObject *a)
     c->held = PyMem_Calloc((size_t)(narg + nalloc) + 1, 1);
     c->made = PyMem_Calloc((size_t)nalloc + 1, sizeof(PyObject *));
     c->lent = PyMem_Calloc((size_t)narg + 1, sizeof(PyObject *));
-    if (!c->args || !c->allocs || !c->bufs || !c->held || !c->made || !c->lent) {
+    c->failed = PyMem_Calloc((size_t)narg + 1, sizeof(PyObject *));
+    if (!c->args || !c->allocs || !c->bufs || !c->held || !c->made || !c->lent || !c->failed) {
         PyErr_NoMemory();
         goto fail;
     }

@@ -26,7 +26,7 @@ def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
     for k, v in (("max_side", max_side), ("max_memory", max_memory), ("max_insns", max_insns),
                  ("max_steps", max_steps)):
         if v is not None:
-            setattr(lim, k, int(v))
+            setattr(lim, k, _capi.c_integer(v, k, dict(_Limits._fields_)[k]))
     return lim
 
 
@@ -49,7 +49,7 @@ def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) ->
     lim = _limits(**limits)
     if lenient:
         lim.flags |= PXVM_DECODE_LENIENT
-    _check(_lib.pxvm_image_load(os.fsencode(path), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
+    _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
                                 ctypes.byref(h)))
     warning = _lib.pxvm_warning()
     if lenient and warning:

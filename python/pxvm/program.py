@@ -69,18 +69,19 @@ class Program:
     @classmethod
     def load(cls, path: str | os.PathLike, **limits: int) -> Program:
         """A .pxi file (limits: max_side, max_memory, max_insns, max_steps)."""
-        return cls._make(_lib.pxvm_prog_load, str(path), os.fsencode(path), **limits)
+        return cls._make(_lib.pxvm_prog_load, str(path), _capi.c_string(path, "path", path=True), **limits)
 
     @classmethod
     def from_png(cls, data: bytes | bytearray | memoryview, name: str = "program", **limits: int) -> Program:
         """A .pxi given as PNG bytes."""
         data = bytes(data)
-        return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), name.encode(), **limits)
+        return cls._make(_lib.pxvm_prog_from_png, name, data, len(data), _capi.c_string(name, "name"), **limits)
 
     @classmethod
     def assemble(cls, text: str, name: str = "<text>", **limits: int) -> Program:
         """pxasm source text (assembler/README.md)."""
-        return cls._make(_lib.pxvm_prog_assemble, name, text.encode(), name.encode(), **limits)
+        return cls._make(_lib.pxvm_prog_assemble, name, _capi.c_string(text, "text"), _capi.c_string(name, "name"),
+                         **limits)
 
     @classmethod
     def from_plan(cls, plan: dict | str | os.PathLike, name: str | None = None, **limits: int) -> Program:
@@ -93,7 +94,8 @@ class Program:
                 text, name = f.read().decode(), name or str(plan)
         else:
             text, name = str(plan), name or "<plan>"
-        prog = cls._make(_lib.pxvm_prog_from_plan, name, text.encode(), name.encode(), **limits)
+        prog = cls._make(_lib.pxvm_prog_from_plan, name, _capi.c_string(text, "plan"), _capi.c_string(name, "name"),
+                         **limits)
         prog.plan = _json.loads(text)  # the plan it was compiled from (policy "dynamic" compiles it per size)
         prog._limits = limits
         return prog
@@ -117,7 +119,7 @@ class Program:
 
     def slot(self, name: str | int) -> Slot:
         """A slot by name or number."""
-        k = _lib.pxvm_prog_slot_find(self._h, str(name).encode())
+        k = _lib.pxvm_prog_slot_find(self._h, _capi.c_string(str(name), "slot"))
         if k < 0:
             raise UsageError("usage: the program has no slot '%s'" % name)
         return self.slots[k]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import operator
 import os
 
 from . import _capi
@@ -28,8 +29,10 @@ from ._arrays import _np
 
 _lib = _capi.lib
 
-#: per-size programs (and their executors) a runner keeps for policy "dynamic" (least recently used goes)
+#: per-size programs (and their executors) a runner keeps for policy "dynamic", and of how many bytes
+#: of slot storage together (runner._slot_bytes; least recently used goes first)
 DYNAMIC_CACHE = 64
+DYNAMIC_CACHE_BYTES = 1 << 30
 
 
 def canonical_policy(policy: str) -> str:
@@ -37,7 +40,7 @@ def canonical_policy(policy: str) -> str:
     "native" as it is); a bad one (empty, "native:...", an unknown kind...) is a UsageError in
     the library's words (vm/resize.c), the same as pxrun's and pxbatch's."""
     buf = ctypes.create_string_buffer(256)
-    _check(_lib.pxvm_policy_canonical(policy.encode(), buf, len(buf)))
+    _check(_lib.pxvm_policy_canonical(_capi.c_string(policy, "policy"), buf, len(buf)))
     return buf.value.decode()
 
 
@@ -60,7 +63,8 @@ def dynamic_size(policy: str, patch: int, w: int, h: int) -> tuple[int, int]:
     """(w', h') of a w x h image under a dynamic policy for a plan of this patch (the library's
     pxvm_policy_dynamic_size: the rule of docs/policies.md)."""
     ow, oh = ctypes.c_int(), ctypes.c_int()
-    _check(_lib.pxvm_policy_dynamic_size(policy.encode(), int(patch), int(w), int(h), ctypes.byref(ow),
+    _check(_lib.pxvm_policy_dynamic_size(_capi.c_string(policy, "policy"), _capi.c_integer(patch, "patch"),
+                                         _capi.c_integer(w, "w"), _capi.c_integer(h, "h"), ctypes.byref(ow),
                                          ctypes.byref(oh)))
     return ow.value, oh.value
 
@@ -90,8 +94,17 @@ class Ragged:
         return len(self.grid)
 
     def __getitem__(self, i: int):
-        """The tokens of image i, (N_i, p, p, 4) (a view of tokens)."""
-        return self.tokens[int(self.offsets[i]):int(self.offsets[i + 1])]
+        """The tokens of image i, (N_i, p, p, 4) (a view of tokens); indexed as a Python sequence:
+        -1 is the last image, an index outside -B..B-1 is an IndexError."""
+        try:
+            k = operator.index(i)
+        except TypeError:
+            raise TypeError("Ragged indices are integers, not %s" % type(i).__name__) from None
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError("Ragged index %d out of range: %d images" % (k, n))
+        k %= n
+        return self.tokens[int(self.offsets[k]):int(self.offsets[k + 1])]
 
     def __repr__(self) -> str:
         return "Ragged(%d images, %d tokens of %s)" % (len(self), len(self.tokens), tuple(self.tokens.shape[1:]))
@@ -112,19 +125,20 @@ def _sized_runner(runner, plan, w, h):
     """The runner of the uniform plan compiled for w x h, from the runner's LRU cache."""
     from .program import Program
     from .runner import Runner
-    cache = runner.__dict__.setdefault("_dynamic", collections.OrderedDict())
+    from .runner import _LRU, _slot_bytes
+    cache = runner.__dict__.get("_dynamic")
+    if cache is None:
+        cache = runner.__dict__["_dynamic"] = _LRU(DYNAMIC_CACHE, DYNAMIC_CACHE_BYTES)
     r = cache.get((w, h))
     if r is not None:
-        cache.move_to_end((w, h))
         return r
     p = dict(plan)
     p["image"] = [w, h]
     p.pop("budget", None)  # a uniform plan's budget is its full grid: that of w x h
     prog = Program.from_plan(p, name="%s@%dx%d" % (runner.program.name, w, h), **runner.program._limits)
-    r = cache[(w, h)] = Runner(prog, executor=runner.executor, device=runner.device, threads=runner.threads)
-    while len(cache) > DYNAMIC_CACHE:
-        cache.popitem(last=False)[1].close()
-    return r
+    # an evicted runner closes when its last reference goes (never under a call still using it)
+    return cache.put((w, h), Runner(prog, executor=runner.executor, device=runner.device, threads=runner.threads),
+                     _slot_bytes(prog))
 
 
 def _named(e, i, name):

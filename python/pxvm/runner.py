@@ -1,6 +1,7 @@
 """Runners: a program loaded on an executor, run on images, batches and frames; pyramid()."""
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import operator
@@ -26,16 +27,28 @@ _lib = _capi.lib
 
 def _load_native():
     """The compiled fast path (python/pxvm/_native.c: prepared pxvm_runner_exec calls), bound to
-    the library loaded here; None where it is not built (no python3-dev) or PXVM_NO_NATIVE=1."""
+    the library loaded here; None where it is not built (no python3-dev) or PXVM_NO_NATIVE=1.
+    PXVM_NATIVE_SO=path loads that build of it instead of the package's (the sanitizer build's)."""
     off = os.environ.get("PXVM_NO_NATIVE", "")
     if off not in ("", "0", "1"):
         raise UsageError("usage: PXVM_NO_NATIVE=%s: 1 (the ctypes path alone) or 0 (the compiled one when built)" % off)
     if off == "1":
         return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
+    path = os.environ.get("PXVM_NATIVE_SO")
+    if path:  # another build of it (make asan-python: the sanitized one); not loading is an error then
+        import importlib.machinery
+        import importlib.util
+        import sys
+        loader = importlib.machinery.ExtensionFileLoader(__package__ + "._native", path)
+        spec = importlib.util.spec_from_file_location(__package__ + "._native", path, loader=loader)
+        _native = importlib.util.module_from_spec(spec)
+        loader.exec_module(_native)
+        sys.modules[spec.name] = _native
+    else:
+        try:
+            from . import _native
+        except ImportError:
+            return None
     address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
     _native.bind(address(_lib.pxvm_runner_exec), address(_lib.pxvm_runner_set_stream), _check,
                  address(_lib.pxvm_runner_read_tokens))
@@ -44,17 +57,159 @@ def _load_native():
 
 _native = _load_native()
 
+_ONE_PIXEL = (ctypes.c_uint8 * 4)(0, 0, 0, 255)  # Runner._size_fits' image: one pixel, zero strides
 PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
+#: a Runner keeps the C runners of at most this many batch sizes, and of at most RUNNER_BYTES of
+#: slot storage (_slot_bytes) together; the least recently used go at the end of a call (the most
+#: recent one stays, even alone over the bytes)
+RUNNER_BATCH_SIZES = 8
+RUNNER_BYTES = 512 << 20
+#: pxvm.pyramid keeps the runners of at most this many image sizes, of at most PYRAMID_BYTES of
+#: slot storage together (least recently used first out)
+PYRAMID_SIZES = 16
+PYRAMID_BYTES = 256 << 20
 PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
+class _LRU:
+    """Values by key, the least recently used first out, bounded by count and by bytes: after
+    trim(), at most max_count values whose sizes (the bytes given to put) add up to at most
+    max_bytes are kept, except that the most recently used one stays even alone over max_bytes.
+    The one cache helper of the package (pxvm.pyramid's runners, a Runner's C runners per batch
+    size, pxvm.seeds' and policy dynamic's runners). A value that goes is handed to `evict` (None:
+    dropped, so a Runner closes when its last reference goes, never under a call still using it).
+    put() trims at once unless trim_on_put is False (a Runner trims its C runners between calls)."""
+
+    def __init__(self, max_count, max_bytes, evict=None, trim_on_put=True):
+        self.max_count, self.max_bytes = max_count, max_bytes
+        self.bytes = 0  # the sizes of the values kept, added up
+        self._items = collections.OrderedDict()  # key -> (value, bytes)
+        self._evict, self._trim_on_put = evict, trim_on_put
+        self._lock = threading.Lock()  # guards the dict only: evict runs outside it
+
+    def get(self, key, default=None):
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return default
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key, value, nbytes):
+        with self._lock:
+            gone = self._items.pop(key, None)
+            if gone is not None:
+                self.bytes -= gone[1]
+            self._items[key] = (value, int(nbytes))
+            self.bytes += int(nbytes)
+        if gone is not None and gone[0] is not value and self._evict:
+            self._evict(key, gone[0])
+        if self._trim_on_put:
+            self.trim()
+        return value
+
+    def over(self):
+        """Whether trim() would evict something."""
+        return len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes)
+
+    def trim(self):
+        """Evicts the least recently used values until within the bounds (the most recent one
+        stays); returns [(key, value)] of those that went."""
+        gone = []
+        with self._lock:
+            while len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes):
+                key, (value, nbytes) = self._items.popitem(last=False)
+                self.bytes -= nbytes
+                gone.append((key, value))
+        if self._evict:
+            for key, value in gone:
+                self._evict(key, value)
+        return gone
+
+    def pop(self, key):
+        with self._lock:
+            item = self._items.pop(key, None)
+            if item is not None:
+                self.bytes -= item[1]
+        return None if item is None else item[0]
+
+    def clear(self):
+        with self._lock:
+            gone = list(self._items.items())
+            self._items.clear()
+            self.bytes = 0
+        if self._evict:
+            for key, (value, _) in gone:
+                self._evict(key, value)
+
+    def items(self):
+        with self._lock:
+            return [(k, v) for k, (v, _) in self._items.items()]
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def __getitem__(self, key):
+        return self._items[key][0]
+
+    def __iter__(self):
+        return iter(list(self._items))
+
+    def keys(self):
+        return list(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+
+def _slot_bytes(program, batch=1):
+    """What a C runner of `batch` items of program holds, estimated as its slots' storage: each
+    slot's mip chain in RGBA8 at its (reference) size, times the items (the caches' byte measure)."""
+    total = 0
+    for s in program.slots:
+        w, h = s.w, s.h
+        for _ in range(max(1, s.levels)):
+            total += w * h * 4
+            w, h = max(1, w >> 1), max(1, h >> 1)
+    return total * batch
+
+
+class _InCall:
+    """The one guard of every call into a Runner's C runners (Runner methods, pxvm.tokens,
+    Stream.push and reset, the seeds' and pyramid's runs): holds Runner.lock and counts the calls
+    in flight, so close() made from inside one (an input's __array__, a torch mode reading
+    stride(), an __index__ of a dirty rectangle or a fixation) is refused instead of freeing the C
+    runner the call still uses. When the outermost call ends, the runner's C runners of other
+    batch sizes are trimmed to their bound (never while a call may hold one)."""
+    __slots__ = ("runner",)
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def __enter__(self):
+        r = self.runner
+        r.lock.acquire()
+        r._calls += 1
+        return r
+
+    def __exit__(self, *exc):
+        r = self.runner
+        r._calls -= 1
+        try:
+            if not r._calls and r._runners.over():
+                r._trim_runners()
+        finally:
+            r.lock.release()
+
+
 def _locked(method):
-    """The method under the runner's lock (Runner.lock): one C runner handle is used by one thread
-    at a time (include/pxvm.h), so threads sharing a Runner take turns instead of racing."""
+    """The method under the runner's guard (_InCall, Runner.lock): one C runner handle is used by
+    one thread at a time (include/pxvm.h), so threads sharing a Runner take turns instead of
+    racing, and the runner cannot be closed under a call in flight."""
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
-        with self.lock:
+        with _InCall(self):
             return method(self, *args, **kwargs)
     return locked
 
@@ -157,7 +312,8 @@ def _check_policy(policy):
     canonical_policy(policy)  # empty, native:..., a bad one: its words (with native among the kinds)
     one = (ctypes.c_uint8 * 4)()
     out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, policy.encode(), ctypes.byref(out)))
+    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, _capi.c_string(policy, "policy"),
+                               ctypes.byref(out)))
     _lib.pxvm_free(out)
     return policy
 
@@ -245,7 +401,7 @@ def _policy_image(x, w, h, policy):
     rgba[..., :3] = a[..., :3] if C != 1 else a
     rgba[..., 3] = a[..., 3] if C == 4 else 255
     out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, policy.encode(), ctypes.byref(out)))
+    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, _capi.c_string(policy, "policy"), ctypes.byref(out)))
     try:
         return np.frombuffer(ctypes.string_at(out, w * h * 4), dtype=np.uint8).reshape(h, w, 4).copy()
     finally:
@@ -260,7 +416,9 @@ class Runner:
     run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
     run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
     A runner keeps its slots loaded per batch size (the first call with a new size loads them:
-    milliseconds on the GPU), so repeated calls cost only the run.
+    milliseconds on the GPU), so repeated calls cost only the run: for the RUNNER_BATCH_SIZES most
+    recently used batch sizes, within RUNNER_BYTES of slot storage (the others are closed when a
+    call ends, and opened again when used).
 
     program: a Program or the path of a .pxi file; device: the CUDA device; threads: CPU worker
     threads (0: all cores). The executor opens at once (.executor is then "cpu" or "cuda";
@@ -283,7 +441,9 @@ class Runner:
 
     Threads: a runner may be shared; each call holds `lock` (a threading.RLock) for its whole
     bind, run and read, so calls of two threads take turns. Hold `lock` yourself to make several
-    calls one unit (e.g. run, then geometry of that run) while other threads use the runner."""
+    calls one unit (e.g. run, then geometry of that run) while other threads use the runner.
+    close() from inside a call (a callback of it: an input's __array__, a torch mode) is a
+    UsageError: a runner is never freed while a call into it is in flight."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0) -> None:
@@ -292,12 +452,17 @@ class Runner:
         self.program = program
         #: held by every call that uses the library's runners (see the class)
         self.lock = threading.RLock()
-        self.device = int(device)
-        self.threads = int(threads)
-        self._runners = {}
+        self.device = _capi.c_integer(device, "device")
+        self.threads = _capi.c_integer(threads, "threads")
+        self._calls = 0  # calls in flight (_InCall): close() refuses while any is
+        #: {batch size: (C runner handle, executor name)}, bounded (RUNNER_BATCH_SIZES, RUNNER_BYTES)
+        self._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
         self._stream = {}
         self._bufs = {}
-        self._lent = {}  # {(batch, slot): the input last given}: it may be read in place until replaced
+        # {(batch, slot): (the input of the last run that succeeded, the input of a failed one since or
+        # None)}: a slot may read either in place until a later run succeeds (the library unbinds what
+        # a failed call bound, an older one kept it bound: kept alive both ways, never a freed array)
+        self._lent = {}
         self._prepared = {}  # {call key: _native.Call}: repeats of the last call's shapes (see _prepare)
         self._torch_device = "cuda:%d" % self.device
         #: the program's input registers, bit k for register k (0: it takes no fixations)
@@ -309,21 +474,49 @@ class Runner:
         r = self._runners.get(batch)
         if r is None:
             h = ctypes.c_void_p()
-            _check(_lib.pxvm_runner_open(self.program._h, self.executor.encode(), self.device, self.threads, batch,
-                                         ctypes.byref(h)))
+            _check(_lib.pxvm_runner_open(self.program._h, _capi.c_string(self.executor, "executor"), self.device,
+                                         self.threads, _capi.c_integer(batch, "batch"), ctypes.byref(h)))
             # the arrays lent to a call stay referenced (_lent, the fast path's) until replaced,
             # so its borrows may last until the next bind: reads of an input read the array
             _check(_lib.pxvm_runner_keep_borrows(h, 1))
-            r = self._runners[batch] = (h, _lib.pxvm_runner_executor(h).decode())
+            r = self._runners.put(batch, (h, _lib.pxvm_runner_executor(h).decode()), _slot_bytes(self.program, batch))
         return r
 
-    @_locked
+    def _in_call(self):
+        """The guard of a call into this runner (_InCall: Runner.lock, close() refused meanwhile)."""
+        return _InCall(self)
+
+    def _close_runner(self, batch, h):
+        """Closes the C runner of `batch` items and forgets what was set on it or lent to it."""
+        if batch == 1:
+            self._prepared = {}  # prepared calls hold the batch-1 handle
+        self._stream.pop(batch, None)
+        for key in [k for k in self._lent if k[0] == batch]:
+            del self._lent[key]
+        _lib.pxvm_runner_close(h)
+
+    def _trim_runners(self):
+        """The C runners of the least recently used batch sizes closed down to the bound
+        (RUNNER_BATCH_SIZES, RUNNER_BYTES): at the end of the outermost call (_InCall)."""
+        for batch, (h, _) in self._runners.trim():
+            self._close_runner(batch, h)
+
     def close(self) -> None:
-        """Releases the executor's resources (also on leaving a with block, or when collected)."""
-        self._prepared = {}  # they hold the handles closed below
-        for h, _ in self._runners.values():
-            _lib.pxvm_runner_close(h)
-        self._runners = {}
+        """Releases the executor's resources (also on leaving a with block, or when collected);
+        a later call opens them again.
+
+        Closing from inside a call into this runner (a callback the call makes: an input's
+        __array__, a torch function mode, an __index__ of a dirty rectangle or a fixation) is a
+        UsageError and closes nothing: the call still uses the runner. Another thread's close()
+        waits for the call to end (Runner.lock)."""
+        with self.lock:
+            if self._calls:
+                raise UsageError("usage: Runner.close: a call into this runner is under way (close() was called from "
+                                 "inside it, e.g. by an input's __array__ or a torch mode); close it after the call "
+                                 "returns")
+            for batch, (h, _) in self._runners.items():
+                self._runners.pop(batch)
+                self._close_runner(batch, h)
 
     def __enter__(self) -> Runner:
         return self
@@ -447,9 +640,10 @@ class Runner:
             v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
             out_slots[i], out_kinds[i] = k, kind
             results.append(arr)
-        _check(_lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views))
-        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them
-            self._lent[(batch, k)] = x
+        rc = _lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views)
+        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them (see __init__)
+            self._lent[(batch, k)] = (self._lent.get((batch, k), (None,))[0], x) if rc else (x, None)
+        _check(rc)
         return results
 
     # -- the compiled fast path: a repeat of a call's shapes skips _exec (PXVM_NO_NATIVE=1: never)
@@ -501,7 +695,7 @@ class Runner:
             tok = (slot, bytes(fmt), devno)
         stream_fn = on_cuda and (getattr(_torch()._C, "_cuda_getCurrentRawStream", None) or _current_stream)
         self._prepared[key] = _native.prepare(
-            self._runners[1][0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
+            self._runners.get(1)[0].value, tuple(in_slots[:nin]), tuple(in_items[:nin]),
             ctypes.string_at(in_views, ctypes.sizeof(_View) * nin), tuple(out_slots[:nout]), tuple(out_kinds[:nout]),
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
             (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
@@ -596,7 +790,7 @@ class Runner:
         scanpath in registers 0..K-1) or what was set. NumPy from the host; with device="cuda" a
         CUDA tensor, read on the device."""
         h = self._runner(batch)[0]
-        if device is not None and self._runners[batch][1] == "cuda":
+        if device is not None and self._runner(batch)[1] == "cuda":
             torch = _torch()
             t = torch.empty((batch, PXVM_FIX_REGS, 2), dtype=torch.int32, device=self._torch_device)
             self._sync_stream(batch)
@@ -609,7 +803,7 @@ class Runner:
 
     def _sync_stream(self, batch):
         """The library orders its work after torch's current stream and the stream after its work."""
-        h = self._runners[batch][0]
+        h = self._runner(batch)[0]
         handle = _current_stream(self.device) or 1  # 0: the legacy default stream, cudaStreamLegacy
         if self._stream.get(batch) != handle:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
@@ -624,7 +818,7 @@ class Runner:
         LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
         s = self._atlas(slot)
         h = self._runner(batch)[0]
-        on_dev = device is not None and self._runners[batch][1] == "cuda"
+        on_dev = device is not None and self._runner(batch)[1] == "cuda"
         if on_dev:
             torch = _torch()
             g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
@@ -679,6 +873,11 @@ class Runner:
         by `policy` on the host (a batch becomes a list of its items when one is resized); with
         size (from _sized), an any-size input's images are resized to it instead."""
         policy = _check_policy(policy)
+        if size is not None:  # before any image is resized to it
+            (x, *_), b = bound.values(), 1
+            if batched:
+                b = len(x) if isinstance(x, (list, tuple)) else int(x.shape[0])
+            self._size_fits(size, b)
         if policy == "native" and not any(s.any_size for s in self.program.inputs):
             raise UsageError("usage: policy native: the program has no any-size input; use fit or stretch")
         if policy is None or policy in ("exact", "native"):
@@ -698,6 +897,19 @@ class Runner:
             else:
                 res[k] = _policy_image(x, w, h, policy)
         return res
+
+    def _size_fits(self, size, batch):
+        """size=(W, H) (from _sized: within the program's bounds) resolved on the runner of `batch`
+        items before any image is resized to it: a size its limits refuse (max_side, max_memory)
+        is the library's error at once, in pxrun's words (pxrun --size refuses it before decoding).
+        A one-pixel view with zero strides stands for the W x H image: the resolution is checked
+        first, then the bind copies that pixel (the real images are bound at that size next)."""
+        w, h = size
+        handle = self._runner(batch)[0]
+        for s in self.program.inputs:
+            if s.any_size and self.slot_size(s.index, batch) != (w, h):
+                v = _View(ctypes.addressof(_ONE_PIXEL), -1, 1, w, h, 4, 0, 0, 0, 1)
+                _check(_lib.pxvm_runner_bind(handle, s.index, 0, ctypes.byref(v)))
 
     def _dynamic_only(self, **given):
         """Policy dynamic returns Ragged tokens: options it cannot honour are refused, never ignored."""
@@ -955,9 +1167,11 @@ class Runner:
         input at its bound size)."""
         np = _np()
         s = self.program.slot(slot)
+        level = _capi.c_integer(level, "level")
         h = self._runner(batch)[0]
         sw, sh = self.slot_size(s.index, batch)
-        w, hh = max(1, sw >> level), max(1, sh >> level)
+        # the view's size at that level (a level out of 0..levels-1: the library's error names it)
+        w, hh = max(1, sw >> max(level, 0)), max(1, sh >> max(level, 0))
         arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
         v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
         _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
@@ -990,7 +1204,7 @@ class Runner:
 
 # ---- convenience ----------------------------------------------------------------------------------
 
-_pyramid_cache = {}
+_pyramid_cache = _LRU(PYRAMID_SIZES, PYRAMID_BYTES)
 
 
 def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
@@ -1008,9 +1222,9 @@ def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.
     r = _pyramid_cache.get(key)
     if r is None:
         prog = Program.assemble(".width 16\n.slot image input %dx%d\nPYRAMID image\nHALT\n" % (w, h), "<pyramid>")
-        r = _pyramid_cache[key] = Runner(prog, executor=executor, device=device)
+        r = _pyramid_cache.put(key, Runner(prog, executor=executor, device=device), _slot_bytes(prog))
     if a.device == -1:
-        with r.lock:  # the cached runner may be another thread's too: its run and reads as one unit
+        with r._in_call():  # the cached runner may be another thread's too: its run and reads as one unit
             r._exec({1: image}, 1, [])
             s = r.program.slots[1]
             return [r.read(1, l)[0] for l in range(s.levels)]

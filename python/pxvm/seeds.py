@@ -43,7 +43,6 @@ import ctypes
 import json
 import math
 import operator
-import threading
 from collections import OrderedDict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
@@ -52,7 +51,7 @@ from . import _capi
 from .errors import UsageError, _check
 from ._arrays import _describe, _is_torch, _np, _torch
 from .program import Program
-from .runner import Runner
+from .runner import Runner, _LRU, _slot_bytes
 from .tokens import LAYOUTS, _new_output, _shape as _token_shape, positions_from_geometry, token_format
 from .tokens import DTYPES as _FLOAT_DTYPES
 
@@ -65,8 +64,10 @@ if TYPE_CHECKING:
 __all__ = ["generate_mipmaps", "TexturePyramid", "PersistentTexture", "create_persistent", "update_partial",
            "update_mipmaps_incremental", "clear_cache", "PROGRAM_CACHE_SIZE", "DTYPES"]
 
-#: how many compiled programs (each with its runner) the cache keeps; the least recently used goes first
+#: how many compiled programs (each with its runner) the cache keeps, and of how many bytes of slot
+#: storage together (runner._slot_bytes); the least recently used goes first
 PROGRAM_CACHE_SIZE = 32
+PROGRAM_CACHE_BYTES = 512 << 20
 
 #: the token dtypes: "uint8" (the VM's bytes) and the float ones of Runner.tokens
 DTYPES = ("uint8",) + tuple(_FLOAT_DTYPES)
@@ -78,38 +79,30 @@ Normalize = Union[str, Sequence[Sequence[float]]]
 # ---- the program cache ----------------------------------------------------------------------------
 
 class _RunnerCache:
-    """Runners of compiled programs, least recently used first out (the lock guards the dict only;
-    an evicted runner closes when the last reference to it goes). One runner serves every caller
-    of its key, in any thread: callers hold its Runner.lock over their whole run and reads."""
+    """Runners of compiled programs in the package's LRU (runner._LRU: at most PROGRAM_CACHE_SIZE
+    of them and PROGRAM_CACHE_BYTES of slot storage, least recently used first out; an evicted
+    runner closes when the last reference to it goes). One runner serves every caller of its key,
+    in any thread: callers hold its guard (Runner._in_call) over their whole run and reads."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._runners: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, size: int, nbytes: int) -> None:
+        self._runners = _LRU(size, nbytes)
 
     def runner(self, key: tuple, make: Callable[[], Program], executor: str, device: int) -> Runner:
         full = (key, executor, int(device))
-        with self._lock:
-            r = self._runners.get(full)
-            if r is not None:
-                self._runners.move_to_end(full)
-                return r
-        r = Runner(make(), executor=executor, device=device)
-        with self._lock:
-            self._runners[full] = r
-            while len(self._runners) > self.size:
-                self._runners.popitem(last=False)
+        r = self._runners.get(full)
+        if r is None:
+            prog = make()
+            r = self._runners.put(full, Runner(prog, executor=executor, device=device), _slot_bytes(prog))
         return r
 
     def clear(self) -> None:
-        with self._lock:
-            self._runners.clear()
+        self._runners.clear()
 
     def __len__(self) -> int:
         return len(self._runners)
 
 
-_cache = _RunnerCache(PROGRAM_CACHE_SIZE)
+_cache = _RunnerCache(PROGRAM_CACHE_SIZE, PROGRAM_CACHE_BYTES)
 
 
 def clear_cache() -> None:
@@ -346,7 +339,7 @@ def generate_mipmaps(image: Array, executor: str = "cpu", device: int = 0) -> li
     """
     batch, h, w = _geometry(image)
     r = _pyramid_runner(w, h, executor, device)
-    with r.lock:  # a cached runner, maybe another thread's too: the run and its reads as one unit
+    with r._in_call():  # a cached runner, maybe another thread's too: the run and its reads as one unit
         if batch is None:
             r.run(image)
         else:
@@ -472,7 +465,7 @@ class TexturePyramid:
         for key, (make, idx) in groups.items():
             r = _cache.runner(key, make, self._executor, self.device)
             b = len(idx)
-            with r.lock:  # a cached runner, maybe another thread's too: run and reads as one unit
+            with r._in_call():  # a cached runner, maybe another thread's too: run and reads as one unit
                 if self.batch is None:
                     if out.format is None:
                         parts.append((idx, r.patches(self.image)[None]))
@@ -706,9 +699,10 @@ class PersistentTexture:
             return _uint8_tokens(self._patches, out, self._like)
         on_cuda = _is_torch(self._frame) and self._frame.is_cuda
         a, ptr, devno, _ = out.new(self.runner, None, on_cuda)
-        if devno >= 0:
-            self.runner._sync_stream(1)  # read on torch's current stream, as Runner.tokens does
-        out.read(self.runner, 1, 0, 1, ptr, devno)
+        with self.runner._in_call():  # a read of the runner: under its guard, as every call into it
+            if devno >= 0:
+                self.runner._sync_stream(1)  # read on torch's current stream, as Runner.tokens does
+            out.read(self.runner, 1, 0, 1, ptr, devno)
         return _like(a, self._like)
 
     @property

@@ -41,7 +41,7 @@ class Stream:
         texels; pixels outside them are taken as unchanged, and DIFF compares nothing); fixation
         (normalized to the frame: (0.5, 0.5) is its middle), fixation_units and fixation_clamp as
         for Runner.run. Returns (patches (N, h, w, 4), changed (N,) bool)."""
-        with self.runner.lock:  # the dirty rectangles, the run and its changed flags as one unit
+        with self.runner._in_call():  # the dirty rectangles, the run and its changed flags as one unit
             return self._push(frame, dirty, fixation, out, fixation_units, fixation_clamp)
 
     def _push(self, frame, dirty, fixation, out, fixation_units, fixation_clamp):
@@ -49,7 +49,9 @@ class Stream:
         h = r._runner(1)[0]
         if dirty is not None:
             rects = list(dirty)
-            arr = (_Rect * max(1, len(rects)))(*[_Rect(int(x), int(y), int(w), int(hh)) for x, y, w, hh in rects])
+            arr = (_Rect * max(1, len(rects)))(*[_Rect(*(_capi.c_integer(v, "dirty %s" % k, ctypes.c_int32)
+                                                           for k, v in zip("xywh", (x, y, w, hh))))
+                                                 for x, y, w, hh in rects])
             _check(_lib.pxvm_runner_set_dirty(h, 0, arr, len(rects)))
         p = r.patches(frame, slot=self.atlas.index, out=out, fixation=fixation, fixation_units=fixation_units,
                       fixation_clamp=fixation_clamp)
@@ -66,6 +68,6 @@ class Stream:
 
     def reset(self) -> None:
         """Starts again: the next frame is computed whole (the fixations set stay set)."""
-        with self.runner.lock:
+        with self.runner._in_call():
             _check(_lib.pxvm_runner_restart(self.runner._runner(1)[0]))
         self.frames = 0

@@ -55,7 +55,7 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
         raise UsageError("usage: tokens: alpha is True or False, not %r" % (alpha,))
     f = _capi.TokenFormat()
     if isinstance(normalize, str):
-        _check(_lib.pxvm_token_format_preset(normalize.encode(), ctypes.byref(f)))
+        _check(_lib.pxvm_token_format_preset(_capi.c_string(normalize, "normalize"), ctypes.byref(f)))
     else:
         try:
             mean, std = normalize
@@ -229,10 +229,11 @@ def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixa
 
 
 def _locked(function):
-    """function(runner, ...) under runner.lock (see Runner: one thread at a time per runner)."""
+    """function(runner, ...) under the runner's guard (Runner._in_call: one thread at a time per
+    runner, close() refused during the call)."""
     @functools.wraps(function)
     def locked(runner, *args, **kwargs):
-        with runner.lock:
+        with runner._in_call():
             return function(runner, *args, **kwargs)
     return locked
 

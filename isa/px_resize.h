@@ -32,6 +32,15 @@ PX_SEM uint32_t px_resize_clamp(uint32_t acc)
     return acc > 255u ? 255u : acc;
 }
 
+/* One term of a sample's sum: acc + v * k modulo 2^32, the int product and sum of Pillow. A sum
+ * modulo 2^32 does not depend on the order of its terms, so a pass may add them in any order
+ * (the CPU's streamed vertical pass adds each source row to every output row open on it, then
+ * ends each with px_resize_clamp) and still give px_resize_tap's bytes. */
+PX_SEM uint32_t px_resize_mac(uint32_t acc, uint32_t v, uint32_t k)
+{
+    return acc + v * k;
+}
+
 /* One 8-bit output sample of a separable pass: sum of src[(first + j) * stride] * k[j] for
  * j < count, plus one half, divided by 2^22 rounding down, clamped to 0..255.
  *
@@ -47,7 +56,7 @@ PX_SEM uint32_t px_resize_tap(const uint8_t *src, int64_t stride, int32_t first,
     uint32_t acc = PX_RESIZE_HALF;
     const uint8_t *p = src + (int64_t)first * stride;
     for (int32_t j = 0; j < count; j++, p += stride)
-        acc += (uint32_t)*p * (uint32_t)k[j]; /* mod 2^32: the int product and sum of Pillow */
+        acc = px_resize_mac(acc, *p, (uint32_t)k[j]);
     return px_resize_clamp(acc);
 }
 

@@ -12,6 +12,7 @@
 #include "resize.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,28 @@ static int32_t px__q22(double v)
     return (int32_t)(v < 0.0 ? -0.5 + v * one : 0.5 + v * one);
 }
 
+/* The kernel's reach along one axis: Pillow's support (the filter's half-width, widened by a
+ * downscale) and its ksize, the longest run. */
+static double px__support(int in_size, int out_size, int filter, double *scale, double *ss)
+{
+    *scale = (double)in_size / out_size; /* Pillow: (in1 - in0) / out_size with the box (0, in_size) */
+    double filterscale = *scale < 1.0 ? 1.0 : *scale;
+    *ss = 1.0 / filterscale;
+    return px__filters[filter].support * filterscale;
+}
+
+/* Output index i's run lo .. lo + n - 1 (precompute_coeffs: truncation toward zero, then clamped;
+ * n is 1..ksize, the window always holds the texel under the centre). Shared by the tables and by
+ * px_resize_need, which reads the first and last run without building a table. */
+static void px__window(int in_size, double scale, double support, int i, double *center, int *lo, int *n)
+{
+    *center = (i + 0.5) * scale;
+    int a = (int)(*center - support + 0.5), b = (int)(*center + support + 0.5);
+    a = a < 0 ? 0 : a;
+    b = b > in_size ? in_size : b;
+    *lo = a, *n = b - a;
+}
+
 int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, pxvm_error *err)
 {
     memset(t, 0, sizeof *t);
@@ -127,13 +150,10 @@ int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, 
         px_resize_table_free(t);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)out_size * 8ull);
     }
-    /* Pillow: scale = (double)(in1 - in0) / out_size with the box (0, in_size) in floats, exact
-     * for sides up to 2^24; the box's origin 0 adds nothing below. */
-    double scale = (double)in_size / out_size;
-
     if (filter == PX_RESIZE_NEAREST) {
         /* The affine scale (Geometry.c, ImagingScaleAffine): position 0.5 * scale, then scale
          * added once per texel (a running sum, not i * scale), truncated to an index. */
+        double scale = (double)in_size / out_size;
         double pos = scale * 0.5;
         for (int i = 0; i < out_size; i++, pos += scale) {
             int idx = pos < 0.0 ? -1 : (int)pos;
@@ -145,9 +165,7 @@ int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, 
 
     /* precompute_coeffs: a downscale widens the kernel by the scale (filterscale), an upscale
      * keeps it at scale 1. */
-    double filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = px__filters[filter].support * filterscale;
-    double ss = 1.0 / filterscale;
+    double scale, ss, support = px__support(in_size, out_size, filter, &scale, &ss);
     int ksize = (int)ceil(support) * 2 + 1;
     double *w = malloc((size_t)ksize * sizeof *w);
     t->ksize = ksize;
@@ -158,12 +176,9 @@ int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, 
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)out_size * (unsigned long long)ksize * 4ull);
     }
     for (int i = 0; i < out_size; i++) {
-        double center = (i + 0.5) * scale;
-        int lo = (int)(center - support + 0.5); /* truncation toward zero, then clamped */
-        int hi = (int)(center + support + 0.5);
-        lo = lo < 0 ? 0 : lo;
-        hi = hi > in_size ? in_size : hi;
-        int n = hi - lo; /* 1..ksize: the window always holds the texel under the centre */
+        double center;
+        int lo, n;
+        px__window(in_size, scale, support, i, &center, &lo, &n);
         double ww = 0.0;
         for (int j = 0; j < n; j++) {
             w[j] = px__filters[filter].fn((j + lo - center + 0.5) * ss); /* (int j + lo) - center */
@@ -179,6 +194,225 @@ int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, 
     return 0;
 }
 
+/* ---- one resize: its passes, streamed ---------------------------------------------------------- */
+
+/* The source rows Pillow's horizontal pass covers (op->row0, op->rows: what the CUDA-GL executor
+ * keeps whole, per item, and what px_resize_need counts): all of them when the height does not
+ * change or the content is a copy; the rows the vertical pass reads otherwise; none for NEAREST. */
+static void px__pass1_rows(int sh, int ch, int copy, int filter, int first0, int end_last, int *row0, int *rows)
+{
+    if (copy || (filter != PX_RESIZE_NEAREST && ch == sh))
+        *row0 = 0, *rows = sh;
+    else if (filter == PX_RESIZE_NEAREST)
+        *row0 = 0, *rows = 0;
+    else
+        *row0 = first0, *rows = end_last - first0;
+}
+
+/* Is every run of the table one coefficient of exactly 1.0 (2^22) and zeros? Then the pass only
+ * copies texels (sel[i] is the source index of output i): px_resize_tap gives (2^21 + v * 2^22)
+ * >> 22 = v. A copy commutes with the other pass exactly, so that pass can run first on the
+ * source columns and the copy after it, with no 8-bit intermediate and the same bytes. */
+static int px__selection(const px_resize_table *t, int32_t *sel)
+{
+    for (int i = 0; i < t->out_size; i++) {
+        const int32_t *k = t->k + (size_t)i * (size_t)t->ksize;
+        int at = -1;
+        for (int j = 0; j < t->count[i]; j++)
+            if (k[j] == (1 << PX_RESIZE_PREC) && at < 0)
+                at = j;
+            else if (k[j] != 0)
+                return 0;
+        if (at < 0)
+            return 0;
+        sel[i] = t->first[i] + at;
+    }
+    return 1;
+}
+
+/* Fills op from its sizes (sw x sh -> cw x ch, filter; the rest of op set by the caller): the
+ * tables, which passes run, and how the vertical pass is streamed (resize.h). */
+static int px__plan(px_resize_op *op, pxvm_error *err)
+{
+    if (px_resize_coeffs(op->sw, op->cw, op->filter, &op->tx, err) < 0)
+        return -1;
+    if (px_resize_coeffs(op->sh, op->ch, op->filter, &op->ty, err) < 0) {
+        px_resize_table_free(&op->tx);
+        return -1;
+    }
+    op->copy = op->sw == op->cw && op->sh == op->ch;
+    op->hpass = op->cw != op->sw;
+    op->vpass = op->ch != op->sh;
+    px__pass1_rows(op->sh, op->ch, op->copy, op->filter, op->ty.first[0],
+                   op->ty.first[op->ch - 1] + op->ty.count[op->ch - 1], &op->row0, &op->rows);
+    if (op->filter == PX_RESIZE_NEAREST || op->copy || !op->hpass)
+        return 0;
+    if (!(op->sel = malloc((size_t)op->cw * sizeof *op->sel))) {
+        px_resize_op_free(op);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)op->cw * 4ull);
+    }
+    if (!px__selection(&op->tx, op->sel)) {
+        free(op->sel);
+        op->sel = NULL;
+    }
+    if (op->sel || !op->vpass)
+        return 0;
+    /* Pass 2 over computed rows: a ring of the rows a run reads (the longest run, twice, so that
+     * every run lies contiguous in it), or, when fewer, sums kept open per output row (uint32,
+     * added row by row: a sum modulo 2^32 does not depend on the order of its terms). */
+    int longest = 0, open = 0;
+    for (int y = 0, z = 0; y < op->ch; y++) {
+        int end = op->ty.first[y] + op->ty.count[y];
+        longest = op->ty.count[y] > longest ? op->ty.count[y] : longest;
+        while (z < op->ch && op->ty.first[z] < end) /* rows y .. z-1 are open at source row end - 1 */
+            z++;
+        open = z - y > open ? z - y : open;
+    }
+    op->vwrap = 2 * longest < op->rows;
+    int ring = op->vwrap ? 2 * longest : op->rows;
+    op->vopen = 4 * open + 1 < ring ? open : 0;
+    op->vunits = op->vopen ? 4 * open + 1 : ring;
+    op->vring = op->vwrap ? longest : ring;
+    return 0;
+}
+
+size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels)
+{
+    size_t units = (size_t)op->vunits * (size_t)tw * (size_t)channels;
+    return units ? units + (op->vopen ? 4u : 0u) : 0u; /* + 4: the open sums start 4-byte aligned */
+}
+
+/* Row r of the horizontal pass, columns x0 .. x1-1, into t. */
+static void px__hrow(const px_resize_op *op, const uint8_t *src, int64_t sstride, int channels, int r, int x0, int x1,
+                     uint8_t *t)
+{
+    const uint8_t *s = src + (int64_t)r * sstride;
+    for (int x = x0; x < x1; x++, t += channels)
+        for (int c = 0; c < channels; c++)
+            t[c] = (uint8_t)px_resize_tap(s + c, channels, op->tx.first[x], op->tx.count[x],
+                                          op->tx.k + (size_t)x * (size_t)op->tx.ksize);
+}
+
+/* Pass 2 from rows that are computed (a horizontal pass that is not a copy): see px__plan. */
+static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
+                        int channels, int x0, int x1, int y0, int y1, uint8_t *scratch)
+{
+    size_t trow = (size_t)(x1 - x0) * (size_t)channels;
+    const px_resize_table *ty = &op->ty;
+    if (!op->vopen) { /* the ring */
+        int cap = op->vring, base = ty->first[y0], next = base;
+        for (int y = y0; y < y1; y++) {
+            int end = ty->first[y] + ty->count[y];
+            for (int r = next > ty->first[y] ? next : ty->first[y]; r < end; r++) {
+                uint8_t *t = scratch + (size_t)(op->vwrap ? r % cap : r - base) * trow;
+                px__hrow(op, src, sstride, channels, r, x0, x1, t);
+                if (op->vwrap)
+                    memcpy(t + (size_t)cap * trow, t, trow);
+            }
+            next = end;
+            const uint8_t *t = scratch + (size_t)(op->vwrap ? ty->first[y] % cap : ty->first[y] - base) * trow;
+            uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
+            for (size_t i = 0; i < trow; i++)
+                d[i] = (uint8_t)px_resize_tap(t + i, (int64_t)trow, 0, ty->count[y], ty->k + (size_t)y * (size_t)ty->ksize);
+        }
+        return;
+    }
+    /* open sums: output rows lo .. hi-1 are open (slot y % open), each closed at its last row */
+    uint8_t *t = scratch;
+    uint32_t *acc = (uint32_t *)(void *)(((uintptr_t)(scratch + trow) + 3u) & ~(uintptr_t)3u);
+    int lo = y0, hi = y0, open = op->vopen;
+    for (int r = ty->first[y0]; lo < y1; r++) {
+        if (lo == hi && ty->first[hi] > r) /* rows between runs: none read */
+            r = ty->first[hi];
+        for (; hi < y1 && ty->first[hi] <= r; hi++)
+            for (size_t i = 0, o = (size_t)(hi % open) * trow; i < trow; i++)
+                acc[o + i] = PX_RESIZE_HALF;
+        px__hrow(op, src, sstride, channels, r, x0, x1, t);
+        for (int y = lo; y < hi; y++) {
+            uint32_t k = (uint32_t)ty->k[(size_t)y * (size_t)ty->ksize + (size_t)(r - ty->first[y])];
+            uint32_t *a = acc + (size_t)(y % open) * trow;
+            for (size_t i = 0; i < trow; i++)
+                a[i] = px_resize_mac(a[i], t[i], k);
+        }
+        for (; lo < hi && ty->first[lo] + ty->count[lo] == r + 1; lo++) {
+            const uint32_t *a = acc + (size_t)(lo % open) * trow;
+            uint8_t *d = dst + (int64_t)lo * dstride + (int64_t)x0 * channels;
+            for (size_t i = 0; i < trow; i++)
+                d[i] = (uint8_t)px_resize_clamp(a[i]);
+        }
+    }
+}
+
+void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
+                    int channels, int x0, int x1, int y0, int y1, uint8_t *scratch)
+{
+    size_t trow = (size_t)(x1 - x0) * (size_t)channels;
+    const px_resize_table *tx = &op->tx, *ty = &op->ty;
+    if (op->copy) {
+        for (int y = y0; y < y1; y++)
+            memcpy(dst + (int64_t)y * dstride + (int64_t)x0 * channels, src + (int64_t)y * sstride + (int64_t)x0 * channels,
+                   trow);
+    } else if (op->filter == PX_RESIZE_NEAREST) {
+        for (int y = y0; y < y1; y++)
+            for (int x = x0; x < x1; x++)
+                for (int c = 0; c < channels; c++)
+                    dst[(int64_t)y * dstride + (int64_t)x * channels + c] =
+                        (uint8_t)px_resize_nearest(src + c, channels, sstride, tx->first[x], ty->first[y]);
+    } else if (!op->vpass) { /* the width alone changes: row y is source row y resized */
+        for (int y = y0; y < y1; y++) {
+            uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
+            if (!op->sel) {
+                px__hrow(op, src, sstride, channels, y, x0, x1, d);
+                continue;
+            }
+            for (int x = x0; x < x1; x++, d += channels)
+                memcpy(d, src + (int64_t)y * sstride + (int64_t)op->sel[x] * channels, (size_t)channels);
+        }
+    } else if (!op->hpass || op->sel) { /* the vertical pass reads source columns (a copy's, for sel) */
+        for (int y = y0; y < y1; y++) {
+            uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
+            const int32_t *k = ty->k + (size_t)y * (size_t)ty->ksize;
+            for (int x = x0; x < x1; x++, d += channels) {
+                if (op->sel && x > x0 && op->sel[x] == op->sel[x - 1]) { /* the column just summed */
+                    memcpy(d, d - channels, (size_t)channels);
+                    continue;
+                }
+                int sx = op->sel ? op->sel[x] : x;
+                for (int c = 0; c < channels; c++)
+                    d[c] = (uint8_t)px_resize_tap(src + (int64_t)sx * channels + c, sstride, ty->first[y], ty->count[y], k);
+            }
+        }
+    } else {
+        px__vstream(op, src, sstride, dst, dstride, channels, x0, x1, y0, y1, scratch);
+    }
+}
+
+uint64_t px_resize_need(int sw, int sh, int w, int h, int fit, int filter, int *cw, int *ch, int *rows)
+{
+    int ox, oy, row0, first0 = 0, end_last = 0;
+    px_resize_fit(sw, sh, w, h, fit, cw, ch, &ox, &oy);
+    uint64_t kx = 0, ky = 0;
+    if (filter != PX_RESIZE_NEAREST) {
+        double scale, ss, center;
+        int n;
+        kx = 2u * (uint64_t)ceil(px__support(sw, *cw, filter, &scale, &ss)) + 1u;
+        double support = px__support(sh, *ch, filter, &scale, &ss);
+        ky = 2u * (uint64_t)ceil(support) + 1u;
+        px__window(sh, scale, support, 0, &center, &first0, &n);
+        px__window(sh, scale, support, *ch - 1, &center, &end_last, &n);
+        end_last += n;
+    }
+    int copy = sw == *cw && sh == *ch;
+    px__pass1_rows(sh, *ch, copy, filter, first0, end_last, &row0, rows);
+    if (!copy && filter != PX_RESIZE_NEAREST && *cw != sw && (sw == 1 || (filter == PX_RESIZE_BOX && *cw > sw))) {
+        /* the horizontal pass is a copy of columns (px__selection; from one column, or BOX
+         * upscaling, always): sel[] instead of an intermediate */
+        *rows = 0;
+        kx += 1u;
+    }
+    return 4u * ((uint64_t)*cw * (2u + kx) + (uint64_t)*ch * (2u + ky)) + 4u * (uint64_t)*cw * (uint64_t)*rows;
+}
+
 /* ---- the host reference ----------------------------------------------------------------------- */
 
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
@@ -187,66 +421,21 @@ int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t
     if (!src || !dst || channels < 1 || channels > 4 || sw < 1 || sh < 1 || dw < 1 || dh < 1 ||
         sstride < (int64_t)sw * channels || dstride < (int64_t)dw * channels)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: bad image arguments");
-    size_t drow = (size_t)dw * (size_t)channels;
-    if (sw == dw && sh == dh) { /* Image.resize returns a copy */
-        for (int y = 0; y < dh; y++)
-            memcpy(dst + y * dstride, src + y * sstride, drow);
-        return 0;
-    }
-    px_resize_table tx, ty;
-    if (px_resize_coeffs(sw, dw, filter, &tx, err) < 0)
+    px_resize_op op;
+    memset(&op, 0, sizeof op);
+    op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;
+    if (px__plan(&op, err) < 0)
         return -1;
-    if (px_resize_coeffs(sh, dh, filter, &ty, err) < 0) {
-        px_resize_table_free(&tx);
-        return -1;
+    size_t bytes = px_resize_tile_bytes(&op, dw, channels);
+    uint8_t *scratch = bytes ? malloc(bytes) : NULL;
+    if (bytes && !scratch) {
+        px_resize_op_free(&op);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
     }
-    int rc = 0;
-    if (filter == PX_RESIZE_NEAREST) {
-        for (int y = 0; y < dh; y++)
-            for (int x = 0; x < dw; x++)
-                for (int c = 0; c < channels; c++)
-                    dst[y * dstride + x * channels + c] =
-                        (uint8_t)px_resize_nearest(src + c, channels, sstride, tx.first[x], ty.first[y]);
-        goto done;
-    }
-    /* Horizontal pass over the rows the vertical pass reads (all of them when the height does not
-     * change), into 8-bit pixels; then the vertical pass. A side that does not change skips its pass. */
-    const uint8_t *vsrc = src;
-    int64_t vstride = sstride;
-    int row0 = 0;
-    uint8_t *tmp = NULL;
-    if (dw != sw) {
-        int r0 = ty.first[0], r1 = ty.first[dh - 1] + ty.count[dh - 1];
-        tmp = malloc((size_t)(r1 - r0) * drow);
-        if (!tmp) {
-            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(r1 - r0) * drow);
-            goto done;
-        }
-        for (int r = r0; r < r1; r++)
-            for (int x = 0; x < dw; x++)
-                for (int c = 0; c < channels; c++)
-                    tmp[(size_t)(r - r0) * drow + (size_t)(x * channels + c)] = (uint8_t)px_resize_tap(
-                        src + r * sstride + c, channels, tx.first[x], tx.count[x], tx.k + (size_t)x * (size_t)tx.ksize);
-        vsrc = tmp;
-        vstride = (int64_t)drow;
-        row0 = r0;
-    }
-    if (dh != sh) {
-        for (int y = 0; y < dh; y++)
-            for (int x = 0; x < dw; x++)
-                for (int c = 0; c < channels; c++)
-                    dst[y * dstride + x * channels + c] =
-                        (uint8_t)px_resize_tap(vsrc + x * channels + c, vstride, ty.first[y] - row0, ty.count[y],
-                                               ty.k + (size_t)y * (size_t)ty.ksize);
-    } else { /* the width alone changed: the horizontal pass covered every row */
-        for (int y = 0; y < dh; y++)
-            memcpy(dst + y * dstride, tmp + (size_t)y * drow, drow);
-    }
-    free(tmp);
-done:
-    px_resize_table_free(&tx);
-    px_resize_table_free(&ty);
-    return rc;
+    px_resize_tile(&op, src, sstride, dst, dstride, channels, 0, dw, 0, dh, scratch);
+    free(scratch);
+    px_resize_op_free(&op);
+    return 0;
 }
 
 /* ---- one RESIZE instruction ------------------------------------------------------------------- */
@@ -263,28 +452,15 @@ int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm
     int ox, oy;
     px_resize_fit(sw, sh, op->w, op->h, PX_ARG(in, RESIZE, fit), &op->cw, &op->ch, &ox, &oy);
     op->cx = op->x + ox, op->cy = op->y + oy;
-    if (px_resize_coeffs(sw, op->cw, op->filter, &op->tx, err) < 0)
-        return -1;
-    if (px_resize_coeffs(sh, op->ch, op->filter, &op->ty, err) < 0) {
-        px_resize_table_free(&op->tx);
-        return -1;
-    }
-    op->copy = sw == op->cw && sh == op->ch;
-    op->hpass = op->cw != sw;
-    op->vpass = op->ch != sh;
-    if (op->filter == PX_RESIZE_NEAREST || op->copy)
-        op->row0 = 0, op->rows = op->copy ? sh : 0;
-    else if (op->vpass)
-        op->row0 = op->ty.first[0], op->rows = op->ty.first[op->ch - 1] + op->ty.count[op->ch - 1] - op->row0;
-    else
-        op->row0 = 0, op->rows = sh;
-    return 0;
+    return px__plan(op, err);
 }
 
 void px_resize_op_free(px_resize_op *op)
 {
     px_resize_table_free(&op->tx);
     px_resize_table_free(&op->ty);
+    free(op->sel);
+    op->sel = NULL;
 }
 
 /* ---- resolution policies ---------------------------------------------------------------------- */

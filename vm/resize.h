@@ -55,20 +55,30 @@ const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
 /* The host reference: resizes sw x sh pixels of `channels` (1..4) interleaved uint8 channels,
  * rows `sstride` bytes apart, to dw x dh pixels at dst (rows `dstride` bytes apart), as Pillow:
  * equal sizes copy; NEAREST picks source pixels; any other filter runs the horizontal pass (when
- * the width changes) over the source rows the vertical pass reads, into 8-bit pixels, then the
- * vertical pass (when the height changes). Returns 0, or -1 with *err set. */
+ * the width changes) into 8-bit pixels, then the vertical pass (when the height changes), streamed
+ * as px_resize_tile does: besides the tables it holds at most a few rows of dw (resize.h,
+ * px_resize_op), never Pillow's dw x sh intermediate. Returns 0, or -1 with *err set. */
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                     int64_t dstride, int filter, int channels, pxvm_error *err);
 
 /* One RESIZE instruction as both executors run it, decided when a program is bound (its sizes
  * are fixed then): the content rectangle inside dst (the fit rule, px_resize_fit), the tables of
- * both axes, and which passes run, exactly as px_resize_rgba8 runs them:
+ * both axes, and which passes run, with px_resize_rgba8's bytes:
  *   copy      the content has the source's size: texels copied;
  *   NEAREST   content texel (x, y) = source texel (tx.first[x], ty.first[y]);
- *   else      pass 1: source rows row0 .. row0 + rows - 1, each resized horizontally to cw
- *             texels when hpass (else copied: cw = sw), into an 8-bit cw x rows buffer;
- *             pass 2: content row y = the buffer's rows resized vertically when vpass (else
- *             buffer row y: rows = sh, row0 = 0).
+ *   else      Pillow's order: the horizontal pass (when hpass) into 8-bit rows, then the vertical
+ *             pass (when vpass) over them. row0, rows: the source rows Pillow's horizontal pass
+ *             covers (all when the height does not change), the cw x rows buffer the CUDA-GL
+ *             executor keeps whole (px_resize_need counts it).
+ * The CPU (px_resize_tile) streams the vertical pass instead of keeping that buffer:
+ *   sel       the horizontal pass only copies source columns (sel[x], px__selection in
+ *             resize.c): the vertical pass reads the source columns and the copy follows (exact:
+ *             a copy commutes with it), no buffer, and a column is summed once however often it
+ *             repeats;
+ *   vopen     > 0: source rows are resized horizontally one at a time and added to the uint32
+ *             sums of the (at most vopen) output rows whose runs hold them; 0: a ring of vring
+ *             rows (stored twice when vwrap, so every run is contiguous), each row computed once.
+ *   vunits    the scratch of a tile, in rows of its width (px_resize_tile_bytes); 0: none.
  * Texels of the rectangle outside the content are pad (R | G << 8 | B << 16 | A << 24). */
 typedef struct px_resize_op {
     int src, dst, filter;
@@ -77,9 +87,29 @@ typedef struct px_resize_op {
     int cx, cy, cw, ch;   /* the content, inside dst level 0 (absolute) */
     uint32_t pad;
     int copy, hpass, vpass;
-    int row0, rows;       /* the source rows pass 1 covers */
+    int row0, rows;       /* the source rows Pillow's horizontal pass covers */
     px_resize_table tx, ty; /* sw -> cw, sh -> ch */
+    int32_t *sel;         /* [cw] when the horizontal pass is a copy of columns, else NULL */
+    int vopen, vring, vwrap, vunits;
+    int tiles_x, tiles_y; /* the CPU executor's split of the content (set at its load) */
 } px_resize_op;
+
+/* Content rows y0..y1-1, columns x0..x1-1 (of the cw x ch content) of op, from src (sw x sh
+ * texels of `channels` interleaved bytes, rows sstride apart) into dst (the content's first
+ * texel, rows dstride apart); scratch: px_resize_tile_bytes(op, x1 - x0, channels) bytes, its own
+ * (tiles run in parallel). Every byte is px_resize_rgba8's (Pillow's). */
+void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
+                    int channels, int x0, int x1, int y0, int y1, uint8_t *scratch);
+size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels);
+
+/* The memory rule of RESIZE (isa/SPEC.md, RESIZE, V-RESIZE-5): the bytes one RESIZE of a sw x sh
+ * source into a w x h rectangle (fit, filter) needs besides the slots: its two tables (first and
+ * count per output index, and ksize coefficients each: 4 * (cw * (2 + ksx) + ch * (2 + ksy))) and
+ * the 8-bit intermediate of Pillow's order (4 * cw * rows, rows as px_resize_op's), except when
+ * the horizontal pass is a copy of columns (sw = 1, or BOX upscaling: rows 0, and 4 * cw for
+ * sel[]). Computed from the sizes alone, in O(1), before anything is built; what each executor
+ * holds is at most this. Sets the content size and the rows counted. */
+uint64_t px_resize_need(int sw, int sh, int w, int h, int fit, int filter, int *cw, int *ch, int *rows);
 
 /* ---- resolution policies: how an image of any size meets an input slot of a fixed size --------
  *

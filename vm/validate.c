@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loader.h"
+#include "resize.h"
 #include "../isa/px_sem.h"
 
 int px_vm_kind_has_rule(enum pxi_kind kind)
@@ -338,4 +339,26 @@ int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t inde
     }
     default: return 0;
     }
+}
+
+int px_vm_check_resize_memory(pxvm_program *prog, const pxvm_limits *lim, pxvm_error *err)
+{
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if (in->op != PX_OP_RESIZE)
+            continue;
+        const pxvm_slot *s = &prog->slots[PX_ARG(in, RESIZE, src)];
+        int cw, ch, rows, filter = PX_ARG(in, RESIZE, filter);
+        uint64_t need = px_resize_need(s->w, s->h, PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), PX_ARG(in, RESIZE, fit),
+                                       filter, &cw, &ch, &rows);
+        prog->memory += need;
+        if (prog->memory > lim->max_memory) {
+            int x, y;
+            pxvm_stream_xy(prog, in->pc, &x, &y);
+            return pxvm_fail(err, PXE_RESIZE_MEMORY, x, y, i, s->w, s->h, cw, ch, px_resize_filter_name(filter),
+                             (unsigned long long)need, cw, rows, (unsigned long long)prog->memory,
+                             (unsigned long long)lim->max_memory);
+        }
+    }
+    return 0;
 }

@@ -6,7 +6,10 @@
  *           once, each ended with px_resize_clamp: px_resize_tap's rule) or copied;
  *   pass 2  one thread per texel of the rectangle: pad outside the content; inside it, the
  *           buffer's column resized vertically with px_resize_tap itself (or copied), or for
- *           NEAREST the source texel px_resize_nearest names; written through the surface. */
+ *           NEAREST the source texel px_resize_nearest names; written through the surface.
+ * When the horizontal pass only copies columns (px_resize_op's sel) there is no pass 1 and no
+ * buffer: pass 2 sums source column xsel[x] (the copy commutes with the vertical pass exactly),
+ * as the CPU does, so that both hold what the memory rule counts (px_resize_need). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +24,7 @@ struct px_gpu_resize {
     uint32_t pad;
     int ksx, ksy;
     int32_t *xfirst, *xcount, *xk, *yfirst, *ycount, *yk; /* device tables */
+    int32_t *xsel; /* the horizontal pass copies source column xsel[x] (px_resize_op's sel): no pass 1 */
     uint8_t *tmp;                                          /* pass 1's buffer, every item */
     size_t tmp_item;                                       /* its bytes per item */
 };
@@ -65,6 +69,18 @@ __global__ void px__k_resize_v(const px_gpu_slot *all_slots, int nslots, px_gpu_
         if (r.nearest) {
             int xi = r.xfirst[i], yi = r.yfirst[j];
             v = xi < 0 || yi < 0 ? 0u : px__texel(slots[r.src].tex[0], xi, yi);
+        } else if (r.xsel && !r.vpass) {
+            v = px__texel(slots[r.src].tex[0], r.xsel[i], j);
+        } else if (r.xsel) { /* px_resize_tap down source column xsel[i], the four channels at once */
+            const int32_t *k = r.yk + (size_t)j * (size_t)r.ksy;
+            int32_t first = r.yfirst[j], count = r.ycount[j];
+            uint32_t a0 = PX_RESIZE_HALF, a1 = PX_RESIZE_HALF, a2 = PX_RESIZE_HALF, a3 = PX_RESIZE_HALF;
+            for (int32_t n = 0; n < count; n++) {
+                uint32_t t = px__texel(slots[r.src].tex[0], r.xsel[i], first + n), kn = (uint32_t)k[n];
+                a0 = px_resize_mac(a0, t & 255u, kn), a1 = px_resize_mac(a1, (t >> 8) & 255u, kn);
+                a2 = px_resize_mac(a2, (t >> 16) & 255u, kn), a3 = px_resize_mac(a3, t >> 24, kn);
+            }
+            v = px_resize_clamp(a0) | px_resize_clamp(a1) << 8 | px_resize_clamp(a2) << 16 | px_resize_clamp(a3) << 24;
         } else if (!r.vpass) {
             const uint8_t *q = t + (size_t)j * trow + (size_t)i * 4u;
             v = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
@@ -102,11 +118,13 @@ int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, 
     }
     r->src = op.src, r->dst = op.dst, r->x = op.x, r->y = op.y, r->w = op.w, r->h = op.h;
     r->cx = op.cx, r->cy = op.cy, r->cw = op.cw, r->ch = op.ch;
-    r->row0 = op.row0, r->rows = op.rows, r->hpass = op.hpass, r->vpass = op.vpass;
+    r->row0 = op.row0, r->rows = op.sel ? 0 : op.rows, r->hpass = op.hpass, r->vpass = op.vpass;
     r->nearest = op.filter == PX_RESIZE_NEAREST && !op.copy;
     r->pad = op.pad, r->ksx = op.tx.ksize, r->ksy = op.ty.ksize;
-    r->tmp_item = (size_t)op.rows * (size_t)op.cw * 4u;
+    r->tmp_item = (size_t)r->rows * (size_t)op.cw * 4u;
     cudaError_t e = px__upload(&r->xfirst, op.tx.first, (size_t)op.cw);
+    if (e == cudaSuccess)
+        e = px__upload(&r->xsel, op.sel, op.sel ? (size_t)op.cw : 0u);
     if (e == cudaSuccess)
         e = px__upload(&r->xcount, op.tx.count, (size_t)op.cw);
     if (e == cudaSuccess)
@@ -132,13 +150,13 @@ void px_gpu_resize_free(px_gpu_resize *r)
         return;
     cudaFree(r->xfirst), cudaFree(r->xcount), cudaFree(r->xk);
     cudaFree(r->yfirst), cudaFree(r->ycount), cudaFree(r->yk);
-    cudaFree(r->tmp);
+    cudaFree(r->xsel), cudaFree(r->tmp);
     free(r);
 }
 
 size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items)
 {
-    return sizeof(int32_t) * ((size_t)r->cw * (2u + (size_t)r->ksx) + (size_t)r->ch * (2u + (size_t)r->ksy)) +
+    return sizeof(int32_t) * ((size_t)r->cw * (2u + (size_t)r->ksx + (r->xsel ? 1u : 0u)) + (size_t)r->ch * (2u + (size_t)r->ksy)) +
            r->tmp_item * (size_t)items;
 }
 

@@ -192,3 +192,130 @@ TEST(resize_reference)
     free(plane);
     pxvm_image_free(&img);
 }
+
+/* Pillow's two passes as SPEC states them, written apart from vm/resize.c: the horizontal pass
+ * into a whole dw x rows 8-bit intermediate, then the vertical pass over it. */
+static void px__two_pass(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh, int filter)
+{
+    pxvm_error err;
+    px_resize_table tx, ty;
+    CHECK_EQ(px_resize_coeffs(sw, dw, filter, &tx, &err), 0);
+    CHECK_EQ(px_resize_coeffs(sh, dh, filter, &ty, &err), 0);
+    int r0 = dh == sh ? 0 : ty.first[0], r1 = dh == sh ? sh : ty.first[dh - 1] + ty.count[dh - 1];
+    uint8_t *tmp = malloc((size_t)dw * (size_t)(r1 - r0) * 4u);
+    for (int r = r0; r < r1; r++)
+        for (int x = 0; x < dw; x++)
+            for (int c = 0; c < 4; c++)
+                tmp[((size_t)(r - r0) * (size_t)dw + (size_t)x) * 4u + (size_t)c] =
+                    dw == sw ? src[((size_t)r * (size_t)sw + (size_t)x) * 4u + (size_t)c]
+                             : (uint8_t)px_resize_tap(src + (size_t)r * (size_t)sw * 4u + (size_t)c, 4, tx.first[x],
+                                                      tx.count[x], tx.k + (size_t)x * (size_t)tx.ksize);
+    for (int y = 0; y < dh; y++)
+        for (int x = 0; x < dw; x++)
+            for (int c = 0; c < 4; c++)
+                dst[((size_t)y * (size_t)dw + (size_t)x) * 4u + (size_t)c] =
+                    dh == sh ? tmp[((size_t)y * (size_t)dw + (size_t)x) * 4u + (size_t)c]
+                             : (uint8_t)px_resize_tap(tmp + (size_t)x * 4u + (size_t)c, (int64_t)dw * 4, ty.first[y] - r0,
+                                                      ty.count[y], ty.k + (size_t)y * (size_t)ty.ksize);
+    free(tmp);
+    px_resize_table_free(&tx);
+    px_resize_table_free(&ty);
+}
+
+/* Every way px_resize_tile streams (columns copied, a ring with and without wrapping, sums kept
+ * open), whole and split into tiles of columns and bands of rows, gives the two passes' bytes;
+ * each way is met at least once. */
+TEST(resize_streamed_equals_two_passes_every_way_and_tile)
+{
+    static const int sizes[][4] = {{1, 300, 300, 1}, {300, 1, 1, 300}, {7, 1, 1, 9}, {1, 7, 9, 1}, {2, 300, 300, 1},
+                                   {3, 200, 150, 2}, {13, 11, 29, 40}, {13, 40, 29, 11}, {5, 3, 40, 17}, {40, 30, 41, 31},
+                                   {64, 6, 7, 64},   {6, 64, 64, 7},   {1, 1, 5, 3},  {50, 2, 50, 9}, {9, 50, 9, 2}};
+    uint64_t rng = 41;
+    int ways[5] = {0}, n = 0; /* sel, ring, ring wrapped, open sums, none */
+    for (int filter = 1; filter < PX_RESIZE__FILTERS; filter++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int sw = sizes[s][0], sh = sizes[s][1], dw = sizes[s][2], dh = sizes[s][3];
+            pxvm_image src = px_random_image(sw, sh, &rng);
+            uint8_t *want = malloc((size_t)dw * (size_t)dh * 4u), *got = malloc((size_t)dw * (size_t)dh * 4u);
+            px__two_pass(src.px, sw, sh, want, dw, dh, filter);
+            px_resize_op op;
+            memset(&op, 0, sizeof op);
+            pxvm_error err;
+            CHECK_EQ(px_resize_rgba8(src.px, sw, sh, (int64_t)sw * 4, got, dw, dh, (int64_t)dw * 4, filter, 4, &err), 0);
+            if (memcmp(got, want, (size_t)dw * (size_t)dh * 4u))
+                px_test_fail(__FILE__, __LINE__, "%dx%d -> %dx%d filter %d: px_resize_rgba8 differs", sw, sh, dw, dh, filter);
+            pxi_insn in;
+            memset(&in, 0, sizeof in);
+            in.op = PX_OP_RESIZE;
+            in.a[PX_FI(RESIZE, filter)] = filter, in.a[PX_FI(RESIZE, w)] = dw, in.a[PX_FI(RESIZE, h)] = dh;
+            CHECK_EQ(px_resize_op_make(&in, sw, sh, &op, &err), 0);
+            ways[op.sel ? 0 : !op.vunits ? 4 : op.vopen ? 3 : op.vwrap ? 2 : 1]++;
+            for (int split = 1; split <= 4; split++) { /* split x split tiles, each with its own scratch */
+                memset(got, 0xA5, (size_t)dw * (size_t)dh * 4u);
+                for (int by = 0; by < split; by++)
+                    for (int bx = 0; bx < split; bx++) {
+                        int x0 = dw * bx / split, x1 = dw * (bx + 1) / split, y0 = dh * by / split, y1 = dh * (by + 1) / split;
+                        if (x0 == x1 || y0 == y1)
+                            continue;
+                        size_t bytes = px_resize_tile_bytes(&op, x1 - x0, 4);
+                        uint8_t *scratch = bytes ? malloc(bytes) : NULL;
+                        px_resize_tile(&op, src.px, (int64_t)sw * 4, got, (int64_t)dw * 4, 4, x0, x1, y0, y1, scratch);
+                        free(scratch);
+                    }
+                if (memcmp(got, want, (size_t)dw * (size_t)dh * 4u))
+                    px_test_fail(__FILE__, __LINE__, "%dx%d -> %dx%d filter %d in %dx%d tiles: bytes differ", sw, sh, dw, dh,
+                                 filter, split, split);
+                n++;
+            }
+            /* what the CPU holds is at most what the rule counts (the intermediate, tables apart) */
+            int cw, ch, rows;
+            uint64_t need = px_resize_need(sw, sh, dw, dh, 0, filter, &cw, &ch, &rows);
+            CHECK(px_resize_tile_bytes(&op, dw, 4) <= 4u * (uint64_t)dw * (uint64_t)op.rows + 4u);
+            CHECK(need >= 4u * ((uint64_t)dw * (2u + (uint64_t)op.tx.ksize + (op.sel ? 1u : 0u)) +
+                                (uint64_t)dh * (2u + (uint64_t)op.ty.ksize)) + 4u * (uint64_t)dw * (uint64_t)(op.sel ? 0 : op.rows));
+            CHECK_EQ(rows, op.sel && (sw == 1 || filter == PX_RESIZE_BOX) ? 0 : op.rows);
+            px_resize_op_free(&op);
+            free(want);
+            free(got);
+            pxvm_image_free(&src);
+        }
+    for (int w = 0; w < 4; w++)
+        if (!ways[w])
+            px_test_fail(__FILE__, __LINE__, "way %d (sel, ring, wrapped ring, open sums) never met", w);
+    printf("  %d tilings; sel %d, ring %d, wrapped %d, open %d, direct %d\n", n, ways[0], ways[1], ways[2], ways[3], ways[4]);
+}
+
+/* px_resize_need counts exactly what the tables hold, and no intermediate where the horizontal
+ * pass is a copy of columns (sw = 1, or BOX upscaling: SPEC V-RESIZE-5), over a sweep of sizes. */
+TEST(resize_need_counts_the_tables_and_the_intermediate)
+{
+    pxvm_error err;
+    int n = 0;
+    for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++)
+        for (int sw = 1; sw <= 40; sw += 3)
+            for (int sh = 1; sh <= 40; sh += 7)
+                for (int w = 1; w <= 90; w += 11)
+                    for (int h = 1; h <= 90; h += 13)
+                        for (int fit = 0; fit < 2; fit++, n++) {
+                            pxi_insn in;
+                            memset(&in, 0, sizeof in);
+                            in.op = PX_OP_RESIZE;
+                            in.a[PX_FI(RESIZE, filter)] = filter, in.a[PX_FI(RESIZE, w)] = w, in.a[PX_FI(RESIZE, h)] = h;
+                            in.a[PX_FI(RESIZE, fit)] = fit;
+                            px_resize_op op;
+                            CHECK_EQ(px_resize_op_make(&in, sw, sh, &op, &err), 0);
+                            int cw, ch, rows, copies = !op.copy && op.filter && op.hpass &&
+                                                          (sw == 1 || (filter == PX_RESIZE_BOX && op.cw > sw));
+                            uint64_t need = px_resize_need(sw, sh, w, h, fit, filter, &cw, &ch, &rows);
+                            CHECK_EQ(cw, op.cw);
+                            CHECK_EQ(ch, op.ch);
+                            if (copies)
+                                CHECK(op.sel != NULL);
+                            CHECK_EQ(rows, copies ? 0 : op.rows);
+                            uint64_t tables = 4u * ((uint64_t)op.cw * (2u + (uint64_t)op.tx.ksize + (op.sel && copies ? 1u : 0u)) +
+                                                    (uint64_t)op.ch * (2u + (uint64_t)op.ty.ksize));
+                            CHECK_EQ(need, tables + 4u * (uint64_t)op.cw * (uint64_t)rows);
+                            px_resize_op_free(&op);
+                        }
+    printf("  %d RESIZEs\n", n);
+}

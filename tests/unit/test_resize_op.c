@@ -203,3 +203,96 @@ void px_resize_rule_case(int rule, int refuse, int variant, pxvm_image *prog, in
         px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
     pxvm_build_free(&b);
 }
+
+/* The edge pair of [V-RESIZE-5] for test_rules.c: an input 'src' (8x6, or 1x6 for variant 1),
+ * an output 'out' 16x16, RESIZE src -> out bicubic (instruction 0), HALT; *lim's max_memory is
+ * what the program needs (accepted) or one byte less (refused). What RESIZE needs, by hand:
+ *   variant 0  8x6 -> 16x16: tables 4 * (16 * (2 + 5) + 16 * (2 + 5)) = 896 (ksize 5 both ways,
+ *              upscaling), intermediate 4 * 16 * 6 = 384 (the runs of 6 -> 16 read rows 0..5): 1280
+ *   variant 1  1x6 -> 16x16: the horizontal pass copies the one column: tables 4 * (16 * (2 + 5
+ *              + 1) + 16 * (2 + 5)) = 960 (sel[] the + 1), no intermediate */
+void px_resize_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n);
+void px_resize_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n)
+{
+    int sw = variant ? 1 : 8;
+    uint64_t resize = variant ? 960 : 1280;
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", sw, 6);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 16);
+    uint32_t i = px__resize(&b, 1, 2, PX_RESIZE_BICUBIC, 0, 0, 16, 16, 0, 0);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    uint32_t pc = (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * b.nslots) + b.insn_pc[i];
+    *x = (int)(pc % (uint32_t)b.width), *y = (int)(pc / (uint32_t)b.width);
+    pxvm_error err;
+    if (pxvm_build_finish(&b, prog, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
+    pxvm_build_free(&b);
+    int cw, ch, rows;
+    CHECK_EQ(px_resize_need(sw, 6, 16, 16, 0, PX_RESIZE_BICUBIC, &cw, &ch, &rows), resize);
+    CHECK_EQ(rows, variant ? 0 : 6);
+    pxvm_program p; /* the slots' bytes: the program loaded without the RESIZE's part counted */
+    pxvm_limits_default(lim);
+    if (pxvm_program_from_copy(prog, lim, &p, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "load: %s", err.msg);
+        return;
+    }
+    uint64_t total = p.memory, slots = 0;
+    for (int k = 0; k < p.nslots; k++)
+        slots += p.slots[k].bytes;
+    pxvm_program_free(&p);
+    CHECK_EQ(total, slots + resize);
+    lim->max_memory = total - (uint64_t)refuse;
+    snprintf(msg, n, "instruction 0 (RESIZE): %dx6 -> 16x16 bicubic needs %llu bytes (its tables and a 16x%d intermediate); "
+             "with the slots and the RESIZEs before it that is %llu bytes; the limit is %llu", sw,
+             (unsigned long long)resize, rows, (unsigned long long)total, (unsigned long long)total - 1u);
+}
+
+/* A RESIZE of an any-size source needs what its resolved sizes need: each resolution is checked
+ * again (V-RESIZE-5 through U-BIND-6), before anything is allocated. The pair sits at 2x7 (a
+ * horizontal pass from two columns keeps its 16 x 7 intermediate): the resolution's total is
+ * accepted as the limit, one byte less is refused naming the RESIZE; a one-column source (no
+ * intermediate) stays within that limit. */
+TEST(resize_memory_follows_an_any_size_source)
+{
+    pxvm_builder b;
+    pxvm_build_init(&b, 16);
+    pxvm_build_slot(&b, PXI_ROLE_INPUT, "src", 8, 6);
+    pxvm_build_any_size(&b, 1, 0, 0, 0);
+    pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "out", 16, 16);
+    px__resize(&b, 1, 2, PX_RESIZE_BICUBIC, 0, 0, 16, 16, 0, 0);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image img;
+    pxvm_error err;
+    CHECK_EQ(pxvm_build_finish(&b, &img, &err), 0);
+    pxvm_build_free(&b);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly, res;
+    CHECK_EQ(pxvm_program_from_copy(&img, &lim, &poly, &err), 0);
+    int wh[6] = {0, 0, 2, 7, 0, 0};
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), 0);
+    uint64_t slots = 0, total = res.memory;
+    for (int k = 0; k < res.nslots; k++)
+        slots += res.slots[k].bytes;
+    pxvm_program_free(&res);
+    /* 2x7 -> 16x16: tables 4 * (16 * 7 + 16 * 7) = 896, intermediate 4 * 16 * 7 = 448 */
+    CHECK_EQ(total, slots + 896 + 448);
+    lim.max_memory = total;
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), 0);
+    pxvm_program_free(&res);
+    wh[2] = 1; /* 1x7: tables 4 * (16 * 8 + 16 * 7) = 960, no intermediate, fewer slot bytes */
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), 0);
+    pxvm_program_free(&res);
+    wh[2] = 2;
+    lim.max_memory = total - 1;
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), -1);
+    CHECK_EQ(err.cls, PXVM_UNLINKABLE);
+    char want[200];
+    snprintf(want, sizeof want, "instruction 0 (RESIZE): 2x7 -> 16x16 bicubic needs 1344 bytes (its tables and a 16x7 "
+             "intermediate); with the slots and the RESIZEs before it that is %llu bytes; the limit is %llu",
+             (unsigned long long)total, (unsigned long long)total - 1u);
+    CHECK_STR(err.msg, want);
+    pxvm_program_free(&poly);
+    pxvm_image_free(&img);
+}

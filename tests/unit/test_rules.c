@@ -1717,6 +1717,11 @@ PX__RESIZE_RULE(1)
 PX__RESIZE_RULE(2)
 PX__RESIZE_RULE(3)
 PX__RESIZE_RULE(4)
+void px_resize_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n);
+static void r_resize_5(int refuse, int variant, px_rcase *c)
+{
+    px_resize_memory_case(refuse, variant, &c->prog, &c->lim, &c->x, &c->y, c->msg, sizeof c->msg);
+}
 
 static const px_rule px_rules[] = {
     {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL, NULL},
@@ -1806,6 +1811,7 @@ static const px_rule px_rules[] = {
     {"V-RESIZE-2", PXE_OPERAND, r_resize_2, 2, NULL, NULL},
     {"V-RESIZE-3", PXE_OPERAND, r_resize_3, 2, NULL, NULL},
     {"V-RESIZE-4", PXE_REGION, r_resize_4, 1, NULL, NULL},
+    {"V-RESIZE-5", PXE_RESIZE_MEMORY, r_resize_5, 2, NULL, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 

@@ -206,13 +206,28 @@ def _torch_classes():
 
     class ShardDataset(_Dataset):
         """The images of a pxbatch --out folder: item i -> (tokens (N_i, p, p, 4) uint8 tensor,
-        grid (3,) int64 tensor (t, h, w), file). Shards are memory-mapped; an item is copied out."""
+        grid (3,) int64 tensor (t, h, w), file). Shards are memory-mapped; an item is copied out.
+        Pickled (a DataLoader's spawn workers) as its folder: a worker maps the shards again, and
+        checks them again, itself (never the tokens copied through a pipe)."""
 
         def __init__(self, directory: str | os.PathLike, partial: bool = False) -> None:
             """partial: as for iter_shards (a folder that lacks shards of its job is refused unless
             partial=True, then warned of)."""
-            self.shards = list(iter_shards(directory, partial=partial))
+            self.directory, self.partial = os.fspath(directory), partial
+            self._load()
+
+        def _load(self):
+            self.shards = list(iter_shards(self.directory, partial=self.partial))
             self.index = [(s, r) for s, sh in enumerate(self.shards) for r in range(len(sh[3]))]
+
+        def __getstate__(self):
+            return {"directory": self.directory, "partial": self.partial}
+
+        def __setstate__(self, state):
+            self.directory, self.partial = state["directory"], state["partial"]
+            with warnings.catch_warnings():  # partial=True: warned of once, where it was made
+                warnings.simplefilter("ignore")
+                self._load()
 
         def __len__(self) -> int:
             return len(self.index)
@@ -246,6 +261,12 @@ def _torch_classes():
         - "raise": the first failing file raises its error naming the file (torchvision's
           ImageFolder behaviour: PIL raises on a corrupt file).
 
+        lenient: passed to pxvm.load_image for every file (False: strict decoding; True: what
+        load_image(lenient=True) accepts, each file's warning given as load_image gives it).
+
+        Picklable (DataLoader workers started with spawn or forkserver): the program travels as
+        its plan or its PNG bytes, and each worker makes its own Runner when it iterates.
+
         Errors that are not about one image (a program that cannot run here, a bad policy, a
         plan that policy dynamic cannot use) are raised in both modes.
 
@@ -262,7 +283,9 @@ def _torch_classes():
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
                      executor: str = "cpu", batch_size: int = 16, on_error: str = "skip",
-                     size: tuple[int, int] | None = None) -> None:
+                     size: tuple[int, int] | None = None, lenient: bool = False) -> None:
+            if not isinstance(lenient, bool):
+                raise UsageError("usage: lenient %r: True or False" % (lenient,))
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -285,9 +308,27 @@ def _torch_classes():
             if not self.files:  # as pxbatch --in-dir: a folder of no image is an error, not an empty epoch
                 raise PxIOError("i/o error: no inputs: folder '%s' holds no PNG or JPEG file (.png, .jpg, .jpeg)" % d)
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
-            self.on_error = on_error
+            self.on_error, self.lenient = on_error, lenient
             self.failures = []
             self._warned = set()
+
+        def __getstate__(self):
+            state = dict(self.__dict__)
+            from .program import Program
+            prog = self.program
+            if isinstance(prog, Program):  # a C handle: its plan, or its image, is what travels
+                state["program"] = ("plan", prog.plan, prog.name, prog._limits) if prog.plan is not None else \
+                    ("png", prog.to_png(), prog.name, prog._limits)
+            return state
+
+        def __setstate__(self, state):
+            prog = state["program"]
+            if isinstance(prog, tuple):
+                from .program import Program
+                kind, data, name, limits = prog
+                state["program"] = (Program.from_plan(data, name=name, **limits) if kind == "plan"
+                                    else Program.from_png(data, name=name, **limits))
+            self.__dict__.update(state)
 
         def _failed(self, f, e):
             """File f failed with pxvm error e: raised (on_error "raise") or listed and warned of
@@ -324,7 +365,8 @@ def _torch_classes():
             items = []
             for f, im in zip(files, images):
                 try:
-                    items.append((f,) + run([f] if dynamic else [im])[0])  # a path: its errors name it
+                    # a path: its errors name it (lenient: the image as decoded, _failed names it)
+                    items.append((f,) + run([f] if dynamic and not self.lenient else [im])[0])
                 except Error as e:
                     if not _per_image(e):
                         raise
@@ -349,7 +391,7 @@ def _torch_classes():
                 files, images = [], []
                 for f in self.files[at:at + self.batch_size]:
                     try:
-                        images.append(load_image(f))
+                        images.append(load_image(f, lenient=self.lenient))
                         files.append(f)
                     except Error as e:
                         if not _per_image(e):
@@ -360,6 +402,9 @@ def _torch_classes():
                 for f, tokens, grid in self._items(runner, files, images):
                     yield _torch.from_numpy(tokens), _torch.from_numpy(grid), f
 
+    for cls in (ShardDataset, ImageFolderDataset):  # pickled by name: pxvm.data.<name> (module __getattr__)
+        cls.__qualname__ = cls.__name__
+        cls.__module__ = __name__
     _classes.update(ShardDataset=ShardDataset, ImageFolderDataset=ImageFolderDataset)
     return _classes
 

@@ -103,3 +103,74 @@ def test_dataloader_workers_after_a_runner_in_the_main_process(tmp_path):
     """ % (PLAN, str(d), str(d), str(d), PLAN))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "%d True True" % len(PHOTOS), r.stdout + r.stderr
+
+
+# ---- spawn: the datasets pickle ---------------------------------------------------------------
+
+def test_datasets_pickle_round_trip(tmp_path):
+    """8f6e306: "Can't pickle local object '_torch_classes.<locals>.ImageFolderDataset'". The program
+    travels as its plan (or its PNG), a ShardDataset as its folder (never its tokens)."""
+    pytest.importorskip("torch", reason="python3-torch is not installed")
+    import pickle
+    d = _photos(tmp_path)
+    want = None
+    for program in (PLAN, pxvm.Program.from_plan(PLAN)):
+        ds = pxvm.data.ImageFolderDataset(d, program, policy="dynamic", batch_size=3)
+        copy = pickle.loads(pickle.dumps(ds))
+        assert type(copy) is type(ds) and copy.files == ds.files
+        got = [(f, t.numpy().tobytes(), g.tolist()) for t, g, f in copy]
+        assert got == [(f, t.numpy().tobytes(), g.tolist()) for t, g, f in ds]
+        assert len(got) == len(PHOTOS)
+        want = want or got
+        assert got == want
+    out = tmp_path / "tokens"
+    r = subprocess.run([os.path.join(os.environ.get("PXVM_BIN", os.path.join(ROOT, "bin")), "pxbatch"), PLAN,
+                        "--in-dir", str(d), "--out", str(out), "--policy", "dynamic", "--shard-size", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ds = pxvm.data.ShardDataset(out)
+    data = pickle.dumps(ds)
+    assert len(data) < 4096  # the folder, not the tokens
+    copy = pickle.loads(data)
+    assert len(copy) == len(ds) == len(PHOTOS)
+    for i in range(len(ds)):
+        a, b = ds[i], copy[i]
+        assert a[0].numpy().tobytes() == b[0].numpy().tobytes() and a[1].tolist() == b[1].tolist() and a[2] == b[2]
+        assert (a[2], a[0].numpy().tobytes(), a[1].tolist()) == want[i]
+
+
+def test_dataloader_with_spawn_workers(tmp_path):
+    pytest.importorskip("torch", reason="python3-torch is not installed")
+    d = _photos(tmp_path)
+    r = _python("""
+        import os, torch, pxvm
+        ds = pxvm.data.ImageFolderDataset(%r, pxvm.Program.from_plan(%r), policy="dynamic", batch_size=2)
+        got = sorted(f for _, _, f in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                                                   multiprocessing_context="spawn"))
+        print(got == sorted(ds.files), len(got))
+    """ % (str(d), PLAN), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True %d" % len(PHOTOS), r.stdout + r.stderr
+
+
+# ---- lenient= ----------------------------------------------------------------------------------
+
+def test_image_folder_dataset_lenient_reaches_load_image(tmp_path):
+    """A truncated photo: strict (the default) skips it naming the file; lenient=True decodes what
+    it can (load_image's warning) and yields it; lenient must be a bool."""
+    pytest.importorskip("torch", reason="python3-torch is not installed")
+    d = tmp_path / "photos"
+    d.mkdir()
+    shutil.copy(PHOTOS[0], d / "a.png")
+    data = open(os.path.join(ROOT, "tests", "data", "photos", "rocket.jpg"), "rb").read()
+    (d / "b.jpg").write_bytes(data[:len(data) * 2 // 3])
+    ds = pxvm.data.ImageFolderDataset(d, PLAN, policy="dynamic")
+    with pytest.warns(UserWarning, match="skipped '%s'" % (d / "b.jpg")):
+        assert [f for _, _, f in ds] == [str(d / "a.png")]
+    assert isinstance(ds.failures[0][1], pxvm.Malformed)
+    ds = pxvm.data.ImageFolderDataset(d, PLAN, policy="dynamic", lenient=True)
+    with pytest.warns(UserWarning, match="pxvm: malformed: '%s'" % (d / "b.jpg")):  # load_image's, not a skip
+        assert [f for _, _, f in ds] == [str(d / "a.png"), str(d / "b.jpg")]
+    assert ds.failures == []
+    with pytest.raises(pxvm.UsageError, match="lenient 'yes': True or False"):
+        pxvm.data.ImageFolderDataset(d, PLAN, lenient="yes")

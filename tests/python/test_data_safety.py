@@ -174,3 +174,225 @@ def test_image_folder_dataset_lenient_reaches_load_image(tmp_path):
     assert ds.failures == []
     with pytest.raises(pxvm.UsageError, match="lenient 'yes': True or False"):
         pxvm.data.ImageFolderDataset(d, PLAN, lenient="yes")
+
+
+# ---- shards: one rule (tools/pxbatch.h), pxbatch --verify and the Python loaders agree -----------
+
+BIN = os.environ.get("PXVM_BIN", os.path.join(ROOT, "bin"))
+
+
+def _pxbatch(*args):
+    return subprocess.run([os.path.join(BIN, "pxbatch"), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """Two good pxbatch outputs of the real photos: ragged (--policy dynamic, 3 shards of 2, 2, 1)
+    and fixed-count (foveate273.pxi, --policy fit)."""
+    top = tmp_path_factory.mktemp("shards")
+    d = _photos(top)
+    out = {}
+    for kind, args in (("ragged", [PLAN, "--policy", "dynamic"]),
+                       ("fixed", [os.path.join(ROOT, "programs", "foveate273.pxi"), "--policy", "fit"])):
+        r = _pxbatch(*args, "--in-dir", str(d), "--out", str(top / kind), "--shard-size", "2", "--executor", "cpu")
+        assert r.returncode == 0, r.stderr
+        out[kind] = top / kind
+    return out
+
+
+def _loaders(d, partial=False):
+    """What the Python loaders say of folder d: ("OK", rows) or ("ClassName", message), in a
+    subprocess under a 4 GiB address-space limit and a timeout (8f6e306 grew past 7.5 GB on one
+    tampered folder and blocked forever on another)."""
+    r = _python("""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        import warnings, pxvm
+        warnings.simplefilter("ignore")
+        try:
+            rows = 0
+            for tokens, offsets, grid, files in pxvm.iter_shards(%r, partial=%r):
+                assert len(offsets) == len(files) + 1 and int(offsets[-1]) == len(tokens)
+                rows += len(files)
+            print("OK", rows)
+        except pxvm.Error as e:
+            print(type(e).__name__, e)
+    """ % (str(d), partial), timeout=60)
+    assert r.returncode == 0, r.stderr
+    kind, _, words = r.stdout.strip().partition(" ")
+    return kind, words
+
+
+def _marker(d, k, edit):
+    import json
+    p = d / ("shard-%05d.json" % k)
+    m = json.loads(p.read_text())
+    edit(m)
+    p.write_text(json.dumps(m))
+
+
+def _index(d, k, ext, edit):
+    """Rewrites shard k's offsets or grid file through edit(array), its marker's size and SHA-256
+    updated: only the rule's checks can find it."""
+    import hashlib
+    import numpy as np
+    p = d / ("shard-%05d.%s.npy" % (k, ext))
+    a = np.load(p)
+    edit(a)
+    np.save(p, a)
+    data = p.read_bytes()
+
+    def fix(m):
+        m["ragged"][ext + "_bytes"], m["ragged"][ext + "_sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    _marker(d, k, fix)
+
+
+def _copy_as(d, src, dst):
+    for f in list(d.glob(src + ".*")):
+        shutil.copy(f, d / (dst + f.name[len(src):]))
+
+
+def _grow_offsets(d):
+    """offsets [0, T + 1000, T] of a two-row shard, the grid rewritten to agree ((1, 1, T + 1000),
+    (1, -1, 1000)): 8f6e306's load_shard returned fewer tokens for it."""
+    import numpy as np
+    t = int(np.load(d / "shard-00000.offsets.npy")[-1])
+    _index(d, 0, "offsets", lambda a: a.__setitem__(1, t + 1000))
+    _index(d, 0, "grid", lambda a: a.__setitem__(slice(None), np.array([[1, 1, t + 1000], [1, -1, 1000]])))
+
+
+def _set(path, key, value):
+    def edit(m):
+        x = m
+        for k in path:
+            x = x[k]
+        x[key] = value
+    return edit
+
+
+# (finding, folder kind, tampering, the Python error class, a file its message names)
+TAMPERED = [
+    ("copy named shard-000001", "ragged", lambda d: _copy_as(d, "shard-00001", "shard-000001"),
+     "Malformed", "shard-000001."),
+    ("shard-1.npy beside the job", "ragged", lambda d: shutil.copy(d / "shard-00001.npy", d / "shard-1.npy"),
+     "Malformed", "shard-1.npy"),
+    ("row size edited", "ragged", lambda d: _marker(d, 0, lambda m: m["rows"][1]["size"].__setitem__(0, 1451)),
+     "Malformed", "shard-00000.json"),
+    ("row resized edited", "ragged", lambda d: _marker(d, 0, lambda m: m["rows"][1]["resized"].__setitem__(0, 480)),
+     "Malformed", "shard-00000.json"),
+    ("grid row contradicts its row's size", "ragged",
+     lambda d: _index(d, 0, "grid", lambda a: a.__setitem__((1, slice(1, 3)), a[1, 2:0:-1].copy())),
+     "Malformed", "shard-00000"),
+    ("row index not its position", "ragged", lambda d: _marker(d, 1, lambda m: m["rows"][1].__setitem__("row", 0)),
+     "Malformed", "shard-00001.json"),
+    ("orphan past the job's shards", "ragged",
+     lambda d: (_copy_as(d, "shard-00002", "shard-00007"), _marker(d, 7, _set([], "shard", 7))),
+     "Malformed", "shard-00007."),
+    ("offsets [0, T+1000, T]", "ragged", _grow_offsets, "Malformed", "shard-00000"),
+    ("job.inputs = 10**15", "ragged",
+     lambda d: [_marker(d, k, _set(["job"], "inputs", 10 ** 15)) for k in range(3)], "Malformed", "shard-00000.json"),
+    ("marker a link to /dev/zero", "ragged",
+     lambda d: ((d / "shard-00000.json").unlink(), os.symlink("/dev/zero", d / "shard-00000.json")),
+     "Malformed", "shard-00000.json"),
+    ("marker a FIFO", "ragged", lambda d: ((d / "shard-00001.json").unlink(), os.mkfifo(d / "shard-00001.json")),
+     "Malformed", "shard-00001.json"),
+    ("offsets.npy a FIFO", "ragged",
+     lambda d: ((d / "shard-00001.offsets.npy").unlink(), os.mkfifo(d / "shard-00001.offsets.npy")),
+     "Malformed", "shard-00001.offsets.npy"),
+    ("tokens .npy a folder", "ragged", lambda d: ((d / "shard-00002.npy").unlink(), (d / "shard-00002.npy").mkdir()),
+     "Malformed", "shard-00002.npy"),
+    ("a file name edited", "ragged", lambda d: _marker(d, 1, lambda m: m["rows"][0].__setitem__("file", "/x.png")),
+     "Malformed", "inputs_sha256"),
+    ("the temporary file of an unfinished write", "ragged",
+     lambda d: shutil.copy(d / "shard-00001.npy", d / "shard-00001.npy.tmp-AbC123"), "PxIOError", "shard-00001.npy.tmp-"),
+    ("a 'size' in a fixed shard's row", "fixed", lambda d: _marker(d, 0, lambda m: m["rows"][0].__setitem__("size", [1, 1])),
+     "Malformed", "shard-00000.json"),
+    ("an offsets.npy beside a fixed shard", "fixed",
+     lambda d: shutil.copy(d / "shard-00000.npy", d / "shard-00000.offsets.npy"), "Malformed", "shard-00000.offsets.npy"),
+]
+
+
+@pytest.mark.parametrize("kind", ["ragged", "fixed"])
+def test_untampered_folders_pass_both(folders, kind):
+    r = _pxbatch("--verify", str(folders[kind]))
+    assert r.returncode == 0 and "3 good, 0 corrupt, 0 missing, 0 orphaned" in r.stdout, r.stdout
+    assert _loaders(folders[kind]) == ("OK", str(len(PHOTOS)))
+
+
+@pytest.mark.parametrize("finding, kind, tamper, cls, names", TAMPERED, ids=[t[0] for t in TAMPERED])
+def test_tampered_folders_are_refused_by_both(folders, tmp_path, finding, kind, tamper, cls, names):
+    """Each finding of issue 39 (and its class): pxbatch --verify exits 1 and the Python loaders
+    raise the package's error naming the file (8f6e306: --verify passed the copy, the edited sizes
+    and the grid; iter_shards read the copy and the orphan, load_shard the offsets, and grew or
+    blocked on the marker)."""
+    d = tmp_path / kind
+    shutil.copytree(folders[kind], d, symlinks=True)
+    tamper(d)
+    r = _pxbatch("--verify", str(d))
+    assert r.returncode == 1, (finding, r.stdout, r.stderr)
+    got, words = _loaders(d)
+    assert got == cls and names in words, (finding, got, words)
+    assert str(d) in words
+
+
+@pytest.mark.parametrize("inputs, verify, cls", [
+    (2 ** 31 - 1, "missing", "PxIOError"),  # the largest job: a marker of it, most shards missing
+    (2 ** 31, "corrupt: its marker: 'inputs' is not an integer 0..2147483647", "Malformed"),
+])
+def test_job_inputs_at_the_bound(folders, tmp_path, inputs, verify, cls):
+    """job.inputs 0..2^31-1 ([SH-JOB]); either way the work is bounded by the files there (the
+    loaders count missing shards, they do not list them)."""
+    d = tmp_path / "d"
+    shutil.copytree(folders["ragged"], d)
+    for f in d.glob("shard-00002.*"):  # shards 0 and 1 (4 inputs) of a job of `inputs`
+        f.unlink()
+    for k in range(2):
+        _marker(d, k, _set(["job"], "inputs", inputs))
+    r = _pxbatch("--verify", str(d))
+    assert r.returncode == 1 and verify in r.stdout, r.stdout
+    got, words = _loaders(d)
+    assert got == cls, words
+    if cls == "PxIOError":
+        assert "%d of its job's %d inputs are missing" % (inputs - 4, inputs) in words, words
+        assert _loaders(d, partial=True) == ("OK", "4")
+    else:
+        assert "shard-00000.json' is not a pxbatch marker" in words, words
+
+
+# (name, what --verify and the loaders take it for: None not the job's, "stray", or a shard number)
+NAMES = [
+    ("README.txt", None), ("shard", None), ("shard-00001.json", 1), ("shard-00001.offsets.npy", 1),
+    ("shard-000001.json", "stray"), ("shard-0001.json", "stray"), ("shard-1.json", "stray"),
+    ("shard-100000.json", 100000), ("shard-2147483647.npy", 2147483647), ("shard-2147483648.npy", "stray"),
+    ("shard-00001.json.bak", "stray"), ("shard-00001.JSON", "stray"), ("shard-00001.npy.npy", "stray"),
+    ("shard-00001", "stray"), ("shard-00001.tmp-x1", "temp"),
+]
+
+
+@pytest.mark.parametrize("name, want", NAMES, ids=[n for n, _ in NAMES])
+def test_shard_names_one_rule(folders, tmp_path, name, want):
+    """[SH-NAME] at its edges (five digits zero-padded, more only without a leading zero, K up to
+    2^31-1): the Python mirror and --verify take each name alike."""
+    from pxvm.data import _shard_entry
+    kind, k = _shard_entry(name)
+    assert (None if kind is None else k if kind in ("json", "npy", "offsets.npy", "grid.npy") else kind) == want
+    d = tmp_path / "d"
+    shutil.copytree(folders["ragged"], d)
+    if (d / name).exists():
+        return  # the job's own file
+    (d / name).write_bytes(b"{}")
+    r = _pxbatch("--verify", str(d))
+    if want is None:
+        assert r.returncode == 0, r.stdout
+        assert _loaders(d) == ("OK", str(len(PHOTOS)))
+        return
+    assert r.returncode == 1, r.stdout
+    if want == "stray":
+        assert "%s: orphaned: not a name pxbatch writes" % name in r.stdout, r.stdout
+    elif want == "temp":
+        assert "%s: orphaned: the temporary file of an unfinished write" % name in r.stdout, r.stdout
+    elif want != 1:
+        assert "shard-%05d: orphaned: past the job's 3 shards" % want in r.stdout, r.stdout
+    got, words = _loaders(d)
+    assert got == ("PxIOError" if want == "temp" else "Malformed") and name in words, words

@@ -396,3 +396,21 @@ def test_shard_names_one_rule(folders, tmp_path, name, want):
         assert "shard-%05d: orphaned: past the job's 3 shards" % want in r.stdout, r.stdout
     got, words = _loaders(d)
     assert got == ("PxIOError" if want == "temp" else "Malformed") and name in words, words
+
+
+@pytest.mark.parametrize("extra, verify, words", [
+    (0, "its marker: not JSON", "is not a pxbatch marker: not JSON"),  # read, then refused for what it holds
+    (1, "its marker: 1073741825 bytes: too large", "is 1073741825 bytes, over the 1073741824 bytes"),  # never read
+])
+def test_marker_size_cap(folders, tmp_path, extra, verify, words):
+    """[SH-FILE] PXB_MARKER_MAX (1 GiB): a marker of that size is read, one byte more is refused
+    before a byte is read (sparse files: no disk used)."""
+    d = tmp_path / "d"
+    shutil.copytree(folders["ragged"], d)
+    with open(d / "shard-00001.json", "r+b") as f:
+        f.truncate(0)
+        f.truncate((1 << 30) + extra)
+    r = _pxbatch("--verify", str(d))
+    assert r.returncode == 1 and "shard-00001: corrupt: " + verify in r.stdout, r.stdout
+    got, said = _loaders(d)
+    assert got == "Malformed" and "shard-00001.json" in said and words in said, said

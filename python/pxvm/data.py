@@ -17,6 +17,7 @@ not installed).
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 
@@ -102,7 +103,8 @@ def _read_regular(path, cap, exact=False):
 
 def _strict_json(data):
     """JSON as pxbatch --verify reads it (jansson, duplicate keys refused): UTF-8, no NaN or
-    Infinity, no duplicate key, no NUL in a string; ValueError otherwise."""
+    Infinity, no duplicate key, no NUL or lone surrogate in a string, integers within int64 and
+    finite reals; ValueError otherwise."""
     def pairs(kv):
         d = {}
         for k, v in kv:
@@ -118,9 +120,15 @@ def _strict_json(data):
     todo = [m]
     while todo:
         x = todo.pop()
-        if isinstance(x, str) and "\0" in x:
-            raise ValueError("a string holds a NUL character")
-        if isinstance(x, dict):
+        if isinstance(x, str):
+            if "\0" in x:
+                raise ValueError("a string holds a NUL character")
+            x.encode("utf-8")  # a lone surrogate: UnicodeEncodeError, a ValueError
+        elif type(x) is int and not -2 ** 63 <= x < 2 ** 63:
+            raise ValueError("an integer past int64")
+        elif type(x) is float and not math.isfinite(x):
+            raise ValueError("a number past a double's range")
+        elif isinstance(x, dict):
             todo.extend(x.keys())
             todo.extend(x.values())
         elif isinstance(x, list):
@@ -381,8 +389,6 @@ def _load_checked(base, m, mmap):
     for ext, nbytes, sha, shape in (("offsets.npy", m.offsets_bytes, m.offsets_sha256, (rows + 1,)),
                                     ("grid.npy", m.grid_bytes, m.grid_sha256, (rows, 3))):
         f = "%s.%s" % (base, ext)
-        if nbytes > 16 + 8 * 4 * (rows + 1) + 4096:  # more than a (rows + 1, 3) int64 .npy: no read
-            raise bad("its %s's size in its marker, %d bytes, is not that of its rows" % (ext, nbytes))
         data = _read_regular(f, nbytes, exact=True)
         if hashlib.sha256(data).hexdigest() != sha:
             raise bad("its %s's SHA-256 is not its marker's" % ext)

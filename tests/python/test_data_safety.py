@@ -262,6 +262,12 @@ def _grow_offsets(d):
     _index(d, 0, "grid", lambda a: a.__setitem__(slice(None), np.array([[1, 1, t + 1000], [1, -1, 1000]])))
 
 
+def _raw(d, k, field):
+    """Shard k's marker with `field` (JSON text, as it stands) first in its object."""
+    p = d / ("shard-%05d.json" % k)
+    p.write_bytes(b"{" + field + b", " + p.read_bytes().lstrip()[1:])
+
+
 def _set(path, key, value):
     def edit(m):
         x = m
@@ -306,6 +312,16 @@ TAMPERED = [
      "Malformed", "inputs_sha256"),
     ("the temporary file of an unfinished write", "ragged",
      lambda d: shutil.copy(d / "shard-00001.npy", d / "shard-00001.npy.tmp-AbC123"), "PxIOError", "shard-00001.npy.tmp-"),
+    ("a marker with a duplicate key", "ragged", lambda d: _raw(d, 1, b'"shard": 1'), "Malformed", "shard-00001.json"),
+    ("a marker with NaN", "ragged", lambda d: _raw(d, 1, b'"x": NaN'), "Malformed", "shard-00001.json"),
+    ("a marker with 1e400", "ragged", lambda d: _raw(d, 1, b'"x": 1e400'), "Malformed", "shard-00001.json"),
+    ("a marker with 2**63", "ragged", lambda d: _raw(d, 1, b'"x": 9223372036854775808'), "Malformed",
+     "shard-00001.json"),
+    ("a marker with a lone surrogate", "ragged", lambda d: _raw(d, 1, b'"x": "\\ud800"'), "Malformed",
+     "shard-00001.json"),
+    ("a marker with a NUL in a string", "ragged", lambda d: _raw(d, 1, b'"x": "a\\u0000"'), "Malformed",
+     "shard-00001.json"),
+    ("a marker that is not UTF-8", "ragged", lambda d: _raw(d, 1, b'"x": "\xff"'), "Malformed", "shard-00001.json"),
     ("a 'size' in a fixed shard's row", "fixed", lambda d: _marker(d, 0, lambda m: m["rows"][0].__setitem__("size", [1, 1])),
      "Malformed", "shard-00000.json"),
     ("an offsets.npy beside a fixed shard", "fixed",

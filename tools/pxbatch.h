@@ -14,6 +14,54 @@
 /* The marker format this pxbatch writes and reads ("pxbatch": 1 in every marker). */
 #define PXB_FORMAT 1
 
+/* ---- the shard rule ---------------------------------------------------------------------------
+ * What a pxbatch --out folder holds, as pxbatch writes it. ONE rule, checked by pxbatch --verify
+ * (pxbatch_names.c, pxbatch_marker.c, pxbatch_verify.c) and mirrored by the Python loaders
+ * (python/pxvm/data.py: load_shard, iter_shards, ShardDataset); tests/python/test_data_safety.py
+ * runs both on the same tampered folders and checks that they agree.
+ *
+ * [SH-NAME] An entry whose name begins "shard-" is the job's; any other (.pxbatch.lock, a README)
+ *   is not and is ignored. The job's entries are:
+ *   - shard files "shard-K.EXT": K the shard number 0..2^31-1 written as printf's "%05d" writes it
+ *     (five digits, zero-padded; more digits only without a leading zero), EXT one of "json" (the
+ *     marker), "npy" (the tokens), "offsets.npy" and "grid.npy" (a ragged shard's index files);
+ *   - temporary files of an unfinished write: a name holding ".tmp-";
+ *   - strays: every other "shard-..." name (a copy, a renamed or an edited file).
+ * [SH-FILE] A shard file is a regular file (a link is followed only to one): it is opened without
+ *   blocking and checked before a byte is read, so a FIFO, a device or a folder is refused, never
+ *   read or waited on. A marker is at most PXB_MARKER_MAX bytes.
+ * [SH-JOB] A marker is a JSON object: "pxbatch": PXB_FORMAT, "shard": K of its name, a "job"
+ *   object with shard_size 1..PXB_SHARD_SIZE_MAX and inputs 0..2^31-1, the shard's first input
+ *   K * shard_size below inputs; every marker of a folder records the same job (pxb_job_diff).
+ *   The job has ceil(inputs / shard_size) shards; a shard holds shard_size inputs, the last the
+ *   rest. A marker is ragged (has "ragged") exactly when job.policy is a dynamic policy.
+ * [SH-ROW] rows[i] has "row" i and an "input" of the shard; rows and errors are each in input
+ *   order and together name every input of the shard once; each entry names a file ("file" or
+ *   "file_bytes"), each error has an "error" text. A row of a ragged shard has "size" [w, h]
+ *   (1..2^31-1, the image as decoded) and "resized" [w', h'], the job policy's dynamic size of
+ *   (w, h) for the shard's patch (pxvm_policy_dynamic_size); a row of a "native" job has "size"
+ *   only; other rows have neither.
+ * [SH-SET] Shard K below the job's count is there when its marker and its .npy are, and, when
+ *   ragged, its two index files; it is missing when one of these is not there. Orphaned: a
+ *   shard K at or past the count, an index file beside a shard that is not ragged, a stray and a
+ *   temporary file.
+ * [SH-ARRAY] The .npy is npy_bytes bytes: a C-order uint8 array of the marker's shape, ragged
+ *   (T, p, p, 4), else (rows, N, h, w, 4). A ragged shard's offsets.npy is a (rows + 1) and its
+ *   grid.npy a (rows, 3) little-endian int64 array, each of the size and SHA-256 its marker
+ *   records; grid row i is (1, h' / p, w' / p) of row i's "resized"; offsets[0] is 0 and
+ *   offsets[i + 1] is offsets[i] plus grid row i's t * h * w (so the offsets increase), and
+ *   offsets[rows] is T.
+ * [SH-NAMES] When no shard is missing, the file names of all the inputs in input order, each
+ *   followed by a NUL byte, hash (SHA-256) to job.inputs_sha256.
+ * A folder is good when every shard is there and follows the rule, and nothing is orphaned.
+ * --verify also checks each .npy's SHA-256 (it reads the tokens whole); the Python loaders map
+ * the tokens, and check the .npy's size, header and shape but not its hash. */
+
+/* The largest marker read (1 GiB): far above what a shard of PXB_SHARD_SIZE_MAX inputs writes. */
+#define PXB_MARKER_MAX (1u << 30)
+/* The most inputs a shard holds (pxbatch --shard-size). */
+#define PXB_SHARD_SIZE_MAX 4096
+
 /* ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------------- */
 
 typedef struct pxb_sha256 {
@@ -72,6 +120,8 @@ typedef struct pxb_marker {
     uint64_t shape[5];       /* ragged: (tokens, p, p, 4), shape[4] 0 */
     uint64_t npy_bytes;
     char npy_sha256[65];
+    const char *policy;      /* job.policy (in root; "exact" in a marker older than the field) */
+    int native;              /* job.policy "native": each row records the size it was bound at */
     int ragged;              /* --policy dynamic: "ragged" holds the offsets and grid files */
     uint64_t offsets_bytes, grid_bytes;
     char offsets_sha256[65], grid_sha256[65];
@@ -85,8 +135,14 @@ void pxb_marker_free(pxb_marker *m);
 int pxb_marker_hash_names(const pxb_marker *m, pxb_sha256 *c);
 /* Reads and parses DIR/shard-NNNNN.json (a regular file) as marker `index`; why starts "its marker". */
 int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t why_len);
-/* A pxbatch file name "shard-<digits>.<ext>": the shard number, else -1. */
+/* What a folder entry's name is to a pxbatch job ([SH-NAME]): PXB_JSON .. PXB_GRID (a shard file,
+ * *index its number), PXB_TEMP, PXB_STRAY, or PXB_NOT_OURS. */
+enum { PXB_JSON, PXB_NPY, PXB_OFFSETS, PXB_GRID, PXB_TEMP, PXB_STRAY, PXB_NOT_OURS };
+int pxb_shard_entry(const char *name, int *index);
+/* A shard file's name "shard-K.<ext>" as [SH-NAME] writes it: K, else -1. */
 int pxb_shard_name(const char *name, const char *ext);
+/* Row r's grid ([SH-ARRAY]: (1, h' / p, w' / p) of its "resized") of a ragged marker. */
+void pxb_marker_row_grid(const pxb_marker *m, size_t r, int64_t grid[3]);
 /* Compares two job objects: 0 when equal, else writes "field: old -> new" for every field that
  * differs (or that only one of them has) into buf and returns the count. A field added after
  * markers were first written counts as its default where a job lacks it ("policy": "exact"). */

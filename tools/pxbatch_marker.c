@@ -1,10 +1,12 @@
-/* pxbatch_marker.c - a shard's marker as read back (every field checked: the format, the job, the
- * shape, the .npy's size and SHA-256, each input of the shard once, in order), the names its
- * inputs hash to, and the fields in which two jobs differ. */
+/* pxbatch_marker.c - a shard's marker as read back (every field checked as [SH-JOB] and [SH-ROW]
+ * of pxbatch.h say: the format, the job, the shape, the .npy's size and SHA-256, each input of the
+ * shard once, in order, each row's sizes), the names its inputs hash to, and the fields in which
+ * two jobs differ. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/pxvm.h"
 #include "pxbatch_files.h"
 
 /* ---- markers -------------------------------------------------------------------------------- */
@@ -32,6 +34,58 @@ static int px__is_sha(const char *s)
     return 1;
 }
 
+/* A [w, h] pair of integers 1..2^31-1. */
+static int px__pair(json_t *a, int *w, int *h)
+{
+    json_t *x = json_array_get(a, 0), *y = json_array_get(a, 1);
+    if (!json_is_array(a) || json_array_size(a) != 2 || !json_is_integer(x) || !json_is_integer(y) ||
+        json_integer_value(x) < 1 || json_integer_value(x) > INT32_MAX || json_integer_value(y) < 1 ||
+        json_integer_value(y) > INT32_MAX)
+        return -1;
+    *w = (int)json_integer_value(x), *h = (int)json_integer_value(y);
+    return 0;
+}
+
+/* Row i's "size" and "resized" ([SH-ROW]): [w, h] and the policy's dynamic size of it in a ragged
+ * shard, [w, h] alone under "native", neither otherwise. */
+static int px__row_sizes(json_t *e, size_t i, const pxb_marker *m, char *why, size_t why_len)
+{
+    json_t *size = json_object_get(e, "size"), *resized = json_object_get(e, "resized");
+    int w = 0, h = 0, rw, rh, ow, oh;
+    if ((m->ragged || m->native) && px__pair(size, &w, &h) < 0) {
+        pxb_why(why, why_len, "rows[%zu]: 'size' is not [w, h] of 1..%d", i, INT32_MAX);
+        return -1;
+    }
+    if (!m->ragged && !m->native && size) {
+        pxb_why(why, why_len, "rows[%zu]: a 'size', but policy %s binds every image at the input's size", i, m->policy);
+        return -1;
+    }
+    if (!m->ragged) {
+        if (resized)
+            pxb_why(why, why_len, "rows[%zu]: a 'resized', but the shard is not ragged", i);
+        return resized ? -1 : 0;
+    }
+    if (pxvm_policy_dynamic_size(m->policy, (int)m->shape[1], w, h, &ow, &oh) != 0) {
+        pxb_why(why, why_len, "rows[%zu]: 'size' [%d, %d]: %s", i, w, h, pxvm_errmsg());
+        return -1;
+    }
+    if (px__pair(resized, &rw, &rh) < 0 || rw != ow || rh != oh) {
+        pxb_why(why, why_len, "rows[%zu]: 'resized' is not [%d, %d], policy %s's size of its 'size' [%d, %d]", i, ow, oh,
+                m->policy, w, h);
+        return -1;
+    }
+    return 0;
+}
+
+void pxb_marker_row_grid(const pxb_marker *m, size_t r, int64_t grid[3])
+{
+    json_t *resized = json_object_get(json_array_get(json_object_get(m->root, "rows"), r), "resized");
+    int64_t p = m->shape[1] ? (int64_t)m->shape[1] : 1;
+    grid[0] = 1;
+    grid[1] = json_integer_value(json_array_get(resized, 1)) / p;
+    grid[2] = json_integer_value(json_array_get(resized, 0)) / p;
+}
+
 /* Entry i of rows or errors: its input number (increasing within the list) and a name. */
 static int px__entry(json_t *list, size_t i, int is_row, const pxb_marker *m, uint64_t *input, char *why, size_t why_len)
 {
@@ -46,6 +100,8 @@ static int px__entry(json_t *list, size_t i, int is_row, const pxb_marker *m, ui
         pxb_why(why, why_len, "rows[%zu]: 'row' is not %zu", i, i);
         return -1;
     }
+    if (is_row && px__row_sizes(e, i, m, why, why_len) < 0)
+        return -1;
     if (px__int(e, "input", m->first, m->first + m->count - 1, input, NULL, 0) < 0) {
         pxb_why(why, why_len, "%s[%zu]: 'input' is not one of the shard's inputs %" PRIu64 "..%" PRIu64, what, i,
                 m->first, m->first + m->count - 1);
@@ -88,7 +144,7 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         pxb_why(why, why_len, "no 'job' object");
         goto bad;
     }
-    if (px__int(m->job, "shard_size", 1, INT32_MAX, &m->shard_size, why, why_len) < 0 ||
+    if (px__int(m->job, "shard_size", 1, PXB_SHARD_SIZE_MAX, &m->shard_size, why, why_len) < 0 ||
         px__int(m->job, "inputs", 0, INT32_MAX, &m->inputs, why, why_len) < 0)
         goto bad;
     m->first = (uint64_t)m->shard * m->shard_size;
@@ -97,7 +153,20 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
         goto bad;
     }
     m->count = m->inputs - m->first < m->shard_size ? m->inputs - m->first : m->shard_size;
-    json_t *shape = json_object_get(r, "shape"), *ragged = json_object_get(r, "ragged");
+    json_t *policy = json_object_get(m->job, "policy"), *ragged = json_object_get(r, "ragged");
+    m->policy = policy ? json_string_value(policy) : "exact";
+    if (!m->policy || (policy && strlen(m->policy) != json_string_length(policy))) {
+        pxb_why(why, why_len, "job: 'policy' is not a policy text");
+        goto bad;
+    }
+    m->native = !strcmp(m->policy, "native");
+    int dynamic = !strncmp(m->policy, "dynamic", 7) && (m->policy[7] == 0 || m->policy[7] == ':');
+    if (dynamic != (ragged != NULL)) {
+        pxb_why(why, why_len, dynamic ? "no 'ragged', but policy %s writes ragged shards"
+                                      : "a 'ragged', but policy %s writes shards of one shape", m->policy);
+        goto bad;
+    }
+    json_t *shape = json_object_get(r, "shape");
     size_t dims = ragged ? 4 : 5;
     if (json_array_size(shape) != dims) {
         pxb_why(why, why_len, "'shape' is not %zu numbers", dims);
@@ -111,6 +180,10 @@ int pxb_marker_parse(const char *data, size_t len, int shard, pxb_marker *m, cha
             goto bad;
         }
         m->shape[i] = (uint64_t)json_integer_value(x);
+    }
+    if (ragged && (m->shape[1] < 1 || m->shape[2] != m->shape[1])) {
+        pxb_why(why, why_len, "'shape' is not (tokens, p, p, 4)");
+        goto bad;
     }
     if (ragged) { /* the offsets and grid files of a dynamic shard */
         const char *so = json_string_value(json_object_get(ragged, "offsets_sha256"));

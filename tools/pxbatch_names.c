@@ -1,6 +1,6 @@
 /* pxbatch_names.c - the dataset's file names in pxbatch's files: strict numbers, the list file
- * (one name a line, any bytes but NUL), and names written as JSON strings (with their bytes in
- * hex when they are not UTF-8) and read back. */
+ * (one name a line, any bytes but NUL), names written as JSON strings (with their bytes in hex
+ * when they are not UTF-8) and read back, and the names of a shard's files ([SH-NAME]). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -80,6 +80,39 @@ int pxb_list_read(FILE *f, pxb_names *l, char *why, size_t why_len)
     }
     free(line);
     return rc;
+}
+
+/* ---- shard file names ([SH-NAME], pxbatch.h) ---------------------------------------------------- */
+
+/* The extensions of PXB_JSON .. PXB_GRID. */
+static const char *const px__shard_ext[] = {"json", "npy", "offsets.npy", "grid.npy"};
+
+int pxb_shard_entry(const char *name, int *index)
+{
+    if (strncmp(name, "shard-", 6))
+        return PXB_NOT_OURS;
+    if (strstr(name + 6, ".tmp-"))
+        return PXB_TEMP;
+    const char *d = name + 6, *p = d;
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 11)
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    size_t digits = (size_t)(p - d);
+    /* as "%05d" writes K: five digits, or more without a leading zero */
+    if (digits < 5 || (digits > 5 && *d == '0') || v > INT32_MAX || *p != '.')
+        return PXB_STRAY;
+    for (int k = PXB_JSON; k <= PXB_GRID; k++)
+        if (!strcmp(p + 1, px__shard_ext[k])) {
+            *index = (int)v;
+            return k;
+        }
+    return PXB_STRAY;
+}
+
+int pxb_shard_name(const char *name, const char *ext)
+{
+    int index, k = pxb_shard_entry(name, &index);
+    return k <= PXB_GRID && !strcmp(ext, px__shard_ext[k]) ? index : -1;
 }
 
 /* ---- JSON ----------------------------------------------------------------------------------- */

@@ -1,7 +1,8 @@
-/* pxbatch_verify.c - pxbatch --verify: every shard of a folder checked against its marker (the
- * .npy's size, header, shape and SHA-256, the job, the names' hash) and what is corrupt, missing
- * or orphaned listed; a marker read from a folder; the shard files' names. The rest of the file
- * handling (pxbatch.h) is in pxbatch_sha256.c, pxbatch_names.c, pxbatch_marker.c, pxbatch_npy.c. */
+/* pxbatch_verify.c - pxbatch --verify: a folder checked against the shard rule of pxbatch.h
+ * (every shard against its marker: the .npy's size, header, shape and SHA-256, the index files,
+ * the job, the names' hash) and what is corrupt, missing or orphaned listed; a marker read from
+ * a folder. The rest of the file handling (pxbatch.h) is in pxbatch_sha256.c, pxbatch_names.c
+ * (the names of shard files), pxbatch_marker.c, pxbatch_npy.c. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -19,24 +20,13 @@
 
 typedef struct {
     int index;
-    unsigned char json, npy;
+    unsigned char has[PXB_GRID + 1]; /* which of its files are there (PXB_JSON .. PXB_GRID) */
 } px__entry_t;
 
 static int px__entry_cmp(const void *a, const void *b)
 {
     int x = ((const px__entry_t *)a)->index, y = ((const px__entry_t *)b)->index;
     return (x > y) - (x < y);
-}
-
-int pxb_shard_name(const char *name, const char *ext)
-{
-    if (strncmp(name, "shard-", 6))
-        return -1;
-    const char *p = name + 6, *d = p;
-    long v = 0;
-    while (*p >= '0' && *p <= '9' && p - d < 9)
-        v = v * 10 + (*p++ - '0');
-    return p > d && *p == '.' && !strcmp(p + 1, ext) ? (int)v : -1;
 }
 
 /* Reads a whole regular file (at most max bytes). */
@@ -176,8 +166,9 @@ static int px__verify_index(const char *dir, int index, const char *ext, uint64_
     return rc;
 }
 
-/* A ragged shard's offsets and grid: as the marker records them, and agreeing with each other and
- * with the tokens (offsets from 0 to the token count, row r holding t * h * w of grid row r, t = 1). */
+/* A ragged shard's offsets and grid ([SH-ARRAY]): as the marker records them, grid row r the
+ * marker's row r (1, h' / p, w' / p), offsets from 0, each the last plus its row's t * h * w, to
+ * the token count. The sum is compared as it grows, so no value of the files overflows it. */
 static int px__verify_ragged(const char *dir, int index, const pxb_marker *m, char *why, size_t why_len)
 {
     int64_t *off = NULL, *grid = NULL;
@@ -185,14 +176,32 @@ static int px__verify_ragged(const char *dir, int index, const pxb_marker *m, ch
     int rc = -1;
     if (px__verify_index(dir, index, "offsets.npy", m->offsets_bytes, m->offsets_sha256, 1, os, &off, why, why_len) == 0 &&
         px__verify_index(dir, index, "grid.npy", m->grid_bytes, m->grid_sha256, 2, gs, &grid, why, why_len) == 0) {
-        rc = off[0] == 0 && (uint64_t)off[m->nrows] == m->shape[0] ? 0 : -1;
-        for (size_t r = 0; !rc && r < m->nrows; r++)
-            if (grid[3 * r] != 1 || grid[3 * r + 1] < 1 || grid[3 * r + 2] < 1 ||
-                off[r + 1] - off[r] != grid[3 * r + 1] * grid[3 * r + 2])
+        rc = 0;
+        uint64_t at = 0; /* grid values checked before they are multiplied */
+        for (size_t r = 0; !rc && r < m->nrows; r++) {
+            const int64_t *g = grid + 3 * r;
+            if (g[0] != 1 || g[1] < 1 || g[1] > INT32_MAX || g[2] < 1 || g[2] > INT32_MAX || off[r] < 0 ||
+                (uint64_t)off[r] != at)
                 rc = -1;
-        if (rc)
+            at += (uint64_t)g[1] * (uint64_t)g[2];
+            if (at > m->shape[0])
+                rc = -1;
+        }
+        if (rc || off[m->nrows] < 0 || (uint64_t)off[m->nrows] != at || at != m->shape[0]) {
             pxb_why(why, why_len, "its offsets and grid do not agree (offsets from 0 to the %" PRIu64
                                   " tokens, each row t * h * w of its grid, t = 1)", m->shape[0]);
+            rc = -1;
+        }
+        for (size_t r = 0; !rc && r < m->nrows; r++) {
+            int64_t want[3];
+            pxb_marker_row_grid(m, r, want);
+            if (memcmp(grid + 3 * r, want, sizeof want)) {
+                pxb_why(why, why_len, "its grid's row %zu is (%" PRId64 ", %" PRId64 ", %" PRId64 "), but its marker's "
+                        "row %zu is resized to (1, %" PRId64 ", %" PRId64 ") patches", r, grid[3 * r], grid[3 * r + 1],
+                        grid[3 * r + 2], r, want[1], want[2]);
+                rc = -1;
+            }
+        }
     }
     free(off);
     free(grid);
@@ -207,7 +216,7 @@ int pxb_marker_load(const char *dir, int index, pxb_marker *m, char *why, size_t
     uint8_t *data;
     size_t len;
     char rwhy[256];
-    int rc = px__read_regular(path, 1u << 30, &data, &len, rwhy, sizeof rwhy);
+    int rc = px__read_regular(path, PXB_MARKER_MAX, &data, &len, rwhy, sizeof rwhy);
     free(path);
     if (rc < 0) {
         pxb_why(why, why_len, "its marker: %s", rwhy);
@@ -254,12 +263,15 @@ int pxb_verify(const char *dir, FILE *out)
     unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        int js = pxb_shard_name(de->d_name, "json"), np = pxb_shard_name(de->d_name, "npy");
-        if (js < 0 && np < 0) {
-            if (!strncmp(de->d_name, "shard-", 6) && strstr(de->d_name, ".tmp-")) {
-                fprintf(out, "%s: orphaned: the temporary file of an unfinished write\n", de->d_name);
-                orphaned++;
-            }
+        int index = -1, kind = pxb_shard_entry(de->d_name, &index);
+        if (kind == PXB_NOT_OURS)
+            continue;
+        if (kind == PXB_TEMP || kind == PXB_STRAY) {
+            fprintf(out, "%s: orphaned: %s\n", de->d_name,
+                    kind == PXB_TEMP ? "the temporary file of an unfinished write"
+                                     : "not a name pxbatch writes (shard-NNNNN.json, .npy, .offsets.npy, .grid.npy): "
+                                       "a copy or a renamed file?");
+            orphaned++;
             continue;
         }
         if (n == cap) {
@@ -269,7 +281,8 @@ int pxb_verify(const char *dir, FILE *out)
                 break;
             e = ne;
         }
-        e[n++] = (px__entry_t){js >= 0 ? js : np, js >= 0, np >= 0};
+        e[n] = (px__entry_t){index, {0}};
+        e[n++].has[kind] = 1;
     }
     closedir(d);
     if (n)
@@ -277,7 +290,8 @@ int pxb_verify(const char *dir, FILE *out)
     size_t merged = 0; /* one entry a shard number */
     for (size_t i = 0; i < n; i++) {
         if (merged && e[merged - 1].index == e[i].index)
-            e[merged - 1].json |= e[i].json, e[merged - 1].npy |= e[i].npy;
+            for (int k = 0; k <= PXB_GRID; k++)
+                e[merged - 1].has[k] |= e[i].has[k];
         else
             e[merged++] = e[i];
     }
@@ -287,7 +301,7 @@ int pxb_verify(const char *dir, FILE *out)
     int have_ref = 0;
     char why[1024];
     for (size_t i = 0; i < n && !have_ref; i++)
-        have_ref = e[i].json && pxb_marker_load(dir, e[i].index, &ref, why, sizeof why) == 0;
+        have_ref = e[i].has[PXB_JSON] && pxb_marker_load(dir, e[i].index, &ref, why, sizeof why) == 0;
     uint64_t nshards = have_ref ? (ref.inputs + ref.shard_size - 1) / ref.shard_size : 0;
     pxb_sha256 names;
     pxb_sha256_init(&names);
@@ -307,19 +321,31 @@ int pxb_verify(const char *dir, FILE *out)
         if (i == n)
             break;
         expect = index + 1;
-        if (index >= nshards) {
-            fprintf(out, "shard-%05" PRIu64 ": orphaned: past the job's %" PRIu64 " shards\n", index, nshards);
-            orphaned += (unsigned long)e[i].json + e[i].npy;
+        pxb_marker m;
+        if (!have_ref) { /* no job known: each marker's reason, not "past the job's 0 shards" */
+            if (e[i].has[PXB_JSON] && pxb_marker_load(dir, (int)index, &m, why, sizeof why) < 0) {
+                fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, why);
+                corrupt++;
+            } else {
+                fprintf(out, "shard-%05" PRIu64 ": missing: its marker (an unfinished shard's files are there)\n", index);
+                missing++;
+            }
             continue;
         }
-        if (!e[i].json || !e[i].npy) {
+        if (index >= nshards) {
+            fprintf(out, "shard-%05" PRIu64 ": orphaned: past the job's %" PRIu64 " shards\n", index, nshards);
+            for (int k = 0; k <= PXB_GRID; k++)
+                orphaned += e[i].has[k];
+            continue;
+        }
+        if (!e[i].has[PXB_JSON] || !e[i].has[PXB_NPY]) {
             fprintf(out, "shard-%05" PRIu64 ": missing: %s\n", index,
-                    e[i].json ? "its .npy (the marker is there)" : "its marker (an unfinished shard's .npy is there)");
+                    e[i].has[PXB_JSON] ? "its .npy (the marker is there)"
+                                       : "its marker (an unfinished shard's files are there)");
             missing++;
             names_ok = 0;
             continue;
         }
-        pxb_marker m;
         if (pxb_marker_load(dir, (int)index, &m, why, sizeof why) < 0) {
             fprintf(out, "shard-%05" PRIu64 ": corrupt: %s\n", index, why);
             corrupt++;
@@ -327,7 +353,17 @@ int pxb_verify(const char *dir, FILE *out)
             continue;
         }
         char diff[1024];
-        if (pxb_job_diff(ref.job, m.job, diff, sizeof diff)) {
+        if (!m.ragged && (e[i].has[PXB_OFFSETS] || e[i].has[PXB_GRID])) {
+            fprintf(out, "shard-%05" PRIu64 ": orphaned: index files (offsets.npy, grid.npy) beside a shard that is "
+                         "not ragged\n", index);
+            orphaned += (unsigned long)e[i].has[PXB_OFFSETS] + e[i].has[PXB_GRID];
+        }
+        if (m.ragged && (!e[i].has[PXB_OFFSETS] || !e[i].has[PXB_GRID])) {
+            fprintf(out, "shard-%05" PRIu64 ": missing: its %s (the marker is there)\n", index,
+                    e[i].has[PXB_OFFSETS] ? "grid.npy" : "offsets.npy");
+            missing++;
+            names_ok = 0;
+        } else if (pxb_job_diff(ref.job, m.job, diff, sizeof diff)) {
             fprintf(out, "shard-%05" PRIu64 ": corrupt: of another job than shard-%05d (%s)\n", index, ref.shard, diff);
             corrupt++;
             names_ok = 0;

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@
 #define PX_POOL_SPIN_ALONE_NS 50000L
 
 struct px_pool {
+    unsigned long forks; /* px__forks when the pool was made: another value, another process */
+    int want;     /* participants asked for, caller included */
     int nthreads; /* participants, caller included */
     int spin;     /* whether waiting threads spin first */
     pthread_t *workers;
@@ -38,6 +41,15 @@ struct px_pool {
     int n, grain;
     atomic_int next;
 };
+
+/* Forks this process is from: its parent's count plus one in every child (the atfork handler runs
+ * in the child only), so a pool inherited through fork never has the count of the process it is
+ * in. */
+static atomic_ulong px__forks;
+static pthread_once_t px__atfork_once = PTHREAD_ONCE_INIT;
+
+static void px__forked_child(void) { atomic_fetch_add(&px__forks, 1); }
+static void px__register_atfork(void) { pthread_atfork(NULL, NULL, px__forked_child); }
 
 static inline void px__relax(void)
 {
@@ -129,8 +141,46 @@ static void *px__pool_main(void *arg)
     return NULL;
 }
 
+/* Makes p's synchronisation objects and starts its workers, in the calling process. */
+static void px__pool_start(px_pool *p)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    p->forks = atomic_load(&px__forks);
+    p->nthreads = 1;
+    p->spin = cores > 0 && p->want <= cores; /* never spin on a core another participant needs */
+    atomic_store(&p->generation, 0);
+    atomic_store(&p->busy, 0);
+    atomic_store(&p->sleepers, 0);
+    atomic_store(&p->caller_waits, 0);
+    atomic_store(&p->quit, 0);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->workers = calloc((size_t)p->want, sizeof(pthread_t));
+    if (!p->workers)
+        return; /* runs everything on the caller */
+    for (int i = 0; i < p->want - 1; i++) {
+        if (pthread_create(&p->workers[i], NULL, px__pool_main, p) != 0)
+            break;
+        p->nthreads++;
+    }
+}
+
+/* A pool inherited through fork, made again in this process: the parent's workers are not here
+ * and its mutex and condition variables may be held or waited on by them, so they are never used
+ * or destroyed, only overwritten. */
+static void px__pool_adopt(px_pool *p)
+{
+    free(p->workers);
+    memset(&p->mu, 0, sizeof p->mu);
+    memset(&p->wake, 0, sizeof p->wake);
+    memset(&p->done, 0, sizeof p->done);
+    px__pool_start(p);
+}
+
 px_pool *px_pool_create(int threads)
 {
+    pthread_once(&px__atfork_once, px__register_atfork);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0)
         threads = cores > 0 ? (int)cores : 1;
@@ -139,19 +189,8 @@ px_pool *px_pool_create(int threads)
     px_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    p->nthreads = 1;
-    p->spin = cores > 0 && threads <= cores; /* never spin on a core another participant needs */
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
-    p->workers = calloc((size_t)threads, sizeof(pthread_t));
-    if (!p->workers)
-        return p; /* runs everything on the caller */
-    for (int i = 0; i < threads - 1; i++) {
-        if (pthread_create(&p->workers[i], NULL, px__pool_main, p) != 0)
-            break;
-        p->nthreads++;
-    }
+    p->want = threads;
+    px__pool_start(p);
     return p;
 }
 
@@ -163,6 +202,8 @@ void px_pool_for(px_pool *p, int n, int grain, px_pool_fn fn, void *ctx)
         return;
     if (grain < 1)
         grain = 1;
+    if (p && p->forks != atomic_load_explicit(&px__forks, memory_order_relaxed))
+        px__pool_adopt(p); /* inherited through fork: its workers are the parent's */
     if (!p || p->nthreads == 1 || n <= grain) {
         fn(ctx, 0, n);
         return;
@@ -194,6 +235,11 @@ void px_pool_destroy(px_pool *p)
 {
     if (!p)
         return;
+    if (p->forks != atomic_load(&px__forks)) { /* inherited through fork, never made again here */
+        free(p->workers);
+        free(p);
+        return;
+    }
     atomic_store(&p->quit, 1);
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->wake);

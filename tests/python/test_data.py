@@ -158,7 +158,8 @@ def test_load_shard_of_a_fixed_count_shard(tmp_path):
     assert tokens.shape == (raw.shape[0] * 273, 16, 16, 4) and np.array_equal(tokens, raw.reshape(tokens.shape))
     assert offsets.tolist() == [273 * i for i in range(len(files) + 1)] and grid.tolist() == [[1, 1, 273]] * len(files)
     json.dump({"pxbatch": 1}, open(tmp_path / "f" / "shard-00000.json", "w"))
-    with pytest.raises(pxvm.Malformed, match="shard-00000.json' is not a pxbatch marker: no 'rows' or 'shape'"):
+    with pytest.raises(pxvm.Malformed, match="shard-00000.json' is not a pxbatch marker: 'shard' is not 0, the number "
+                                             "of its name"):
         pxvm.load_shard(tmp_path / "f" / "shard-00000.npy")
 
 
@@ -174,11 +175,15 @@ def test_load_shard_missing_or_broken_files_are_package_errors(shards, tmp_path)
         pxvm.load_shard(d / "shard-00000.npy")
     data = (d / "shard-00001.grid.npy").read_bytes()
     (d / "shard-00001.grid.npy").write_bytes(data[:len(data) // 2])
-    with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.grid.npy' is no .npy array"):
+    with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.grid.npy' is %d bytes, its marker says %d"
+                       % (len(data) // 2, len(data))):
         pxvm.load_shard(d / "shard-00001.npy")
-    (d / "shard-00001.npy").write_bytes(b"\x93NUMPY")
-    with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.npy' is no .npy array"):
-        pxvm.load_shard(d / "shard-00001.npy", mmap=False)
+    (d / "shard-00001.grid.npy").write_bytes(data)
+    npy = (d / "shard-00001.npy").read_bytes()
+    for mmap in (False, True):  # the marker's size, no .npy array
+        (d / "shard-00001.npy").write_bytes(b"\x93NUMPY" + bytes(len(npy) - 6))
+        with pytest.raises(pxvm.Malformed, match="shard file '.*shard-00001.npy' is no .npy array"):
+            pxvm.load_shard(d / "shard-00001.npy", mmap=mmap)
     with pytest.raises(pxvm.PxIOError, match="cannot read '.*nowhere/shard-00000.json'"):
         pxvm.load_shard(tmp_path / "nowhere" / "shard-00000.npy")
 

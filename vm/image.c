@@ -62,6 +62,15 @@ int px_image_check_size(const char *name, const pxvm_limits *lim, const pxvm_ima
     return 0;
 }
 
+int px_image_damaged(pxvm_error *err, pxvm_code code, const char *name, const char *why)
+{
+    pxvm_fail(err, code, -1, -1, name, why);
+    if (err) {
+        size_t at = strlen(err->msg);
+        snprintf(err->msg + at, sizeof err->msg - at, "; --lenient (Python: lenient=True) decodes what is left of it");
+    }
+    return -1;
+}
 
 static int px__read_stream(int fd, const char *name, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err)
 {

@@ -1,6 +1,7 @@
 /* image_codec.h - what vm/'s image files share, privately: the size and memory check every
- * decoder makes from a file's header (image.c), the warning a lenient decoder keeps (vm.h's
- * pxvm_error), and the decoders the format dispatch (image.c) calls with the size it wants. */
+ * decoder makes from a file's header (image.c), the warning a lenient decoder keeps and the note
+ * of bytes after a complete image (vm.h's pxvm_error), the strict refusal of damage a lenient
+ * decode goes past, and the decoders the format dispatch (image.c) calls with the size it wants. */
 #ifndef PX_VM_IMAGE_CODEC_H
 #define PX_VM_IMAGE_CODEC_H
 
@@ -16,6 +17,18 @@
         if ((err) && (err)->code == PXE_NONE)                                                                       \
             *(err) = px_w_;                                                                                         \
     } while (0)
+
+/* Bytes after a complete image (`end`: the byte after a PNG's IEND chunk or a JPEG's EOI): not
+ * damage, so accepted in both modes and noted in *err (vm.h, pxvm_decode_note) unless a lenient
+ * decoder keeps a warning there already. Called once the image decoded whole. */
+#define PX__NOTE_TRAILING(err, name, len, end, marker)                                                              \
+    PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)((len) - (end)), marker,              \
+                  (unsigned long long)(end))
+
+/* The strict refusal of damage that PXVM_DECODE_LENIENT would decode around (a truncated JPEG, a
+ * libjpeg or libpng warning): error `code` with the decoder's `why`, and how to accept the file
+ * anyway. Returns -1. */
+int px_image_damaged(pxvm_error *err, pxvm_code code, const char *name, const char *why);
 
 /* The pixels plus the buffers a decoder needs besides them, against max_memory; then the size the
  * caller wants. From the header, before anything is decoded. */

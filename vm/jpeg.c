@@ -1,6 +1,7 @@
 /* jpeg.c - JPEG decode through libjpeg-turbo: the markers walked first (structure, scan count,
  * the decoder's memory, all from the header), then strict decoding (any libjpeg warning is
- * malformed; PXVM_DECODE_LENIENT keeps it as a warning). */
+ * malformed; PXVM_DECODE_LENIENT keeps it as a warning); bytes after EOI (a motion photo's video,
+ * an MPF file's second image, padding) accepted and noted once the image decoded whole. */
 #include "image_codec.h"
 
 #include <stdio.h>
@@ -14,7 +15,7 @@
  * components, sampling), the scans (SOS markers, counted past their entropy-coded data the way
  * libjpeg finds markers), where the end-of-image marker is. `fatal`: no image can come out of it
  * (libjpeg would stop too); `problem`: damage a lenient decode goes past (the data ends early,
- * bytes between markers or after EOI). */
+ * bytes between markers). What follows EOI is not walked: it is no part of the image. */
 typedef struct px__jpeg_info {
     int sof, progressive, w, h, ncomp, hs[4], vs[4], hmax, vmax;
     int scans, first_scan_comps;
@@ -180,16 +181,9 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     if (px_image_check_size(name, lim, want, (unsigned long)ji.w, (unsigned long)ji.h, px__jpeg_work(&ji), err) < 0)
         return -1;
     if (ji.problem && strict)
-        return pxvm_fail(err, ji.problem, -1, -1, name, ji.problem_why);
+        return px_image_damaged(err, ji.problem, name, ji.problem_why);
     if (ji.problem)
         PX__WENT_PAST(err, ji.problem, -1, -1, name, ji.problem_why);
-    if (ji.end && ji.end < len) {
-        if (strict)
-            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end),
-                             "JPEG's end-of-image marker", (unsigned long long)ji.end);
-        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end), "JPEG's end-of-image marker",
-                      (unsigned long long)ji.end);
-    }
     tjhandle tj = tjInitDecompress();
     if (!tj)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
@@ -214,14 +208,18 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     int flags = TJFLAG_LIMITSCANS | (strict ? TJFLAG_STOPONWARNING : 0);
     if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, flags) != 0) {
         snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
-        if (strict || tjGetErrorCode(tj) == TJERR_FATAL) {
+        int fatal = tjGetErrorCode(tj) == TJERR_FATAL;
+        if (strict || fatal) {
             tjDestroy(tj);
             pxvm_image_free(img);
-            return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+            return fatal ? pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why)
+                         : px_image_damaged(err, PXE_JPEG_CORRUPT, name, why);
         }
         PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     tjDestroy(tj);
+    if (ji.end && ji.end < len) /* libjpeg-turbo stopped at EOI: what follows is no part of the image */
+        PX__NOTE_TRAILING(err, name, len, ji.end, "JPEG's end-of-image marker");
     return 0;
 }
 

@@ -189,10 +189,19 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
     char why[200];
-    if (tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace) != 0 || w != ji.w || h != ji.h) {
-        snprintf(why, sizeof why, "%s", w != ji.w || h != ji.h ? "the header does not decode" : tjGetErrorStr2(tj));
-        tjDestroy(tj);
-        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+    /* A warning while reading the header (junk between its segments) fails the call but leaves
+     * the header read (the sides are the walk's): damage, which lenient goes past as it does
+     * while decoding. */
+    int header = tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace);
+    int sides = w == ji.w && h == ji.h, warned = header != 0 && sides && tjGetErrorCode(tj) == TJERR_WARNING;
+    if (header != 0 || !sides) {
+        snprintf(why, sizeof why, "%s", !sides ? "the header does not decode" : tjGetErrorStr2(tj));
+        if (strict || !warned) {
+            tjDestroy(tj);
+            return warned ? px_image_damaged(err, PXE_JPEG_CORRUPT, name, why)
+                          : pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+        }
+        PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
         tjDestroy(tj);

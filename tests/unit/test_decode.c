@@ -380,6 +380,48 @@ TEST(decode_jpeg_corrupt_data_then_a_trailer_is_damage)
     free(d);
 }
 
+/* Junk between the header's segments: libjpeg-turbo warns while reading the header. Strict
+ * refuses it naming --lenient, so lenient decodes it (fuzz_jpeg, 2026-11-28: lenient refused it
+ * too, as the header call fails on a warning; the fuzzer's input is in tests/fuzz/regressions/). */
+TEST(decode_jpeg_junk_between_header_segments_is_damage_lenient_decodes)
+{
+    size_t len;
+    uint8_t *d = px__photo_jpeg(0, &len);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    size_t sof = px__find_marker(d, len, 0xC0), junk = 160;
+    CHECK(sof > 0);
+    uint8_t *more = malloc(len + junk);
+    memcpy(more, d, sof);
+    memset(more + sof, 0x32, junk);
+    memcpy(more + sof + junk, d + sof, len - sof);
+    px__strict_lenient(more, len + junk, "junk.jpg", PXE_JPEG_CORRUPT, 1, "junk before SOF");
+    pxvm_limits strict = px__lim(0), lenient = px__lim(PXVM_DECODE_LENIENT);
+    pxvm_image a, b;
+    pxvm_error err;
+    CHECK(pxvm_image_decode_any(more, len + junk, "junk.jpg", &strict, &a, &err) < 0);
+    CHECK_STR(err.msg, "'junk.jpg': corrupt or unsupported JPEG (160 bytes that are no marker at byte");
+    CHECK(pxvm_image_decode_any(d, len, "whole.jpg", &strict, &a, &err) == 0);
+    CHECK(pxvm_image_decode_any(more, len + junk, "junk.jpg", &lenient, &b, &err) == 0);
+    CHECK(a.px && b.px && !memcmp(a.px, b.px, (size_t)a.w * (size_t)a.h * 4u)); /* the junk skipped */
+    pxvm_image_free(&a);
+    pxvm_image_free(&b);
+    free(more);
+    uint8_t *f;
+    size_t n;
+    CHECK(pxvm_read_file("tests/fuzz/regressions/jpeg-junk-between-header-segments.jpg", 1 << 20, &f, &n, &err) == 0);
+    if (f) {
+        pxvm_limits small = px__lim(PXVM_DECODE_LENIENT);
+        small.max_side = 1024, small.max_memory = 16u << 20; /* fuzz_jpeg's limits */
+        CHECK(pxvm_image_decode_any(f, n, "fuzz.jpg", &small, &b, &err) == 0);
+        CHECK_EQ(err.code, PXE_JPEG_CORRUPT);
+        pxvm_image_free(&b);
+    }
+    free(f);
+    free(d);
+}
+
 /* ---- PNG ------------------------------------------------------------------------------------ */
 
 static void px__put32(uint8_t *p, uint32_t v)

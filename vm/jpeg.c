@@ -195,7 +195,7 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     int header = tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace);
     int sides = w == ji.w && h == ji.h, warned = header != 0 && sides && tjGetErrorCode(tj) == TJERR_WARNING;
     if (header != 0 || !sides) {
-        snprintf(why, sizeof why, "%s", !sides ? "the header does not decode" : tjGetErrorStr2(tj));
+        snprintf(why, sizeof why, "%s", header != 0 ? tjGetErrorStr2(tj) : "the header does not decode");
         if (strict || !warned) {
             tjDestroy(tj);
             return warned ? px_image_damaged(err, PXE_JPEG_CORRUPT, name, why)
@@ -235,6 +235,6 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
 int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                      pxvm_error *err)
 {
-    return px_jpeg_decode_want(data, len, name, lim, NULL, img, err);
+    return px_image_decode_with(px_jpeg_decode_want, data, len, name, lim, NULL, img, err);
 }
 

@@ -147,7 +147,7 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
 int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                     pxvm_error *err)
 {
-    return px_png_decode_want(data, len, name, lim, NULL, img, err);
+    return px_image_decode_with(px_png_decode_want, data, len, name, lim, NULL, img, err);
 }
 
 /* Reads what `fd` has left, in chunks, stopping with an error past max_bytes: a pipe or a device

@@ -422,6 +422,39 @@ TEST(decode_jpeg_junk_between_header_segments_is_damage_lenient_decodes)
     free(d);
 }
 
+/* The same junk, and a Huffman table libjpeg-turbo cannot use (a fatal error, after it): strict
+ * refuses at the junk, but lenient would refuse too, so the refusal does not name --lenient
+ * (fuzz_jpeg, 2026-11-28: it did; the fuzzer's input is in tests/fuzz/regressions/). */
+TEST(decode_jpeg_refusal_names_lenient_only_when_lenient_decodes)
+{
+    size_t len;
+    uint8_t *d = px__photo_jpeg(0, &len);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    size_t sof = px__find_marker(d, len, 0xC0), dht = px__find_marker(d, len, 0xC4), junk = 34;
+    CHECK(sof > 0 && dht > sof);
+    uint8_t *more = malloc(len + junk);
+    memcpy(more, d, sof);
+    memset(more + sof, 0x32, junk);
+    memcpy(more + sof + junk, d + sof, len - sof);
+    memset(more + dht + junk + 5, 0xFF, 16); /* its 16 code counts: 4080 codes */
+    px__strict_lenient(more, len + junk, "bogus.jpg", PXE_JPEG_CORRUPT, 0, "junk, then a bogus DHT");
+    pxvm_limits lenient = px__lim(PXVM_DECODE_LENIENT);
+    pxvm_image img;
+    pxvm_error err;
+    CHECK(pxvm_image_decode_any(more, len + junk, "bogus.jpg", &lenient, &img, &err) < 0);
+    CHECK_STR(err.msg, "'bogus.jpg': corrupt or unsupported JPEG (Bogus Huffman table definition)");
+    free(more);
+    uint8_t *f;
+    size_t n;
+    CHECK(pxvm_read_file("tests/fuzz/regressions/jpeg-junk-then-bogus-huffman-table.jpg", 1 << 20, &f, &n, &err) == 0);
+    if (f)
+        px__strict_lenient(f, n, "fuzz.jpg", PXE_JPEG_CORRUPT, 0, "the fuzzer's input");
+    free(f);
+    free(d);
+}
+
 /* ---- PNG ------------------------------------------------------------------------------------ */
 
 static void px__put32(uint8_t *p, uint32_t v)

@@ -105,11 +105,14 @@ PXVM_COLD static int px__usage(const char *msg)
 const char *pxvm_errmsg(void) { return px__last_msg; }
 const char *pxvm_warning(void) { return px__last_warning; }
 
-/* After a successful decode: what a lenient decoder went past (err holds it), or nothing. */
+/* After a successful decode: what a lenient decoder went past ("malformed: ..."), the note of
+ * bytes after the image's end (its message: it is no error), or nothing. */
 static void px__keep_warning(const pxvm_error *err)
 {
     px__last_warning[0] = 0;
-    if (err->code != PXE_NONE)
+    if (pxvm_decode_note(err))
+        snprintf(px__last_warning, sizeof px__last_warning, "%s", err->msg);
+    else if (err->code != PXE_NONE)
         pxvm_error_format(err, px__last_warning, sizeof px__last_warning);
 }
 pxvm_class pxvm_errclass(void) { return px__last_class; }

@@ -64,9 +64,11 @@ typedef enum pxvm_class {
  * next failing call. */
 const char *pxvm_errmsg(void);
 pxvm_class pxvm_errclass(void);
-/* After a successful pxvm_image_load / pxvm_image_decode on this thread with PXVM_DECODE_LENIENT:
- * what the decoder went past (a truncated or corrupt file, trailing bytes), in pxrun's words;
- * "" when the file decoded cleanly. Strict decodes (the default) refuse such files instead. */
+/* After a successful pxvm_image_load / pxvm_image_decode on this thread: with
+ * PXVM_DECODE_LENIENT, the damage the decoder went past (a truncated or corrupt file), in pxrun's
+ * words ("malformed: ..."); in both modes, else, the note of bytes after the image's end marker
+ * ("'x.jpg': 1234 bytes after the JPEG's end-of-image marker (which ends at byte 56789)
+ * ignored"); "" when the file decoded cleanly. Strict decodes (the default) refuse damage. */
 const char *pxvm_warning(void);
 /* "malformed", "invalid", "unlinkable", "trap", "i/o error", "usage", "unavailable", "assembly error",
  * "plan error": the words before the colon in pxvm_errmsg(). */
@@ -86,11 +88,13 @@ typedef struct pxvm_limits {
 } pxvm_limits;
 
 /* Decoders are strict by default: a truncated or corrupt PNG or JPEG (a libpng or libjpeg-turbo
- * warning, a CRC or zlib error, data missing before the end marker), or bytes after the PNG's
- * IEND chunk or the JPEG's end-of-image marker, is an error (PXVM_MALFORMED) naming the file.
- * PXVM_DECODE_LENIENT decodes what the decoder can recover instead (a truncated JPEG's missing
- * rows are grey, trailing bytes are ignored); pxrun --lenient prints what it went past as a
- * warning. Limits apply in both modes. */
+ * warning, a CRC or zlib error, data missing before the end marker) is an error (PXVM_MALFORMED)
+ * naming the file (and, where this flag would decode it, --lenient). PXVM_DECODE_LENIENT means
+ * "recover a damaged image" and only that: the decoder decodes what it can (a truncated JPEG's
+ * missing rows are grey) and pxvm_warning() says what it went past (pxrun --lenient prints it).
+ * Bytes after a complete image (after the PNG's IEND chunk or the JPEG's end-of-image marker: a
+ * phone's motion-photo video, an MPF file's second image, padding) are no damage: accepted in
+ * both modes, and noted in pxvm_warning(). Limits apply in both modes. */
 #define PXVM_DECODE_LENIENT 1u
 
 void pxvm_limits_default(pxvm_limits *lim);

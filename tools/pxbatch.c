@@ -63,6 +63,12 @@ static const char px__usage[] =
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
     "                            (default 1073741824)\n"
+    "  --lenient                 decode damaged inputs as far as the decoder can, as pxrun --lenient\n"
+    "                            (a truncated JPEG's missing rows grey, corrupt data), each named on\n"
+    "                            stderr (pxbatch: warning (--lenient): 'FILE': ...); without it a\n"
+    "                            damaged input fails. Bytes after a complete image (after a PNG's\n"
+    "                            IEND, a JPEG's end-of-image marker) are no damage: read in both\n"
+    "                            modes. Part of the job (\"decode\": \"lenient\" in the markers)\n"
     "  --overwrite               remove every shard (and marker) in --out first: another job's too\n"
     "  --verify DIR              check every shard of DIR against its marker\n"
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
@@ -169,6 +175,10 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->overwrite = 1;
             continue;
         }
+        if (!strcmp(o, "--lenient")) {
+            j->lim.flags |= PXVM_DECODE_LENIENT;
+            continue;
+        }
         if (o[0] != '-' || !strcmp(o, "-")) {
             if (j->prog_path)
                 return px__usage_error(rank, 0, "more than one program ('%s', then '%s')", j->prog_path, o);
@@ -228,9 +238,10 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text)
+        int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0;
+        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
-                                   number ? number : j->size.text ? "--size" : "--overwrite");
+                                   number ? number : j->size.text ? "--size" : lenient ? "--lenient" : "--overwrite");
         return 0;
     }
     pxvm_error serr;

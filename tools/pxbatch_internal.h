@@ -39,7 +39,7 @@ typedef struct {
     int w, h;           /* the input slot's size */
     pxvm_image *img;    /* [count] decoded (px NULL: failed); dynamic: resized to its own size */
     int (*orig)[2];     /* [count] dynamic: the size as decoded (w, h) */
-    char **why;         /* [count] the error of a failed input */
+    char **why;         /* [count] the error of a failed input; of a decoded one, what --lenient went past */
     pthread_t thread[64];
     struct px_batch_decoder *dec;
     int started;       /* decoding threads running */

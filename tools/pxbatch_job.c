@@ -309,5 +309,10 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
         json_decref(job);
         return NULL;
     }
+    /* --lenient: a damaged input gives rows instead of an error; only when given, as --size */
+    if (job && (j->lim.flags & PXVM_DECODE_LENIENT) && json_object_set_new(job, "decode", json_string("lenient")) < 0) {
+        json_decref(job);
+        return NULL;
+    }
     return job;
 }

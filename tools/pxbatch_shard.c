@@ -77,6 +77,20 @@ static int px__load_input(const char *path, const pxvm_limits *lim, pxvm_image *
     return rc;
 }
 
+/* px__load_input, and the damage a lenient decode went past in *warning (NULL: none; a note of
+ * bytes after the image's end is none: they are no damage). */
+static int px__load_input_warned(const char *path, const pxvm_limits *lim, pxvm_image *img, char **warning,
+                                 pxvm_error *err)
+{
+    int rc = px__load_input(path, lim, img, err);
+    if (rc == 0 && err->code != PXE_NONE && !pxvm_decode_note(err)) {
+        char buf[1024];
+        pxvm_error_format(err, buf, sizeof buf);
+        *warning = strdup(buf);
+    }
+    return rc;
+}
+
 /* ---- one shard: decoded in the background, run as one batch, written all-or-nothing ---------- */
 
 static void *px__decode(void *arg)
@@ -85,10 +99,11 @@ static void *px__decode(void *arg)
     px_batch_shard *s = d->s;
     for (int i = d->t; i < s->count; i += d->n) {
         pxvm_error err;
+        char *warning = NULL;
         const char *path = s->job->in.v[s->first + i];
         if (s->job->policy.kind == PX_POLICY_DYNAMIC) {
             int w2, h2;
-            if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0) {
+            if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0) {
                 s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
                 pxvm_image sized = {0};
                 int r = px_dynamic_size(&s->job->policy, s->img[i].w, s->img[i].h, &w2, &h2, &err);
@@ -104,14 +119,15 @@ static void *px__decode(void *arg)
                     s->img[i] = sized;
             }
         } else if (s->job->native) { /* at its own size: only the input's bounds are checked here */
-            if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 &&
+            if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
                 pxvm_anysize_check(s->prog, s->input, s->img[i].w, s->img[i].h, &err) < 0) {
                 char msg[sizeof err.msg];
                 snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
                 memcpy(err.msg, msg, sizeof msg);
                 pxvm_image_free(&s->img[i]);
             }
-        } else if (px__load_input(path, &s->job->lim, &s->img[i], &err) == 0 && (s->img[i].w != s->w || s->img[i].h != s->h)) {
+        } else if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
+                   (s->img[i].w != s->w || s->img[i].h != s->h)) {
             if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
                 char lb[16], msg[sizeof err.msg];
                 pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
@@ -131,6 +147,9 @@ static void *px__decode(void *arg)
             char buf[1024];
             pxvm_error_format(&err, buf, sizeof buf);
             s->why[i] = strdup(buf);
+            free(warning);
+        } else {
+            s->why[i] = warning; /* decoded: why, if any, is the lenient decode's warning */
         }
     }
     return NULL;
@@ -442,14 +461,17 @@ static int px__write_shard(px_batch_shard *s, const uint8_t *npy, size_t npy_len
 }
 
 /* Each input of a written shard that failed, on stderr (the marker's errors list them too): its
- * file, then the classified error (which names the file as well). On a terminal the progress line
- * is cleared first, so the failure is a line of its own. */
+ * file, then the classified error (which names the file as well); and each that --lenient decoded
+ * past damage, with what it went past. On a terminal the progress line is cleared first, so each
+ * is a line of its own. */
 static void px__tell_failures(const px_batch_shard *s)
 {
     const char *clear = isatty(2) ? "\r\033[K" : "";
     for (int i = 0; i < s->count; i++)
         if (!s->img[i].px)
             fprintf(stderr, "%spxbatch: failed: '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i] ? s->why[i] : "?");
+        else if (s->why[i])
+            fprintf(stderr, "%spxbatch: warning (--lenient): '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i]);
 }
 
 static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)

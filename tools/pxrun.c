@@ -98,10 +98,13 @@ static const char px__usage[] =
     "  --time                    with --frames: a line per frame (run time, dirty tiles, tokens)\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
     "  --lenient                 decode damaged inputs as far as the decoder can (a truncated JPEG's\n"
-    "                            missing rows grey, bytes after the end marker ignored, a video\n"
-    "                            frame with errors concealed) and print what was wrong as a\n"
-    "                            warning; without it any damage in a PNG, JPEG or video frame is an\n"
-    "                            error (malformed) naming the file and the frame\n"
+    "                            missing rows grey, corrupt data, a video frame with errors\n"
+    "                            concealed) and print what was wrong as a warning; without it any\n"
+    "                            damage in a PNG, JPEG or video frame is an error (malformed) naming\n"
+    "                            the file and the frame. Bytes after a complete image (after a PNG's\n"
+    "                            IEND, a JPEG's end-of-image marker: a motion photo's video, an MPF\n"
+    "                            file's second image, padding) are no damage: read in both modes\n"
+    "  --verbose                 print notes: bytes after an input's end that were ignored\n"
     "SLOT is a slot name or number ('prog' or 0 is the program image).\n"
     "Files: '-' is standard input (for the program or one --in; at most one of them) and standard\n"
     "output. Inputs may be pipes, FIFOs and /dev/fd paths (read up to --max-memory bytes).\n"
@@ -130,15 +133,22 @@ static int px__die(const pxvm_error *err)
     return pxvm_exit_status(err->cls);
 }
 
-/* What a lenient decoder went past (err->code set by a call that succeeded): a warning, then
- * cleared. */
+static int px__verbose; /* --verbose: notes are printed */
+
+/* What a decode that succeeded left in err (vm.h): the damage a lenient decoder went past, a
+ * warning; bytes after an image's end, a note printed with --verbose. Then cleared. */
 void px_run_warn(pxvm_error *err)
 {
     if (err->code == PXE_NONE)
         return;
-    char buf[1024];
-    pxvm_error_format(err, buf, sizeof buf);
-    fprintf(stderr, "pxrun: warning (--lenient): %s\n", buf);
+    if (pxvm_decode_note(err)) {
+        if (px__verbose)
+            fprintf(stderr, "pxrun: note: %s\n", err->msg);
+    } else {
+        char buf[1024];
+        pxvm_error_format(err, buf, sizeof buf);
+        fprintf(stderr, "pxrun: warning (--lenient): %s\n", buf);
+    }
     memset(err, 0, sizeof *err);
 }
 
@@ -355,6 +365,8 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             a->do_profile = 1;
         } else if (!strcmp(o, "--lenient")) {
             a->lim.flags |= PXVM_DECODE_LENIENT;
+        } else if (!strcmp(o, "--verbose")) {
+            px__verbose = 1;
         } else if (o[0] == '-' && o[1]) {
             const char *bad = NULL;
             if (!known) {

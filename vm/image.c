@@ -62,6 +62,29 @@ int px_image_check_size(const char *name, const pxvm_limits *lim, const pxvm_ima
     return 0;
 }
 
+int px_image_damaged(pxvm_error *err, pxvm_code code, const char *name, const char *why)
+{
+    pxvm_fail(err, code, -1, -1, name, why);
+    return PX_IMAGE_DAMAGED;
+}
+
+int px_image_decode_with(px_image_codec codec, const uint8_t *data, size_t len, const char *name,
+                         const pxvm_limits *lim, const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
+{
+    int rc = codec(data, len, name, lim, want, img, err);
+    if (rc != PX_IMAGE_DAMAGED)
+        return rc;
+    pxvm_limits lenient = *lim;
+    lenient.flags |= PXVM_DECODE_LENIENT;
+    pxvm_image scratch;
+    pxvm_error ignored;
+    if (err && codec(data, len, name, &lenient, want, &scratch, &ignored) == 0) {
+        pxvm_image_free(&scratch);
+        size_t at = strlen(err->msg);
+        snprintf(err->msg + at, sizeof err->msg - at, "; --lenient (Python: lenient=True) decodes what is left of it");
+    }
+    return -1;
+}
 
 static int px__read_stream(int fd, const char *name, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err)
 {
@@ -137,9 +160,9 @@ int pxvm_image_decode_want(const uint8_t *data, size_t len, const char *name, co
                            const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
 {
     if (len >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF)
-        return px_jpeg_decode_want(data, len, name, lim, want, img, err);
+        return px_image_decode_with(px_jpeg_decode_want, data, len, name, lim, want, img, err);
     if (len >= 8 && !png_sig_cmp(data, 0, 8))
-        return px_png_decode_want(data, len, name, lim, want, img, err);
+        return px_image_decode_with(px_png_decode_want, data, len, name, lim, want, img, err);
     img->px = NULL;
     img->w = img->h = 0;
     /* an empty file (a failed download, a touch) says so: it has no signature to be unknown */

@@ -1,6 +1,7 @@
 /* jpeg.c - JPEG decode through libjpeg-turbo: the markers walked first (structure, scan count,
  * the decoder's memory, all from the header), then strict decoding (any libjpeg warning is
- * malformed; PXVM_DECODE_LENIENT keeps it as a warning). */
+ * malformed; PXVM_DECODE_LENIENT keeps it as a warning); bytes after EOI (a motion photo's video,
+ * an MPF file's second image, padding) accepted and noted once the image decoded whole. */
 #include "image_codec.h"
 
 #include <stdio.h>
@@ -14,7 +15,7 @@
  * components, sampling), the scans (SOS markers, counted past their entropy-coded data the way
  * libjpeg finds markers), where the end-of-image marker is. `fatal`: no image can come out of it
  * (libjpeg would stop too); `problem`: damage a lenient decode goes past (the data ends early,
- * bytes between markers or after EOI). */
+ * bytes between markers). What follows EOI is not walked: it is no part of the image. */
 typedef struct px__jpeg_info {
     int sof, progressive, w, h, ncomp, hs[4], vs[4], hmax, vmax;
     int scans, first_scan_comps;
@@ -180,25 +181,27 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     if (px_image_check_size(name, lim, want, (unsigned long)ji.w, (unsigned long)ji.h, px__jpeg_work(&ji), err) < 0)
         return -1;
     if (ji.problem && strict)
-        return pxvm_fail(err, ji.problem, -1, -1, name, ji.problem_why);
+        return px_image_damaged(err, ji.problem, name, ji.problem_why);
     if (ji.problem)
         PX__WENT_PAST(err, ji.problem, -1, -1, name, ji.problem_why);
-    if (ji.end && ji.end < len) {
-        if (strict)
-            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end),
-                             "JPEG's end-of-image marker", (unsigned long long)ji.end);
-        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - ji.end), "JPEG's end-of-image marker",
-                      (unsigned long long)ji.end);
-    }
     tjhandle tj = tjInitDecompress();
     if (!tj)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
     char why[200];
-    if (tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace) != 0 || w != ji.w || h != ji.h) {
-        snprintf(why, sizeof why, "%s", w != ji.w || h != ji.h ? "the header does not decode" : tjGetErrorStr2(tj));
-        tjDestroy(tj);
-        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+    /* A warning while reading the header (junk between its segments) fails the call but leaves
+     * the header read (the sides are the walk's): damage, which lenient goes past as it does
+     * while decoding. */
+    int header = tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace);
+    int sides = w == ji.w && h == ji.h, warned = header != 0 && sides && tjGetErrorCode(tj) == TJERR_WARNING;
+    if (header != 0 || !sides) {
+        snprintf(why, sizeof why, "%s", header != 0 ? tjGetErrorStr2(tj) : "the header does not decode");
+        if (strict || !warned) {
+            tjDestroy(tj);
+            return warned ? px_image_damaged(err, PXE_JPEG_CORRUPT, name, why)
+                          : pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+        }
+        PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
         tjDestroy(tj);
@@ -214,20 +217,24 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     int flags = TJFLAG_LIMITSCANS | (strict ? TJFLAG_STOPONWARNING : 0);
     if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, flags) != 0) {
         snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
-        if (strict || tjGetErrorCode(tj) == TJERR_FATAL) {
+        int fatal = tjGetErrorCode(tj) == TJERR_FATAL;
+        if (strict || fatal) {
             tjDestroy(tj);
             pxvm_image_free(img);
-            return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
+            return fatal ? pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, why)
+                         : px_image_damaged(err, PXE_JPEG_CORRUPT, name, why);
         }
         PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     tjDestroy(tj);
+    if (ji.end && ji.end < len) /* libjpeg-turbo stopped at EOI: what follows is no part of the image */
+        PX__NOTE_TRAILING(err, name, len, ji.end, "JPEG's end-of-image marker");
     return 0;
 }
 
 int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                      pxvm_error *err)
 {
-    return px_jpeg_decode_want(data, len, name, lim, NULL, img, err);
+    return px_image_decode_with(px_jpeg_decode_want, data, len, name, lim, NULL, img, err);
 }
 

@@ -1,6 +1,7 @@
 /* png.c - PNG decode and encode through libpng: strict by default (a CRC or zlib error, a
- * truncated stream, bytes after IEND are malformed; PXVM_DECODE_LENIENT keeps the first as a
- * warning), sizes judged from the header before anything is inflated; encoding deterministic. */
+ * truncated stream are malformed; PXVM_DECODE_LENIENT keeps libpng's warnings as a warning),
+ * bytes after IEND accepted and noted, sizes judged from the header before anything is inflated;
+ * encoding deterministic. */
 #include "image_codec.h"
 
 #include <png.h>
@@ -17,6 +18,7 @@ typedef struct px__png_io {
     size_t out_len, out_cap;
     int out_failed;
     int strict;    /* decode: a warning is an error */
+    int refused_warning; /* decode, strict: the error is a warning (lenient would go past it) */
     char msg[256];
     char warn[256]; /* decode, lenient: the first warning */
 } px__png_io;
@@ -36,6 +38,7 @@ static void px__png_warning(png_structp png, png_const_charp msg)
     px__png_io *io = png_get_error_ptr(png);
     if (io->strict) {
         snprintf(io->msg, sizeof io->msg, "%s", msg);
+        io->refused_warning = 1;
         png_longjmp(png, 1);
     }
     if (!io->warn[0])
@@ -50,8 +53,11 @@ static const png_byte px__png_skip[] = "bKGD\0cHRM\0eXIf\0gAMA\0hIST\0iCCP\0iTXt
 static void px__png_read(png_structp png, png_bytep dst, size_t n)
 {
     px__png_io *io = png_get_io_ptr(png);
-    if (n > io->len - io->pos)
-        png_error(png, "unexpected end of file");
+    if (n > io->len - io->pos) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "truncated: the data ends at byte %zu, before the IEND chunk", io->len);
+        png_error(png, msg);
+    }
     memcpy(dst, io->data + io->pos, n);
     io->pos += n;
 }
@@ -80,6 +86,8 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
         free(rows);
         pxvm_image_free(out);
         png_destroy_read_struct(&png, &info, NULL);
+        if (io.refused_warning)
+            return px_image_damaged(err, PXE_PNG_CORRUPT, name, io.msg);
         return pxvm_fail(err, PXE_PNG_CORRUPT, -1, -1, name, io.msg);
     }
     png_set_read_fn(png, &io, px__png_read);
@@ -131,22 +139,15 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
     png_destroy_read_struct(&png, &info, NULL);
     if (io.warn[0])
         PX__WENT_PAST(err, PXE_PNG_CORRUPT, -1, -1, name, io.warn);
-    if (io.pos < len) { /* bytes after IEND: strict, an error */
-        if (io.strict) {
-            pxvm_image_free(img);
-            return pxvm_fail(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
-                             (unsigned long long)io.pos);
-        }
-        PX__WENT_PAST(err, PXE_IMAGE_TRAILING, -1, -1, name, (unsigned long long)(len - io.pos), "PNG's IEND chunk",
-                      (unsigned long long)io.pos);
-    }
+    if (io.pos < len) /* bytes after IEND: the image is whole, noted */
+        PX__NOTE_TRAILING(err, name, len, io.pos, "PNG's IEND chunk");
     return 0;
 }
 
 int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                     pxvm_error *err)
 {
-    return px_png_decode_want(data, len, name, lim, NULL, img, err);
+    return px_image_decode_with(px_png_decode_want, data, len, name, lim, NULL, img, err);
 }
 
 /* Reads what `fd` has left, in chunks, stopping with an error past max_bytes: a pipe or a device

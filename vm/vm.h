@@ -91,13 +91,19 @@ int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, con
                           pxvm_error *err);
 int pxvm_image_load_any(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
 /* Strictness (lim->flags, PXVM_DECODE_LENIENT in include/pxvm.h): every decoder here is strict
- * unless told otherwise. On success err->code is PXE_NONE, or, lenient, the code and message of
- * the first problem the decoder went past (a truncated JPEG, bytes after the end marker, a libpng
- * warning): the caller reports it as a warning. Before any pixel is decoded, from the header:
+ * unless told otherwise: damage (a truncated JPEG, a libpng or libjpeg warning) is an error whose
+ * message names --lenient. Bytes after a complete image (after a PNG's IEND, a JPEG's EOI) are no
+ * damage: accepted in both modes. On success err->code is PXE_NONE; or, lenient, the code and
+ * message of the first damage the decoder went past: the caller reports it as a warning; or else
+ * PXE_IMAGE_TRAILING, the note of bytes after the end (pxvm_decode_note): pxrun --verbose prints
+ * it, Python warns. Before any pixel is decoded, from the header:
  * sides against max_side; the pixels plus the decoder's own buffers (for a progressive or
  * multi-scan JPEG its whole coefficient buffer, 2 bytes per sample of every component on the MCU
  * grid) against max_memory; a JPEG's scans against PXVM_JPEG_MAX_SCANS (counted in the stream). */
 #define PXVM_JPEG_MAX_SCANS 100
+/* After a successful decode: err holds the note of bytes after the image's end (1), not a warning
+ * of damage a lenient decoder went past (0; err->code PXE_NONE: neither). */
+static inline int pxvm_decode_note(const pxvm_error *err) { return err->code == PXE_IMAGE_TRAILING; }
 /* The size an image must have (the slot it will be bound to), known before decoding. */
 typedef struct pxvm_image_want {
     int w, h; /* 0, 0: any size */

@@ -41,9 +41,11 @@ def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) ->
     """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
     (libpng, libjpeg-turbo), the limits checked from the file's header first.
 
-    Decoding is strict: a truncated or corrupt file, or bytes after its end, raise
-    ``pxvm.Malformed``. ``lenient=True`` (pxrun's ``--lenient``) decodes what it can and reports
-    what it went past as a ``UserWarning`` with pxrun's words."""
+    Decoding is strict: a truncated or corrupt file raises ``pxvm.Malformed``. ``lenient=True``
+    (pxrun's ``--lenient``) decodes what it can and reports what it went past as a ``UserWarning``
+    with pxrun's words. Bytes after a complete image (after a PNG's IEND, a JPEG's end-of-image
+    marker: a motion photo's video, an MPF file's second image, padding) are no damage: the image
+    is returned in both modes, with a ``UserWarning`` that says how many bytes were ignored."""
     np = _np()
     px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
     lim = _limits(**limits)
@@ -51,8 +53,8 @@ def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) ->
         lim.flags |= PXVM_DECODE_LENIENT
     _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
                                 ctypes.byref(h)))
-    warning = _lib.pxvm_warning()
-    if lenient and warning:
+    warning = _lib.pxvm_warning()  # lenient: damage gone past; either mode: bytes after the end
+    if warning:
         warnings.warn("pxvm: " + warning.decode(errors="replace"), stacklevel=2)
     data = _take_bytes(px, w.value * h.value * 4)
     return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()

@@ -1,7 +1,9 @@
-"""pxrun's decoders are strict (issues 24 and 30): a truncated JPEG, bytes after a PNG's IEND, the
-3 bytes FF D8 FF, a damaged video frame are errors (malformed, exit 3) naming the file and the
-frame; --lenient decodes them as before and prints a warning. An input of another size than its
-slot is refused from its header, before it is decoded; --frame-size takes WxH and nothing else."""
+"""pxrun's decoders are strict (issues 24 and 30): a truncated JPEG, the 3 bytes FF D8 FF, a
+damaged video frame are errors (malformed, exit 3) naming the file and the frame (and --lenient,
+where it would decode them); --lenient decodes them as before and prints a warning. Bytes after
+a whole image's end are no damage (issue 39): read in both modes, noted with --verbose. An input
+of another size than its slot is refused from its header, before it is decoded; --frame-size
+takes WxH and nothing else."""
 import os
 import subprocess
 import time
@@ -34,6 +36,7 @@ def test_truncated_jpeg_is_malformed_and_lenient_decodes_it(photo_jpeg, tmp_path
     r = pxrun(FOV, "--in", "image=%s" % cut, "--npy", "atlas=%s" % (tmp_path / "a.npy"))
     assert r.returncode == 3, r.stderr
     assert "malformed: '%s': corrupt or unsupported JPEG (truncated: the data ends at byte 5000" % cut in r.stderr
+    assert "inside scan 1); --lenient (Python: lenient=True) decodes what is left of it" in r.stderr
     assert not (tmp_path / "a.npy").exists()
     r = pxrun(FOV, "--in", "image=%s" % cut, "--npy", "atlas=%s" % (tmp_path / "a.npy"), "--lenient")
     assert r.returncode == 0, r.stderr
@@ -54,17 +57,21 @@ def test_soi_alone_is_a_truncated_jpeg_not_an_empty_image(tmp_path):
         assert "'%s': corrupt or unsupported JPEG (truncated: the data ends at byte 3" % three in r.stderr
 
 
-def test_bytes_after_the_end_marker_are_malformed(photo_jpeg, tmp_path):
+def test_bytes_after_the_end_marker_are_read_and_noted_with_verbose(photo_jpeg, tmp_path):
     for src, name, end in ((PHOTO, "t.png", "PNG's IEND chunk"), (photo_jpeg, "t.jpg", "JPEG's end-of-image marker")):
         data = open(src, "rb").read()
         path = tmp_path / name
         path.write_bytes(data + b"\0" * 10)
-        r = pxrun(FOV, "--in", "image=%s" % path)
-        assert r.returncode == 3, r.stderr
-        assert "malformed: '%s': 10 bytes after the %s, which ends at byte %d" % (path, end, len(data)) in r.stderr
-        r = pxrun(FOV, "--in", "image=%s" % path, "--lenient", "--hash")
-        assert r.returncode == 0 and "warning (--lenient)" in r.stderr, r.stderr
-        assert r.stdout == pxrun(FOV, "--in", "image=%s" % src, "--hash").stdout
+        want = pxrun(FOV, "--in", "image=%s" % src, "--hash").stdout
+        for extra in ((), ("--lenient",)):
+            r = pxrun(FOV, "--in", "image=%s" % path, "--hash", *extra)
+            assert r.returncode == 0 and r.stderr == "", r.stderr
+            assert r.stdout == want
+            r = pxrun(FOV, "--in", "image=%s" % path, "--hash", "--verbose", *extra)
+            assert r.returncode == 0, r.stderr
+            assert r.stderr == "pxrun: note: '%s': 10 bytes after the %s (which ends at byte %d) ignored\n" % (
+                path, end, len(data))
+            assert r.stdout == want
 
 
 def test_an_input_of_another_size_is_refused_from_its_header(tmp_path):
@@ -109,7 +116,8 @@ def test_frame_size_is_w_x_h_and_nothing_else(tmp_path):
 
 def test_help_documents_lenient():
     r = pxrun("--help")
-    assert r.returncode == 0 and "--lenient" in r.stdout
+    assert r.returncode == 0 and "--lenient" in r.stdout and "--verbose" in r.stdout
+    assert "Bytes after a complete image" in r.stdout
 
 
 need_vtest = pytest.mark.skipif(
@@ -145,7 +153,8 @@ def test_python_load_image_is_strict_and_lenient_warns(photo_jpeg, tmp_path):
     import pxvm
     cut = tmp_path / "cut.jpg"
     cut.write_bytes(photo_jpeg.read_bytes()[:5000])
-    with pytest.raises(pxvm.Malformed, match="corrupt or unsupported JPEG \\(truncated: the data ends at byte 5000"):
+    with pytest.raises(pxvm.Malformed, match="corrupt or unsupported JPEG \\(truncated: the data ends at byte 5000.*"
+                                             "lenient=True"):
         pxvm.load_image(cut)
     with pytest.warns(UserWarning, match="pxvm: malformed: '.*cut.jpg': corrupt or unsupported JPEG \\(truncated"):
         img = pxvm.load_image(cut, lenient=True)

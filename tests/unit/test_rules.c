@@ -434,27 +434,6 @@ static void r_jpeg_cmyk(int refuse, int variant, px_rcase *c)
     px__expect(c, -1, -1, "CMYK/YCCK JPEGs are not supported");
 }
 
-/* Bytes after the end: a PNG's IEND chunk (its CRC), a JPEG's EOI. */
-static void r_trailing(int refuse, int variant, px_rcase *c)
-{
-    if (variant == 0) {
-        c->stage = PX_PNG;
-        px__png_of(c, 4, 4);
-    } else {
-        c->stage = PX_ANY;
-        px__jpeg_of(c, 0);
-    }
-    size_t len = c->len;
-    if (refuse) {
-        uint8_t *more = realloc(c->file, len + 1);
-        more[len] = 0;
-        c->file = more;
-        c->len = len + 1;
-    }
-    px__expect(c, -1, -1, "'case.%s': 1 bytes after the %s, which ends at byte %zu", variant ? "img" : "png",
-               variant ? "JPEG's end-of-image marker" : "PNG's IEND chunk", len);
-}
-
 static void r_jpeg_scans(int refuse, int variant, px_rcase *c)
 {
     (void)variant;
@@ -1732,7 +1711,6 @@ static const px_rule px_rules[] = {
     {"M-FILE-3", PXE_IMAGE_SIGNATURE, r_image_signature, 2, NULL, NULL},
     {"M-FILE-4", PXE_JPEG_CORRUPT, r_jpeg_corrupt, 1, NULL, NULL},
     {"M-FILE-5", PXE_JPEG_CORRUPT, r_jpeg_cmyk, 1, NULL, NULL},
-    {"M-FILE-6", PXE_IMAGE_TRAILING, r_trailing, 2, NULL, NULL},
     {"V-FILE-4", PXE_JPEG_SCANS, r_jpeg_scans, 1, NULL, NULL},
     {"M-HDR-1", PXE_HEADER_SHORT, r_header_short, 2, NULL, NULL},
     {"M-HDR-2", PXE_BAD_MAGIC, r_magic, 1, NULL, NULL},

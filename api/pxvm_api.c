@@ -29,6 +29,10 @@ typedef struct px_resolved {
     uint64_t used;      /* the runner's clock when it was last switched to */
 } px_resolved;
 
+/* What a borrow of an item is: none, or made by an earlier call, or by the exec under way (which
+ * ends those alone when it fails). */
+enum { PX_NOT_BORROWED, PX_BORROWED, PX_BORROWED_NOW };
+
 /* What the runner remembers of a fixation register, to give it again at another size. */
 enum { PX_FIX_NONE, PX_FIX_Q16, PX_FIX_NORMALIZED, PX_FIX_DEVICE };
 
@@ -55,8 +59,9 @@ struct pxvm_runner {
     /* any-size programs: the executor runs `cur`, prog->p itself or one of the resolutions */
     const pxvm_program *cur;
     uint8_t *bound;      /* [nslots][batch]: the input items bound at cur's size */
-    uint8_t *borrowed;   /* [nslots][batch]: the items bound by a borrow, which ends with the next run */
-    int nborrowed;       /* borrows made since the last ended (0: nothing to end) */
+    uint8_t *borrowed;   /* [nslots][batch]: PX_BORROWED, or PX_BORROWED_NOW by the exec under way */
+    int any_borrowed;    /* some item is borrowed (0: nothing to end) */
+    int in_exec;         /* pxvm_runner_exec is binding: its borrows are PX_BORROWED_NOW */
     int keep_borrows;    /* pxvm_runner_keep_borrows: successful borrows end at the next bind, not the next run */
     int param_live, have_param;
     int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
@@ -914,29 +919,36 @@ PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const p
     for (int b = first_item; b < first_item + view->items && b < run->batch; b++) {
         size_t at = (size_t)slot * (size_t)run->batch + (size_t)b;
         run->bound[at] = 1;
-        run->borrowed[at] = (uint8_t)borrow;
+        run->borrowed[at] = !borrow ? PX_NOT_BORROWED : run->in_exec ? PX_BORROWED_NOW : PX_BORROWED;
     }
-    run->nborrowed += borrow;
+    run->any_borrowed |= borrow;
     return 0;
 }
 
-/* Ends every borrow (pxvm_runner_borrow): the items it bound are unbound and the executor forgets
- * the caller's memory, so nothing reads it once the call that ends the borrow returns. */
-static void px__end_borrows(pxvm_runner *run)
+/* Ends the borrows (pxvm_runner_borrow) of the kind `which` (PX_BORROWED_NOW: those of the exec
+ * under way; PX_BORROWED: every one): the items are unbound and the executor forgets the caller's
+ * memory, so nothing reads it once the call that ends the borrow returns. The exec's others become
+ * borrows like any other. */
+static void px__end_borrows(pxvm_runner *run, int which)
 {
-    if (!run->nborrowed)
+    if (!run->any_borrowed)
         return;
+    int left = 0;
     for (int k = 0; k < run->cur->nslots; k++)
         for (int b = 0; b < run->batch; b++) {
             size_t at = (size_t)k * (size_t)run->batch + (size_t)b;
-            if (!run->borrowed[at])
+            if (run->borrowed[at] == PX_NOT_BORROWED)
                 continue;
-            run->borrowed[at] = 0;
+            if (which == PX_BORROWED_NOW && run->borrowed[at] != PX_BORROWED_NOW) {
+                left = 1;
+                continue;
+            }
+            run->borrowed[at] = PX_NOT_BORROWED;
             run->bound[at] = 0;
             if (!run->lost)
                 run->ops->release(run->ex, k, b, 1);
         }
-    run->nborrowed = 0;
+    run->any_borrowed = left;
 }
 
 PXVM_HOT int pxvm_runner_bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view)
@@ -990,7 +1002,7 @@ int pxvm_runner_run(pxvm_runner *run)
         return px__unusable(run, "pxvm_runner_run");
     int rc = px__run(run);
     if (!run->keep_borrows)
-        px__end_borrows(run);
+        px__end_borrows(run, PX_BORROWED);
     return rc;
 }
 
@@ -998,6 +1010,8 @@ int pxvm_runner_keep_borrows(pxvm_runner *run, int keep)
 {
     if (!run || (keep != 0 && keep != 1))
         return px__usage("pxvm_runner_keep_borrows: NULL runner, or keep not 0 or 1");
+    if (run->keep_borrows && !keep) /* the promise that kept them is withdrawn: they end now */
+        px__end_borrows(run, PX_BORROWED);
     run->keep_borrows = keep;
     return 0;
 }
@@ -1089,15 +1103,22 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
     /* the borrows end when the call returns (kept borrows: when it fails): a failed call leaves
      * its inputs unbound, and none is read after it */
     int rc = px__exec_switch(run, nin, in_slots, in_items, ins);
+    run->in_exec = 1;
     for (int i = 0; rc == 0 && i < nin; i++)
         rc = pxvm_runner_borrow(run, in_slots[i], in_items ? in_items[i] : 0, &ins[i]);
+    run->in_exec = 0;
     if (rc == 0)
         rc = run->lost ? px__unusable(run, "pxvm_runner_exec") : px__run(run);
     for (int i = 0; rc == 0 && i < nout; i++)
         rc = out_kinds[i] ? pxvm_runner_read_patches(run, out_slots[i], 0, &outs[i])
                           : pxvm_runner_read(run, out_slots[i], 0, 0, &outs[i]);
+    /* failed: its own borrows end (those kept from earlier calls stay); done: every borrow ends
+     * unless kept, and the exec's become kept ones */
     if (rc || !run->keep_borrows)
-        px__end_borrows(run);
+        px__end_borrows(run, rc ? PX_BORROWED_NOW : PX_BORROWED);
+    for (size_t at = 0; rc == 0 && run->keep_borrows && at < (size_t)run->cur->nslots * (size_t)run->batch; at++)
+        if (run->borrowed[at] == PX_BORROWED_NOW)
+            run->borrowed[at] = PX_BORROWED;
     return rc;
 }
 

@@ -289,8 +289,9 @@ int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_vi
  * succeeds) last until the next bind or borrow of the same items, a change of their size or
  * close, not until the next run: runs and reads of level 0 read the memory again. For a caller
  * that keeps every image it lends alive and unchanged that long (the Python package does: it
- * holds the last array given to each input). A failed exec still ends its borrows. keep = 0, the
- * default: as written above. PXVM_USAGE for another value. */
+ * holds the last array given to each input). A failed exec still ends the borrows it made (those
+ * kept from earlier calls stay). keep = 0, the default: as written above; setting it back to 0
+ * ends every borrow kept meanwhile at once (their items unbound). PXVM_USAGE for another value. */
 int pxvm_runner_keep_borrows(pxvm_runner *run, int keep);
 
 /* Runs the program on every item. Each run starts from the initial state of every slot but the
@@ -395,8 +396,8 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
  * (pxvm_runner_borrow) for this call alone: the borrows end when it returns, whether it succeeds
  * or fails at any step (a failed call leaves the inputs it was given unbound: bind them again, or
- * call exec again, before a run), so the caller may free its memory as soon as the call returns
- * (on a stream: once the stream gets past the run).
+ * call exec again, before a run; items it was not given keep their binding), so the caller may
+ * free its memory as soon as the call returns (on a stream: once the stream gets past the run).
  * The views of one any-size slot are taken together: when they give every item of the batch one
  * size (a batch given image by image), the runner switches to it once, before the binds. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,

@@ -154,3 +154,40 @@ TEST(borrow_kept_lasts_until_the_next_bind_and_a_failed_exec_still_ends_it)
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
 }
+
+TEST(borrow_kept_ones_end_when_keep_goes_back_to_0_and_a_failed_exec_ends_only_its_own)
+{
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = px__open_relative(&prog, 2);
+    CHECK(run != NULL);
+    int image = pxvm_prog_slot_find(prog, "image"), atlas = pxvm_prog_slot_find(prog, "atlas");
+    double xy[4] = {0.5, 0.5, 0.25, 0.25};
+    CHECK_EQ(pxvm_runner_set_fixations_normalized(run, 0, 2, 0, 1, xy), 0);
+    uint8_t *px = px__frame(64, 48, 7);
+    pxvm_view in = pxvm_view_host(px, 64, 48, 4);
+    /* borrowed while keep is 0, kept through a run once keep is 1, ended when keep goes back to 0 */
+    CHECK_EQ(pxvm_runner_borrow(run, image, 0, &in), 0);
+    CHECK_EQ(pxvm_runner_borrow(run, image, 1, &in), 0);
+    CHECK_EQ(pxvm_runner_keep_borrows(run, 1), 0);
+    CHECK_EQ(pxvm_runner_run(run), 0);
+    CHECK_EQ(pxvm_runner_keep_borrows(run, 0), 0);
+    CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE); /* was: a run over the memory kept */
+    CHECK_STR(pxvm_errmsg(), "is not bound");
+    /* kept: an exec of both items, then a failed exec of item 0 alone: item 1 stays bound */
+    CHECK_EQ(pxvm_runner_keep_borrows(run, 1), 0);
+    int slots[2] = {image, image}, items[2] = {0, 1};
+    pxvm_view ins[2] = {in, in};
+    CHECK_EQ(pxvm_runner_exec(run, 2, slots, items, ins, 0, NULL, NULL, NULL), 0);
+    uint8_t small[16 * 16 * 4];
+    pxvm_view bad = pxvm_view_host(small, 16, 16, 4); /* not the atlas's patches: the read fails */
+    int kind = 1;
+    CHECK_EQ(pxvm_runner_exec(run, 1, slots, items, ins, 1, &atlas, &kind, &bad), PXVM_USAGE);
+    uint8_t lv0[64 * 48 * 4];
+    pxvm_view rv = pxvm_view_host(lv0, 64, 48, 4);
+    CHECK_EQ(pxvm_runner_read(run, image, 0, 0, &rv), PXVM_UNLINKABLE); /* its own borrow ended */
+    CHECK_EQ(pxvm_runner_read(run, image, 0, 1, &rv), 0);               /* the kept one did not */
+    CHECK(!memcmp(lv0, px, sizeof lv0));
+    free(px);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

@@ -641,7 +641,13 @@ class Runner:
             out_slots[i], out_kinds[i] = k, kind
             results.append(arr)
         rc = _lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views)
-        for k, x in inputs.items():  # borrowed: kept alive while the slot may still read them (see __init__)
+        # borrowed: what the views point at (the described arrays: a temporary np.asarray of a PIL
+        # image or of an __array__ object, not only the caller's object) kept alive while the slot
+        # may still read it (see __init__)
+        lent = {}
+        for k, _, a, _ in binds:
+            lent.setdefault(k, []).append(a.keep)
+        for k, x in lent.items():
             self._lent[(batch, k)] = (self._lent.get((batch, k), (None,))[0], x) if rc else (x, None)
         _check(rc)
         return results

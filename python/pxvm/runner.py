@@ -7,6 +7,7 @@ import functools
 import operator
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _capi
@@ -173,6 +174,33 @@ def _slot_bytes(program, batch=1):
             total += w * h * 4
             w, h = max(1, w >> 1), max(1, h >> 1)
     return total * batch
+
+
+# Every Runner of this process, for the fork handler below.
+_live_runners = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    """In a forked child: a Runner another thread of the parent was using has its lock held by a
+    thread that is not here, and its C runners in the middle of that call. Its lock is made again
+    and its C runners are left alone (never closed: the parent's state; the next call opens new
+    ones), so the child's calls run instead of waiting forever. A Runner the forking thread itself
+    is inside keeps its lock (this thread releases it)."""
+    for r in list(_live_runners):
+        try:
+            if r.lock._is_owned():
+                continue
+        except AttributeError:  # an RLock without _is_owned: made again all the same
+            pass
+        r.lock = threading.RLock()
+        if r._calls:
+            r._calls = 0
+            r._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
+            r._prepared, r._stream, r._lent = {}, {}, {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _InCall:
@@ -455,6 +483,7 @@ class Runner:
         self.device = _capi.c_integer(device, "device")
         self.threads = _capi.c_integer(threads, "threads")
         self._calls = 0  # calls in flight (_InCall): close() refuses while any is
+        _live_runners.add(self)
         #: {batch size: (C runner handle, executor name)}, bounded (RUNNER_BATCH_SIZES, RUNNER_BYTES)
         self._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
         self._stream = {}

@@ -937,13 +937,14 @@ class Runner:
         """size=(W, H) (from _sized: within the program's bounds) resolved on the runner of `batch`
         items before any image is resized to it: a size its limits refuse (max_side, max_memory)
         is the library's error at once, in pxrun's words (pxrun --size refuses it before decoding).
-        A one-pixel view with zero strides stands for the W x H image: the resolution is checked
+        A one-pixel view with zero strides stands for the W x H image of every item (the items of a
+        batch share an any-size input's size, so all are bound at once): the resolution is checked
         first, then the bind copies that pixel (the real images are bound at that size next)."""
         w, h = size
         handle = self._runner(batch)[0]
         for s in self.program.inputs:
             if s.any_size and self.slot_size(s.index, batch) != (w, h):
-                v = _View(ctypes.addressof(_ONE_PIXEL), -1, 1, w, h, 4, 0, 0, 0, 1)
+                v = _View(ctypes.addressof(_ONE_PIXEL), -1, batch, w, h, 4, 0, 0, 0, 1)
                 _check(_lib.pxvm_runner_bind(handle, s.index, 0, ctypes.byref(v)))
 
     def _dynamic_only(self, **given):

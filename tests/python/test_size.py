@@ -138,3 +138,14 @@ def test_image_folder_dataset_size_is_pxbatch_size(tmp_path):
         ImageFolderDataset(d, ANY, size=(300, 200), policy="native")
     with pytest.raises(pxvm.UsageError, match="is not any-size"):
         ImageFolderDataset(d, pxvm.Program.load(FIXED), size=(300, 200))
+
+
+def test_a_batch_changes_size_again_and_equals_its_items_run_alone():
+    """patches_batch([x, x], size=S2) after size=S1: every item takes the new size at once (was
+    refused: the size check bound item 0 alone, and item 1 held the old size)."""
+    r, one = pxvm.Runner(ANY, executor=EXECUTOR), pxvm.Runner(ANY, executor=EXECUTOR)
+    x = np.random.default_rng(0).integers(0, 256, (300, 451, 4), dtype=np.uint8)
+    for size in [(320, 240), (400, 300), (320, 240)]:
+        both = r.patches_batch([x, x], size=size)
+        alone = one.patches(x, size=size)
+        assert np.array_equal(both[0], alone) and np.array_equal(both[1], alone)

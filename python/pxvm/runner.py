@@ -148,6 +148,14 @@ class _LRU:
         with self._lock:
             return [(k, v) for k, (v, _) in self._items.items()]
 
+    def grow(self, key, nbytes):
+        """The value of key holds nbytes now, if more than counted (an any-size runner's storage)."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None and nbytes > item[1]:
+                self._items[key] = (item[0], int(nbytes))
+                self.bytes += int(nbytes) - item[1]
+
     def __contains__(self, key):
         return key in self._items
 
@@ -164,12 +172,13 @@ class _LRU:
         return len(self._items)
 
 
-def _slot_bytes(program, batch=1):
+def _slot_bytes(program, batch=1, sizes=None):
     """What a C runner of `batch` items of program holds, estimated as its slots' storage: each
-    slot's mip chain in RGBA8 at its (reference) size, times the items (the caches' byte measure)."""
+    slot's mip chain in RGBA8 at its (reference) size, or at sizes[slot index] (an any-size input's
+    storage, which grows to the largest image bound), times the items (the caches' byte measure)."""
     total = 0
     for s in program.slots:
-        w, h = s.w, s.h
+        w, h = sizes.get(s.index, (s.w, s.h)) if sizes else (s.w, s.h)
         for _ in range(max(1, s.levels)):
             total += w * h * 4
             w, h = max(1, w >> 1), max(1, h >> 1)
@@ -196,7 +205,7 @@ def _after_fork_in_child():
         if r._calls:
             r._calls = 0
             r._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
-            r._prepared, r._stream, r._lent = {}, {}, {}
+            r._prepared, r._stream, r._lent, r._largest = {}, {}, {}, {}
 
 
 if hasattr(os, "register_at_fork"):
@@ -225,6 +234,8 @@ class _InCall:
         r = self.runner
         r._calls -= 1
         try:
+            if not r._calls and r._grows:
+                r._count_grown()
             if not r._calls and r._runners.over():
                 r._trim_runners()
         finally:
@@ -484,6 +495,9 @@ class Runner:
         self.threads = _capi.c_integer(threads, "threads")
         self._calls = 0  # calls in flight (_InCall): close() refuses while any is
         _live_runners.add(self)
+        #: the any-size inputs, whose storage grows with the largest image bound (_count_grown)
+        self._grows = [s.index for s in program.slots if s.any_size]
+        self._largest = {}  # {(batch, slot): the largest (w, h) bound}
         #: {batch size: (C runner handle, executor name)}, bounded (RUNNER_BATCH_SIZES, RUNNER_BYTES)
         self._runners = _LRU(RUNNER_BATCH_SIZES, RUNNER_BYTES, trim_on_put=False)
         self._stream = {}
@@ -522,7 +536,21 @@ class Runner:
         self._stream.pop(batch, None)
         for key in [k for k in self._lent if k[0] == batch]:
             del self._lent[key]
+        for key in [k for k in self._largest if k[0] == batch]:
+            del self._largest[key]
         _lib.pxvm_runner_close(h)
+
+    def _count_grown(self):
+        """The C runners' bytes in their cache counted at the largest size each any-size input took
+        (the storage a runner keeps: RUNNER_BYTES then bounds what they really hold)."""
+        w, h = ctypes.c_int(), ctypes.c_int()
+        for batch, (handle, _) in self._runners.items():
+            sizes = {}
+            for k in self._grows:
+                if _lib.pxvm_runner_slot_size(handle, k, ctypes.byref(w), ctypes.byref(h)) == 0:
+                    pw, ph = self._largest.get((batch, k), (0, 0))
+                    sizes[k] = self._largest[(batch, k)] = (max(pw, w.value), max(ph, h.value))
+            self._runners.grow(batch, _slot_bytes(self.program, batch, sizes))
 
     def _trim_runners(self):
         """The C runners of the least recently used batch sizes closed down to the bound

@@ -119,3 +119,21 @@ def test_dynamic_policy_cache_is_bounded(monkeypatch):
 @pytest.mark.parametrize("name", ["RUNNER_BATCH_SIZES", "RUNNER_BYTES", "PYRAMID_SIZES", "PYRAMID_BYTES"])
 def test_bounds_are_documented_constants(name):
     assert getattr(runner_mod, name) > 0
+
+
+def test_an_any_size_runner_is_counted_at_the_largest_size_it_took():
+    """A C runner of an any-size program keeps storage for the largest image bound to it: counted at
+    the reference size (red team: the cache believed 176 MB while 3.2 GB were held), the byte bound
+    did not hold. Counted at the largest size taken, it does."""
+    prog = pxvm.Program.load("programs/foveate273_any.pxi")
+    r = pxvm.Runner(prog, executor=EXECUTOR)
+    small, big = np.full((300, 451, 4), 5, np.uint8), np.full((600, 900, 4), 5, np.uint8)
+    r.patches_batch(np.stack([big] * 2))
+    r.patches_batch(np.stack([small] * 2))  # smaller now: the storage stays the big one's
+    image = prog.slot("image").index
+    want = runner_mod._slot_bytes(prog, 2, {image: (900, 600)})
+    one = runner_mod._slot_bytes(prog, 1)  # the runner of one item the Runner opened, never bound
+    assert want > runner_mod._slot_bytes(prog, 2) and r._runners.bytes == want + one
+    r._runners.max_bytes = want + runner_mod._slot_bytes(prog, 1, {image: (900, 600)}) - 1
+    r.patches(big)  # one item at the big size more: over the bound by one byte, batch 2 goes
+    assert sorted(r._runners) == [1]

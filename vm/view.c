@@ -46,6 +46,23 @@ PXVM_HOT static int px__check_view(const pxvm_view *v, const char *what, pxvm_er
         snprintf(m, sizeof m, "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not %d", v->channels);
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
     }
+    /* the bytes the strides reach from data: no memory spans 2^48 bytes, and within that every
+     * address computed from the view is an int64 that does not overflow */
+    const int64_t st[4] = {v->item_stride, v->row_stride, v->px_stride, v->ch_stride};
+    const int64_t n[4] = {v->items, v->h, v->w, v->channels};
+    unsigned __int128 span = 0;
+    for (int i = 0; i < 4; i++)
+        span += (unsigned __int128)(st[i] < 0 ? -(unsigned __int128)st[i] : (unsigned __int128)st[i]) *
+                (unsigned __int128)(n[i] - 1);
+    if (span >= (unsigned __int128)1 << 48) {
+        char m[256];
+        snprintf(m, sizeof m,
+                 "its strides (item %lld, row %lld, pixel %lld, channel %lld) span 2^48 bytes or more: no memory is "
+                 "that large",
+                 (long long)v->item_stride, (long long)v->row_stride, (long long)v->px_stride,
+                 (long long)v->ch_stride);
+        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
+    }
     return 0;
 }
 

@@ -558,6 +558,10 @@ class Runner:
         for batch, (h, _) in self._runners.trim():
             self._close_runner(batch, h)
 
+    def __reduce__(self):
+        raise TypeError("pxvm: a Runner holds an executor's memory and cannot be pickled: make a Runner in each "
+                        "process from the program's file or plan (the datasets pickle that way)")
+
     def close(self) -> None:
         """Releases the executor's resources (also on leaving a with block, or when collected);
         a later call opens them again.

@@ -3,11 +3,12 @@ the call makes is a UsageError), and a failed run leaves no borrowed array unref
 the ASan-preloaded interpreter (make asan-python) these read freed memory before the fix; in the
 release build they crash or run on a freed runner."""
 import gc
+import os
 
 import numpy as np
 import pytest
 
-from conftest import EXECUTOR
+from conftest import EXECUTOR, ROOT
 import pxvm
 from pxvm import runner as runner_mod
 
@@ -155,3 +156,10 @@ def test_failed_batch_run_keeps_its_borrowed_inputs_alive():
     except pxvm.Error:
         return
     assert set(np.unique(got)) == {7}
+
+
+def test_a_runner_refuses_pickling_in_the_package_words():
+    import pickle
+    r = pxvm.Runner(os.path.join(ROOT, "programs", "foveate273.pxi"))
+    with pytest.raises(TypeError, match="cannot be pickled: make a Runner in each process"):
+        pickle.dumps(r)

@@ -694,7 +694,7 @@ def main():
     torch = None
     for patch, qwen in ((16, False), (14, True)):
         if qwen and not with_hf:
-            skip("patch 14 (transformers' Qwen2VLImageProcessor, slow and fast)", "transformers not installed")
+            skip("patch 14 (transformers' Qwen2-VL image processors)", "transformers not installed")
             continue
         S = make_setup(a.photos, patch, qwen)
         torch = torch_setup(S)

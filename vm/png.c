@@ -19,6 +19,7 @@ typedef struct px__png_io {
     int out_failed;
     int strict;    /* decode: a warning is an error */
     int refused_warning; /* decode, strict: the error is a warning (lenient would go past it) */
+    int image_done;      /* decode: every row was read; what fails after is in the chunks to IEND */
     char msg[256];
     char warn[256]; /* decode, lenient: the first warning */
 } px__png_io;
@@ -84,9 +85,15 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
     pxvm_image *volatile out = img;
     if (setjmp(png_jmpbuf(png))) {
         free(rows);
-        pxvm_image_free(out);
         png_destroy_read_struct(&png, &info, NULL);
-        if (io.refused_warning)
+        if (io.image_done && !io.strict) { /* a missing or damaged IEND after whole image data: kept, warned */
+            char why[400];
+            snprintf(why, sizeof why, "after the whole image data: %s", io.msg);
+            PX__WENT_PAST(err, PXE_PNG_CORRUPT, -1, -1, name, why);
+            return 0;
+        }
+        pxvm_image_free(out);
+        if (io.refused_warning || io.image_done)
             return px_image_damaged(err, PXE_PNG_CORRUPT, name, io.msg);
         return pxvm_fail(err, PXE_PNG_CORRUPT, -1, -1, name, io.msg);
     }
@@ -134,6 +141,7 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
     for (png_uint_32 y = 0; y < h; y++)
         rows[y] = img->px + (size_t)y * w * 4u;
     png_read_image(png, rows);
+    io.image_done = 1;
     png_read_end(png, NULL); /* the chunks after the image data, to IEND, CRCs checked */
     free(rows);
     png_destroy_read_struct(&png, &info, NULL);

@@ -473,7 +473,9 @@ TEST(decode_png_truncated_or_corrupt_is_malformed)
     px__clean(d, len, "chelsea.png");
     for (int i = 1; i <= 32; i++) {
         size_t cut = i <= 30 ? len * (size_t)i / 31 : len - (size_t)(i - 30);
-        px__strict_lenient(d, cut, "chelsea.png", PXE_PNG_CORRUPT, 0, "PNG cut"); /* libpng cannot go on */
+        /* libpng cannot go on, but for a cut inside IEND (its last 12 bytes): the image data is
+         * whole, and lenient decodes it */
+        px__strict_lenient(d, cut, "chelsea.png", PXE_PNG_CORRUPT, cut >= len - 12, "PNG cut");
     }
     uint8_t *more = malloc(len + 100);
     pxvm_limits strict = px__lim(0);
@@ -790,4 +792,40 @@ TEST(decode_want_refuses_another_size_from_the_header)
     want.w = 452;
     CHECK(pxvm_image_load_want("programs/data/chelsea.png", &lim, &want, &img, &err) < 0);
     CHECK_STR(err.msg, "a 451x300 image cannot be bound to slot 1 ('image'), which is 452x300");
+}
+
+/* A PNG whose image data is whole but whose IEND is missing or damaged (Pillow opens it): strict
+ * refuses it saying --lenient decodes it, and lenient gives the whole image with a warning; an
+ * IDAT cut short is still refused in both modes (the test above). */
+TEST(decode_png_whole_image_without_a_good_iend_is_lenient_only)
+{
+    uint8_t *d;
+    size_t len;
+    pxvm_error err;
+    CHECK(pxvm_read_file("programs/data/chelsea.png", 1 << 24, &d, &len, &err) == 0);
+    if (!d)
+        return;
+    pxvm_limits strict = px__lim(0), lenient = px__lim(PXVM_DECODE_LENIENT);
+    pxvm_image full, img;
+    CHECK(pxvm_png_decode(d, len, "chelsea.png", &strict, &full, &err) == 0);
+    uint8_t *bad_crc = px__cat(d, len - 4, (const uint8_t *)"\0\0\0\0", 4);
+    const struct {
+        const uint8_t *data;
+        size_t len;
+        const char *what;
+    } cases[] = {{d, len - 12, "no IEND"}, {bad_crc, len, "IEND's CRC"}};
+    for (int c = 0; c < 2; c++) {
+        CHECK(pxvm_png_decode(cases[c].data, cases[c].len, "chelsea.png", &strict, &img, &err) < 0);
+        CHECK_STR(err.msg, "--lenient (Python: lenient=True) decodes what is left of it");
+        CHECK(pxvm_png_decode(cases[c].data, cases[c].len, "chelsea.png", &lenient, &img, &err) == 0);
+        CHECK_EQ(err.code, PXE_PNG_CORRUPT);
+        CHECK_STR(err.msg, "after the whole image data");
+        CHECK(img.w == full.w && img.h == full.h && !memcmp(img.px, full.px, (size_t)full.w * full.h * 4));
+        if (err.code != PXE_PNG_CORRUPT)
+            printf("  %s: %s\n", cases[c].what, err.msg);
+        pxvm_image_free(&img);
+    }
+    pxvm_image_free(&full);
+    free(bad_crc);
+    free(d);
 }

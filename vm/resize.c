@@ -287,6 +287,10 @@ static void px__hrow(const px_resize_op *op, const uint8_t *src, int64_t sstride
                      uint8_t *t)
 {
     const uint8_t *s = src + (int64_t)r * sstride;
+    if (channels == 4) {
+        px_resize_kernels_get()->hrow4(s, &op->tx, x0, x1, t);
+        return;
+    }
     for (int x = x0; x < x1; x++, t += channels)
         for (int c = 0; c < channels; c++)
             t[c] = (uint8_t)px_resize_tap(s + c, channels, op->tx.first[x], op->tx.count[x],
@@ -299,6 +303,7 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
 {
     size_t trow = (size_t)(x1 - x0) * (size_t)channels;
     const px_resize_table *ty = &op->ty;
+    const px_resize_kernels *kern = px_resize_kernels_get();
     if (!op->vopen) { /* the ring */
         int cap = op->vring, base = ty->first[y0], next = base;
         for (int y = y0; y < y1; y++) {
@@ -312,8 +317,7 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
             next = end;
             const uint8_t *t = scratch + (size_t)(op->vwrap ? ty->first[y] % cap : ty->first[y] - base) * trow;
             uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
-            for (size_t i = 0; i < trow; i++)
-                d[i] = (uint8_t)px_resize_tap(t + i, (int64_t)trow, 0, ty->count[y], ty->k + (size_t)y * (size_t)ty->ksize);
+            kern->vrow(t, (int64_t)trow, ty->count[y], ty->k + (size_t)y * (size_t)ty->ksize, d, trow);
         }
         return;
     }
@@ -330,15 +334,10 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
         px__hrow(op, src, sstride, channels, r, x0, x1, t);
         for (int y = lo; y < hi; y++) {
             uint32_t k = (uint32_t)ty->k[(size_t)y * (size_t)ty->ksize + (size_t)(r - ty->first[y])];
-            uint32_t *a = acc + (size_t)(y % open) * trow;
-            for (size_t i = 0; i < trow; i++)
-                a[i] = px_resize_mac(a[i], t[i], k);
+            kern->vmac(acc + (size_t)(y % open) * trow, t, k, trow);
         }
         for (; lo < hi && ty->first[lo] + ty->count[lo] == r + 1; lo++) {
-            const uint32_t *a = acc + (size_t)(lo % open) * trow;
-            uint8_t *d = dst + (int64_t)lo * dstride + (int64_t)x0 * channels;
-            for (size_t i = 0; i < trow; i++)
-                d[i] = (uint8_t)px_resize_clamp(a[i]);
+            kern->vclamp(acc + (size_t)(lo % open) * trow, dst + (int64_t)lo * dstride + (int64_t)x0 * channels, trow);
         }
     }
 }
@@ -368,16 +367,21 @@ void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride,
             for (int x = x0; x < x1; x++, d += channels)
                 memcpy(d, src + (int64_t)y * sstride + (int64_t)op->sel[x] * channels, (size_t)channels);
         }
-    } else if (!op->hpass || op->sel) { /* the vertical pass reads source columns (a copy's, for sel) */
+    } else if (!op->hpass) { /* the vertical pass alone: rows of source texels */
+        const px_resize_kernels *kern = px_resize_kernels_get();
+        for (int y = y0; y < y1; y++)
+            kern->vrow(src + (int64_t)ty->first[y] * sstride + (int64_t)x0 * channels, sstride, ty->count[y],
+                       ty->k + (size_t)y * (size_t)ty->ksize, dst + (int64_t)y * dstride + (int64_t)x0 * channels, trow);
+    } else if (op->sel) { /* the vertical pass reads the source columns the copy picks */
         for (int y = y0; y < y1; y++) {
             uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
             const int32_t *k = ty->k + (size_t)y * (size_t)ty->ksize;
             for (int x = x0; x < x1; x++, d += channels) {
-                if (op->sel && x > x0 && op->sel[x] == op->sel[x - 1]) { /* the column just summed */
+                if (x > x0 && op->sel[x] == op->sel[x - 1]) { /* the column just summed */
                     memcpy(d, d - channels, (size_t)channels);
                     continue;
                 }
-                int sx = op->sel ? op->sel[x] : x;
+                int sx = op->sel[x];
                 for (int c = 0; c < channels; c++)
                     d[c] = (uint8_t)px_resize_tap(src + (int64_t)sx * channels + c, sstride, ty->first[y], ty->count[y], k);
             }

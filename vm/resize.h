@@ -102,6 +102,27 @@ void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride,
                     int channels, int x0, int x1, int y0, int y1, uint8_t *scratch);
 size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels);
 
+/* The hot loops of px_resize_tile (vm/resize_kernels.c), in portable C and in AVX2, the same
+ * bytes either way: hrow4, columns x0 .. x1-1 of the horizontal pass of one row of 4-channel
+ * texels; vrow, d[i] = the sample of the column at t + i over count rows stride bytes apart
+ * (coefficients k), i < n; vmac, a[i] += t[i] * k (mod 2^32); vclamp, d[i] = px_resize_clamp(a[i]). */
+typedef struct px_resize_kernels {
+    const char *name; /* "portable" or "avx2" */
+    void (*hrow4)(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t);
+    void (*vrow)(const uint8_t *t, int64_t stride, int count, const int32_t *k, uint8_t *d, size_t n);
+    void (*vmac)(uint32_t *a, const uint8_t *t, uint32_t k, size_t n);
+    void (*vclamp)(const uint32_t *a, uint8_t *d, size_t n);
+} px_resize_kernels;
+
+/* The kernels in use: AVX2 where the CPU has it, unless PXVM_RESIZE_PORTABLE is set (non-empty,
+ * not "0"), chosen at the first call. */
+const px_resize_kernels *px_resize_kernels_get(void);
+
+/* Chooses the kernels (tests compare the two): PX_RESIZE_ISA_AUTO as at the first call, or one
+ * by name. 0, or -1 when this CPU (or build) lacks it. Not to be called while a resize runs. */
+enum { PX_RESIZE_ISA_AUTO, PX_RESIZE_ISA_PORTABLE, PX_RESIZE_ISA_AVX2 };
+int px_resize_isa(int isa);
+
 /* The memory rule of RESIZE (isa/SPEC.md, RESIZE, V-RESIZE-5): the bytes one RESIZE of a sw x sh
  * source into a w x h rectangle (fit, filter) needs besides the slots: its two tables (first and
  * count per output index, and ksize coefficients each: 4 * (cw * (2 + ksx) + ch * (2 + ksy))) and

@@ -199,6 +199,7 @@ int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, cons
         return px__usage("pxvm_image_fit: NULL argument or empty image");
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
+    pol.threads = px_resize_threads(); /* one image at a time from the caller: its resize takes the cores */
     pxvm_image src = {w, h, (uint8_t *)rgba}, dst;
     if (px_resize_policy(&src, out_w, out_h, &pol, &dst, &err) < 0)
         return px__fail(&err);

@@ -9,13 +9,16 @@
  * integer tables through isa/px_resize.h: no float math happens per frame.
  * sin and cos (HAMMING, LANCZOS) are the host libm's, as Pillow's are.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "resize.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../isa/px_resize.h"
 
@@ -419,8 +422,35 @@ uint64_t px_resize_need(int sw, int sh, int w, int h, int fit, int filter, int *
 
 /* ---- the host reference ----------------------------------------------------------------------- */
 
-int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
-                    int64_t dstride, int filter, int channels, pxvm_error *err)
+int px_resize_threads(void)
+{
+    const char *e = getenv("PXVM_RESIZE_THREADS");
+    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* One band of output rows of a host resize, on its own thread. */
+typedef struct {
+    const px_resize_op *op;
+    const uint8_t *src;
+    int64_t sstride, dstride;
+    uint8_t *dst, *scratch;
+    int channels, y0, y1;
+} px__band;
+
+static void *px__band_run(void *arg)
+{
+    const px__band *b = arg;
+    px_resize_tile(b->op, b->src, b->sstride, b->dst, b->dstride, b->channels, 0, b->op->cw, b->y0, b->y1, b->scratch);
+    return NULL;
+}
+
+/* Below this many samples summed (output texels times taps, both passes) a band is not worth a
+ * thread's start (tens of microseconds). */
+#define PX__BAND_WORK (1u << 20)
+
+int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                            int64_t dstride, int filter, int channels, int threads, pxvm_error *err)
 {
     if (!src || !dst || channels < 1 || channels > 4 || sw < 1 || sh < 1 || dw < 1 || dh < 1 ||
         sstride < (int64_t)sw * channels || dstride < (int64_t)dw * channels)
@@ -430,16 +460,42 @@ int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t
     op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;
     if (px__plan(&op, err) < 0)
         return -1;
-    size_t bytes = px_resize_tile_bytes(&op, dw, channels);
-    uint8_t *scratch = bytes ? malloc(bytes) : NULL;
+    /* the bands: as many as the work pays for, at most one per thread and one per output row */
+    uint64_t work = (uint64_t)dw * (uint64_t)(op.rows > dh ? op.rows : dh) * (uint64_t)(op.tx.ksize + op.ty.ksize + 1);
+    uint64_t most = work / PX__BAND_WORK;
+    int bands = threads > 0 ? threads : px_resize_threads();
+    bands = (uint64_t)bands > most ? (int)(most ? most : 1) : bands;
+    bands = bands > dh ? dh : bands > 64 ? 64 : bands;
+    size_t bytes = (px_resize_tile_bytes(&op, dw, channels) + 7u) & ~(size_t)7u;
+    uint8_t *scratch = bytes ? malloc(bytes * (size_t)bands) : NULL;
     if (bytes && !scratch) {
         px_resize_op_free(&op);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes * (unsigned long long)bands);
     }
-    px_resize_tile(&op, src, sstride, dst, dstride, channels, 0, dw, 0, dh, scratch);
+    px__band band[64];
+    pthread_t th[64];
+    int started[64] = {0};
+    for (int b = 0; b < bands; b++) {
+        band[b] = (px__band){&op, src, sstride, dstride, dst, scratch ? scratch + bytes * (size_t)b : NULL, channels,
+                             (int)((int64_t)dh * b / bands), (int)((int64_t)dh * (b + 1) / bands)};
+        if (b > 0) /* a thread that does not start leaves its band to the caller */
+            started[b] = pthread_create(&th[b], NULL, px__band_run, &band[b]) == 0;
+    }
+    px__band_run(&band[0]);
+    for (int b = 1; b < bands; b++)
+        if (started[b])
+            pthread_join(th[b], NULL);
+        else
+            px__band_run(&band[b]);
     free(scratch);
     px_resize_op_free(&op);
     return 0;
+}
+
+int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                    int64_t dstride, int filter, int channels, pxvm_error *err)
+{
+    return px_resize_rgba8_threads(src, sw, sh, sstride, dst, dw, dh, dstride, filter, channels, 1, err);
 }
 
 /* ---- one RESIZE instruction ------------------------------------------------------------------- */
@@ -793,8 +849,8 @@ int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, px
             memcpy(q, p->pad, 4);
     }
     int64_t ds = (int64_t)w * 4;
-    if (px_resize_rgba8(src->px, src->w, src->h, (int64_t)src->w * 4, dst->px + oy * ds + (int64_t)ox * 4, nw, nh, ds,
-                        p->filter, 4, err) < 0) {
+    if (px_resize_rgba8_threads(src->px, src->w, src->h, (int64_t)src->w * 4, dst->px + oy * ds + (int64_t)ox * 4, nw,
+                                nh, ds, p->filter, 4, p->threads > 0 ? p->threads : 1, err) < 0) {
         pxvm_image_free(dst);
         return -1;
     }

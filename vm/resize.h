@@ -61,6 +61,16 @@ const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                     int64_t dstride, int filter, int channels, pxvm_error *err);
 
+/* px_resize_rgba8 in bands of output rows over up to `threads` threads (0: px_resize_threads()),
+ * each band with its own scratch; a small image stays on the caller's thread. The same bytes: a
+ * band is px_resize_tile of its rows. */
+int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                            int64_t dstride, int filter, int channels, int threads, pxvm_error *err);
+
+/* The threads a host resize takes by default: PXVM_RESIZE_THREADS (1..64) when set, else the
+ * online cores (at most 64). */
+int px_resize_threads(void);
+
 /* One RESIZE instruction as both executors run it, decided when a program is bound (its sizes
  * are fixed then): the content rectangle inside dst (the fit rule, px_resize_fit), the tables of
  * both axes, and which passes run, with px_resize_rgba8's bytes:
@@ -166,6 +176,7 @@ typedef struct px_policy {
     int patch;      /* dynamic: the token side (0: not given, the plan's) */
     int merge;      /* dynamic: sides are multiples of patch * merge */
     int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
+    int threads;    /* px_resize_policy's threads (px_resize_rgba8_threads; 0, as parsed: one) */
 } px_policy;
 
 /* Parses a policy text (NULL: none given, exact; "" is refused). 0, or -1 with a usage error naming

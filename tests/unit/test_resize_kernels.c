@@ -161,3 +161,43 @@ TEST(resize_kernels_both_give_the_same_image)
     CHECK_EQ(cases, 6 * 4 * 81);
     free(src), free(a), free(b);
 }
+
+/* px_resize_rgba8_threads gives px_resize_rgba8's bytes in any number of bands: images large
+ * enough to be split (a downscale through the open sums, an upscale through the ring, the height
+ * alone, the width alone, a copy of columns), every filter, 1..4 channels, 2..7 threads (more
+ * threads than rows too), and px_resize_policy with threads set. */
+TEST(resize_threads_give_the_bytes_of_one_thread)
+{
+    static const int sizes[][4] = {{1000, 700, 301, 211}, {150, 97, 640, 480}, {500, 800, 500, 131},
+                                   {900, 300, 97, 300},   {1, 900, 700, 3},    {700, 900, 3, 2}};
+    uint64_t rng = 3;
+    pxvm_error err;
+    size_t most = 1000u * 900u * 4u;
+    uint8_t *src = malloc(most), *one = malloc(most), *many = malloc(most);
+    for (size_t i = 0; i < most; i++)
+        src[i] = (uint8_t)px__next(&rng);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++) {
+            int sw = sizes[s][0], sh = sizes[s][1], dw = sizes[s][2], dh = sizes[s][3], channels = 1 + (int)(s + (size_t)filter) % 4;
+            size_t bytes = (size_t)dw * (size_t)dh * (size_t)channels;
+            CHECK_EQ(px_resize_rgba8(src, sw, sh, (int64_t)sw * channels, one, dw, dh, (int64_t)dw * channels, filter,
+                                     channels, &err), 0);
+            for (int threads = 2; threads <= 7; threads += 5 - (int)s % 3) {
+                memset(many, 0xA5, bytes);
+                CHECK_EQ(px_resize_rgba8_threads(src, sw, sh, (int64_t)sw * channels, many, dw, dh, (int64_t)dw * channels,
+                                                 filter, channels, threads, &err), 0);
+                if (memcmp(one, many, bytes))
+                    px_test_fail(__FILE__, __LINE__, "%s, %d channels, %d threads: %dx%d -> %dx%d differs from one thread",
+                                 px_resize_filter_name(filter), channels, threads, sw, sh, dw, dh);
+            }
+        }
+    pxvm_image img = {1000, 700, src}, a, b;
+    px_policy p;
+    CHECK_EQ(px_policy_parse("fit:lanczos", &p, &err), 0);
+    CHECK_EQ(px_resize_policy(&img, 333, 333, &p, &a, &err), 0);
+    p.threads = 3;
+    CHECK_EQ(px_resize_policy(&img, 333, 333, &p, &b, &err), 0);
+    CHECK(!memcmp(a.px, b.px, 333u * 333u * 4u));
+    pxvm_image_free(&a), pxvm_image_free(&b);
+    free(src), free(one), free(many);
+}

@@ -822,37 +822,62 @@ int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_err
     return 0;
 }
 
-int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
+int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, int h, const px_policy *p,
+                        pxvm_image *dst, pxvm_error *err)
 {
     memset(dst, 0, sizeof *dst);
-    if (!src || !src->px || src->w < 1 || src->h < 1 || w < 1 || h < 1 || !p)
+    if (!px || sw < 1 || sh < 1 || w < 1 || h < 1 || !p || (channels != 1 && channels != 3 && channels != 4))
         return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
-    if (p->kind == PX_POLICY_DYNAMIC && (src->w != w || src->h != h)) { /* the size px_dynamic_size gave */
+    if (p->kind == PX_POLICY_DYNAMIC && (sw != w || sh != h)) { /* the size px_dynamic_size gave */
         px_policy stretch = *p;
         stretch.kind = PX_POLICY_STRETCH;
-        return px_resize_policy(src, w, h, &stretch, dst, err);
+        return px_resize_policy_px(px, sw, sh, channels, w, h, &stretch, dst, err);
     }
-    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (src->w != w || src->h != h)) {
+    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (sw != w || sh != h)) {
         char msg[160];
         snprintf(msg, sizeof msg, "policy %s: a %dx%d image is not %dx%d", p->kind == PX_POLICY_NATIVE ? "native" : "exact",
-                 src->w, src->h, w, h);
+                 sw, sh, w, h);
         return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
     }
     if (pxvm_image_alloc(dst, w, h, err) < 0)
         return -1;
     int nw = w, nh = h, ox = 0, oy = 0;
-    if (src->w != w || src->h != h)
-        px_resize_fit(src->w, src->h, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
+    if (sw != w || sh != h)
+        px_resize_fit(sw, sh, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
     if (nw != w || nh != h) {
         uint8_t *q = dst->px;
         for (size_t i = 0; i < (size_t)w * (size_t)h; i++, q += 4)
             memcpy(q, p->pad, 4);
     }
     int64_t ds = (int64_t)w * 4;
-    if (px_resize_rgba8_threads(src->px, src->w, src->h, (int64_t)src->w * 4, dst->px + oy * ds + (int64_t)ox * 4, nw,
-                                nh, ds, p->filter, 4, p->threads > 0 ? p->threads : 1, err) < 0) {
+    /* grey or RGB: widened to RGBA (A = 255) first, here, where it is one pass of a few
+     * milliseconds, so that the resize runs the 4-channel kernels */
+    uint8_t *wide = channels == 4 ? NULL : malloc((size_t)sw * (size_t)sh * 4u);
+    if (channels != 4 && !wide) {
+        pxvm_image_free(dst);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sw * (unsigned long long)sh * 4ull);
+    }
+    if (wide) {
+        const uint8_t *s = px;
+        uint8_t *d = wide;
+        for (size_t i = 0, n = (size_t)sw * (size_t)sh; i < n; i++, s += channels, d += 4)
+            d[0] = s[0], d[1] = s[channels == 3], d[2] = s[channels == 3 ? 2 : 0], d[3] = 255;
+    }
+    int r = px_resize_rgba8_threads(wide ? wide : px, sw, sh, (int64_t)sw * 4, dst->px + oy * ds + (int64_t)ox * 4, nw, nh,
+                                    ds, p->filter, 4, p->threads > 0 ? p->threads : 1, err);
+    free(wide);
+    if (r < 0) {
         pxvm_image_free(dst);
         return -1;
     }
     return 0;
+}
+
+int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
+{
+    if (!src || !src->px) {
+        memset(dst, 0, sizeof *dst);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+    }
+    return px_resize_policy_px(src->px, src->w, src->h, 4, w, h, p, dst, err);
 }

@@ -192,6 +192,11 @@ void px_policy_format(const px_policy *p, char *buf, size_t len);
  * another size: -1 with a usage error (callers bind the image as it is to get the slot's
  * unlinkable error instead). 0, or -1 with *err set. */
 int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err);
+/* The same from sw x sh pixels of 1 (grey), 3 (RGB) or 4 (RGBA) interleaved channels, rows of
+ * sw * channels bytes: px_resize_policy of the image widened to RGBA (grey v -> (v, v, v, 255),
+ * RGB -> (r, g, b, 255)), the widening done here. */
+int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, int h, const px_policy *p,
+                        pxvm_image *dst, pxvm_error *err);
 
 /* dynamic: sets p->patch to the plan's patch, or checks that a patch= given is it (a usage error
  * naming both); other kinds: nothing. 0, or -1. */

@@ -290,8 +290,9 @@ static void px__hrow(const px_resize_op *op, const uint8_t *src, int64_t sstride
                      uint8_t *t)
 {
     const uint8_t *s = src + (int64_t)r * sstride;
-    if (channels == 4) {
-        px_resize_kernels_get()->hrow4(s, &op->tx, x0, x1, t);
+    if (channels == 4 || channels == 3) {
+        const px_resize_kernels *kern = px_resize_kernels_get();
+        (channels == 4 ? kern->hrow4 : kern->hrow3)(s, &op->tx, x0, x1, t);
         return;
     }
     for (int x = x0; x < x1; x++, t += channels)
@@ -850,25 +851,34 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
             memcpy(q, p->pad, 4);
     }
     int64_t ds = (int64_t)w * 4;
-    /* grey or RGB: widened to RGBA (A = 255) first, here, where it is one pass of a few
-     * milliseconds, so that the resize runs the 4-channel kernels */
-    uint8_t *wide = channels == 4 ? NULL : malloc((size_t)sw * (size_t)sh * 4u);
-    if (channels != 4 && !wide) {
+    /* grey or RGB: its own channels resized, then widened to RGBA with A = 255, which is the A a
+     * resize of a constant 255 gives (a run's coefficients sum to 2^22 up to a few units, so the
+     * sum is 255 and a fraction, which the clamp takes to 255); each channel is resized on its
+     * own, so a grey value resized once is each of R, G and B resized */
+    uint8_t *tmp = channels == 4 ? NULL : malloc((size_t)nw * (size_t)nh * (size_t)channels);
+    if (channels != 4 && !tmp) {
         pxvm_image_free(dst);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sw * (unsigned long long)sh * 4ull);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * (unsigned long long)nh * (unsigned long long)channels);
     }
-    if (wide) {
-        const uint8_t *s = px;
-        uint8_t *d = wide;
-        for (size_t i = 0, n = (size_t)sw * (size_t)sh; i < n; i++, s += channels, d += 4)
-            d[0] = s[0], d[1] = s[channels == 3], d[2] = s[channels == 3 ? 2 : 0], d[3] = 255;
-    }
-    int r = px_resize_rgba8_threads(wide ? wide : px, sw, sh, (int64_t)sw * 4, dst->px + oy * ds + (int64_t)ox * 4, nw, nh,
-                                    ds, p->filter, 4, p->threads > 0 ? p->threads : 1, err);
-    free(wide);
-    if (r < 0) {
+    uint8_t *at = dst->px + oy * ds + (int64_t)ox * 4;
+    if (px_resize_rgba8_threads(px, sw, sh, (int64_t)sw * channels, tmp ? tmp : at, nw, nh, tmp ? (int64_t)nw * channels : ds,
+                                p->filter, channels, p->threads > 0 ? p->threads : 1, err) < 0) {
+        free(tmp);
         pxvm_image_free(dst);
         return -1;
+    }
+    if (tmp) {
+        for (int y = 0; y < nh; y++) {
+            const uint8_t *s = tmp + (size_t)y * (size_t)nw * (size_t)channels;
+            uint8_t *d = at + y * ds;
+            if (channels == 3)
+                for (int x = 0; x < nw; x++, s += 3, d += 4)
+                    d[0] = s[0], d[1] = s[1], d[2] = s[2], d[3] = 255;
+            else
+                for (int x = 0; x < nw; x++, s++, d += 4)
+                    d[0] = d[1] = d[2] = s[0], d[3] = 255;
+        }
+        free(tmp);
     }
     return 0;
 }

@@ -114,11 +114,12 @@ size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels);
 
 /* The hot loops of px_resize_tile (vm/resize_kernels.c), in portable C and in AVX2, the same
  * bytes either way: hrow4, columns x0 .. x1-1 of the horizontal pass of one row of 4-channel
- * texels; vrow, d[i] = the sample of the column at t + i over count rows stride bytes apart
+ * texels (hrow3: 3-channel, never reading past the row's tx->in_size texels); vrow, d[i] = the sample of the column at t + i over count rows stride bytes apart
  * (coefficients k), i < n; vmac, a[i] += t[i] * k (mod 2^32); vclamp, d[i] = px_resize_clamp(a[i]). */
 typedef struct px_resize_kernels {
     const char *name; /* "portable" or "avx2" */
     void (*hrow4)(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t);
+    void (*hrow3)(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t); /* RGB texels */
     void (*vrow)(const uint8_t *t, int64_t stride, int count, const int32_t *k, uint8_t *d, size_t n);
     void (*vmac)(uint32_t *a, const uint8_t *t, uint32_t k, size_t n);
     void (*vclamp)(const uint32_t *a, uint8_t *d, size_t n);

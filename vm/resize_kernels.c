@@ -37,6 +37,21 @@ static void px__hrow4_c(const uint8_t *s, const px_resize_table *tx, int x0, int
     }
 }
 
+/* The same for 3-channel texels (RGB). */
+static void px__hrow3_c(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t)
+{
+    for (int x = x0; x < x1; x++, t += 3) {
+        const uint8_t *p = s + (int64_t)tx->first[x] * 3;
+        const int32_t *k = tx->k + (size_t)x * (size_t)tx->ksize;
+        uint32_t a0 = PX_RESIZE_HALF, a1 = PX_RESIZE_HALF, a2 = PX_RESIZE_HALF;
+        for (int32_t j = 0, n = tx->count[x]; j < n; j++, p += 3) {
+            uint32_t kj = (uint32_t)k[j];
+            a0 = px_resize_mac(a0, p[0], kj), a1 = px_resize_mac(a1, p[1], kj), a2 = px_resize_mac(a2, p[2], kj);
+        }
+        t[0] = (uint8_t)px_resize_clamp(a0), t[1] = (uint8_t)px_resize_clamp(a1), t[2] = (uint8_t)px_resize_clamp(a2);
+    }
+}
+
 /* d[i] for i < n: the sample of the column at t + i over count rows `stride` bytes apart. Sixteen
  * columns at a time, row by row (the form the vectorizer takes), the rest one by one. */
 static void px__vrow_c(const uint8_t *t, int64_t stride, int count, const int32_t *k, uint8_t *d, size_t n)
@@ -69,7 +84,7 @@ static void px__vclamp_c(const uint32_t *a, uint8_t *d, size_t n)
         d[i] = (uint8_t)px_resize_clamp(a[i]);
 }
 
-static const px_resize_kernels px__portable = {"portable", px__hrow4_c, px__vrow_c, px__vmac_c, px__vclamp_c};
+static const px_resize_kernels px__portable = {"portable", px__hrow4_c, px__hrow3_c, px__vrow_c, px__vmac_c, px__vclamp_c};
 
 /* ---- AVX2 ------------------------------------------------------------------------------------- */
 
@@ -91,21 +106,30 @@ PX__AVX2 static inline __m128i px__load4(const uint8_t *p)
     return _mm_cvtsi32_si128(v);
 }
 
-PX__AVX2 static void px__hrow4_avx2(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t)
+/* Four texels of a run (v: their 16 bytes, RGBA or RGB spread to RGB0) times their four
+ * coefficients (kk), two texels into each accumulator. */
+PX__AVX2 static inline void px__taps4(__m128i v, __m128i k4, __m256i *acc0, __m256i *acc1)
 {
     const __m256i lo = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), hi = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+    __m256i kk = _mm256_castsi128_si256(k4);
+    *acc0 = _mm256_add_epi32(*acc0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(v), _mm256_permutevar8x32_epi32(kk, lo)));
+    *acc1 = _mm256_add_epi32(*acc1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)),
+                                                       _mm256_permutevar8x32_epi32(kk, hi)));
+}
+
+/* A run's taps four at a time, the last 1..3 one by one (padding them to four with zero
+ * coefficients measured slower: runs are short). */
+PX__AVX2 static void px__hrow4_avx2(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t)
+{
     for (int x = x0; x < x1; x++, t += 4) {
         const uint8_t *p = s + (int64_t)tx->first[x] * 4;
         const int32_t *k = tx->k + (size_t)x * (size_t)tx->ksize;
         int n = tx->count[x], j = 0;
         __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-        for (; j + 4 <= n; j += 4) { /* four texels: two in each accumulator */
-            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 4 * j));
-            __m256i kk = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(k + j)));
-            acc0 = _mm256_add_epi32(acc0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(v), _mm256_permutevar8x32_epi32(kk, lo)));
-            acc1 = _mm256_add_epi32(acc1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)),
-                                                             _mm256_permutevar8x32_epi32(kk, hi)));
-        }
+        for (; j + 4 <= n; j += 4)
+            px__taps4(_mm_loadu_si128((const __m128i *)(const void *)(p + 4 * j)),
+                      _mm_loadu_si128((const __m128i *)(const void *)(k + j)), &acc0, &acc1);
+
         acc0 = _mm256_add_epi32(acc0, acc1);
         __m128i a = _mm_add_epi32(_mm256_castsi256_si128(acc0), _mm256_extracti128_si256(acc0, 1));
         a = _mm_add_epi32(a, _mm_set1_epi32((int)PX_RESIZE_HALF));
@@ -113,6 +137,34 @@ PX__AVX2 static void px__hrow4_avx2(const uint8_t *s, const px_resize_table *tx,
             a = _mm_add_epi32(a, _mm_mullo_epi32(_mm_cvtepu8_epi32(px__load4(p + 4 * j)), _mm_set1_epi32(k[j])));
         int32_t o = _mm_cvtsi128_si32(px__clamp4(a));
         memcpy(t, &o, 4);
+    }
+}
+
+/* RGB: four texels (12 bytes) spread to the lanes of four RGBA ones with 0 in A, read 16 bytes at
+ * a time only while those 16 lie inside the row (tx->in_size texels); the other taps one by one. */
+PX__AVX2 static void px__hrow3_avx2(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t)
+{
+    const __m128i spread = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+    const int64_t row = (int64_t)tx->in_size * 3;
+    for (int x = x0; x < x1; x++, t += 3) {
+        const int64_t at = (int64_t)tx->first[x] * 3;
+        const uint8_t *p = s + at;
+        const int32_t *k = tx->k + (size_t)x * (size_t)tx->ksize;
+        int n = tx->count[x], j = 0;
+        __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+        for (; j + 4 <= n && at + 3 * j + 16 <= row; j += 4)
+            px__taps4(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 3 * j)), spread),
+                      _mm_loadu_si128((const __m128i *)(const void *)(k + j)), &acc0, &acc1);
+        acc0 = _mm256_add_epi32(acc0, acc1);
+        __m128i a = _mm_add_epi32(_mm256_castsi256_si128(acc0), _mm256_extracti128_si256(acc0, 1));
+        a = _mm_add_epi32(a, _mm_set1_epi32((int)PX_RESIZE_HALF));
+        for (; j < n; j++) { /* RGB of one texel, in the low 24 bits (its three bytes alone: no 4-byte read past the row) */
+            const uint8_t *q = p + 3 * j;
+            int32_t v = (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16);
+            a = _mm_add_epi32(a, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)), _mm_set1_epi32(k[j])));
+        }
+        int32_t o = _mm_cvtsi128_si32(px__clamp4(a));
+        memcpy(t, &o, 3);
     }
 }
 
@@ -163,7 +215,8 @@ PX__AVX2 static void px__vclamp_avx2(const uint32_t *a, uint8_t *d, size_t n)
         d[i] = (uint8_t)px_resize_clamp(a[i]);
 }
 
-static const px_resize_kernels px__avx2 = {"avx2", px__hrow4_avx2, px__vrow_avx2, px__vmac_avx2, px__vclamp_avx2};
+static const px_resize_kernels px__avx2 = {"avx2", px__hrow4_avx2, px__hrow3_avx2, px__vrow_avx2, px__vmac_avx2,
+                                           px__vclamp_avx2};
 #endif
 
 /* ---- the choice ------------------------------------------------------------------------------- */

@@ -3,9 +3,12 @@
  * (widths around multiples of 8 and 16, one tap, one texel, sums that clamp either side and
  * wrap), and px_resize_rgba8 gives the same bytes with either, for every filter and 1..4
  * channels. On a CPU without AVX2 the portable kernels are checked alone (the test says so). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../../isa/px_resize.h"
 #include "../../vm/resize.h"
@@ -85,43 +88,52 @@ TEST(resize_kernels_vertical_equal_the_rule_at_every_width)
         }
 }
 
-/* hrow4 against px_resize_tap per channel, on the tables of every filter (runs of 1 tap, runs
- * of 4k, 4k + 1..3 taps, a 1-texel source), and on a table whose coefficients drive the sums
- * past both clamps. */
+/* hrow4 and hrow3 against px_resize_tap per channel, on the tables of every filter (runs of 1
+ * tap, of 4k and 4k + 1..3 taps, a 1-texel source, runs that end at the row's last texel), and
+ * on tables whose coefficients drive the sums past both clamps. The row ends where an unreadable
+ * page begins, so that a read past it stops the test (the kernels read 16 bytes at a time). */
 TEST(resize_kernels_horizontal_equal_the_rule_on_every_filter)
 {
     const px_resize_kernels *set[2];
     int sets = px__kernel_sets(set);
-    static const int sizes[][2] = {{1, 1}, {1, 9}, {2, 1}, {3, 17}, {17, 3}, {40, 7}, {7, 40}, {64, 13}, {100, 99}, {9, 1}};
+    static const int sizes[][2] = {{1, 1}, {1, 9}, {2, 1}, {3, 17}, {17, 3}, {40, 7}, {7, 40}, {64, 13}, {100, 99}, {9, 1}, {6, 5}};
     uint64_t rng = 11;
-    uint8_t src[100 * 4], want[100 * 4], got[100 * 4];
+    uint8_t want[100 * 4], got[100 * 4];
     pxvm_error err;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(pages != MAP_FAILED);
+    CHECK_EQ(mprotect(pages + page, page, PROT_NONE), 0);
     for (int filter = 1; filter < PX_RESIZE__FILTERS; filter++)
-        for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
-            int in = sizes[c][0], out = sizes[c][1];
-            px_resize_table t;
-            CHECK_EQ(px_resize_coeffs(in, out, filter, &t, &err), 0);
-            for (int pass = 0; pass < 2; pass++) {
-                for (int i = 0; i < in * 4; i++)
-                    src[i] = (uint8_t)px__next(&rng);
-                if (pass) /* wild coefficients: sums below 0, past 255, wrapped */
-                    for (int i = 0; i < out * t.ksize; i++)
-                        t.k[i] = (int32_t)px__next(&rng);
-                for (int x = 0; x < out; x++)
-                    for (int ch = 0; ch < 4; ch++)
-                        want[x * 4 + ch] =
-                            (uint8_t)px_resize_tap(src + ch, 4, t.first[x], t.count[x], t.k + (size_t)x * (size_t)t.ksize);
-                for (int s = 0; s < sets; s++)
-                    for (int x0 = 0; x0 < out && x0 < 3; x0++) {
-                        memset(got, 0xA5, sizeof got);
-                        set[s]->hrow4(src, &t, x0, out, got);
-                        if (memcmp(got, want + x0 * 4, (size_t)(out - x0) * 4u) || (out - x0 < 100 && got[(out - x0) * 4] != 0xA5))
-                            px_test_fail(__FILE__, __LINE__, "%s hrow4: %s %d -> %d from %d%s", set[s]->name,
-                                         px_resize_filter_name(filter), in, out, x0, pass ? ", wild coefficients" : "");
-                    }
+        for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
+            for (int ch = 3; ch <= 4; ch++) {
+                int in = sizes[c][0], out = sizes[c][1];
+                px_resize_table t;
+                CHECK_EQ(px_resize_coeffs(in, out, filter, &t, &err), 0);
+                uint8_t *src = pages + page - (size_t)in * (size_t)ch;
+                for (int pass = 0; pass < 2; pass++) {
+                    for (int i = 0; i < in * ch; i++)
+                        src[i] = (uint8_t)px__next(&rng);
+                    if (pass) /* wild coefficients: sums below 0, past 255, wrapped */
+                        for (int i = 0; i < out * t.ksize; i++)
+                            t.k[i] = (int32_t)px__next(&rng);
+                    for (int x = 0; x < out; x++)
+                        for (int i = 0; i < ch; i++)
+                            want[x * ch + i] = (uint8_t)px_resize_tap(src + i, ch, t.first[x], t.count[x],
+                                                                      t.k + (size_t)x * (size_t)t.ksize);
+                    for (int s = 0; s < sets; s++)
+                        for (int x0 = 0; x0 < out && x0 < 3; x0++) {
+                            memset(got, 0xA5, sizeof got);
+                            (ch == 4 ? set[s]->hrow4 : set[s]->hrow3)(src, &t, x0, out, got);
+                            size_t n = (size_t)(out - x0) * (size_t)ch;
+                            if (memcmp(got, want + x0 * ch, n) || (n < sizeof got && got[n] != 0xA5))
+                                px_test_fail(__FILE__, __LINE__, "%s hrow%d: %s %d -> %d from %d%s", set[s]->name, ch,
+                                             px_resize_filter_name(filter), in, out, x0, pass ? ", wild coefficients" : "");
+                        }
+                }
+                px_resize_table_free(&t);
             }
-            px_resize_table_free(&t);
-        }
+    munmap(pages, 2 * page);
 }
 
 /* px_resize_rgba8 with the AVX2 kernels equals it with the portable ones: every filter, sides of

@@ -205,7 +205,7 @@ int pxvm_image_fit_channels(const uint8_t *px, int w, int h, int channels, int o
     }
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
-    pol.threads = px_resize_threads(); /* one image at a time from the caller: its resize takes the cores */
+    pol.threads = -1; /* one image at a time from the caller: a large one's resize takes the cores */
     pxvm_image dst;
     if (px_resize_policy_px(px, w, h, channels, out_w, out_h, &pol, &dst, &err) < 0)
         return px__fail(&err);

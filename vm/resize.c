@@ -446,9 +446,11 @@ static void *px__band_run(void *arg)
     return NULL;
 }
 
-/* Below this many samples summed (output texels times taps, both passes) a band is not worth a
- * thread's start (tens of microseconds). */
-#define PX__BAND_WORK (1u << 20)
+/* A band sums at least this many samples (output texels times taps, both passes; about 5 ms of
+ * AVX2 work): on a host whose cores are busy a second thread may wait its turn for longer than a
+ * smaller band takes (measured on a loaded 2-core host: 741x500 -> 736x512 in 1.5 ms on one
+ * thread, 2-6 ms in two bands of 2^20). */
+#define PX__BAND_WORK (1u << 23)
 
 int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                             int64_t dstride, int filter, int channels, int threads, pxvm_error *err)
@@ -461,11 +463,14 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
     op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;
     if (px__plan(&op, err) < 0)
         return -1;
-    /* the bands: as many as the work pays for, at most one per thread and one per output row */
-    uint64_t work = (uint64_t)dw * (uint64_t)(op.rows > dh ? op.rows : dh) * (uint64_t)(op.tx.ksize + op.ty.ksize + 1);
-    uint64_t most = work / PX__BAND_WORK;
+    /* the bands: as many as asked, or (threads <= 0) as many as the work pays for within the
+     * cores; at most one per output row */
     int bands = threads > 0 ? threads : px_resize_threads();
-    bands = (uint64_t)bands > most ? (int)(most ? most : 1) : bands;
+    if (threads <= 0) {
+        uint64_t work = (uint64_t)dw * (uint64_t)(op.rows > dh ? op.rows : dh) * (uint64_t)(op.tx.ksize + op.ty.ksize + 1);
+        uint64_t most = work / PX__BAND_WORK;
+        bands = (uint64_t)bands > most ? (int)(most ? most : 1) : bands;
+    }
     bands = bands > dh ? dh : bands > 64 ? 64 : bands;
     size_t bytes = (px_resize_tile_bytes(&op, dw, channels) + 7u) & ~(size_t)7u;
     uint8_t *scratch = bytes ? malloc(bytes * (size_t)bands) : NULL;
@@ -862,7 +867,7 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
     }
     uint8_t *at = dst->px + oy * ds + (int64_t)ox * 4;
     if (px_resize_rgba8_threads(px, sw, sh, (int64_t)sw * channels, tmp ? tmp : at, nw, nh, tmp ? (int64_t)nw * channels : ds,
-                                p->filter, channels, p->threads > 0 ? p->threads : 1, err) < 0) {
+                                p->filter, channels, p->threads ? p->threads : 1, err) < 0) {
         free(tmp);
         pxvm_image_free(dst);
         return -1;

@@ -61,9 +61,10 @@ const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                     int64_t dstride, int filter, int channels, pxvm_error *err);
 
-/* px_resize_rgba8 in bands of output rows over up to `threads` threads (0: px_resize_threads()),
- * each band with its own scratch; a small image stays on the caller's thread. The same bytes: a
- * band is px_resize_tile of its rows. */
+/* px_resize_rgba8 in bands of output rows, each on its own thread with its own scratch: `threads`
+ * bands (at most one per row), or, for threads <= 0, up to px_resize_threads() as the work pays
+ * for (a small image stays on the caller's thread). The same bytes: a band is px_resize_tile of
+ * its rows. */
 int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                             int64_t dstride, int filter, int channels, int threads, pxvm_error *err);
 
@@ -177,7 +178,7 @@ typedef struct px_policy {
     int patch;      /* dynamic: the token side (0: not given, the plan's) */
     int merge;      /* dynamic: sides are multiples of patch * merge */
     int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
-    int threads;    /* px_resize_policy's threads (px_resize_rgba8_threads; 0, as parsed: one) */
+    int threads;    /* px_resize_policy's bands: 0 (as parsed) one, -1 as the work pays for (px_resize_rgba8_threads) */
 } px_policy;
 
 /* Parses a policy text (NULL: none given, exact; "" is refused). 0, or -1 with a usage error naming

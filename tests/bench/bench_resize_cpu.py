@@ -16,6 +16,8 @@ pxvm_policy_dynamic_size; --patch 16 or 14, merge 2) with bicubic:
                runs per image on the host (RGBA array out);
   pxvm-pool    pxvm over a pool of --threads Python threads (ctypes releases the GIL).
 Images/s is the photos' count over the median (--repeat runs) of the time for the whole set.
+"large": camera-sized photos (5640x3172, 4032x3024, 1920x1080: chelsea resized there with Pillow's
+Lanczos, as bench_resize.py does), each timed alone, pillow against pxvm, medians of --repeat.
 Usage: bench_resize_cpu.py [--patch 16] [--repeat 5] [--threads N] [--json out.json]"""
 import argparse
 import ctypes
@@ -130,6 +132,28 @@ def main():
             differ += int(np.count_nonzero(ref != got[..., :3]))  # a photo of the size itself comes back as it is
             differ += int(np.count_nonzero(got[..., 3] != 255)) if got.shape[2] == 4 else 0
 
+    large = []
+    src = Image.open(os.path.join(ROOT, "programs", "data", "chelsea.png")).convert("RGB")
+    for W, H in ((5640, 3172), (4032, 3024), (1920, 1080)):
+        im = src.resize((W, H), Image.LANCZOS)
+        arr = np.asarray(im).copy()
+        ow, oh = dynamic_size("dynamic:patch=%d" % a.patch, a.patch, W, H)
+        photos.append((None, im, arr))
+        sizes.append((ow, oh))
+        i = len(photos) - 1
+        d = int(np.count_nonzero(np.asarray(pillow_one(i)) != pxvm_one(i)[..., :3]))
+        differ += d
+        t = {"pillow": [], "pxvm": []}
+        for _ in range(a.repeat):
+            for k, fn in (("pillow", pillow_one), ("pxvm", pxvm_one)):
+                t0 = time.perf_counter()
+                fn(i)
+                t[k].append(time.perf_counter() - t0)
+        mp, mx = statistics.median(t["pillow"]), statistics.median(t["pxvm"])
+        large.append({"size": [W, H], "to": [ow, oh], "pillow_ms": round(mp * 1e3, 2), "pxvm_ms": round(mx * 1e3, 2),
+                      "x_pillow": round(mp / mx, 2), "bytes_differing": d})
+    del photos[-3:], sizes[-3:]
+
     pool = ThreadPoolExecutor(a.threads)
 
     def whole(fn):
@@ -157,7 +181,7 @@ def main():
            "portable_env": os.environ.get("PXVM_RESIZE_PORTABLE"),
            "sizes": sorted({p[1].size for p in photos}, key=lambda s: s[0] * s[1]),
            "source_pixels": int(sum(p[2].shape[0] * p[2].shape[1] for p in photos)),
-           "bytes_differing": differ, "ways": {}}
+           "bytes_differing": differ, "large": large, "ways": {}}
     for k, ts in times.items():
         med = statistics.median(ts)
         res["ways"][k] = {"median_s": round(med, 4), "images_per_s": round(n / med, 1),

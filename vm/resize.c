@@ -473,6 +473,10 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
     }
     bands = bands > dh ? dh : bands > 64 ? 64 : bands;
     size_t bytes = (px_resize_tile_bytes(&op, dw, channels) + 7u) & ~(size_t)7u;
+    /* the scratch of all bands stays within Pillow's intermediate (dw x rows), as the CPU
+     * executor's split does (docs/design/resize-memory.md): one band always fits */
+    while (bands > 1 && (uint64_t)bytes * (uint64_t)bands > (uint64_t)dw * (uint64_t)channels * (uint64_t)op.rows)
+        bands--;
     uint8_t *scratch = bytes ? malloc(bytes * (size_t)bands) : NULL;
     if (bytes && !scratch) {
         px_resize_op_free(&op);

@@ -29,7 +29,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
 LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
-           vm/resize.c \
+           vm/resize.c vm/resize_kernels.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
            assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
@@ -88,7 +88,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o resize.o) $(BUILD)/vm/tokens.o: OPT += -O3
+$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o resize.o) $(BUILD)/vm/tokens.o $(BUILD)/vm/resize_kernels.o: OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@

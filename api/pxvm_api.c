@@ -196,19 +196,31 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
     return 0;
 }
 
-int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out)
+int pxvm_image_fit_channels(const uint8_t *px, int w, int h, int channels, int out_w, int out_h, const char *policy,
+                            uint8_t **out)
 {
     pxvm_error err;
     px_policy pol;
-    if (!rgba || !out || w < 1 || h < 1 || out_w < 1 || out_h < 1)
+    if (!px || !out || w < 1 || h < 1 || out_w < 1 || out_h < 1)
         return px__usage("pxvm_image_fit: NULL argument or empty image");
+    if (channels != 1 && channels != 3 && channels != 4) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "pxvm_image_fit_channels: channels %d: must be 1, 3 or 4", channels);
+        return px__usage(msg);
+    }
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
-    pxvm_image src = {w, h, (uint8_t *)rgba}, dst;
-    if (px_resize_policy(&src, out_w, out_h, &pol, &dst, &err) < 0)
+    pol.threads = -1; /* one image at a time from the caller: a large one's resize takes the cores */
+    pxvm_image dst;
+    if (px_resize_policy_px(px, w, h, channels, out_w, out_h, &pol, &dst, &err) < 0)
         return px__fail(&err);
     *out = dst.px;
     return 0;
+}
+
+int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out)
+{
+    return pxvm_image_fit_channels(rgba, w, h, 4, out_w, out_h, policy, out);
 }
 
 int pxvm_policy_dynamic_size(const char *policy, int patch, int w, int h, int *out_w, int *out_h)

@@ -149,6 +149,12 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
  * resize to the fit size pasted at the fit offset on a pad canvas (fit). A bad policy text is a
  * usage error naming it. */
 int pxvm_image_fit(const uint8_t *rgba, int w, int h, int out_w, int out_h, const char *policy, uint8_t **out);
+/* The same from w x h pixels of `channels` interleaved bytes (contiguous): 1 grey, 3 RGB, 4 RGBA.
+ * *out is RGBA8, byte for byte pxvm_image_fit's of the image widened to RGBA (grey v -> (v, v,
+ * v, 255), RGB -> (r, g, b, 255)), widened inside the call. Both calls spread one large image
+ * over the host's cores (PXVM_RESIZE_THREADS caps them). */
+int pxvm_image_fit_channels(const uint8_t *px, int w, int h, int channels, int out_w, int out_h, const char *policy,
+                            uint8_t **out);
 
 /* The policy "dynamic[:KEYS][:FILTER]", KEYS a comma-separated list of patch=P (1..256; default:
  * the plan's), merge=M (1..64, default 2), min=PIXELS and max=PIXELS (1..2^40, min <= max; default

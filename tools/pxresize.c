@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     size_t len = 0;
     int rc = 0;
     if (pxvm_image_load_any(argv[1], &lim, &in, &err) < 0 || pxvm_image_alloc(&out, w, h, &err) < 0 ||
-        px_resize_rgba8(in.px, in.w, in.h, (int64_t)in.w * 4, out.px, w, h, (int64_t)w * 4, filter, 4, &err) < 0 ||
+        px_resize_rgba8_threads(in.px, in.w, in.h, (int64_t)in.w * 4, out.px, w, h, (int64_t)w * 4, filter, 4, 0, &err) < 0 ||
         pxvm_png_encode(&out, &png, &len, &err) < 0 || pxvm_outputs_add(&o, argv[4], png, len, &err) < 0 ||
         pxvm_outputs_commit(&o, &err) < 0) {
         fprintf(stderr, "pxresize: %s\n", err.msg);

@@ -9,13 +9,16 @@
  * integer tables through isa/px_resize.h: no float math happens per frame.
  * sin and cos (HAMMING, LANCZOS) are the host libm's, as Pillow's are.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "resize.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../isa/px_resize.h"
 
@@ -287,6 +290,11 @@ static void px__hrow(const px_resize_op *op, const uint8_t *src, int64_t sstride
                      uint8_t *t)
 {
     const uint8_t *s = src + (int64_t)r * sstride;
+    if (channels == 4 || channels == 3) {
+        const px_resize_kernels *kern = px_resize_kernels_get();
+        (channels == 4 ? kern->hrow4 : kern->hrow3)(s, &op->tx, x0, x1, t);
+        return;
+    }
     for (int x = x0; x < x1; x++, t += channels)
         for (int c = 0; c < channels; c++)
             t[c] = (uint8_t)px_resize_tap(s + c, channels, op->tx.first[x], op->tx.count[x],
@@ -299,6 +307,7 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
 {
     size_t trow = (size_t)(x1 - x0) * (size_t)channels;
     const px_resize_table *ty = &op->ty;
+    const px_resize_kernels *kern = px_resize_kernels_get();
     if (!op->vopen) { /* the ring */
         int cap = op->vring, base = ty->first[y0], next = base;
         for (int y = y0; y < y1; y++) {
@@ -312,8 +321,7 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
             next = end;
             const uint8_t *t = scratch + (size_t)(op->vwrap ? ty->first[y] % cap : ty->first[y] - base) * trow;
             uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
-            for (size_t i = 0; i < trow; i++)
-                d[i] = (uint8_t)px_resize_tap(t + i, (int64_t)trow, 0, ty->count[y], ty->k + (size_t)y * (size_t)ty->ksize);
+            kern->vrow(t, (int64_t)trow, ty->count[y], ty->k + (size_t)y * (size_t)ty->ksize, d, trow);
         }
         return;
     }
@@ -330,15 +338,10 @@ static void px__vstream(const px_resize_op *op, const uint8_t *src, int64_t sstr
         px__hrow(op, src, sstride, channels, r, x0, x1, t);
         for (int y = lo; y < hi; y++) {
             uint32_t k = (uint32_t)ty->k[(size_t)y * (size_t)ty->ksize + (size_t)(r - ty->first[y])];
-            uint32_t *a = acc + (size_t)(y % open) * trow;
-            for (size_t i = 0; i < trow; i++)
-                a[i] = px_resize_mac(a[i], t[i], k);
+            kern->vmac(acc + (size_t)(y % open) * trow, t, k, trow);
         }
         for (; lo < hi && ty->first[lo] + ty->count[lo] == r + 1; lo++) {
-            const uint32_t *a = acc + (size_t)(lo % open) * trow;
-            uint8_t *d = dst + (int64_t)lo * dstride + (int64_t)x0 * channels;
-            for (size_t i = 0; i < trow; i++)
-                d[i] = (uint8_t)px_resize_clamp(a[i]);
+            kern->vclamp(acc + (size_t)(lo % open) * trow, dst + (int64_t)lo * dstride + (int64_t)x0 * channels, trow);
         }
     }
 }
@@ -368,16 +371,21 @@ void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride,
             for (int x = x0; x < x1; x++, d += channels)
                 memcpy(d, src + (int64_t)y * sstride + (int64_t)op->sel[x] * channels, (size_t)channels);
         }
-    } else if (!op->hpass || op->sel) { /* the vertical pass reads source columns (a copy's, for sel) */
+    } else if (!op->hpass) { /* the vertical pass alone: rows of source texels */
+        const px_resize_kernels *kern = px_resize_kernels_get();
+        for (int y = y0; y < y1; y++)
+            kern->vrow(src + (int64_t)ty->first[y] * sstride + (int64_t)x0 * channels, sstride, ty->count[y],
+                       ty->k + (size_t)y * (size_t)ty->ksize, dst + (int64_t)y * dstride + (int64_t)x0 * channels, trow);
+    } else if (op->sel) { /* the vertical pass reads the source columns the copy picks */
         for (int y = y0; y < y1; y++) {
             uint8_t *d = dst + (int64_t)y * dstride + (int64_t)x0 * channels;
             const int32_t *k = ty->k + (size_t)y * (size_t)ty->ksize;
             for (int x = x0; x < x1; x++, d += channels) {
-                if (op->sel && x > x0 && op->sel[x] == op->sel[x - 1]) { /* the column just summed */
+                if (x > x0 && op->sel[x] == op->sel[x - 1]) { /* the column just summed */
                     memcpy(d, d - channels, (size_t)channels);
                     continue;
                 }
-                int sx = op->sel ? op->sel[x] : x;
+                int sx = op->sel[x];
                 for (int c = 0; c < channels; c++)
                     d[c] = (uint8_t)px_resize_tap(src + (int64_t)sx * channels + c, sstride, ty->first[y], ty->count[y], k);
             }
@@ -415,8 +423,37 @@ uint64_t px_resize_need(int sw, int sh, int w, int h, int fit, int filter, int *
 
 /* ---- the host reference ----------------------------------------------------------------------- */
 
-int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
-                    int64_t dstride, int filter, int channels, pxvm_error *err)
+int px_resize_threads(void)
+{
+    const char *e = getenv("PXVM_RESIZE_THREADS");
+    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* One band of output rows of a host resize, on its own thread. */
+typedef struct {
+    const px_resize_op *op;
+    const uint8_t *src;
+    int64_t sstride, dstride;
+    uint8_t *dst, *scratch;
+    int channels, y0, y1;
+} px__band;
+
+static void *px__band_run(void *arg)
+{
+    const px__band *b = arg;
+    px_resize_tile(b->op, b->src, b->sstride, b->dst, b->dstride, b->channels, 0, b->op->cw, b->y0, b->y1, b->scratch);
+    return NULL;
+}
+
+/* A band sums at least this many samples (output texels times taps, both passes; about 5 ms of
+ * AVX2 work): on a host whose cores are busy a second thread may wait its turn for longer than a
+ * smaller band takes (measured on a loaded 2-core host: 741x500 -> 736x512 in 1.5 ms on one
+ * thread, 2-6 ms in two bands of 2^20). */
+#define PX__BAND_WORK (1u << 23)
+
+int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                            int64_t dstride, int filter, int channels, int threads, pxvm_error *err)
 {
     if (!src || !dst || channels < 1 || channels > 4 || sw < 1 || sh < 1 || dw < 1 || dh < 1 ||
         sstride < (int64_t)sw * channels || dstride < (int64_t)dw * channels)
@@ -426,16 +463,49 @@ int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t
     op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;
     if (px__plan(&op, err) < 0)
         return -1;
-    size_t bytes = px_resize_tile_bytes(&op, dw, channels);
-    uint8_t *scratch = bytes ? malloc(bytes) : NULL;
+    /* the bands: as many as asked, or (threads <= 0) as many as the work pays for within the
+     * cores; at most one per output row */
+    int bands = threads > 0 ? threads : px_resize_threads();
+    if (threads <= 0) {
+        uint64_t work = (uint64_t)dw * (uint64_t)(op.rows > dh ? op.rows : dh) * (uint64_t)(op.tx.ksize + op.ty.ksize + 1);
+        uint64_t most = work / PX__BAND_WORK;
+        bands = (uint64_t)bands > most ? (int)(most ? most : 1) : bands;
+    }
+    bands = bands > dh ? dh : bands > 64 ? 64 : bands;
+    size_t bytes = (px_resize_tile_bytes(&op, dw, channels) + 7u) & ~(size_t)7u;
+    /* the scratch of all bands stays within Pillow's intermediate (dw x rows), as the CPU
+     * executor's split does (docs/design/resize-memory.md): one band always fits */
+    while (bands > 1 && (uint64_t)bytes * (uint64_t)bands > (uint64_t)dw * (uint64_t)channels * (uint64_t)op.rows)
+        bands--;
+    uint8_t *scratch = bytes ? malloc(bytes * (size_t)bands) : NULL;
     if (bytes && !scratch) {
         px_resize_op_free(&op);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes * (unsigned long long)bands);
     }
-    px_resize_tile(&op, src, sstride, dst, dstride, channels, 0, dw, 0, dh, scratch);
+    px__band band[64];
+    pthread_t th[64];
+    int started[64] = {0};
+    for (int b = 0; b < bands; b++) {
+        band[b] = (px__band){&op, src, sstride, dstride, dst, scratch ? scratch + bytes * (size_t)b : NULL, channels,
+                             (int)((int64_t)dh * b / bands), (int)((int64_t)dh * (b + 1) / bands)};
+        if (b > 0) /* a thread that does not start leaves its band to the caller */
+            started[b] = pthread_create(&th[b], NULL, px__band_run, &band[b]) == 0;
+    }
+    px__band_run(&band[0]);
+    for (int b = 1; b < bands; b++)
+        if (started[b])
+            pthread_join(th[b], NULL);
+        else
+            px__band_run(&band[b]);
     free(scratch);
     px_resize_op_free(&op);
     return 0;
+}
+
+int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                    int64_t dstride, int filter, int channels, pxvm_error *err)
+{
+    return px_resize_rgba8_threads(src, sw, sh, sstride, dst, dw, dh, dstride, filter, channels, 1, err);
 }
 
 /* ---- one RESIZE instruction ------------------------------------------------------------------- */
@@ -762,37 +832,71 @@ int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_err
     return 0;
 }
 
-int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
+int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, int h, const px_policy *p,
+                        pxvm_image *dst, pxvm_error *err)
 {
     memset(dst, 0, sizeof *dst);
-    if (!src || !src->px || src->w < 1 || src->h < 1 || w < 1 || h < 1 || !p)
+    if (!px || sw < 1 || sh < 1 || w < 1 || h < 1 || !p || (channels != 1 && channels != 3 && channels != 4))
         return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
-    if (p->kind == PX_POLICY_DYNAMIC && (src->w != w || src->h != h)) { /* the size px_dynamic_size gave */
+    if (p->kind == PX_POLICY_DYNAMIC && (sw != w || sh != h)) { /* the size px_dynamic_size gave */
         px_policy stretch = *p;
         stretch.kind = PX_POLICY_STRETCH;
-        return px_resize_policy(src, w, h, &stretch, dst, err);
+        return px_resize_policy_px(px, sw, sh, channels, w, h, &stretch, dst, err);
     }
-    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (src->w != w || src->h != h)) {
+    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (sw != w || sh != h)) {
         char msg[160];
         snprintf(msg, sizeof msg, "policy %s: a %dx%d image is not %dx%d", p->kind == PX_POLICY_NATIVE ? "native" : "exact",
-                 src->w, src->h, w, h);
+                 sw, sh, w, h);
         return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
     }
     if (pxvm_image_alloc(dst, w, h, err) < 0)
         return -1;
     int nw = w, nh = h, ox = 0, oy = 0;
-    if (src->w != w || src->h != h)
-        px_resize_fit(src->w, src->h, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
+    if (sw != w || sh != h)
+        px_resize_fit(sw, sh, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
     if (nw != w || nh != h) {
         uint8_t *q = dst->px;
         for (size_t i = 0; i < (size_t)w * (size_t)h; i++, q += 4)
             memcpy(q, p->pad, 4);
     }
     int64_t ds = (int64_t)w * 4;
-    if (px_resize_rgba8(src->px, src->w, src->h, (int64_t)src->w * 4, dst->px + oy * ds + (int64_t)ox * 4, nw, nh, ds,
-                        p->filter, 4, err) < 0) {
+    /* grey or RGB: its own channels resized, then widened to RGBA with A = 255, which is the A a
+     * resize of a constant 255 gives (a run's coefficients sum to 2^22 up to a few units, so the
+     * sum is 255 and a fraction, which the clamp takes to 255); each channel is resized on its
+     * own, so a grey value resized once is each of R, G and B resized */
+    uint8_t *tmp = channels == 4 ? NULL : malloc((size_t)nw * (size_t)nh * (size_t)channels);
+    if (channels != 4 && !tmp) {
+        pxvm_image_free(dst);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * (unsigned long long)nh * (unsigned long long)channels);
+    }
+    uint8_t *at = dst->px + oy * ds + (int64_t)ox * 4;
+    if (px_resize_rgba8_threads(px, sw, sh, (int64_t)sw * channels, tmp ? tmp : at, nw, nh, tmp ? (int64_t)nw * channels : ds,
+                                p->filter, channels, p->threads ? p->threads : 1, err) < 0) {
+        free(tmp);
         pxvm_image_free(dst);
         return -1;
     }
+    if (tmp) {
+        for (int y = 0; y < nh; y++) {
+            const uint8_t *s = tmp + (size_t)y * (size_t)nw * (size_t)channels;
+            uint8_t *d = at + y * ds;
+            if (channels == 3)
+                for (int x = 0; x < nw; x++, s += 3, d += 4)
+                    d[0] = s[0], d[1] = s[1], d[2] = s[2], d[3] = 255;
+            else
+                for (int x = 0; x < nw; x++, s++, d += 4)
+                    d[0] = d[1] = d[2] = s[0], d[3] = 255;
+        }
+        free(tmp);
+    }
     return 0;
+}
+
+int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err)
+{
+    if (!src || !src->px) {
+        memset(dst, 0, sizeof *dst);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+    }
+    return px_resize_policy_px(src->px, src->w, src->h, 4, w, h, p, dst, err);
 }

@@ -61,6 +61,17 @@ const char *px_resize_filter_name(int filter); /* "?" for an unknown one */
 int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
                     int64_t dstride, int filter, int channels, pxvm_error *err);
 
+/* px_resize_rgba8 in bands of output rows, each on its own thread with its own scratch: `threads`
+ * bands (at most one per row), or, for threads <= 0, up to px_resize_threads() as the work pays
+ * for (a small image stays on the caller's thread). The same bytes: a band is px_resize_tile of
+ * its rows. */
+int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t *dst, int dw, int dh,
+                            int64_t dstride, int filter, int channels, int threads, pxvm_error *err);
+
+/* The threads a host resize takes by default: PXVM_RESIZE_THREADS (1..64) when set, else the
+ * online cores (at most 64). */
+int px_resize_threads(void);
+
 /* One RESIZE instruction as both executors run it, decided when a program is bound (its sizes
  * are fixed then): the content rectangle inside dst (the fit rule, px_resize_fit), the tables of
  * both axes, and which passes run, with px_resize_rgba8's bytes:
@@ -101,6 +112,28 @@ typedef struct px_resize_op {
 void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
                     int channels, int x0, int x1, int y0, int y1, uint8_t *scratch);
 size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels);
+
+/* The hot loops of px_resize_tile (vm/resize_kernels.c), in portable C and in AVX2, the same
+ * bytes either way: hrow4, columns x0 .. x1-1 of the horizontal pass of one row of 4-channel
+ * texels (hrow3: 3-channel, never reading past the row's tx->in_size texels); vrow, d[i] = the sample of the column at t + i over count rows stride bytes apart
+ * (coefficients k), i < n; vmac, a[i] += t[i] * k (mod 2^32); vclamp, d[i] = px_resize_clamp(a[i]). */
+typedef struct px_resize_kernels {
+    const char *name; /* "portable" or "avx2" */
+    void (*hrow4)(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t);
+    void (*hrow3)(const uint8_t *s, const px_resize_table *tx, int x0, int x1, uint8_t *t); /* RGB texels */
+    void (*vrow)(const uint8_t *t, int64_t stride, int count, const int32_t *k, uint8_t *d, size_t n);
+    void (*vmac)(uint32_t *a, const uint8_t *t, uint32_t k, size_t n);
+    void (*vclamp)(const uint32_t *a, uint8_t *d, size_t n);
+} px_resize_kernels;
+
+/* The kernels in use: AVX2 where the CPU has it, unless PXVM_RESIZE_PORTABLE is set (non-empty,
+ * not "0"), chosen at the first call. */
+const px_resize_kernels *px_resize_kernels_get(void);
+
+/* Chooses the kernels (tests compare the two): PX_RESIZE_ISA_AUTO as at the first call, or one
+ * by name. 0, or -1 when this CPU (or build) lacks it. Not to be called while a resize runs. */
+enum { PX_RESIZE_ISA_AUTO, PX_RESIZE_ISA_PORTABLE, PX_RESIZE_ISA_AVX2 };
+int px_resize_isa(int isa);
 
 /* The memory rule of RESIZE (isa/SPEC.md, RESIZE, V-RESIZE-5): the bytes one RESIZE of a sw x sh
  * source into a w x h rectangle (fit, filter) needs besides the slots: its two tables (first and
@@ -145,6 +178,7 @@ typedef struct px_policy {
     int patch;      /* dynamic: the token side (0: not given, the plan's) */
     int merge;      /* dynamic: sides are multiples of patch * merge */
     int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
+    int threads;    /* px_resize_policy's bands: 0 (as parsed) one, -1 as the work pays for (px_resize_rgba8_threads) */
 } px_policy;
 
 /* Parses a policy text (NULL: none given, exact; "" is refused). 0, or -1 with a usage error naming
@@ -160,6 +194,11 @@ void px_policy_format(const px_policy *p, char *buf, size_t len);
  * another size: -1 with a usage error (callers bind the image as it is to get the slot's
  * unlinkable error instead). 0, or -1 with *err set. */
 int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, pxvm_image *dst, pxvm_error *err);
+/* The same from sw x sh pixels of 1 (grey), 3 (RGB) or 4 (RGBA) interleaved channels, rows of
+ * sw * channels bytes: px_resize_policy of the image widened to RGBA (grey v -> (v, v, v, 255),
+ * RGB -> (r, g, b, 255)), the widening done here. */
+int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, int h, const px_policy *p,
+                        pxvm_image *dst, pxvm_error *err);
 
 /* dynamic: sets p->patch to the plan's patch, or checks that a patch= given is it (a usage error
  * naming both); other kinds: nothing. 0, or -1. */

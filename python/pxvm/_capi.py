@@ -145,6 +145,7 @@ def _load():
         "pxvm_image_load": (I, [S, LP, PP, IP, IP]),
         "pxvm_image_decode": (I, [P, Z, S, LP, PP, IP, IP]),
         "pxvm_image_fit": (I, [P, I, I, I, I, S, PP]),
+        "pxvm_image_fit_channels": (I, [P, I, I, I, I, I, S, PP]),
         "pxvm_policy_dynamic_size": (I, [S, I, I, I, IP, IP]),
         "pxvm_policy_canonical": (I, [S, P, Z]),
         "pxvm_prog_load": (I, [S, LP, PP]),

@@ -415,7 +415,7 @@ def _size_check(program, size):
 def _policy_image(x, w, h, policy):
     """One host image (H, W), (H, W, C) or (C, H, W) for a w x h slot: x itself when it is w x h,
     else a new (h, w, 4) uint8 array: its RGBA8 pixels (grey v -> (v, v, v, 255), RGB -> (r, g, b,
-    255)) through pxvm_image_fit."""
+    255)) through pxvm_image_fit_channels (the widening done in the library)."""
     if _is_torch(x):
         if x.device.type != "cpu":
             raise UsageError(_POLICY_HOST % policy)
@@ -436,13 +436,14 @@ def _policy_image(x, w, h, policy):
     H, W, C = a.shape
     if (H, W) == (h, w):
         return x
-    rgba = np.empty((H, W, 4), dtype=np.uint8)
-    rgba[..., :3] = a[..., :3] if C != 1 else a
-    rgba[..., 3] = a[..., 3] if C == 4 else 255
+    a = np.ascontiguousarray(a)  # its own channels: the library widens them to RGBA
     out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, _capi.c_string(policy, "policy"), ctypes.byref(out)))
+    _check(_lib.pxvm_image_fit_channels(a.ctypes.data, W, H, C, w, h, _capi.c_string(policy, "policy"),
+                                        ctypes.byref(out)))
     try:
-        return np.frombuffer(ctypes.string_at(out, w * h * 4), dtype=np.uint8).reshape(h, w, 4).copy()
+        rgba = np.empty((h, w, 4), dtype=np.uint8)
+        ctypes.memmove(rgba.ctypes.data, out, w * h * 4)
+        return rgba
     finally:
         _lib.pxvm_free(out)
 

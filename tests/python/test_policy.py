@@ -151,3 +151,39 @@ def test_python_policy_refuses_cuda_tensors(foveate):
     t = torch.zeros((400, 240, 3), dtype=torch.uint8, device="cuda")
     with pytest.raises(pxvm.UsageError, match="policies resize on the host"):
         r.patches(t, policy="fit")
+
+
+@pytest.mark.parametrize("policy", ["stretch:bicubic", "fit:lanczos:1,2,3", "dynamic", "stretch:nearest"])
+def test_policy_image_of_any_channels_equals_the_rgba_route(policy):
+    """_policy_image hands grey and RGB arrays to the library as they are
+    (pxvm_image_fit_channels); its bytes are pxvm_image_fit's of the image widened to RGBA (grey v
+    -> (v, v, v, 255), RGB -> (r, g, b, 255)), for (H, W), (H, W, 1), (H, W, 3), (H, W, 4),
+    (3, H, W) and a non-contiguous view."""
+    import ctypes
+    from pxvm import _capi
+    from pxvm.runner import _policy_image
+    lib = _capi.lib
+    rng = np.random.default_rng(40)
+
+    def via_rgba(rgba, w, h):
+        H, W = rgba.shape[:2]
+        out = ctypes.c_void_p()
+        assert lib.pxvm_image_fit(rgba.ctypes.data, W, H, w, h, policy.encode(), ctypes.byref(out)) == 0
+        try:
+            return np.frombuffer(ctypes.string_at(out, w * h * 4), np.uint8).reshape(h, w, 4).copy()
+        finally:
+            lib.pxvm_free(out)
+
+    for H, W in ((37, 53), (300, 211)):
+        g = rng.integers(0, 256, (H, W), dtype=np.uint8)
+        rgb = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+        rgba = rng.integers(0, 256, (H, W, 4), dtype=np.uint8)
+        opaque = np.full((H, W, 1), 255, np.uint8)
+        cases = {"HW": (g, np.dstack([g, g, g, opaque])), "HW1": (g[:, :, None], np.dstack([g, g, g, opaque])),
+                 "HW3": (rgb, np.dstack([rgb, opaque])), "HW4": (rgba, rgba),
+                 "CHW": (np.ascontiguousarray(rgb.transpose(2, 0, 1)), np.dstack([rgb, opaque])),
+                 "view": (rgb[::-1][::-1, :, :], np.dstack([rgb, opaque]))}
+        for name, (x, wide) in cases.items():
+            got = _policy_image(x, 64, 48, policy)
+            assert got.shape == (48, 64, 4), name
+            assert np.array_equal(got, via_rgba(np.ascontiguousarray(wide), 64, 48)), (H, W, name)

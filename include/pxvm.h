@@ -401,9 +401,10 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
  * to slot in_slots[i] from item in_items[i]; in_items NULL: item 0), runs, then reads nout views
  * from item 0 (kind 0: level 0 as pxvm_runner_read; kind 1: patches). The inputs are borrowed
  * (pxvm_runner_borrow) for this call alone: the borrows end when it returns, whether it succeeds
- * or fails at any step (a failed call leaves the inputs it was given unbound: bind them again, or
- * call exec again, before a run; items it was not given keep their binding), so the caller may
- * free its memory as soon as the call returns (on a stream: once the stream gets past the run).
+ * or fails at any step (a failed call leaves unbound the inputs it had bound when it failed: bind
+ * them again, or call exec again, before a run; items it bound nothing to keep their binding), so
+ * the caller may free its memory as soon as the call returns (on a stream: once the stream gets
+ * past the run).
  * The views of one any-size slot are taken together: when they give every item of the batch one
  * size (a batch given image by image), the runner switches to it once, before the binds. */
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,

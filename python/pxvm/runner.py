@@ -73,6 +73,11 @@ PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
+# Every Runner and cache of this process, for the fork handler (_after_fork_in_child).
+_live_runners = weakref.WeakSet()
+_live_lrus = weakref.WeakSet()
+
+
 class _LRU:
     """Values by key, the least recently used first out, bounded by count and by bytes: after
     trim(), at most max_count values whose sizes (the bytes given to put) add up to at most
@@ -83,6 +88,7 @@ class _LRU:
     put() trims at once unless trim_on_put is False (a Runner trims its C runners between calls)."""
 
     def __init__(self, max_count, max_bytes, evict=None, trim_on_put=True):
+        _live_lrus.add(self)
         self.max_count, self.max_bytes = max_count, max_bytes
         self.bytes = 0  # the sizes of the values kept, added up
         self._items = collections.OrderedDict()  # key -> (value, bytes)
@@ -185,8 +191,6 @@ def _slot_bytes(program, batch=1, sizes=None):
     return total * batch
 
 
-# Every Runner of this process, for the fork handler below.
-_live_runners = weakref.WeakSet()
 
 
 def _after_fork_in_child():
@@ -194,7 +198,10 @@ def _after_fork_in_child():
     thread that is not here, and its C runners in the middle of that call. Its lock is made again
     and its C runners are left alone (never closed: the parent's state; the next call opens new
     ones), so the child's calls run instead of waiting forever. A Runner the forking thread itself
-    is inside keeps its lock (this thread releases it)."""
+    is inside keeps its lock (this thread releases it). The caches' locks (guarding a dict for a
+    few lines, never held across a call) are made again too: another thread may have held one."""
+    for lru in list(_live_lrus):
+        lru._lock = threading.Lock()
     for r in list(_live_runners):
         try:
             if r.lock._is_owned():

@@ -454,7 +454,6 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
         for (int c = 0; c < 2; c++)
             want[2 * k + c] = wh && (wh[2 * k] || wh[2 * k + 1]) ? wh[2 * k + c] : c ? poly->slots[k].h : poly->slots[k].w;
     want[0] = want[1] = 0;
-    px_resolved *slot = NULL; /* where a new resolution goes: an empty entry, else the least recently used */
     for (int i = 0; i < PXVM_RESOLVE_CACHE; i++) {
         px_resolved *e = &run->cache[i];
         if (e->wh && !memcmp(e->wh, want, n * sizeof(int))) {
@@ -462,36 +461,33 @@ static int px__resolved(pxvm_runner *run, const int *wh, const pxvm_program **ou
             *out = &e->prog;
             return 0;
         }
-        if (&e->prog == run->cur) /* the executor runs it */
-            continue;
-        if (!slot || (slot->wh && (!e->wh || e->used < slot->used)))
-            slot = e;
     }
-    /* the entry replaced is emptied first, so that the new resolution takes the memory it held
-     * (still in the caches, no page first touched) */
-    if (slot->wh) {
-        free(slot->wh);
-        slot->wh = NULL;
-        pxvm_program_free(&slot->prog);
-    }
-    /* a new entry needs about what the program's own image and tables take: older ones go first */
+    /* the least recently used entries the executor does not run are emptied until the new one has
+     * an empty entry and, holding about what the program's image and tables take, fits the budget
+     * with those kept; emptied first, so that it takes the memory they held (no page first touched) */
     uint64_t need = px__resolution_bytes(poly), kept = 0;
     for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
         kept += run->cache[i].wh ? px__resolution_bytes(&run->cache[i].prog) : 0;
-    while (kept + need > run->prog->lim.max_memory) {
+    px_resolved *slot;
+    for (;;) {
         px_resolved *old = NULL;
+        slot = NULL;
         for (int i = 0; i < PXVM_RESOLVE_CACHE; i++) {
             px_resolved *e = &run->cache[i];
-            if (e->wh && &e->prog != run->cur && (!old || e->used < old->used))
+            if (!e->wh)
+                slot = slot ? slot : e;
+            else if (&e->prog != run->cur && (!old || e->used < old->used))
                 old = e;
         }
-        if (!old)
+        if (!old || (slot && kept + need <= run->prog->lim.max_memory))
             break;
         kept -= px__resolution_bytes(&old->prog);
         free(old->wh);
         old->wh = NULL;
         pxvm_program_free(&old->prog);
     }
+    if (!slot) /* every entry is the one running: not with more than one entry */
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)need);
     pxvm_program res;
     if (pxvm_program_resolve(poly, want, &run->prog->lim, &res, err) < 0)
         return -1;

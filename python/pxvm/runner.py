@@ -191,8 +191,6 @@ def _slot_bytes(program, batch=1, sizes=None):
     return total * batch
 
 
-
-
 def _after_fork_in_child():
     """In a forked child: a Runner another thread of the parent was using has its lock held by a
     thread that is not here, and its C runners in the middle of that call. Its lock is made again

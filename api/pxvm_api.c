@@ -12,6 +12,7 @@
 #include "../vm/loader.h"
 #include "../vm/resize.h"
 #include "../vm/tokens.h"
+#include "../vm/ragged.h"
 #include "../isa/px_sem.h"
 #include "fixation.h"
 #include "runner_hooks.h"
@@ -1466,6 +1467,39 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
                  ? px__fail(&err)
                  : 0;
     free(t);
+    return rc;
+}
+
+int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n, const int *wh, int *out_wh,
+                    int64_t *offsets, int *failed)
+{
+    pxvm_error err;
+    px_policy pol;
+    return px_ragged_sizes(policy, patch, out_w, out_h, n, wh, &pol, out_wh, offsets, failed, &err) < 0 ? px__fail(&err)
+                                                                                                      : 0;
+}
+
+int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t)
+{
+    pxvm_error err;
+    if (t)
+        t->failed = -1;
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_ragged");
+    if (!run->ops->ragged)
+        return px__usage("pxvm_runner_ragged: this executor does not make ragged batches");
+    pxvm_token_table *table = t && t->fmt ? malloc(sizeof *table) : NULL; /* 4 KiB: not on the stack */
+    if (t && t->fmt && !table) {
+        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *table);
+        return px__fail(&err);
+    }
+    px_ragged_job job;
+    int rc = px_ragged_prepare(&job, n, images, t, table, run->prog->lim.max_memory, &err) < 0 ||
+                     run->ops->ragged(run->ex, &job, &err) < 0
+                 ? px__fail(&err)
+                 : 0;
+    px_ragged_job_free(&job);
+    free(table);
     return rc;
 }
 

@@ -446,6 +446,47 @@ int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt);
 int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int items, const pxvm_token_format *fmt,
                             void *dst, int dst_device);
 
+/* ---- ragged batches: images of many sizes in one call ----------------------------------- */
+
+/* Images of any sizes, each resized by a resolution policy where the executor keeps its data (the
+ * cuda executor on its GPU, from host memory or CUDA memory of its device) and cut into
+ * patch x patch tiles, row-major, written one image after the other into one packed buffer: the
+ * tokens a "uniform" plan gives at LOD 0 when compiled for each resized size (the dynamic
+ * policy's ragged batch, docs/policies.md), without a program, a run or a size change per image.
+ * Every byte is the RESIZE rule's (Pillow's Image.resize: isa/SPEC.md, RESIZE), then, with a
+ * token format, the table rule of pxvm_runner_read_tokens; both executors give the same bits.
+ *   policy   "dynamic[:KEYS][:FILTER]": image i becomes pxvm_policy_dynamic_size's w_i' x h_i'
+ *            (out_w, out_h 0); "stretch[:FILTER]", "fit[:FILTER][:PAD]" or "exact": every image
+ *            becomes out_w x out_h (multiples of patch), as pxvm_image_fit gives it.
+ * Image i gives N_i = (w_i' / patch) * (h_i' / patch) tiles; pxvm_ragged_plan gives the sizes and
+ * offsets before any pixel is read, to size dst. */
+typedef struct pxvm_ragged {
+    const char *policy;
+    int patch;               /* the tile side, 1..256 */
+    int out_w, out_h;        /* the size of every image for stretch, fit, exact; 0 for dynamic */
+    /* NULL: the tiles' RGBA8 bytes, dst is [sum N_i][patch][patch][4] uint8 (grey v is (v, v, v,
+     * 255), RGB (r, g, b, 255)); else float tokens by fmt, [sum N_i] tokens in fmt's layout */
+    const pxvm_token_format *fmt;
+    void *dst;               /* host memory (dst_device < 0) or, on cuda, CUDA memory of its device */
+    int dst_device;
+    size_t dst_bytes;        /* dst's size: at least what the tiles take (checked, never overrun) */
+    int failed;              /* out: after an error about one image, its index; -1 otherwise */
+} pxvm_ragged;
+/* Sizes only: for n images of sizes wh[2i], wh[2i+1], their resized sizes into out_wh[2i..] (may
+ * be NULL) and the tile offsets into offsets[0..n] (offsets[0] = 0, offsets[n] = sum N_i: the
+ * cu_seqlens of the batch); *failed as pxvm_ragged's (NULL allowed). PXVM_USAGE for a bad policy,
+ * patch or size; PXVM_UNLINKABLE for an image the dynamic rule refuses (aspect over 200:1). */
+int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n, const int *wh, int *out_wh,
+                    int64_t *offsets, int *failed);
+/* The tiles of n images (views of one item each: host memory, or CUDA memory of the runner's
+ * device on the cuda executor; channels 1, 3 or 4; any strides) into t->dst. Independent of the
+ * runner's program and its bound inputs (they stay as they were). On cuda the work is ordered on
+ * the runner's stream (the caller's when set): a device dst is ready when that stream gets past
+ * the call, host memory when it returns; the views may be reused when it returns. The images'
+ * memory together with the resize's own is held within the runner's max_memory, a batch larger
+ * than that goes through in parts. Nothing is written to dst on an argument error. */
+int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -525,6 +525,16 @@ int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm
     return px__plan(op, err);
 }
 
+int px_resize_op_sizes(int sw, int sh, int w, int h, int fit, int filter, uint32_t pad, px_resize_op *op, pxvm_error *err)
+{
+    memset(op, 0, sizeof *op);
+    op->filter = filter, op->sw = sw, op->sh = sh, op->w = w, op->h = h, op->pad = pad;
+    int ox, oy;
+    px_resize_fit(sw, sh, w, h, fit, &op->cw, &op->ch, &ox, &oy);
+    op->cx = ox, op->cy = oy;
+    return px__plan(op, err);
+}
+
 void px_resize_op_free(px_resize_op *op)
 {
     px_resize_table_free(&op->tx);

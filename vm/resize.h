@@ -211,6 +211,9 @@ int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_err
 /* Builds one RESIZE (operands as decoded, src level 0 sw x sh). 0, or -1 with *err set. */
 int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err);
 void px_resize_op_free(px_resize_op *op);
+/* The same for a sw x sh source resized into a w x h rectangle at (0, 0) (fit 0 stretch, 1 fit:
+ * px_resize_fit; pad R | G << 8 | B << 16 | A << 24): the RESIZE a policy applies. */
+int px_resize_op_sizes(int sw, int sh, int w, int h, int fit, int filter, uint32_t pad, px_resize_op *op, pxvm_error *err);
 
 #ifdef __cplusplus
 }

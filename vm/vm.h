@@ -322,6 +322,7 @@ void pxvm_insn_decode(const uint8_t *pixels, uint32_t pc, const pxi_op_info *op,
 
 typedef struct pxvm_executor pxvm_executor; /* one executor instance (opaque) */
 struct pxvm_token_table;                    /* vm/tokens.h */
+struct px_ragged_job;                        /* vm/ragged.h */
 
 typedef struct pxvm_open_options {
     int threads; /* CPU: worker threads, 0 = all cores */
@@ -415,6 +416,9 @@ typedef struct pxvm_executor_ops {
      * failed retarget). */
     int (*set_input_size)(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
                           int h, pxvm_error *err);
+    /* A batch of images resized by a policy and cut into tiles (vm/ragged.h: the job is checked
+     * and planned; public pxvm_runner_ragged). Touches nothing of the loaded program. */
+    int (*ragged)(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

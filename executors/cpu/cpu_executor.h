@@ -126,6 +126,9 @@ int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
                           pxvm_error *err);
 
 /* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
+/* tiles.c: the ops' tiles (vm/ragged.h), images spread over the pool, largest first. */
+struct px_ragged_job;
+int px_cpu_ragged(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 void px_cpu_release(pxvm_executor *ex, int slot, int item0, int items);

@@ -173,6 +173,7 @@ void px__gl_close(pxvm_executor *ex)
         return;
     px__gl_unload(ex);
     px__make_current(ex);
+    px__ragged_free(ex);
     if (ex->h_read)
         cudaFreeHost(ex->h_read);
     if (ex->ev_out)

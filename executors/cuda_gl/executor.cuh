@@ -121,6 +121,8 @@ struct pxvm_executor {
     uint32_t resize_n;
     /* retarget.cu: the per-size cache (NULL until the first retarget) */
     struct px_gpu_retarget *rt;
+    /* ragged.cu: its pinned and device blocks, kept between calls (NULL until the first) */
+    struct px_gpu_ragged *ragged;
     /* retarget.cu px__gl_set_input_size: the sizes of any-size inputs as run parameters. param: the
      * configuration in use reads them from the device table alone (fetch records over an any-size
      * slot hold the reference operands and size and rescale on the device; PYRAMID of such a slot
@@ -257,6 +259,11 @@ cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_g
 struct pxvm_token_table;
 int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const struct pxvm_token_table *t, void *dst,
                        int device, pxvm_error *err);
+
+/* ragged.cu: the ops' ragged (vm/ragged.h); what it keeps, freed at close. */
+struct px_ragged_job;
+int px__gl_ragged(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
+void px__ragged_free(pxvm_executor *ex);
 
 /* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
  * end of a call that enqueued work (without a caller's stream, it waits for the work). */

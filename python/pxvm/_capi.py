@@ -128,6 +128,13 @@ class TokenFormat(ctypes.Structure):
                 ("std", ctypes.c_double * 4)]
 
 
+class RaggedArgs(ctypes.Structure):
+    """pxvm_ragged: a batch of images of many sizes resized by a policy and cut into tiles."""
+    _fields_ = [("policy", ctypes.c_char_p), ("patch", ctypes.c_int), ("out_w", ctypes.c_int),
+                ("out_h", ctypes.c_int), ("fmt", ctypes.POINTER(TokenFormat)), ("dst", ctypes.c_void_p),
+                ("dst_device", ctypes.c_int), ("dst_bytes", ctypes.c_size_t), ("failed", ctypes.c_int)]
+
+
 def _load():
     lib, path = _open()
     P, I, S, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t
@@ -181,6 +188,8 @@ def _load():
         "pxvm_runner_read_changed": (I, [P, I, I, I, P, I]),
         "pxvm_token_format_preset": (I, [S, ctypes.POINTER(TokenFormat)]),
         "pxvm_runner_read_tokens": (I, [P, I, I, I, ctypes.POINTER(TokenFormat), P, I]),
+        "pxvm_ragged_plan": (I, [S, I, I, I, I, IP, IP, ctypes.POINTER(ctypes.c_int64), IP]),
+        "pxvm_runner_ragged": (I, [P, I, VP, ctypes.POINTER(RaggedArgs)]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

@@ -1,0 +1,437 @@
+/* ragged.cu - the CUDA-GL executor's ragged batches (vm/ragged.h; public pxvm_runner_ragged): a batch of
+ * images of many sizes resized by the RESIZE rule and written as tiles, in two launches per part
+ * of the batch, whatever the number of sizes. The CPU reference is vm/ragged.c
+ * (px_ragged_image_host); both read the same tables (vm/resize.c, built on the host per image:
+ * O(w + h)) and sum with isa/px_resize.h's rule, so the bytes agree.
+ *
+ *   part      images taken in order while their staged bytes, tables and pass-1 buffers fit the
+ *             part's budget (a quarter of the runner's max_memory, at most 256 MiB, at least one
+ *             image): one pinned block on the host [records | tables | token values | pixels of
+ *             host images], one asynchronous copy into its device twin, two kernels. Two parts are
+ *             in flight: the host fills one block while the device copies and computes the other.
+ *   pass 1    one thread per texel of each image's cw x rows buffer: a source row resized
+ *             horizontally (Pillow's order), the channels widened to RGBA as px_expand does.
+ *   pass 2    one thread per texel of each image's canvas: the pad outside the content (fit),
+ *             else the buffer's column resized vertically, or the source read directly when a
+ *             pass is not needed; then the tile's texel, or the token values of its channels,
+ *             written where the image's tiles start in dst.
+ * A block finds its image by a binary search of the images' first blocks: one launch serves
+ * every size. Host views are read through their strides while staged; device views are read in
+ * place (CUDA memory of the executor's device). */
+#include <stdlib.h>
+#include <string.h>
+#include <thread>
+
+#include "executor.cuh"
+
+#include "../../isa/px_resize.h"
+#include "../../vm/ragged.h"
+
+struct px_tile_rec {
+    const uint8_t *src;
+    long long rs, ps, cs; /* row, pixel and channel strides of the source, in bytes */
+    int C, sw, sh, w, h, cx, cy, cw, ch;
+    unsigned pad;
+    int hpass, vpass, nearest, row0, rows, ksx, ksy;
+    const int *xf, *xc, *xk, *yf, *yc, *yk;
+    uint32_t *tmp; /* cw x rows RGBA texels */
+    long long tile0;
+    long long hb0, vb0; /* the first block of the image in pass 1 and pass 2 */
+};
+
+struct px_ragged_part { /* one block of a part, host and device twins, and when its copy is done */
+    uint8_t *h, *d;
+    size_t cap_h, cap_d;
+    cudaEvent_t copied;
+    int have_event, used;
+};
+
+struct px_gpu_ragged {
+    px_ragged_part part[2];
+    int turn;
+};
+
+#define PX_TILES_THREADS 256
+
+__device__ static int px__find(const px_tile_rec *r, int n, long long b, int second)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) { /* the last image whose first block is <= b */
+        int mid = (lo + hi + 1) >> 1;
+        long long first = second ? r[mid].vb0 : r[mid].hb0;
+        if (first <= b)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Source texel (x, y) as RGBA, widened as the host widens (grey v -> v, v, v, 255; RGB -> A 255). */
+__device__ static inline uint32_t px__src(const px_tile_rec &r, int x, int y)
+{
+    const uint8_t *p = r.src + (long long)y * r.rs + (long long)x * r.ps;
+    if (r.C == 1)
+        return (uint32_t)p[0] * 0x010101u | 0xFF000000u;
+    uint32_t v = (uint32_t)p[0] | (uint32_t)p[r.cs] << 8 | (uint32_t)p[2 * r.cs] << 16;
+    return v | (r.C == 4 ? (uint32_t)p[3 * r.cs] << 24 : 0xFF000000u);
+}
+
+/* The four sums of a run of texels ending in px_resize_clamp; channels the source lacks are
+ * widened afterwards (their own sums would give the same: a constant 255 resizes to 255, and a
+ * grey channel resized is each of R, G and B resized). */
+__device__ static inline uint32_t px__ends(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int C)
+{
+    uint32_t r = px_resize_clamp(a0);
+    if (C == 1)
+        return r * 0x010101u | 0xFF000000u;
+    uint32_t v = r | px_resize_clamp(a1) << 8 | px_resize_clamp(a2) << 16;
+    return v | (C == 4 ? px_resize_clamp(a3) << 24 : 0xFF000000u);
+}
+
+__global__ void px__k_tiles_h(const px_tile_rec *recs, int n)
+{
+    int i = px__find(recs, n, blockIdx.x, 0);
+    const px_tile_rec &r = recs[i];
+    long long p = (long long)(blockIdx.x - r.hb0) * PX_TILES_THREADS + threadIdx.x;
+    if (p >= (long long)r.cw * r.rows)
+        return;
+    int x = (int)(p % r.cw), row = r.row0 + (int)(p / r.cw);
+    int first = r.xf[x], count = r.xc[x];
+    const int *k = r.xk + (size_t)x * (size_t)r.ksx;
+    uint32_t a0 = PX_RESIZE_HALF, a1 = PX_RESIZE_HALF, a2 = PX_RESIZE_HALF, a3 = PX_RESIZE_HALF;
+    const uint8_t *s = r.src + (long long)row * r.rs + (long long)first * r.ps;
+    for (int j = 0; j < count; j++, s += r.ps) {
+        uint32_t kj = (uint32_t)k[j];
+        a0 = px_resize_mac(a0, s[0], kj);
+        if (r.C > 1) {
+            a1 = px_resize_mac(a1, s[r.cs], kj), a2 = px_resize_mac(a2, s[2 * r.cs], kj);
+            if (r.C == 4)
+                a3 = px_resize_mac(a3, s[3 * r.cs], kj);
+        }
+    }
+    r.tmp[p] = px__ends(a0, a1, a2, a3, r.C);
+}
+
+struct px__tiles_out {
+    uint8_t *dst;
+    const uint32_t *table; /* [4][256], or NULL: RGBA8 tiles */
+    int patch, channels, elem, nhwc;
+    size_t tile_bytes;
+};
+
+__global__ void px__k_tiles_v(const px_tile_rec *recs, int n, px__tiles_out o)
+{
+    int i = px__find(recs, n, blockIdx.x, 1);
+    const px_tile_rec &r = recs[i];
+    long long p = (long long)(blockIdx.x - r.vb0) * PX_TILES_THREADS + threadIdx.x;
+    if (p >= (long long)r.w * r.h)
+        return;
+    int x = (int)(p % r.w), y = (int)(p / r.w), ci = x - r.cx, cj = y - r.cy;
+    uint32_t v = r.pad;
+    if (ci >= 0 && ci < r.cw && cj >= 0 && cj < r.ch) {
+        if (r.nearest) {
+            int xi = r.xf[ci], yi = r.yf[cj];
+            v = xi < 0 || yi < 0 ? (r.C == 4 ? 0u : 0xFF000000u) : px__src(r, xi, yi); /* Pillow's fill 0, widened */
+        } else if (!r.hpass && !r.vpass) {
+            v = px__src(r, ci, cj);
+        } else if (!r.vpass) {
+            v = r.tmp[(size_t)(cj - r.row0) * (size_t)r.cw + (size_t)ci];
+        } else {
+            const int *k = r.yk + (size_t)cj * (size_t)r.ksy;
+            int first = r.yf[cj], count = r.yc[cj];
+            uint32_t a0 = PX_RESIZE_HALF, a1 = PX_RESIZE_HALF, a2 = PX_RESIZE_HALF, a3 = PX_RESIZE_HALF;
+            if (r.hpass) {
+                const uint32_t *t = r.tmp + (size_t)(first - r.row0) * (size_t)r.cw + (size_t)ci;
+                for (int j = 0; j < count; j++, t += r.cw) {
+                    uint32_t q = *t, kj = (uint32_t)k[j];
+                    a0 = px_resize_mac(a0, q & 255u, kj), a1 = px_resize_mac(a1, (q >> 8) & 255u, kj);
+                    a2 = px_resize_mac(a2, (q >> 16) & 255u, kj), a3 = px_resize_mac(a3, q >> 24, kj);
+                }
+                v = px__ends(a0, a1, a2, a3, 4);
+            } else {
+                const uint8_t *s = r.src + (long long)first * r.rs + (long long)ci * r.ps;
+                for (int j = 0; j < count; j++, s += r.rs) {
+                    uint32_t kj = (uint32_t)k[j];
+                    a0 = px_resize_mac(a0, s[0], kj);
+                    if (r.C > 1) {
+                        a1 = px_resize_mac(a1, s[r.cs], kj), a2 = px_resize_mac(a2, s[2 * r.cs], kj);
+                        if (r.C == 4)
+                            a3 = px_resize_mac(a3, s[3 * r.cs], kj);
+                    }
+                }
+                v = px__ends(a0, a1, a2, a3, r.C);
+            }
+        }
+    }
+    int P = o.patch, gw = r.w / P;
+    long long t = r.tile0 + (long long)(y / P) * gw + x / P;
+    size_t pp = (size_t)P * (size_t)P, k = (size_t)(y % P) * (size_t)P + (size_t)(x % P);
+    uint8_t *out = o.dst + (size_t)t * o.tile_bytes;
+    if (!o.table) {
+        ((uint32_t *)out)[k] = v;
+        return;
+    }
+    for (int c = 0; c < o.channels; c++) {
+        uint32_t value = __ldg(&o.table[c * 256 + ((v >> (8 * c)) & 255u)]);
+        size_t at = o.nhwc ? k * (size_t)o.channels + (size_t)c : (size_t)c * pp + k;
+        if (o.elem == 4)
+            ((uint32_t *)out)[at] = value;
+        else
+            ((uint16_t *)out)[at] = (uint16_t)value;
+    }
+}
+
+/* ---- the host side ---------------------------------------------------------------------------- */
+
+static size_t px__al(size_t n) { return (n + 255u) & ~(size_t)255u; }
+
+/* One image's part of a block: its tables' ints, its staged pixels, its pass-1 buffer. */
+typedef struct px__img_need {
+    size_t ints, pixels, tmp;
+} px__img_need;
+
+static px__img_need px__need(const px_ragged_job *job, int i, const px_resize_op *op)
+{
+    const pxvm_view *v = &job->img[i].v;
+    px__img_need k;
+    k.ints = (size_t)op->cw * (2u + (size_t)op->tx.ksize) + (size_t)op->ch * (2u + (size_t)op->ty.ksize);
+    k.pixels = v->device >= 0 ? 0u : px__al((size_t)v->w * (size_t)v->h * (size_t)v->channels);
+    int nearest = op->filter == PX_RESIZE_NEAREST && !op->copy;
+    k.tmp = nearest || !op->hpass ? 0u : px__al((size_t)op->cw * (size_t)op->rows * 4u);
+    return k;
+}
+
+/* Copies n bytes with up to 8 threads (a pinned block is filled at the memory's speed, not one
+ * core's). */
+static void px__copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t parts = n >> 23; /* one thread per 8 MiB, at most 8 */
+    if (parts < 2) {
+        memcpy(dst, src, n);
+        return;
+    }
+    if (parts > 8)
+        parts = 8;
+    std::thread th[8];
+    size_t step = (n / parts + 63u) & ~(size_t)63u;
+    for (size_t k = 0; k < parts; k++) {
+        size_t a = k * step, b = a + step < n ? a + step : n;
+        if (a < b)
+            th[k] = std::thread(memcpy, dst + a, src + a, b - a);
+    }
+    for (size_t k = 0; k < parts; k++)
+        if (th[k].joinable())
+            th[k].join();
+}
+
+/* A host view's pixels packed as interleaved rows into dst (w * h * C bytes). */
+static void px__stage_view(const pxvm_view *v, uint8_t *dst)
+{
+    size_t row = (size_t)v->w * (size_t)v->channels;
+    if (v->ch_stride == 1 && v->px_stride == v->channels && v->row_stride == (int64_t)row) {
+        px__copy(dst, (const uint8_t *)v->data, row * (size_t)v->h);
+        return;
+    }
+    for (int y = 0; y < v->h; y++)
+        for (int x = 0; x < v->w; x++)
+            for (int c = 0; c < v->channels; c++)
+                dst[(size_t)y * row + (size_t)x * (size_t)v->channels + (size_t)c] =
+                    ((const uint8_t *)v->data)[(int64_t)y * v->row_stride + (int64_t)x * v->px_stride +
+                                               (int64_t)c * v->ch_stride];
+}
+
+static int px__part_room(px_ragged_part *pt, size_t h, size_t d, pxvm_error *err)
+{
+    if (pt->have_event)
+        PX__CK(cudaEventSynchronize(pt->copied)); /* the block's last copy has left it */
+    if (h > pt->cap_h) {
+        if (pt->h)
+            cudaFreeHost(pt->h);
+        pt->h = NULL, pt->cap_h = 0;
+        PX__CK(cudaHostAlloc((void **)&pt->h, h, cudaHostAllocDefault));
+        pt->cap_h = h;
+    }
+    if (d > pt->cap_d) {
+        if (pt->d)
+            cudaFree(pt->d); /* the stream's work on it is done: the part's event came after it */
+        pt->d = NULL, pt->cap_d = 0;
+        PX__CK(cudaMalloc((void **)&pt->d, d));
+        pt->cap_d = d;
+    }
+    if (!pt->have_event) {
+        PX__CK(cudaEventCreateWithFlags(&pt->copied, cudaEventDisableTiming));
+        pt->have_event = 1;
+    }
+    return 0;
+}
+
+void px__ragged_free(pxvm_executor *ex)
+{
+    px_gpu_ragged *g = ex->ragged;
+    if (!g)
+        return;
+    for (int k = 0; k < 2; k++) {
+        px_ragged_part *pt = &g->part[k];
+        if (pt->have_event)
+            cudaEventSynchronize(pt->copied), cudaEventDestroy(pt->copied);
+        cudaFreeHost(pt->h), cudaFree(pt->d);
+    }
+    free(g);
+    ex->ragged = NULL;
+}
+
+/* Images [a, b) as one part: the block filled, copied, the two kernels launched. */
+static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int b, const px_resize_op *ops,
+                        uint8_t *d_out, pxvm_error *err)
+{
+    px_gpu_ragged *g = ex->ragged;
+    px_ragged_part *pt = &g->part[g->turn];
+    g->turn ^= 1;
+    int n = b - a;
+    size_t recs = px__al(sizeof(px_tile_rec) * (size_t)n), ints = 0, pixels = 0, tmp = 0;
+    size_t vals = job->table ? px__al(sizeof(uint32_t) * 4u * 256u) : 0u;
+    for (int i = a; i < b; i++) {
+        px__img_need k = px__need(job, i, &ops[i - a]);
+        ints += k.ints, pixels += k.pixels, tmp += k.tmp;
+    }
+    size_t ints_bytes = px__al(ints * sizeof(int32_t));
+    size_t h_bytes = recs + ints_bytes + vals + pixels;
+    if (px__part_room(pt, h_bytes, h_bytes + tmp, err) < 0)
+        return -1;
+    px_tile_rec *rec = (px_tile_rec *)(void *)pt->h;
+    int32_t *hi = (int32_t *)(void *)(pt->h + recs), *di = (int32_t *)(void *)(pt->d + recs);
+    uint8_t *hp = pt->h + recs + ints_bytes + vals, *dp = pt->d + recs + ints_bytes + vals;
+    uint8_t *dt = pt->d + h_bytes;
+    if (job->table)
+        memcpy(pt->h + recs + ints_bytes, job->table->value, sizeof(uint32_t) * 4u * 256u);
+    long long hb = 0, vb = 0;
+    size_t io = 0, po = 0, to = 0;
+    for (int i = a; i < b; i++) {
+        const px_resize_op *op = &ops[i - a];
+        const px_ragged_image *im = &job->img[i];
+        const pxvm_view *v = &im->v;
+        px_tile_rec *r = &rec[i - a];
+        memset(r, 0, sizeof *r);
+        r->C = v->channels, r->sw = v->w, r->sh = v->h, r->w = im->w, r->h = im->h;
+        r->cx = op->cx, r->cy = op->cy, r->cw = op->cw, r->ch = op->ch, r->pad = op->pad;
+        r->nearest = op->filter == PX_RESIZE_NEAREST && !op->copy;
+        r->hpass = op->hpass && !r->nearest, r->vpass = op->vpass && !r->nearest;
+        r->row0 = op->row0, r->rows = r->hpass ? op->rows : 0;
+        r->ksx = op->tx.ksize, r->ksy = op->ty.ksize;
+        r->tile0 = im->tile0;
+        if (v->device >= 0) {
+            r->src = (const uint8_t *)v->data, r->rs = v->row_stride, r->ps = v->px_stride, r->cs = v->ch_stride;
+        } else {
+            px__stage_view(v, hp + po);
+            r->src = dp + po, r->ps = v->channels, r->cs = 1, r->rs = (long long)v->w * v->channels;
+            po += px__al((size_t)v->w * (size_t)v->h * (size_t)v->channels);
+        }
+        const int32_t *parts[6] = {op->tx.first, op->tx.count, op->tx.k, op->ty.first, op->ty.count, op->ty.k};
+        size_t lens[6] = {(size_t)op->cw, (size_t)op->cw, (size_t)op->cw * (size_t)op->tx.ksize, (size_t)op->ch,
+                          (size_t)op->ch, (size_t)op->ch * (size_t)op->ty.ksize};
+        const int **dev[6] = {&r->xf, &r->xc, &r->xk, &r->yf, &r->yc, &r->yk};
+        for (int k = 0; k < 6; k++) {
+            if (lens[k])
+                memcpy(hi + io, parts[k], lens[k] * sizeof(int32_t));
+            *dev[k] = di + io;
+            io += lens[k];
+        }
+        if (r->rows) {
+            r->tmp = (uint32_t *)(void *)(dt + to);
+            to += px__al((size_t)op->cw * (size_t)op->rows * 4u);
+        }
+        r->hb0 = hb, r->vb0 = vb;
+        hb += ((long long)r->cw * r->rows + PX_TILES_THREADS - 1) / PX_TILES_THREADS;
+        vb += ((long long)r->w * r->h + PX_TILES_THREADS - 1) / PX_TILES_THREADS;
+    }
+    PX__CK(cudaMemcpyAsync(pt->d, pt->h, h_bytes, cudaMemcpyHostToDevice, ex->stream));
+    PX__CK(cudaEventRecord(pt->copied, ex->stream));
+    if (hb > 0) {
+        px__k_tiles_h<<<(unsigned)hb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n);
+        PX__CK(cudaGetLastError());
+    }
+    px__tiles_out o;
+    o.dst = d_out, o.table = job->table ? (const uint32_t *)(void *)(pt->d + recs + ints_bytes) : NULL;
+    o.patch = job->patch, o.channels = job->table ? job->table->channels : 4, o.elem = job->table ? job->table->elem : 1;
+    o.nhwc = job->table && job->table->layout == PXVM_TOKENS_NHWC, o.tile_bytes = job->tile_bytes;
+    px__k_tiles_v<<<(unsigned)vb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n, o);
+    PX__CK(cudaGetLastError());
+    return 0;
+}
+
+int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
+{
+    PX__CK(cudaSetDevice(ex->device));
+    if (job->dst_device >= 0) {
+        if (px__check_device_ptr(ex, job->dst, "tiles", err) < 0)
+            return -1;
+    }
+    for (int i = 0; i < job->n; i++)
+        if (job->img[i].v.device >= 0 && px__check_device_ptr(ex, job->img[i].v.data, "input", err) < 0) {
+            *job->failed = i;
+            return -1;
+        }
+    if (!ex->ragged && !(ex->ragged = (px_gpu_ragged *)calloc(1, sizeof *ex->ragged)))
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex->ragged);
+    uint64_t budget = job->max_memory / 4u;
+    if (budget > (256ull << 20))
+        budget = 256ull << 20;
+    px_resize_op *ops = (px_resize_op *)calloc((size_t)job->n, sizeof *ops);
+    if (!ops)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)job->n * sizeof *ops);
+    /* a host dst: the tiles on the device, then one copy back */
+    uint8_t *d_out = (uint8_t *)job->dst;
+    size_t out_bytes = (size_t)job->tiles * job->tile_bytes;
+    int rc = 0;
+    if (job->dst_device < 0) {
+        cudaError_t e = cudaMallocAsync((void **)&d_out, out_bytes ? out_bytes : 1u, ex->stream);
+        if (e != cudaSuccess)
+            rc = px__cuda_fail(err, "allocating the tiles", e, __FILE__, __LINE__);
+    }
+    int a = 0;
+    uint64_t held = 0;
+    for (int i = 0; i < job->n && !rc; i++) {
+        if (px_ragged_op(job, i, &ops[i], err) < 0) {
+            rc = -1;
+            break;
+        }
+        px__img_need k = px__need(job, i, &ops[i]);
+        uint64_t need = k.ints * 4u + k.pixels + k.tmp + sizeof(px_tile_rec);
+        if (need > job->max_memory) {
+            char m[200];
+            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
+                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
+                     (unsigned long long)need, (unsigned long long)job->max_memory);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            *job->failed = i;
+            break;
+        }
+        if (i > a && held + need > budget) { /* images a .. i-1 go as a part */
+            rc = px__part_run(ex, job, a, i, ops + a, d_out, err);
+            for (int j = a; j < i; j++)
+                px_resize_op_free(&ops[j]);
+            a = i, held = 0;
+        }
+        held += need;
+    }
+    if (!rc && a < job->n)
+        rc = px__part_run(ex, job, a, job->n, ops + a, d_out, err);
+    for (int j = 0; j < job->n; j++)
+        px_resize_op_free(&ops[j]);
+    free(ops);
+    if (job->dst_device < 0 && d_out) {
+        cudaError_t e = rc ? cudaSuccess : cudaMemcpyAsync(job->dst, d_out, out_bytes, cudaMemcpyDeviceToHost, ex->stream);
+        cudaError_t f = cudaFreeAsync(d_out, ex->stream);
+        if (e == cudaSuccess)
+            e = f;
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(ex->stream);
+        if (!rc && e != cudaSuccess)
+            rc = px__cuda_fail(err, "reading tiles to the host", e, __FILE__, __LINE__);
+        return rc;
+    }
+    if (rc)
+        return rc;
+    return px__join_out(ex, err);
+}

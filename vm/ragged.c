@@ -1,0 +1,285 @@
+/* ragged.c - a batch of images resized by a policy and cut into tiles: the plan both executors
+ * share and the host's work (tiles.h). */
+#include "ragged.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../isa/px_resize.h"
+#include "../isa/px_sem.h"
+
+/* err's message prefixed with the image it is about ("image 3: ..."), *failed = i. */
+static int px__about(pxvm_error *err, int i, int *failed)
+{
+    char pre[24];
+    size_t k = (size_t)snprintf(pre, sizeof pre, "image %d: ", i), len = 0;
+    while (len < sizeof err->msg - 1 && err->msg[len])
+        len++;
+    if (len + k > sizeof err->msg - 1)
+        len = sizeof err->msg - 1 - k;
+    memmove(err->msg + k, err->msg, len);
+    memcpy(err->msg, pre, k);
+    err->msg[k + len] = 0;
+    if (failed)
+        *failed = i;
+    return -1;
+}
+
+int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, const int *wh, px_policy *pol,
+                   int *out_wh, int64_t *offsets, int *failed, pxvm_error *err)
+{
+    if (failed)
+        *failed = -1;
+    if (!policy || n < 0 || (n && (!wh || !offsets)))
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: a NULL argument or n < 0");
+    if (patch < 1 || patch > 256) {
+        char m[96];
+        snprintf(m, sizeof m, "tiles: patch must be 1..256, not %d", patch);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    if (px_policy_parse(policy, pol, err) < 0)
+        return -1;
+    int dynamic = pol->kind == PX_POLICY_DYNAMIC;
+    if (dynamic && px_policy_dynamic_patch(pol, patch, err) < 0)
+        return -1;
+    if (pol->kind == PX_POLICY_NATIVE)
+        return pxvm_fail(err, PXE_USAGE, -1, -1,
+                         "tiles: policy native keeps each image's size, which need not be a multiple of the patch: use "
+                         "dynamic, or stretch, fit or exact with a size");
+    if (dynamic ? out_w || out_h
+                : out_w < 1 || out_h < 1 || out_w % patch || out_h % patch || out_w > PX_RESIZE_MAX_SIDE ||
+                      out_h > PX_RESIZE_MAX_SIDE) {
+        char m[200];
+        snprintf(m, sizeof m,
+                 dynamic ? "tiles: policy dynamic gives each image its own size: out_w and out_h are 0, not %dx%d"
+                         : "tiles: out_w x out_h (%dx%d) must be multiples of the patch, 1..2^24",
+                 out_w, out_h);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    offsets[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int w = wh[2 * i], h = wh[2 * i + 1], ow = out_w, oh = out_h;
+        if (w < 1 || h < 1 || w > PX_RESIZE_MAX_SIDE || h > PX_RESIZE_MAX_SIDE) {
+            char m[96];
+            snprintf(m, sizeof m, "tiles: a %dx%d image (sides are 1..2^24)", w, h);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
+        if (dynamic && px_dynamic_size(pol, w, h, &ow, &oh, err) < 0)
+            return px__about(err, i, failed);
+        if (pol->kind == PX_POLICY_EXACT && (w != ow || h != oh)) {
+            char m[128];
+            snprintf(m, sizeof m, "policy exact: a %dx%d image is not %dx%d", w, h, ow, oh);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
+        if (out_wh)
+            out_wh[2 * i] = ow, out_wh[2 * i + 1] = oh;
+        offsets[i + 1] = offsets[i] + (int64_t)(ow / patch) * (oh / patch);
+    }
+    return 0;
+}
+
+void px_ragged_job_free(px_ragged_job *job)
+{
+    free(job->img);
+    job->img = NULL;
+}
+
+int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ragged *t, pxvm_token_table *table,
+                     uint64_t max_memory, pxvm_error *err)
+{
+    memset(job, 0, sizeof *job);
+    if (!t || n < 1 || !views)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: no images (n < 1), or a NULL argument");
+    t->failed = -1;
+    job->failed = &t->failed;
+    int *wh = malloc(sizeof(int) * 4u * (size_t)n);
+    int64_t *off = malloc(sizeof(int64_t) * ((size_t)n + 1u));
+    job->img = calloc((size_t)n, sizeof *job->img);
+    if (!wh || !off || !job->img) {
+        free(wh), free(off), px_ragged_job_free(job);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n * 64ull);
+    }
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (pxvm_check_input_view(1, 0, &views[i], err) < 0 || (views[i].items != 1 &&
+                                                                 pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
+                                                                           "a tile batch takes one item per view") < 0))
+            rc = px__about(err, i, job->failed);
+        else
+            wh[2 * i] = views[i].w, wh[2 * i + 1] = views[i].h;
+    }
+    if (!rc)
+        rc = px_ragged_sizes(t->policy, t->patch, t->out_w, t->out_h, n, wh, &job->policy, wh + 2 * n, off,
+                            job->failed, err);
+    if (!rc && t->fmt && pxvm_token_table_build(t->fmt, table, err) < 0)
+        rc = -1;
+    if (!rc) {
+        job->n = n, job->patch = t->patch, job->table = t->fmt ? table : NULL;
+        job->fit = job->policy.kind == PX_POLICY_FIT;
+        job->pad = (uint32_t)job->policy.pad[0] | (uint32_t)job->policy.pad[1] << 8 |
+                   (uint32_t)job->policy.pad[2] << 16 | (uint32_t)job->policy.pad[3] << 24;
+        size_t pp = (size_t)t->patch * (size_t)t->patch;
+        job->tile_bytes = table ? pp * (size_t)table->channels * (size_t)table->elem : pp * 4u;
+        job->tiles = off[n];
+        job->dst = t->dst, job->dst_device = t->dst_device, job->max_memory = max_memory;
+        for (int i = 0; i < n; i++) {
+            px_ragged_image *im = &job->img[i];
+            im->v = views[i], im->w = wh[2 * (n + i)], im->h = wh[2 * (n + i) + 1];
+            im->tile0 = off[i], im->tiles = off[i + 1] - off[i];
+        }
+        unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
+        size_t align = table && t->fmt ? (size_t)table->elem : 1u;
+        if (t->dst && (uintptr_t)t->dst % align) {
+            char m[120];
+            snprintf(m, sizeof m, "tiles: dst must be aligned to its dtype (%zu bytes)", align);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
+        } else if (!t->dst || need > t->dst_bytes) {
+            char m[200];
+            snprintf(m, sizeof m, "tiles: dst %s %zu bytes; the %lld tiles take %llu", t->dst ? "has" : "is NULL, of",
+                     t->dst_bytes, (long long)job->tiles, (unsigned long long)need);
+            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
+        }
+    }
+    free(wh), free(off);
+    if (rc)
+        px_ragged_job_free(job);
+    return rc;
+}
+
+int px_ragged_op(const px_ragged_job *job, int i, px_resize_op *op, pxvm_error *err)
+{
+    const px_ragged_image *im = &job->img[i];
+    if (px_resize_op_sizes(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, job->pad, op, err) < 0)
+        return px__about(err, i, job->failed);
+    return 0;
+}
+
+/* A resized image inside its canvas: the content at (cx, cy), pad around it. */
+typedef struct px__canvas {
+    const uint8_t *px; /* the content, cw x ch texels of `channels` bytes, rows `stride` apart */
+    int64_t stride;
+    int channels;
+    int cx, cy, cw, ch;
+    uint32_t pad;
+} px__canvas;
+
+/* Canvas row y into row[0 .. w) as RGBA texels. */
+static void px__canvas_row(const px__canvas *c, int y, int w, uint32_t *row)
+{
+    int j = y - c->cy, x0 = c->cx, x1 = c->cx + c->cw;
+    if (j < 0 || j >= c->ch)
+        x0 = x1 = w; /* all pad */
+    for (int x = 0; x < x0 && x < w; x++)
+        row[x] = c->pad;
+    const uint8_t *p = c->px + (int64_t)(j < 0 ? 0 : j) * c->stride;
+    if (x0 < x1)
+        switch (c->channels) {
+        case 1:
+            for (int x = x0; x < x1; x++, p++)
+                row[x] = (uint32_t)p[0] * 0x010101u | 0xFF000000u;
+            break;
+        case 3:
+            for (int x = x0; x < x1; x++, p += 3)
+                row[x] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | 0xFF000000u;
+            break;
+        default:
+            memcpy(row + x0, p, (size_t)(x1 - x0) * 4u);
+        }
+    for (int x = x1 > x0 ? x1 : x0; x < w; x++)
+        row[x] = c->pad;
+}
+
+/* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row. */
+static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im, const px__canvas *c, uint32_t *row)
+{
+    const int p = job->patch, gw = im->w / p, gh = im->h / p;
+    const pxvm_token_table *t = job->table;
+    const size_t pp = (size_t)p * (size_t)p;
+    uint8_t *base = (uint8_t *)job->dst + (size_t)im->tile0 * job->tile_bytes;
+    for (int y = 0; y < im->h; y++) {
+        int ty = y / p, r = y % p;
+        px__canvas_row(c, y, im->w, row);
+        for (int tx = 0; tx < gw; tx++) {
+            uint8_t *out = base + ((size_t)ty * (size_t)gw + (size_t)tx) * job->tile_bytes;
+            const uint32_t *s = row + (size_t)tx * (size_t)p;
+            if (!t) {
+                memcpy(out + 4u * (size_t)r * (size_t)p, s, 4u * (size_t)p);
+                continue;
+            }
+            for (int ch = 0; ch < t->channels; ch++) {
+                const uint32_t *tab = t->value[ch];
+                int sh = 8 * ch;
+                if (t->layout == PXVM_TOKENS_NHWC) {
+                    size_t o = (size_t)r * (size_t)p * (size_t)t->channels + (size_t)ch;
+                    for (int q = 0; q < p; q++, o += (size_t)t->channels) {
+                        uint32_t value = tab[(s[q] >> sh) & 255u];
+                        if (t->elem == 4)
+                            memcpy(out + 4u * o, &value, 4);
+                        else {
+                            uint16_t h = (uint16_t)value;
+                            memcpy(out + 2u * o, &h, 2);
+                        }
+                    }
+                } else if (t->elem == 4) {
+                    uint32_t *o = (uint32_t *)(void *)(out + 4u * ((size_t)ch * pp + (size_t)r * (size_t)p));
+                    for (int q = 0; q < p; q++)
+                        o[q] = tab[(s[q] >> sh) & 255u];
+                } else {
+                    uint16_t *o = (uint16_t *)(void *)(out + 2u * ((size_t)ch * pp + (size_t)r * (size_t)p));
+                    for (int q = 0; q < p; q++)
+                        o[q] = (uint16_t)tab[(s[q] >> sh) & 255u];
+                }
+            }
+        }
+    }
+    (void)gh;
+}
+
+int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_error *err)
+{
+    const px_ragged_image *im = &job->img[i];
+    const pxvm_view *v = &im->v;
+    int sw = v->w, sh = v->h, C = v->channels;
+    /* the resize reads interleaved rows: a view of other strides is packed first */
+    const uint8_t *src = v->data;
+    int64_t sstride = v->row_stride;
+    uint8_t *packed = NULL;
+    if (v->ch_stride != 1 || v->px_stride != C) {
+        packed = malloc((size_t)sw * (size_t)sh * (size_t)C);
+        if (!packed)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sw * sh * C);
+        for (int y = 0; y < sh; y++)
+            for (int x = 0; x < sw; x++)
+                for (int c = 0; c < C; c++)
+                    packed[((size_t)y * sw + x) * C + c] =
+                        ((const uint8_t *)v->data)[y * v->row_stride + x * v->px_stride + c * v->ch_stride];
+        src = packed, sstride = (int64_t)sw * C;
+    }
+    int nw, nh, ox, oy;
+    px_resize_fit(sw, sh, im->w, im->h, job->fit, &nw, &nh, &ox, &oy);
+    px__canvas c = {src, sstride, C, ox, oy, nw, nh, job->pad};
+    uint8_t *tmp = NULL;
+    int rc = 0;
+    if (nw != sw || nh != sh) {
+        tmp = malloc((size_t)nw * (size_t)nh * (size_t)C);
+        if (!tmp)
+            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * nh * C);
+        else
+            rc = px_resize_rgba8_threads(src, sw, sh, sstride, tmp, nw, nh, (int64_t)nw * C, job->policy.filter, C,
+                                         threads, err);
+        c.px = tmp, c.stride = (int64_t)nw * C;
+    }
+    uint32_t *row = rc ? NULL : malloc((size_t)im->w * 4u);
+    if (!rc && !row)
+        rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)im->w * 4ull);
+    if (!rc)
+        px__write_tiles(job, im, &c, row);
+    free(row);
+    free(tmp);
+    free(packed);
+    return rc < 0 ? px__about(err, i, NULL) : 0;
+}

@@ -766,43 +766,23 @@ PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, 
 }
 
 /* px__switch_size's change by a resolution of the program at the new size (kept: px__resolved),
- * switched to by the executor's retarget (or a load) */
+ * switched to by the executor's retarget */
 static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
 {
-    const pxvm_program *poly = &run->prog->p, *next;
+    const pxvm_program *next;
     int wh[2 * (PXVM_MAX_SLOTS + 1)];
     px__sizes_wanted(run, slot, w, h, wh);
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
-    if (run->ops->retarget) {
-        if (run->ops->retarget(run->ex, next, err) < 0)
-            return px__retarget_failed(run, slot, err);
-        run->param_live = 0;
-    } else {
-        /* Until every executor has retarget (branch retarget): reload, which restarts everything;
-         * safe only when nothing but this slot and the fixations (given again) is bound. */
-        for (int k = 1; k < poly->nslots; k++)
-            for (int b = 0; k != slot && b < run->batch; b++)
-                if (run->bound[(size_t)k * (size_t)run->batch + (size_t)b])
-                    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                                     "this executor cannot change the size of an any-size input while another input "
-                                     "stays bound (it has no retarget op): bind that input again after this one");
-        for (size_t i = 0; i < (size_t)run->batch * PX_FIX_REGS; i++)
-            if (run->fix_kind[i] == PX_FIX_DEVICE)
-                return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                                 "this executor cannot change the size of an any-size input while fixations given in "
-                                 "device memory stay set (it has no retarget op): set them again after the bind");
-        if (poly->uses_video)
-            return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                             "this executor cannot change the size of an any-size input of a video program (it has no "
-                             "retarget op)");
-        if (run->ops->load(run->ex, next, run->batch, err) < 0)
-            return -1;
-    }
-    int reloaded = !run->ops->retarget;
+    if (!run->ops->retarget) /* both executors have it; an executor of a test may not */
+        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
+                         "this executor cannot change the size of an any-size input (it has no retarget op)");
+    if (run->ops->retarget(run->ex, next, err) < 0)
+        return px__retarget_failed(run, slot, err);
+    run->param_live = 0;
     run->cur = next;
     memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
-    return px__refix(run, reloaded, err);
+    return px__refix(run, 0, err);
 }
 
 /* ---- runners -------------------------------------------------------------------------------- */

@@ -44,10 +44,11 @@ struct px_tile_rec {
     long long hb0, vb0; /* the first block of the image in pass 1 and pass 2 */
 };
 
-struct px_ragged_part { /* one block of a part, host and device twins, and when its copy is done */
+struct px_ragged_part { /* one block of a part, host and device twins; when its upload is done
+                         * (on the copy stream) and when the kernels that read it are (on the stream) */
     uint8_t *h, *d;
     size_t cap_h, cap_d;
-    cudaEvent_t copied;
+    cudaEvent_t copied, done;
     int have_event, used;
 };
 
@@ -317,14 +318,17 @@ static int px__part_room(px_ragged_part *pt, size_t h, size_t d, pxvm_error *err
         pt->cap_h = h;
     }
     if (d > pt->cap_d) {
-        if (pt->d)
-            cudaFree(pt->d); /* the stream's work on it is done: the part's event came after it */
+        if (pt->d) {
+            PX__CK(cudaEventSynchronize(pt->done)); /* the kernels that read it are done */
+            cudaFree(pt->d);
+        }
         pt->d = NULL, pt->cap_d = 0;
         PX__CK(cudaMalloc((void **)&pt->d, d));
         pt->cap_d = d;
     }
     if (!pt->have_event) {
         PX__CK(cudaEventCreateWithFlags(&pt->copied, cudaEventDisableTiming));
+        PX__CK(cudaEventCreateWithFlags(&pt->done, cudaEventDisableTiming));
         pt->have_event = 1;
     }
     return 0;
@@ -338,7 +342,7 @@ void px__ragged_free(pxvm_executor *ex)
     for (int k = 0; k < 2; k++) {
         px_ragged_part *pt = &g->part[k];
         if (pt->have_event)
-            cudaEventSynchronize(pt->copied), cudaEventDestroy(pt->copied);
+            cudaEventSynchronize(pt->done), cudaEventDestroy(pt->copied), cudaEventDestroy(pt->done);
         cudaFreeHost(pt->h), cudaFree(pt->d);
     }
     delete g;
@@ -410,8 +414,16 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
         vb += ((long long)r->w * r->h + PX_TILES_THREADS - 1) / PX_TILES_THREADS;
     }
     g->copy.run();
-    PX__CK(cudaMemcpyAsync(pt->d, pt->h, h_bytes, cudaMemcpyHostToDevice, ex->stream));
-    PX__CK(cudaEventRecord(pt->copied, ex->stream));
+    /* the upload on the copy stream, after the kernels that last read this block: it overlaps the
+     * kernels of the other part */
+    if (!ex->copy_stream)
+        PX__CK(cudaStreamCreateWithFlags(&ex->copy_stream, cudaStreamNonBlocking));
+    if (pt->used)
+        PX__CK(cudaStreamWaitEvent(ex->copy_stream, pt->done, 0));
+    PX__CK(cudaMemcpyAsync(pt->d, pt->h, h_bytes, cudaMemcpyHostToDevice, ex->copy_stream));
+    PX__CK(cudaEventRecord(pt->copied, ex->copy_stream));
+    PX__CK(cudaStreamWaitEvent(ex->stream, pt->copied, 0));
+    pt->used = 1;
     if (hb > 0) {
         px__k_tiles_h<<<(unsigned)hb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n);
         PX__CK(cudaGetLastError());
@@ -422,6 +434,7 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
     o.nhwc = job->table && job->table->layout == PXVM_TOKENS_NHWC, o.tile_bytes = job->tile_bytes;
     px__k_tiles_v<<<(unsigned)vb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n, o);
     PX__CK(cudaGetLastError());
+    PX__CK(cudaEventRecord(pt->done, ex->stream));
     return 0;
 }
 

@@ -487,6 +487,15 @@ int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n,
  * than that goes through in parts. Nothing is written to dst on an argument error. */
 int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
 
+/* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]"
+ * or "exact") to out_w x out_h (0, 0: the slot's size; an any-size input needs them) where the
+ * executor keeps its data (cuda: on its GPU, from host memory or CUDA memory of its device): the
+ * bytes pxvm_image_fit gives, bound as pxvm_runner_bind binds them. The view may be reused when
+ * the call returns. A bad policy, native or dynamic (the slot takes one size here: dynamic tokens
+ * are pxvm_runner_ragged's), or a size that is not the slot's: PXVM_USAGE naming it. */
+int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, const char *policy,
+                             int out_w, int out_h);
+
 #ifdef __cplusplus
 }
 #endif

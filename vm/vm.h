@@ -419,6 +419,10 @@ typedef struct pxvm_executor_ops {
     /* A batch of images resized by a policy and cut into tiles (vm/ragged.h: the job is checked
      * and planned; public pxvm_runner_ragged). Touches nothing of the loaded program. */
     int (*ragged)(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
+    /* Memory of at least `bytes` the executor owns where it keeps its data (*device -1: host; else
+     * CUDA memory of that device), valid until the next scratch call or close, and usable by work
+     * the executor enqueues before then (a later call frees the old memory in stream order). */
+    int (*scratch)(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

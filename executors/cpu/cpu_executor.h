@@ -56,6 +56,9 @@ struct pxvm_executor {
     struct px_resize_op **resize;
     uint8_t *resize_tmp;
     uint32_t ninsns; /* of the loaded program, for unload */
+    /* the scratch op's memory (vm.h), kept until the next scratch call or close */
+    uint8_t *scratch;
+    size_t scratch_cap;
     /* retarget: per item and slot, the bytes all_store holds (an input's storage only grows);
      * NULL until the first retarget, when every entry is the slot's bytes */
     uint64_t *store_cap;
@@ -129,6 +132,7 @@ int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxv
 /* tiles.c: the ops' tiles (vm/ragged.h), images spread over the pool, largest first. */
 struct px_ragged_job;
 int px_cpu_ragged(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
+int px_cpu_scratch(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
 int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 int px_cpu_borrow(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err);
 void px_cpu_release(pxvm_executor *ex, int slot, int item0, int items);

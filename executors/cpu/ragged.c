@@ -34,6 +34,18 @@ static int px__larger_first(const void *a, const void *b, void *arg)
     return px > py ? -1 : px < py ? 1 : *(const int *)a - *(const int *)b;
 }
 
+int px_cpu_scratch(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err)
+{
+    if (bytes > ex->scratch_cap) {
+        uint8_t *p = realloc(ex->scratch, bytes);
+        if (!p)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        ex->scratch = p, ex->scratch_cap = bytes;
+    }
+    *ptr = ex->scratch, *device = -1;
+    return 0;
+}
+
 int px_cpu_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
 {
     if (job->dst_device >= 0)

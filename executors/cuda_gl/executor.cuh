@@ -264,6 +264,7 @@ int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
 struct px_ragged_job;
 int px__gl_ragged(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);
 void px__ragged_free(pxvm_executor *ex);
+int px__gl_scratch(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
 
 /* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
  * end of a call that enqueued work (without a caller's stream, it waits for the work). */

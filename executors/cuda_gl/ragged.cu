@@ -202,6 +202,13 @@ static px__img_need px__need(const px_ragged_job *job, int i, const px_resize_op
     return k;
 }
 
+/* What image i holds on the device while its part runs (the part's budget counts these). */
+static uint64_t px__image_bytes(const px_ragged_job *job, int i, const px_resize_op *op)
+{
+    px__img_need k = px__need(job, i, op);
+    return k.ints * 4u + k.pixels + k.tmp + sizeof(px_tile_rec);
+}
+
 /* Copies n bytes with up to 8 threads (a pinned block is filled at the memory's speed, not one
  * core's). */
 static void px__copy(uint8_t *dst, const uint8_t *src, size_t n)
@@ -367,16 +374,36 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
         if (px__check_device_ptr(ex, job->dst, "tiles", err) < 0)
             return -1;
     }
-    for (int i = 0; i < job->n; i++)
-        if (job->img[i].v.device >= 0 && px__check_device_ptr(ex, job->img[i].v.data, "input", err) < 0) {
+    for (int i = 0; i < job->n; i++) {
+        char what[24];
+        snprintf(what, sizeof what, "image %d", i);
+        if (job->img[i].v.device >= 0 && px__check_device_ptr(ex, job->img[i].v.data, what, err) < 0) {
             *job->failed = i;
             return -1;
         }
+    }
     if (!ex->ragged && !(ex->ragged = (px_gpu_ragged *)calloc(1, sizeof *ex->ragged)))
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex->ragged);
     uint64_t budget = job->max_memory / 4u;
     if (budget > (256ull << 20))
         budget = 256ull << 20;
+    /* every image's bytes checked before any part runs: a refusal writes nothing to dst (the
+     * tables are built again below, one part at a time, to hold only a part's) */
+    for (int i = 0; i < job->n; i++) {
+        px_resize_op op;
+        if (px_ragged_op(job, i, &op, err) < 0)
+            return -1;
+        uint64_t need = px__image_bytes(job, i, &op);
+        px_resize_op_free(&op);
+        if (need > job->max_memory) {
+            char m[200];
+            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
+                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
+                     (unsigned long long)need, (unsigned long long)job->max_memory);
+            *job->failed = i;
+            return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+        }
+    }
     px_resize_op *ops = (px_resize_op *)calloc((size_t)job->n, sizeof *ops);
     if (!ops)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)job->n * sizeof *ops);
@@ -396,17 +423,7 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
             rc = -1;
             break;
         }
-        px__img_need k = px__need(job, i, &ops[i]);
-        uint64_t need = k.ints * 4u + k.pixels + k.tmp + sizeof(px_tile_rec);
-        if (need > job->max_memory) {
-            char m[200];
-            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
-                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
-                     (unsigned long long)need, (unsigned long long)job->max_memory);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
-            *job->failed = i;
-            break;
-        }
+        uint64_t need = px__image_bytes(job, i, &ops[i]);
         if (i > a && held + need > budget) { /* images a .. i-1 go as a part */
             rc = px__part_run(ex, job, a, i, ops + a, d_out, err);
             for (int j = a; j < i; j++)

@@ -71,6 +71,8 @@ typedef struct px_rimg {
     int w, h, c;
     uint8_t *hwc;
     uint8_t *mem; /* the view's memory */
+    size_t bytes;  /* mem's */
+    int64_t off;   /* v.data - mem */
     pxvm_view v;
 } px_rimg;
 
@@ -112,6 +114,7 @@ static void px__rimg(px_rimg *m, int w, int h, int c, int kind, uint64_t seed)
         for (int x = 0; x < w; x++)
             for (int k = 0; k < c; k++)
                 m->mem[off + y * rs + x * ps + k * cs] = m->hwc[((size_t)y * (size_t)w + (size_t)x) * (size_t)c + (size_t)k];
+    m->bytes = bytes, m->off = off;
     m->v = pxvm_view_host(m->mem + off, w, h, c);
     m->v.row_stride = rs, m->v.px_stride = ps, m->v.ch_stride = cs;
     m->v.item_stride = 0;
@@ -131,8 +134,21 @@ static void px__rimg_free(px_rimg *m)
 static int px__reference(const px_rimg *m, const char *policy, int p, int ow, int oh, uint8_t **tiles)
 {
     *tiles = NULL;
-    uint8_t *rgba = NULL;
-    if (pxvm_image_fit_channels(m->hwc, m->w, m->h, m->c, ow, oh, policy, &rgba)) {
+    /* the image widened to RGBA (SPEC 2: grey v -> (v, v, v, 255), RGB -> (r, g, b, 255)) and
+     * resized by pxvm_image_fit (RESIZE's bytes), which pxvm_image_fit_channels must equal */
+    uint8_t *rgba = NULL, *by_channels = NULL;
+    uint8_t *w4 = malloc((size_t)m->w * (size_t)m->h * 4u);
+    for (size_t i = 0; i < (size_t)m->w * (size_t)m->h; i++)
+        for (int k = 0; k < 4; k++)
+            w4[4 * i + (size_t)k] = k == 3 && m->c < 4 ? 255 : m->hwc[i * (size_t)m->c + (size_t)(m->c == 1 ? 0 : k)];
+    int frc = pxvm_image_fit(w4, m->w, m->h, ow, oh, policy, &rgba) ||
+              pxvm_image_fit_channels(m->hwc, m->w, m->h, m->c, ow, oh, policy, &by_channels);
+    free(w4);
+    if (!frc && memcmp(rgba, by_channels, (size_t)ow * (size_t)oh * 4u))
+        px_test_fail(__FILE__, __LINE__, "%dx%dx%d -> %dx%d '%s': pxvm_image_fit_channels differs from the widened "
+                     "image's pxvm_image_fit", m->w, m->h, m->c, ow, oh, policy);
+    pxvm_free(by_channels);
+    if (frc) {
         px_test_fail(__FILE__, __LINE__, "fit %dx%dx%d -> %dx%d '%s': %s", m->w, m->h, m->c, ow, oh, policy, pxvm_errmsg());
         return -1;
     }
@@ -451,4 +467,473 @@ TEST(ragged_a_batch_equals_a_loop_and_parts_equal_one)
     }
     for (int i = 0; i < n; i++)
         px__rimg_free(&imgs[i]);
+}
+
+/* ---- refusals: each rule at its edge, nothing written -------------------------------------------- */
+
+enum { PX_GMAX = 4 };
+
+/* One call of a refusal pair: the arguments, and what the refused side gives. */
+typedef struct px_gcase {
+    const char *policy;
+    int patch, ow, oh, n;
+    int wh[PX_GMAX][2], chan[PX_GMAX];
+    int null_data, two_items, bad_device; /* the image whose view has that fault, or -1 */
+    int fmt_on;
+    pxvm_token_format f;
+    size_t misalign;   /* dst's offset from a 16-aligned address */
+    int bytes_delta;   /* dst_bytes = what the tiles take + this */
+    int dst_null, dst_device;
+    int plan_only;     /* pxvm_ragged_plan with wh alone (sizes no memory holds): n may exceed PX_GMAX, */
+    int plan_w, plan_h; /* every image plan_w x plan_h */
+    uint64_t max_memory; /* the runner's (cuda: its parts), 0 default */
+    const char *exec_only; /* the pair runs on this executor alone (NULL: every one) */
+    int want_rc, want_failed;
+    char msg[200];
+} px_gcase;
+
+typedef void (*px_gmake)(int refuse, int variant, px_gcase *c);
+typedef struct px_grule {
+    const char *id;
+    px_gmake make;
+    int variants;
+} px_grule;
+
+static void px__g_base(px_gcase *c)
+{
+    memset(c, 0, sizeof *c);
+    c->policy = "stretch:bilinear", c->patch = 8, c->ow = 24, c->oh = 16, c->n = 3;
+    for (int i = 0; i < PX_GMAX; i++)
+        c->wh[i][0] = 13 + i, c->wh[i][1] = 11 + 2 * i, c->chan[i] = i % 2 ? 3 : 4;
+    c->null_data = c->two_items = c->bad_device = -1;
+    c->dst_device = -1;
+    c->want_rc = PXVM_USAGE, c->want_failed = -1;
+}
+
+static void px__g1(int refuse, int variant, px_gcase *c) /* the policy's text */
+{
+    (void)variant;
+    c->policy = refuse ? "stretch:lanczoz" : "stretch:lanczos";
+    snprintf(c->msg, sizeof c->msg, "bad policy 'stretch:lanczoz'");
+}
+static void px__g2(int refuse, int variant, px_gcase *c) /* native */
+{
+    (void)variant;
+    c->policy = refuse ? "native" : "exact", c->ow = 16, c->oh = 8;
+    for (int i = 0; i < c->n; i++)
+        c->wh[i][0] = 16, c->wh[i][1] = 8;
+    snprintf(c->msg, sizeof c->msg, "policy native keeps each image's size");
+}
+static void px__g3(int refuse, int variant, px_gcase *c) /* patch 1..256 */
+{
+    if (variant == 0)
+        c->patch = refuse ? 257 : 256, c->ow = c->oh = refuse ? 257 : 256;
+    else
+        c->patch = refuse ? 0 : 1, c->ow = 5, c->oh = 3;
+    snprintf(c->msg, sizeof c->msg, "patch must be 1..256, not %d", c->patch);
+}
+static void px__g4(int refuse, int variant, px_gcase *c) /* out_w x out_h */
+{
+    if (variant == 0) { /* a multiple of the patch */
+        c->ow = refuse ? 25 : 24;
+        snprintf(c->msg, sizeof c->msg, "out_w x out_h (25x16) must be multiples of the patch, 1..2^24");
+    } else if (variant == 1) { /* dynamic: 0 x 0 */
+        c->policy = "dynamic:merge=1,min=16,max=4096", c->patch = 4, c->ow = 0, c->oh = refuse ? 8 : 0;
+        snprintf(c->msg, sizeof c->msg, "out_w and out_h are 0, not 0x8");
+    } else if (variant == 3) { /* an image's side, 1..2^24 (sizes only) */
+        c->plan_only = 1, c->n = 2, c->plan_w = refuse ? (1 << 24) + 1 : 1 << 24, c->plan_h = 1, c->want_failed = 0;
+        snprintf(c->msg, sizeof c->msg, "image 0: tiles: a 16777217x1 image (sides are 1..2^24)");
+    } else { /* 2^24, the largest side (sizes only: no memory holds the tiles) */
+        c->plan_only = 1, c->n = 1, c->plan_w = c->plan_h = 7, c->patch = 8;
+        c->ow = refuse ? (1 << 24) + 8 : 1 << 24, c->oh = 8;
+        snprintf(c->msg, sizeof c->msg, "out_w x out_h (16777224x8) must be multiples");
+    }
+}
+static void px__g5(int refuse, int variant, px_gcase *c) /* each view's shape */
+{
+    if (variant == 0) {
+        c->chan[1] = refuse ? 2 : 1;
+        snprintf(c->msg, sizeof c->msg, "image 1: input: channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not 2");
+    } else if (variant == 1) {
+        c->null_data = refuse ? 2 : -1;
+        snprintf(c->msg, sizeof c->msg, "image 2: input: no data (NULL pointer)");
+    } else {
+        c->two_items = refuse ? 1 : -1;
+        snprintf(c->msg, sizeof c->msg, "image 1: input: a tile batch takes one item per view");
+    }
+    c->want_failed = variant == 1 ? 2 : 1;
+}
+static void px__g6(int refuse, int variant, px_gcase *c) /* exact: every image the size asked */
+{
+    (void)variant;
+    c->policy = "exact", c->ow = 16, c->oh = 8;
+    for (int i = 0; i < c->n; i++)
+        c->wh[i][0] = 16, c->wh[i][1] = 8;
+    c->wh[2][1] = refuse ? 9 : 8;
+    c->want_failed = 2;
+    snprintf(c->msg, sizeof c->msg, "image 2: policy exact: a 16x9 image is not 16x8");
+}
+static void px__g7(int refuse, int variant, px_gcase *c) /* dynamic: aspect up to 200:1, in the middle of a batch */
+{
+    c->policy = "dynamic:merge=1,min=16,max=4096", c->patch = 4, c->ow = c->oh = 0;
+    if (variant == 0)
+        c->wh[1][0] = refuse ? 201 : 200, c->wh[1][1] = 1;
+    else
+        c->wh[1][0] = 3, c->wh[1][1] = refuse ? 601 : 600;
+    c->want_rc = PXVM_UNLINKABLE, c->want_failed = 1;
+    if (variant == 0)
+        snprintf(c->msg, sizeof c->msg, "image 1: a 201x1 image: policy dynamic takes aspect ratios up to 200:1; this one is 201.00:1");
+    else
+        snprintf(c->msg, sizeof c->msg, "image 1: a 3x601 image: policy dynamic takes aspect ratios up to 200:1; this one is 200.33:1");
+}
+static void px__g8(int refuse, int variant, px_gcase *c) /* dst's size */
+{
+    if (variant == 0) {
+        c->bytes_delta = refuse ? -1 : 0;
+        snprintf(c->msg, sizeof c->msg, "tiles: dst has 4607 bytes; the 18 tiles take 4608");
+    } else {
+        c->dst_null = refuse;
+        snprintf(c->msg, sizeof c->msg, "tiles: dst is NULL, of 4608 bytes; the 18 tiles take 4608");
+    }
+}
+static void px__g9(int refuse, int variant, px_gcase *c) /* dst aligned to its dtype */
+{
+    c->fmt_on = 1;
+    pxvm_token_format_preset("clip", &c->f);
+    c->f.dtype = variant == 0 ? PXVM_TOKENS_FLOAT32 : variant == 1 ? PXVM_TOKENS_FLOAT16 : PXVM_TOKENS_BFLOAT16;
+    size_t elem = variant == 0 ? 4 : 2;
+    c->misalign = refuse ? elem / 2 : elem;
+    snprintf(c->msg, sizeof c->msg, "tiles: dst must be aligned to its dtype (%zu bytes)", elem);
+}
+static void px__g10(int refuse, int variant, px_gcase *c) /* the batch's tiles, at most 2^48 */
+{
+    c->plan_only = 1, c->plan_w = c->plan_h = 1, c->patch = 1, c->ow = 1 << 24, c->oh = 1 << 23;
+    if (variant == 0) {
+        c->n = refuse ? 3 : 2; /* 2^47 tiles each */
+        c->want_failed = 2;
+        snprintf(c->msg, sizeof c->msg, "image 2: tiles: the batch's tiles reach 422212465065984 here, over 2^48");
+    } else { /* 2^48 tiles each: 2^15 + 1 of them overflowed int64 offsets (2^63) */
+        c->oh = 1 << 24, c->n = refuse ? (1 << 15) + 1 : 1;
+        c->want_failed = 1;
+        snprintf(c->msg, sizeof c->msg, "image 1: tiles: the batch's tiles reach 562949953421312 here, over 2^48");
+    }
+}
+static void px__g11(int refuse, int variant, px_gcase *c) /* n >= 1 */
+{
+    (void)variant;
+    c->n = refuse ? 0 : 1;
+    snprintf(c->msg, sizeof c->msg, "tiles: no images (n < 1), or a NULL argument");
+}
+static void px__g12(int refuse, int variant, px_gcase *c) /* the cpu executor: host memory */
+{
+    c->exec_only = "cpu";
+    if (variant == 0) {
+        c->dst_device = refuse ? 0 : -1;
+        snprintf(c->msg, sizeof c->msg, "tiles: the cpu executor writes host memory (dst_device -1)");
+    } else {
+        c->bad_device = refuse ? 1 : -1, c->want_failed = 1;
+        snprintf(c->msg, sizeof c->msg, "image 1: the cpu executor reads host memory (device -1)");
+    }
+}
+
+/* The device bytes image 1 of px__g13's batch needs on cuda (px__g13_probe reads them from a
+ * refusal's message), so that the pair sits at them. */
+static uint64_t px__g13_need;
+static void px__g13(int refuse, int variant, px_gcase *c) /* cuda: an image's bytes within max_memory */
+{
+    (void)variant;
+    c->exec_only = "cuda", c->want_failed = 1;
+    c->wh[1][0] = 97, c->wh[1][1] = 61, c->chan[1] = 4; /* the largest, in the middle */
+    c->max_memory = px__g13_need ? px__g13_need - (refuse ? 1u : 0u) : 16u << 10;
+    snprintf(c->msg, sizeof c->msg, "image 1: a 97x61 image resized to 24x16 needs %llu bytes on the device, over the "
+             "runner's max_memory %llu", (unsigned long long)px__g13_need, (unsigned long long)px__g13_need - 1);
+}
+
+static const px_grule px_grules[] = {
+    {"A-RAGGED-1", px__g1, 1}, {"A-RAGGED-2", px__g2, 1}, {"A-RAGGED-3", px__g3, 2}, {"A-RAGGED-4", px__g4, 4},
+    {"A-RAGGED-5", px__g5, 3}, {"A-RAGGED-6", px__g6, 1}, {"A-RAGGED-7", px__g7, 2}, {"A-RAGGED-8", px__g8, 2},
+    {"A-RAGGED-9", px__g9, 3}, {"A-RAGGED-10", px__g10, 2}, {"A-RAGGED-11", px__g11, 1}, {"A-RAGGED-12", px__g12, 2},
+    {"A-RAGGED-13", px__g13, 1},
+};
+#define PX_NGRULES (sizeof px_grules / sizeof px_grules[0])
+
+/* Runs case c on exec: its return code; *failed the call's pxvm_ragged.failed; *written: a byte
+ * of the sentinel-filled dst changed. */
+static int px__g_run(const char *exec, pxvm_runner *run, const px_gcase *c, int *failed, int *written)
+{
+    *failed = -7, *written = 0;
+    if (c->plan_only) {
+        int *wh = malloc(sizeof(int) * 2u * (size_t)(c->n + 1));
+        int64_t *off = malloc(sizeof(int64_t) * (size_t)(c->n + 1));
+        for (int i = 0; i < c->n; i++)
+            wh[2 * i] = c->plan_w, wh[2 * i + 1] = c->plan_h;
+        int rc = pxvm_ragged_plan(c->policy, c->patch, c->ow, c->oh, c->n, wh, NULL, off, failed);
+        free(wh), free(off);
+        return rc;
+    }
+    px_rimg imgs[PX_GMAX];
+    pxvm_view views[PX_GMAX];
+    for (int i = 0; i < PX_GMAX; i++) {
+        int ch = c->chan[i] == 2 ? 4 : c->chan[i];
+        px__rimg(&imgs[i], c->wh[i][0], c->wh[i][1], ch, i % PX_NKINDS, 5u + (uint64_t)i);
+        views[i] = imgs[i].v;
+        if (c->chan[i] == 2)
+            views[i].channels = 2;
+        if (i == c->null_data)
+            views[i].data = NULL;
+        if (i == c->two_items)
+            views[i].items = 2;
+        if (i == c->bad_device)
+            views[i].device = 0;
+    }
+    /* the tiles the accepted side takes: the size the refused side is judged against */
+    int wh[2 * PX_GMAX];
+    int64_t off[PX_GMAX + 1];
+    for (int i = 0; i < PX_GMAX; i++)
+        wh[2 * i] = c->wh[i][0], wh[2 * i + 1] = c->wh[i][1];
+    size_t tile = (size_t)c->patch * (size_t)c->patch * (c->fmt_on ? 3u * (c->f.dtype ? 2u : 4u) : 4u);
+    size_t need = 0;
+    if (c->n >= 1 && !pxvm_ragged_plan(c->policy, c->patch, c->ow, c->oh, c->n, wh, NULL, off, NULL))
+        need = (size_t)off[c->n] * tile;
+    size_t cap = need + 64;
+    uint8_t *buf = malloc(cap + 16), *dst = buf + (16u - (uintptr_t)buf % 16u) % 16u + c->misalign;
+    memset(buf, 0x5A, cap + 16);
+    pxvm_ragged t = {c->policy, c->patch, c->ow, c->oh, c->fmt_on ? &c->f : NULL, c->dst_null ? NULL : dst,
+                     c->dst_device, (size_t)((long long)need + c->bytes_delta), -7};
+    int rc = pxvm_runner_ragged(run, c->n, views, &t);
+    *failed = t.failed;
+    for (size_t k = 0; k < cap + 16 && rc; k++)
+        if (buf[k] != 0x5A) {
+            *written = 1;
+            break;
+        }
+    (void)exec;
+    free(buf);
+    for (int i = 0; i < PX_GMAX; i++)
+        px__rimg_free(&imgs[i]);
+    return rc;
+}
+
+/* px__g13_need from the refusal of its batch at a max_memory of 16 KiB (cuda). */
+static void px__g13_probe(const char *exec)
+{
+    px_gcase c;
+    px__g_base(&c);
+    px__g13(1, 0, &c);
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (px__open(exec, c.max_memory, &prog, &run))
+        return;
+    int failed, written;
+    if (px__g_run(exec, run, &c, &failed, &written) == PXVM_USAGE) {
+        const char *at = strstr(pxvm_errmsg(), " needs ");
+        px__g13_need = at ? strtoull(at + 7, NULL, 10) : 0;
+    }
+    if (!px__g13_need)
+        px_test_fail(__FILE__, __LINE__, "A-RAGGED-13 on %s: no need in '%s'", exec, pxvm_errmsg());
+    px__close(prog, run);
+}
+
+TEST(ragged_every_refusal_has_its_edge_pair)
+{
+    for (int e = 0; e < PX_NEXEC; e++) {
+        const char *exec = px__execs[e];
+        int pairs = 0;
+        pxvm_prog *probe_prog;
+        pxvm_runner *probe;
+        if (px__open(exec, 0, &probe_prog, &probe))
+            continue; /* not here (said), or reported */
+        px__close(probe_prog, probe);
+        if (!strcmp(exec, "cuda") && !px__g13_need)
+            px__g13_probe(exec);
+        for (size_t r = 0; r < PX_NGRULES; r++)
+            for (int v = 0; v < px_grules[r].variants; v++)
+                for (int refuse = 0; refuse < 2; refuse++) {
+                    px_gcase c;
+                    px__g_base(&c);
+                    px_grules[r].make(refuse, v, &c);
+                    if (c.exec_only && strcmp(c.exec_only, exec))
+                        continue;
+                    pxvm_prog *prog;
+                    pxvm_runner *run;
+                    if (px__open(exec, c.max_memory, &prog, &run))
+                        break;
+                    int failed, written, rc = px__g_run(exec, run, &c, &failed, &written);
+                    const char *msg = pxvm_errmsg();
+                    if (!refuse) {
+                        if (rc)
+                            px_test_fail(__FILE__, __LINE__, "%s variant %d on %s: the accepted case fails: %s",
+                                         px_grules[r].id, v, exec, msg);
+                    } else if (rc != c.want_rc || !strstr(msg, c.msg) || failed != c.want_failed || written) {
+                        px_test_fail(__FILE__, __LINE__, "%s variant %d on %s: got %d '%s' (failed %d%s); wanted %d with "
+                                     "'%s' (failed %d)", px_grules[r].id, v, exec, rc, rc ? msg : "", failed,
+                                     written ? ", dst written" : "", c.want_rc, c.msg, c.want_failed);
+                    } else {
+                        pairs++;
+                    }
+                    px__close(prog, run);
+                }
+        printf("  %s: %d refusals at their edges\n", exec, pairs);
+    }
+}
+
+/* Every [A-RAGGED-n] of SPEC.md has a pair above, is defined once and has one index row whose
+ * class is the pair's ("| A-RAGGED-n | usage | `CODE` |"); every pair above has its ID there. */
+TEST(ragged_spec_ids_have_their_pairs)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    char *text = realloc(data, len + 1);
+    if (!text)
+        return;
+    text[len] = 0;
+    int defined[PX_NGRULES] = {0}, indexed[PX_NGRULES] = {0};
+    for (const char *s = strstr(text, "A-RAGGED-"); s; s = strstr(s + 1, "A-RAGGED-")) {
+        size_t n = 9;
+        while (s[n] >= '0' && s[n] <= '9')
+            n++;
+        size_t r = 0;
+        while (r < PX_NGRULES && !(strlen(px_grules[r].id) == n && !strncmp(px_grules[r].id, s, n)))
+            r++;
+        if (r == PX_NGRULES) {
+            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_ragged.c", (int)n, s);
+            continue;
+        }
+        if (s > text && s[-1] == '[' && s[n] == ']') {
+            defined[r]++;
+        } else if (s >= text + 3 && s[-1] == ' ' && s[-2] == '|' && s[-3] == '\n') {
+            indexed[r]++;
+            px_gcase c;
+            px__g_base(&c);
+            px_grules[r].make(1, 0, &c);
+            char cls[32] = "";
+            if (sscanf(s + n, " | %31[a-z] |", cls) != 1 || strcmp(cls, pxvm_class_name(c.want_rc)))
+                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s gives class '%s'; its pair shows %s",
+                             px_grules[r].id, cls, pxvm_class_name(c.want_rc));
+        }
+    }
+    for (size_t r = 0; r < PX_NGRULES; r++) {
+        if (defined[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s is defined %d times in SPEC.md (1 wanted)", px_grules[r].id, defined[r]);
+        if (indexed[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_grules[r].id, indexed[r]);
+    }
+    free(text);
+}
+
+/* ---- cuda: device views and a device dst ------------------------------------------------------ */
+
+#ifdef PXVM_HAVE_CUDA_GL
+/* The batch's bytes into a device dst (filled with 0x5A first) read back to the host: NULL on a
+ * failure (reported); *rc the call's code. */
+static uint8_t *px__device_dst(pxvm_runner *run, int n, const pxvm_view *views, const char *policy, int p, int ow,
+                               int oh, const pxvm_token_format *fmt, size_t bytes, int *rc, int *failed)
+{
+    void *d = NULL;
+    uint8_t *got = malloc(bytes + 64);
+    if (cudaMalloc(&d, bytes + 64) != cudaSuccess || cudaMemset(d, 0x5A, bytes + 64) != cudaSuccess) {
+        px_test_fail(__FILE__, __LINE__, "cudaMalloc of %zu bytes", bytes + 64);
+        cudaFree(d), free(got);
+        return NULL;
+    }
+    pxvm_ragged t = {policy, p, ow, oh, fmt, d, 0, bytes, 0};
+    *rc = pxvm_runner_ragged(run, n, views, &t);
+    *failed = t.failed;
+    if ((!*rc && pxvm_runner_sync(run)) || cudaMemcpy(got, d, bytes + 64, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        px_test_fail(__FILE__, __LINE__, "%s: %s", policy, pxvm_errmsg());
+        free(got), got = NULL;
+    }
+    cudaFree(d);
+    return got;
+}
+#endif
+
+/* Device views (the same strides, negative ones included) and a device dst give the host's
+ * bytes; a batch refused at an image past its first parts (its bytes over max_memory) leaves a
+ * device dst untouched: the images are checked before any part runs. */
+TEST(ragged_cuda_device_memory_and_untouched_dst)
+{
+#ifndef PXVM_HAVE_CUDA_GL
+    printf("  no CUDA-GL executor in this build: skipped\n");
+#else
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    if (px__open("cuda", 0, &prog, &run))
+        return;
+    px_rimg imgs[PX_NSIZES * 3];
+    int n = px__batch_of(imgs, 311);
+    pxvm_view hv[PX_NSIZES * 3], dv[PX_NSIZES * 3];
+    void *dmem[PX_NSIZES * 3] = {0};
+    int wh[4 * PX_NSIZES * 3];
+    int64_t off[PX_NSIZES * 3 + 1];
+    for (int i = 0; i < n; i++) {
+        hv[i] = dv[i] = imgs[i].v, wh[2 * i] = imgs[i].w, wh[2 * i + 1] = imgs[i].h;
+        if (cudaMalloc(&dmem[i], imgs[i].bytes) != cudaSuccess ||
+            cudaMemcpy(dmem[i], imgs[i].mem, imgs[i].bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+            px_test_fail(__FILE__, __LINE__, "cudaMalloc/cudaMemcpy of image %d", i);
+        dv[i].data = (uint8_t *)dmem[i] + imgs[i].off, dv[i].device = 0;
+    }
+    const char *policy = "dynamic:merge=1,min=16,max=1024:lanczos";
+    pxvm_token_format bf16;
+    pxvm_token_format_preset("clip", &bf16);
+    bf16.dtype = PXVM_TOKENS_BFLOAT16, bf16.layout = PXVM_TOKENS_NCHW, bf16.alpha = 1;
+    CHECK_EQ(pxvm_ragged_plan(policy, 4, 0, 0, n, wh, wh + 2 * n, off, NULL), 0);
+    for (int tok = 0; tok < 2; tok++) {
+        const pxvm_token_format *fmt = tok ? &bf16 : NULL;
+        size_t tile = 16u * (tok ? 4u * 2u : 4u), bytes = (size_t)off[n] * tile;
+        uint8_t *want = px__expected(imgs, n, policy, 4, wh + 2 * n, off, fmt, &bytes);
+        for (int dev_views = 0; dev_views < 2 && want; dev_views++) {
+            int rc, failed;
+            uint8_t *got = px__device_dst(run, n, dev_views ? dv : hv, policy, 4, 0, 0, fmt, bytes, &rc, &failed);
+            char what[96];
+            snprintf(what, sizeof what, "%s views, device dst%s", dev_views ? "device" : "host", tok ? ", bf16" : "");
+            if (got && rc)
+                px_test_fail(__FILE__, __LINE__, "%s: %s", what, pxvm_errmsg());
+            else if (got) {
+                px__diff(what, "cuda", got, want, bytes, n, off, tile);
+                for (size_t k = bytes; k < bytes + 64; k++)
+                    if (got[k] != 0x5A) {
+                        px_test_fail(__FILE__, __LINE__, "%s: byte %zu after the tiles written", what, k - bytes);
+                        break;
+                    }
+            }
+            free(got);
+        }
+        free(want);
+    }
+    px__close(prog, run);
+    /* 16 KiB: a 31x29 image is a part of its own (4 KiB a part), a 97x61 one (24 KiB staged) refused */
+    pxvm_prog *sprog;
+    pxvm_runner *small;
+    if (!px__open("cuda", 16u << 10, &sprog, &small)) {
+        px_rimg b[5];
+        pxvm_view bv[5];
+        for (int i = 0; i < 5; i++) {
+            px__rimg(&b[i], i == 3 ? 97 : 31, i == 3 ? 61 : 29, 4, 0, 900u + (uint64_t)i);
+            bv[i] = b[i].v;
+        }
+        int rc, failed;
+        uint8_t *got = px__device_dst(small, 5, bv, "stretch", 8, 24, 16, NULL, 5u * 6u * 256u, &rc, &failed);
+        CHECK_EQ(rc, PXVM_USAGE);
+        CHECK_EQ(failed, 3);
+        CHECK_STR(pxvm_errmsg(), "image 3: a 97x61 image resized to 24x16 needs");
+        for (size_t k = 0; got && k < 5u * 6u * 256u + 64u; k++)
+            if (got[k] != 0x5A) {
+                px_test_fail(__FILE__, __LINE__, "a refused batch wrote byte %zu of the device dst (image %zu's tiles)", k,
+                             k / (6u * 256u));
+                break;
+            }
+        free(got);
+        for (int i = 0; i < 5; i++)
+            px__rimg_free(&b[i]);
+        px__close(sprog, small);
+    }
+    for (int i = 0; i < n; i++)
+        cudaFree(dmem[i]), px__rimg_free(&imgs[i]);
+#endif
 }

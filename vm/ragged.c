@@ -32,7 +32,7 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
 {
     if (failed)
         *failed = -1;
-    if (!policy || n < 0 || (n && (!wh || !offsets)))
+    if (!policy || n < 0 || !offsets || (n && !wh)) /* offsets[0] is written for n = 0 too */
         return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: a NULL argument or n < 0");
     if (patch < 1 || patch > 256) {
         char m[96];

@@ -66,7 +66,8 @@ static void px__close(pxvm_prog *prog, pxvm_runner *run)
 /* An image as HWC bytes (the truth) and a view of a copy of it laid out by `kind`:
  *   0 HWC packed; 1 CHW planar (ch_stride w*h, px_stride 1); 2 rows padded (7 bytes more);
  *   3 rows bottom-up (row_stride negative); 4 channels reversed in memory (ch_stride -1, data at
- *   the last channel); 5 pixels padded to 5 bytes (px_stride C + 2 > C). */
+ *   the last channel); 5 pixels padded (px_stride C + 2); 6 every row the same memory (row_stride
+ *   0, a broadcast). */
 typedef struct px_rimg {
     int w, h, c;
     uint8_t *hwc;
@@ -76,7 +77,7 @@ typedef struct px_rimg {
     pxvm_view v;
 } px_rimg;
 
-enum { PX_NKINDS = 6 };
+enum { PX_NKINDS = 7 };
 
 static void px__rimg(px_rimg *m, int w, int h, int c, int kind, uint64_t seed)
 {
@@ -104,6 +105,11 @@ static void px__rimg(px_rimg *m, int w, int h, int c, int kind, uint64_t seed)
         break;
     case 5:
         ps = c + 2, rs = (int64_t)w * ps, bytes = (size_t)rs * (size_t)h;
+        break;
+    case 6: /* every row the first (a broadcast): the truth's rows made equal */
+        rs = 0, bytes = (size_t)w * (size_t)c;
+        for (int y = 1; y < h; y++)
+            memcpy(m->hwc + (size_t)y * (size_t)w * (size_t)c, m->hwc, (size_t)w * (size_t)c);
         break;
     default:
         break;
@@ -467,6 +473,73 @@ TEST(ragged_a_batch_equals_a_loop_and_parts_equal_one)
     }
     for (int i = 0; i < n; i++)
         px__rimg_free(&imgs[i]);
+}
+
+/* ---- the plan's arguments, and a batch of many images ---------------------------------------------- */
+
+/* n = 0 plans an empty batch (offsets[0] = 0); offsets NULL is refused for any n (it was written
+ * through for n = 0: a crash); wh NULL only with n = 0. */
+TEST(ragged_plan_arguments)
+{
+    int64_t off[2] = {-5, -5};
+    int wh[2] = {7, 7}, failed = 9;
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, 0, NULL, NULL, off, &failed), 0);
+    CHECK_EQ(off[0], 0);
+    CHECK_EQ(failed, -1);
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, 0, NULL, NULL, NULL, &failed), PXVM_USAGE);
+    CHECK_STR(pxvm_errmsg(), "tiles: a NULL argument or n < 0");
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, 1, wh, NULL, NULL, &failed), PXVM_USAGE);
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, 1, NULL, NULL, off, &failed), PXVM_USAGE);
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, -1, wh, NULL, off, &failed), PXVM_USAGE);
+    CHECK_EQ(pxvm_ragged_plan(NULL, 8, 8, 8, 1, wh, NULL, off, &failed), PXVM_USAGE);
+    CHECK_EQ(pxvm_ragged_plan("stretch", 8, 8, 8, 1, wh, NULL, off, &failed), 0);
+    CHECK_EQ(off[1], 1);
+    /* the sizes dynamic gives are pxvm_policy_dynamic_size's, the offsets their tiles' sums */
+    int sizes[6] = {640, 480, 3, 600, 1000, 7}, out[6], w, h;
+    int64_t o[4];
+    CHECK_EQ(pxvm_ragged_plan("dynamic", 14, 0, 0, 3, sizes, out, o, &failed), 0);
+    int64_t sum = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(pxvm_policy_dynamic_size("dynamic", 14, sizes[2 * i], sizes[2 * i + 1], &w, &h), 0);
+        CHECK(out[2 * i] == w && out[2 * i + 1] == h);
+        CHECK_EQ(o[i], sum);
+        sum += (int64_t)(w / 14) * (h / 14);
+    }
+    CHECK_EQ(o[3], sum);
+}
+
+/* 100,000 images of 1 texel each (channels cycling, every view kind) stretched to 2x1 at patch 1:
+ * the pool's order (largest first) and many small images give each image its own tiles. */
+TEST(ragged_many_images)
+{
+    enum { N = 100000 };
+    uint8_t px[4] = {10, 20, 30, 40};
+    pxvm_view *views = malloc(sizeof(pxvm_view) * N);
+    for (int i = 0; i < N; i++) {
+        int c = i % 3 == 0 ? 1 : i % 3 == 1 ? 3 : 4;
+        views[i] = pxvm_view_host(px, 1, 1, c);
+    }
+    uint8_t *got = malloc((size_t)N * 8u);
+    for (int e = 0; e < PX_NEXEC; e++) {
+        pxvm_prog *prog;
+        pxvm_runner *run;
+        if (px__open(px__execs[e], 0, &prog, &run))
+            continue;
+        memset(got, 0, (size_t)N * 8u);
+        pxvm_ragged t = {"stretch:bicubic", 1, 2, 1, NULL, got, -1, (size_t)N * 8u, 0};
+        CHECK_EQ(pxvm_runner_ragged(run, N, views, &t), 0);
+        for (int i = 0; i < N; i++) {
+            int c = views[i].channels;
+            uint8_t want[4] = {10, (uint8_t)(c == 1 ? 10 : 20), (uint8_t)(c == 1 ? 10 : 30), (uint8_t)(c == 4 ? 40 : 255)};
+            if (memcmp(got + 8u * (size_t)i, want, 4) || memcmp(got + 8u * (size_t)i + 4, want, 4)) {
+                px_test_fail(__FILE__, __LINE__, "%s: image %d (channels %d): %u %u %u %u", px__execs[e], i, c,
+                             got[8 * i], got[8 * i + 1], got[8 * i + 2], got[8 * i + 3]);
+                break;
+            }
+        }
+        px__close(prog, run);
+    }
+    free(got), free(views);
 }
 
 /* ---- refusals: each rule at its edge, nothing written -------------------------------------------- */

@@ -8,6 +8,7 @@
  * Every executor here runs them: cpu always, cuda when it opens (PXVM_TEST_EXECUTOR=cuda makes it
  * required: the GPU check); a mismatch names the executor, the image and the first byte. Every
  * refusal is checked with a sentinel-filled dst: nothing is written. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -540,6 +541,74 @@ TEST(ragged_many_images)
         px__close(prog, run);
     }
     free(got), free(views);
+}
+
+/* ---- real photos ------------------------------------------------------------------------------------ */
+
+static int px__name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Real photos of mixed sizes (programs/data/chelsea.png, and every .png/.jpg of $PXVM_PHOTOS or
+ * build/photos when there: `sh tests/bench/photos.sh`), each decoded to RGBA and viewed as RGBA,
+ * RGB or grey (the RGBA memory read with px_stride 4), resized by Qwen2-VL's dynamic rule (patch
+ * 14) in one batch: tiles, and bf16 CLIP tokens, == the reference. */
+TEST(ragged_real_photos)
+{
+    const char *dir = getenv("PXVM_PHOTOS");
+    dir = dir && *dir ? dir : "build/photos";
+    char *names[64];
+    int n = 0;
+    static const char chelsea[] = "programs/data/chelsea.png";
+    names[n] = malloc(sizeof chelsea);
+    memcpy(names[n++], chelsea, sizeof chelsea);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) && n < 64;) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && (!strcmp(e->d_name + len - 4, ".png") || !strcmp(e->d_name + len - 4, ".jpg"))) {
+            names[n] = malloc(strlen(dir) + len + 2);
+            sprintf(names[n++], "%s/%s", dir, e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    qsort(names + 1, (size_t)(n - 1), sizeof names[0], px__name_cmp);
+    px_rimg *imgs = calloc((size_t)n, sizeof *imgs);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        uint8_t *rgba = NULL;
+        int w, h;
+        if (pxvm_image_load(names[i], NULL, &rgba, &w, &h)) {
+            px_test_fail(__FILE__, __LINE__, "%s: %s", names[i], pxvm_errmsg());
+            continue;
+        }
+        px_rimg *m = &imgs[k];
+        int c = k % 3 == 0 ? 4 : k % 3 == 1 ? 3 : 1;
+        size_t px = (size_t)w * (size_t)h;
+        m->w = w, m->h = h, m->c = c, m->hwc = malloc(px * (size_t)c), m->mem = rgba, m->bytes = px * 4u;
+        for (size_t q = 0; q < px; q++)
+            memcpy(m->hwc + q * (size_t)c, rgba + 4u * q, (size_t)c);
+        m->v = pxvm_view_host(rgba, w, h, c);
+        m->v.px_stride = 4, m->v.row_stride = (int64_t)w * 4;
+        k++;
+    }
+    pxvm_token_format bf16;
+    pxvm_token_format_preset("clip", &bf16);
+    bf16.dtype = PXVM_TOKENS_BFLOAT16;
+    for (int e = 0; e < PX_NEXEC && k; e++) {
+        pxvm_prog *prog;
+        pxvm_runner *run;
+        if (px__open(px__execs[e], 0, &prog, &run))
+            continue;
+        int ok = px__check_batch(run, px__execs[e], "photos, dynamic", imgs, k, "dynamic", 14, 0, 0, NULL) +
+                 px__check_batch(run, px__execs[e], "photos, dynamic bf16", imgs, k, "dynamic", 14, 0, 0, &bf16);
+        CHECK_EQ(ok, 2);
+        printf("  %s: %d photos%s\n", px__execs[e], k, k == 1 ? " (no build/photos: sh tests/bench/photos.sh)" : "");
+        px__close(prog, run);
+    }
+    for (int i = 0; i < k; i++)
+        free(imgs[i].hwc), pxvm_free(imgs[i].mem);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(imgs);
 }
 
 /* ---- refusals: each rule at its edge, nothing written -------------------------------------------- */

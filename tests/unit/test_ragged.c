@@ -319,6 +319,9 @@ static const px_rpol px__policies[] = {
     /* fit: a pad with alpha, the default pad, nearest */
     {"fit:bicubic:10,20,30,40", 8, 24, 16}, {"fit", 4, 16, 24}, {"fit:nearest:ff000080", 8, 8, 8},
     {"fit:lanczos:1,2,3", 2, 2, 2},
+    /* the content at the source's size (no resize) with pad bars (64x48 in 64x64), and dynamic
+     * sizes equal to the image's (64x48, 24x16: copies) */
+    {"fit:box:1,2,3,4", 16, 64, 64}, {"dynamic:merge=1,min=16,max=4096", 4, 0, 0},
 };
 enum { PX_NPOL = sizeof px__policies / sizeof px__policies[0] };
 
@@ -507,6 +510,29 @@ TEST(ragged_plan_arguments)
         sum += (int64_t)(w / 14) * (h / 14);
     }
     CHECK_EQ(o[3], sum);
+    /* every size up to 80 x 80 in one plan (the rounding's ties, both clamps): each image's size
+     * is pxvm_policy_dynamic_size's */
+    static const struct { const char *policy; int patch; } dyn[] = {
+        {"dynamic", 14}, {"dynamic:merge=1,min=16,max=256", 4}, {"dynamic:merge=3,min=100,max=900:box", 2}};
+    enum { S = 80 };
+    int *all = malloc(sizeof(int) * 4u * S * S), *all_out = all + 2 * S * S;
+    int64_t *all_off = malloc(sizeof(int64_t) * (S * S + 1));
+    for (int i = 0; i < S * S; i++)
+        all[2 * i] = 1 + i % S, all[2 * i + 1] = 1 + i / S;
+    for (size_t k = 0; k < sizeof dyn / sizeof dyn[0]; k++) {
+        CHECK_EQ(pxvm_ragged_plan(dyn[k].policy, dyn[k].patch, 0, 0, S * S, all, all_out, all_off, &failed), 0);
+        for (int i = 0; i < S * S; i++) {
+            if (pxvm_policy_dynamic_size(dyn[k].policy, dyn[k].patch, all[2 * i], all[2 * i + 1], &w, &h) ||
+                w != all_out[2 * i] || h != all_out[2 * i + 1] ||
+                all_off[i + 1] - all_off[i] != (int64_t)(w / dyn[k].patch) * (h / dyn[k].patch)) {
+                px_test_fail(__FILE__, __LINE__, "%s: a %dx%d image planned %dx%d, tiles %lld; dynamic_size %dx%d",
+                             dyn[k].policy, all[2 * i], all[2 * i + 1], all_out[2 * i], all_out[2 * i + 1],
+                             (long long)(all_off[i + 1] - all_off[i]), w, h);
+                break;
+            }
+        }
+    }
+    free(all), free(all_off);
 }
 
 /* 100,000 images of 1 texel each (channels cycling, every view kind) stretched to 2x1 at patch 1:
@@ -799,9 +825,9 @@ static const px_grule px_grules[] = {
 };
 #define PX_NGRULES (sizeof px_grules / sizeof px_grules[0])
 
-/* Runs case c on exec: its return code; *failed the call's pxvm_ragged.failed; *written: a byte
+/* Runs case c on run: its return code; *failed the call's pxvm_ragged.failed; *written: a byte
  * of the sentinel-filled dst changed. */
-static int px__g_run(const char *exec, pxvm_runner *run, const px_gcase *c, int *failed, int *written)
+static int px__g_run(pxvm_runner *run, const px_gcase *c, int *failed, int *written)
 {
     *failed = -7, *written = 0;
     if (c->plan_only) {
@@ -849,7 +875,6 @@ static int px__g_run(const char *exec, pxvm_runner *run, const px_gcase *c, int 
             *written = 1;
             break;
         }
-    (void)exec;
     free(buf);
     for (int i = 0; i < PX_GMAX; i++)
         px__rimg_free(&imgs[i]);
@@ -867,7 +892,7 @@ static void px__g13_probe(const char *exec)
     if (px__open(exec, c.max_memory, &prog, &run))
         return;
     int failed, written;
-    if (px__g_run(exec, run, &c, &failed, &written) == PXVM_USAGE) {
+    if (px__g_run(run, &c, &failed, &written) == PXVM_USAGE) {
         const char *at = strstr(pxvm_errmsg(), " needs ");
         px__g13_need = at ? strtoull(at + 7, NULL, 10) : 0;
     }
@@ -900,7 +925,7 @@ TEST(ragged_every_refusal_has_its_edge_pair)
                     pxvm_runner *run;
                     if (px__open(exec, c.max_memory, &prog, &run))
                         break;
-                    int failed, written, rc = px__g_run(exec, run, &c, &failed, &written);
+                    int failed, written, rc = px__g_run(run, &c, &failed, &written);
                     const char *msg = pxvm_errmsg();
                     if (!refuse) {
                         if (rc)

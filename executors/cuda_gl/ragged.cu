@@ -117,6 +117,7 @@ struct px__tiles_out {
     uint8_t *dst;
     const uint32_t *table; /* [4][256], or NULL: RGBA8 tiles */
     int patch, channels, elem, nhwc;
+    int bytewise; /* RGBA8 tiles into a dst not 4-aligned (the API lets it be any): byte stores */
     size_t tile_bytes;
 };
 
@@ -169,7 +170,12 @@ __global__ void px__k_tiles_v(const px_tile_rec *recs, int n, px__tiles_out o)
     size_t pp = (size_t)P * (size_t)P, k = (size_t)(y % P) * (size_t)P + (size_t)(x % P);
     uint8_t *out = o.dst + (size_t)t * o.tile_bytes;
     if (!o.table) {
-        ((uint32_t *)out)[k] = v;
+        if (o.bytewise) {
+            uint8_t *b = out + 4u * k;
+            b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24);
+        } else {
+            ((uint32_t *)out)[k] = v;
+        }
         return;
     }
     for (int c = 0; c < o.channels; c++) {
@@ -362,6 +368,7 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
     o.dst = d_out, o.table = job->table ? (const uint32_t *)(void *)(pt->d + recs + ints_bytes) : NULL;
     o.patch = job->patch, o.channels = job->table ? job->table->channels : 4, o.elem = job->table ? job->table->elem : 1;
     o.nhwc = job->table && job->table->layout == PXVM_TOKENS_NHWC, o.tile_bytes = job->tile_bytes;
+    o.bytewise = (uintptr_t)d_out % 4u != 0; /* tokens: dst aligned to their dtype (px_ragged_prepare) */
     px__k_tiles_v<<<(unsigned)vb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n, o);
     PX__CK(cudaGetLastError());
     return 0;

@@ -470,6 +470,14 @@ TEST(ragged_a_batch_equals_a_loop_and_parts_equal_one)
                 snprintf(what, sizeof what, "%s%s: parts (max_memory 64 KiB) vs one", pols[k], tok ? " bf16" : "");
                 if (all && parts)
                     px__diff(what, px__execs[e], parts, all, bytes, n, off, tile);
+                if (!tok && all) { /* RGBA8 tiles take a dst at any address */
+                    uint8_t *odd = malloc(bytes + 1);
+                    pxvm_ragged t = {pols[k], 4, ow, oh, NULL, odd + 1, -1, bytes, 0};
+                    CHECK_EQ(pxvm_runner_ragged(run, n, views, &t), 0);
+                    snprintf(what, sizeof what, "%s: dst at an odd address vs aligned", pols[k]);
+                    px__diff(what, px__execs[e], odd + 1, all, bytes, n, off, tile);
+                    free(odd);
+                }
                 free(all), free(parts), free(loop);
             }
         px__close(small_prog, small);
@@ -999,19 +1007,20 @@ TEST(ragged_spec_ids_have_their_pairs)
 /* The batch's bytes into a device dst (filled with 0x5A first) read back to the host: NULL on a
  * failure (reported); *rc the call's code. */
 static uint8_t *px__device_dst(pxvm_runner *run, int n, const pxvm_view *views, const char *policy, int p, int ow,
-                               int oh, const pxvm_token_format *fmt, size_t bytes, int *rc, int *failed)
+                               int oh, const pxvm_token_format *fmt, size_t bytes, size_t misalign, int *rc, int *failed)
 {
     void *d = NULL;
     uint8_t *got = malloc(bytes + 64);
-    if (cudaMalloc(&d, bytes + 64) != cudaSuccess || cudaMemset(d, 0x5A, bytes + 64) != cudaSuccess) {
+    if (cudaMalloc(&d, bytes + 64 + misalign) != cudaSuccess || cudaMemset(d, 0x5A, bytes + 64 + misalign) != cudaSuccess) {
         px_test_fail(__FILE__, __LINE__, "cudaMalloc of %zu bytes", bytes + 64);
         cudaFree(d), free(got);
         return NULL;
     }
-    pxvm_ragged t = {policy, p, ow, oh, fmt, d, 0, bytes, 0};
+    pxvm_ragged t = {policy, p, ow, oh, fmt, (uint8_t *)d + misalign, 0, bytes, 0};
     *rc = pxvm_runner_ragged(run, n, views, &t);
     *failed = t.failed;
-    if ((!*rc && pxvm_runner_sync(run)) || cudaMemcpy(got, d, bytes + 64, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    if ((!*rc && pxvm_runner_sync(run)) ||
+        cudaMemcpy(got, (uint8_t *)d + misalign, bytes + 64, cudaMemcpyDeviceToHost) != cudaSuccess) {
         px_test_fail(__FILE__, __LINE__, "%s: %s", policy, pxvm_errmsg());
         free(got), got = NULL;
     }
@@ -1054,11 +1063,14 @@ TEST(ragged_cuda_device_memory_and_untouched_dst)
         const pxvm_token_format *fmt = tok ? &bf16 : NULL;
         size_t tile = 16u * (tok ? 4u * 2u : 4u), bytes = (size_t)off[n] * tile;
         uint8_t *want = px__expected(imgs, n, policy, 4, wh + 2 * n, off, fmt, &bytes);
-        for (int dev_views = 0; dev_views < 2 && want; dev_views++) {
+        /* RGBA8 tiles take a dst at any address: also 1 byte past an aligned one */
+        for (int dev_views = 0; dev_views < (tok ? 2 : 3) && want; dev_views++) {
             int rc, failed;
-            uint8_t *got = px__device_dst(run, n, dev_views ? dv : hv, policy, 4, 0, 0, fmt, bytes, &rc, &failed);
+            size_t misalign = dev_views == 2 ? 1u : 0u;
+            uint8_t *got = px__device_dst(run, n, dev_views ? dv : hv, policy, 4, 0, 0, fmt, bytes, misalign, &rc, &failed);
             char what[96];
-            snprintf(what, sizeof what, "%s views, device dst%s", dev_views ? "device" : "host", tok ? ", bf16" : "");
+            snprintf(what, sizeof what, "%s views, device dst%s%s", dev_views ? "device" : "host", tok ? ", bf16" : "",
+                     misalign ? " at an odd address" : "");
             if (got && rc)
                 px_test_fail(__FILE__, __LINE__, "%s: %s", what, pxvm_errmsg());
             else if (got) {
@@ -1085,7 +1097,7 @@ TEST(ragged_cuda_device_memory_and_untouched_dst)
             bv[i] = b[i].v;
         }
         int rc, failed;
-        uint8_t *got = px__device_dst(small, 5, bv, "stretch", 8, 24, 16, NULL, 5u * 6u * 256u, &rc, &failed);
+        uint8_t *got = px__device_dst(small, 5, bv, "stretch", 8, 24, 16, NULL, 5u * 6u * 256u, 0, &rc, &failed);
         CHECK_EQ(rc, PXVM_USAGE);
         CHECK_EQ(failed, 3);
         CHECK_STR(pxvm_errmsg(), "image 3: a 97x61 image resized to 24x16 needs");

@@ -55,6 +55,8 @@ CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
 $(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
+# ... tests/unit/test_ragged.c a device dst and device images (cudaMalloc) for ragged batches
+$(BUILD)/tests/unit/test_ragged.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 # ... and bench_retarget a device frame (what a new size adds to binding one)
 $(BUILD)/tests/bench/bench_retarget.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 endif

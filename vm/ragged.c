@@ -32,7 +32,7 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
 {
     if (failed)
         *failed = -1;
-    if (!policy || n < 0 || (n && (!wh || !offsets)))
+    if (!policy || n < 0 || !offsets || (n && !wh)) /* offsets[0] is written for n = 0 too */
         return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: a NULL argument or n < 0");
     if (patch < 1 || patch > 256) {
         char m[96];
@@ -75,9 +75,17 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
             pxvm_fail(err, PXE_USAGE, -1, -1, m);
             return px__about(err, i, failed);
         }
+        int64_t tiles = (int64_t)(ow / patch) * (oh / patch); /* <= 2^48: sides <= 2^24 */
+        if (tiles > PX_RAGGED_MAX_TILES - offsets[i]) {
+            char m[160];
+            snprintf(m, sizeof m, "tiles: the batch's tiles reach %lld here, over 2^48 (no memory holds them)",
+                     (long long)(offsets[i] + tiles));
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
         if (out_wh)
             out_wh[2 * i] = ow, out_wh[2 * i + 1] = oh;
-        offsets[i + 1] = offsets[i] + (int64_t)(ow / patch) * (oh / patch);
+        offsets[i + 1] = offsets[i] + tiles;
     }
     return 0;
 }
@@ -105,9 +113,10 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
     }
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
-        if (pxvm_check_input_view(1, 0, &views[i], err) < 0 || (views[i].items != 1 &&
-                                                                 pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
-                                                                           "a tile batch takes one item per view") < 0))
+        /* items first: the view check would call a second item one outside a batch of 1 */
+        if ((views[i].items != 1 &&
+             pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input", "a tile batch takes one item per view") < 0) ||
+            pxvm_check_input_view(1, 0, &views[i], err) < 0)
             rc = px__about(err, i, job->failed);
         else
             wh[2 * i] = views[i].w, wh[2 * i + 1] = views[i].h;
@@ -244,11 +253,12 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
     const px_ragged_image *im = &job->img[i];
     const pxvm_view *v = &im->v;
     int sw = v->w, sh = v->h, C = v->channels;
-    /* the resize reads interleaved rows: a view of other strides is packed first */
+    /* the resize reads interleaved rows, top down, each after the last: a view of other strides
+     * (planar, padded pixels, rows bottom-up or overlapping) is packed first */
     const uint8_t *src = v->data;
     int64_t sstride = v->row_stride;
     uint8_t *packed = NULL;
-    if (v->ch_stride != 1 || v->px_stride != C) {
+    if (v->ch_stride != 1 || v->px_stride != C || v->row_stride < (int64_t)sw * C) {
         packed = malloc((size_t)sw * (size_t)sh * (size_t)C);
         if (!packed)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sw * sh * C);

@@ -23,6 +23,10 @@ typedef struct px_ragged_image {
     int64_t tile0, tiles;
 } px_ragged_image;
 
+/* The most tiles one batch gives (offsets stay int64 and dst's bytes a product that fits: a tile
+ * has at least 4 bytes, and no memory holds 2^50). */
+#define PX_RAGGED_MAX_TILES (1ll << 48)
+
 typedef struct px_ragged_job {
     int n;
     px_ragged_image *img;          /* [n] */

@@ -2,6 +2,7 @@
  * px_ragged_image_host, the images spread over the pool (largest first, so that no large one
  * starts last), a lone image's rows over the cores instead. */
 #define _GNU_SOURCE /* qsort_r */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +53,9 @@ int px_cpu_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
         return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: the cpu executor writes host memory (dst_device -1)");
     for (int i = 0; i < job->n; i++)
         if (job->img[i].v.device >= 0) {
-            pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input", "the cpu executor reads host memory (device -1)");
+            char what[24];
+            snprintf(what, sizeof what, "image %d", i);
+            pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "the cpu executor reads host memory (device -1)");
             *job->failed = i;
             return -1;
         }

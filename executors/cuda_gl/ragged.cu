@@ -120,6 +120,7 @@ struct px__tiles_out {
     uint8_t *dst;
     const uint32_t *table; /* [4][256], or NULL: RGBA8 tiles */
     int patch, channels, elem, nhwc;
+    int bytewise; /* RGBA8 tiles into a dst not 4-aligned (the API lets it be any): byte stores */
     size_t tile_bytes;
 };
 
@@ -172,7 +173,12 @@ __global__ void px__k_tiles_v(const px_tile_rec *recs, int n, px__tiles_out o)
     size_t pp = (size_t)P * (size_t)P, k = (size_t)(y % P) * (size_t)P + (size_t)(x % P);
     uint8_t *out = o.dst + (size_t)t * o.tile_bytes;
     if (!o.table) {
-        ((uint32_t *)out)[k] = v;
+        if (o.bytewise) {
+            uint8_t *b = out + 4u * k;
+            b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24);
+        } else {
+            ((uint32_t *)out)[k] = v;
+        }
         return;
     }
     for (int c = 0; c < o.channels; c++) {
@@ -203,6 +209,13 @@ static px__img_need px__need(const px_ragged_job *job, int i, const px_resize_op
     int nearest = op->filter == PX_RESIZE_NEAREST && !op->copy;
     k.tmp = nearest || !op->hpass ? 0u : px__al((size_t)op->cw * (size_t)op->rows * 4u);
     return k;
+}
+
+/* What image i holds on the device while its part runs (the part's budget counts these). */
+static uint64_t px__image_bytes(const px_ragged_job *job, int i, const px_resize_op *op)
+{
+    px__img_need k = px__need(job, i, op);
+    return k.ints * 4u + k.pixels + k.tmp + sizeof(px_tile_rec);
 }
 
 /* Host images are copied into the pinned block by a few threads of the executor's own (the
@@ -435,6 +448,7 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
     o.dst = d_out, o.table = job->table ? (const uint32_t *)(void *)(pt->d + recs + ints_bytes) : NULL;
     o.patch = job->patch, o.channels = job->table ? job->table->channels : 4, o.elem = job->table ? job->table->elem : 1;
     o.nhwc = job->table && job->table->layout == PXVM_TOKENS_NHWC, o.tile_bytes = job->tile_bytes;
+    o.bytewise = (uintptr_t)d_out % 4u != 0; /* tokens: dst aligned to their dtype (px_ragged_prepare) */
     px__k_tiles_v<<<(unsigned)vb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n, o);
     PX__CK(cudaGetLastError());
     PX__CK(cudaEventRecord(pt->done, ex->stream));
@@ -472,11 +486,14 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
         if (px__check_device_ptr(ex, job->dst, "tiles", err) < 0)
             return -1;
     }
-    for (int i = 0; i < job->n; i++)
-        if (job->img[i].v.device >= 0 && px__check_device_ptr(ex, job->img[i].v.data, "input", err) < 0) {
+    for (int i = 0; i < job->n; i++) {
+        char what[24];
+        snprintf(what, sizeof what, "image %d", i);
+        if (job->img[i].v.device >= 0 && px__check_device_ptr(ex, job->img[i].v.data, what, err) < 0) {
             *job->failed = i;
             return -1;
         }
+    }
     if (px__state(ex, err) < 0)
         return -1;
     /* parts of 64 MiB: on an H200 host 35 photos (140 MB) took 7.2 ms in parts of 64 MiB, 7.8 of
@@ -484,6 +501,32 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
     uint64_t budget = job->max_memory / 4u, cap = 64ull << 20;
     if (budget > cap)
         budget = cap;
+    /* every image's bytes checked before any part runs: a refusal writes nothing to dst (the
+     * tables are built again below, one part at a time, to hold only a part's) */
+    for (int i = 0; i < job->n; i++) {
+        /* first an O(1) bound (px_resize_need, plus pass 1's rows where it counts a copy of columns
+         * that this executor still runs): the tables are built only for an image near the limit */
+        const px_ragged_image *im = &job->img[i];
+        int cw, ch, rows;
+        uint64_t need = px_resize_need(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, &cw, &ch, &rows);
+        need += (rows ? 0u : 4u * (uint64_t)cw * (uint64_t)im->v.h) + sizeof(px_tile_rec) +
+                        (im->v.device >= 0 ? 0u : px__al((size_t)im->v.w * (size_t)im->v.h * (size_t)im->v.channels));
+        if (need > job->max_memory) {
+            px_resize_op op;
+            if (px_ragged_op(job, i, &op, err) < 0)
+                return -1;
+            need = px__image_bytes(job, i, &op);
+            px_resize_op_free(&op);
+        }
+        if (need > job->max_memory) {
+            char m[200];
+            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
+                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
+                     (unsigned long long)need, (unsigned long long)job->max_memory);
+            *job->failed = i;
+            return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+        }
+    }
     px_resize_op *ops = (px_resize_op *)calloc((size_t)job->n, sizeof *ops);
     if (!ops)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)job->n * sizeof *ops);
@@ -503,17 +546,7 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
             rc = -1;
             break;
         }
-        px__img_need k = px__need(job, i, &ops[i]);
-        uint64_t need = k.ints * 4u + k.pixels + k.tmp + sizeof(px_tile_rec);
-        if (need > job->max_memory) {
-            char m[200];
-            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
-                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
-                     (unsigned long long)need, (unsigned long long)job->max_memory);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
-            *job->failed = i;
-            break;
-        }
+        uint64_t need = px__image_bytes(job, i, &ops[i]);
         if (i > a && held + need > budget) { /* images a .. i-1 go as a part */
             rc = px__part_run(ex, job, a, i, ops + a, d_out, err);
             for (int j = a; j < i; j++)

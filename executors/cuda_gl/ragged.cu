@@ -509,7 +509,7 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
         const px_ragged_image *im = &job->img[i];
         int cw, ch, rows;
         uint64_t need = px_resize_need(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, &cw, &ch, &rows);
-        need += (rows ? 0u : 4u * (uint64_t)cw * (uint64_t)im->v.h) + sizeof(px_tile_rec) +
+        need += (rows ? 0u : 4u * (uint64_t)cw * (uint64_t)im->v.h) + sizeof(px_tile_rec) + 256u /* pass 1's alignment */ +
                         (im->v.device >= 0 ? 0u : px__al((size_t)im->v.w * (size_t)im->v.h * (size_t)im->v.channels));
         if (need > job->max_memory) {
             px_resize_op op;

@@ -244,11 +244,12 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
     const px_ragged_image *im = &job->img[i];
     const pxvm_view *v = &im->v;
     int sw = v->w, sh = v->h, C = v->channels;
-    /* the resize reads interleaved rows: a view of other strides is packed first */
+    /* the resize reads interleaved rows, top to bottom: a view of other strides (a negative row
+     * stride: an image flipped upside down) is packed first */
     const uint8_t *src = v->data;
     int64_t sstride = v->row_stride;
     uint8_t *packed = NULL;
-    if (v->ch_stride != 1 || v->px_stride != C) {
+    if (v->ch_stride != 1 || v->px_stride != C || v->row_stride < (int64_t)sw * C) {
         packed = malloc((size_t)sw * (size_t)sh * (size_t)C);
         if (!packed)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sw * sh * C);

@@ -191,6 +191,17 @@ def _decode_files(files, decoded, warned):
         raise _named(failed[i], i, files[i]) from None
 
 
+def _caller_level():
+    """warnings.warn's stacklevel of the first frame outside the package (the caller's line; the
+    depth of the package's wrappers differs between patches_batch and tokens_batch)."""
+    import sys
+    here, level = os.path.dirname(os.path.abspath(__file__)), 1
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == here:
+        f, level = f.f_back, level + 1
+    return level
+
+
 def _image_views(runner, items, files, decoded):
     """The pxvm_view of every image (files from `decoded`), whether one is CUDA memory, and the
     objects the views point into (kept alive over the call)."""
@@ -247,7 +258,7 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
     try:
         _decode_files(files, decoded, warned)
         for i in sorted(warned):
-            warnings.warn(warned[i], stacklevel=4)
+            warnings.warn(warned[i], stacklevel=_caller_level())
         views, on_cuda, keep = _image_views(runner, images, files, decoded)
         wh = (ctypes.c_int * (2 * n))()
         for i in range(n):

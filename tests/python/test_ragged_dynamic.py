@@ -341,3 +341,16 @@ def test_cuda_tensors_equal_the_cpu_executor(images):
             cpu.tokens_batch(images, policy="dynamic", dtype="bfloat16", out=out)
         with pytest.raises(pxvm.UsageError, match="CUDA tensors need executor 'cuda'"):
             cpu.patches_batch(dev, policy="dynamic")
+
+
+def test_a_decoder_warning_points_at_the_callers_line(runner, tmp_path):
+    """A file the decoder warns about (bytes after the JPEG's end) gives the warning of load_image,
+    attributed to the line that called patches_batch / tokens_batch, and its tokens."""
+    p = tmp_path / "trailing.jpg"
+    Image.fromarray(skdata.coffee()).save(p)
+    with open(p, "ab") as f:
+        f.write(b"\0" * 100)
+    for call in (runner.patches_batch, runner.tokens_batch):
+        with pytest.warns(UserWarning, match="100 bytes after the JPEG's end-of-image marker") as w:
+            call([str(p)], policy="dynamic")
+        assert [os.path.basename(x.filename) for x in w] == ["test_ragged_dynamic.py"]

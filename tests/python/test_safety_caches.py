@@ -1,7 +1,7 @@
 """Issue 39: the Python caches are LRUs bounded by count and by bytes (runner._LRU, one helper for
 all): pxvm.pyramid's runners per image size, a Runner's C runners per batch size, pxvm.seeds'
-runners, policy dynamic's runners per size. Before, each grew with every size ever used (200
-pyramid sizes: 1.4 GB; batch sizes 1..64: 2.1 GB)."""
+runners. Before, each grew with every size ever used (200 pyramid sizes: 1.4 GB; batch sizes
+1..64: 2.1 GB). Policy dynamic keeps no runners per size any more: one executor call a batch."""
 import numpy as np
 import pytest
 

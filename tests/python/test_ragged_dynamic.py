@@ -354,3 +354,18 @@ def test_a_decoder_warning_points_at_the_callers_line(runner, tmp_path):
         with pytest.warns(UserWarning, match="100 bytes after the JPEG's end-of-image marker") as w:
             call([str(p)], policy="dynamic")
         assert [os.path.basename(x.filename) for x in w] == ["test_ragged_dynamic.py"]
+
+
+def test_torch_dtypes_are_their_names_for_every_program():
+    """dtype=torch.bfloat16 (or float16, float32) is the name's tokens for any program's tokens and
+    tokens_batch, not only policy dynamic's; another torch dtype is the UsageError naming it."""
+    torch = pytest.importorskip("torch")
+    img = pxvm.load_image(PHOTO)
+    with pxvm.Runner(os.path.join(ROOT, "programs", "foveate273.pxi"), executor=EXECUTOR) as r:
+        for name in ("bfloat16", "float16", "float32"):
+            a, b = r.tokens(img, dtype=getattr(torch, name)), r.tokens(img, dtype=name)
+            assert np.array_equal(_bits(a), _bits(b))
+            a = r.tokens_batch(np.stack([img, img]), dtype=getattr(torch, name))
+            assert np.array_equal(_bits(a)[1], _bits(b))
+        with pytest.raises(pxvm.UsageError, match="dtype torch.int8 is none of float32, float16, bfloat16"):
+            r.tokens(img, dtype=torch.int8)

@@ -228,7 +228,7 @@ asan:
 # seeds, Ragged, streams, size= and bad input (under a minute on 2 cores); the decoders' and
 # RESIZE's bytes are left to the C suite under `make asan`.
 ASAN_RT       ?= $(shell $(CC) -print-file-name=libasan.so)
-ASAN_PY_TESTS ?= $(wildcard tests/python/test_safety_*.py) $(addprefix tests/python/test_,native.py ragged.py \
+ASAN_PY_TESTS ?= $(wildcard tests/python/test_safety_*.py) $(addprefix tests/python/test_,native.py ragged.py ragged_dynamic.py \
                  seeds.py api.py tokens.py fixation.py video.py size.py bad_input.py)
 build/asan/_native.abi3.so: python/pxvm/_native.c include/pxvm.h
 	@mkdir -p build/asan

@@ -47,14 +47,22 @@ def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) ->
     marker: a motion photo's video, an MPF file's second image, padding) are no damage: the image
     is returned in both modes, with a ``UserWarning`` that says how many bytes were ignored."""
     np = _np()
-    px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
     lim = _limits(**limits)
     if lenient:
         lim.flags |= PXVM_DECODE_LENIENT
-    _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
-                                ctypes.byref(h)))
-    warning = _lib.pxvm_warning()  # lenient: damage gone past; either mode: bytes after the end
+    px, w, h, warning = _decode(path, lim)
     if warning:
-        warnings.warn("pxvm: " + warning.decode(errors="replace"), stacklevel=2)
-    data = _take_bytes(px, w.value * h.value * 4)
-    return np.frombuffer(data, dtype=np.uint8).reshape(h.value, w.value, 4).copy()
+        warnings.warn(warning, stacklevel=2)
+    data = _take_bytes(px, w * h * 4)
+    return np.frombuffer(data, dtype=np.uint8).reshape(h, w, 4).copy()
+
+
+def _decode(path, lim):
+    """The library's decode of a file: (pointer to its RGBA8 pixels, which the caller hands to
+    pxvm_free, w, h, the warning to give or None). Callable from any thread: ctypes releases the
+    GIL during the decode and the library's message and warning are the calling thread's."""
+    px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
+    _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px),
+                                ctypes.byref(w), ctypes.byref(h)))
+    warning = _lib.pxvm_warning()  # lenient: damage gone past; either mode: bytes after the end
+    return px, w.value, h.value, "pxvm: " + warning.decode(errors="replace") if warning else None

@@ -7,32 +7,45 @@
     r.grid          # (B, 3) int64: (t, h, w) in patches, t = 1; N_i = h * w
     r.sizes         # (B, 2, 2) int64: sizes[i, 0] = (w, h) as given, sizes[i, 1] = (w', h') resized
     r.position_ids  # (3, sum N_i) int64: each token's (t, h, w) (multimodal RoPE style)
+    t = runner.tokens_batch(paths, policy="dynamic", dtype=torch.bfloat16, normalize="clip")
+    t.tokens        # (sum N_i, 3, p, p) bfloat16 (layout "nchw"; "nhwc", "flat"), the same fields
 
 Policy "dynamic" (docs/policies.md) resizes each image to its own w' x h' (Qwen2-VL's
-smart_resize, f = patch * merge) and takes every patch x patch tile of it at LOD 0, row-major:
-the program of the runner's "uniform" plan compiled for w' x h'. The runner compiles that program
-on the first image of each distinct size and keeps it, with its executor, in an LRU cache of
-DYNAMIC_CACHE sizes; images of one size run as one batch. The position ids are in patch units
-and row-major; Qwen2-VL's language model numbers merged tokens (h // merge, w // merge) and its
-processor orders the patches merge window by merge window: permute the tokens for that model.
+smart_resize, f = patch * merge) and takes every patch x patch tile of it, row-major: the tokens
+the runner's "uniform" plan gives at LOD 0 for w' x h'. The whole batch is one call of the
+runner's executor (pxvm_runner_ragged, include/pxvm.h "ragged batches"): no program compiled, no
+run and no runner per size; the cuda executor resizes on its GPU, from host arrays or CUDA
+tensors of its device, the CPU executor over its threads. Every byte is the RESIZE rule's
+(Pillow's Image.resize of the image as RGB(A)), float tokens the table rule of pxvm.tokens.
+
+The images: host NumPy arrays or torch tensors (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4,
+any strides (read in place, not copied); CUDA tensors (or __cuda_array_interface__ arrays) of the
+runner's device on the cuda executor; paths of PNG/JPEG files, decoded by the library (as
+load_image) on a pool of up to os.cpu_count() threads and read from the decoder's memory. Memory:
+the decoded files of the call and the output (the executor's own within its max_memory). The
+output is new (NumPy; a torch CUDA tensor when an image is on CUDA; bfloat16 on the host a torch
+tensor, as pxvm.tokens) or out=, written in place: on CUDA on torch's current stream. An error
+about one image (a file that does not decode, a size the rule refuses) is raised of its class
+naming the image (e.index, e.file); nothing is returned and out= is not written then.
+
+The position ids are in patch units and row-major; Qwen2-VL's language model numbers merged
+tokens (h // merge, w // merge) and its processor orders the patches merge window by merge
+window: permute the tokens for that model.
 """
 from __future__ import annotations
 
-import collections
 import ctypes
 import operator
 import os
+import re
+import threading
+import warnings
 
 from . import _capi
-from .errors import Error, UsageError, _check
-from ._arrays import _np
+from .errors import _BY_CLASS, Error, UsageError, _check
+from ._arrays import _describe, _fill_view, _np, _torch
 
 _lib = _capi.lib
-
-#: per-size programs (and their executors) a runner keeps for policy "dynamic", and of how many bytes
-#: of slot storage together (runner._slot_bytes; least recently used goes first)
-DYNAMIC_CACHE = 64
-DYNAMIC_CACHE_BYTES = 1 << 30
 
 
 def canonical_policy(policy: str) -> str:
@@ -80,15 +93,10 @@ class Ragged:
         self.sizes = sizes
         #: the files the images came from (None for arrays)
         self.files = files
-        n = int(offsets[-1])
-        pos = np.zeros((3, n), dtype=np.int64)
-        for i in range(len(grid)):
-            a, b = int(offsets[i]), int(offsets[i + 1])
-            gh, gw = int(grid[i, 1]), int(grid[i, 2])
-            k = np.arange(b - a, dtype=np.int64)
-            pos[1, a:b] = k // gw
-            pos[2, a:b] = k % gw
-        self.position_ids = pos
+        counts = np.diff(offsets)
+        k = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], counts)  # index in its image
+        gw = np.repeat(grid[:, 2], counts)
+        self.position_ids = np.stack([np.zeros_like(k), k // gw, k % gw])
 
     def __len__(self) -> int:
         return len(self.grid)
@@ -121,26 +129,6 @@ def _plan_patch(runner):
     return plan, int(plan.get("patch", 16))
 
 
-def _sized_runner(runner, plan, w, h):
-    """The runner of the uniform plan compiled for w x h, from the runner's LRU cache."""
-    from .program import Program
-    from .runner import Runner
-    from .runner import _LRU, _slot_bytes
-    cache = runner.__dict__.get("_dynamic")
-    if cache is None:
-        cache = runner.__dict__["_dynamic"] = _LRU(DYNAMIC_CACHE, DYNAMIC_CACHE_BYTES)
-    r = cache.get((w, h))
-    if r is not None:
-        return r
-    p = dict(plan)
-    p["image"] = [w, h]
-    p.pop("budget", None)  # a uniform plan's budget is its full grid: that of w x h
-    prog = Program.from_plan(p, name="%s@%dx%d" % (runner.program.name, w, h), **runner.program._limits)
-    # an evicted runner closes when its last reference goes (never under a call still using it)
-    return cache.put((w, h), Runner(prog, executor=runner.executor, device=runner.device, threads=runner.threads),
-                     _slot_bytes(prog))
-
-
 def _named(e, i, name):
     """The same class of error, naming the image (its index, and its file when it has one)."""
     what = "image %d%s" % (i, " ('%s')" % name if name else "")
@@ -149,59 +137,173 @@ def _named(e, i, name):
     return err
 
 
-def dynamic_patches_batch(runner, images, policy: str) -> Ragged:
-    """Runner.patches_batch with policy "dynamic": images is a list (or a (B, ...) array) of host
-    images of any sizes, or paths of PNG/JPEG files. An error of one image is raised as the
+def _library_error(rc, failed, files):
+    """The library's error of a ragged call; about image `failed` (>= 0): named by _named, the
+    library's own "image i: " dropped (said once, with the file)."""
+    msg = _lib.pxvm_errmsg().decode(errors="replace")
+    err = _BY_CLASS.get(rc, Error)
+    if failed < 0 or failed >= len(files):
+        return err(msg)
+    msg = re.sub(r"^([a-z][a-z ]*: )?image %d: " % failed, r"\1", msg, count=1)
+    return _named(err(msg), failed, files[failed])
+
+
+def _decode_files(files, decoded, warned):
+    """Decodes the files (files[i] a path or None) into decoded[i] = (pointer, w, h) on a pool of
+    threads (the library's decoder; ctypes releases the GIL); warnings into warned[i]. The first
+    failing file in the batch's order is raised named (whichever thread finds a failure first:
+    the files after a failed one are skipped, those before it still decoded). The caller frees
+    what is in `decoded`, also after an error."""
+    from .image import _decode, _limits
+    todo = [i for i, f in enumerate(files) if f is not None]
+    if not todo:
+        return
+    lim = _limits()
+    failed = {}
+    first = [len(files)]  # the lowest index that failed so far
+    lock = threading.Lock()
+
+    def one(i):
+        if i > first[0]:
+            return
+        try:
+            px, w, h, warning = _decode(files[i], lim)
+        except Error as e:
+            with lock:
+                failed[i] = e
+                first[0] = min(first[0], i)
+            return
+        with lock:
+            decoded[i] = (px, w, h)
+            if warning:
+                warned[i] = warning
+
+    workers = min(len(todo), os.cpu_count() or 1, 64)
+    if workers == 1:
+        for i in todo:
+            one(i)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pxvm-decode") as pool:
+            list(pool.map(one, todo))
+    if failed:
+        i = min(failed)
+        raise _named(failed[i], i, files[i]) from None
+
+
+def _caller_level():
+    """warnings.warn's stacklevel of the first frame outside the package (the caller's line; the
+    depth of the package's wrappers differs between patches_batch and tokens_batch)."""
+    import sys
+    here, level = os.path.dirname(os.path.abspath(__file__)), 1
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == here:
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _image_views(runner, items, files, decoded):
+    """The pxvm_view of every image (files from `decoded`), whether one is CUDA memory, and the
+    objects the views point into (kept alive over the call)."""
+    n = len(items)
+    views = (_capi.View * n)()
+    keep, on_cuda = [], False
+    for i, x in enumerate(items):
+        if files[i] is not None:
+            px, w, h = decoded[i]
+            views[i] = _capi.View(px, -1, 1, w, h, 4, 0, 4 * w, 4, 1)
+            continue
+        try:
+            a = _describe(x)
+            if a.device != -1:
+                on_cuda = True
+                if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
+                    a.device = runner.device
+                elif a.device != runner.device:
+                    raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
+                                     (a.device, runner.device))
+                if runner.executor != "cuda":
+                    raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" %
+                                     runner.executor)
+            _fill_view(views[i], a, 0, 0, False)  # HWC where both read (as image_hw)
+        except Error as e:
+            raise _named(e, i, None) from None
+        except (ValueError, TypeError) as e:
+            raise type(e)("image %d: %s" % (i, e)) from None
+        keep.append(a.keep)
+    return views, on_cuda, keep
+
+
+def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", layout: str = "nchw",
+                 out=None) -> Ragged:
+    """Runner.patches_batch (fmt None: RGBA8 tiles) and tokens_batch (fmt: a pxvm_token_format of
+    `dtype` and `layout`) with policy "dynamic": images is a list (or a (B, ...) array or tensor)
+    of images of any sizes or paths of PNG/JPEG files (see the module). One call of the executor
+    writes every image's tiles into the packed output. An error of one image is raised as the
     package's error class naming its index (and file); nothing is returned then."""
-    from .image import load_image
-    from .runner import _policy_image
+    from .tokens import _ITEMSIZE, _checked_destination, _new_output, token_shape
     np = _np()
-    plan, patch = _plan_patch(runner)
+    _, patch = _plan_patch(runner)
     if not isinstance(images, (list, tuple)):
+        if isinstance(images, (str, os.PathLike)) or not hasattr(images, "shape"):
+            raise UsageError("usage: a ragged batch is a list of images or paths, or a (B, ...) array, not %s" %
+                             type(images).__name__)
         images = [images[i] for i in range(int(images.shape[0]))]
     if not images:
         raise UsageError("pxvm: a ragged batch needs at least one image")
+    n = _capi.c_integer(len(images), "batch size")
     files = [os.fspath(x) if isinstance(x, (str, os.PathLike)) else None for x in images]
-    imgs, sizes = [], []
-    for i, x in enumerate(images):
-        try:
-            a = load_image(x) if files[i] is not None else x
-            hw = image_hw(a)
-            if hw is None:
-                raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
-                                 (tuple(a.shape),))
-            h, w = hw
-            wh = dynamic_size(policy, patch, w, h)
-        except Error as e:
-            raise _named(e, i, files[i]) from None
-        except (ValueError, TypeError) as e:
-            raise type(e)("image %d%s: %s" % (i, " ('%s')" % files[i] if files[i] else "", e)) from None
-        imgs.append(a)
-        sizes.append(((w, h), wh))
-    grid = np.array([(1, s[1][1] // patch, s[1][0] // patch) for s in sizes], dtype=np.int64)
-    offsets = np.zeros(len(imgs) + 1, dtype=np.int64)
-    np.cumsum(grid[:, 1] * grid[:, 2], out=offsets[1:])
-    tokens = np.empty((int(offsets[-1]), patch, patch, 4), dtype=np.uint8)
-    groups = collections.OrderedDict()  # (w', h') -> [image index], one executor run each
-    for i, s in enumerate(sizes):
-        groups.setdefault(s[1], []).append(i)
-    for (w, h), idx in groups.items():
-        try:
-            r = _sized_runner(runner, plan, w, h)
-            batch = []
-            for i in idx:
-                try:
-                    batch.append(_policy_image(imgs[i], w, h, policy))
-                except Error as e:
-                    raise _named(e, i, files[i]) from None
-                except (ValueError, TypeError) as e:
-                    raise type(e)("image %d%s: %s" % (i, " ('%s')" % files[i] if files[i] else "", e)) from None
-            out = r.patches_batch(batch)
-        except Error as e:
-            if getattr(e, "index", None) is not None:
-                raise
-            raise _named(e, idx[0], files[idx[0]]) if len(idx) == 1 else type(e)(
-                "images %s (all %dx%d): %s" % (idx, w, h, e)) from None
-        for j, i in enumerate(idx):
-            tokens[offsets[i]:offsets[i + 1]] = out[j]
-    return Ragged(tokens, offsets, grid, np.array(sizes, dtype=np.int64), files if any(files) else None)
+    policy_c = _capi.c_string(policy, "policy")
+    decoded, warned = {}, {}
+    try:
+        _decode_files(files, decoded, warned)
+        for i in sorted(warned):
+            warnings.warn(warned[i], stacklevel=_caller_level())
+        views, on_cuda, keep = _image_views(runner, images, files, decoded)
+        wh = (ctypes.c_int * (2 * n))()
+        for i in range(n):
+            wh[2 * i], wh[2 * i + 1] = views[i].w, views[i].h
+        out_wh = (ctypes.c_int * (2 * n))()
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        failed = ctypes.c_int(-1)
+        rc = _lib.pxvm_ragged_plan(policy_c, patch, 0, 0, n, wh, out_wh,
+                                   offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), ctypes.byref(failed))
+        if rc:
+            raise _library_error(rc, failed.value, files)
+        total = int(offsets[-1])
+        if fmt is None:
+            shape = (total, patch, patch, 4)
+        else:
+            shape = token_shape(total, patch, patch, 4 if fmt.alpha else 3, layout)
+        h, executor = runner._runner(1)
+        if out is not None:
+            ptr, devno = _checked_destination(out, shape, dtype, runner, executor)
+            result = out
+        elif fmt is None:
+            if on_cuda:
+                torch = _torch()
+                result = torch.empty(shape, dtype=torch.uint8, device=runner._torch_device)
+                ptr, devno = result.data_ptr(), runner.device
+            else:
+                result = np.empty(shape, dtype=np.uint8)
+                ptr, devno = result.ctypes.data, -1
+        else:
+            result, ptr, devno = _new_output(shape, dtype, on_cuda and executor == "cuda", runner)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * _ITEMSIZE[dtype]
+        if on_cuda or devno >= 0:  # ordered on torch's current stream
+            runner._sync_stream(1)
+        elif runner._stream.get(1):
+            _check(_lib.pxvm_runner_set_stream(h, None))
+            runner._stream[1] = 0
+        args = _capi.RaggedArgs(policy_c, patch, 0, 0, None if fmt is None else ctypes.pointer(fmt), ptr, devno,
+                                nbytes, -1)
+        rc = _lib.pxvm_runner_ragged(h, n, views, ctypes.byref(args))
+        if rc:
+            raise _library_error(rc, args.failed, files)
+    finally:
+        for px, _, _ in decoded.values():
+            _lib.pxvm_free(px)
+    ow = np.ctypeslib.as_array(out_wh).reshape(n, 2).astype(np.int64)
+    grid = np.stack([np.ones(n, np.int64), ow[:, 1] // patch, ow[:, 0] // patch], axis=1)
+    given = np.ctypeslib.as_array(wh).reshape(n, 2).astype(np.int64)
+    return Ragged(result, offsets, grid, np.stack([given, ow], axis=1), files if any(files) else None)

@@ -15,7 +15,7 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
-from .ragged import canonical_policy, image_hw, is_dynamic, dynamic_patches_batch
+from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -83,7 +83,7 @@ class _LRU:
     trim(), at most max_count values whose sizes (the bytes given to put) add up to at most
     max_bytes are kept, except that the most recently used one stays even alone over max_bytes.
     The one cache helper of the package (pxvm.pyramid's runners, a Runner's C runners per batch
-    size, pxvm.seeds' and policy dynamic's runners). A value that goes is handed to `evict` (None:
+    size, pxvm.seeds' runners). A value that goes is handed to `evict` (None:
     dropped, so a Runner closes when its last reference goes, never under a call still using it).
     put() trims at once unless trim_on_put is False (a Runner trims its C runners between calls)."""
 
@@ -989,7 +989,7 @@ class Runner:
         """Policy dynamic returns Ragged tokens: options it cannot honour are refused, never ignored."""
         bad = [k for k, v in given.items() if v is not None and v is not False and not (isinstance(v, dict) and not v)]
         if bad:
-            raise UsageError("usage: policy dynamic does not take %s (each image has its own program and grid)" %
+            raise UsageError("usage: policy dynamic does not take %s (each image has its own grid)" %
                              ", ".join(bad))
 
     def _atlas(self, slot):
@@ -1058,10 +1058,10 @@ class Runner:
         patches_batch). size: as for run."""
         size, policy = self._sized(policy, size)
         if is_dynamic(policy):
-            self._dynamic_only(out=out, fixation=fixation, with_geometry=with_geometry, slot=slot)
+            self._dynamic_only(fixation=fixation, with_geometry=with_geometry, slot=slot)
             if len(image) != 1 or inputs:
                 raise UsageError("usage: policy dynamic takes one image, given as the first argument")
-            return dynamic_patches_batch(self, [image[0]], policy)[0]
+            return ragged_batch(self, [image[0]], policy, out=out)[0]
         s = self._atlas(slot)
         key = self._fast_key("patches", image, inputs, fixation, fixation_units, policy, s.index, out is None)
         call = self._prepared.get(key) if key else None
@@ -1191,13 +1191,15 @@ class Runner:
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
         from a "uniform" plan: each image gets its own token grid, and the result is a
         pxvm.ragged.Ragged (packed tokens, offsets, grid, sizes, position_ids; images may also be
-        paths of PNG/JPEG files); see python/pxvm/ragged.py and README, Ragged batches. Into an
+        paths of PNG/JPEG files, or CUDA tensors on the cuda executor), the whole batch one call
+        of the executor, into `out` (sum N_i, p, p, 4) when given; see python/pxvm/ragged.py and
+        README, Ragged batches. Into an
         any-size input, images of different sizes need no policy (one batch per size, as run_batch).
         size: as for run_batch."""
         size, policy = self._sized(policy, size)
         if is_dynamic(policy):
-            self._dynamic_only(out=out, fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
-            return dynamic_patches_batch(self, images, policy)
+            self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
+            return ragged_batch(self, images, policy, out=out)
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size

@@ -19,6 +19,11 @@ Where the tensor lives, and who owns it:
   tensor (torch.bfloat16), or, without torch, a UsageError: pass out=<uint16 NumPy array> to get
   the raw bfloat16 bits instead (the only place where bits stand for values, asked for by name).
 NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy).
+
+With policy "dynamic" (a program from a "uniform" plan), tokens_batch gives a pxvm.ragged.Ragged:
+each image at its own size, the packed [sum N_i, ...] tokens written by one executor call
+(python/pxvm/ragged.py), the same dtypes, layouts, out= and owners as above. dtype may also be
+a torch dtype (torch.bfloat16).
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 from . import _capi
 from ._arrays import _is_torch, _np, _torch
 from .errors import UsageError, _check
+from .ragged import is_dynamic, ragged_batch
 
 if TYPE_CHECKING:
     import numpy
@@ -74,9 +80,13 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
     return f
 
 
-def _shape(s, channels, layout):
-    n, ph, pw = s.patch_count, s.patch_h, s.patch_w
+def token_shape(n, ph, pw, channels, layout):
+    """The shape of n tokens of ph x pw texels and `channels` values each in `layout`."""
     return {"nchw": (n, channels, ph, pw), "nhwc": (n, ph, pw, channels), "flat": (n, channels * ph * pw)}[layout]
+
+
+def _shape(s, channels, layout):
+    return token_shape(s.patch_count, s.patch_h, s.patch_w, channels, layout)
 
 
 def _c_contiguous(shape, strides, itemsize):
@@ -99,8 +109,19 @@ def _cuda_stream(runner):
 
 
 _TORCH_DTYPES = ("float32", "float16", "bfloat16")
-_NUMPY_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "uint16"}  # bf16: the raw bits
-_CAI_TYPES = {"float32": ("<f4",), "float16": ("<f2",), "bfloat16": ("<u2",)}
+# the destinations' element types ("uint8": a ragged batch's RGBA8 tiles, python/pxvm/ragged.py)
+_NUMPY_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "uint16", "uint8": "uint8"}  # bf16: bits
+_CAI_TYPES = {"float32": ("<f4",), "float16": ("<f2",), "bfloat16": ("<u2",), "uint8": ("|u1", "<u1")}
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1}
+
+
+def dtype_name(dtype):
+    """dtype= as its name: a name as it is, a torch dtype (torch.bfloat16) as its name; anything
+    else as it is (token_format then says what is wrong with it)."""
+    if _is_torch(dtype):
+        name = str(dtype).rpartition(".")[2]
+        return name if name in DTYPES else dtype
+    return dtype
 
 
 def _destination(out, shape, dtype, runner, executor):
@@ -124,7 +145,7 @@ def _destination(out, shape, dtype, runner, executor):
         if cai["typestr"] not in _CAI_TYPES[dtype]:
             raise UsageError("usage: tokens: out must be %s, got a CUDA array of %s" % (want, cai["typestr"]))
         st = cai.get("strides")
-        itemsize = 4 if dtype == "float32" else 2
+        itemsize = _ITEMSIZE[dtype]
         if tuple(cai["shape"]) != shape or (st is not None and not _c_contiguous(shape, st, itemsize)):
             raise UsageError("usage: tokens: out must be %s, got %s" % (want, tuple(cai["shape"])))
         dev = getattr(getattr(out, "device", None), "id", None)  # CuPy; else the library checks the pointer
@@ -141,6 +162,17 @@ def _destination(out, shape, dtype, runner, executor):
             want, out.shape, " (not contiguous)" if not out.flags.c_contiguous else
             " (read-only)" if not out.flags.writeable else ""))
     return out.ctypes.data, -1
+
+
+def _checked_destination(out, shape, dtype, runner, executor):
+    """_destination, and a CUDA out= only on the runner's device of a cuda executor."""
+    ptr, devno = _destination(out, shape, dtype, runner, executor)
+    if devno >= 0:
+        if executor != "cuda":
+            raise UsageError("usage: tokens: a CUDA out= needs executor 'cuda' (this runner's is '%s')" % executor)
+        if devno != runner.device:
+            raise UsageError("usage: tokens: out is on cuda:%d, the runner on cuda:%d" % (devno, runner.device))
+    return ptr, devno
 
 
 def _new_output(shape, dtype, on_cuda, runner):
@@ -209,15 +241,10 @@ def _run_and_read(runner, bound, batch, batched, s, fmt, shape, dtype, out, fixa
     on_cuda = any(_is_torch(x) and x.is_cuda or getattr(x, "__cuda_array_interface__", None) is not None
                   for v in bound.values() for x in (v if isinstance(v, (list, tuple)) else [v]))
     if out is not None:
-        ptr, devno = _destination(out, shape, dtype, runner, name)
+        ptr, devno = _checked_destination(out, shape, dtype, runner, name)
         result = out
     else:
         result, ptr, devno = _new_output(shape, dtype, on_cuda and name == "cuda", runner)
-    if devno >= 0:
-        if name != "cuda":
-            raise UsageError("usage: tokens: a CUDA out= needs executor 'cuda' (this runner's is '%s')" % name)
-        if devno != runner.device:
-            raise UsageError("usage: tokens: out is on cuda:%d, the runner on cuda:%d" % (devno, runner.device))
     runner._exec(bound, batch, [], batched=batched, fixation=fixation, units=units, clamp=clamp)
     if devno >= 0:  # written on the caller's stream, after the run
         handle = _cuda_stream(runner)
@@ -256,8 +283,17 @@ def tokens(runner, *image: Array, dtype: str = "float32", normalize: Normalize =
 
     A repeat of a call's arguments and arrays' shapes (one image, NumPy or torch, no fixation or
     policy) takes the compiled fast path (python/pxvm/_native.c): bind, run and read in one call,
-    the same bytes; PXVM_NO_NATIVE=1 keeps the ctypes path. size: as for Runner.run."""
+    the same bytes; PXVM_NO_NATIVE=1 keeps the ctypes path. size: as for Runner.run. policy
+    "dynamic...": the image's own grid of tokens (tokens_batch's Ragged for one image, its [0])."""
     size, policy = runner._sized(policy, size)
+    dtype = dtype_name(dtype)
+    if is_dynamic(policy):
+        runner._dynamic_only(fixation=fixation, slot=slot, fixation_clamp=fixation_clamp, inputs=inputs,
+                             fixation_units=None if fixation_units == "normalized" else fixation_units)
+        if len(image) != 1:
+            raise UsageError("usage: policy dynamic takes one image, given as the first argument")
+        return ragged_batch(runner, [image[0]], policy, token_format(dtype, normalize, layout, alpha), dtype,
+                            layout, out)[0]
     key = _fast_key(runner, image, inputs, dtype, normalize, layout, alpha, out, slot, fixation, fixation_units,
                     policy)
     call = runner._prepared.get(key) if key else None
@@ -292,8 +328,20 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
     fixation=fixations[b], ...)'s bytes. images, fixations ((B, 2) or (B, K, 2), per item, host
     or CUDA), fixation_units, fixation_clamp, policy, size and named inputs: as for Runner.run_batch;
     dtype, normalize, layout, alpha, out, slot: as for tokens (out= of the (B, ...) shape). On
-    the GPU the batch is one run (each plan step one launch) and one read (one kernel)."""
+    the GPU the batch is one run (each plan step one launch) and one read (one kernel).
+
+    policy "dynamic[:KEYS][:FILTER]" (a program from a "uniform" plan): each image at its own
+    size by the rule, its own grid of tokens: a pxvm.ragged.Ragged whose tokens are the packed
+    [sum N_i, ...] tokens (out=: of that shape), written by one call of the executor
+    (python/pxvm/ragged.py); images may be paths of PNG/JPEG files. dtype may also be a torch
+    dtype (torch.bfloat16)."""
     size, policy = runner._sized(policy, size)
+    dtype = dtype_name(dtype)
+    if is_dynamic(policy):
+        runner._dynamic_only(fixations=fixations, slot=slot, fixation_clamp=fixation_clamp, inputs=inputs,
+                             fixation_units=None if fixation_units == "normalized" else fixation_units)
+        return ragged_batch(runner, images, policy, token_format(dtype, normalize, layout, alpha), dtype, layout,
+                            out)
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
     bound, b = runner._batch_inputs(images, inputs)

@@ -8,8 +8,9 @@
 - The tokens: each image's tokens are its Pillow resize (Image.resize((w', h'), BICUBIC), the
   policy's filter) cut into patch x patch tiles row-major: checked against Pillow on the real
   photos of tests/data/photos.
-- A ragged batch == the same images one at a time, byte for byte; equal sizes share one program
-  and one run; position ids; errors name the image (index, file) and nothing is returned.
+- A ragged batch == the same images one at a time, byte for byte (one executor call per batch,
+  no runner per size: tests/python/test_ragged_dynamic.py); position ids; errors name the image
+  (index, file) and nothing is returned.
 """
 import glob
 import math
@@ -112,12 +113,10 @@ def test_tokens_are_the_pillow_resize_in_tiles(runner):
         assert np.array_equal(r[i], _tiles(want, 16)), path
 
 
-def test_ragged_batch_equals_one_at_a_time_and_groups_sizes(runner):
+def test_ragged_batch_equals_one_at_a_time(runner):
     imgs = [pxvm.load_image(p) for p in PHOTOS]
-    imgs = imgs + [imgs[0], imgs[2], imgs[0]]  # repeated sizes share one program and one run
-    runner.__dict__.pop("_dynamic", None)
+    imgs = imgs + [imgs[0], imgs[2], imgs[0]]  # repeated sizes
     r = runner.patches_batch(imgs, policy="dynamic:merge=2,min=3136,max=200000:bilinear")
-    assert len(runner._dynamic) == len({tuple(s) for s in r.sizes[:, 1].tolist()}) == 4
     assert r.offsets[0] == 0 and np.all(np.diff(r.offsets) == r.grid[:, 1] * r.grid[:, 2])
     assert r.tokens.shape == (int(r.offsets[-1]), 16, 16, 4) and r.tokens.dtype == np.uint8
     for i, x in enumerate(imgs):
@@ -135,16 +134,6 @@ def test_ragged_batch_equals_one_at_a_time_and_groups_sizes(runner):
     # a (B, H, W, C) array is a batch too
     s = runner.patches_batch(np.stack([imgs[0], imgs[0]]), policy="dynamic")
     assert np.array_equal(s[1], runner.patches(imgs[0], policy="dynamic"))
-
-
-def test_lru_cache_is_bounded(runner, monkeypatch):
-    monkeypatch.setattr(pxvm.ragged, "DYNAMIC_CACHE", 2)
-    runner.__dict__.pop("_dynamic", None)
-    img = np.zeros((64, 64, 3), np.uint8)
-    for side in (64, 96, 128, 160):
-        runner.patches(np.zeros((side, side, 3), np.uint8), policy="dynamic:merge=1,min=1")
-    assert list(runner._dynamic) == [(128, 128), (160, 160)]
-    assert runner.patches(img, policy="dynamic:merge=1,min=1").shape == (16, 16, 16, 4)
 
 
 def test_errors_name_the_image_and_return_nothing(runner, tmp_path):
@@ -166,8 +155,11 @@ def test_errors_name_the_image_and_return_nothing(runner, tmp_path):
 
 def test_dynamic_refuses_what_it_cannot_honour(runner):
     img = pxvm.load_image(PHOTOS[0])
-    with pytest.raises(pxvm.UsageError, match="policy dynamic does not take out"):
+    with pytest.raises(pxvm.UsageError, match=r"out must be a C-contiguous uint8 array of shape \(\d+, 16, 16, 4\), "
+                       r"got \(1, 1, 16, 16, 4\)"):
         runner.patches_batch([img], policy="dynamic", out=np.zeros((1, 1, 16, 16, 4), np.uint8))
+    with pytest.raises(pxvm.UsageError, match="policy dynamic does not take fixations"):
+        runner.patches_batch([img], policy="dynamic", fixations=np.zeros((1, 2)))
     with pytest.raises(pxvm.UsageError, match="does not take with_geometry"):
         runner.patches(img, policy="dynamic", with_geometry=True)
     with pytest.raises(pxvm.UsageError, match="use patches or patches_batch"):

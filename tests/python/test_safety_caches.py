@@ -1,7 +1,7 @@
 """Issue 39: the Python caches are LRUs bounded by count and by bytes (runner._LRU, one helper for
 all): pxvm.pyramid's runners per image size, a Runner's C runners per batch size, pxvm.seeds'
-runners, policy dynamic's runners per size. Before, each grew with every size ever used (200
-pyramid sizes: 1.4 GB; batch sizes 1..64: 2.1 GB)."""
+runners. Before, each grew with every size ever used (200 pyramid sizes: 1.4 GB; batch sizes
+1..64: 2.1 GB). Policy dynamic keeps no runners per size any more: one executor call a batch."""
 import numpy as np
 import pytest
 
@@ -104,16 +104,22 @@ def test_seeds_cache_is_bounded(monkeypatch):
     assert seeds.PROGRAM_CACHE_SIZE == 32 and seeds._RunnerCache(32, 1)._runners.max_bytes == 1
 
 
-def test_dynamic_policy_cache_is_bounded(monkeypatch):
+def test_dynamic_policy_opens_no_runner_per_size(monkeypatch):
+    """Policy dynamic needs no cache of runners: a batch of new sizes is one call of the runner's
+    own executor (pxvm_runner_ragged), no program compiled, no runner opened (before: one runner
+    and executor per size, in an LRU)."""
     import os
     from conftest import ROOT
-    monkeypatch.setattr(ragged, "DYNAMIC_CACHE", 3)
     r = pxvm.Runner(pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json")), executor=EXECUTOR)
+    opened, compiled, ragged_calls = [], [], []
+    for name, seen in (("pxvm_runner_open", opened), ("pxvm_prog_from_plan", compiled),
+                       ("pxvm_runner_ragged", ragged_calls)):
+        real = getattr(ragged._lib, name)
+        monkeypatch.setattr(ragged._lib, name, lambda *a, real=real, seen=seen: seen.append(1) or real(*a))
     for i in range(6):
         rag = r.patches_batch([np.full((64, 64 + 32 * i, 3), 7, np.uint8)], policy="dynamic:min=1024,max=100000")
-        assert len(rag) == 1
-        assert len(r._dynamic) <= 3 and r._dynamic.bytes <= ragged.DYNAMIC_CACHE_BYTES
-    assert len(r._dynamic) == 3
+        assert len(rag) == 1 and len(rag.tokens) == (64 // 16) * ((64 + 32 * i) // 16)
+    assert (len(opened), len(compiled), len(ragged_calls)) == (0, 0, 6)
 
 
 @pytest.mark.parametrize("name", ["RUNNER_BATCH_SIZES", "RUNNER_BYTES", "PYRAMID_SIZES", "PYRAMID_BYTES"])

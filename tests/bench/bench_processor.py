@@ -16,8 +16,10 @@ Qwen2VLImageProcessor): its own layout, (N, 3*2*14*14), merge window by merge wi
 Ways (one not installed, or without its device, is skipped with a line saying so):
   pillow        Pillow resize(BICUBIC) + NumPy rescale/normalize, one thread: the reference
   pillow-pool   the same in a process pool (fork) over all the host's cores
-  pxvm-cpu      Runner(uniform plan, "cpu").patches_batch(images, policy="dynamic") + NumPy normalize
-  pxvm-cuda     the same with executor "cuda" (host arrays in), normalized in torch on the GPU
+  pxvm-cpu      Runner(uniform plan, "cpu").tokens_batch(images, policy="dynamic", dtype="bfloat16",
+                normalize="clip", layout="flat"): one ragged call (pxvm_runner_ragged) resizes, tiles and
+                normalizes every image; from files pxvm decodes on a pool of threads
+  pxvm-cuda     the same with executor "cuda": host arrays (or files) in, a CUDA tensor out
   torchvision-cpu / -cuda   torchvision resize(bicubic, antialias=True) + normalize in torch
   hf-CLASS-DEVICE   transformers' Qwen2-VL image processors (patch 14 only), each class of the
                 installed release once (5.x: Qwen2VLImageProcessorPil, Qwen2VLImageProcessor on the
@@ -28,8 +30,8 @@ Per way: images/s from decoded images (decode excluded: host RGB uint8 arrays, o
 Pillow; uploads to a GPU included) and from files (decode included: pxvm decodes itself, the
 others with Pillow); medians of --reps rounds, the ways alternated in each round (the machine is
 shared and noisy); the ratios to Pillow are medians over rounds of the ratio within a round.
-pxvm is timed cold (a new Runner per round: every size compiled afresh, as a folder with a size
-per image meets it) and warm (the same Runner again: every size cached).
+The decoders' floor: pxvm's decoders alone (libjpeg-turbo, libpng) on a pool of os.cpu_count()
+threads, the files decoded and nothing else: what any way from files is bounded by.
 Exactness, from an untimed run: the resized uint8 bytes differing from Pillow's (count, largest
 difference; for transformers recovered from its float32 output, exact since its float error is
 far below half a level), the float32 elements differing from the reference and the largest
@@ -207,62 +209,69 @@ class PoolWay(Way):
 
 
 class PxvmWay(Way):
-    def __init__(self, S, executor, warm):
+    def __init__(self, S, executor):
         import pxvm
-        self.pxvm, self.S, self.executor, self.warm = pxvm, S, executor, warm
-        self.name = f"pxvm-{executor}" + ("-warm" if warm else "")
+        self.pxvm, self.S, self.executor = pxvm, S, executor
+        self.name = f"pxvm-{executor}"
         plan = {"image": [451, 300], "scheme": "uniform", "patch": S.p}
         self.program = pxvm.Program.from_plan(plan, name="uniform%d" % S.p)
         self.policy = "dynamic:merge=%d,min=%d,max=%d:bicubic" % (MERGE, MIN_PIXELS, MAX_PIXELS)
-        self.runner = self.new_runner()
-        self.norm = "numpy" if executor == "cpu" else "torch"
-        how = "NumPy" if executor == "cpu" else "torch on the GPU"
-        self.note = (f"Runner(uniform plan, \"{executor}\").patches_batch(policy=\"dynamic\") + normalize in {how}; "
-                     + ("the same Runner again (every size cached)" if warm else "a new Runner per round (every size compiled)"))
-        self.last = None
-
-    def new_runner(self):
-        return self.pxvm.Runner(self.program, executor=self.executor)
-
-    def tokens_u8(self, files_mode):
-        r = self.runner if self.warm else self.new_runner()
-        return r.patches_batch(list(self.S.files) if files_mode else list(self.S.arrays), policy=self.policy)
+        self.runner = pxvm.Runner(self.program, executor=executor)
+        where = "into a CUDA tensor" if executor == "cuda" else "on the host"
+        self.note = (f"Runner(uniform plan, \"{executor}\").tokens_batch(policy=\"dynamic\", dtype, normalize=\"clip\", "
+                     f"layout=\"flat\"): one ragged call resizes, tiles and normalizes every image {where}"
+                     + ("; Qwen2-VL's merge-window order and temporal patch by a torch permutation" if S.qwen else ""))
 
     def run(self, files_mode, bf16=True):
         S = self.S
-        rg = self.tokens_u8(files_mode)
-        self.last = rg
-        out = []
-        if self.norm == "numpy":
+        images = list(S.files) if files_mode else list(S.arrays)
+        rg = self.runner.tokens_batch(images, policy=self.policy, dtype="bfloat16" if bf16 else "float32",
+                                      normalize="clip", layout="flat")
+        t, off = rg.tokens, rg.offsets
+        if not S.qwen:
+            out = [t[int(off[i]):int(off[i + 1])] for i in range(S.n)]
+        else:
+            out = []
+            import torch
+            tt = t if hasattr(t, "reshape") and hasattr(t, "permute") else torch.from_numpy(t)
             for i in range(S.n):
-                tok = rg[i]
                 gh, gw = int(rg.grid[i, 1]), int(rg.grid[i, 2])
-                # tiles (gh, gw, p, p, 4) -> the image (h', w', 3): the layout functions take images
-                img = tok.reshape(gh, gw, S.p, S.p, 4)[..., :3].transpose(0, 2, 1, 3, 4).reshape(gh * S.p, gw * S.p, 3)
-                out.append(tokens_np(img, S.p, S.qwen, bf16))
-            return out
-        import torch
-        dev = torch.from_numpy(rg.tokens).to(S.t_dev)
-        x = (dev[..., :3].float() * S.t_scale - S.t_mean) / S.t_std
-        off = rg.offsets
-        for i in range(S.n):
-            gh, gw = int(rg.grid[i, 1]), int(rg.grid[i, 2])
-            img = x[int(off[i]):int(off[i + 1])].reshape(gh, gw, S.p, S.p, 3).permute(0, 2, 1, 3, 4).reshape(
-                gh * S.p, gw * S.p, 3)
-            t = layout_torch(img, S.p, S.qwen)
-            out.append(t.to(torch.bfloat16) if bf16 else t)
-        if S.t_dev == "cuda":
+                x = tt[int(off[i]):int(off[i + 1])].reshape(gh // MERGE, MERGE, gw // MERGE, MERGE, 3, S.p, S.p)
+                x = x.permute(0, 2, 1, 3, 4, 5, 6).unsqueeze(5)
+                out.append(x.expand(*x.shape[:5], 2, S.p, S.p).reshape(gh * gw, 3 * 2 * S.p * S.p))
+        if self.executor == "cuda":
+            import torch
             torch.cuda.synchronize()
         return out
 
     def resized(self):
-        rg = self.tokens_u8(False)
+        rg = self.runner.patches_batch(list(self.S.arrays), policy=self.policy)
         S = self.S
         res = []
         for i in range(S.n):
             gh, gw = int(rg.grid[i, 1]), int(rg.grid[i, 2])
-            res.append(rg[i].reshape(gh, gw, S.p, S.p, 4)[..., :3].transpose(0, 2, 1, 3, 4).reshape(gh * S.p, gw * S.p, 3))
+            tok = to_np(rg[i])
+            res.append(tok.reshape(gh, gw, S.p, S.p, 4)[..., :3].transpose(0, 2, 1, 3, 4).reshape(gh * S.p, gw * S.p, 3))
         return res
+
+
+def decode_floor(S, reps):
+    """What pxvm's decoders alone (libjpeg-turbo, libpng) do over all the host's cores: the files
+    decoded on a thread pool of os.cpu_count() threads, nothing else; images/s, median of reps."""
+    try:
+        import pxvm
+    except ImportError:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+    threads = os.cpu_count() or 1
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(pxvm.load_image, S.files))  # warm: the page cache
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            list(pool.map(pxvm.load_image, S.files))
+            ts.append(time.perf_counter() - t0)
+    return {"threads": threads, "seconds": ts, "images_per_s": S.n / median(ts)}
 
 
 def layout_torch(x, p, qwen):
@@ -556,12 +565,10 @@ def build_ways(S, torch, with_hf):
     ways = [PillowWay(S), PoolWay(S)]  # the pool forks before anything starts CUDA
     try:
         import pxvm  # noqa: F401
-        ways.append(PxvmWay(S, "cpu", False))
-        ways.append(PxvmWay(S, "cpu", True))
+        ways.append(PxvmWay(S, "cpu"))
         if torch is not None and torch.cuda.is_available():
             try:
-                ways.append(PxvmWay(S, "cuda", False))
-                ways.append(PxvmWay(S, "cuda", True))
+                ways.append(PxvmWay(S, "cuda"))
             except Exception as e:  # noqa: BLE001 (the executor's own error says why)
                 skip("pxvm-cuda", f"{type(e).__name__}: {e}")
         else:
@@ -666,7 +673,32 @@ def markdown(doc):
                          f"| {r['images_per_s_files']:,.1f} ({r['ratio_files_vs_pillow']:.2f}x) | {fmt_bytes(r['bytes_vs_pillow'])} "
                          f"| {fmt_vals(r.get('float32_vs_reference'))} | {fmt_vals(r.get('bf16_vs_reference'))} "
                          f"| {fmt_vals(r.get('bf16_vs_reference_from_files'))} |")
+        by = {r["way"]: r for r in sec["ways"]}
+        gpu = [r for r in sec["ways"] if r["way"].endswith("-cuda") and not r["way"].startswith("pxvm")]
+        for name in ("pxvm-cuda", "pxvm-cpu"):
+            me = by.get(name)
+            if not me:
+                continue
+            if name == "pxvm-cuda" and gpu:
+                best = max(gpu, key=lambda r: r["images_per_s_decoded"])
+                lines.append(f"- {name}, decoded: {me['images_per_s_decoded'] / best['images_per_s_decoded']:.2f}x the "
+                             f"fastest other GPU processor of this run ({best['way']}, "
+                             f"{best['images_per_s_decoded']:,.1f} images/s)")
+            floor = doc.get("decode_floor")
+            if floor:
+                lines.append(f"- {name}, from files: {me['images_per_s_files'] / floor['images_per_s']:.0%} of what the "
+                             f"decoders alone do on {floor['threads']} threads ({floor['images_per_s']:,.1f} images/s)")
+            pool = by.get("pillow-pool")
+            if pool:
+                lines.append(f"- {name}: {me['ratio_decoded_vs_pillow']:.2f}x Pillow + NumPy on one thread, "
+                             f"{me['images_per_s_decoded'] / pool['images_per_s_decoded']:.2f}x its pool of "
+                             f"{doc['machine']['nproc']} processes (decoded)")
         lines.append("")
+    floor = doc.get("decode_floor")
+    if floor:
+        lines.append(f"- decoders alone: pxvm's (libjpeg-turbo, libpng) on a pool of {floor['threads']} threads, the "
+                     f"files decoded and nothing else: {floor['images_per_s']:,.1f} images/s (the floor of every way "
+                     "from files)")
     seen = {}
     for sec in doc["sections"]:
         for r in sec["ways"]:
@@ -708,6 +740,8 @@ def main():
         finally:
             for w in ways:
                 w.close()
+        if "decode_floor" not in doc:
+            doc["decode_floor"] = decode_floor(S, a.reps)
         title = f"patch {patch}, merge {MERGE}" + (", temporal 2, Qwen2-VL's layout" if qwen else "")
         doc["sections"].append({"title": title, "patch": patch, "qwen_layout": qwen, "tokens": S.total_tokens,
                                 "resized_sizes": len(set(S.hw)), "ways": res})

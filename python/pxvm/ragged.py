@@ -235,12 +235,14 @@ def _image_views(runner, items, files, decoded):
 
 
 def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", layout: str = "nchw",
-                 out=None) -> Ragged:
+                 out=None, device=None) -> Ragged:
     """Runner.patches_batch (fmt None: RGBA8 tiles) and tokens_batch (fmt: a pxvm_token_format of
     `dtype` and `layout`) with policy "dynamic": images is a list (or a (B, ...) array or tensor)
     of images of any sizes or paths of PNG/JPEG files (see the module). One call of the executor
     writes every image's tiles into the packed output. An error of one image is raised as the
-    package's error class naming its index (and file); nothing is returned then."""
+    package's error class naming its index (and file); nothing is returned then. device: None, the
+    output where the images are (CUDA when one is a CUDA tensor, else the host); "cuda" (or a torch
+    device of the runner's GPU): a CUDA tensor whatever the images (the cuda executor only)."""
     from .tokens import _ITEMSIZE, _checked_destination, _new_output, token_shape
     np = _np()
     _, patch = _plan_patch(runner)
@@ -260,6 +262,17 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
         for i in sorted(warned):
             warnings.warn(warned[i], stacklevel=_caller_level())
         views, on_cuda, keep = _image_views(runner, images, files, decoded)
+        if device is not None:
+            where = str(device)
+            if where not in ("cuda", "cuda:%d" % runner.device, "cpu"):
+                raise UsageError("usage: device=%r: the output goes to 'cpu' or to the runner's GPU ('cuda', "
+                                 "'cuda:%d')" % (device, runner.device))
+            if where != "cpu" and runner.executor != "cuda":
+                raise UsageError("usage: device=%r needs executor 'cuda' (this runner's is '%s')" %
+                                 (device, runner.executor))
+            if where == "cpu" and on_cuda:
+                raise UsageError("usage: device='cpu' with CUDA tensors in: the output stays on their GPU")
+            on_cuda = where != "cpu"
         wh = (ctypes.c_int * (2 * n))()
         for i in range(n):
             wh[2 * i], wh[2 * i + 1] = views[i].w, views[i].h

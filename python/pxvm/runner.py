@@ -1185,7 +1185,7 @@ class Runner:
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
-                      **inputs: Batch) -> Array | tuple[Array, Array]:
+                      device: str | None = None, **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
@@ -1199,7 +1199,9 @@ class Runner:
         size, policy = self._sized(policy, size)
         if is_dynamic(policy):
             self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
-            return ragged_batch(self, images, policy, out=out)
+            return ragged_batch(self, images, policy, out=out, device=device)
+        if device is not None:
+            raise UsageError("usage: device= is for policy dynamic (other patches follow their images' device)")
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size

@@ -226,7 +226,8 @@ class PxvmWay(Way):
         S = self.S
         images = list(S.files) if files_mode else list(S.arrays)
         rg = self.runner.tokens_batch(images, policy=self.policy, dtype="bfloat16" if bf16 else "float32",
-                                      normalize="clip", layout="flat")
+                                      normalize="clip", layout="flat",
+                                      device="cuda" if self.executor == "cuda" else None)
         t, off = rg.tokens, rg.offsets
         if not S.qwen:
             out = [t[int(off[i]):int(off[i + 1])] for i in range(S.n)]

@@ -369,3 +369,33 @@ def test_torch_dtypes_are_their_names_for_every_program():
             assert np.array_equal(_bits(a)[1], _bits(b))
         with pytest.raises(pxvm.UsageError, match="dtype torch.int8 is none of float32, float16, bfloat16"):
             r.tokens(img, dtype=torch.int8)
+
+
+def test_device_is_for_the_dynamic_policy_and_a_gpu():
+    """device= puts a dynamic batch's output on the runner's GPU; on the cpu executor it is refused
+    naming the executor, and a policy other than dynamic refuses it (never ignored)."""
+    import numpy as np
+    r = pxvm.Runner(pxvm.Program.from_plan({"image": [64, 48], "scheme": "uniform", "patch": 16}))
+    img = np.zeros((40, 30, 3), np.uint8)
+    with pytest.raises(pxvm.UsageError, match="needs executor 'cuda'"):
+        r.tokens_batch([img], policy="dynamic", dtype="float32", device="cuda")
+    with pytest.raises(pxvm.UsageError, match="runner's GPU"):
+        r.patches_batch([img], policy="dynamic", device="cuda:7")
+    with pytest.raises(pxvm.UsageError, match="device= is for policy dynamic"):
+        r.patches_batch([np.zeros((48, 64, 3), np.uint8)], device="cuda")
+    got = r.patches_batch([img], policy="dynamic", device="cpu")  # the host: as without device=
+    assert np.array_equal(got.tokens, r.patches_batch([img], policy="dynamic").tokens)
+
+
+def test_cuda_device_puts_host_images_tokens_on_the_gpu(images):
+    """Host arrays and files resized on the GPU into a CUDA tensor (device="cuda"): the bytes of
+    the cpu executor's, and of the host output."""
+    torch = _cuda()
+    with pxvm.Runner(pxvm.Program.from_plan(UNIFORM), executor="cpu") as cpu, \
+            pxvm.Runner(pxvm.Program.from_plan(UNIFORM), executor="cuda") as gpu:
+        want = cpu.tokens_batch(images, policy="dynamic", dtype="bfloat16", layout="flat")
+        got = gpu.tokens_batch(images, policy="dynamic", dtype="bfloat16", layout="flat", device="cuda")
+        assert got.tokens.is_cuda and got.tokens.dtype == torch.bfloat16
+        assert torch.equal(got.tokens.cpu(), want.tokens)
+        u8 = gpu.patches_batch(images, policy="dynamic", device="cuda:0")
+        assert u8.tokens.is_cuda and np.array_equal(u8.tokens.cpu().numpy(), cpu.patches_batch(images, policy="dynamic").tokens)

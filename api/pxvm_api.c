@@ -37,19 +37,6 @@ enum { PX_NOT_BORROWED, PX_BORROWED, PX_BORROWED_NOW };
 /* What the runner remembers of a fixation register, to give it again at another size. */
 enum { PX_FIX_NONE, PX_FIX_Q16, PX_FIX_NORMALIZED, PX_FIX_DEVICE };
 
-/* The any-size slot whose size is a run parameter (the last one changed), as a size change reads
- * it: in the runner's first lines, with nothing else, so that a change after a run (when the
- * host's caches hold the driver's lines, not these) meets few cold lines. Valid while param_live. */
-typedef struct {
-    int slot;                       /* 0: none */
-    int w, h;                       /* its size now (run->param's) */
-    int min_side, max_side;         /* its bounds (the program's), U-BIND-4 */
-    int side_max[2];                /* param_side_max's */
-    uint64_t max_pixels;            /* 0: none */
-    uint64_t bytes, memory_left;    /* its bytes now; the memory limit less every other slot's bytes */
-    pxvm_slot *rec;                 /* its slot in run->param */
-} px_param_lane;
-
 struct pxvm_runner {
     /* what every bind reads first (hot: keep together, at the start) */
     int lost;            /* a failed change of size left the executor without a program it could run */
@@ -64,20 +51,7 @@ struct pxvm_runner {
     int any_borrowed;    /* some item is borrowed (0: nothing to end) */
     int in_exec;         /* pxvm_runner_exec is binding: its borrows are PX_BORROWED_NOW */
     int keep_borrows;    /* pxvm_runner_keep_borrows: successful borrows end at the next bind, not the next run */
-    int param_live, have_param;
     int fix_normalized_ever; /* a normalized fixation was set once (px__refix converts those anew) */
-    px_param_lane lane;
-    /* per any-size slot, whether the program qualifies (0: not known yet, 1: yes, 2: no), and the
-     * largest width and height at which every Q16 operand that rescales with it fits int32
-     * (U-BIND-5: px_scale_q16 is monotonic in the side, so the sizes that pass are 1..that side;
-     * found once from the operands' extremes: a size's check is then two compares) */
-    uint8_t param_ok[PXVM_MAX_SLOTS + 1];
-    int param_side_max[PXVM_MAX_SLOTS + 1][2]; /* [slot][axis u, v] */
-    /* sizes as run parameters (executors with set_input_size, vm.h): `param` is a resolution the
-     * runner owns whose any-size input sizes (and levels, geometry, memory) change in place; its
-     * SAMPLE/ANISO operands stay those of the size it was resolved at (what reads run->cur reads
-     * sizes only: binds' checks, fixations). param_live: the executor runs it (run->cur == &param) */
-    pxvm_program param;
     unsigned fix_inputs; /* the program's input registers (bit k: register k) */
     uint8_t *fix_set;    /* [batch]: the registers given a value since the runner opened */
     uint8_t *fix_kind;   /* [batch][8] PX_FIX_* */
@@ -535,19 +509,6 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
 {
     pxvm_error again;
     memset(run->bound, 0, (size_t)run->prog->p.nslots * (size_t)run->batch);
-    if (run->param_live) { /* its operands are another size's: the resolution at its sizes instead */
-        int wh[2 * (PXVM_MAX_SLOTS + 1)];
-        for (int k = 0; k < run->param.nslots; k++)
-            wh[2 * k] = run->param.slots[k].w, wh[2 * k + 1] = run->param.slots[k].h;
-        wh[0] = wh[1] = 0;
-        const pxvm_program *at;
-        run->param_live = 0;
-        if (px__resolved(run, wh, &at, &again) < 0) {
-            run->lost = 1;
-            return -1;
-        }
-        run->cur = at;
-    }
     for (int b = 0; b < run->batch; b++)
         for (int r = 0; r < PX_FIX_REGS; r++)
             if (run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] == PX_FIX_DEVICE) {
@@ -572,92 +533,14 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
 PXVM_HOT static int px__check_view_any_size(const pxvm_runner *run, int slot, int first_item, const pxvm_view *view,
                                             pxvm_error *err)
 {
-    if (run->param_live && run->lane.slot == slot) { /* an input (slot and role known): the view alone */
-        if (pxvm_check_input_view(run->batch, first_item, view, err) < 0)
-            return -1;
-    } else {
-        pxvm_view same = *view;
-        same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
-        if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
-            return -1;
-    }
+    pxvm_view same = *view;
+    same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
+    if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
+        return -1;
     if (view->device >= 0 && run->ops == &pxvm_cpu_executor) /* the CPU executor's one refusal after the check */
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
                          "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
     return 0;
-}
-
-/* Do the Q16 operands between q[0] and q[1] fit int32 rescaled from side n0 to side n (U-BIND-5)? */
-static int px__q16_fit(const int32_t q[2], int n, int n0)
-{
-    return px_scale_q16(q[0], n, n0) >= INT32_MIN && px_scale_q16(q[1], n, n0) <= INT32_MAX;
-}
-
-/* Does the runner's program let any-size slot `slot`'s size be a run parameter? Its readers are
- * full PYRAMIDs and non-incremental SAMPLE/ANISO as src (no RESIZE: its tables follow the size),
- * no video, and no instruction reads the program image (slot 0, its data slots, DOT_RGB's rows: a
- * resolution's image holds its rescaled operands and sizes; the executor gives reads of those
- * slots the image at the sizes in use). Found once per slot, with the operands' extremes. */
-__attribute__((noinline)) static int px__param_qualifies(pxvm_runner *run, int slot)
-{
-    const pxvm_program *poly = &run->prog->p;
-    if (run->param_ok[slot])
-        return run->param_ok[slot] == 1;
-    /* a slot whose per-run reset clears its levels >= 1 (a fetch reads it before its PYRAMID): the
-     * executors' reset records are made for one size, so such a program changes size by retarget */
-    int ok = !poly->uses_video && poly->insns && !(poly->reset[slot] & PXVM_RESET_UPPER), any = 0;
-    int32_t q[2][2] = {{INT32_MAX, INT32_MIN}, {INT32_MAX, INT32_MIN}};
-    for (uint32_t i = 0; ok && i < poly->ninsns; i++) {
-        const pxi_insn *in = &poly->insns[i];
-        const pxi_op_info *op = pxi_op(in->op);
-        for (int f = 0; f < op->nfields; f++)
-            if (op->fields[f].kind == PXK_SLOT && in->a[f] < poly->nslots &&
-                (poly->slots[in->a[f]].role == PXI_ROLE_PROGRAM || poly->slots[in->a[f]].role == PXI_ROLE_DATA))
-                ok = 0; /* (a data slot's pixels may lie over rewritten ones) */
-        if (in->op == PX_OP_DOT_RGB || (in->op == PX_OP_RESIZE && PX_ARG(in, RESIZE, src) == slot) ||
-            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, slot) == slot && PX_ARG(in, PYRAMID, mask)) ||
-            (in->op == PX_OP_GATHER && PX_ARG(in, GATHER, src) == slot))
-            ok = 0;
-        if ((in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && in->a[PX_FI(SAMPLE, src)] == slot) {
-            if (pxvm_fetch_mask(in))
-                ok = 0;
-            int32_t v[6] = {PX_ARG(in, SAMPLE, cu), PX_ARG(in, SAMPLE, cv), PX_ARG(in, SAMPLE, du), PX_ARG(in, SAMPLE, dv),
-                            0, 0};
-            int nv = 4;
-            if (in->op == PX_OP_ANISO)
-                v[4] = PX_ARG(in, ANISO, tdu), v[5] = PX_ARG(in, ANISO, tdv), nv = 6;
-            for (int j = 0; j < nv; j++) {
-                q[j & 1][0] = v[j] < q[j & 1][0] ? v[j] : q[j & 1][0];
-                q[j & 1][1] = v[j] > q[j & 1][1] ? v[j] : q[j & 1][1];
-            }
-            any = 1;
-        }
-    }
-    for (int a = 0; a < 2; a++) { /* the largest side that passes U-BIND-5 (side 0 would: all scale to 0) */
-        int n0 = a ? poly->slots[slot].h : poly->slots[slot].w, lo = 0, hi = poly->slots[slot].max_side;
-        if (!any || px__q16_fit(q[a], hi, n0))
-            lo = hi;
-        while (hi - lo > 1) {
-            int mid = lo + (hi - lo) / 2;
-            *(px__q16_fit(q[a], mid, n0) ? &lo : &hi) = mid;
-        }
-        run->param_side_max[slot][a] = lo;
-    }
-    run->param_ok[slot] = ok ? 1 : 2;
-    return ok;
-}
-
-/* The lane (px_param_lane) of `slot` from run->param, the record the executor runs. */
-static void px__lane_set(pxvm_runner *run, int slot)
-{
-    const pxvm_slot *s = &run->param.slots[slot], *ref = &run->prog->p.slots[slot];
-    px_param_lane *l = &run->lane;
-    l->slot = slot, l->w = s->w, l->h = s->h, l->rec = &run->param.slots[slot];
-    l->min_side = ref->min_side, l->max_side = ref->max_side, l->max_pixels = ref->max_pixels;
-    l->side_max[0] = run->param_side_max[slot][0], l->side_max[1] = run->param_side_max[slot][1];
-    l->bytes = s->bytes;
-    uint64_t others = run->param.memory - s->bytes, most = run->prog->lim.max_memory;
-    l->memory_left = most > others ? most - others : 0;
 }
 
 /* wh (pxvm_program_resolve's) for the runner's sizes with `slot` at w x h */
@@ -669,66 +552,10 @@ static void px__sizes_wanted(const pxvm_runner *run, int slot, int w, int h, int
     wh[2 * slot] = w, wh[2 * slot + 1] = h;
 }
 
-/* The size change through the executor's set_input_size: 0 done, 1 not taken (the caller resolves
- * and retargets), 2 the resolution refused (err says why; nothing changed: U-BIND-5, U-BIND-6),
- * -1 failed in the executor. The first one (or the first after a retarget) resolves once at the
- * new size and hands the executor that record; later ones change its sizes in place. */
-__attribute__((noinline)) static int px__param_enter(pxvm_runner *run, int slot, int w, int h, pxvm_error *err);
-
-PXVM_HOT static int px__param_switch(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
-{
-    const pxvm_program *poly = &run->prog->p;
-    if (run->param_live) {
-        if (run->lane.slot != slot)
-            px__lane_set(run, slot);
-        px_param_lane *l = &run->lane;
-        if (w > l->side_max[0] || h > l->side_max[1]) /* U-BIND-5 */
-            return 1;
-        /* the record's slot changed in place (no copies of it), back as it was unless it is done;
-         * the instruction rules that read its size (U-BIND-6) pass at every size: its readers
-         * are full PYRAMIDs (only a tile mask's rule reads a size) and fetches as src (none) */
-        pxvm_slot *s = l->rec;
-        s->w = w, s->h = h;
-        px_vm_slot_geometry(s);
-        int rc = s->bytes > l->memory_left ? 1 : run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
-        if (rc != 0) {
-            s->w = l->w, s->h = l->h;
-            px_vm_slot_geometry(s);
-            return rc;
-        }
-        run->param.memory = run->param.memory - l->bytes + s->bytes;
-        l->w = w, l->h = h, l->bytes = s->bytes;
-        return 0;
-    }
-    return px__param_enter(run, slot, w, h, err);
-}
-
-/* px__param_switch's first change (or the first after a retarget): a resolution at the new size,
- * handed to the executor, which enters the mode with it */
-static int px__param_enter(pxvm_runner *run, int slot, int w, int h, pxvm_error *err)
-{
-    const pxvm_program *poly = &run->prog->p;
-    int wh[2 * (PXVM_MAX_SLOTS + 1)];
-    px__sizes_wanted(run, slot, w, h, wh);
-    if (run->have_param) {
-        pxvm_program_free(&run->param);
-        run->have_param = 0;
-    }
-    if (pxvm_program_resolve(poly, wh, &run->prog->lim, &run->param, err) < 0)
-        return 2; /* refused (U-BIND-5, U-BIND-6): the executor and the runner as they were */
-    run->have_param = 1;
-    int rc = run->ops->set_input_size(run->ex, poly, &run->param, slot, w, h, err);
-    if (rc == 0) {
-        run->param_live = 1;
-        run->cur = &run->param;
-        px__lane_set(run, slot);
-    }
-    return rc;
-}
-
 /* A bind of a w x h image to items first_item .. first_item+items-1 of any-size slot `slot`, at a
  * size other than the runner's: checks the bounds (U-BIND-4) and the batch (every other bound item
- * would keep the old size), then switches the executor to the resolution at the new size. */
+ * would keep the old size), then switches the executor to the resolution at the new size (which
+ * checks U-BIND-5 and U-BIND-6): the one way a size changes, for every program. */
 __attribute__((noinline)) static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h,
                                                              pxvm_error *err);
 
@@ -737,31 +564,13 @@ PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, 
 {
     const pxvm_program *poly = &run->prog->p;
     char lb[16];
-    const px_param_lane *l = &run->lane;
-    int in_bounds = run->param_live && l->slot == slot && w >= l->min_side && h >= l->min_side && w <= l->max_side &&
-                    h <= l->max_side && (!l->max_pixels || (uint64_t)w * (uint64_t)h <= l->max_pixels);
-    if (!in_bounds && pxvm_anysize_check(poly, slot, w, h, err) < 0) /* (the lane's, or the program's words) */
+    if (pxvm_anysize_check(poly, slot, w, h, err) < 0)
         return -1;
     for (int b = 0; b < run->batch; b++)
         if ((b < first_item || b >= first_item + items) && run->bound[(size_t)slot * (size_t)run->batch + (size_t)b])
             return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
                              (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, run->cur->slots[slot].w,
                              run->cur->slots[slot].h);
-    if (run->ops->set_input_size && run->ops->retarget &&
-        (run->param_ok[slot] ? run->param_ok[slot] == 1 : px__param_qualifies(run, slot))) {
-        int rc = px__param_switch(run, slot, w, h, err);
-        if (rc == 2) /* nothing changed: the runner stays as it was, as when px__resolved fails */
-            return -1;
-        if (rc < 0)
-            return px__retarget_failed(run, slot, err);
-        if (rc == 0) {
-            if (run->batch == 1)
-                run->bound[slot] = 0;
-            else
-                memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
-            return px__refix(run, 0, err);
-        }
-    }
     return px__switch_by_resolution(run, slot, w, h, err);
 }
 
@@ -779,7 +588,6 @@ static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h, px
                          "this executor cannot change the size of an any-size input (it has no retarget op)");
     if (run->ops->retarget(run->ex, next, err) < 0)
         return px__retarget_failed(run, slot, err);
-    run->param_live = 0;
     run->cur = next;
     memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
     return px__refix(run, 0, err);
@@ -842,8 +650,6 @@ void pxvm_runner_close(pxvm_runner *run)
     if (!run)
         return;
     run->ops->close(run->ex);
-    if (run->have_param)
-        pxvm_program_free(&run->param);
     for (int i = 0; i < PXVM_RESOLVE_CACHE; i++)
         if (run->cache[i].wh) {
             free(run->cache[i].wh);
@@ -877,8 +683,6 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
 /* Does a bind of view to slot change the size of an any-size slot? */
 PXVM_HOT static int px__needs_switch(const pxvm_runner *run, int slot, const pxvm_view *view)
 {
-    if (run->param_live && run->lane.slot == slot && slot > 0) /* (view checked by the caller's check) */
-        return view && (view->w != run->lane.w || view->h != run->lane.h);
     return run->prog->p.any_size && slot >= 1 && slot < run->cur->nslots && view &&
            (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) &&
            (view->w != run->cur->slots[slot].w || view->h != run->cur->slots[slot].h);
@@ -892,13 +696,6 @@ PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const p
     int (*op)(pxvm_executor *, int, int, const pxvm_view *, pxvm_error *) =
         borrow && run->ops->borrow ? run->ops->borrow : run->ops->bind;
     if (px__needs_switch(run, slot, view)) {
-        if (run->param_live) { /* a size change's lines, cold after a run, asked for at once (their misses overlap) */
-            const pxvm_slot *s = run->lane.rec; /* (the lane's slot, or any: a prefetch is a hint) */
-            __builtin_prefetch(&s->w, 1), __builtin_prefetch(&s->level_offset[PXVM_MAX_LEVELS - 1], 1);
-            __builtin_prefetch(&run->param.memory, 1);
-            __builtin_prefetch(&run->bound[(size_t)slot * (size_t)run->batch], 1), __builtin_prefetch(&run->param_ok[slot]);
-            __builtin_prefetch(run->ops);
-        }
         if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
             px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
             return px__fail(&err);

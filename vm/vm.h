@@ -17,11 +17,10 @@
 extern "C" {
 #endif
 
-/* The path of an input's size change as a run parameter (pxvm_runner's bind, the executors'
- * set_input_size): after a run, the host's caches and TLBs hold the driver's lines, not these;
- * hot functions are laid out together (.text.hot), so that path meets fewer cold lines and pages,
- * and at -O2 where a file is built at -O3 (nvcc's host code: its loops over the levels unrolled
- * made px__param_resize 2.6 KB, 0.6 KB at -O2). */
+/* The path of a bind (pxvm_runner's bind, the view's checks, a size change's checks): after a
+ * run, the host's caches and TLBs hold the driver's lines, not these; hot functions are laid out
+ * together (.text.hot), so that path meets fewer cold lines and pages, and at -O2 where a file is
+ * built at -O3. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PXVM_HOT __attribute__((hot, optimize("O2")))
 #elif defined(__GNUC__)
@@ -400,22 +399,9 @@ typedef struct pxvm_executor_ops {
     /* Switches the loaded program to `prog`: a program with the same slots as the loaded one except the sizes (and
      * levels) of input slots, and the same instructions except operand values (vm/resolve.c makes such programs).
      * Inputs whose size changed are unbound; everything else stays as it was (other bound inputs, fixation
-     * registers, persistent slots, the stream). `prog` must stay alive until the next load, retarget or close. */
+     * registers, persistent slots, the stream). `prog` must stay alive until the next load, retarget or close.
+     * The one way an any-size input's size changes: pxvm_runner resolves at the new size and retargets. */
     int (*retarget)(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
-    /* Optional (NULL: the caller resolves and retargets). The effect of retarget to `poly` resolved at
-     * the sizes of `prog`, without the resolution: `prog` is a program record the caller owns (it stays
-     * alive until the next load, retarget, set_input_size to another record, or close), a resolution
-     * of the any-size program `poly` (prog->resolved_from == poly->serial) whose slot sizes, levels and
-     * geometry the caller has changed in place to the new size of any-size input `slot` (w x h), its
-     * SAMPLE/ANISO operands over any-size slots left as some resolution's (the executor rescales
-     * from poly's; poly stays alive as long as prog). The caller has checked the bounds (U-BIND-4), U-BIND-5 and U-BIND-6 at the new
-     * size, and that poly qualifies (the slot is read only by full PYRAMID and non-incremental
-     * SAMPLE/ANISO as src, no video). Returns 0 (done: the slot's items unbound, as retarget),
-     * 1 (not taken, nothing changed: e.g. the size does not fit the input's storage; the caller
-     * retargets to a resolution instead), or -1 with *err (the executor may hold no program: as a
-     * failed retarget). */
-    int (*set_input_size)(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
-                          int h, pxvm_error *err);
     /* A batch of images resized by a policy and cut into tiles (vm/ragged.h: the job is checked
      * and planned; public pxvm_runner_ragged). Touches nothing of the loaded program. */
     int (*ragged)(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error *err);

@@ -72,9 +72,6 @@ struct pxvm_executor {
      * Freed at unload (a load starts with none). plan_evict: the entry a full cache drops next. */
     struct px_cpu_plan_kept *plans_kept;
     int plan_evict;
-    /* set_input_size: the resolution it made and switched to (NULL: none; freed at unload or by
-     * the next one, once no longer loaded) */
-    pxvm_program *param_own;
 };
 
 /* What px_cpu_plan_load makes for one program (the plan fields of struct pxvm_executor), kept by
@@ -124,9 +121,6 @@ void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts);
 /* retarget.c: the ops' retarget (vm.h); forget_plans frees the plans it kept (unload). */
 int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 void px_cpu_retarget_forget_plans(pxvm_executor *ex);
-/* retarget.c: the ops' set_input_size (vm.h): a resolution made here and retargeted to. */
-int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
-                          pxvm_error *err);
 
 /* bind.c: inputs copied into a slot (bind) or read in place (borrow). */
 /* tiles.c: the ops' tiles (vm/ragged.h), images spread over the pool, largest first. */

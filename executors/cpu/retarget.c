@@ -56,11 +56,6 @@ void px_cpu_retarget_forget_plans(pxvm_executor *ex)
     free(ex->plans_kept);
     ex->plans_kept = NULL;
     ex->plan_evict = 0;
-    if (ex->param_own) { /* (unload: nothing reads the loaded program after this) */
-        pxvm_program_free(ex->param_own);
-        free(ex->param_own);
-        ex->param_own = NULL;
-    }
 }
 
 /* The kept plan of program serial `serial` (0: none), or NULL. */
@@ -214,50 +209,5 @@ int px_cpu_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
             break;
         }
     }
-    return 0;
-}
-
-/* set_input_size (vm.h) by a resolution made here: poly at prog's sizes with `slot` at w x h,
- * retargeted to (a resolution and a retarget cost about 1% of a run on this executor, so the
- * sizes need not be run parameters here). The caller's record is only read for its sizes: its
- * operands may be another size's. Limits: the caller has checked the resolution's rules with its
- * own (U-BIND-4..6), so none of the limits' bounds is applied again here. */
-int px_cpu_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
-                          pxvm_error *err)
-{
-    if (!ex->prog)
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "set_input_size: no program is loaded");
-    if (!poly || !prog || !poly->serial || prog->resolved_from != poly->serial || prog->nslots != poly->nslots ||
-        slot < 1 || slot >= poly->nslots || !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE))
-        return 1;
-    int wh[2 * (PXVM_MAX_SLOTS + 1)];
-    for (int k = 0; k < prog->nslots; k++)
-        wh[2 * k] = prog->slots[k].w, wh[2 * k + 1] = prog->slots[k].h;
-    wh[0] = wh[1] = 0;
-    wh[2 * slot] = w, wh[2 * slot + 1] = h;
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    lim.max_side = 65535, lim.max_memory = UINT64_MAX, lim.max_insns = UINT32_MAX;
-    pxvm_program *next = malloc(sizeof *next);
-    if (!next)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *next);
-    if (pxvm_program_resolve(poly, wh, &lim, next, err) < 0) {
-        free(next);
-        return -1;
-    }
-    if (px_cpu_retarget(ex, next, err) < 0) { /* the loaded program stays (a CPU retarget fails whole) */
-        pxvm_program_free(next);
-        free(next);
-        return -1;
-    }
-    if (ex->param_own) { /* no longer loaded: its kept plan goes with it (its serial is no program's
-                          * once it is freed: kept, it would only push out plans still used) */
-        px_cpu_plan_kept *k = px__plan_find(ex, ex->param_own->serial);
-        if (k)
-            px__plan_drop(ex, k);
-        pxvm_program_free(ex->param_own);
-        free(ex->param_own);
-    }
-    ex->param_own = next;
     return 0;
 }

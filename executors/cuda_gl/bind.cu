@@ -14,13 +14,6 @@ struct px_gpu_view {
     long long item_stride, row_stride, px_stride, ch_stride;
 };
 
-/* An any-size input's new size for the device table (retarget.cu px__gl_set_input_size), carried by
- * the bind kernel that the image's bind launches anyway: slot 0 when there is none. */
-struct px_gpu_sizes {
-    int slot, batch, levels, lod_shift;
-    int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
-};
-
 /* Level 0 of input `slot` of items item0.. from a view (device memory: the caller's, or our linear
  * upload buffer holding RGBA8 rows): each pixel through px_expand, the rule the CPU's
  * pxvm_view_to_rgba applies. `lin`, when not NULL, also receives the RGBA8 rows (the pyramid
@@ -29,16 +22,9 @@ struct px_gpu_sizes {
  * `to_array` 0: the linear copy only (a frame-only input, read by DIFF and UPDATE from there). */
 __global__ void px__k_bind(px_gpu_view v, uint32_t *lin_all, size_t lin_item, const px_gpu_slot *slots, int nslots,
                            int slot, int item0, int ox, int oy, /* (ox, oy): where the view's (0, 0) goes */
-                           int to_array, px_gpu_sizes sz)
+                           int to_array)
 {
     int item = blockIdx.y;
-    if (sz.slot && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) /* the kernels after it read the new size */
-        for (int b = 0; b < sz.batch; b++) {
-            px_gpu_slot *e = const_cast<px_gpu_slot *>(&slots[(size_t)b * (size_t)nslots + (size_t)sz.slot]);
-            for (int l = 0; l < PXVM_MAX_LEVELS; l++)
-                e->w[l] = sz.w[l], e->h[l] = sz.h[l];
-            e->levels = sz.levels, e->lod_shift = sz.lod_shift; /* (the surfaces of every level at capacity stay: px__param_sizes_upload) */
-        }
     cudaSurfaceObject_t dst = slots[(size_t)(item0 + item) * (size_t)nslots + (size_t)slot].surf[0];
     const uint8_t *base = v.data + (long long)item * v.item_stride;
     uint32_t *lin = lin_all ? lin_all + (size_t)item * lin_item : NULL;
@@ -91,19 +77,8 @@ static int px__launch_bind(pxvm_executor *ex, const pxvm_view *v, const uint8_t 
                       (long long)v->px_stride, (long long)v->ch_stride};
     int quads = (v->w + 3) / 4 * v->h, blocks = (quads + 255) / 256;
     dim3 grid((unsigned)(blocks < 2048 ? blocks : 2048), (unsigned)v->items);
-    px_gpu_sizes sz;
-    sz.slot = 0;
-    if (ex->param && ex->param_pending[slot]) { /* this slot's new size rides in this launch */
-        const px_gpu_slot *g = &ex->slots[slot]; /* item 0's logical view: every item's size */
-        sz.slot = slot, sz.batch = ex->batch, sz.levels = g->levels, sz.lod_shift = g->lod_shift;
-        for (int l = 0; l < PXVM_MAX_LEVELS; l++)
-            sz.w[l] = g->w[l], sz.h[l] = g->h[l];
-    }
     px__k_bind<<<grid, 256, 0, ex->stream>>>(gv, lin, (size_t)v->w * (size_t)v->h, ex->d_slots, ex->nslots, slot, item0,
-                                             0, 0, !ex->prog->frame_only[slot], sz);
-    PX__CK(cudaGetLastError());
-    if (sz.slot)
-        ex->param_pending[slot] = 0;
+                                             0, 0, !ex->prog->frame_only[slot]);
     PX__CK(cudaGetLastError());
     return 0;
 }

@@ -58,8 +58,6 @@ struct pxvm_executor {
     const pxvm_program *prog; /* alive from load until the next load or close */
     int nslots;               /* of the loaded program: unload must not read a freed program */
     int batch;                /* items: the per-item arrays below have batch * nslots entries */
-    int param;                /* retarget.cu px__gl_set_input_size's mode (below: here, beside prog, for its check) */
-    const pxvm_program *param_poly; /* the any-size program (alive while in the mode) */
     int has_dot;              /* the program can trap on the device (DOT_RGB) */
     cudaStream_t user_stream; /* the caller's stream, or NULL */
     cudaEvent_t ev_out;       /* a stream switch: the new stream waits for the old one's work */
@@ -123,30 +121,6 @@ struct pxvm_executor {
     struct px_gpu_retarget *rt;
     /* ragged.cu: its pinned and device blocks, kept between calls (NULL until the first) */
     struct px_gpu_ragged *ragged;
-    /* retarget.cu px__gl_set_input_size: the sizes of any-size inputs as run parameters. param: the
-     * configuration in use reads them from the device table alone (fetch records over an any-size
-     * slot hold the reference operands and size and rescale on the device; PYRAMID of such a slot
-     * launches at the storage's capacity, its blocks beyond the size doing nothing), so one set of
-     * records and one graph serve every size that fits. param_any[k]: slot k is such an input;
-     * param_pending[k]: its device table entries still hold an older size than ex->slots' (the
-     * next bind kernel writes them, or a run or read uploads them first: px__param_sizes_upload). */
-    int param_img_stale; /* a size changed since the program and data slots were last given its image */
-    uint8_t param_any[PXVM_MAX_SLOTS + 1], param_pending[PXVM_MAX_SLOTS + 1];
-    /* per any-size input in the mode, all that a change of its size reads, in one place (set on
-     * entering; the storage does not change in the mode): a change after a run meets few cold
-     * lines. ok: its size changes in place (param_any, and no per-run reset of its upper levels);
-     * levels: its levels now; cap_*, lin_cap: rt's; log_u/log_v: rt->param_log's halves. */
-    struct {
-        int ok, levels, cap_w, cap_h, cap_levels;
-        size_t lin_cap;
-        const int16_t *log_u, *log_v;
-        /* item 0's entries of what a change writes (item b's: + b * nslots), and rt's flag */
-        px_gpu_slot *views;
-        const px_gpu_slot *cap_views;
-        uint8_t *input_level0, *bound, *input_upper;
-        const uint8_t **frame_src;
-        int *wipe_pending;
-    } param_lane[PXVM_MAX_SLOTS + 1];
 };
 
 #define PX__CK(call)                                                                                   \
@@ -225,19 +199,6 @@ void px__retarget_free(pxvm_executor *ex);
  * budget reaches it (pxvm_upper_rebuilt); else they are zeroed first. */
 int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err);
 int px__retarget_flush(pxvm_executor *ex, pxvm_error *err);
-/* retarget.cu: the ops' set_input_size (vm.h); the device table's entries of every any-size input
- * whose size is pending (param_pending) uploaded on the stream, with their views at capacity. */
-int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w, int h,
-                          pxvm_error *err);
-int px__param_sizes_upload(pxvm_executor *ex, pxvm_error *err);
-/* ... before a read of `slot`: when it is a program or data slot and a size changed since, the
- * level 0 of every program and data slot from the image of poly resolved at the sizes in use
- * (the configuration's image is the entered size's: its descriptors and operands differ; runs of
- * a program that set_input_size serves never read these slots: api/pxvm_api.c). */
-int px__param_image(pxvm_executor *ex, int slot, pxvm_error *err);
-/* retarget.cu: in param mode, item 0's view of input k at its storage's capacity (every level), which PYRAMID
- * launches for; else NULL. */
-const px_gpu_slot *px__param_capacity(const pxvm_executor *ex, int k);
 size_t px__lin_bytes(const pxvm_executor *ex, int slot);
 
 /* bind.cu: the ops' bind and borrow; a caller's pointer checked to be memory of the executor's

@@ -3,21 +3,6 @@
  * incremental fetch decides here, on the device, whether its patch is sampled again. */
 #include "gpu_slot.cuh"
 
-/* px_scale_q16(q, n, n0) (isa/px_sem.h) with inv = 1 / (2 n0): the floor division's quotient
- * estimated through the double reciprocal, then corrected in integers, as vm/resolve.c's
- * px__scaled does: exact whatever the estimate (|2qn + n0| < 2^49 is held exactly by a double,
- * and the estimate is off by at most one), without a 64-bit integer division per operand. */
-static __device__ inline int32_t px__scale_q16_fast(int32_t q, int n, int n0, double inv)
-{
-    int64_t d = 2 * (int64_t)n0, a = 2 * (int64_t)q * (int64_t)n + (int64_t)n0;
-    int64_t quo = (int64_t)((double)a * inv), rem = a - quo * d;
-    while (rem < 0)
-        quo--, rem += d;
-    while (rem >= d)
-        quo++, rem -= d;
-    return (int32_t)quo; /* the host proved it fits (U-BIND-5) */
-}
-
 /* A batch of SAMPLE/GATHER: blockIdx.x picks the instruction, the y blocks share its pixels. */
 /* fix: [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry.
  * An incremental instruction (f.mask) decides, in its one block, whether it samples: on an
@@ -29,20 +14,6 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
     px_gpu_fetch f = batch[blockIdx.x];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
     const px_gpu_slot *src = &slots[f.src];
-    if (f.any_w0 > 0) { /* the operands at the bound size, as vm/resolve.c's resolution has them (the
-                         * host proved every one fits int32: U-BIND-5) */
-        int W = src->w[0], H = src->h[0];
-        f.cu = px__scale_q16_fast(f.cu, W, f.any_w0, f.any_inv_u), f.cv = px__scale_q16_fast(f.cv, H, f.any_h0, f.any_inv_v);
-        f.du = px__scale_q16_fast(f.du, W, f.any_w0, f.any_inv_u), f.dv = px__scale_q16_fast(f.dv, H, f.any_h0, f.any_inv_v);
-        if (f.op == PX_OP_ANISO) {
-            f.tdu = px__scale_q16_fast(f.tdu, W, f.any_w0, f.any_inv_u);
-            f.tdv = px__scale_q16_fast(f.tdv, H, f.any_h0, f.any_inv_v);
-        }
-        /* px_lod_shift(W, H, any_w0, any_h0), made once per size on the host (its table search
-         * per block was most of a run's extra time) */
-        int lod = (int)f.lod + src->lod_shift;
-        f.lod = (uint32_t)(lod < 0 ? 0 : lod > 65535 ? 65535 : lod);
-    }
     cudaSurfaceObject_t out = slots[f.dst].surf[0];
     int64_t fx = 0, fy = 0; /* the fixation offset of a relative instruction */
     if (f.reg >= 0) {

@@ -17,8 +17,6 @@ struct px_gpu_slot {
     cudaSurfaceObject_t surf[PXVM_MAX_LEVELS];
     int w[PXVM_MAX_LEVELS], h[PXVM_MAX_LEVELS];
     int levels;
-    int lod_shift; /* an any-size input whose size is a run parameter (retarget.cu): px_lod_shift of
-                    * its size from the reference one, which the fetch kernel adds (else unused) */
 };
 
 static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int x, int y)
@@ -137,10 +135,8 @@ cudaError_t px_gpu_argmax(const px_gpu_slot *d_slots, int nslots, const pxi_insn
 /* pyramid.cu: a full PYRAMID of slot k (g: its table entry, item 0's, on the host), every item;
  * lin0: the slot's level 0 as linear RGBA rows (an input's upload buffer) or NULL; counters: per
  * item, the last block's counter (zero between launches). */
-/* logical: g is the storage's capacity, not the size: the launches are the capacity's, and the
- * kernel reads the sizes (and whether lin0 is usable) from the device table. */
 cudaError_t px_gpu_pyramid(const px_gpu_slot *d_slots, int nslots, const px_gpu_slot *g, int k, const uint32_t *lin0,
-                           unsigned *counters, int items, cudaStream_t stream, int logical = 0);
+                           unsigned *counters, int items, cudaStream_t stream);
 
 /* fetch.cu: the fetch kernel's records, one per instruction, built at load. */
 struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
@@ -159,10 +155,6 @@ struct px_gpu_fetch { /* one SAMPLE, ANISO or GATHER */
     int table, tx, ty;
     int taps;
     int32_t tdu, tdv;
-    int any_w0, any_h0; /* > 0: src is any-size and cu .. tdv, lod are the any-size program's, for its
-                         * reference size any_w0 x any_h0: the kernel rescales them to the slot
-                         * table's level-0 size as vm/resolve.c does (isa/px_sem.h) */
-    double any_inv_u, any_inv_v; /* 1 / (2 any_w0), 1 / (2 any_h0): px_scale_q16's division, estimated */
 };
 
 /* Per item video state the fetch kernel reads and writes. */

@@ -90,17 +90,12 @@ static __device__ void px__pyr_tile(const px_gpu_slot *s, int L, int K, int bx, 
 template <int SIDE>
 __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
     px__k_pyramid(const px_gpu_slot *slots, int nslots, int slot, int L, int K, int tail, unsigned *counters,
-                  const uint32_t *lin_all, size_t lin_item, int logical)
+                  const uint32_t *lin_all, size_t lin_item)
 {
     __shared__ uint32_t buf[2][SIDE * SIDE];
     __shared__ bool last;
     const px_gpu_slot *s = &slots[(size_t)blockIdx.z * (size_t)nslots + (size_t)slot]; /* this item's slot */
     unsigned *counter = counters + blockIdx.z;
-    if (logical) { /* launched at capacity: the level-0 size, and so the linear copy's use, from the table */
-        lin_item = (size_t)s->w[0] * (size_t)s->h[0];
-        if (s->w[0] & 3)
-            lin_all = NULL;
-    }
     const uint32_t *lin = lin_all ? lin_all + (size_t)blockIdx.z * lin_item : NULL;
     px__pyr_tile<SIDE>(s, L, K, blockIdx.x, blockIdx.y, false, buf, lin);
     if (!tail)
@@ -120,7 +115,7 @@ __global__ void __launch_bounds__(256, SIDE == PX_PYR_SIDE_SMALL ? 8 : 4)
 
 /* Up to 7 (6) levels per launch; once the rest fits one tile, it is the launch's tail. */
 cudaError_t px_gpu_pyramid(const px_gpu_slot *d_slots, int nslots, const px_gpu_slot *g, int k, const uint32_t *lin0,
-                           unsigned *counters, int items, cudaStream_t stream, int logical)
+                           unsigned *counters, int items, cudaStream_t stream)
 {
     for (int L = 0; L + 1 < g->levels;) {
         int large = (long long)g->w[L + 1] * g->h[L + 1] >= 1024LL * 1024;
@@ -130,12 +125,12 @@ cudaError_t px_gpu_pyramid(const px_gpu_slot *d_slots, int nslots, const px_gpu_
         int tail = rest > 0 && g->w[L + K] <= 2 * side && g->h[L + K] <= 2 * side ? rest : 0;
         dim3 grid((unsigned)((g->w[L + 1] + side - 1) / side), (unsigned)((g->h[L + 1] + side - 1) / side), (unsigned)items);
         /* an input's level 0 is also in its linear upload buffer (inputs are read-only) */
-        const uint32_t *lin = L == 0 && lin0 && (logical || (g->w[0] & 3) == 0) ? lin0 : NULL;
+        const uint32_t *lin = L == 0 && lin0 && (g->w[0] & 3) == 0 ? lin0 : NULL;
         size_t lin_item = (size_t)g->w[0] * (size_t)g->h[0];
         if (large)
-            px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, stream>>>(d_slots, nslots, k, L, K, tail, counters, lin, lin_item, logical);
+            px__k_pyramid<PX_PYR_SIDE_LARGE><<<grid, 256, 0, stream>>>(d_slots, nslots, k, L, K, tail, counters, lin, lin_item);
         else
-            px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, stream>>>(d_slots, nslots, k, L, K, tail, counters, lin, lin_item, logical);
+            px__k_pyramid<PX_PYR_SIDE_SMALL><<<grid, 256, 0, stream>>>(d_slots, nslots, k, L, K, tail, counters, lin, lin_item);
         L += K + tail;
     }
     return cudaGetLastError();

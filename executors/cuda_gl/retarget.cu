@@ -167,7 +167,6 @@ struct px_rt_family {
 
 struct px_gpu_retarget {
     uint64_t bound, cached_bytes, clock, serial;
-    int leaving_param; /* this switch leaves the sizes-as-parameters mode (px__switch) */
     /* Inputs' storage only grows: per input slot the textures in use (ex->gl_tex, res, arrays)
      * were made at a capacity cap_w x cap_h, cap_levels (the loaded size, or larger after a
      * switch grew them) and serve every size that fits; cap_g holds their views of every level
@@ -251,11 +250,6 @@ struct px_gpu_retarget {
      * which every sibling rewrites: a sibling then copies none of them again */
     uint64_t stage_fam[2], fam_gen;
     px_rt_family fam;
-    /* sizes as parameters: per any-size input, px_log2_q8(n) - px_log2_q8(reference side) for
-     * every side n up to the capacity, u then v (cap_w + 1, then cap_h + 1 entries), made when
-     * the mode is entered: a size's LOD shift is then two loads (the table search was a third of
-     * the call) */
-    int16_t *param_log[PXVM_MAX_SLOTS + 1];
     void **deferred; /* replaced linear buffers, freed at unload */
     uint8_t *deferred_host;
     int ndeferred, deferred_cap;
@@ -849,8 +843,6 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
 void px__retarget_free(pxvm_executor *ex)
 {
     px_gpu_retarget *rt = ex->rt;
-    ex->param = 0;
-    memset(ex->param_pending, 0, sizeof ex->param_pending);
     if (!rt)
         return;
     while (rt->retired) {
@@ -915,8 +907,6 @@ void px__retarget_free(pxvm_executor *ex)
     free(rt->input_upper);
     free(rt->input_level0);
     free(rt->key);
-    for (int k = 0; k <= PXVM_MAX_SLOTS; k++)
-        free(rt->param_log[k]);
     free(rt->next_key);
     free(rt);
     ex->rt = NULL;
@@ -1373,12 +1363,6 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->frame_nodes[g] = NULL, ex->have_graph[g] = 0;
     }
     ex->d_slots = NULL, ex->d_fetch = NULL, ex->step_blocks = NULL, ex->d_clear = NULL, ex->nclear = ex->max_clear_px = 0;
-    if (rt->leaving_param) { /* the sizes-as-parameters configuration: never found again by its
-                              * program or key (its table holds whatever size came last, its records
-                              * the reference operands); px__gl_retarget frees it next */
-        cur->prog_serial = 0;
-        cur->key_n = 0;
-    }
     px__cached_add(rt, cur);
     for (int i = 0; i < ngone; i++) /* the one in use named a replaced texture: it goes (the stream has drained) */
         px__drop_configs_using(rt, gone[i]);
@@ -1527,8 +1511,6 @@ int px__retarget_run_start(pxvm_executor *ex, uint64_t budget, pxvm_error *err)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return 0;
-    if (px__param_sizes_upload(ex, err) < 0)
-        return -1;
     int n = ex->nslots;
     if (rt->wipe_pending) {
         rt->wipe_pending = 0;
@@ -1564,8 +1546,6 @@ int px__retarget_flush(pxvm_executor *ex, pxvm_error *err)
     px_gpu_retarget *rt = ex->rt;
     if (!rt)
         return 0;
-    if (px__param_sizes_upload(ex, err) < 0)
-        return -1;
     for (int k = 0; k < ex->nslots; k++) /* a switched input's levels >= 1 read as zero, as after a load */
         if (rt->input_upper[k]) {
             if (px__clear_input(ex, k, NULL, err) < 0)
@@ -1628,255 +1608,16 @@ int px__gl_retarget(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err
     } else {
         ex->rt->ctx_set = 1; /* made current above, before rt existed */
     }
-    /* leaving the sizes as parameters: the configuration in use holds the reference operands and
-     * a table of whatever size came last, under the key of the size it was entered at: it goes,
-     * never to be found by that key */
-    const px_gpu_slot *param_table = ex->param ? ex->d_slots : NULL;
-    ex->rt->leaving_param = ex->param;
-    ex->param = 0;
-    memset(ex->param_pending, 0, sizeof ex->param_pending);
-    int switched = px__switch(ex, next, err);
-    ex->rt->leaving_param = 0;
-    if (switched < 0) {
+    if (px__switch(ex, next, err) < 0) {
         px__context(ex, NULL);
         px__gl_unload(ex); /* part switched: nothing is left that a run could trust */
         return -1;
     }
-    for (int i = 0; param_table && i < ex->rt->nconfigs; i++)
-        if (ex->rt->cached[i].c->d_slots == param_table) {
-            px__config_free_on(ex->rt, px__cached_take(ex->rt, i), ex->stream);
-            break;
-        }
     if (!known && next->serial) {
         ex->rt->checked[ex->rt->checked_at] = next->serial;
         ex->rt->checked_at = (ex->rt->checked_at + 1) % PX_RT_CONFIGS;
     }
     return 0;
-}
-
-/* ---- sizes as parameters ---------------------------------------------------------------------- */
-
-const px_gpu_slot *px__param_capacity(const pxvm_executor *ex, int k)
-{
-    return ex->param && ex->param_any[k] ? &ex->rt->cap_g[k] : NULL;
-}
-
-/* The device table's entries of the any-size inputs: their sizes as ex->slots has them, their
- * views of every level at capacity (a launch at capacity never meets a level without one); all
- * of the table, once, on entering (all), else only when a size is pending (a run or read before
- * any bind kernel carried it). */
-static int px__param_table(pxvm_executor *ex, int all, pxvm_error *err)
-{
-    int n = ex->nslots, some = all;
-    for (int k = 0; k < n && !some; k++)
-        some = ex->param_pending[k];
-    if (!some)
-        return 0;
-    size_t count = (size_t)n * (size_t)ex->batch;
-    px_gpu_slot *t = (px_gpu_slot *)malloc(count * sizeof *t);
-    if (!t)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(count * sizeof *t));
-    memcpy(t, ex->slots, count * sizeof *t);
-    for (size_t i = 0; i < count; i++) {
-        int k = (int)(i % (size_t)n);
-        if (!ex->param_any[k])
-            continue;
-        for (int l = 0; l < PXVM_MAX_LEVELS; l++)
-            t[i].tex[l] = ex->rt->cap_g[i].tex[l], t[i].surf[l] = ex->rt->cap_g[i].surf[l];
-    }
-    /* pageable: the copy is staged before the call returns, t may go */
-    cudaError_t e = cudaMemcpyAsync(ex->d_slots, t, count * sizeof *t, cudaMemcpyHostToDevice, ex->stream);
-    free(t);
-    if (e != cudaSuccess)
-        return px__cuda_fail(err, "cudaMemcpyAsync", e, __FILE__, __LINE__);
-    memset(ex->param_pending, 0, sizeof ex->param_pending);
-    return 0;
-}
-
-int px__param_sizes_upload(pxvm_executor *ex, pxvm_error *err)
-{
-    return ex->param ? px__param_table(ex, 0, err) : 0;
-}
-
-/* Enters the sizes-as-parameters mode: prog (a resolution of poly at its sizes) is switched to as
- * by retarget; then the configuration's fetch records over any-size slots get poly's operands and
- * reference size, its table every level at capacity, and its graphs go (their PYRAMID launches
- * were the size's). Once per family and capacity: one upload of the records and of the table. */
-__attribute__((noinline)) static int px__param_enter(pxvm_executor *ex, const pxvm_program *poly,
-                                                    const pxvm_program *prog, pxvm_error *err)
-{
-    if (px__gl_retarget(ex, prog, err) < 0)
-        return -1;
-    int n = ex->nslots;
-    memset(ex->param_any, 0, sizeof ex->param_any);
-    memset(ex->param_lane, 0, sizeof ex->param_lane);
-    for (int k = 1; k < n; k++)
-        ex->param_any[k] = (poly->slots[k].flags & PXI_SLOT_ANYSIZE) && prog->slots[k].role == PXI_ROLE_INPUT;
-    px_gpu_fetch *fetch = (px_gpu_fetch *)calloc(prog->ninsns ? prog->ninsns : 1, sizeof *fetch);
-    unsigned *steps = (unsigned *)calloc(prog->nsteps ? prog->nsteps : 1, sizeof *steps);
-    if (!fetch || !steps) {
-        free(fetch), free(steps);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof *fetch);
-    }
-    px__fetch_fill(ex, fetch, steps);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        const pxi_insn *in = &poly->insns[i];
-        if (in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO)
-            continue;
-        int src = in->a[PX_FI(SAMPLE, src)];
-        if (!ex->param_any[src])
-            continue;
-        px__fetch_rescaled(poly, i, &fetch[i]);
-        fetch[i].any_w0 = poly->slots[src].w, fetch[i].any_h0 = poly->slots[src].h;
-        fetch[i].any_inv_u = 1.0 / (2.0 * (double)poly->slots[src].w);
-        fetch[i].any_inv_v = 1.0 / (2.0 * (double)poly->slots[src].h);
-    }
-    for (int k = 1; k < n; k++) /* each one's LOD shifts, and the one at the size entered with */
-        if (ex->param_any[k]) {
-            px_gpu_retarget *rt = ex->rt;
-            int cw = rt->cap_w[k], ch = rt->cap_h[k];
-            int l0w = px_log2_q8(poly->slots[k].w), l0h = px_log2_q8(poly->slots[k].h);
-            free(rt->param_log[k]);
-            if (!(rt->param_log[k] = (int16_t *)malloc(((size_t)cw + (size_t)ch + 2u) * sizeof(int16_t)))) {
-                free(fetch), free(steps);
-                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(cw + ch + 2) * 2u);
-            }
-            int16_t *lu = rt->param_log[k], *lv = lu + cw + 1;
-            lu[0] = lv[0] = 0; /* (no side is 0) */
-            for (int s = 1; s <= cw || s <= ch; s++) {
-                int l = px_log2_q8(s);
-                if (s <= cw)
-                    lu[s] = (int16_t)(l - l0w);
-                if (s <= ch)
-                    lv[s] = (int16_t)(l - l0h);
-            }
-            int shift = px_lod_shift(prog->slots[k].w, prog->slots[k].h, poly->slots[k].w, poly->slots[k].h);
-            for (int b = 0; b < ex->batch; b++)
-                ex->slots[(size_t)b * (size_t)n + (size_t)k].lod_shift = shift;
-            ex->param_lane[k].ok = !(prog->reset[k] & PXVM_RESET_UPPER) && !prog->uses_video;
-            ex->param_lane[k].levels = ex->slots[k].levels; /* (item 0's host view: every item's) */
-            ex->param_lane[k].cap_w = cw, ex->param_lane[k].cap_h = ch, ex->param_lane[k].cap_levels = rt->cap_levels[k];
-            ex->param_lane[k].lin_cap = rt->lin_cap[k];
-            ex->param_lane[k].log_u = lu, ex->param_lane[k].log_v = lv;
-            ex->param_lane[k].views = ex->slots + k, ex->param_lane[k].cap_views = rt->cap_g + k;
-            ex->param_lane[k].input_level0 = rt->input_level0 + k, ex->param_lane[k].bound = ex->bound + k;
-            ex->param_lane[k].input_upper = rt->input_upper + k, ex->param_lane[k].frame_src = ex->frame_src + k;
-            ex->param_lane[k].wipe_pending = &rt->wipe_pending;
-        }
-    cudaError_t e = ex->d_fetch ? cudaMemcpyAsync(ex->d_fetch, fetch, prog->ninsns * sizeof *fetch, cudaMemcpyHostToDevice,
-                                                  ex->stream)
-                                : cudaSuccess;
-    free(fetch), free(steps);
-    if (e != cudaSuccess)
-        return px__cuda_fail(err, "cudaMemcpyAsync", e, __FILE__, __LINE__);
-    px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
-    ex->param = 1;
-    ex->param_poly = poly;
-    ex->param_img_stale = 0;
-    return px__param_table(ex, 1, err);
-}
-
-/* A size change in the mode (slot's lane ok): what px__logical_views would make of the host views,
- * writing only what changes (the sizes, the textures of the levels gained or lost), the size's
- * LOD shift from the lane's table, and the marks that make the next bind carry the size to the
- * device table and the next run start as after a retarget. 1: beyond the storage (a retarget's). */
-PXVM_HOT static int px__param_resize(pxvm_executor *ex, int slot, int w, int h)
-{
-    auto *lane = &ex->param_lane[slot]; /* (what it reads besides: ex's first lines, the LOD tables) */
-    int levels = px_mip_levels(w, h), n = ex->nslots;
-    if (w > lane->cap_w || h > lane->cap_h || levels > lane->cap_levels || (size_t)w * (size_t)h * 4u > lane->lin_cap)
-        return 1; /* the storage grows: a retarget's work */
-    int dx = lane->log_u[w], dy = lane->log_v[h], shift = dx > dy ? dx : dy; /* px_lod_shift(w, h, reference size) */
-    int was = lane->levels, lo = was < levels ? was : levels, hi = was < levels ? levels : was;
-    *lane->input_upper = levels > 1;
-    for (int b = 0; b < ex->batch; b++) {
-        size_t i = (size_t)b * (size_t)n;
-        lane->input_level0[i] = 1;
-        lane->bound[i] = 0;
-        px_gpu_slot *g = &lane->views[i];
-        const px_gpu_slot *cap = &lane->cap_views[i];
-        for (int l = lo; l < hi; l++) {
-            int in = l < levels;
-            g->tex[l] = in ? cap->tex[l] : 0, g->surf[l] = in ? cap->surf[l] : 0;
-        }
-        for (int l = 0; l < hi; l++)
-            g->w[l] = l < levels ? px_mip_dim(w, l) : 0, g->h[l] = l < levels ? px_mip_dim(h, l) : 0;
-        g->levels = levels, g->lod_shift = shift;
-    }
-    lane->levels = levels;
-    *lane->frame_src = NULL;
-    *lane->wipe_pending = 1; /* every slot but inputs and persistent ones back to its initial state, as a retarget */
-    ex->param_pending[slot] = 1;
-    ex->param_img_stale = 1;
-    ex->out_valid = 0;
-    return 0;
-}
-
-PXVM_HOT int px__gl_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
-                                   int h, pxvm_error *err)
-{
-    /* in the mode with this program, a slot whose size changes in place: the lane's lines only */
-    if (ex->param && ex->prog == prog && prog && ex->param_poly == poly && slot >= 1 && slot < ex->nslots &&
-        ex->param_lane[slot].ok)
-        return px__param_resize(ex, slot, w, h);
-    if (px__need_program(ex, "set_input_size", err) < 0)
-        return -1;
-    if (!poly || !prog || prog->resolved_from != poly->serial || !poly->serial || slot < 1 || slot >= ex->nslots ||
-        !(poly->slots[slot].flags & PXI_SLOT_ANYSIZE) || prog->uses_video || (prog->reset[slot] & PXVM_RESET_UPPER))
-        return 1; /* (a per-run reset of the slot's upper levels: its records are made for one size) */
-    if (ex->prog != prog || !ex->param) { /* prog is a resolution at w x h: entered through a retarget */
-        if (prog->slots[slot].w != w || prog->slots[slot].h != h)
-            return 1;
-        if (px__context(ex, err) < 0 || px__param_enter(ex, poly, prog, err) < 0) {
-            if (ex->prog) { /* the retarget held: the mode is not */
-                ex->param = 0;
-                px__gl_unload(ex);
-            }
-            return -1;
-        }
-        return 0;
-    }
-    return ex->param_lane[slot].ok ? px__param_resize(ex, slot, w, h) : 1; /* (another poly: its slot's lane) */
-}
-
-int px__param_image(pxvm_executor *ex, int slot, pxvm_error *err)
-{
-    if (!ex->param || !ex->param_img_stale || !px__image_slot(&ex->prog->slots[slot]))
-        return 0;
-    const pxvm_program *prog = ex->prog;
-    int wh[2 * (PXVM_MAX_SLOTS + 1)];
-    for (int k = 0; k < prog->nslots; k++)
-        wh[2 * k] = prog->slots[k].w, wh[2 * k + 1] = prog->slots[k].h;
-    wh[0] = wh[1] = 0;
-    pxvm_program at = *prog; /* prog's slots with the image resolved at their sizes */
-    if (pxvm_program_resolve_image(ex->param_poly, wh, NULL, &at.image, err) < 0)
-        return -1;
-    int rc = 0;
-    for (int k = 0; k < prog->nslots && rc == 0; k++) {
-        const pxvm_slot *s = &prog->slots[k];
-        if (!px__image_slot(s))
-            continue;
-        size_t pitch = (size_t)s->w * 4u, bytes = pitch * (size_t)s->h;
-        uint8_t *level0 = (uint8_t *)malloc(bytes > 0 ? bytes : 1);
-        if (!level0) {
-            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
-            break;
-        }
-        pxvm_slot_initial(&at, k, level0);
-        for (int b = 0; b < ex->batch && rc == 0; b++) { /* pageable: staged before the call returns */
-            cudaError_t e = cudaMemcpy2DToArrayAsync(px__array(ex, b, k, 0), 0, 0, level0, pitch, pitch, (size_t)s->h,
-                                                     cudaMemcpyHostToDevice, ex->stream);
-            if (e != cudaSuccess)
-                rc = px__cuda_fail(err, "cudaMemcpy2DToArrayAsync", e, __FILE__, __LINE__);
-        }
-        free(level0);
-    }
-    pxvm_image_free(&at.image);
-    if (rc == 0) {
-        ex->param_img_stale = 0;
-        ex->rt->img_id = 0; /* the slots hold no configuration's image now: a switch copies its own */
-    }
-    return rc;
 }
 
 extern "C" uint64_t px_gpu_retarget_textures_made(const pxvm_executor *ex)

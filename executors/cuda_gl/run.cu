@@ -158,9 +158,8 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 break;
             }
             int k = PX_ARG(in, PYRAMID, slot);
-            const px_gpu_slot *cap = px__param_capacity(ex, k); /* launched at capacity: one graph for every size */
-            PX__CK(px_gpu_pyramid(ex->d_slots, ex->nslots, cap ? cap : &ex->slots[k], k, (const uint32_t *)ex->d_staging[k],
-                                  ex->d_counter, (int)items, ex->stream, cap != NULL));
+            PX__CK(px_gpu_pyramid(ex->d_slots, ex->nslots, &ex->slots[k], k, (const uint32_t *)ex->d_staging[k],
+                                  ex->d_counter, (int)items, ex->stream));
             break;
         }
         case PX_OP_SAMPLE:
@@ -439,8 +438,6 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
     PX__CK(cudaSetDevice(ex->device));
     if (px__retarget_flush(ex, err) < 0) /* a read between a retarget and a run: the initial state */
         return -1;
-    if (px__param_image(ex, slot, err) < 0) /* the program image as the resolution at the sizes has it */
-        return -1;
     const pxvm_slot *s = &ex->prog->slots[slot];
     const px_gpu_slot *g = &ex->slots[slot];
     size_t pitch = (size_t)g->w[level] * 4u, bytes = pitch * (size_t)g->h[level];
@@ -632,5 +629,5 @@ static int px__gl_sync(pxvm_executor *ex, pxvm_error *err)
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_borrow, px__gl_release, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart, px__gl_read_tokens,
-        px__gl_retarget, px__gl_set_input_size, px__gl_ragged, px__gl_scratch,
+        px__gl_retarget, px__gl_ragged, px__gl_scratch,
 };

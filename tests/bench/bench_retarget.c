@@ -23,13 +23,11 @@
  *                      resolve_ms and retarget_ms (each alone); filling_ms: ms over the first
  *                      PXVM_RESOLVE_CACHE sizes (the kept resolutions' memory touched a first time).
  *                      Run after everything else, so its sizes evict nothing measured before
- *   param_new_size     the same through the executor's set_input_size (sizes as run parameters)
  *   runner_new_size    pxvm_runner's own cost of a size never seen, host time from its bind's call
  *                      to the executor's bind (TSC on x86-64): before_ms (resolution + retarget),
- *                      param_ms (set_input_size), each over run_ms (issue 23 asks <= 0.01);
- *                      param_split_ms: the runner before the op, the op, the runner after it;
- *                      param_warm_ms / before_warm_ms: another new size bound at once after it
- *                      (what is left when the lines a run and a bind leave cold are warm)
+ *                      over run_ms (issue 23 asks <= 0.01); before_warm_ms: another new size bound
+ *                      at once after it (what is left when the lines a run and a bind leave cold
+ *                      are warm)
  *   runner_bind_added  what a size never seen adds to the whole pxvm_runner_bind (the size change,
  *                      and whatever it leaves to the executor's bind), against the same call at
  *                      the size held, each right after a run, in pairs: for a pageable host image
@@ -137,10 +135,9 @@ static void px__runner_size(int f, uint64_t *s, int *w, int *h)
 
 /* pxvm_runner's own cost of a size never seen: from pxvm_runner_bind's call to the executor's
  * bind (the view's check, the size change, the runner's bookkeeping; the bind itself excluded),
- * host time (the TSC on x86-64; the wrappers that note it run dry first, their own lines warm). The executor's ops are its own with bind wrapped to note when it is entered, and
- * set_input_size removed when !param (then the runner resolves and retargets, as before). The
+ * host time (the TSC on x86-64; the wrapper that notes it runs dry first, its own lines warm). The executor's ops are its own with bind wrapped to note when it is entered. The
  * runner is entered at the largest size first (the storage then holds every later one). */
-static double px__bind_entered, px__sis_entered, px__sis_left;
+static double px__bind_entered;
 static const pxvm_executor_ops *px__real_ops;
 static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm_error *err)
 {
@@ -150,26 +147,14 @@ static int px__noting_bind(pxvm_executor *ex, int slot, int item0, const pxvm_vi
         px__bind_entered = px__ticks();
     return px__real_ops->bind(ex, slot, item0, v, err);
 }
-static int px__noting_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot,
-                                     int w, int h, pxvm_error *err)
-{
-    if (!ex)
-        return px__sis_entered = px__sis_left = 0, 0;
-    px__sis_entered = px__ticks();
-    int rc = px__real_ops->set_input_size(ex, poly, prog, slot, w, h, err);
-    px__sis_left = px__ticks();
-    return rc;
-}
-
-/* What px__runner_new_size_ms measures: the median of `ms` (cold: the first bind after a run), its
- * split (the runner before the executor's op, the op, the runner after it up to the bind; medians
- * of each, with set_input_size only) and the same bind made again at once at another size (warm:
- * the lines a run leaves cold are warm now; the difference is what memory costs). */
+/* What px__runner_new_size_ms measures: the median of `ms` (cold: the first bind after a run) and
+ * the same bind made again at once at another size (warm: the lines a run leaves cold are warm
+ * now; the difference is what memory costs). */
 typedef struct {
-    double ms, warm_ms, split_ms[3];
+    double ms, warm_ms;
 } px__runner_cost;
 
-static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int fresh, int skip, uint64_t seed,
+static px__runner_cost px__runner_new_size_ms(const char *exec, int fresh, int skip, uint64_t seed,
                                              const pxvm_image *frame)
 {
     pxvm_prog *prog;
@@ -179,25 +164,19 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
     static pxvm_executor_ops ops;
     ops = *px__real_ops;
     ops.bind = px__noting_bind;
-    ops.set_input_size = param ? px__real_ops->set_input_size : NULL;
     pxvm_runner_test_set_ops(run, &ops);
-    /* with the op, every other size is split (the op wrapped: its own cost lands in the total,
-     * which is taken from the others) */
-    double *t = calloc((size_t)fresh * 5u + 1u, sizeof(double)), *warm = t + fresh, *split[3] = {t + 2 * fresh,
-                                                                                               t + 3 * fresh, t + 4 * fresh};
-    int nt = 0, nw = 0, nsplit = 0;
+    double *t = calloc((size_t)fresh * 2u + 1u, sizeof(double)), *warm = t + fresh;
+    int nt = 0, nw = 0;
     uint64_t s = seed;
     for (int f = -1; f < fresh; f++) {
         int w, h;
         px__runner_size(f, &s, &w, &h);
-        int splitting = param && (f & 1) == 0;
-        ops.set_input_size = !param ? NULL : splitting ? px__noting_set_input_size : px__real_ops->set_input_size;
         pxvm_image img = {w, h, frame->px};
         pxvm_view v = pxvm_image_view(&img);
         for (int pass = 0; pass < 2; pass++) { /* cold (after a run), then warm (at once, one side one less) */
             if (pass == 1)
                 v.w = img.w = w - 1;
-            px__noting_bind(NULL, 0, 0, NULL, NULL), px__noting_set_input_size(NULL, NULL, NULL, 0, 0, 0, NULL);
+            px__noting_bind(NULL, 0, 0, NULL, NULL);
             double t0 = px__ticks();
             if (pxvm_runner_bind(run, 1, 0, &v)) {
                 fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", v.w, v.h, pxvm_errmsg());
@@ -205,22 +184,16 @@ static px__runner_cost px__runner_new_size_ms(const char *exec, int param, int f
             }
             if (f < skip)
                 continue;
-            if (splitting && pass == 0)
-                split[0][nsplit] = px__sis_entered - t0, split[1][nsplit] = px__sis_left - px__sis_entered,
-                split[2][nsplit++] = px__bind_entered - px__sis_left;
-            else if (!splitting)
-                pass ? (warm[nw++] = px__bind_entered - t0) : (t[nt++] = px__bind_entered - t0);
+            pass ? (warm[nw++] = px__bind_entered - t0) : (t[nt++] = px__bind_entered - t0);
         }
         if (pxvm_runner_run(run)) {
             fprintf(stderr, "bench_retarget: runner at %dx%d: %s\n", w, h, pxvm_errmsg());
             exit(1);
         }
     }
-    for (int i = 0; i < 5 * fresh; i++) /* ticks to ms */
+    for (int i = 0; i < 2 * fresh; i++) /* ticks to ms */
         t[i] /= px__ticks_per_ms();
-    px__runner_cost c = {px__median(t, nt), px__median(warm, nw), {0, 0, 0}};
-    for (int i = 0; i < 3 && param; i++)
-        c.split_ms[i] = px__median(split[i], nsplit);
+    px__runner_cost c = {px__median(t, nt), px__median(warm, nw)};
     free(t);
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
@@ -547,66 +520,8 @@ int main(int argc, char **argv)
         px__die("retarget", &err);
     for (int k = 0; k < KEEP; k++)
         pxvm_program_free(&kept[k]);
-    /* sizes as run parameters (set_input_size, when the executor has it): entered once at the
-     * largest size (the storage holds every later one), then `fresh` sizes never seen, each the
-     * call and the caller's record changed in place (what pxvm_runner does besides an O(1) check),
-     * alone (call_ms) and with the stream waited for (ms, as new_size's retarget is measured) */
-    double param_ms = 0, param_call_ms = 0, param_run_ms = 0;
-    int param_sizes = 0;
-    if (c.ops->set_input_size) {
-        double *tp = calloc((size_t)fresh, sizeof(double)), *tcall = calloc((size_t)fresh, sizeof(double));
-        double *trun = calloc((size_t)fresh, sizeof(double));
-        pxvm_program rec;
-        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
-        wh[2] = 959, wh[3] = 719;
-        if (pxvm_program_resolve(&poly, wh, &lim, &rec, &err) < 0)
-            px__die("resolve", &err);
-        int rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, 959, 719, &err);
-        if (rc != 0)
-            px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
-        pxvm_image img0 = {959, 719, frame.px};
-        px__bind(&c, &rec, &img0);
-        px__run_read(&c, &rec);
-        for (int f = 0; f < fresh; f++) {
-            int w = 320 + (int)(px__rng(&s) % 639u), h = 240 + (int)(px__rng(&s) % 479u);
-            double t0 = px__now_ms();
-            pxvm_slot ns = rec.slots[1];
-            ns.w = w, ns.h = h;
-            px_vm_slot_geometry(&ns);
-            rc = c.ops->set_input_size(c.ex, &poly, &rec, 1, w, h, &err);
-            if (rc != 0)
-                px__die(rc < 0 ? "set_input_size" : "set_input_size not taken", &err);
-            rec.memory = rec.memory - rec.slots[1].bytes + ns.bytes;
-            rec.slots[1] = ns;
-            double t1 = px__now_ms();
-            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0)
-                px__die("sync", &err);
-            double t2 = px__now_ms();
-            tcall[f] = t1 - t0, tp[f] = t2 - t0;
-            pxvm_image img = {w, h, frame.px};
-            px__bind(&c, &rec, &img);
-            if (c.ops->sync && c.ops->sync(c.ex, &err) < 0) /* as after_switch's: the bind waited for first */
-                px__die("sync", &err);
-            double t3 = px__now_ms(); /* the run alone, its stream waited for */
-            if (c.ops->run(c.ex, NULL, &err) < 0 || (c.ops->sync && c.ops->sync(c.ex, &err) < 0))
-                px__die("run", &err);
-            trun[f] = px__now_ms() - t3;
-            px__run_read(&c, &rec);
-        }
-        param_sizes = fresh - KEEP;
-        param_ms = px__median(tp + KEEP, fresh - KEEP), param_call_ms = px__median(tcall + KEEP, fresh - KEEP);
-        param_run_ms = px__median(trun + KEEP, fresh - KEEP);
-        if (c.ops->retarget(c.ex, &progs[0], &err) < 0) /* rec is not loaded when it is freed */
-            px__die("retarget", &err);
-        pxvm_program_free(&rec);
-        free(tp), free(tcall), free(trun);
-    }
-    /* the same through pxvm_runner: its path before (resolution + retarget) and through set_input_size */
-    double runner_ms[2] = {0, 0};
-    px__runner_cost rc[2] = {{0, 0, {0, 0, 0}}, {0, 0, {0, 0, 0}}};
-    for (int param = 0; param < 2; param++)
-        if (!param || c.ops->set_input_size)
-            rc[param] = px__runner_new_size_ms(exec, param, fresh, KEEP, seed + 7, &frame), runner_ms[param] = rc[param].ms;
+    /* the same through pxvm_runner: resolution + retarget */
+    px__runner_cost rc = px__runner_new_size_ms(exec, fresh, KEEP, seed + 7, &frame);
     /* what a new size adds to a whole bind through the runner: a pageable image, and a frame in
      * device memory on the GPU */
     size_t frame_bytes = (size_t)960 * 720 * 4u;
@@ -657,10 +572,7 @@ int main(int argc, char **argv)
            "  \"resolve_new_ms\": %.5f, \"resolve_parsed_ms\": %.5f,\n"
            "  \"new_size\": {\"sizes\": %d, \"ms\": %.4f, \"over_run\": %.4f, \"resolve_ms\": %.5f, \"retarget_ms\": %.5f,\n"
            "               \"filling_ms\": %.4f},\n"
-           "  \"param_new_size\": {\"sizes\": %d, \"ms\": %.5f, \"call_ms\": %.5f, \"over_run\": %.5f, \"call_over_run\": %.5f,\n"
-           "                     \"run_ms\": %.4f},\n"
-           "  \"runner_new_size\": {\"before_ms\": %.5f, \"param_ms\": %.5f, \"before_over_run\": %.4f, \"param_over_run\": %.5f,\n"
-           "                      \"param_warm_ms\": %.5f, \"param_split_ms\": [%.5f, %.5f, %.5f], \"before_warm_ms\": %.5f},\n"
+           "  \"runner_new_size\": {\"before_ms\": %.5f, \"before_over_run\": %.4f, \"before_warm_ms\": %.5f},\n"
            "  \"runner_bind_added\": {\"host_image\": %s,\n                        \"device_frame\": %s},\n"
            "  \"stream\": {\"images\": %d, \"sizes\": %d, \"rounds\": %d, \"switches\": %d, \"grouped_switches\": %d,\n"
            "             \"grouped_by_size_images_per_s\": %.1f, \"mixed_sizes_images_per_s\": %.1f, \"ratio\": %.3f},\n"
@@ -669,9 +581,8 @@ int main(int argc, char **argv)
            "  \"after_switch\": {\"bind_ms\": %.4f, \"run_ms\": %.4f}, \"size_held\": {\"bind_ms\": %.4f, \"run_ms\": %.4f},\n"
            "  \"retarget_loop_us\": {\"two_sizes\": %.3f, \"all_sizes\": %.3f}\n}\n",
            c.ops->name, nsizes, batch, run_ms, bind_ms, host_ms, cached_ms, new_ms, resolve_ms, parsed_ms, fresh - KEEP, fresh_ms,
-           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, param_sizes, param_ms,
-           param_call_ms, param_ms / run_ms, param_call_ms / run_ms, param_run_ms, runner_ms[0], runner_ms[1], runner_ms[0] / run_ms, runner_ms[1] / run_ms,
-           rc[1].warm_ms, rc[1].split_ms[0], rc[1].split_ms[1], rc[1].split_ms[2], rc[0].warm_ms, added_json[0],
+           fresh_ms / run_ms, fresh_resolve_ms, fresh_retarget_ms, filling_ms, rc.ms, rc.ms / run_ms,
+           rc.warm_ms, added_json[0],
            added_json[1], nimages, nsizes, rounds, switches[1],
            switches[0], nimages * batch / same_s, nimages * batch / mixed_s, same_s / mixed_s, switch_ms, lo, hi, image_ms,
            switch_ms / run_ms, switch_ms / image_ms, after_bind, after_run, held_bind, held_run, loop_us[0], loop_us[1]);

@@ -496,28 +496,10 @@ static void px__bind_edge(const pxvm_prog *prog, pxvm_runner *run, int w, int h,
     pxvm_image_free(&img);
 }
 
-/* set_input_size as the CUDA-GL executor takes it: a size larger than the one entered at (per
- * resolution entered, by serial) is not taken (its storage would grow), so that the runner leaves
- * the mode and enters it again; on the CPU executor, whose own op takes every size. */
-static const pxvm_executor_ops *px__grow_real;
-static uint64_t px__grow_serial;
-static int px__grow_w, px__grow_h;
-static int px__grow_set_input_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
-                                   int h, pxvm_error *err)
-{
-    if (prog->serial == px__grow_serial && (w > px__grow_w || h > px__grow_h))
-        return 1;
-    int rc = px__grow_real->set_input_size(ex, poly, prog, slot, w, h, err);
-    if (rc == 0 && prog->serial != px__grow_serial)
-        px__grow_serial = prog->serial, px__grow_w = w, px__grow_h = h;
-    return rc;
-}
-
-/* The runner's size changes once the sizes are run parameters (its record changed in place, U-BIND-5
- * from the largest sides found once, the memory limit, the PYRAMID's rules) keep every refusal at
- * its edge: the last size accepted == a fresh runner, the first refused says why and changes
- * nothing, and sizes after a refusal still equal a fresh runner. */
-TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
+/* The runner's size changes (a resolution at each size: U-BIND-5, the memory limit, the PYRAMID's
+ * rules) keep every refusal at its edge: the last size accepted == a fresh runner, the first
+ * refused says why and changes nothing, and sizes after a refusal still equal a fresh runner. */
+TEST(anysize_runner_size_changes_refuse_at_the_edges)
 {
     const int32_t q = (1 << 30) - 3; /* cu = q at 64 wide: 128 -> 2q fits, 129 does not; cv = -q at 48 high: 96, 97 */
     CHECK(px_scale_q16(q, 128, 64) <= INT32_MAX && px_scale_q16(q, 129, 64) > INT32_MAX);
@@ -528,27 +510,16 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
         {100, 48, NULL}, {120, 40, NULL}, {128, 48, NULL}, {129, 48, "outside int32"}, {128, 96, NULL},
         {128, 97, "outside int32"}, {129, 30, "outside int32"}, {90, 40, NULL}, {128, 96, NULL}, {7, 5, NULL},
     };
-    /* the executor's own op; then, on the CPU, one that leaves the mode when the size grows (the
-     * CUDA-GL executor's way: a refusal then meets the runner out of the mode, as it enters) */
-    for (int grow = 0; grow < 2; grow++) {
-        pxvm_runner *run = NULL;
-        if (!prog || pxvm_runner_open(prog, grow ? "cpu" : px__executor(), 0, 1, 1, &run)) {
-            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
-            break;
-        }
-        static pxvm_executor_ops ops;
-        if (grow) {
-            pxvm_error err;
-            px__grow_real = pxvm_executor_find("cpu", &err);
-            ops = *px__grow_real, ops.set_input_size = px__grow_set_input_size, px__grow_serial = 0;
-            pxvm_runner_test_set_ops(run, &ops);
-        }
+    pxvm_runner *run = NULL;
+    if (!prog || pxvm_runner_open(prog, px__executor(), 0, 1, 1, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+    } else {
         for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
             px__bind_edge(prog, run, steps[i].w, steps[i].h, steps[i].refused, &rng);
         pxvm_runner_close(run);
     }
     pxvm_prog_free(prog);
-    pxvm_runner *run = NULL;
+    run = NULL;
     /* the memory limit: what the program needs at 240x200, so that 241x200 is over it (a limit above
      * what decoding the program needs; operands that fit at every size) */
     pxvm_limits lim;
@@ -597,7 +568,7 @@ TEST(anysize_runner_sizes_as_parameters_refuse_at_the_edges)
 /* U-BIND-4's pixel bound at its edge through the runner: 'image' (64x48) takes at most 4899
  * pixels; 69x71 and 71x69 are exactly 4899 (taken, and equal to a fresh runner at that size),
  * 70x70 is 4900, one more (refused, naming it, the runner unchanged): as the first size change
- * (the program's words) and as a later one (the runner's lane), and again after the refusal. */
+ * and as a later one, and again after the refusal. */
 TEST(anysize_runner_takes_exactly_the_max_pixels)
 {
     pxvm_builder b;
@@ -641,10 +612,10 @@ TEST(anysize_runner_takes_exactly_the_max_pixels)
     pxvm_image_free(&img);
 }
 
-/* Once the sizes are run parameters, a bind at a new size is checked from the runner's lane (the
- * view alone, the bounds, the batch): every refusal there says what it says out of the mode and
- * changes nothing; the next size equals a fresh runner. */
-TEST(anysize_runner_lane_refuses_as_out_of_the_mode)
+/* A bind at a new size is checked (the view, the bounds, the batch) before the size changes: every
+ * refusal there says what the same view says at the size held and changes nothing; the next size
+ * equals a fresh runner. */
+TEST(anysize_runner_refuses_a_new_size_as_the_size_held)
 {
     pxvm_prog *prog;
     pxvm_runner *run;
@@ -653,8 +624,8 @@ TEST(anysize_runner_lane_refuses_as_out_of_the_mode)
         return;
     }
     uint64_t rng = 31;
-    px__bind_edge(prog, run, 96, 64, NULL, &rng); /* enters the mode (where the executor has the op) */
-    px__bind_edge(prog, run, 80, 60, NULL, &rng); /* a change in it */
+    px__bind_edge(prog, run, 96, 64, NULL, &rng); /* a first change of size */
+    px__bind_edge(prog, run, 80, 60, NULL, &rng); /* a later one */
     pxvm_image img = px_random_image(100, 70, &rng);
     pxvm_view v = pxvm_view_host(img.px, 100, 70, 4);
     /* each refusal: the class and words of the same view at the size held (no change of size) */
@@ -750,9 +721,8 @@ TEST(anysize_refused_bind_leaves_the_size_and_the_images)
 }
 
 /* A size whose resolution is refused (U-BIND-5: a rescaled operand leaves int32) leaves the runner
- * as it was, also when the size change would go through the executor's set_input_size: the other
- * input stays bound, the last image too, and a run runs (review of the set_input_size path: it
- * unbound every input and reloaded). */
+ * as it was: the other input stays bound, the last image too, and a run runs (a review found a
+ * size-change path that unbound every input and reloaded). */
 TEST(anysize_refused_resolution_leaves_the_runner_as_it_was)
 {
     static const char text[] = ".width 16\n.slot image input 64x48 any\n.slot b input 8x8\n.slot out output 24x16\n"
@@ -858,15 +828,6 @@ static int px__failing_retarget(pxvm_executor *ex, const pxvm_program *next, pxv
     return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
 }
 
-/* ... and its set_input_size (the runner's path for a program that qualifies), failing alike */
-static int px__failing_set_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
-                                int h, pxvm_error *err)
-{
-    if (px__fail_mode == 1 && pxvm_cpu_executor.set_input_size(ex, poly, prog, slot, w, h, err) < 0)
-        return -1;
-    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
-}
-
 static int px__failing_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (px__fail_mode == 2)
@@ -887,9 +848,7 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
     uint64_t rng = 8;
     pxvm_image a = px_random_image(64, 48, &rng), b = px_random_image(100, 200, &rng);
     pxvm_view va = pxvm_view_host(a.px, a.w, a.h, 4), vb = pxvm_view_host(b.px, b.w, b.h, 4);
-    for (int mode = 0; mode < 6; mode++) {
-        /* modes 3..5: as 0..2 through set_input_size (modes 0..2: an executor without it) */
-        px__failing_ops.set_input_size = mode >= 3 ? px__failing_set_size : NULL;
+    for (int mode = 0; mode < 3; mode++) {
         pxvm_runner *run;
         if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &run)) {
             px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
@@ -897,14 +856,14 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
         }
         CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), 0);
         CHECK_EQ(pxvm_runner_run(run), 0);
-        px__fail_mode = mode % 3;
+        px__fail_mode = mode;
         pxvm_runner_test_set_ops(run, &px__failing_ops);
         CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vb), PXVM_UNAVAILABLE);
         CHECK_STR(pxvm_errmsg(), "retarget failed (test)");
         int sw = 0, sh = 0;
         CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
         CHECK(sw == 64 && sh == 48);
-        if (mode % 3 == 2) { /* lost: every call refuses cleanly */
+        if (mode == 2) { /* lost: every call refuses cleanly */
             CHECK_STR(pxvm_errmsg(), "loading the program again failed too (load failed (test))");
             CHECK_EQ(pxvm_runner_run(run), PXVM_UNAVAILABLE);
             CHECK_STR(pxvm_errmsg(), "pxvm_runner_run: this runner has no program since a change of input size failed");

@@ -8,8 +8,8 @@
 
 TEST(resolution_cache_holds_at_most_the_memory_limit)
 {
-    /* RESIZE reads the any-size input: such a program changes size by resolution (no run parameter),
-     * and a wide program image makes each resolution's copy of it large */
+    /* every size a resolution, kept in the cache: a wide program image makes each resolution's
+     * copy of it large */
     static const char text[] = ".width 4096\n.slot image input 64x48 any min=8 max=64\n.slot out output 16x16\n"
                                "RESIZE image out filter=1 at=(0,0) size=(16,16)\nHALT\n";
     pxvm_limits lim;

@@ -789,122 +789,17 @@ TEST(retarget_refusals_name_what_differs)
     pxvm_program_free(&p0);
 }
 
-/* set_input_size (vm.h, optional: the CPU executor has none): an any-size input's size changed as
- * a run parameter == retarget to the resolution at that size == a fresh load of it, byte for byte
- * (every level of every slot, the program image's too: its pixels hold the resolution's operands
- * and sizes, which a read gets at the sizes in use), over the property sizes: within the storage (no
- * texture or configuration made: nothing uploaded or captured per size), beyond it (not taken:
- * retarget, then entered again), back and forth, every item. */
-TEST(retarget_set_input_size_equals_retarget_and_fresh_load)
+/* Resolutions of one any-size program at edge sizes (1xN, Nx1, 1x1, odd), back and forth, within
+ * the input's storage and beyond it: each retarget's run == a fresh load of that resolution, byte
+ * for byte (every level of every slot, the program image's too), every item. */
+TEST(retarget_any_size_edge_sizes_back_and_forth_equal_fresh_load)
 {
-    const pxvm_executor_ops *ops = px__ops();
-    if (!ops || !ops->set_input_size)
-        return;
     static const int sizes[][2] = {{64, 64},  {101, 103}, {1, 64},  {64, 1},  {9, 61},  {61, 9},  {2, 71},
                                    {71, 2},   {29, 31},   {97, 1},  {1, 97},  {101, 103}, {64, 64}, {16, 16},
                                    {251, 7},  {45, 30},   {13, 67}, {250, 7}, {67, 13},  {1, 1},   {45, 30},
                                    {1, 1},    {251, 103}};
-    /* 0: loaded; 1: entered (a retarget); 2: within the storage; 3: beyond it (not taken); 4: a
-     * retarget, while in the mode, to another resolution at the size the mode was entered with
-     * (the mode's configuration is under that size's key: it must not be found, its table holding
-     * the last size's) */
-    static const int kind[] = {0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 4, 1, 3};
-    int n = (int)(sizeof sizes / sizeof sizes[0]);
-    pxvm_program *progs = calloc((size_t)n, sizeof *progs);
-    for (int i = 0; i < n; i++)
-        if (px__program(PX_FAM_ANY, sizes[i][0], sizes[i][1], &progs[i]) < 0)
-            goto out;
-    pxvm_program rec; /* the caller's record: its input's sizes change in place */
-    int have_rec = 0, live = 0;
-    pxvm_executor *ex = NULL;
-    pxvm_error err;
-    pxvm_open_options opt = {0, 0};
-    pxvm_limits lim;
-    pxvm_limits_default(&lim);
-    if (ops->open(&ex, &opt, &err) < 0 || ops->load(ex, &progs[0], PX_BATCH, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "open/load: %s", err.msg);
-        goto close;
-    }
-    for (int i = 0; i < n; i++) {
-        const pxvm_program *p = &progs[i];
-        if (i > 0) {
-            long long made[2] = {px__made(ex, 0), px__made(ex, 1)};
-            int rc;
-            if (kind[i] == 4) {
-                live = 0;
-                if (ops->retarget(ex, p, &err) < 0) {
-                    px_test_fail(__FILE__, __LINE__, "retarget %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
-                    break;
-                }
-                goto bind;
-            }
-            if (!live) { /* a resolution at the new size: the executor enters with it */
-                if (have_rec)
-                    pxvm_program_free(&rec);
-                int wh[6] = {0, 0, sizes[i][0], sizes[i][1], 0, 0};
-                have_rec = pxvm_program_resolve(&px__any_poly, wh, &lim, &rec, &err) == 0;
-                CHECK(have_rec);
-                if (!have_rec)
-                    break;
-            }
-            rc = ops->set_input_size(ex, &px__any_poly, &rec, 1, sizes[i][0], sizes[i][1], &err);
-            if (rc < 0) {
-                px_test_fail(__FILE__, __LINE__, "set_input_size %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
-                break;
-            }
-            /* an executor with storage that grows (it counts what it makes) does not take a size
-             * beyond it; the CPU executor's set_input_size (a resolution and a retarget) takes all */
-            CHECK_EQ(rc, kind[i] == 3 && made[0] >= 0 ? 1 : 0);
-            if (rc == 0 && live) { /* the caller's record follows, in place */
-                rec.memory = rec.memory - rec.slots[1].bytes + p->slots[1].bytes;
-                rec.slots[1] = p->slots[1];
-            }
-            if (rc == 0)
-                live = 1;
-            if (rc == 1) { /* not taken: the resolution's retarget */
-                live = 0;
-                if (ops->retarget(ex, p, &err) < 0) {
-                    px_test_fail(__FILE__, __LINE__, "retarget %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
-                    break;
-                }
-            }
-            if (kind[i] == 2 && made[0] >= 0) { /* within the storage: nothing made */
-                CHECK_EQ(px__made(ex, 0), made[0]);
-                CHECK_EQ(px__made(ex, 1), made[1]);
-            }
-        bind:
-            CHECK(ops->run(ex, NULL, &err) < 0); /* the input is unbound */
-            CHECK_EQ(err.code, PXE_UNBOUND_INPUT);
-        }
-        if (px__bind(ops, ex, p, 1, 1000u * (uint64_t)i + 1) < 0)
-            break;
-        int reps = i % 3 == 0 ? 2 : 1; /* a second run replays the graph */
-        for (int r = 0; r < reps; r++)
-            if (ops->run(ex, NULL, &err) < 0)
-                px_test_fail(__FILE__, __LINE__, "run at %dx%d: %s", sizes[i][0], sizes[i][1], err.msg);
-        size_t la, lb = 0;
-        uint8_t *a = px__snapshot(ops, ex, p, &la), *b = NULL;
-        pxvm_executor *fx = NULL;
-        if (ops->open(&fx, &opt, &err) < 0 || ops->load(fx, p, PX_BATCH, &err) < 0)
-            px_test_fail(__FILE__, __LINE__, "fresh: %s", err.msg);
-        else if (px__bind(ops, fx, p, 1, 1000u * (uint64_t)i + 1) == 0 && ops->run(fx, NULL, &err) == 0)
-            b = px__snapshot(ops, fx, p, &lb);
-        if (fx)
-            ops->close(fx);
-        CHECK(b != NULL);
-        if (b && (la != lb || memcmp(a, b, la)))
-            px_test_fail(__FILE__, __LINE__, "size %d (%dx%d, %s): differs from a fresh load", i, sizes[i][0], sizes[i][1],
-                         kind[i] == 2 ? "set_input_size" : kind[i] == 1 ? "entered" : kind[i] == 4 ? "retarget in the mode" : "retarget");
-        free(a);
-        free(b);
-    }
-close:
-    if (ex)
-        ops->close(ex);
-    if (have_rec)
-        pxvm_program_free(&rec);
-out:
-    for (int i = 0; i < n; i++)
-        pxvm_program_free(&progs[i]);
-    free(progs);
+    px__property_at(PX_FAM_ANY, sizes, (int)(sizeof sizes / sizeof sizes[0]), NULL, 0);
+    if (px__any_made)
+        pxvm_program_free(&px__any_poly);
+    px__any_made = 0;
 }

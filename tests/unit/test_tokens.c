@@ -542,14 +542,6 @@ static const char *px__tok_executor(void)
     return name && *name ? name : "cpu";
 }
 
-/* set_input_size that takes no size: the runner changes size by a resolution and a retarget */
-static int px__no_set_size(pxvm_executor *ex, const pxvm_program *poly, const pxvm_program *prog, int slot, int w,
-                           int h, pxvm_error *err)
-{
-    (void)ex, (void)poly, (void)prog, (void)slot, (void)w, (void)h, (void)err;
-    return 1;
-}
-
 /* Binds a random w x h image (seed) to slot 1 of `run`; runs it when `run_it`. */
 static int px__size_bind(pxvm_runner *run, int w, int h, uint64_t seed, int run_it)
 {
@@ -576,75 +568,67 @@ static int px__size_tokens(pxvm_runner *run, int slot, float *t)
  * run at the old size; a persistent atlas keeps what the runs before the change left (SPEC 2:
  * persistent slots keep their values); the token geometry, no slot, is the last run's. Then the
  * run at the new size equals a fresh runner's.
- * Through the executor's own size change, and through a resolution and a retarget (the
- * executor's set_input_size declined), to a new size and back to a size seen before. */
+ * To a new size and back to a size seen before. */
 TEST(tokens_after_a_size_change_read_the_new_size_initial_state)
 {
     static const int sizes[3][2] = {{24, 20}, {12, 30}, {24, 20}};
     int cases = 0;
-    for (int keep = 0; keep < 2; keep++)
-        for (int declined = 0; declined < 2; declined++) {
-            pxvm_prog *prog = NULL;
-            pxvm_runner *run = NULL;
-            static pxvm_executor_ops ops;
-            if (pxvm_prog_assemble(px__size_src(keep), "size.pxs", NULL, &prog) ||
-                pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run)) {
-                px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
-                pxvm_prog_free(prog);
-                return;
-            }
-            if (declined) {
-                pxvm_error err;
-                ops = *pxvm_executor_find(px__tok_executor(), &err), ops.set_input_size = px__no_set_size;
-                pxvm_runner_test_set_ops(run, &ops);
-            }
-            int atlas = pxvm_prog_slot_find(prog, "atlas"), kept = keep ? pxvm_prog_slot_find(prog, "keep") : -1;
-            float before[2][PX_SZ_FLOATS], after[2][PX_SZ_FLOATS], want[PX_SZ_FLOATS];
-            CHECK_EQ(px__size_bind(run, 16, 16, 5, 1), 0);
-            for (int z = 0; z < 3; z++) {
-                int32_t g_before[2 * PXVM_GEOM_INTS], g_after[2 * PXVM_GEOM_INTS];
-                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_before, -1), 0);
-                CHECK_EQ(px__size_tokens(run, atlas, before[0]), 0);
-                if (keep)
-                    CHECK_EQ(px__size_tokens(run, kept, before[1]), 0);
-                int w = sizes[z][0], h = sizes[z][1];
-                float zeros[PX_SZ_FLOATS] = {0};
-                CHECK(memcmp(before[0], zeros, sizeof zeros) && (!keep || memcmp(before[1], zeros, sizeof zeros)));
-                CHECK_EQ(px__size_bind(run, w, h, 100u + (uint64_t)z, 0), 0);
-                CHECK_EQ(px__size_tokens(run, atlas, after[0]), 0);
-                /* the geometry is no slot: the last run's until the next run (SPEC 2) */
-                CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_after, -1), 0);
-                CHECK(!memcmp(g_before, g_after, sizeof g_after));
-                for (int i = 0; i < PX_SZ_FLOATS; i++)
-                    want[i] = 0.0f; /* byte 0 / 255 */
-                if (memcmp(after[0], want, sizeof want))
-                    px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the atlas's tokens before the run are "
-                                 "not its initial state's (zeros): %s", keep, declined, w, h,
-                                 !memcmp(after[0], before[0], sizeof want) ? "the old size's run's" : "other values");
-                if (keep) {
-                    CHECK_EQ(px__size_tokens(run, kept, after[1]), 0);
-                    if (memcmp(after[1], before[1], sizeof want))
-                        px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the persistent atlas's tokens "
-                                     "changed at the size change (%s)", keep, declined, w, h,
-                                     !memcmp(after[1], want, sizeof want) ? "wiped to zeros" : "other values");
-                }
-                /* the run at the new size: as a fresh runner's */
-                CHECK_EQ(pxvm_runner_run(run), 0);
-                pxvm_runner *fresh = NULL;
-                float got[PX_SZ_FLOATS], ref[PX_SZ_FLOATS];
-                if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &fresh) || px__size_bind(fresh, w, h, 100u + (uint64_t)z, 1) ||
-                    px__size_tokens(fresh, atlas, ref) || px__size_tokens(run, atlas, got)) {
-                    px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
-                } else if (memcmp(got, ref, sizeof ref)) {
-                    px_test_fail(__FILE__, __LINE__, "keep %d, declined %d, %dx%d: the run after the change differs from a "
-                                 "fresh runner's", keep, declined, w, h);
-                }
-                pxvm_runner_close(fresh);
-                cases++;
-            }
-            pxvm_runner_close(run);
+    for (int keep = 0; keep < 2; keep++) {
+        pxvm_prog *prog = NULL;
+        pxvm_runner *run = NULL;
+        if (pxvm_prog_assemble(px__size_src(keep), "size.pxs", NULL, &prog) ||
+            pxvm_runner_open(prog, px__tok_executor(), 0, 1, 1, &run)) {
+            px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
             pxvm_prog_free(prog);
+            return;
         }
+        int atlas = pxvm_prog_slot_find(prog, "atlas"), kept = keep ? pxvm_prog_slot_find(prog, "keep") : -1;
+        float before[2][PX_SZ_FLOATS], after[2][PX_SZ_FLOATS], want[PX_SZ_FLOATS];
+        CHECK_EQ(px__size_bind(run, 16, 16, 5, 1), 0);
+        for (int z = 0; z < 3; z++) {
+            int32_t g_before[2 * PXVM_GEOM_INTS], g_after[2 * PXVM_GEOM_INTS];
+            CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_before, -1), 0);
+            CHECK_EQ(px__size_tokens(run, atlas, before[0]), 0);
+            if (keep)
+                CHECK_EQ(px__size_tokens(run, kept, before[1]), 0);
+            int w = sizes[z][0], h = sizes[z][1];
+            float zeros[PX_SZ_FLOATS] = {0};
+            CHECK(memcmp(before[0], zeros, sizeof zeros) && (!keep || memcmp(before[1], zeros, sizeof zeros)));
+            CHECK_EQ(px__size_bind(run, w, h, 100u + (uint64_t)z, 0), 0);
+            CHECK_EQ(px__size_tokens(run, atlas, after[0]), 0);
+            /* the geometry is no slot: the last run's until the next run (SPEC 2) */
+            CHECK_EQ(pxvm_runner_read_geometry(run, atlas, 0, 1, g_after, -1), 0);
+            CHECK(!memcmp(g_before, g_after, sizeof g_after));
+            for (int i = 0; i < PX_SZ_FLOATS; i++)
+                want[i] = 0.0f; /* byte 0 / 255 */
+            if (memcmp(after[0], want, sizeof want))
+                px_test_fail(__FILE__, __LINE__, "keep %d, %dx%d: the atlas's tokens before the run are "
+                             "not its initial state's (zeros): %s", keep, w, h,
+                             !memcmp(after[0], before[0], sizeof want) ? "the old size's run's" : "other values");
+            if (keep) {
+                CHECK_EQ(px__size_tokens(run, kept, after[1]), 0);
+                if (memcmp(after[1], before[1], sizeof want))
+                    px_test_fail(__FILE__, __LINE__, "keep %d, %dx%d: the persistent atlas's tokens "
+                                 "changed at the size change (%s)", keep, w, h,
+                                 !memcmp(after[1], want, sizeof want) ? "wiped to zeros" : "other values");
+            }
+            /* the run at the new size: as a fresh runner's */
+            CHECK_EQ(pxvm_runner_run(run), 0);
+            pxvm_runner *fresh = NULL;
+            float got[PX_SZ_FLOATS], ref[PX_SZ_FLOATS];
+            if (pxvm_runner_open(prog, "cpu", 0, 1, 1, &fresh) || px__size_bind(fresh, w, h, 100u + (uint64_t)z, 1) ||
+                px__size_tokens(fresh, atlas, ref) || px__size_tokens(run, atlas, got)) {
+                px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+            } else if (memcmp(got, ref, sizeof ref)) {
+                px_test_fail(__FILE__, __LINE__, "keep %d, %dx%d: the run after the change differs from a "
+                             "fresh runner's", keep, w, h);
+            }
+            pxvm_runner_close(fresh);
+            cases++;
+        }
+        pxvm_runner_close(run);
+        pxvm_prog_free(prog);
+    }
     printf("  %d size changes\n", cases);
 }
 

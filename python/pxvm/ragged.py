@@ -320,3 +320,21 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
     grid = np.stack([np.ones(n, np.int64), ow[:, 1] // patch, ow[:, 0] // patch], axis=1)
     given = np.ctypeslib.as_array(wh).reshape(n, 2).astype(np.int64)
     return Ragged(result, offsets, grid, np.stack([given, ow], axis=1), files if any(files) else None)
+
+
+def resized_on_gpu(runner, x, w, h, policy: str):
+    """x (a host array or tensor, or a CUDA tensor of the runner's device) resized by `policy`
+    (stretch, fit, exact) to w x h by the runner's cuda executor, on its GPU: a new (h, w, 4)
+    uint8 torch CUDA tensor, written on torch's current stream, the bytes of pxvm_image_fit (a
+    ragged batch of one image, tiles of one texel: the image). Runner._apply_policy binds it."""
+    torch = _torch()
+    views, _, keep = _image_views(runner, [x], [None], {})
+    out = torch.empty((h, w, 4), dtype=torch.uint8, device=runner._torch_device)
+    handle, _ = runner._runner(1)
+    runner._sync_stream(1)
+    args = _capi.RaggedArgs(_capi.c_string(policy, "policy"), 1, w, h, None, out.data_ptr(), runner.device,
+                            out.numel(), -1)
+    rc = _lib.pxvm_runner_ragged(handle, 1, views, ctypes.byref(args))
+    del keep
+    _check(rc)
+    return out

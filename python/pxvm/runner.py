@@ -15,7 +15,7 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
 from .program import Program
-from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch
+from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -960,16 +960,29 @@ class Runner:
                              "patches_batch (a Ragged result)" % policy)
         slots = self.program.slots
         res = {}
+        resize = self._policy_image
         for k, x in bound.items():
             s = slots[k]
             w, h = size if size is not None and s.any_size else (s.w, s.h)
             if isinstance(x, (list, tuple)):
-                res[k] = [_policy_image(xi, w, h, policy) for xi in x]
+                res[k] = [resize(xi, w, h, policy) for xi in x]
             elif batched:
-                res[k] = [_policy_image(x[i], w, h, policy) for i in range(int(x.shape[0]))]
+                res[k] = [resize(x[i], w, h, policy) for i in range(int(x.shape[0]))]
             else:
-                res[k] = _policy_image(x, w, h, policy)
+                res[k] = resize(x, w, h, policy)
         return res
+
+    def _policy_image(self, x, w, h, policy):
+        """One image for a w x h slot by `policy`: on the cuda executor resized on its GPU (host
+        arrays and CUDA tensors alike: ragged.resized_on_gpu), elsewhere on the host
+        (_policy_image); x itself when it is already w x h."""
+        if self.executor == "cuda" and image_hw(x) != (h, w):
+            try:
+                _torch()
+            except Exception:  # noqa: BLE001: without torch the host resizes (a CUDA input needs torch anyway)
+                return _policy_image(x, w, h, policy)
+            return resized_on_gpu(self, x, w, h, policy)
+        return _policy_image(x, w, h, policy)
 
     def _size_fits(self, size, batch):
         """size=(W, H) (from _sized: within the program's bounds) resolved on the runner of `batch`

@@ -205,8 +205,10 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
     for (int t = 0; t < n; t++)
         if (pthread_create(&s->thread[s->started], NULL, px__decode, s) == 0)
             s->started++;
-    if (!s->started)
-        px__decode(s); /* no thread: decoded here, all of it */
+    if (!s->started) { /* no thread: decoded here, all of it (no runner frees bytes meanwhile) */
+        s->hold_max = UINT64_MAX;
+        px__decode(s);
+    }
     return 0;
 }
 
@@ -416,7 +418,7 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
  * that one call takes many images while the decoders go on. Returns the end of the batch. */
 static int px__next_batch(px_batch_shard *s, int next)
 {
-    uint64_t cap = s->job->lim.max_memory / 8u;
+    uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int end = next, n = 0;
@@ -448,10 +450,10 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     int64_t *off = calloc(count + 1, sizeof *off);
     pxvm_view *views = calloc(count + 1, sizeof *views);
     int *idx = calloc(count + 1, sizeof *idx);
-    uint8_t *out = NULL;
-    size_t cap = 0;
+    size_t cap = per_token; /* never NULL: a shard whose every input failed has no tokens */
+    uint8_t *out = malloc(cap);
     int rows = 0, rc = 0;
-    if (!off || !views || !idx)
+    if (!off || !views || !idx || !out)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
     for (int next = 0; !rc && next < s->count;) {
         int end = px__next_batch(s, next), n = 0;

@@ -138,6 +138,14 @@ def test_a_bad_file_is_named_and_the_rest_go_on(damaged, tmp_path):
     for f, _, _, tiles in rows:
         assert np.array_equal(tiles, pillow_tiles(f)[2]), f
     assert pxbatch("--verify", str(out)).returncode == 0
+    # a shard of one input that fails: written with no rows (0 tokens), the same rows overall
+    one = tmp_path / "one"
+    r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(one), "--policy", "dynamic", "--executor", EXECUTOR,
+                "--shard-size", "1")
+    assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    assert np.load(one / "shard-00001.npy").shape == (0, P, P, 4) and np.load(one / "shard-00001.offsets.npy").tolist() == [0]
+    assert [(f, t.tobytes()) for f, _, _, t in shard_rows(one)[0]] == [(f, t.tobytes()) for f, _, _, t in rows]
+    assert pxbatch("--verify", str(one)).returncode == 0
 
 
 def test_lenient_makes_the_cut_jpeg_a_row(damaged, tmp_path):

@@ -450,8 +450,11 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     int64_t *off = calloc(count + 1, sizeof *off);
     pxvm_view *views = calloc(count + 1, sizeof *views);
     int *idx = calloc(count + 1, sizeof *idx);
-    size_t cap = per_token; /* never NULL: a shard whose every input failed has no tokens */
-    uint8_t *out = malloc(cap);
+    /* the tokens after PXB_NPY_HEAD_MAX bytes, where their .npy header goes once their count is
+     * known: the file is written from this buffer, not a copy (never NULL: a shard whose every
+     * input failed has no tokens) */
+    size_t cap = per_token;
+    uint8_t *out = malloc(PXB_NPY_HEAD_MAX + cap);
     int rows = 0, rc = 0;
     if (!off || !views || !idx || !out)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
@@ -468,14 +471,14 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
         size_t need = ((size_t)off[rows] + (size_t)tiles) * per_token;
         if (need > cap) { /* grown by halves: a shard's tokens are known only as its inputs decode */
             size_t more = need + need / 2 + per_token;
-            uint8_t *grown = realloc(out, more);
+            uint8_t *grown = realloc(out, PXB_NPY_HEAD_MAX + more);
             if (!grown) {
                 rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)more), PXVM_IO);
                 break;
             }
             out = grown, cap = more;
         }
-        pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + (size_t)off[rows] * per_token, -1,
+        pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
                          (size_t)tiles * per_token, -1};
         if (n && px__ragged(w, j, n, views, &t, err) < 0) {
             if (t.failed < 0) {
@@ -564,10 +567,16 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, px
         return rc;
     const int p = s->job->policy.patch;
     const int shape[5] = {rows, (int)off[rows], p, p, 4};
-    uint8_t *npy = NULL;
     char *index = NULL;
-    size_t npy_len = 0, index_len = 0;
+    size_t index_len = 0;
     px__ragged_files rg = {0};
+    /* the .npy: its header just before the tokens (PXB_NPY_HEAD_MAX bytes were kept for it) */
+    uint8_t head[PXB_NPY_HEAD_MAX];
+    const uint64_t tshape[4] = {(uint64_t)off[rows], (uint64_t)p, (uint64_t)p, 4};
+    size_t hl = pxb_npy_head("|u1", 4, tshape, head);
+    uint8_t *npy = tokens + PXB_NPY_HEAD_MAX - hl;
+    size_t npy_len = hl + (size_t)off[rows] * (size_t)p * (size_t)p * 4u;
+    memcpy(npy, head, hl);
     /* (rows + 1) int64 and (rows, 3) int64, little-endian: .npy version 1.0 */
     uint64_t oshape[1] = {(uint64_t)rows + 1}, gshape[2] = {(uint64_t)rows, 3};
     int64_t *grid = malloc(sizeof(int64_t) * 3u * (size_t)(unsigned)(rows > 0 ? rows : 1));
@@ -583,9 +592,6 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, px
              ? 0
              : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
     free(grid);
-    if (!rc && pxvm_npy_encode_shape(tokens, 4, shape + 1, &npy, &npy_len, err) < 0)
-        rc = err->cls;
-    free(tokens);
     free(off);
     if (!rc && px__marker(s, shape, npy, npy_len, &rg, &index, &index_len) < 0)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
@@ -596,7 +602,7 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, px
         w->bytes_out += npy_len + rg.offsets_len + rg.grid_len + index_len, w->written++;
         px__tell_failures(s);
     }
-    free(npy);
+    free(tokens);
     free(index);
     free(rg.offsets);
     free(rg.grid);

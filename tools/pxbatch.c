@@ -53,8 +53,11 @@ static const char px__usage[] =
     "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255), or\n"
     "                            dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER] with a\n"
     "                            \"uniform\" plan: each image resized to its own size (sides multiples\n"
-    "                            of patch x merge, area in min..max: Qwen2-VL's rule) and tokenized\n"
-    "                            by the plan compiled for that size; ragged shards (below)\n"
+    "                            of patch x merge, area in min..max: Qwen2-VL's rule) and cut into\n"
+    "                            its patch x patch tiles (the plan's tokens at that size) by the\n"
+    "                            executor, many images of many sizes in one call, while the next\n"
+    "                            ones decode (decoded images waiting are held within --max-memory /\n"
+    "                            4 a shard); ragged shards (below)\n"
     "  --size WxH                an any-size program: the size every image is bound at (within the\n"
     "                            input's bounds): each image brought to W x H by --policy\n"
     "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD],\n"
@@ -97,7 +100,8 @@ static int px__ends_with(const char *s, const char *tail)
 }
 
 /* A .pxi, or a plan (.json) compiled here, as pxrun does. --policy dynamic needs a "uniform" plan:
- * its text is kept (compiled again per image size) and its patch completes the policy. */
+ * its tokens are the tiles of each resized image (pxvm_runner_ragged's), and its patch completes
+ * the policy; the program, at the plan's own size, is what the job's program_sha256 records. */
 static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err)
 {
     const char *path = j->prog_path;
@@ -105,8 +109,8 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
     if (!px__ends_with(path, ".json")) {
         if (dynamic) {
             char msg[400];
-            snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), compiled per image size; "
-                     "'%.200s' is a program of one size", path);
+            snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), its tokens the tiles of "
+                     "each resized image; '%.200s' is a program of one size", path);
             return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
         }
         return pxvm_program_load(path, &j->lim, prog, err);
@@ -123,18 +127,14 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
         }
         int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
         char msg[400];
-        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (compiled per image size); '%.200s' is a "
-                 "plan of scheme '%s'", path, plan.scheme);
+        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (its tokens the tiles of each resized "
+                 "image); '%.200s' is a plan of scheme '%s'", path, plan.scheme);
         pxvm_plan_free(&plan);
         if (!uniform || px_policy_dynamic_patch(&j->policy, patch, err) < 0) {
             free(data);
             return uniform ? -1 : pxvm_fail(err, PXE_USAGE, -1, -1, msg);
         }
-        j->plan_text = (char *)data, j->plan_len = len;
-        pxvm_image img;
-        if (pxvm_plan_image((const char *)data, len, path, 0, &img, err) < 0)
-            return -1;
-        return pxvm_program_from_image(&img, &j->lim, prog, err);
+        px_policy_format(&j->policy, j->ragged_policy, sizeof j->ragged_policy);
     }
     pxvm_image img;
     int rc = pxvm_plan_image((const char *)data, len, path, 0, &img, err);
@@ -562,7 +562,6 @@ end:
     json_decref(job);
     free(j.job_text);
     free(j.done);
-    free(j.plan_text);
 #ifdef PXVM_HAVE_MPI
     if (px_batch_mpi)
         MPI_Finalize();

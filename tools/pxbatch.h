@@ -158,6 +158,11 @@ int pxb_npy_header(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8]
 /* Like pxb_npy_header, for a C-order little-endian int64 array ('<i8'). */
 int pxb_npy_header_i64(const uint8_t *data, size_t len, int *ndim, uint64_t shape[8], size_t *data_offset, char *why,
                        size_t why_len);
+/* The header of an .npy (version 1.0) of a C-order array of `descr` ("|u1", "<i8") and `ndim`
+ * (1..8) dimensions, as NumPy writes it (padded with spaces and a newline to a multiple of 64
+ * bytes): into head, its length returned; at most PXB_NPY_HEAD_MAX bytes. */
+#define PXB_NPY_HEAD_MAX 256
+size_t pxb_npy_head(const char *descr, int ndim, const uint64_t *shape, uint8_t head[PXB_NPY_HEAD_MAX]);
 /* An .npy (version 1.0) of a C-order little-endian int64 array of `ndim` dimensions (1..8);
  * *out is malloc'ed. 0, or -1 (out of memory). */
 int pxb_npy_i64(const int64_t *v, int ndim, const uint64_t *shape, uint8_t **out, size_t *len);

@@ -25,33 +25,36 @@ typedef struct {
                                    * resolved per size (policy then stays exact) */
     px_size_opt size;             /* --size WxH: an any-size program resolved at it, every image
                                    * resized to it by policy (stretch by default) */
-    char *plan_text;              /* dynamic: the uniform plan, compiled per image size */
-    size_t plan_len;
+    char ragged_policy[96];       /* dynamic: the policy's canonical text, for the ragged batches */
     char *job_text;               /* the "job" object of every marker (json_dumps) */
     uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
 } px_batch_job;
 
-/* One shard: its inputs decoded in the background (pxbatch_shard.c). */
+/* One shard: its inputs decoded in the background (pxbatch_shard.c). Decoders take the inputs in
+ * order; the dynamic policy runs them as they come (ragged batches while the rest decode). */
 typedef struct {
     const px_batch_job *job;
     const pxvm_program *prog;
     int shard, first, count, input;
     int w, h;           /* the input slot's size */
-    pxvm_image *img;    /* [count] decoded (px NULL: failed); dynamic: resized to its own size */
+    pxvm_image *img;    /* [count] decoded (px NULL: failed); dynamic: as decoded, freed once run */
+    uint8_t *good;      /* [count] 1: a row of the shard (decoded, sized, run) */
     int (*orig)[2];     /* [count] dynamic: the size as decoded (w, h) */
+    int (*rsz)[2];      /* [count] dynamic: the size the policy resizes it to */
     char **why;         /* [count] the error of a failed input; of a decoded one, what --lenient went past */
     pthread_t thread[64];
-    struct px_batch_decoder *dec;
     int started;       /* decoding threads running */
+    /* the decoders and the runner: under mu, cv signalled when an input is ready or bytes are freed */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_made;     /* mu and cv initialised */
+    int claimed;       /* the next input a decoder takes */
+    uint8_t *ready;    /* [count] decoded or failed */
+    uint64_t held;     /* dynamic: bytes of decoded inputs not yet run */
+    uint64_t hold_max; /* dynamic: decoders wait while held is over it (--max-memory / 4) */
 } px_batch_shard;
 
-typedef struct px_batch_decoder {
-    px_batch_shard *s;
-    int t, n; /* this thread decodes items t, t + n, ... */
-} px_batch_decoder;
-
-/* dynamic: the uniform plan compiled for one size; native: the any-size program resolved at one
- * size; in a worker's LRU cache */
+/* native: the any-size program resolved at one size; in a worker's LRU cache */
 #define PX_BATCH_SIZES 64
 typedef struct {
     int w, h, have;
@@ -64,9 +67,9 @@ typedef struct {
     const pxvm_executor_ops *ops;
     pxvm_executor *ex;
     int batch;
-    px_batch_sized sized[PX_BATCH_SIZES]; /* dynamic, native: programs per size (least recently used goes) */
+    px_batch_sized sized[PX_BATCH_SIZES]; /* native: programs per size (least recently used goes) */
     uint64_t clock;
-    const pxvm_program *loaded_sized; /* dynamic, native: the cached program the executor holds, if any */
+    const pxvm_program *loaded_sized; /* native: the cached program the executor holds, if any */
     uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
 } px_batch_worker_state;
 

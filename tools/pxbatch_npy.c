@@ -45,29 +45,37 @@ int pxb_npy_header_i64(const uint8_t *data, size_t len, int *ndim, uint64_t shap
     return px__npy_header(data, len, 1, ndim, shape, data_offset, why, why_len);
 }
 
+size_t pxb_npy_head(const char *descr, int ndim, const uint64_t *shape, uint8_t head[PXB_NPY_HEAD_MAX])
+{
+    char dict[PXB_NPY_HEAD_MAX];
+    int at = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int d = 0; d < ndim && d < 8; d++)
+        at += snprintf(dict + at, sizeof dict - (size_t)at, "%" PRIu64 "%s", shape[d], ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
+    at += snprintf(dict + at, sizeof dict - (size_t)at, "), }");
+    size_t h = 10 + (size_t)at + 1, pad = (64 - h % 64) % 64, hl = (size_t)at + pad + 1;
+    memcpy(head, "\x93NUMPY\x01\x00", 8);
+    head[8] = (uint8_t)(hl & 0xff), head[9] = (uint8_t)(hl >> 8);
+    memcpy(head + 10, dict, (size_t)at);
+    memset(head + 10 + at, ' ', pad);
+    head[10 + hl - 1] = '\n';
+    return 10 + hl;
+}
+
 int pxb_npy_i64(const int64_t *v, int ndim, const uint64_t *shape, uint8_t **out, size_t *len)
 {
-    char dict[256];
-    int at = snprintf(dict, sizeof dict, "{'descr': '<i8', 'fortran_order': False, 'shape': (");
+    uint8_t head[PXB_NPY_HEAD_MAX];
+    size_t hl = pxb_npy_head("<i8", ndim, shape, head);
     uint64_t n = 1;
-    for (int d = 0; d < ndim && d < 8; d++) {
-        at += snprintf(dict + at, sizeof dict - (size_t)at, "%" PRIu64 "%s", shape[d], ndim == 1 ? "," : d + 1 < ndim ? ", " : "");
+    for (int d = 0; d < ndim && d < 8; d++)
         n *= shape[d];
-    }
-    at += snprintf(dict + at, sizeof dict - (size_t)at, "), }");
-    size_t head = 10 + (size_t)at + 1, pad = (64 - head % 64) % 64, hl = (size_t)at + pad + 1;
-    *len = 10 + hl + (size_t)n * 8u;
+    *len = hl + (size_t)n * 8u;
     uint8_t *b = malloc(*len);
     if (!b)
         return -1;
-    memcpy(b, "\x93NUMPY\x01\x00", 8);
-    b[8] = (uint8_t)(hl & 0xff), b[9] = (uint8_t)(hl >> 8);
-    memcpy(b + 10, dict, (size_t)at);
-    memset(b + 10 + at, ' ', pad);
-    b[10 + hl - 1] = '\n';
+    memcpy(b, head, hl);
     for (uint64_t i = 0; i < n; i++)
         for (int k = 0; k < 8; k++)
-            b[10 + hl + i * 8 + (uint64_t)k] = (uint8_t)((uint64_t)v[i] >> (8 * k));
+            b[hl + i * 8 + (uint64_t)k] = (uint8_t)((uint64_t)v[i] >> (8 * k));
     *out = b;
     return 0;
 }

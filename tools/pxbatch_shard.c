@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../assembler/plan.h"
+#include "../vm/ragged.h"
 #include "pxbatch_internal.h"
 
 static const char *px__kind(mode_t m)
@@ -93,65 +93,83 @@ static int px__load_input_warned(const char *path, const pxvm_limits *lim, pxvm_
 
 /* ---- one shard: decoded in the background, run as one batch, written all-or-nothing ---------- */
 
-static void *px__decode(void *arg)
+/* The decoded bytes of image i (what --max-memory / 4 counts while it waits to be run). */
+static uint64_t px__bytes(const pxvm_image *img) { return (uint64_t)img->w * (uint64_t)img->h * 4u; }
+
+/* Input i decoded (and, dynamic, sized) into s->img[i]; its error or warning into s->why[i]. */
+static void px__decode_one(px_batch_shard *s, int i)
 {
-    px_batch_decoder *d = arg;
-    px_batch_shard *s = d->s;
-    for (int i = d->t; i < s->count; i += d->n) {
-        pxvm_error err;
-        char *warning = NULL;
-        const char *path = s->job->in.v[s->first + i];
-        if (s->job->policy.kind == PX_POLICY_DYNAMIC) {
-            int w2, h2;
-            if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0) {
-                s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
-                pxvm_image sized = {0};
-                int r = px_dynamic_size(&s->job->policy, s->img[i].w, s->img[i].h, &w2, &h2, &err);
-                if (r == 0)
-                    r = px_resize_policy(&s->img[i], w2, h2, &s->job->policy, &sized, &err);
-                if (r < 0) {
-                    char msg[sizeof err.msg];
-                    snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
-                    memcpy(err.msg, msg, sizeof msg);
-                }
-                pxvm_image_free(&s->img[i]);
-                if (r == 0)
-                    s->img[i] = sized;
-            }
-        } else if (s->job->native) { /* at its own size: only the input's bounds are checked here */
-            if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
-                pxvm_anysize_check(s->prog, s->input, s->img[i].w, s->img[i].h, &err) < 0) {
+    pxvm_error err;
+    char *warning = NULL;
+    const char *path = s->job->in.v[s->first + i];
+    if (s->job->policy.kind == PX_POLICY_DYNAMIC) { /* resized later, by the executor, in a ragged batch */
+        if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0) {
+            s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
+            if (px_dynamic_size(&s->job->policy, s->img[i].w, s->img[i].h, &s->rsz[i][0], &s->rsz[i][1], &err) < 0) {
                 char msg[sizeof err.msg];
                 snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
                 memcpy(err.msg, msg, sizeof msg);
                 pxvm_image_free(&s->img[i]);
             }
-        } else if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
-                   (s->img[i].w != s->w || s->img[i].h != s->h)) {
-            if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
-                char lb[16], msg[sizeof err.msg];
-                pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
-                          pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
-                snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg, path);
-                memcpy(err.msg, msg, sizeof msg);
-                pxvm_image_free(&s->img[i]);
-            } else { /* --policy: resized here, on the decoding thread, before the batch */
-                pxvm_image fitted = {0};
-                int r = px_resize_policy(&s->img[i], s->w, s->h, &s->job->policy, &fitted, &err);
-                pxvm_image_free(&s->img[i]);
-                if (r == 0)
-                    s->img[i] = fitted;
-            }
         }
-        if (!s->img[i].px) {
-            char buf[1024];
-            pxvm_error_format(&err, buf, sizeof buf);
-            s->why[i] = strdup(buf);
-            free(warning);
-        } else {
-            s->why[i] = warning; /* decoded: why, if any, is the lenient decode's warning */
+    } else if (s->job->native) { /* at its own size: only the input's bounds are checked here */
+        if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
+            pxvm_anysize_check(s->prog, s->input, s->img[i].w, s->img[i].h, &err) < 0) {
+            char msg[sizeof err.msg];
+            snprintf(msg, sizeof msg, "%.400s (file '%.300s')", err.msg, path);
+            memcpy(err.msg, msg, sizeof msg);
+            pxvm_image_free(&s->img[i]);
+        }
+    } else if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0 &&
+               (s->img[i].w != s->w || s->img[i].h != s->h)) {
+        if (s->job->policy.kind == PX_POLICY_EXACT) { /* the file, its size and the slot's */
+            char lb[16], msg[sizeof err.msg];
+            pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
+                      pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
+            snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg, path);
+            memcpy(err.msg, msg, sizeof msg);
+            pxvm_image_free(&s->img[i]);
+        } else { /* --policy: resized here, on the decoding thread, before the batch */
+            pxvm_image fitted = {0};
+            int r = px_resize_policy(&s->img[i], s->w, s->h, &s->job->policy, &fitted, &err);
+            pxvm_image_free(&s->img[i]);
+            if (r == 0)
+                s->img[i] = fitted;
         }
     }
+    if (!s->img[i].px) {
+        char buf[1024];
+        pxvm_error_format(&err, buf, sizeof buf);
+        s->why[i] = strdup(buf);
+        free(warning);
+    } else {
+        s->why[i] = warning; /* decoded: why, if any, is the lenient decode's warning */
+    }
+}
+
+/* A decoding thread: takes the shard's inputs in order, one at a time, so that they are ready in
+ * about the order they are run; with the dynamic policy it waits while the decoded inputs not yet
+ * run hold more than hold_max bytes (an input once taken is decoded: the runner waits for it). */
+static void *px__decode(void *arg)
+{
+    px_batch_shard *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->claimed < s->count && s->held > s->hold_max)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->claimed >= s->count)
+            break;
+        int i = s->claimed++;
+        pthread_mutex_unlock(&s->mu);
+        px__decode_one(s, i);
+        pthread_mutex_lock(&s->mu);
+        s->good[i] = s->img[i].px != NULL;
+        s->ready[i] = 1;
+        if (s->good[i] && s->job->policy.kind == PX_POLICY_DYNAMIC)
+            s->held += px__bytes(&s->img[i]);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
@@ -162,27 +180,48 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
     s->first = shard * j->shard_size;
     s->count = (int)j->in.n - s->first < j->shard_size ? (int)j->in.n - s->first : j->shard_size;
     s->w = prog->slots[input].w, s->h = prog->slots[input].h;
-    s->img = calloc((size_t)s->count, sizeof(pxvm_image));
-    s->why = calloc((size_t)s->count, sizeof(char *));
-    s->orig = calloc((size_t)s->count, sizeof *s->orig);
-    /* the images of a shard are decoded by several host threads, so that decoding keeps up with
-     * the GPU where the cores allow (JPEG decoding is the slow part of a pipeline) */
-    int n = j->decoders < s->count ? j->decoders : s->count;
-    s->dec = calloc((size_t)(n > 0 ? n : 1), sizeof(px_batch_decoder));
-    if (!s->img || !s->why || !s->dec || !s->orig)
+    size_t count = (size_t)(unsigned)s->count;
+    s->img = calloc(count, sizeof(pxvm_image));
+    s->why = calloc(count, sizeof(char *));
+    s->orig = calloc(count, sizeof *s->orig);
+    s->rsz = calloc(count, sizeof *s->rsz);
+    s->good = calloc(count, 1);
+    s->ready = calloc(count, 1);
+    /* dynamic: two shards in flight, each holding at most a quarter of --max-memory of decoded
+     * inputs that wait for the executor (and one input a decoder more) */
+    s->hold_max = j->policy.kind == PX_POLICY_DYNAMIC ? j->lim.max_memory / 4u : UINT64_MAX;
+    if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready)
         return -1;
-    for (int t = 0; t < n; t++) {
-        s->dec[t] = (px_batch_decoder){s, t, n};
-        if (pthread_create(&s->thread[s->started], NULL, px__decode, &s->dec[t]) == 0)
+    if (pthread_mutex_init(&s->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        return -1;
+    }
+    s->sync_made = 1;
+    /* the images of a shard are decoded by several host threads, so that decoding keeps up with
+     * the executor where the cores allow (JPEG decoding is the slow part of a pipeline) */
+    int n = j->decoders < s->count ? j->decoders : s->count;
+    for (int t = 0; t < n; t++)
+        if (pthread_create(&s->thread[s->started], NULL, px__decode, s) == 0)
             s->started++;
-        else
-            px__decode(&s->dec[t]);
+    if (!s->started) { /* no thread: decoded here, all of it (no runner frees bytes meanwhile) */
+        s->hold_max = UINT64_MAX;
+        px__decode(s);
     }
     return 0;
 }
 
-static void px__shard_join(px_batch_shard *s)
+/* Waits for the decoding threads; with `stop`, they take no more inputs first (a shard freed
+ * before it ran, or whose run failed: no decoder waits for bytes that are never freed). */
+static void px__shard_join(px_batch_shard *s, int stop)
 {
+    if (stop && s->sync_made && s->started) {
+        pthread_mutex_lock(&s->mu);
+        s->claimed = s->count;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
     for (int t = 0; t < s->started; t++)
         pthread_join(s->thread[t], NULL);
     s->started = 0;
@@ -190,8 +229,7 @@ static void px__shard_join(px_batch_shard *s)
 
 void px_batch_shard_free(px_batch_shard *s)
 {
-    px__shard_join(s);
-    free(s->dec);
+    px__shard_join(s, 1);
     for (int i = 0; s->img && s->why && i < s->count; i++) {
         pxvm_image_free(&s->img[i]);
         free(s->why[i]);
@@ -199,6 +237,13 @@ void px_batch_shard_free(px_batch_shard *s)
     free(s->img);
     free(s->why);
     free(s->orig);
+    free(s->rsz);
+    free(s->good);
+    free(s->ready);
+    if (s->sync_made) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+    }
     memset(s, 0, sizeof *s);
 }
 
@@ -240,12 +285,12 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
                 shape[0], shape[1], shape[2], shape[3], npy_len, sha);
     int r = 0, first = 1;
     for (int i = 0; i < s->count; i++)
-        if (s->img[i].px) {
+        if (s->good[i]) {
             fprintf(f, "%s\n  {\"row\": %d, \"input\": %d, ", first ? "" : ",", r++, s->first + i);
             pxb_json_name(f, "file", s->job->in.v[s->first + i]);
             if (rg)
-                fprintf(f, ", \"size\": [%d, %d], \"resized\": [%d, %d]", s->orig[i][0], s->orig[i][1], s->img[i].w,
-                        s->img[i].h);
+                fprintf(f, ", \"size\": [%d, %d], \"resized\": [%d, %d]", s->orig[i][0], s->orig[i][1], s->rsz[i][0],
+                        s->rsz[i][1]);
             else if (s->job->native) /* the size it was bound at */
                 fprintf(f, ", \"size\": [%d, %d]", s->img[i].w, s->img[i].h);
             fputc('}', f);
@@ -254,7 +299,7 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
     fprintf(f, "],\n \"errors\": [");
     first = 1;
     for (int i = 0; i < s->count; i++)
-        if (!s->img[i].px) {
+        if (!s->good[i]) {
             fprintf(f, "%s\n  {\"input\": %d, ", first ? "" : ",", s->first + i);
             pxb_json_name(f, "file", s->job->in.v[s->first + i]);
             fprintf(f, ", \"error\": ");
@@ -266,7 +311,7 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* ---- dynamic: each size its own program, the shard ragged -------------------------------------- */
+/* ---- native: each size its own program ---------------------------------------------------------- */
 
 void px_batch_sized_free(px_batch_worker_state *w)
 {
@@ -276,9 +321,8 @@ void px_batch_sized_free(px_batch_worker_state *w)
     memset(w->sized, 0, sizeof w->sized);
 }
 
-/* The program for w x h images, from the worker's LRU cache: dynamic, the uniform plan compiled
- * for w x h (its "image" set, its "budget", the full grid's, dropped); native, the any-size
- * program `poly` resolved at w x h. Never evicts `keep` (the program the executor holds). */
+/* The any-size program `poly` resolved at w x h, from the worker's LRU cache. Never evicts `keep`
+ * (the program the executor holds). */
 static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_job *j, const pxvm_program *poly,
                                      int input, int w, int h, const pxvm_program *keep, pxvm_error *err)
 {
@@ -294,51 +338,33 @@ static const pxvm_program *px__sized(px_batch_worker_state *ws, const px_batch_j
         if (slot < 0 || !c->have || (ws->sized[slot].have && c->used < ws->sized[slot].used))
             slot = slot >= 0 && !ws->sized[slot].have ? slot : k;
     }
-    if (j->native) {
-        px_batch_sized *c = &ws->sized[slot];
-        if (c->have)
-            pxvm_program_free(&c->prog);
-        c->have = 0;
-        int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
-        wh[2 * input] = w, wh[2 * input + 1] = h;
-        if (pxvm_program_resolve(poly, wh, &j->lim, &c->prog, err) < 0)
-            return NULL;
-        c->have = 1, c->w = w, c->h = h, c->used = ++ws->clock;
-        return &c->prog;
-    }
-    json_error_t jerr;
-    json_t *root = json_loadb(j->plan_text, j->plan_len, 0, &jerr);
-    char *text = NULL;
-    if (root && json_object_set_new(root, "image", json_pack("[i,i]", w, h)) == 0) {
-        json_object_del(root, "budget");
-        text = json_dumps(root, 0);
-    }
-    json_decref(root);
-    if (!text)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)j->plan_len), NULL;
     px_batch_sized *c = &ws->sized[slot];
     if (c->have)
         pxvm_program_free(&c->prog);
     c->have = 0;
-    pxvm_image img;
-    int rc = pxvm_plan_image(text, strlen(text), j->prog_path, 0, &img, err);
-    free(text);
-    if (rc < 0 || pxvm_program_from_image(&img, &j->lim, &c->prog, err) < 0)
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    wh[2 * input] = w, wh[2 * input + 1] = h;
+    if (pxvm_program_resolve(poly, wh, &j->lim, &c->prog, err) < 0)
         return NULL;
     c->have = 1, c->w = w, c->h = h, c->used = ++ws->clock;
     return &c->prog;
 }
 
-/* An error of image i of the shard, its file named; the image then fails. */
+/* An error of image i of the shard, its file and sizes named; the image then fails. */
 static void px__fail_image(px_batch_shard *s, int i, const pxvm_error *err)
 {
     char buf[1024], named[1400];
     pxvm_error_format(err, buf, sizeof buf);
-    snprintf(named, sizeof named, "%s (file '%.300s', %s %dx%d)", buf, s->job->in.v[s->first + i],
-             s->job->native ? "at its size," : "resized to", s->img[i].w, s->img[i].h);
+    if (s->job->policy.kind == PX_POLICY_DYNAMIC)
+        snprintf(named, sizeof named, "%s (file '%.300s', %dx%d resized to %dx%d)", buf, s->job->in.v[s->first + i],
+                 s->orig[i][0], s->orig[i][1], s->rsz[i][0], s->rsz[i][1]);
+    else
+        snprintf(named, sizeof named, "%s (file '%.300s', at its size, %dx%d)", buf, s->job->in.v[s->first + i],
+                 s->img[i].w, s->img[i].h);
     free(s->why[i]);
     s->why[i] = strdup(named);
     pxvm_image_free(&s->img[i]);
+    s->good[i] = 0;
 }
 
 /* The images of shard `s` of the size of image `first` (it and the later ones of that size), as one
@@ -366,69 +392,124 @@ static const pxvm_program *px__run_size_group(px_batch_worker_state *w, px_batch
     return w->ops->run(w->ex, &ro, err) < 0 ? NULL : prog;
 }
 
-/* A dynamic shard: the images grouped by size, each group one load and one run of its size's
- * program, the tokens packed in row order; 0, or the pxvm class of a failure. */
-static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, uint8_t **tokens,
-                           int *rows_out, int64_t **offsets_out, pxvm_error *err)
+/* ---- dynamic: ragged batches while the rest decode ---------------------------------------------- */
+
+/* The most images of one ragged batch (a batch also ends at --max-memory / 8 bytes of inputs). */
+#define PX_RAGGED_IMAGES 64
+
+/* One executor call: n images resized by the job's policy and cut into tiles at t->dst, as
+ * pxvm_runner_ragged does it (the worker holds an executor, not a runner). */
+static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, const pxvm_view *views, pxvm_ragged *t,
+                      pxvm_error *err)
 {
-    const int p = s->job->policy.patch;
-    const pxvm_program *loaded = NULL;
-    /* every size's program first: an image whose program does not compile (too many tokens, over
-     * --max-memory) fails alone, before the rows are numbered */
-    for (int i = 0; i < s->count; i++)
-        if (s->img[i].px && !px__sized(w, s->job, s->prog, input, s->img[i].w, s->img[i].h, w->loaded_sized, err))
-            px__fail_image(s, i, err);
-    int rows = 0;
-    size_t count = (size_t)(unsigned)s->count;
+    t->failed = -1;
+    if (!w->ops->ragged)
+        return pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: this executor does not make ragged batches");
+    px_ragged_job job;
+    if (px_ragged_prepare(&job, n, views, t, NULL, j->lim.max_memory, err) < 0)
+        return -1;
+    int rc = w->ops->ragged(w->ex, &job, err);
+    px_ragged_job_free(&job);
+    return rc;
+}
+
+/* The next batch of shard `s` from input `next` on: waits until the inputs from `next` are ready
+ * up to a full batch (PX_RAGGED_IMAGES rows or --max-memory / 8 bytes) or to the shard's end, so
+ * that one call takes many images while the decoders go on. Returns the end of the batch. */
+static int px__next_batch(px_batch_shard *s, int next)
+{
+    uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int end = next, n = 0;
+        uint64_t bytes = 0;
+        while (end < s->count && s->ready[end] && n < PX_RAGGED_IMAGES && bytes < cap) {
+            if (s->good[end])
+                n++, bytes += px__bytes(&s->img[end]);
+            end++;
+        }
+        if (end == s->count || n >= PX_RAGGED_IMAGES || bytes >= cap) {
+            pthread_mutex_unlock(&s->mu);
+            return end;
+        }
+        pthread_cond_wait(&s->cv, &s->mu);
+    }
+}
+
+/* A dynamic shard: its inputs, as they are decoded, in batches of one executor call each (the
+ * tiles written into the shard's tokens in row order); the decoded inputs freed after their call
+ * (their bytes given back to the decoders). An image the executor refuses (over --max-memory on
+ * the device) fails alone, its file named; the batch goes again without it. 0, or the pxvm class
+ * of a failure. */
+static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t **tokens, int *rows_out,
+                           int64_t **offsets_out, uint64_t *bytes_in, pxvm_error *err)
+{
+    const px_batch_job *j = s->job;
+    const int p = j->policy.patch;
+    const size_t per_token = (size_t)p * (size_t)p * 4u, count = (size_t)(unsigned)s->count;
     int64_t *off = calloc(count + 1, sizeof *off);
-    int *row_of = calloc(count + 1, sizeof *row_of);
-    if (!off || !row_of) {
-        free(off), free(row_of);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;
-    }
-    for (int i = 0; i < s->count; i++)
-        if (s->img[i].px) {
-            row_of[i] = rows;
-            off[rows + 1] = off[rows] + (int64_t)(s->img[i].w / p) * (s->img[i].h / p);
-            rows++;
-        }
-    size_t per_token = (size_t)p * (size_t)p * 4u;
-    uint8_t *out = malloc((size_t)(uint64_t)off[rows] * per_token + 1);
-    uint8_t *done = calloc(count + 1, 1);
-    int rc = 0;
-    if (!out || !done)
-        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)off[rows] * per_token), PXVM_IO);
-    for (int i = 0; !rc && i < s->count; i++) {
-        if (!s->img[i].px || done[i])
-            continue;
-        int gw = s->img[i].w, gh = s->img[i].h;
-        const pxvm_program *prog = px__run_size_group(w, s, input, i, &loaded, err);
-        if (!prog) {
-            rc = err->cls;
-            break;
-        }
-        const pxvm_slot *o = &prog->slots[out_slot];
-        int item = 0;
-        for (int k = i; !rc && k < s->count; k++)
-            if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
-                int64_t r = row_of[k];
-                if (o->patch_count != (int)(off[r + 1] - off[r]) || o->patch_w != p || o->patch_h != p) {
-                    rc = (pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: the compiled plan's atlas is not its grid"),
-                          PXVM_USAGE);
-                    break;
-                }
-                pxvm_view v = pxvm_view_host(out + (size_t)off[r] * per_token, p, p * o->patch_count, 4);
-                if (w->ops->read(w->ex, out_slot, 0, item++, &v, 1, err) < 0)
-                    rc = err->cls;
-                done[k] = 1;
+    pxvm_view *views = calloc(count + 1, sizeof *views);
+    int *idx = calloc(count + 1, sizeof *idx);
+    /* the tokens after PXB_NPY_HEAD_MAX bytes, where their .npy header goes once their count is
+     * known: the file is written from this buffer, not a copy (never NULL: a shard whose every
+     * input failed has no tokens) */
+    size_t cap = per_token;
+    uint8_t *out = malloc(PXB_NPY_HEAD_MAX + cap);
+    int rows = 0, rc = 0;
+    if (!off || !views || !idx || !out)
+        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
+    for (int next = 0; !rc && next < s->count;) {
+        int end = px__next_batch(s, next), n = 0;
+        int64_t tiles = 0;
+        uint64_t bytes = 0;
+        for (int i = next; i < end; i++)
+            if (s->good[i]) {
+                views[n] = pxvm_image_view(&s->img[i]), idx[n++] = i;
+                tiles += (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
+                bytes += px__bytes(&s->img[i]);
             }
+        size_t need = ((size_t)off[rows] + (size_t)tiles) * per_token;
+        if (need > cap) { /* grown by halves: a shard's tokens are known only as its inputs decode */
+            size_t more = need + need / 2 + per_token;
+            uint8_t *grown = realloc(out, PXB_NPY_HEAD_MAX + more);
+            if (!grown) {
+                rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)more), PXVM_IO);
+                break;
+            }
+            out = grown, cap = more;
+        }
+        pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
+                         (size_t)tiles * per_token, -1};
+        if (n && px__ragged(w, j, n, views, &t, err) < 0) {
+            if (t.failed < 0) {
+                rc = err->cls;
+                break;
+            }
+            char *m = strstr(err->msg, ": "); /* "image K: " counts within the batch: the file says which */
+            if (!strncmp(err->msg, "image ", 6) && m)
+                memmove(err->msg, m + 2, strlen(m + 2) + 1);
+            pthread_mutex_lock(&s->mu);
+            s->held -= px__bytes(&s->img[idx[t.failed]]);
+            px__fail_image(s, idx[t.failed], err);
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+            continue; /* the same inputs again, without it */
+        }
+        for (int k = 0; k < n; k++) {
+            int i = idx[k];
+            off[rows + 1] = off[rows] + (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
+            rows++;
+            pxvm_image_free(&s->img[i]);
+        }
+        *bytes_in += bytes;
+        pthread_mutex_lock(&s->mu);
+        s->held -= bytes;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        next = end;
     }
-    /* the executor holds the last size's program: the next shard's first load replaces it, and
-     * px__sized never evicts it before */
-    if (loaded)
-        w->loaded_sized = loaded;
-    free(done);
-    free(row_of);
+    free(views);
+    free(idx);
     if (rc) {
         free(out), free(off);
         return rc;
@@ -468,35 +549,41 @@ static void px__tell_failures(const px_batch_shard *s)
 {
     const char *clear = isatty(2) ? "\r\033[K" : "";
     for (int i = 0; i < s->count; i++)
-        if (!s->img[i].px)
+        if (!s->good[i])
             fprintf(stderr, "%spxbatch: failed: '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i] ? s->why[i] : "?");
         else if (s->why[i])
             fprintf(stderr, "%spxbatch: warning (--lenient): '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i]);
 }
 
-static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
+static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, pxvm_error *err)
 {
     uint8_t *tokens = NULL;
     int64_t *off = NULL;
     int rows = 0;
-    int rc = px__run_dynamic(w, s, input, out_slot, &tokens, &rows, &off, err);
+    uint64_t bytes_in = 0;
+    int rc = px__run_dynamic(w, s, &tokens, &rows, &off, &bytes_in, err);
+    px__shard_join(s, 1); /* after a failure the decoders stop; else every input was taken */
     if (rc)
         return rc;
     const int p = s->job->policy.patch;
     const int shape[5] = {rows, (int)off[rows], p, p, 4};
-    uint8_t *npy = NULL;
     char *index = NULL;
-    size_t npy_len = 0, index_len = 0;
+    size_t index_len = 0;
     px__ragged_files rg = {0};
+    /* the .npy: its header just before the tokens (PXB_NPY_HEAD_MAX bytes were kept for it) */
+    uint8_t head[PXB_NPY_HEAD_MAX];
+    const uint64_t tshape[4] = {(uint64_t)off[rows], (uint64_t)p, (uint64_t)p, 4};
+    size_t hl = pxb_npy_head("|u1", 4, tshape, head);
+    uint8_t *npy = tokens + PXB_NPY_HEAD_MAX - hl;
+    size_t npy_len = hl + (size_t)off[rows] * (size_t)p * (size_t)p * 4u;
+    memcpy(npy, head, hl);
     /* (rows + 1) int64 and (rows, 3) int64, little-endian: .npy version 1.0 */
     uint64_t oshape[1] = {(uint64_t)rows + 1}, gshape[2] = {(uint64_t)rows, 3};
     int64_t *grid = malloc(sizeof(int64_t) * 3u * (size_t)(unsigned)(rows > 0 ? rows : 1));
-    uint64_t bytes_in = 0;
     int r = 0, failed = 0;
     for (int i = 0; grid && i < s->count; i++)
-        if (s->img[i].px) {
-            grid[3 * r] = 1, grid[3 * r + 1] = s->img[i].h / p, grid[3 * r + 2] = s->img[i].w / p;
-            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
+        if (s->good[i]) {
+            grid[3 * r] = 1, grid[3 * r + 1] = s->rsz[i][1] / p, grid[3 * r + 2] = s->rsz[i][0] / p;
             r++;
         } else
             failed++;
@@ -505,9 +592,6 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, in
              ? 0
              : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
     free(grid);
-    if (!rc && pxvm_npy_encode_shape(tokens, 4, shape + 1, &npy, &npy_len, err) < 0)
-        rc = err->cls;
-    free(tokens);
     free(off);
     if (!rc && px__marker(s, shape, npy, npy_len, &rg, &index, &index_len) < 0)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
@@ -518,7 +602,7 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, in
         w->bytes_out += npy_len + rg.offsets_len + rg.grid_len + index_len, w->written++;
         px__tell_failures(s);
     }
-    free(npy);
+    free(tokens);
     free(index);
     free(rg.offsets);
     free(rg.grid);
@@ -636,9 +720,9 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
 {
     const pxvm_program *prog = s->prog;
     const pxvm_slot *o = &prog->slots[out_slot];
-    px__shard_join(s);
-    if (s->job->policy.kind == PX_POLICY_DYNAMIC)
-        return px__shard_run_dynamic(w, s, input, out_slot, err);
+    if (s->job->policy.kind == PX_POLICY_DYNAMIC) /* run as its inputs decode */
+        return px__shard_run_dynamic(w, s, err);
+    px__shard_join(s, 0);
     size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
     uint8_t *out = NULL;
     int rows = 0, failed = 0;
@@ -648,7 +732,7 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
         return rc;
     uint64_t bytes_in = 0;
     for (int i = 0; i < s->count; i++)
-        if (s->img[i].px)
+        if (s->good[i])
             bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
         else
             failed++;

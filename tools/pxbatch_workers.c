@@ -48,8 +48,9 @@ void *px_batch_work(void *arg)
     }
     w->st.ops = ops;
     w->st.batch = j->shard_size;
-    /* native: the any-size program is never loaded, only its resolutions, per size in a shard */
-    if (!j->native && ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
+    /* native: the any-size program is never loaded, only its resolutions, per size in a shard;
+     * dynamic: nothing is loaded, the executor's ragged batches take no program */
+    if (!j->native && j->policy.kind != PX_POLICY_DYNAMIC && ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
         w->rc = w->err.cls;
         ops->close(w->st.ex);
         return NULL;

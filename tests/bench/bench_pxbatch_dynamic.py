@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""pxbatch --policy dynamic over a folder of real photos against a Pillow + NumPy process pool over
+all the host's cores, on the same files (issue 40: "pxbatch over such a folder on one GPU against
+a Pillow process pool over all the host's cores").
+
+    sh tests/bench/photos.sh                       # build/photos: 35 photos, 33 sizes
+    python3 tests/bench/bench_pxbatch_dynamic.py [--photos build/photos] [--copies 4] [--reps 3] \
+        [--executor cpu --executor cuda] [--pxbatch LABEL=PATH ...] [--json OUT] [--md OUT]
+
+The folder is the photos --copies times over (symbolic links, so every image is decoded again).
+Ways, alternated in each of --reps rounds (the machine is shared and noisy), medians quoted:
+  pxbatch-EXEC[-LABEL]  pxbatch PLAN --policy dynamic --executor EXEC, the uniform plan of patch
+                16 (programs/uniform.json): files decoded (libjpeg-turbo, libpng) on its host
+                threads, resized by Qwen2-VL's rule (bicubic) and cut into 16x16 RGBA8 tiles by the
+                executor, written as shards (.npy, offsets, grid, the marker with SHA-256s) into a
+                fresh --out; timed as a whole process (start, decode, resize, write)
+  pool-u8       multiprocessing (fork) pool of os.cpu_count() processes: Pillow open + convert
+                RGB + resize((w', h'), BICUBIC) to the same size (smart_resize), cut into uint8
+                16x16x3 tiles (N, 16, 16, 3), sent back to the parent (what pxbatch writes, less
+                alpha and the files)
+  pool-f32      the same, then NumPy rescale + CLIP normalize, float32 patches (N, 3*16*16) sent
+                back (issue 40's "ten-line Python process pool")
+images/s = images / wall seconds; ratios pxbatch / pool are medians over rounds of the ratio within
+a round. Exactness (untimed): the bytes of each pxbatch's shards (RGB of its tiles) differing
+from pool-u8's tiles, which must be 0 (else exit 1). (pxvm resizes an RGBA image's channels each
+on its own, so its RGB is that of the image with alpha dropped, as pool-u8 makes it; Pillow
+resizes RGBA premultiplied, which differs where alpha is 0: the RGBA photo of build/photos.)
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from PIL import Image
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+P, MERGE, MIN_PIXELS, MAX_PIXELS = 16, 2, 3136, 1003520
+MEAN32 = np.array((0.48145466, 0.4578275, 0.40821073), np.float32)
+STD32 = np.array((0.26862954, 0.26130258, 0.27577711), np.float32)
+SCALE32 = np.float32(1 / 255)
+
+
+def smart_resize(h, w, f=P * MERGE, lo=MIN_PIXELS, hi=MAX_PIXELS):
+    """(h', w'): Qwen2-VL's rule (bench_processor.py's, docs/policies.md)."""
+    hb, wb = round(h / f) * f, round(w / f) * f
+    if hb * wb > hi:
+        beta = math.sqrt(h * w / hi)
+        hb, wb = max(f, math.floor(h / beta / f) * f), max(f, math.floor(w / beta / f) * f)
+    elif hb * wb < lo:
+        beta = math.sqrt(lo / (h * w))
+        hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
+    return hb, wb
+
+
+def pool_u8(path):
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+    h, w = smart_resize(im.height, im.width)
+    a = np.asarray(im.resize((w, h), Image.BICUBIC))
+    return a.reshape(h // P, P, w // P, P, 3).transpose(0, 2, 1, 3, 4).reshape(-1, P, P, 3)
+
+
+def pool_f32(path):
+    t = pool_u8(path)
+    x = (t.astype(np.float32) * SCALE32 - MEAN32) / STD32
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(len(t), -1)
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = ""
+    try:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout.strip().replace("\n", ", ")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "gpu": gpu, "python": platform.python_version()}
+
+
+def shard_tiles(out):
+    """The RGB of every tile of a pxbatch --out, in input order."""
+    parts = []
+    for m in sorted(glob.glob(os.path.join(out, "shard-*.json"))):
+        parts.append(np.load(m[:-len(".json")] + ".npy")[..., :3])
+    return np.concatenate(parts) if parts else np.zeros((0, P, P, 3), np.uint8)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--photos", default=os.path.join(ROOT, "build", "photos"))
+    ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--executor", action="append", help="cpu, cuda (default: cpu, and cuda when it opens)")
+    ap.add_argument("--pxbatch", action="append", help="LABEL=PATH (default: bin/pxbatch, no label)")
+    ap.add_argument("--shard-size", type=int, default=64)
+    ap.add_argument("--tmp", default=None, help="where the folder and the shards go (default: the system's)")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--json")
+    ap.add_argument("--md")
+    a = ap.parse_args()
+    photos = sorted(f for f in glob.glob(os.path.join(a.photos, "*"))
+                    if f.lower().endswith((".png", ".jpg", ".jpeg")))
+    if not photos:
+        sys.exit("bench_pxbatch_dynamic: no photos in %s (sh tests/bench/photos.sh makes them)" % a.photos)
+    tmp = tempfile.mkdtemp(prefix="bench-pxbatch-", dir=a.tmp)
+    folder = os.path.join(tmp, "in")
+    os.mkdir(folder)
+    for c in range(a.copies):
+        for f in photos:
+            os.symlink(os.path.abspath(f), os.path.join(folder, "%d-%s" % (c, os.path.basename(f))))
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
+    n = len(files)
+    binaries = [(s.split("=", 1) if "=" in s else ("", s)) for s in (a.pxbatch or [os.path.join(ROOT, "bin", "pxbatch")])]
+    plan = os.path.join(ROOT, "programs", "uniform.json")
+    executors = a.executor
+    if not executors:
+        executors = ["cpu"]
+        probe = subprocess.run([binaries[-1][1], plan, "--in-dir", os.path.join(ROOT, "tests", "data", "photos"),
+                                "--out", os.path.join(tmp, "probe"), "--policy", "dynamic", "--executor", "cuda"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            executors.append("cuda")
+        else:
+            print("bench_pxbatch_dynamic: no cuda here (%s)" % (probe.stderr.strip().splitlines() or ["?"])[0],
+                  file=sys.stderr)
+
+    cpu_secs = {}  # pxbatch's user + system seconds a run (the pool's processes outlive a round: not counted)
+
+    def pxbatch_way(label, path, ex):
+        name = "pxbatch-%s%s" % (ex, "-" + label if label else "")
+
+        def run(out):
+            cmd = [path, plan, "--in-dir", folder, "--out", out, "--policy", "dynamic", "--executor", ex,
+                   "--shard-size", str(a.shard_size), "--overwrite"]
+            u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            dt = time.perf_counter() - t
+            u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if r.returncode != 0:
+                sys.exit("bench_pxbatch_dynamic: %s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr))
+            cpu_secs.setdefault(name, []).append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
+            return dt
+        return (name, run)
+
+    order = sorted(range(n), key=lambda i: -os.path.getsize(files[i]))  # largest first: no straggler last
+    pool = mp.get_context("fork").Pool(os.cpu_count() or 1)
+
+    def pool_way(fn):
+        def run(_out):
+            t = time.perf_counter()
+            res = pool.map(fn, [files[i] for i in order], chunksize=1)
+            dt = time.perf_counter() - t
+            assert len(res) == n
+            return dt
+        return run
+
+    ways = [pxbatch_way(lb, p, ex) for ex in executors for lb, p in binaries]
+    ways += [("pool-u8", pool_way(pool_u8)), ("pool-f32", pool_way(pool_f32))]
+    secs = {w: [] for w, _ in ways}
+    outs = {w: os.path.join(tmp, w) for w, _ in ways}
+    for w, run in ways:  # warm-up (page cache, the pool's imports), untimed
+        run(outs[w])
+    for r in range(a.reps):
+        for w, run in ways:
+            secs[w].append(run(outs[w]))
+        print("round %d: " % (r + 1) + ", ".join("%s %.1f/s" % (w, n / secs[w][-1]) for w, _ in ways), file=sys.stderr)
+    # exactness: every pxbatch's tiles against Pillow's (pool-u8's)
+    want = np.concatenate(pool.map(pool_u8, files, chunksize=1))
+    pool.terminate()
+    differ = {}
+    for w, _ in ways:
+        if w.startswith("pxbatch"):
+            got = shard_tiles(outs[w])
+            differ[w] = int((got != want).sum()) if got.shape == want.shape else -1
+    results = []
+    for w, _ in ways:
+        row = {"way": w, "images": n, "seconds_median": statistics.median(secs[w]),
+               "images_per_s": n / statistics.median(secs[w]), "seconds": secs[w]}
+        if w.startswith("pxbatch"):
+            row["bytes_differing_from_pillow"] = differ[w]
+            row["cpu_seconds_median"] = statistics.median(cpu_secs[w][1:])  # [0]: the warm-up
+            for base in ("pool-u8", "pool-f32"):
+                row["ratio_to_" + base] = statistics.median(secs[base][k] / secs[w][k] for k in range(a.reps))
+        results.append(row)
+    doc = {"benchmark": "pxbatch --policy dynamic vs a Pillow + NumPy process pool", "label": a.label,
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": machine(), "photos": len(photos), "copies": a.copies, "images": n, "reps": a.reps,
+           "shard_size": a.shard_size, "pool_processes": os.cpu_count(),
+           "sizes": len({Image.open(f).size for f in photos}), "results": results}
+    md = ["# pxbatch --policy dynamic vs a Pillow process pool%s" % (" (" + a.label + ")" if a.label else ""), "",
+          "%s; %s, %d cores%s. %d images (%d photos of %d sizes x %d, links), shard size %d, medians of %d "
+          "rounds (ways alternated); pool: %d processes (fork)." %
+          (doc["date"], doc["machine"]["cpu"], doc["machine"]["cores"],
+           ", " + doc["machine"]["gpu"] if doc["machine"]["gpu"] else "", n, len(photos), doc["sizes"], a.copies,
+           a.shard_size, a.reps, os.cpu_count()), "",
+          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys) | bytes differing from Pillow |",
+          "|---|---|---|---|---|---|"]
+    for row in results:
+        md.append("| %s | %.1f | %s | %s | %s | %s |" % (
+            row["way"], row["images_per_s"],
+            "%.2f" % row["ratio_to_pool-u8"] if "ratio_to_pool-u8" in row else "",
+            "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
+            "%.2f" % row["cpu_seconds_median"] if "cpu_seconds_median" in row else "",
+            row.get("bytes_differing_from_pillow", "")))
+    text = "\n".join(md) + "\n"
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text)
+    shutil.rmtree(tmp, ignore_errors=True)
+    bad = [w for w, d in differ.items() if d != 0]
+    if bad:
+        print("bench_pxbatch_dynamic: bytes differ from Pillow's: %s" % bad, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

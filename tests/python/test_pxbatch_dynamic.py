@@ -1,0 +1,168 @@
+"""pxbatch --policy dynamic through ragged batches (the executor resizes many images of many sizes
+in one call while the next ones decode): every row of the shards is Pillow's resize to the
+Qwen2-VL size (the row's "resized"), cut into 16x16 tiles row-major, on real photos of five sizes
+(grey, RGB; PNG and JPEG); batches cut small by --max-memory (one image a call, decoders waiting
+for the executor) give the same files; a file that fails (junk, a truncated JPEG) in the middle
+of a batch is listed naming it, the rows after it keep their order; with --lenient the truncated
+one is a row, named on stderr as a warning."""
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import BIN, EXECUTOR, ROOT
+
+PXBATCH = os.path.join(BIN, "pxbatch")
+PLAN = os.path.join(ROOT, "programs", "uniform.json")
+PHOTOS = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.png")) +
+                glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.jpg"))) + \
+    [os.path.join(ROOT, "programs", "data", "chelsea.png")]
+P, MERGE, MIN_PIXELS, MAX_PIXELS = 16, 2, 3136, 1003520  # the policy "dynamic"'s defaults at the plan's patch
+
+
+def pxbatch(*args):
+    return subprocess.run([PXBATCH, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def smart_resize(h, w, f=P * MERGE, lo=MIN_PIXELS, hi=MAX_PIXELS):
+    """Qwen2-VL's rule (tests/bench/bench_processor.py's, docs/policies.md)."""
+    hb, wb = round(h / f) * f, round(w / f) * f
+    if hb * wb > hi:
+        beta = math.sqrt(h * w / hi)
+        hb, wb = max(f, math.floor(h / beta / f) * f), max(f, math.floor(w / beta / f) * f)
+    elif hb * wb < lo:
+        beta = math.sqrt(lo / (h * w))
+        hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
+    return hb, wb
+
+
+def pillow_tiles(path):
+    """The reference: Pillow's bicubic resize to the dynamic size, RGBA, cut into P x P tiles."""
+    from PIL import Image
+    im = Image.open(path)
+    im.load()
+    h, w = smart_resize(im.height, im.width)
+    assert im.mode in ("L", "RGB"), path  # (pxvm resizes RGBA's channels each on its own, Pillow premultiplied)
+    a = np.asarray(im.resize((w, h), Image.BICUBIC).convert("RGBA"))
+    return (im.width, im.height), (w, h), a.reshape(h // P, P, w // P, P, 4).transpose(0, 2, 1, 3, 4).reshape(-1, P, P, 4)
+
+
+def shard_rows(out):
+    """[(file, size, resized, tiles)] over the shards of `out`, in input order, and the errors."""
+    rows, errors = [], []
+    for m_path in sorted(glob.glob(str(out / "shard-*.json"))):
+        m = json.load(open(m_path))
+        base = m_path[:-len(".json")]
+        tokens, offsets, grid = np.load(base + ".npy"), np.load(base + ".offsets.npy"), np.load(base + ".grid.npy")
+        assert offsets[0] == 0 and offsets[-1] == len(tokens)
+        for r, row in enumerate(m["rows"]):
+            assert grid[r].tolist() == [1, row["resized"][1] // P, row["resized"][0] // P]
+            rows.append((row["file"], row["size"], row["resized"], tokens[offsets[r]:offsets[r + 1]]))
+        errors += m["errors"]
+    return rows, errors
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dyn") / "photos"
+    d.mkdir()
+    for i, p in enumerate(PHOTOS + PHOTOS[:2]):  # 7 files of 5 sizes: sizes repeat across batches
+        shutil.copy(p, d / ("%02d-%s" % (i, os.path.basename(p))))
+    return d
+
+
+def test_dynamic_rows_are_pillows_resize_in_tiles(photos, tmp_path):
+    out = tmp_path / "out"
+    r = pxbatch(PLAN, "--in-dir", str(photos), "--out", str(out), "--policy", "dynamic", "--shard-size", "3",
+                "--executor", EXECUTOR)
+    assert r.returncode == 0 and "7 images" in r.stderr and " 0 failed" in r.stderr, r.stderr
+    rows, errors = shard_rows(out)
+    assert errors == [] and [f for f, *_ in rows] == sorted(str(p) for p in photos.iterdir())
+    assert len({tuple(s) for _, s, _, _ in rows}) == 5
+    for f, size, resized, tiles in rows:
+        want_size, want_resized, want = pillow_tiles(f)
+        assert size == list(want_size) and resized == list(want_resized), f
+        assert tiles.shape == want.shape and int((tiles != want).sum()) == 0, f
+    assert pxbatch("--verify", str(out)).returncode == 0
+    import hashlib  # the marker's SHA-256 (SHA-NI where the CPU has it) is hashlib's
+    for m_path in glob.glob(str(out / "shard-*.json")):
+        m = json.load(open(m_path))
+        data = open(m_path[:-len(".json")] + ".npy", "rb").read()
+        assert len(data) > 100000 and hashlib.sha256(data).hexdigest() == m["npy_sha256"]
+
+
+def test_small_batches_give_the_same_files(photos, tmp_path):
+    """--max-memory 6 MB: a batch stops at 0.75 MB of decoded inputs (one photo a call) and the
+    decoders wait above 1.5 MB; the files are the default run's, byte for byte."""
+    big, small = tmp_path / "big", tmp_path / "small"
+    for out, extra in ((big, []), (small, ["--max-memory", "6000000", "--decoders", "3"])):
+        r = pxbatch(PLAN, "--in-dir", str(photos), "--out", str(out), "--policy", "dynamic", "--shard-size", "4",
+                    "--executor", EXECUTOR, *extra)
+        assert r.returncode == 0 and "7 images" in r.stderr, r.stderr
+    names = sorted(os.listdir(big))
+    assert names == sorted(os.listdir(small)) and len([n for n in names if n.endswith(".json")]) == 2
+    for n in names:
+        assert (big / n).read_bytes() == (small / n).read_bytes(), n
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory, photos):
+    """Good photos around a junk file and a JPEG cut mid-scan, in one shard."""
+    d = tmp_path_factory.mktemp("dyn-bad")
+    files = sorted(photos.iterdir())[:4]
+    shutil.copy(files[0], d / ("a-%s" % files[0].name))
+    (d / "b-junk.png").write_bytes(b"\x89PNG\r\n\x1a\n not a png")
+    jpg = [f for f in photos.iterdir() if f.suffix == ".jpg"][0].read_bytes()
+    (d / "c-cut.jpg").write_bytes(jpg[:len(jpg) * 2 // 3])
+    for k, f in enumerate(files[1:]):
+        shutil.copy(f, d / ("d%d-%s" % (k, f.name)))
+    return d
+
+
+def test_a_bad_file_is_named_and_the_rest_go_on(damaged, tmp_path):
+    out = tmp_path / "strict"
+    r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(out), "--policy", "dynamic", "--executor", EXECUTOR)
+    assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    for bad in ("b-junk.png", "c-cut.jpg"):
+        assert "pxbatch: failed: '%s': " % (damaged / bad) in r.stderr, r.stderr
+    rows, errors = shard_rows(out)
+    assert [e["file"] for e in errors] == [str(damaged / "b-junk.png"), str(damaged / "c-cut.jpg")]
+    assert "truncated" in errors[1]["error"] and "--lenient" in errors[1]["error"]
+    good = sorted(str(f) for f in damaged.iterdir() if f.name[0] in "ad")
+    assert [f for f, *_ in rows] == good
+    for f, _, _, tiles in rows:
+        assert np.array_equal(tiles, pillow_tiles(f)[2]), f
+    assert pxbatch("--verify", str(out)).returncode == 0
+    # a shard of one input that fails: written with no rows (0 tokens), the same rows overall
+    one = tmp_path / "one"
+    r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(one), "--policy", "dynamic", "--executor", EXECUTOR,
+                "--shard-size", "1")
+    assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    assert np.load(one / "shard-00001.npy").shape == (0, P, P, 4) and np.load(one / "shard-00001.offsets.npy").tolist() == [0]
+    assert [(f, t.tobytes()) for f, _, _, t in shard_rows(one)[0]] == [(f, t.tobytes()) for f, _, _, t in rows]
+    assert pxbatch("--verify", str(one)).returncode == 0
+
+
+def test_lenient_makes_the_cut_jpeg_a_row(damaged, tmp_path):
+    out = tmp_path / "lenient"
+    r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(out), "--policy", "dynamic", "--executor", EXECUTOR,
+                "--lenient")
+    cut = damaged / "c-cut.jpg"
+    assert r.returncode == 1 and "5 images" in r.stderr and "1 failed" in r.stderr, r.stderr
+    assert "pxbatch: warning (--lenient): '%s': malformed: '%s': corrupt or unsupported JPEG (truncated" % (cut, cut) \
+        in r.stderr
+    rows, errors = shard_rows(out)
+    assert [e["file"] for e in errors] == [str(damaged / "b-junk.png")]
+    assert [f for f, *_ in rows][1] == str(cut)
+    # the whole files' rows are the strict run's bytes
+    strict = tmp_path / "strict"
+    pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(strict), "--policy", "dynamic", "--executor", EXECUTOR)
+    by_file = {f: t for f, _, _, t in shard_rows(strict)[0]}
+    for f, _, _, tiles in rows:
+        if f != str(cut):
+            assert np.array_equal(tiles, by_file[f]), f

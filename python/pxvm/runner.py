@@ -973,14 +973,12 @@ class Runner:
         return res
 
     def _policy_image(self, x, w, h, policy):
-        """One image for a w x h slot by `policy`: on the cuda executor resized on its GPU (host
-        arrays and CUDA tensors alike: ragged.resized_on_gpu), elsewhere on the host
-        (_policy_image); x itself when it is already w x h."""
-        if self.executor == "cuda" and image_hw(x) != (h, w):
-            try:
-                _torch()
-            except Exception:  # noqa: BLE001: without torch the host resizes (a CUDA input needs torch anyway)
-                return _policy_image(x, w, h, policy)
+        """One image for a w x h slot by `policy`, resized where it is: a CUDA tensor on the cuda
+        executor's GPU (ragged.resized_on_gpu: it stays there, and so do the outputs), a host image
+        on the host (_policy_image: host in, host out); x itself when it is already w x h."""
+        if image_hw(x) == (h, w):  # bound as it is, wherever it is
+            return x
+        if self.executor == "cuda" and _describe(x).device != -1:
             return resized_on_gpu(self, x, w, h, policy)
         return _policy_image(x, w, h, policy)
 

@@ -51,8 +51,11 @@ typedef struct {
     int claimed;       /* the next input a decoder takes */
     uint8_t *ready;    /* [count] decoded or failed */
     uint64_t held;     /* dynamic: bytes of decoded inputs not yet run */
-    uint64_t hold_max; /* dynamic: decoders wait while held is over it (--max-memory / 4) */
+    uint64_t hold_max; /* dynamic: decoders wait while held is over it (--max-memory / (2 * PX_BATCH_AHEAD)) */
 } px_batch_shard;
+
+/* dynamic: the shards a worker has in flight (one running, the next ones decoding) */
+#define PX_BATCH_AHEAD 4
 
 /* native: the any-size program resolved at one size; in a worker's LRU cache */
 #define PX_BATCH_SIZES 64

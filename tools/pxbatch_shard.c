@@ -187,9 +187,9 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
     s->rsz = calloc(count, sizeof *s->rsz);
     s->good = calloc(count, 1);
     s->ready = calloc(count, 1);
-    /* dynamic: two shards in flight, each holding at most a quarter of --max-memory of decoded
-     * inputs that wait for the executor (and one input a decoder more) */
-    s->hold_max = j->policy.kind == PX_POLICY_DYNAMIC ? j->lim.max_memory / 4u : UINT64_MAX;
+    /* dynamic: PX_BATCH_AHEAD shards in flight, together holding at most half of --max-memory of
+     * decoded inputs that wait for the executor (and one input a decoder more each) */
+    s->hold_max = j->policy.kind == PX_POLICY_DYNAMIC ? j->lim.max_memory / (2u * PX_BATCH_AHEAD) : UINT64_MAX;
     if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready)
         return -1;
     if (pthread_mutex_init(&s->mu, NULL) != 0)

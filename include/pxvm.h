@@ -482,9 +482,11 @@ int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n,
  * device on the cuda executor; channels 1, 3 or 4; any strides) into t->dst. Independent of the
  * runner's program and its bound inputs (they stay as they were). On cuda the work is ordered on
  * the runner's stream (the caller's when set): a device dst is ready when that stream gets past
- * the call, host memory when it returns; the views may be reused when it returns. The images'
- * memory together with the resize's own is held within the runner's max_memory, a batch larger
- * than that goes through in parts. Nothing is written to dst on an argument error. */
+ * the call, host memory when it returns; the views may be reused when it returns. Memory besides
+ * dst: cuda holds the images it stages, their tables and pass-1 buffers within min(max_memory / 4,
+ * 64 MiB) at a time (parts; an image needing more than max_memory alone is refused, naming it);
+ * cpu holds, per thread of its pool, one image's resized pixels (and a packed copy of a view
+ * that is not interleaved rows). Nothing is written to dst on an argument error. */
 int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
 
 /* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]"

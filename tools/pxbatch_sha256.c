@@ -43,6 +43,7 @@ static void px__sha_block(uint32_t h[8], const uint8_t *p)
  * on the worker, and was a sixth of a dynamic pxbatch run's time. The same bits as px__sha_block
  * (tests/python/test_pxbatch_dynamic.py checks a shard's hash against hashlib's). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define PX_SHA_NI 1
 __attribute__((target("sha,sse4.1,ssse3"))) static void px__sha_blocks_ni(uint32_t h[8], const uint8_t *p, size_t n)
@@ -86,9 +87,11 @@ static void px__sha_blocks(uint32_t h[8], const uint8_t *p, size_t n)
 {
 #ifdef PX_SHA_NI
     static int have = -1; /* a benign race: every thread finds the same answer */
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    if (have < 0) { /* CPUID: leaf 7 EBX bit 29 (SHA), leaf 1 ECX bits 19 (SSE4.1) and 9 (SSSE3); by
+                     * hand, as clang 14 knows no "sha" for __builtin_cpu_supports */
+        unsigned a, b, c, d;
+        int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1u);
+        have = sha && __get_cpuid(1, &a, &b, &c, &d) && (c >> 19 & 1u) && (c >> 9 & 1u) ? 1 : 0;
     }
     if (have) {
         px__sha_blocks_ni(h, p, n);

@@ -321,6 +321,17 @@ def test_out_overlapping_an_image_is_refused_and_not_written(runner):
     assert np.array_equal(out.view(np.uint8), before.view(np.uint8))
 
 
+def test_a_0d_array_is_no_batch_and_a_1_image_batch_is(runner):
+    """A 0-d array (np.array(5), a torch scalar) has no batch axis: a UsageError naming it (was an
+    IndexError from shape[0]); a (1, H, W, C) array is a batch of one image."""
+    torch = pytest.importorskip("torch")
+    for scalar in (np.array(5, np.uint8), torch.tensor(5, dtype=torch.uint8)):
+        with pytest.raises(pxvm.UsageError, match=r"a \(B, \.\.\.\) array, not a 0-d (ndarray|Tensor)"):
+            runner.tokens_batch(scalar, policy="dynamic")
+    r = runner.patches_batch(np.zeros((1, 32, 48, 3), np.uint8), policy="dynamic")
+    assert len(r) == 1 and tuple(r.sizes[0, 0]) == (48, 32)
+
+
 # ---- the cuda executor: CUDA tensors in, CUDA tensors out -------------------------------------
 
 def _cuda():

@@ -559,8 +559,11 @@ static void px__sizes_wanted(const pxvm_runner *run, int slot, int w, int h, int
 __attribute__((noinline)) static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h,
                                                              pxvm_error *err);
 
-PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h,
-                                    pxvm_error *err)
+/* Whether items first_item .. first_item+items-1 of any-size slot `slot` may take w x h: its
+ * bounds (U-BIND-4), and no other item bound at the old size. pxvm_runner_bind_resized asks it
+ * before its resize, so that a size refused costs no resize (nor its memory). */
+static int px__size_allowed(const pxvm_runner *run, int slot, int first_item, int items, int w, int h,
+                            pxvm_error *err)
 {
     const pxvm_program *poly = &run->prog->p;
     char lb[16];
@@ -571,6 +574,14 @@ PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, 
             return pxvm_fail(err, PXE_INPUT_BATCH_SIZE, -1, -1, w, h, first_item, first_item + items - 1,
                              (unsigned)slot, pxvm_slot_label(poly, slot, lb), b, run->cur->slots[slot].w,
                              run->cur->slots[slot].h);
+    return 0;
+}
+
+PXVM_HOT static int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h,
+                                    pxvm_error *err)
+{
+    if (px__size_allowed(run, slot, first_item, items, w, h, err) < 0)
+        return -1;
     return px__switch_by_resolution(run, slot, w, h, err);
 }
 
@@ -1309,7 +1320,9 @@ int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const p
                  run->cur->slots[slot].w, run->cur->slots[slot].h, out_w, out_h);
         return px__usage(m);
     }
-    if (pxvm_check_input_view(run->batch, first_item, view, &err) < 0)
+    if (pxvm_check_input_view(run->batch, first_item, view, &err) < 0 ||
+        (any && (out_w != run->cur->slots[slot].w || out_h != run->cur->slots[slot].h) &&
+         px__size_allowed(run, slot, first_item, view->items, out_w, out_h, &err) < 0))
         return px__fail(&err);
     int n = view->items;
     pxvm_view *one = malloc(sizeof *one * (size_t)n);

@@ -486,7 +486,9 @@ int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n,
  * dst: cuda holds the images it stages, their tables and pass-1 buffers within min(max_memory / 4,
  * 64 MiB) at a time (parts; an image needing more than max_memory alone is refused, naming it);
  * cpu holds, per thread of its pool, one image's resized pixels (and a packed copy of a view
- * that is not interleaved rows). Nothing is written to dst on an argument error. */
+ * that is not interleaved rows). dst may not overlap an image's bytes (PXVM_USAGE naming the
+ * image: tiles are written while other images are read). Nothing is written to dst on an
+ * argument error. */
 int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
 
 /* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]"

@@ -96,6 +96,26 @@ void px_ragged_job_free(px_ragged_job *job)
     job->img = NULL;
 }
 
+/* Whether view v's bytes (from its lowest address to its highest, whatever the strides' signs)
+ * meet dst's [dst, dst + bytes): both in host memory, or both on one device. px__check_view has
+ * bounded the strides' span under 2^48, so the offsets below do not overflow. */
+static int px__view_meets_dst(const pxvm_view *v, const void *dst, int dst_device, unsigned __int128 bytes)
+{
+    if ((v->device < 0) != (dst_device < 0) || (dst_device >= 0 && v->device != dst_device) || !bytes)
+        return 0;
+    const int64_t st[4] = {v->item_stride, v->row_stride, v->px_stride, v->ch_stride};
+    const int64_t n[4] = {v->items, v->h, v->w, v->channels};
+    int64_t lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++)
+        if (st[k] < 0)
+            lo += st[k] * (n[k] - 1);
+        else
+            hi += st[k] * (n[k] - 1);
+    uintptr_t a = (uintptr_t)v->data, d = (uintptr_t)dst;
+    unsigned __int128 first = (unsigned __int128)(a + (uintptr_t)lo), last = (unsigned __int128)(a + (uintptr_t)hi);
+    return first < (unsigned __int128)d + bytes && last >= (unsigned __int128)d;
+}
+
 int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ragged *t, pxvm_token_table *table,
                      uint64_t max_memory, pxvm_error *err)
 {
@@ -152,6 +172,16 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
                      t->dst_bytes, (long long)job->tiles, (unsigned long long)need);
             rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
         }
+        /* the tiles are written while other images are still read (the pool, the parts): an
+         * image in dst's bytes would be read half overwritten, silently wrong */
+        for (int i = 0; i < n && !rc; i++)
+            if (px__view_meets_dst(&views[i], t->dst, t->dst_device, need)) {
+                char m[160];
+                snprintf(m, sizeof m, "tiles: dst (%zu bytes at %p) overlaps the image's pixels: write the tiles "
+                         "elsewhere", t->dst_bytes, t->dst);
+                pxvm_fail(err, PXE_USAGE, -1, -1, m);
+                rc = px__about(err, i, job->failed);
+            }
     }
     free(wh), free(off);
     if (rc)

@@ -247,9 +247,9 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
     np = _np()
     _, patch = _plan_patch(runner)
     if not isinstance(images, (list, tuple)):
-        if isinstance(images, (str, os.PathLike)) or not hasattr(images, "shape"):
-            raise UsageError("usage: a ragged batch is a list of images or paths, or a (B, ...) array, not %s" %
-                             type(images).__name__)
+        if isinstance(images, (str, os.PathLike)) or len(getattr(images, "shape", ())) == 0:
+            raise UsageError("usage: a ragged batch is a list of images or paths, or a (B, ...) array, not %s%s" %
+                             ("a 0-d " if hasattr(images, "shape") else "", type(images).__name__))
         images = [images[i] for i in range(int(images.shape[0]))]
     if not images:
         raise UsageError("pxvm: a ragged batch needs at least one image")

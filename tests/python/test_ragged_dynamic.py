@@ -306,6 +306,32 @@ def test_errors_of_arrays_name_the_image(runner):
         runner.tokens_batch([], policy="dynamic")
 
 
+def test_out_overlapping_an_image_is_refused_and_not_written(runner):
+    """out= whose memory holds an image (the caller's buffer reused) is a UsageError naming the
+    image, nothing written: the tiles were written while the image was read (silently wrong)."""
+    img = np.random.default_rng(7).integers(0, 256, size=(40, 50, 3), dtype=np.uint8)
+    n, *tile = runner.tokens_batch([img], policy="dynamic").tokens.shape
+    out = np.zeros((2 * n, *tile), np.float32)
+    a = out.reshape(-1).view(np.uint8)[-img.size:].reshape(img.shape)  # the last bytes of out
+    a[:] = img
+    before = out.copy()
+    with pytest.raises(pxvm.UsageError, match=r"^image 1: .*overlaps the image's pixels") as e:
+        runner.tokens_batch([img, a], policy="dynamic", out=out)
+    assert e.value.index == 1
+    assert np.array_equal(out.view(np.uint8), before.view(np.uint8))
+
+
+def test_a_0d_array_is_no_batch_and_a_1_image_batch_is(runner):
+    """A 0-d array (np.array(5), a torch scalar) has no batch axis: a UsageError naming it (was an
+    IndexError from shape[0]); a (1, H, W, C) array is a batch of one image."""
+    torch = pytest.importorskip("torch")
+    for scalar in (np.array(5, np.uint8), torch.tensor(5, dtype=torch.uint8)):
+        with pytest.raises(pxvm.UsageError, match=r"a \(B, \.\.\.\) array, not a 0-d (ndarray|Tensor)"):
+            runner.tokens_batch(scalar, policy="dynamic")
+    r = runner.patches_batch(np.zeros((1, 32, 48, 3), np.uint8), policy="dynamic")
+    assert len(r) == 1 and tuple(r.sizes[0, 0]) == (48, 32)
+
+
 # ---- the cuda executor: CUDA tensors in, CUDA tensors out -------------------------------------
 
 def _cuda():

@@ -142,3 +142,38 @@ out:
     pxvm_prog_free(prog);
     pxvm_prog_free(any);
 }
+
+/* An any-size input's bounds (16..16384 for foveate273_any) and the batch's one size are checked
+ * before the resize: a size refused costs no resize and no scratch of its size (2^24 x 2^24 was
+ * a 4 PiB scratch, refused as out of memory instead of naming the bounds), and changes nothing. */
+TEST(bind_resized_checks_an_any_size_slots_bounds_before_the_resize)
+{
+    pxvm_prog *any = NULL;
+    pxvm_runner *run = NULL;
+    if (pxvm_prog_load("programs/foveate273_any.pxi", NULL, &any) ||
+        pxvm_runner_open(any, px__executor(), 0, 1, 2, &run)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        goto out;
+    }
+    uint8_t img[40 * 30 * 4];
+    px__fill(img, sizeof img, 11);
+    pxvm_view v = pxvm_view_host(img, 40, 30, 4);
+    int slot = pxvm_prog_slot_find(any, "image"), w = 0, h = 0;
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 0, &v, "stretch", 1 << 24, 1 << 24), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "16777216x16777216");
+    CHECK_STR(pxvm_errmsg(), "16384");
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 0, &v, "stretch", 16385, 16), PXVM_UNLINKABLE); /* the bound + 1 */
+    CHECK_STR(pxvm_errmsg(), "16385x16");
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 0, &v, "stretch", 16, 15), PXVM_UNLINKABLE); /* under the min */
+    CHECK_STR(pxvm_errmsg(), "16x15");
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 0, &v, "stretch", 16384, 16), 0); /* the bound itself */
+    /* item 0 bound at 16384x16: item 1 alone at another size is refused naming item 0's */
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 1, &v, "fit", 100, 100), PXVM_UNLINKABLE);
+    CHECK_STR(pxvm_errmsg(), "16384x16");
+    CHECK_EQ(pxvm_runner_slot_size(run, slot, &w, &h), 0); /* the refusals changed nothing */
+    CHECK_EQ(w, 16384);
+    CHECK_EQ(h, 16);
+out:
+    pxvm_runner_close(run);
+    pxvm_prog_free(any);
+}

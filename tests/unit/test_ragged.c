@@ -1116,3 +1116,50 @@ TEST(ragged_cuda_device_memory_and_untouched_dst)
         cudaFree(dmem[i]), px__rimg_free(&imgs[i]);
 #endif
 }
+
+/* dst may not overlap an image's bytes: the tiles are written while other images (other threads,
+ * other parts) are still read, so an aliased image was read half overwritten, silently wrong.
+ * The pair: dst ending at the image's lowest byte (accepted) and one byte further (refused,
+ * naming the image, nothing written), also for rows bottom-up (the lowest byte is the last row's),
+ * and in a batch of two the image that overlaps is the one named. */
+TEST(ragged_refuses_a_dst_overlapping_an_image)
+{
+    for (int e = 0; e < PX_NEXEC; e++) {
+        pxvm_prog *prog;
+        pxvm_runner *run;
+        if (px__open(px__execs[e], 0, &prog, &run))
+            continue;
+        enum { W = 8, H = 8, IMG = W * H * 4 }; /* exact 8x8, patch 4: 4 tiles of 64 bytes, IMG in all */
+        for (int bottom_up = 0; bottom_up < 2; bottom_up++)
+            for (int shift = 0; shift < 2; shift++) {
+                uint8_t buf[3 * IMG], other[IMG];
+                memset(buf, 0x5A, sizeof buf);
+                for (int k = 0; k < IMG; k++)
+                    buf[IMG + 1 + k] = other[k] = (uint8_t)(k * 7 + 3);
+                pxvm_view views[2] = {pxvm_view_host(other, W, H, 4), pxvm_view_host(buf + IMG + 1, W, H, 4)};
+                if (bottom_up)
+                    views[1].data = buf + IMG + 1 + (H - 1) * W * 4, views[1].row_stride = -W * 4;
+                /* shift 0: dst is [buf + 1, buf + IMG + 1), ending at the image's lowest byte */
+                pxvm_ragged t = {"exact", 4, W, H, NULL, buf + 1 + shift, -1, IMG, -7};
+                int rc = pxvm_runner_ragged(run, 1, views + 1, &t);
+                if (!shift) {
+                    CHECK_EQ(rc, 0);
+                    continue;
+                }
+                CHECK_EQ(rc, PXVM_USAGE);
+                CHECK_STR(pxvm_errmsg(), "image 0: tiles: dst");
+                CHECK_STR(pxvm_errmsg(), "overlaps the image's pixels");
+                CHECK_EQ(t.failed, 0);
+                t.dst = buf, t.dst_bytes = 2 * IMG; /* two images' tiles: [buf, buf + 2 IMG) meets image 1 */
+                CHECK_EQ(pxvm_runner_ragged(run, 2, views, &t), PXVM_USAGE);
+                CHECK_STR(pxvm_errmsg(), "image 1: tiles: dst");
+                CHECK_EQ(t.failed, 1);
+                for (int k = 0; k <= IMG; k++)
+                    if (buf[k] != 0x5A) {
+                        px_test_fail(__FILE__, __LINE__, "%s: a refused call wrote dst byte %d", px__execs[e], k);
+                        break;
+                    }
+            }
+        px__close(prog, run);
+    }
+}

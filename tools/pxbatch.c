@@ -39,7 +39,7 @@ static const char px__usage[] =
     "  --devices N               CUDA devices to use without MPI, 1..64 (default: all); under\n"
     "                            mpirun each rank takes device (local rank mod devices)\n"
     "  --threads N               CPU worker threads per process, 0..1024 (default 0: all cores)\n"
-    "  --decoders N              decoding threads per worker, 1..64 (default: cores / workers)\n"
+    "  --decoders N              images a worker decodes at once, 1..64 (default: cores / workers)\n"
     "  --policy POLICY           how an image of another size than the input slot meets it, as\n"
     "                            pxrun's: native (an any-size input takes each image at its own\n"
     "                            size, within its bounds: the default for any-size programs; the\n"
@@ -489,6 +489,10 @@ int main(int argc, char **argv)
         int per = (int)(cores / (nworkers * (size > gpus ? gpus : size)));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
+    /* --decoders images decode at once per worker, however many shards are in flight (each has
+     * its threads, which wait here): memory in decodes is decoders x the largest image */
+    px_batch_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, j.decoders * nworkers};
+    j.gate = &gate;
     px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     int started = 0;

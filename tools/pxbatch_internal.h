@@ -11,6 +11,16 @@
 #include "pxbatch.h"
 #include "pxrun_size.h"
 
+/* The decodes a process runs at once (--decoders per worker), whatever the shards in flight:
+ * a decoding thread takes a slot for each image it decodes. */
+typedef struct px_batch_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int free;
+} px_batch_gate;
+void px_batch_gate_take(px_batch_gate *g);
+void px_batch_gate_give(px_batch_gate *g);
+
 /* The job: its options, inputs and the marker text every shard records. */
 typedef struct {
     pxb_names in;                 /* the dataset, in order */
@@ -28,6 +38,7 @@ typedef struct {
     char ragged_policy[96];       /* dynamic: the policy's canonical text, for the ragged batches */
     char *job_text;               /* the "job" object of every marker (json_dumps) */
     uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
+    px_batch_gate *gate;          /* the process's decodes at once (NULL: no limit) */
 } px_batch_job;
 
 /* One shard: its inputs decoded in the background (pxbatch_shard.c). Decoders take the inputs in

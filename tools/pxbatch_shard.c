@@ -147,6 +147,27 @@ static void px__decode_one(px_batch_shard *s, int i)
     }
 }
 
+void px_batch_gate_take(px_batch_gate *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    while (g->free <= 0)
+        pthread_cond_wait(&g->cv, &g->mu);
+    g->free--;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void px_batch_gate_give(px_batch_gate *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->free++;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
 /* A decoding thread: takes the shard's inputs in order, one at a time, so that they are ready in
  * about the order they are run; with the dynamic policy it waits while the decoded inputs not yet
  * run hold more than hold_max bytes (an input once taken is decoded: the runner waits for it). */
@@ -161,7 +182,9 @@ static void *px__decode(void *arg)
             break;
         int i = s->claimed++;
         pthread_mutex_unlock(&s->mu);
+        px_batch_gate_take(s->job->gate);
         px__decode_one(s, i);
+        px_batch_gate_give(s->job->gate);
         pthread_mutex_lock(&s->mu);
         s->good[i] = s->img[i].px != NULL;
         s->ready[i] = 1;

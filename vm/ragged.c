@@ -235,7 +235,7 @@ static void px__canvas_row(const px__canvas *c, int y, int w, uint32_t *row)
 /* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row. */
 static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im, const px__canvas *c, uint32_t *row)
 {
-    const int p = job->patch, gw = im->w / p, gh = im->h / p;
+    const int p = job->patch, gw = im->w / p;
     const pxvm_token_table *t = job->table;
     const size_t pp = (size_t)p * (size_t)p;
     uint8_t *base = (uint8_t *)job->dst + (size_t)im->tile0 * job->tile_bytes;
@@ -275,7 +275,6 @@ static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im,
             }
         }
     }
-    (void)gh;
 }
 
 int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_error *err)

@@ -7,8 +7,9 @@
  *   part      images taken in order while their staged bytes, tables and pass-1 buffers fit the
  *             part's budget (a quarter of the runner's max_memory, at most 64 MiB, at least one
  *             image): one pinned block on the host [records | tables | token values | pixels of
- *             host images], one asynchronous copy into its device twin, two kernels. Two parts are
- *             in flight: the host fills one block while the device copies and computes the other.
+ *             host images] filled by a few copy threads, one asynchronous copy into its device
+ *             twin on the copy stream, two kernels on the executor's stream. Two parts are in
+ *             flight: the host fills one block while the device uploads and computes the other.
  *   pass 1    one thread per texel of each image's cw x rows buffer: a source row resized
  *             horizontally (Pillow's order), the channels widened to RGBA as px_expand does.
  *   pass 2    one thread per texel of each image's canvas: the pad outside the content (fit),

@@ -455,8 +455,26 @@ def _policy_image(x, w, h, policy):
 
 # ---- runners --------------------------------------------------------------------------------------
 
+def _executor_device(executor, device):
+    """(executor name, CUDA device) from Runner's arguments: "cuda:N" and a torch.device("cuda", N)
+    name device N as torch does (device= then either left at 0 or equal: two devices are a
+    UsageError naming both); other names pass as they are (the library checks them)."""
+    kind, index = getattr(executor, "type", None), getattr(executor, "index", None)
+    if kind is not None and not isinstance(executor, str):  # a torch.device
+        executor = kind if index is None else "%s:%d" % (kind, index)
+    if isinstance(executor, str) and executor.startswith("cuda:"):
+        n = executor[5:]
+        if not n.isdigit():
+            raise UsageError("usage: executor %r: 'cuda:N' takes a device number N" % executor)
+        if device not in (0, int(n)):
+            raise UsageError("usage: executor %r and device=%r name two devices" % (executor, device))
+        return "cuda", int(n)
+    return executor, device
+
+
 class Runner:
-    """A program loaded on an executor: "cpu", "cuda" (CUDA-GL) or "auto" (cuda when it opens here).
+    """A program loaded on an executor: "cpu", "cuda" (CUDA-GL), "cuda:N" (device N, as torch names
+    it; a torch.device too) or "auto" (cuda when it opens here).
 
     run(**inputs) -> {output slot name: (H, W, 4)}; patches(image) -> (N, h, w, 4);
     run_batch(images) -> {name: (B, H, W, 4)}; patches_batch(images) -> (B, N, h, w, 4).
@@ -495,6 +513,7 @@ class Runner:
         if not isinstance(program, Program):
             program = Program.load(program)
         self.program = program
+        executor, device = _executor_device(executor, device)
         #: held by every call that uses the library's runners (see the class)
         self.lock = threading.RLock()
         self.device = _capi.c_integer(device, "device")

@@ -308,3 +308,20 @@ def test_bad_shapes_and_unhashable_names_are_usage_errors():
         uniform.patches_batch([], policy="dynamic")
     with pytest.raises(TypeError, match="uint8"):
         r.tokens(np.zeros((300, 451, 3), np.float32))
+
+
+def test_executor_names_a_cuda_device_as_torch_does():
+    """executor="cuda:N" (or a torch.device) is executor cuda on device N; with device= naming
+    another it is refused naming both, and "cuda:x" names no device (words of the library's)."""
+    from pxvm.runner import _executor_device
+    assert _executor_device("cuda:1", 0) == ("cuda", 1)
+    assert _executor_device("cuda:1", 1) == ("cuda", 1)
+    assert _executor_device("cuda", 2) == ("cuda", 2)
+    assert _executor_device("cpu", 0) == ("cpu", 0)
+    with pytest.raises(pxvm.UsageError, match="name two devices"):
+        _executor_device("cuda:1", 2)
+    with pytest.raises(pxvm.UsageError, match="takes a device number"):
+        _executor_device("cuda:x", 0)
+    torch = pytest.importorskip("torch")
+    assert _executor_device(torch.device("cuda", 3), 0) == ("cuda", 3)
+    assert _executor_device(torch.device("cpu"), 0) == ("cpu", 0)

@@ -93,6 +93,10 @@ class Ragged:
         self.sizes = sizes
         #: the files the images came from (None for arrays)
         self.files = files
+        #: the images' indices in the batch given (on_error="skip" leaves failed ones out)
+        self.index = np.arange(len(grid), dtype=np.int64)
+        #: the errors of the images left out (on_error="skip"), each naming its image (.index, .file)
+        self.failures = []
         counts = np.diff(offsets)
         k = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], counts)  # index in its image
         gw = np.repeat(grid[:, 2], counts)
@@ -132,8 +136,9 @@ def _plan_patch(runner):
 def _named(e, i, name):
     """The same class of error, naming the image (its index, and its file when it has one)."""
     what = "image %d%s" % (i, " ('%s')" % name if name else "")
-    err = type(e)("%s: %s" % (what, e))
-    err.index, err.file = i, name
+    reason = getattr(e, "reason", str(e))
+    err = type(e)("%s: %s" % (what, reason))
+    err.index, err.file, err.reason = i, name, reason
     return err
 
 
@@ -148,12 +153,13 @@ def _library_error(rc, failed, files):
     return _named(err(msg), failed, files[failed])
 
 
-def _decode_files(files, decoded, warned):
+def _decode_files(files, decoded, warned, failures=None):
     """Decodes the files (files[i] a path or None) into decoded[i] = (pointer, w, h) on a pool of
     threads (the library's decoder; ctypes releases the GIL); warnings into warned[i]. The first
     failing file in the batch's order is raised named (whichever thread finds a failure first:
     the files after a failed one are skipped, those before it still decoded). The caller frees
-    what is in `decoded`, also after an error."""
+    what is in `decoded`, also after an error. With `failures` (a dict) every file is decoded and
+    each failure goes into failures[i], named; nothing is raised."""
     from .image import _decode, _limits
     todo = [i for i, f in enumerate(files) if f is not None]
     if not todo:
@@ -164,7 +170,7 @@ def _decode_files(files, decoded, warned):
     lock = threading.Lock()
 
     def one(i):
-        if i > first[0]:
+        if failures is None and i > first[0]:
             return
         try:
             px, w, h, warning = _decode(files[i], lim)
@@ -186,7 +192,9 @@ def _decode_files(files, decoded, warned):
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pxvm-decode") as pool:
             list(pool.map(one, todo))
-    if failed:
+    if failures is not None:
+        failures.update({i: _named(e, i, files[i]) for i, e in failed.items()})
+    elif failed:
         i = min(failed)
         raise _named(failed[i], i, files[i]) from None
 
@@ -235,7 +243,70 @@ def _image_views(runner, items, files, decoded):
 
 
 def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", layout: str = "nchw",
-                 out=None, device=None) -> Ragged:
+                 out=None, device=None, on_error: str = "raise") -> Ragged:
+    """ragged_batch_once, or with on_error="skip" the images that fail (a file that does not
+    decode, a size the rule refuses, an image the executor refuses) left out: the result's
+    `index` holds the kept images' indices in `images`, its `failures` the errors of the others
+    (each names its image: e.index, e.file), in the batch's order. Files are decoded once."""
+    if on_error not in ("raise", "skip"):
+        raise UsageError("usage: on_error=%r: 'raise' (the first failure is raised, nothing returned) or "
+                         "'skip' (failed images left out, listed in failures)" % (on_error,))
+    if on_error == "raise":
+        return ragged_batch_once(runner, images, policy, fmt, dtype, layout, out, device)
+    np = _np()
+    if not isinstance(images, (list, tuple)):
+        if isinstance(images, (str, os.PathLike)) or len(getattr(images, "shape", ())) == 0:
+            return ragged_batch_once(runner, images, policy, fmt, dtype, layout, out, device)  # its usage error
+        images = [images[i] for i in range(int(images.shape[0]))]
+    items = list(images)
+    files = [os.fspath(x) if isinstance(x, (str, os.PathLike)) else None for x in items]
+    decoded, warned, failures = {}, {}, {}
+    try:
+        _decode_files(files, decoded, warned, failures)
+        for i in sorted(warned):
+            warnings.warn(warned[i], stacklevel=_caller_level())
+        for i, (px, w, h) in decoded.items():  # the decoder's memory, read in place
+            items[i] = np.ctypeslib.as_array((ctypes.c_uint8 * (w * h * 4)).from_address(px.value)).reshape(h, w, 4)
+        keep = [i for i in range(len(items)) if i not in failures]
+        while keep:
+            try:
+                r = ragged_batch_once(runner, [items[i] for i in keep], policy, fmt, dtype, layout, out, device)
+                break
+            except Error as e:
+                j = getattr(e, "index", None)
+                if j is None:  # about no image: the call's own (out=, device=...)
+                    raise
+                i = keep.pop(j)
+                failures[i] = _named(e, i, files[i])
+        else:
+            r = _empty(runner, fmt, dtype, layout, device)
+        r.index = np.array(keep, dtype=np.int64)
+        r.failures = [failures[i] for i in sorted(failures)]
+        kept_files = [files[i] for i in keep]
+        r.files = kept_files if any(kept_files) else None
+        return r
+    finally:
+        for px, _, _ in decoded.values():
+            _lib.pxvm_free(px)
+
+
+def _empty(runner, fmt, dtype, layout, device):
+    """The Ragged of no image (every one failed under on_error="skip"), of the output's kind."""
+    from .tokens import _new_output, token_shape
+    np = _np()
+    _, patch = _plan_patch(runner)
+    cuda = device is not None and str(device) != "cpu"
+    if fmt is None:
+        shape = (0, patch, patch, 4)
+        tokens = _torch().empty(shape, dtype=_torch().uint8, device=runner._torch_device) if cuda else \
+            np.empty(shape, dtype=np.uint8)
+    else:
+        tokens = _new_output(token_shape(0, patch, patch, 4 if fmt.alpha else 3, layout), dtype, cuda, runner)[0]
+    return Ragged(tokens, np.zeros(1, np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 2, 2), np.int64))
+
+
+def ragged_batch_once(runner, images, policy: str, fmt=None, dtype: str = "uint8", layout: str = "nchw",
+                      out=None, device=None) -> Ragged:
     """Runner.patches_batch (fmt None: RGBA8 tiles) and tokens_batch (fmt: a pxvm_token_format of
     `dtype` and `layout`) with policy "dynamic": images is a list (or a (B, ...) array or tensor)
     of images of any sizes or paths of PNG/JPEG files (see the module). One call of the executor

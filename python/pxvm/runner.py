@@ -1215,7 +1215,8 @@ class Runner:
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
-                      device: str | None = None, **inputs: Batch) -> Array | tuple[Array, Array]:
+                      device: str | None = None, on_error: str = "raise",
+                      **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
@@ -1229,9 +1230,12 @@ class Runner:
         size, policy = self._sized(policy, size)
         if is_dynamic(policy):
             self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
-            return ragged_batch(self, images, policy, out=out, device=device)
+            return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error)
         if device is not None:
             raise UsageError("usage: device= is for policy dynamic (other patches follow their images' device)")
+        if on_error != "raise":
+            raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" %
+                             (on_error,))
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size

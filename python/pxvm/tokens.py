@@ -323,7 +323,7 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
                  normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
                  slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
                  policy: str | None = None, size: tuple[int, int] | None = None, device: str | None = None,
-                 **inputs: Batch) -> Any:
+                 on_error: str = "raise", **inputs: Batch) -> Any:
     """Runs the program once on a batch and returns every item's tokens: (B, N, C, p, p) for
     layout "nchw" (B, N, p, p, C) "nhwc", (B, N, C*p*p) "flat"; item b's are tokens(images[b],
     fixation=fixations[b], ...)'s bytes. images, fixations ((B, 2) or (B, K, 2), per item, host
@@ -336,16 +336,19 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
     [sum N_i, ...] tokens (out=: of that shape), written by one call of the executor
     (python/pxvm/ragged.py); images may be paths of PNG/JPEG files. dtype may also be a torch
     dtype (torch.bfloat16). device="cuda" puts the tokens on the runner's GPU whatever the images
-    (host arrays and files are resized there: the tensor a model takes, written once)."""
+    (host arrays and files are resized there: the tensor a model takes, written once).
+    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which)."""
     size, policy = runner._sized(policy, size)
     dtype = dtype_name(dtype)
     if is_dynamic(policy):
         runner._dynamic_only(fixations=fixations, slot=slot, fixation_clamp=fixation_clamp, inputs=inputs,
                              fixation_units=None if fixation_units == "normalized" else fixation_units)
         return ragged_batch(runner, images, policy, token_format(dtype, normalize, layout, alpha), dtype, layout,
-                            out, device)
+                            out, device, on_error)
     if device is not None:
         raise UsageError("usage: device= is for policy dynamic (other tokens follow their images' device)")
+    if on_error != "raise":
+        raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" % (on_error,))
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
     bound, b = runner._batch_inputs(images, inputs)

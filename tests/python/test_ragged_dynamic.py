@@ -425,3 +425,36 @@ def test_cuda_device_puts_host_images_tokens_on_the_gpu(images):
         assert torch.equal(got.tokens.cpu(), want.tokens)
         u8 = gpu.patches_batch(images, policy="dynamic", device="cuda:0")
         assert u8.tokens.is_cuda and np.array_equal(u8.tokens.cpu().numpy(), cpu.patches_batch(images, policy="dynamic").tokens)
+
+
+def test_on_error_skip_leaves_out_what_fails_and_lists_it(tmp_path):
+    """on_error="skip": a file that does not decode, a truncated JPEG and an image the size rule
+    refuses (201:1) are left out, listed in failures in the batch's order, each naming its index
+    and file; the kept images' tokens are those of a batch of them alone; "raise" raises the first."""
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not a png at all")
+    good = tmp_path / "coffee.jpg"
+    Image.fromarray(skdata.coffee()).save(good)
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(good.read_bytes()[:2000])
+    wide = np.zeros((1, 201, 3), np.uint8)
+    rocket = skdata.rocket()
+    batch = [str(junk), rocket, str(cut), wide, str(good)]
+    with pxvm.Runner(pxvm.Program.from_plan(UNIFORM)) as r:
+        got = r.tokens_batch(batch, policy="dynamic", dtype="float32", on_error="skip")
+        assert got.index.tolist() == [1, 4]
+        assert [e.index for e in got.failures] == [0, 2, 3]
+        assert [e.file for e in got.failures] == [str(junk), str(cut), None]
+        assert isinstance(got.failures[0], pxvm.Malformed) and "image 0 ('%s')" % junk in str(got.failures[0])
+        assert isinstance(got.failures[2], pxvm.Unlinkable) and "image 3" in str(got.failures[2])
+        alone = r.tokens_batch([rocket, str(good)], policy="dynamic", dtype="float32")
+        assert np.array_equal(got.tokens, alone.tokens) and np.array_equal(got.offsets, alone.offsets)
+        assert got.files == [None, str(good)]
+        with pytest.raises(pxvm.Malformed, match="image 0"):
+            r.tokens_batch(batch, policy="dynamic", dtype="float32")
+        none = r.patches_batch([str(junk)], policy="dynamic", on_error="skip")
+        assert none.tokens.shape == (0, 16, 16, 4) and none.offsets.tolist() == [0] and len(none.failures) == 1
+        with pytest.raises(pxvm.UsageError, match="on_error='ignore'"):
+            r.patches_batch(batch, policy="dynamic", on_error="ignore")
+        with pytest.raises(pxvm.UsageError, match="takes policy dynamic"):
+            r.patches_batch([rocket[:48, :64]], on_error="skip", policy="stretch")

@@ -512,17 +512,15 @@ int px_resize_rgba8(const uint8_t *src, int sw, int sh, int64_t sstride, uint8_t
 
 int px_resize_op_make(const pxi_insn *in, int sw, int sh, px_resize_op *op, pxvm_error *err)
 {
-    memset(op, 0, sizeof *op);
-    op->src = PX_ARG(in, RESIZE, src), op->dst = PX_ARG(in, RESIZE, dst), op->filter = PX_ARG(in, RESIZE, filter);
-    op->sw = sw, op->sh = sh;
+    uint32_t pad = (uint32_t)PX_ARG(in, RESIZE, pad_r) | (uint32_t)PX_ARG(in, RESIZE, pad_g) << 8 |
+                   (uint32_t)PX_ARG(in, RESIZE, pad_b) << 16 | (uint32_t)PX_ARG(in, RESIZE, pad_a) << 24;
+    int rc = px_resize_op_sizes(sw, sh, PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), PX_ARG(in, RESIZE, fit),
+                                PX_ARG(in, RESIZE, filter), pad, op, err);
+    /* the rectangle at (dst_x, dst_y) of dst: the content moves with it */
+    op->src = PX_ARG(in, RESIZE, src), op->dst = PX_ARG(in, RESIZE, dst);
     op->x = PX_ARG(in, RESIZE, dst_x), op->y = PX_ARG(in, RESIZE, dst_y);
-    op->w = PX_ARG(in, RESIZE, w), op->h = PX_ARG(in, RESIZE, h);
-    op->pad = (uint32_t)PX_ARG(in, RESIZE, pad_r) | (uint32_t)PX_ARG(in, RESIZE, pad_g) << 8 |
-              (uint32_t)PX_ARG(in, RESIZE, pad_b) << 16 | (uint32_t)PX_ARG(in, RESIZE, pad_a) << 24;
-    int ox, oy;
-    px_resize_fit(sw, sh, op->w, op->h, PX_ARG(in, RESIZE, fit), &op->cw, &op->ch, &ox, &oy);
-    op->cx = op->x + ox, op->cy = op->y + oy;
-    return px__plan(op, err);
+    op->cx += op->x, op->cy += op->y;
+    return rc;
 }
 
 int px_resize_op_sizes(int sw, int sh, int w, int h, int fit, int filter, uint32_t pad, px_resize_op *op, pxvm_error *err)

@@ -72,6 +72,17 @@ def _describe(x):
     return a
 
 
+def _cuda_device(a, device):
+    """A described CUDA input (a.device != -1) of a runner on CUDA device `device`: an
+    __cuda_array_interface__ array's device taken as the runner's (the library checks the
+    pointer's), a tensor on another GPU a UsageError naming both."""
+    if a.device == -2:
+        a.device = device
+    elif a.device != device:
+        from .errors import UsageError
+        raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" % (a.device, device))
+
+
 def _fill_view(v, a, w, h, batched):
     """Fills View v with `a`: (H, W), (H, W, C) or (C, H, W), with a leading batch axis when `batched`.
     The layout is the one whose (H, W) is the slot's; HWC first where both fit."""

@@ -43,7 +43,7 @@ import warnings
 
 from . import _capi
 from .errors import _BY_CLASS, Error, UsageError, _check
-from ._arrays import _describe, _fill_view, _np, _torch
+from ._arrays import _cuda_device, _describe, _fill_view, _np, _torch
 
 _lib = _capi.lib
 
@@ -225,11 +225,7 @@ def _image_views(runner, items, files, decoded):
             a = _describe(x)
             if a.device != -1:
                 on_cuda = True
-                if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
-                    a.device = runner.device
-                elif a.device != runner.device:
-                    raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
-                                     (a.device, runner.device))
+                _cuda_device(a, runner.device)
                 if runner.executor != "cuda":
                     raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" %
                                      runner.executor)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import _capi
 from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
-from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream
+from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
 from .program import Program
 from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
 from .stream import Stream
@@ -646,11 +646,7 @@ class Runner:
         for _, _, a, _ in binds:
             if a.device != -1:
                 on_cuda = True
-                if a.device == -2:  # __cuda_array_interface__: the library checks the pointer's device
-                    a.device = self.device
-                elif a.device != self.device:
-                    raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" %
-                                     (a.device, self.device))
+                _cuda_device(a, self.device)
         if on_cuda:
             if name != "cuda":
                 raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)

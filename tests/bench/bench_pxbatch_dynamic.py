@@ -30,7 +30,6 @@ import argparse
 import datetime
 import glob
 import json
-import math
 import multiprocessing as mp
 import os
 import platform
@@ -45,6 +44,8 @@ import time
 import numpy as np
 from PIL import Image
 
+from bench_processor import smart_resize as qwen_size  # noqa: E402 (this folder: the one transcription)
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 P, MERGE, MIN_PIXELS, MAX_PIXELS = 16, 2, 3136, 1003520
 MEAN32 = np.array((0.48145466, 0.4578275, 0.40821073), np.float32)
@@ -52,16 +53,9 @@ STD32 = np.array((0.26862954, 0.26130258, 0.27577711), np.float32)
 SCALE32 = np.float32(1 / 255)
 
 
-def smart_resize(h, w, f=P * MERGE, lo=MIN_PIXELS, hi=MAX_PIXELS):
-    """(h', w'): Qwen2-VL's rule (bench_processor.py's, docs/policies.md)."""
-    hb, wb = round(h / f) * f, round(w / f) * f
-    if hb * wb > hi:
-        beta = math.sqrt(h * w / hi)
-        hb, wb = max(f, math.floor(h / beta / f) * f), max(f, math.floor(w / beta / f) * f)
-    elif hb * wb < lo:
-        beta = math.sqrt(lo / (h * w))
-        hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
-    return hb, wb
+def smart_resize(h, w):
+    """(h', w'): Qwen2-VL's rule at patch P, bench_processor.py's transcription (docs/policies.md)."""
+    return qwen_size(h, w, P * MERGE, MIN_PIXELS, MAX_PIXELS)
 
 
 def pool_u8(path):

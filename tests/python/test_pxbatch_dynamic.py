@@ -7,7 +7,6 @@ of a batch is listed naming it, the rows after it keep their order; with --lenie
 one is a row, named on stderr as a warning."""
 import glob
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import BIN, EXECUTOR, ROOT
+from test_ragged import smart_resize as qwen_size
 
 PXBATCH = os.path.join(BIN, "pxbatch")
 PLAN = os.path.join(ROOT, "programs", "uniform.json")
@@ -29,16 +29,9 @@ def pxbatch(*args):
     return subprocess.run([PXBATCH, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-def smart_resize(h, w, f=P * MERGE, lo=MIN_PIXELS, hi=MAX_PIXELS):
-    """Qwen2-VL's rule (tests/bench/bench_processor.py's, docs/policies.md)."""
-    hb, wb = round(h / f) * f, round(w / f) * f
-    if hb * wb > hi:
-        beta = math.sqrt(h * w / hi)
-        hb, wb = max(f, math.floor(h / beta / f) * f), max(f, math.floor(w / beta / f) * f)
-    elif hb * wb < lo:
-        beta = math.sqrt(lo / (h * w))
-        hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
-    return hb, wb
+def smart_resize(h, w):
+    """Qwen2-VL's rule at the plan's patch: test_ragged.py's transcription (docs/policies.md)."""
+    return qwen_size(h, w, P * MERGE, MIN_PIXELS, MAX_PIXELS)
 
 
 def pillow_tiles(path):

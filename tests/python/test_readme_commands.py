@@ -101,12 +101,17 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def _anchors(text):
-    """The anchors GitHub gives a page's headings: lower case, punctuation but - and _ dropped,
-    spaces as -; a repeated heading gets -1, -2, ..."""
-    seen, out = {}, set()
+    """The anchors GitHub gives a page's headings (outside code blocks): lower case, punctuation
+    but - and _ dropped, spaces as -; a repeated heading gets -1, -2, ..."""
+    seen, out, fence = {}, set(), None
     for line in text.split("\n"):
+        f = FENCE.match(line)
+        if fence is None and f:
+            fence = f.group(2)
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
         m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if not m:
+        if fence is not None or not m:  # a comment in a code block is no heading
             continue
         slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
         k = seen.get(slug, 0)

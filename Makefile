@@ -308,7 +308,7 @@ demo: all
 	    --out atlas=out/atlas.png --npy atlas=out/patches.npy --time
 	@echo "wrote out/atlas.png (17x17 grid of 16x16 patches) and out/patches.npy (273, 16, 16, 4)"
 
-# The README's pictures (checked in): a program image enlarged, and what it makes of the photo.
+# The pictures of README.md and docs/ (checked in): a program image enlarged, and what it makes of the photo.
 docs-images: all
 	@mkdir -p docs/img
 	$(BIN)/pxzoom programs/foveate273.pxi docs/img/foveate273-program-x8.png 8

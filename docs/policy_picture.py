@@ -1,4 +1,4 @@
-"""Draws the pictures of README's "Resolution policies". Run from the repository root (make
+"""Draws the pictures of docs/policies.md. Run from the repository root (make
 docs-images runs it; PXVM_BIN: where pxrun is, default bin):
 
   PYTHONPATH=python python3 docs/policy_picture.py PHOTO POLICY OUT.png

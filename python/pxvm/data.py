@@ -5,7 +5,7 @@
     ds = pxvm.ShardDataset("tokens/")          # item i: (tokens of image i, its grid, its file)
     ds = pxvm.ImageFolderDataset("photos/", "programs/uniform.json", policy="dynamic")
 
-A shard is shard-NNNNN.npy with its marker shard-NNNNN.json (README, Datasets: pxbatch). A ragged
+A shard is shard-NNNNN.npy with its marker shard-NNNNN.json (docs/datasets.md). A ragged
 shard (--policy dynamic) has (tokens, p, p, 4) packed tokens, shard-NNNNN.offsets.npy (rows + 1)
 int64 and shard-NNNNN.grid.npy (rows, 3) int64 beside it; a fixed-count shard's (rows, N, h, w, 4)
 array is returned in the same form (offsets i * N, grid (1, 1, N): a grid-less program's tokens

@@ -1046,7 +1046,7 @@ class Runner:
 
         policy: a resolution policy for host images (NumPy, or torch on the CPU) of another size
         than their input slot: "exact" (None, the default: another size is Unlinkable),
-        "stretch[:FILTER]" or "fit[:FILTER][:PAD]" (README, Resolution policies), e.g.
+        "stretch[:FILTER]" or "fit[:FILTER][:PAD]" (docs/policies.md), e.g.
         "fit:bicubic". Such an image is resized on the host through the library (pxvm_image_fit:
         RESIZE's bytes, Pillow's) into a new array, so it is copied; an image of the slot's size
         is bound as it is. CUDA tensors with a policy are a UsageError: resize them with a program
@@ -1220,7 +1220,7 @@ class Runner:
         pxvm.ragged.Ragged (packed tokens, offsets, grid, sizes, position_ids; images may also be
         paths of PNG/JPEG files, or CUDA tensors on the cuda executor), the whole batch one call
         of the executor, into `out` (sum N_i, p, p, 4) when given; see python/pxvm/ragged.py and
-        README, Ragged batches. Into an
+        docs/policies.md, Ragged batches. Into an
         any-size input, images of different sizes need no policy (one batch per size, as run_batch).
         size: as for run_batch."""
         size, policy = self._sized(policy, size)

@@ -1,4 +1,4 @@
-"""Resolution policies (README, Resolution policies) on real photos of different sizes and aspect
+"""Resolution policies (docs/policies.md) on real photos of different sizes and aspect
 ratios (tests/data/photos, SOURCES.md, and programs/data/chelsea.png at the slot's size) bound to
 foveate273's 451x300 input slot: pxrun --policy stretch == Pillow's Image.resize, fit == Pillow's
 resize to the fit size pasted at the fit offset on a pad canvas; Python's policy= == pxrun; bad

@@ -1,4 +1,4 @@
-"""pxbatch with an any-size program (README, Datasets: pxbatch; issue 23): each image bound at its own
+"""pxbatch with an any-size program (docs/datasets.md; issue 23): each image bound at its own
 size (policy "native", the default for any-size programs, as pxrun); the photos of tests/data/photos
 (four sizes and aspects) and chelsea finish with 0 failures, each row equal to the CPU Runner's
 patches of that image (two images of one size in a shard run as one batch); the marker records

@@ -1,4 +1,4 @@
-"""pxbatch --policy (README, Datasets: pxbatch, and Resolution policies): real photos of mixed sizes
+"""pxbatch --policy (docs/datasets.md and docs/policies.md): real photos of mixed sizes
 (tests/data/photos) and chelsea (the slot's size) through foveate273 with --policy fit finish with
 no failures, each row equal to Runner.patches(image, policy=...); the policy is part of the marker's
 job (a rerun with another refuses naming it; a marker without one is exact); exact, the default,

@@ -294,7 +294,7 @@ TEST(cli_executor_auto_says_which_it_used)
     }
 }
 
-/* README's pxrun table: a stream output (standard output, a FIFO, a character device) is written
+/* docs/cli.md, pxrun's outputs: a stream output (standard output, a FIFO, a character device) is written
  * at commit, after every file was written and before any rename, so a stream that fails (here
  * /dev/full: ENOSPC) replaces no file: a new output is not created, an old one keeps its bytes,
  * and no temporary file is left. */

@@ -79,7 +79,7 @@ TEST(limits_png_bomb_rejected_before_allocation)
 
 TEST(limits_every_limit_has_a_flag)
 {
-    /* the defaults stated in the README and isa/SPEC.md */
+    /* the defaults stated in docs/cli.md and isa/SPEC.md */
     pxvm_limits lim;
     pxvm_limits_default(&lim);
     CHECK_EQ(lim.max_side, 16384u);

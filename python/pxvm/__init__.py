@@ -15,9 +15,15 @@ or are lists. What is copied, and when:
   operation; packed RGBA inputs are even read in place (pxvm_runner_borrow: no copy at all) on the
   CPU executor, and on the CUDA one for a video frame in GPU memory: the runner then keeps a
   reference to the array until the slot is given another one, and reading the slot reads it;
-- outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
-  device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
-  without a synchronisation.
+- outputs are new arrays of the inputs' kind, for every call that takes images (one rule:
+  _arrays.like_images): NumPy arrays (or files) in, NumPy out; torch tensors in, torch tensors out
+  on their device (host results as torch.from_numpy: the same memory, no copy; a Ragged's offsets,
+  grid, sizes, position_ids and index as int64 tensors beside its tokens); for CUDA inputs, torch
+  CUDA tensors written on the device (device-to-device), ordered on torch.cuda.current_stream(),
+  so they may be used at once without a synchronisation. The one exception: bfloat16 tokens from
+  NumPy input are a torch CPU tensor (NumPy has no bfloat16; uint16 bits only when asked with out=).
+  dtype= is a name ("bfloat16"), a NumPy dtype (np.float16) or a torch dtype (torch.bfloat16);
+  executor= "cpu", "cuda", "cuda:N" or a torch.device.
 Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
 dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 

@@ -14,6 +14,7 @@ from . import _capi
 from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
+from ._arrays import like_images as _like_images
 from .program import Program
 from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
 from .stream import Stream
@@ -1029,6 +1030,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
@@ -1069,6 +1071,7 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
@@ -1174,6 +1177,7 @@ class Runner:
             raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
@@ -1206,6 +1210,7 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
@@ -1286,6 +1291,7 @@ class Runner:
         return arr
 
 
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
@@ -1294,6 +1300,7 @@ class Runner:
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
@@ -1315,6 +1322,7 @@ class Runner:
 _pyramid_cache = _LRU(PYRAMID_SIZES, PYRAMID_BYTES)
 
 
+@_like_images(skip=0)
 def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
     """The full mip chain of an image under the PYRAMID rule ((a+b+c+d+2)>>2 per 2x2 block, OpenGL
     sizes), computed by the VM: a list of (h, w, 4) arrays, level 0 first."""

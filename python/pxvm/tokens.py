@@ -15,7 +15,7 @@ Where the tensor lives, and who owns it:
   __cuda_array_interface__ on the runner's CUDA device, or a host NumPy array / torch tensor),
   nothing copied; CUDA memory is written on torch's current stream (CuPy's when torch is absent);
 - without out=: CUDA inputs (cuda executor) give a new torch CUDA tensor (CuPy when torch is
-  absent); host inputs give a new NumPy array, except bfloat16: NumPy has none, so a torch CPU
+  absent); torch CPU inputs a torch CPU tensor; NumPy inputs give a new NumPy array, except bfloat16: NumPy has none, so a torch CPU
   tensor (torch.bfloat16), or, without torch, a UsageError: pass out=<uint16 NumPy array> to get
   the raw bfloat16 bits instead (the only place where bits stand for values, asked for by name).
 NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy).
@@ -23,7 +23,7 @@ NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy
 With policy "dynamic" (a program from a "uniform" plan), tokens_batch gives a pxvm.ragged.Ragged:
 each image at its own size, the packed [sum N_i, ...] tokens written by one executor call
 (python/pxvm/ragged.py), the same dtypes, layouts, out= and owners as above. dtype may also be
-a torch dtype (torch.bfloat16).
+a torch dtype (torch.bfloat16) or a NumPy one (np.float16).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
                  alpha: bool = False) -> _capi.TokenFormat:
     """The library's pxvm_token_format for these arguments (checked here for names, by the library
     for values: a UsageError naming what is wrong)."""
+    dtype = dtype_name(dtype)
     if not isinstance(dtype, str) or dtype not in DTYPES:  # a list is no name (nor hashable)
         raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
     if not isinstance(layout, str) or layout not in LAYOUTS:
@@ -116,12 +117,19 @@ _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1}
 
 
 def dtype_name(dtype):
-    """dtype= as its name: a name as it is, a torch dtype (torch.bfloat16) as its name; anything
-    else as it is (token_format then says what is wrong with it)."""
+    """dtype= as its name, the one rule wherever a dtype is taken: a name as it is; a torch dtype
+    (torch.bfloat16) or a NumPy one (np.float16, np.dtype("float32")) as its name ("bfloat16",
+    "uint8"); anything else as it is (token_format then says what is wrong with it)."""
+    if isinstance(dtype, str):
+        return dtype
+    name = None
     if _is_torch(dtype):
         name = str(dtype).rpartition(".")[2]
-        return name if name in DTYPES else dtype
-    return dtype
+    else:
+        np = _np()
+        if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+            name = np.dtype(dtype).name
+    return name if name in DTYPES or name == "uint8" else dtype  # another: named as given in the error
 
 
 def _destination(out, shape, dtype, runner, executor):

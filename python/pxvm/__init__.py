@@ -1,7 +1,7 @@
 """pxvm: foveated image pyramids as pixel programs, from Python.
 
     import pxvm
-    prog = pxvm.Program.load("programs/foveate273.pxi")
+    prog = pxvm.Program.load(pxvm.programs.path("foveate273"))   # programs/foveate273.pxi
     runner = pxvm.Runner(prog, executor="auto")
     patches = runner.patches(pxvm.load_image("programs/data/chelsea.png"))   # (273, 16, 16, 4) uint8
 
@@ -31,7 +31,8 @@ Modules (every public name is importable from pxvm itself): errors (Error and on
 class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
 (Runner, pyramid), ragged (Ragged, dynamic_size, canonical_policy: policy "dynamic"), data
 (load_shard, iter_shards, ShardDataset, ImageFolderDataset: pxbatch shards and folders), stream
-(Stream), tokens (Runner.tokens and Runner.positions: tensors for models), seeds (generate_mipmaps,
+(Stream), programs (path, names: the shipped programs), tokens (Runner.tokens and Runner.positions:
+tensors for models), seeds (generate_mipmaps,
 TexturePyramid, PersistentTexture, create_persistent, update_partial, update_mipmaps_incremental:
 the seeds' API over programs); _capi (the ctypes binding) and _arrays (arrays and tensors as the
 library's views) are internal.
@@ -43,6 +44,7 @@ from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
 from .ragged import Ragged, dynamic_size, canonical_policy
+from . import programs  # noqa: F401 (pxvm.programs.path("foveate273"): the shipped programs)
 from . import data  # noqa: F401 (pxvm.data.ShardDataset, ImageFolderDataset: where torch imports)
 from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)

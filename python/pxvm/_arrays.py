@@ -187,7 +187,12 @@ def as_torch(result, device, out=None):
         t = _torch().from_numpy(result)
         return t if device is None or device.type == "cpu" else t.to(device)
     if isinstance(result, dict):
-        return {k: as_torch(v, device, out) for k, v in result.items()}
+        d = {k: as_torch(v, device, out) for k, v in result.items()}
+        if type(result) is dict:
+            return d
+        same = type(result)(d)  # a BatchResult: its index too
+        same.__dict__.update({k: as_torch(v, device, out) for k, v in vars(result).items()})
+        return same
     if isinstance(result, (list, tuple)):
         return type(result)(as_torch(v, device, out) for v in result)
     if hasattr(result, "position_ids") and hasattr(result, "offsets"):  # a Ragged

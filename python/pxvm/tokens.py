@@ -345,7 +345,8 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
     (python/pxvm/ragged.py); images may be paths of PNG/JPEG files. dtype may also be a torch
     dtype (torch.bfloat16). device="cuda" puts the tokens on the runner's GPU whatever the images
     (host arrays and files are resized there: the tensor a model takes, written once).
-    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which)."""
+    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which),
+    for every policy: a fixed count N gives a Ragged too, as patches_batch's."""
     size, policy = runner._sized(policy, size)
     dtype = dtype_name(dtype)
     if is_dynamic(policy):
@@ -355,10 +356,16 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
                             out, device, on_error)
     if device is not None:
         raise UsageError("usage: device= is for policy dynamic (other tokens follow their images' device)")
-    if on_error != "raise":
-        raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" % (on_error,))
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
+    from .runner import _as_ragged, _on_error, _skipping
+    if _on_error(on_error, {"out=": out is not None, "named inputs (give images=)": inputs}):  # as patches_batch
+        res, keep, failures, files = _skipping(
+            lambda im, fx: runner.tokens_batch(im, fx, dtype=dtype, normalize=normalize, layout=layout, alpha=alpha,
+                                               slot=slot, fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                               policy=policy, size=size), images, fixations)
+        return _as_ragged(res, keep, failures, files, lambda: _new_output(
+            token_shape(0, s.patch_h, s.patch_w, 4 if alpha else 3, layout), dtype, False, runner)[0])
     bound, b = runner._batch_inputs(images, inputs)
     bound = runner._apply_policy(bound, policy, True, size)
     shape = (b,) + _shape(s, 4 if alpha else 3, layout)

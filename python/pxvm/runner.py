@@ -342,6 +342,37 @@ def _naming_paths(batched):
     return wrap
 
 
+# ---- alpha= of the uint8 outputs ------------------------------------------------------------------
+
+def _rgb(result):
+    """The uint8 RGBA patches of a result (an array, (patches, geometry), a Ragged) as RGB: views
+    [..., :3] of the same memory (no copy; not contiguous: .copy() / .contiguous() makes one)."""
+    if isinstance(result, tuple):
+        return (_rgb(result[0]),) + result[1:]
+    if hasattr(result, "position_ids") and hasattr(result, "offsets"):  # a Ragged
+        result.tokens = result.tokens[..., :3]
+        return result
+    return result[..., :3]
+
+
+def _with_alpha(method):
+    """alpha= on patches and patches_batch: True (the default) the atlas's bytes as the library
+    writes them, RGBA (pxrun's, pxbatch's shards', the goldens'); False RGB, a view of them."""
+    @functools.wraps(method)
+    def call(self, *args, alpha=True, **kwargs):
+        if not isinstance(alpha, bool):
+            raise UsageError("usage: alpha is True or False, not %r" % (alpha,))
+        if not alpha and kwargs.get("out") is not None:
+            raise UsageError("usage: alpha=False with out=: out holds the RGBA bytes (take out[..., :3])")
+        result = method(self, *args, **kwargs)
+        return result if alpha else _rgb(result)
+    call.__doc__ = (method.__doc__ or "") + """
+
+        alpha: True (the default) gives the atlas's RGBA bytes (..., 4) as the library writes
+        them; False gives RGB (..., 3), a view of them (no copy, not contiguous)."""
+    return call
+
+
 # ---- on_error="skip" for batches of one size ------------------------------------------------------
 
 ON_ERROR = ("raise", "skip")
@@ -1163,6 +1194,7 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_with_alpha
     @_like_images()
     @_naming_paths(batched=False)
     @_locked
@@ -1315,6 +1347,7 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_with_alpha
     @_like_images()
     @_naming_paths(batched=True)
     @_locked

@@ -742,11 +742,15 @@ def _torch_classes():
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
                      executor: str = "cpu", batch_size: int = 16, on_error: str = "skip",
-                     size: tuple[int, int] | None = None, lenient: bool = False, progress: bool = False) -> None:
+                     size: tuple[int, int] | None = None, lenient: bool = False, progress: bool = False,
+                     exif_transpose: bool = False) -> None:
             """progress=True: a progress bar over the batches of each pass (each worker's share with
-            DataLoader workers): tqdm where installed, else a line on stderr (progress_bar)."""
+            DataLoader workers). exif_transpose=True: every file decoded with its EXIF orientation
+            applied (pxvm.load_image(path, exif_transpose=True), as Hugging Face's load_image).: tqdm where installed, else a line on stderr (progress_bar)."""
             if not isinstance(lenient, bool):
                 raise UsageError("usage: lenient %r: True or False" % (lenient,))
+            if not isinstance(exif_transpose, bool):
+                raise UsageError("usage: exif_transpose %r: True or False" % (exif_transpose,))
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -770,6 +774,7 @@ def _torch_classes():
                 raise PxIOError("i/o error: no inputs: folder '%s' holds no PNG or JPEG file (.png, .jpg, .jpeg)" % d)
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
             self.on_error, self.lenient, self.progress = on_error, lenient, bool(progress)
+            self.exif_transpose = exif_transpose
             self.failures = []
             self._warned = set()
 
@@ -831,7 +836,8 @@ def _torch_classes():
             for f, im in zip(files, images):
                 try:
                     # a path: its errors name it (lenient: the image as decoded, _failed names it)
-                    items.append((f,) + run([f] if dynamic and not self.lenient else [im])[0])
+                    items.append((f,) + run([f] if dynamic and not self.lenient and not self.exif_transpose
+                                            else [im])[0])
                 except Error as e:
                     if not _per_image(e):
                         raise
@@ -856,7 +862,7 @@ def _torch_classes():
                 files, images = [], []
                 for f in self.files[at:at + self.batch_size]:
                     try:
-                        images.append(load_image(f, lenient=self.lenient))
+                        images.append(load_image(f, lenient=self.lenient, exif_transpose=self.exif_transpose))
                         files.append(f)
                     except Error as e:
                         if not _per_image(e):

@@ -373,6 +373,24 @@ def _with_alpha(method):
     return call
 
 
+def _with_exif(method):
+    """exif_transpose= on the calls that take files: True decodes every file of the call (paths
+    given as images) with its EXIF orientation applied, as pxvm.load_image(path,
+    exif_transpose=True) (Pillow's ImageOps.exif_transpose); False (the default) as stored."""
+    from .image import exif_transposed
+
+    @functools.wraps(method)
+    def call(self, *args, exif_transpose=False, **kwargs):
+        if not exif_transpose and isinstance(exif_transpose, bool):
+            return method(self, *args, **kwargs)
+        with exif_transposed(exif_transpose):  # a UsageError for a value that is not a bool
+            return method(self, *args, **kwargs)
+    call.__doc__ = (method.__doc__ or "") + """
+
+        exif_transpose: True applies each file's EXIF orientation (Pillow's exif_transpose)."""
+    return call
+
+
 # ---- on_error="skip" for batches of one size ------------------------------------------------------
 
 ON_ERROR = ("raise", "skip")
@@ -1153,6 +1171,7 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=False)
     @_locked
@@ -1195,6 +1214,7 @@ class Runner:
         return {s.name: r[0] for s, r in zip(outs, res)}
 
     @_with_alpha
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=False)
     @_locked
@@ -1301,6 +1321,7 @@ class Runner:
             raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=True)
     @_locked
@@ -1348,6 +1369,7 @@ class Runner:
         return {s.name: r for s, r in zip(outs, res)}
 
     @_with_alpha
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=True)
     @_locked
@@ -1437,6 +1459,7 @@ class Runner:
         return arr
 
 
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=False)
     @_locked
@@ -1446,6 +1469,7 @@ class Runner:
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_with_exif
     @_like_images()
     @_naming_paths(batched=True)
     @_locked

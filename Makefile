@@ -357,7 +357,9 @@ install: all
 	    -e 's#@PRIVATE_LIBS@#$(strip $(LDLIBS))#' api/pxvm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc
 	install -m 755 $(USER_TOOLS:%=$(BIN)/%) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/pxvm && install -m 644 $(PY_FILES:%=python/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/ && \
-	    ln -sf $(LIBDIR)/libpxvm.so.$(SOVERSION) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) \
+	    ln -sf $(LIBDIR)/libpxvm.so.$(SOVERSION) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) && \
+	    install -d $(DESTDIR)$(PYTHONDIR)/pxvm/_programs && \
+	    install -m 644 $(PROGRAMS) $(wildcard programs/*.json) $(DESTDIR)$(PYTHONDIR)/pxvm/_programs/ \
 	    $(if $(filter 1,$(NATIVE)),&& install -m 755 $(NATIVE_SO) $(DESTDIR)$(PYTHONDIR)/pxvm/))
 	-$(if $(DESTDIR),,ldconfig)
 
@@ -367,7 +369,7 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/libpxvm.so
 	$(if $(PYTHONDIR),rm -f $(PY_FILES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) \
 	    $(DESTDIR)$(PYTHONDIR)/pxvm/$(notdir $(NATIVE_SO)) && \
-	    rm -rf $(DESTDIR)$(PYTHONDIR)/pxvm/__pycache__ && { rmdir $(DESTDIR)$(PYTHONDIR)/pxvm 2>/dev/null || true; })
+	    rm -rf $(DESTDIR)$(PYTHONDIR)/pxvm/__pycache__ $(DESTDIR)$(PYTHONDIR)/pxvm/_programs && { rmdir $(DESTDIR)$(PYTHONDIR)/pxvm 2>/dev/null || true; })
 	-$(if $(DESTDIR),,ldconfig)
 
 # What the build and every test need (the C and Python suites, tests/install-check's venvs, the

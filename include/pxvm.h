@@ -96,6 +96,13 @@ typedef struct pxvm_limits {
  * phone's motion-photo video, an MPF file's second image, padding) are no damage: accepted in
  * both modes, and noted in pxvm_warning(). Limits apply in both modes. */
 #define PXVM_DECODE_LENIENT 1u
+/* Applies the image's EXIF orientation (tag 0x0112, 1..8) as Pillow's ImageOps.exif_transpose
+ * does (Hugging Face's load_image calls it): the pixels turned into the upright image, w and h
+ * swapped for 5..8, the oriented size the one checked against the limits and a slot's size.
+ * Read from a JPEG's first APP1 "Exif" segment or a PNG's eXIf chunk; an absent or malformed
+ * EXIF block (truncated, garbage, an offset outside it, a value outside 1..8) changes nothing,
+ * as Pillow ignores it. Off by default: the pixels as stored, as pxrun --in reads them. */
+#define PXVM_DECODE_EXIF_TRANSPOSE 2u
 
 void pxvm_limits_default(pxvm_limits *lim);
 

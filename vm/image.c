@@ -86,6 +86,108 @@ int px_image_decode_with(px_image_codec codec, const uint8_t *data, size_t len, 
     return -1;
 }
 
+/* ---- EXIF orientation ------------------------------------------------------------------------ */
+
+static uint32_t px__tiff16(const uint8_t *p, int be) { return be ? (uint32_t)p[0] << 8 | p[1] : (uint32_t)p[1] << 8 | p[0]; }
+static uint32_t px__tiff32(const uint8_t *p, int be)
+{
+    return be ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+              : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+int px_exif_orientation(const uint8_t *t, size_t len)
+{
+    /* bytes a value of each TIFF type takes (0: a type Pillow does not read: the entry is skipped) */
+    static const unsigned unit[14] = {0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4};
+    if (!t || len < 8)
+        return 1;
+    int be;
+    if (t[0] == 'I' && t[1] == 'I' && t[2] == 42 && t[3] == 0)
+        be = 0;
+    else if (t[0] == 'M' && t[1] == 'M' && t[2] == 0 && t[3] == 42)
+        be = 1;
+    else
+        return 1;
+    uint32_t ifd = px__tiff32(t + 4, be);
+    if (ifd > len || len - ifd < 2)
+        return 1;
+    size_t n = px__tiff16(t + ifd, be), room = (len - ifd - 2) / 12;
+    if (n > room) /* a truncated IFD: the entries before its end count, as Pillow reads them */
+        n = room;
+    int orientation = 1;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *e = t + ifd + 2 + 12 * i;
+        uint32_t type = px__tiff16(e + 2, be), count = px__tiff32(e + 4, be);
+        if (px__tiff16(e, be) != 0x0112 || type >= 14 || !unit[type] || count == 0)
+            continue; /* another tag, a type Pillow skips, no value */
+        uint64_t size = (uint64_t)count * unit[type];
+        if (size > 4) { /* the values elsewhere in the block: where they are not, Pillow skips the entry */
+            uint32_t at = px__tiff32(e + 8, be);
+            if (at > len || size > len - at)
+                continue;
+        }
+        long v = 0;
+        if (count == 1 && type == 1)
+            v = e[8];
+        else if (count == 1 && type == 3)
+            v = (long)px__tiff16(e + 8, be);
+        else if (count == 1 && type == 4)
+            v = (long)px__tiff32(e + 8, be);
+        else if (count == 1 && type == 6)
+            v = (int8_t)e[8];
+        else if (count == 1 && type == 8)
+            v = (int16_t)px__tiff16(e + 8, be);
+        else if (count == 1 && type == 9)
+            v = (int32_t)px__tiff32(e + 8, be);
+        /* a later entry replaces an earlier one; several values, text, fractions: no turn */
+        orientation = v >= 1 && v <= 8 ? (int)v : 1;
+    }
+    return orientation;
+}
+
+unsigned long long px_image_orient_plan(const pxvm_limits *lim, int orientation, unsigned long *w, unsigned long *h)
+{
+    if (!(lim->flags & PXVM_DECODE_EXIF_TRANSPOSE) || orientation < 2 || orientation > 8)
+        return 0;
+    unsigned long long bytes = (unsigned long long)*w * *h * 4u;
+    if (orientation >= 5) {
+        unsigned long t = *w;
+        *w = *h, *h = t;
+    }
+    return bytes;
+}
+
+int px_image_orient(pxvm_image *img, int orientation, pxvm_error *err)
+{
+    if (orientation < 2 || orientation > 8)
+        return 0;
+    int w = img->w, h = img->h, ow = orientation >= 5 ? h : w, oh = orientation >= 5 ? w : h;
+    pxvm_image out;
+    if (pxvm_image_alloc(&out, ow, oh, err) < 0) {
+        pxvm_image_free(img);
+        return -1;
+    }
+    const uint32_t *src = (const uint32_t *)(const void *)img->px;
+    uint32_t *dst = (uint32_t *)(void *)out.px;
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++) {
+            int sx, sy; /* the source pixel of output (x, y) */
+            switch (orientation) {
+            case 2: sx = w - 1 - x, sy = y; break;
+            case 3: sx = w - 1 - x, sy = h - 1 - y; break;
+            case 4: sx = x, sy = h - 1 - y; break;
+            case 5: sx = y, sy = x; break;
+            case 6: sx = y, sy = h - 1 - x; break;
+            case 7: sx = w - 1 - y, sy = h - 1 - x; break;
+            default: sx = w - 1 - y, sy = x; break; /* 8 */
+            }
+            dst[(size_t)y * (size_t)ow + (size_t)x] = src[(size_t)sy * (size_t)w + (size_t)sx];
+        }
+    pxvm_image_free(img);
+    *img = out;
+    return 0;
+}
+
 static int px__read_stream(int fd, const char *name, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err)
 {
     size_t cap = 1 << 16, n = 0;

@@ -45,6 +45,20 @@ int px_image_decode_with(px_image_codec codec, const uint8_t *data, size_t len, 
 int px_image_check_size(const char *name, const pxvm_limits *lim, const pxvm_image_want *want, unsigned long w,
                         unsigned long h, unsigned long long work, pxvm_error *err);
 
+/* The EXIF orientation (TIFF tag 0x0112) of a TIFF block (a JPEG's first APP1 "Exif\0\0" segment
+ * after those 6 bytes, a PNG's eXIf chunk): 2..8 when it asks for a transpose as Pillow's
+ * ImageOps.exif_transpose reads it, else 1 (none, 1, a value Pillow maps to nothing, or a block
+ * that is malformed: ignored, never read outside [t, t + len)). */
+int px_exif_orientation(const uint8_t *t, size_t len);
+/* With PXVM_DECODE_EXIF_TRANSPOSE in lim->flags and `orientation` 2..8: the image's size once
+ * oriented (w and h swapped for 5..8) and the bytes the turn needs besides the decoded pixels
+ * (a second w x h RGBA8 buffer), for the header's size check; else as they are and 0. */
+unsigned long long px_image_orient_plan(const pxvm_limits *lim, int orientation, unsigned long *w, unsigned long *h);
+/* Turns a decoded image by `orientation` (1: nothing), as Pillow's exif_transpose: 2 mirror
+ * left-right, 3 rotate 180, 4 mirror top-bottom, 5 transpose, 6 rotate 90 clockwise, 7
+ * transverse, 8 rotate 90 counter-clockwise. On failure (memory) the image is released. */
+int px_image_orient(pxvm_image *img, int orientation, pxvm_error *err);
+
 /* The decoders behind pxvm_png_decode / pxvm_jpeg_decode, refusing another size than `want`
  * (NULL: any) from the header: 0, -1 or PX_IMAGE_DAMAGED (called through px_image_decode_with). */
 int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,

@@ -20,6 +20,7 @@ typedef struct px__jpeg_info {
     int sof, progressive, w, h, ncomp, hs[4], vs[4], hmax, vmax;
     int scans, first_scan_comps;
     size_t end; /* just past EOI; 0: no EOI */
+    size_t exif, exif_len; /* the first APP1 "Exif\0\0" segment's TIFF block (Pillow reads the first) */
     pxvm_code fatal, problem;
     char why[160], problem_why[160];
 } px__jpeg_info;
@@ -94,6 +95,10 @@ static void px__jpeg_walk(const uint8_t *d, size_t len, px__jpeg_info *ji)
             PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "marker 0x%02X at byte %zu has length %d", m, pos - 2, seg);
         const uint8_t *p = d + pos + 2;
         int n = seg - 2;
+        if (m == 0xE1 && !ji->exif_len && n > 6 && !memcmp(p, "Exif\0\0", 6)) { /* APP1 Exif */
+            ji->exif = (size_t)(p - d) + 6;
+            ji->exif_len = (size_t)n - 6;
+        }
         if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) { /* SOFn */
             if (ji->sof)
                 PX__JPEG_FATAL(ji, PXE_JPEG_CORRUPT, "a second frame header (SOF) at byte %zu", pos - 2);
@@ -177,8 +182,12 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
         return pxvm_fail(err, ji.fatal, -1, -1, name, ji.why);
     if (ji.scans > PXVM_JPEG_MAX_SCANS)
         return pxvm_fail(err, PXE_JPEG_SCANS, -1, -1, name, (unsigned)PXVM_JPEG_MAX_SCANS);
-    /* sides and memory from the frame header, before libjpeg-turbo allocates anything */
-    if (px_image_check_size(name, lim, want, (unsigned long)ji.w, (unsigned long)ji.h, px__jpeg_work(&ji), err) < 0)
+    /* sides and memory from the frame header, before libjpeg-turbo allocates anything (the size
+     * checked is the oriented one, with the turn's buffer, when the EXIF orientation is applied) */
+    int orientation = (lim->flags & PXVM_DECODE_EXIF_TRANSPOSE) ? px_exif_orientation(data + ji.exif, ji.exif_len) : 1;
+    unsigned long ow = (unsigned long)ji.w, oh = (unsigned long)ji.h;
+    unsigned long long turn = px_image_orient_plan(lim, orientation, &ow, &oh);
+    if (px_image_check_size(name, lim, want, ow, oh, px__jpeg_work(&ji) + turn, err) < 0)
         return -1;
     if (ji.problem && strict)
         return px_image_damaged(err, ji.problem, name, ji.problem_why);
@@ -227,6 +236,8 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
         PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     tjDestroy(tj);
+    if (px_image_orient(img, orientation, err) < 0)
+        return -1;
     if (ji.end && ji.end < len) /* libjpeg-turbo stopped at EOI: what follows is no part of the image */
         PX__NOTE_TRAILING(err, name, len, ji.end, "JPEG's end-of-image marker");
     return 0;

@@ -64,6 +64,26 @@ static void px__png_read(png_structp png, png_bytep dst, size_t n)
 }
 
 
+/* The TIFF block of the last eXIf chunk before IEND (Pillow keeps the last), found by walking the
+ * chunks' lengths within the data (libpng skips eXIf unread: px__png_skip); the orientation it
+ * gives (1 when there is none). A chunk list that leaves the data ends the walk. */
+static int px__png_orientation(const uint8_t *d, size_t len)
+{
+    size_t pos = 8, at = 0, n = 0;
+    while (len - pos >= 12) {
+        uint32_t clen = (uint32_t)d[pos] << 24 | (uint32_t)d[pos + 1] << 16 | (uint32_t)d[pos + 2] << 8 | d[pos + 3];
+        const uint8_t *type = d + pos + 4;
+        if (clen > len - pos - 12)
+            break;
+        if (!memcmp(type, "eXIf", 4))
+            at = pos + 8, n = clen;
+        if (!memcmp(type, "IEND", 4))
+            break;
+        pos += 12 + (size_t)clen;
+    }
+    return n ? px_exif_orientation(d + at, n) : 1;
+}
+
 int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
                        const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
 {
@@ -110,7 +130,10 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
     /* libpng's buffers: two rows of up to 8 bytes a pixel, the row pointers, zlib's window */
     unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (unsigned long long)h * sizeof(png_bytep) + (64u << 10);
-    if (px_image_check_size(name, lim, want, (unsigned long)w, (unsigned long)h, work, err) < 0) {
+    int orientation = (lim->flags & PXVM_DECODE_EXIF_TRANSPOSE) ? px__png_orientation(data, len) : 1;
+    unsigned long ow = (unsigned long)w, oh = (unsigned long)h; /* the size once oriented, checked */
+    work += px_image_orient_plan(lim, orientation, &ow, &oh);
+    if (px_image_check_size(name, lim, want, ow, oh, work, err) < 0) {
         png_destroy_read_struct(&png, &info, NULL);
         return -1;
     }
@@ -145,6 +168,8 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
     png_read_end(png, NULL); /* the chunks after the image data, to IEND, CRCs checked */
     free(rows);
     png_destroy_read_struct(&png, &info, NULL);
+    if (px_image_orient(out, orientation, err) < 0)
+        return -1;
     if (io.warn[0])
         PX__WENT_PAST(err, PXE_PNG_CORRUPT, -1, -1, name, io.warn);
     if (io.pos < len) /* bytes after IEND: the image is whole, noted */

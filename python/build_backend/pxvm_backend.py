@@ -2,7 +2,8 @@
 library alone, so that `pip install ./python` works offline in any virtual environment: a venv made
 without --system-site-packages has setuptools but not the wheel package, which Debian's setuptools
 66 needs to build a wheel. A wheel is a zip file: the package's .py files, the metadata of
-pyproject.toml's [project] table, and (see _bundled_library) libpxvm.so.1.
+pyproject.toml's [project] table, the shipped programs (pxvm/_programs/: _program_files) and (see
+_bundled_library) libpxvm.so.1.
 
 Hooks: build_wheel, build_sdist, build_editable (a .pth naming this folder: the package found
 through the checkout, and with it the checkout's build/libpxvm.so.1), their get_requires_* (none)
@@ -81,6 +82,11 @@ def _installed_library():
         return False
 
 
+def _in_tree():
+    """Whether python/ sits in pxvm's source tree (else: an unpacked sdist)."""
+    return all(os.path.exists(os.path.join(ROOT, f)) for f in ("Makefile", "include/pxvm.h", "api/libpxvm.map"))
+
+
 def _bundled_library():
     """The library to copy into the wheel, or None. PXVM_BUNDLE=auto (the default): none when one is
     installed (the package finds it at import), else the source tree's, built with `make -C .. lib`
@@ -88,7 +94,7 @@ def _bundled_library():
     mode = os.environ.get("PXVM_BUNDLE", "auto")
     if mode not in ("auto", "0", "1"):
         raise ValueError("pxvm: PXVM_BUNDLE is %r: give auto, 0 or 1" % mode)
-    in_tree = all(os.path.exists(os.path.join(ROOT, f)) for f in ("Makefile", "include/pxvm.h", "api/libpxvm.map"))
+    in_tree = _in_tree()
     why = ("PXVM_BUNDLE=0" if mode == "0" else
            "a libpxvm.so.1 is installed" if mode == "auto" and _installed_library() else
            "not built in pxvm's source tree" if mode == "auto" and not in_tree else None)
@@ -137,6 +143,34 @@ def _package_files():
         if f.endswith(".py"):
             with open(os.path.join(pkg, f), "rb") as fh:
                 out.append(("pxvm/" + f, fh.read(), 0o644))
+    return out + _program_files()
+
+
+PROGRAM_KINDS = (".pxi", ".json")
+
+
+def _program_files():
+    """The shipped programs as pxvm/_programs/NAME.pxi and their plans NAME.json (pxvm.programs.path):
+    from the source tree's programs/ (the .pxi built there first with make when one is missing),
+    or, outside a source tree (a wheel built from the sdist), from the sdist's pxvm/_programs/."""
+    src = os.path.join(ROOT, "programs")
+    if _in_tree() and os.path.isdir(src):
+        sources = [f for f in os.listdir(src) if f.endswith((".pxs", ".json"))]
+        want = sorted({os.path.splitext(f)[0] + ".pxi" for f in sources})
+        missing = [f for f in want if not os.path.isfile(os.path.join(src, f))]
+        if missing:
+            make = os.environ.get("MAKE", "make")
+            print("pxvm: building the programs to ship: %s -C %s %s" % (make, ROOT, " ".join(missing)), file=sys.stderr)
+            subprocess.run([make, "-C", ROOT, "BUILD=build"] + ["programs/" + f for f in missing], check=True,
+                           stdout=sys.stderr)
+        files = want + sorted(f for f in sources if f.endswith(".json"))
+    else:
+        src = os.path.join(HERE, "pxvm", "_programs")
+        files = sorted(f for f in os.listdir(src) if f.endswith(PROGRAM_KINDS)) if os.path.isdir(src) else []
+    out = []
+    for f in files:
+        with open(os.path.join(src, f), "rb") as fh:
+            out.append(("pxvm/_programs/" + f, fh.read(), 0o644))
     return out
 
 
@@ -186,9 +220,10 @@ def build_sdist(sdist_directory, config_settings=None):
     base = "%s-%s" % (name, version)
     filename = base + ".tar.gz"
     members = [("PKG-INFO", metadata.encode())]
-    for rel in ["pyproject.toml", "build_backend/pxvm_backend.py"] + [p for p, _, _ in _package_files()]:
+    for rel in ["pyproject.toml", "build_backend/pxvm_backend.py"]:
         with open(os.path.join(HERE, rel), "rb") as f:
             members.append((rel, f.read()))
+    members += [(rel, data) for rel, data, _ in _package_files()]  # the programs too, built if need be
     with tarfile.open(os.path.join(sdist_directory, filename), "w:gz", format=tarfile.PAX_FORMAT) as t:
         for rel, data in members:
             info = tarfile.TarInfo(base + "/" + rel)

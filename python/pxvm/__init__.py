@@ -1,7 +1,7 @@
 """pxvm: foveated image pyramids as pixel programs, from Python.
 
     import pxvm
-    prog = pxvm.Program.load("programs/foveate273.pxi")
+    prog = pxvm.Program.load(pxvm.programs.path("foveate273"))   # programs/foveate273.pxi
     runner = pxvm.Runner(prog, executor="auto")
     patches = runner.patches(pxvm.load_image("programs/data/chelsea.png"))   # (273, 16, 16, 4) uint8
 
@@ -15,9 +15,15 @@ or are lists. What is copied, and when:
   operation; packed RGBA inputs are even read in place (pxvm_runner_borrow: no copy at all) on the
   CPU executor, and on the CUDA one for a video frame in GPU memory: the runner then keeps a
   reference to the array until the slot is given another one, and reading the slot reads it;
-- outputs are new arrays: NumPy for host inputs; for CUDA inputs, torch CUDA tensors written on the
-  device (device-to-device), ordered on torch.cuda.current_stream(), so they may be used at once
-  without a synchronisation.
+- outputs are new arrays of the inputs' kind, for every call that takes images (one rule:
+  _arrays.like_images): NumPy arrays (or files) in, NumPy out; torch tensors in, torch tensors out
+  on their device (host results as torch.from_numpy: the same memory, no copy; a Ragged's offsets,
+  grid, sizes, position_ids and index as int64 tensors beside its tokens); for CUDA inputs, torch
+  CUDA tensors written on the device (device-to-device), ordered on torch.cuda.current_stream(),
+  so they may be used at once without a synchronisation. The one exception: bfloat16 tokens from
+  NumPy input are a torch CPU tensor (NumPy has no bfloat16; uint16 bits only when asked with out=).
+  dtype= is a name ("bfloat16"), a NumPy dtype (np.float16) or a torch dtype (torch.bfloat16);
+  executor= "cpu", "cuda", "cuda:N" or a torch.device.
 Errors are pxvm.Error subclasses named after the library's classes, with pxrun's words; a wrong
 dtype is a TypeError, a wrong shape, layout or device a ValueError (UsageError).
 
@@ -25,7 +31,8 @@ Modules (every public name is importable from pxvm itself): errors (Error and on
 class of the library's errors), image (load_image), program (Program, Slot, assemble), runner
 (Runner, pyramid), ragged (Ragged, dynamic_size, canonical_policy: policy "dynamic"), data
 (load_shard, iter_shards, ShardDataset, ImageFolderDataset: pxbatch shards and folders), stream
-(Stream), tokens (Runner.tokens and Runner.positions: tensors for models), seeds (generate_mipmaps,
+(Stream), programs (path, names: the shipped programs), tokens (Runner.tokens and Runner.positions:
+tensors for models), seeds (generate_mipmaps,
 TexturePyramid, PersistentTexture, create_persistent, update_partial, update_mipmaps_incremental:
 the seeds' API over programs); _capi (the ctypes binding) and _arrays (arrays and tensors as the
 library's views) are internal.
@@ -37,6 +44,7 @@ from .image import load_image
 from .program import Slot, Program, assemble
 from .stream import Stream
 from .ragged import Ragged, dynamic_size, canonical_policy
+from . import programs  # noqa: F401 (pxvm.programs.path("foveate273"): the shipped programs)
 from . import data  # noqa: F401 (pxvm.data.ShardDataset, ImageFolderDataset: where torch imports)
 from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)

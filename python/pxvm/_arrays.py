@@ -150,3 +150,84 @@ def _current_stream(device):
     torch = _torch()
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the cheap form, where torch has it
     return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
+
+
+# ---- results of the input's kind ------------------------------------------------------------------
+# One rule for every call that takes images (Runner.run, run_batch, patches, patches_batch, tokens,
+# tokens_batch, Stream.push, pyramid, generate_mipmaps): torch tensors in, torch tensors out on
+# their device; NumPy (or files) in, NumPy out. The one exception is bfloat16 from host NumPy input:
+# NumPy has no bfloat16, so those tokens are a torch CPU tensor (never raw uint16 bits unasked).
+
+_NOT_IMAGES = ("out", "fixation", "fixations")  # keyword arguments that never decide the output's kind
+
+
+def _is_tensor(x):
+    return _is_torch(x) and isinstance(x, _torch().Tensor)
+
+
+def tensor_device(args, kwargs):
+    """The device of the first torch tensor among the images given (positional arguments, keyword
+    arguments other than out= and fixations, one level of lists), or None when none is a tensor."""
+    values = list(args) + [v for k, v in kwargs.items() if k not in _NOT_IMAGES]
+    for v in values:
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if _is_tensor(x):
+                return x.device
+    return None
+
+
+def as_torch(result, device, out=None):
+    """result with every NumPy array made a torch tensor on `device` (torch.from_numpy: the same
+    memory on the CPU, no copy; one copy to a CUDA device), through dicts, lists and tuples and a
+    Ragged's fields; torch tensors and `out` (the caller's own array, returned as given) unchanged."""
+    np = _np()
+    if result is out and out is not None:
+        return result
+    if isinstance(result, np.ndarray):
+        t = _torch().from_numpy(result)
+        return t if device is None or device.type == "cpu" else t.to(device)
+    if isinstance(result, dict):
+        d = {k: as_torch(v, device, out) for k, v in result.items()}
+        if type(result) is dict:
+            return d
+        same = type(result)(d)  # a BatchResult: its index too
+        same.__dict__.update({k: as_torch(v, device, out) for k, v in vars(result).items()})
+        return same
+    if isinstance(result, (list, tuple)):
+        return type(result)(as_torch(v, device, out) for v in result)
+    if hasattr(result, "position_ids") and hasattr(result, "offsets"):  # a Ragged
+        result.tokens = as_torch(result.tokens, device, out)
+        ragged_like_tokens(result)
+    return result
+
+
+_RAGGED_INDEX_FIELDS = ("offsets", "grid", "sizes", "position_ids", "index")
+
+
+def ragged_like_tokens(r):
+    """A Ragged whose tokens are a torch tensor gets its offsets, grid, sizes, position_ids and
+    index as int64 torch tensors on the tokens' device too (cu_seqlens where the model runs)."""
+    if _is_tensor(r.tokens):
+        np = _np()
+        for name in _RAGGED_INDEX_FIELDS:
+            v = getattr(r, name, None)
+            if isinstance(v, np.ndarray):
+                setattr(r, name, _torch().from_numpy(v).to(r.tokens.device))
+    return r
+
+
+def like_images(skip=1):
+    """Decorator: the call's result in its images' kind (see above); `skip` leading positional
+    arguments (self) are not images."""
+    import functools
+
+    def wrap(function):
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            result = function(*args, **kwargs)
+            device = tensor_device(args[skip:], kwargs)
+            if device is None:
+                return ragged_like_tokens(result) if hasattr(result, "position_ids") else result
+            return as_torch(result, device, kwargs.get("out"))
+        return call
+    return wrap

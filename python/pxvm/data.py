@@ -485,7 +485,7 @@ def _scan(d):
     return shards, temps, first
 
 
-def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool = False):
+def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool = False, progress: bool = False):
     """load_shard of every shard of a pxbatch --out folder, in shard order, the folder checked
     first by the shard rule of tools/pxbatch.h as pxbatch --verify checks it: a file that is not
     one pxbatch writes (a copy named shard-000001.npy), a shard past the job's, two jobs' shards,
@@ -499,7 +499,7 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool =
     then a warning says so and the shards present are read (a marker whose arrays are missing
     counts as a missing shard). A folder lacking shards whose .pxbatch.lock a run holds is one it
     may still be writing: PxIOError saying so. The work is bounded by the files there, not by
-    what a marker claims."""
+    what a marker claims. progress=True: a progress bar over the shards (see progress())."""
     import hashlib
     d = os.fspath(directory)
     if not os.path.isdir(d):
@@ -537,8 +537,90 @@ def iter_shards(directory: str | os.PathLike, mmap: bool = True, partial: bool =
         if c.hexdigest() != job.job.get("inputs_sha256"):
             raise Malformed("malformed: '%s': the markers' file lists do not hash to the job's inputs_sha256 (a marker "
                             "was edited; pxbatch --verify says so)" % d)
-    for k in sorted(shards):
+    for k in progress_bar(sorted(shards), enabled=progress, desc="pxvm shards"):
         yield _load_checked(os.path.join(d, "shard-%05d" % k), shards[k], mmap)
+
+
+# ---- progress and collation ----------------------------------------------------------------------
+
+class _StderrProgress:
+    """The plain progress line used where tqdm is not installed: "desc: i/total" on stderr,
+    rewritten in place (at most 10 times a second), and a newline at the end."""
+
+    def __init__(self, iterable, total, desc):
+        self.iterable, self.total, self.desc = iterable, total, desc
+
+    def __iter__(self):
+        import sys
+        import time
+        last, i = 0.0, 0
+        try:
+            for i, x in enumerate(self.iterable, 1):
+                now = time.monotonic()
+                if now - last >= 0.1:
+                    last = now
+                    sys.stderr.write("\r%s: %d%s" % (self.desc, i, "/%d" % self.total if self.total is not None else ""))
+                    sys.stderr.flush()
+                yield x
+        finally:
+            sys.stderr.write("\r%s: %d%s done\n" % (self.desc, i, "/%d" % self.total if self.total is not None else ""))
+            sys.stderr.flush()
+
+
+def progress_bar(iterable, total: int | None = None, desc: str = "pxvm", enabled: bool = True):
+    """iterable with a progress bar when enabled: tqdm's where tqdm is installed, else a plain line
+    on stderr; never required (enabled=False: the iterable as it is). total: len(iterable) when
+    it has one."""
+    if not enabled:
+        return iterable
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _StderrProgress(iterable, total, desc)
+    return tqdm(iterable, total=total, desc=desc)
+
+
+def collate_ragged(items):
+    """A DataLoader's collate_fn for items of different token counts (ShardDataset's and
+    ImageFolderDataset's (tokens (N_i, ...), grid (3,) (t, h, w), file) items, or (tokens, grid)
+    pairs): a pxvm.Ragged, as Runner.patches_batch/tokens_batch give one: tokens the items'
+    packed (sum N_i, ...); offsets (B + 1,) int64 (cu_seqlens: item i is
+    tokens[offsets[i]:offsets[i + 1]]); grid (B, 3) int64; position_ids (3, sum N_i) int64 (t, h,
+    w) of each token, row-major; files (a list, None where an item has none). Torch tensors in,
+    torch tensors out (the index arrays too); NumPy in, NumPy out. An item whose token count is
+    not t * h * w of its grid is a UsageError naming it.
+
+        loader = DataLoader(pxvm.data.ImageFolderDataset(d, prog, policy="dynamic"), batch_size=8,
+                            num_workers=2, collate_fn=pxvm.data.collate_ragged)"""
+    from .ragged import Ragged
+    from ._arrays import _is_tensor, ragged_like_tokens
+    np = _np()
+    items = list(items)
+    if not items:
+        raise UsageError("usage: collate_ragged: no items")
+    tokens, grids, files = [], [], []
+    for i, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise UsageError("usage: collate_ragged: item %d is (tokens, grid[, file]), not %s" % (i, type(item).__name__))
+        t, g = item[0], item[1]
+        g = np.asarray(g.cpu() if _is_tensor(g) else g, dtype=np.int64).reshape(-1)
+        if g.shape != (3,) or int(np.prod(g)) != int(t.shape[0]):
+            raise UsageError("usage: collate_ragged: item %d: %d tokens for grid %s (t, h, w)" % (i, t.shape[0], g.tolist()))
+        tokens.append(t)
+        grids.append(g)
+        files.append(item[2] if len(item) == 3 else None)
+    counts = [int(t.shape[0]) for t in tokens]
+    offsets = np.zeros(len(items) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(counts)
+    if all(_is_tensor(t) for t in tokens):
+        import torch
+        packed = torch.cat(tokens)
+    else:
+        packed = np.concatenate([np.asarray(t) for t in tokens])
+    r = Ragged(packed, offsets, np.stack(grids), None, files if any(f is not None for f in files) else None)
+    return ragged_like_tokens(r)
 
 
 def _lock_held(d):
@@ -660,9 +742,15 @@ def _torch_classes():
 
         def __init__(self, directory: str | os.PathLike, program, policy: str | None = None,
                      executor: str = "cpu", batch_size: int = 16, on_error: str = "skip",
-                     size: tuple[int, int] | None = None, lenient: bool = False) -> None:
+                     size: tuple[int, int] | None = None, lenient: bool = False, progress: bool = False,
+                     exif_transpose: bool = False) -> None:
+            """progress=True: a progress bar over the batches of each pass (each worker's share with
+            DataLoader workers). exif_transpose=True: every file decoded with its EXIF orientation
+            applied (pxvm.load_image(path, exif_transpose=True), as Hugging Face's load_image).: tqdm where installed, else a line on stderr (progress_bar)."""
             if not isinstance(lenient, bool):
                 raise UsageError("usage: lenient %r: True or False" % (lenient,))
+            if not isinstance(exif_transpose, bool):
+                raise UsageError("usage: exif_transpose %r: True or False" % (exif_transpose,))
             if on_error not in self.ON_ERROR:
                 raise UsageError("usage: on_error %r: 'skip' (list the file, warn, go on) or 'raise'" % (on_error,))
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -685,7 +773,8 @@ def _torch_classes():
             if not self.files:  # as pxbatch --in-dir: a folder of no image is an error, not an empty epoch
                 raise PxIOError("i/o error: no inputs: folder '%s' holds no PNG or JPEG file (.png, .jpg, .jpeg)" % d)
             self.program, self.policy, self.executor, self.batch_size = program, policy, executor, int(batch_size)
-            self.on_error, self.lenient = on_error, lenient
+            self.on_error, self.lenient, self.progress = on_error, lenient, bool(progress)
+            self.exif_transpose = exif_transpose
             self.failures = []
             self._warned = set()
 
@@ -706,6 +795,10 @@ def _torch_classes():
                 state["program"] = (Program.from_plan(data, name=name, **limits) if kind == "plan"
                                     else Program.from_png(data, name=name, **limits))
             self.__dict__.update(state)
+
+        def __len__(self) -> int:
+            """The number of files: the items of a pass, less the files that fail (on_error "skip")."""
+            return len(self.files)
 
         def _failed(self, f, e):
             """File f failed with pxvm error e: raised (on_error "raise") or listed and warned of
@@ -743,7 +836,8 @@ def _torch_classes():
             for f, im in zip(files, images):
                 try:
                     # a path: its errors name it (lenient: the image as decoded, _failed names it)
-                    items.append((f,) + run([f] if dynamic and not self.lenient else [im])[0])
+                    items.append((f,) + run([f] if dynamic and not self.lenient and not self.exif_transpose
+                                            else [im])[0])
                 except Error as e:
                     if not _per_image(e):
                         raise
@@ -762,13 +856,13 @@ def _torch_classes():
                 prog = Program.from_plan(p) if p.endswith(".json") else Program.load(p)
             runner = Runner(prog, executor=self.executor)
             self.failures = []
-            for b, at in enumerate(range(0, len(self.files), self.batch_size)):
-                if b % n != k:
-                    continue
+            mine = [at for b, at in enumerate(range(0, len(self.files), self.batch_size)) if b % n == k]
+            bar = progress_bar(mine, desc="pxvm batches of %s" % os.path.dirname(self.files[0]), enabled=self.progress)
+            for at in bar:
                 files, images = [], []
                 for f in self.files[at:at + self.batch_size]:
                     try:
-                        images.append(load_image(f, lenient=self.lenient))
+                        images.append(load_image(f, lenient=self.lenient, exif_transpose=self.exif_transpose))
                         files.append(f)
                     except Error as e:
                         if not _per_image(e):

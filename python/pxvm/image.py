@@ -1,6 +1,8 @@
 """Images decoded by the library (PNG, JPEG) and the limits and buffers shared with programs."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import os
 import warnings
@@ -18,6 +20,25 @@ _lib = _capi.lib
 
 
 PXVM_DECODE_LENIENT = 1  # include/pxvm.h: pxvm_limits.flags
+PXVM_DECODE_EXIF_TRANSPOSE = 2
+
+#: exif_transpose= of the call in progress on this thread (Runner calls taking files: _with_exif);
+#: read where the limits of a decode are made, so every file the call decodes is oriented
+_exif_transpose = contextvars.ContextVar("pxvm_exif_transpose", default=False)
+
+
+@contextlib.contextmanager
+def exif_transposed(on):
+    """Within the block, the files this thread decodes (load_image, a batch's files) apply their
+    EXIF orientation when `on` (a bool: else a UsageError)."""
+    if not isinstance(on, bool):
+        from .errors import UsageError
+        raise UsageError("usage: exif_transpose is True or False, not %r" % (on,))
+    token = _exif_transpose.set(on)
+    try:
+        yield
+    finally:
+        _exif_transpose.reset(token)
 
 
 def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
@@ -27,6 +48,8 @@ def _limits(max_side=None, max_memory=None, max_insns=None, max_steps=None):
                  ("max_steps", max_steps)):
         if v is not None:
             setattr(lim, k, _capi.c_integer(v, k, dict(_Limits._fields_)[k]))
+    if _exif_transpose.get():
+        lim.flags |= PXVM_DECODE_EXIF_TRANSPOSE
     return lim
 
 
@@ -37,7 +60,8 @@ def _take_bytes(ptr, n):
         _lib.pxvm_free(ptr)
 
 
-def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) -> numpy.ndarray:
+def load_image(path: str | os.PathLike, lenient: bool = False, exif_transpose: bool = False,
+               **limits: int) -> numpy.ndarray:
     """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
     (libpng, libjpeg-turbo), the limits checked from the file's header first.
 
@@ -45,9 +69,19 @@ def load_image(path: str | os.PathLike, lenient: bool = False, **limits: int) ->
     (pxrun's ``--lenient``) decodes what it can and reports what it went past as a ``UserWarning``
     with pxrun's words. Bytes after a complete image (after a PNG's IEND, a JPEG's end-of-image
     marker: a motion photo's video, an MPF file's second image, padding) are no damage: the image
-    is returned in both modes, with a ``UserWarning`` that says how many bytes were ignored."""
+    is returned in both modes, with a ``UserWarning`` that says how many bytes were ignored.
+
+    ``exif_transpose=True`` applies the file's EXIF orientation (1..8: a JPEG's APP1 Exif
+    segment, a PNG's eXIf chunk) as Pillow's ``ImageOps.exif_transpose`` does (Hugging Face's
+    ``load_image`` calls it): the upright image, (W, H, 4) for orientations 5..8. An absent or
+    malformed EXIF block changes nothing. Off by default (the pixels as stored, as pxrun)."""
     np = _np()
-    lim = _limits(**limits)
+    if not isinstance(exif_transpose, bool):
+        from .errors import UsageError
+        raise UsageError("usage: exif_transpose is True or False, not %r" % (exif_transpose,))
+    lim = _limits(**limits)  # a Runner call's exif_transpose=True included (exif_transposed)
+    if exif_transpose:
+        lim.flags |= PXVM_DECODE_EXIF_TRANSPOSE
     if lenient:
         lim.flags |= PXVM_DECODE_LENIENT
     px, w, h, warning = _decode(path, lim)

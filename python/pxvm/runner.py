@@ -14,6 +14,7 @@ from . import _capi
 from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
+from ._arrays import like_images as _like_images
 from .program import Program
 from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
 from .stream import Stream
@@ -340,6 +341,147 @@ def _naming_paths(batched):
         return call
     return wrap
 
+
+# ---- alpha= of the uint8 outputs ------------------------------------------------------------------
+
+def _rgb(result):
+    """The uint8 RGBA patches of a result (an array, (patches, geometry), a Ragged) as RGB: views
+    [..., :3] of the same memory (no copy; not contiguous: .copy() / .contiguous() makes one)."""
+    if isinstance(result, tuple):
+        return (_rgb(result[0]),) + result[1:]
+    if hasattr(result, "position_ids") and hasattr(result, "offsets"):  # a Ragged
+        result.tokens = result.tokens[..., :3]
+        return result
+    return result[..., :3]
+
+
+def _with_alpha(method):
+    """alpha= on patches and patches_batch: True (the default) the atlas's bytes as the library
+    writes them, RGBA (pxrun's, pxbatch's shards', the goldens'); False RGB, a view of them."""
+    @functools.wraps(method)
+    def call(self, *args, alpha=True, **kwargs):
+        if not isinstance(alpha, bool):
+            raise UsageError("usage: alpha is True or False, not %r" % (alpha,))
+        if not alpha and kwargs.get("out") is not None:
+            raise UsageError("usage: alpha=False with out=: out holds the RGBA bytes (take out[..., :3])")
+        result = method(self, *args, **kwargs)
+        return result if alpha else _rgb(result)
+    call.__doc__ = (method.__doc__ or "") + """
+
+        alpha: True (the default) gives the atlas's RGBA bytes (..., 4) as the library writes
+        them; False gives RGB (..., 3), a view of them (no copy, not contiguous)."""
+    return call
+
+
+def _with_exif(method):
+    """exif_transpose= on the calls that take files: True decodes every file of the call (paths
+    given as images) with its EXIF orientation applied, as pxvm.load_image(path,
+    exif_transpose=True) (Pillow's ImageOps.exif_transpose); False (the default) as stored."""
+    from .image import exif_transposed
+
+    @functools.wraps(method)
+    def call(self, *args, exif_transpose=False, **kwargs):
+        if not exif_transpose and isinstance(exif_transpose, bool):
+            return method(self, *args, **kwargs)
+        with exif_transposed(exif_transpose):  # a UsageError for a value that is not a bool
+            return method(self, *args, **kwargs)
+    call.__doc__ = (method.__doc__ or "") + """
+
+        exif_transpose: True applies each file's EXIF orientation (Pillow's exif_transpose)."""
+    return call
+
+
+# ---- on_error="skip" for batches of one size ------------------------------------------------------
+
+ON_ERROR = ("raise", "skip")
+
+
+class BatchResult(dict):
+    """run_batch's {name: (B', H, W, 4)} with on_error="skip": the kept images' outputs, and as
+    a Ragged's: `index` (the kept images' indices in the batch given) and `failures` (the errors
+    of the others, each naming its image: .index, .file), in the batch's order."""
+    index: Any
+    failures: list
+
+
+def _on_error(on_error, given):
+    """on_error checked ('raise' or 'skip'); with "skip", out=, with_geometry and named inputs
+    (given: {name: value}) are UsageErrors: the kept rows are not known before the run."""
+    if on_error not in ON_ERROR:
+        raise UsageError("usage: on_error=%r: 'raise' (the first failure is raised, nothing returned) or "
+                         "'skip' (failed images left out, listed in failures)" % (on_error,))
+    if on_error == "skip":
+        for name, v in given.items():
+            if v:
+                raise UsageError("usage: on_error='skip' takes no %s (the images kept are known after the run)" % name)
+    return on_error == "skip"
+
+
+def _skipping(call, images, fixations):
+    """call(items, fixations) (a batch call with on_error "raise") over the images that do not
+    fail: (its result or None when every image failed, the kept indices, the failures, the
+    images' files (None for arrays)); the failures are the
+    ragged batches' failure type, ragged._named: the same class naming the image by .index and
+    .file). An error about no image (a usage error, an executor that cannot open) is raised."""
+    from .data import _per_image
+    from .ragged import _named
+    if images is None:
+        raise UsageError("usage: on_error='skip' takes the images as `images` (one input slot)")
+    if isinstance(images, (str, os.PathLike)) or len(getattr(images, "shape", (0,))) == 0:
+        raise UsageError("usage: a batch is a list of images or paths, or a (B, ...) array, not %s" %
+                         type(images).__name__)
+    items = list(images) if isinstance(images, (list, tuple)) else [images[i] for i in range(int(images.shape[0]))]
+    files = [os.fspath(x) if _is_path(x) else None for x in items]
+    failures, keep = {}, list(range(len(items)))
+
+    def failed(i, e):
+        failures[i] = _named(e, i, files[i])
+
+    while keep:
+        try:
+            result = call([items[i] for i in keep], Runner._take(fixations, keep))
+            break
+        except Error as e:
+            if not _per_image(e):
+                raise
+            j = getattr(e, "index", None)
+            if j is not None and 0 <= j < len(keep):
+                failed(keep.pop(j), e)
+                continue
+            found = False  # which one the error is about is not told: each image alone says
+            for i in list(keep):
+                try:
+                    call([items[i]], Runner._take(fixations, [i]))
+                except Error as e1:
+                    if not _per_image(e1):
+                        raise
+                    failed(i, e1)
+                    keep.remove(i)
+                    found = True
+            if not found:
+                raise
+    else:
+        result = None
+    return result, keep, [failures[i] for i in sorted(failures)], files
+
+
+def _as_ragged(result, keep, failures, files, empty):
+    """A skipped batch's (B', N, ...) tokens as a Ragged (the form of a fixed-count pxbatch shard:
+    offsets i * N, grid (1, 1, N): tokens in the program's order), with its index and failures;
+    empty(): the (0, ...) tokens when every image failed."""
+    from .ragged import Ragged
+    np = _np()
+    b = len(keep)
+    if result is None:
+        tokens, n = empty(), 0
+    else:
+        n = int(result.shape[1])
+        tokens = result.reshape((b * n,) + tuple(result.shape[2:]))
+    r = Ragged(tokens, np.arange(b + 1, dtype=np.int64) * n, np.tile(np.array([1, 1, n], np.int64), (b, 1)), None)
+    r.index, r.failures = np.array(keep, dtype=np.int64), failures
+    kept = [files[i] for i in keep]
+    r.files = kept if any(f is not None for f in kept) else None
+    return r
 
 # ---- resolution policies --------------------------------------------------------------------------
 
@@ -1029,6 +1171,8 @@ class Runner:
                 return s
         raise UsageError("usage: the program has no patch atlas output")
 
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def run(self, *image: Array, fixation: Fixation = None, fixation_units: str = "normalized",
@@ -1069,6 +1213,9 @@ class Runner:
             self._prepare(key, image[0], [(s.index, 0) for s in outs], None)
         return {s.name: r[0] for s, r in zip(outs, res)}
 
+    @_with_alpha
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def patches(self, *image: Array, slot: str | int | None = None, out: Array | None = None,
@@ -1174,11 +1321,13 @@ class Runner:
             raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
         return bound, sizes.pop()
 
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def run_batch(self, images: Batch | None = None, fixations: Fixation = None, fixation_units: str = "normalized",
                   fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
-                  **inputs: Batch) -> dict[str, Array]:
+                  on_error: str = "raise", **inputs: Batch) -> dict[str, Array]:
         """Runs the program on a batch (a (B, ...) array or tensor, or a list): {name: (B, H, W, 4)}.
         On the GPU each plan step is one launch for the whole batch. fixations: (B, 2) (or
         (B, K, 2)) normalized to the first input, one per item, host or CUDA (converted on the
@@ -1188,7 +1337,20 @@ class Runner:
         sizes: each is resized (on the host, a copy) to the slot's size, then one batch runs.
         Into an any-size input with no resizing policy (None, "native", "exact") a list of
         images of different sizes runs as one batch per size, the results in the list's order.
-        size: as for run (every image brought to it, then one batch)."""
+        size: as for run (every image brought to it, then one batch).
+
+        on_error="skip": the images that fail (a file that does not decode, a size the program
+        does not take) are left out: a BatchResult, the kept images' outputs with .index and
+        .failures as a Ragged's (see _skipping); "raise" (the default): the first failure raised."""
+        if _on_error(on_error, {"named inputs (give images=)": inputs}):
+            res, keep, failures, _ = _skipping(
+                lambda im, fx: self.run_batch(im, fx, fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                              policy=policy, size=size), images, fixations)
+            np = _np()
+            out = BatchResult(res if res is not None else
+                              {s.name: np.empty((0, 0, 0, 4), dtype=np.uint8) for s in self.program.outputs})
+            out.index, out.failures = np.array(keep, dtype=np.int64), failures
+            return out
         size, policy = self._sized(policy, size)
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
@@ -1206,6 +1368,9 @@ class Runner:
                          units=fixation_units, clamp=fixation_clamp)
         return {s.name: r for s, r in zip(outs, res)}
 
+    @_with_alpha
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
@@ -1222,16 +1387,24 @@ class Runner:
         of the executor, into `out` (sum N_i, p, p, 4) when given; see python/pxvm/ragged.py and
         docs/policies.md, Ragged batches. Into an
         any-size input, images of different sizes need no policy (one batch per size, as run_batch).
-        size: as for run_batch."""
+        size: as for run_batch. on_error="skip": the images that fail are left out and the result
+        is a Ragged for every policy (a fixed count N: offsets i * N, grid (1, 1, N)) whose index
+        and failures say which; "raise" (the default): the first failure raised, naming its image."""
         size, policy = self._sized(policy, size)
         if is_dynamic(policy):
             self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
             return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error)
         if device is not None:
             raise UsageError("usage: device= is for policy dynamic (other patches follow their images' device)")
-        if on_error != "raise":
-            raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" %
-                             (on_error,))
+        if _on_error(on_error, {"out=": out is not None, "with_geometry": with_geometry,
+                                "named inputs (give images=)": inputs}):
+            s = self._atlas(slot)
+            res, keep, failures, files = _skipping(
+                lambda im, fx: self.patches_batch(im, slot=slot, fixations=fx, fixation_units=fixation_units,
+                                                  fixation_clamp=fixation_clamp, policy=policy, size=size),
+                images, fixations)
+            return _as_ragged(res, keep, failures, files,
+                              lambda: _np().empty((0, s.patch_h, s.patch_w, 4), dtype=_np().uint8))
         bound, b = self._batch_inputs(images, inputs)
         groups = self._size_groups(bound, policy)
         if groups:  # images of several sizes into an any-size input: one batch per size
@@ -1286,6 +1459,8 @@ class Runner:
         return arr
 
 
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=False)
     @_locked
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
@@ -1294,6 +1469,8 @@ class Runner:
         fixation=None) -> (N, 3, p, p). See pxvm.tokens.tokens."""
         return _tokens.tokens(self, *image, **kwargs)
 
+    @_with_exif
+    @_like_images()
     @_naming_paths(batched=True)
     @_locked
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
@@ -1315,6 +1492,7 @@ class Runner:
 _pyramid_cache = _LRU(PYRAMID_SIZES, PYRAMID_BYTES)
 
 
+@_like_images(skip=0)
 def pyramid(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
     """The full mip chain of an image under the PYRAMID rule ((a+b+c+d+2)>>2 per 2x2 block, OpenGL
     sizes), computed by the VM: a list of (h, w, 4) arrays, level 0 first."""

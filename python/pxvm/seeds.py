@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from . import _capi
 from .errors import UsageError, _check
-from ._arrays import _describe, _is_torch, _np, _torch
+from ._arrays import _describe, _is_torch, _np, _torch, like_images as _like_images
 from .program import Program
 from .runner import Runner, _LRU, _slot_bytes
 from .tokens import LAYOUTS, _new_output, _shape as _token_shape, positions_from_geometry, token_format
@@ -203,11 +203,10 @@ def _per_item(name: str, v: Any, batch: int | None) -> list[float]:
 
 
 def _dtype(dtype: Any) -> str:
-    """The name in DTYPES of a name, a NumPy dtype or a torch dtype."""
-    name = dtype if isinstance(dtype, str) else str(dtype).replace("torch.", "")
-    if isinstance(dtype, type):  # np.float32 and friends
-        name = dtype.__name__
-    if name not in DTYPES:
+    """The name in DTYPES of a name, a NumPy dtype or a torch dtype (tokens.dtype_name's rule)."""
+    from .tokens import dtype_name
+    name = dtype_name(dtype)
+    if not isinstance(name, str) or name not in DTYPES:
         raise UsageError("usage: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
     return name
 
@@ -324,6 +323,7 @@ def _pyramid_runner(w: int, h: int, executor: str, device: int) -> Runner:
     return _cache.runner(("pyramid", w, h), lambda: Program.assemble(text, "<pyramid>"), executor, device)
 
 
+@_like_images(skip=0)
 def generate_mipmaps(image: Array, executor: str = "cpu", device: int = 0) -> list[numpy.ndarray]:
     """The full mip chain of an image (or a batch) as the VM's PYRAMID computes it: level l+1 =
     (a+b+c+d+2)>>2 over 2x2 blocks of level l, OpenGL sizes (floor halving down to 1x1), exact

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from . import _capi
 from .errors import UsageError, _check
-from ._arrays import _np, _is_torch, _torch
+from ._arrays import _np, _is_torch, _torch, like_images as _like_images
 
 if TYPE_CHECKING:
     from ._arrays import Array, Fixation
@@ -34,6 +34,7 @@ class Stream:
             raise UsageError("usage: a stream binds its frames to the program's one input (it has %d)" % len(ins))
         self.frames = 0
 
+    @_like_images()
     def push(self, frame: Array, dirty: Iterable[Sequence[int]] | None = None, fixation: Fixation = None,
              out: Array | None = None, fixation_units: str = "normalized",
              fixation_clamp: bool = False) -> tuple[Array, Array]:

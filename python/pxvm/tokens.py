@@ -15,7 +15,7 @@ Where the tensor lives, and who owns it:
   __cuda_array_interface__ on the runner's CUDA device, or a host NumPy array / torch tensor),
   nothing copied; CUDA memory is written on torch's current stream (CuPy's when torch is absent);
 - without out=: CUDA inputs (cuda executor) give a new torch CUDA tensor (CuPy when torch is
-  absent); host inputs give a new NumPy array, except bfloat16: NumPy has none, so a torch CPU
+  absent); torch CPU inputs a torch CPU tensor; NumPy inputs give a new NumPy array, except bfloat16: NumPy has none, so a torch CPU
   tensor (torch.bfloat16), or, without torch, a UsageError: pass out=<uint16 NumPy array> to get
   the raw bfloat16 bits instead (the only place where bits stand for values, asked for by name).
 NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy).
@@ -23,7 +23,7 @@ NumPy results share their memory with torch.from_dlpack(result) (DLPack, no copy
 With policy "dynamic" (a program from a "uniform" plan), tokens_batch gives a pxvm.ragged.Ragged:
 each image at its own size, the packed [sum N_i, ...] tokens written by one executor call
 (python/pxvm/ragged.py), the same dtypes, layouts, out= and owners as above. dtype may also be
-a torch dtype (torch.bfloat16).
+a torch dtype (torch.bfloat16) or a NumPy one (np.float16).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
                  alpha: bool = False) -> _capi.TokenFormat:
     """The library's pxvm_token_format for these arguments (checked here for names, by the library
     for values: a UsageError naming what is wrong)."""
+    dtype = dtype_name(dtype)
     if not isinstance(dtype, str) or dtype not in DTYPES:  # a list is no name (nor hashable)
         raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
     if not isinstance(layout, str) or layout not in LAYOUTS:
@@ -116,12 +117,19 @@ _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1}
 
 
 def dtype_name(dtype):
-    """dtype= as its name: a name as it is, a torch dtype (torch.bfloat16) as its name; anything
-    else as it is (token_format then says what is wrong with it)."""
+    """dtype= as its name, the one rule wherever a dtype is taken: a name as it is; a torch dtype
+    (torch.bfloat16) or a NumPy one (np.float16, np.dtype("float32")) as its name ("bfloat16",
+    "uint8"); anything else as it is (token_format then says what is wrong with it)."""
+    if isinstance(dtype, str):
+        return dtype
+    name = None
     if _is_torch(dtype):
         name = str(dtype).rpartition(".")[2]
-        return name if name in DTYPES else dtype
-    return dtype
+    else:
+        np = _np()
+        if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+            name = np.dtype(dtype).name
+    return name if name in DTYPES or name == "uint8" else dtype  # another: named as given in the error
 
 
 def _destination(out, shape, dtype, runner, executor):
@@ -337,7 +345,8 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
     (python/pxvm/ragged.py); images may be paths of PNG/JPEG files. dtype may also be a torch
     dtype (torch.bfloat16). device="cuda" puts the tokens on the runner's GPU whatever the images
     (host arrays and files are resized there: the tensor a model takes, written once).
-    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which)."""
+    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which),
+    for every policy: a fixed count N gives a Ragged too, as patches_batch's."""
     size, policy = runner._sized(policy, size)
     dtype = dtype_name(dtype)
     if is_dynamic(policy):
@@ -347,10 +356,16 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
                             out, device, on_error)
     if device is not None:
         raise UsageError("usage: device= is for policy dynamic (other tokens follow their images' device)")
-    if on_error != "raise":
-        raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" % (on_error,))
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha)
+    from .runner import _as_ragged, _on_error, _skipping
+    if _on_error(on_error, {"out=": out is not None, "named inputs (give images=)": inputs}):  # as patches_batch
+        res, keep, failures, files = _skipping(
+            lambda im, fx: runner.tokens_batch(im, fx, dtype=dtype, normalize=normalize, layout=layout, alpha=alpha,
+                                               slot=slot, fixation_units=fixation_units, fixation_clamp=fixation_clamp,
+                                               policy=policy, size=size), images, fixations)
+        return _as_ragged(res, keep, failures, files, lambda: _new_output(
+            token_shape(0, s.patch_h, s.patch_w, 4 if alpha else 3, layout), dtype, False, runner)[0])
     bound, b = runner._batch_inputs(images, inputs)
     bound = runner._apply_policy(bound, policy, True, size)
     shape = (b,) + _shape(s, 4 if alpha else 3, layout)

@@ -102,7 +102,7 @@ def test_every_layout_gives_the_same_bytes(foveate, photo):
         assert np.array_equal(r.patches(x), want_grey), name
     assert np.array_equal(r.patches(torch.from_numpy(photo)), r.patches(photo))
     out = r.patches(torch.from_numpy(photo))
-    assert isinstance(out, np.ndarray)  # host in, NumPy out
+    assert isinstance(out, torch.Tensor) and out.device.type == "cpu"  # torch in, torch out (issue 41)
 
 
 def test_out_receives_the_patches(foveate, photo):

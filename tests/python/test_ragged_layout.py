@@ -347,5 +347,5 @@ def test_a_repeated_view_resized_once_gives_the_bytes_of_copies(runner, photos):
     assert np.array_equal(np.asarray(same.tokens).view(np.uint32), np.asarray(copies.tokens).view(np.uint32))
     a = photos[0]
     mixed = runner.patches_batch([a, a, a.copy(), a, a], policy="stretch", size=(56, 28), temporal=5)
-    one = runner.patches_batch([a], policy="stretch", size=(56, 28))
+    one = runner.patches_batch([a], policy="stretch", size=(56, 28), merge=1)
     assert all(np.array_equal(np.asarray(mixed.tokens)[:, f], np.asarray(one.tokens)) for f in range(5))

@@ -142,13 +142,22 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
 
 /* Applies a resolution policy to w x h RGBA8 pixels (contiguous) for an out_w x out_h input slot,
  * on the host: *out (out_w x out_h RGBA8, released with pxvm_free) is a copy when the sizes are
- * equal (any policy); otherwise policy is
+ * equal (any policy but crop, which always applies its rule); otherwise policy is
  *   "exact"               (or NULL; "" is a bad text): another size is a usage error;
  *   "native"              as exact here (the image is bound as it is: an any-size input takes
  *                         any size, which pxvm_runner_bind does without this call);
  *   "stretch[:FILTER]"    resized to out_w x out_h, aspect not kept;
  *   "fit[:FILTER][:PAD]"  letterboxed: resized with its aspect kept and centred, the bars PAD
  *                         ("R,G,B[,A]" or hex "RRGGBB[AA]", default 0,0,0,255);
+ *   "crop[:short=S][:FILTER]"  CLIP/LLaVA's (transformers 4.x get_resize_output_image_size
+ *                         with default_to_square=False, then center_crop): the short side
+ *                         resized to S (1..2^24, default max(out_w, out_h)), the long side to
+ *                         int(S * long / short) (one double division, truncated; short == S
+ *                         keeps the size), then the centre out_w x out_h of it, top =
+ *                         floor((h' - out_h) / 2), left likewise; a resized side under the
+ *                         crop's is centred on pad (0, 0, 0, 255) at -floor((h' - out_h) / 2) =
+ *                         ceil((out_h - h') / 2), as transformers pads with zeros. Only the kept
+ *                         texels are computed. A long side past 2^24 is a usage error naming it;
  *   "dynamic[:KEYS][:FILTER]"  resized to out_w x out_h as stretch does: pass the size
  *                         pxvm_policy_dynamic_size gives (the slot follows the image);
  * FILTER nearest, box, bilinear, hamming, bicubic (default) or lanczos. The bytes are those of
@@ -438,11 +447,19 @@ typedef struct pxvm_token_format {
     int nvalues;    /* values given in mean[] and std[]: 3, or with alpha 3 (A: mean 0, std 1) or 4 */
     double rescale; /* r, a positive finite float32 once rounded (presets: 1/255) */
     double mean[4], std[4]; /* finite float32 once rounded; std not 0 */
+    int rule;       /* pxvm_token_rule: how x is computed (0, the rule above, for old callers) */
 } pxvm_token_format;
+/* The float rule of a token format (isa/SPEC.md, "Tokens for models"):
+ *   PXVM_TOKENS_RULE_FLOAT32            x = fl32(fl32(u) * r), r = fl32(rescale) (the rule above);
+ *   PXVM_TOKENS_RULE_RESCALE_FLOAT64    x = fl32(u * rescale) in IEEE double, rescale NOT rounded
+ *                                       to float32 first: transformers 4.x's Pillow-based image
+ *                                       processors (image_transforms.rescale);
+ * then y = fl32(fl32(x - m_c) / s_c) in binary32 for both (image_transforms.normalize). */
+typedef enum pxvm_token_rule { PXVM_TOKENS_RULE_FLOAT32 = 0, PXVM_TOKENS_RULE_RESCALE_FLOAT64 = 1 } pxvm_token_rule;
 /* Fills *fmt with preset `name`: "clip" (mean 0.48145466, 0.4578275, 0.40821073, std
  * 0.26862954, 0.26130258, 0.27577711), "siglip" (0.5 x3, 0.5 x3), "imagenet" (0.485, 0.456,
  * 0.406 / 0.229, 0.224, 0.225) or "none" (mean 0, std 1: rescale only); rescale 1/255, float32,
- * NCHW, no alpha. PXVM_USAGE naming the name if there is no such preset. */
+ * NCHW, no alpha, rule PXVM_TOKENS_RULE_FLOAT32 (set rule to 1 for transformers 4.x's values). PXVM_USAGE naming the name if there is no such preset. */
 int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt);
 /* After a run: the tokens of atlas slot `slot` of items first_item .. first_item+items-1 into
  * dst, contiguous [items][N]... in fmt's layout and dtype (items * N * C * ph * pw values).
@@ -463,8 +480,9 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
  * Every byte is the RESIZE rule's (Pillow's Image.resize: isa/SPEC.md, RESIZE), then, with a
  * token format, the table rule of pxvm_runner_read_tokens; both executors give the same bits.
  *   policy   "dynamic[:KEYS][:FILTER]": image i becomes pxvm_policy_dynamic_size's w_i' x h_i'
- *            (out_w, out_h 0); "stretch[:FILTER]", "fit[:FILTER][:PAD]" or "exact": every image
- *            becomes out_w x out_h (multiples of patch), as pxvm_image_fit gives it.
+ *            (out_w, out_h 0); "stretch[:FILTER]", "fit[:FILTER][:PAD]", "crop[:short=S][:FILTER]"
+ *            or "exact": every image becomes out_w x out_h (multiples of patch), as
+ *            pxvm_image_fit gives it.
  * Image i gives N_i = (w_i' / patch) * (h_i' / patch) tiles; pxvm_ragged_plan gives the sizes and
  * offsets before any pixel is read, to size dst. */
 typedef struct pxvm_ragged {
@@ -478,6 +496,19 @@ typedef struct pxvm_ragged {
     int dst_device;
     size_t dst_bytes;        /* dst's size: at least what the tiles take (checked, never overrun) */
     int failed;              /* out: after an error about one image, its index; -1 otherwise */
+    /* The order of an image's tiles. 0 or 1: row-major. m >= 2: m x m windows, windows row-major,
+     * the m * m tiles row-major inside a window (Qwen2-VL's processor order: its reshape to
+     * (gh/m, m, gw/m, m) and transpose); each image's grid sides must be multiples of m, else
+     * PXVM_USAGE naming the image and its grid (policy dynamic with merge=m always gives such). */
+    int merge;
+    /* Frames per token. 0 or 1: one image per item, as above. T >= 2: images come in groups of T
+     * consecutive images (n a multiple of T) of one resized size (else PXVM_USAGE naming the
+     * image); group g is item g, whose N tokens each hold T frames: with fmt NCHW or FLAT a token
+     * is [C][T][ph][pw] (Qwen2-VL's flattening of (C, T, p, p)), NHWC [T][ph][pw][C], RGBA8 tiles
+     * (fmt NULL) [T][p][p][4]. dst takes the same bytes as with T = 1 (offsets[n] tiles of one
+     * frame each); pxvm_ragged_plan's per-image offsets still hold: item g's tokens start at
+     * offsets[g * T] / T, and there are offsets[n] / T tokens in all. */
+    int temporal;
 } pxvm_ragged;
 /* Sizes only: for n images of sizes wh[2i], wh[2i+1], their resized sizes into out_wh[2i..] (may
  * be NULL) and the tile offsets into offsets[0..n] (offsets[0] = 0, offsets[n] = sum N_i: the
@@ -498,8 +529,8 @@ int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n,
  * argument error. */
 int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
 
-/* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]"
- * or "exact") to out_w x out_h (0, 0: the slot's size; an any-size input needs them) where the
+/* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]",
+ * "crop[:short=S][:FILTER]" or "exact") to out_w x out_h (0, 0: the slot's size; an any-size input needs them) where the
  * executor keeps its data (cuda: on its GPU, from host memory or CUDA memory of its device): the
  * bytes pxvm_image_fit gives, bound as pxvm_runner_bind binds them. The view may be reused when
  * the call returns. A bad policy, native or dynamic (the slot takes one size here: dynamic tokens

@@ -69,6 +69,9 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
         }
         if (dynamic && px_dynamic_size(pol, w, h, &ow, &oh, err) < 0)
             return px__about(err, i, failed);
+        px_policy_geom g;
+        if (pol->kind == PX_POLICY_CROP && px_policy_geometry(pol, w, h, ow, oh, &g, err) < 0)
+            return px__about(err, i, failed);
         if (pol->kind == PX_POLICY_EXACT && (w != ow || h != oh)) {
             char m[128];
             snprintf(m, sizeof m, "policy exact: a %dx%d image is not %dx%d", w, h, ow, oh);
@@ -86,6 +89,42 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
         if (out_wh)
             out_wh[2 * i] = ow, out_wh[2 * i + 1] = oh;
         offsets[i + 1] = offsets[i] + tiles;
+    }
+    return 0;
+}
+
+/* The tile order and frames of a batch (pxvm_ragged's merge and temporal) against its images'
+ * resized sizes (out_wh): values in range, n a multiple of T, one size per group
+ * of T images, grid sides multiples of merge. 0, or -1 with *err set (naming the image). */
+static int px__layout_check(const pxvm_ragged *t, int n, const int *out_wh, int *failed, pxvm_error *err)
+{
+    char m[200];
+    if (t->merge < 0 || t->merge > PX_RESIZE_MAX_SIDE || t->temporal < 0 || t->temporal > 65536) {
+        snprintf(m, sizeof m, "tiles: merge %d and temporal %d: merge is 0..2^24 (0, 1: row-major), temporal 0..65536 "
+                 "(0, 1: one image per item)", t->merge, t->temporal);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    int T = t->temporal > 1 ? t->temporal : 1, mg = t->merge > 1 ? t->merge : 1;
+    if (n % T) {
+        snprintf(m, sizeof m, "tiles: temporal %d takes the images in groups of %d frames; %d images are not whole "
+                 "groups", T, T, n);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    for (int i = 0; i < n; i++) {
+        int w = out_wh[2 * i], h = out_wh[2 * i + 1], g0 = i - i % T;
+        if (w != out_wh[2 * g0] || h != out_wh[2 * g0 + 1]) {
+            snprintf(m, sizeof m, "temporal %d: resized to %dx%d, but image %d, the first frame of its group, is %dx%d "
+                     "(a group's frames share one size)", T, w, h, g0, out_wh[2 * g0], out_wh[2 * g0 + 1]);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
+        int gw = w / t->patch, gh = h / t->patch;
+        if (gw % mg || gh % mg) {
+            snprintf(m, sizeof m, "merge %d: its grid of %dx%d tiles (w x h, resized to %dx%d) is not made of %dx%d "
+                     "windows", mg, gw, gh, w, h, mg, mg);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
     }
     return 0;
 }
@@ -116,6 +155,14 @@ static int px__view_meets_dst(const pxvm_view *v, const void *dst, int dst_devic
     return first < (unsigned __int128)d + bytes && last >= (unsigned __int128)d;
 }
 
+/* Whether two views show the same pixels the same way (the same memory, sizes and strides). */
+static int px__same_view(const pxvm_view *a, const pxvm_view *b)
+{
+    return a->data == b->data && a->device == b->device && a->w == b->w && a->h == b->h &&
+           a->channels == b->channels && a->row_stride == b->row_stride && a->px_stride == b->px_stride &&
+           a->ch_stride == b->ch_stride;
+}
+
 int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ragged *t, pxvm_token_table *table,
                      uint64_t max_memory, pxvm_error *err)
 {
@@ -144,22 +191,35 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
     if (!rc)
         rc = px_ragged_sizes(t->policy, t->patch, t->out_w, t->out_h, n, wh, &job->policy, wh + 2 * n, off,
                             job->failed, err);
+    if (!rc)
+        rc = px__layout_check(t, n, wh + 2 * n, job->failed, err);
     if (!rc && t->fmt && pxvm_token_table_build(t->fmt, table, err) < 0)
         rc = -1;
     if (!rc) {
+        int T = t->temporal > 1 ? t->temporal : 1;
         job->n = n, job->patch = t->patch, job->table = t->fmt ? table : NULL;
+        job->merge = t->merge > 1 ? t->merge : 1, job->temporal = T;
         job->fit = job->policy.kind == PX_POLICY_FIT;
         job->pad = (uint32_t)job->policy.pad[0] | (uint32_t)job->policy.pad[1] << 8 |
                    (uint32_t)job->policy.pad[2] << 16 | (uint32_t)job->policy.pad[3] << 24;
         size_t pp = (size_t)t->patch * (size_t)t->patch;
-        job->tile_bytes = table ? pp * (size_t)table->channels * (size_t)table->elem : pp * 4u;
-        job->tiles = off[n];
+        job->tile_bytes = (table ? pp * (size_t)table->channels * (size_t)table->elem : pp * 4u) * (size_t)T;
+        job->tiles = off[n] / T; /* a group's images have one size: off[g * T] is T times its item's first token */
         job->dst = t->dst, job->dst_device = t->dst_device, job->max_memory = max_memory;
         for (int i = 0; i < n; i++) {
             px_ragged_image *im = &job->img[i];
             im->v = views[i], im->w = wh[2 * (n + i)], im->h = wh[2 * (n + i) + 1];
-            im->tile0 = off[i], im->tiles = off[i + 1] - off[i];
+            im->tile0 = off[i - i % T] / T, im->tiles = off[i + 1] - off[i], im->frame = i % T;
+            px_policy_geometry(&job->policy, im->v.w, im->v.h, im->w, im->h, &im->g, err); /* checked by the plan */
+            im->nframes = 1;
         }
+        /* a frame that shows its group's previous view again (Qwen2-VL's still image, given T
+         * times) is written by the first of the run: one resize (the host's; cuda resizes each) */
+        for (int i = 1, lead = 0; i < n; i++)
+            if (job->img[i].frame > 0 && px__same_view(&views[i - 1], &views[i]))
+                job->img[i].nframes = 0, job->img[lead].nframes++;
+            else
+                lead = i;
         unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
         size_t align = table && t->fmt ? (size_t)table->elem : 1u;
         if (t->dst && (uintptr_t)t->dst % align) {
@@ -192,7 +252,7 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
 int px_ragged_op(const px_ragged_job *job, int i, px_resize_op *op, pxvm_error *err)
 {
     const px_ragged_image *im = &job->img[i];
-    if (px_resize_op_sizes(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, job->pad, op, err) < 0)
+    if (px_resize_op_window(im->v.w, im->v.h, &im->g, job->policy.filter, job->pad, op, err) < 0)
         return px__about(err, i, job->failed);
     return 0;
 }
@@ -232,45 +292,40 @@ static void px__canvas_row(const px__canvas *c, int y, int w, uint32_t *row)
         row[x] = c->pad;
 }
 
-/* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row. */
+/* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row,
+ * at its token (px_ragged_token: the job's order) and its frames' values (px_ragged_value): its
+ * own frame and the nframes - 1 after it that show the same view. */
 static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im, const px__canvas *c, uint32_t *row)
 {
-    const int p = job->patch, gw = im->w / p;
+    const int p = job->patch, gw = im->w / p, T = job->temporal;
     const pxvm_token_table *t = job->table;
-    const size_t pp = (size_t)p * (size_t)p;
     uint8_t *base = (uint8_t *)job->dst + (size_t)im->tile0 * job->tile_bytes;
     for (int y = 0; y < im->h; y++) {
         int ty = y / p, r = y % p;
         px__canvas_row(c, y, im->w, row);
         for (int tx = 0; tx < gw; tx++) {
-            uint8_t *out = base + ((size_t)ty * (size_t)gw + (size_t)tx) * job->tile_bytes;
+            uint8_t *out = base + (size_t)px_ragged_token(tx, ty, gw, job->merge) * job->tile_bytes;
             const uint32_t *s = row + (size_t)tx * (size_t)p;
-            if (!t) {
-                memcpy(out + 4u * (size_t)r * (size_t)p, s, 4u * (size_t)p);
-                continue;
-            }
-            for (int ch = 0; ch < t->channels; ch++) {
-                const uint32_t *tab = t->value[ch];
-                int sh = 8 * ch;
-                if (t->layout == PXVM_TOKENS_NHWC) {
-                    size_t o = (size_t)r * (size_t)p * (size_t)t->channels + (size_t)ch;
-                    for (int q = 0; q < p; q++, o += (size_t)t->channels) {
-                        uint32_t value = tab[(s[q] >> sh) & 255u];
-                        if (t->elem == 4)
-                            memcpy(out + 4u * o, &value, 4);
-                        else {
-                            uint16_t h = (uint16_t)value;
-                            memcpy(out + 2u * o, &h, 2);
-                        }
+            for (int f = im->frame; f < im->frame + im->nframes; f++) {
+                if (!t) {
+                    memcpy(out + px_ragged_value(0, f, 0, r, p, T, 4, 0), s, 4u * (size_t)p);
+                    continue;
+                }
+                int planar = t->layout != PXVM_TOKENS_NHWC;
+                for (int ch = 0; ch < t->channels; ch++) {
+                    const uint32_t *tab = t->value[ch];
+                    int sh = 8 * ch;
+                    size_t o = px_ragged_value(ch, f, 0, r, p, T, t->channels, planar);
+                    size_t step = planar ? 1u : (size_t)t->channels; /* from texel q to q + 1 */
+                    if (t->elem == 4) {
+                        uint32_t *d = (uint32_t *)(void *)out + o;
+                        for (int q = 0; q < p; q++)
+                            d[(size_t)q * step] = tab[(s[q] >> sh) & 255u];
+                    } else {
+                        uint16_t *d = (uint16_t *)(void *)out + o;
+                        for (int q = 0; q < p; q++)
+                            d[(size_t)q * step] = (uint16_t)tab[(s[q] >> sh) & 255u];
                     }
-                } else if (t->elem == 4) {
-                    uint32_t *o = (uint32_t *)(void *)(out + 4u * ((size_t)ch * pp + (size_t)r * (size_t)p));
-                    for (int q = 0; q < p; q++)
-                        o[q] = tab[(s[q] >> sh) & 255u];
-                } else {
-                    uint16_t *o = (uint16_t *)(void *)(out + 2u * ((size_t)ch * pp + (size_t)r * (size_t)p));
-                    for (int q = 0; q < p; q++)
-                        o[q] = (uint16_t)tab[(s[q] >> sh) & 255u];
                 }
             }
         }
@@ -281,6 +336,8 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
 {
     const px_ragged_image *im = &job->img[i];
     const pxvm_view *v = &im->v;
+    if (!im->nframes) /* the frame before it shows the same view and writes this frame too */
+        return 0;
     int sw = v->w, sh = v->h, C = v->channels;
     /* the resize reads interleaved rows, top down, each after the last: a view of other strides
      * (planar, padded pixels, rows bottom-up or overlapping) is packed first */
@@ -298,20 +355,25 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
                         ((const uint8_t *)v->data)[y * v->row_stride + x * v->px_stride + c * v->ch_stride];
         src = packed, sstride = (int64_t)sw * C;
     }
-    int nw, nh, ox, oy;
-    px_resize_fit(sw, sh, im->w, im->h, job->fit, &nw, &nh, &ox, &oy);
-    px__canvas c = {src, sstride, C, ox, oy, nw, nh, job->pad};
+    px_resize_op op;
+    if (px_resize_op_window(sw, sh, &im->g, job->policy.filter, job->pad, &op, err) < 0) {
+        free(packed);
+        return px__about(err, i, NULL);
+    }
+    int nw = op.cw, nh = op.ch;
+    src += op.src_y * sstride + (int64_t)op.src_x * C; /* a crop's window of an axis not resized */
+    px__canvas c = {src, sstride, C, op.cx, op.cy, nw, nh, job->pad};
     uint8_t *tmp = NULL;
     int rc = 0;
-    if (nw != sw || nh != sh) {
+    if (!op.copy) {
         tmp = malloc((size_t)nw * (size_t)nh * (size_t)C);
         if (!tmp)
             rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * nh * C);
         else
-            rc = px_resize_rgba8_threads(src, sw, sh, sstride, tmp, nw, nh, (int64_t)nw * C, job->policy.filter, C,
-                                         threads, err);
+            rc = px_resize_op_threads(&op, src, sstride, tmp, (int64_t)nw * C, C, threads, err);
         c.px = tmp, c.stride = (int64_t)nw * C;
     }
+    px_resize_op_free(&op);
     uint32_t *row = rc ? NULL : malloc((size_t)im->w * 4u);
     if (!rc && !row)
         rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)im->w * 4ull);

@@ -7,6 +7,7 @@
 #ifndef PX_RAGGED_H
 #define PX_RAGGED_H
 
+#include "ragged_index.h"
 #include "resize.h"
 #include "tokens.h"
 #include "vm.h"
@@ -20,7 +21,12 @@ extern "C" {
 typedef struct px_ragged_image {
     pxvm_view v;
     int w, h;
-    int64_t tile0, tiles;
+    int64_t tile0, tiles; /* the first token of the image's item (its group's), its tiles */
+    int frame;            /* its frame in the item's tokens: i % temporal */
+    int nframes;          /* the host writes frames frame .. frame + nframes - 1 from this image's
+                           * resize (the next images of its group that show the same view); 0:
+                           * an earlier image writes this one's (the cuda executor ignores it) */
+    px_policy_geom g;     /* where the policy puts it on its canvas (fit's bars, crop's window) */
 } px_ragged_image;
 
 /* The most tiles one batch gives (offsets stay int64 and dst's bytes a product that fits: a tile
@@ -35,8 +41,10 @@ typedef struct px_ragged_job {
     uint32_t pad;                 /* R | G << 8 | B << 16 | A << 24 */
     int patch;
     const pxvm_token_table *table; /* NULL: RGBA8 tiles */
-    size_t tile_bytes;            /* the bytes of one tile in dst */
-    int64_t tiles;                /* the batch's */
+    int merge;                    /* the tiles' order (ragged_index.h): 1 row-major, m >= 2 windows */
+    int temporal;                 /* frames per token, 1.. */
+    size_t tile_bytes;            /* the bytes of one token in dst (temporal frames of a tile) */
+    int64_t tiles;                /* the batch's tokens */
     void *dst;
     int dst_device;
     uint64_t max_memory;          /* the runner's budget for what a call holds */
@@ -55,7 +63,8 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
                      uint64_t max_memory, pxvm_error *err);
 void px_ragged_job_free(px_ragged_job *job);
 
-/* Image i's RESIZE (its view's size into its canvas, the job's fit, filter and pad). */
+/* Image i's RESIZE (its view's size into its canvas by its geometry, the job's filter and pad;
+ * a crop computes only the texels it keeps). */
 int px_ragged_op(const px_ragged_job *job, int i, px_resize_op *op, pxvm_error *err);
 
 /* The host work of image i: resized into scratch (the op's content, view's channel count) then

@@ -16,7 +16,8 @@ from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
 from ._arrays import like_images as _like_images
 from .program import Program
-from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
+from .ragged import (canonical_policy, image_hw, is_dynamic, ragged_batch, ragged_layout, ragged_size, resized_on_gpu,
+                     wants_ragged)
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -581,7 +582,7 @@ def _policy_image(x, w, h, policy):
         raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
                          (tuple(np.shape(x)),))
     H, W, C = a.shape
-    if (H, W) == (h, w):
+    if (H, W) == (h, w) and not policy.startswith("crop"):  # crop resizes by the short side, at any size
         return x
     a = np.ascontiguousarray(a)  # its own channels: the library widens them to RGBA
     out = ctypes.c_void_p()
@@ -1133,7 +1134,7 @@ class Runner:
         """One image for a w x h slot by `policy`, resized where it is: a CUDA tensor on the cuda
         executor's GPU (ragged.resized_on_gpu: it stays there, and so do the outputs), a host image
         on the host (_policy_image: host in, host out); x itself when it is already w x h."""
-        if image_hw(x) == (h, w):  # bound as it is, wherever it is
+        if image_hw(x) == (h, w) and not policy.startswith("crop"):  # bound as it is (crop: by its rule)
             return x
         if self.executor == "cuda" and _describe(x).device != -1:
             return resized_on_gpu(self, x, w, h, policy)
@@ -1376,8 +1377,8 @@ class Runner:
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
-                      device: str | None = None, on_error: str = "raise",
-                      **inputs: Batch) -> Array | tuple[Array, Array]:
+                      device: str | None = None, on_error: str = "raise", merge: int | None = None,
+                      temporal: int = 1, **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
@@ -1389,11 +1390,17 @@ class Runner:
         any-size input, images of different sizes need no policy (one batch per size, as run_batch).
         size: as for run_batch. on_error="skip": the images that fail are left out and the result
         is a Ragged for every policy (a fixed count N: offsets i * N, grid (1, 1, N)) whose index
-        and failures say which; "raise" (the default): the first failure raised, naming its image."""
-        size, policy = self._sized(policy, size)
-        if is_dynamic(policy):
+        and failures say which; "raise" (the default): the first failure raised, naming its image.
+        merge (None: row-major; m: Qwen2-VL's m x m window order) and temporal (T frames per
+        tile, the images T per item, (N, T, p, p, 4)) give a Ragged for any policy (dynamic, or
+        another with size=(W, H)); see python/pxvm/ragged.py."""
+        if wants_ragged(policy, None, merge, temporal):
+            _, m, t, _ = ragged_layout(policy, None, merge, temporal)
+            out_w, out_h, policy = ragged_size(policy, size)
             self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
-            return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error)
+            return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error, size=(out_w, out_h),
+                                merge=m, temporal=t)
+        size, policy = self._sized(policy, size)
         if device is not None:
             raise UsageError("usage: device= is for policy dynamic (other patches follow their images' device)")
         if _on_error(on_error, {"out=": out is not None, "with_geometry": with_geometry,

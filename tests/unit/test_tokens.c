@@ -181,7 +181,7 @@ TEST(tokens_every_preset_dtype_layout_and_alpha_follow_the_rule)
                     if (pr < 4) {
                         CHECK(pxvm_token_format_preset(presets[pr], &f) == 0);
                     } else { /* custom, alpha's own values when kept */
-                        f = (pxvm_token_format){0, 0, 0, 3, 1.0 / 127.0, {0.1, -0.7, 3.0, 0.25}, {0.3, -2.0, 1e-3, 4.0}};
+                        f = (pxvm_token_format){0, 0, 0, 3, 1.0 / 127.0, {0.1, -0.7, 3.0, 0.25}, {0.3, -2.0, 1e-3, 4.0}, 0};
                         f.nvalues = alpha ? 4 : 3;
                     }
                     f.dtype = dtype, f.layout = layout, f.alpha = alpha;
@@ -416,11 +416,18 @@ static void px__t9(int refuse, int variant, px_tcase *c, char *msg)
     strcpy(msg, "no normalization preset 'CLIP' (presets: clip, siglip, imagenet, none)");
 }
 
+static void px__t11(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->f.rule = refuse ? 2 : PXVM_TOKENS_RULE_RESCALE_FLOAT64;
+    strcpy(msg, "rule 2 is none of float32 (0), rescale-float64 (1");
+}
+
 static const px_trule px_trules[] = {
     {"A-TOKENS-1", px__t1, 1}, {"A-TOKENS-2", px__t2, 1}, {"A-TOKENS-3", px__t3, 2},
     {"A-TOKENS-4", px__t4, 2}, {"A-TOKENS-5", px__t5, 1}, {"A-TOKENS-6", px__t6, 2},
     {"A-TOKENS-7", px__t7, 2}, {"A-TOKENS-8", px__t8, 2}, {"A-TOKENS-9", px__t9, 1},
-    {"A-TOKENS-10", px__t10, 3},
+    {"A-TOKENS-10", px__t10, 3}, {"A-TOKENS-11", px__t11, 1},
 };
 #define PX_NTRULES (sizeof px_trules / sizeof px_trules[0])
 

@@ -28,7 +28,7 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
-LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/pxvm_api.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c vm/resize_kernels.c vm/ragged.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
@@ -112,21 +112,22 @@ $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 	ln -sf libpxvm.so.$(VERSION) $(BUILD)/libpxvm.so.$(SOVERSION)
 	ln -sf libpxvm.so.$(SOVERSION) $(BUILD)/libpxvm.so
 
-# pxrun reads video files through FFmpeg's libraries: built with their headers when installed
-# (Debian's libavformat-dev libavcodec-dev libswscale-dev), the libraries opened at run time (so
-# pxrun starts where they are missing); folders, globs and raw frames need nothing.
+# The library reads video files (api/video.c: pxvm_video_*, pxrun --frames) through FFmpeg's
+# libraries: built with their headers when installed (Debian's libavformat-dev libavcodec-dev
+# libswscale-dev), the libraries opened at run time (so libpxvm loads where they are missing);
+# folders, globs and raw frames need nothing.
 FFMPEG_PKGS := libavformat libavcodec libswscale libavutil
 HAVE_FFMPEG := $(shell pkg-config --exists $(FFMPEG_PKGS) 2>/dev/null && echo 1)
 ifeq ($(HAVE_FFMPEG),1)
-$(BUILD)/tools/frames.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
-PXRUN_LIBS := -ldl
+$(BUILD)/api/video.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
+LDLIBS += -ldl
 endif
-$(BUILD)/tools/frames.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
+$(BUILD)/api/video.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
 $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
 PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
                $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
@@ -270,7 +271,7 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 fuzz-list:
 	@echo $(FUZZERS)
-# fuzz_frames reads frames through tools/frames.c (built without FFmpeg)
+# fuzz_frames reads frames through tools/frames.c (the library built without FFmpeg)
 build/fuzz/fuzz_frames: FUZZ_SRC := tools/frames.c
 build/fuzz/fuzz_frames: tools/frames.c tools/frames.h
 # float-cast-overflow: a float converted to an integer it does not fit (gcc's -fsanitize=undefined

@@ -190,15 +190,18 @@ isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 test: all video-data
 	PXVM_PYTEST=$(or $(PXVM_PYTEST),1) tests/run-tests $(BIN) $(BUILD)
 
-# OpenCV's vtest.avi (768x576, 795 frames) for the video tests, from Debian's opencv-doc package:
-# downloaded and unpacked here (no root needed); without a network the tests that need it skip.
-VIDEO_DATA := build/data/vtest.avi
+# OpenCV's vtest.avi (768x576, 795 frames, a static camera) and, with camera motion, Megamind.avi
+# (720x528, 270 frames) and tree.avi (320x240, 444 frames) for the video tests, from Debian's
+# opencv-doc package: downloaded and unpacked here (no root needed); without a network the tests
+# that need them skip.
+VIDEO_DATA := build/data/vtest.avi build/data/Megamind.avi build/data/tree.avi
 video-data: $(VIDEO_DATA)
 $(VIDEO_DATA):
 	@mkdir -p build/data/opencv-doc
 	@cd build/data/opencv-doc && { ls opencv-doc_*.deb >/dev/null 2>&1 || apt-get download opencv-doc >/dev/null 2>&1; } && \
-	    dpkg -x opencv-doc_*.deb x && cp x/usr/share/doc/opencv-doc/examples/data/vtest.avi ../vtest.avi && rm -rf x || \
-	    echo "video-data: could not fetch opencv-doc (offline?): the vtest.avi tests will skip"
+	    rm -rf x$(notdir $@) && dpkg -x opencv-doc_*.deb x$(notdir $@) && \
+	    cp x$(notdir $@)/usr/share/doc/opencv-doc/examples/data/$(notdir $@) ../$(notdir $@) && rm -rf x$(notdir $@) || \
+	    echo "video-data: could not fetch opencv-doc (offline?): the $(notdir $@) tests will skip"
 
 goldens: all
 	PXRUN=$(BIN)/pxrun tests/golden/make-goldens
@@ -323,8 +326,8 @@ docs-images: all
 	    --overlay docs/img/scanpath.png > docs/img/scanpath.txt
 	$(MAKE) video-data
 	$(BIN)/pxasm docs/plans/frame-768x576.pxs -o build/frame-768x576.pxi
-	$(BIN)/pxrun build/frame-768x576.pxi --frames $(VIDEO_DATA) --max-frames 31 --npy image=build/vf.npy
-	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames $(VIDEO_DATA) --max-frames 31 \
+	$(BIN)/pxrun build/frame-768x576.pxi --frames build/data/vtest.avi --max-frames 31 --npy image=build/vf.npy
+	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames build/data/vtest.avi --max-frames 31 \
 	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
 	PYTHONPATH=python $(PYTHON) docs/policy_picture.py tests/data/photos/coffee-tall.png dynamic:max=50000 \
 	    docs/img/policy-dynamic.png > docs/img/policy-dynamic.txt

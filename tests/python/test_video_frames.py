@@ -1,0 +1,170 @@
+"""Video files from Python and the CLI (issue 41, point 3) on OpenCV's clips (build/data, `make
+video-data`: vtest.avi, a static camera; Megamind.avi and tree.avi, camera motion): pxvm.video's
+frames are pxrun --frames' bytes; its sampling is qwen-vl-utils' (0.0.10, QwenLM/Qwen2.5-VL
+qwen-vl-utils/src/qwen_vl_utils/vision_process.py: smart_nframes, _read_video_torchvision's
+torch.linspace(0, total - 1, nframes).round()); pxrun --fixations FILE gives frame k the tokens of
+--fixation with line k; a video plan of "size": "any" is compiled at the video's frame size (==
+the plan written for that size); a memory limit hit stacking frames names their real size."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import pxvm
+from pxvm import video
+import subprocess
+
+from conftest import BIN, ROOT, pxrun
+
+
+def clip(name):
+    for p in (os.path.join(ROOT, "build", "data", name), "/usr/share/doc/opencv-doc/examples/data/" + name):
+        if os.path.exists(p):
+            return p
+    pytest.skip("%s not found (make video-data fetches it from Debian's opencv-doc)" % name)
+
+
+IDENTITY = """; the frame, nothing else: --npy image= dumps the decoded frames
+.width 16
+.slot image input 64x64 any min=8 max=4096
+HALT
+"""
+
+
+def pxrun_frames(tmp_path, path, n):
+    """The first n frames of `path` as pxrun --frames decodes them: (n, H, W, 4)."""
+    pxs = tmp_path / "identity.pxs"
+    pxs.write_text(IDENTITY)
+    pxi, npy = tmp_path / "identity.pxi", tmp_path / "frames.npy"
+    subprocess.run([os.path.join(BIN, "pxasm"), str(pxs), "-o", str(pxi)], check=True, capture_output=True)
+    pxrun(str(pxi), "--frames", path, "--max-frames", str(n), "--npy", "image=%s" % npy)
+    a = np.load(npy)
+    return a.reshape(a.shape[0], a.shape[2], a.shape[3], 4)
+
+
+@pytest.mark.parametrize("name,size,declared,count,fps", [("vtest.avi", (768, 576), 795, 795, 10.0),
+                                                           ("Megamind.avi", (720, 528), 270, 270, 23.976),
+                                                           ("tree.avi", (320, 240), 444, 68, 15.0)])
+def test_info_and_frames_equal_pxrun(tmp_path, name, size, declared, count, fps):
+    """tree.avi declares 444 frames, 376 of them empty AVI chunks: it decodes to 68 (as pxrun's)."""
+    path = clip(name)
+    i = video.info(path)
+    assert (i.width, i.height, i.frames) == (*size, declared)
+    assert video.count(path) == count
+    assert i.fps == pytest.approx(fps, rel=1e-4)
+    ref = pxrun_frames(tmp_path, path, 12)
+    got = video.frames(path)
+    assert len(got) == count
+    rgb = [f for _, f in zip(range(12), got)]
+    assert all(f.shape == (size[1], size[0], 3) and f.dtype == np.uint8 for f in rgb)
+    assert np.array_equal(np.stack(rgb), ref[..., :3])
+    rgba = [f for _, f in zip(range(12), video.frames(path, channels=4))]
+    assert np.array_equal(np.stack(rgba), ref)
+    assert sum(1 for _ in got) == count  # every frame, and a second iteration starts again
+
+
+def qwen_smart_nframes(total, video_fps, fps=None, nframes=None):
+    """qwen-vl-utils 0.0.10 smart_nframes, transcribed (FRAME_FACTOR 2, FPS 2.0, FPS_MIN_FRAMES 4,
+    FPS_MAX_FRAMES 768)."""
+    if nframes is not None:
+        n = round(nframes / 2) * 2
+    else:
+        fps = 2.0 if fps is None else fps
+        min_frames = math.ceil(4 / 2) * 2
+        max_frames = math.floor(min(768, total) / 2) * 2
+        n = total / video_fps * fps
+        n = min(min(max(n, min_frames), max_frames), total)
+        n = math.floor(n / 2) * 2
+    if not (2 <= n <= total):
+        raise ValueError(n)
+    return n
+
+
+def test_sampling_indices_equal_torch_linspace_round():
+    torch = pytest.importorskip("torch")
+    pairs = 0
+    rates = (1.0, 7.5, 10.0, 14.999925, 23.976, 25.0, 29.97, 30.0, 59.94, 60.0, 120.0)
+    for total in list(range(2, 400)) + list(range(400, 40000, 331)):
+        for video_fps in rates:
+            for fps in (0.5, 1.0, 2.0, 4.0, 8.0):
+                try:
+                    want_n = qwen_smart_nframes(total, video_fps, fps=fps)
+                except ValueError:
+                    with pytest.raises(pxvm.UsageError):
+                        video.smart_nframes(total, video_fps, fps=fps)
+                    continue
+                assert video.smart_nframes(total, video_fps, fps=fps) == want_n
+                want = torch.linspace(0, total - 1, want_n).round().long().tolist()
+                assert video.sample_indices(total, video_fps, fps=fps) == want
+                pairs += 1
+    assert pairs > 10000
+    assert video.smart_nframes(795, 10.0) == 158 and video.smart_nframes(3, 10.0) == 2
+    assert video.smart_nframes(100, 25.0, count=7) == 8  # round_by_factor(7, 2) = 8
+    with pytest.raises(pxvm.UsageError):
+        video.smart_nframes(100, 25.0, fps=2.0, count=8)
+
+
+def test_numpy_linspace_equals_torch_without_torch(monkeypatch):
+    """The NumPy path (torch not importable) gives torch.linspace(...).round() too: every
+    (total, n) up to 300 and a spread beyond, n up to 768 (the sampler's largest)."""
+    torch = pytest.importorskip("torch")
+    def no_torch():
+        raise ImportError("no torch")
+    monkeypatch.setattr(video, "_torch", no_torch)
+    checked = 0
+    for total in list(range(2, 300)) + list(range(300, 40000, 397)):
+        for n in range(2, min(total, 768) + 1, 1 if total < 300 else 11):
+            want = torch.linspace(0, total - 1, n).round().long().tolist()
+            assert video._linspace_round(total, n) == want, (total, n)
+            checked += 1
+    assert checked > 40000
+
+
+@pytest.mark.parametrize("name", ["vtest.avi", "Megamind.avi", "tree.avi"])
+def test_sampled_frames_are_the_frames_at_the_indices(tmp_path, name):
+    path = clip(name)
+    i, total = video.info(path), video.count(path)
+    got = video.frames(path, fps=2.0)
+    assert got.indices == video.sample_indices(total, i.fps, fps=2.0)
+    assert len(got) == len(got.indices) and got.sample_fps == pytest.approx(len(got) / total * i.fps)
+    c = video.frames(path, count=8)
+    want = set(got.indices) | set(c.indices)
+    every = {k: f for k, f in enumerate(video.frames(path)) if k in want}
+    frames = list(got)
+    assert len(frames) == len(got.indices)
+    for k, f in zip(got.indices, frames):
+        assert np.array_equal(f, every[k])
+    assert c.indices == video.sample_indices(total, i.fps, count=8) and len(c) == 8
+    assert np.array_equal(np.stack(list(c)), np.stack([every[k] for k in c.indices]))
+
+
+def test_start_end_seconds_and_torch_device():
+    path = clip("vtest.avi")
+    span = video.frames(path, start=1.0, end=2.0)  # frames 10..20 at 10 frames/s, both ends kept
+    assert span.indices == list(range(10, 21)) and len(span) == 11
+    every = [f for _, f in zip(range(21), video.frames(path))]
+    assert all(np.array_equal(a, every[k]) for k, a in zip(span.indices, span))
+    s = video.frames(path, fps=2.0, start=1.0, end=2.0)  # 11 frames at 10/s: 2.2 -> max(2.2, 4) = 4
+    assert s.indices == [10 + k for k in video.sample_indices(11, 10.0, fps=2.0)] and len(s) == 4
+    torch = pytest.importorskip("torch")
+    t = next(iter(video.frames(path, device="cpu")))
+    assert isinstance(t, torch.Tensor) and t.dtype == torch.uint8 and np.array_equal(t.numpy(), every[0])
+
+
+def test_errors_name_the_file(tmp_path):
+    with pytest.raises(pxvm.PxIOError, match="no/such.avi"):
+        video.info("no/such.avi")
+    text = tmp_path / "notes.avi"
+    text.write_text("not a video\n" * 10)
+    with pytest.raises(pxvm.PxIOError, match="notes.avi"):
+        video.frames(str(text))
+    path = clip("tree.avi")
+    with pytest.raises(pxvm.InvalidProgram, match="is 320x240; sides must be 1..319"):
+        video.info(path, max_side=319)
+    assert video.info(path, max_side=320).width == 320
+    with pytest.raises(pxvm.UsageError, match="tree.avi"):
+        video.frames(path, count=70)  # more than its 68 frames
+    assert len(video.frames(path, count=68)) == 68
+    with pytest.raises(pxvm.UsageError, match="channels"):
+        video.frames(path, channels=1)

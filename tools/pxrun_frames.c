@@ -20,11 +20,18 @@ typedef struct {
     size_t len, cap;
 } px__buf;
 
-static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_error *err)
+/* Appends frame n's bytes (an item of w x h texels: a slot's, or the tokens' flags) to a stack of
+ * --npy or --changed; past the memory limit, an error naming the output, the frames stacked and
+ * the item's real size. */
+static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, const char *what, long frame, int w, int h,
+                      const px_run_args *a, pxvm_error *err)
 {
-    if (b->len + n > limit)
-        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, "--npy/--changed of the frames", 0ul, 0ul,
+    if (b->len + n > limit) {
+        char name[600];
+        snprintf(name, sizeof name, "%.300s: frames 0..%ld of %.200s stacked, each", what, frame, a->frames);
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h,
                          (unsigned long long)(b->len + n), (unsigned long long)limit);
+    }
     if (b->len + n > b->cap) {
         size_t cap = (b->cap ? b->cap * 2 : 1u << 20) + n;
         uint8_t *d = realloc(b->data, cap);
@@ -261,7 +268,11 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             int shape[4];
             rc = px_run_npy_array(ops, ex, *cur, a->slot_of[2][i], &arr, shape, err);
             if (rc == 0) {
-                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, err);
+                char what[400];
+                snprintf(what, sizeof what, "--npy %.100s=%.280s", a->npys[i].slot, a->npys[i].path);
+                const pxvm_slot *s = &(*cur)->slots[a->slot_of[2][i]];
+                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, what, n, s->w,
+                                s->h, a, err);
                 pxvm_image_free(&arr);
             }
         }
@@ -272,7 +283,7 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             for (int t = 0; rc == 0 && t < tokens; t++)
                 sampled += c[t];
             if (rc == 0 && a->changed_path)
-                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, err);
+                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, "--changed", n, tokens, 1, a, err);
             free(c);
         }
         if (rc == 0 && a->do_time && mask >= 0) {

@@ -168,3 +168,21 @@ def test_errors_name_the_file(tmp_path):
     assert len(video.frames(path, count=68)) == 68
     with pytest.raises(pxvm.UsageError, match="channels"):
         video.frames(path, channels=1)
+
+
+def test_memory_limit_stacking_frames_names_their_size(tmp_path):
+    """Stacking vtest.avi's frames for --npy past --max-memory: the message names the output, the
+    frames stacked and their real size (768x576), not "0x0"; nothing is written. 20000000 bytes
+    hold 11 frames of 768x576x4 (19464192 bytes), not 12."""
+    path = clip("vtest.avi")
+    pxs, pxi = tmp_path / "identity.pxs", tmp_path / "identity.pxi"
+    pxs.write_text(IDENTITY)
+    subprocess.run([os.path.join(BIN, "pxasm"), str(pxs), "-o", str(pxi)], check=True, capture_output=True)
+    npy = tmp_path / "frames.npy"
+    r = pxrun(str(pxi), "--frames", path, "--npy", "image=%s" % npy, "--max-memory", "20000000", check=False)
+    assert r.returncode == 4
+    assert ("'--npy image=%s: frames 0..11 of %s stacked, each' is 768x576, 21233664 bytes decoded; the limit is "
+            "20000000" % (npy, path)) in r.stderr
+    assert not npy.exists()
+    pxrun(str(pxi), "--frames", path, "--npy", "image=%s" % npy, "--max-memory", "20000000", "--max-frames", "11")
+    assert np.load(npy).shape[0] == 11

@@ -125,7 +125,7 @@ endif
 $(BUILD)/api/video.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c

@@ -71,6 +71,12 @@ static const char px__usage[] =
     "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
     "                            (0.5,0.4 is its middle, left to right and top to bottom), or with\n"
     "                            px after both values level-0 texels of it (512px,300px)\n"
+    "  --fixations FILE          with --frames: a fixation per frame for the first input register,\n"
+    "                            frame k's from line k+1 of a text file, each X,Y as --fixation\n"
+    "                            takes it (normalized to the frame, or texels with px), or from row\n"
+    "                            k of a .npy (F, 2) (float32/64: normalized; int32/64: texels); a\n"
+    "                            file with fewer lines than frames is a usage error at the first\n"
+    "                            frame without one (--max-frames runs fewer)\n"
     "  --scanpath K              PLAN.json only: compile it relative to K fixations that the run\n"
     "                            finds itself (bottom-up saliency, ARGMAX with inhibition of return)\n"
     "                            and print them; logpolar and v1 plans\n"
@@ -339,7 +345,7 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
                                                "--device", "--executor", "--lenient", "--max-steps"};
         static const char *const valued[] = {"--in", "--out", "--npy", "--geometry", "--policy", "--size", "--fixation",
-                                             "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
+                                             "--fixations", "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
                                              "--frame-size", "--frame-format", "-o", "--png", "--executor",
                                              "--threads", "--device", "--repeat", "--max-side", "--max-memory",
                                              "--max-insns", "--max-steps"};
@@ -422,6 +428,8 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     bad = "at most 8 --fixation (registers 0..7)";
                 else
                     a->fix_text[a->nfix++] = val;
+            } else if (!strcmp(o, "--fixations")) {
+                a->fixfile.path = val;
             } else if (!strcmp(o, "--scanpath") && !px__parse_u64(val, &n) && n >= 1 && n <= PX_FIX_REGS) {
                 a->scanpath = (int)n;
             } else if (!strcmp(o, "--overlay")) {
@@ -489,6 +497,15 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
     /* options that would do nothing are errors */
     if (a->max_frames && !a->frames) {
         *rc = px__bad_usage("--max-frames needs --frames");
+        return -1;
+    }
+    if (a->fixfile.path && !a->frames) {
+        *rc = px__bad_usage("--fixations gives one fixation per frame: it needs --frames (--fixation X,Y sets one)");
+        return -1;
+    }
+    if (a->fixfile.path && (a->nfix || a->scanpath)) {
+        *rc = px__bad_usage(a->nfix ? "--fixations and --fixation both set the first input register: give one"
+                                    : "--fixations sets the fixations, --scanpath has the run find them: give one");
         return -1;
     }
     if ((a->frame_w || a->frame_channels) && !(a->frames && !strcmp(a->frames, "-"))) {
@@ -648,8 +665,7 @@ static int px__first_input(const pxvm_program *prog)
     return -1;
 }
 
-/* "X,Y": normalized, or texels when both numbers end in "px"; v[] out. `what` names it. */
-static int px__parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
+int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
 {
     int px[2] = {0, 0};
     const char *p = text;
@@ -740,7 +756,7 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
         double v[2];
         int texels = 0, reg = px_run_fix_reg(prog, k);
         snprintf(what, sizeof what, "--fixation '%s'", t);
-        if (px__parse_fixation(t, v, &texels, what, err) < 0)
+        if (px_run_parse_fixation(t, v, &texels, what, err) < 0)
             return -1;
         if (reg < 0 && k > 0) { /* (k = 0: the library's words for a program that takes none) */
             char msg[900], list[64] = "";
@@ -760,6 +776,14 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
                      comma + 1);
         if (pxvm_fixation_convert(prog, v, texels, q[k], what, hint, err) < 0)
             return -1;
+    }
+    if (a->fixfile.path) { /* the first input register, set at each frame (px_run_fixfile_frame) */
+        int reg = px_run_fix_reg(prog, 0);
+        char what[400];
+        snprintf(what, sizeof what, "--fixations '%.300s'", a->fixfile.path);
+        if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
+            return -1;
+        given |= 1u << reg;
     }
     return pxvm_fixation_check_set(prog, a->prog_path, given, -1,
                                    " (--fixation X,Y, normalized to the first input)", err);
@@ -811,6 +835,10 @@ int main(int argc, char **argv)
     }
     if (px__parse_args(argc, argv, &a, &rc) < 0)
         goto done;
+    if (a.fixfile.path && px_run_fixfile_load(&a.fixfile, &a.lim, &err) < 0) {
+        rc = err.code == PXE_USAGE ? px__bad_usage(err.msg) : px__die(&err);
+        goto done;
+    }
     int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
@@ -996,6 +1024,7 @@ done:
     for (int i = 0; pre && i < a.nin; i++)
         pxvm_image_free(&pre[i]);
     free(pre);
+    px_run_fixfile_free(&a.fixfile);
     for (int li = 0; li < 3; li++)
         free(a.slot_of[li]);
     free(a.ins);

@@ -239,6 +239,10 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
     int rc = npy ? 0 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     if (px__isatty2 < 0)
         px__isatty2 = isatty(2);
+    if (rc == 0 && a->fixfile.path && total >= 0 && a->fixfile.n < (a->max_frames && a->max_frames < total ? a->max_frames : total)) {
+        int32_t q[2]; /* frames counted in advance (files): too few lines is an error before any run */
+        rc = px_run_fixfile_frame(prog, a, a->fixfile.n, q, err);
+    }
     double t_start = px_run_now();
     for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
         pxvm_image img;
@@ -256,6 +260,15 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             pxvm_image_free(&img);
             rc = -1;
             break;
+        }
+        if (a->fixfile.path) { /* --fixations: this frame's, converted at its size */
+            int32_t q[2];
+            if (px_run_fixfile_frame(*cur, a, n, q, err) < 0 ||
+                ops->set_fixations(ex, 0, 1, px_run_fix_reg(*cur, 0), 1, q, -1, err) < 0) {
+                pxvm_image_free(&img);
+                rc = -1;
+                break;
+            }
         }
         double t0 = px_run_now();
         rc = pxvm_bind_image(ops, ex, fslot, &img, err);
@@ -303,6 +316,9 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
     }
     if (px__isatty2 && !a->do_time)
         fputc('\n', stderr);
+    if (rc == 0 && a->fixfile.path && n < a->fixfile.n && !a->max_frames) /* the file or the video cut short? */
+        fprintf(stderr, "pxrun: warning: --fixations '%s' has %ld %s, '%s' ended after %ld frames: the last %ld unused\n",
+                a->fixfile.path, a->fixfile.n, a->fixfile.npy ? "rows" : "lines", a->frames, n, a->fixfile.n - n);
     px_frames_close(opened); /* a source given is the caller's */
     for (int i = 0; rc == 0 && i <= a->nnpy; i++) { /* the stacks, then the changed masks */
         int k = i < a->nnpy ? a->slot_of[2][i] : atlas;

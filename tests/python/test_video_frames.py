@@ -186,3 +186,74 @@ def test_memory_limit_stacking_frames_names_their_size(tmp_path):
     assert not npy.exists()
     pxrun(str(pxi), "--frames", path, "--npy", "image=%s" % npy, "--max-memory", "20000000", "--max-frames", "11")
     assert np.load(npy).shape[0] == 11
+
+
+RELATIVE = '{"image": [720, 528], "size": "any", "budget": 64, "scheme": "logpolar", "fixation": "relative"}'
+GAZE = ["0.5,0.5", "0.25,0.3", "0.8,0.75", "100px,200px", "0.1,0.9", "700px,500px"]
+
+
+def atlas_frames(tmp_path, plan, path, n, *opts):
+    npy = tmp_path / "atlas.npy"
+    pxrun(str(plan), "--frames", path, "--max-frames", str(n), "--npy", "atlas=%s" % npy, *opts)
+    return np.load(npy)
+
+
+@pytest.mark.parametrize("name,plan", [("vtest.avi", os.path.join(ROOT, "docs", "plans", "video-vtest.json")),
+                                       ("Megamind.avi", None)])
+def test_fixations_file_frame_k_equals_fixation_of_line_k(tmp_path, name, plan):
+    """Frame k run with --fixations (a moving gaze) has the tokens of a run whose --fixation is
+    line k: the video plan of vtest.avi keeps state (DIFF, UPDATE, incremental tokens), Megamind's
+    (camera motion) is a relative logpolar plan. The same fixations as a .npy give the same bytes
+    (float64 normalized rows and int32 texel rows)."""
+    path = clip(name)
+    if plan is None:
+        plan = tmp_path / "relative.json"
+        plan.write_text(RELATIVE)
+    gaze = tmp_path / "gaze.txt"
+    gaze.write_text("\n".join(GAZE) + "\n")
+    got = atlas_frames(tmp_path, plan, path, len(GAZE), "--fixations", str(gaze))
+    assert got.shape[0] == len(GAZE)
+    for k, line in enumerate(GAZE):
+        one = atlas_frames(tmp_path, plan, path, k + 1, "--fixation", line)
+        assert np.array_equal(got[k], one[k]), (k, line)
+    assert not np.array_equal(got[0], got[1])  # the gaze moved
+    norm = tmp_path / "norm.npy"  # the normalized lines as float64, the texel lines apart
+    np.save(norm, np.array([[0.5, 0.5], [0.25, 0.3]], dtype=np.float64))
+    assert np.array_equal(atlas_frames(tmp_path, plan, path, 2, "--fixations", str(norm)), got[:2])
+    texels = tmp_path / "texels.npy"
+    np.save(texels, np.array([[100, 200], [700, 500]], dtype=np.int32))
+    t = atlas_frames(tmp_path, plan, path, 2, "--fixations", str(texels))
+    assert np.array_equal(t[0], atlas_frames(tmp_path, plan, path, 1, "--fixation", "100px,200px")[0])
+
+
+def test_fixations_file_errors_name_the_file_line_and_counts(tmp_path):
+    path = clip("vtest.avi")
+    plan = os.path.join(ROOT, "docs", "plans", "video-vtest.json")
+    gaze = tmp_path / "gaze.txt"
+    gaze.write_text("0.5,0.5\n0.4,0.4\n0.3,0.3\n")
+    out = tmp_path / "atlas.npy"
+    # 3 lines for 3 frames: accepted; for 4 frames: a usage error naming both counts, nothing written
+    pxrun(plan, "--frames", path, "--max-frames", "3", "--fixations", str(gaze), "--npy", "atlas=%s" % out)
+    out.unlink()
+    r = pxrun(plan, "--frames", path, "--max-frames", "4", "--fixations", str(gaze), "--npy", "atlas=%s" % out,
+              check=False)
+    assert r.returncode == 2 and not out.exists()
+    assert "--fixations '%s' has 3 lines (one per frame) and '%s' has more frames: frame 3 has none" % (gaze, path) \
+        in r.stderr
+    gaze.write_text("0.5,0.5\n0.4;0.4\n")
+    r = pxrun(plan, "--frames", path, "--fixations", str(gaze), check=False)
+    assert r.returncode == 2 and "--fixations '%s' line 2 ('0.4;0.4'): expected X,Y" % gaze in r.stderr
+    gaze.write_text("0.5,0.5\n768px,576px\n769px,10px\n")  # the frame's far corner is in, one texel past is not
+    r = pxrun(plan, "--frames", path, "--max-frames", "3", "--fixations", str(gaze), check=False)
+    assert r.returncode == 2 and "--fixations '%s' line 3 (frame 2)" % gaze in r.stderr and "769" in r.stderr
+    r = pxrun(plan, "--frames", path, "--fixations", str(gaze), "--fixation", "0.5,0.5", check=False)
+    assert r.returncode == 2 and "--fixations and --fixation both set the first input register" in r.stderr
+    r = pxrun(plan, "--in", "image=%s" % os.path.join(ROOT, "programs", "data", "chelsea.png"), "--fixations",
+              str(gaze), check=False)
+    assert r.returncode == 2 and "--fixations gives one fixation per frame: it needs --frames" in r.stderr
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((4, 3), dtype=np.float32))
+    r = pxrun(plan, "--frames", path, "--fixations", str(bad), check=False)
+    assert r.returncode == 2 and "--fixations '%s': a .npy of fixations must be an array (F, 2)" % bad in r.stderr
+    r = pxrun(plan, "--frames", path, "--fixations", str(tmp_path / "none.txt"), check=False)
+    assert r.returncode == 1 and "cannot read" in r.stderr and "none.txt" in r.stderr

@@ -97,7 +97,9 @@ static const char px__usage[] =
     "                            (DIFF, UPDATE, persistent slots) restarts its stream there, as at\n"
     "                            its first frame, and says so; --fixation values are set again\n"
     "                            (normalized ones: fractions of each frame); --npy of the frame\n"
-    "                            slot itself stacks frames of one size only\n"
+    "                            slot itself stacks frames of one size only. A PLAN.json of \"size\":\n"
+    "                            \"any\" that keeps state (\"video\") or a scanpath is compiled at the\n"
+    "                            first frame's size (within its bounds): one plan for every video\n"
     "  --max-frames N            with --frames: stop after N frames\n"
     "  --changed FILE.npy        with --frames: the changed-token masks of the first atlas, uint8\n"
     "                            (frames, N): 1 where the frame sampled the token again\n"
@@ -627,7 +629,64 @@ static int px__dynamic_program(px_run_args *a, const uint8_t *data, size_t len, 
     return rc;
 }
 
-static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
+/* The first input slot: what --fixation is normalized to (pxvm_fixation_ref_slot) and --overlay
+ * draws on; -1 if none. */
+static int px__first_input(const pxvm_program *prog)
+{
+    for (int k = 1; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            return k;
+    return -1;
+}
+
+/* A plan of "size": "any" that keeps state from frame to frame or finds its own fixations
+ * ("video", "scanpath", --scanpath: the parser takes an any-size image for still images only)
+ * run on --frames: compiled for the frame size of the source, known once its first frame is
+ * decoded (*frames, *first: handed on to the frame loop), as the same plan with "image" at that
+ * size; the size checked first against the plan's bounds by the any-size rule (a still plan
+ * compiled from it). 1: not such a plan (nothing done), 0, or -1. */
+static int px__frames_plan(px_run_args *a, const uint8_t *data, size_t len, px_frames **frames, pxvm_image *first,
+                           pxvm_image *out, pxvm_error *err)
+{
+    json_error_t jerr;
+    json_t *root = a->frames ? json_loadb((const char *)data, len, 0, &jerr) : NULL, *size;
+    if (!root || !json_is_object(root) || !(size = json_object_get(root, "size")) || !json_is_string(size) ||
+        strcmp(json_string_value(size), "any") ||
+        !(json_object_get(root, "video") || json_object_get(root, "scanpath") || a->scanpath)) {
+        json_decref(root);
+        return 1; /* the parser's words for everything else */
+    }
+    char *text = NULL;
+    int rc = px_run_frames_first(a, frames, first, err);
+    if (rc == 0) { /* the bounds: the still any-size plan's slot, checked as --frames checks frames */
+        json_t *still = json_deep_copy(root);
+        json_object_del(still, "video"), json_object_del(still, "scanpath");
+        char *t = still ? json_dumps(still, 0) : NULL;
+        json_decref(still);
+        pxvm_image img;
+        pxvm_program poly;
+        rc = !t ? pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len)
+                : pxvm_plan_image(t, strlen(t), a->prog_path, 0, &img, err);
+        free(t);
+        if (rc == 0 && (rc = pxvm_program_from_image(&img, &a->lim, &poly, err)) == 0) {
+            rc = px_run_frame_bounds(&poly, px__first_input(&poly), a, *frames, 0, first->w, first->h, err);
+            pxvm_program_free(&poly);
+        }
+    }
+    if (rc == 0 && json_object_set_new(root, "image", json_pack("[i,i]", first->w, first->h)) == 0) {
+        json_object_del(root, "size"), json_object_del(root, "bounds");
+        if (!(text = json_dumps(root, 0)))
+            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len);
+    }
+    json_decref(root);
+    if (rc == 0)
+        rc = pxvm_plan_image(text, strlen(text), a->prog_path, a->scanpath, out, err);
+    free(text);
+    return rc;
+}
+
+static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **frames, pxvm_image *first,
+                            pxvm_error *err)
 {
     if (a->policy.kind == PX_POLICY_DYNAMIC && !px__ends_with(a->prog_path, ".json")) {
         char msg[400];
@@ -650,19 +709,17 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
     }
     pxvm_image img;
     int rc = a->policy.kind == PX_POLICY_DYNAMIC ? px__dynamic_program(a, data, len, &img, err)
-                                                  : pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
+                                                  : px__frames_plan(a, data, len, frames, first, &img, err);
+    if (rc == 1)
+        rc = pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
     free(data);
-    return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
-}
-
-/* The first input slot: what --fixation is normalized to (pxvm_fixation_ref_slot) and --overlay
- * draws on; -1 if none. */
-static int px__first_input(const pxvm_program *prog)
-{
-    for (int k = 1; k < prog->nslots; k++)
-        if (prog->slots[k].role == PXI_ROLE_INPUT)
-            return k;
-    return -1;
+    if (rc < 0 || pxvm_program_from_image(&img, &a->lim, prog, err) < 0)
+        return -1;
+    char lb[16]; /* compiled for the first frame's size: the frames that follow must have it */
+    int k = *frames ? px_run_frame_slot(prog, a) : -1;
+    if (k > 0 && px_frames_want(*frames, prog->slots[k].w, prog->slots[k].h, k, pxvm_slot_label(prog, k, lb)) < 0)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    return 0;
 }
 
 int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
@@ -843,7 +900,7 @@ int main(int argc, char **argv)
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
     t0 = px_run_now();
-    if (px__load_program(&a, &prog, &err) < 0)
+    if (px__load_program(&a, &prog, &frames, &first, &err) < 0)
         goto fail;
     px_run_warn(&err);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run

@@ -257,3 +257,46 @@ def test_fixations_file_errors_name_the_file_line_and_counts(tmp_path):
     assert r.returncode == 2 and "--fixations '%s': a .npy of fixations must be an array (F, 2)" % bad in r.stderr
     r = pxrun(plan, "--frames", path, "--fixations", str(tmp_path / "none.txt"), check=False)
     assert r.returncode == 1 and "cannot read" in r.stderr and "none.txt" in r.stderr
+
+
+ANY_VIDEO = {"image": [768, 576], "size": "any", "budget": 273, "scheme": "logpolar", "fixation": "relative",
+             "video": 16}
+
+
+@pytest.mark.parametrize("name,size", [("Megamind.avi", (720, 528)), ("tree.avi", (320, 240)),
+                                       ("vtest.avi", (768, 576))])
+def test_any_size_video_plan_equals_the_plan_at_the_frame_size(tmp_path, name, size):
+    """One video plan of "size": "any" for every clip: compiled at the clip's frame size, its
+    --npy atlas, --changed and --geometry bytes are those of the plan written for that size."""
+    import json
+    path = clip(name)
+    anyp, fixed = tmp_path / "any.json", tmp_path / "fixed.json"
+    anyp.write_text(json.dumps(ANY_VIDEO))
+    fixed.write_text(json.dumps(dict({k: v for k, v in ANY_VIDEO.items() if k != "size"}, image=list(size))))
+    got = {}
+    for tag, plan in (("any", anyp), ("fixed", fixed)):
+        outs = [tmp_path / ("%s-%s.npy" % (tag, o)) for o in ("atlas", "changed", "geometry")]
+        pxrun(str(plan), "--fixation", "0.4,0.6", "--frames", path, "--max-frames", "24", "--npy",
+              "atlas=%s" % outs[0], "--changed", str(outs[1]), "--geometry", "atlas=%s" % outs[2])
+        got[tag] = [o.read_bytes() for o in outs]
+    assert got["any"] == got["fixed"]
+    assert np.load(tmp_path / "any-changed.npy")[1:].sum() < np.load(tmp_path / "any-changed.npy")[0].sum() * 23
+
+
+def test_any_size_video_plan_bounds_name_the_frame(tmp_path):
+    """The plan's bounds hold for the frame size: max 720 takes Megamind.avi's 720x528 frames, max
+    719 refuses them with the any-size words, naming the frame and the file; nothing written."""
+    import json
+    path = clip("Megamind.avi")
+    plan, out = tmp_path / "any.json", tmp_path / "atlas.npy"
+    plan.write_text(json.dumps(dict(ANY_VIDEO, image=[640, 480], bounds={"min": 16, "max": 720})))
+    pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", path, "--max-frames", "2", "--npy", "atlas=%s" % out)
+    assert np.load(out).shape[0] == 2
+    out.unlink()
+    plan.write_text(json.dumps(dict(ANY_VIDEO, image=[640, 480], bounds={"min": 16, "max": 719})))
+    r = pxrun(str(plan), "--fixation", "0.5,0.5", "--frames", path, "--npy", "atlas=%s" % out, check=False)
+    assert r.returncode != 0 and "720x528" in r.stderr and "frame 0 of '%s'" % path in r.stderr, r.stderr
+    assert not out.exists()
+    r = pxrun(str(plan), "--fixation", "0.5,0.5", "--in", "image=%s" % os.path.join(ROOT, "programs", "data",
+                                                                                    "chelsea.png"), check=False)
+    assert r.returncode == 8 and '"size": "any" is for still images' in r.stderr  # no frames: the parser's words

@@ -21,6 +21,7 @@ conversion to RGB.
 from __future__ import annotations
 
 import ctypes
+import json
 import math
 import os
 from typing import TYPE_CHECKING, Iterator, NamedTuple
@@ -181,6 +182,31 @@ def sample_indices(total: int, video_fps: float, fps: float | None = None, count
     """The frames (0-based, of `total`) Qwen2-VL's video input takes: smart_nframes, then
     torch.linspace(0, total - 1, nframes).round()."""
     return _linspace_round(total, smart_nframes(total, video_fps, fps, count, min_frames, max_frames))
+
+
+def plan_program(plan: dict | str | os.PathLike, source, **limits: int):
+    """The Program of `plan` (a dict, JSON text or a .json path, as Program.from_plan) for the
+    frames of `source` (a video file, or its (width, height)), as pxrun PLAN.json --frames compiles
+    it: a plan of "size": "any" that keeps state ("video") or has a scanpath is compiled at the
+    frame size, as the same plan with "image" at that size, once the size is checked against its
+    bounds (UsageError naming them); any other plan as it is. For Runner(...).stream()."""
+    from .program import Program
+    from .runner import _size_check
+    if isinstance(plan, dict):
+        p = dict(plan)
+    elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):
+        with open(plan, "rb") as f:
+            p = json.loads(f.read().decode())
+    else:
+        p = json.loads(str(plan))
+    if not (isinstance(p, dict) and p.get("size") == "any" and ("video" in p or "scanpath" in p)):
+        return Program.from_plan(plan, **limits)
+    w, h = (source.width, source.height) if isinstance(source, VideoInfo) else \
+        tuple(source) if isinstance(source, (tuple, list)) else info(source)[:2]
+    _size_check(Program.from_plan({k: v for k, v in p.items() if k not in ("video", "scanpath")}, **limits), (w, h))
+    at = {k: v for k, v in p.items() if k not in ("size", "bounds")}
+    at["image"] = [w, h]
+    return Program.from_plan(at, **limits)
 
 
 class Frames:

@@ -300,3 +300,29 @@ def test_any_size_video_plan_bounds_name_the_frame(tmp_path):
     r = pxrun(str(plan), "--fixation", "0.5,0.5", "--in", "image=%s" % os.path.join(ROOT, "programs", "data",
                                                                                     "chelsea.png"), check=False)
     assert r.returncode == 8 and '"size": "any" is for still images' in r.stderr  # no frames: the parser's words
+
+
+def test_stream_of_an_any_size_video_plan_equals_pxrun(tmp_path):
+    """Python end to end on Megamind.avi (camera motion): pxvm.video's frames pushed through a
+    Stream of the any-size video plan (video.plan_program at the clip's size) give pxrun's tokens
+    and changed masks with --fixations, frame by frame; a size outside the plan's bounds is a
+    UsageError naming them."""
+    import json
+    path = clip("Megamind.avi")
+    gaze = [(0.5, 0.5), (0.3, 0.4), (0.7, 0.6), (0.5, 0.5), (0.2, 0.8), (0.9, 0.1)]
+    (tmp_path / "gaze.txt").write_text("".join("%r,%r\n" % g for g in gaze))
+    (tmp_path / "any.json").write_text(json.dumps(ANY_VIDEO))
+    atlas, changed = tmp_path / "atlas.npy", tmp_path / "changed.npy"
+    pxrun(str(tmp_path / "any.json"), "--frames", path, "--max-frames", str(len(gaze)), "--fixations",
+          str(tmp_path / "gaze.txt"), "--npy", "atlas=%s" % atlas, "--changed", str(changed))
+    want, want_changed = np.load(atlas), np.load(changed)
+    prog = video.plan_program(ANY_VIDEO, path)
+    assert prog.inputs[0].w == 720 and prog.inputs[0].h == 528
+    stream = pxvm.Runner(prog, executor="cpu").stream()
+    for k, (frame, g) in enumerate(zip(video.frames(path), gaze)):
+        tokens, ch = stream.push(frame, fixation=g)
+        assert np.array_equal(tokens, want[k]), k
+        assert np.array_equal(ch, want_changed[k].astype(bool)), k
+    with pytest.raises(pxvm.UsageError, match="720x528 .*outside the bounds"):
+        video.plan_program(dict(ANY_VIDEO, image=[640, 480], bounds={"min": 16, "max": 719}), path)
+    assert video.plan_program(dict(ANY_VIDEO, image=[640, 480], bounds={"min": 16, "max": 720}), path).inputs[0].w == 720

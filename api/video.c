@@ -13,6 +13,7 @@
 
 #ifdef PXVM_HAVE_FFMPEG
 #include <dlfcn.h>
+#include <pthread.h>
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
@@ -36,10 +37,12 @@ static struct {
 
 #define PX__STR2(x) #x
 #define PX__STR(x) PX__STR2(x)
-static int px__av_load(pxvm_error *err)
+static int px__av_loaded; /* under px__av_lock: px__av filled */
+static pthread_mutex_t px__av_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int px__av_load_locked(pxvm_error *err)
 {
-    static _Atomic int loaded = 0;
-    if (loaded)
+    if (px__av_loaded)
         return 0;
     static const char *const names[4] = {"libavformat.so." PX__STR(LIBAVFORMAT_VERSION_MAJOR),
                                          "libavcodec.so." PX__STR(LIBAVCODEC_VERSION_MAJOR),
@@ -57,14 +60,22 @@ static int px__av_load(pxvm_error *err)
             return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
         }
     void *avformat = h[0], *avcodec = h[1], *avutil = h[2], *swscale = h[3];
-    /* every thread that gets here stores the same addresses: dlopen and dlsym are thread-safe */
 #define X(lib, fn)                                                                                     \
     if (!(*(void **)&px__av.fn = dlsym(lib, #fn)))                                                     \
         return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "FFmpeg's libraries lack " #fn " (another version?)");
     PX__AV_FUNCS(X)
 #undef X
-    loaded = 1;
+    px__av_loaded = 1;
     return 0;
+}
+
+/* Once per process, whichever thread opens the first video (Python threads, DataLoader workers). */
+static int px__av_load(pxvm_error *err)
+{
+    pthread_mutex_lock(&px__av_lock);
+    int rc = px__av_load_locked(err);
+    pthread_mutex_unlock(&px__av_lock);
+    return rc;
 }
 #define avformat_open_input px__av.avformat_open_input
 #define avformat_find_stream_info px__av.avformat_find_stream_info

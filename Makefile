@@ -28,7 +28,7 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
-LIB_SRC := api/pxvm_api.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/pxvm_api.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c vm/resize_kernels.c vm/ragged.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
@@ -112,21 +112,22 @@ $(SHLIB): $(LIB_OBJ) api/libpxvm.map
 	ln -sf libpxvm.so.$(VERSION) $(BUILD)/libpxvm.so.$(SOVERSION)
 	ln -sf libpxvm.so.$(SOVERSION) $(BUILD)/libpxvm.so
 
-# pxrun reads video files through FFmpeg's libraries: built with their headers when installed
-# (Debian's libavformat-dev libavcodec-dev libswscale-dev), the libraries opened at run time (so
-# pxrun starts where they are missing); folders, globs and raw frames need nothing.
+# The library reads video files (api/video.c: pxvm_video_*, pxrun --frames) through FFmpeg's
+# libraries: built with their headers when installed (Debian's libavformat-dev libavcodec-dev
+# libswscale-dev), the libraries opened at run time (so libpxvm loads where they are missing);
+# folders, globs and raw frames need nothing.
 FFMPEG_PKGS := libavformat libavcodec libswscale libavutil
 HAVE_FFMPEG := $(shell pkg-config --exists $(FFMPEG_PKGS) 2>/dev/null && echo 1)
 ifeq ($(HAVE_FFMPEG),1)
-$(BUILD)/tools/frames.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
-PXRUN_LIBS := -ldl
+$(BUILD)/api/video.o: CPPFLAGS += -DPXVM_HAVE_FFMPEG $(shell pkg-config --cflags $(FFMPEG_PKGS))
+LDLIBS += -ldl
 endif
-$(BUILD)/tools/frames.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
+$(BUILD)/api/video.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(PXRUN_LIBS) -o $@
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
 PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
                $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
@@ -189,15 +190,18 @@ isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 test: all video-data
 	PXVM_PYTEST=$(or $(PXVM_PYTEST),1) tests/run-tests $(BIN) $(BUILD)
 
-# OpenCV's vtest.avi (768x576, 795 frames) for the video tests, from Debian's opencv-doc package:
-# downloaded and unpacked here (no root needed); without a network the tests that need it skip.
-VIDEO_DATA := build/data/vtest.avi
+# OpenCV's vtest.avi (768x576, 795 frames, a static camera) and, with camera motion, Megamind.avi
+# (720x528, 270 frames) and tree.avi (320x240, 444 frames) for the video tests, from Debian's
+# opencv-doc package: downloaded and unpacked here (no root needed); without a network the tests
+# that need them skip.
+VIDEO_DATA := build/data/vtest.avi build/data/Megamind.avi build/data/tree.avi
 video-data: $(VIDEO_DATA)
 $(VIDEO_DATA):
 	@mkdir -p build/data/opencv-doc
 	@cd build/data/opencv-doc && { ls opencv-doc_*.deb >/dev/null 2>&1 || apt-get download opencv-doc >/dev/null 2>&1; } && \
-	    dpkg -x opencv-doc_*.deb x && cp x/usr/share/doc/opencv-doc/examples/data/vtest.avi ../vtest.avi && rm -rf x || \
-	    echo "video-data: could not fetch opencv-doc (offline?): the vtest.avi tests will skip"
+	    rm -rf x$(notdir $@) && dpkg -x opencv-doc_*.deb x$(notdir $@) && \
+	    cp x$(notdir $@)/usr/share/doc/opencv-doc/examples/data/$(notdir $@) ../$(notdir $@) && rm -rf x$(notdir $@) || \
+	    echo "video-data: could not fetch opencv-doc (offline?): the $(notdir $@) tests will skip"
 
 goldens: all
 	PXRUN=$(BIN)/pxrun tests/golden/make-goldens
@@ -270,7 +274,7 @@ FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS:%=build/fuzz/fuzz_%)
 fuzz-list:
 	@echo $(FUZZERS)
-# fuzz_frames reads frames through tools/frames.c (built without FFmpeg)
+# fuzz_frames reads frames through tools/frames.c (the library built without FFmpeg)
 build/fuzz/fuzz_frames: FUZZ_SRC := tools/frames.c
 build/fuzz/fuzz_frames: tools/frames.c tools/frames.h
 # float-cast-overflow: a float converted to an integer it does not fit (gcc's -fsanitize=undefined
@@ -322,8 +326,8 @@ docs-images: all
 	    --overlay docs/img/scanpath.png > docs/img/scanpath.txt
 	$(MAKE) video-data
 	$(BIN)/pxasm docs/plans/frame-768x576.pxs -o build/frame-768x576.pxi
-	$(BIN)/pxrun build/frame-768x576.pxi --frames $(VIDEO_DATA) --max-frames 31 --npy image=build/vf.npy
-	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames $(VIDEO_DATA) --max-frames 31 \
+	$(BIN)/pxrun build/frame-768x576.pxi --frames build/data/vtest.avi --max-frames 31 --npy image=build/vf.npy
+	$(BIN)/pxrun docs/plans/video-vtest.json --fixation 0.5,0.5 --frames build/data/vtest.avi --max-frames 31 \
 	    --npy dirty=build/vd.npy --changed build/vc.npy --geometry atlas=build/vg.npy
 	PYTHONPATH=python $(PYTHON) docs/policy_picture.py tests/data/photos/coffee-tall.png dynamic:max=50000 \
 	    docs/img/policy-dynamic.png > docs/img/policy-dynamic.txt

@@ -16,6 +16,7 @@
 #include "../isa/px_sem.h"
 #include "fixation.h"
 #include "runner_hooks.h"
+#include "video.h"
 
 struct pxvm_prog {
     pxvm_program p;
@@ -110,6 +111,11 @@ static int px__check_limits(const pxvm_limits *lim, const char *call)
     snprintf(msg, sizeof msg, "%s: pxvm_limits.max_side must be 1..65535 (got %lu)", call, (unsigned long)lim->max_side);
     return px__usage(msg);
 }
+
+/* For the API's other files (api/video.h): the same rules, written once here. */
+int pxvm_api_fail(const pxvm_error *err) { return px__fail(err); }
+void pxvm_api_warning(const pxvm_error *err) { px__keep_warning(err); }
+int pxvm_api_check_limits(const pxvm_limits *lim, const char *call) { return px__check_limits(lim, call); }
 
 static const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
 {

@@ -426,6 +426,39 @@ int pxvm_runner_read_changed(pxvm_runner *run, int slot, int first_item, int ite
 int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *in_items, const pxvm_view *ins,
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs);
 
+/* ---- video files ---------------------------------------------------------------------------- */
+
+/* The frames of a video file, decoded in order through FFmpeg's libraries (libavformat,
+ * libavcodec, libswscale), which the library opens at run time: nothing links them, and where
+ * they are missing pxvm_video_open fails PXVM_UNAVAILABLE (so does a library built without their
+ * headers). The frames are those pxrun --frames reads (RGBA8 by swscale's exact point conversion
+ * of the decoder's output). Errors name the file, and the frame (0-based) where one is damaged.
+ *
+ *   pxvm_video *v;  int w, h, got;  long n;  double fps;
+ *   if (pxvm_video_open("clip.avi", NULL, &v) || pxvm_video_info(v, &w, &h, &n, &fps))
+ *       fprintf(stderr, "%s\n", pxvm_errmsg());
+ *   uint8_t *rgb = malloc((size_t)w * h * 3);
+ *   pxvm_view frame = pxvm_view_host(rgb, w, h, 3);
+ *   while (pxvm_video_next(v, &frame, &got) == 0 && got) { ... }
+ *   pxvm_video_close(v);
+ */
+typedef struct pxvm_video pxvm_video;
+/* Opens a video file (its best video stream) and its decoder; sides checked against lim->max_side
+ * (NULL: defaults). lim->flags PXVM_DECODE_LENIENT: damage is decoded past (pxvm_warning() says
+ * what was, after each pxvm_video_next); strict (the default): damage is PXVM_MALFORMED naming
+ * the file and the frame. Release *out with pxvm_video_close. */
+int pxvm_video_open(const char *path, const pxvm_limits *lim, pxvm_video **out);
+/* The frame size (every frame is w x h); the number of frames the container declares (-1: it
+ * declares none; the frames decoded may differ from a declared count in a damaged file); the
+ * average frame rate (0: unknown). */
+int pxvm_video_info(const pxvm_video *v, int *w, int *h, long *frames, double *fps);
+/* Decodes the next frame into dst (one host image of w x h, 3 channels (RGB) or 4 (RGBA), any
+ * strides), *got = 1; at the end *got = 0 and dst is not written. dst NULL: the frame is decoded
+ * and dropped (no conversion: how a sampler skips frames exactly). */
+int pxvm_video_next(pxvm_video *v, const pxvm_view *dst, int *got);
+/* NULL is fine. */
+void pxvm_video_close(pxvm_video *v);
+
 /* ---- tokens for models ----------------------------------------------------------------------- */
 
 /* An atlas slot's patches as a model's input tensor, float values computed from each texel's

@@ -8,7 +8,8 @@ typedef struct px_frames px_frames;
 
 /* source: a folder (its .png/.jpg files in name order), a glob pattern, "-" (raw frames of w x h
  * pixels of `channels` (3: RGB, 4: RGBA) bytes on standard input, back to back), or a video file
- * (FFmpeg, when built with it). Frames are decoded to RGBA8 on the host. */
+ * (the library's reader, api/video.h: FFmpeg opened at run time). Frames are decoded to RGBA8
+ * on the host. */
 int px_frames_open(const char *source, int w, int h, int channels, const pxvm_limits *lim, px_frames **out,
                    pxvm_error *err);
 /* Raw frames as for "-", read from `in` (named `name` in messages): what the fuzzer reads. */

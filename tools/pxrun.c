@@ -71,6 +71,12 @@ static const char px__usage[] =
     "                            one): normalized coordinates of the first input, X and Y in [0, 1]\n"
     "                            (0.5,0.4 is its middle, left to right and top to bottom), or with\n"
     "                            px after both values level-0 texels of it (512px,300px)\n"
+    "  --fixations FILE          with --frames: a fixation per frame for the first input register,\n"
+    "                            frame k's from line k+1 of a text file, each X,Y as --fixation\n"
+    "                            takes it (normalized to the frame, or texels with px), or from row\n"
+    "                            k of a .npy (F, 2) (float32/64: normalized; int32/64: texels); a\n"
+    "                            file with fewer lines than frames is a usage error at the first\n"
+    "                            frame without one (--max-frames runs fewer)\n"
     "  --scanpath K              PLAN.json only: compile it relative to K fixations that the run\n"
     "                            finds itself (bottom-up saliency, ARGMAX with inhibition of return)\n"
     "                            and print them; logpolar and v1 plans\n"
@@ -91,7 +97,9 @@ static const char px__usage[] =
     "                            (DIFF, UPDATE, persistent slots) restarts its stream there, as at\n"
     "                            its first frame, and says so; --fixation values are set again\n"
     "                            (normalized ones: fractions of each frame); --npy of the frame\n"
-    "                            slot itself stacks frames of one size only\n"
+    "                            slot itself stacks frames of one size only. A PLAN.json of \"size\":\n"
+    "                            \"any\" that keeps state (\"video\") or a scanpath is compiled at the\n"
+    "                            first frame's size (within its bounds): one plan for every video\n"
     "  --max-frames N            with --frames: stop after N frames\n"
     "  --changed FILE.npy        with --frames: the changed-token masks of the first atlas, uint8\n"
     "                            (frames, N): 1 where the frame sampled the token again\n"
@@ -339,7 +347,7 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
                                                "--device", "--executor", "--lenient", "--max-steps"};
         static const char *const valued[] = {"--in", "--out", "--npy", "--geometry", "--policy", "--size", "--fixation",
-                                             "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
+                                             "--fixations", "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
                                              "--frame-size", "--frame-format", "-o", "--png", "--executor",
                                              "--threads", "--device", "--repeat", "--max-side", "--max-memory",
                                              "--max-insns", "--max-steps"};
@@ -422,6 +430,8 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     bad = "at most 8 --fixation (registers 0..7)";
                 else
                     a->fix_text[a->nfix++] = val;
+            } else if (!strcmp(o, "--fixations")) {
+                a->fixfile.path = val;
             } else if (!strcmp(o, "--scanpath") && !px__parse_u64(val, &n) && n >= 1 && n <= PX_FIX_REGS) {
                 a->scanpath = (int)n;
             } else if (!strcmp(o, "--overlay")) {
@@ -489,6 +499,15 @@ static int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
     /* options that would do nothing are errors */
     if (a->max_frames && !a->frames) {
         *rc = px__bad_usage("--max-frames needs --frames");
+        return -1;
+    }
+    if (a->fixfile.path && !a->frames) {
+        *rc = px__bad_usage("--fixations gives one fixation per frame: it needs --frames (--fixation X,Y sets one)");
+        return -1;
+    }
+    if (a->fixfile.path && (a->nfix || a->scanpath)) {
+        *rc = px__bad_usage(a->nfix ? "--fixations and --fixation both set the first input register: give one"
+                                    : "--fixations sets the fixations, --scanpath has the run find them: give one");
         return -1;
     }
     if ((a->frame_w || a->frame_channels) && !(a->frames && !strcmp(a->frames, "-"))) {
@@ -610,7 +629,64 @@ static int px__dynamic_program(px_run_args *a, const uint8_t *data, size_t len, 
     return rc;
 }
 
-static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
+/* The first input slot: what --fixation is normalized to (pxvm_fixation_ref_slot) and --overlay
+ * draws on; -1 if none. */
+static int px__first_input(const pxvm_program *prog)
+{
+    for (int k = 1; k < prog->nslots; k++)
+        if (prog->slots[k].role == PXI_ROLE_INPUT)
+            return k;
+    return -1;
+}
+
+/* A plan of "size": "any" that keeps state from frame to frame or finds its own fixations
+ * ("video", "scanpath", --scanpath: the parser takes an any-size image for still images only)
+ * run on --frames: compiled for the frame size of the source, known once its first frame is
+ * decoded (*frames, *first: handed on to the frame loop), as the same plan with "image" at that
+ * size; the size checked first against the plan's bounds by the any-size rule (a still plan
+ * compiled from it). 1: not such a plan (nothing done), 0, or -1. */
+static int px__frames_plan(px_run_args *a, const uint8_t *data, size_t len, px_frames **frames, pxvm_image *first,
+                           pxvm_image *out, pxvm_error *err)
+{
+    json_error_t jerr;
+    json_t *root = a->frames ? json_loadb((const char *)data, len, 0, &jerr) : NULL, *size;
+    if (!root || !json_is_object(root) || !(size = json_object_get(root, "size")) || !json_is_string(size) ||
+        strcmp(json_string_value(size), "any") ||
+        !(json_object_get(root, "video") || json_object_get(root, "scanpath") || a->scanpath)) {
+        json_decref(root);
+        return 1; /* the parser's words for everything else */
+    }
+    char *text = NULL;
+    int rc = px_run_frames_first(a, frames, first, err);
+    if (rc == 0) { /* the bounds: the still any-size plan's slot, checked as --frames checks frames */
+        json_t *still = json_deep_copy(root);
+        json_object_del(still, "video"), json_object_del(still, "scanpath");
+        char *t = still ? json_dumps(still, 0) : NULL;
+        json_decref(still);
+        pxvm_image img;
+        pxvm_program poly;
+        rc = !t ? pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len)
+                : pxvm_plan_image(t, strlen(t), a->prog_path, 0, &img, err);
+        free(t);
+        if (rc == 0 && (rc = pxvm_program_from_image(&img, &a->lim, &poly, err)) == 0) {
+            rc = px_run_frame_bounds(&poly, px__first_input(&poly), a, *frames, 0, first->w, first->h, err);
+            pxvm_program_free(&poly);
+        }
+    }
+    if (rc == 0 && json_object_set_new(root, "image", json_pack("[i,i]", first->w, first->h)) == 0) {
+        json_object_del(root, "size"), json_object_del(root, "bounds");
+        if (!(text = json_dumps(root, 0)))
+            rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)len);
+    }
+    json_decref(root);
+    if (rc == 0)
+        rc = pxvm_plan_image(text, strlen(text), a->prog_path, a->scanpath, out, err);
+    free(text);
+    return rc;
+}
+
+static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **frames, pxvm_image *first,
+                            pxvm_error *err)
 {
     if (a->policy.kind == PX_POLICY_DYNAMIC && !px__ends_with(a->prog_path, ".json")) {
         char msg[400];
@@ -633,23 +709,20 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, pxvm_error *err)
     }
     pxvm_image img;
     int rc = a->policy.kind == PX_POLICY_DYNAMIC ? px__dynamic_program(a, data, len, &img, err)
-                                                  : pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
+                                                  : px__frames_plan(a, data, len, frames, first, &img, err);
+    if (rc == 1)
+        rc = pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
     free(data);
-    return rc < 0 ? -1 : pxvm_program_from_image(&img, &a->lim, prog, err);
+    if (rc < 0 || pxvm_program_from_image(&img, &a->lim, prog, err) < 0)
+        return -1;
+    char lb[16]; /* compiled for the first frame's size: the frames that follow must have it */
+    int k = *frames ? px_run_frame_slot(prog, a) : -1;
+    if (k > 0 && px_frames_want(*frames, prog->slots[k].w, prog->slots[k].h, k, pxvm_slot_label(prog, k, lb)) < 0)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
+    return 0;
 }
 
-/* The first input slot: what --fixation is normalized to (pxvm_fixation_ref_slot) and --overlay
- * draws on; -1 if none. */
-static int px__first_input(const pxvm_program *prog)
-{
-    for (int k = 1; k < prog->nslots; k++)
-        if (prog->slots[k].role == PXI_ROLE_INPUT)
-            return k;
-    return -1;
-}
-
-/* "X,Y": normalized, or texels when both numbers end in "px"; v[] out. `what` names it. */
-static int px__parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
+int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
 {
     int px[2] = {0, 0};
     const char *p = text;
@@ -740,7 +813,7 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
         double v[2];
         int texels = 0, reg = px_run_fix_reg(prog, k);
         snprintf(what, sizeof what, "--fixation '%s'", t);
-        if (px__parse_fixation(t, v, &texels, what, err) < 0)
+        if (px_run_parse_fixation(t, v, &texels, what, err) < 0)
             return -1;
         if (reg < 0 && k > 0) { /* (k = 0: the library's words for a program that takes none) */
             char msg[900], list[64] = "";
@@ -760,6 +833,14 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
                      comma + 1);
         if (pxvm_fixation_convert(prog, v, texels, q[k], what, hint, err) < 0)
             return -1;
+    }
+    if (a->fixfile.path) { /* the first input register, set at each frame (px_run_fixfile_frame) */
+        int reg = px_run_fix_reg(prog, 0);
+        char what[400];
+        snprintf(what, sizeof what, "--fixations '%.300s'", a->fixfile.path);
+        if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
+            return -1;
+        given |= 1u << reg;
     }
     return pxvm_fixation_check_set(prog, a->prog_path, given, -1,
                                    " (--fixation X,Y, normalized to the first input)", err);
@@ -811,11 +892,15 @@ int main(int argc, char **argv)
     }
     if (px__parse_args(argc, argv, &a, &rc) < 0)
         goto done;
+    if (a.fixfile.path && px_run_fixfile_load(&a.fixfile, &a.lim, &err) < 0) {
+        rc = err.code == PXE_USAGE ? px__bad_usage(err.msg) : px__die(&err);
+        goto done;
+    }
     int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */
     if (!(ops = pxvm_executor_find(automatic ? "cuda" : a.exec_name, &err)) && !automatic)
         goto fail;
     t0 = px_run_now();
-    if (px__load_program(&a, &prog, &err) < 0)
+    if (px__load_program(&a, &prog, &frames, &first, &err) < 0)
         goto fail;
     px_run_warn(&err);
     /* --info alone describes the program: nothing bound, nothing asked of a run, nothing run
@@ -996,6 +1081,7 @@ done:
     for (int i = 0; pre && i < a.nin; i++)
         pxvm_image_free(&pre[i]);
     free(pre);
+    px_run_fixfile_free(&a.fixfile);
     for (int li = 0; li < 3; li++)
         free(a.slot_of[li]);
     free(a.ins);

@@ -17,11 +17,21 @@ typedef struct {
     char *path;
 } px_run_binding;
 
+/* --fixations FILE (tools/pxrun_fixations.c): fixation k for frame k of --frames. */
+typedef struct {
+    const char *path;        /* NULL: not given */
+    long n;
+    double (*v)[2];          /* as --fixation's values: normalized, or texels where texels[k] */
+    unsigned char *texels;
+    int npy;                 /* a .npy (rows, not lines, in messages) */
+} px_run_fixfile;
+
 typedef struct {
     px_run_binding *ins, *outs, *npys, *geoms;
     int nin, nout, nnpy, ngeom;
     int nfix, scanpath;
     const char *fix_text[PX_FIX_REGS];
+    px_run_fixfile fixfile;  /* --fixations FILE: the first input register, frame by frame */
     const char *overlay_path;
     const char *frames, *changed_path;
     int frame_w, frame_h, frame_channels;
@@ -60,6 +70,20 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
 /* The register the k-th --fixation sets: the program's k-th input register in register order
  * (SPEC 6); -1 past its last. q[k] of px_run_fixations is for it. */
 int px_run_fix_reg(const pxvm_program *prog, int k);
+
+/* "X,Y" as --fixation takes it: normalized, or texels when both numbers end in "px"; v[] out.
+ * `what` names it in a usage error. */
+int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err);
+
+/* pxrun_fixations.c */
+/* Reads --fixations' file (f->path) whole: errors name it and the line (a usage error for a bad
+ * line or array, i/o for the file). */
+int px_run_fixfile_load(px_run_fixfile *f, const pxvm_limits *lim, pxvm_error *err);
+/* Frame `frame`'s fixation converted for `prog` (the program at that frame's size) to the Q16 of
+ * the first input register: a usage error naming the file, the line and the frame when the value
+ * is out of range, or when the file has no line for that frame (naming both counts). */
+int px_run_fixfile_frame(const pxvm_program *prog, const px_run_args *a, long frame, int32_t q[2], pxvm_error *err);
+void px_run_fixfile_free(px_run_fixfile *f);
 
 /* pxrun_frames.c */
 #define PX_RUN_SIZES_KEPT 16

@@ -20,11 +20,18 @@ typedef struct {
     size_t len, cap;
 } px__buf;
 
-static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, pxvm_error *err)
+/* Appends frame n's bytes (an item of w x h texels: a slot's, or the tokens' flags) to a stack of
+ * --npy or --changed; past the memory limit, an error naming the output, the frames stacked and
+ * the item's real size. */
+static int px__append(px__buf *b, const void *p, size_t n, uint64_t limit, const char *what, long frame, int w, int h,
+                      const px_run_args *a, pxvm_error *err)
 {
-    if (b->len + n > limit)
-        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, "--npy/--changed of the frames", 0ul, 0ul,
+    if (b->len + n > limit) {
+        char name[600];
+        snprintf(name, sizeof name, "%.300s: frames 0..%ld of %.200s stacked, each", what, frame, a->frames);
+        return pxvm_fail(err, PXE_IMAGE_MEMORY, -1, -1, name, (unsigned long)w, (unsigned long)h,
                          (unsigned long long)(b->len + n), (unsigned long long)limit);
+    }
     if (b->len + n > b->cap) {
         size_t cap = (b->cap ? b->cap * 2 : 1u << 20) + n;
         uint8_t *d = realloc(b->data, cap);
@@ -232,6 +239,10 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
     int rc = npy ? 0 : pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     if (px__isatty2 < 0)
         px__isatty2 = isatty(2);
+    if (rc == 0 && a->fixfile.path && total >= 0 && a->fixfile.n < (a->max_frames && a->max_frames < total ? a->max_frames : total)) {
+        int32_t q[2]; /* frames counted in advance (files): too few lines is an error before any run */
+        rc = px_run_fixfile_frame(prog, a, a->fixfile.n, q, err);
+    }
     double t_start = px_run_now();
     for (; rc == 0 && (!a->max_frames || n < a->max_frames); n++) {
         pxvm_image img;
@@ -250,6 +261,15 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             rc = -1;
             break;
         }
+        if (a->fixfile.path) { /* --fixations: this frame's, converted at its size */
+            int32_t q[2];
+            if (px_run_fixfile_frame(*cur, a, n, q, err) < 0 ||
+                ops->set_fixations(ex, 0, 1, px_run_fix_reg(*cur, 0), 1, q, -1, err) < 0) {
+                pxvm_image_free(&img);
+                rc = -1;
+                break;
+            }
+        }
         double t0 = px_run_now();
         rc = pxvm_bind_image(ops, ex, fslot, &img, err);
         pxvm_image_free(&img);
@@ -261,7 +281,11 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             int shape[4];
             rc = px_run_npy_array(ops, ex, *cur, a->slot_of[2][i], &arr, shape, err);
             if (rc == 0) {
-                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, err);
+                char what[400];
+                snprintf(what, sizeof what, "--npy %.100s=%.280s", a->npys[i].slot, a->npys[i].path);
+                const pxvm_slot *s = &(*cur)->slots[a->slot_of[2][i]];
+                rc = px__append(&npy[i], arr.px, (size_t)arr.w * (size_t)arr.h * 4u, a->lim.max_memory, what, n, s->w,
+                                s->h, a, err);
                 pxvm_image_free(&arr);
             }
         }
@@ -272,7 +296,7 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
             for (int t = 0; rc == 0 && t < tokens; t++)
                 sampled += c[t];
             if (rc == 0 && a->changed_path)
-                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, err);
+                rc = px__append(&changed, c, (size_t)tokens, a->lim.max_memory, "--changed", n, tokens, 1, a, err);
             free(c);
         }
         if (rc == 0 && a->do_time && mask >= 0) {
@@ -292,6 +316,9 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
     }
     if (px__isatty2 && !a->do_time)
         fputc('\n', stderr);
+    if (rc == 0 && a->fixfile.path && n < a->fixfile.n && !a->max_frames) /* the file or the video cut short? */
+        fprintf(stderr, "pxrun: warning: --fixations '%s' has %ld %s, '%s' ended after %ld frames: the last %ld unused\n",
+                a->fixfile.path, a->fixfile.n, a->fixfile.npy ? "rows" : "lines", a->frames, n, a->fixfile.n - n);
     px_frames_close(opened); /* a source given is the caller's */
     for (int i = 0; rc == 0 && i <= a->nnpy; i++) { /* the stacks, then the changed masks */
         int k = i < a->nnpy ? a->slot_of[2][i] : atlas;

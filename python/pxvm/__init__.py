@@ -50,6 +50,7 @@ from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 from .tokens import Positions, token_format
 from . import seeds
+from . import video  # noqa: F401 (pxvm.video.frames, info: video files)
 from .seeds import (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
                     update_mipmaps_incremental)
 

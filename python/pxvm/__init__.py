@@ -42,6 +42,7 @@ from .data import load_shard, iter_shards
 from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401 (the constants: importable, as before)
 from .tokens import Positions, token_format
 from . import seeds
+from . import processors  # noqa: F401 (pxvm.processors.Qwen2VLImageProcessor, CLIP..., Siglip...)
 from .seeds import (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
                     update_mipmaps_incremental)
 

@@ -79,10 +79,11 @@ def float32_rule(a, scale, mean, std):
 
 def values(a, rule, do_rescale, scale, do_normalize, mean, std):
     """A uint8 channel-last image's float values by `rule` ("transformers4": rescale then
-    normalize as transformers 4.x; "float32": section 9, rescale and normalize both on)."""
+    normalize as transformers 4.x; "float32": section 9, a step not asked for being r = 1, or
+    mean 0 and std 1)."""
     if rule == "float32":
-        assert do_rescale and do_normalize
-        return float32_rule(a, scale, mean, std)
+        return float32_rule(a, scale if do_rescale else 1.0, mean if do_normalize else (0.0,) * 3,
+                            std if do_normalize else (1.0,) * 3)
     assert rule == "transformers4", rule
     out = a
     if do_rescale:

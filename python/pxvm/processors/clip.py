@@ -53,6 +53,8 @@ class CLIPImageProcessor(Processor):
     def _settings(self, cfg: dict) -> dict:
         cfg = self._common(dict(cfg))
         size = cfg["size"]
+        if isinstance(size, int) and not isinstance(size, bool):  # get_size_dict(default_to_square=False)
+            size = {"shortest_edge": size}
         if isinstance(size, dict) and "shortest_edge" in size:
             cfg["short"], cfg["resize_to"] = _side("size['shortest_edge']", size["shortest_edge"]), None
         else:

@@ -1333,7 +1333,7 @@ int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const p
     for (int b = 0; b < n; b++) /* the items as images of one item each */
         one[b] = *view, one[b].items = 1, one[b].data = (uint8_t *)view->data + (int64_t)b * view->item_stride;
     size_t bytes = (size_t)out_w * (size_t)out_h * 4u * (size_t)n; /* sides <= 2^24 checked by the plan below */
-    pxvm_ragged t = {policy, 1, out_w, out_h, NULL, NULL, -1, 0, -1};
+    pxvm_ragged t = {policy, 1, out_w, out_h, NULL, NULL, -1, 0, -1, 0, 0};
     px_ragged_job job;
     int64_t off[2];
     int wh[2] = {view->w, view->h}, rc;

@@ -431,7 +431,15 @@ typedef struct pxvm_token_format {
     int nvalues;    /* values given in mean[] and std[]: 3, or with alpha 3 (A: mean 0, std 1) or 4 */
     double rescale; /* r, a positive finite float32 once rounded (presets: 1/255) */
     double mean[4], std[4]; /* finite float32 once rounded; std not 0 */
+    int rule;       /* pxvm_token_rule: how x is computed (0, the rule above, for old callers) */
 } pxvm_token_format;
+/* The float rule of a token format (isa/SPEC.md, "Tokens for models"):
+ *   PXVM_TOKENS_RULE_FLOAT32            x = fl32(fl32(u) * r), r = fl32(rescale) (the rule above);
+ *   PXVM_TOKENS_RULE_RESCALE_FLOAT64    x = fl32(u * rescale) in IEEE double, rescale NOT rounded
+ *                                       to float32 first: transformers 4.x's Pillow-based image
+ *                                       processors (image_transforms.rescale);
+ * then y = fl32(fl32(x - m_c) / s_c) in binary32 for both (image_transforms.normalize). */
+typedef enum pxvm_token_rule { PXVM_TOKENS_RULE_FLOAT32 = 0, PXVM_TOKENS_RULE_RESCALE_FLOAT64 = 1 } pxvm_token_rule;
 /* Fills *fmt with preset `name`: "clip" (mean 0.48145466, 0.4578275, 0.40821073, std
  * 0.26862954, 0.26130258, 0.27577711), "siglip" (0.5 x3, 0.5 x3), "imagenet" (0.485, 0.456,
  * 0.406 / 0.229, 0.224, 0.225) or "none" (mean 0, std 1: rescale only); rescale 1/255, float32,
@@ -471,6 +479,19 @@ typedef struct pxvm_ragged {
     int dst_device;
     size_t dst_bytes;        /* dst's size: at least what the tiles take (checked, never overrun) */
     int failed;              /* out: after an error about one image, its index; -1 otherwise */
+    /* The order of an image's tiles. 0 or 1: row-major. m >= 2: m x m windows, windows row-major,
+     * the m * m tiles row-major inside a window (Qwen2-VL's processor order: its reshape to
+     * (gh/m, m, gw/m, m) and transpose); each image's grid sides must be multiples of m, else
+     * PXVM_USAGE naming the image and its grid (policy dynamic with merge=m always gives such). */
+    int merge;
+    /* Frames per token. 0 or 1: one image per item, as above. T >= 2: images come in groups of T
+     * consecutive images (n a multiple of T) of one resized size (else PXVM_USAGE naming the
+     * image); group g is item g, whose N tokens each hold T frames: with fmt NCHW or FLAT a token
+     * is [C][T][ph][pw] (Qwen2-VL's flattening of (C, T, p, p)), NHWC [T][ph][pw][C], RGBA8 tiles
+     * (fmt NULL) [T][p][p][4]. dst takes the same bytes as with T = 1 (offsets[n] tiles of one
+     * frame each); pxvm_ragged_plan's per-image offsets still hold: item g's tokens start at
+     * offsets[g * T] / T, and there are offsets[n] / T tokens in all. */
+    int temporal;
 } pxvm_ragged;
 /* Sizes only: for n images of sizes wh[2i], wh[2i+1], their resized sizes into out_wh[2i..] (may
  * be NULL) and the tile offsets into offsets[0..n] (offsets[0] = 0, offsets[n] = sum N_i: the

@@ -502,7 +502,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
             out = grown, cap = more;
         }
         pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
-                         (size_t)tiles * per_token, -1};
+                         (size_t)tiles * per_token, -1, 0, 0};
         if (n && px__ragged(w, j, n, views, &t, err) < 0) {
             if (t.failed < 0) {
                 rc = err->cls;

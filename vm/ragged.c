@@ -90,6 +90,42 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
     return 0;
 }
 
+/* The tile order and frames of a batch (pxvm_ragged's merge and temporal) against its images'
+ * resized sizes (out_wh): values in range, n a multiple of T, one size per group
+ * of T images, grid sides multiples of merge. 0, or -1 with *err set (naming the image). */
+static int px__layout_check(const pxvm_ragged *t, int n, const int *out_wh, int *failed, pxvm_error *err)
+{
+    char m[200];
+    if (t->merge < 0 || t->merge > PX_RESIZE_MAX_SIDE || t->temporal < 0 || t->temporal > 65536) {
+        snprintf(m, sizeof m, "tiles: merge %d and temporal %d: merge is 0..2^24 (0, 1: row-major), temporal 0..65536 "
+                 "(0, 1: one image per item)", t->merge, t->temporal);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    int T = t->temporal > 1 ? t->temporal : 1, mg = t->merge > 1 ? t->merge : 1;
+    if (n % T) {
+        snprintf(m, sizeof m, "tiles: temporal %d takes the images in groups of %d frames; %d images are not whole "
+                 "groups", T, T, n);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    for (int i = 0; i < n; i++) {
+        int w = out_wh[2 * i], h = out_wh[2 * i + 1], g0 = i - i % T;
+        if (w != out_wh[2 * g0] || h != out_wh[2 * g0 + 1]) {
+            snprintf(m, sizeof m, "temporal %d: resized to %dx%d, but image %d, the first frame of its group, is %dx%d "
+                     "(a group's frames share one size)", T, w, h, g0, out_wh[2 * g0], out_wh[2 * g0 + 1]);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
+        int gw = w / t->patch, gh = h / t->patch;
+        if (gw % mg || gh % mg) {
+            snprintf(m, sizeof m, "merge %d: its grid of %dx%d tiles (w x h, resized to %dx%d) is not made of %dx%d "
+                     "windows", mg, gw, gh, w, h, mg, mg);
+            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return px__about(err, i, failed);
+        }
+    }
+    return 0;
+}
+
 void px_ragged_job_free(px_ragged_job *job)
 {
     free(job->img);
@@ -144,21 +180,25 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
     if (!rc)
         rc = px_ragged_sizes(t->policy, t->patch, t->out_w, t->out_h, n, wh, &job->policy, wh + 2 * n, off,
                             job->failed, err);
+    if (!rc)
+        rc = px__layout_check(t, n, wh + 2 * n, job->failed, err);
     if (!rc && t->fmt && pxvm_token_table_build(t->fmt, table, err) < 0)
         rc = -1;
     if (!rc) {
+        int T = t->temporal > 1 ? t->temporal : 1;
         job->n = n, job->patch = t->patch, job->table = t->fmt ? table : NULL;
+        job->merge = t->merge > 1 ? t->merge : 1, job->temporal = T;
         job->fit = job->policy.kind == PX_POLICY_FIT;
         job->pad = (uint32_t)job->policy.pad[0] | (uint32_t)job->policy.pad[1] << 8 |
                    (uint32_t)job->policy.pad[2] << 16 | (uint32_t)job->policy.pad[3] << 24;
         size_t pp = (size_t)t->patch * (size_t)t->patch;
-        job->tile_bytes = table ? pp * (size_t)table->channels * (size_t)table->elem : pp * 4u;
-        job->tiles = off[n];
+        job->tile_bytes = (table ? pp * (size_t)table->channels * (size_t)table->elem : pp * 4u) * (size_t)T;
+        job->tiles = off[n] / T; /* a group's images have one size: off[g * T] is T times its item's first token */
         job->dst = t->dst, job->dst_device = t->dst_device, job->max_memory = max_memory;
         for (int i = 0; i < n; i++) {
             px_ragged_image *im = &job->img[i];
             im->v = views[i], im->w = wh[2 * (n + i)], im->h = wh[2 * (n + i) + 1];
-            im->tile0 = off[i], im->tiles = off[i + 1] - off[i];
+            im->tile0 = off[i - i % T] / T, im->tiles = off[i + 1] - off[i], im->frame = i % T;
         }
         unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
         size_t align = table && t->fmt ? (size_t)table->elem : 1u;
@@ -232,45 +272,37 @@ static void px__canvas_row(const px__canvas *c, int y, int w, uint32_t *row)
         row[x] = c->pad;
 }
 
-/* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row. */
+/* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row,
+ * at its token (px_ragged_token: the job's order) and its frame's values (px_ragged_value). */
 static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im, const px__canvas *c, uint32_t *row)
 {
-    const int p = job->patch, gw = im->w / p;
+    const int p = job->patch, gw = im->w / p, T = job->temporal, f = im->frame;
     const pxvm_token_table *t = job->table;
-    const size_t pp = (size_t)p * (size_t)p;
     uint8_t *base = (uint8_t *)job->dst + (size_t)im->tile0 * job->tile_bytes;
     for (int y = 0; y < im->h; y++) {
         int ty = y / p, r = y % p;
         px__canvas_row(c, y, im->w, row);
         for (int tx = 0; tx < gw; tx++) {
-            uint8_t *out = base + ((size_t)ty * (size_t)gw + (size_t)tx) * job->tile_bytes;
+            uint8_t *out = base + (size_t)px_ragged_token(tx, ty, gw, job->merge) * job->tile_bytes;
             const uint32_t *s = row + (size_t)tx * (size_t)p;
             if (!t) {
-                memcpy(out + 4u * (size_t)r * (size_t)p, s, 4u * (size_t)p);
+                memcpy(out + px_ragged_value(0, f, 0, r, p, T, 4, 0), s, 4u * (size_t)p);
                 continue;
             }
+            int planar = t->layout != PXVM_TOKENS_NHWC;
             for (int ch = 0; ch < t->channels; ch++) {
                 const uint32_t *tab = t->value[ch];
                 int sh = 8 * ch;
-                if (t->layout == PXVM_TOKENS_NHWC) {
-                    size_t o = (size_t)r * (size_t)p * (size_t)t->channels + (size_t)ch;
-                    for (int q = 0; q < p; q++, o += (size_t)t->channels) {
-                        uint32_t value = tab[(s[q] >> sh) & 255u];
-                        if (t->elem == 4)
-                            memcpy(out + 4u * o, &value, 4);
-                        else {
-                            uint16_t h = (uint16_t)value;
-                            memcpy(out + 2u * o, &h, 2);
-                        }
-                    }
-                } else if (t->elem == 4) {
-                    uint32_t *o = (uint32_t *)(void *)(out + 4u * ((size_t)ch * pp + (size_t)r * (size_t)p));
+                size_t o = px_ragged_value(ch, f, 0, r, p, T, t->channels, planar);
+                size_t step = planar ? 1u : (size_t)t->channels; /* from texel q to q + 1 */
+                if (t->elem == 4) {
+                    uint32_t *d = (uint32_t *)(void *)out + o;
                     for (int q = 0; q < p; q++)
-                        o[q] = tab[(s[q] >> sh) & 255u];
+                        d[(size_t)q * step] = tab[(s[q] >> sh) & 255u];
                 } else {
-                    uint16_t *o = (uint16_t *)(void *)(out + 2u * ((size_t)ch * pp + (size_t)r * (size_t)p));
+                    uint16_t *d = (uint16_t *)(void *)out + o;
                     for (int q = 0; q < p; q++)
-                        o[q] = (uint16_t)tab[(s[q] >> sh) & 255u];
+                        d[(size_t)q * step] = (uint16_t)tab[(s[q] >> sh) & 255u];
                 }
             }
         }

@@ -7,6 +7,7 @@
 #ifndef PX_RAGGED_H
 #define PX_RAGGED_H
 
+#include "ragged_index.h"
 #include "resize.h"
 #include "tokens.h"
 #include "vm.h"
@@ -20,7 +21,8 @@ extern "C" {
 typedef struct px_ragged_image {
     pxvm_view v;
     int w, h;
-    int64_t tile0, tiles;
+    int64_t tile0, tiles; /* the first token of the image's item (its group's), its tiles */
+    int frame;            /* its frame in the item's tokens: i % temporal */
 } px_ragged_image;
 
 /* The most tiles one batch gives (offsets stay int64 and dst's bytes a product that fits: a tile
@@ -35,8 +37,10 @@ typedef struct px_ragged_job {
     uint32_t pad;                 /* R | G << 8 | B << 16 | A << 24 */
     int patch;
     const pxvm_token_table *table; /* NULL: RGBA8 tiles */
-    size_t tile_bytes;            /* the bytes of one tile in dst */
-    int64_t tiles;                /* the batch's */
+    int merge;                    /* the tiles' order (ragged_index.h): 1 row-major, m >= 2 windows */
+    int temporal;                 /* frames per token, 1.. */
+    size_t tile_bytes;            /* the bytes of one token in dst (temporal frames of a tile) */
+    int64_t tiles;                /* the batch's tokens */
     void *dst;
     int dst_device;
     uint64_t max_memory;          /* the runner's budget for what a call holds */

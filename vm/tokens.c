@@ -109,6 +109,11 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
                  fmt->alpha == 1 ? "3 (A: mean 0, std 1) or 4" : fmt->alpha == 0 ? "3" : "alpha 0 or 1");
         return pxvm_fail(err, PXE_USAGE, -1, -1, m);
     }
+    if (fmt->rule != PXVM_TOKENS_RULE_FLOAT32 && fmt->rule != PXVM_TOKENS_RULE_RESCALE_FLOAT64) { /* [A-TOKENS-11] */
+        snprintf(m, sizeof m, "token format: rule %d is none of float32 (0), rescale-float64 (1: transformers 4.x)",
+                 fmt->rule);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
     float r = (float)fmt->rescale;
     if (!(isfinite(r) && r > 0.0f)) /* [A-TOKENS-4] (NaN fails the comparison) */
         return px__bad(err, "rescale", -1, fmt->rescale, "is not a positive finite float32");
@@ -128,8 +133,10 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
     memset(t->value, 0, sizeof t->value);
     for (int c = 0; c < C; c++)
         for (int u = 0; u < 256; u++) {
-            /* one binary32 operation per statement (-ffp-contract=off: no fused multiply-add) */
-            float x = (float)u * r;
+            /* one binary32 operation per statement (-ffp-contract=off: no fused multiply-add);
+             * rule 1 rescales in double with the rescale as given, then rounds once to binary32
+             * (transformers 4.x: image.astype(np.float64) * scale, then .astype(np.float32)) */
+            float x = fmt->rule == PXVM_TOKENS_RULE_RESCALE_FLOAT64 ? (float)((double)u * fmt->rescale) : (float)u * r;
             float d = x - mean[c];
             float y = d / sd[c];
             uint32_t b = px__bits(y);

@@ -41,7 +41,8 @@ struct px_tile_rec {
     int hpass, vpass, nearest, row0, rows, ksx, ksy;
     const int *xf, *xc, *xk, *yf, *yc, *yk;
     uint32_t *tmp; /* cw x rows RGBA texels */
-    long long tile0;
+    long long tile0; /* the first token of the image's item */
+    int frame;       /* its frame in those tokens */
     long long hb0, vb0; /* the first block of the image in pass 1 and pass 2 */
 };
 
@@ -121,6 +122,7 @@ struct px__tiles_out {
     uint8_t *dst;
     const uint32_t *table; /* [4][256], or NULL: RGBA8 tiles */
     int patch, channels, elem, nhwc;
+    int merge, temporal; /* the job's tile order and frames per token (vm/ragged_index.h) */
     int bytewise; /* RGBA8 tiles into a dst not 4-aligned (the API lets it be any): byte stores */
     size_t tile_bytes;
 };
@@ -169,22 +171,22 @@ __global__ void px__k_tiles_v(const px_tile_rec *recs, int n, px__tiles_out o)
             }
         }
     }
-    int P = o.patch, gw = r.w / P;
-    long long t = r.tile0 + (long long)(y / P) * gw + x / P;
-    size_t pp = (size_t)P * (size_t)P, k = (size_t)(y % P) * (size_t)P + (size_t)(x % P);
+    int P = o.patch, gw = r.w / P, q = x % P, row = y % P;
+    long long t = r.tile0 + (long long)px_ragged_token(x / P, y / P, gw, o.merge);
     uint8_t *out = o.dst + (size_t)t * o.tile_bytes;
     if (!o.table) {
+        size_t at = px_ragged_value(0, r.frame, q, row, P, o.temporal, 4, 0); /* in bytes: 4 a texel */
         if (o.bytewise) {
-            uint8_t *b = out + 4u * k;
+            uint8_t *b = out + at;
             b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24);
         } else {
-            ((uint32_t *)out)[k] = v;
+            ((uint32_t *)out)[at / 4u] = v;
         }
         return;
     }
     for (int c = 0; c < o.channels; c++) {
         uint32_t value = __ldg(&o.table[c * 256 + ((v >> (8 * c)) & 255u)]);
-        size_t at = o.nhwc ? k * (size_t)o.channels + (size_t)c : (size_t)c * pp + k;
+        size_t at = px_ragged_value(c, r.frame, q, row, P, o.temporal, o.channels, !o.nhwc);
         if (o.elem == 4)
             ((uint32_t *)out)[at] = value;
         else
@@ -404,7 +406,7 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
         r->hpass = op->hpass && !r->nearest, r->vpass = op->vpass && !r->nearest;
         r->row0 = op->row0, r->rows = r->hpass ? op->rows : 0;
         r->ksx = op->tx.ksize, r->ksy = op->ty.ksize;
-        r->tile0 = im->tile0;
+        r->tile0 = im->tile0, r->frame = im->frame;
         if (v->device >= 0) {
             r->src = (const uint8_t *)v->data, r->rs = v->row_stride, r->ps = v->px_stride, r->cs = v->ch_stride;
         } else {
@@ -449,6 +451,7 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
     o.dst = d_out, o.table = job->table ? (const uint32_t *)(void *)(pt->d + recs + ints_bytes) : NULL;
     o.patch = job->patch, o.channels = job->table ? job->table->channels : 4, o.elem = job->table ? job->table->elem : 1;
     o.nhwc = job->table && job->table->layout == PXVM_TOKENS_NHWC, o.tile_bytes = job->tile_bytes;
+    o.merge = job->merge, o.temporal = job->temporal;
     o.bytewise = (uintptr_t)d_out % 4u != 0; /* tokens: dst aligned to their dtype (px_ragged_prepare) */
     px__k_tiles_v<<<(unsigned)vb, PX_TILES_THREADS, 0, ex->stream>>>((const px_tile_rec *)(void *)pt->d, n, o);
     PX__CK(cudaGetLastError());

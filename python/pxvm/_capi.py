@@ -125,14 +125,15 @@ class TokenFormat(ctypes.Structure):
     """pxvm_token_format: dtype, layout, alpha, rescale, mean/std of the tokens for models."""
     _fields_ = [("dtype", ctypes.c_int), ("layout", ctypes.c_int), ("alpha", ctypes.c_int),
                 ("nvalues", ctypes.c_int), ("rescale", ctypes.c_double), ("mean", ctypes.c_double * 4),
-                ("std", ctypes.c_double * 4)]
+                ("std", ctypes.c_double * 4), ("rule", ctypes.c_int)]
 
 
 class RaggedArgs(ctypes.Structure):
     """pxvm_ragged: a batch of images of many sizes resized by a policy and cut into tiles."""
     _fields_ = [("policy", ctypes.c_char_p), ("patch", ctypes.c_int), ("out_w", ctypes.c_int),
                 ("out_h", ctypes.c_int), ("fmt", ctypes.POINTER(TokenFormat)), ("dst", ctypes.c_void_p),
-                ("dst_device", ctypes.c_int), ("dst_bytes", ctypes.c_size_t), ("failed", ctypes.c_int)]
+                ("dst_device", ctypes.c_int), ("dst_bytes", ctypes.c_size_t), ("failed", ctypes.c_int),
+                ("merge", ctypes.c_int), ("temporal", ctypes.c_int)]
 
 
 def _load():

@@ -15,7 +15,8 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
 from .program import Program
-from .ragged import canonical_policy, image_hw, is_dynamic, ragged_batch, resized_on_gpu
+from .ragged import (canonical_policy, image_hw, is_dynamic, ragged_batch, ragged_layout, ragged_size, resized_on_gpu,
+                     wants_ragged)
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -1211,8 +1212,8 @@ class Runner:
     def patches_batch(self, images: Batch | None = None, slot: str | int | None = None, out: Array | None = None,
                       fixations: Fixation = None, with_geometry: bool = False, fixation_units: str = "normalized",
                       fixation_clamp: bool = False, policy: str | None = None, size: tuple[int, int] | None = None,
-                      device: str | None = None, on_error: str = "raise",
-                      **inputs: Batch) -> Array | tuple[Array, Array]:
+                      device: str | None = None, on_error: str = "raise", merge: int | None = None,
+                      temporal: int = 1, **inputs: Batch) -> Array | tuple[Array, Array]:
         """The atlas's patches for a batch: (B, N, h, w, 4) (into `out` when given, as patches);
         fixations, fixation_units, fixation_clamp and with_geometry ((B, N, 4)) as for run_batch
         and patches. policy: as for run_batch, or "dynamic[:KEYS][:FILTER]" for a program compiled
@@ -1222,11 +1223,16 @@ class Runner:
         of the executor, into `out` (sum N_i, p, p, 4) when given; see python/pxvm/ragged.py and
         README, Ragged batches. Into an
         any-size input, images of different sizes need no policy (one batch per size, as run_batch).
-        size: as for run_batch."""
-        size, policy = self._sized(policy, size)
-        if is_dynamic(policy):
+        size: as for run_batch. merge (None: row-major; m: Qwen2-VL's m x m window order) and
+        temporal (T frames per tile, the images T per item, (N, T, p, p, 4)) give a Ragged for any
+        policy (dynamic, or another with size=(W, H)); see python/pxvm/ragged.py."""
+        if wants_ragged(policy, None, merge, temporal):
+            _, m, t, _ = ragged_layout(policy, None, merge, temporal)
+            out_w, out_h, policy = ragged_size(policy, size)
             self._dynamic_only(fixations=fixations, with_geometry=with_geometry, slot=slot, inputs=inputs)
-            return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error)
+            return ragged_batch(self, images, policy, out=out, device=device, on_error=on_error, size=(out_w, out_h),
+                                merge=m, temporal=t)
+        size, policy = self._sized(policy, size)
         if device is not None:
             raise UsageError("usage: device= is for policy dynamic (other patches follow their images' device)")
         if on_error != "raise":

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 from . import _capi
 from ._arrays import _is_torch, _np, _torch
 from .errors import UsageError, _check
-from .ragged import is_dynamic, ragged_batch
+from .ragged import is_dynamic, ragged_batch, ragged_layout, ragged_size, wants_ragged
 
 if TYPE_CHECKING:
     import numpy
@@ -44,15 +44,20 @@ _lib = _capi.lib
 
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 LAYOUTS = {"nchw": 0, "nhwc": 1, "flat": 2}
+#: rule=: the float rule of isa/SPEC.md section 9 ("float32": r = fl32(1/255), all in float32;
+#: "transformers4": transformers 4.x's Pillow-based processors, the rescale in float64 then float32)
+RULES = {"float32": 0, "transformers4": 1}
 PRESETS = ("clip", "siglip", "imagenet", "none")
 #: normalize=: a preset name, or (mean, std): 3 values each, or 4 with alpha=True
 Normalize = Union[str, "tuple[Sequence[float], Sequence[float]]"]
 
 
 def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: str = "nchw",
-                 alpha: bool = False) -> _capi.TokenFormat:
+                 alpha: bool = False, rule: str = "float32") -> _capi.TokenFormat:
     """The library's pxvm_token_format for these arguments (checked here for names, by the library
-    for values: a UsageError naming what is wrong)."""
+    for values: a UsageError naming what is wrong). rule: a name of RULES."""
+    if not isinstance(rule, str) or rule not in RULES:
+        raise UsageError("usage: tokens: rule %r is none of %s" % (rule, ", ".join(RULES)))
     if not isinstance(dtype, str) or dtype not in DTYPES:  # a list is no name (nor hashable)
         raise UsageError("usage: tokens: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))
     if not isinstance(layout, str) or layout not in LAYOUTS:
@@ -76,7 +81,7 @@ def token_format(dtype: str = "float32", normalize: Normalize = "clip", layout: 
         for c in range(4):
             f.mean[c] = mean[c] if c < len(mean) else 0.0
             f.std[c] = std[c] if c < len(std) else 1.0
-    f.dtype, f.layout, f.alpha = DTYPES[dtype], LAYOUTS[layout], int(alpha)
+    f.dtype, f.layout, f.alpha, f.rule = DTYPES[dtype], LAYOUTS[layout], int(alpha), RULES[rule]
     return f
 
 
@@ -323,7 +328,8 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
                  normalize: Normalize = "clip", layout: str = "nchw", alpha: bool = False, out: Any = None,
                  slot: str | int | None = None, fixation_units: str = "normalized", fixation_clamp: bool = False,
                  policy: str | None = None, size: tuple[int, int] | None = None, device: str | None = None,
-                 on_error: str = "raise", **inputs: Batch) -> Any:
+                 on_error: str = "raise", merge: int | None = None, temporal: int = 1, rule: str = "float32",
+                 **inputs: Batch) -> Any:
     """Runs the program once on a batch and returns every item's tokens: (B, N, C, p, p) for
     layout "nchw" (B, N, p, p, C) "nhwc", (B, N, C*p*p) "flat"; item b's are tokens(images[b],
     fixation=fixations[b], ...)'s bytes. images, fixations ((B, 2) or (B, K, 2), per item, host
@@ -337,20 +343,30 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
     (python/pxvm/ragged.py); images may be paths of PNG/JPEG files. dtype may also be a torch
     dtype (torch.bfloat16). device="cuda" puts the tokens on the runner's GPU whatever the images
     (host arrays and files are resized there: the tensor a model takes, written once).
-    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which)."""
-    size, policy = runner._sized(policy, size)
+    on_error="skip" leaves out the images that fail (the Ragged's index and failures say which).
+
+    merge (None: row-major; m: Qwen2-VL's m x m window order), temporal (T frames per token, the
+    images T per item) and layout "qwen2vl" (Qwen2-VL's pixel_values: "flat", the dynamic policy's
+    merge, temporal patch 2, each image given once) give a Ragged for any policy: dynamic, or
+    "stretch", "fit", "exact", "crop[:short=S][:FILTER]" (CLIP's shortest-edge resize and centre
+    crop) with size=(W, H); see python/pxvm/ragged.py. rule: "float32" (isa/SPEC.md section 9) or
+    "transformers4" (transformers 4.x's Pillow-based processors: the rescale in float64, then
+    float32; the values of their pixel_values bit for bit)."""
     dtype = dtype_name(dtype)
-    if is_dynamic(policy):
+    if wants_ragged(policy, layout, merge, temporal):
+        c_layout, m, t, repeat = ragged_layout(policy, layout, merge, temporal)
+        out_w, out_h, policy = ragged_size(policy, size)
         runner._dynamic_only(fixations=fixations, slot=slot, fixation_clamp=fixation_clamp, inputs=inputs,
                              fixation_units=None if fixation_units == "normalized" else fixation_units)
-        return ragged_batch(runner, images, policy, token_format(dtype, normalize, layout, alpha), dtype, layout,
-                            out, device, on_error)
+        return ragged_batch(runner, images, policy, token_format(dtype, normalize, c_layout, alpha, rule), dtype,
+                            c_layout, out, device, on_error, (out_w, out_h), m, t, repeat)
+    size, policy = runner._sized(policy, size)
     if device is not None:
         raise UsageError("usage: device= is for policy dynamic (other tokens follow their images' device)")
     if on_error != "raise":
         raise UsageError("usage: on_error=%r takes policy dynamic (a Ragged result lists the failures)" % (on_error,))
     s = runner._atlas(slot)
-    fmt = token_format(dtype, normalize, layout, alpha)
+    fmt = token_format(dtype, normalize, layout, alpha, rule)
     bound, b = runner._batch_inputs(images, inputs)
     bound = runner._apply_policy(bound, policy, True, size)
     shape = (b,) + _shape(s, 4 if alpha else 3, layout)

@@ -265,7 +265,7 @@ static int px__check_batch(pxvm_runner *run, const char *exec, const char *what,
         goto out;
     got = malloc(bytes + 64);
     memset(got, 0xA5, bytes + 64);
-    pxvm_ragged t = {policy, p, ow, oh, fmt, got, -1, bytes, 7};
+    pxvm_ragged t = {policy, p, ow, oh, fmt, got, -1, bytes, 7, 0, 0};
     if (pxvm_runner_ragged(run, n, views, &t) || t.failed != -1) {
         px_test_fail(__FILE__, __LINE__, "%s on %s: %s (failed %d)", what, exec, pxvm_errmsg(), t.failed);
         goto out;
@@ -415,7 +415,7 @@ static uint8_t *px__ragged_bytes(pxvm_runner *run, int n, const pxvm_view *views
 {
     uint8_t *got = malloc(bytes ? bytes : 1);
     memset(got, 0x3C, bytes);
-    pxvm_ragged t = {policy, p, ow, oh, fmt, got, -1, bytes, 0};
+    pxvm_ragged t = {policy, p, ow, oh, fmt, got, -1, bytes, 0, 0, 0};
     if (pxvm_runner_ragged(run, n, views, &t)) {
         px_test_fail(__FILE__, __LINE__, "%s n %d: %s", policy, n, pxvm_errmsg());
         free(got);
@@ -472,7 +472,7 @@ TEST(ragged_a_batch_equals_a_loop_and_parts_equal_one)
                     px__diff(what, px__execs[e], parts, all, bytes, n, off, tile);
                 if (!tok && all) { /* RGBA8 tiles take a dst at any address */
                     uint8_t *odd = malloc(bytes + 1);
-                    pxvm_ragged t = {pols[k], 4, ow, oh, NULL, odd + 1, -1, bytes, 0};
+                    pxvm_ragged t = {pols[k], 4, ow, oh, NULL, odd + 1, -1, bytes, 0, 0, 0};
                     CHECK_EQ(pxvm_runner_ragged(run, n, views, &t), 0);
                     snprintf(what, sizeof what, "%s: dst at an odd address vs aligned", pols[k]);
                     px__diff(what, px__execs[e], odd + 1, all, bytes, n, off, tile);
@@ -561,7 +561,7 @@ TEST(ragged_many_images)
         if (px__open(px__execs[e], 0, &prog, &run))
             continue;
         memset(got, 0, (size_t)N * 8u);
-        pxvm_ragged t = {"stretch:bicubic", 1, 2, 1, NULL, got, -1, (size_t)N * 8u, 0};
+        pxvm_ragged t = {"stretch:bicubic", 1, 2, 1, NULL, got, -1, (size_t)N * 8u, 0, 0, 0};
         CHECK_EQ(pxvm_runner_ragged(run, N, views, &t), 0);
         for (int i = 0; i < N; i++) {
             int c = views[i].channels;
@@ -875,7 +875,7 @@ static int px__g_run(pxvm_runner *run, const px_gcase *c, int *failed, int *writ
     uint8_t *buf = malloc(cap + 16), *dst = buf + (16u - (uintptr_t)buf % 16u) % 16u + c->misalign;
     memset(buf, 0x5A, cap + 16);
     pxvm_ragged t = {c->policy, c->patch, c->ow, c->oh, c->fmt_on ? &c->f : NULL, c->dst_null ? NULL : dst,
-                     c->dst_device, (size_t)((long long)need + c->bytes_delta), -7};
+                     c->dst_device, (size_t)((long long)need + c->bytes_delta), -7, 0, 0};
     int rc = pxvm_runner_ragged(run, c->n, views, &t);
     *failed = t.failed;
     for (size_t k = 0; k < cap + 16 && rc; k++)
@@ -1016,7 +1016,7 @@ static uint8_t *px__device_dst(pxvm_runner *run, int n, const pxvm_view *views, 
         cudaFree(d), free(got);
         return NULL;
     }
-    pxvm_ragged t = {policy, p, ow, oh, fmt, (uint8_t *)d + misalign, 0, bytes, 0};
+    pxvm_ragged t = {policy, p, ow, oh, fmt, (uint8_t *)d + misalign, 0, bytes, 0, 0, 0};
     *rc = pxvm_runner_ragged(run, n, views, &t);
     *failed = t.failed;
     if ((!*rc && pxvm_runner_sync(run)) ||
@@ -1140,7 +1140,7 @@ TEST(ragged_refuses_a_dst_overlapping_an_image)
                 if (bottom_up)
                     views[1].data = buf + IMG + 1 + (H - 1) * W * 4, views[1].row_stride = -W * 4;
                 /* shift 0: dst is [buf + 1, buf + IMG + 1), ending at the image's lowest byte */
-                pxvm_ragged t = {"exact", 4, W, H, NULL, buf + 1 + shift, -1, IMG, -7};
+                pxvm_ragged t = {"exact", 4, W, H, NULL, buf + 1 + shift, -1, IMG, -7, 0, 0};
                 int rc = pxvm_runner_ragged(run, 1, views + 1, &t);
                 if (!shift) {
                     CHECK_EQ(rc, 0);

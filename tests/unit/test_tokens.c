@@ -181,7 +181,7 @@ TEST(tokens_every_preset_dtype_layout_and_alpha_follow_the_rule)
                     if (pr < 4) {
                         CHECK(pxvm_token_format_preset(presets[pr], &f) == 0);
                     } else { /* custom, alpha's own values when kept */
-                        f = (pxvm_token_format){0, 0, 0, 3, 1.0 / 127.0, {0.1, -0.7, 3.0, 0.25}, {0.3, -2.0, 1e-3, 4.0}};
+                        f = (pxvm_token_format){0, 0, 0, 3, 1.0 / 127.0, {0.1, -0.7, 3.0, 0.25}, {0.3, -2.0, 1e-3, 4.0}, 0};
                         f.nvalues = alpha ? 4 : 3;
                     }
                     f.dtype = dtype, f.layout = layout, f.alpha = alpha;

@@ -1,0 +1,177 @@
+"""Token order, frames and float rules of ragged batches (include/pxvm.h pxvm_ragged merge and
+temporal; pxvm_token_format rule; python/pxvm/ragged.py), on real photos of mixed sizes (CPU
+executor; the cuda executor too under PXVM_TEST_EXECUTOR=cuda), against NumPy transcriptions of
+transformers 4.x, 0 values differing:
+
+- layout "qwen2vl" is Qwen2VLImageProcessor._preprocess's pixel_values (transformers 4.x,
+  src/transformers/models/qwen2_vl/image_processing_qwen2_vl.py): Pillow BICUBIC resize to
+  smart_resize's size, rescale (image_transforms.rescale: image.astype(np.float64) * scale, then
+  .astype(np.float32)), normalize (image_transforms.normalize: mean and std cast to float32, then
+  (image - mean) / std in float32), a still image repeated over temporal_patch_size = 2, then
+      patches.reshape(grid_t, temporal_patch_size, channel, grid_h // merge_size, merge_size,
+                      patch_size, grid_w // merge_size, merge_size, patch_size)
+             .transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)
+             .reshape(grid_t * grid_h * grid_w, channel * temporal_patch_size * patch_size**2)
+  and image_grid_thw = (grid_t, grid_h, grid_w) per image;
+- temporal with two different frames (two photos stretched to one size);
+- merge on its own (uint8 tiles) and its refusals: a grid side that is not a multiple of m is a
+  UsageError naming the image and its grid; frames of one item of two sizes, likewise.
+"""
+import glob
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import pxvm
+from conftest import EXECUTOR, PHOTO, ROOT
+
+UNIFORM = os.path.join(ROOT, "programs", "uniform.json")
+P = 14  # Qwen2-VL's patch
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # OPENAI_CLIP_MEAN / STD: Qwen2-VL's image_mean / image_std
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory):
+    plan = tmp_path_factory.mktemp("plan") / "uniform14.json"
+    plan.write_text('{"image": [224, 224], "scheme": "uniform", "patch": %d}' % P)
+    with pxvm.Runner(pxvm.Program.from_plan(str(plan)), executor=EXECUTOR) as r:
+        yield r
+
+
+def _photo_paths():
+    photos = sorted(glob.glob(os.path.join(ROOT, "build", "photos", "*")))
+    if len(photos) < 10:
+        pytest.skip("build/photos missing: sh tests/bench/photos.sh")
+    return photos
+
+
+@pytest.fixture(scope="module")
+def photos():
+    """About 10 real photos of mixed sizes (the smallest of build/photos, so that the test stays
+    quick) and chelsea.png, as RGB arrays."""
+    paths = sorted(_photo_paths(), key=os.path.getsize)[:9] + [PHOTO]
+    return [np.asarray(Image.open(p).convert("RGB")) for p in paths]
+
+
+def smart_resize(h, w, factor=28, min_pixels=56 * 56, max_pixels=28 * 28 * 1280):
+    """Qwen2-VL's smart_resize (transformers 4.x image_processing_qwen2_vl.py), transcribed."""
+    import math
+    h_bar = max(factor, round(h / factor) * factor)
+    w_bar = max(factor, round(w / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((h * w) / max_pixels)
+        h_bar = math.floor(h / beta / factor) * factor
+        w_bar = math.floor(w / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (h * w))
+        h_bar = math.ceil(h * beta / factor) * factor
+        w_bar = math.ceil(w * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def transformers4_values(u8):
+    """image_transforms.rescale then normalize of transformers 4.x on a uint8 (H, W, 3) image: the
+    float32 (3, H, W) values (channels first, as _preprocess's data_format)."""
+    x = (u8.astype(np.float64) * (1 / 255)).astype(np.float32)
+    mean, std = np.array(CLIP_MEAN, dtype=np.float32), np.array(CLIP_STD, dtype=np.float32)
+    return ((x - mean) / std).transpose(2, 0, 1)
+
+
+def qwen2vl_flatten(frames, p=P, merge=2, tps=2):
+    """_preprocess's flattening of (grid_t * tps, C, H, W) frames (see the module)."""
+    patches = np.asarray(frames)
+    t, c, h, w = patches.shape
+    gt, gh, gw = t // tps, h // p, w // p
+    patches = patches.reshape(gt, tps, c, gh // merge, merge, p, gw // merge, merge, p)
+    patches = patches.transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)
+    return patches.reshape(gt * gh * gw, c * tps * p * p), (gt, gh, gw)
+
+
+def test_qwen2vl_layout_equals_transformers4_on_real_photos(runner, photos):
+    r = runner.tokens_batch(photos, policy="dynamic", layout="qwen2vl", normalize="clip", rule="transformers4")
+    want, grids = [], []
+    for a in photos:
+        h2, w2 = smart_resize(*a.shape[:2])
+        u8 = np.asarray(Image.fromarray(a).resize((w2, h2), Image.BICUBIC))
+        v = transformers4_values(u8)
+        flat, thw = qwen2vl_flatten([v, v])  # a still image: the same frame twice
+        want.append(flat)
+        grids.append(thw)
+    want = np.concatenate(want)
+    got = np.asarray(r.tokens)
+    assert got.shape == want.shape and got.dtype == np.float32
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), \
+        "%d values differ" % int((got.view(np.uint32) != want.view(np.uint32)).sum())
+    assert np.array_equal(r.grid, np.array(grids))
+    counts = np.array([g[0] * g[1] * g[2] for g in grids])
+    assert np.array_equal(r.offsets, np.concatenate([[0], np.cumsum(counts)]))
+    assert len(r) == len(photos) and len(set(map(tuple, r.grid[:, 1:]))) > 3  # mixed sizes
+
+
+def test_temporal_two_different_frames(runner, photos):
+    """Two photos stretched to one size are the two frames of one item: Qwen2-VL's video
+    flattening (tps 2) of those frames, float32 rule, flat; and nchw is the same bytes as
+    (N, C, T, p, p), nhwc their (N, T, p, p, C) transpose."""
+    size = (224, 168)
+    a, b = photos[0], photos[3]
+    r = runner.tokens_batch([a, b], policy="stretch", size=size, layout="flat", merge=2, temporal=2,
+                            normalize="clip", rule="transformers4")
+    frames = [transformers4_values(np.asarray(Image.fromarray(x).resize(size, Image.BICUBIC))) for x in (a, b)]
+    want, thw = qwen2vl_flatten(frames)
+    got = np.asarray(r.tokens)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert thw == (1, 12, 16) and r.grid.tolist() == [[1, 12, 16]] and r.offsets.tolist() == [0, 192]
+    nchw = runner.tokens_batch([a, b], policy="stretch", size=size, layout="nchw", merge=2, temporal=2,
+                               normalize="clip", rule="transformers4")
+    assert nchw.tokens.shape == (192, 3, 2, P, P)
+    assert np.array_equal(np.asarray(nchw.tokens).reshape(192, -1).view(np.uint32), want.view(np.uint32))
+    nhwc = runner.tokens_batch([a, b], policy="stretch", size=size, layout="nhwc", merge=2, temporal=2,
+                               normalize="clip", rule="transformers4")
+    assert np.array_equal(np.asarray(nhwc.tokens).view(np.uint32),
+                          np.asarray(nchw.tokens).transpose(0, 2, 3, 4, 1).view(np.uint32))
+    tiles = runner.patches_batch([a, b], policy="stretch", size=size, merge=2, temporal=2)
+    assert tiles.tokens.shape == (192, 2, P, P, 4)
+    u8 = np.stack([np.asarray(Image.fromarray(x).resize(size, Image.BICUBIC)) for x in (a, b)])
+    w8, _ = qwen2vl_flatten(u8.transpose(0, 3, 1, 2))  # (N, C*T*p*p) of the bytes
+    assert np.array_equal(np.asarray(tiles.tokens)[..., :3].transpose(0, 4, 1, 2, 3).reshape(192, -1), w8)
+
+
+def test_merge_order_and_position_ids(runner, photos):
+    """merge=2 tiles are the row-major tiles permuted into 2x2 windows; position ids follow."""
+    rows = runner.patches_batch(photos[:3], policy="dynamic")
+    win = runner.patches_batch(photos[:3], policy="dynamic", merge=2)
+    assert np.array_equal(win.offsets, rows.offsets) and np.array_equal(win.grid, rows.grid)
+    for i in range(3):
+        _, gh, gw = rows.grid[i]
+        order = np.arange(gh * gw).reshape(gh // 2, 2, gw // 2, 2).transpose(0, 2, 1, 3).reshape(-1)
+        assert np.array_equal(np.asarray(win[i]), np.asarray(rows[i])[order])
+        o = rows.offsets[i]
+        assert np.array_equal(win.position_ids[:, o:o + gh * gw], rows.position_ids[:, o:o + gh * gw][:, order])
+
+
+def test_merge_refuses_a_grid_that_is_not_whole_windows(runner):
+    """The edge pair: a 56x28 canvas (4x2 tiles of 14) takes merge 2, 42x28 (3x2) is refused
+    naming the image and its grid; merge 3 takes 42x42, not 56x42."""
+    img = np.zeros((30, 40, 3), np.uint8)
+    r = runner.patches_batch([img, img], policy="stretch", size=(56, 28), merge=2)
+    assert r.tokens.shape == (16, P, P, 4)
+    with pytest.raises(pxvm.UsageError, match=r"image 0: (usage: )?merge 2: its grid of 3x2 tiles") as e:
+        runner.patches_batch([img, img], policy="stretch", size=(42, 28), merge=2)
+    assert e.value.index == 0
+    runner.patches_batch([img], policy="stretch", size=(42, 42), merge=3)
+    with pytest.raises(pxvm.UsageError, match=r"merge 3: its grid of 4x3 tiles"):
+        runner.patches_batch([img], policy="stretch", size=(56, 42), merge=3)
+
+
+def test_temporal_refusals(runner):
+    a, b = np.zeros((30, 40, 3), np.uint8), np.zeros((60, 40, 3), np.uint8)
+    with pytest.raises(pxvm.UsageError, match=r"temporal=2 takes the images 2 frames per item: 3 images"):
+        runner.patches_batch([a, a, a], policy="stretch", size=(28, 28), temporal=2)
+    with pytest.raises(pxvm.UsageError, match=r"image 1: (usage: )?temporal 2: resized to 28x56, but image 0") as e:
+        runner.patches_batch([a, b], policy="dynamic:min=1", temporal=2)
+    assert e.value.index == 1
+    with pytest.raises(pxvm.UsageError, match=r"qwen2vl. takes temporal=1 .* not 3"):
+        runner.tokens_batch([a], policy="dynamic", layout="qwen2vl", temporal=3)

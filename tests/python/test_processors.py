@@ -99,6 +99,12 @@ def test_qwen2vl_settings_equal_reference(executor):
                                                      merge_size=3, patch_size=16)
     assert_same(proc(some, return_tensors="np"),
                 ref.qwen2vl(some, max_pixels=100000, min_pixels=90000, merge_size=3, patch_size=16))
+    # another rescale (the tiles and the rule's table instead of the executor's values)
+    for rule in RULES:
+        other = pxvm.processors.Qwen2VLImageProcessor(executor=executor, rule=rule, rescale_factor=1 / 256,
+                                                      temporal_patch_size=3)
+        assert_same(other(some, return_tensors="np"),
+                    ref.qwen2vl(some, rule=rule, rescale_factor=1 / 256, temporal_patch_size=3))
     # call-time overrides, as transformers' preprocess(**kwargs)
     assert_same(proc(some, return_tensors="np", min_pixels=3136, max_pixels=50176, merge_size=2, patch_size=14),
                 ref.qwen2vl(some, max_pixels=50176))
@@ -173,6 +179,12 @@ def test_siglip_equals_reference(executor, rule):
     assert_same(proc(PHOTOS[:4], return_tensors="np"),
                 ref.siglip(PHOTOS[:4], rule=rule, size={"height": 384, "width": 384}, resample=Image.BILINEAR,
                            do_normalize=False))
+    # a size of 7 x 7 tiles of 50 (put back together), a size of tiles of one texel (331 is a prime),
+    # another rescale (the resized pixels, then the rule's table)
+    for kw in (dict(size={"height": 150, "width": 350}), dict(size={"height": 331, "width": 224}),
+               dict(size={"height": 100, "width": 120}, rescale_factor=1 / 256)):
+        proc = pxvm.processors.SiglipImageProcessor(executor=executor, rule=rule, **kw)
+        assert_same(proc(PHOTOS[:4], return_tensors="np"), ref.siglip(PHOTOS[:4], rule=rule, **kw))
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)

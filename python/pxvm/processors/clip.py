@@ -1,6 +1,7 @@
 """CLIP's (and LLaVA-1.5's) image processor: shortest-edge resize, centre crop."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .._arrays import _is_torch, _np
@@ -98,16 +99,21 @@ def _crop(a, ch, cw):
 
 
 def fixed_batch(proc, s, images, device, resized_hw):
-    """[n, 3, ch, cw] float32: each image resized to resized_hw(s, h, w) by the executor (one call
-    per resized size), centre-cropped to s["crop"] (None: no crop), looked up in the rule's table."""
+    """[n, 3, ch, cw] float32: each image resized to resized_hw(s, h, w) (None: s["resize_to"]) by
+    the executor, centre-cropped to s["crop"] (None: no crop). Without a crop and with the usual
+    rescale (1/255) the executor writes the values (one call); else it resizes (one call per
+    resized size) and the values come from the rule's table."""
+    resized_hw = resized_hw or (lambda s, h, w: s["resize_to"])
     from ._pixels import resized
     from ..ragged import image_hw
     np = _np()
     items = [_base.as_rgb(x, i) for i, x in enumerate(_base.image_list(images))]
     if not items:
         raise UsageError("usage: %s: no images given" % type(proc).__name__)
-    runner = proc._runner(1)
     crop = s.get("crop")
+    if crop is None and s["do_rescale"] and s["rescale_factor"] == 1 / 255:
+        return _executor_values(proc, s, items, device, s["resize_to"])
+    runner = proc._runner(1)
     by_size = {}
     for i, x in enumerate(items):
         hw = image_hw(x)
@@ -127,3 +133,29 @@ def fixed_batch(proc, s, images, device, resized_hw):
         return _base.look_up(table, rgb).permute(0, 3, 1, 2).contiguous()
     rgb = np.stack(parts)
     return np.ascontiguousarray(_base.look_up(table, rgb).transpose(0, 3, 1, 2))
+
+
+def tile_side(h: int, w: int) -> int:
+    """The largest tile side (at most 256, the library's) that divides both sides."""
+    g = math.gcd(h, w)
+    return max(d for d in range(1, min(g, 256) + 1) if g % d == 0)
+
+
+def _executor_values(proc, s, items, device, hw):
+    """[n, 3, h, w] float32 of the images resized to hw = (h, w) by policy stretch, the values
+    written by the executor (tokens_batch: one call; tiles of the largest side that fits, put
+    back together when there are several per image)."""
+    from ._pixels import output_on_gpu
+    h, w = hw
+    p = tile_side(h, w)
+    runner = proc._runner(p)
+    where = "cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None
+    norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
+    r = runner.tokens_batch(items, policy="stretch:%s" % s["filter"], size=(w, h), dtype="float32", normalize=norm,
+                            layout="nchw", merge=1, rule=proc.rule, device=where)
+    t, n = r.tokens, len(items)
+    if p == h and p == w:
+        return t
+    t = t.reshape(n, h // p, w // p, 3, p, p)
+    t = t.permute(0, 3, 1, 4, 2, 5) if _is_torch(t) else t.transpose(0, 3, 1, 4, 2, 5)
+    return t.reshape(n, 3, h, w)

@@ -73,16 +73,37 @@ class Qwen2VLImageProcessor(Processor):
             groups.append(v)
         if not groups:
             raise UsageError("usage: %s: no images and no videos given" % type(self).__name__)
-        frames, first = [], []
-        for g in groups:
-            first.append(len(frames))
-            frames.extend(g)
-        items = [_base.as_rgb(x, i) for i, x in enumerate(frames)]
+        from ..ragged import image_hw
+        T = s["temporal_patch_size"]
+        items, grids_t = [], []
+        for gi, g in enumerate(groups):
+            g = [_base.as_rgb(x, len(items) + j) for j, x in enumerate(g)]
+            if gi >= n_images:
+                sizes = {image_hw(x) for x in g}
+                if len(sizes) > 1:
+                    raise UsageError("usage: video %d: frames of several sizes (%s): a video's frames share one size"
+                                     % (gi - n_images, ", ".join("%dx%d" % (w, h) for h, w in sorted(sizes))))
+            padded = g + [g[-1]] * ((-len(g)) % T)  # the last frame repeated (an image: T times)
+            items.extend(padded)
+            grids_t.append(len(padded) // T)
         runner = self._runner(s["patch_size"])
         from ._pixels import output_on_gpu
-        r = runner.patches_batch(items, policy=s["policy"],
-                                 device="cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None)
-        values, grids = _tokens(r, groups, first, n_images, s, self._table(s))
+        where = "cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None
+        p, m = s["patch_size"], s["merge_size"]
+        if s["do_rescale"] and s["rescale_factor"] == 1 / 255:  # the executor writes the values
+            norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
+            r = runner.tokens_batch(items, policy=s["policy"], dtype="float32", normalize=norm, layout="flat",
+                                    merge=m, temporal=T, rule=self.rule, device=where)
+            values = r.tokens
+        else:  # another rescale: the tiles, then the rule's table
+            r = runner.patches_batch(items, policy=s["policy"], merge=m, temporal=T, device=where)
+            vals = _base.look_up(self._table(s), r.tokens)  # (N, T, p, p, 3)
+            vals = vals.permute(0, 4, 1, 2, 3) if _is_torch(vals) else vals.transpose(0, 4, 1, 2, 3)
+            values = vals.reshape(len(vals), 3 * T * p * p)
+        grids, k = [], 0
+        for t in grids_t:  # an image or video's items are consecutive, each one of its t
+            grids.append((t, int(r.grid[k][1]), int(r.grid[k][2])))
+            k += t
         data = {}
         np = _np()
         counts = [int(g[0] * g[1] * g[2]) for g in grids]
@@ -116,42 +137,3 @@ def _video_list(videos) -> list:
             raise UsageError("usage: videos: each video is a non-empty list of frames or an (F, H, W, C) array; "
                              "got %s" % ("shape %s" % (sv,) if sv else type(v).__name__))
     return out
-
-
-def merge_order(gh: int, gw: int, m: int):
-    """The row-major tile indices of a gh x gw grid in merge-window order (m x m windows row-major,
-    row-major inside: transformers' reshape (gh/m, m, gw/m, m) and transpose (0, 2, 1, 3))."""
-    np = _np()
-    return np.arange(gh * gw, dtype=np.int64).reshape(gh // m, m, gw // m, m).transpose(0, 2, 1, 3).reshape(-1)
-
-
-def _tokens(r, groups, first, n_images, s, table):
-    """The flat tokens [sum t*h*w, C*T*p*p] of every group (an image: one frame) from the ragged
-    tiles r, and the groups' (t, h, w)."""
-    np = _np()
-    T, m, p = s["temporal_patch_size"], s["merge_size"], s["patch_size"]
-    src, grids = [], []
-    for gi, g in enumerate(groups):
-        f0, nf = first[gi], len(g)
-        sizes = r.sizes[f0:f0 + nf, 0]
-        if (sizes != sizes[0]).any():
-            raise UsageError("usage: video %d: frames of several sizes (%s): a video's frames share one size" %
-                             (gi - n_images, ", ".join(
-                                 "%dx%d" % tuple(wh) for wh in np.unique(sizes, axis=0))))
-        _, gh, gw = (int(v) for v in r.grid[f0])
-        frames = list(range(f0, f0 + nf)) + [f0 + nf - 1] * ((-nf) % T)
-        gt = len(frames) // T
-        starts = r.offsets[frames].reshape(gt, T)  # each frame's first tile
-        order = merge_order(gh, gw, m)
-        idx = starts[:, None, :] + order[None, :, None]  # (gt, N, T)
-        src.append(idx.reshape(-1, T))
-        grids.append((gt, gh, gw))
-    src = np.concatenate(src)
-    tiles = r.tokens
-    if _is_torch(tiles):
-        torch = _torch()
-        picked = tiles[torch.from_numpy(src).to(tiles.device)]  # (K, T, p, p, 4)
-        vals = _base.look_up(table, picked).permute(0, 4, 1, 2, 3)
-    else:
-        vals = _base.look_up(table, tiles[src]).transpose(0, 4, 1, 2, 3)
-    return vals.reshape(len(src), 3 * T * p * p), grids

@@ -135,13 +135,22 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
 
 /* Applies a resolution policy to w x h RGBA8 pixels (contiguous) for an out_w x out_h input slot,
  * on the host: *out (out_w x out_h RGBA8, released with pxvm_free) is a copy when the sizes are
- * equal (any policy); otherwise policy is
+ * equal (any policy but crop, which always applies its rule); otherwise policy is
  *   "exact"               (or NULL; "" is a bad text): another size is a usage error;
  *   "native"              as exact here (the image is bound as it is: an any-size input takes
  *                         any size, which pxvm_runner_bind does without this call);
  *   "stretch[:FILTER]"    resized to out_w x out_h, aspect not kept;
  *   "fit[:FILTER][:PAD]"  letterboxed: resized with its aspect kept and centred, the bars PAD
  *                         ("R,G,B[,A]" or hex "RRGGBB[AA]", default 0,0,0,255);
+ *   "crop[:short=S][:FILTER]"  CLIP/LLaVA's (transformers 4.x get_resize_output_image_size
+ *                         with default_to_square=False, then center_crop): the short side
+ *                         resized to S (1..2^24, default max(out_w, out_h)), the long side to
+ *                         int(S * long / short) (one double division, truncated; short == S
+ *                         keeps the size), then the centre out_w x out_h of it, top =
+ *                         floor((h' - out_h) / 2), left likewise; a resized side under the
+ *                         crop's is centred on pad (0, 0, 0, 255) at -floor((h' - out_h) / 2) =
+ *                         ceil((out_h - h') / 2), as transformers pads with zeros. Only the kept
+ *                         texels are computed. A long side past 2^24 is a usage error naming it;
  *   "dynamic[:KEYS][:FILTER]"  resized to out_w x out_h as stretch does: pass the size
  *                         pxvm_policy_dynamic_size gives (the slot follows the image);
  * FILTER nearest, box, bilinear, hamming, bicubic (default) or lanczos. The bytes are those of
@@ -464,8 +473,9 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
  * Every byte is the RESIZE rule's (Pillow's Image.resize: isa/SPEC.md, RESIZE), then, with a
  * token format, the table rule of pxvm_runner_read_tokens; both executors give the same bits.
  *   policy   "dynamic[:KEYS][:FILTER]": image i becomes pxvm_policy_dynamic_size's w_i' x h_i'
- *            (out_w, out_h 0); "stretch[:FILTER]", "fit[:FILTER][:PAD]" or "exact": every image
- *            becomes out_w x out_h (multiples of patch), as pxvm_image_fit gives it.
+ *            (out_w, out_h 0); "stretch[:FILTER]", "fit[:FILTER][:PAD]", "crop[:short=S][:FILTER]"
+ *            or "exact": every image becomes out_w x out_h (multiples of patch), as
+ *            pxvm_image_fit gives it.
  * Image i gives N_i = (w_i' / patch) * (h_i' / patch) tiles; pxvm_ragged_plan gives the sizes and
  * offsets before any pixel is read, to size dst. */
 typedef struct pxvm_ragged {
@@ -512,8 +522,8 @@ int pxvm_ragged_plan(const char *policy, int patch, int out_w, int out_h, int n,
  * argument error. */
 int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ragged *t);
 
-/* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]"
- * or "exact") to out_w x out_h (0, 0: the slot's size; an any-size input needs them) where the
+/* pxvm_runner_bind of the view's items resized by `policy` ("stretch[:FILTER]", "fit[:FILTER][:PAD]",
+ * "crop[:short=S][:FILTER]" or "exact") to out_w x out_h (0, 0: the slot's size; an any-size input needs them) where the
  * executor keeps its data (cuda: on its GPU, from host memory or CUDA memory of its device): the
  * bytes pxvm_image_fit gives, bound as pxvm_runner_bind binds them. The view may be reused when
  * the call returns. A bad policy, native or dynamic (the slot takes one size here: dynamic tokens

@@ -69,6 +69,9 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
         }
         if (dynamic && px_dynamic_size(pol, w, h, &ow, &oh, err) < 0)
             return px__about(err, i, failed);
+        px_policy_geom g;
+        if (pol->kind == PX_POLICY_CROP && px_policy_geometry(pol, w, h, ow, oh, &g, err) < 0)
+            return px__about(err, i, failed);
         if (pol->kind == PX_POLICY_EXACT && (w != ow || h != oh)) {
             char m[128];
             snprintf(m, sizeof m, "policy exact: a %dx%d image is not %dx%d", w, h, ow, oh);
@@ -199,6 +202,7 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
             px_ragged_image *im = &job->img[i];
             im->v = views[i], im->w = wh[2 * (n + i)], im->h = wh[2 * (n + i) + 1];
             im->tile0 = off[i - i % T] / T, im->tiles = off[i + 1] - off[i], im->frame = i % T;
+            px_policy_geometry(&job->policy, im->v.w, im->v.h, im->w, im->h, &im->g, err); /* checked by the plan */
         }
         unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
         size_t align = table && t->fmt ? (size_t)table->elem : 1u;
@@ -232,7 +236,7 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
 int px_ragged_op(const px_ragged_job *job, int i, px_resize_op *op, pxvm_error *err)
 {
     const px_ragged_image *im = &job->img[i];
-    if (px_resize_op_sizes(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, job->pad, op, err) < 0)
+    if (px_resize_op_window(im->v.w, im->v.h, &im->g, job->policy.filter, job->pad, op, err) < 0)
         return px__about(err, i, job->failed);
     return 0;
 }
@@ -330,20 +334,25 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
                         ((const uint8_t *)v->data)[y * v->row_stride + x * v->px_stride + c * v->ch_stride];
         src = packed, sstride = (int64_t)sw * C;
     }
-    int nw, nh, ox, oy;
-    px_resize_fit(sw, sh, im->w, im->h, job->fit, &nw, &nh, &ox, &oy);
-    px__canvas c = {src, sstride, C, ox, oy, nw, nh, job->pad};
+    px_resize_op op;
+    if (px_resize_op_window(sw, sh, &im->g, job->policy.filter, job->pad, &op, err) < 0) {
+        free(packed);
+        return px__about(err, i, NULL);
+    }
+    int nw = op.cw, nh = op.ch;
+    src += op.src_y * sstride + (int64_t)op.src_x * C; /* a crop's window of an axis not resized */
+    px__canvas c = {src, sstride, C, op.cx, op.cy, nw, nh, job->pad};
     uint8_t *tmp = NULL;
     int rc = 0;
-    if (nw != sw || nh != sh) {
+    if (!op.copy) {
         tmp = malloc((size_t)nw * (size_t)nh * (size_t)C);
         if (!tmp)
             rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * nh * C);
         else
-            rc = px_resize_rgba8_threads(src, sw, sh, sstride, tmp, nw, nh, (int64_t)nw * C, job->policy.filter, C,
-                                         threads, err);
+            rc = px_resize_op_threads(&op, src, sstride, tmp, (int64_t)nw * C, C, threads, err);
         c.px = tmp, c.stride = (int64_t)nw * C;
     }
+    px_resize_op_free(&op);
     uint32_t *row = rc ? NULL : malloc((size_t)im->w * 4u);
     if (!rc && !row)
         rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)im->w * 4ull);

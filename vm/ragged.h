@@ -23,6 +23,7 @@ typedef struct px_ragged_image {
     int w, h;
     int64_t tile0, tiles; /* the first token of the image's item (its group's), its tiles */
     int frame;            /* its frame in the item's tokens: i % temporal */
+    px_policy_geom g;     /* where the policy puts it on its canvas (fit's bars, crop's window) */
 } px_ragged_image;
 
 /* The most tiles one batch gives (offsets stay int64 and dst's bytes a product that fits: a tile
@@ -59,7 +60,8 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
                      uint64_t max_memory, pxvm_error *err);
 void px_ragged_job_free(px_ragged_job *job);
 
-/* Image i's RESIZE (its view's size into its canvas, the job's fit, filter and pad). */
+/* Image i's RESIZE (its view's size into its canvas by its geometry, the job's filter and pad;
+ * a crop computes only the texels it keeps). */
 int px_ragged_op(const px_ragged_job *job, int i, px_resize_op *op, pxvm_error *err);
 
 /* The host work of image i: resized into scratch (the op's content, view's channel count) then

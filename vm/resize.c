@@ -233,19 +233,35 @@ static int px__selection(const px_resize_table *t, int32_t *sel)
     return 1;
 }
 
-/* Fills op from its sizes (sw x sh -> cw x ch, filter; the rest of op set by the caller): the
- * tables, which passes run, and how the vertical pass is streamed (resize.h). */
-static int px__plan(px_resize_op *op, pxvm_error *err)
+/* Outputs s0 .. s0 + n - 1 of a table as its outputs 0 .. n - 1 (each output's run and
+ * coefficients depend on its own index only, so a slice is exactly those outputs). */
+static void px__slice(px_resize_table *t, int s0, int n)
 {
-    if (px_resize_coeffs(op->sw, op->cw, op->filter, &op->tx, err) < 0)
+    if (s0 == 0 && n == t->out_size)
+        return;
+    memmove(t->first, t->first + s0, (size_t)n * sizeof *t->first);
+    memmove(t->count, t->count + s0, (size_t)n * sizeof *t->count);
+    if (t->k)
+        memmove(t->k, t->k + (size_t)s0 * (size_t)t->ksize, (size_t)n * (size_t)t->ksize * sizeof *t->k);
+    t->out_size = n;
+}
+
+/* Fills op from its sizes (sw x sh resized to rx x ry, of which the cw x ch content is the window
+ * from (sx0, sy0); filter; the rest of op set by the caller): the tables, which passes run, and
+ * how the vertical pass is streamed (resize.h). Without a crop rx, ry = cw, ch and sx0, sy0 = 0. */
+static int px__plan(px_resize_op *op, int rx, int ry, int sx0, int sy0, pxvm_error *err)
+{
+    if (px_resize_coeffs(op->sw, rx, op->filter, &op->tx, err) < 0)
         return -1;
-    if (px_resize_coeffs(op->sh, op->ch, op->filter, &op->ty, err) < 0) {
+    if (px_resize_coeffs(op->sh, ry, op->filter, &op->ty, err) < 0) {
         px_resize_table_free(&op->tx);
         return -1;
     }
-    op->copy = op->sw == op->cw && op->sh == op->ch;
-    op->hpass = op->cw != op->sw;
-    op->vpass = op->ch != op->sh;
+    px__slice(&op->tx, sx0, op->cw);
+    px__slice(&op->ty, sy0, op->ch);
+    op->hpass = rx != op->sw;
+    op->vpass = ry != op->sh;
+    op->copy = !op->hpass && !op->vpass;
     px__pass1_rows(op->sh, op->ch, op->copy, op->filter, op->ty.first[0],
                    op->ty.first[op->ch - 1] + op->ty.count[op->ch - 1], &op->row0, &op->rows);
     if (op->filter == PX_RESIZE_NEAREST || op->copy || !op->hpass)
@@ -461,8 +477,18 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
     px_resize_op op;
     memset(&op, 0, sizeof op);
     op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;
-    if (px__plan(&op, err) < 0)
+    if (px__plan(&op, dw, dh, 0, 0, err) < 0)
         return -1;
+    int rc = px_resize_op_threads(&op, src, sstride, dst, dstride, channels, threads, err);
+    px_resize_op_free(&op);
+    return rc;
+}
+
+int px_resize_op_threads(const px_resize_op *opp, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
+                         int channels, int threads, pxvm_error *err)
+{
+    const px_resize_op op = *opp; /* the bands read their own copy's fields */
+    int dw = op.cw, dh = op.ch;
     /* the bands: as many as asked, or (threads <= 0) as many as the work pays for within the
      * cores; at most one per output row */
     int bands = threads > 0 ? threads : px_resize_threads();
@@ -478,10 +504,8 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
     while (bands > 1 && (uint64_t)bytes * (uint64_t)bands > (uint64_t)dw * (uint64_t)channels * (uint64_t)op.rows)
         bands--;
     uint8_t *scratch = bytes ? malloc(bytes * (size_t)bands) : NULL;
-    if (bytes && !scratch) {
-        px_resize_op_free(&op);
+    if (bytes && !scratch)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes * (unsigned long long)bands);
-    }
     px__band band[64];
     pthread_t th[64];
     int started[64] = {0};
@@ -498,7 +522,6 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
         else
             px__band_run(&band[b]);
     free(scratch);
-    px_resize_op_free(&op);
     return 0;
 }
 
@@ -530,7 +553,58 @@ int px_resize_op_sizes(int sw, int sh, int w, int h, int fit, int filter, uint32
     int ox, oy;
     px_resize_fit(sw, sh, w, h, fit, &op->cw, &op->ch, &ox, &oy);
     op->cx = ox, op->cy = oy;
-    return px__plan(op, err);
+    return px__plan(op, op->cw, op->ch, 0, 0, err);
+}
+
+int px_resize_op_window(int sw, int sh, const px_policy_geom *g, int filter, uint32_t pad, px_resize_op *op,
+                        pxvm_error *err)
+{
+    memset(op, 0, sizeof *op);
+    op->filter = filter, op->w = g->w, op->h = g->h, op->pad = pad;
+    op->cx = g->cx, op->cy = g->cy, op->cw = g->cw, op->ch = g->ch;
+    int rx = g->rw, ry = g->rh, sx0 = g->sx, sy0 = g->sy;
+    op->sw = sw, op->sh = sh;
+    if (rx == sw) /* not resized across: the source's window, copied (or resized down only) */
+        op->src_x = sx0, op->sw = rx = g->cw, sx0 = 0;
+    if (ry == sh)
+        op->src_y = sy0, op->sh = ry = g->ch, sy0 = 0;
+    return px__plan(op, rx, ry, sx0, sy0, err);
+}
+
+/* Python's floor division by 2 (towards minus infinity) */
+static int px__half_floor(int v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+int px_policy_geometry(const px_policy *p, int sw, int sh, int w, int h, px_policy_geom *g, pxvm_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->w = g->cw = g->rw = w, g->h = g->ch = g->rh = h;
+    if (p->kind == PX_POLICY_FIT && (sw != w || sh != h)) {
+        px_resize_fit(sw, sh, w, h, 1, &g->cw, &g->ch, &g->cx, &g->cy);
+        g->rw = g->cw, g->rh = g->ch;
+    }
+    if (p->kind != PX_POLICY_CROP)
+        return 0;
+    /* transformers 4.x get_resize_output_image_size(default_to_square=False): short side S, long
+     * int(S * long / short), S * long exact in a double (both <= 2^24), one rounded division */
+    int S = p->short_side ? p->short_side : (w > h ? w : h), shortest = sw <= sh ? sw : sh, longest = sw <= sh ? sh : sw;
+    double lo = floor((double)S * (double)longest / (double)shortest);
+    if (lo > (double)PX_RESIZE_MAX_SIDE) {
+        char m[200];
+        snprintf(m, sizeof m, "policy crop: a %dx%d image's short side resized to %d makes its long side %.0f, past "
+                 "2^24", sw, sh, S, lo);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    }
+    if (sw <= sh)
+        g->rw = S, g->rh = (int)lo;
+    else
+        g->rh = S, g->rw = (int)lo;
+    /* transformers 4.x center_crop: top = (h' - h) // 2; a side under the crop's is padded with
+     * zeros centred at ceil((h - h') / 2) = -top (the same floor) */
+    int t = px__half_floor(g->rw - w);
+    g->sx = t >= 0 ? t : 0, g->cx = t >= 0 ? 0 : -t, g->cw = t >= 0 ? w : g->rw;
+    t = px__half_floor(g->rh - h);
+    g->sy = t >= 0 ? t : 0, g->cy = t >= 0 ? 0 : -t, g->ch = t >= 0 ? h : g->rh;
+    return 0;
 }
 
 void px_resize_op_free(px_resize_op *op)
@@ -545,11 +619,11 @@ void px_resize_op_free(px_resize_op *op)
 
 static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
 {
-    char msg[720]; /* 200 of the text, up to 160 of why, 217 of the syntax */
+    char msg[760]; /* 200 of the text, up to 160 of why, 240 of the syntax */
     snprintf(msg, sizeof msg,
-             "bad policy '%.200s': %.160s (native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or "
-             "dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER nearest, box, "
-             "bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
+             "bad policy '%.200s': %.160s (native, exact, stretch[:FILTER], fit[:FILTER][:PAD], "
+             "crop[:short=S][:FILTER] or dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER "
+             "nearest, box, bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
              text, why);
     return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
 }
@@ -698,6 +772,36 @@ static int px__dynamic_parse(const char *text, char field[][64], int nf, px_poli
     return 0;
 }
 
+/* crop's fields after the kind: at most one short=S (1..2^24) and at most one FILTER, in either
+ * order. */
+static int px__crop_parse(const char *text, char field[][64], int nf, px_policy *p, pxvm_error *err)
+{
+    p->kind = PX_POLICY_CROP;
+    int have_filter = 0;
+    char why[200];
+    for (int i = 1; i < nf; i++) {
+        if (!strncmp(field[i], "short=", 6)) {
+            int64_t v;
+            if (p->short_side)
+                return px__policy_fail(err, text, "'short' given twice");
+            if (px__num(field[i] + 6, strlen(field[i] + 6), 1, PX_RESIZE_MAX_SIDE, &v) < 0) {
+                snprintf(why, sizeof why, "short takes a whole number 1..%d, not '%s'", PX_RESIZE_MAX_SIDE, field[i] + 6);
+                return px__policy_fail(err, text, why);
+            }
+            p->short_side = (int)v;
+            continue;
+        }
+        int f = px_resize_filter_parse(field[i]);
+        if (f < 0 || have_filter) {
+            snprintf(why, sizeof why, f < 0 ? "unknown filter '%s' (crop takes short=S and a FILTER)"
+                                            : "a second filter '%s'", field[i]);
+            return px__policy_fail(err, text, why);
+        }
+        p->filter = f, have_filter = 1;
+    }
+    return 0;
+}
+
 int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
 {
     memset(p, 0, sizeof *p);
@@ -738,9 +842,11 @@ int px_policy_parse(const char *text, px_policy *p, pxvm_error *err)
     }
     if (!strcmp(field[0], "dynamic"))
         return px__dynamic_parse(text, field, nf, p, err);
+    if (!strcmp(field[0], "crop"))
+        return px__crop_parse(text, field, nf, p, err);
     int fit = !strcmp(field[0], "fit");
     if (!fit && strcmp(field[0], "stretch"))
-        return px__policy_fail(err, text, "unknown kind (not native, exact, stretch, fit or dynamic)");
+        return px__policy_fail(err, text, "unknown kind (not native, exact, stretch, fit, crop or dynamic)");
     p->kind = fit ? PX_POLICY_FIT : PX_POLICY_STRETCH;
     int i = 1;
     if (i < nf) {
@@ -775,7 +881,12 @@ void px_policy_format(const px_policy *p, char *buf, size_t len)
     else if (p->kind == PX_POLICY_FIT)
         snprintf(buf, len, "fit:%s:%u,%u,%u,%u", px_resize_filter_name(p->filter), p->pad[0], p->pad[1], p->pad[2],
                  p->pad[3]);
-    else if (p->kind == PX_POLICY_DYNAMIC) {
+    else if (p->kind == PX_POLICY_CROP) {
+        char side[24] = "";
+        if (p->short_side)
+            snprintf(side, sizeof side, "short=%d:", p->short_side);
+        snprintf(buf, len, "crop:%s%s", side, px_resize_filter_name(p->filter));
+    } else if (p->kind == PX_POLICY_DYNAMIC) {
         char patch[24] = "";
         if (p->patch)
             snprintf(patch, sizeof patch, "patch=%d,", p->patch);
@@ -857,11 +968,15 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
                  sw, sh, w, h);
         return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
     }
-    if (pxvm_image_alloc(dst, w, h, err) < 0)
+    px_policy_geom g;
+    px_resize_op op;
+    if (px_policy_geometry(p, sw, sh, w, h, &g, err) < 0 || px_resize_op_window(sw, sh, &g, p->filter, 0, &op, err) < 0)
         return -1;
-    int nw = w, nh = h, ox = 0, oy = 0;
-    if (sw != w || sh != h)
-        px_resize_fit(sw, sh, w, h, p->kind == PX_POLICY_FIT, &nw, &nh, &ox, &oy);
+    if (pxvm_image_alloc(dst, w, h, err) < 0) {
+        px_resize_op_free(&op);
+        return -1;
+    }
+    int nw = g.cw, nh = g.ch, ox = g.cx, oy = g.cy;
     if (nw != w || nh != h) {
         uint8_t *q = dst->px;
         for (size_t i = 0; i < (size_t)w * (size_t)h; i++, q += 4)
@@ -874,12 +989,17 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
      * own, so a grey value resized once is each of R, G and B resized */
     uint8_t *tmp = channels == 4 ? NULL : malloc((size_t)nw * (size_t)nh * (size_t)channels);
     if (channels != 4 && !tmp) {
+        px_resize_op_free(&op);
         pxvm_image_free(dst);
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)nw * (unsigned long long)nh * (unsigned long long)channels);
     }
     uint8_t *at = dst->px + oy * ds + (int64_t)ox * 4;
-    if (px_resize_rgba8_threads(px, sw, sh, (int64_t)sw * channels, tmp ? tmp : at, nw, nh, tmp ? (int64_t)nw * channels : ds,
-                                p->filter, channels, p->threads ? p->threads : 1, err) < 0) {
+    int64_t ss = (int64_t)sw * channels;
+    const uint8_t *from = px + (int64_t)op.src_y * ss + (int64_t)op.src_x * channels; /* crop's window, unresized */
+    int rc = px_resize_op_threads(&op, from, ss, tmp ? tmp : at, tmp ? (int64_t)nw * channels : ds, channels,
+                                  p->threads ? p->threads : 1, err);
+    px_resize_op_free(&op);
+    if (rc < 0) {
         free(tmp);
         pxvm_image_free(dst);
         return -1;

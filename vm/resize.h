@@ -103,6 +103,8 @@ typedef struct px_resize_op {
     int32_t *sel;         /* [cw] when the horizontal pass is a copy of columns, else NULL */
     int vopen, vring, vwrap, vunits;
     int tiles_x, tiles_y; /* the CPU executor's split of the content (set at its load) */
+    int src_x, src_y;     /* where the op's sw x sh source starts in the caller's image: a crop's
+                           * window on an axis that is not resized (px_resize_op_window); else 0 */
 } px_resize_op;
 
 /* Content rows y0..y1-1, columns x0..x1-1 (of the cw x ch content) of op, from src (sw x sh
@@ -112,6 +114,11 @@ typedef struct px_resize_op {
 void px_resize_tile(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
                     int channels, int x0, int x1, int y0, int y1, uint8_t *scratch);
 size_t px_resize_tile_bytes(const px_resize_op *op, int tw, int channels);
+
+/* px_resize_rgba8_threads's bands for a built op: its cw x ch content from src (the op's source,
+ * src_x / src_y already applied by the caller) into dst. 0, or -1 with *err set. */
+int px_resize_op_threads(const px_resize_op *op, const uint8_t *src, int64_t sstride, uint8_t *dst, int64_t dstride,
+                         int channels, int threads, pxvm_error *err);
 
 /* The hot loops of px_resize_tile (vm/resize_kernels.c), in portable C and in AVX2, the same
  * bytes either way: hrow4, columns x0 .. x1-1 of the horizontal pass of one row of 4-channel
@@ -152,6 +159,10 @@ uint64_t px_resize_need(int sw, int sh, int w, int h, int fit, int filter, int *
  *   stretch[:FILTER]       resized to the slot's size (RESIZE with fit 0)
  *   fit[:FILTER][:PAD]     letterboxed: px_resize_fit's content size and offset, the bars PAD
  *                          (RESIZE with fit 1); PAD is R,G,B[,A] in decimal or hex RRGGBB[AA]
+ *   crop[:short=S][:FILTER] CLIP's: the short side resized to S (default max(W, H)), the long
+ *                          side to int(S * long / short) (a double division, truncated), then the
+ *                          centre W x H of it; a side under the crop's is centred on pad 0,0,0,255
+ *                          (px_policy_geometry; docs/policies.md)
  *   dynamic[:KEYS][:FILTER] the slot follows the image: px_dynamic_size's w' x h' (Qwen2-VL's
  *                          smart_resize), the program compiled for that size (a uniform plan);
  *                          KEYS: patch=P,merge=M,min=PIXELS,max=PIXELS, any of them, any order
@@ -161,7 +172,8 @@ typedef enum px_policy_kind {
     PX_POLICY_STRETCH = 1,
     PX_POLICY_FIT = 2,
     PX_POLICY_DYNAMIC = 3,
-    PX_POLICY_NATIVE = 4
+    PX_POLICY_NATIVE = 4,
+    PX_POLICY_CROP = 5
 } px_policy_kind;
 
 /* dynamic's defaults: Qwen2-VL's image processor (merge 2, min 56*56, max 28*28*1280 pixels);
@@ -179,7 +191,24 @@ typedef struct px_policy {
     int merge;      /* dynamic: sides are multiples of patch * merge */
     int64_t min_pixels, max_pixels; /* dynamic: the area's bounds */
     int threads;    /* px_resize_policy's bands: 0 (as parsed) one, -1 as the work pays for (px_resize_rgba8_threads) */
+    int short_side; /* crop: short=S, 0 when not given (max(W, H)) */
 } px_policy;
+
+/* Where a policy puts a sw x sh image on a w x h canvas: resized to rw x rh, of which the canvas
+ * shows the cw x ch window from (sx, sy), at (cx, cy); the rest of the canvas is pad. stretch,
+ * dynamic, exact: all of a w x h resize; fit: px_resize_fit's; crop: per axis, with
+ * t = floor((r - w) / 2) (transformers' center_crop): t >= 0 shows r's [t, t + w) at 0, t < 0
+ * all of r at -t (its zero padding centred, the same floor). */
+typedef struct px_policy_geom {
+    int w, h, rw, rh, sx, sy, cx, cy, cw, ch;
+} px_policy_geom;
+/* 0, or -1 with a usage error: crop's long side past PX_RESIZE_MAX_SIDE (naming both sizes). */
+int px_policy_geometry(const px_policy *p, int sw, int sh, int w, int h, px_policy_geom *g, pxvm_error *err);
+/* The RESIZE of a geometry: tables of sw -> rw (sh -> rh) sliced to the window's columns (rows),
+ * so that only the shown texels are computed; an axis that is not resized (rw == sw) reads the
+ * window of the source instead (op->src_x / src_y, op->sw / sh the window's side). */
+int px_resize_op_window(int sw, int sh, const px_policy_geom *g, int filter, uint32_t pad, px_resize_op *op,
+                        pxvm_error *err);
 
 /* Parses a policy text (NULL: none given, exact; "" is refused). 0, or -1 with a usage error naming
  * the text and listing every kind (native among them). */

@@ -414,6 +414,8 @@ static int px__part_run(pxvm_executor *ex, const px_ragged_job *job, int a, int 
             r->src = dp + po, r->ps = v->channels, r->cs = 1, r->rs = (long long)v->w * v->channels;
             po += px__al((size_t)v->w * (size_t)v->h * (size_t)v->channels);
         }
+        r->src += (long long)op->src_y * r->rs + (long long)op->src_x * r->ps; /* a crop's window, not resized */
+        r->sw = op->sw, r->sh = op->sh;
         const int32_t *parts[6] = {op->tx.first, op->tx.count, op->tx.k, op->ty.first, op->ty.count, op->ty.k};
         size_t lens[6] = {(size_t)op->cw, (size_t)op->cw, (size_t)op->cw * (size_t)op->tx.ksize, (size_t)op->ch,
                           (size_t)op->ch, (size_t)op->ch * (size_t)op->ty.ksize};
@@ -515,7 +517,7 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
         uint64_t need = px_resize_need(im->v.w, im->v.h, im->w, im->h, job->fit, job->policy.filter, &cw, &ch, &rows);
         need += (rows ? 0u : 4u * (uint64_t)cw * (uint64_t)im->v.h) + sizeof(px_tile_rec) + 256u /* pass 1's alignment */ +
                         (im->v.device >= 0 ? 0u : px__al((size_t)im->v.w * (size_t)im->v.h * (size_t)im->v.channels));
-        if (need > job->max_memory) {
+        if (need > job->max_memory || job->policy.kind == PX_POLICY_CROP) { /* crop: the O(1) bound is fit's */
             px_resize_op op;
             if (px_ragged_op(job, i, &op, err) < 0)
                 return -1;

@@ -440,7 +440,7 @@ def _policy_image(x, w, h, policy):
         raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
                          (tuple(np.shape(x)),))
     H, W, C = a.shape
-    if (H, W) == (h, w):
+    if (H, W) == (h, w) and not policy.startswith("crop"):  # crop resizes by the short side, at any size
         return x
     a = np.ascontiguousarray(a)  # its own channels: the library widens them to RGBA
     out = ctypes.c_void_p()
@@ -992,7 +992,7 @@ class Runner:
         """One image for a w x h slot by `policy`, resized where it is: a CUDA tensor on the cuda
         executor's GPU (ragged.resized_on_gpu: it stays there, and so do the outputs), a host image
         on the host (_policy_image: host in, host out); x itself when it is already w x h."""
-        if image_hw(x) == (h, w):  # bound as it is, wherever it is
+        if image_hw(x) == (h, w) and not policy.startswith("crop"):  # bound as it is (crop: by its rule)
             return x
         if self.executor == "cuda" and _describe(x).device != -1:
             return resized_on_gpu(self, x, w, h, policy)

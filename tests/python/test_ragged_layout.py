@@ -175,3 +175,88 @@ def test_temporal_refusals(runner):
     assert e.value.index == 1
     with pytest.raises(pxvm.UsageError, match=r"qwen2vl. takes temporal=1 .* not 3"):
         runner.tokens_batch([a], policy="dynamic", layout="qwen2vl", temporal=3)
+
+
+# ---- crop: CLIP/LLaVA's shortest-edge resize and centre crop ----------------------------------
+
+def clip_crop_reference(a, w, h, short=None):
+    """transformers 4.x, transcribed: image_transforms.get_resize_output_image_size(size=S,
+    default_to_square=False) (short side S, long side int(S * long / short)), Pillow's
+    Image.resize((w', h'), BICUBIC) (image_transforms.resize), then image_transforms.center_crop
+    to (h, w): top = (h' - h) // 2, left = (w' - w) // 2, and when the resized image is smaller
+    than the crop on a side, zeros around it (new_image of max(crop, side), the image at
+    ceil((crop - side) / 2)) before the slice."""
+    import math
+    H0, W0 = a.shape[:2]
+    S = short or max(w, h)
+    if W0 <= H0:
+        nw, nh = S, int(S * H0 / W0)
+    else:
+        nh, nw = S, int(S * W0 / H0)
+    im = np.asarray(Image.fromarray(a).resize((nw, nh), Image.BICUBIC))
+    top, left = (nh - h) // 2, (nw - w) // 2
+    if top >= 0 and left >= 0 and top + h <= nh and left + w <= nw:
+        return im[top:top + h, left:left + w]
+    bh, bw = max(h, nh), max(w, nw)
+    canvas = np.zeros((bh, bw, 3), np.uint8)
+    tp, lp = math.ceil((bh - nh) / 2), math.ceil((bw - nw) / 2)
+    canvas[tp:tp + nh, lp:lp + nw] = im
+    top, left = top + tp, left + lp
+    return canvas[max(0, top):min(bh, top + h), max(0, left):min(bw, left + w)]
+
+
+def untile(tiles, w, h, p=P):
+    return np.asarray(tiles).reshape(h // p, w // p, p, p, 4).transpose(0, 2, 1, 3, 4).reshape(h, w, 4)
+
+
+@pytest.mark.parametrize("w, h, short", [(224, 224, None), (168, 224, None), (224, 140, None), (224, 224, 200),
+                                         (98, 210, 120)])
+def test_crop_equals_pillow_then_numpy_slicing_on_real_photos(runner, photos, w, h, short):
+    """Every photo, crop to w x h (short=S or the default max(w, h)): 0 bytes differ from the
+    reference (RGB; A is 255), one ragged call; and the same bytes through the host policy
+    (pxvm_image_fit, as runs bind them)."""
+    policy = "crop" if short is None else "crop:short=%d" % short
+    r = runner.patches_batch(photos, policy=policy, size=(w, h), merge=1)
+    n = (w // P) * (h // P)
+    for i, a in enumerate(photos):
+        got = untile(np.asarray(r.tokens)[i * n:(i + 1) * n], w, h)
+        want = clip_crop_reference(a, w, h, short)
+        assert int((got[..., :3] != want).sum()) == 0, "photo %d %s" % (i, a.shape)
+        assert (got[..., 3] == 255).all()
+    from pxvm.runner import _policy_image
+    a = photos[0]
+    assert np.array_equal(_policy_image(a, w, h, policy)[..., :3], clip_crop_reference(a, w, h, short))
+
+
+def test_crop_edges():
+    """The edge pairs of the rule, against the reference: the short side equal to S (the image
+    kept: a copy's crop) and one over it; odd differences (the floor of (h' - h) / 2); S under the
+    crop (zeros centred, ceil on the pad side) on one axis and on both."""
+    from pxvm.runner import _policy_image
+    rng = np.random.default_rng(41)
+    cases = [((224, 300), 224, 224, None),  # short 224 == S: kept, then cropped: rows 38..262
+             ((225, 300), 224, 224, None),  # 225 -> 224: resized
+             ((224, 301), 224, 224, None),  # an odd difference: top = 77 // 2 = 38
+             ((223, 301), 224, 224, None),
+             ((200, 300), 224, 224, 199),   # S under the crop on both sides? 199 x 298: pad across
+             ((300, 200), 224, 224, 150),   # 225 x 150: a column cut, rows padded (ceil 37)
+             ((301, 200), 223, 224, 150),   # odd widths: 225 - 223 = 2, pad 74 / 2
+             ((5, 7), 6, 6, None)]
+    for (h0, w0), w, h, short in cases:
+        a = rng.integers(0, 256, size=(h0, w0, 3), dtype=np.uint8)
+        policy = "crop" if short is None else "crop:short=%d" % short
+        got = _policy_image(a, w, h, policy)
+        want = clip_crop_reference(a, w, h, short)
+        assert got.shape[:2] == want.shape[:2] == (h, w)
+        assert np.array_equal(got[..., :3], want), (h0, w0, w, h, short)
+
+
+def test_crop_policy_text():
+    assert pxvm.ragged.canonical_policy("crop") == "crop:bicubic"
+    assert pxvm.ragged.canonical_policy("crop:bilinear:short=256") == "crop:short=256:bilinear"
+    assert pxvm.ragged.canonical_policy("crop:short=16777216") == "crop:short=16777216:bicubic"
+    for bad, why in [("crop:short=0", "short takes a whole number 1..16777216, not '0'"),
+                     ("crop:short=16777217", "not '16777217'"), ("crop:short=2:short=3", "'short' given twice"),
+                     ("crop:8,8,8", "unknown filter '8,8,8'")]:
+        with pytest.raises(pxvm.UsageError, match=why):
+            pxvm.ragged.canonical_policy(bad)

@@ -142,7 +142,7 @@ TEST(policy_equals_the_resize_op_stretch_and_fit_every_filter)
         pxvm_image src = px_random_image(sizes[s][0], sizes[s][1], &rng);
         for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++)
             for (int kind = PX_POLICY_STRETCH; kind <= PX_POLICY_FIT; kind++) {
-                px_policy p = {kind, filter, {(uint8_t)(10 * filter), 200, 3, (uint8_t)(255 - filter)}, 0, 0, 0, 0, 0};
+                px_policy p = {kind, filter, {(uint8_t)(10 * filter), 200, 3, (uint8_t)(255 - filter)}, 0, 0, 0, 0, 0, 0};
                 px__same_as_op(&src, sizes[s][2], sizes[s][3], &p);
             }
         pxvm_image_free(&src);
@@ -156,12 +156,12 @@ TEST(policy_of_an_image_of_the_slot_size_is_a_copy_and_exact_refuses_others)
     pxvm_error err;
     for (int kind = PX_POLICY_EXACT; kind <= PX_POLICY_FIT; kind++)
         for (int filter = 0; filter < PX_RESIZE__FILTERS; filter++) {
-            px_policy p = {kind, filter, {1, 2, 3, 4}, 0, 0, 0, 0, 0};
+            px_policy p = {kind, filter, {1, 2, 3, 4}, 0, 0, 0, 0, 0, 0};
             CHECK_EQ(px_resize_policy(&src, 23, 11, &p, &out, &err), 0);
             CHECK(out.px != src.px && !memcmp(out.px, src.px, 23 * 11 * 4));
             pxvm_image_free(&out);
         }
-    px_policy exact = {PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}, 0, 0, 0, 0, 0};
+    px_policy exact = {PX_POLICY_EXACT, PX_RESIZE_BICUBIC, {0, 0, 0, 255}, 0, 0, 0, 0, 0, 0};
     CHECK_EQ(px_resize_policy(&src, 24, 11, &exact, &out, &err), -1);
     CHECK_STR(err.msg, "23x11");
     CHECK_STR(err.msg, "24x11");

@@ -164,6 +164,11 @@ def test_clip_settings_equal_reference(executor):
                                               crop_size={"height": 256, "width": 180})
     assert_same(proc(some, return_tensors="np"),
                 ref.clip(some, size={"shortest_edge": 200}, crop_size={"height": 256, "width": 180}))
+    # a resize to (height, width) before the crop, another rescale: the resized pixels, then the table
+    for kw in (dict(size={"height": 256, "width": 300}), dict(rescale_factor=1 / 256)):
+        for rule in RULES:
+            proc = pxvm.processors.CLIPImageProcessor(executor=executor, rule=rule, **kw)
+            assert_same(proc(some, return_tensors="np"), ref.clip(some, rule=rule, **kw))
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)

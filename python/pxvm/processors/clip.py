@@ -44,8 +44,10 @@ class CLIPImageProcessor(Processor):
     Each image is resized (Pillow's resize, bicubic) so that its short side is
     size["shortest_edge"] (the long one int(S * long / short)), or to size {"height", "width"},
     then cropped to crop_size at the centre (top = (h - ch) // 2, left = (w - cw) // 2), then its
-    values come from one table per channel (rule=). The resize runs on the executor, one call for
-    the images of one resized size."""
+    values come from one table per channel (rule=). One executor call for the batch (policy
+    "crop:short=S", docs/policies.md) writes the values; a resize to {"height", "width"} before
+    the crop, or another rescale than 1/255, takes one call per resized size and the table in
+    NumPy or torch."""
 
     DEFAULTS = dict(do_resize=True, size={"shortest_edge": 224}, resample=3, do_center_crop=True,
                     crop_size={"height": 224, "width": 224}, do_rescale=True, rescale_factor=1 / 255,
@@ -111,8 +113,11 @@ def fixed_batch(proc, s, images, device, resized_hw):
     if not items:
         raise UsageError("usage: %s: no images given" % type(proc).__name__)
     crop = s.get("crop")
-    if crop is None and s["do_rescale"] and s["rescale_factor"] == 1 / 255:
-        return _executor_values(proc, s, items, device, s["resize_to"])
+    if s["do_rescale"] and s["rescale_factor"] == 1 / 255:  # the executor writes the values
+        if crop is None:
+            return _executor_values(proc, s, items, device, s["resize_to"], "stretch:%s" % s["filter"])
+        if s.get("short") is not None:  # policy crop: the shortest-edge resize and the centre crop
+            return _executor_values(proc, s, items, device, crop, "crop:short=%d:%s" % (s["short"], s["filter"]))
     runner = proc._runner(1)
     by_size = {}
     for i, x in enumerate(items):
@@ -141,17 +146,17 @@ def tile_side(h: int, w: int) -> int:
     return max(d for d in range(1, min(g, 256) + 1) if g % d == 0)
 
 
-def _executor_values(proc, s, items, device, hw):
-    """[n, 3, h, w] float32 of the images resized to hw = (h, w) by policy stretch, the values
-    written by the executor (tokens_batch: one call; tiles of the largest side that fits, put
-    back together when there are several per image)."""
+def _executor_values(proc, s, items, device, hw, policy):
+    """[n, 3, h, w] float32 of the images brought to hw = (h, w) by `policy` (stretch, or crop),
+    the values written by the executor (tokens_batch: one call; tiles of the largest side that
+    fits, put back together when there are several per image)."""
     from ._pixels import output_on_gpu
     h, w = hw
     p = tile_side(h, w)
     runner = proc._runner(p)
     where = "cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None
     norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
-    r = runner.tokens_batch(items, policy="stretch:%s" % s["filter"], size=(w, h), dtype="float32", normalize=norm,
+    r = runner.tokens_batch(items, policy=policy, size=(w, h), dtype="float32", normalize=norm,
                             layout="nchw", merge=1, rule=proc.rule, device=where)
     t, n = r.tokens, len(items)
     if p == h and p == w:

@@ -183,6 +183,14 @@ def on_cuda(x) -> bool:
     return getattr(x, "__cuda_array_interface__", None) is not None
 
 
+def output_on_gpu(runner, items, device) -> bool:
+    """Whether the executor writes the result on the runner's GPU: a CUDA image in, or device= a
+    GPU with the cuda executor (the cpu executor writes host memory: finish moves it after)."""
+    if runner.executor != "cuda":
+        return False
+    return any(on_cuda(x) for x in items) or (device is not None and str(device) != "cpu")
+
+
 def finish(data: dict, return_tensors, device) -> BatchFeature:
     """The result in the type asked for: "pt" torch tensors (on `device` when given), "np" NumPy
     arrays, None NumPy as transformers 4.x, unless a value is on a GPU (then torch, where it is)."""

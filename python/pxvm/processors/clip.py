@@ -71,96 +71,74 @@ class CLIPImageProcessor(Processor):
     def __call__(self, images, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:
         return self.preprocess(images, return_tensors=return_tensors, device=device, **kwargs)
 
-    def _resized_hw(self, s, h, w):
-        return shortest_edge_size(h, w, s["short"]) if s["short"] is not None else s["resize_to"]
-
     def preprocess(self, images, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:
         """pixel_values [n, 3, crop h, crop w] for images (one image, a list, or a (B, H, W, C)
         batch: PIL images, arrays, tensors, paths); see the class."""
         s = self._call_settings(kwargs)
-        return _base.finish({"pixel_values": fixed_batch(self, s, images, device, self._resized_hw)},
+        return _base.finish({"pixel_values": fixed_batch(self, s, images, device)},
                             return_tensors, device)
 
 
 def _crop(a, ch, cw):
-    """image_transforms.center_crop of (H, W, C): the window, or zero padding where it is larger."""
+    """image_transforms.center_crop of a batch (n, H, W, C) of one size: the window, or zero
+    padding where the crop is larger (the image at ceil((ch - H) / 2), as transformers places it)."""
     np = _np()
-    h, w = int(a.shape[0]), int(a.shape[1])
+    h, w = int(a.shape[1]), int(a.shape[2])
     top, left = (h - ch) // 2, (w - cw) // 2
     if top >= 0 and left >= 0:
-        return a[top:top + ch, left:left + cw]
+        return a[:, top:top + ch, left:left + cw]
     nh, nw = max(ch, h), max(cw, w)
     tp, lp = -(-(nh - h) // 2), -(-(nw - w) // 2)  # ceil
-    if _is_torch(a):
-        new = a.new_zeros((nh, nw) + tuple(a.shape[2:]))
-    else:
-        new = np.zeros((nh, nw) + a.shape[2:], dtype=a.dtype)
-    new[tp:tp + h, lp:lp + w] = a
+    shape = (a.shape[0], nh, nw) + tuple(a.shape[3:])
+    new = a.new_zeros(shape) if _is_torch(a) else np.zeros(shape, dtype=a.dtype)
+    new[:, tp:tp + h, lp:lp + w] = a
     top, left = top + tp, left + lp
-    return new[max(0, top):min(nh, top + ch), max(0, left):min(nw, left + cw)]
+    return new[:, max(0, top):min(nh, top + ch), max(0, left):min(nw, left + cw)]
 
 
-def fixed_batch(proc, s, images, device, resized_hw):
-    """[n, 3, ch, cw] float32: each image resized to resized_hw(s, h, w) (None: s["resize_to"]) by
-    the executor, centre-cropped to s["crop"] (None: no crop). Without a crop and with the usual
-    rescale (1/255) the executor writes the values (one call); else it resizes (one call per
-    resized size) and the values come from the rule's table."""
-    resized_hw = resized_hw or (lambda s, h, w: s["resize_to"])
-    from ._pixels import resized
-    from ..ragged import image_hw
-    np = _np()
+def fixed_batch(proc, s, images, device):
+    """[n, 3, h, w] float32 of the images brought to one size, in one executor call: resized to
+    s["resize_to"] (stretch) or, with s["crop"], by policy crop (shortest edge s["short"]) or
+    resized then centre-cropped here. With the usual rescale (1/255) and nothing to crop here,
+    the executor writes the values; else it writes the pixels and the rule's table gives them."""
     items = [_base.as_rgb(x, i) for i, x in enumerate(_base.image_list(images))]
     if not items:
         raise UsageError("usage: %s: no images given" % type(proc).__name__)
-    crop = s.get("crop")
-    if s["do_rescale"] and s["rescale_factor"] == 1 / 255:  # the executor writes the values
-        if crop is None:
-            return _executor_values(proc, s, items, device, s["resize_to"], "stretch:%s" % s["filter"])
-        if s.get("short") is not None:  # policy crop: the shortest-edge resize and the centre crop
-            return _executor_values(proc, s, items, device, crop, "crop:short=%d:%s" % (s["short"], s["filter"]))
-    runner = proc._runner(1)
-    by_size = {}
-    for i, x in enumerate(items):
-        hw = image_hw(x)
-        if hw is None:
-            raise UsageError("usage: image %d: an array or tensor (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; "
-                             "got shape %s" % (i, tuple(x.shape)))
-        by_size.setdefault(tuple(resized_hw(s, *hw)), []).append(i)
-    parts = [None] * len(items)
-    for (h, w), idx in by_size.items():
-        px = resized(runner, [items[i] for i in idx], "stretch:%s" % s["filter"], w, h, device)
-        for j, i in enumerate(idx):
-            parts[i] = _crop(px[j], *crop) if crop is not None else px[j]
-    table = proc._table(s)
-    if _is_torch(parts[0]):
-        import torch
-        rgb = torch.stack(parts)
-        return _base.look_up(table, rgb).permute(0, 3, 1, 2).contiguous()
-    rgb = np.stack(parts)
-    return np.ascontiguousarray(_base.look_up(table, rgb).transpose(0, 3, 1, 2))
+    crop, then_crop = s.get("crop"), None
+    if crop is None:
+        policy, hw = "stretch:%s" % s["filter"], s["resize_to"]
+    elif s.get("short") is not None:  # policy crop: the shortest-edge resize and the centre crop
+        policy, hw = "crop:short=%d:%s" % (s["short"], s["filter"]), crop
+    else:  # a resize to (height, width), then the crop
+        policy, hw, then_crop = "stretch:%s" % s["filter"], s["resize_to"], crop
+    h, w = hw
+    p = tile_side(h, w)
+    runner = proc._runner(p)
+    where = "cuda:%d" % runner.device if _base.output_on_gpu(runner, items, device) else None
+    n = len(items)
+    if s["do_rescale"] and s["rescale_factor"] == 1 / 255 and then_crop is None:
+        norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
+        t = runner.tokens_batch(items, policy=policy, size=(w, h), dtype="float32", normalize=norm, layout="nchw",
+                                merge=1, rule=proc.rule, device=where).tokens
+        return t if p == h and p == w else _untile(t, n, h, w, p, (0, 3, 1, 4, 2, 5), (n, 3, h, w))
+    px = runner.patches_batch(items, policy=policy, size=(w, h), merge=1, device=where).tokens  # (N, p, p, 4)
+    px = _untile(px, n, h, w, p, (0, 1, 3, 2, 4, 5), (n, h, w, 4))
+    if then_crop is not None:
+        px = _crop(px, *then_crop)
+    vals = _base.look_up(proc._table(s), px)
+    return vals.permute(0, 3, 1, 2).contiguous() if _is_torch(vals) else \
+        _np().ascontiguousarray(vals.transpose(0, 3, 1, 2))
+
+
+def _untile(t, n, h, w, p, order, shape):
+    """Row-major tiles of side p of n images h x w put back together (nchw tokens: order
+    (0, 3, 1, 4, 2, 5) to (n, C, h, w); RGBA8 tiles: (0, 1, 3, 2, 4, 5) to (n, h, w, 4))."""
+    t = t.reshape((n, h // p, w // p) + tuple(t.shape[1:]))
+    t = t.permute(*order) if _is_torch(t) else t.transpose(*order)
+    return t.reshape(shape)
 
 
 def tile_side(h: int, w: int) -> int:
     """The largest tile side (at most 256, the library's) that divides both sides."""
     g = math.gcd(h, w)
     return max(d for d in range(1, min(g, 256) + 1) if g % d == 0)
-
-
-def _executor_values(proc, s, items, device, hw, policy):
-    """[n, 3, h, w] float32 of the images brought to hw = (h, w) by `policy` (stretch, or crop),
-    the values written by the executor (tokens_batch: one call; tiles of the largest side that
-    fits, put back together when there are several per image)."""
-    from ._pixels import output_on_gpu
-    h, w = hw
-    p = tile_side(h, w)
-    runner = proc._runner(p)
-    where = "cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None
-    norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
-    r = runner.tokens_batch(items, policy=policy, size=(w, h), dtype="float32", normalize=norm,
-                            layout="nchw", merge=1, rule=proc.rule, device=where)
-    t, n = r.tokens, len(items)
-    if p == h and p == w:
-        return t
-    t = t.reshape(n, h // p, w // p, 3, p, p)
-    t = t.permute(0, 3, 1, 4, 2, 5) if _is_torch(t) else t.transpose(0, 3, 1, 4, 2, 5)
-    return t.reshape(n, 3, h, w)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._arrays import _is_torch, _np, _torch
+from .._arrays import _is_torch, _np
 from ..errors import UsageError
 from . import _base
 from ._base import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, BatchFeature, Processor
@@ -87,8 +87,7 @@ class Qwen2VLImageProcessor(Processor):
             items.extend(padded)
             grids_t.append(len(padded) // T)
         runner = self._runner(s["patch_size"])
-        from ._pixels import output_on_gpu
-        where = "cuda:%d" % runner.device if output_on_gpu(runner, items, device) else None
+        where = "cuda:%d" % runner.device if _base.output_on_gpu(runner, items, device) else None
         p, m = s["patch_size"], s["merge_size"]
         if s["do_rescale"] and s["rescale_factor"] == 1 / 255:  # the executor writes the values
             norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)

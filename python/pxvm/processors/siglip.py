@@ -36,5 +36,5 @@ class SiglipImageProcessor(Processor):
         """pixel_values [n, 3, h, w] for images (one image, a list, or a (B, H, W, C) batch: PIL
         images, arrays, tensors, paths); see the class."""
         s = self._call_settings(kwargs)
-        return _base.finish({"pixel_values": fixed_batch(self, s, images, device, None)},
+        return _base.finish({"pixel_values": fixed_batch(self, s, images, device)},
                             return_tensors, device)

@@ -11,6 +11,7 @@ arrays, tensors, batches), the return types (pt, np, None; device) and refused a
 """
 import glob
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -294,3 +295,13 @@ def test_a_bad_file_is_named():
     proc = pxvm.processors.CLIPImageProcessor(executor="cpu")
     with pytest.raises(pxvm.Error, match="nope.png"):
         proc([PHOTO_FILES[0], os.path.join(ROOT, "nope.png")])
+
+
+def test_pickled_processor_works():
+    """A processor pickles without its runners (DataLoader workers with spawn) and gives the same
+    values after, with its settings."""
+    proc = pxvm.processors.Qwen2VLImageProcessor(executor="cpu", max_pixels=200000)
+    want = proc(PHOTOS[:2], return_tensors="np")
+    again = pickle.loads(pickle.dumps(proc))
+    assert again.max_pixels == 200000 and again.rule == "transformers4"
+    assert_same(again(PHOTOS[:2], return_tensors="np"), want)

@@ -239,6 +239,14 @@ class Processor:
             return config[name]
         raise AttributeError("%s has no attribute %r" % (type(self).__name__, name))
 
+    def __getstate__(self) -> dict:
+        """Pickled without its runners (a DataLoader worker opens its own on first use)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_runners"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._runners = {}
+
     @classmethod
     def from_dict(cls, config_dict: dict, executor: str = "auto", rule: str = "transformers4", **kwargs: Any):
         """A processor from a preprocessor_config.json's dict (keys saying what the file is, such

@@ -260,3 +260,54 @@ def test_crop_policy_text():
                      ("crop:8,8,8", "unknown filter '8,8,8'")]:
         with pytest.raises(pxvm.UsageError, match=why):
             pxvm.ragged.canonical_policy(bad)
+
+
+# ---- the float rules ----------------------------------------------------------------------------
+
+PRESET_VALUES = {"clip": (CLIP_MEAN, CLIP_STD), "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                 "siglip": ((0.5,) * 3, (0.5,) * 3), "none": ((0.0,) * 3, (1.0,) * 3)}
+
+
+def rule_values(u8, preset, rule):
+    """NumPy's float32 values of bytes u8 (..., 3) by a rule: "float32" (isa/SPEC.md section 9:
+    np.float32(u) * np.float32(1/255)) or "transformers4" (image_transforms.rescale: float64
+    product, then float32), then (x - mean) / std in float32 (image_transforms.normalize)."""
+    mean, std = (np.array(v, dtype=np.float32) for v in PRESET_VALUES[preset])
+    if rule == "float32":
+        x = u8.astype(np.float32) * np.float32(1 / 255)
+    else:
+        x = (u8.astype(np.float64) * (1 / 255)).astype(np.float32)
+    return (x - mean) / std
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_VALUES))
+def test_both_rules_equal_numpy_on_every_byte(runner, preset):
+    """A 28x28 image holding every byte in every channel (stretch to its own size: a copy), both
+    rules, the exact bits of NumPy's transcription; the rules differ on some bytes."""
+    u = (np.arange(28 * 28 * 3, dtype=np.int64).reshape(28, 28, 3) * 7 + np.arange(3)) % 256
+    img = u.astype(np.uint8)
+    assert all(len(np.unique(img[..., c])) == 256 for c in range(3))
+    got = {}
+    for rule in ("float32", "transformers4"):
+        r = runner.tokens_batch([img], policy="stretch", size=(28, 28), layout="nhwc", merge=1, normalize=preset,
+                                rule=rule)
+        tiles = np.asarray(r.tokens).reshape(2, 2, P, P, 3).transpose(0, 2, 1, 3, 4).reshape(28, 28, 3)
+        want = rule_values(img, preset, rule)
+        assert np.array_equal(tiles.view(np.uint32), want.view(np.uint32)), (preset, rule)
+        got[rule] = tiles.view(np.uint32)
+    assert (got["float32"] != got["transformers4"]).any()
+
+
+def test_rule_edge_pair_clip_channel_0():
+    """clip, channel 0: byte 47 gives the same bits by both rules, 48 is the first that differs
+    (0xBF8BB784 by float32, 0xBF8BB785 by transformers4), in NumPy and in pxvm."""
+    u = np.arange(256, dtype=np.uint8)[:, None].repeat(3, axis=1)
+    a, b = rule_values(u, "clip", "float32")[:, 0].view(np.uint32), \
+        rule_values(u, "clip", "transformers4")[:, 0].view(np.uint32)
+    assert a[47] == b[47] and int(np.nonzero(a != b)[0][0]) == 48
+    assert (int(a[48]), int(b[48])) == (0xBF8BB784, 0xBF8BB785)
+    f0 = pxvm.tokens.token_format("float32", "clip", "nchw", False, "float32")
+    f1 = pxvm.tokens.token_format("float32", "clip", "nchw", False, "transformers4")
+    assert (f0.rule, f1.rule) == (0, 1)
+    with pytest.raises(pxvm.UsageError, match="rule 'tf4' is none of float32, transformers4"):
+        pxvm.tokens.token_format("float32", "clip", "nchw", False, "tf4")

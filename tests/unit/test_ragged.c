@@ -664,6 +664,7 @@ typedef struct px_gcase {
     int plan_w, plan_h; /* every image plan_w x plan_h */
     uint64_t max_memory; /* the runner's (cuda: its parts), 0 default */
     const char *exec_only; /* the pair runs on this executor alone (NULL: every one) */
+    int merge, temporal; /* pxvm_ragged's */
     int want_rc, want_failed;
     char msg[200];
 } px_gcase;
@@ -719,6 +720,11 @@ static void px__g4(int refuse, int variant, px_gcase *c) /* out_w x out_h */
     } else if (variant == 3) { /* an image's side, 1..2^24 (sizes only) */
         c->plan_only = 1, c->n = 2, c->plan_w = refuse ? (1 << 24) + 1 : 1 << 24, c->plan_h = 1, c->want_failed = 0;
         snprintf(c->msg, sizeof c->msg, "image 0: tiles: a 16777217x1 image (sides are 1..2^24)");
+    } else if (variant == 4) { /* crop: the long side resized, 1..2^24 (sizes only) */
+        c->plan_only = 1, c->n = 2, c->policy = "crop", c->ow = c->oh = 8, c->plan_w = 1;
+        c->plan_h = refuse ? (1 << 21) + 1 : 1 << 21, c->want_failed = 0;
+        snprintf(c->msg, sizeof c->msg, "image 0: policy crop: a 1x2097153 image's short side resized to 8 makes its "
+                 "long side 16777224, past 2^24");
     } else { /* 2^24, the largest side (sizes only: no memory holds the tiles) */
         c->plan_only = 1, c->n = 1, c->plan_w = c->plan_h = 7, c->patch = 8;
         c->ow = refuse ? (1 << 24) + 8 : 1 << 24, c->oh = 8;
@@ -825,11 +831,39 @@ static void px__g13(int refuse, int variant, px_gcase *c) /* cuda: an image's by
              "runner's max_memory %llu", (unsigned long long)px__g13_need, (unsigned long long)px__g13_need - 1);
 }
 
+static void px__g14(int refuse, int variant, px_gcase *c) /* merge: grids of whole windows, merge >= 0 */
+{
+    if (variant == 0) { /* 4x2 tiles take merge 2, 3x2 do not */
+        c->merge = 2, c->ow = refuse ? 24 : 32, c->want_failed = 0;
+        snprintf(c->msg, sizeof c->msg, "image 0: merge 2: its grid of 3x2 tiles (w x h, resized to 24x16) is not "
+                 "made of 2x2 windows");
+    } else {
+        c->merge = refuse ? -1 : 0;
+        snprintf(c->msg, sizeof c->msg, "tiles: merge -1 and temporal 0: merge is 0..2^24");
+    }
+}
+static void px__g15(int refuse, int variant, px_gcase *c) /* temporal: whole groups of one size, temporal >= 0 */
+{
+    if (variant == 0) { /* 4 images make 2 groups of 2, 3 do not */
+        c->temporal = 2, c->n = refuse ? 3 : 4;
+        snprintf(c->msg, sizeof c->msg, "tiles: temporal 2 takes the images in groups of 2 frames; 3 images are not "
+                 "whole groups");
+    } else if (variant == 1) { /* dynamic: the second frame of a group resized to another size */
+        c->policy = "dynamic:merge=1,min=16,max=4096", c->patch = 4, c->ow = c->oh = 0, c->n = 2, c->temporal = 2;
+        c->wh[0][0] = 16, c->wh[0][1] = 16, c->wh[1][0] = refuse ? 20 : 16, c->wh[1][1] = 16, c->want_failed = 1;
+        snprintf(c->msg, sizeof c->msg, "image 1: temporal 2: resized to 20x16, but image 0, the first frame of its "
+                 "group, is 16x16");
+    } else {
+        c->temporal = refuse ? -1 : 0;
+        snprintf(c->msg, sizeof c->msg, "tiles: merge 0 and temporal -1: merge is 0..2^24");
+    }
+}
+
 static const px_grule px_grules[] = {
-    {"A-RAGGED-1", px__g1, 1}, {"A-RAGGED-2", px__g2, 1}, {"A-RAGGED-3", px__g3, 2}, {"A-RAGGED-4", px__g4, 4},
+    {"A-RAGGED-1", px__g1, 1}, {"A-RAGGED-2", px__g2, 1}, {"A-RAGGED-3", px__g3, 2}, {"A-RAGGED-4", px__g4, 5},
     {"A-RAGGED-5", px__g5, 3}, {"A-RAGGED-6", px__g6, 1}, {"A-RAGGED-7", px__g7, 2}, {"A-RAGGED-8", px__g8, 2},
     {"A-RAGGED-9", px__g9, 3}, {"A-RAGGED-10", px__g10, 2}, {"A-RAGGED-11", px__g11, 1}, {"A-RAGGED-12", px__g12, 2},
-    {"A-RAGGED-13", px__g13, 1},
+    {"A-RAGGED-13", px__g13, 1}, {"A-RAGGED-14", px__g14, 2}, {"A-RAGGED-15", px__g15, 3},
 };
 #define PX_NGRULES (sizeof px_grules / sizeof px_grules[0])
 
@@ -875,7 +909,7 @@ static int px__g_run(pxvm_runner *run, const px_gcase *c, int *failed, int *writ
     uint8_t *buf = malloc(cap + 16), *dst = buf + (16u - (uintptr_t)buf % 16u) % 16u + c->misalign;
     memset(buf, 0x5A, cap + 16);
     pxvm_ragged t = {c->policy, c->patch, c->ow, c->oh, c->fmt_on ? &c->f : NULL, c->dst_null ? NULL : dst,
-                     c->dst_device, (size_t)((long long)need + c->bytes_delta), -7, 0, 0};
+                     c->dst_device, (size_t)((long long)need + c->bytes_delta), -7, c->merge, c->temporal};
     int rc = pxvm_runner_ragged(run, c->n, views, &t);
     *failed = t.failed;
     for (size_t k = 0; k < cap + 16 && rc; k++)

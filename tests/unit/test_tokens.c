@@ -416,11 +416,18 @@ static void px__t9(int refuse, int variant, px_tcase *c, char *msg)
     strcpy(msg, "no normalization preset 'CLIP' (presets: clip, siglip, imagenet, none)");
 }
 
+static void px__t11(int refuse, int variant, px_tcase *c, char *msg)
+{
+    (void)variant;
+    c->f.rule = refuse ? 2 : PXVM_TOKENS_RULE_RESCALE_FLOAT64;
+    strcpy(msg, "rule 2 is none of float32 (0), rescale-float64 (1");
+}
+
 static const px_trule px_trules[] = {
     {"A-TOKENS-1", px__t1, 1}, {"A-TOKENS-2", px__t2, 1}, {"A-TOKENS-3", px__t3, 2},
     {"A-TOKENS-4", px__t4, 2}, {"A-TOKENS-5", px__t5, 1}, {"A-TOKENS-6", px__t6, 2},
     {"A-TOKENS-7", px__t7, 2}, {"A-TOKENS-8", px__t8, 2}, {"A-TOKENS-9", px__t9, 1},
-    {"A-TOKENS-10", px__t10, 3},
+    {"A-TOKENS-10", px__t10, 3}, {"A-TOKENS-11", px__t11, 1},
 };
 #define PX_NTRULES (sizeof px_trules / sizeof px_trules[0])
 

@@ -207,7 +207,7 @@ def test_input_kinds_give_the_same_values(executor):
     dev = "cuda" if executor == "cuda" else "cpu"
     tensors = [torch.from_numpy(np.ascontiguousarray(a[..., :3])).to(dev) for a in rgba]
     got = proc(tensors, return_tensors="pt")
-    assert got.pixel_values.device.type == dev
+    assert got.pixel_values.device.type == dev and got.image_grid_thw.device.type == dev
     assert_same(got, want)
     grey = np.asarray(PHOTOS[1].convert("L"))
     assert_same(proc(grey, return_tensors="np"), ref.qwen2vl([Image.fromarray(grey)]))

@@ -142,6 +142,8 @@ def as_rgb(x, index: int):
     library (pxvm.load_image: libpng, libjpeg-turbo), alpha dropped."""
     Image = _pil()
     if Image is not None and isinstance(x, Image.Image):
+        if x.mode == "L":  # grey as it is: the library widens v to (v, v, v), as convert("RGB")
+            return _np().asarray(x)
         if x.mode != "RGB":
             x = x.convert("RGB")
         return _np().asarray(x)
@@ -192,8 +194,9 @@ def output_on_gpu(runner, items, device) -> bool:
 
 
 def finish(data: dict, return_tensors, device) -> BatchFeature:
-    """The result in the type asked for: "pt" torch tensors (on `device` when given), "np" NumPy
-    arrays, None NumPy as transformers 4.x, unless a value is on a GPU (then torch, where it is)."""
+    """The result in the type asked for: "pt" torch tensors (on `device` when given, else where
+    the values are: the grids follow them to a GPU), "np" NumPy arrays, None NumPy as
+    transformers 4.x, unless a value is on a GPU (then torch, there)."""
     if return_tensors not in (None, "pt", "np"):
         raise UsageError("usage: return_tensors=%r is none of 'pt', 'np' or None" % (return_tensors,))
     gpu = any(_is_torch(v) and v.device.type == "cuda" for v in data.values())
@@ -203,6 +206,8 @@ def finish(data: dict, return_tensors, device) -> BatchFeature:
     out = BatchFeature()
     if return_tensors == "pt" or (return_tensors is None and gpu):
         torch = _torch()
+        if device is None and gpu:  # the grids go where the values are
+            device = next(v.device for v in data.values() if _is_torch(v) and v.device.type == "cuda")
         for k, v in data.items():
             t = v if isinstance(v, torch.Tensor) else torch.from_numpy(v)
             out[k] = t.to(device) if device is not None else t

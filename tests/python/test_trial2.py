@@ -57,10 +57,10 @@ def test_iter_shards_refuses_a_partial_folder_unless_partial_true(tmp_path):
 
 # ---- C, E: an empty --policy is not native; every bad-policy message lists native among the kinds
 
-KINDS = "(native, exact, stretch[:FILTER], fit[:FILTER][:PAD] or dynamic["
+KINDS = "(native, exact, stretch[:FILTER], fit[:FILTER][:PAD], crop[:short=S][:FILTER] or dynamic["
 BAD_POLICIES = [("", "bad policy '': an empty policy " + KINDS),
                 ("native:bicubic", "bad policy 'native:bicubic': native takes no filter or pad " + KINDS),
-                ("nativ", "bad policy 'nativ': unknown kind (not native, exact, stretch, fit or dynamic) " + KINDS),
+                ("nativ", "bad policy 'nativ': unknown kind (not native, exact, stretch, fit, crop or dynamic) " + KINDS),
                 ("fit:foo", "bad policy 'fit:foo': unknown filter 'foo' " + KINDS)]
 
 

@@ -96,7 +96,7 @@ def values(a, rule, do_rescale, scale, do_normalize, mean, std):
 # ---- Qwen2-VL ------------------------------------------------------------------------------
 
 def smart_resize(height, width, factor=28, min_pixels=56 * 56, max_pixels=28 * 28 * 1280):
-    """image_processing_qwen2_vl.smart_resize (4.x): (h', h') multiples of factor, area within
+    """image_processing_qwen2_vl.smart_resize (4.x): (h', w') multiples of factor, area within
     [min_pixels, max_pixels] where it can be, aspect kept."""
     if max(height, width) / min(height, width) > 200:
         raise ValueError("absolute aspect ratio must be smaller than 200, got %s" %

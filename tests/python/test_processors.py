@@ -27,7 +27,7 @@ PHOTO_FILES = ([os.path.join(ROOT, "programs", "data", "chelsea.png")] +
                sorted(glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.png")) +
                       glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.jpg"))))
 # build/photos (tests/bench/photos.sh) when present: more sizes, JPEGs, palette and RGBA PNGs
-MORE = ["HappyFish.jpg", "green_palette.png", "chicky_512.png", "templ.png", "left01.jpg", "butterfly.jpg",
+MORE = ["Dune.jpg", "HappyFish.jpg", "green_palette.png", "chicky_512.png", "templ.png", "left01.jpg", "butterfly.jpg",
         "messi5.jpg", "building.jpg", "starry_night.jpg"]
 PHOTO_FILES += [p for p in (os.path.join(ROOT, "build", "photos", f) for f in MORE) if os.path.exists(p)]
 

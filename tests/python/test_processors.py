@@ -260,6 +260,11 @@ def test_bad_arguments_are_refused_by_name():
         P.CLIPImageProcessor(image_grid_pinpoints=[[336, 672]], do_pad=True)
     with pytest.raises(pxvm.UsageError, match="keyword argument do_center_crop not supported"):
         P.SiglipImageProcessor(executor="cpu")(PHOTOS[0], do_center_crop=True)
+    # an unknown do_* flag set False asks for nothing (a config's "do_pad": false): taken; True: refused
+    clip = P.CLIPImageProcessor.from_dict({"do_pad": False, "crop_size": 224, "size": 224}, executor="cpu")
+    assert_same(clip(PHOTOS[:2], return_tensors="np", do_thing=False), ref.clip(PHOTOS[:2]))
+    with pytest.raises(pxvm.UsageError, match="keyword argument do_pad not supported"):
+        P.CLIPImageProcessor.from_dict({"do_pad": True})
     with pytest.raises(pxvm.UsageError, match="keyword argument crop_pct not supported"):
         P.CLIPImageProcessor.from_dict({"crop_pct": 0.9, "image_processor_type": "CLIPImageProcessor"})
     with pytest.raises(pxvm.UsageError, match="rule='float64' is none of transformers4, float32"):

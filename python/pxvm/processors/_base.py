@@ -57,12 +57,14 @@ class BatchFeature(dict):
         return "BatchFeature({%s})" % ", ".join(parts)
 
 
-def check_kwargs(cls_name: str, given: dict, allowed) -> None:
-    """Refuses keyword arguments this processor does not take, naming them."""
-    bad = sorted(k for k in given if k not in allowed)
+def check_kwargs(cls_name: str, given: dict, allowed) -> dict:
+    """The keyword arguments this processor takes; any other is refused, named, except an unknown
+    do_* flag that is False (it asks for nothing: a config's "do_pad": false), which is dropped."""
+    bad = sorted(k for k in given if k not in allowed and not (k.startswith("do_") and given[k] is False))
     if bad:
         raise UsageError("usage: %s: keyword argument%s %s not supported by pxvm.processors (supported: %s)" %
                          (cls_name, "s" if len(bad) > 1 else "", ", ".join(bad), ", ".join(sorted(allowed))))
+    return {k: v for k, v in given.items() if k in allowed}
 
 
 def check_rule(rule: str) -> str:
@@ -230,7 +232,7 @@ class Processor:
     DEFAULTS: dict = {}
 
     def __init__(self, executor: str = "auto", rule: str = "transformers4", **kwargs: Any) -> None:
-        check_kwargs(type(self).__name__, kwargs, self.DEFAULTS)
+        kwargs = check_kwargs(type(self).__name__, kwargs, self.DEFAULTS)
         self.executor = executor
         self.rule = check_rule(rule)
         self.config = dict(self.DEFAULTS)
@@ -270,7 +272,7 @@ class Processor:
 
     def _call_settings(self, kwargs: dict) -> dict:
         """This call's settings: the processor's, overridden by the call's keywords (checked)."""
-        check_kwargs(type(self).__name__, kwargs, tuple(self.DEFAULTS) + CALL_KEYWORDS)
+        kwargs = check_kwargs(type(self).__name__, kwargs, tuple(self.DEFAULTS) + CALL_KEYWORDS)
         fmt = kwargs.pop("data_format", "channels_first")
         if str(getattr(fmt, "value", fmt)) not in ("channels_first", "ChannelDimension.FIRST"):
             raise UsageError("usage: %s: data_format=%r: pxvm.processors write channels_first only" %

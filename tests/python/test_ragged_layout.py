@@ -311,3 +311,28 @@ def test_rule_edge_pair_clip_channel_0():
     assert (f0.rule, f1.rule) == (0, 1)
     with pytest.raises(pxvm.UsageError, match="rule 'tf4' is none of float32, transformers4"):
         pxvm.tokens.token_format("float32", "clip", "nchw", False, "tf4")
+
+
+def test_on_error_skip_leaves_out_whole_items(runner, tmp_path):
+    """A file that does not decode: with layout "qwen2vl" (each image its own item) that image is
+    left out; with temporal=2 its whole item (both frames) is, the failure naming the frame."""
+    good = sorted(_photo_paths(), key=os.path.getsize)[:3]
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n not a png")
+    r = runner.tokens_batch([good[0], str(bad), good[1]], policy="dynamic", layout="qwen2vl", on_error="skip")
+    assert r.index.tolist() == [0, 2] and [e.index for e in r.failures] == [1] and r.files == [good[0], good[1]]
+    alone = runner.tokens_batch([good[0], good[1]], policy="dynamic", layout="qwen2vl")
+    assert np.array_equal(np.asarray(r.tokens).view(np.uint32), np.asarray(alone.tokens).view(np.uint32))
+    frames = [good[0], good[1], good[2], str(bad), good[0], good[2]]
+    t = runner.tokens_batch(frames, policy="stretch", size=(56, 56), layout="qwen2vl", temporal=2, on_error="skip")
+    assert t.index.tolist() == [0, 2] and [e.index for e in t.failures] == [3] and len(t) == 2
+    assert t.tokens.shape == (2 * 16, 3 * 2 * P * P) and t.offsets.tolist() == [0, 16, 32]
+
+
+def test_qwen2vl_error_names_the_callers_image(runner):
+    """layout "qwen2vl" passes each image twice to the library: an image the rule refuses (aspect
+    over 200:1) is still named by its index in the caller's list."""
+    ok, thin = np.zeros((40, 40, 3), np.uint8), np.zeros((1, 201, 3), np.uint8)
+    with pytest.raises(pxvm.Unlinkable, match=r"^image 1: .*201x1") as e:
+        runner.tokens_batch([ok, thin, ok], policy="dynamic", layout="qwen2vl")
+    assert e.value.index == 1

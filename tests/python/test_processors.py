@@ -310,3 +310,16 @@ def test_pickled_processor_works():
     again = pickle.loads(pickle.dumps(proc))
     assert again.max_pixels == 200000 and again.rule == "transformers4"
     assert_same(again(PHOTOS[:2], return_tensors="np"), want)
+
+
+def test_paths_decoded_with_warnings_at_the_callers_line(tmp_path):
+    """Paths are decoded by the library (a pool of threads); bytes after a JPEG's end are no damage
+    but a warning, given at the caller's line (not inside pxvm), and the values are the photo's."""
+    src = os.path.join(ROOT, "tests", "data", "photos", "rocket.jpg")
+    padded = tmp_path / "rocket+junk.jpg"
+    padded.write_bytes(open(src, "rb").read() + b"junk after the end")
+    proc = pxvm.processors.SiglipImageProcessor(executor="cpu")
+    with pytest.warns(UserWarning, match="18 bytes after the JPEG's end-of-image marker") as rec:
+        got = proc([str(padded), src], return_tensors="np")
+    assert [w.filename for w in rec] == [__file__]
+    assert_same(got, ref.siglip([Image.open(src), Image.open(src)]))

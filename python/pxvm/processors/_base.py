@@ -163,6 +163,43 @@ def as_rgb(x, index: int):
                      "with C in 1, 3, 4; got %s" % (index, "shape %s" % (shape,) if shape else type(x).__name__))
 
 
+def rgb_items(xs) -> list:
+    """as_rgb of every image, the paths decoded by the library on a pool of threads (as ragged
+    batches decode theirs: pxvm.ragged._decode_files; the first failing file raised, named), its
+    warnings (bytes after the end of a file) given at the caller's line."""
+    import ctypes
+    import warnings
+    from .. import _capi
+    from ..ragged import _decode_files
+    files = [os.fspath(x) if isinstance(x, (str, os.PathLike)) else None for x in xs]
+    out = [None if f is not None else as_rgb(x, i) for i, (x, f) in enumerate(zip(xs, files))]
+    if not any(f is not None for f in files):
+        return out
+    np = _np()
+    decoded, warned = {}, {}
+    try:
+        _decode_files(files, decoded, warned)
+        for i in sorted(warned):
+            warnings.warn(warned[i], stacklevel=_caller_level())
+        for i, (px, w, h) in decoded.items():  # RGB out of the decoder's RGBA8, then its memory freed
+            rgba = np.ctypeslib.as_array((ctypes.c_uint8 * (w * h * 4)).from_address(px.value)).reshape(h, w, 4)
+            out[i] = rgba[..., :3].copy()
+    finally:
+        for px, _, _ in decoded.values():
+            _capi.lib.pxvm_free(px)
+    return out
+
+
+def _caller_level() -> int:
+    """warnings.warn's stacklevel of the first frame outside the pxvm package (the caller's line)."""
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def image_list(images, what: str = "images") -> list:
     """images= as a list of single images (one image, a list or tuple, or a (B, H, W, C) array)."""
     if images is None:

@@ -101,7 +101,7 @@ def fixed_batch(proc, s, images, device):
     s["resize_to"] (stretch) or, with s["crop"], by policy crop (shortest edge s["short"]) or
     resized then centre-cropped here. With the usual rescale (1/255) and nothing to crop here,
     the executor writes the values; else it writes the pixels and the rule's table gives them."""
-    items = [_base.as_rgb(x, i) for i, x in enumerate(_base.image_list(images))]
+    items = _base.rgb_items(_base.image_list(images))
     if not items:
         raise UsageError("usage: %s: no images given" % type(proc).__name__)
     crop, then_crop = s.get("crop"), None

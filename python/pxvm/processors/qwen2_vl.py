@@ -75,9 +75,10 @@ class Qwen2VLImageProcessor(Processor):
             raise UsageError("usage: %s: no images and no videos given" % type(self).__name__)
         from ..ragged import image_hw
         T = s["temporal_patch_size"]
+        rgb = iter(_base.rgb_items([x for g in groups for x in g]))
         items, grids_t = [], []
         for gi, g in enumerate(groups):
-            g = [_base.as_rgb(x, len(items) + j) for j, x in enumerate(g)]
+            g = [next(rgb) for _ in g]
             if gi >= n_images:
                 sizes = {image_hw(x) for x in g}
                 if len(sizes) > 1:

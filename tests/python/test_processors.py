@@ -214,6 +214,8 @@ def test_input_kinds_give_the_same_values(executor):
     batch = np.stack([np.asarray(PHOTOS[0].convert("RGB"))] * 3)
     clip = pxvm.processors.CLIPImageProcessor(executor=executor)
     assert_same(clip(batch, return_tensors="np"), ref.clip([PHOTOS[0]] * 3))
+    # nested lists and lists of batches are flattened (transformers' make_flat_list_of_images)
+    assert_same(clip([[PHOTOS[0]], [batch[:2], PHOTOS[0]]], return_tensors="np"), ref.clip([PHOTOS[0]] * 4))
 
 
 def test_return_types():

@@ -201,12 +201,19 @@ def _caller_level() -> int:
 
 
 def image_list(images, what: str = "images") -> list:
-    """images= as a list of single images (one image, a list or tuple, or a (B, H, W, C) array)."""
+    """images= as a list of single images: one image, a (B, H, W, C) array, or a list of them, or
+    a list of such lists (flattened, as transformers' make_flat_list_of_images)."""
     if images is None:
         return []
     Image = _pil()
     if isinstance(images, (list, tuple)):
-        return list(images)
+        out = []
+        for x in images:
+            if isinstance(x, (list, tuple)) or len(getattr(x, "shape", ())) == 4:
+                out.extend(image_list(x, what))
+            else:
+                out.append(x)
+        return out
     if (Image is not None and isinstance(images, Image.Image)) or isinstance(images, (str, os.PathLike)):
         return [images]
     shape = tuple(getattr(images, "shape", ()))

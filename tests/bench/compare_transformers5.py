@@ -9,7 +9,8 @@ which transformers 5 backs by torchvision), the "Fast" name where it exists, on 
 a GPU is, on CUDA (device="cuda"), and the Pillow one (``...Pil``, or the 4.x-style class) where
 transformers 5 still has it. It runs them, pxvm.processors (rule "transformers4" and "float32")
 and tests/python/reference_hf4.py (the Pillow + NumPy transcription of 4.x the tests hold pxvm
-to) on the same photos (PIL images, RGB-converted first as every processor here does), and
+to) on the same photos (pxvm on the cpu executor and, where a GPU is, the cuda one, tokens
+written on the GPU) (PIL images, RGB-converted first as every processor here does), and
 prints a table and writes JSON: per pair, whether the sizes/grids agree, the fraction of
 differing float32 values, the largest and the mean absolute difference. A class or a device that
 is missing, or a processor that fails, gives a row that says so: the script runs to the end.
@@ -122,7 +123,8 @@ def main():
     ap.add_argument("--photos", nargs="*", default=[os.path.join(ROOT, "build", "photos"),
                                                     os.path.join(ROOT, "programs", "data", "chelsea.png")])
     ap.add_argument("--limit", type=int, default=0, help="at most N photos (0: all)")
-    ap.add_argument("--executor", default="auto", help="pxvm's executor (auto, cpu, cuda, cuda:N)")
+    ap.add_argument("--executors", default=None,
+                    help="pxvm's executors, comma-separated (default: cpu, and cuda where torch sees a GPU)")
     ap.add_argument("--json", default="compare_transformers5.json")
     args = ap.parse_args()
     files, ims = photos(args.photos, args.limit)
@@ -138,6 +140,7 @@ def main():
         cuda = torch.cuda.is_available()
     except ImportError:
         torch, cuda = None, False
+    executors = args.executors.split(",") if args.executors else ["cpu"] + (["cuda"] if cuda else [])
     info = dict(transformers=version, pillow=Image.__version__, numpy=np.__version__,
                 torch=getattr(torch, "__version__", None), cuda=cuda, pxvm=pxvm.library_version,
                 photos=[os.path.relpath(f, ROOT) for f in files])
@@ -157,14 +160,17 @@ def main():
                 traceback.print_exc(limit=2)
 
         run("reference_hf4", lambda: spec["reference"](ims))
-        for rule in ("transformers4", "float32"):
-            proc = getattr(pxvm.processors, spec["pxvm"])(executor=args.executor, rule=rule, **spec["config"])
-            run("pxvm/%s" % rule, lambda proc=proc: proc(ims, return_tensors="np"))
+        for ex in executors:
+            for rule in ("transformers4", "float32"):
+                proc = getattr(pxvm.processors, spec["pxvm"])(executor=ex, rule=rule, **spec["config"])
+                run("pxvm/%s" % rule + ("" if ex == "cpu" else " " + ex),
+                    lambda proc=proc, ex=ex: proc(ims, return_tensors="pt", device=None if ex == "cpu" else ex))
         for kind, names in (("hf5", spec["hf"]), ("hf5-pil", spec["pil"])):
             for name in names:
                 cls = getattr(transformers, name, None) if transformers is not None else None
                 if cls is None:
-                    status["%s %s" % (kind, name)] = "missing: transformers %s has no %s" % (version, name)
+                    status["%s %s" % (kind, name)] = ("missing: transformers %s" % version if transformers is None
+                                                      else "missing: transformers %s has no %s" % (version, name))
                     continue
                 devices = ["cpu"] + (["cuda"] if cuda and kind == "hf5" else [])
                 for dev in devices:

@@ -452,7 +452,7 @@ typedef enum pxvm_token_rule { PXVM_TOKENS_RULE_FLOAT32 = 0, PXVM_TOKENS_RULE_RE
 /* Fills *fmt with preset `name`: "clip" (mean 0.48145466, 0.4578275, 0.40821073, std
  * 0.26862954, 0.26130258, 0.27577711), "siglip" (0.5 x3, 0.5 x3), "imagenet" (0.485, 0.456,
  * 0.406 / 0.229, 0.224, 0.225) or "none" (mean 0, std 1: rescale only); rescale 1/255, float32,
- * NCHW, no alpha. PXVM_USAGE naming the name if there is no such preset. */
+ * NCHW, no alpha, rule PXVM_TOKENS_RULE_FLOAT32 (set rule to 1 for transformers 4.x's values). PXVM_USAGE naming the name if there is no such preset. */
 int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt);
 /* After a run: the tokens of atlas slot `slot` of items first_item .. first_item+items-1 into
  * dst, contiguous [items][N]... in fmt's layout and dtype (items * N * C * ph * pw values).

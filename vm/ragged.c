@@ -155,6 +155,14 @@ static int px__view_meets_dst(const pxvm_view *v, const void *dst, int dst_devic
     return first < (unsigned __int128)d + bytes && last >= (unsigned __int128)d;
 }
 
+/* Whether two views show the same pixels the same way (the same memory, sizes and strides). */
+static int px__same_view(const pxvm_view *a, const pxvm_view *b)
+{
+    return a->data == b->data && a->device == b->device && a->w == b->w && a->h == b->h &&
+           a->channels == b->channels && a->row_stride == b->row_stride && a->px_stride == b->px_stride &&
+           a->ch_stride == b->ch_stride;
+}
+
 int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ragged *t, pxvm_token_table *table,
                      uint64_t max_memory, pxvm_error *err)
 {
@@ -203,7 +211,15 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
             im->v = views[i], im->w = wh[2 * (n + i)], im->h = wh[2 * (n + i) + 1];
             im->tile0 = off[i - i % T] / T, im->tiles = off[i + 1] - off[i], im->frame = i % T;
             px_policy_geometry(&job->policy, im->v.w, im->v.h, im->w, im->h, &im->g, err); /* checked by the plan */
+            im->nframes = 1;
         }
+        /* a frame that shows its group's previous view again (Qwen2-VL's still image, given T
+         * times) is written by the first of the run: one resize (the host's; cuda resizes each) */
+        for (int i = 1, lead = 0; i < n; i++)
+            if (job->img[i].frame > 0 && px__same_view(&views[i - 1], &views[i]))
+                job->img[i].nframes = 0, job->img[lead].nframes++;
+            else
+                lead = i;
         unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
         size_t align = table && t->fmt ? (size_t)table->elem : 1u;
         if (t->dst && (uintptr_t)t->dst % align) {
@@ -277,10 +293,11 @@ static void px__canvas_row(const px__canvas *c, int y, int w, uint32_t *row)
 }
 
 /* Image im's tiles from its canvas, one canvas row at a time: row r of every tile of a tile row,
- * at its token (px_ragged_token: the job's order) and its frame's values (px_ragged_value). */
+ * at its token (px_ragged_token: the job's order) and its frames' values (px_ragged_value): its
+ * own frame and the nframes - 1 after it that show the same view. */
 static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im, const px__canvas *c, uint32_t *row)
 {
-    const int p = job->patch, gw = im->w / p, T = job->temporal, f = im->frame;
+    const int p = job->patch, gw = im->w / p, T = job->temporal;
     const pxvm_token_table *t = job->table;
     uint8_t *base = (uint8_t *)job->dst + (size_t)im->tile0 * job->tile_bytes;
     for (int y = 0; y < im->h; y++) {
@@ -289,24 +306,26 @@ static void px__write_tiles(const px_ragged_job *job, const px_ragged_image *im,
         for (int tx = 0; tx < gw; tx++) {
             uint8_t *out = base + (size_t)px_ragged_token(tx, ty, gw, job->merge) * job->tile_bytes;
             const uint32_t *s = row + (size_t)tx * (size_t)p;
-            if (!t) {
-                memcpy(out + px_ragged_value(0, f, 0, r, p, T, 4, 0), s, 4u * (size_t)p);
-                continue;
-            }
-            int planar = t->layout != PXVM_TOKENS_NHWC;
-            for (int ch = 0; ch < t->channels; ch++) {
-                const uint32_t *tab = t->value[ch];
-                int sh = 8 * ch;
-                size_t o = px_ragged_value(ch, f, 0, r, p, T, t->channels, planar);
-                size_t step = planar ? 1u : (size_t)t->channels; /* from texel q to q + 1 */
-                if (t->elem == 4) {
-                    uint32_t *d = (uint32_t *)(void *)out + o;
-                    for (int q = 0; q < p; q++)
-                        d[(size_t)q * step] = tab[(s[q] >> sh) & 255u];
-                } else {
-                    uint16_t *d = (uint16_t *)(void *)out + o;
-                    for (int q = 0; q < p; q++)
-                        d[(size_t)q * step] = (uint16_t)tab[(s[q] >> sh) & 255u];
+            for (int f = im->frame; f < im->frame + im->nframes; f++) {
+                if (!t) {
+                    memcpy(out + px_ragged_value(0, f, 0, r, p, T, 4, 0), s, 4u * (size_t)p);
+                    continue;
+                }
+                int planar = t->layout != PXVM_TOKENS_NHWC;
+                for (int ch = 0; ch < t->channels; ch++) {
+                    const uint32_t *tab = t->value[ch];
+                    int sh = 8 * ch;
+                    size_t o = px_ragged_value(ch, f, 0, r, p, T, t->channels, planar);
+                    size_t step = planar ? 1u : (size_t)t->channels; /* from texel q to q + 1 */
+                    if (t->elem == 4) {
+                        uint32_t *d = (uint32_t *)(void *)out + o;
+                        for (int q = 0; q < p; q++)
+                            d[(size_t)q * step] = tab[(s[q] >> sh) & 255u];
+                    } else {
+                        uint16_t *d = (uint16_t *)(void *)out + o;
+                        for (int q = 0; q < p; q++)
+                            d[(size_t)q * step] = (uint16_t)tab[(s[q] >> sh) & 255u];
+                    }
                 }
             }
         }
@@ -317,6 +336,8 @@ int px_ragged_image_host(const px_ragged_job *job, int i, int threads, pxvm_erro
 {
     const px_ragged_image *im = &job->img[i];
     const pxvm_view *v = &im->v;
+    if (!im->nframes) /* the frame before it shows the same view and writes this frame too */
+        return 0;
     int sw = v->w, sh = v->h, C = v->channels;
     /* the resize reads interleaved rows, top down, each after the last: a view of other strides
      * (planar, padded pixels, rows bottom-up or overlapping) is packed first */

@@ -23,6 +23,9 @@ typedef struct px_ragged_image {
     int w, h;
     int64_t tile0, tiles; /* the first token of the image's item (its group's), its tiles */
     int frame;            /* its frame in the item's tokens: i % temporal */
+    int nframes;          /* the host writes frames frame .. frame + nframes - 1 from this image's
+                           * resize (the next images of its group that show the same view); 0:
+                           * an earlier image writes this one's (the cuda executor ignores it) */
     px_policy_geom g;     /* where the policy puts it on its canvas (fit's bars, crop's window) */
 } px_ragged_image;
 

@@ -336,3 +336,16 @@ def test_qwen2vl_error_names_the_callers_image(runner):
     with pytest.raises(pxvm.Unlinkable, match=r"^image 1: .*201x1") as e:
         runner.tokens_batch([ok, thin, ok], policy="dynamic", layout="qwen2vl")
     assert e.value.index == 1
+
+
+def test_a_repeated_view_resized_once_gives_the_bytes_of_copies(runner, photos):
+    """The CPU executor resizes a still image once for its T frames (the same view again); the
+    tokens equal those of distinct copies of it, each resized (and a group mixing both)."""
+    same = runner.tokens_batch(photos[:4], policy="dynamic", layout="qwen2vl")
+    pairs = [x for a in photos[:4] for x in (a, a.copy())]
+    copies = runner.tokens_batch(pairs, policy="dynamic", layout="qwen2vl", temporal=2)
+    assert np.array_equal(np.asarray(same.tokens).view(np.uint32), np.asarray(copies.tokens).view(np.uint32))
+    a = photos[0]
+    mixed = runner.patches_batch([a, a, a.copy(), a, a], policy="stretch", size=(56, 28), temporal=5)
+    one = runner.patches_batch([a], policy="stretch", size=(56, 28), merge=1)
+    assert all(np.array_equal(np.asarray(mixed.tokens)[:, f], np.asarray(one.tokens)) for f in range(5))

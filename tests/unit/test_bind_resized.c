@@ -48,7 +48,8 @@ static void px__compare(pxvm_runner *run, int slot, int item, const uint8_t *px,
 TEST(bind_resized_equals_the_host_policy_on_every_kind)
 {
     static const char *policies[] = {"stretch:bicubic", "stretch:lanczos", "fit:bilinear:10,20,30,40", "fit:nearest",
-                                     "stretch:box", "fit:hamming:ff8000"};
+                                     "stretch:box", "fit:hamming:ff8000", "crop", "crop:short=40:bilinear",
+                                     "crop:nearest:short=100"};
     static const int sizes[][2] = {{97, 61}, {13, 200}, {64, 48}, {1, 1}, {300, 7}};
     pxvm_prog *prog = NULL;
     pxvm_runner *run = NULL;

@@ -92,14 +92,6 @@ class Qwen2VLImageProcessor(Processor):
         p, m = s["patch_size"], s["merge_size"]
         if s["do_rescale"] and s["rescale_factor"] == 1 / 255:  # the executor writes the values
             norm = (s["image_mean"], s["image_std"]) if s["do_normalize"] else ((0.0,) * 3, (1.0,) * 3)
-            if n_images == len(groups) and T > 1:
-                # images only: each resized once (temporal 1) and its values copied T times here, which
-                # takes a third of the time of passing it T times (the library resizes each item given)
-                r = runner.tokens_batch(items[::T], policy=s["policy"], dtype="float32", normalize=norm,
-                                        layout="flat", merge=m, rule=self.rule, device=where)
-                values = _repeat_frames(r.tokens, T, p)
-                grids = [(1, int(gh), int(gw)) for _, gh, gw in r.grid]
-                return self._result(values, grids, n_images, len(groups), return_tensors, device)
             r = runner.tokens_batch(items, policy=s["policy"], dtype="float32", normalize=norm, layout="flat",
                                     merge=m, temporal=T, rule=self.rule, device=where)
             values = r.tokens
@@ -150,15 +142,3 @@ def _video_list(videos) -> list:
             raise UsageError("usage: videos: each video is a non-empty list of frames or an (F, H, W, C) array; "
                              "got %s" % ("shape %s" % (sv,) if sv else type(v).__name__))
     return out
-
-
-def _repeat_frames(tokens, T: int, p: int):
-    """[N, 3*p*p] tokens of one frame as [N, 3*T*p*p]: each channel's p*p values T times, the
-    (C, T, p, p) order of Qwen2-VL's flattening (a still image tiled over its temporal patch)."""
-    n = tokens.shape[0]
-    one = tokens.reshape(n, 3, 1, p * p)
-    if _is_torch(tokens):
-        return one.expand(n, 3, T, p * p).reshape(n, 3 * T * p * p)
-    out = _np().empty((n, 3, T, p * p), dtype=tokens.dtype)
-    out[...] = one
-    return out.reshape(n, 3 * T * p * p)

@@ -347,6 +347,8 @@ LIBDIR  ?= $(PREFIX)/lib
 PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("$(PREFIX)/lib/python3.%d/dist-packages" % sys.version_info[1])' 2>/dev/null)
 USER_TOOLS := pxrun pxasm pxbatch pxzoom pxresize
 PY_FILES  := $(notdir $(wildcard python/pxvm/*.py))
+# the package's subpackages (as python/build_backend's PY_SUBPACKAGES)
+PY_SUBPACKAGES := processors
 # the shared library alone (what a pip build of python/ bundles when no library is installed)
 lib: check-deps $(SHLIB)
 
@@ -365,12 +367,15 @@ install: all
 	    install -d $(DESTDIR)$(PYTHONDIR)/pxvm/_programs && \
 	    install -m 644 $(PROGRAMS) $(wildcard programs/*.json) $(DESTDIR)$(PYTHONDIR)/pxvm/_programs/ \
 	    $(if $(filter 1,$(NATIVE)),&& install -m 755 $(NATIVE_SO) $(DESTDIR)$(PYTHONDIR)/pxvm/))
+	$(if $(PYTHONDIR),$(foreach d,$(PY_SUBPACKAGES),install -d $(DESTDIR)$(PYTHONDIR)/pxvm/$(d) && \
+	    install -m 644 $(wildcard python/pxvm/$(d)/*.py) $(DESTDIR)$(PYTHONDIR)/pxvm/$(d)/ &&) true)
 	-$(if $(DESTDIR),,ldconfig)
 
 uninstall:
 	rm -f $(USER_TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/include/pxvm.h $(DESTDIR)$(LIBDIR)/pkgconfig/pxvm.pc \
 	    $(DESTDIR)$(LIBDIR)/libpxvm.a $(DESTDIR)$(LIBDIR)/libpxvm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libpxvm.so.$(SOVERSION) \
 	    $(DESTDIR)$(LIBDIR)/libpxvm.so
+	$(if $(PYTHONDIR),rm -rf $(PY_SUBPACKAGES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%))
 	$(if $(PYTHONDIR),rm -f $(PY_FILES:%=$(DESTDIR)$(PYTHONDIR)/pxvm/%) $(DESTDIR)$(PYTHONDIR)/pxvm/libpxvm.so.$(SOVERSION) \
 	    $(DESTDIR)$(PYTHONDIR)/pxvm/$(notdir $(NATIVE_SO)) && \
 	    rm -rf $(DESTDIR)$(PYTHONDIR)/pxvm/__pycache__ $(DESTDIR)$(PYTHONDIR)/pxvm/_programs && { rmdir $(DESTDIR)$(PYTHONDIR)/pxvm 2>/dev/null || true; })

@@ -136,9 +136,18 @@ def _write_wheel(wheel_directory, files, pure):
     return filename
 
 
+#: the package's subpackages (folders of .py files), shipped with its own .py files
+PY_SUBPACKAGES = ("processors",)
+
+
 def _package_files():
     pkg = os.path.join(HERE, "pxvm")
     out = []
+    for sub in PY_SUBPACKAGES:  # pxvm.processors: a folder of modules
+        for f in sorted(os.listdir(os.path.join(pkg, sub))):
+            if f.endswith(".py"):
+                with open(os.path.join(pkg, sub, f), "rb") as fh:
+                    out.append(("pxvm/%s/%s" % (sub, f), fh.read(), 0o644))
     for f in sorted(os.listdir(pkg)):
         if f.endswith(".py"):
             with open(os.path.join(pkg, f), "rb") as fh:

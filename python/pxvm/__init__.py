@@ -51,6 +51,7 @@ from .runner import Runner, pyramid, PXVM_FIX_REGS, PXVM_GEOM_INTS  # noqa: F401
 from .tokens import Positions, token_format
 from . import seeds
 from . import video  # noqa: F401 (pxvm.video.frames, info: video files)
+from . import processors  # noqa: F401 (pxvm.processors.Qwen2VLImageProcessor, CLIP..., Siglip...)
 from .seeds import (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
                     update_mipmaps_incremental)
 

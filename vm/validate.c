@@ -282,7 +282,7 @@ static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint3
         return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
     if (px__check_mask(prog, in, index, mask, cur, err) < 0)
         return -1;
-    if (in->op == PX_OP_DIFF)
+    if (pxi_facts(in->op)->plan == PXP_DIFF)
         return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
     if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
         return -1;

@@ -43,12 +43,10 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
             const pxi_insn *in = &prog->insns[j];
             if (!px_vm_is_fetch(in))
                 break;
-            int dst = in->a[PX_FI(SAMPLE, dst)];
-            uint8_t r[PXVM_MAX_SLOTS + 1] = {0}; /* src, mask and a GATHER's table */
-            pxvm_insn_reads(in, r);
-            int clash = reads[dst];
-            for (int k = 0; k < prog->nslots; k++)
-                clash |= r[k] && writes[k];
+            int dst = in->a[PX_FI(SAMPLE, dst)], r[PXI_MAX_FIELDS + 1]; /* src, mask, a GATHER's table */
+            int nr = pxvm_insn_slots(in, pxi_facts(in->op)->reads, r), clash = reads[dst];
+            for (int k = 0; k < nr; k++)
+                clash |= writes[r[k]];
             if (clash)
                 break;
             int overlap = 0;
@@ -57,8 +55,8 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
                     overlap = prog->insns[k].a[PX_FI(SAMPLE, dst)] == dst && px__rects_overlap(&prog->insns[k], in);
             if (overlap)
                 break;
-            for (int k = 0; k < prog->nslots; k++)
-                reads[k] |= r[k];
+            for (int k = 0; k < nr; k++)
+                reads[r[k]] = 1;
             writes[dst] = 1;
         }
         st->count = j - i;
@@ -67,14 +65,14 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
     }
     for (uint32_t s = 0; s + 1 < prog->nsteps; s++) { /* DIFF, UPDATE (, PYRAMID) of the same slots */
         const pxi_insn *d = &prog->insns[prog->steps[s].first], *u = &prog->insns[prog->steps[s + 1].first];
-        if (pxi_facts(d->op)->plan != PXP_DIFF || pxi_facts(u->op)->plan != PXP_UPDATE || PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) ||
-            PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) || PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
+        if (pxi_facts(d->op)->plan != PXP_DIFF || pxi_facts(u->op)->plan != PXP_UPDATE ||
+            PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) || PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) ||
+            PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
             continue;
         const pxi_insn *p = s + 2 < prog->nsteps ? &prog->insns[prog->steps[s + 2].first] : NULL;
-        prog->steps[s].tiles_fuse = p && pxi_facts(p->op)->plan == PXP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
-                                            PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask)
-                                        ? 3
-                                        : 2;
+        int pyramid = p && pxi_facts(p->op)->plan == PXP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
+                      PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask);
+        prog->steps[s].tiles_fuse = pyramid ? 3 : 2;
     }
     return 0;
 }
@@ -182,9 +180,10 @@ int px_vm_fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_err
 /* Which incremental fetches own their destination rectangle (pxvm_fetch_box.sole): no other
  * instruction writes level 0 of their destination there. Writers of a level 0: opcodes.def's
  * writes (fetches their rectangle, SALIENCY its map, DIFF its mask, UPDATE cur, DOT_RGB the
- * program image, RESIZE its rectangle); PYRAMID writes only levels >= 1. Fetch pairs are compared in order of (destination, top row),
- * each against those starting above its bottom; past a budget of comparisons (rows packed with
- * fetches), the rest count as not owning theirs: exact either way, only less work saved. */
+ * program image, RESIZE its rectangle); PYRAMID writes only levels >= 1. Fetch pairs are
+ * compared in order of (destination, top row), each against those starting above its bottom;
+ * past a budget of comparisons (rows packed with fetches), the rest count as not owning theirs:
+ * exact either way, only less work saved. */
 typedef struct {
     int dst, top;
     uint32_t insn;

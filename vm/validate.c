@@ -117,14 +117,23 @@ int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i)
     return 0;
 }
 
-/* Marks the slots named by the operands of `set` (opcodes.def's notation: PXF bits, PXF_PROG). */
+int pxvm_insn_slots(const pxi_insn *in, uint32_t set, int *slots)
+{
+    int n = 0;
+    if (set & PXF_PROG)
+        slots[n++] = 0;
+    for (int f = 0, nf = pxi_op(in->op)->nfields; f < nf; f++)
+        if (set >> f & 1u)
+            slots[n++] = in->a[f];
+    return n;
+}
+
+/* Marks the slots named by the operands of `set`. */
 static void px__mark_slots(const pxi_insn *in, uint32_t set, uint8_t *slots)
 {
-    if (set & PXF_PROG)
-        slots[0] = 1;
-    for (int f = 0, n = pxi_op(in->op)->nfields; f < n; f++)
-        if (set >> f & 1u)
-            slots[in->a[f]] = 1;
+    int list[PXI_MAX_FIELDS + 1];
+    for (int i = 0, n = pxvm_insn_slots(in, set, list); i < n; i++)
+        slots[list[i]] = 1;
 }
 
 void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads) { px__mark_slots(in, pxi_facts(in->op)->reads, reads); }

@@ -308,6 +308,9 @@ void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
 void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads);
 void pxvm_insn_writes(const pxi_insn *in, uint8_t *writes);
 void pxvm_insn_reads_upper(const pxi_insn *in, uint8_t *reads);
+/* The slots named by the operands of `set` (opcodes.def's notation: PXF bits, PXF_PROG for slot
+ * 0) into slots[] (PXI_MAX_FIELDS + 1 of them; a slot may repeat); returns how many. */
+int pxvm_insn_slots(const pxi_insn *in, uint32_t set, int *slots);
 /* The tile mask operand of a SAMPLE, ANISO or GATHER (0: not incremental). */
 int pxvm_fetch_mask(const pxi_insn *in);
 /* Does incremental fetch i of program b read anything that of program a (equal opcodes) does

@@ -146,7 +146,8 @@ typedef struct px_gl_step {
     int *after_groups;
     int early;
 } px_gl_step;
-#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) int px_gl_run_##family(px_gl_step *c, pxvm_error *err);
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    int px_gl_run_##family(px_gl_step *c, pxvm_error *err);
 #include "../../isa/opcodes.def"
 
 /* A level's CUDA array (fixed while the textures are mapped). */

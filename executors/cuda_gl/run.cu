@@ -184,7 +184,8 @@ int px_gl_run_resize(px_gl_step *c, pxvm_error *err)
 {
     pxvm_executor *ex = c->ex;
     c->fresh[PX_ARG(c->in, RESIZE, dst)] = 0;
-    PX__CK(px_gpu_resize_run(ex->d_slots, ex->nslots, ex->resize[ex->prog->steps[c->si].first], (int)c->items, ex->stream));
+    uint32_t first = ex->prog->steps[c->si].first;
+    PX__CK(px_gpu_resize_run(ex->d_slots, ex->nslots, ex->resize[first], (int)c->items, ex->stream));
     return 0;
 }
 
@@ -199,7 +200,8 @@ int px_gl_run_dot(px_gl_step *c, pxvm_error *err)
 {
     pxvm_executor *ex = c->ex;
     c->fresh[0] = 0;
-    PX__CK(px_gpu_dot(ex->d_slots, ex->nslots, c->in, ex->prog->steps[c->si].first, ex->d_status, (int)c->items, ex->stream));
+    uint32_t first = ex->prog->steps[c->si].first;
+    PX__CK(px_gpu_dot(ex->d_slots, ex->nslots, c->in, first, ex->d_status, (int)c->items, ex->stream));
     return 0;
 }
 

@@ -53,7 +53,8 @@ TEST(isa_facts_name_slot_operands_of_their_opcode)
                 if (!(sets[k] >> b & 1u))
                     continue;
                 if (b >= op->nfields || (op->fields[b].kind != PXK_SLOT && op->fields[b].kind != PXK_MASK))
-                    px_test_fail(__FILE__, __LINE__, "%s: fact set %d names operand %d, not a slot operand", op->name, k, b);
+                    px_test_fail(__FILE__, __LINE__, "%s: fact set %d names operand %d, not a slot operand", op->name,
+                                 k, b);
             }
         if ((f->upper & ~f->reads) || (f->anysize & ~f->reads))
             px_test_fail(__FILE__, __LINE__, "%s: upper or anysize names an operand it does not read", op->name);

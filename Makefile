@@ -28,15 +28,16 @@ CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr
 NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
 
+# every file of an executor is built: an opcode family's file needs no line here
+EXECUTOR_CPU_SRC := $(sort $(wildcard executors/cpu/*.c))
+EXECUTOR_GL_OBJ  := $(patsubst %.cu,$(BUILD)/%.o,$(sort $(wildcard executors/cuda_gl/*.cu)))
 LIB_SRC := api/pxvm_api.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
            vm/resize.c vm/resize_kernels.c vm/ragged.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
            assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
            vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c vm/tokens.c vm/retarget_check.c \
-           executors/cpu/run.c executors/cpu/resources.c executors/cpu/bind.c executors/cpu/pyramid.c executors/cpu/fetch.c \
-           executors/cpu/dot.c executors/cpu/fixation.c executors/cpu/video.c executors/cpu/threadpool.c \
-           executors/cpu/resize.c executors/cpu/tokens.c executors/cpu/retarget.c executors/cpu/ragged.c
+           $(EXECUTOR_CPU_SRC)
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
 VERSION   := 1.0.0
@@ -48,9 +49,7 @@ TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
 TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
-LIB_OBJ  += $(BUILD)/executors/cuda_gl/context.o $(BUILD)/executors/cuda_gl/resources.o $(BUILD)/executors/cuda_gl/bind.o $(BUILD)/executors/cuda_gl/run.o $(BUILD)/executors/cuda_gl/pyramid.o $(BUILD)/executors/cuda_gl/fetch.o $(BUILD)/executors/cuda_gl/dot.o $(BUILD)/executors/cuda_gl/fixation.o $(BUILD)/executors/cuda_gl/video.o \
-            $(BUILD)/executors/cuda_gl/resize.o $(BUILD)/executors/cuda_gl/tokens.o $(BUILD)/executors/cuda_gl/ragged.o \
-             $(BUILD)/executors/cuda_gl/retarget.o
+LIB_OBJ  += $(EXECUTOR_GL_OBJ)
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor

@@ -21,6 +21,19 @@ static const px__row px__rows[PXG__count] = {
 #include "opcodes.def"
 };
 
+/* Every opcode has its facts: the executors' dispatch is generated from the PX_FACTS lines. */
+enum {
+#define PX_OP(name, value, pixels, synopsis) PX__OP_##name,
+#include "opcodes.def"
+    PX__NOPS
+};
+enum {
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) PX__FACTS_##name,
+#include "opcodes.def"
+    PX__NFACTS
+};
+_Static_assert((int)PX__NOPS == (int)PX__NFACTS, "opcodes.def: one PX_FACTS line for every PX_OP");
+
 static pxi_field_info px__fields[PXG__count];
 static pxi_op_info px__ops[256];
 static pthread_once_t px__once = PTHREAD_ONCE_INIT;
@@ -48,6 +61,23 @@ static void px__build(void)
         while (i + 1 + n < PXG__count && !px__rows[i + 1 + n].is_op)
             n++;
         op->nfields = (uint8_t)n;
+    }
+#define PX_FACTS(name, family, plan_, reads_, writes_, upper_, anysize_, flags_) \
+    {                                                                            \
+        pxi_op_facts *f = &px__ops[PX_OP_##name].facts;                         \
+        f->plan = PXP_##plan_;                                                   \
+        f->reads = reads_, f->writes = writes_, f->upper = upper_;               \
+        f->anysize = anysize_, f->flags = flags_;                                \
+    }
+#include "opcodes.def"
+    for (int v = 0; v < 256; v++) {
+        pxi_op_facts *f = &px__ops[v].facts;
+        f->mask = -1;
+        for (int k = 0; k < px__ops[v].nfields; k++) {
+            if (px__ops[v].fields[k].kind == PXK_MASK && f->mask < 0)
+                f->mask = (int8_t)k;
+            f->levels |= px__ops[v].fields[k].kind == PXK_LEVEL;
+        }
     }
     __atomic_store_n(&px__built, 1, __ATOMIC_RELEASE);
 }

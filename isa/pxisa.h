@@ -114,6 +114,16 @@ enum pxi_mode { PX_MODE_LINEAR = 0, PX_MODE_NEAREST = 1 };
 #define PX_MODE_VALID_BITS 0x1Fu
 #define PX_MODE_REL(filter, reg) ((int)((filter) | PX_MODE_RELATIVE | ((unsigned)(reg) << PX_MODE_REG_SHIFT)))
 
+/* The filter operand of RESIZE: Pillow's filters by their numbers (PIL.Image.Resampling), the
+ * one list: vm/resize.h's enum, the names the API parses, the validator's and SPEC's text come
+ * from it. X(NAME, value, name, separator before it in PX_RESIZE_FILTER_TEXT). */
+#define PX_RESIZE_FILTERS(X)                                                                        \
+    X(NEAREST, 0, "nearest", "") X(LANCZOS, 1, "lanczos", ", ") X(BILINEAR, 2, "bilinear", ", ")    \
+    X(BICUBIC, 3, "bicubic", ", ") X(BOX, 4, "box", ", ") X(HAMMING, 5, "hamming", ", ")
+#define PX__RESIZE_FILTER_TEXT(NAME, value, name, sep) sep #value " " name
+/* "0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming" */
+#define PX_RESIZE_FILTER_TEXT PX_RESIZE_FILTERS(PX__RESIZE_FILTER_TEXT)
+
 /* Fixation registers: per run and per batch item, each an (x, y) pair of signed Q16 level-0
  * texel coordinates. A run starts with the values the host set (0, 0 until set). */
 #define PX_FIX_REGS 8
@@ -139,6 +149,32 @@ typedef struct pxi_insn {
 
 /* Operand accessor: PX_ARG(insn, SAMPLE, cu). */
 #define PX_ARG(insn, op, field) ((insn)->a[PX_FI(op, field)])
+
+/* The facts of opcodes.def's PX_FACTS lines: operand sets are bit masks of field indices. */
+#define PXF(op, field) (1u << PX_FI(op, field))
+#define PXF_PROG (1u << 31) /* the program image (slot 0), used without an operand */
+enum pxi_plan {
+    PXP_NONE = 0, /* not an implemented opcode */
+    PXP_ONE,      /* one instruction, one launch */
+    PXP_HALT,     /* ends the run */
+    PXP_TRAP,     /* may stop the run (an error of the run, not of the program) */
+    PXP_FETCH,    /* SAMPLE's leading layout; fetches in a row may run as one batch */
+    PXP_DIFF,     /* DIFF, UPDATE (and PYRAMID) of the same slots fuse into one pass over tiles */
+    PXP_UPDATE,
+    PXP_PYRAMID   /* rebuilds levels >= 1 of its slot */
+};
+#define PXA_TABLES 1u       /* host tables built at load, counted against the memory limit */
+#define PXA_VIDEO 2u        /* a video instruction whatever its mask */
+#define PXA_FIX_USE 4u      /* uses fixation registers */
+#define PXA_FIX_WRITE 8u    /* writes fixation registers */
+#define PXA_ANY_UNMASKED 16u /* its anysize operands may be any-size only when its MASK operand is 0 */
+
+typedef struct pxi_op_facts {
+    uint8_t plan;     /* enum pxi_plan */
+    int8_t mask;      /* index of its MASK operand (a tile mask, 0 = none), or -1 */
+    uint8_t levels;   /* it has LEVEL operands */
+    uint32_t reads, writes, upper, anysize, flags;
+} pxi_op_facts;
 
 /* Read one little-endian little field from an instruction's pixels (4 bytes per pixel). */
 static inline uint32_t pxi_read_le(const uint8_t *pixels, int pixel, int channel, int bytes)
@@ -170,6 +206,7 @@ typedef struct pxi_op_info {
     const pxi_field_info *fields;
     const char *synopsis;
     const char *reserved_for; /* family name for a reserved value, else NULL */
+    pxi_op_facts facts;       /* all 0 (plan PXP_NONE) for values that are not opcodes */
 } pxi_op_info;
 
 #ifdef __cplusplus
@@ -178,6 +215,13 @@ extern "C" { /* the CUDA executor reads the table too */
 const pxi_op_info *pxi_op(unsigned value); /* always non-NULL for value < 256 */
 const char *pxi_kind_name(enum pxi_kind kind);
 const char *pxi_role_name(unsigned role);
+static inline const pxi_op_facts *pxi_facts(unsigned value) { return &pxi_op(value)->facts; }
+/* The value of the instruction's MASK operand (its tile mask), 0 when it has none. */
+static inline int pxi_mask_of(const pxi_insn *in)
+{
+    int f = pxi_facts(in->op)->mask;
+    return f < 0 ? 0 : in->a[f];
+}
 #ifdef __cplusplus
 }
 #endif

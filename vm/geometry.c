@@ -59,7 +59,8 @@ int px_vm_build_geometry(pxvm_program *prog, pxvm_error *err)
             const pxi_insn *in = &prog->insns[i];
             uint8_t reads[PXVM_MAX_SLOTS + 1] = {0};
             pxvm_insn_reads(in, reads);
-            int frame = in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ? in->a[PX_FI(DIFF, frame)] : -1;
+            int plan = pxi_facts(in->op)->plan;
+            int frame = plan == PXP_DIFF || plan == PXP_UPDATE ? in->a[PX_FI(DIFF, frame)] : -1;
             for (int k = 0; k < prog->nslots; k++)
                 if (reads[k])
                     (k == frame ? as_frame : other)[k] = 1;
@@ -70,12 +71,12 @@ int px_vm_build_geometry(pxvm_program *prog, pxvm_error *err)
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
         prog->insn_token[i] = -1;
-        prog->uses_video |= in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE ||
-                            (in->op == PX_OP_PYRAMID && PX_ARG(in, PYRAMID, mask)) || (px_vm_is_fetch(in) && pxvm_fetch_mask(in));
+        const pxi_op_facts *f = pxi_facts(in->op);
+        prog->uses_video |= (f->flags & PXA_VIDEO) || pxi_mask_of(in); /* DIFF, UPDATE, any tile mask */
         if (px_vm_is_fetch(in) && pxvm_fetch_mask(in) && px_vm_fetch_box(prog, in, i, err) < 0)
             return -1;
-        prog->writes_fixation |= in->op == PX_OP_ARGMAX;
-        prog->uses_fixation |= in->op == PX_OP_ARGMAX || in->op == PX_OP_SALIENCY;
+        prog->writes_fixation |= (f->flags & PXA_FIX_WRITE) != 0;
+        prog->uses_fixation |= (f->flags & PXA_FIX_USE) != 0;
         if (!px_vm_is_fetch(in))
             continue;
         prog->uses_fixation |= px_mode_reg(in->a[PX_FI(SAMPLE, mode)]) >= 0;

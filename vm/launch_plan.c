@@ -43,9 +43,11 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
             const pxi_insn *in = &prog->insns[j];
             if (!px_vm_is_fetch(in))
                 break;
-            int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
-            int tab = in->op == PX_OP_GATHER ? PX_ARG(in, GATHER, table) : src, mask = pxvm_fetch_mask(in);
-            if (reads[dst] || writes[src] || writes[tab] || writes[mask])
+            int dst = in->a[PX_FI(SAMPLE, dst)], r[PXI_MAX_FIELDS + 1]; /* src, mask, a GATHER's table */
+            int nr = pxvm_insn_slots(in, pxi_facts(in->op)->reads, r), clash = reads[dst];
+            for (int k = 0; k < nr; k++)
+                clash |= writes[r[k]];
+            if (clash)
                 break;
             int overlap = 0;
             if (writes[dst])
@@ -53,7 +55,9 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
                     overlap = prog->insns[k].a[PX_FI(SAMPLE, dst)] == dst && px__rects_overlap(&prog->insns[k], in);
             if (overlap)
                 break;
-            reads[src] = reads[tab] = reads[mask] = writes[dst] = 1;
+            for (int k = 0; k < nr; k++)
+                reads[r[k]] = 1;
+            writes[dst] = 1;
         }
         st->count = j - i;
         st->kind = st->count > 1 ? PXVM_STEP_BATCH : PXVM_STEP_ONE;
@@ -61,14 +65,14 @@ int px_vm_build_plan(pxvm_program *prog, pxvm_error *err)
     }
     for (uint32_t s = 0; s + 1 < prog->nsteps; s++) { /* DIFF, UPDATE (, PYRAMID) of the same slots */
         const pxi_insn *d = &prog->insns[prog->steps[s].first], *u = &prog->insns[prog->steps[s + 1].first];
-        if (d->op != PX_OP_DIFF || u->op != PX_OP_UPDATE || PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) ||
-            PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) || PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
+        if (pxi_facts(d->op)->plan != PXP_DIFF || pxi_facts(u->op)->plan != PXP_UPDATE ||
+            PX_ARG(u, UPDATE, frame) != PX_ARG(d, DIFF, frame) || PX_ARG(u, UPDATE, cur) != PX_ARG(d, DIFF, cur) ||
+            PX_ARG(u, UPDATE, mask) != PX_ARG(d, DIFF, mask))
             continue;
         const pxi_insn *p = s + 2 < prog->nsteps ? &prog->insns[prog->steps[s + 2].first] : NULL;
-        prog->steps[s].tiles_fuse = p && p->op == PX_OP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
-                                            PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask)
-                                        ? 3
-                                        : 2;
+        int pyramid = p && pxi_facts(p->op)->plan == PXP_PYRAMID && PX_ARG(p, PYRAMID, slot) == PX_ARG(d, DIFF, cur) &&
+                      PX_ARG(p, PYRAMID, mask) == PX_ARG(d, DIFF, mask);
+        prog->steps[s].tiles_fuse = pyramid ? 3 : 2;
     }
     return 0;
 }
@@ -95,31 +99,28 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
         while (s + 1 < prog->nsteps && prog->steps[s].first + prog->steps[s].count <= i)
             s++; /* the step of instruction i */
         const pxi_insn *in = &prog->insns[i];
-        if (in->op == PX_OP_DIFF && !read[PX_ARG(in, DIFF, mask)])
+        int plan = pxi_facts(in->op)->plan;
+        if (plan == PXP_DIFF && !read[PX_ARG(in, DIFF, mask)])
             written_whole[PX_ARG(in, DIFF, mask)] = 1;
         uint8_t r[PXVM_MAX_SLOTS + 1] = {0};
         pxvm_insn_reads(in, r);
         for (int k = 0; k < prog->nslots; k++)
             read[k] |= r[k];
-        if (in->op == PX_OP_PYRAMID)
+        if (plan == PXP_PYRAMID)
             upper_written[PX_ARG(in, PYRAMID, slot)] = 1;
-        if (in->op == PX_OP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)]) {
+        if (plan == PXP_PYRAMID && !PX_ARG(in, PYRAMID, mask) && !read_upper[PX_ARG(in, PYRAMID, slot)]) {
             int k = PX_ARG(in, PYRAMID, slot); /* levels >= 1 fully rewritten before any read */
             if (!rebuilt[k] && !may_trap && s < prog->nsteps)
                 prog->rebuild_upper[k] = prog->steps[s].first + prog->steps[s].count;
             rebuilt[k] = 1;
         }
-        may_trap |= in->op == PX_OP_DOT_RGB;
-        if (px_vm_is_fetch(in))
-            read_upper[in->a[PX_FI(SAMPLE, src)]] = 1;
-        if (in->op == PX_OP_SALIENCY)
-            read_upper[PX_ARG(in, SALIENCY, src)] = 1;
-        if (in->op == PX_OP_ARGMAX && PX_ARG(in, ARGMAX, level) > 0)
-            read_upper[PX_ARG(in, ARGMAX, src)] = 1;
-        if (in->op == PX_OP_DOT_RGB || (px_vm_is_fetch(in) && in->a[PX_FI(SAMPLE, dst)] == 0) ||
-            (in->op == PX_OP_RESIZE && PX_ARG(in, RESIZE, dst) == 0))
+        may_trap |= plan == PXP_TRAP;
+        pxvm_insn_reads_upper(in, read_upper);
+        uint8_t w[PXVM_MAX_SLOTS + 1] = {0};
+        pxvm_insn_writes(in, w);
+        if (w[0])
             prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
-        if (in->op == PX_OP_HALT)
+        if (plan == PXP_HALT)
             break;
     }
     for (int k = 0; k < prog->nslots; k++) {
@@ -177,12 +178,12 @@ int px_vm_fetch_box(pxvm_program *prog, const pxi_insn *in, uint32_t i, pxvm_err
 }
 
 /* Which incremental fetches own their destination rectangle (pxvm_fetch_box.sole): no other
- * instruction writes level 0 of their destination there. Writers of a level 0: fetches (their
- * rectangle), SALIENCY (its map), DIFF (its mask), UPDATE (cur), DOT_RGB (the program image),
- * RESIZE (its rectangle);
- * PYRAMID writes only levels >= 1. Fetch pairs are compared in order of (destination, top row),
- * each against those starting above its bottom; past a budget of comparisons (rows packed with
- * fetches), the rest count as not owning theirs: exact either way, only less work saved. */
+ * instruction writes level 0 of their destination there. Writers of a level 0: opcodes.def's
+ * writes (fetches their rectangle, SALIENCY its map, DIFF its mask, UPDATE cur, DOT_RGB the
+ * program image, RESIZE its rectangle); PYRAMID writes only levels >= 1. Fetch pairs are
+ * compared in order of (destination, top row), each against those starting above its bottom;
+ * past a budget of comparisons (rows packed with fetches), the rest count as not owning theirs:
+ * exact either way, only less work saved. */
 typedef struct {
     int dst, top;
     uint32_t insn;
@@ -201,16 +202,8 @@ int px_vm_fetch_sole(pxvm_program *prog, pxvm_error *err)
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *o = &prog->insns[i];
         n += px_vm_is_fetch(o);
-        if (o->op == PX_OP_SALIENCY)
-            other[PX_ARG(o, SALIENCY, dst)] = 1;
-        if (o->op == PX_OP_DIFF)
-            other[PX_ARG(o, DIFF, mask)] = 1;
-        if (o->op == PX_OP_UPDATE)
-            other[PX_ARG(o, UPDATE, cur)] = 1;
-        if (o->op == PX_OP_DOT_RGB)
-            other[0] = 1;
-        if (o->op == PX_OP_RESIZE)
-            other[PX_ARG(o, RESIZE, dst)] = 1;
+        if (!px_vm_is_fetch(o))
+            pxvm_insn_writes(o, other);
     }
     px__fetch_key *order = malloc(sizeof *order * (n ? n : 1));
     uint8_t *shared = calloc(prog->ninsns, 1);

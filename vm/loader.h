@@ -9,11 +9,9 @@
 /* Stream pixel i of an image (row-major RGBA8). */
 #define PX_VM_PIX(img, i) ((img)->px + 4u * (size_t)(i))
 
-/* SAMPLE, ANISO and GATHER: their leading operands (src .. h) share one layout (tested). */
-static inline int px_vm_is_fetch(const pxi_insn *in)
-{
-    return in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
-}
+/* The fetches (plan kind FETCH: SAMPLE, ANISO, GATHER): their leading operands (src .. h) share
+ * one layout (tested). */
+static inline int px_vm_is_fetch(const pxi_insn *in) { return pxi_facts(in->op)->plan == PXP_FETCH; }
 
 /* parse.c: slot k's descriptor (prog->slots[k], zeroed by the caller; earlier slots parsed) and
  * the serial of a program made now (vm.h). */

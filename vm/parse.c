@@ -274,7 +274,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     }
     prog->code_end = (uint32_t)pc;
     const pxi_insn *last = &prog->insns[ninsns - 1];
-    if (last->op != PX_OP_HALT) {
+    if (pxi_facts(last->op)->plan != PXP_HALT) {
         pxvm_fail(err, PXE_NO_HALT, PX__AT(img, last->pc), ninsns - 1, pxi_op(last->op)->name);
         goto fail;
     }

@@ -71,19 +71,24 @@ static double px__sinc(double x)
 static double px__lanczos(double x) { return -3.0 <= x && x < 3.0 ? px__sinc(x) * px__sinc(x / 3.0) : 0.0; }
 
 static const struct {
-    const char *name;
     double (*fn)(double);
     double support; /* half-width of the kernel at scale 1 */
 } px__filters[PX_RESIZE__FILTERS] = {
-    [PX_RESIZE_NEAREST] = {"nearest", NULL, 0.0},     [PX_RESIZE_LANCZOS] = {"lanczos", px__lanczos, 3.0},
-    [PX_RESIZE_BILINEAR] = {"bilinear", px__bilinear, 1.0}, [PX_RESIZE_BICUBIC] = {"bicubic", px__bicubic, 2.0},
-    [PX_RESIZE_BOX] = {"box", px__box, 0.5},           [PX_RESIZE_HAMMING] = {"hamming", px__hamming, 1.0},
+    [PX_RESIZE_NEAREST] = {NULL, 0.0},           [PX_RESIZE_LANCZOS] = {px__lanczos, 3.0},
+    [PX_RESIZE_BILINEAR] = {px__bilinear, 1.0},  [PX_RESIZE_BICUBIC] = {px__bicubic, 2.0},
+    [PX_RESIZE_BOX] = {px__box, 0.5},            [PX_RESIZE_HAMMING] = {px__hamming, 1.0},
+};
+
+static const char *const px__filter_names[PX_RESIZE__FILTERS] = {
+#define PX__RESIZE_FILTER_NAME(NAME, value, name, sep) [value] = name,
+    PX_RESIZE_FILTERS(PX__RESIZE_FILTER_NAME)
+#undef PX__RESIZE_FILTER_NAME
 };
 
 int px_resize_filter_parse(const char *name)
 {
     for (int f = 0; f < PX_RESIZE__FILTERS; f++) {
-        const char *a = name, *b = px__filters[f].name;
+        const char *a = name, *b = px__filter_names[f];
         while (*a && (*a | 0x20) == *b) /* the names are lower-case letters */
             a++, b++;
         if (!*a && !*b)
@@ -94,7 +99,7 @@ int px_resize_filter_parse(const char *name)
 
 const char *px_resize_filter_name(int filter)
 {
-    return filter >= 0 && filter < PX_RESIZE__FILTERS ? px__filters[filter].name : "?";
+    return filter >= 0 && filter < PX_RESIZE__FILTERS ? px__filter_names[filter] : "?";
 }
 
 /* ---- tables ----------------------------------------------------------------------------------- */

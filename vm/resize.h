@@ -18,13 +18,10 @@ extern "C" {
 
 /* Filters, numbered as Pillow numbers them (PIL.Image.Resampling). */
 typedef enum px_resize_filter {
-    PX_RESIZE_NEAREST = 0,
-    PX_RESIZE_LANCZOS = 1,
-    PX_RESIZE_BILINEAR = 2,
-    PX_RESIZE_BICUBIC = 3,
-    PX_RESIZE_BOX = 4,
-    PX_RESIZE_HAMMING = 5,
-    PX_RESIZE__FILTERS = 6
+#define PX__RESIZE_FILTER_ENUM(NAME, value, name, sep) PX_RESIZE_##NAME = value,
+    PX_RESIZE_FILTERS(PX__RESIZE_FILTER_ENUM)
+#undef PX__RESIZE_FILTER_ENUM
+    PX_RESIZE__FILTERS /* the count: the list's values are 0, 1, ... in order */
 } px_resize_filter;
 
 /* Sides from 1 to 2^24: Pillow passes the source side to its tables as a float, exact up to 2^24. */

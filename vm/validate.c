@@ -91,13 +91,8 @@ static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_
     return 0;
 }
 
-/* The tile mask of an incremental SAMPLE/ANISO/GATHER (0: none); its field differs per opcode. */
-static int px__fetch_mask(const pxi_insn *in)
-{
-    return in->op == PX_OP_SAMPLE ? PX_ARG(in, SAMPLE, mask)
-           : in->op == PX_OP_ANISO ? PX_ARG(in, ANISO, mask)
-                                   : PX_ARG(in, GATHER, mask);
-}
+/* The tile mask of an incremental SAMPLE/ANISO/GATHER (0: none): its MASK operand. */
+static int px__fetch_mask(const pxi_insn *in) { return pxi_mask_of(in); }
 
 int pxvm_fetch_mask(const pxi_insn *in) { return px__fetch_mask(in); }
 
@@ -122,27 +117,37 @@ int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i)
     return 0;
 }
 
-void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads)
+int pxvm_insn_slots(const pxi_insn *in, uint32_t set, int *slots)
 {
-    switch (in->op) {
-    case PX_OP_DOT_RGB: reads[0] = 1; break;
-    case PX_OP_PYRAMID: reads[PX_ARG(in, PYRAMID, slot)] = 1, reads[PX_ARG(in, PYRAMID, mask)] = 1; break;
-    case PX_OP_SAMPLE:
-    case PX_OP_ANISO:
-    case PX_OP_GATHER:
-        reads[in->a[PX_FI(SAMPLE, src)]] = 1, reads[px__fetch_mask(in)] = 1;
-        if (in->op == PX_OP_GATHER)
-            reads[PX_ARG(in, GATHER, table)] = 1;
-        break;
-    case PX_OP_DIFF:
-    case PX_OP_UPDATE:
-        reads[in->a[PX_FI(DIFF, frame)]] = 1, reads[in->a[PX_FI(DIFF, cur)]] = 1, reads[in->a[PX_FI(DIFF, mask)]] = 1;
-        break;
-    case PX_OP_SALIENCY: reads[PX_ARG(in, SALIENCY, src)] = 1, reads[PX_ARG(in, SALIENCY, dst)] = 1; break;
-    case PX_OP_ARGMAX: reads[PX_ARG(in, ARGMAX, src)] = 1; break;
-    case PX_OP_RESIZE: reads[PX_ARG(in, RESIZE, src)] = 1; break;
-    default: break;
-    }
+    int n = 0;
+    if (set & PXF_PROG)
+        slots[n++] = 0;
+    for (int f = 0, nf = pxi_op(in->op)->nfields; f < nf; f++)
+        if (set >> f & 1u)
+            slots[n++] = in->a[f];
+    return n;
+}
+
+/* Marks the slots named by the operands of `set`. */
+static void px__mark_slots(const pxi_insn *in, uint32_t set, uint8_t *slots)
+{
+    int list[PXI_MAX_FIELDS + 1];
+    for (int i = 0, n = pxvm_insn_slots(in, set, list); i < n; i++)
+        slots[list[i]] = 1;
+}
+
+void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads) { px__mark_slots(in, pxi_facts(in->op)->reads, reads); }
+
+void pxvm_insn_writes(const pxi_insn *in, uint8_t *writes) { px__mark_slots(in, pxi_facts(in->op)->writes, writes); }
+
+void pxvm_insn_reads_upper(const pxi_insn *in, uint8_t *reads)
+{
+    const pxi_op_info *op = pxi_op(in->op);
+    int level_above_0 = !op->facts.levels;
+    for (int f = 0; f < op->nfields; f++)
+        level_above_0 |= op->fields[f].kind == PXK_LEVEL && in->a[f] > 0;
+    if (level_above_0)
+        px__mark_slots(in, op->facts.upper, reads);
 }
 
 /* A tile mask of slot `of`: level 0 is ceil(w/16) x ceil(h/16). */
@@ -160,9 +165,10 @@ static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t
 }
 
 /* Any-size slots are read only where the resolution can rescale what the reader assumes of
- * their size (SPEC V-ANY-6): PYRAMID's slot, a non-incremental SAMPLE's or ANISO's src, RESIZE's
- * src. Every other operand naming one (GATHER's table positions, DIFF, UPDATE, SALIENCY, ARGMAX,
- * a tile mask) would be written for the reference size only. */
+ * their size (SPEC V-ANY-6): the anysize operands of opcodes.def (PYRAMID's slot, a
+ * non-incremental SAMPLE's or ANISO's src, RESIZE's src). Every other operand naming one
+ * (GATHER's table positions, DIFF, UPDATE, SALIENCY, ARGMAX, a tile mask) would be written for
+ * the reference size only. */
 static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     const pxi_op_info *op = pxi_op(in->op);
@@ -172,14 +178,13 @@ static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, u
         if ((op->fields[f].kind != PXK_SLOT && op->fields[f].kind != PXK_MASK) || v < 1 ||
             !(prog->slots[v].flags & PXI_SLOT_ANYSIZE))
             continue;
-        int fetch = (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO) && f == PX_FI(SAMPLE, src);
-        if (fetch && px__fetch_mask(in))
+        int reader = op->facts.anysize >> f & 1u;
+        if (reader && (op->facts.flags & PXA_ANY_UNMASKED) && pxi_mask_of(in))
             return px__region_fail(prog, in, index, 0, err,
                                    "samples any-size slot %s incrementally (mask %d): its tile mask has the size of "
                                    "the reference image only",
-                                   pxvm_slot_label(prog, v, la), px__fetch_mask(in));
-        if (fetch || (in->op == PX_OP_PYRAMID && f == PX_FI(PYRAMID, slot)) ||
-            (in->op == PX_OP_RESIZE && f == PX_FI(RESIZE, src)))
+                                   pxvm_slot_label(prog, v, la), pxi_mask_of(in));
+        if (reader)
             continue;
         return px__region_fail(prog, in, index, 0, err,
                                "operand %s names any-size slot %s, which only PYRAMID (slot), SAMPLE and ANISO (src, "
@@ -191,152 +196,183 @@ static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, u
 
 /* Whether px_vm_check_insn's verdict on `in`, in a program that passed it, can change when the
  * slots marked in `resized` change their size (and levels) and nothing else: a resolution
- * re-checks only those instructions. SAMPLE and ANISO without a tile mask, and RESIZE, read of
- * their source its identity and role, never its size (a tile mask, which would, is refused for
- * an any-size source: px__check_any_readers); their destination is never an input. Keep in step
- * with the cases below: when unsure, 1. */
+ * re-checks only those instructions. An instruction that may read an any-size slot (opcodes.def
+ * anysize: SAMPLE and ANISO without a tile mask, RESIZE, PYRAMID) reads of its source its
+ * identity and role, never its size (a tile mask, which would, is refused for an any-size source:
+ * px__check_any_readers; one present counts as read); its destination is never an input. Keep
+ * in step with the family rules below: when unsure, 1. */
 int px_vm_insn_rules_read_size(const pxi_insn *in, const uint8_t *resized)
 {
-    switch (in->op) {
-    case PX_OP_SAMPLE:
-    case PX_OP_ANISO: return px__fetch_mask(in) != 0 || resized[in->a[PX_FI(SAMPLE, dst)]];
-    case PX_OP_RESIZE: return resized[PX_ARG(in, RESIZE, dst)];
-    default: return 1;
+    const pxi_op_facts *f = pxi_facts(in->op);
+    if (!f->anysize || pxi_mask_of(in))
+        return 1;
+    uint8_t written[PXVM_MAX_SLOTS + 1] = {0};
+    pxvm_insn_writes(in, written);
+    for (int k = 0; k <= PXVM_MAX_SLOTS; k++)
+        if (written[k] && resized[k])
+            return 1;
+    return 0;
+}
+
+/* The rules of each family (SPEC V-*), one function each, named after the family of
+ * opcodes.def; px_vm_check_insn's switch is generated from the table. */
+static int px_vm_check_halt(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    (void)prog, (void)in, (void)index, (void)err;
+    return 0;
+}
+
+static int px_vm_check_dot(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    int row = PX_ARG(in, DOT_RGB, row_out);
+    return px__check_write(prog, in, index, 0, 0, 0, row, 1, 1, err);
+}
+
+static int px_vm_check_fetch(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
+    int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
+    int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+    int mask = px__fetch_mask(in);
+    if (src == dst)
+        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                               pxvm_slot_label(prog, src, la));
+    if (mask) {
+        if (px__check_mask(prog, in, index, mask, src, err) < 0)
+            return -1;
+        if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
+            return px__region_fail(prog, in, index, 0, err,
+                                   "samples incrementally (mask %s) into slot %s, which is not persistent: the "
+                                   "patches it skips would not keep their bytes",
+                                   pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
+        if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
+            return px__region_fail(prog, in, index, 3, err,
+                                   "an incremental GATHER needs its table in a data slot (constant), not slot %s",
+                                   pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
     }
+    if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
+        return -1;
+    if (in->op == PX_OP_GATHER) {
+        int t = PX_ARG(in, GATHER, table);
+        int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
+        const pxvm_slot *ts = &prog->slots[t];
+        if (t == dst)
+            return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
+                                   pxvm_slot_label(prog, t, la));
+        if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
+            return px__region_fail(prog, in, index, 4, err,
+                                   "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
+                                   3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
+    }
+    return 0;
+}
+
+static int px_vm_check_pyramid(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+return PX_ARG(in, PYRAMID, mask) ? px__check_mask(prog, in, index, PX_ARG(in, PYRAMID, mask),
+                                                      PX_ARG(in, PYRAMID, slot), err)
+                                     : 0;
+}
+
+static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
+    const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
+    if (frame == cur)
+        return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
+                               pxvm_slot_label(prog, cur, la));
+    if (fs->w != cs->w || fs->h != cs->h)
+        return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
+                               pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
+                               cs->h);
+    if (mask == frame || mask == cur)
+        return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
+    if (px__check_mask(prog, in, index, mask, cur, err) < 0)
+        return -1;
+    if (pxi_facts(in->op)->plan == PXP_DIFF)
+        return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
+    if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
+        return -1;
+    if (!(cs->flags & PXI_SLOT_PERSIST))
+        return px__region_fail(prog, in, index, 0, err,
+                               "updates slot %s, which is not persistent: the next frame would be compared "
+                               "with a cur restored to zero, not with this one",
+                               pxvm_slot_label(prog, cur, la));
+    return 0;
+}
+
+static int px_vm_check_saliency(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);
+    int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
+    const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
+    if (src == dst)
+        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                               pxvm_slot_label(prog, src, la));
+    if (!(c < sl))
+        return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
+    if (sl >= ss->levels || m >= ss->levels)
+        return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
+                               sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
+    if (m < c)
+        return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
+    if (PX_ARG(in, SALIENCY, shift) > 20)
+        return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
+    int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
+    if (ds->w != mw || ds->h != mh)
+        return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
+                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
+    return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
+}
+
+static int px_vm_check_resize(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16];
+    int src = PX_ARG(in, RESIZE, src), dst = PX_ARG(in, RESIZE, dst), fit = PX_ARG(in, RESIZE, fit);
+    if (PX_ARG(in, RESIZE, filter) >= PX_RESIZE__FILTERS)
+        return px__operand_fail(prog, in, index, PX_FI(RESIZE, filter), PX_ARG(in, RESIZE, filter),
+                                "(filters are " PX_RESIZE_FILTER_TEXT ")", err);
+    if (fit > 1)
+        return px__operand_fail(prog, in, index, PX_FI(RESIZE, fit), fit, "(fit is 0 = stretch or 1 = fit)", err);
+    for (int f = PX_FI(RESIZE, pad_r); !fit && f <= PX_FI(RESIZE, pad_a); f++)
+        if (in->a[f])
+            return px__operand_fail(prog, in, index, f, in->a[f],
+                                    "(the pad is used only with fit = 1: with fit = 0 it must be 0)", err);
+    if (src == dst)
+        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
+                               pxvm_slot_label(prog, src, la));
+    return px__check_write(prog, in, index, 1, dst, PX_ARG(in, RESIZE, dst_x), PX_ARG(in, RESIZE, dst_y),
+                           PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), err);
+}
+
+static int px_vm_check_argmax(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16];
+    int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
+    if (level >= prog->slots[src].levels)
+        return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
+                               prog->slots[src].levels, pxvm_slot_label(prog, src, la));
+    if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
+        return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
+                               PX_ARG(in, ARGMAX, ior_first),
+                               PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
+    if (PX_ARG(in, ARGMAX, radius) > 16384)
+        return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
+                               PX_ARG(in, ARGMAX, radius));
+    return 0;
 }
 
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
-    char la[16], lb[16];
     if (prog->any_size && px__check_any_readers(prog, in, index, err) < 0)
         return -1;
     switch (in->op) {
-    case PX_OP_DOT_RGB: {
-        int row = PX_ARG(in, DOT_RGB, row_out);
-        return px__check_write(prog, in, index, 0, 0, 0, row, 1, 1, err);
-    }
-    case PX_OP_SAMPLE:
-    case PX_OP_ANISO:
-    case PX_OP_GATHER: {
-        int src = in->a[PX_FI(SAMPLE, src)], dst = in->a[PX_FI(SAMPLE, dst)];
-        int x = in->a[PX_FI(SAMPLE, dst_x)], y = in->a[PX_FI(SAMPLE, dst_y)];
-        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
-        int mask = px__fetch_mask(in);
-        if (src == dst)
-            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                                   pxvm_slot_label(prog, src, la));
-        if (mask) {
-            if (px__check_mask(prog, in, index, mask, src, err) < 0)
-                return -1;
-            if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
-                return px__region_fail(prog, in, index, 0, err,
-                                       "samples incrementally (mask %s) into slot %s, which is not persistent: the "
-                                       "patches it skips would not keep their bytes",
-                                       pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
-            if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
-                return px__region_fail(prog, in, index, 3, err,
-                                       "an incremental GATHER needs its table in a data slot (constant), not slot %s",
-                                       pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
-        }
-        if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
-            return -1;
-        if (in->op == PX_OP_GATHER) {
-            int t = PX_ARG(in, GATHER, table);
-            int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
-            const pxvm_slot *ts = &prog->slots[t];
-            if (t == dst)
-                return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
-                                       pxvm_slot_label(prog, t, la));
-            if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
-                return px__region_fail(prog, in, index, 4, err,
-                                       "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
-                                       3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
-        }
-        return 0;
-    }
-    case PX_OP_PYRAMID:
-        return PX_ARG(in, PYRAMID, mask) ? px__check_mask(prog, in, index, PX_ARG(in, PYRAMID, mask),
-                                                          PX_ARG(in, PYRAMID, slot), err)
-                                         : 0;
-    case PX_OP_DIFF:
-    case PX_OP_UPDATE: {
-        int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
-        const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
-        if (frame == cur)
-            return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
-                                   pxvm_slot_label(prog, cur, la));
-        if (fs->w != cs->w || fs->h != cs->h)
-            return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
-                                   pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
-                                   cs->h);
-        if (mask == frame || mask == cur)
-            return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
-        if (px__check_mask(prog, in, index, mask, cur, err) < 0)
-            return -1;
-        if (in->op == PX_OP_DIFF)
-            return px__check_write(prog, in, index, 0, mask, 0, 0, prog->slots[mask].w, prog->slots[mask].h, err);
-        if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
-            return -1;
-        if (!(cs->flags & PXI_SLOT_PERSIST))
-            return px__region_fail(prog, in, index, 0, err,
-                                   "updates slot %s, which is not persistent: the next frame would be compared "
-                                   "with a cur restored to zero, not with this one",
-                                   pxvm_slot_label(prog, cur, la));
-        return 0;
-    }
-    case PX_OP_SALIENCY: {
-        int src = PX_ARG(in, SALIENCY, src), dst = PX_ARG(in, SALIENCY, dst);
-        int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
-        const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
-        if (src == dst)
-            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                                   pxvm_slot_label(prog, src, la));
-        if (!(c < sl))
-            return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
-        if (sl >= ss->levels || m >= ss->levels)
-            return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
-                                   sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
-        if (m < c)
-            return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
-        if (PX_ARG(in, SALIENCY, shift) > 20)
-            return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
-        int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
-        if (ds->w != mw || ds->h != mh)
-            return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
-                                   pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
-        return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
-    }
-    case PX_OP_RESIZE: {
-        int src = PX_ARG(in, RESIZE, src), dst = PX_ARG(in, RESIZE, dst), fit = PX_ARG(in, RESIZE, fit);
-        if (PX_ARG(in, RESIZE, filter) > 5)
-            return px__operand_fail(prog, in, index, PX_FI(RESIZE, filter), PX_ARG(in, RESIZE, filter),
-                                    "(filters are 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming)", err);
-        if (fit > 1)
-            return px__operand_fail(prog, in, index, PX_FI(RESIZE, fit), fit, "(fit is 0 = stretch or 1 = fit)", err);
-        for (int f = PX_FI(RESIZE, pad_r); !fit && f <= PX_FI(RESIZE, pad_a); f++)
-            if (in->a[f])
-                return px__operand_fail(prog, in, index, f, in->a[f],
-                                        "(the pad is used only with fit = 1: with fit = 0 it must be 0)", err);
-        if (src == dst)
-            return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                                   pxvm_slot_label(prog, src, la));
-        return px__check_write(prog, in, index, 1, dst, PX_ARG(in, RESIZE, dst_x), PX_ARG(in, RESIZE, dst_y),
-                               PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), err);
-    }
-    case PX_OP_ARGMAX: {
-        int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
-        if (level >= prog->slots[src].levels)
-            return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
-                                   prog->slots[src].levels, pxvm_slot_label(prog, src, la));
-        if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
-            return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
-                                   PX_ARG(in, ARGMAX, ior_first),
-                                   PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
-        if (PX_ARG(in, ARGMAX, radius) > 16384)
-            return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
-                                   PX_ARG(in, ARGMAX, radius));
-        return 0;
-    }
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    case PX_OP_##name: return px_vm_check_##family(prog, in, index, err);
+#include "../isa/opcodes.def"
     default: return 0;
     }
 }

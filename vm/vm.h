@@ -303,8 +303,14 @@ const char *pxvm_slot_label(const pxvm_program *prog, int slot, char buf[16]);
 /* Pixel (x, y) of stream index `index` in the program image. */
 void pxvm_stream_xy(const pxvm_program *prog, uint32_t index, int *x, int *y);
 
-/* The slots an instruction reads (any level), into reads[] (set to 1). */
+/* The slots an instruction reads (any level), writes (level 0) and whose levels >= 1 it may read,
+ * into the array (set to 1): opcodes.def's reads, writes and upper. */
 void pxvm_insn_reads(const pxi_insn *in, uint8_t *reads);
+void pxvm_insn_writes(const pxi_insn *in, uint8_t *writes);
+void pxvm_insn_reads_upper(const pxi_insn *in, uint8_t *reads);
+/* The slots named by the operands of `set` (opcodes.def's notation: PXF bits, PXF_PROG for slot
+ * 0) into slots[] (PXI_MAX_FIELDS + 1 of them; a slot may repeat); returns how many. */
+int pxvm_insn_slots(const pxi_insn *in, uint32_t set, int *slots);
 /* The tile mask operand of a SAMPLE, ANISO or GATHER (0: not incremental). */
 int pxvm_fetch_mask(const pxi_insn *in);
 /* Does incremental fetch i of program b read anything that of program a (equal opcodes) does

@@ -155,4 +155,11 @@ int px_cpu_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
 /* dot.c: DOT_RGB on the item being run; returns the sum (the row is written when it fits). */
 uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in);
 
+/* The executor's dispatch: plan step s of one instruction on the item being run, by the family of
+ * its opcode (opcodes.def), each in its family's file (run.c: halt): 0 to go on, 1 at HALT, -1 on
+ * a trap with *err set. */
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    int px_cpu_run_##family(pxvm_executor *ex, uint32_t s, pxvm_error *err);
+#include "../../isa/opcodes.def"
+
 #endif

@@ -15,3 +15,18 @@ uint64_t px_cpu_dot(pxvm_executor *ex, const pxi_insn *in)
         px__store(img + (size_t)PX_ARG(in, DOT_RGB, row_out) * (size_t)w * 4u, px_dot_result((uint32_t)sum));
     return sum;
 }
+
+/* DOT_RGB as plan step s: a sum over PX_DOT_MAX traps the run. */
+int px_cpu_run_dot(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    const pxvm_step *st = &prog->steps[s];
+    const pxi_insn *first = &prog->insns[st->first];
+    uint64_t sum = px_cpu_dot(ex, first);
+    if (sum > PX_DOT_MAX) {
+        int x, y;
+        pxvm_stream_xy(prog, first->pc, &x, &y);
+        return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, st->first, (unsigned long)sum);
+    }
+    return 0;
+}

@@ -145,3 +145,12 @@ void px_cpu_batch_part(void *ctx, int b, int e)
     for (int i = b; i < e; i++)
         px_cpu_fetch_insn(j->ex, j->in + i);
 }
+
+/* SAMPLE, ANISO or GATHER as a plan step of one instruction (a batch is px_cpu_batch_part's). */
+int px_cpu_run_fetch(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    px_cpu_count_masks(ex, s);
+    px_cpu_fetch_insn(ex, &ex->prog->insns[ex->prog->steps[s].first]);
+    return 0;
+}

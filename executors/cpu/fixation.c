@@ -3,7 +3,7 @@
  * px_saliency_pixel, px_argmax_value, px_argmax_better, px_inhibited and px_texel_centre_q16. */
 #include <string.h>
 
-#include "cpu_slot.h"
+#include "cpu_executor.h"
 
 void px_cpu_saliency_rows(const px_cpu_src *src, uint8_t *dst, int dst_w, const pxi_insn *in, int y0, int y1)
 {
@@ -53,4 +53,33 @@ void px_cpu_argmax(const px_cpu_src *src, int space_w, int space_h, const pxi_in
     int reg = PX_ARG(in, ARGMAX, reg);
     fix[2 * reg] = px_texel_centre_q16((int)(at % w), w, space_w);
     fix[2 * reg + 1] = px_texel_centre_q16((int)(at / w), h, space_h);
+}
+
+/* ---- the plan steps (the executor's dispatch: run.c) ------------------------------------------ */
+
+static void px__saliency_rows(void *ctx, int y0, int y1)
+{
+    const px_cpu_insn_job *j = ctx;
+    int src = PX_ARG(j->in, SALIENCY, src), dst = PX_ARG(j->in, SALIENCY, dst);
+    px_cpu_saliency_rows(&j->ex->view[src], j->ex->store[dst], j->ex->prog->slots[dst].w, j->in, y0, y1);
+}
+
+int px_cpu_run_saliency(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *first = &prog->insns[prog->steps[s].first];
+    px_cpu_insn_job job = {ex, first};
+    px_pool_for(ex->pool, prog->slots[PX_ARG(first, SALIENCY, dst)].h, 8, px__saliency_rows, &job);
+    return 0;
+}
+
+int px_cpu_run_argmax(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *first = &prog->insns[prog->steps[s].first];
+    const pxvm_slot *space = &prog->slots[PX_ARG(first, ARGMAX, space)];
+    px_cpu_argmax(&ex->view[PX_ARG(first, ARGMAX, src)], space->w, space->h, first, ex->fix);
+    return 0;
 }

@@ -49,3 +49,29 @@ void px_cpu_pyramid(pxvm_executor *ex, int slot)
         }
     }
 }
+
+static void px__video_pyramid_rows(void *ctx, int y0, int y1)
+{
+    const px_cpu_insn_job *j = ctx;
+    int mask = PX_ARG(j->in, PYRAMID, mask);
+    px_cpu_pyramid_tile_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
+                             y0, y1);
+}
+
+/* PYRAMID as plan step s: incremental (its tile mask's dirty tiles, video.c's rows) or whole. */
+int px_cpu_run_pyramid(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *first = &prog->insns[prog->steps[s].first];
+    if (PX_ARG(first, PYRAMID, mask)) {
+        px_cpu_insn_job job = {ex, first};
+        int mask = PX_ARG(first, PYRAMID, mask);
+        px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
+        px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w,
+                             ex->level_flags);
+    } else {
+        px_cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
+    }
+    return 0;
+}

@@ -143,3 +143,11 @@ void px_cpu_resize(pxvm_executor *ex, uint32_t index)
     else
         px_pool_for(ex->pool, op->ch, 1 + 4096 / (op->cw + 1), px__resize_rows, &job);
 }
+
+/* RESIZE as plan step s. */
+int px_cpu_run_resize(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    px_cpu_resize(ex, ex->prog->steps[s].first);
+    return 0;
+}

@@ -127,7 +127,7 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
         ex->step_mask_at[s] = at_mask;
         for (uint32_t i = st->first; i < st->first + st->count; i++) {
             const pxi_insn *in = &prog->insns[i];
-            int fetch = in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER;
+            int fetch = pxi_facts(in->op)->plan == PXP_FETCH;
             int m = fetch ? pxvm_fetch_mask(in) : 0, listed = 0;
             for (uint32_t k = ex->step_mask_at[s]; k < at_mask; k++)
                 listed |= ex->step_masks[k] == m;

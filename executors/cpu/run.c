@@ -9,43 +9,7 @@
 
 #include "cpu_executor.h"
 
-/* ---- SALIENCY and ARGMAX (fixation) --------------------------------------------------------- */
-
-static void px__saliency_rows(void *ctx, int y0, int y1)
-{
-    const px_cpu_insn_job *j = ctx;
-    int src = PX_ARG(j->in, SALIENCY, src), dst = PX_ARG(j->in, SALIENCY, dst);
-    px_cpu_saliency_rows(&j->ex->view[src], j->ex->store[dst], j->ex->prog->slots[dst].w, j->in, y0, y1);
-}
-
 /* ---- DIFF, UPDATE, incremental PYRAMID (video) ----------------------------------------------- */
-
-static void px__video_diff_rows(void *ctx, int y0, int y1)
-{
-    const px_cpu_insn_job *j = ctx;
-    const pxvm_executor *ex = j->ex;
-    int mask = PX_ARG(j->in, DIFF, mask);
-    px_cpu_diff_rows(&ex->view[PX_ARG(j->in, DIFF, frame)], &ex->view[PX_ARG(j->in, DIFF, cur)], ex->store[mask],
-                     ex->prog->slots[mask].w, j->in, ex->primed[ex->item], ex->rects + (size_t)ex->item * PXVM_MAX_RECTS,
-                     ex->nrects[ex->item], y0, y1);
-}
-
-static void px__video_update_rows(void *ctx, int y0, int y1)
-{
-    const px_cpu_insn_job *j = ctx;
-    const pxvm_executor *ex = j->ex;
-    int mask = PX_ARG(j->in, UPDATE, mask);
-    px_cpu_update_rows(&ex->view[PX_ARG(j->in, UPDATE, frame)], ex->store[PX_ARG(j->in, UPDATE, cur)], ex->store[mask],
-                       ex->prog->slots[mask].w, y0, y1);
-}
-
-static void px__video_pyramid_rows(void *ctx, int y0, int y1)
-{
-    const px_cpu_insn_job *j = ctx;
-    int mask = PX_ARG(j->in, PYRAMID, mask);
-    px_cpu_pyramid_tile_rows(&j->ex->view[PX_ARG(j->in, PYRAMID, slot)], j->ex->store[mask], j->ex->prog->slots[mask].w,
-                             y0, y1);
-}
 
 /* DIFF, UPDATE (and the incremental PYRAMID) of the same slots in one pass over tile rows, as the
  * GPU's tile kernel fuses them per tile: a tile row's mask, its copy and its levels 1-4 depend on
@@ -206,57 +170,19 @@ static int px__cpu_step(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         px_pool_for(ex->pool, (int)st->count, 1, px_cpu_batch_part, &job);
         return 0;
     }
-    switch (first->op) {
-    case PX_OP_HALT: return 1;
-    case PX_OP_DOT_RGB: {
-        uint64_t sum = px_cpu_dot(ex, first);
-        if (sum > PX_DOT_MAX) {
-            int x, y;
-            pxvm_stream_xy(prog, first->pc, &x, &y);
-            return pxvm_fail(err, PXE_TRAP_DOT_OVERFLOW, x, y, st->first, (unsigned long)sum);
-        }
-        return 0;
+    switch (first->op) { /* px_cpu_run_<family> of opcodes.def */
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    case PX_OP_##name: return px_cpu_run_##family(ex, s, err);
+#include "../../isa/opcodes.def"
+    default: return 0; /* unreachable: the validator admits only the table's opcodes */
     }
-    case PX_OP_PYRAMID:
-        if (PX_ARG(first, PYRAMID, mask)) {
-            px_cpu_insn_job job = {ex, first};
-            int mask = PX_ARG(first, PYRAMID, mask);
-            px_pool_for(ex->pool, prog->slots[mask].h, 2, px__video_pyramid_rows, &job);
-            px_cpu_pyramid_upper(&ex->view[PX_ARG(first, PYRAMID, slot)], ex->store[mask], prog->slots[mask].w,
-                                 ex->level_flags);
-        } else {
-            px_cpu_pyramid(ex, PX_ARG(first, PYRAMID, slot));
-        }
-        return 0;
-    case PX_OP_DIFF: {
-        px_cpu_insn_job job = {ex, first};
-        px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 2, px__video_diff_rows, &job);
-        return 0;
-    }
-    case PX_OP_UPDATE: {
-        px_cpu_insn_job job = {ex, first};
-        px_pool_for(ex->pool, prog->slots[PX_ARG(first, UPDATE, cur)].h, 16, px__video_update_rows, &job);
-        return 0;
-    }
-    case PX_OP_SALIENCY: {
-        px_cpu_insn_job job = {ex, first};
-        px_pool_for(ex->pool, prog->slots[PX_ARG(first, SALIENCY, dst)].h, 8, px__saliency_rows, &job);
-        return 0;
-    }
-    case PX_OP_ARGMAX: {
-        const pxvm_slot *space = &prog->slots[PX_ARG(first, ARGMAX, space)];
-        px_cpu_argmax(&ex->view[PX_ARG(first, ARGMAX, src)], space->w, space->h, first, ex->fix);
-        return 0;
-    }
-    case PX_OP_RESIZE: px_cpu_resize(ex, st->first); return 0;
-    case PX_OP_SAMPLE:
-    case PX_OP_ANISO:
-    case PX_OP_GATHER:
-        px_cpu_count_masks(ex, s);
-        px_cpu_fetch_insn(ex, first);
-        return 0;
-    default: return 0; /* unreachable: the validator admits only the opcodes above */
-    }
+}
+
+/* HALT: the run of the item ends (1). */
+int px_cpu_run_halt(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)ex, (void)s, (void)err;
+    return 1;
 }
 
 typedef struct {

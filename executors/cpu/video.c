@@ -3,7 +3,7 @@
  * isa/px_sem.h (px_maxdiff, px_mask_pixel, px_texel_tiles, px_footprint_tiles, ...). */
 #include <string.h>
 
-#include "cpu_slot.h"
+#include "cpu_executor.h"
 
 /* Folds one pixel row (n bytes) into byte-wise maxima of the differences: element by element,
  * no reduction, so the compiler vectorizes it whole (saturated subtractions and pmaxub, wider in
@@ -241,4 +241,39 @@ void px_cpu_pyramid_upper(const px_cpu_src *v, const uint8_t *mask, int mask_w, 
             }
         }
     }
+}
+
+/* ---- the plan steps (the executor's dispatch: run.c; fused tile passes: run.c's px__cpu_tiles) -- */
+
+static void px__video_diff_rows(void *ctx, int y0, int y1)
+{
+    const px_cpu_insn_job *j = ctx;
+    const pxvm_executor *ex = j->ex;
+    int mask = PX_ARG(j->in, DIFF, mask);
+    px_cpu_diff_rows(&ex->view[PX_ARG(j->in, DIFF, frame)], &ex->view[PX_ARG(j->in, DIFF, cur)], ex->store[mask],
+                     ex->prog->slots[mask].w, j->in, ex->primed[ex->item], ex->rects + (size_t)ex->item * PXVM_MAX_RECTS,
+                     ex->nrects[ex->item], y0, y1);
+}
+
+static void px__video_update_rows(void *ctx, int y0, int y1)
+{
+    const px_cpu_insn_job *j = ctx;
+    const pxvm_executor *ex = j->ex;
+    int mask = PX_ARG(j->in, UPDATE, mask);
+    px_cpu_update_rows(&ex->view[PX_ARG(j->in, UPDATE, frame)], ex->store[PX_ARG(j->in, UPDATE, cur)], ex->store[mask],
+                       ex->prog->slots[mask].w, y0, y1);
+}
+
+/* DIFF or UPDATE (the plan kind tells which) as plan step s. */
+int px_cpu_run_video(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    (void)err;
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *first = &prog->insns[prog->steps[s].first];
+    px_cpu_insn_job job = {ex, first};
+    if (pxi_facts(first->op)->plan == PXP_DIFF)
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, DIFF, mask)].h, 2, px__video_diff_rows, &job);
+    else
+        px_pool_for(ex->pool, prog->slots[PX_ARG(first, UPDATE, cur)].h, 16, px__video_update_rows, &job);
+    return 0;
 }

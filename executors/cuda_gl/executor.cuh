@@ -130,6 +130,26 @@ struct pxvm_executor {
             return px__cuda_fail(err, #call, e_, __FILE__, __LINE__);                                  \
     } while (0)
 
+/* The executor's dispatch (run.cu's px__enqueue): plan step si, whose first instruction is `in`,
+ * enqueued for `items` items by the launch function of its opcode's family (opcodes.def), named
+ * px_gl_run_<family>: 0 to go on, 1 at HALT, -1 with *err set. `fresh` marks the masks whose row
+ * bitmaps hold their current level 0; groups_before: the launch before was the tile kernels'
+ * group kernel; *after_groups: set when this one is; early: launches may overlap (captured). */
+typedef struct px_gl_step {
+    pxvm_executor *ex;
+    uint32_t si;
+    const pxi_insn *in;
+    unsigned items;
+    cudaEvent_t *events;
+    uint8_t *fresh;
+    int groups_before;
+    int *after_groups;
+    int early;
+} px_gl_step;
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    int px_gl_run_##family(px_gl_step *c, pxvm_error *err);
+#include "../../isa/opcodes.def"
+
 /* A level's CUDA array (fixed while the textures are mapped). */
 static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot, int level)
 {

@@ -182,10 +182,8 @@ int px__alloc_masks(pxvm_executor *ex, pxvm_error *err)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
-        int m = in->op == PX_OP_PYRAMID ? PX_ARG(in, PYRAMID, mask)
-                : (in->op == PX_OP_DIFF || in->op == PX_OP_UPDATE) ? in->a[PX_FI(DIFF, mask)]
-                : (in->op == PX_OP_SAMPLE || in->op == PX_OP_ANISO || in->op == PX_OP_GATHER) ? pxvm_fetch_mask(in)
-                                                                                              : 0;
+        int plan = pxi_facts(in->op)->plan; /* DIFF's and UPDATE's mask, or a MASK operand (PYRAMID, fetches) */
+        int m = plan == PXP_DIFF || plan == PXP_UPDATE ? in->a[PX_FI(DIFF, mask)] : pxi_mask_of(in);
         if (m && !ex->d_bits[m]) {
             int tw = prog->slots[m].w, th = prog->slots[m].h;
             PX__CK(cudaMalloc(&ex->d_bits[m], sizeof(uint32_t) * (size_t)px_gpu_words(tw) * (size_t)th * batch));
@@ -492,7 +490,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     int n = ex->nslots = prog->nslots, all = n * batch;
     ex->has_dot = 0;
     for (uint32_t i = 0; i < prog->ninsns; i++)
-        ex->has_dot |= prog->insns[i].op == PX_OP_DOT_RGB;
+        ex->has_dot |= pxi_facts(prog->insns[i].op)->plan == PXP_TRAP; /* DOT_RGB */
     ex->gl_tex = (GLuint *)calloc((size_t)all, sizeof(GLuint));
     ex->res = (cudaGraphicsResource_t *)calloc((size_t)all, sizeof(cudaGraphicsResource_t));
     ex->slots = (px_gpu_slot *)calloc((size_t)all, sizeof(px_gpu_slot));

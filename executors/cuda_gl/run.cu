@@ -95,6 +95,116 @@ static px_gpu_tiles_state px__tiles_state(const pxvm_executor *ex, int frame, in
     return st;
 }
 
+/* ---- the executor's dispatch: one launch function per family of opcodes.def ------------------ */
+/* Each enqueues plan step c->si (its first instruction c->in) for every item: 0 to go on, 1 at
+ * HALT, -1 with *err set. */
+
+int px_gl_run_halt(px_gl_step *c, pxvm_error *err)
+{
+    if (c->events)
+        PX__CK(cudaEventRecord(c->events[c->si + 1], c->ex->stream));
+    return 1;
+}
+
+int px_gl_run_pyramid(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *in = c->in;
+    if (PX_ARG(in, PYRAMID, mask)) {
+        px_gpu_tiles_state ts = px__tiles_state(ex, -1, PX_ARG(in, PYRAMID, mask));
+        PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)c->items, &ts, ex->stream, c->early,
+                            c->after_groups));
+        c->fresh[PX_ARG(in, PYRAMID, mask)] = 1;
+        return 0;
+    }
+    int k = PX_ARG(in, PYRAMID, slot);
+    PX__CK(px_gpu_pyramid(ex->d_slots, ex->nslots, &ex->slots[k], k, (const uint32_t *)ex->d_staging[k], ex->d_counter,
+                          (int)c->items, ex->stream));
+    return 0;
+}
+
+int px_gl_run_fetch(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    const pxvm_program *prog = ex->prog;
+    const pxvm_step *st = &prog->steps[c->si];
+    uint8_t *fresh = c->fresh;
+    int groups_before = c->groups_before;
+    dim3 grid(st->count, ex->step_blocks[c->si], c->items);
+    px_gpu_video vid = {ex->d_primed, ex->d_last_reg, ex->d_changed, (int)prog->ninsns};
+    { /* the row bitmaps of the masks this step's incremental instructions read */
+        int done[8], nd = 0;
+        for (uint32_t i = st->first; i < st->first + st->count; i++) {
+            int m = pxvm_fetch_mask(&prog->insns[i]), seen = 0;
+            for (int d = 0; d < nd; d++)
+                seen |= done[d] == m;
+            if (!m || seen || fresh[m])
+                continue;
+            PX__CK(px_gpu_mask_bits(ex->d_slots, ex->nslots, m, prog->slots[m].w, prog->slots[m].h, ex->d_bits[m],
+                                    (int)c->items, ex->stream));
+            groups_before = 0;
+            fresh[m] = 1;
+            if (nd < 8)
+                done[nd++] = m;
+        }
+        for (uint32_t i = st->first; i < st->first + st->count; i++)
+            fresh[prog->insns[i].a[PX_FI(SAMPLE, dst)]] = 0;
+    }
+    /* right after the group kernel: started early, it decides while the levels 5.. are built
+     * (its decision reads the tile kernel's output only: px__k_fetch, px__k_groups) */
+    PX__CK(px_gpu_fetch_step(ex->d_slots, ex->nslots, ex->d_fetch + st->first, grid, ex->d_fix_run, ex->d_geom,
+                             (int)prog->ngeom, vid, ex->stream, groups_before && c->early));
+    return 0;
+}
+
+int px_gl_run_video(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    const pxi_insn *in = c->in;
+    int diff = pxi_facts(in->op)->plan == PXP_DIFF, mask = in->a[PX_FI(DIFF, mask)];
+    px_gpu_tiles_state ts = px__tiles_state(ex, in->a[PX_FI(DIFF, frame)], mask);
+    PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, ex->prog, diff ? in : NULL, diff ? NULL : in, NULL, (int)c->items, &ts,
+                        ex->stream, c->early, c->after_groups));
+    c->fresh[mask] = 1; /* the kernel writes every bit of the mask's bitmaps */
+    c->fresh[in->a[PX_FI(DIFF, cur)]] = 0;
+    return 0;
+}
+
+int px_gl_run_saliency(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    const pxvm_slot *d = &ex->prog->slots[PX_ARG(c->in, SALIENCY, dst)];
+    c->fresh[PX_ARG(c->in, SALIENCY, dst)] = 0;
+    PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, c->in, d->w, d->h, (int)c->items, ex->stream));
+    return 0;
+}
+
+int px_gl_run_resize(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    c->fresh[PX_ARG(c->in, RESIZE, dst)] = 0;
+    uint32_t first = ex->prog->steps[c->si].first;
+    PX__CK(px_gpu_resize_run(ex->d_slots, ex->nslots, ex->resize[first], (int)c->items, ex->stream));
+    return 0;
+}
+
+int px_gl_run_argmax(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, c->in, ex->d_fix_run, (int)c->items, ex->stream));
+    return 0;
+}
+
+int px_gl_run_dot(px_gl_step *c, pxvm_error *err)
+{
+    pxvm_executor *ex = c->ex;
+    c->fresh[0] = 0;
+    uint32_t first = ex->prog->steps[c->si].first;
+    PX__CK(px_gpu_dot(ex->d_slots, ex->nslots, c->in, first, ex->d_status, (int)c->items, ex->stream));
+    return 0;
+}
+
 /* Enqueues the plan's steps [0, nsteps) with no synchronisation; with `events` (nsteps + 1 of
  * them), event s is recorded before step s and event s+1 after it. Every launch covers all items. */
 static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_options *opt, cudaEvent_t *events,
@@ -145,79 +255,18 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
                 opt->trace(opt->trace_ctx, prog, in + i);
         if (events)
             PX__CK(cudaEventRecord(events[si], ex->stream));
-        switch (in->op) {
-        case PX_OP_HALT: /* the video bookkeeping follows the run when needed (px__gl_run) */
-            if (events)
-                PX__CK(cudaEventRecord(events[si + 1], ex->stream));
-            return 0;
-        case PX_OP_PYRAMID: {
-            if (PX_ARG(in, PYRAMID, mask)) {
-                px_gpu_tiles_state ts = px__tiles_state(ex, -1, PX_ARG(in, PYRAMID, mask));
-                PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, NULL, NULL, in, (int)items, &ts, ex->stream, early, &after_groups));
-                fresh[PX_ARG(in, PYRAMID, mask)] = 1;
-                break;
-            }
-            int k = PX_ARG(in, PYRAMID, slot);
-            PX__CK(px_gpu_pyramid(ex->d_slots, ex->nslots, &ex->slots[k], k, (const uint32_t *)ex->d_staging[k],
-                                  ex->d_counter, (int)items, ex->stream));
-            break;
-        }
-        case PX_OP_SAMPLE:
-        case PX_OP_ANISO:
-        case PX_OP_GATHER: {
-            dim3 grid(st->count, ex->step_blocks[si], items);
-            px_gpu_video vid = {ex->d_primed, ex->d_last_reg, ex->d_changed, (int)prog->ninsns};
-            { /* the row bitmaps of the masks this step's incremental instructions read */
-                int done[8], nd = 0;
-                for (uint32_t i = st->first; i < st->first + st->count; i++) {
-                    int m = pxvm_fetch_mask(&prog->insns[i]), seen = 0;
-                    for (int d = 0; d < nd; d++)
-                        seen |= done[d] == m;
-                    if (!m || seen || fresh[m])
-                        continue;
-                    PX__CK(px_gpu_mask_bits(ex->d_slots, ex->nslots, m, prog->slots[m].w, prog->slots[m].h, ex->d_bits[m],
-                                            (int)items, ex->stream));
-                    groups_before = 0;
-                    fresh[m] = 1;
-                    if (nd < 8)
-                        done[nd++] = m;
-                }
-                for (uint32_t i = st->first; i < st->first + st->count; i++)
-                    fresh[prog->insns[i].a[PX_FI(SAMPLE, dst)]] = 0;
-            }
-            /* right after the group kernel: started early, it decides while the levels 5.. are built
-             * (its decision reads the tile kernel's output only: px__k_fetch, px__k_groups) */
-            PX__CK(px_gpu_fetch_step(ex->d_slots, ex->nslots, ex->d_fetch + st->first, grid, ex->d_fix_run, ex->d_geom,
-                                     (int)prog->ngeom, vid, ex->stream, groups_before && early));
-            break;
-        }
-        case PX_OP_DIFF:
-        case PX_OP_UPDATE: {
-            int diff = in->op == PX_OP_DIFF, mask = in->a[PX_FI(DIFF, mask)];
-            px_gpu_tiles_state ts = px__tiles_state(ex, in->a[PX_FI(DIFF, frame)], mask);
-            PX__CK(px_gpu_tiles(ex->d_slots, ex->nslots, prog, diff ? in : NULL, diff ? NULL : in, NULL, (int)items, &ts,
-                                ex->stream, early, &after_groups));
-            fresh[mask] = 1; /* the kernel writes every bit of the mask's bitmaps */
-            fresh[in->a[PX_FI(DIFF, cur)]] = 0;
-            break;
-        }
-        case PX_OP_SALIENCY: {
-            const pxvm_slot *d = &prog->slots[PX_ARG(in, SALIENCY, dst)];
-            fresh[PX_ARG(in, SALIENCY, dst)] = 0;
-            PX__CK(px_gpu_saliency(ex->d_slots, ex->nslots, in, d->w, d->h, (int)items, ex->stream));
-            break;
-        }
-        case PX_OP_RESIZE:
-            fresh[PX_ARG(in, RESIZE, dst)] = 0;
-            PX__CK(px_gpu_resize_run(ex->d_slots, ex->nslots, ex->resize[st->first], (int)items, ex->stream));
-            break;
-        case PX_OP_ARGMAX: PX__CK(px_gpu_argmax(ex->d_slots, ex->nslots, in, ex->d_fix_run, (int)items, ex->stream)); break;
-        case PX_OP_DOT_RGB:
-            fresh[0] = 0;
-            PX__CK(px_gpu_dot(ex->d_slots, ex->nslots, in, st->first, ex->d_status, (int)items, ex->stream));
-            break;
+        px_gl_step c = {ex, si, in, items, events, fresh, groups_before, &after_groups, early};
+        int rc = 0;
+        switch (in->op) { /* px_gl_run_<family> of opcodes.def */
+#define PX_FACTS(name, family, plan, reads, writes, upper, anysize, flags) \
+    case PX_OP_##name: rc = px_gl_run_##family(&c, err); break;
+#include "../../isa/opcodes.def"
         default: break; /* the validator admits no other opcode */
         }
+        if (rc < 0)
+            return -1;
+        if (rc > 0) /* HALT: the video bookkeeping follows the run when needed (px__gl_run) */
+            return 0;
         PX__CK(cudaGetLastError());
         if (events)
             PX__CK(cudaEventRecord(events[si + 1], ex->stream));
@@ -315,7 +364,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
             break;
         }
         steps += st->count;
-        if (prog->insns[st->first].op == PX_OP_HALT) {
+        if (pxi_facts(prog->insns[st->first].op)->plan == PXP_HALT) {
             nsteps++;
             break;
         }

@@ -35,6 +35,36 @@ TEST(isa_fields_cover_every_channel_once)
     CHECK_EQ(implemented, 11);
 }
 
+/* opcodes.def's PX_FACTS: every opcode has a plan kind, and its operand sets name slot operands
+ * (SLOT or MASK kind) of its own; what may be any-size or read above level 0 is read. */
+TEST(isa_facts_name_slot_operands_of_their_opcode)
+{
+    for (unsigned v = 0; v < 256; v++) {
+        const pxi_op_info *op = pxi_op(v);
+        const pxi_op_facts *f = &op->facts;
+        if (!op->name) {
+            CHECK(f->plan == PXP_NONE && !f->reads && !f->writes && !f->upper && !f->anysize && !f->flags);
+            continue;
+        }
+        CHECK(f->plan != PXP_NONE);
+        uint32_t sets[4] = {f->reads, f->writes, f->upper, f->anysize};
+        for (int k = 0; k < 4; k++)
+            for (int b = 0; b < 31; b++) {
+                if (!(sets[k] >> b & 1u))
+                    continue;
+                if (b >= op->nfields || (op->fields[b].kind != PXK_SLOT && op->fields[b].kind != PXK_MASK))
+                    px_test_fail(__FILE__, __LINE__, "%s: fact set %d names operand %d, not a slot operand", op->name,
+                                 k, b);
+            }
+        if ((f->upper & ~f->reads) || (f->anysize & ~f->reads))
+            px_test_fail(__FILE__, __LINE__, "%s: upper or anysize names an operand it does not read", op->name);
+        CHECK(f->mask < 0 || op->fields[f->mask].kind == PXK_MASK);
+        CHECK(f->plan != PXP_FETCH || (op->fields[PX_FI(SAMPLE, dst)].kind == PXK_SLOT &&
+                                       (f->writes == (1u << PX_FI(SAMPLE, dst)))));
+    }
+    CHECK(pxi_facts(PX_OP_HALT)->plan == PXP_HALT);
+}
+
 TEST(isa_field_accessors_match_table)
 {
     CHECK(!strcmp(pxi_op(PX_OP_SAMPLE)->fields[PX_FI(SAMPLE, cu)].name, "cu"));

@@ -1,5 +1,6 @@
 """The Python layer on the executor under test (CPU in CI): outputs equal pxrun's byte for byte,
 batch == loop, every input layout gives the same bytes, every error class with its message."""
+import glob
 import os
 import re
 
@@ -277,8 +278,9 @@ def test_the_library_exports_exactly_the_public_header():
 
 
 def readme_python_blocks():
-    text = open(os.path.join(ROOT, "README.md")).read()
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+    """The Python blocks of README.md, then of the docs/ pages (where the longer examples live)."""
+    pages = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    return [b for p in pages for b in re.findall(r"```python\n(.*?)```", open(p).read(), re.S)]
 
 
 def test_readme_quick_start_runs(monkeypatch):

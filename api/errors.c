@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "video.h"
 
 /* ---- errors: the last failure of this thread ------------------------------------------------ */
 

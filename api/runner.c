@@ -1,22 +1,15 @@
-/* pxvm_api.c - the public API (include/pxvm.h) over the library's internals: handles, the
- * thread's last error, and the checks a caller's arguments need before they reach an executor. */
-#define _GNU_SOURCE /* open_memstream */
-#include <math.h>
+/* runner.c - the runner of the public API (include/pxvm.h, "runners"): open, bind and borrow, run,
+ * read, exec, and its video calls, with the checks a caller's arguments need before they reach an
+ * executor. The API's other jobs have their own files in api/: errors.c, images.c, policy.c,
+ * program.c, sizes.c (an any-size input's change of size), fixation.c and tokens.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../assembler/plan.h"
-#include "../assembler/pxasm.h"
-#include "../vm/vm.h"
-#include "../vm/loader.h"
-#include "../vm/resize.h"
-#include "../vm/tokens.h"
-#include "../vm/ragged.h"
 #include "../isa/px_sem.h"
+#include "../vm/vm.h"
 #include "fixation.h"
 #include "runner_hooks.h"
-#include "video.h"
 #include "internal.h"
 
 /* ---- runners -------------------------------------------------------------------------------- */

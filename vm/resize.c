@@ -8,6 +8,7 @@
  * built without FMA contraction, as Debian's amd64 build is). Both executors then run the same
  * integer tables through isa/px_resize.h: no float math happens per frame.
  * sin and cos (HAMMING, LANCZOS) are the host libm's, as Pillow's are.
+ * Which size and window a policy resizes to is vm/policy.c's; this file is the rule it applies.
  */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "resize.h"

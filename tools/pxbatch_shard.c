@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../vm/ragged.h"
+#include "outputs.h"
 #include "pxbatch_internal.h"
 
 static const char *px__kind(mode_t m)

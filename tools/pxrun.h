@@ -9,6 +9,7 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "frames.h"
+#include "outputs.h"
 #include "pxrun_size.h"
 
 typedef struct {

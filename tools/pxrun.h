@@ -52,6 +52,13 @@ typedef struct {
     pxvm_open_options oo;
 } px_run_args;
 
+/* pxrun_args.c */
+extern int px__verbose; /* --verbose: notes are printed */
+/* The one-line error and where the options are; returns the exit status (2). */
+int px__bad_usage(const char *what);
+/* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
+int px__parse_args(int argc, char **argv, px_run_args *a, int *rc);
+
 /* pxrun.c */
 double px_run_now(void);
 void px_run_warn(pxvm_error *err);

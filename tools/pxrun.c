@@ -1,4 +1,6 @@
-/* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy. */
+/* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy: main and the
+ * run. The command line is pxrun_args.c's, fixations pxrun_fixations.c's, --frames pxrun_frames.c's,
+ * the outputs pxrun_outputs.c's (pxrun.h: what they share). */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>

@@ -71,7 +71,7 @@ int px_run_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
 int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
                             const px_run_args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err);
 
-/* pxrun.c */
+/* pxrun_fixations.c */
 /* Every --fixation checked against `prog` and converted to its Q16 registers (normalized ones are
  * fractions of the bound size: converted again at every change of size). */
 int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err);
@@ -83,7 +83,6 @@ int px_run_fix_reg(const pxvm_program *prog, int k);
  * `what` names it in a usage error. */
 int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err);
 
-/* pxrun_fixations.c */
 /* Reads --fixations' file (f->path) whole: errors name it and the line (a usage error for a bad
  * line or array, i/o for the file). */
 int px_run_fixfile_load(px_run_fixfile *f, const pxvm_limits *lim, pxvm_error *err);

@@ -1,4 +1,6 @@
-/* pxrun_fixations.c - --fixations FILE: one fixation per frame of --frames, for a gaze that moves.
+/* pxrun_fixations.c - pxrun's fixations: --fixation X,Y parsed, checked and converted to the
+ * program's input registers (px_run_fixations), and --fixations FILE: one fixation per frame of
+ * --frames, for a gaze that moves.
  * A text file, one line per frame (frame k: line k + 1), each "X,Y" as --fixation takes it
  * (normalized to the frame, or level-0 texels with px: "512px,300px"); or a .npy array of shape
  * (F, 2), row k for frame k: float32/float64 normalized, int32/int64 texels (little-endian,

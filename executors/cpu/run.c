@@ -67,28 +67,6 @@ static int px__cpu_reset(pxvm_executor *ex, int item, uint64_t budget, pxvm_erro
     return 0;
 }
 
-void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts)
-{
-    const pxvm_slot *s = &ex->prog->slots[k];
-    size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
-    if (parts & PXVM_RESET_LEVEL0)
-        pxvm_slot_initial(ex->prog, k, store);
-    if ((parts & PXVM_RESET_UPPER) && s->bytes > l0)
-        memset(store + l0, 0, (size_t)s->bytes - l0);
-}
-
-void px_cpu_wipe_flush(pxvm_executor *ex)
-{
-    if (!ex->wipe_pending)
-        return;
-    size_t all = (size_t)ex->nslots * (size_t)ex->batch;
-    for (size_t i = 0; i < all; i++)
-        if (ex->wipe_pending[i]) {
-            px_cpu_restore(ex, (int)(i % (size_t)ex->nslots), ex->all_store[i], ex->wipe_pending[i]);
-            ex->wipe_pending[i] = 0;
-        }
-}
-
 static double px__ms(void)
 {
     struct timespec t;

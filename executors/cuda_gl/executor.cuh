@@ -164,6 +164,8 @@ static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot,
 PXVM_COLD int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
 PXVM_COLD int px__unavailable(pxvm_error *err, const char *fmt, ...);
 void px__make_current(pxvm_executor *ex);
+/* the references to an EGL display held by this process's executors, after adding delta (close: -1) */
+int px__egl_hold(EGLDisplay dpy, int delta);
 int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
 void px__gl_close(pxvm_executor *ex);
 

@@ -1,6 +1,7 @@
-/* context.cu - the CUDA-GL executor's open and close: the CUDA device, the EGL device that drives
- * it and an OpenGL context on it (shared EGL displays counted), making that context current, and
- * the error reports of CUDA failures and of an executor that cannot be had. */
+/* context.cu - the CUDA-GL executor's open: the CUDA device, the EGL device that drives it and an
+ * OpenGL context on it (shared EGL displays counted), making that context current, the end of a
+ * call on the stream (px__join_out), and the error reports of CUDA failures and of an executor
+ * that cannot be had. Close, which undoes every file's work, is run.cu's, beside the ops table. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,8 +30,6 @@ int px__unavailable(pxvm_error *err, const char *fmt, ...)
 /* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
  * is checked like any other choice). Never falls back to EGL_DEFAULT_DISPLAY: CUDA and EGL may
  * number devices differently, and interop across two GPUs fails. */
-int px__egl_hold(EGLDisplay dpy, int delta);
-
 static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
 {
     PFNEGLQUERYDEVICESEXTPROC query_devices = (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");

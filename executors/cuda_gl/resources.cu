@@ -659,7 +659,7 @@ __global__ void px__k_video_end(uint8_t *primed, px_gpu_dirty *dirty, int items)
     }
 }
 
-/* The same launch, for load (resources.cu). */
+/* The launch, for load and for run.cu (a run's end, a restart). */
 void px__video_end(pxvm_executor *ex)
 {
     px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);

@@ -24,13 +24,6 @@
 #include "../vm/vm.h"
 #include "pxrun.h"
 
-double px_run_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 
 static int px__die(const pxvm_error *err)
 {
@@ -38,23 +31,6 @@ static int px__die(const pxvm_error *err)
     pxvm_error_format(err, buf, sizeof buf);
     fprintf(stderr, "pxrun: %s\n%s", buf, err->cls == PXVM_USAGE ? "(pxrun --help lists the options)\n" : "");
     return pxvm_exit_status(err->cls);
-}
-
-/* What a decode that succeeded left in err (vm.h): the damage a lenient decoder went past, a
- * warning; bytes after an image's end, a note printed with --verbose. Then cleared. */
-void px_run_warn(pxvm_error *err)
-{
-    if (err->code == PXE_NONE)
-        return;
-    if (pxvm_decode_note(err)) {
-        if (px__verbose)
-            fprintf(stderr, "pxrun: note: %s\n", err->msg);
-    } else {
-        char buf[1024];
-        pxvm_error_format(err, buf, sizeof buf);
-        fprintf(stderr, "pxrun: warning (--lenient): %s\n", buf);
-    }
-    memset(err, 0, sizeof *err);
 }
 
 static void px__trace(void *ctx, const pxvm_program *prog, const pxi_insn *in)

@@ -1,6 +1,6 @@
 /* pxrun - run a pixel program on an executor and write its slots out as PNG or .npy: main and the
  * run. The command line is pxrun_args.c's, fixations pxrun_fixations.c's, --frames pxrun_frames.c's,
- * the outputs pxrun_outputs.c's (pxrun.h: what they share). */
+ * the outputs pxrun_outputs.c's, warnings and the clock pxrun_notes.c's (pxrun.h: what they share). */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
@@ -23,7 +23,6 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "pxrun.h"
-
 
 static int px__die(const pxvm_error *err)
 {

@@ -59,7 +59,7 @@ int px__bad_usage(const char *what);
 /* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
 int px__parse_args(int argc, char **argv, px_run_args *a, int *rc);
 
-/* pxrun.c */
+/* pxrun_notes.c: the clock of --time (ms); a decode's warning or --verbose note printed, then cleared */
 double px_run_now(void);
 void px_run_warn(pxvm_error *err);
 

@@ -143,7 +143,7 @@ $(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(TOOLS_OBJ) $(BUILD)
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/gen_spec: $(BUILD)/isa/gen_spec.o $(BUILD)/libpxvm.a
+$(BIN)/gen_spec: $(BUILD)/tools/gen_spec.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a

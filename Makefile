@@ -36,7 +36,7 @@ LIB_SRC := api/runner.c api/errors.c api/images.c api/policy.c api/program.c api
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
            assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
-           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c vm/tokens.c vm/retarget_check.c \
+           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c executors/registry.c vm/tokens.c vm/retarget_check.c \
            $(EXECUTOR_CPU_SRC)
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1

@@ -8,6 +8,7 @@
 
 #include "../isa/px_sem.h"
 #include "../vm/vm.h"
+#include "../executors/registry.h"
 #include "fixation.h"
 #include "runner_hooks.h"
 #include "internal.h"

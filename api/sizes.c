@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../executors/registry.h"
 #include "fixation.h"
 #include "internal.h"
 

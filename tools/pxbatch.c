@@ -28,6 +28,7 @@
 #include "../assembler/plan.h"
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "../executors/registry.h"
 #include "pxbatch.h"
 #include "pxbatch_internal.h"
 

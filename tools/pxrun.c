@@ -22,6 +22,7 @@
 #include "../isa/px_sem.h"
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "../executors/registry.h"
 #include "pxrun.h"
 
 static int px__die(const pxvm_error *err)

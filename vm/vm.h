@@ -407,14 +407,6 @@ int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, in
 /* The geometry table's value before any run: every token (0, 0, 0, 0, -1). */
 void pxvm_geometry_clear(int32_t *g, size_t tokens);
 
-extern const pxvm_executor_ops pxvm_cpu_executor;
-/* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */
-const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
-/* Opens executor `name`: "cpu", "cuda", or "auto" (cuda when it opens here, else cpu; then
- * *cuda_why, when not NULL, says why cuda did not open). Sets *ops and *ex, or fails. */
-int pxvm_executor_open_named(const char *name, const pxvm_open_options *opt, const pxvm_executor_ops **ops,
-                             pxvm_executor **ex, pxvm_error *cuda_why, pxvm_error *err);
-
 /* Prints "SLOT Llevel WxH hash" for every level of every slot of item 0, the format of the
  * goldens in tests/golden/ and of `pxrun --hash`. */
 int pxvm_hash_report(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog, FILE *out,

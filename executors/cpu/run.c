@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cpu_executor.h"
+#include "../registry.h"
 
 /* ---- DIFF, UPDATE, incremental PYRAMID (video) ----------------------------------------------- */
 

@@ -61,6 +61,7 @@
 
 #include "bench_common.h"
 #include "../../vm/vm.h"
+#include "../../executors/registry.h"
 #include "../../vm/loader.h"
 #include "../../api/runner_hooks.h"
 #ifdef PXVM_HAVE_CUDA_GL

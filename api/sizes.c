@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../executors/registry.h"
 #include "fixation.h"
 #include "internal.h"
 
@@ -140,7 +139,7 @@ PXVM_HOT int px__check_view_any_size(const pxvm_runner *run, int slot, int first
     same.w = run->cur->slots[slot].w, same.h = run->cur->slots[slot].h;
     if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
         return -1;
-    if (view->device >= 0 && run->ops == &pxvm_cpu_executor) /* the CPU executor's one refusal after the check */
+    if (view->device >= 0 && !run->ops->device_views) /* the CPU executor's one refusal after the check */
         return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
                          "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
     return 0;

@@ -386,6 +386,10 @@ typedef struct pxvm_executor_ops {
      * CUDA memory of that device), valid until the next scratch call or close, and usable by work
      * the executor enqueues before then (a later call frees the old memory in stream order). */
     int (*scratch)(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
+    /* What the executor can take, asked by the front doors instead of which executor it is:
+     * device_views 1: bind and borrow take views of CUDA memory (view->device >= 0); 0: host
+     * memory only (such a view is refused, PXE_BAD_VIEW). */
+    int device_views;
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

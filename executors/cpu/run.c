@@ -279,4 +279,5 @@ const pxvm_executor_ops pxvm_cpu_executor = {
     "cpu", px_cpu_open, px_cpu_load, px_cpu_bind, px_cpu_borrow, px_cpu_release, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart, px_cpu_read_tokens,
         px_cpu_retarget, px_cpu_ragged, px_cpu_scratch,
+    0, /* device_views: host memory only */
 };

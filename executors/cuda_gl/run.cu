@@ -655,6 +655,7 @@ extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_borrow, px__gl_release, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart, px__gl_read_tokens,
         px__gl_retarget, px__gl_ragged, px__gl_scratch,
+    1, /* device_views */
 };
 
 void px__gl_close(pxvm_executor *ex)

@@ -1,13 +1,12 @@
 /* image.c - RGBA8 images (allocation, hash), the size check every decoder makes from a header,
- * files read whole or from pipes within a limit, and the dispatch of PNG and JPEG by signature.
- * The codecs are png.c and jpeg.c; outputs (all-or-nothing files, .npy) are outputs.c. */
+ * EXIF orientation, and files read whole or from pipes within a limit. The codecs are png.c and
+ * jpeg.c, the dispatch of PNG and JPEG by signature decode.c; outputs are tools/outputs.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "image_codec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <png.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -31,7 +31,7 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 # every file of an executor is built: an opcode family's file needs no line here
 EXECUTOR_CPU_SRC := $(sort $(wildcard executors/cpu/*.c))
 EXECUTOR_GL_OBJ  := $(patsubst %.cu,$(BUILD)/%.o,$(sort $(wildcard executors/cuda_gl/*.cu)))
-LIB_SRC := api/runner.c api/errors.c api/images.c api/policy.c api/program.c api/sizes.c api/fixation.c api/tokens.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/decode.c vm/png.c vm/jpeg.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
+LIB_SRC := api/runner.c api/errors.c api/images.c api/policy.c api/program.c api/sizes.c api/fixation.c api/tokens.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/decode.c vm/png.c vm/jpeg.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/plan_error.c assembler/asm.c \
            vm/resize.c vm/policy.c vm/resize_kernels.c vm/ragged.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \

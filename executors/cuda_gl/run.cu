@@ -1,6 +1,7 @@
 /* run.cu - the CUDA-GL executor's runs: the plan enqueued on one stream (or captured once into a
  * graph and replayed), traps read back, outputs downloaded; reads, fixations, dirty rectangles,
- * restart, the stream, close, and the executor's table of operations (ops). */
+ * restart, the stream, close, and the executor's table of operations (ops). One file (about 700
+ * lines) because every op but load, bind and retarget ends here and shares the run's helpers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -130,7 +130,7 @@ $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_args.o $(BUILD)/tools/
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
-PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
+PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_decode.o $(BUILD)/tools/pxbatch_workers.o \
                $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
-/* pxbatch_shard.c - one shard of a pxbatch job: its inputs read (regular files only, within
- * --max-memory) and decoded by host threads in the background, then run as one batch and
- * written all-or-nothing (the .npy, then its marker .json). */
+/* pxbatch_shard.c - one shard of a pxbatch job run and written: its inputs (decoded in the
+ * background by pxbatch_decode.c) run as one batch, by one program (fixed size), one per size
+ * (native) or as ragged batches (dynamic), and written all-or-nothing (the .npy, then its marker
+ * .json). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -41,7 +41,7 @@ typedef struct {
     px_batch_gate *gate;          /* the process's decodes at once (NULL: no limit) */
 } px_batch_job;
 
-/* One shard: its inputs decoded in the background (pxbatch_shard.c). Decoders take the inputs in
+/* One shard: its inputs decoded in the background (pxbatch_decode.c). Decoders take the inputs in
  * order; the dynamic policy runs them as they come (ragged batches while the rest decode). */
 typedef struct {
     const px_batch_job *job;

@@ -31,12 +31,12 @@ NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 
 # every file of an executor is built: an opcode family's file needs no line here
 EXECUTOR_CPU_SRC := $(sort $(wildcard executors/cpu/*.c))
 EXECUTOR_GL_OBJ  := $(patsubst %.cu,$(BUILD)/%.o,$(sort $(wildcard executors/cuda_gl/*.cu)))
-LIB_SRC := api/pxvm_api.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/png.c vm/jpeg.c vm/outputs.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/asm.c \
-           vm/resize.c vm/resize_kernels.c vm/ragged.c \
+LIB_SRC := api/runner.c api/errors.c api/images.c api/policy.c api/program.c api/sizes.c api/fixation.c api/tokens.c api/video.c isa/pxisa.c vm/error.c vm/image.c vm/decode.c vm/png.c vm/jpeg.c vm/view.c vm/parse.c vm/resolve.c vm/pxi_build.c assembler/plan.c assembler/plan_error.c assembler/asm.c \
+           vm/resize.c vm/policy.c vm/resize_kernels.c vm/ragged.c \
            assembler/disasm.c assembler/dmath.c \
            assembler/asm_lex.c assembler/asm_directives.c \
            assembler/plan_schemes.c assembler/plan_program.c assembler/plan_overlay.c \
-           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c vm/registry.c vm/tokens.c vm/retarget_check.c \
+           vm/names.c vm/validate.c vm/launch_plan.c vm/geometry.c vm/format.c executors/registry.c vm/tokens.c vm/retarget_check.c \
            $(EXECUTOR_CPU_SRC)
 # libpxvm.so.$(SOVERSION): the public API of include/pxvm.h (only those symbols are exported)
 SOVERSION := 1
@@ -89,7 +89,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(addprefix $(BUILD)/executors/cpu/,run.o resources.o bind.o pyramid.o fetch.o dot.o video.o resize.o) $(BUILD)/vm/tokens.o $(BUILD)/vm/resize_kernels.o: OPT += -O3
+$(addprefix $(BUILD)/executors/cpu/,run.o resources.o plan.o bind.o pyramid.o fetch.o dot.o video.o resize.o) $(BUILD)/vm/tokens.o $(BUILD)/vm/resize_kernels.o: OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@
@@ -124,36 +124,38 @@ endif
 $(BUILD)/api/video.o: $(CONFIG_STAMP) $(BUILD)/ffmpeg-$(or $(HAVE_FFMPEG),0)
 $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(BUILD)/libpxvm.a
+# the tools' output files (tools/outputs.c: all-or-nothing files, .npy), not part of the library
+TOOLS_OBJ := $(BUILD)/tools/outputs.o
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_args.o $(BUILD)/tools/pxrun_notes.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
-PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_workers.o \
+PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_decode.o $(BUILD)/tools/pxbatch_workers.o \
                $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 build/fuzz/fuzz_pxbatch: FUZZ_SRC := $(PXBATCH_FILES)
 build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
-$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(BUILD)/libpxvm.a
+$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/libpxvm.a
+$(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/gen_spec: $(BUILD)/isa/gen_spec.o $(BUILD)/libpxvm.a
+$(BIN)/gen_spec: $(BUILD)/tools/gen_spec.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(BUILD)/libpxvm.a
+$(BIN)/pxzoom: $(BUILD)/tools/pxzoom.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/pxresize: $(BUILD)/tools/pxresize.o $(BUILD)/libpxvm.a
+$(BIN)/pxresize: $(BUILD)/tools/pxresize.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libpxvm.a
+$(BIN)/pxtest: $(TEST_SRC:%.c=$(BUILD)/%.o) $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lz -o $@
-$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/retarget_conform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(BUILD)/libpxvm.a
+$(BIN)/pxconform: $(BUILD)/tests/conformance/pxconform.o $(BUILD)/tests/conformance/retarget_conform.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/conformance/video.o $(BUILD)/tests/golden/golden.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_gpu: $(BUILD)/tests/bench/bench_gpu.o $(BUILD)/libpxvm.a

@@ -1,5 +1,5 @@
 /* fixation.h - the front doors' fixation rule (isa/SPEC.md section 6, "Fixations from the host"),
- * written once in api/pxvm_api.c and used by the C API (pxvm_runner_*) and pxrun: a program's
+ * written once in api/fixation.c and used by the C API (pxvm_runner_*) and pxrun: a program's
  * input registers, the conversion of normalized and texel fixations to Q16 registers, and the
  * checks (range, registers the program does not read, input registers left unset). */
 #ifndef PXVM_API_FIXATION_H

@@ -26,7 +26,7 @@ int px_video_next(px_video *v, pxvm_image *img, pxvm_error *err);
 long px_video_index(const px_video *v);
 void px_video_close(px_video *v);
 
-/* api/pxvm_api.c, for the API's other files: err as the calling thread's last error (its class returned), and as its warning. */
+/* api/errors.c, for the API's other files: err as the calling thread's last error (its class returned), and as its warning. */
 int pxvm_api_fail(const pxvm_error *err);
 void pxvm_api_warning(const pxvm_error *err);
 /* A caller's limits (NULL: the defaults): 0, or the usage error of `call` (its class). */

@@ -14,16 +14,6 @@
 
 #include "../isa/px_sem.h"
 
-int px_plan_fail(pxvm_error *err, const pxvm_plan *p, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pxvm_fail(err, PXE_PLAN, -1, -1, p->name, msg);
-}
-
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
 static const char *const px__keys[] = {"image", "fixation", "budget", "patch", "levels", "scheme", "width",

@@ -8,6 +8,7 @@
 
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
+#include "outputs.h"
 
 static const char px__usage[] =
     "usage: pxasm SOURCE.pxs -o PROGRAM.pxi              assemble\n"

@@ -6,8 +6,9 @@
  * listed in its shard's errors and does not stop the job. Decoding the next shard overlaps the
  * run of the current one (host threads). --out is locked for the run. Built with MPI when mpicc
  * is present. Here: the usage, the options and main; the job and --out are in pxbatch_job.c, a
- * shard in pxbatch_shard.c, the workers and ranks in pxbatch_workers.c (pxbatch_internal.h:
- * what they share); file handling (markers, the list, --verify) is behind pxbatch.h. */
+ * shard decoded in pxbatch_decode.c and run in pxbatch_shard.c, the workers and ranks in
+ * pxbatch_workers.c (pxbatch_internal.h: what they share); file handling (markers, the list,
+ * --verify) is behind pxbatch.h. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
@@ -28,6 +29,7 @@
 #include "../assembler/plan.h"
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "../executors/registry.h"
 #include "pxbatch.h"
 #include "pxbatch_internal.h"
 

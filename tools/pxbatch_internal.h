@@ -41,7 +41,7 @@ typedef struct {
     px_batch_gate *gate;          /* the process's decodes at once (NULL: no limit) */
 } px_batch_job;
 
-/* One shard: its inputs decoded in the background (pxbatch_shard.c). Decoders take the inputs in
+/* One shard: its inputs decoded in the background (pxbatch_decode.c). Decoders take the inputs in
  * order; the dynamic policy runs them as they come (ragged batches while the rest decode). */
 typedef struct {
     const px_batch_job *job;
@@ -114,12 +114,17 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
                   size_t len);
 json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot);
 
-/* pxbatch_shard.c: a shard's decoding started (-1: out of memory), freed (after its threads),
- * run and written (0, or the pxvm class of a failure); DIR/shard-NNNNN.ext, malloc'ed. */
+/* pxbatch_decode.c (start, free, path) and pxbatch_shard.c (run): a shard's decoding started (-1:
+ * out of memory), freed (after its threads), run and written (0, or the pxvm class of a failure);
+ * DIR/shard-NNNNN.ext, malloc'ed. */
 int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard);
 void px_batch_shard_free(px_batch_shard *s);
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
+/* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; a shard's decoders stopped (stop 1)
+ * or finished, then joined. */
+uint64_t px__bytes(const pxvm_image *img);
+void px__shard_join(px_batch_shard *s, int stop);
 void px_batch_sized_free(px_batch_worker_state *w);
 
 /* pxbatch_workers.c: the monotonic clock in seconds; a worker's thread (px_batch_worker *); under

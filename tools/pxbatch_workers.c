@@ -13,6 +13,7 @@
 #include <mpi.h>
 #endif
 
+#include "../executors/registry.h"
 #include "pxbatch_internal.h"
 
 /* ---- workers -------------------------------------------------------------------------------- */

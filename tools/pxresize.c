@@ -7,6 +7,7 @@
 
 #include "../vm/resize.h"
 #include "../vm/vm.h"
+#include "outputs.h"
 
 static int px__usage(FILE *f, int status)
 {

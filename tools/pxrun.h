@@ -9,6 +9,7 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "frames.h"
+#include "outputs.h"
 #include "pxrun_size.h"
 
 typedef struct {
@@ -51,7 +52,14 @@ typedef struct {
     pxvm_open_options oo;
 } px_run_args;
 
-/* pxrun.c */
+/* pxrun_args.c */
+extern int px__verbose; /* --verbose: notes are printed */
+/* The one-line error and where the options are; returns the exit status (2). */
+int px__bad_usage(const char *what);
+/* Parses the command line; returns -1 (done: *rc is the exit status) or 0. */
+int px__parse_args(int argc, char **argv, px_run_args *a, int *rc);
+
+/* pxrun_notes.c: the clock of --time (ms); a decode's warning or --verbose note printed, then cleared */
 double px_run_now(void);
 void px_run_warn(pxvm_error *err);
 
@@ -63,7 +71,7 @@ int px_run_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
 int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_program *prog,
                             const px_run_args *a, const pxvm_image *photo, pxvm_outputs *files, pxvm_error *err);
 
-/* pxrun.c */
+/* pxrun_fixations.c */
 /* Every --fixation checked against `prog` and converted to its Q16 registers (normalized ones are
  * fractions of the bound size: converted again at every change of size). */
 int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err);
@@ -75,7 +83,6 @@ int px_run_fix_reg(const pxvm_program *prog, int k);
  * `what` names it in a usage error. */
 int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err);
 
-/* pxrun_fixations.c */
 /* Reads --fixations' file (f->path) whole: errors name it and the line (a usage error for a bad
  * line or array, i/o for the file). */
 int px_run_fixfile_load(px_run_fixfile *f, const pxvm_limits *lim, pxvm_error *err);

@@ -1,4 +1,6 @@
-/* pxrun_fixations.c - --fixations FILE: one fixation per frame of --frames, for a gaze that moves.
+/* pxrun_fixations.c - pxrun's fixations: --fixation X,Y parsed, checked and converted to the
+ * program's input registers (px_run_fixations), and --fixations FILE: one fixation per frame of
+ * --frames, for a gaze that moves.
  * A text file, one line per frame (frame k: line k + 1), each "X,Y" as --fixation takes it
  * (normalized to the frame, or level-0 texels with px: "512px,300px"); or a .npy array of shape
  * (F, 2), row k for frame k: float32/float64 normalized, int32/int64 texels (little-endian,
@@ -180,4 +182,88 @@ void px_run_fixfile_free(px_run_fixfile *f)
     free(f->v);
     free(f->texels);
     f->v = NULL, f->texels = NULL, f->n = 0;
+}
+
+int px_run_parse_fixation(const char *text, double v[2], int *texels, const char *what, pxvm_error *err)
+{
+    int px[2] = {0, 0};
+    const char *p = text;
+    char msg[700];
+    for (int i = 0; i < 2; i++) {
+        char *end;
+        v[i] = strtod(p, &end);
+        if (end == p)
+            goto bad;
+        if (!strncmp(end, "px", 2))
+            px[i] = 1, end += 2;
+        if (i == 0 && *end != ',')
+            goto bad;
+        if (i == 1 && *end)
+            goto bad;
+        p = end + 1;
+    }
+    if (px[0] != px[1]) {
+        snprintf(msg, sizeof msg, "%s: give both values normalized (0.5,0.4) or both in texels (512px,300px)", what);
+        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    }
+    *texels = px[0];
+    return 0;
+bad:
+    snprintf(msg, sizeof msg, "%s: expected X,Y: normalized coordinates of the first input in [0, 1] (0.5,0.4), or "
+             "level-0 texels with px (512px,300px)", what);
+    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+}
+
+int px_run_fix_reg(const pxvm_program *prog, int k)
+{
+    unsigned inputs = pxvm_fixation_inputs(prog, NULL);
+    for (int r = 0; r < PX_FIX_REGS; r++)
+        if (inputs >> r & 1 && k-- == 0)
+            return r;
+    return -1;
+}
+
+/* Every --fixation parsed, checked (the k-th given is for the program's k-th input register, the
+ * values in range) and converted to Q16 as the library converts them; then every input register
+ * of the program must have one. Before anything is loaded on the executor. */
+int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[PX_FIX_REGS][2], pxvm_error *err)
+{
+    unsigned given = 0;
+    for (int k = 0; k < a->nfix; k++) {
+        const char *t = a->fix_text[k], *comma = strchr(t, ',');
+        char what[300], hint[300] = "";
+        double v[2];
+        int texels = 0, reg = px_run_fix_reg(prog, k);
+        snprintf(what, sizeof what, "--fixation '%s'", t);
+        if (px_run_parse_fixation(t, v, &texels, what, err) < 0)
+            return -1;
+        if (reg < 0 && k > 0) { /* (k = 0: the library's words for a program that takes none) */
+            char msg[900], list[64] = "";
+            for (int r = 0, n = 0; r < k; r++)
+                n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", r ? ", " : "", px_run_fix_reg(prog, r));
+            snprintf(msg, sizeof msg, "%.300s: program '%.300s' takes %d fixation%s, one per input register in "
+                     "register order (its input register%s: %s): this is fixation %d", what, a->prog_path, k,
+                     k > 1 ? "s" : "", k > 1 ? "s" : "", list, k + 1);
+            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        }
+        if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
+            return -1;
+        given |= 1u << reg;
+        if (!texels && comma && v[0] >= 0 && v[1] >= 0 && (v[0] > 1 || v[1] > 1) && v[0] < 1e9 && v[1] < 1e9)
+            /* a texel fixation written without px? */
+            snprintf(hint, sizeof hint, "; texels are written with px: --fixation %.*spx,%spx", (int)(comma - t), t,
+                     comma + 1);
+        if (pxvm_fixation_convert(prog, v, texels, q[k], what, hint, err) < 0)
+            return -1;
+    }
+    if (a->fixfile.path) { /* the first input register, set at each frame (px_run_fixfile_frame) */
+        int reg = px_run_fix_reg(prog, 0);
+        char what[400];
+        snprintf(what, sizeof what, "--fixations '%.300s'", a->fixfile.path);
+        if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
+            return -1;
+        given |= 1u << reg;
+    }
+    return pxvm_fixation_check_set(prog, a->prog_path, given, -1,
+                                   " (--fixation X,Y, normalized to the first input)", err);
 }

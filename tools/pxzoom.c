@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../vm/vm.h"
+#include "outputs.h"
 
 int main(int argc, char **argv)
 {

@@ -1,7 +1,7 @@
 /* image_codec.h - what vm/'s image files share, privately: the size and memory check every
  * decoder makes from a file's header (image.c), the warning a lenient decoder keeps and the note
  * of bytes after a complete image (vm.h's pxvm_error), the strict refusal of damage a lenient
- * decode goes past, and the decoders the format dispatch (image.c) calls with the size it wants. */
+ * decode goes past, and the decoders the format dispatch (decode.c) calls with the size it wants. */
 #ifndef PX_VM_IMAGE_CODEC_H
 #define PX_VM_IMAGE_CODEC_H
 

@@ -127,35 +127,6 @@ int pxvm_png_encode_ex(const pxvm_image *img, pxvm_png_mode mode, uint8_t **out,
  * /dev/fd/N or character device, read in chunks and cut at max_bytes with an error. */
 int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t *len, pxvm_error *err);
 
-/* Outputs. A regular file (or a new path) is written all-or-nothing: to a temporary file in its
- * folder, renamed into place by pxvm_outputs_commit only when every output succeeded; abort (or a
- * failed commit) removes the temporary files. A symbolic link is followed and its target
- * replaced that way. "-" (standard output), a FIFO or a character device is written directly at
- * commit, before any rename (so a failed stream replaces no file); its write errors (ENOSPC,
- * EPIPE) are i/o errors. Anything else (a directory, a block device, a socket) is refused: nothing
- * that is not a regular file is ever replaced. */
-typedef struct pxvm_outputs {
-    int n, cap;
-    char **final_path, **tmp_path;       /* tmp_path NULL: a stream */
-    uint8_t **stream_data;
-    size_t *stream_len;
-} pxvm_outputs;
-int pxvm_outputs_add(pxvm_outputs *o, const char *path, const void *data, size_t len, pxvm_error *err);
-int pxvm_outputs_commit(pxvm_outputs *o, pxvm_error *err);
-void pxvm_outputs_abort(pxvm_outputs *o);
-/* For a SIGINT/SIGTERM handler: pxvm_outputs_track(o) names the outputs under way, and
- * pxvm_outputs_remove_temporaries() (async-signal-safe) unlinks their temporary files. */
-void pxvm_outputs_track(pxvm_outputs *o);
-void pxvm_outputs_remove_temporaries(void);
-
-/* NumPy .npy (format 1.0) bytes of a uint8 array of shape (n, h, w, 4). *out is malloc'ed. */
-int pxvm_npy_encode(const uint8_t *data, int n, int h, int w, uint8_t **out, size_t *len, pxvm_error *err);
-/* The same for any shape of ndim (1..8) dimensions. */
-int pxvm_npy_encode_shape(const uint8_t *data, int ndim, const int *shape, uint8_t **out, size_t *len, pxvm_error *err);
-/* ... and any element type: descr as NumPy writes it ("<i4" for little-endian int32), elem bytes. */
-int pxvm_npy_encode_typed(const void *data, const char *descr, size_t elem, int ndim, const int *shape, uint8_t **out,
-                          size_t *len, pxvm_error *err);
-
 uint64_t pxvm_hash64(const void *data, size_t len); /* FNV-1a, 64 bits */
 
 /* ---- programs ------------------------------------------------------------------------------- */
@@ -415,6 +386,10 @@ typedef struct pxvm_executor_ops {
      * CUDA memory of that device), valid until the next scratch call or close, and usable by work
      * the executor enqueues before then (a later call frees the old memory in stream order). */
     int (*scratch)(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
+    /* What the executor can take, asked by the front doors instead of which executor it is:
+     * device_views 1: bind and borrow take views of CUDA memory (view->device >= 0); 0: host
+     * memory only (such a view is refused, PXE_BAD_VIEW). */
+    int device_views;
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */
@@ -435,14 +410,6 @@ int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, in
                      pxvm_error *err);
 /* The geometry table's value before any run: every token (0, 0, 0, 0, -1). */
 void pxvm_geometry_clear(int32_t *g, size_t tokens);
-
-extern const pxvm_executor_ops pxvm_cpu_executor;
-/* "cpu" or "cuda"; sets an UNAVAILABLE error naming the reason when that executor is not built. */
-const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err);
-/* Opens executor `name`: "cpu", "cuda", or "auto" (cuda when it opens here, else cpu; then
- * *cuda_why, when not NULL, says why cuda did not open). Sets *ops and *ex, or fails. */
-int pxvm_executor_open_named(const char *name, const pxvm_open_options *opt, const pxvm_executor_ops **ops,
-                             pxvm_executor **ex, pxvm_error *cuda_why, pxvm_error *err);
 
 /* Prints "SLOT Llevel WxH hash" for every level of every slot of item 0, the format of the
  * goldens in tests/golden/ and of `pxrun --hash`. */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cpu_executor.h"
+#include "../registry.h"
 
 /* ---- DIFF, UPDATE, incremental PYRAMID (video) ----------------------------------------------- */
 
@@ -65,28 +66,6 @@ static int px__cpu_reset(pxvm_executor *ex, int item, uint64_t budget, pxvm_erro
             *pending = 0;
     }
     return 0;
-}
-
-void px_cpu_restore(pxvm_executor *ex, int k, uint8_t *store, unsigned parts)
-{
-    const pxvm_slot *s = &ex->prog->slots[k];
-    size_t l0 = (size_t)s->w * (size_t)s->h * 4u;
-    if (parts & PXVM_RESET_LEVEL0)
-        pxvm_slot_initial(ex->prog, k, store);
-    if ((parts & PXVM_RESET_UPPER) && s->bytes > l0)
-        memset(store + l0, 0, (size_t)s->bytes - l0);
-}
-
-void px_cpu_wipe_flush(pxvm_executor *ex)
-{
-    if (!ex->wipe_pending)
-        return;
-    size_t all = (size_t)ex->nslots * (size_t)ex->batch;
-    for (size_t i = 0; i < all; i++)
-        if (ex->wipe_pending[i]) {
-            px_cpu_restore(ex, (int)(i % (size_t)ex->nslots), ex->all_store[i], ex->wipe_pending[i]);
-            ex->wipe_pending[i] = 0;
-        }
 }
 
 static double px__ms(void)
@@ -300,4 +279,5 @@ const pxvm_executor_ops pxvm_cpu_executor = {
     "cpu", px_cpu_open, px_cpu_load, px_cpu_bind, px_cpu_borrow, px_cpu_release, px__cpu_run, px__cpu_read, NULL, NULL, px__cpu_close,
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart, px_cpu_read_tokens,
         px_cpu_retarget, px_cpu_ragged, px_cpu_scratch,
+    0, /* device_views: host memory only */
 };

@@ -1,6 +1,7 @@
-/* context.cu - the CUDA-GL executor's open and close: the CUDA device, the EGL device that drives
- * it and an OpenGL context on it (shared EGL displays counted), making that context current, and
- * the error reports of CUDA failures and of an executor that cannot be had. */
+/* context.cu - the CUDA-GL executor's open: the CUDA device, the EGL device that drives it and an
+ * OpenGL context on it (shared EGL displays counted), making that context current, the end of a
+ * call on the stream (px__join_out), and the error reports of CUDA failures and of an executor
+ * that cannot be had. Close, which undoes every file's work, is run.cu's, beside the ops table. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,8 +30,6 @@ int px__unavailable(pxvm_error *err, const char *fmt, ...)
 /* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
  * is checked like any other choice). Never falls back to EGL_DEFAULT_DISPLAY: CUDA and EGL may
  * number devices differently, and interop across two GPUs fails. */
-static int px__egl_hold(EGLDisplay dpy, int delta);
-
 static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
 {
     PFNEGLQUERYDEVICESEXTPROC query_devices = (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
@@ -134,7 +133,7 @@ int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
  * and eglTerminate would end the contexts of all of them (measured: closing one of two executors
  * made the other's interop calls fail). Each executor holds a reference; the last terminates.
  * Returns the references left after adding `delta`. */
-static int px__egl_hold(EGLDisplay dpy, int delta)
+int px__egl_hold(EGLDisplay dpy, int delta)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static struct {
@@ -167,27 +166,11 @@ void px__make_current(pxvm_executor *ex)
         eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx);
 }
 
-void px__gl_close(pxvm_executor *ex)
+/* The end of a call that enqueued work: with a caller's stream the work is on it (ordered with
+ * the caller's other work, nothing to wait for); without, the call returns when it is done. */
+int px__join_out(pxvm_executor *ex, pxvm_error *err)
 {
-    if (!ex)
-        return;
-    px__gl_unload(ex);
-    px__make_current(ex);
-    px__ragged_free(ex);
-    if (ex->h_read)
-        cudaFreeHost(ex->h_read);
-    if (ex->ev_out)
-        cudaEventDestroy(ex->ev_out);
-    if (ex->own_stream)
-        cudaStreamDestroy(ex->own_stream);
-    if (ex->copy_stream)
-        cudaStreamDestroy(ex->copy_stream);
-    if (ex->dpy != EGL_NO_DISPLAY) {
-        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
-        if (ex->ctx != EGL_NO_CONTEXT)
-            eglDestroyContext(ex->dpy, ex->ctx);
-        if (px__egl_hold(ex->dpy, -1) == 0)
-            eglTerminate(ex->dpy);
-    }
-    free(ex);
+    if (!ex->user_stream)
+        PX__CK(cudaStreamSynchronize(ex->stream));
+    return 0;
 }

@@ -159,11 +159,14 @@ static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot,
 /* ---- shared by the host files --------------------------------------------------------------- */
 
 /* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
- * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, and
- * the ops' open and close. */
+ * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, the
+ * ops' open, and the end of a call that enqueued work (px__join_out: without a caller's stream, it
+ * waits for the work). run.cu: the ops' close. */
 PXVM_COLD int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
 PXVM_COLD int px__unavailable(pxvm_error *err, const char *fmt, ...);
 void px__make_current(pxvm_executor *ex);
+/* the references to an EGL display held by this process's executors, after adding delta (close: -1) */
+int px__egl_hold(EGLDisplay dpy, int delta);
 int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *err);
 void px__gl_close(pxvm_executor *ex);
 
@@ -247,8 +250,8 @@ int px__gl_ragged(pxvm_executor *ex, const struct px_ragged_job *job, pxvm_error
 void px__ragged_free(pxvm_executor *ex);
 int px__gl_scratch(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
 
-/* run.cu: every item primed and its dirty rectangles used up (on the device), on the stream; the
- * end of a call that enqueued work (without a caller's stream, it waits for the work). */
+/* resources.cu: every item primed and its dirty rectangles used up (on the device), on the stream
+ * (load, and run.cu at a run's end and a restart). context.cu: px__join_out (above). */
 void px__video_end(pxvm_executor *ex);
 int px__join_out(pxvm_executor *ex, pxvm_error *err);
 

@@ -649,3 +649,18 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         return px__cuda_fail(err, "initialising slots", e, __FILE__, __LINE__);
     return 0;
 }
+
+/* The end of a run of a video program: every item primed, its dirty rectangles used up. */
+__global__ void px__k_video_end(uint8_t *primed, px_gpu_dirty *dirty, int items)
+{
+    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < items; b += gridDim.x * blockDim.x) {
+        primed[b] = 1;
+        dirty[b].n = -1;
+    }
+}
+
+/* The launch, for load and for run.cu (a run's end, a restart). */
+void px__video_end(pxvm_executor *ex)
+{
+    px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
+}

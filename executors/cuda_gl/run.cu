@@ -1,6 +1,7 @@
 /* run.cu - the CUDA-GL executor's runs: the plan enqueued on one stream (or captured once into a
  * graph and replayed), traps read back, outputs downloaded; reads, fixations, dirty rectangles,
- * restart, the stream, and the executor's table of operations (ops). */
+ * restart, the stream, close, and the executor's table of operations (ops). One file (about 700
+ * lines) because every op but load, bind and retarget ends here and shares the run's helpers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,30 +51,6 @@ __global__ void px__k_set_fix(int32_t *dst, const int32_t *src, px_fix_args args
         int item = p / (nregs * 2), r = (p / 2) % nregs, c = p & 1;
         dst[((size_t)(item0 + item) * PX_FIX_REGS + (size_t)(reg0 + r)) * 2u + (size_t)c] = src ? src[p] : args.v[p];
     }
-}
-
-/* The end of a run of a video program: every item primed, its dirty rectangles used up. */
-__global__ void px__k_video_end(uint8_t *primed, px_gpu_dirty *dirty, int items)
-{
-    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < items; b += gridDim.x * blockDim.x) {
-        primed[b] = 1;
-        dirty[b].n = -1;
-    }
-}
-
-/* The same launch, for load (resources.cu). */
-void px__video_end(pxvm_executor *ex)
-{
-    px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
-}
-
-/* The end of a call that enqueued work: with a caller's stream the work is on it (ordered with
- * the caller's other work, nothing to wait for); without, the call returns when it is done. */
-int px__join_out(pxvm_executor *ex, pxvm_error *err)
-{
-    if (!ex->user_stream)
-        PX__CK(cudaStreamSynchronize(ex->stream));
-    return 0;
 }
 
 /* Where a frame-only input's level 0 is: a borrowed frame, or its linear upload buffer. */
@@ -428,7 +405,7 @@ static int px__gl_run(pxvm_executor *ex, const pxvm_run_options *opt, pxvm_error
         }
     }
     if (video_end) {
-        px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
+        px__video_end(ex);
         PX__CK(cudaGetLastError());
     }
     if (async)
@@ -618,7 +595,7 @@ static int px__gl_restart(pxvm_executor *ex, pxvm_error *err)
     for (int b = 0; ex->h_nrects && b < ex->batch; b++)
         ex->h_nrects[b] = -1;
     if (rc == 0) {
-        px__k_video_end<<<1, 256, 0, ex->stream>>>(ex->d_primed, ex->d_dirty, ex->batch);
+        px__video_end(ex);
         PX__CK(cudaMemsetAsync(ex->d_primed, 0, (size_t)ex->batch, ex->stream));
         PX__CK(cudaStreamSynchronize(ex->stream)); /* the clear records are freed next */
     }
@@ -679,4 +656,30 @@ extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_borrow, px__gl_release, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart, px__gl_read_tokens,
         px__gl_retarget, px__gl_ragged, px__gl_scratch,
+    1, /* device_views */
 };
+
+void px__gl_close(pxvm_executor *ex)
+{
+    if (!ex)
+        return;
+    px__gl_unload(ex);
+    px__make_current(ex);
+    px__ragged_free(ex);
+    if (ex->h_read)
+        cudaFreeHost(ex->h_read);
+    if (ex->ev_out)
+        cudaEventDestroy(ex->ev_out);
+    if (ex->own_stream)
+        cudaStreamDestroy(ex->own_stream);
+    if (ex->copy_stream)
+        cudaStreamDestroy(ex->copy_stream);
+    if (ex->dpy != EGL_NO_DISPLAY) {
+        eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+        if (ex->ctx != EGL_NO_CONTEXT)
+            eglDestroyContext(ex->dpy, ex->ctx);
+        if (px__egl_hold(ex->dpy, -1) == 0)
+            eglTerminate(ex->dpy);
+    }
+    free(ex);
+}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../assembler/plan.h"
+#include "../../executors/registry.h"
 #include "bench_common.h"
 
 static int px__load(pxvm_builder *b, pxvm_program *prog)

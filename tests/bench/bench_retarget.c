@@ -61,6 +61,7 @@
 
 #include "bench_common.h"
 #include "../../vm/vm.h"
+#include "../../executors/registry.h"
 #include "../../vm/loader.h"
 #include "../../api/runner_hooks.h"
 #ifdef PXVM_HAVE_CUDA_GL
@@ -476,7 +477,7 @@ int main(int argc, char **argv)
         pxvm_image_free(&each[n]);
     free(each), free(grouped), free(times[0]), free(times[1]);
     free(seq), free(count);
-    /* sizes never seen, one image each, resolutions kept as pxvm_runner keeps them (api/pxvm_api.c
+    /* sizes never seen, one image each, resolutions kept as pxvm_runner keeps them (api/sizes.c
      * px__resolved: PXVM_RESOLVE_CACHE of them, the least recently used one freed when a new one
      * is made; never the one the executor runs) */
     enum { KEEP = PXVM_RESOLVE_CACHE };

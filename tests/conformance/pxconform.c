@@ -32,6 +32,7 @@
 
 #include "../golden/golden.h"
 #include "cases.h"
+#include "../../tools/outputs.h"
 #include "../../isa/px_sem.h"
 
 typedef struct {

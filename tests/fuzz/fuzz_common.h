@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../vm/vm.h"
+#include "../../executors/registry.h"
 
 static inline pxvm_limits px_fuzz_limits(void)
 {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../../vm/vm.h"
+#include "../../executors/registry.h"
 
 typedef struct px_golden_stats {
     long programs, outputs, differences, sections;

@@ -148,7 +148,7 @@ def test_stream_dirty_rectangle_is_x_y_w_h():
 
 
 def test_gen_spec_refuses_what_it_cannot_generate(tmp_path):
-    """Coverage (isa/gen_spec.c): no template, an unreadable one, an opcode the table lacks."""
+    """Coverage (tools/gen_spec.c): no template, an unreadable one, an opcode the table lacks."""
     gen = os.path.join(BIN, "gen_spec")
     assert tool(gen) == (2, "usage: gen_spec SPEC.in.md > SPEC.md")
     assert tool(gen, tmp_path / "missing.md")[0] == 1

@@ -10,6 +10,7 @@
 
 #include "../../vm/pxi_build.h"
 #include "../../vm/vm.h"
+#include "../../executors/registry.h"
 
 typedef void (*px_test_fn)(void);
 void px_test_register(const char *name, px_test_fn fn);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../tools/outputs.h"
 #include "test.h"
 
 /* The folder of the binaries under test (`make asan` points it at the sanitized build). */

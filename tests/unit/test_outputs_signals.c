@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../tools/outputs.h"
 #include "test.h"
 
 /* pxrun's handler */

@@ -1,4 +1,4 @@
-/* test_policy.c - resolution policies (vm/resize.c: px_policy_parse, px_resize_policy; the public
+/* test_policy.c - resolution policies (vm/policy.c: px_policy_parse, px_resize_policy; the public
  * pxvm_image_fit): the parser's good and bad texts, and a policy's bytes == those of the RESIZE
  * instruction run on the CPU executor with the same filter, fit and pad, for stretch and fit,
  * wide, tall and equal aspects, up and down, every filter; an image of the slot's size is a copy. */

@@ -1,6 +1,6 @@
 /* test_ragged_layout.c - the token order and frames of ragged batches (pxvm_ragged merge and
  * temporal; vm/ragged_index.h, isa/SPEC.md section 10), the transformers 4.x float rule
- * (pxvm_token_format rule; section 9) and the crop policy's geometry (vm/resize.c
+ * (pxvm_token_format rule; section 9) and the crop policy's geometry (vm/policy.c
  * px_policy_geometry), each against an independent transcription:
  *   order   px_ragged_token against Qwen2-VL's reshape (gh/m, m, gw/m, m) -> transpose, written
  *           as the loops that enumerate it; px_ragged_value against the (C, T, p, p) and

@@ -2,7 +2,8 @@
  * when every output succeeded; removed on SIGINT/SIGTERM), streamed pipes and devices, and .npy
  * arrays. */
 #define _POSIX_C_SOURCE 200809L
-#include "vm.h"
+#include "../vm/vm.h"
+#include "outputs.h"
 
 #include <errno.h>
 #include <fcntl.h>

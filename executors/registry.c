@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vm.h"
+#include "../vm/vm.h"
+#include "registry.h"
 
 #ifdef PXVM_HAVE_CUDA_GL
 extern const pxvm_executor_ops pxvm_cuda_gl_executor;

@@ -5,7 +5,8 @@
  * allocates nothing.
  * One thing in 1,600 lines, kept in one file on purpose: the configuration cache (its entries,
  * key, eviction, the making of a new one) and the switch that uses it share one private state
- * (px_gpu_retarget) and no kernel; the exact-at-speed issue deletes it whole (issue 42: not split).
+ * (px_gpu_retarget) and no kernel (with resolution, the one size-change mechanism:
+ * docs/design/size-change.md).
  *
  *   inputs    per input slot one GL texture per item with its mip chain, registered and mapped,
  *             its CUDA arrays and texture and surface objects, made at a capacity (w, h, levels):

@@ -22,7 +22,8 @@ import os
 import warnings
 
 from .errors import Error, InvalidProgram, Malformed, PxIOError, Trap, Unlinkable, UsageError
-from .ragged import canonical_policy, is_dynamic
+from ._failures import _per_image
+from .policies import canonical_policy, is_dynamic
 from ._arrays import _np
 
 
@@ -640,17 +641,6 @@ def _lock_held(d):
         return False
     finally:
         os.close(fd)  # also releases a shared lock taken here
-
-
-# The classes of an error of one image (its file, its decoding, its size, its run), as pxbatch
-# lists per file; others (unavailable executor, usage) are about the whole job.
-_PER_IMAGE = (Malformed, InvalidProgram, Unlinkable, PxIOError, Trap)
-
-
-def _per_image(e):
-    """Whether pxvm error e is one image's: its class, or an image index (a ragged batch's
-    errors name the image: a dynamic size the rule refuses, a grid that does not compile)."""
-    return isinstance(e, _PER_IMAGE) or getattr(e, "index", None) is not None
 
 
 _classes = {}

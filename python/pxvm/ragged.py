@@ -63,17 +63,10 @@ import warnings
 from . import _capi
 from .errors import _BY_CLASS, Error, UsageError, _check
 from ._arrays import _cuda_device, _describe, _fill_view, _np, _torch
+from ._failures import _named
+from .policies import canonical_policy, dynamic_size, is_dynamic  # noqa: F401 (pxvm.ragged's names, as before)
 
 _lib = _capi.lib
-
-
-def canonical_policy(policy: str) -> str:
-    """A policy's canonical text ("dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic";
-    "native" as it is); a bad one (empty, "native:...", an unknown kind...) is a UsageError in
-    the library's words (vm/resize.c), the same as pxrun's and pxbatch's."""
-    buf = ctypes.create_string_buffer(256)
-    _check(_lib.pxvm_policy_canonical(_capi.c_string(policy, "policy"), buf, len(buf)))
-    return buf.value.decode()
 
 
 def image_hw(a):
@@ -85,20 +78,6 @@ def image_hw(a):
     if len(sh) == 3 and sh[0] in (1, 3, 4):
         return sh[1], sh[2]
     return None
-
-
-def is_dynamic(policy: str | None) -> bool:
-    return isinstance(policy, str) and canonical_policy(policy).startswith("dynamic:")
-
-
-def dynamic_size(policy: str, patch: int, w: int, h: int) -> tuple[int, int]:
-    """(w', h') of a w x h image under a dynamic policy for a plan of this patch (the library's
-    pxvm_policy_dynamic_size: the rule of docs/policies.md)."""
-    ow, oh = ctypes.c_int(), ctypes.c_int()
-    _check(_lib.pxvm_policy_dynamic_size(_capi.c_string(policy, "policy"), _capi.c_integer(patch, "patch"),
-                                         _capi.c_integer(w, "w"), _capi.c_integer(h, "h"), ctypes.byref(ow),
-                                         ctypes.byref(oh)))
-    return ow.value, oh.value
 
 
 class Ragged:
@@ -157,15 +136,6 @@ def _plan_patch(runner):
                          (runner.program.name, "a plan of scheme %r" % plan.get("scheme") if isinstance(plan, dict)
                           else "not a plan"))
     return plan, int(plan.get("patch", 16))
-
-
-def _named(e, i, name):
-    """The same class of error, naming the image (its index, and its file when it has one)."""
-    what = "image %d%s" % (i, " ('%s')" % name if name else "")
-    reason = getattr(e, "reason", str(e))
-    err = type(e)("%s: %s" % (what, reason))
-    err.index, err.file, err.reason = i, name, reason
-    return err
 
 
 def _library_error(rc, failed, files, repeat=1):

@@ -18,7 +18,6 @@ def _path_loaded(x):
     """An image argument as bound: a file path (str or os.PathLike) becomes its PNG or JPEG image
     (load_image, as pxrun --in decodes it), in a list each such item; anything else as it is."""
     if _is_path(x):
-        from .image import load_image
         return load_image(x)
     if isinstance(x, (list, tuple)) and any(_is_path(xi) for xi in x):
         return [_path_loaded(xi) for xi in x]
@@ -30,8 +29,6 @@ def _failing_item(e, items):
     it names ("a 640x427 image cannot be bound ..."), decoded again only on this error path; None
     when it cannot be told."""
     import re
-    from .image import load_image
-    from .ragged import image_hw
     m = re.search(r"\ba (\d+)x(\d+) image\b", str(e))
     if not m:
         return None
@@ -119,8 +116,6 @@ def _skipping(call, images, fixations):
     images' files (None for arrays)); the failures are the
     ragged batches' failure type, ragged._named: the same class naming the image by .index and
     .file). An error about no image (a usage error, an executor that cannot open) is raised."""
-    from .data import _per_image
-    from .ragged import _named
     if images is None:
         raise UsageError("usage: on_error='skip' takes the images as `images` (one input slot)")
     if isinstance(images, (str, os.PathLike)) or len(getattr(images, "shape", (0,))) == 0:
@@ -165,7 +160,6 @@ def _as_ragged(result, keep, failures, files, empty):
     """A skipped batch's (B', N, ...) tokens as a Ragged (the form of a fixed-count pxbatch shard:
     offsets i * N, grid (1, 1, N): tokens in the program's order), with its index and failures;
     empty(): the (0, ...) tokens when every image failed."""
-    from .ragged import Ragged
     np = _np()
     b = len(keep)
     if result is None:

@@ -5,10 +5,10 @@ import operator
 import os
 
 from . import _libload
+from .errors import UsageError
 
 
 def _usage(message):
-    from .errors import UsageError  # errors imports this module: imported when a check fails
     return UsageError(message)
 
 

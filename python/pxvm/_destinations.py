@@ -2,7 +2,7 @@
 input's kind (pxvm.tokens and the ragged batches, python/pxvm/ragged.py, share them)."""
 from __future__ import annotations
 
-from ._arrays import _is_torch, _np, _torch
+from ._arrays import _current_stream, _is_torch, _np, _torch
 from .errors import UsageError
 
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
@@ -30,7 +30,6 @@ def _c_contiguous(shape, strides, itemsize):
 def _cuda_stream(runner):
     """The stream CUDA outputs are written on: torch's current one, else CuPy's (0: legacy default)."""
     try:
-        from ._arrays import _current_stream
         return _current_stream(runner.device) or 1
     except ImportError:
         import cupy

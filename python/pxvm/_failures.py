@@ -12,7 +12,6 @@ def _is_path(x):
 def _image_error(e):
     """Whether pxvm error e can be about one image given (its file: unreadable, not decodable,
     outside the limits or the slot's size or bounds), not about the program or an option."""
-    from .errors import InvalidProgram, Malformed, PxIOError
     return isinstance(e, (Malformed, InvalidProgram, Unlinkable, PxIOError))
 
 

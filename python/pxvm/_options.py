@@ -38,8 +38,6 @@ def _with_exif(method):
     """exif_transpose= on the calls that take files: True decodes every file of the call (paths
     given as images) with its EXIF orientation applied, as pxvm.load_image(path,
     exif_transpose=True) (Pillow's ImageOps.exif_transpose); False (the default) as stored."""
-    from .image import exif_transposed
-
     @functools.wraps(method)
     def call(self, *args, exif_transpose=False, **kwargs):
         if not exif_transpose and isinstance(exif_transpose, bool):

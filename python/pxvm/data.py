@@ -23,8 +23,12 @@ import warnings
 
 from .errors import Error, InvalidProgram, Malformed, PxIOError, Trap, Unlinkable, UsageError
 from ._failures import _per_image
-from .policies import canonical_policy, is_dynamic
-from ._arrays import _np
+from .image import load_image
+from .policies import _size_check, _size_policy, canonical_policy, dynamic_size, is_dynamic
+from .program import Program
+from .ragged import Ragged
+from .runner import Runner
+from ._arrays import _is_tensor, _np, ragged_like_tokens
 
 
 # ---- the shard rule ----------------------------------------------------------------------------
@@ -283,7 +287,6 @@ def _row_sizes(m, e, i, bad):
         if "resized" in e:
             raise bad("rows[%d]: a 'resized', but the shard is not ragged" % i)
         return
-    from .ragged import dynamic_size
     try:
         want = list(dynamic_size(m.policy, m.shape[1], size[0], size[1]))
     except Error as x:
@@ -595,8 +598,6 @@ def collate_ragged(items):
 
         loader = DataLoader(pxvm.data.ImageFolderDataset(d, prog, policy="dynamic"), batch_size=8,
                             num_workers=2, collate_fn=pxvm.data.collate_ragged)"""
-    from .ragged import Ragged
-    from ._arrays import _is_tensor, ragged_like_tokens
     np = _np()
     items = list(items)
     if not items:
@@ -747,10 +748,8 @@ def _torch_classes():
                 raise UsageError("usage: batch_size %r: a whole number from 1" % (batch_size,))
             if policy is not None:
                 canonical_policy(policy)  # a bad policy is a UsageError naming it, now, not at the first batch
-            from .runner import _size_policy
             size = _size_policy(policy, size)[0]  # as pxbatch --size: a bad size, one with native/exact/dynamic
             if size is not None and not isinstance(program, (str, os.PathLike)):
-                from .runner import _size_check
                 _size_check(program, size)  # a fixed-size program, a size outside the bounds: now
             self.size = size
             d = os.fspath(directory)
@@ -770,7 +769,6 @@ def _torch_classes():
 
         def __getstate__(self):
             state = dict(self.__dict__)
-            from .program import Program
             prog = self.program
             if isinstance(prog, Program):  # a C handle: its plan, or its image, is what travels
                 state["program"] = ("plan", prog.plan, prog.name, prog._limits) if prog.plan is not None else \
@@ -780,7 +778,6 @@ def _torch_classes():
         def __setstate__(self, state):
             prog = state["program"]
             if isinstance(prog, tuple):
-                from .program import Program
                 kind, data, name, limits = prog
                 state["program"] = (Program.from_plan(data, name=name, **limits) if kind == "plan"
                                     else Program.from_png(data, name=name, **limits))
@@ -835,9 +832,6 @@ def _torch_classes():
             return items
 
         def __iter__(self):
-            from .program import Program
-            from .runner import Runner
-            from .image import load_image
             info = _torch.utils.data.get_worker_info()
             k, n = (info.id, info.num_workers) if info else (0, 1)
             prog = self.program

@@ -1,9 +1,11 @@
 """pxvm's errors: one Error subclass per class of the library's errors (include/pxvm.h)."""
 from __future__ import annotations
 
-from . import _capi
+import ctypes
 
-_lib = _capi.lib
+from ._libload import lib as _lib
+
+_lib.pxvm_errmsg.restype = ctypes.c_char_p  # as _capi declares it: errors.py comes before _capi
 
 
 class Error(Exception):

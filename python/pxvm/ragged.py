@@ -64,7 +64,9 @@ from . import _capi
 from .errors import _BY_CLASS, Error, UsageError, _check
 from ._arrays import _cuda_device, _describe, _fill_view, _np, _torch
 from ._failures import _named
-from .policies import canonical_policy, dynamic_size, is_dynamic  # noqa: F401 (pxvm.ragged's names, as before)
+from ._destinations import _ITEMSIZE, _checked_destination, _new_output, token_shape
+from .image import _decode, _limits
+from .policies import _size_policy, canonical_policy, dynamic_size, is_dynamic  # noqa: F401 (pxvm.ragged's names)
 
 _lib = _capi.lib
 
@@ -201,7 +203,6 @@ def ragged_layout(policy, layout, merge, temporal):
 def ragged_size(policy, size):
     """(out_w, out_h, the policy to run with) of a ragged call: (0, 0) for dynamic (size refused,
     as for runs), else size=(W, H) (needed; stretch when no policy is given)."""
-    from .runner import _size_policy
     if is_dynamic(policy):
         _size_policy(policy, size)  # its words for a size given with dynamic
         return 0, 0, policy
@@ -219,7 +220,6 @@ def _decode_files(files, decoded, warned, failures=None):
     the files after a failed one are skipped, those before it still decoded). The caller frees
     what is in `decoded`, also after an error. With `failures` (a dict) every file is decoded and
     each failure goes into failures[i], named; nothing is raised."""
-    from .image import _decode, _limits
     todo = [i for i, f in enumerate(files) if f is not None]
     if not todo:
         return
@@ -358,7 +358,6 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
 def ragged_shape(n, patch, fmt, layout, temporal=1):
     """The shape of n ragged tokens of temporal frames: RGBA8 tiles (fmt None) or fmt's (see the
     module); temporal 1 gives the single-frame shapes."""
-    from .tokens import token_shape
     if fmt is None:
         return (n, patch, patch, 4) if temporal == 1 else (n, temporal, patch, patch, 4)
     c = 4 if fmt.alpha else 3
@@ -370,7 +369,6 @@ def ragged_shape(n, patch, fmt, layout, temporal=1):
 
 def _empty(runner, fmt, dtype, layout, device, temporal=1):
     """The Ragged of no image (every one failed under on_error="skip"), of the output's kind."""
-    from .tokens import _new_output
     np = _np()
     _, patch = _plan_patch(runner)
     cuda = device is not None and str(device) != "cpu"
@@ -396,7 +394,6 @@ def ragged_batch_once(runner, images, policy: str, fmt=None, dtype: str = "uint8
     None, the output where the images are (CUDA when one is a CUDA tensor, else the host); "cuda"
     (or a torch device of the runner's GPU): a CUDA tensor whatever the images (the cuda executor
     only)."""
-    from .tokens import _ITEMSIZE, _checked_destination, _new_output
     np = _np()
     _, patch = _plan_patch(runner)
     if not isinstance(images, (list, tuple)):

@@ -805,8 +805,7 @@ class Runner(_Fixations, _Batching):
     def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
         """Every token's position after the last run (centre, step, level, normalized, grid ids,
         (t, h, w) rope ids): a pxvm.tokens.Positions. See pxvm.tokens.positions."""
-        from .tokens import positions
-        return positions(self, slot, t)
+        return _tokens.positions(self, slot, t)
 
 
 # ---- convenience ----------------------------------------------------------------------------------

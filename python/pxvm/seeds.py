@@ -51,8 +51,9 @@ from . import _capi
 from .errors import UsageError, _check
 from ._arrays import _describe, _is_torch, _np, _torch, like_images as _like_images
 from .program import Program
-from .runner import Runner, _LRU, _slot_bytes
-from .tokens import LAYOUTS, _new_output, _shape as _token_shape, positions_from_geometry, token_format
+from ._lru import _LRU, _slot_bytes
+from .runner import Runner
+from .tokens import LAYOUTS, dtype_name, _new_output, _shape as _token_shape, positions_from_geometry, token_format
 from .tokens import DTYPES as _FLOAT_DTYPES
 
 if TYPE_CHECKING:
@@ -204,7 +205,6 @@ def _per_item(name: str, v: Any, batch: int | None) -> list[float]:
 
 def _dtype(dtype: Any) -> str:
     """The name in DTYPES of a name, a NumPy dtype or a torch dtype (tokens.dtype_name's rule)."""
-    from .tokens import dtype_name
     name = dtype_name(dtype)
     if not isinstance(name, str) or name not in DTYPES:
         raise UsageError("usage: dtype %r is none of %s" % (dtype, ", ".join(DTYPES)))

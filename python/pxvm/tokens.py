@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 from . import _capi
 from ._arrays import _is_torch, _np, _torch
 from .errors import UsageError, _check
+from ._batch import _as_ragged, _on_error, _skipping
 from ._destinations import (DTYPES, LAYOUTS, _CAI_TYPES, _ITEMSIZE, _NUMPY_DTYPES, _TORCH_DTYPES,  # noqa: F401
                             _c_contiguous, _checked_destination, _cuda_stream, _destination, _new_output, _shape,
                             dtype_name, token_shape)
@@ -245,7 +246,6 @@ def tokens_batch(runner, images: Batch | None = None, fixations: Fixation = None
         raise UsageError("usage: device= is for policy dynamic (other tokens follow their images' device)")
     s = runner._atlas(slot)
     fmt = token_format(dtype, normalize, layout, alpha, rule)
-    from .runner import _as_ragged, _on_error, _skipping
     if _on_error(on_error, {"out=": out is not None, "named inputs (give images=)": inputs}):  # as patches_batch
         res, keep, failures, files = _skipping(
             lambda im, fx: runner.tokens_batch(im, fx, dtype=dtype, normalize=normalize, layout=layout, alpha=alpha,

@@ -73,6 +73,7 @@ PXVM_COLD static int px__fail(const pxvm_error *err)
 {
     px__last_class = err->cls;
     pxvm_error_format(err, px__last_msg, sizeof px__last_msg);
+    pxvm_error_at(0, -1, -1, NULL);
     return (int)err->cls;
 }
 
@@ -140,7 +141,7 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
         return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), -1, -1, name ? name : "image");
     px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;
@@ -158,7 +159,7 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
         return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), -1, -1, path);
     px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;
@@ -715,10 +716,10 @@ PXVM_HOT static int px__bind(pxvm_runner *run, int slot, int first_item, const p
     if (px__needs_switch(run, slot, view)) {
         if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
             px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
-            return px__fail(&err);
+            return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     }
     if (op(run->ex, slot, first_item, view, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     for (int b = first_item; b < first_item + view->items && b < run->batch; b++) {
         size_t at = (size_t)slot * (size_t)run->batch + (size_t)b;
         run->bound[at] = 1;
@@ -882,7 +883,7 @@ static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const
             }
             if (px__check_view_any_size(run, slot, item, &ins[j], &err) < 0) {
                 free(covered);
-                return px__fail(&err);
+                return pxvm_error_at(px__fail(&err), slot, item, NULL);
             }
             memset(covered + item, 1, (size_t)ins[j].items);
         }
@@ -891,7 +892,7 @@ static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const
         free(covered);
         /* otherwise the binds one by one say what is wrong (a mixed batch is refused there) */
         if (one_size && all && px__switch_size(run, slot, 0, run->batch, ins[i].w, ins[i].h, &err) < 0)
-            return px__fail(&err);
+            return pxvm_error_at(px__fail(&err), slot, in_items ? in_items[i] : 0, NULL);
     }
     return 0;
 }

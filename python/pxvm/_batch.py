@@ -11,7 +11,7 @@ from .errors import Error, UsageError
 from ._arrays import _np, _is_torch, _torch
 from ._failures import _image_error, _is_path, _named, _per_image
 from .image import load_image
-from .ragged import Ragged, image_hw
+from .ragged import Ragged, image_hw  # noqa: F401 (image_hw: _Batching)
 
 
 def _path_loaded(x):
@@ -22,25 +22,6 @@ def _path_loaded(x):
     if isinstance(x, (list, tuple)) and any(_is_path(xi) for xi in x):
         return [_path_loaded(xi) for xi in x]
     return x
-
-
-def _failing_item(e, items):
-    """The index in items of the file that error e (naming no file) is about: the image of the size
-    it names ("a 640x427 image cannot be bound ..."), decoded again only on this error path; None
-    when it cannot be told."""
-    import re
-    m = re.search(r"\ba (\d+)x(\d+) image\b", str(e))
-    if not m:
-        return None
-    want = (int(m.group(2)), int(m.group(1)))
-    for i, x in enumerate(items):
-        try:
-            hw = image_hw(load_image(x)) if _is_path(x) else image_hw(x)
-        except Error:
-            continue
-        if hw == want:
-            return i
-    return None
 
 
 def _naming_paths(batched):
@@ -56,18 +37,27 @@ def _naming_paths(batched):
             try:
                 return method(self, *args, **kwargs)
             except Error as e:
-                names = {s.name for s in self.program.inputs} | {"images"}
-                given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
-                items = [x for v in given for x in (v if isinstance(v, (list, tuple)) else [v])]
+                ins = self.program.inputs
+                names = {s.name for s in ins} | {"images"}
+                first = ins[0].index if ins else -1
+                given = [(first, v) for v in (args[:1] if batched else args)] + \
+                    [(first if k == "images" else self.program.slot(k).index, v) for k, v in kwargs.items()
+                     if k in names]
+                items, where = [], []  # the images given, and the (slot, item) each is bound to
+                for slot, v in given:
+                    for j, x in enumerate(v if isinstance(v, (list, tuple)) else [v]):
+                        items.append(x)
+                        where.append((slot, j))
                 files = [os.fspath(x) for x in items if _is_path(x)]
                 if not files or not _image_error(e) or getattr(e, "file", None) or \
                         getattr(e, "index", None) is not None:
                     raise
-                named = [i for i, x in enumerate(items) if _is_path(x) and "'%s'" % os.fspath(x) in str(e)]
-                if len(named) == 1:  # the library's message names it (a decode's): say which it is
+                named = [i for i, x in enumerate(items) if _is_path(x) and os.fspath(x) == e.info.file]
+                if len(named) == 1:  # the library's error names it (a decode's): say which it is
                     e.index, e.file = named[0], os.fspath(items[named[0]])
                     raise
-                i = _failing_item(e, items) if len(items) > 1 else 0
+                bound = (e.info.slot, e.info.item)  # the bind that failed, as the library says
+                i = 0 if len(items) == 1 else where.index(bound) if bound in where else None
                 if i is not None:
                     if not _is_path(items[i]):
                         raise

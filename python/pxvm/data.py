@@ -790,7 +790,7 @@ def _torch_classes():
         def _failed(self, f, e):
             """File f failed with pxvm error e: raised (on_error "raise") or listed and warned of
             once, its message naming the file either way (as pxbatch's: "... (file 'x.png')")."""
-            if "'%s'" % f in str(e):
+            if f in (getattr(e, "file", None), e.info.file):  # named by the library or by the batch
                 named = e
             else:
                 named = type(e)("%s (file '%s')" % (e, f))

@@ -17,7 +17,7 @@ from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check  # noqa: F401 (Error, Unlinkable: as before)
 from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
 from ._arrays import like_images as _like_images
-from ._batch import (ON_ERROR, BatchResult, _Batching, _as_ragged, _failing_item, _naming_paths,  # noqa: F401
+from ._batch import (ON_ERROR, BatchResult, _Batching, _as_ragged, _naming_paths,  # noqa: F401
                      _on_error, _path_loaded, _skipping)
 from ._failures import _image_error, _is_path  # noqa: F401
 from ._guard import _InCall, _locked

@@ -1,9 +1,11 @@
 """Runners: a program loaded on an executor, run on images, batches and frames; pyramid().
 
-The Runner class is one job (a C runner per batch size, the call into the library, the fast path's
-prepared calls); its helpers live beside it: policies (policies.py), fixations (fixations.py),
-batches of many sizes and on_error (_batch.py), alpha= and exif_transpose= (_options.py), the cache
-(_lru.py), the guard of a call (_guard.py), the compiled fast path's loading (_nativeload.py)."""
+The Runner class is one job (its C runners per batch size, the fast path's prepared calls, its
+front doors run, patches, run_batch, patches_batch, tokens); its parts live
+beside it: the call into the library (_exec.py), reads after a run (_reads.py), policies
+(policies.py), fixations (fixations.py), batches of many sizes and on_error (_batch.py), alpha= and
+exif_transpose= (_options.py), the cache (_lru.py), the guard of a call (_guard.py), the compiled
+fast path's loading (_nativeload.py)."""
 from __future__ import annotations
 
 import ctypes
@@ -15,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from . import _capi
 from ._capi import View as _View
 from .errors import Error, UsageError, Unlinkable, _check  # noqa: F401 (Error, Unlinkable: as before)
-from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
+from ._arrays import _np, _is_torch, _describe, _torch, _current_stream
 from ._arrays import like_images as _like_images
 from ._batch import (ON_ERROR, BatchResult, _Batching, _as_ragged, _naming_paths,  # noqa: F401
                      _on_error, _path_loaded, _skipping)
 from ._failures import _image_error, _is_path  # noqa: F401
+from ._exec import _Exec
 from ._guard import _InCall, _locked
 from ._lru import _LRU, _live_lrus, _slot_bytes
 from ._nativeload import _load_native
@@ -28,6 +31,7 @@ from .fixations import FIXATION_UNITS, PXVM_FIX_REGS, _Fixations  # noqa: F401
 from .policies import (_POLICY_HOST, _check_policy, _policy_image, _size_check, _size_policy,  # noqa: F401
                        canonical_policy, is_dynamic)
 from .program import Program
+from ._reads import PXVM_GEOM_INTS, _Reads  # noqa: F401 (PXVM_GEOM_INTS: pxvm's, as before)
 from .ragged import image_hw, ragged_batch, ragged_layout, ragged_size, resized_on_gpu, wants_ragged
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
@@ -50,7 +54,6 @@ RUNNER_BYTES = 512 << 20
 #: slot storage together (least recently used first out)
 PYRAMID_SIZES = 16
 PYRAMID_BYTES = 256 << 20
-PXVM_GEOM_INTS = 5  # int32 of one token's geometry
 
 
 # Every Runner of this process, for the fork handler (_after_fork_in_child).
@@ -102,7 +105,7 @@ def _executor_device(executor, device):
     return executor, device
 
 
-class Runner(_Fixations, _Batching):
+class Runner(_Exec, _Reads, _Fixations, _Batching):
     """A program loaded on an executor: "cpu", "cuda" (CUDA-GL), "cuda:N" (device N, as torch names
     it; a torch.device too) or "auto" (cuda when it opens here).
 
@@ -249,121 +252,6 @@ class Runner(_Fixations, _Batching):
     def __repr__(self) -> str:
         return "Runner(%r, executor=%r)" % (self.program, self.executor)
 
-    # -- the one call into the library per run
-    def _buffers(self, batch, nin, nout):
-        """The ctypes arrays of one call shape, made once and refilled (they cost microseconds)."""
-        key = (batch, nin, nout)
-        bufs = self._bufs.get(key)
-        if bufs is None:
-            bufs = self._bufs[key] = ((ctypes.c_int * max(nin, 1))(), (ctypes.c_int * max(nin, 1))(),
-                                      (_View * max(nin, 1))(), (ctypes.c_int * max(nout, 1))(),
-                                      (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
-        return bufs
-
-    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None, units="normalized", clamp=False):
-        """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
-        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
-        to write them into instead of new ones; fixation, units, clamp: see _fixations. Returns the
-        output arrays in the order of outs."""
-        h, name = self._runner(batch)
-        binds = []  # (slot, first item, description, has a batch axis)
-        for k, x in inputs.items():
-            if isinstance(x, (list, tuple)):
-                binds += [(k, i, _describe(xi), False) for i, xi in enumerate(x)]
-            else:
-                binds.append((k, 0, _describe(x), batched))
-        on_cuda = False
-        for _, _, a, _ in binds:
-            if a.device != -1:
-                on_cuda = True
-                _cuda_device(a, self.device)
-        if on_cuda:
-            if name != "cuda":
-                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-            self._sync_stream(batch)
-        elif self._stream.get(batch):
-            _check(_lib.pxvm_runner_set_stream(h, None))
-            self._stream[batch] = 0
-        nin, nout = len(binds), len(outs)
-        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
-        slots = self.program.slots
-        for i, (k, item, a, has_axis) in enumerate(binds):
-            s = slots[k]
-            in_slots[i], in_items[i] = k, item
-            _fill_view(in_views[i], a, s.w, s.h, has_axis)
-        ins = self.program.inputs
-        if fixation is None or not ins:
-            ref_wh = None
-        else:  # the first input's size in this run: the image bound to it now, else the one bound before
-            ref_wh = next(((in_views[i].w, in_views[i].h) for i, b in enumerate(binds) if b[0] == ins[0].index),
-                          None) or self.slot_size(ins[0].index, batch)
-        fix = self._fixations(fixation, batch, batched, units, clamp, ref_wh)
-        if fix is not None:
-            kind, fx = fix
-            if kind == "device" and not on_cuda:
-                if name != "cuda":
-                    raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-                self._sync_stream(batch)
-            if kind != "normalized" and ref_wh != self.slot_size(ins[0].index, batch):
-                # Q16 texels are checked against the size bound when they are set: bind the first
-                # input at its new size first, then set them (the call then runs without that bind)
-                keep = 0
-                for i in range(nin):
-                    if in_slots[i] == ins[0].index:
-                        _check(_lib.pxvm_runner_bind(h, in_slots[i], in_items[i], ctypes.byref(in_views[i])))
-                    else:
-                        in_slots[keep], in_items[keep] = in_slots[i], in_items[i]
-                        in_views[keep] = in_views[i]
-                        keep += 1
-                nin = keep
-            if kind == "device":
-                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.data_ptr()),
-                                                      self.device))
-            elif kind == "normalized":  # the library converts and checks them
-                _check(_lib.pxvm_runner_set_fixations_normalized(h, 0, batch, 0, fx.shape[1],
-                                                                 ctypes.c_void_p(fx.ctypes.data)))
-            else:
-                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.ctypes.data), -1))
-        results = []
-        for i, (k, kind) in enumerate(outs):
-            s = slots[k]
-            if kind:
-                vw, vh = s.patch_w, s.patch_h * s.patch_count
-                full = (batch, s.patch_count, s.patch_h, s.patch_w, 4)
-            else:
-                vw, vh = s.w, s.h
-                full = (batch, s.h, s.w, 4)
-            if out is not None:
-                arr = out[i]
-                d = _describe(arr)
-                if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
-                    raise UsageError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
-                                     ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
-                                      tuple(d.shape)))
-                ptr, devno = d.ptr, (self.device if on_cuda else -1)
-            elif on_cuda:
-                arr = _torch().empty(full, dtype=_torch().uint8, device=self._torch_device)
-                ptr, devno = arr.data_ptr(), self.device
-            else:
-                arr = _np().empty(full, dtype=_np().uint8)
-                ptr, devno = arr.ctypes.data, -1
-            v = out_views[i]
-            v.data, v.device, v.items, v.w, v.h, v.channels = ptr, devno, batch, vw, vh, 4
-            v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
-            out_slots[i], out_kinds[i] = k, kind
-            results.append(arr)
-        rc = _lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views)
-        # borrowed: what the views point at (the described arrays: a temporary np.asarray of a PIL
-        # image or of an __array__ object, not only the caller's object) kept alive while the slot
-        # may still read it (see __init__)
-        lent = {}
-        for k, _, a, _ in binds:
-            lent.setdefault(k, []).append(a.keep)
-        for k, x in lent.items():
-            self._lent[(batch, k)] = (self._lent.get((batch, k), (None,))[0], x) if rc else (x, None)
-        _check(rc)
-        return results
-
     # -- the compiled fast path: a repeat of a call's shapes skips _exec (PXVM_NO_NATIVE=1: never)
     def _fast_key(self, name, image, inputs, fixation, units, policy, *more):
         """The key of a call the fast path takes (one positional image, batch 1, no fixation, no
@@ -425,37 +313,6 @@ class Runner(_Fixations, _Batching):
         if self._stream.get(batch) != handle:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle
-
-    @_locked
-    def geometry(self, slot: str | int | None = None, batch: int = 1, exact: bool = False,
-                 device: str | None = None) -> Array:
-        """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
-        (centre x, centre y, step, LOD; level-0 texels, step = du; NaN for a token no instruction
-        wrote), or with exact=True the library's int32 (B, N, 5): Q16 x, y, du, dv and the Q8.8
-        LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
-        s = self._atlas(slot)
-        h = self._runner(batch)[0]
-        on_dev = device is not None and self._runner(batch)[1] == "cuda"
-        if on_dev:
-            torch = _torch()
-            g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
-            self._sync_stream(batch)
-            _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.data_ptr()), self.device))
-            if exact:
-                return g
-            f = torch.stack([g[..., 0].double() / 65536.0, g[..., 1].double() / 65536.0, g[..., 2].double() / 65536.0,
-                             g[..., 4].double() / 256.0], dim=-1).float()
-            f[g[..., 4] < 0] = float("nan")
-            return f
-        np = _np()
-        g = np.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=np.int32)
-        _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.ctypes.data), -1))
-        if exact:
-            return g
-        f = np.stack([g[..., 0] / 65536.0, g[..., 1] / 65536.0, g[..., 2] / 65536.0, g[..., 4] / 256.0],
-                     axis=-1).astype(np.float32)
-        f[g[..., 4] < 0] = np.nan
-        return f
 
     def stream(self, slot: str | int | None = None) -> Stream:
         """A frame stream over this runner (programs with persistent slots, e.g. plans with
@@ -636,7 +493,6 @@ class Runner(_Fixations, _Batching):
             return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
         return p
 
-
     @_with_exif
     @_like_images()
     @_naming_paths(batched=True)
@@ -753,33 +609,6 @@ class Runner(_Fixations, _Batching):
         if with_geometry:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p
-
-    @_locked
-    def slot_size(self, slot: str | int, batch: int = 1) -> tuple[int, int]:
-        """(W, H) of a slot in the program the runner of `batch` items runs now: an any-size
-        input's bound size (its reference size until another is bound), any other slot's own
-        (pxvm_runner_slot_size)."""
-        s = self.program.slot(slot)
-        w, h = ctypes.c_int(), ctypes.c_int()
-        _check(_lib.pxvm_runner_slot_size(self._runner(batch)[0], s.index, ctypes.byref(w), ctypes.byref(h)))
-        return w.value, h.value
-
-    @_locked
-    def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
-        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy; an any-size
-        input at its bound size)."""
-        np = _np()
-        s = self.program.slot(slot)
-        level = _capi.c_integer(level, "level")
-        h = self._runner(batch)[0]
-        sw, sh = self.slot_size(s.index, batch)
-        # the view's size at that level (a level out of 0..levels-1: the library's error names it)
-        w, hh = max(1, sw >> max(level, 0)), max(1, sh >> max(level, 0))
-        arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
-        v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
-        _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
-        return arr
-
 
     @_with_exif
     @_like_images()

@@ -18,6 +18,7 @@ PXVM_COLD int px__fail(const pxvm_error *err)
 {
     px__last_class = err->cls;
     pxvm_error_format(err, px__last_msg, sizeof px__last_msg);
+    pxvm_error_at(0, -1, -1, NULL);
     return (int)err->cls;
 }
 

@@ -20,7 +20,7 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
         return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_decode_any(data, len, name ? name : "image", px__limits(lim, &def), &img, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), -1, -1, name ? name : "image");
     px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;
@@ -38,7 +38,7 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
         return bad_limits;
     px__last_warning[0] = 0;
     if (pxvm_image_load_any(path, px__limits(lim, &def), &img, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), -1, -1, path);
     px__keep_warning(&err);
     *rgba = img.px, *w = img.w, *h = img.h;
     return 0;

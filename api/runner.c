@@ -118,10 +118,10 @@ PXVM_HOT int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_vie
     if (px__needs_switch(run, slot, view)) {
         if (px__check_view_any_size(run, slot, first_item, view, &err) < 0 ||
             px__switch_size(run, slot, first_item, view->items, view->w, view->h, &err) < 0)
-            return px__fail(&err);
+            return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     }
     if (op(run->ex, slot, first_item, view, &err) < 0)
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     for (int b = first_item; b < first_item + view->items && b < run->batch; b++) {
         size_t at = (size_t)slot * (size_t)run->batch + (size_t)b;
         run->bound[at] = 1;
@@ -285,7 +285,7 @@ static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const
             }
             if (px__check_view_any_size(run, slot, item, &ins[j], &err) < 0) {
                 free(covered);
-                return px__fail(&err);
+                return pxvm_error_at(px__fail(&err), slot, item, NULL);
             }
             memset(covered + item, 1, (size_t)ins[j].items);
         }
@@ -294,7 +294,7 @@ static int px__exec_switch(pxvm_runner *run, int nin, const int *in_slots, const
         free(covered);
         /* otherwise the binds one by one say what is wrong (a mixed batch is refused there) */
         if (one_size && all && px__switch_size(run, slot, 0, run->batch, ins[i].w, ins[i].h, &err) < 0)
-            return px__fail(&err);
+            return pxvm_error_at(px__fail(&err), slot, in_items ? in_items[i] : 0, NULL);
     }
     return 0;
 }

@@ -73,6 +73,18 @@ const char *pxvm_warning(void);
 /* "malformed", "invalid", "unlinkable", "trap", "i/o error", "usage", "unavailable", "assembly error",
  * "plan error": the words before the colon in pxvm_errmsg(). */
 const char *pxvm_class_name(pxvm_class cls);
+/* What the calling thread's last failure is about, as fields (no need to read pxvm_errmsg()):
+ * item: the batch item of the bind that failed (the first item of its view), in a
+ * pxvm_runner_bind, _borrow or _exec; slot: that bind's slot; file: the file of a failed
+ * pxvm_image_load or the name given to a failed pxvm_image_decode. -1, -1 and "" when the failure
+ * is about no one item, slot or file; file is valid until the thread's next failing call. A
+ * ragged batch names its image in pxvm_ragged.failed. NULL: PXVM_USAGE (nothing is recorded). */
+typedef struct pxvm_error_info {
+    int item;
+    int slot;
+    const char *file;
+} pxvm_error_info;
+int pxvm_last_error_info(pxvm_error_info *info);
 /* Releases what a pxvm_ call returned through a pointer (text, encoded images). NULL is fine. */
 void pxvm_free(void *p);
 

@@ -31,6 +31,31 @@ int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...)
     return -1;
 }
 
+/* The calling thread's last failure's fields (pxvm_last_error_info): set by the API's calls as
+ * they fail, after the message (px__fail clears them first). */
+static _Thread_local struct {
+    int item, slot;
+    char file[1024];
+} px__where = {-1, -1, ""};
+
+int pxvm_error_at(int rc, int slot, int item, const char *file)
+{
+    px__where.item = item;
+    px__where.slot = slot;
+    snprintf(px__where.file, sizeof px__where.file, "%s", file ? file : "");
+    return rc;
+}
+
+int pxvm_last_error_info(pxvm_error_info *info)
+{
+    if (!info)
+        return PXVM_USAGE;
+    info->item = px__where.item;
+    info->slot = px__where.slot;
+    info->file = px__where.file;
+    return 0;
+}
+
 const char *pxvm_class_name(pxvm_class cls)
 {
     switch (cls) {

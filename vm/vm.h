@@ -56,6 +56,9 @@ typedef struct pxvm_error {
 /* Records error `code` (message formatted from errors.def with the arguments) at pixel (x, y);
  * returns -1 so that callers can `return pxvm_fail(...)`. */
 PXVM_COLD int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
+/* Records where the API call that failed with return code rc (after px__fail recorded its
+ * message) is about: its slot, batch item and file (-1, -1, NULL: none); returns rc. */
+int pxvm_error_at(int rc, int slot, int item, const char *file);
 /* The tools' exit status for a class: 0 ok, 1 i/o, 2 usage, 3 malformed, 4 invalid, 5 unlinkable,
  * 6 trap, 7 unavailable, 8 assembly or plan (a .pxs or PLAN.json that does not compile). */
 int pxvm_exit_status(pxvm_class cls);

@@ -79,7 +79,6 @@ def _cuda_device(a, device):
     if a.device == -2:
         a.device = device
     elif a.device != device:
-        from .errors import UsageError
         raise UsageError("usage: input: the tensor is on cuda:%d, the runner on cuda:%d" % (a.device, device))
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import _capi
 from ._capi import Limits as _Limits
-from .errors import _check
+from .errors import UsageError, _check
 from ._arrays import _np
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ def exif_transposed(on):
     """Within the block, the files this thread decodes (load_image, a batch's files) apply their
     EXIF orientation when `on` (a bool: else a UsageError)."""
     if not isinstance(on, bool):
-        from .errors import UsageError
         raise UsageError("usage: exif_transpose is True or False, not %r" % (on,))
     token = _exif_transpose.set(on)
     try:
@@ -77,7 +76,6 @@ def load_image(path: str | os.PathLike, lenient: bool = False, exif_transpose: b
     malformed EXIF block changes nothing. Off by default (the pixels as stored, as pxrun)."""
     np = _np()
     if not isinstance(exif_transpose, bool):
-        from .errors import UsageError
         raise UsageError("usage: exif_transpose is True or False, not %r" % (exif_transpose,))
     lim = _limits(**limits)  # a Runner call's exif_transpose=True included (exif_transposed)
     if exif_transpose:

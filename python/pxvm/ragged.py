@@ -63,17 +63,12 @@ import warnings
 from . import _capi
 from .errors import _BY_CLASS, Error, UsageError, _check
 from ._arrays import _cuda_device, _describe, _fill_view, _np, _torch
+from ._failures import _named
+from ._destinations import _ITEMSIZE, _checked_destination, _new_output, token_shape
+from .image import _decode, _limits
+from .policies import _size_policy, canonical_policy, dynamic_size, is_dynamic  # noqa: F401 (pxvm.ragged's names)
 
 _lib = _capi.lib
-
-
-def canonical_policy(policy: str) -> str:
-    """A policy's canonical text ("dynamic" -> "dynamic:merge=2,min=3136,max=1003520:bicubic";
-    "native" as it is); a bad one (empty, "native:...", an unknown kind...) is a UsageError in
-    the library's words (vm/resize.c), the same as pxrun's and pxbatch's."""
-    buf = ctypes.create_string_buffer(256)
-    _check(_lib.pxvm_policy_canonical(_capi.c_string(policy, "policy"), buf, len(buf)))
-    return buf.value.decode()
 
 
 def image_hw(a):
@@ -85,20 +80,6 @@ def image_hw(a):
     if len(sh) == 3 and sh[0] in (1, 3, 4):
         return sh[1], sh[2]
     return None
-
-
-def is_dynamic(policy: str | None) -> bool:
-    return isinstance(policy, str) and canonical_policy(policy).startswith("dynamic:")
-
-
-def dynamic_size(policy: str, patch: int, w: int, h: int) -> tuple[int, int]:
-    """(w', h') of a w x h image under a dynamic policy for a plan of this patch (the library's
-    pxvm_policy_dynamic_size: the rule of docs/policies.md)."""
-    ow, oh = ctypes.c_int(), ctypes.c_int()
-    _check(_lib.pxvm_policy_dynamic_size(_capi.c_string(policy, "policy"), _capi.c_integer(patch, "patch"),
-                                         _capi.c_integer(w, "w"), _capi.c_integer(h, "h"), ctypes.byref(ow),
-                                         ctypes.byref(oh)))
-    return ow.value, oh.value
 
 
 class Ragged:
@@ -157,15 +138,6 @@ def _plan_patch(runner):
                          (runner.program.name, "a plan of scheme %r" % plan.get("scheme") if isinstance(plan, dict)
                           else "not a plan"))
     return plan, int(plan.get("patch", 16))
-
-
-def _named(e, i, name):
-    """The same class of error, naming the image (its index, and its file when it has one)."""
-    what = "image %d%s" % (i, " ('%s')" % name if name else "")
-    reason = getattr(e, "reason", str(e))
-    err = type(e)("%s: %s" % (what, reason))
-    err.index, err.file, err.reason = i, name, reason
-    return err
 
 
 def _library_error(rc, failed, files, repeat=1):
@@ -231,7 +203,6 @@ def ragged_layout(policy, layout, merge, temporal):
 def ragged_size(policy, size):
     """(out_w, out_h, the policy to run with) of a ragged call: (0, 0) for dynamic (size refused,
     as for runs), else size=(W, H) (needed; stretch when no policy is given)."""
-    from .runner import _size_policy
     if is_dynamic(policy):
         _size_policy(policy, size)  # its words for a size given with dynamic
         return 0, 0, policy
@@ -249,7 +220,6 @@ def _decode_files(files, decoded, warned, failures=None):
     the files after a failed one are skipped, those before it still decoded). The caller frees
     what is in `decoded`, also after an error. With `failures` (a dict) every file is decoded and
     each failure goes into failures[i], named; nothing is raised."""
-    from .image import _decode, _limits
     todo = [i for i, f in enumerate(files) if f is not None]
     if not todo:
         return
@@ -388,7 +358,6 @@ def ragged_batch(runner, images, policy: str, fmt=None, dtype: str = "uint8", la
 def ragged_shape(n, patch, fmt, layout, temporal=1):
     """The shape of n ragged tokens of temporal frames: RGBA8 tiles (fmt None) or fmt's (see the
     module); temporal 1 gives the single-frame shapes."""
-    from .tokens import token_shape
     if fmt is None:
         return (n, patch, patch, 4) if temporal == 1 else (n, temporal, patch, patch, 4)
     c = 4 if fmt.alpha else 3
@@ -400,7 +369,6 @@ def ragged_shape(n, patch, fmt, layout, temporal=1):
 
 def _empty(runner, fmt, dtype, layout, device, temporal=1):
     """The Ragged of no image (every one failed under on_error="skip"), of the output's kind."""
-    from .tokens import _new_output
     np = _np()
     _, patch = _plan_patch(runner)
     cuda = device is not None and str(device) != "cpu"
@@ -426,7 +394,6 @@ def ragged_batch_once(runner, images, policy: str, fmt=None, dtype: str = "uint8
     None, the output where the images are (CUDA when one is a CUDA tensor, else the host); "cuda"
     (or a torch device of the runner's GPU): a CUDA tensor whatever the images (the cuda executor
     only)."""
-    from .tokens import _ITEMSIZE, _checked_destination, _new_output
     np = _np()
     _, patch = _plan_patch(runner)
     if not isinstance(images, (list, tuple)):

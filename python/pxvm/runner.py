@@ -1,10 +1,14 @@
-"""Runners: a program loaded on an executor, run on images, batches and frames; pyramid()."""
+"""Runners: a program loaded on an executor, run on images, batches and frames; pyramid().
+
+The Runner class is one job (its C runners per batch size, the fast path's prepared calls, its
+front doors run, patches, run_batch, patches_batch, tokens); its parts live
+beside it: the call into the library (_exec.py), reads after a run (_reads.py), policies
+(policies.py), fixations (fixations.py), batches of many sizes and on_error (_batch.py), alpha= and
+exif_transpose= (_options.py), the cache (_lru.py), the guard of a call (_guard.py), the compiled
+fast path's loading (_nativeload.py)."""
 from __future__ import annotations
 
-import collections
 import ctypes
-import functools
-import operator
 import os
 import threading
 import weakref
@@ -12,12 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 from . import _capi
 from ._capi import View as _View
-from .errors import Error, UsageError, Unlinkable, _check
-from ._arrays import _np, _is_torch, _describe, _fill_view, _c_contiguous, _torch, _current_stream, _cuda_device
+from .errors import Error, UsageError, Unlinkable, _check  # noqa: F401 (Error, Unlinkable: as before)
+from ._arrays import _np, _is_torch, _describe, _torch, _current_stream
 from ._arrays import like_images as _like_images
+from ._batch import (ON_ERROR, BatchResult, _Batching, _as_ragged, _naming_paths,  # noqa: F401
+                     _on_error, _path_loaded, _skipping)
+from ._failures import _image_error, _is_path  # noqa: F401
+from ._exec import _Exec
+from ._guard import _InCall, _locked
+from ._lru import _LRU, _live_lrus, _slot_bytes
+from ._nativeload import _load_native
+from ._options import _rgb, _with_alpha, _with_exif  # noqa: F401
+from .fixations import FIXATION_UNITS, PXVM_FIX_REGS, _Fixations  # noqa: F401
+from .policies import (_POLICY_HOST, _check_policy, _policy_image, _size_check, _size_policy,  # noqa: F401
+                       canonical_policy, is_dynamic)
 from .program import Program
-from .ragged import (canonical_policy, image_hw, is_dynamic, ragged_batch, ragged_layout, ragged_size, resized_on_gpu,
-                     wants_ragged)
+from ._reads import PXVM_GEOM_INTS, _Reads  # noqa: F401 (PXVM_GEOM_INTS: pxvm's, as before)
+from .ragged import image_hw, ragged_batch, ragged_layout, ragged_size, resized_on_gpu, wants_ragged
 from .stream import Stream
 from . import tokens as _tokens  # Runner.tokens' module, bound once (an import per call costs)
 
@@ -27,41 +42,9 @@ if TYPE_CHECKING:
 
 _lib = _capi.lib
 
-
-def _load_native():
-    """The compiled fast path (python/pxvm/_native.c: prepared pxvm_runner_exec calls), bound to
-    the library loaded here; None where it is not built (no python3-dev) or PXVM_NO_NATIVE=1.
-    PXVM_NATIVE_SO=path loads that build of it instead of the package's (the sanitizer build's)."""
-    off = os.environ.get("PXVM_NO_NATIVE", "")
-    if off not in ("", "0", "1"):
-        raise UsageError("usage: PXVM_NO_NATIVE=%s: 1 (the ctypes path alone) or 0 (the compiled one when built)" % off)
-    if off == "1":
-        return None
-    path = os.environ.get("PXVM_NATIVE_SO")
-    if path:  # another build of it (make asan-python: the sanitized one); not loading is an error then
-        import importlib.machinery
-        import importlib.util
-        import sys
-        loader = importlib.machinery.ExtensionFileLoader(__package__ + "._native", path)
-        spec = importlib.util.spec_from_file_location(__package__ + "._native", path, loader=loader)
-        _native = importlib.util.module_from_spec(spec)
-        loader.exec_module(_native)
-        sys.modules[spec.name] = _native
-    else:
-        try:
-            from . import _native
-        except ImportError:
-            return None
-    address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
-    _native.bind(address(_lib.pxvm_runner_exec), address(_lib.pxvm_runner_set_stream), _check,
-                 address(_lib.pxvm_runner_read_tokens))
-    return _native
-
-
 _native = _load_native()
 
 _ONE_PIXEL = (ctypes.c_uint8 * 4)(0, 0, 0, 255)  # Runner._size_fits' image: one pixel, zero strides
-PXVM_FIX_REGS = 8   # fixation registers per item (include/pxvm.h)
 #: a Runner keeps the C runners of at most this many batch sizes, and of at most RUNNER_BYTES of
 #: slot storage (_slot_bytes) together; the least recently used go at the end of a call (the most
 #: recent one stays, even alone over the bytes)
@@ -71,126 +54,10 @@ RUNNER_BYTES = 512 << 20
 #: slot storage together (least recently used first out)
 PYRAMID_SIZES = 16
 PYRAMID_BYTES = 256 << 20
-PXVM_GEOM_INTS = 5  # int32 of one token's geometry
-FIXATION_UNITS = ("normalized", "texels")  # fixation_units=: the default, and the explicit texel door
 
 
-# Every Runner and cache of this process, for the fork handler (_after_fork_in_child).
+# Every Runner of this process, for the fork handler (_after_fork_in_child).
 _live_runners = weakref.WeakSet()
-_live_lrus = weakref.WeakSet()
-
-
-class _LRU:
-    """Values by key, the least recently used first out, bounded by count and by bytes: after
-    trim(), at most max_count values whose sizes (the bytes given to put) add up to at most
-    max_bytes are kept, except that the most recently used one stays even alone over max_bytes.
-    The one cache helper of the package (pxvm.pyramid's runners, a Runner's C runners per batch
-    size, pxvm.seeds' runners). A value that goes is handed to `evict` (None:
-    dropped, so a Runner closes when its last reference goes, never under a call still using it).
-    put() trims at once unless trim_on_put is False (a Runner trims its C runners between calls)."""
-
-    def __init__(self, max_count, max_bytes, evict=None, trim_on_put=True):
-        _live_lrus.add(self)
-        self.max_count, self.max_bytes = max_count, max_bytes
-        self.bytes = 0  # the sizes of the values kept, added up
-        self._items = collections.OrderedDict()  # key -> (value, bytes)
-        self._evict, self._trim_on_put = evict, trim_on_put
-        self._lock = threading.Lock()  # guards the dict only: evict runs outside it
-
-    def get(self, key, default=None):
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return default
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key, value, nbytes):
-        with self._lock:
-            gone = self._items.pop(key, None)
-            if gone is not None:
-                self.bytes -= gone[1]
-            self._items[key] = (value, int(nbytes))
-            self.bytes += int(nbytes)
-        if gone is not None and gone[0] is not value and self._evict:
-            self._evict(key, gone[0])
-        if self._trim_on_put:
-            self.trim()
-        return value
-
-    def over(self):
-        """Whether trim() would evict something."""
-        return len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes)
-
-    def trim(self):
-        """Evicts the least recently used values until within the bounds (the most recent one
-        stays); returns [(key, value)] of those that went."""
-        gone = []
-        with self._lock:
-            while len(self._items) > 1 and (len(self._items) > self.max_count or self.bytes > self.max_bytes):
-                key, (value, nbytes) = self._items.popitem(last=False)
-                self.bytes -= nbytes
-                gone.append((key, value))
-        if self._evict:
-            for key, value in gone:
-                self._evict(key, value)
-        return gone
-
-    def pop(self, key):
-        with self._lock:
-            item = self._items.pop(key, None)
-            if item is not None:
-                self.bytes -= item[1]
-        return None if item is None else item[0]
-
-    def clear(self):
-        with self._lock:
-            gone = list(self._items.items())
-            self._items.clear()
-            self.bytes = 0
-        if self._evict:
-            for key, (value, _) in gone:
-                self._evict(key, value)
-
-    def items(self):
-        with self._lock:
-            return [(k, v) for k, (v, _) in self._items.items()]
-
-    def grow(self, key, nbytes):
-        """The value of key holds nbytes now, if more than counted (an any-size runner's storage)."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None and nbytes > item[1]:
-                self._items[key] = (item[0], int(nbytes))
-                self.bytes += int(nbytes) - item[1]
-
-    def __contains__(self, key):
-        return key in self._items
-
-    def __getitem__(self, key):
-        return self._items[key][0]
-
-    def __iter__(self):
-        return iter(list(self._items))
-
-    def keys(self):
-        return list(self._items)
-
-    def __len__(self):
-        return len(self._items)
-
-
-def _slot_bytes(program, batch=1, sizes=None):
-    """What a C runner of `batch` items of program holds, estimated as its slots' storage: each
-    slot's mip chain in RGBA8 at its (reference) size, or at sizes[slot index] (an any-size input's
-    storage, which grows to the largest image bound), times the items (the caches' byte measure)."""
-    total = 0
-    for s in program.slots:
-        w, h = sizes.get(s.index, (s.w, s.h)) if sizes else (s.w, s.h)
-        for _ in range(max(1, s.levels)):
-            total += w * h * 4
-            w, h = max(1, w >> 1), max(1, h >> 1)
-    return total * batch
 
 
 def _after_fork_in_child():
@@ -219,383 +86,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class _InCall:
-    """The one guard of every call into a Runner's C runners (Runner methods, pxvm.tokens,
-    Stream.push and reset, the seeds' and pyramid's runs): holds Runner.lock and counts the calls
-    in flight, so close() made from inside one (an input's __array__, a torch mode reading
-    stride(), an __index__ of a dirty rectangle or a fixation) is refused instead of freeing the C
-    runner the call still uses. When the outermost call ends, the runner's C runners of other
-    batch sizes are trimmed to their bound (never while a call may hold one)."""
-    __slots__ = ("runner",)
-
-    def __init__(self, runner):
-        self.runner = runner
-
-    def __enter__(self):
-        r = self.runner
-        r.lock.acquire()
-        r._calls += 1
-        return r
-
-    def __exit__(self, *exc):
-        r = self.runner
-        r._calls -= 1
-        try:
-            if not r._calls and r._grows:
-                r._count_grown()
-            if not r._calls and r._runners.over():
-                r._trim_runners()
-        finally:
-            r.lock.release()
-
-
-def _locked(method):
-    """The method under the runner's guard (_InCall, Runner.lock): one C runner handle is used by
-    one thread at a time (include/pxvm.h), so threads sharing a Runner take turns instead of
-    racing, and the runner cannot be closed under a call in flight."""
-    @functools.wraps(method)
-    def locked(self, *args, **kwargs):
-        with _InCall(self):
-            return method(self, *args, **kwargs)
-    return locked
-
-
-def _is_path(x):
-    return isinstance(x, (str, os.PathLike))
-
-
-def _path_loaded(x):
-    """An image argument as bound: a file path (str or os.PathLike) becomes its PNG or JPEG image
-    (load_image, as pxrun --in decodes it), in a list each such item; anything else as it is."""
-    if _is_path(x):
-        from .image import load_image
-        return load_image(x)
-    if isinstance(x, (list, tuple)) and any(_is_path(xi) for xi in x):
-        return [_path_loaded(xi) for xi in x]
-    return x
-
-
-def _image_error(e):
-    """Whether pxvm error e can be about one image given (its file: unreadable, not decodable,
-    outside the limits or the slot's size or bounds), not about the program or an option."""
-    from .errors import InvalidProgram, Malformed, PxIOError
-    return isinstance(e, (Malformed, InvalidProgram, Unlinkable, PxIOError))
-
-
-def _failing_item(e, items):
-    """The index in items of the file that error e (naming no file) is about: the image of the size
-    it names ("a 640x427 image cannot be bound ..."), decoded again only on this error path; None
-    when it cannot be told."""
-    import re
-    from .image import load_image
-    from .ragged import image_hw
-    m = re.search(r"\ba (\d+)x(\d+) image\b", str(e))
-    if not m:
-        return None
-    want = (int(m.group(2)), int(m.group(1)))
-    for i, x in enumerate(items):
-        try:
-            hw = image_hw(load_image(x)) if _is_path(x) else image_hw(x)
-        except Error:
-            continue
-        if hw == want:
-            return i
-    return None
-
-
-def _naming_paths(batched):
-    """A call whose images may be file paths: an image's error (_image_error: not a usage error
-    about the program or an option) is raised of its class naming the failing image: e.index (its
-    place among the images given) and e.file (its path), the file added to the message when the
-    library's does not name it (a bind's, e.g. a size a fixed-size input does not take). When the
-    failing image cannot be told, the files given are named (e.file None). batched: the images
-    are the first positional argument (the second is fixations), not every positional argument."""
-    def wrap(method):
-        @functools.wraps(method)
-        def call(self, *args, **kwargs):
-            try:
-                return method(self, *args, **kwargs)
-            except Error as e:
-                names = {s.name for s in self.program.inputs} | {"images"}
-                given = list(args[:1] if batched else args) + [v for k, v in kwargs.items() if k in names]
-                items = [x for v in given for x in (v if isinstance(v, (list, tuple)) else [v])]
-                files = [os.fspath(x) for x in items if _is_path(x)]
-                if not files or not _image_error(e) or getattr(e, "file", None) or \
-                        getattr(e, "index", None) is not None:
-                    raise
-                named = [i for i, x in enumerate(items) if _is_path(x) and "'%s'" % os.fspath(x) in str(e)]
-                if len(named) == 1:  # the library's message names it (a decode's): say which it is
-                    e.index, e.file = named[0], os.fspath(items[named[0]])
-                    raise
-                i = _failing_item(e, items) if len(items) > 1 else 0
-                if i is not None:
-                    if not _is_path(items[i]):
-                        raise
-                    err = type(e)("%s (image %d, file '%s')" % (e, i, os.fspath(items[i])) if len(items) > 1
-                                  else "%s (file '%s')" % (e, os.fspath(items[i])))
-                    err.index, err.file = i, os.fspath(items[i])
-                    raise err from None
-                shown = ", ".join("'%s'" % f for f in files[:4]) + (" and %d more" % (len(files) - 4) if len(files) > 4 else "")
-                err = type(e)("%s (file%s %s)" % (e, "s" if len(files) > 1 else "", shown))
-                err.index, err.file = None, files[0] if len(files) == 1 else None
-                raise err from None
-        return call
-    return wrap
-
-
-# ---- alpha= of the uint8 outputs ------------------------------------------------------------------
-
-def _rgb(result):
-    """The uint8 RGBA patches of a result (an array, (patches, geometry), a Ragged) as RGB: views
-    [..., :3] of the same memory (no copy; not contiguous: .copy() / .contiguous() makes one)."""
-    if isinstance(result, tuple):
-        return (_rgb(result[0]),) + result[1:]
-    if hasattr(result, "position_ids") and hasattr(result, "offsets"):  # a Ragged
-        result.tokens = result.tokens[..., :3]
-        return result
-    return result[..., :3]
-
-
-def _with_alpha(method):
-    """alpha= on patches and patches_batch: True (the default) the atlas's bytes as the library
-    writes them, RGBA (pxrun's, pxbatch's shards', the goldens'); False RGB, a view of them."""
-    @functools.wraps(method)
-    def call(self, *args, alpha=True, **kwargs):
-        if not isinstance(alpha, bool):
-            raise UsageError("usage: alpha is True or False, not %r" % (alpha,))
-        if not alpha and kwargs.get("out") is not None:
-            raise UsageError("usage: alpha=False with out=: out holds the RGBA bytes (take out[..., :3])")
-        result = method(self, *args, **kwargs)
-        return result if alpha else _rgb(result)
-    call.__doc__ = (method.__doc__ or "") + """
-
-        alpha: True (the default) gives the atlas's RGBA bytes (..., 4) as the library writes
-        them; False gives RGB (..., 3), a view of them (no copy, not contiguous)."""
-    return call
-
-
-def _with_exif(method):
-    """exif_transpose= on the calls that take files: True decodes every file of the call (paths
-    given as images) with its EXIF orientation applied, as pxvm.load_image(path,
-    exif_transpose=True) (Pillow's ImageOps.exif_transpose); False (the default) as stored."""
-    from .image import exif_transposed
-
-    @functools.wraps(method)
-    def call(self, *args, exif_transpose=False, **kwargs):
-        if not exif_transpose and isinstance(exif_transpose, bool):
-            return method(self, *args, **kwargs)
-        with exif_transposed(exif_transpose):  # a UsageError for a value that is not a bool
-            return method(self, *args, **kwargs)
-    call.__doc__ = (method.__doc__ or "") + """
-
-        exif_transpose: True applies each file's EXIF orientation (Pillow's exif_transpose)."""
-    return call
-
-
-# ---- on_error="skip" for batches of one size ------------------------------------------------------
-
-ON_ERROR = ("raise", "skip")
-
-
-class BatchResult(dict):
-    """run_batch's {name: (B', H, W, 4)} with on_error="skip": the kept images' outputs, and as
-    a Ragged's: `index` (the kept images' indices in the batch given) and `failures` (the errors
-    of the others, each naming its image: .index, .file), in the batch's order."""
-    index: Any
-    failures: list
-
-
-def _on_error(on_error, given):
-    """on_error checked ('raise' or 'skip'); with "skip", out=, with_geometry and named inputs
-    (given: {name: value}) are UsageErrors: the kept rows are not known before the run."""
-    if on_error not in ON_ERROR:
-        raise UsageError("usage: on_error=%r: 'raise' (the first failure is raised, nothing returned) or "
-                         "'skip' (failed images left out, listed in failures)" % (on_error,))
-    if on_error == "skip":
-        for name, v in given.items():
-            if v:
-                raise UsageError("usage: on_error='skip' takes no %s (the images kept are known after the run)" % name)
-    return on_error == "skip"
-
-
-def _skipping(call, images, fixations):
-    """call(items, fixations) (a batch call with on_error "raise") over the images that do not
-    fail: (its result or None when every image failed, the kept indices, the failures, the
-    images' files (None for arrays)); the failures are the
-    ragged batches' failure type, ragged._named: the same class naming the image by .index and
-    .file). An error about no image (a usage error, an executor that cannot open) is raised."""
-    from .data import _per_image
-    from .ragged import _named
-    if images is None:
-        raise UsageError("usage: on_error='skip' takes the images as `images` (one input slot)")
-    if isinstance(images, (str, os.PathLike)) or len(getattr(images, "shape", (0,))) == 0:
-        raise UsageError("usage: a batch is a list of images or paths, or a (B, ...) array, not %s" %
-                         type(images).__name__)
-    items = list(images) if isinstance(images, (list, tuple)) else [images[i] for i in range(int(images.shape[0]))]
-    files = [os.fspath(x) if _is_path(x) else None for x in items]
-    failures, keep = {}, list(range(len(items)))
-
-    def failed(i, e):
-        failures[i] = _named(e, i, files[i])
-
-    while keep:
-        try:
-            result = call([items[i] for i in keep], Runner._take(fixations, keep))
-            break
-        except Error as e:
-            if not _per_image(e):
-                raise
-            j = getattr(e, "index", None)
-            if j is not None and 0 <= j < len(keep):
-                failed(keep.pop(j), e)
-                continue
-            found = False  # which one the error is about is not told: each image alone says
-            for i in list(keep):
-                try:
-                    call([items[i]], Runner._take(fixations, [i]))
-                except Error as e1:
-                    if not _per_image(e1):
-                        raise
-                    failed(i, e1)
-                    keep.remove(i)
-                    found = True
-            if not found:
-                raise
-    else:
-        result = None
-    return result, keep, [failures[i] for i in sorted(failures)], files
-
-
-def _as_ragged(result, keep, failures, files, empty):
-    """A skipped batch's (B', N, ...) tokens as a Ragged (the form of a fixed-count pxbatch shard:
-    offsets i * N, grid (1, 1, N): tokens in the program's order), with its index and failures;
-    empty(): the (0, ...) tokens when every image failed."""
-    from .ragged import Ragged
-    np = _np()
-    b = len(keep)
-    if result is None:
-        tokens, n = empty(), 0
-    else:
-        n = int(result.shape[1])
-        tokens = result.reshape((b * n,) + tuple(result.shape[2:]))
-    r = Ragged(tokens, np.arange(b + 1, dtype=np.int64) * n, np.tile(np.array([1, 1, n], np.int64), (b, 1)), None)
-    r.index, r.failures = np.array(keep, dtype=np.int64), failures
-    kept = [files[i] for i in keep]
-    r.files = kept if any(f is not None for f in kept) else None
-    return r
-
-# ---- resolution policies --------------------------------------------------------------------------
-
-_POLICY_HOST = ("usage: policy %r: policies resize on the host: pass a host array, or use a program with RESIZE")
-
-
-def _check_policy(policy):
-    """None or the policy text, checked by the library (a bad one is a UsageError naming it);
-    "native" (an any-size input takes each image at its own size: Runner._apply_policy) as it is."""
-    if policy is None or policy == "native":
-        return policy
-    if not isinstance(policy, str):
-        raise TypeError("pxvm: policy must be a string such as 'fit:bicubic', got %s" % type(policy).__name__)
-    canonical_policy(policy)  # empty, native:..., a bad one: its words (with native among the kinds)
-    one = (ctypes.c_uint8 * 4)()
-    out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit(ctypes.cast(one, ctypes.c_void_p), 1, 1, 1, 1, _capi.c_string(policy, "policy"),
-                               ctypes.byref(out)))
-    _lib.pxvm_free(out)
-    return policy
-
-
-def _size_policy(policy, size):
-    """size=(W, H) against policy (no program needed): (W, H) or None, and the policy it runs with
-    (stretch when none is given). As pxrun/pxbatch --size (tools/pxrun_size.c), same words: native,
-    exact and dynamic decide the size themselves (UsageError naming the policy)."""
-    if size is None:
-        return None, policy
-    try:  # whole numbers: int, or an integral NumPy scalar (np.int64(300), an item of np.array([300, 200]))
-        w, h = size
-        if any(isinstance(v, bool) or type(v).__name__ == "bool_" for v in (w, h)):
-            raise TypeError("a bool is no size")
-        w, h = operator.index(w), operator.index(h)
-        ok = 1 <= w <= 65535 and 1 <= h <= 65535
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        try:
-            kinds = "%s of %s" % (type(size).__name__, ", ".join(type(v).__name__ for v in size))
-        except TypeError:
-            kinds = type(size).__name__
-        raise UsageError("usage: size takes (W, H), the width and height 1..65535 (e.g. (320, 240)), not %r (%s; "
-                         "whole numbers: int or an integral NumPy value)" % (size, kinds))
-    if policy is None:
-        return (w, h), "stretch"
-    _check_policy(policy)
-    if policy in ("native", "exact") or is_dynamic(policy):
-        raise UsageError("usage: size %dx%d: policy '%s' decides the size itself (native and exact bind each image at "
-                         "its own size, dynamic at its rule's); size takes stretch[:FILTER] or fit[:FILTER[:PAD]]"
-                         % (w, h, policy))
-    return (w, h), policy
-
-
-def _size_check(program, size):
-    """size=(W, H) against the program, as pxrun --size: a fixed-size program (its slot's size is the
-    only one) or a size outside an any-size input's bounds is a UsageError naming them."""
-    if size is None:
-        return
-    w, h = size
-    ins = program.inputs
-    if not any(s.any_size for s in ins):
-        if not ins:
-            raise UsageError("usage: size %dx%d: program '%s' has no input slot" % (w, h, program.name))
-        s = ins[0]
-        raise UsageError("usage: size %dx%d: program '%s' is not any-size: its input slot %d ('%s') is %dx%d, the only "
-                         "size it takes (policy stretch or fit resizes images to it)"
-                         % (w, h, program.name, s.index, s.name, s.w, s.h))
-    for s in ins:
-        if s.any_size and not (s.min_side <= min(w, h) and max(w, h) <= s.max_side and
-                               (not s.max_pixels or w * h <= s.max_pixels)):
-            most = ", at most %d pixels" % s.max_pixels if s.max_pixels else ""
-            raise UsageError("usage: size %dx%d is outside the bounds of program '%s': a %dx%d image cannot be bound "
-                             "to slot %d ('%s'): it takes %dx%d .. %dx%d%s" % (w, h, program.name, w, h, s.index, s.name,
-                                                                               s.min_side, s.min_side, s.max_side,
-                                                                               s.max_side, most))
-
-
-def _policy_image(x, w, h, policy):
-    """One host image (H, W), (H, W, C) or (C, H, W) for a w x h slot: x itself when it is w x h,
-    else a new (h, w, 4) uint8 array: its RGBA8 pixels (grey v -> (v, v, v, 255), RGB -> (r, g, b,
-    255)) through pxvm_image_fit_channels (the widening done in the library)."""
-    if _is_torch(x):
-        if x.device.type != "cpu":
-            raise UsageError(_POLICY_HOST % policy)
-        x = x.numpy()
-    elif getattr(x, "__cuda_array_interface__", None) is not None:
-        raise UsageError(_POLICY_HOST % policy)
-    np = _np()
-    a = np.asarray(x)
-    if a.dtype != np.uint8:
-        raise TypeError("pxvm: images must be uint8 arrays, got %s" % a.dtype)
-    if a.ndim == 2:
-        a = a[:, :, None]
-    elif a.ndim == 3 and a.shape[2] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
-        a = a.transpose(1, 2, 0)
-    if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
-        raise UsageError("pxvm: images are (H, W), (H, W, C) or (C, H, W) with C in 1, 3, 4; got shape %s" %
-                         (tuple(np.shape(x)),))
-    H, W, C = a.shape
-    if (H, W) == (h, w) and not policy.startswith("crop"):  # crop resizes by the short side, at any size
-        return x
-    a = np.ascontiguousarray(a)  # its own channels: the library widens them to RGBA
-    out = ctypes.c_void_p()
-    _check(_lib.pxvm_image_fit_channels(a.ctypes.data, W, H, C, w, h, _capi.c_string(policy, "policy"),
-                                        ctypes.byref(out)))
-    try:
-        rgba = np.empty((h, w, 4), dtype=np.uint8)
-        ctypes.memmove(rgba.ctypes.data, out, w * h * 4)
-        return rgba
-    finally:
-        _lib.pxvm_free(out)
-
-
 # ---- runners --------------------------------------------------------------------------------------
 
 def _executor_device(executor, device):
@@ -615,7 +105,7 @@ def _executor_device(executor, device):
     return executor, device
 
 
-class Runner:
+class Runner(_Exec, _Reads, _Fixations, _Batching):
     """A program loaded on an executor: "cpu", "cuda" (CUDA-GL), "cuda:N" (device N, as torch names
     it; a torch.device too) or "auto" (cuda when it opens here).
 
@@ -762,121 +252,6 @@ class Runner:
     def __repr__(self) -> str:
         return "Runner(%r, executor=%r)" % (self.program, self.executor)
 
-    # -- the one call into the library per run
-    def _buffers(self, batch, nin, nout):
-        """The ctypes arrays of one call shape, made once and refilled (they cost microseconds)."""
-        key = (batch, nin, nout)
-        bufs = self._bufs.get(key)
-        if bufs is None:
-            bufs = self._bufs[key] = ((ctypes.c_int * max(nin, 1))(), (ctypes.c_int * max(nin, 1))(),
-                                      (_View * max(nin, 1))(), (ctypes.c_int * max(nout, 1))(),
-                                      (ctypes.c_int * max(nout, 1))(), (_View * max(nout, 1))())
-        return bufs
-
-    def _exec(self, inputs, batch, outs, batched=False, out=None, fixation=None, units="normalized", clamp=False):
-        """inputs: {slot index: array, or a list of one array per item}, arrays with a leading
-        batch axis when `batched`; outs: [(slot, kind)] kind 0 level 0, 1 patches; `out`: arrays
-        to write them into instead of new ones; fixation, units, clamp: see _fixations. Returns the
-        output arrays in the order of outs."""
-        h, name = self._runner(batch)
-        binds = []  # (slot, first item, description, has a batch axis)
-        for k, x in inputs.items():
-            if isinstance(x, (list, tuple)):
-                binds += [(k, i, _describe(xi), False) for i, xi in enumerate(x)]
-            else:
-                binds.append((k, 0, _describe(x), batched))
-        on_cuda = False
-        for _, _, a, _ in binds:
-            if a.device != -1:
-                on_cuda = True
-                _cuda_device(a, self.device)
-        if on_cuda:
-            if name != "cuda":
-                raise UsageError("usage: input: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-            self._sync_stream(batch)
-        elif self._stream.get(batch):
-            _check(_lib.pxvm_runner_set_stream(h, None))
-            self._stream[batch] = 0
-        nin, nout = len(binds), len(outs)
-        in_slots, in_items, in_views, out_slots, out_kinds, out_views = self._buffers(batch, nin, nout)
-        slots = self.program.slots
-        for i, (k, item, a, has_axis) in enumerate(binds):
-            s = slots[k]
-            in_slots[i], in_items[i] = k, item
-            _fill_view(in_views[i], a, s.w, s.h, has_axis)
-        ins = self.program.inputs
-        if fixation is None or not ins:
-            ref_wh = None
-        else:  # the first input's size in this run: the image bound to it now, else the one bound before
-            ref_wh = next(((in_views[i].w, in_views[i].h) for i, b in enumerate(binds) if b[0] == ins[0].index),
-                          None) or self.slot_size(ins[0].index, batch)
-        fix = self._fixations(fixation, batch, batched, units, clamp, ref_wh)
-        if fix is not None:
-            kind, fx = fix
-            if kind == "device" and not on_cuda:
-                if name != "cuda":
-                    raise UsageError("usage: fixation: CUDA tensors need executor 'cuda' (this runner's is '%s')" % name)
-                self._sync_stream(batch)
-            if kind != "normalized" and ref_wh != self.slot_size(ins[0].index, batch):
-                # Q16 texels are checked against the size bound when they are set: bind the first
-                # input at its new size first, then set them (the call then runs without that bind)
-                keep = 0
-                for i in range(nin):
-                    if in_slots[i] == ins[0].index:
-                        _check(_lib.pxvm_runner_bind(h, in_slots[i], in_items[i], ctypes.byref(in_views[i])))
-                    else:
-                        in_slots[keep], in_items[keep] = in_slots[i], in_items[i]
-                        in_views[keep] = in_views[i]
-                        keep += 1
-                nin = keep
-            if kind == "device":
-                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.data_ptr()),
-                                                      self.device))
-            elif kind == "normalized":  # the library converts and checks them
-                _check(_lib.pxvm_runner_set_fixations_normalized(h, 0, batch, 0, fx.shape[1],
-                                                                 ctypes.c_void_p(fx.ctypes.data)))
-            else:
-                _check(_lib.pxvm_runner_set_fixations(h, 0, batch, 0, fx.shape[1], ctypes.c_void_p(fx.ctypes.data), -1))
-        results = []
-        for i, (k, kind) in enumerate(outs):
-            s = slots[k]
-            if kind:
-                vw, vh = s.patch_w, s.patch_h * s.patch_count
-                full = (batch, s.patch_count, s.patch_h, s.patch_w, 4)
-            else:
-                vw, vh = s.w, s.h
-                full = (batch, s.h, s.w, 4)
-            if out is not None:
-                arr = out[i]
-                d = _describe(arr)
-                if tuple(d.shape) != full or not _c_contiguous(full, d.strides) or (d.device >= 0) != on_cuda:
-                    raise UsageError("pxvm: out must be a C-contiguous uint8 %s array of shape %s, got %s of %s" %
-                                     ("CUDA" if on_cuda else "host", full, "CUDA" if d.device >= 0 else "host",
-                                      tuple(d.shape)))
-                ptr, devno = d.ptr, (self.device if on_cuda else -1)
-            elif on_cuda:
-                arr = _torch().empty(full, dtype=_torch().uint8, device=self._torch_device)
-                ptr, devno = arr.data_ptr(), self.device
-            else:
-                arr = _np().empty(full, dtype=_np().uint8)
-                ptr, devno = arr.ctypes.data, -1
-            v = out_views[i]
-            v.data, v.device, v.items, v.w, v.h, v.channels = ptr, devno, batch, vw, vh, 4
-            v.item_stride, v.row_stride, v.px_stride, v.ch_stride = vw * vh * 4, vw * 4, 4, 1
-            out_slots[i], out_kinds[i] = k, kind
-            results.append(arr)
-        rc = _lib.pxvm_runner_exec(h, nin, in_slots, in_items, in_views, nout, out_slots, out_kinds, out_views)
-        # borrowed: what the views point at (the described arrays: a temporary np.asarray of a PIL
-        # image or of an __array__ object, not only the caller's object) kept alive while the slot
-        # may still read it (see __init__)
-        lent = {}
-        for k, _, a, _ in binds:
-            lent.setdefault(k, []).append(a.keep)
-        for k, x in lent.items():
-            self._lent[(batch, k)] = (self._lent.get((batch, k), (None,))[0], x) if rc else (x, None)
-        _check(rc)
-        return results
-
     # -- the compiled fast path: a repeat of a call's shapes skips _exec (PXVM_NO_NATIVE=1: never)
     def _fast_key(self, name, image, inputs, fixation, units, policy, *more):
         """The key of a call the fast path takes (one positional image, batch 1, no fixation, no
@@ -931,107 +306,6 @@ class Runner:
             ctypes.string_at(out_views, ctypes.sizeof(_View) * nout), tuple(args), tuple(allocs),
             (self._stream if self.executor == "cuda" else None, 1, on_cuda, stream_fn or None, self.device), tok)
 
-    def _fixations(self, fixation, batch, batched, units="normalized", clamp=False, ref_wh=None):
-        """Fixations as (kind, (B, K, 2) array) or None (keep the registers): ("normalized", host
-        float64), converted and checked by the library; ("q16", host int32), converted and checked
-        here (texels, and torch tensors); ("device", CUDA int32 tensor), converted and checked on
-        the device, on the current stream (no copy to the host; the range check reads one flag
-        back, which fixation_clamp=True spares). One rule: register = floor(n * W * 65536 + 0.5)
-        for a normalized n, floor(x * 65536 + 0.5) for texels, in float64, one operation at a time
-        (the library's pxvm_runner_set_fixations_normalized, NumPy's and torch's give one result).
-        ref_wh: the (W, H) of the first input in this run (an any-size input's bound size), or None
-        for its slot's size."""
-        if units not in FIXATION_UNITS:
-            raise UsageError("usage: fixation_units is 'normalized' (the default) or 'texels', not %r" % (units,))
-        if fixation is None:
-            return None
-        if isinstance(fixation, str):
-            if fixation != "saliency":
-                raise UsageError("usage: fixation is (x, y) (normalized to the first input), an array, or 'saliency'")
-            if not self.program.finds_fixations:
-                raise UsageError("usage: fixation='saliency': program %s finds no fixations (compile a logpolar or v1 "
-                                 "plan with \"scanpath\": K)" % self.program.name)
-            return None
-        if not self.fixation_inputs:
-            if self.program.finds_fixations:
-                raise UsageError("usage: fixation: program %s takes no fixations: it finds its own (ARGMAX; give "
-                                 "fixation='saliency')" % self.program.name)
-            raise UsageError("usage: fixation: program %s takes no fixations: it samples no position relative to a "
-                             "fixation (compile its plan with \"fixation\": \"relative\")" % self.program.name)
-        np = _np()
-        on_torch = _is_torch(fixation)
-        if on_torch:  # on its device
-            torch = _torch()
-            t = fixation.detach().to(torch.float64)
-        else:
-            t = np.asarray(fixation, dtype=np.float64)
-        if not batched and t.ndim in (1, 2):
-            t = t.reshape((1,) + tuple(t.shape))
-        if t.ndim == 2:  # (B, 2): register 0 of each item
-            t = t.reshape(t.shape[0], 1, 2)
-        if t.ndim != 3 or t.shape[0] != batch or t.shape[2] != 2 or not 1 <= t.shape[1] <= PXVM_FIX_REGS:
-            raise UsageError("pxvm: fixation must be (x, y), (K, 2) registers, or per item (B, 2) / (B, K, 2) with "
-                             "B = %d and K <= %d; got shape %s" % (batch, PXVM_FIX_REGS, tuple(t.shape)))
-        ins = self.program.inputs
-        ref = ins[0] if ins else None
-        if ref is None and units == "normalized":
-            raise UsageError("usage: fixation: a normalized fixation needs an input slot to scale to (program %s has "
-                             "none; give fixation_units='texels')" % self.program.name)
-        if ref is not None:
-            ref = (ref.name,) + tuple(ref_wh or (ref.w, ref.h))  # (name, W, H) at the size of this run
-        hi = (1.0, 1.0) if units == "normalized" else ((float(ref[1]), float(ref[2])) if ref else (32767.0, 32767.0))
-        if on_torch and not fixation.is_cuda and units == "normalized" and not clamp:
-            on_torch, t = False, t.numpy()  # host values: the library converts them at the bound size
-        if on_torch:
-            if clamp:
-                t = torch.stack([torch.nan_to_num(t[..., a], nan=hi[a] / 2).clamp(0.0, hi[a]) for a in (0, 1)], -1)
-            else:
-                bad = torch.stack([~((t[..., a] >= 0) & (t[..., a] <= hi[a])) for a in (0, 1)], -1)  # NaN: bad
-                if bool(bad.any()):  # the one value read back
-                    self._fixation_range_error(tuple(bad.nonzero()[0].tolist()), t, units, hi, ref)
-            if units == "normalized":  # n * W, then * 65536, + 0.5, floor: separate float64 operations
-                t = torch.stack([t[..., 0] * float(ref[1]), t[..., 1] * float(ref[2])], -1)
-            q = torch.floor((t * 65536.0) + 0.5).to(torch.int32).contiguous()
-            return ("device", q) if q.is_cuda else ("q16", q.numpy())
-        if clamp:
-            t = np.stack([np.clip(np.nan_to_num(t[..., a], nan=hi[a] / 2), 0.0, hi[a]) for a in (0, 1)], -1)
-        if units == "normalized":
-            return "normalized", np.ascontiguousarray(t)
-        bad = ~((t >= 0) & (t <= np.array(hi)))
-        if bad.any():
-            self._fixation_range_error(tuple(np.argwhere(bad)[0]), t, units, hi, ref)
-        return "q16", np.ascontiguousarray(np.floor((t * 65536.0) + 0.5).astype(np.int32))
-
-    def _fixation_range_error(self, at, t, units, hi, ref):
-        """The library's words for a value out of range: item, register, axis and the value."""
-        b, k, a = (int(i) for i in at)
-        v = repr(float(t[b, k, a]))
-        v = v[:-2] if v.endswith(".0") else v  # as the library prints it: 452, 1.5, nan
-        where = "input slot '%s', %dx%d" % ref if ref else "the program has no input slot"
-        if units == "normalized":
-            raise UsageError("usage: fixation (item %d, register %d): %s = %s is not in [0, 1] (normalized coordinates "
-                             "of %s)" % (b, k, "xy"[a], v, where))
-        raise UsageError("usage: fixation (item %d, register %d): %s = %s texels is not in [0, %d] (%s)" %
-                         (b, k, "xy"[a], v, int(hi[a]), where))
-
-    @_locked
-    def fixations(self, batch: int = 1, device: str | None = None) -> Array:
-        """The fixation registers after the last run, (B, 8, 2) level-0 texels (float64, the
-        registers' Q16 / 65536; give them back with fixation_units="texels"): what ARGMAX found (a
-        scanpath in registers 0..K-1) or what was set. NumPy from the host; with device="cuda" a
-        CUDA tensor, read on the device."""
-        h = self._runner(batch)[0]
-        if device is not None and self._runner(batch)[1] == "cuda":
-            torch = _torch()
-            t = torch.empty((batch, PXVM_FIX_REGS, 2), dtype=torch.int32, device=self._torch_device)
-            self._sync_stream(batch)
-            _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(t.data_ptr()), self.device))
-            return t.to(torch.float64) / 65536.0
-        np = _np()
-        a = np.empty((batch, PXVM_FIX_REGS, 2), dtype=np.int32)
-        _check(_lib.pxvm_runner_read_fixations(h, 0, batch, ctypes.c_void_p(a.ctypes.data), -1))
-        return a.astype(np.float64) / 65536.0
-
     def _sync_stream(self, batch):
         """The library orders its work after torch's current stream and the stream after its work."""
         h = self._runner(batch)[0]
@@ -1039,37 +313,6 @@ class Runner:
         if self._stream.get(batch) != handle:
             _check(_lib.pxvm_runner_set_stream(h, ctypes.c_void_p(handle)))
             self._stream[batch] = handle
-
-    @_locked
-    def geometry(self, slot: str | int | None = None, batch: int = 1, exact: bool = False,
-                 device: str | None = None) -> Array:
-        """Token geometry of the last run, as its sampling instructions used it: (B, N, 4) float32
-        (centre x, centre y, step, LOD; level-0 texels, step = du; NaN for a token no instruction
-        wrote), or with exact=True the library's int32 (B, N, 5): Q16 x, y, du, dv and the Q8.8
-        LOD. NumPy from the host; device="cuda" gives CUDA tensors (no host copy)."""
-        s = self._atlas(slot)
-        h = self._runner(batch)[0]
-        on_dev = device is not None and self._runner(batch)[1] == "cuda"
-        if on_dev:
-            torch = _torch()
-            g = torch.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=torch.int32, device=self._torch_device)
-            self._sync_stream(batch)
-            _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.data_ptr()), self.device))
-            if exact:
-                return g
-            f = torch.stack([g[..., 0].double() / 65536.0, g[..., 1].double() / 65536.0, g[..., 2].double() / 65536.0,
-                             g[..., 4].double() / 256.0], dim=-1).float()
-            f[g[..., 4] < 0] = float("nan")
-            return f
-        np = _np()
-        g = np.empty((batch, s.patch_count, PXVM_GEOM_INTS), dtype=np.int32)
-        _check(_lib.pxvm_runner_read_geometry(h, s.index, 0, batch, ctypes.c_void_p(g.ctypes.data), -1))
-        if exact:
-            return g
-        f = np.stack([g[..., 0] / 65536.0, g[..., 1] / 65536.0, g[..., 2] / 65536.0, g[..., 4] / 256.0],
-                     axis=-1).astype(np.float32)
-        f[g[..., 4] < 0] = np.nan
-        return f
 
     def stream(self, slot: str | int | None = None) -> Stream:
         """A frame stream over this runner (programs with persistent slots, e.g. plans with
@@ -1250,78 +493,6 @@ class Runner:
             return p, self.geometry(s.index, 1, device="cuda" if _is_torch(p) and p.is_cuda else None)[0]
         return p
 
-    def _size_groups(self, bound, policy):
-        """For a list of images of different sizes bound to the one any-size input, with no policy
-        that resizes (None, native, exact): {(h, w): [item indices]} in first-seen order; else None.
-        A runner binds one size to all its items, so such a batch runs as one batch per size."""
-        if policy not in (None, "native", "exact") or len(bound) != 1:
-            return None
-        (k, x), = bound.items()
-        if not self.program.slots[k].any_size or not isinstance(x, (list, tuple)):
-            return None
-        groups = {}
-        for i, xi in enumerate(x):
-            groups.setdefault(image_hw(xi), []).append(i)  # None (a bad shape): the bind says why
-        return groups if len(groups) > 1 else None
-
-    def _by_size(self, run_group, order, given):
-        """run_group(idx) for each group of items of one size (order, from _size_groups); an error of
-        a group is raised again naming its items (e.index, the first; e.file when it was given as a
-        path): a runner's error names the size, not which images of the batch had it."""
-        parts = []
-        for idx in order:
-            try:
-                parts.append(run_group(idx))
-            except Error as e:
-                if getattr(e, "index", None) is not None:
-                    raise
-                given = given if isinstance(given, (list, tuple)) else None
-                files = [os.fspath(given[i]) for i in idx if given is not None and _is_path(given[i])]
-                what = ("image %d" % idx[0] if len(idx) == 1 else "images %s" % ", ".join(map(str, idx[:8])) +
-                        (" and %d more" % (len(idx) - 8) if len(idx) > 8 else ""))
-                what += " of the batch"
-                if files:
-                    what += ", file%s %s" % ("s" if len(files) > 1 else "", ", ".join("'%s'" % f for f in files[:8]))
-                err = type(e)("%s (%s)" % (e, what))
-                err.index, err.file = idx[0], files[0] if len(files) == 1 else None
-                raise err from None
-        return parts
-
-    @staticmethod
-    def _take(a, idx):
-        """Items idx of a per-item argument (an array, tensor or list of B), or a as it is."""
-        if a is None or isinstance(a, str):
-            return a
-        if isinstance(a, (list, tuple)):
-            return [a[i] for i in idx]
-        if _is_torch(a):
-            return a[_torch().as_tensor(idx, device=a.device)]
-        return a[idx]
-
-    @staticmethod
-    def _gather(parts, order, n):
-        """The per-group results (each (len(group), ...)) back in item order: one (n, ...) array."""
-        items = [None] * n
-        for res, idx in zip(parts, order):
-            for j, i in enumerate(idx):
-                items[i] = res[j]
-        if _is_torch(items[0]):
-            return _torch().stack(items)
-        return _np().stack(items)
-
-    def _batch_inputs(self, images, inputs):
-        if images is not None:
-            inputs = dict(inputs)
-            ins = self.program.inputs
-            if len(ins) != 1:
-                raise UsageError("usage: give batches by slot name (%s)" % ", ".join(s.name for s in ins))
-            inputs[ins[0].name] = images
-        bound = self._inputs((), inputs)
-        sizes = {len(x) if isinstance(x, (list, tuple)) else int(x.shape[0]) for x in bound.values()}
-        if len(sizes) != 1 or 0 in sizes:
-            raise UsageError("pxvm: every input of a batch needs the same, non-zero batch size, got %s" % sorted(sizes))
-        return bound, sizes.pop()
-
     @_with_exif
     @_like_images()
     @_naming_paths(batched=True)
@@ -1439,33 +610,6 @@ class Runner:
             return p, self.geometry(s.index, b, device="cuda" if _is_torch(p) and p.is_cuda else None)
         return p
 
-    @_locked
-    def slot_size(self, slot: str | int, batch: int = 1) -> tuple[int, int]:
-        """(W, H) of a slot in the program the runner of `batch` items runs now: an any-size
-        input's bound size (its reference size until another is bound), any other slot's own
-        (pxvm_runner_slot_size)."""
-        s = self.program.slot(slot)
-        w, h = ctypes.c_int(), ctypes.c_int()
-        _check(_lib.pxvm_runner_slot_size(self._runner(batch)[0], s.index, ctypes.byref(w), ctypes.byref(h)))
-        return w.value, h.value
-
-    @_locked
-    def read(self, slot: str | int, level: int = 0, batch: int = 1) -> numpy.ndarray:
-        """A level of a slot after the last run, as (B, h, w, 4) NumPy (host copy; an any-size
-        input at its bound size)."""
-        np = _np()
-        s = self.program.slot(slot)
-        level = _capi.c_integer(level, "level")
-        h = self._runner(batch)[0]
-        sw, sh = self.slot_size(s.index, batch)
-        # the view's size at that level (a level out of 0..levels-1: the library's error names it)
-        w, hh = max(1, sw >> max(level, 0)), max(1, sh >> max(level, 0))
-        arr = np.empty((batch, hh, w, 4), dtype=np.uint8)
-        v = _View(arr.ctypes.data, -1, batch, w, hh, 4, w * hh * 4, w * 4, 4, 1)
-        _check(_lib.pxvm_runner_read(h, s.index, level, 0, ctypes.byref(v)))
-        return arr
-
-
     @_with_exif
     @_like_images()
     @_naming_paths(batched=False)
@@ -1490,8 +634,7 @@ class Runner:
     def positions(self, slot: str | int | None = None, t: int = 0) -> Any:
         """Every token's position after the last run (centre, step, level, normalized, grid ids,
         (t, h, w) rope ids): a pxvm.tokens.Positions. See pxvm.tokens.positions."""
-        from .tokens import positions
-        return positions(self, slot, t)
+        return _tokens.positions(self, slot, t)
 
 
 # ---- convenience ----------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from . import _capi
 from .errors import Malformed, UsageError, _check
 from ._arrays import _np, _torch
 from .image import PXVM_DECODE_LENIENT, _limits
+from .policies import _size_check
+from .program import Program
 
 if TYPE_CHECKING:
     import numpy
@@ -190,8 +192,6 @@ def plan_program(plan: dict | str | os.PathLike, source, **limits: int):
     it: a plan of "size": "any" that keeps state ("video") or has a scanpath is compiled at the
     frame size, as the same plan with "image" at that size, once the size is checked against its
     bounds (UsageError naming them); any other plan as it is. For Runner(...).stream()."""
-    from .program import Program
-    from .runner import _size_check
     if isinstance(plan, dict):
         p = dict(plan)
     elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):

@@ -241,3 +241,36 @@ TEST(api_public_calls_run_foveate273_and_classify_errors)
     pxvm_runner_close(run);
     pxvm_prog_free(prog);
 }
+
+/* Issue 42: what a failure is about comes as fields (pxvm_last_error_info), not only as words:
+ * the item and slot of the bind that failed (alone or inside pxvm_runner_exec), the file of a
+ * decode; cleared by the next failure that is about none. */
+TEST(api_last_error_info_names_the_item_slot_and_file)
+{
+    pxvm_prog *prog = NULL;
+    pxvm_runner *run = NULL;
+    CHECK(pxvm_prog_load("programs/foveate273.pxi", NULL, &prog) == 0);
+    CHECK(pxvm_runner_open(prog, "cpu", 0, 1, 3, &run) == 0);
+    uint8_t *px;
+    int w, h;
+    CHECK(pxvm_image_load("programs/data/chelsea.png", NULL, &px, &w, &h) == 0);
+    int image = pxvm_prog_slot_find(prog, "image");
+    pxvm_view in = pxvm_view_host(px, w, h, 4), small = pxvm_view_host(px, w, 10, 4);
+    pxvm_error_info info;
+    CHECK(pxvm_last_error_info(NULL) == PXVM_USAGE);
+    CHECK(pxvm_runner_bind(run, image, 2, &small) == PXVM_UNLINKABLE);
+    CHECK(pxvm_last_error_info(&info) == 0);
+    CHECK(info.item == 2 && info.slot == image && !strcmp(info.file, ""));
+    int slots[3] = {image, image, image}, items[3] = {0, 1, 2};
+    pxvm_view views[3] = {in, small, in};
+    CHECK(pxvm_runner_exec(run, 3, slots, items, views, 0, NULL, NULL, NULL) == PXVM_UNLINKABLE);
+    CHECK(pxvm_last_error_info(&info) == 0 && info.item == 1 && info.slot == image);
+    CHECK(pxvm_image_load("no/such.jpg", NULL, &px, &w, &h) == PXVM_IO);
+    CHECK(pxvm_last_error_info(&info) == 0 && info.item == -1 && info.slot == -1 && !strcmp(info.file, "no/such.jpg"));
+    pxvm_runner *r2 = NULL;
+    CHECK(pxvm_runner_open(prog, "tpu", 0, 0, 1, &r2) == PXVM_USAGE); /* about no item, slot or file */
+    CHECK(pxvm_last_error_info(&info) == 0 && info.item == -1 && info.slot == -1 && !strcmp(info.file, ""));
+    pxvm_free(px);
+    pxvm_runner_close(run);
+    pxvm_prog_free(prog);
+}

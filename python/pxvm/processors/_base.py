@@ -5,8 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import _capi
 from .._arrays import _is_torch, _np, _torch
 from ..errors import UsageError
+from ..image import load_image
+from ..program import Program
+from ..ragged import _decode_files
+from ..runner import Runner
 
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -150,7 +155,6 @@ def as_rgb(x, index: int):
             x = x.convert("RGB")
         return _np().asarray(x)
     if isinstance(x, (str, os.PathLike)):
-        from ..image import load_image
         return load_image(x)[..., :3]
     shape = tuple(getattr(x, "shape", ()))
     if len(shape) == 3 and shape[2] == 4:
@@ -169,8 +173,6 @@ def rgb_items(xs) -> list:
     warnings (bytes after the end of a file) given at the caller's line."""
     import ctypes
     import warnings
-    from .. import _capi
-    from ..ragged import _decode_files
     files = [os.fspath(x) if isinstance(x, (str, os.PathLike)) else None for x in xs]
     out = [None if f is not None else as_rgb(x, i) for i, (x, f) in enumerate(zip(xs, files))]
     if not any(f is not None for f in files):
@@ -339,8 +341,6 @@ class Processor:
         ragged calls use its executor and device, and its patch for policy dynamic)."""
         r = self._runners.get(patch)
         if r is None:
-            from ..program import Program
-            from ..runner import Runner
             prog = Program.from_plan({"image": [4 * patch, 4 * patch], "scheme": "uniform", "patch": patch},
                                      name="pxvm.processors uniform patch %d" % patch)
             r = self._runners[patch] = Runner(prog, executor=self.executor)

@@ -5,6 +5,7 @@ from typing import Any
 
 from .._arrays import _is_torch, _np
 from ..errors import UsageError
+from ..ragged import canonical_policy, image_hw
 from . import _base
 from ._base import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, BatchFeature, Processor
 
@@ -54,7 +55,6 @@ class Qwen2VLImageProcessor(Processor):
         # the library checks the rest of the policy (ranges, min <= max), naming the value
         cfg["policy"] = "dynamic:patch=%d,merge=%d,min=%d,max=%d:%s" % (
             cfg["patch_size"], cfg["merge_size"], cfg["min_pixels"], cfg["max_pixels"], cfg["filter"])
-        from ..ragged import canonical_policy
         canonical_policy(cfg["policy"])
         return cfg
 
@@ -73,7 +73,6 @@ class Qwen2VLImageProcessor(Processor):
             groups.append(v)
         if not groups:
             raise UsageError("usage: %s: no images and no videos given" % type(self).__name__)
-        from ..ragged import image_hw
         T = s["temporal_patch_size"]
         rgb = iter(_base.rgb_items([x for g in groups for x in g]))
         items, grids_t = [], []

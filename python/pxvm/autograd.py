@@ -293,6 +293,8 @@ class Plan:
             for k, v in self.parts.items():
                 if isinstance(v, np.ndarray):
                     d[k] = torch.from_numpy(v).to(device)
+                elif k == "up_idx":
+                    d[k] = [torch.from_numpy(a).to(device) for a in v]
                 elif k == "buckets":
                     d[k] = [tuple(torch.from_numpy(a).to(device) for a in t) for t in v]
                 else:
@@ -342,32 +344,23 @@ class Plan:
     # ---- the sample kind: SAMPLE's taps over PYRAMID's levels ----
     def _sample_t(self, g, d):
         """(C, N*ph*pw) -> (C, H, W): each texel's contributions summed as a fixed pairwise tree
-        (buckets of equal padded length), then PYRAMID's transpose from the top level down."""
+        (buckets of equal padded length); then PYRAMID's transpose: pixel (X, Y) receives level
+        l's texel (X >> l, Y >> l) times m_l / 4^l, level by level from 1 up (only the levels that
+        SAMPLE reads), added in that order to level 0's own."""
         torch = _torch()
         C = g.shape[0]
         g = torch.cat([g, g.new_zeros((C, 1))], dim=1)
-        buf = g.new_zeros((C, self.parts["total"]))
+        buf = g.new_zeros((C, self.parts["total"] + 1))   # the last: a zero for PYRAMID's gathers
         for tex, idx, w in d["buckets"]:
-            v = g[:, idx] * w                                # (C, U, M), M a power of two
+            v = g[:, idx] * w                                # (C, U, M), M a power of 4
             while v.shape[2] > 1:
                 v = v[:, :, 0::2] + v[:, :, 1::2]
             buf[:, tex] = v[:, :, 0]
-        sizes, offs = self.parts["sizes"], self.parts["offs"]
-        up = None
-        for l in range(len(sizes) - 1, -1, -1):
-            w, h = sizes[l]
-            lv = buf[:, offs[l]:offs[l] + w * h].reshape(C, h, w)
-            if up is not None:
-                lv = lv + up
-            if l == 0:
-                return lv
-            W, H = sizes[l - 1]
-            # level l texel (x, y) = (sum of level l-1's (2x|2x+1 clamped, 2y|2y+1 clamped)) / 4
-            u = lv.repeat_interleave(2, dim=1).repeat_interleave(2, dim=2)[:, :H, :W] * \
-                (0.25 * (2 if W == 1 else 1) * (2 if H == 1 else 1))
-            if u.shape[1] < H or u.shape[2] < W:
-                u = torch.nn.functional.pad(u, (0, W - u.shape[2], 0, H - u.shape[1]))
-            up = u
+        H, W = self.in_hw
+        acc = buf[:, :H * W]
+        for idx, w in zip(d["up_idx"], self.parts["up_w"]):
+            acc = acc + buf[:, idx] * w
+        return acc.reshape(C, H, W)
 
     def _sample(self, x, d):
         """The forward's linear part: PYRAMID as exact averages, then SAMPLE's weights."""
@@ -414,15 +407,15 @@ class Plan:
 
 def _buckets(tex, out, wt, n_out):
     """The transpose of SAMPLE's contributions as gathers: texels grouped by their contribution
-    count rounded up to a power of two; within a texel the contributions in ascending output
+    count rounded up to a power of 4 (at least 4); within a texel the contributions in ascending output
     order (then by tap), padded with the zero at n_out. Weights exact: integer / 2^24."""
     order = np.lexsort((np.arange(len(tex)), out, tex))
     tex, out, wt = tex[order], out[order], wt[order]
     uniq, start, count = np.unique(tex, return_index=True, return_counts=True)
     rank = np.arange(len(tex)) - np.repeat(start, count)
-    padded = np.ones_like(count)
+    padded = np.full_like(count, 4)   # powers of 4: few buckets, so few launches on a GPU
     while np.any(padded < count):
-        padded = np.where(padded < count, padded * 2, padded)
+        padded = np.where(padded < count, padded * 4, padded)
     per = np.repeat(padded, count)
     res = []
     for m in np.unique(padded):
@@ -476,6 +469,21 @@ def _program_sampling(program):
     return src, dst, np.array([tiles.get(t, False) for t in range(a.patch_count)])
 
 
+def _sampling_of(runner):
+    """_program_sampling of the runner's program, kept on the runner (the disassembly is parsed
+    once); a NotImplementedError is raised again at every call."""
+    got = runner.__dict__.get("_autograd_sampling")
+    if got is None or got[0] is not runner.program:
+        try:
+            got = (runner.program, _program_sampling(runner.program))
+        except NotImplementedError as e:
+            got = (runner.program, e)
+        runner.__dict__["_autograd_sampling"] = got
+    if isinstance(got[1], Exception):
+        raise NotImplementedError(str(got[1]))
+    return got[1]
+
+
 def _norm_scale(normalize):
     f = token_format("float32", normalize, "nchw", False)
     r = float(np.float32(f.rescale))
@@ -520,7 +528,7 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
                     fi[i, j], fw[i, j] = lo[i] + j, k / 4194304.0
             parts["f%s_idx" % ax], parts["f%s_w" % ax] = fi, fw
         return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, **parts)
-    src, dst, nearest = _program_sampling(runner.program)
+    src, dst, nearest = _sampling_of(runner)
     s, a = runner.program.slot(src), runner.program.slot(dst)
     if (s.w, s.h) != (W, H):
         raise NotImplementedError("pxvm.autograd: an image of %dx%d for a %dx%d input needs a policy" % (W, H, s.w, s.h))
@@ -529,9 +537,32 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
     sizes = level_sizes(W, H)
     tex, out, wt, offs = sample_contributions(geometry, a.patch_w, a.patch_h, sizes, nearest)
     n_out = a.patch_count * a.patch_h * a.patch_w
+    up_idx, up_w = _pyramid_transpose(sizes, offs, tex)
     return Plan("sample", (H, W), a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
                 offs=[int(o) for o in offs], total=int(offs[-1]), buckets=_buckets(tex, out, wt, n_out),
-                s_tex=tex, s_out=out, s_w=wt / 16777216.0)
+                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_idx=up_idx, up_w=up_w)
+
+
+def _pyramid_transpose(sizes, offs, tex):
+    """PYRAMID's transpose from level l to level 0, for each level l >= 1 that SAMPLE reads: the
+    index of pixel (X, Y)'s texel (X >> l, Y >> l) in the levels' buffer (offs[-1], a zero, where
+    the texel does not exist: X >> l >= w_l, a column that a floored odd side drops), and the
+    weight m_l / 4^l, m_l doubling at each step from a side of 1 (its texel counted twice)."""
+    W, H = sizes[0]
+    X, Y = np.arange(W, dtype=np.int64)[None, :], np.arange(H, dtype=np.int64)[:, None]
+    touched = set(np.searchsorted(offs, tex, side="right") - 1) if len(tex) else set()
+    idx, wts, m = [], [], 1
+    ok = np.ones((H, W), dtype=bool)
+    for l in range(1, len(sizes)):
+        m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
+        wl, hl = sizes[l]
+        ok &= ((X >> l) < wl) & ((Y >> l) < hl)   # every step: max(1, w >> l) is not w >> l
+        if l not in touched:
+            continue
+        i = offs[l] + (Y >> l) * wl + (X >> l)
+        idx.append(np.where(ok, i, offs[-1]).reshape(-1))
+        wts.append(m / 4.0 ** l)
+    return idx, wts
 
 
 _PLANS_MAX = 16
@@ -574,7 +605,7 @@ def _function():
             if policy is not None:  # the plan first: a case not covered is refused before the run
                 ctx.plan = _cached_plan(runner, hw, policy, kw.get("size"), norm, None)
             else:
-                _program_sampling(runner.program)
+                _sampling_of(runner)
             t = runner.tokens(u8, dtype="float32", layout="nchw", **kw)
             if policy is None:  # the geometry of this run: the fixation's centres included
                 ctx.plan = _cached_plan(runner, hw, None, None, norm, runner.geometry(exact=True)[0])

@@ -352,14 +352,14 @@ class Plan:
         g = torch.cat([g, g.new_zeros((C, 1))], dim=1)
         buf = g.new_zeros((C, self.parts["total"] + 1))   # the last: a zero for PYRAMID's gathers
         for tex, idx, w in d["buckets"]:
-            v = g[:, idx] * w                                # (C, U, M), M a power of 4
+            v = g.index_select(1, idx.reshape(-1)).view(C, idx.shape[0], idx.shape[1]) * w   # M a power of 4
             while v.shape[2] > 1:
                 v = v[:, :, 0::2] + v[:, :, 1::2]
-            buf[:, tex] = v[:, :, 0]
+            buf.index_copy_(1, tex, v[:, :, 0])          # each texel once: a copy, not a sum
         H, W = self.in_hw
         acc = buf[:, :H * W]
         for idx, w in zip(d["up_idx"], self.parts["up_w"]):
-            acc = acc + buf[:, idx] * w
+            acc = acc + buf.index_select(1, idx) * w
         return acc.reshape(C, H, W)
 
     def _sample(self, x, d):

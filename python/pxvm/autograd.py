@@ -293,10 +293,10 @@ class Plan:
             for k, v in self.parts.items():
                 if isinstance(v, np.ndarray):
                     d[k] = torch.from_numpy(v).to(device)
-                elif k == "up_idx":
+                elif k == "up_pos":
                     d[k] = [torch.from_numpy(a).to(device) for a in v]
                 elif k == "buckets":
-                    d[k] = [tuple(torch.from_numpy(a).to(device) for a in t) for t in v]
+                    d[k] = [(torch.from_numpy(i).to(device), torch.from_numpy(w).to(device)) for _, i, w in v]
                 else:
                     d[k] = v
             d["scale"] = torch.from_numpy(self.scale).to(device)
@@ -344,22 +344,24 @@ class Plan:
     # ---- the sample kind: SAMPLE's taps over PYRAMID's levels ----
     def _sample_t(self, g, d):
         """(C, N*ph*pw) -> (C, H, W): each texel's contributions summed as a fixed pairwise tree
-        (buckets of equal padded length); then PYRAMID's transpose: pixel (X, Y) receives level
-        l's texel (X >> l, Y >> l) times m_l / 4^l, level by level from 1 up (only the levels that
-        SAMPLE reads), added in that order to level 0's own."""
+        (buckets of equal padded length), the sums side by side with a zero last; then PYRAMID's
+        transpose as gathers from them: pixel (X, Y) takes level 0's texel, then adds level l's
+        texel (X >> l, Y >> l) times m_l / 4^l for the levels SAMPLE reads, l ascending. Gathers,
+        products and sums only: nothing is scattered (torch's deterministic mode allows it all)."""
         torch = _torch()
         C = g.shape[0]
         g = torch.cat([g, g.new_zeros((C, 1))], dim=1)
-        buf = g.new_zeros((C, self.parts["total"] + 1))   # the last: a zero for PYRAMID's gathers
-        for tex, idx, w in d["buckets"]:
+        sums = []
+        for idx, w in d["buckets"]:
             v = g.index_select(1, idx.reshape(-1)).view(C, idx.shape[0], idx.shape[1]) * w   # M a power of 4
             while v.shape[2] > 1:
                 v = v[:, :, 0::2] + v[:, :, 1::2]
-            buf.index_copy_(1, tex, v[:, :, 0])          # each texel once: a copy, not a sum
+            sums.append(v[:, :, 0])
+        r = torch.cat(sums + [g.new_zeros((C, 1))], dim=1)
+        acc = r.index_select(1, d["up_pos"][0])
+        for pos, w in zip(d["up_pos"][1:], self.parts["up_w"][1:]):
+            acc = acc + r.index_select(1, pos) * w
         H, W = self.in_hw
-        acc = buf[:, :H * W]
-        for idx, w in zip(d["up_idx"], self.parts["up_w"]):
-            acc = acc + buf.index_select(1, idx) * w
         return acc.reshape(C, H, W)
 
     def _sample(self, x, d):
@@ -484,6 +486,17 @@ def _sampling_of(runner):
     return got[1]
 
 
+def _relative(runner):
+    """Whether a SAMPLE of the runner's program is fixation-relative (its geometry, so its plan,
+    then depends on the fixation: read at every run; otherwise on the image size only)."""
+    got = runner.__dict__.get("_autograd_relative")
+    if got is None or got[0] is not runner.program:
+        got = (runner.program, any(l.startswith("SAMPLE") and re.search(r"mode=\w+@", l)
+                                   for l in runner.program.disassemble().splitlines()))
+        runner.__dict__["_autograd_relative"] = got
+    return got[1]
+
+
 def _norm_scale(normalize):
     f = token_format("float32", normalize, "nchw", False)
     r = float(np.float32(f.rescale))
@@ -538,9 +551,18 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
     tex, out, wt, offs = sample_contributions(geometry, a.patch_w, a.patch_h, sizes, nearest)
     n_out = a.patch_count * a.patch_h * a.patch_w
     up_idx, up_w = _pyramid_transpose(sizes, offs, tex)
+    buckets = _buckets(tex, out, wt, n_out)
+    # where each texel's sum lies among the buckets' sums (side by side, a zero last)
+    n_sums = sum(len(b[0]) for b in buckets)
+    pos = np.full(int(offs[-1]) + 1, n_sums, dtype=np.int64)
+    base = 0
+    for texels, _, _ in buckets:
+        pos[texels] = base + np.arange(len(texels))
+        base += len(texels)
+    up_pos = [pos[:W * H]] + [pos[i] for i in up_idx]
     return Plan("sample", (H, W), a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
-                offs=[int(o) for o in offs], total=int(offs[-1]), buckets=_buckets(tex, out, wt, n_out),
-                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_idx=up_idx, up_w=up_w)
+                offs=[int(o) for o in offs], total=int(offs[-1]), buckets=buckets,
+                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_pos=up_pos, up_w=[1.0] + up_w)
 
 
 def _pyramid_transpose(sizes, offs, tex):
@@ -573,10 +595,10 @@ def _cached_plan(runner, hw, policy, size, normalize, geometry):
     the geometry's bytes): a training loop over one program and one size builds its tables once."""
     cache = runner.__dict__.setdefault("_autograd_plans", {})
     key = (hw, policy, tuple(size) if size is not None else None, repr(normalize),
-           None if geometry is None else np.asarray(geometry).tobytes())
+           geometry if geometry is None or isinstance(geometry, str) else np.asarray(geometry).tobytes())
     p = cache.pop(key, None)
-    if p is None:
-        p = plan(runner, hw, policy, size, normalize, geometry)
+    if p is None:  # "static": the geometry of the run just made
+        p = plan(runner, hw, policy, size, normalize, None if isinstance(geometry, str) else geometry)
     cache[key] = p
     while len(cache) > _PLANS_MAX:
         cache.pop(next(iter(cache)))
@@ -607,8 +629,10 @@ def _function():
             else:
                 _sampling_of(runner)
             t = runner.tokens(u8, dtype="float32", layout="nchw", **kw)
-            if policy is None:  # the geometry of this run: the fixation's centres included
+            if policy is None and _relative(runner):  # this run's geometry: the fixation's centres
                 ctx.plan = _cached_plan(runner, hw, None, None, norm, runner.geometry(exact=True)[0])
+            elif policy is None:  # the geometry is the program's at this size: read once
+                ctx.plan = _cached_plan(runner, hw, None, None, norm, "static")
             ctx.dtype = image_hwc.dtype
             return t.to(image_hwc.device)
 

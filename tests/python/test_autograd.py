@@ -147,6 +147,40 @@ def test_backward_bits_repeat_over_10_runs(which):
     assert all(torch.equal(grads[0], gi) for gi in grads[1:])
 
 
+def test_relative_program_follows_the_fixation():
+    """A fixation-relative program's plan comes from each run's geometry: fixations a, b, a give
+    gradients equal to the transposes of plans built from each run's own geometry, a's twice."""
+    r = pxvm.Runner(relative_logpolar())
+    im = torch.from_numpy(photo()).float()
+    g = torch.randn((266, 3, 16, 16), generator=torch.Generator().manual_seed(9))   # logpolar: 266 tokens
+    grads = []
+    for fix in ((0.3, 0.6), (0.7, 0.2), (0.3, 0.6)):
+        x = im.clone().requires_grad_(True)
+        A.tokens(r, x, fixation=fix).backward(g)
+        p = A.plan(r, tuple(im.shape[:2]), geometry=r.geometry(exact=True)[0])
+        assert torch.equal(x.grad, p.transpose(g).permute(1, 2, 0).float())
+        grads.append(x.grad)
+    assert not torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])
+
+
+def test_backward_runs_under_torch_deterministic_mode():
+    """Gathers, products and sums only: torch.use_deterministic_algorithms(True) refuses none of
+    them (on CUDA it refuses index_copy_ and atomics-based ops), and the bits are the same."""
+    r, _ = runners()[0]
+    x = torch.from_numpy(photo()).float()
+    g = torch.randn((273, 3, 16, 16), generator=torch.Generator().manual_seed(10))
+    x1 = x.clone().requires_grad_(True)
+    A.tokens(r, x1).backward(g)
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        x2 = x.clone().requires_grad_(True)
+        A.tokens(r, x2).backward(g)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert torch.equal(x1.grad, x2.grad)
+
+
 def small_plans():
     rs = pxvm.Runner(pxvm.assemble(SMALL))
     rng = np.random.default_rng(5)
@@ -295,8 +329,19 @@ def test_cpu_and_cuda_give_the_same_bits(which):
     tc, tg = A.tokens(rc, xc, policy=policy), A.tokens(rg, xg, policy=policy)
     assert tg.is_cuda and torch.equal(tc, tg.cpu())
     tc.backward(g)
-    tg.backward(g.cuda())
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)   # nothing the GPU backward uses is refused
+    try:
+        tg.backward(g.cuda())
+    finally:
+        torch.use_deterministic_algorithms(was)
     assert torch.equal(xc.grad, xg.grad.cpu())
+    grads = []
+    for _ in range(10):
+        xr = im.cuda().requires_grad_(True)
+        A.tokens(rg, xr, policy=policy).backward(g.cuda())
+        grads.append(xr.grad)
+    assert all(torch.equal(grads[0], gi) for gi in grads[1:])
     p = A.plan(rc, tuple(im.shape[:2]), policy, geometry=None if policy else rc.geometry(exact=True)[0])
     gd = torch.randn((p.n, 3, 16, 16), dtype=torch.float64, generator=torch.Generator().manual_seed(8))
     assert torch.equal(p.transpose(gd), p.transpose(gd.cuda()).cpu())

@@ -39,7 +39,7 @@ import numpy as np
 
 from .tokens import token_format
 
-__all__ = ["tokens", "plan", "Plan", "resize_table", "resize_taps"]
+__all__ = ["tokens", "plan", "Plan", "linear", "resize_table", "resize_taps"]
 
 PREC = 22  # RESIZE's Q22 coefficients (isa/px_resize.h, PX_RESIZE_PREC)
 FILTERS = {"nearest": 0, "lanczos": 1, "bilinear": 2, "bicubic": 3, "box": 4, "hamming": 5}
@@ -674,6 +674,9 @@ def tokens(runner, image, normalize="clip", policy=None, size=None, fixation=Non
     uint8, and whose backward gives image.grad by the fixed-order transpose (docs/autograd.md).
     normalize, policy ("dynamic[...]", or "stretch[:FILTER]" with size=), fixation: as
     runner.tokens. One image; the fixation gets no gradient."""
+    if not getattr(image, "is_floating_point", lambda: False)():
+        raise TypeError("pxvm.autograd: the image is a float tensor (byte scale 0..255), got %s"
+                        % getattr(image, "dtype", type(image).__name__))
     hwc, _ = _hwc(image)
     kw = {"normalize": normalize}
     if policy is not None:

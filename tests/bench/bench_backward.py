@@ -6,8 +6,9 @@ at that size (programs/foveate273.json with "image": [1024, 1024]), forward + ba
 image (a float tensor with requires_grad), the upstream gradient fixed.
 
 - pxvm: pxvm.autograd.tokens(runner, image) (the image rounded to uint8, the VM's run and token
-  read, the token geometry read to build or find the cached plan) then .backward(g): the
-  fixed-order transpose (docs/autograd.md);
+  read; the plan, built at the first call, is kept on the runner: foveate273 takes no fixation,
+  so its geometry is the program's) then .backward(g): the fixed-order transpose
+  (docs/autograd.md);
 - grid_sample: F.grid_sample(image, grid) at the same 273 x 16 x 16 level-0 positions as the VM's
   (from its token geometry: bilinear on level 0, align_corners=False, border), float32, then
   .backward(g): PyTorch's CUDA backward adds into the image's gradient with atomics;

@@ -304,6 +304,9 @@ def test_not_covered_is_said():
     x = torch.zeros((prog.inputs[0].h, prog.inputs[0].w, 3), requires_grad=True)
     with pytest.raises(NotImplementedError, match="ANISO"):
         A.tokens(r, x)
+    with pytest.raises(TypeError, match="float tensor"):   # a uint8 image: the frozen mode's input
+        A.tokens(pxvm.Runner(pxvm.Program.load(pxvm.programs.path("foveate273"))),
+                 torch.zeros((300, 451, 3), dtype=torch.uint8))
     ru = pxvm.Runner(pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json")))
     with pytest.raises(NotImplementedError, match="fit"):
         A.tokens(ru, torch.zeros((20, 30, 3), requires_grad=True), policy="fit", size=(32, 32))

@@ -19,9 +19,11 @@ Cases (anything else is a NotImplementedError that names what is not covered):
 - policy "dynamic[...]" or "stretch[:FILTER]" with size= on a "uniform" plan's program: the image
   resized by RESIZE's rule and cut into tiles (the gradient: RESIZE's transpose of the tiles'
   gradient);
-- no policy, a program whose instructions are PYRAMID of its input and SAMPLEs (linear or nearest,
-  absolute or fixation-relative, no tile mask) from that input, each writing exactly one tile of
-  one atlas (the foveated and uniform plans): SAMPLE's transpose, then PYRAMID's, level by level.
+- a program whose instructions are PYRAMID of its input and SAMPLEs (linear or nearest, absolute
+  or fixation-relative, no tile mask) from that input, each writing exactly one tile of one atlas
+  (the foveated, uniform, v1 and logpolar plans; any-size inputs at the image's size or size=):
+  SAMPLE's transpose, then PYRAMID's, then, where a policy (stretch, fit) resized the image
+  before the run, RESIZE's transpose of the content rectangle.
 
 The gradient with respect to the fixation is not given (None): the forward rounds the centre to
 Q16 and the bilinear weight to 8 bits, so the tokens are piecewise constant in the fixation and the
@@ -290,7 +292,7 @@ class Plan:
         key = str(device)
         if key not in self._dev:
             d = {}
-            for k, v in self.parts.items():
+            for k, v in list(self.parts.items()) + [("pre." + k, v) for k, v in (self.parts.get("pre") or {}).items()]:
                 if isinstance(v, np.ndarray):
                     d[k] = torch.from_numpy(v).to(device)
                 elif k == "up_pos":
@@ -333,13 +335,20 @@ class Plan:
             acc = term if acc is None else acc + term
         return acc
 
-    def _resize_t(self, g, d):
-        g = self._gather_axis(g, d["ty_idx"], d["ty_w"], 1)   # vertical pass's transpose first
-        return self._gather_axis(g, d["tx_idx"], d["tx_w"], 2)
+    def _resize_t(self, g, d, k="", rect=None):
+        """The resize's transpose of a canvas's gradient: its content rectangle (the fit rule's;
+        the pad is a constant), the vertical pass's transpose, then the horizontal one's."""
+        nw, nh, ox, oy = rect or self.parts["rect"]
+        g = g[:, oy:oy + nh, ox:ox + nw]
+        g = self._gather_axis(g, d[k + "ty_idx"], d[k + "ty_w"], 1)
+        return self._gather_axis(g, d[k + "tx_idx"], d[k + "tx_w"], 2)
 
-    def _resize(self, x, d):
-        x = self._gather_axis(x, d["fx_idx"], d["fx_w"], 2)   # horizontal pass first, as the forward
-        return self._gather_axis(x, d["fy_idx"], d["fy_w"], 1)
+    def _resize(self, x, d, k="", rect=None, canvas=None):
+        nw, nh, ox, oy = rect or self.parts["rect"]
+        oh, ow = canvas or self.parts["canvas"]
+        x = self._gather_axis(x, d[k + "fx_idx"], d[k + "fx_w"], 2)   # horizontal pass first, as the forward
+        x = self._gather_axis(x, d[k + "fy_idx"], d[k + "fy_w"], 1)
+        return _torch().nn.functional.pad(x, (ox, ow - nw - ox, oy, oh - nh - oy))
 
     # ---- the sample kind: SAMPLE's taps over PYRAMID's levels ----
     def _sample_t(self, g, d):
@@ -361,7 +370,7 @@ class Plan:
         acc = r.index_select(1, d["up_pos"][0])
         for pos, w in zip(d["up_pos"][1:], self.parts["up_w"][1:]):
             acc = acc + r.index_select(1, pos) * w
-        H, W = self.in_hw
+        H, W = self.parts["bound_hw"]
         return acc.reshape(C, H, W)
 
     def _sample(self, x, d):
@@ -391,6 +400,9 @@ class Plan:
         if self.kind == "resize":
             t = self._tiles(self._resize(x, d))
         else:
+            pre = self.parts["pre"]
+            if pre is not None:
+                x = self._resize(x, d, "pre.", pre["rect"], pre["canvas"])
             s = self._sample(x, d)
             t = s.reshape(x.shape[0], self.n, self.ph, self.pw).permute(1, 0, 2, 3)
         return t * d["scale"].to(t.dtype).view(1, -1, 1, 1)
@@ -403,6 +415,9 @@ class Plan:
             x = self._resize_t(self._tiles_t(g), d)
         else:
             x = self._sample_t(g.permute(1, 0, 2, 3).reshape(g.shape[1], -1), d)
+            pre = self.parts["pre"]
+            if pre is not None:
+                x = self._resize_t(x, d, "pre.", pre["rect"])
         # the normalize's r/s_c last: the sums above add products of the gradient and dyadic weights
         return x * d["scale"].view(-1, 1, 1)
 
@@ -503,8 +518,20 @@ def _norm_scale(normalize):
     return [r / float(np.float32(f.std[c])) for c in range(3)]
 
 
+def fit_rect(sw, sh, W, H):
+    """RESIZE's fit rule (isa/px_resize.h, px_resize_fit): (nw, nh, ox, oy) of a sw x sh source in
+    a W x H rectangle, exact integers."""
+    nw, nh = W, H
+    if sw * H > sh * W:
+        nh = max(1, (2 * sh * W + sw) // (2 * sw))
+    elif sw * H < sh * W:
+        nw = max(1, (2 * sw * H + sh) // (2 * sh))
+    return nw, nh, (W - nw) // 2, (H - nh) // 2
+
+
 def _policy_resize(policy, size, w, h, patch):
-    """(out_w, out_h, filter number) of a dynamic or stretch policy, or NotImplementedError."""
+    """(out_w, out_h, filter number) of a dynamic policy, or of stretch with size=; else
+    NotImplementedError (plan() handles stretch and fit to a program's input)."""
     from .ragged import canonical_policy, dynamic_size
     c = canonical_policy(policy)
     kind, filt = c.split(":")[0], c.split(":")[-1]
@@ -513,8 +540,49 @@ def _policy_resize(policy, size, w, h, patch):
     elif kind == "stretch" and size is not None:
         ow, oh = size
     else:
-        raise NotImplementedError("pxvm.autograd: policy %r is not covered (dynamic, or stretch with size=)" % policy)
+        raise NotImplementedError("pxvm.autograd: policy %r is not covered here (dynamic, or stretch with size=)"
+                                  % policy)
     return ow, oh, FILTERS[filt]
+
+
+def _resize_parts(W, H, ow, oh, f, rect=None):
+    """The index tensors of a resize from W x H to the content rectangle rect = (nw, nh, ox, oy)
+    (default: all of ow x oh) of an ow x oh canvas: the transpose's per-source gathers (t*_) and the
+    forward's per-output gathers (f*_, for apply())."""
+    nw, nh, ox, oy = rect or (ow, oh, 0, 0)
+    parts = {"canvas": (oh, ow), "rect": (nw, nh, ox, oy)}
+    for ax, n_in, n_out in (("x", W, nw), ("y", H, nh)):
+        idx, w = resize_taps(n_in, n_out, f)
+        parts["t%s_idx" % ax], parts["t%s_w" % ax] = idx, w
+        lo, ks = resize_table(n_in, n_out, f)
+        m = max(1, max(len(k) for k in ks))
+        fi = np.full((n_out, m), n_in, dtype=np.int64)
+        fw = np.zeros((n_out, m), dtype=np.float64)
+        for i in range(n_out):
+            for j, k in enumerate(ks[i]):
+                fi[i, j], fw[i, j] = lo[i] + j, k / 4194304.0
+        parts["f%s_idx" % ax], parts["f%s_w" % ax] = fi, fw
+    return parts
+
+
+def _program_resize(runner, policy, size, W, H, slot):
+    """The resize a policy makes before a program's run (Runner._apply_policy): (parts, (w, h)) or
+    (None, (W, H)) when the image is bound as it is."""
+    from .ragged import canonical_policy
+    if slot.any_size:
+        w, h = size if size is not None else (W, H)
+    else:
+        w, h = slot.w, slot.h
+    if (w, h) == (W, H) and (policy is None or not canonical_policy(policy).startswith("crop")):
+        return None, (W, H)
+    if policy is None:
+        raise NotImplementedError("pxvm.autograd: an image of %dx%d for a %dx%d input needs a policy"
+                                  % (W, H, w, h))
+    c = canonical_policy(policy).split(":")
+    if c[0] not in ("stretch", "fit"):
+        raise NotImplementedError("pxvm.autograd: policy %r is not covered (dynamic, stretch, fit)" % policy)
+    rect = fit_rect(W, H, w, h) if c[0] == "fit" else None
+    return _resize_parts(W, H, w, h, FILTERS[c[1]], rect), (w, h)
 
 
 def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) -> Plan:
@@ -522,29 +590,19 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
     otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=)."""
     H, W = hw
     scale = _norm_scale(normalize)
-    if policy is not None:
+    from .ragged import is_dynamic
+    if policy is not None and (is_dynamic(policy) or (size is not None and not _any_size(runner))):
         s = runner.program.slot(runner._atlas(None).index)
         p = s.patch_w
         ow, oh, f = _policy_resize(policy, size, W, H, p)
         if ow % p or oh % s.patch_h:
             raise NotImplementedError("pxvm.autograd: %dx%d is not a whole number of %dx%d tiles" % (ow, oh, p, p))
-        parts = {"grid": (oh // s.patch_h, ow // p)}
-        for ax, n_in, n_out in (("x", W, ow), ("y", H, oh)):
-            idx, w = resize_taps(n_in, n_out, f)
-            parts["t%s_idx" % ax], parts["t%s_w" % ax] = idx, w
-            lo, ks = resize_table(n_in, n_out, f)       # the forward as a gather too (apply())
-            m = max(1, max(len(k) for k in ks))
-            fi = np.full((n_out, m), n_in, dtype=np.int64)
-            fw = np.zeros((n_out, m), dtype=np.float64)
-            for i in range(n_out):
-                for j, k in enumerate(ks[i]):
-                    fi[i, j], fw[i, j] = lo[i] + j, k / 4194304.0
-            parts["f%s_idx" % ax], parts["f%s_w" % ax] = fi, fw
+        parts = _resize_parts(W, H, ow, oh, f)
+        parts["grid"] = (oh // s.patch_h, ow // p)
         return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, **parts)
     src, dst, nearest = _sampling_of(runner)
     s, a = runner.program.slot(src), runner.program.slot(dst)
-    if (s.w, s.h) != (W, H):
-        raise NotImplementedError("pxvm.autograd: an image of %dx%d for a %dx%d input needs a policy" % (W, H, s.w, s.h))
+    pre, (W, H) = _program_resize(runner, policy, size, W, H, s)
     if geometry is None:
         geometry = runner.geometry(a.name, exact=True)[0]
     sizes = level_sizes(W, H)
@@ -560,9 +618,14 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
         pos[texels] = base + np.arange(len(texels))
         base += len(texels)
     up_pos = [pos[:W * H]] + [pos[i] for i in up_idx]
-    return Plan("sample", (H, W), a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
+    return Plan("sample", hw, a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
                 offs=[int(o) for o in offs], total=int(offs[-1]), buckets=buckets,
-                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_pos=up_pos, up_w=[1.0] + up_w)
+                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_pos=up_pos, up_w=[1.0] + up_w, pre=pre,
+                bound_hw=(H, W))
+
+
+def _any_size(runner):
+    return any(sl.any_size for sl in runner.program.inputs)
 
 
 def _pyramid_transpose(sizes, offs, tex):
@@ -616,6 +679,7 @@ def _hwc(image):
 
 def _function():
     torch = _torch()
+    from .ragged import is_dynamic
 
     class Tokens(torch.autograd.Function):
         """forward: pxvm's tokens of the image quantized to uint8; backward: Plan.transpose."""
@@ -623,16 +687,18 @@ def _function():
         @staticmethod
         def forward(ctx, image_hwc, runner, kw):
             u8 = image_hwc.detach().round().clamp(0, 255).to(torch.uint8).contiguous()
-            hw, policy, norm = tuple(u8.shape[:2]), kw.get("policy"), kw.get("normalize", "clip")
-            if policy is not None:  # the plan first: a case not covered is refused before the run
-                ctx.plan = _cached_plan(runner, hw, policy, kw.get("size"), norm, None)
+            hw, policy, size = tuple(u8.shape[:2]), kw.get("policy"), kw.get("size")
+            norm = kw.get("normalize", "clip")
+            ragged = policy is not None and is_dynamic(policy)
+            if ragged:  # the plan first: a case not covered is refused before the run
+                ctx.plan = _cached_plan(runner, hw, policy, size, norm, None)
             else:
                 _sampling_of(runner)
             t = runner.tokens(u8, dtype="float32", layout="nchw", **kw)
-            if policy is None and _relative(runner):  # this run's geometry: the fixation's centres
-                ctx.plan = _cached_plan(runner, hw, None, None, norm, runner.geometry(exact=True)[0])
-            elif policy is None:  # the geometry is the program's at this size: read once
-                ctx.plan = _cached_plan(runner, hw, None, None, norm, "static")
+            if not ragged and _relative(runner):  # this run's geometry: the fixation's centres
+                ctx.plan = _cached_plan(runner, hw, policy, size, norm, runner.geometry(exact=True)[0])
+            elif not ragged:  # the geometry is the program's at this size: read once
+                ctx.plan = _cached_plan(runner, hw, policy, size, norm, "static")
             ctx.dtype = image_hwc.dtype
             return t.to(image_hwc.device)
 

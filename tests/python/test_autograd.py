@@ -66,7 +66,9 @@ def sampling_programs():
             (relative_logpolar(), im, (0.3, 0.6)),
             (relative_logpolar(), im, (1.0, 0.0)),
             (pxvm.assemble(SMALL), rng.integers(0, 256, (7, 13, 3), dtype=np.uint8), None),
-            (pxvm.assemble(THIN), rng.integers(0, 256, (1, 9, 3), dtype=np.uint8), None)]
+            (pxvm.assemble(THIN), rng.integers(0, 256, (1, 9, 3), dtype=np.uint8), None),
+            (pxvm.Program.from_plan(os.path.join(ROOT, "programs", "foveate273_any.json")),  # any size: its own
+             np.ascontiguousarray(im[13:253, 40:417]), None)]
 
 
 def vm_patches(prog, im, fixation):
@@ -75,7 +77,7 @@ def vm_patches(prog, im, fixation):
     return r, pat
 
 
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(8))
 def test_sample_tables_give_the_vm_bytes(case):
     """The contributions (texel, output, integer weight) rebuilt from the token geometry and the
     SPEC's rules, with PYRAMID's integer rule, give every byte of the VM's patches: the map whose
@@ -147,6 +149,49 @@ def test_backward_bits_repeat_over_10_runs(which):
     assert all(torch.equal(grads[0], gi) for gi in grads[1:])
 
 
+def policy_cases():
+    """(runner, image, policy, size): a program after a host resize by a policy (Runner's
+    _apply_policy), and an any-size program at its image's size and at size=."""
+    fov = pxvm.Program.load(pxvm.programs.path("foveate273"))
+    anyp = pxvm.Program.from_plan(os.path.join(ROOT, "programs", "foveate273_any.json"))
+    im = photo()
+    tall = np.ascontiguousarray(im[:, 100:300])       # 200x300: fit pads its sides
+    return [(fov, tall, "fit", None), (fov, tall, "stretch:bilinear", None), (fov, tall, "fit:lanczos:9,8,7,255", None),
+            (anyp, tall, None, None), (anyp, tall, "stretch", (320, 256))]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_policy_before_a_program(case):
+    """The resize a policy makes before the run (stretch, fit: RESIZE's tables, the fit rule's
+    rectangle, the pad a constant) composed with the program's map: the tables give the bytes the
+    library binds, the forward is the frozen mode's, the gradient is the plan's transpose, and the
+    transpose is the composed map's exact adjoint."""
+    prog, im, policy, size = policy_cases()[case]
+    r = pxvm.Runner(prog)
+    kw = {k: v for k, v in (("policy", policy), ("size", size)) if v is not None}
+    x = torch.from_numpy(im).float().requires_grad_(True)
+    t = A.tokens(r, x, normalize="imagenet", **kw)
+    assert torch.equal(t, r.tokens(torch.from_numpy(im), normalize="imagenet", **kw))
+    p = A.plan(r, im.shape[:2], policy, size, normalize="imagenet", geometry=r.geometry(exact=True)[0])
+    g = torch.randn(t.shape, generator=torch.Generator().manual_seed(case))
+    t.backward(g)
+    assert torch.equal(x.grad, p.transpose(g).permute(1, 2, 0).float())
+    pre = p.parts["pre"]
+    if pre is not None:  # the tables and the rectangle give the library's bytes
+        from pxvm.runner import _policy_image
+        oh, ow = pre["canvas"]
+        nw, nh, ox, oy = pre["rect"]
+        want = np.asarray(_policy_image(im, ow, oh, pxvm.canonical_policy(policy)))[..., :3]
+        f = A.FILTERS[pxvm.canonical_policy(policy).split(":")[1]]
+        mine = A.resize_u8(im, nw, nh, f)
+        assert np.array_equal(want[oy:oy + nh, ox:ox + nw], mine)
+    gen = torch.Generator().manual_seed(11)
+    xx = torch.randn((3,) + im.shape[:2], dtype=torch.float64, generator=gen)
+    yy = torch.randn(t.shape, dtype=torch.float64, generator=gen)
+    lhs, rhs = (p.apply(xx) * yy).sum().item(), (xx * p.transpose(yy)).sum().item()
+    assert abs(lhs - rhs) <= 1e-12 * (p.apply(xx).abs() * yy.abs()).sum().item()
+
+
 def test_relative_program_follows_the_fixation():
     """A fixation-relative program's plan comes from each run's geometry: fixations a, b, a give
     gradients equal to the transposes of plans built from each run's own geometry, a's twice."""
@@ -188,13 +233,16 @@ def small_plans():
     rt = pxvm.Runner(pxvm.assemble(THIN))
     rt.patches(rng.integers(0, 256, (1, 9, 3), dtype=np.uint8))
     ru = pxvm.Runner(pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json")))
+    rf = pxvm.Runner(pxvm.assemble(SMALL))
+    rf.patches(rng.integers(0, 256, (9, 8, 3), dtype=np.uint8), policy="fit:bicubic")
     return [((7, 13), A.plan(rs, (7, 13))), ((1, 9), A.plan(rt, (1, 9))),
+            ((9, 8), A.plan(rf, (9, 8), "fit:bicubic", geometry=rf.geometry(exact=True)[0])),
             ((7, 13), A.plan(ru, (7, 13), "stretch:bicubic", size=(16, 32))),   # up
             ((37, 21), A.plan(ru, (37, 21), "stretch:lanczos", size=(16, 16))),  # down
             ((7, 13), A.plan(ru, (7, 13), "stretch:nearest", size=(32, 16)))]
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(6))
 def test_gradcheck_of_the_linear_map(case):
     """torch.autograd.gradcheck in float64: the backward is the Jacobian of the linear forward
     (J's weights: the integer tables over powers of two, with the normalize's r/s_c)."""
@@ -307,9 +355,9 @@ def test_not_covered_is_said():
     with pytest.raises(TypeError, match="float tensor"):   # a uint8 image: the frozen mode's input
         A.tokens(pxvm.Runner(pxvm.Program.load(pxvm.programs.path("foveate273"))),
                  torch.zeros((300, 451, 3), dtype=torch.uint8))
-    ru = pxvm.Runner(pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json")))
-    with pytest.raises(NotImplementedError, match="fit"):
-        A.tokens(ru, torch.zeros((20, 30, 3), requires_grad=True), policy="fit", size=(32, 32))
+    with pytest.raises(NotImplementedError, match="crop"):
+        A.tokens(pxvm.Runner(pxvm.Program.load(pxvm.programs.path("foveate273"))),
+                 torch.zeros((200, 300, 3), requires_grad=True), policy="crop")
     rl = pxvm.Runner(relative_logpolar())
     fx = torch.tensor([0.4, 0.5], dtype=torch.float64, requires_grad=True)
     t = A.tokens(rl, torch.from_numpy(photo()).float().requires_grad_(True), fixation=fx.detach().numpy())

@@ -37,9 +37,19 @@ from __future__ import annotations
 import math
 import re
 
-import numpy as np
-
 from .tokens import token_format
+
+
+class _NumPy:
+    """NumPy, imported at first use: `import pxvm` imports neither NumPy nor torch (as every module
+    of the package: they are imported only where used)."""
+
+    def __getattr__(self, name):
+        import numpy
+        return getattr(numpy, name)
+
+
+np = _NumPy()
 
 __all__ = ["tokens", "plan", "Plan", "linear", "resize_table", "resize_taps"]
 

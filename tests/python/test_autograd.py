@@ -46,6 +46,17 @@ HALT
 """
 
 
+def test_import_pxvm_imports_neither_numpy_nor_torch():
+    """pxvm.autograd is exported by `import pxvm`, which imports NumPy and torch only where used
+    (as the rest of the package): importing it pulls neither in."""
+    import subprocess
+    import sys
+    code = "import sys, pxvm; pxvm.autograd.tokens; print('numpy' in sys.modules, 'torch' in sys.modules)"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
 def photo():
     return pxvm.load_image(PHOTO)[..., :3].copy()
 

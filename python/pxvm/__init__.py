@@ -52,6 +52,7 @@ from .tokens import Positions, token_format
 from . import seeds
 from . import video  # noqa: F401 (pxvm.video.frames, info: video files)
 from . import processors  # noqa: F401 (pxvm.processors.Qwen2VLImageProcessor, CLIP..., Siglip...)
+from . import autograd  # noqa: F401 (pxvm.autograd.tokens: tokens with a deterministic backward)
 from .seeds import (generate_mipmaps, TexturePyramid, PersistentTexture, create_persistent, update_partial,
                     update_mipmaps_incremental)
 

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""pxvm.autograd's backward against PyTorch's grid_sample backward, every figure from the same run.
+
+The work (issue 43, point 3): 273 patches of 16x16 from a 1024x1024 RGB image, foveate273's plan
+at that size (programs/foveate273.json with "image": [1024, 1024]), forward + backward to the
+image (a float tensor with requires_grad), the upstream gradient fixed.
+
+- pxvm: pxvm.autograd.tokens(runner, image) (the image rounded to uint8, the VM's run and token
+  read; the plan, built at the first call, is kept on the runner: foveate273 takes no fixation,
+  so its geometry is the program's) then .backward(g): the fixed-order transpose
+  (docs/autograd.md);
+- grid_sample: F.grid_sample(image, grid) at the same 273 x 16 x 16 level-0 positions as the VM's
+  (from its token geometry: bilinear on level 0, align_corners=False, border), float32, then
+  .backward(g): PyTorch's CUDA backward adds into the image's gradient with atomics;
+- grid_sample trilinear: what a user writes for the same footprints: an avg_pool2d pyramid of
+  the levels the plan reads, grid_sample on each, blended by the fractional LODs, then backward.
+
+Times are medians of --reps rounds (CUDA: synchronised around each round, host wall time).
+Determinism: --repeat backward passes of the same forward and g; the count of gradient elements
+that differ from the first pass's (summed over the passes) and the passes that differ. With
+--cuda (the default where a GPU is), the CPU executor's path is run once too and its gradient
+compared with the GPU's (elements that differ: 0 expected).
+
+    python3 tests/bench/bench_backward.py [--cpu] [--reps 50] [--repeat 10] [--json F] [--md F]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import pxvm  # noqa: E402
+from pxvm import autograd as A  # noqa: E402
+
+
+def program(size):
+    d = json.load(open(os.path.join(ROOT, "programs", "foveate273.json")))
+    d["image"] = [size, size]
+    return pxvm.Program.from_plan(d)
+
+
+def image(size, dev):
+    yy, xx = np.mgrid[0:size, 0:size]
+    rng = np.random.default_rng(43)
+    im = 128 + 60 * np.sin(xx / 17.0) * np.cos(yy / 13.0) + rng.normal(0, 20, (size, size))
+    im = np.clip(np.stack([im, im[::-1], im[:, ::-1]], -1), 0, 255)
+    return torch.from_numpy(im).float().to(dev)
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def median_us(fn, dev, reps, warm=5):
+    for _ in range(warm):
+        fn()
+    ts = []
+    for _ in range(reps):
+        sync(dev)
+        t0 = time.perf_counter()
+        fn()
+        sync(dev)
+        ts.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(ts)
+
+
+def positions(geom, size):
+    """The VM's level-0 sample positions (Q16, SPEC section 3) as grid_sample's normalized grid."""
+    g = geom.astype(np.float64)
+    i = np.arange(16)
+    u = g[:, 0:1] + np.floor((2 * i[None] - 15) * g[:, 2:3] / 2)
+    v = g[:, 1:2] + np.floor((2 * i[None] - 15) * g[:, 3:4] / 2)
+    gx = np.broadcast_to((2 * (u / 65536) / size - 1)[:, None, :], (len(g), 16, 16))
+    gy = np.broadcast_to((2 * (v / 65536) / size - 1)[:, :, None], (len(g), 16, 16))
+    return np.stack([gx, gy], -1).reshape(1, len(g) * 16, 16, 2)
+
+
+def determinism(step, repeat):
+    """(elements that differ from the first pass, summed over the others; passes that differ)."""
+    first = step()
+    diff = passes = 0
+    for _ in range(repeat - 1):
+        d = int((step() != first).sum().item())
+        diff += d
+        passes += d > 0
+    return diff, passes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cpu", action="store_true", help="the CPU executor and torch on the CPU")
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--json")
+    ap.add_argument("--md")
+    a = ap.parse_args()
+    cuda = not a.cpu and torch.cuda.is_available()
+    dev = torch.device("cuda" if cuda else "cpu")
+    prog = program(a.size)
+    runner = pxvm.Runner(prog, executor="cuda" if cuda else "cpu")
+    x0 = image(a.size, dev)
+    sync(dev)
+    t0 = time.perf_counter()
+    t = A.tokens(runner, x0)                     # the first call builds the plan (host, NumPy)
+    sync(dev)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    geom = runner.geometry(exact=True)[0]
+    g = torch.randn(t.shape, generator=torch.Generator().manual_seed(1)).to(dev)
+    n = t.shape[0]
+    grid = torch.from_numpy(positions(geom, a.size)).float().to(dev)
+    lod = geom[:, 4] / 256.0
+    levels = int(np.floor(lod.max())) + 2
+    xn = x0.permute(2, 0, 1)[None].contiguous()                      # (1, 3, H, W) for torch
+    g_gs = g.permute(1, 0, 2, 3).reshape(1, 3, n * 16, 16)           # grid_sample's output layout
+
+    def pxvm_step():
+        x = x0.clone().requires_grad_(True)
+        A.tokens(runner, x).backward(g)
+        return x.grad
+
+    def pxvm_fwd():
+        A.tokens(runner, x0.clone().requires_grad_(True))
+
+    def gs_step():
+        x = xn.clone().requires_grad_(True)
+        F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False).backward(g_gs)
+        return x.grad
+
+    def gs_fwd():
+        F.grid_sample(xn.clone().requires_grad_(True), grid, mode="bilinear", padding_mode="border",
+                      align_corners=False)
+
+    # trilinear: the same centres and steps, one grid per level read, blended by the LOD
+    lod_t = torch.from_numpy(lod).float().to(dev)
+    l0 = lod_t.floor().long()
+    frac = (lod_t - lod_t.floor())[:, None, None]
+    ar = torch.arange(n, device=dev)
+
+    def tri_step():
+        x = xn.clone().requires_grad_(True)
+        pyr = [x]
+        while len(pyr) < levels:
+            pyr.append(F.avg_pool2d(pyr[-1], 2))
+        s = torch.stack([F.grid_sample(L, grid, mode="bilinear", padding_mode="border", align_corners=False)
+                         .reshape(3, n, 16, 16).permute(1, 0, 2, 3) for L in pyr])
+        out = s[l0, ar] * (1 - frac[:, None]) + s[(l0 + 1).clamp(max=levels - 1), ar] * frac[:, None]
+        out.backward(g)
+        return x.grad
+
+    r = {"device": torch.cuda.get_device_name(dev) if cuda else platform.processor() or platform.machine(),
+         "torch": torch.__version__, "pxvm": pxvm.library_version, "size": a.size, "patches": n,
+         "levels_read": levels, "reps": a.reps, "repeat": a.repeat, "pxvm_first_call_ms": first_ms,
+         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    r["pxvm_forward_us"] = median_us(pxvm_fwd, dev, a.reps)
+    r["pxvm_forward_backward_us"] = median_us(pxvm_step, dev, a.reps)
+    r["grid_sample_forward_us"] = median_us(gs_fwd, dev, a.reps)
+    r["grid_sample_forward_backward_us"] = median_us(gs_step, dev, a.reps)
+    r["trilinear_forward_backward_us"] = median_us(tri_step, dev, a.reps)
+    r["pxvm_differing_elements"], r["pxvm_differing_passes"] = determinism(pxvm_step, a.repeat)
+    r["grid_sample_differing_elements"], r["grid_sample_differing_passes"] = determinism(gs_step, a.repeat)
+    r["trilinear_differing_elements"], r["trilinear_differing_passes"] = determinism(tri_step, a.repeat)
+    r["gradient_elements"] = int(x0.numel())
+    if cuda:
+        rc = pxvm.Runner(prog, executor="cpu")
+        xc = x0.cpu().requires_grad_(True)
+        tc = A.tokens(rc, xc)
+        tc.backward(g.cpu())
+        r["cpu_vs_cuda_token_differing"] = int((tc != A.tokens(runner, x0).cpu()).sum().item())
+        r["cpu_vs_cuda_gradient_differing"] = int((xc.grad != pxvm_step().cpu()).sum().item())
+    r["ratio_grid_sample_over_pxvm"] = r["grid_sample_forward_backward_us"] / r["pxvm_forward_backward_us"]
+    md = ["| %s, %dx%d, %d patches 16x16, torch %s | forward us | forward + backward us | differing gradient "
+          "elements over %d passes (passes) |" % (r["device"], a.size, a.size, n, r["torch"], a.repeat),
+          "|---|---|---|---|",
+          "| pxvm.autograd.tokens (VM forward, fixed-order transpose) | %.1f | %.1f | %d (%d) |" % (
+              r["pxvm_forward_us"], r["pxvm_forward_backward_us"], r["pxvm_differing_elements"],
+              r["pxvm_differing_passes"]),
+          "| grid_sample, level 0, same positions | %.1f | %.1f | %d (%d) |" % (
+              r["grid_sample_forward_us"], r["grid_sample_forward_backward_us"], r["grid_sample_differing_elements"],
+              r["grid_sample_differing_passes"]),
+          "| avg_pool2d pyramid + grid_sample per level + LOD blend | | %.1f | %d (%d) |" % (
+              r["trilinear_forward_backward_us"], r["trilinear_differing_elements"], r["trilinear_differing_passes"]),
+          "",
+          "grid_sample forward + backward / pxvm forward + backward = %.2f (target: >= 1). pxvm's first "
+          "call, which builds the plan on the host: %.1f ms." % (r["ratio_grid_sample_over_pxvm"], first_ms)]
+    if cuda:
+        md.append("CPU executor vs CUDA: %d token values and %d gradient elements differ (of %d)." % (
+            r["cpu_vs_cuda_token_differing"], r["cpu_vs_cuda_gradient_differing"], r["gradient_elements"]))
+    text = "\n".join(md)
+    print(json.dumps(r, indent=1))
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(r, f, indent=1)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 
+from .ragged import canonical_policy, dynamic_size, is_dynamic
 from .tokens import token_format
 
 
@@ -542,7 +543,6 @@ def fit_rect(sw, sh, W, H):
 def _policy_resize(policy, size, w, h, patch):
     """(out_w, out_h, filter number) of a dynamic policy, or of stretch with size=; else
     NotImplementedError (plan() handles stretch and fit to a program's input)."""
-    from .ragged import canonical_policy, dynamic_size
     c = canonical_policy(policy)
     kind, filt = c.split(":")[0], c.split(":")[-1]
     if kind == "dynamic":
@@ -578,7 +578,6 @@ def _resize_parts(W, H, ow, oh, f, rect=None):
 def _program_resize(runner, policy, size, W, H, slot):
     """The resize a policy makes before a program's run (Runner._apply_policy): (parts, (w, h)) or
     (None, (W, H)) when the image is bound as it is."""
-    from .ragged import canonical_policy
     if slot.any_size:
         w, h = size if size is not None else (W, H)
     else:
@@ -600,7 +599,6 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
     otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=)."""
     H, W = hw
     scale = _norm_scale(normalize)
-    from .ragged import is_dynamic
     if policy is not None and (is_dynamic(policy) or (size is not None and not _any_size(runner))):
         s = runner.program.slot(runner._atlas(None).index)
         p = s.patch_w
@@ -689,7 +687,6 @@ def _hwc(image):
 
 def _function():
     torch = _torch()
-    from .ragged import is_dynamic
 
     class Tokens(torch.autograd.Function):
         """forward: pxvm's tokens of the image quantized to uint8; backward: Plan.transpose."""

@@ -92,6 +92,7 @@ def test_a_file_that_does_not_decode_is_the_librarys_field(tmp_path):
 RE_ALLOWED = {
     ("ragged.py", "_library_error"): "drops the library's 'image i: ' from the text; i is pxvm_ragged.failed",
     ("ragged.py", "_policy_merge"): "reads a policy's canonical text, not an error",
+    ("autograd.py", "_relative"): "reads a program's listing (is a SAMPLE fixation-relative), not an error",
 }
 
 

@@ -1,0 +1,177 @@
+/* embed.c - EMBED on the CPU: each token of an atlas (its patch's K = C * patch_w * patch_h bytes)
+ * dotted with every weight row in exact integer arithmetic, then isa/px_sem.h's px_embed_out.
+ * Three dot-product paths give the same bits, since each sums the same integer products with no
+ * rounding and no saturation: portable C, AVX2 (bytes widened to int16, vpmaddwd) and AVX-512
+ * VNNI (vpdpbusd, u8 x s8 into int32, wrapping, never reached by the bound of SPEC V-EMBED-9).
+ * The path is chosen once by CPUID; px_cpu_embed_path forces one (tests). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_executor.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PX_EMBED_X86 1
+#else
+#define PX_EMBED_X86 0
+#endif
+
+/* Token and weight rows are padded with zeros to a multiple of this many bytes (a VNNI vector). */
+#define PX_EMBED_PAD 64
+
+enum { PX_EMBED_AUTO, PX_EMBED_PORTABLE, PX_EMBED_AVX2, PX_EMBED_VNNI };
+
+typedef int32_t (*px_embed_dot_fn)(const uint8_t *tok, const int8_t *w, int kp);
+
+static int32_t px__dot_portable(const uint8_t *tok, const int8_t *w, int kp)
+{
+    int32_t sum = 0; /* |sum| <= K * 255 * 128 < 2^31 (V-EMBED-9) */
+    for (int k = 0; k < kp; k++)
+        sum += (int32_t)tok[k] * (int32_t)w[k];
+    return sum;
+}
+
+#if PX_EMBED_X86
+__attribute__((target("avx2"))) static int32_t px__dot_avx2(const uint8_t *tok, const int8_t *w, int kp)
+{
+    __m256i acc = _mm256_setzero_si256();
+    for (int k = 0; k < kp; k += 16) {
+        __m256i t = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(tok + k)));
+        __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(t, v)); /* pairs: |255*128*2| < 2^16 * 2^15 */
+    }
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t px__dot_vnni(const uint8_t *tok, const int8_t *w,
+                                                                                      int kp)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (int k = 0; k < kp; k += 64)
+        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512((const void *)(tok + k)), _mm512_loadu_si512((const void *)(w + k)));
+    return _mm512_reduce_add_epi32(acc);
+}
+#endif
+
+static int px__path_supported(int path)
+{
+#if PX_EMBED_X86
+    if (path == PX_EMBED_AVX2)
+        return __builtin_cpu_supports("avx2");
+    if (path == PX_EMBED_VNNI)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+#endif
+    return path == PX_EMBED_PORTABLE;
+}
+
+static int px__embed_forced = PX_EMBED_AUTO;
+
+/* The path runs take: forced, else the widest the CPU has. */
+static int px__embed_path(void)
+{
+    if (px__embed_forced != PX_EMBED_AUTO)
+        return px__embed_forced;
+    return px__path_supported(PX_EMBED_VNNI) ? PX_EMBED_VNNI : px__path_supported(PX_EMBED_AVX2) ? PX_EMBED_AVX2
+                                                                                               : PX_EMBED_PORTABLE;
+}
+
+/* Tests: force path 1 (portable), 2 (AVX2) or 3 (AVX-512 VNNI), or 0 (CPUID's choice). Returns
+ * the path runs now take, or -1 (nothing changed) when this CPU lacks the one asked for. */
+int px_cpu_embed_path(int path)
+{
+    if (path < PX_EMBED_AUTO || path > PX_EMBED_VNNI || (path != PX_EMBED_AUTO && !px__path_supported(path)))
+        return -1;
+    px__embed_forced = path;
+    return px__embed_path();
+}
+
+typedef struct {
+    const uint8_t *tokens; /* [T][kp] */
+    const int8_t *weights; /* [D][kp] */
+    const int32_t *bias, *mult, *shift, *wsum;
+    uint8_t *dst;
+    size_t dst_stride;
+    int kp, d, mode, zero_point, out_zero, nbytes;
+    px_embed_dot_fn dot;
+} px_embed_job;
+
+static void px__embed_rows(void *ctx, int t0, int t1)
+{
+    const px_embed_job *j = ctx;
+    for (int t = t0; t < t1; t++) {
+        const uint8_t *tok = j->tokens + (size_t)t * (size_t)j->kp;
+        uint8_t *row = j->dst + (size_t)t * j->dst_stride;
+        memset(row, 0, j->dst_stride); /* the padding after the last value */
+        for (int o = 0; o < j->d; o++) {
+            /* sum (u - zp) * w = sum u * w - zp * sum w, each part within the V-EMBED-9 bound */
+            int64_t acc = (int64_t)j->bias[o] + j->dot(tok, j->weights + (size_t)o * (size_t)j->kp, j->kp) -
+                          (int64_t)j->zero_point * j->wsum[o];
+            uint32_t v = px_embed_out(j->mode, (int32_t)acc, j->mult[o], j->shift[o], j->out_zero);
+            for (int b = 0; b < j->nbytes; b++)
+                row[(size_t)o * (size_t)j->nbytes + (size_t)b] = (uint8_t)(v >> (8 * b));
+        }
+    }
+}
+
+static int32_t px__le32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
+{
+    const pxvm_program *prog = ex->prog;
+    const pxi_insn *in = &prog->insns[prog->steps[s].first];
+    int src = PX_ARG(in, EMBED, src), dst = PX_ARG(in, EMBED, dst), wk = PX_ARG(in, EMBED, weights);
+    int pk = PX_ARG(in, EMBED, params), c = PX_ARG(in, EMBED, channels), d = PX_ARG(in, EMBED, d);
+    const pxvm_slot *ss = &prog->slots[src], *ws = &prog->slots[wk], *ps = &prog->slots[pk], *ds = &prog->slots[dst];
+    int pw = ss->patch_w, ph = ss->patch_h, cols = ss->w / pw, ntok = ss->patch_count;
+    int k = c * pw * ph, kp = (k + PX_EMBED_PAD - 1) / PX_EMBED_PAD * PX_EMBED_PAD;
+    size_t tok_bytes = (size_t)ntok * (size_t)kp, w_bytes = (size_t)d * (size_t)kp;
+    size_t bytes = tok_bytes + w_bytes + (size_t)d * 4u * sizeof(int32_t);
+    uint8_t *mem = malloc(bytes);
+    if (!mem)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+    uint8_t *tokens = mem;
+    int8_t *weights = (int8_t *)(mem + tok_bytes);
+    int32_t *bias = (int32_t *)(mem + tok_bytes + w_bytes), *mult = bias + d, *shift = mult + d, *wsum = shift + d;
+    /* tokens in (c, y, x) order, the order of a ViT Conv2d weight reshaped [D, K] */
+    const uint8_t *sp = ex->store[src];
+    for (int t = 0; t < ntok; t++) {
+        uint8_t *tok = tokens + (size_t)t * (size_t)kp;
+        int x0 = (t % cols) * pw, y0 = (t / cols) * ph;
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < ph; y++)
+                for (int x = 0; x < pw; x++)
+                    *tok++ = sp[(((size_t)(y0 + y)) * (size_t)ss->w + (size_t)(x0 + x)) * 4u + (size_t)ch];
+        memset(tok, 0, (size_t)(kp - k));
+    }
+    const uint8_t *wp = ex->store[wk], *pp = ex->store[pk];
+    for (int o = 0; o < d; o++) {
+        int8_t *row = weights + (size_t)o * (size_t)kp;
+        memcpy(row, wp + (size_t)o * (size_t)ws->w * 4u, (size_t)k);
+        memset(row + k, 0, (size_t)(kp - k));
+        int32_t sum = 0;
+        for (int i = 0; i < k; i++)
+            sum += row[i];
+        wsum[o] = sum;
+        bias[o] = px__le32(pp + 4u * (size_t)o);
+        int three = ps->h >= 3 && PX_ARG(in, EMBED, mode) != PX_EMBED_MODE_I32;
+        mult[o] = three ? px__le32(pp + 4u * ((size_t)ps->w + (size_t)o)) : 0;
+        shift[o] = three ? px__le32(pp + 4u * (2u * (size_t)ps->w + (size_t)o)) : 0;
+    }
+    px_embed_job job = {tokens, weights, bias, mult, shift, wsum, ex->store[dst], (size_t)ds->w * 4u, kp, d,
+                        PX_ARG(in, EMBED, mode), PX_ARG(in, EMBED, zero_point), (int8_t)PX_ARG(in, EMBED, out_zero),
+                        px_embed_out_bytes(PX_ARG(in, EMBED, mode)), px__dot_portable};
+#if PX_EMBED_X86
+    int path = px__embed_path();
+    job.dot = path == PX_EMBED_VNNI ? px__dot_vnni : path == PX_EMBED_AVX2 ? px__dot_avx2 : px__dot_portable;
+#endif
+    px_pool_for(ex->pool, ntok, 4, px__embed_rows, &job);
+    free(mem);
+    return 0;
+}

@@ -153,3 +153,17 @@ def test_bad_layers_are_refused_with_the_rule():
     E.attach(prog, ok, mode="int32")
     with pytest.raises(ValueError, match="too large for int32"):
         E.quantize(np.ones((2, 768)), np.full(2, 1e9), input_scale=1 / 255)
+
+
+def test_example_pixels_to_logits_runs():
+    """examples/pixels_to_logits.py: a photo through foveate273, EMBED and a small ViT, on the CPU
+    (and, on the GPU machine, the CUDA executor with identical embeddings)."""
+    import subprocess
+    import sys
+    ex = "auto" if EXECUTOR == "cuda" else "cpu"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "pixels_to_logits.py"), "--layers", "2",
+                        "--executors", ex], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "cpu : embeddings (273, 192) bf16" in r.stdout and "logits top-3" in r.stdout
+    if EXECUTOR == "cuda":
+        assert "cpu vs cuda: embeddings identical, byte for byte" in r.stdout

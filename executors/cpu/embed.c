@@ -21,38 +21,75 @@
 
 enum { PX_EMBED_AUTO, PX_EMBED_PORTABLE, PX_EMBED_AVX2, PX_EMBED_VNNI };
 
-typedef int32_t (*px_embed_dot_fn)(const uint8_t *tok, const int8_t *w, int kp);
+/* out[i][j] = sum over k < kp of tok[i][k] * w[j][k]: 4 tokens x 4 weight rows at a time, each
+ * token and weight row loaded once per step for the 16 sums. */
+typedef void (*px_embed_dot_fn)(const uint8_t *const tok[4], const int8_t *const w[4], int kp, int32_t out[4][4]);
 
-static int32_t px__dot_portable(const uint8_t *tok, const int8_t *w, int kp)
+static void px__dot_portable(const uint8_t *const tok[4], const int8_t *const w[4], int kp, int32_t out[4][4])
 {
-    int32_t sum = 0; /* |sum| <= K * 255 * 128 < 2^31 (V-EMBED-9) */
-    for (int k = 0; k < kp; k++)
-        sum += (int32_t)tok[k] * (int32_t)w[k];
-    return sum;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int32_t sum = 0; /* |sum| <= K * 255 * 128 < 2^31 (V-EMBED-9) */
+            for (int k = 0; k < kp; k++)
+                sum += (int32_t)tok[i][k] * (int32_t)w[j][k];
+            out[i][j] = sum;
+        }
 }
 
 #if PX_EMBED_X86
-__attribute__((target("avx2"))) static int32_t px__dot_avx2(const uint8_t *tok, const int8_t *w, int kp)
+__attribute__((target("avx2"))) static int32_t px__hsum256(__m256i v)
 {
-    __m256i acc = _mm256_setzero_si256();
-    for (int k = 0; k < kp; k += 16) {
-        __m256i t = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(tok + k)));
-        __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(t, v)); /* pairs: |255*128*2| < 2^16 * 2^15 */
-    }
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     return _mm_cvtsi128_si32(s);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t px__dot_vnni(const uint8_t *tok, const int8_t *w,
-                                                                                      int kp)
+__attribute__((target("avx2"))) static void px__dot_avx2(const uint8_t *const tok[4], const int8_t *const w[4], int kp,
+                                                         int32_t out[4][4])
 {
-    __m512i acc = _mm512_setzero_si512();
-    for (int k = 0; k < kp; k += 64)
-        acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512((const void *)(tok + k)), _mm512_loadu_si512((const void *)(w + k)));
-    return _mm512_reduce_add_epi32(acc);
+    for (int i0 = 0; i0 < 4; i0 += 2) { /* 2 x 4 accumulators: the 16 ymm registers hold them and the operands */
+        __m256i acc[2][4];
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = _mm256_setzero_si256();
+        for (int k = 0; k < kp; k += 16) {
+            __m256i t0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(tok[i0] + k)));
+            __m256i t1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(tok[i0 + 1] + k)));
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w[j] + k)));
+                /* vpmaddwd: pairs of int16 products into int32, |2 * 255 * 128| fits: exact */
+                acc[0][j] = _mm256_add_epi32(acc[0][j], _mm256_madd_epi16(t0, v));
+                acc[1][j] = _mm256_add_epi32(acc[1][j], _mm256_madd_epi16(t1, v));
+            }
+        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 4; j++)
+                out[i0 + i][j] = px__hsum256(acc[i][j]);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void px__dot_vnni(const uint8_t *const tok[4],
+                                                                                 const int8_t *const w[4], int kp,
+                                                                                 int32_t out[4][4])
+{
+    __m512i acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = _mm512_setzero_si512();
+    for (int k = 0; k < kp; k += 64) {
+        __m512i t[4];
+        for (int i = 0; i < 4; i++)
+            t[i] = _mm512_loadu_si512((const void *)(tok[i] + k));
+        for (int j = 0; j < 4; j++) {
+            __m512i v = _mm512_loadu_si512((const void *)(w[j] + k));
+            for (int i = 0; i < 4; i++) /* vpdpbusd: u8 x s8, 4 products into int32, no saturation */
+                acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], t[i], v);
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            out[i][j] = _mm512_reduce_add_epi32(acc[i][j]);
 }
 #endif
 
@@ -95,24 +132,39 @@ typedef struct {
     const int32_t *bias, *mult, *shift, *wsum;
     uint8_t *dst;
     size_t dst_stride;
-    int kp, d, mode, zero_point, out_zero, nbytes;
+    int kp, d, mode, zero_point, out_zero, nbytes, ntok;
     px_embed_dot_fn dot;
 } px_embed_job;
 
-static void px__embed_rows(void *ctx, int t0, int t1)
+/* Token blocks b0..b1-1 (4 tokens each; the last block repeats its last token). */
+static void px__embed_rows(void *ctx, int b0, int b1)
 {
     const px_embed_job *j = ctx;
-    for (int t = t0; t < t1; t++) {
-        const uint8_t *tok = j->tokens + (size_t)t * (size_t)j->kp;
-        uint8_t *row = j->dst + (size_t)t * j->dst_stride;
-        memset(row, 0, j->dst_stride); /* the padding after the last value */
-        for (int o = 0; o < j->d; o++) {
-            /* sum (u - zp) * w = sum u * w - zp * sum w, each part within the V-EMBED-9 bound */
-            int64_t acc = (int64_t)j->bias[o] + j->dot(tok, j->weights + (size_t)o * (size_t)j->kp, j->kp) -
-                          (int64_t)j->zero_point * j->wsum[o];
-            uint32_t v = px_embed_out(j->mode, (int32_t)acc, j->mult[o], j->shift[o], j->out_zero);
-            for (int b = 0; b < j->nbytes; b++)
-                row[(size_t)o * (size_t)j->nbytes + (size_t)b] = (uint8_t)(v >> (8 * b));
+    for (int b = b0; b < b1; b++) {
+        const uint8_t *tok[4];
+        int t0 = 4 * b, nt = j->ntok - t0 < 4 ? j->ntok - t0 : 4;
+        for (int i = 0; i < 4; i++)
+            tok[i] = j->tokens + (size_t)(t0 + (i < nt ? i : nt - 1)) * (size_t)j->kp;
+        for (int i = 0; i < nt; i++) /* the padding after the last value */
+            memset(j->dst + (size_t)(t0 + i) * j->dst_stride, 0, j->dst_stride);
+        for (int o0 = 0; o0 < j->d; o0 += 4) {
+            const int8_t *w[4];
+            int no = j->d - o0 < 4 ? j->d - o0 : 4;
+            for (int q = 0; q < 4; q++)
+                w[q] = j->weights + (size_t)(o0 + (q < no ? q : no - 1)) * (size_t)j->kp;
+            int32_t dot[4][4];
+            j->dot(tok, w, j->kp, dot);
+            for (int i = 0; i < nt; i++) {
+                uint8_t *row = j->dst + (size_t)(t0 + i) * j->dst_stride;
+                for (int q = 0; q < no; q++) {
+                    int o = o0 + q;
+                    /* sum (u - zp) * w = sum u * w - zp * sum w, each part within the V-EMBED-9 bound */
+                    int64_t acc = (int64_t)j->bias[o] + dot[i][q] - (int64_t)j->zero_point * j->wsum[o];
+                    uint32_t v = px_embed_out(j->mode, (int32_t)acc, j->mult[o], j->shift[o], j->out_zero);
+                    for (int by = 0; by < j->nbytes; by++)
+                        row[(size_t)o * (size_t)j->nbytes + (size_t)by] = (uint8_t)(v >> (8 * by));
+                }
+            }
         }
     }
 }
@@ -166,12 +218,12 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     }
     px_embed_job job = {tokens, weights, bias, mult, shift, wsum, ex->store[dst], (size_t)ds->w * 4u, kp, d,
                         PX_ARG(in, EMBED, mode), PX_ARG(in, EMBED, zero_point), (int8_t)PX_ARG(in, EMBED, out_zero),
-                        px_embed_out_bytes(PX_ARG(in, EMBED, mode)), px__dot_portable};
+                        px_embed_out_bytes(PX_ARG(in, EMBED, mode)), ntok, px__dot_portable};
 #if PX_EMBED_X86
     int path = px__embed_path();
     job.dot = path == PX_EMBED_VNNI ? px__dot_vnni : path == PX_EMBED_AVX2 ? px__dot_avx2 : px__dot_portable;
 #endif
-    px_pool_for(ex->pool, ntok, 4, px__embed_rows, &job);
+    px_pool_for(ex->pool, (ntok + 3) / 4, 2, px__embed_rows, &job);
     free(mem);
     return 0;
 }

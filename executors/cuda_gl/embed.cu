@@ -31,9 +31,9 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed(const px_gpu_slot 
     px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0]};
     __shared__ px_emb_smem sm;
     int tid = (int)threadIdx.x, t0 = (int)blockIdx.x * PX_EMB_TT, o0 = (int)blockIdx.y * PX_EMB_TD;
-    int32_t acc[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}}, wsum[4] = {0, 0, 0, 0};
-    for (int k0 = 0; k0 < g.k; k0 += PX_EMB_KC) {
-        px_emb_load(&dev, &g, &sm, tid, t0, o0, k0);
+    int32_t acc[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, wsum[4] = {0, 0, 0, 0};
+    for (int p0 = 0, area = g.pw * g.ph; p0 < area; p0 += PX_EMB_PX) {
+        px_emb_load(&dev, &g, &sm, tid, t0, o0, p0);
         __syncthreads();
         px_emb_compute(&sm, tid, acc, wsum);
         __syncthreads();

@@ -2,12 +2,11 @@
  * compiles it too: tests/unit/test_embed.c runs these very functions on the host, block by block
  * and thread by thread (the CPU twin), and compares them with the CPU executor byte for byte.
  *
- * A block computes TT tokens x TD output channels; the K bytes of a token are consumed in chunks
- * of KC bytes staged in shared memory (tokens gathered from the atlas in (c, y, x) order, weight
- * rows read 4 int8 a texel, the bytes past K zeroed). Each of the 256 threads keeps 2 tokens x 4
- * channels of int32 accumulators, summed by dp4a (u8 x s8, exact: no rounding, no saturation, and
- * the bound of SPEC V-EMBED-9 keeps every partial sum inside int32), and the weights' row sums,
- * for the zero point: acc = bias + sum u*w - zero_point * sum w.
+ * A block computes TT tokens x TD output channels; a patch's pixels are consumed in chunks of PX
+ * texels staged in shared memory (px_emb_smem says in which order). Each of the 256 threads keeps
+ * 4 tokens x 4 channels of int32 accumulators, summed by dp4a (u8 x s8, exact: no rounding, no
+ * saturation, and the bound of SPEC V-EMBED-9 keeps every partial sum inside int32), and the
+ * weights' row sums, for the zero point: acc = bias + sum u*w - zero_point * sum w.
  *
  * The includer defines PX_SEM (isa/px_sem.h), PX_EMB_CTX (the type reaching the slots) and
  * PX_EMB_TEXEL(ctx, which, x, y) (texel (x, y) of level 0 of slot PX_EMB_SRC, _W or _P, as a
@@ -17,11 +16,11 @@
 
 #include <stdint.h>
 
-#define PX_EMB_TT 32      /* tokens per block */
-#define PX_EMB_TD 64      /* output channels per block */
-#define PX_EMB_KC 64      /* token bytes per shared-memory chunk */
-#define PX_EMB_KW (PX_EMB_KC / 4)
-#define PX_EMB_THREADS 256 /* (TT / 2) x (TD / 4) */
+#define PX_EMB_TT 64       /* tokens per block */
+#define PX_EMB_TD 64       /* output channels per block */
+#define PX_EMB_PX 16       /* patch pixels (texels: one 32-bit word each) per shared-memory chunk */
+#define PX_EMB_ROW (PX_EMB_PX + 1) /* words per staged row, padded against bank conflicts */
+#define PX_EMB_THREADS 256 /* (TT / 4) x (TD / 4): each thread 4 tokens x 4 channels */
 
 enum { PX_EMB_SRC = 0, PX_EMB_W = 1, PX_EMB_P = 2 };
 
@@ -31,9 +30,13 @@ typedef struct px_emb_geom {
     int mode, zero_point, out_zero;
 } px_emb_geom;
 
+/* The sum over k is taken pixel by pixel: a token's word for pixel `pix` is its atlas texel as it
+ * is (R, G, B, A bytes), the weights' word for it holds w[j][c * area + pix] in byte c for c < C
+ * and 0 above; dp4a of the two is that pixel's part of the sum (alpha times 0 when C < 4). The
+ * order of an exact integer sum does not change it. */
 typedef struct px_emb_smem {
-    uint32_t tok[PX_EMB_TT][PX_EMB_KW];
-    uint32_t w[PX_EMB_TD][PX_EMB_KW];
+    uint32_t tok[PX_EMB_TT][PX_EMB_ROW];
+    uint32_t w[PX_EMB_TD][PX_EMB_ROW];
 } px_emb_smem;
 
 /* c + the four products of a's unsigned bytes with b's signed bytes. */
@@ -50,49 +53,60 @@ PX_SEM int32_t px_emb_dp4a(uint32_t a, uint32_t b, int32_t c)
 #endif
 }
 
-/* Chunk k0 .. k0 + KC - 1 of tokens t0.. and weight rows o0.. into shared memory (thread tid). */
-PX_SEM void px_emb_load(PX_EMB_CTX ctx, const px_emb_geom *g, px_emb_smem *sm, int tid, int t0, int o0, int k0)
+/* Weight byte k of row o (0 past K: the row's padding bytes are not weights). */
+PX_SEM uint32_t px_emb_wbyte(PX_EMB_CTX ctx, const px_emb_geom *g, int o, int k)
+{
+    return k < g->k ? PX_EMB_TEXEL(ctx, PX_EMB_W, k / 4, o) >> (8 * (k % 4)) & 255u : 0u;
+}
+
+/* Pixels p0 .. p0 + PX - 1 of tokens t0.. and weight rows o0.. into shared memory (thread tid). */
+PX_SEM void px_emb_load(PX_EMB_CTX ctx, const px_emb_geom *g, px_emb_smem *sm, int tid, int t0, int o0, int p0)
 {
     int area = g->pw * g->ph;
-    for (int i = tid; i < PX_EMB_TT * PX_EMB_KW; i += PX_EMB_THREADS) {
-        int t = i / PX_EMB_KW, kw = i % PX_EMB_KW, tok = t0 + t;
-        uint32_t word = 0;
-        for (int b = 0; b < 4 && tok < g->ntok; b++) {
-            int kk = k0 + 4 * kw + b;
-            if (kk >= g->k)
-                break;
-            int ch = kk / area, r = kk % area, y = r / g->pw, x = r % g->pw;
-            uint32_t texel = PX_EMB_TEXEL(ctx, PX_EMB_SRC, (tok % g->cols) * g->pw + x, (tok / g->cols) * g->ph + y);
-            word |= (texel >> (8 * ch) & 255u) << (8 * b);
-        }
-        sm->tok[t][kw] = word;
+    for (int i = tid; i < PX_EMB_TT * PX_EMB_PX; i += PX_EMB_THREADS) {
+        int t = i / PX_EMB_PX, pix = p0 + i % PX_EMB_PX, tok = t0 + t;
+        sm->tok[t][i % PX_EMB_PX] = tok < g->ntok && pix < area
+                                        ? PX_EMB_TEXEL(ctx, PX_EMB_SRC, (tok % g->cols) * g->pw + pix % g->pw,
+                                                       (tok / g->cols) * g->ph + pix / g->pw)
+                                        : 0u;
     }
-    for (int i = tid; i < PX_EMB_TD * PX_EMB_KW; i += PX_EMB_THREADS) {
-        int o = o0 + i / PX_EMB_KW, tx = k0 / 4 + i % PX_EMB_KW;
-        uint32_t word = 0;
-        if (o < g->d && tx < g->wtex) {
-            word = PX_EMB_TEXEL(ctx, PX_EMB_W, tx, o);
-            int valid = g->k - 4 * tx; /* the row's padding bytes are not weights */
-            if (valid < 4)
-                word &= (1u << (8 * valid)) - 1u;
+    /* each task: a weight row and 4 pixels; with area % 4 = 0 (16x16 patches...) a channel's 4
+     * weights of them are one texel, fetched once and transposed into the 4 pixels' words */
+    for (int i = tid; i < PX_EMB_TD * (PX_EMB_PX / 4); i += PX_EMB_THREADS) {
+        int r = i / (PX_EMB_PX / 4), q = 4 * (i % (PX_EMB_PX / 4)), o = o0 + r, pix = p0 + q;
+        uint32_t word[4] = {0u, 0u, 0u, 0u};
+        for (int ch = 0; ch < g->c && o < g->d; ch++) {
+            int k = ch * area + pix;
+            if (area % 4 == 0 && pix + 3 < area) {
+                uint32_t texel = PX_EMB_TEXEL(ctx, PX_EMB_W, k / 4, o);
+                for (int j = 0; j < 4; j++)
+                    word[j] |= (texel >> (8 * j) & 255u) << (8 * ch);
+            } else {
+                for (int j = 0; j < 4 && pix + j < area; j++)
+                    word[j] |= px_emb_wbyte(ctx, g, o, k + j) << (8 * ch);
+            }
         }
-        sm->w[i / PX_EMB_KW][i % PX_EMB_KW] = word;
+        for (int j = 0; j < 4; j++)
+            sm->w[r][q + j] = word[j];
     }
 }
 
-/* Thread tid's accumulators over one staged chunk: tokens tid/16 and tid/16 + 16 of the block,
- * channels 4 * (tid % 16) .. + 3. */
-PX_SEM void px_emb_compute(const px_emb_smem *sm, int tid, int32_t acc[2][4], int32_t wsum[4])
+/* Thread tid's accumulators over one staged chunk: tokens tid/16 + 16 i of the block (i < 4),
+ * channels 4 * (tid % 16) + j (j < 4); wsum: the channels' weight sums, for the zero point. */
+PX_SEM void px_emb_compute(const px_emb_smem *sm, int tid, int32_t acc[4][4], int32_t wsum[4])
 {
     int tt = tid / 16, dq = tid % 16;
-    for (int kw = 0; kw < PX_EMB_KW; kw++) {
-        uint32_t a0 = sm->tok[tt][kw], a1 = sm->tok[tt + 16][kw];
+    for (int kw = 0; kw < PX_EMB_PX; kw++) {
+        uint32_t a[4], w[4];
+        for (int i = 0; i < 4; i++)
+            a[i] = sm->tok[tt + 16 * i][kw];
         for (int j = 0; j < 4; j++) {
-            uint32_t w = sm->w[dq * 4 + j][kw];
-            acc[0][j] = px_emb_dp4a(a0, w, acc[0][j]);
-            acc[1][j] = px_emb_dp4a(a1, w, acc[1][j]);
-            wsum[j] = px_emb_dp4a(0x01010101u, w, wsum[j]);
+            w[j] = sm->w[dq * 4 + j][kw];
+            wsum[j] = px_emb_dp4a(0x01010101u, w[j], wsum[j]);
         }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = px_emb_dp4a(a[i], w[j], acc[i][j]);
     }
 }
 
@@ -100,27 +114,27 @@ PX_SEM int32_t px_emb_le32(uint32_t v) { return (int32_t)v; }
 
 /* Thread tid's outputs (px_embed_out), written as whole texels of dst: 4 int32 texels, 1 int8
  * texel or 2 bf16 texels per token (the bytes past d zero). */
-PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t0, int o0, int32_t acc[2][4],
+PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t0, int o0, int32_t acc[4][4],
                             const int32_t wsum[4])
 {
     int tt = tid / 16, ob = o0 + 4 * (tid % 16);
     if (ob >= g->d)
         return;
-    for (int i = 0; i < 2; i++) {
+    int32_t bias[4], mult[4], shift[4];
+    for (int j = 0; j < 4; j++) {
+        int o = ob + j < g->d ? ob + j : g->d - 1;
+        bias[j] = px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 0));
+        mult[j] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 1)) : 0;
+        shift[j] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 2)) : 0;
+    }
+    for (int i = 0; i < 4; i++) {
         int tok = t0 + tt + 16 * i;
         if (tok >= g->ntok)
             continue;
         uint32_t v[4];
         for (int j = 0; j < 4; j++) {
-            int o = ob + j;
-            v[j] = 0;
-            if (o >= g->d)
-                continue;
-            int32_t bias = px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 0));
-            int32_t mult = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 1)) : 0;
-            int shift = g->mode ? (int)px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 2)) : 0;
-            int64_t a = (int64_t)bias + acc[i][j] - (int64_t)g->zero_point * wsum[j];
-            v[j] = px_embed_out(g->mode, (int32_t)a, mult, shift, g->out_zero);
+            int64_t a = (int64_t)bias[j] + acc[i][j] - (int64_t)g->zero_point * wsum[j];
+            v[j] = ob + j < g->d ? px_embed_out(g->mode, (int32_t)a, mult[j], (int)shift[j], g->out_zero) : 0u;
         }
         if (g->mode == PX_EMBED_MODE_I32) {
             for (int j = 0; j < 4 && ob + j < g->d; j++)

@@ -201,14 +201,14 @@ static void px__twin(const px_emb_case *e, const pxvm_image *weights, const pxvm
     px_emb_twin tw = {{&e->atlas, weights, params}, dst};
     px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
     static px_emb_smem sm;
-    static int32_t acc[PX_EMB_THREADS][2][4], wsum[PX_EMB_THREADS][4];
+    static int32_t acc[PX_EMB_THREADS][4][4], wsum[PX_EMB_THREADS][4];
     for (int t0 = 0; t0 < g.ntok; t0 += PX_EMB_TT)
         for (int o0 = 0; o0 < g.d; o0 += PX_EMB_TD) {
             memset(acc, 0, sizeof acc);
             memset(wsum, 0, sizeof wsum);
-            for (int k0 = 0; k0 < g.k; k0 += PX_EMB_KC) {
+            for (int p0 = 0; p0 < g.pw * g.ph; p0 += PX_EMB_PX) {
                 for (int tid = 0; tid < PX_EMB_THREADS; tid++) /* __syncthreads() between the loops */
-                    px_emb_load(&tw, &g, &sm, tid, t0, o0, k0);
+                    px_emb_load(&tw, &g, &sm, tid, t0, o0, p0);
                 for (int tid = 0; tid < PX_EMB_THREADS; tid++)
                     px_emb_compute(&sm, tid, acc[tid], wsum[tid]);
             }

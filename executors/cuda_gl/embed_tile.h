@@ -149,4 +149,61 @@ PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t
     }
 }
 
+/* ---- the int8 tensor-core variant: mma.sync m16n8k32, u8 tokens x s8 weights -> s32 ------------
+ * The same staged chunks (px_emb_load); the block's 8 warps each own 16 tokens x 32 channels
+ * (warp w: tokens 16 (w % 4).., channels 32 (w / 4)..), 4 tiles of 16 x 8 accumulators. A chunk
+ * of 16 pixel words is 2 steps of k = 32 bytes (8 words). Fragments as the PTX ISA lays them out
+ * for m16n8k32 with 8-bit types (g = lane / 4, t = lane % 4): A register r holds token row
+ * g + 8 (r % 2), bytes 4t + 16 (r / 2) .. + 3, i.e. word t + 4 (r / 2) of the step; B register r
+ * holds channel column g, bytes 4t + 16 r .. + 3, word t + 4 r; accumulator r is token row
+ * g + 8 (r / 2), channel column 2t + r % 2. The products are exact and the sum wraps nowhere
+ * (V-EMBED-9): the same integers as dp4a's, in another order. */
+#define PX_EMB_OUT_ROW (PX_EMB_TD + 1)
+
+PX_SEM void px_emb_frag_a(const px_emb_smem *sm, int warp, int lane, int ks, uint32_t a[4])
+{
+    int row = 16 * (warp % 4) + lane / 4, word = 8 * ks + lane % 4;
+    a[0] = sm->tok[row][word];
+    a[1] = sm->tok[row + 8][word];
+    a[2] = sm->tok[row][word + 4];
+    a[3] = sm->tok[row + 8][word + 4];
+}
+
+PX_SEM void px_emb_frag_b(const px_emb_smem *sm, int warp, int lane, int ks, int nt, uint32_t b[2])
+{
+    int col = 32 * (warp / 4) + 8 * nt + lane / 4, word = 8 * ks + lane % 4;
+    b[0] = sm->w[col][word];
+    b[1] = sm->w[col][word + 4];
+}
+
+/* Accumulator tile nt of (warp, lane) into the block's [token][channel] table. */
+PX_SEM void px_emb_frag_store(int32_t (*out)[PX_EMB_OUT_ROW], int warp, int lane, int nt, const int32_t c[4])
+{
+    int row = 16 * (warp % 4) + lane / 4, col = 32 * (warp / 4) + 8 * nt + 2 * (lane % 4);
+    out[row][col] = c[0];
+    out[row][col + 1] = c[1];
+    out[row + 8][col] = c[2];
+    out[row + 8][col + 1] = c[3];
+}
+
+/* The weight sums of the block's channel rows over one staged chunk (threads 0 .. TD - 1). */
+PX_SEM int32_t px_emb_wsum_chunk(const px_emb_smem *sm, int tid, int32_t wsum)
+{
+    for (int kw = 0; kw < PX_EMB_PX; kw++)
+        wsum = px_emb_dp4a(0x01010101u, sm->w[tid][kw], wsum);
+    return wsum;
+}
+
+/* Thread tid's 4 x 4 accumulators and weight sums (px_emb_epilogue's) from the block's tables. */
+PX_SEM void px_emb_from_table(int32_t (*out)[PX_EMB_OUT_ROW], const int32_t *wsum_all, int tid, int32_t acc[4][4],
+                              int32_t wsum[4])
+{
+    int tt = tid / 16, dq = tid % 16;
+    for (int j = 0; j < 4; j++) {
+        wsum[j] = wsum_all[4 * dq + j];
+        for (int i = 0; i < 4; i++)
+            acc[i][j] = out[tt + 16 * i][4 * dq + j];
+    }
+}
+
 #endif

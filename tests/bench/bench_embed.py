@@ -71,6 +71,16 @@ def bench_device(dev, args, d):
         times[name] = timed(lambda: r.run_batch(batch_in), args.reps, sync)
     res["pxvm_embed_s"] = max(times["pxvm_program"] - times["pxvm_no_embed"], 1e-9)
     res.update({f"{n}_s": v for n, v in times.items()})
+    if dev == "cuda":  # the dp4a kernel too (PXVM_CUDA_EMBED=dp4a; the default is mma.sync)
+        os.environ["PXVM_CUDA_EMBED"] = "dp4a"
+        r = pxvm.Runner(atlas_program(q, args.tokens, True), executor=dev)
+        res["pxvm_embed_dp4a_s"] = max(timed(lambda: r.run_batch(batch_in), args.reps, sync) - times["pxvm_no_embed"], 1e-9)
+        del os.environ["PXVM_CUDA_EMBED"]
+        r_check = pxvm.Runner(atlas_program(q, args.tokens, True), executor="cpu")
+        one = imgs[:1]
+        res["cpu_equals_cuda"] = bool(np.array_equal(np.asarray(r_check.run_batch(one)["emb"]),
+                                                     pxvm.Runner(atlas_program(q, args.tokens, True), executor=dev)
+                                                     .run_batch(one)["emb"]))
     a8 = torch.randint(-128, 128, (m, k), dtype=torch.int8, device=dev)
     b8 = torch.randint(-128, 128, (k, d), dtype=torch.int8, device=dev)
     try:
@@ -89,7 +99,7 @@ def bench_device(dev, args, d):
         except Exception as e:  # noqa: BLE001
             res["torch_dynamic_int8_linear_error"] = str(e).splitlines()[0]
     ops = 2.0 * m * d * k
-    for key in [x for x in res if x.endswith("_s") and x != "pxvm_program_s" and x != "pxvm_no_embed_s"]:
+    for key in [x for x in res if x.endswith("_s") and x not in ("pxvm_program_s", "pxvm_no_embed_s")]:
         res[key.replace("_s", "_tops")] = ops / res[key] / 1e12
     if dev == "cuda":
         res["pxvm_fraction_of_int8_peak"] = res["pxvm_embed_tops"] / H200_INT8_TOPS
@@ -104,7 +114,8 @@ def markdown(rows):
     for r in rows:
         def f(key):
             return f"{r[key + '_s'] * 1e6:.1f} us ({r[key + '_tops']:.3g} TOPS)" if key + "_s" in r else r.get(key + "_error", "-")
-        other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else "-"
+        other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else \
+            f"dp4a kernel {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
         ratio = f"{r['torch_int_mm_s'] / r['pxvm_embed_s']:.2f}x" if "torch_int_mm_s" in r else "-"
         peak = (f"{100 * r['pxvm_fraction_of_int8_peak']:.1f}% of 1,979 TOPS, {100 * r['pxvm_fraction_of_bandwidth']:.1f}% "
                 "of 4.8 TB/s") if r["device"] == "cuda" else "-"

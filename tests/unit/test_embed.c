@@ -186,7 +186,7 @@ static pxvm_image px__case_reference(const px_emb_case *e)
     return r;
 }
 
-/* ---- the CPU twin of embed.cu: its tile functions, block by block, thread by thread ---------- */
+/* ---- the CPU twins of embed.cu's kernels: its tile functions, block by block, thread by thread -- */
 typedef struct {
     const pxvm_image *img[3]; /* atlas, weights, params */
     pxvm_image *dst;
@@ -214,6 +214,79 @@ static void px__twin(const px_emb_case *e, const pxvm_image *weights, const pxvm
             }
             for (int tid = 0; tid < PX_EMB_THREADS; tid++)
                 px_emb_epilogue(&tw, &g, tid, t0, o0, acc[tid], wsum[tid]);
+        }
+}
+
+/* One warp's mma.sync.m16n8k32.row.col.s32.u8.s8.s32 as the PTX ISA defines it ("Matrix
+ * Fragments for mma.m16n8k32", 8-bit types): the 32 lanes' registers give A (16 x 32 u8), B
+ * (32 x 8 s8) and C (16 x 8 s32) by the documented fragment layout, D = A B + C goes back the
+ * same way. (g = lane / 4, t = lane % 4; A element i of a lane: row g + 8 for i in 4..7 and
+ * 12..15, column 4t + i % 4, + 16 for i >= 8; B element i: row 4t + i % 4, + 16 for i >= 4,
+ * column g; C element i: row g + 8 for i >= 2, column 2t + i % 2.) */
+static void px__mma_warp(uint32_t a[32][4], uint32_t b[32][2], int32_t c[32][4])
+{
+    int A[16][32], B[32][8];
+    int64_t C[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 16; i++) {
+            int row = g + ((i >= 4 && i < 8) || i >= 12 ? 8 : 0), col = 4 * t + i % 4 + (i >= 8 ? 16 : 0);
+            A[row][col] = (int)(a[lane][i / 4] >> (8 * (i % 4)) & 255u);
+        }
+        for (int i = 0; i < 8; i++)
+            B[4 * t + i % 4 + (i >= 4 ? 16 : 0)][g] = (int)(int8_t)(uint8_t)(b[lane][i / 4] >> (8 * (i % 4)));
+        for (int i = 0; i < 4; i++)
+            C[g + (i >= 2 ? 8 : 0)][2 * t + i % 2] = c[lane][i];
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 4; i++) {
+            int row = g + (i >= 2 ? 8 : 0), col = 2 * t + i % 2;
+            int64_t sum = C[row][col];
+            for (int k = 0; k < 32; k++)
+                sum += (int64_t)A[row][k] * B[k][col];
+            c[lane][i] = (int32_t)sum;
+        }
+    }
+}
+
+/* px__k_embed_mma of embed.cu on the host: its fragments, the documented mma, its tables. */
+static void px__twin_mma(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
+{
+    px_emb_twin tw = {{&e->atlas, weights, params}, dst};
+    px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
+    static px_emb_smem sm;
+    static int32_t out[PX_EMB_TT][PX_EMB_OUT_ROW], wsum_all[PX_EMB_TD], c[PX_EMB_THREADS / 32][4][32][4];
+    for (int t0 = 0; t0 < g.ntok; t0 += PX_EMB_TT)
+        for (int o0 = 0; o0 < g.d; o0 += PX_EMB_TD) {
+            memset(c, 0, sizeof c);
+            memset(wsum_all, 0, sizeof wsum_all);
+            for (int p0 = 0; p0 < g.pw * g.ph; p0 += PX_EMB_PX) {
+                for (int tid = 0; tid < PX_EMB_THREADS; tid++)
+                    px_emb_load(&tw, &g, &sm, tid, t0, o0, p0);
+                for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
+                    for (int ks = 0; ks < PX_EMB_PX / 8; ks++) {
+                        uint32_t a[32][4], b[32][2];
+                        for (int lane = 0; lane < 32; lane++)
+                            px_emb_frag_a(&sm, warp, lane, ks, a[lane]);
+                        for (int nt = 0; nt < 4; nt++) {
+                            for (int lane = 0; lane < 32; lane++)
+                                px_emb_frag_b(&sm, warp, lane, ks, nt, b[lane]);
+                            px__mma_warp(a, b, c[warp][nt]);
+                        }
+                    }
+                for (int tid = 0; tid < PX_EMB_TD; tid++)
+                    wsum_all[tid] = px_emb_wsum_chunk(&sm, tid, wsum_all[tid]);
+            }
+            for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int nt = 0; nt < 4; nt++)
+                        px_emb_frag_store(out, warp, lane, nt, c[warp][nt][lane]);
+            for (int tid = 0; tid < PX_EMB_THREADS; tid++) {
+                int32_t acc[4][4], wsum[4];
+                px_emb_from_table(out, wsum_all, tid, acc, wsum);
+                px_emb_epilogue(&tw, &g, tid, t0, o0, acc, wsum);
+            }
         }
 }
 
@@ -274,7 +347,10 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
                 pxvm_image wi = px__data_of(&prog, 2), pi = px__data_of(&prog, 3), twin;
                 pxvm_image_alloc(&twin, want.w, want.h, NULL);
                 px__twin(&e, &wi, &pi, &twin);
-                px__compare("CUDA twin", seed, &e, &twin, &want);
+                px__compare("CUDA twin (dp4a)", seed, &e, &twin, &want);
+                memset(twin.px, 0, (size_t)twin.w * (size_t)twin.h * 4u);
+                px__twin_mma(&e, &wi, &pi, &twin);
+                px__compare("CUDA twin (mma.sync)", seed, &e, &twin, &want);
                 pxvm_image_free(&wi);
                 pxvm_image_free(&pi);
                 pxvm_image_free(&twin);

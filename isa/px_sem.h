@@ -673,9 +673,15 @@ PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
         return 0;
     uint32_t sign = v < 0 ? 0x8000u : 0u;
     uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;
-    int n = 63;
-    while (!(a >> n & 1u))
-        n--;
+    int n; /* the index of the highest set bit of a (a != 0) */
+#if defined(__CUDA_ARCH__)
+    n = 63 - __clzll((long long)a);
+#elif defined(__GNUC__)
+    n = 63 - __builtin_clzll(a);
+#else
+    for (n = 63; !(a >> n & 1u); n--)
+        ;
+#endif
     if (n > 7) { /* keep 8 significant bits, round the rest to nearest even */
         int r = n - 7;
         uint64_t rem = a & ((1ull << r) - 1), half = 1ull << (r - 1);

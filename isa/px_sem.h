@@ -623,7 +623,7 @@ PX_SEM int px_lod_shift(int w, int h, int w0, int h0)
 }
 
 /* ---- EMBED: requantization of an int32 accumulator (SPEC "EMBED") ---------------------------- */
-/* TFLite's per-channel rule (gemmlowp's fixedpoint.h), the one int8 models are exported with:
+/* TFLite's per-channel rule (gemmlowp's fixedpoint.h), that of TFLite's int8 kernels:
  * real scale = multiplier * 2^(shift - 31), multiplier 0..2^31-1, shift -31..30. */
 #define PX_EMBED_MODE_I32 0
 #define PX_EMBED_MODE_I8 1

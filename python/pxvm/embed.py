@@ -115,7 +115,7 @@ def quantize(weight: Any, bias: Any = None, input_scale: float = 1.0, mode: str 
 
 
 def from_int8(weight: Any, bias: Any, multiplier: Any = None, shift: Any = None, out_zero: int = 0) -> Quantized:
-    """A layer already in int8 (e.g. a TFLite or ONNX model's): its weights [D, K], int32 bias and,
+    """A layer already in int8 (e.g. a TFLite model's): its weights [D, K], int32 bias and,
     for modes int8 and bf16, its per-channel multipliers and shifts, taken as they are."""
     w = _numpy(weight)
     if w.dtype != np.int8 or w.ndim != 2:

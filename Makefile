@@ -89,7 +89,7 @@ check-deps:
 CONFIG_STAMP := $(BUILD)/config-cuda$(CUDA_GL)-san$(or $(SAN),0)
 # The CPU executor's loops are written for the vectorizer; -O2 in gcc 12 vectorizes only the
 # cheapest loops.
-$(addprefix $(BUILD)/executors/cpu/,run.o resources.o plan.o bind.o pyramid.o fetch.o dot.o video.o resize.o) $(BUILD)/vm/tokens.o $(BUILD)/vm/resize_kernels.o: OPT += -O3
+$(addprefix $(BUILD)/executors/cpu/,run.o resources.o plan.o bind.o pyramid.o fetch.o dot.o embed.o video.o resize.o) $(BUILD)/vm/tokens.o $(BUILD)/vm/resize_kernels.o: OPT += -O3
 
 $(CONFIG_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/config-* && touch $@

@@ -622,4 +622,91 @@ PX_SEM int px_lod_shift(int w, int h, int w0, int h0)
     return dx > dy ? dx : dy;
 }
 
+/* ---- EMBED: requantization of an int32 accumulator (SPEC "EMBED") ---------------------------- */
+/* TFLite's per-channel rule (gemmlowp's fixedpoint.h), that of TFLite's int8 kernels:
+ * real scale = multiplier * 2^(shift - 31), multiplier 0..2^31-1, shift -31..30. */
+#define PX_EMBED_MODE_I32 0
+#define PX_EMBED_MODE_I8 1
+#define PX_EMBED_MODE_BF16 2
+#define PX_EMBED_SHIFT_MIN (-31)
+#define PX_EMBED_SHIFT_MAX 30
+#define PX_EMBED_TERM_MAX (255 * 128) /* the largest |(token - zero_point) * weight| */
+
+/* The bytes one output value takes in a row of dst, per mode. */
+PX_SEM int px_embed_out_bytes(int mode) { return mode == PX_EMBED_MODE_I32 ? 4 : (mode == PX_EMBED_MODE_I8 ? 1 : 2); }
+
+/* gemmlowp SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves up (toward +inf),
+ * saturating the one overflow (a = b = INT32_MIN). C's `/` truncates toward zero, as gemmlowp's. */
+PX_SEM int32_t px_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    int64_t ab = (int64_t)a * (int64_t)b;
+    int64_t nudge = ab >= 0 ? (1LL << 30) : 1 - (1LL << 30);
+    return (int32_t)((ab + nudge) / (1LL << 31));
+}
+
+/* gemmlowp RoundingDivideByPOT: x / 2^e rounded to nearest, halves away from zero, e 0..31. */
+PX_SEM int32_t px_rdbpot(int32_t x, int e)
+{
+    int64_t mask = (1LL << e) - 1, rem = (int64_t)x & mask;
+    int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (int32_t)(px_floor_shift(x, e) + (rem > threshold ? 1 : 0));
+}
+
+/* TFLite MultiplyByQuantizedMultiplier, then the output zero point and int8's range. The
+ * validator guarantees acc * 2^max(shift, 0) fits int32 (SPEC V-EMBED-12). */
+PX_SEM int32_t px_embed_requant_i8(int32_t acc, int32_t multiplier, int shift, int out_zero)
+{
+    int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    int32_t v = px_rdbpot(px_srdhm((int32_t)((int64_t)acc * (1LL << left)), multiplier), right) + out_zero;
+    return v < -128 ? -128 : (v > 127 ? 127 : v);
+}
+
+/* bf16 bits of acc * multiplier * 2^(shift - 31), rounded once, to nearest even, in integers:
+ * |acc * multiplier| < 2^62, so the exponent stays in bf16's normal range (no subnormal, no
+ * infinity) for every shift -31..30. */
+PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
+{
+    int64_t v = (int64_t)acc * (int64_t)multiplier;
+    if (v == 0)
+        return 0;
+    uint32_t sign = v < 0 ? 0x8000u : 0u;
+    uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;
+    int n; /* the index of the highest set bit of a (a != 0) */
+#if defined(__CUDA_ARCH__)
+    n = 63 - __clzll((long long)a);
+#elif defined(__GNUC__)
+    n = 63 - __builtin_clzll(a);
+#else
+    for (n = 63; !(a >> n & 1u); n--)
+        ;
+#endif
+    if (n > 7) { /* keep 8 significant bits, round the rest to nearest even */
+        int r = n - 7;
+        uint64_t rem = a & ((1ull << r) - 1), half = 1ull << (r - 1);
+        q = a >> r;
+        if (rem > half || (rem == half && (q & 1u)))
+            q++;
+        if (q == 256u) {
+            q = 128u;
+            n++;
+        }
+    } else {
+        q = a << (7 - n);
+    }
+    uint32_t biased = (uint32_t)(n + shift - 31 + 127);
+    return sign | biased << 7 | (uint32_t)(q & 127u);
+}
+
+/* One output value of EMBED, as the little-endian bytes dst holds (mode's px_embed_out_bytes). */
+PX_SEM uint32_t px_embed_out(int mode, int32_t acc, int32_t multiplier, int shift, int out_zero)
+{
+    if (mode == PX_EMBED_MODE_I32)
+        return (uint32_t)acc;
+    if (mode == PX_EMBED_MODE_I8)
+        return (uint32_t)px_embed_requant_i8(acc, multiplier, shift, out_zero) & 255u;
+    return px_embed_bf16(acc, multiplier, shift);
+}
+
 #endif

@@ -365,6 +365,96 @@ static int px_vm_check_argmax(const pxvm_program *prog, const pxi_insn *in, uint
     return 0;
 }
 
+/* EMBED: texel (i, j) of data slot k as a little-endian u32, and the pixel of the program image
+ * holding it (what a refusal names). */
+static uint32_t px__data_u32(const pxvm_program *prog, int k, int i, int j, int *x, int *y)
+{
+    const pxvm_slot *s = &prog->slots[k];
+    *x = s->data_x + i, *y = s->data_y + j;
+    const uint8_t *p = prog->image.px + ((size_t)*y * (size_t)prog->image.w + (size_t)*x) * 4u;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* EMBED: a parameter refused, naming its pixel (x, y) of the program image. */
+static int px__param_fail(uint32_t index, int x, int y, pxvm_error *err, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return pxvm_fail(err, PXE_REGION, x, y, index, "EMBED", why);
+}
+
+/* EMBED (SPEC V-EMBED-*): the shapes follow from the atlas and d; the weights and parameters are
+ * data slots, so every bound on the values they hold is checked here, at load. */
+static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
+{
+    char la[16], lb[16];
+    int src = PX_ARG(in, EMBED, src), dst = PX_ARG(in, EMBED, dst), mode = PX_ARG(in, EMBED, mode);
+    int wk = PX_ARG(in, EMBED, weights), pk = PX_ARG(in, EMBED, params), c = PX_ARG(in, EMBED, channels);
+    int d = PX_ARG(in, EMBED, d), out_zero = PX_ARG(in, EMBED, out_zero);
+    if (mode > PX_EMBED_MODE_BF16)
+        return px__operand_fail(prog, in, index, PX_FI(EMBED, mode), mode, "(modes are 0 = int32, 1 = int8, 2 = bf16)",
+                                err);
+    if (c != 1 && c != 3 && c != 4)
+        return px__operand_fail(prog, in, index, PX_FI(EMBED, channels), c, "(channels are 1, 3 or 4)", err);
+    if (mode != PX_EMBED_MODE_I8 && out_zero)
+        return px__operand_fail(prog, in, index, PX_FI(EMBED, out_zero), out_zero,
+                                "(the output zero point is used only with mode 1: otherwise it must be 0)", err);
+    const pxvm_slot *ss = &prog->slots[src], *ws = &prog->slots[wk], *ps = &prog->slots[pk], *ds = &prog->slots[dst];
+    if (!ss->patch_w || src == dst)
+        return px__region_fail(prog, in, index, 0, err, src == dst ? "reads and writes the same slot %s"
+                                                                   : "src %s is not a patch atlas",
+                               pxvm_slot_label(prog, src, la));
+    if (ws->role != PXI_ROLE_DATA || ps->role != PXI_ROLE_DATA)
+        return px__region_fail(prog, in, index, 1, err, "weights %s and params %s must be data slots (their values are checked at load)",
+                               pxvm_slot_label(prog, wk, la), pxvm_slot_label(prog, pk, lb));
+    int64_t k = (int64_t)c * ss->patch_w * ss->patch_h;
+    int rows = mode == PX_EMBED_MODE_I32 ? 1 : 3;
+    if (ws->w != (k + 3) / 4 || ws->h != d)
+        return px__region_fail(prog, in, index, 1, err,
+                               "weights %s is %dx%d; %d channels of %dx%d patches (K = %lld) into d = %d need %lldx%d",
+                               pxvm_slot_label(prog, wk, la), ws->w, ws->h, c, ss->patch_w, ss->patch_h, (long long)k, d,
+                               (long long)(k + 3) / 4, d);
+    if (ps->w != d || ps->h < rows)
+        return px__region_fail(prog, in, index, 1, err, "params %s is %dx%d; mode %d with d = %d needs %d wide, at least %d rows",
+                               pxvm_slot_label(prog, pk, la), ps->w, ps->h, mode, d, d, rows);
+    int64_t row_texels = ((int64_t)d * px_embed_out_bytes(mode) + 3) / 4;
+    if (ds->w != row_texels || ds->h != ss->patch_count)
+        return px__region_fail(prog, in, index, 0, err, "dst %s is %dx%d; %d tokens of d = %d (mode %d) need %lldx%d",
+                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, ss->patch_count, d, mode,
+                               (long long)row_texels, ss->patch_count);
+    if (px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err) < 0)
+        return -1;
+    /* every accumulator fits int32: |acc| <= K * 255 * 128 + |bias| (V-EMBED-9); an int8 output
+     * shifted left keeps it so (V-EMBED-12) */
+    int64_t terms = k * PX_EMBED_TERM_MAX;
+    for (int j = 0; j < d; j++) {
+        int x, y;
+        int32_t bias = (int32_t)px__data_u32(prog, pk, j, 0, &x, &y);
+        int64_t bound = terms + (bias < 0 ? -(int64_t)bias : bias);
+        if (bound > INT32_MAX)
+            return px__param_fail(index, x, y, err,
+                             "channel %d: K * 255 * 128 + |bias| = %lld * 32640 + %lld = %lld exceeds 2^31 - 1: the accumulator could overflow",
+                             j, (long long)k, (long long)(bias < 0 ? -(int64_t)bias : bias), (long long)bound);
+        if (rows == 1)
+            continue;
+        uint32_t m = px__data_u32(prog, pk, j, 1, &x, &y);
+        if (m > (uint32_t)INT32_MAX)
+            return px__param_fail(index, x, y, err, "channel %d: multiplier %lu is not in 0..2^31-1", j,
+                             (unsigned long)m);
+        int32_t shift = (int32_t)px__data_u32(prog, pk, j, 2, &x, &y);
+        if (shift < PX_EMBED_SHIFT_MIN || shift > PX_EMBED_SHIFT_MAX)
+            return px__param_fail(index, x, y, err, "channel %d: shift %ld is not in -31..30", j, (long)shift);
+        if (mode == PX_EMBED_MODE_I8 && shift > 0 && (bound << shift) > INT32_MAX)
+            return px__param_fail(index, x, y, err,
+                             "channel %d: shift %ld left of an accumulator bound of %lld exceeds 2^31 - 1", j, (long)shift,
+                             (long long)bound);
+    }
+    return 0;
+}
+
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     if (prog->any_size && px__check_any_readers(prog, in, index, err) < 0)

@@ -490,9 +490,99 @@ static int px__case_resize(px_case *c, int which)
     return px__finish(c, &b) == 0 ? 1 : -1;
 }
 
+/* ---- EMBED: an atlas embedded by int8 weights (shared by the edge cases and random programs) -- */
+
+/* Weights and params data slots for EMBED of K-byte tokens into d channels: weights from `wsel`
+ * (0 random, 1 all -128, 2 all 127), biases random or at the bound of V-EMBED-9 (channel 0),
+ * multipliers and shifts random within the rules (some at the largest left shift of V-EMBED-12). */
+static void px__embed_data(pxvm_builder *b, uint64_t *s, int k, int d, int mode, int wsel, int *wk, int *pk)
+{
+    int wt = (k + 3) / 4;
+    pxvm_image wi, pi;
+    pxvm_image_alloc(&wi, wt, d, NULL);
+    pxvm_image_alloc(&pi, d, 3, NULL);
+    int64_t terms = (int64_t)k * PX_EMBED_TERM_MAX;
+    for (int o = 0; o < d; o++) {
+        uint8_t *row = wi.px + (size_t)o * (size_t)wt * 4u;
+        for (int i = 0; i < 4 * wt; i++) /* the padding after K is random too: never read */
+            row[i] = wsel == 1 ? 0x80 : wsel == 2 ? 0x7F : (uint8_t)px_case_next(s);
+        int32_t bias = (int32_t)(px_case_next(s) % 2000001u) - 1000000;
+        if (o == 0 && px_case_below(s, 2))
+            bias = (int32_t)(INT32_MAX - terms) * (px_case_below(s, 2) ? 1 : -1);
+        int64_t bound = terms + (bias < 0 ? -(int64_t)bias : bias);
+        int shift = -px_case_below(s, 32);
+        if (mode == PX_EMBED_MODE_BF16)
+            shift = px_case_below(s, 62) - 31;
+        else if (px_case_below(s, 4) == 0)
+            for (shift = 0; shift < PX_EMBED_SHIFT_MAX && (bound << (shift + 1)) <= INT32_MAX;)
+                shift++;
+        uint32_t mult = px_case_below(s, 8) == 0 ? 0x7FFFFFFFu : (1u << 30) + (uint32_t)(px_case_next(s) % (1u << 30));
+        pxi_write_le(pi.px + 4u * (size_t)o, 0, 0, 4, (uint32_t)bias);
+        pxi_write_le(pi.px + 4u * ((size_t)d + (size_t)o), 0, 0, 4, mult);
+        pxi_write_le(pi.px + 4u * (2u * (size_t)d + (size_t)o), 0, 0, 4, (uint32_t)shift);
+    }
+    *wk = pxvm_build_data_slot(b, "w", &wi);
+    *pk = pxvm_build_data_slot(b, "p", &pi);
+    pxvm_image_free(&wi);
+    pxvm_image_free(&pi);
+}
+
+static void px__embed(pxvm_builder *b, int src, int dst, int mode, int wk, int pk, int c, int zp, int d, int out_zero)
+{
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(EMBED, src)] = src, f[PX_FI(EMBED, dst)] = dst, f[PX_FI(EMBED, mode)] = mode;
+    f[PX_FI(EMBED, weights)] = wk, f[PX_FI(EMBED, params)] = pk, f[PX_FI(EMBED, channels)] = c;
+    f[PX_FI(EMBED, zero_point)] = zp, f[PX_FI(EMBED, d)] = d, f[PX_FI(EMBED, out_zero)] = mode == 1 ? out_zero : 0;
+    pxvm_build_insn(b, PX_OP_EMBED, f);
+}
+
+/* The output slot of EMBED: one row per token of d values. */
+static int px__embed_out(pxvm_builder *b, int d, int mode, int tokens)
+{
+    return pxvm_build_slot(b, PXI_ROLE_OUTPUT, "emb", (d * px_embed_out_bytes(mode) + 3) / 4, tokens);
+}
+
+static int px__case_embed(px_case *c, int which)
+{
+    static const struct {
+        const char *name;
+        int c, p, cols, rows, count, d, mode, zp, wsel, fill;
+    } k[] = {
+        /* the extremes: tokens of 255 against weights of -128 and 127, biases at the bound */
+        {"embed/i32_extreme_neg", 3, 16, 2, 2, 4, 8, 0, 0, 1, 255},
+        {"embed/i32_extreme_pos", 3, 16, 2, 2, 4, 8, 0, 0, 2, 255},
+        {"embed/i32_zp128", 4, 3, 3, 2, 5, 37, 0, 128, 0, -1},
+        {"embed/i8_requant", 3, 4, 3, 3, 9, 70, 1, 0, 0, -1},
+        {"embed/i8_zp255", 1, 7, 2, 5, 10, 33, 1, 255, 0, -1},
+        {"embed/bf16", 3, 5, 4, 2, 7, 66, 2, 17, 0, -1},
+        {"embed/bf16_one_token", 3, 1, 1, 1, 1, 1, 2, 0, 0, -1},
+    };
+    if (which >= (int)(sizeof k / sizeof k[0]))
+        return 0;
+    if (!c)
+        return 1;
+    snprintf(c->name, sizeof c->name, "%s", k[which].name);
+    uint64_t s = 0xE3BEDull + (uint64_t)which;
+    int p = k[which].p, kk = k[which].c * p * p, d = k[which].d, mode = k[which].mode;
+    int wt = (kk + 3) / 4;
+    pxvm_builder b;
+    pxvm_build_init(&b, wt > d ? (wt > 16 ? wt : 16) : (d > 16 ? d : 16));
+    int src = px__input(c, &b, "img", k[which].cols * p, k[which].rows * p, s);
+    if (k[which].fill >= 0)
+        memset(c->inputs[0].px, k[which].fill, (size_t)c->inputs[0].w * (size_t)c->inputs[0].h * 4u);
+    pxvm_build_patches(&b, src, p, p, k[which].count);
+    int wk, pk;
+    px__embed_data(&b, &s, kk, d, mode, k[which].wsel, &wk, &pk);
+    int dst = px__embed_out(&b, d, mode, k[which].count);
+    px__embed(&b, src, dst, mode, wk, pk, k[which].c, k[which].zp, d, px_case_below(&s, 256));
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    return px__finish(c, &b) == 0 ? 1 : -1;
+}
+
 typedef int (*px__family)(px_case *c, int which);
 static const px__family px__families[] = {px__case_dot, px__case_pyramid, px__case_sample, px__case_gather,
-                                          px__case_aniso, px__case_fixation, px__case_resize};
+                                          px__case_aniso, px__case_fixation, px__case_resize,
+                                          px__case_embed};
 
 int px_case_edge(int index, px_case *c)
 {
@@ -613,7 +703,7 @@ int px_case_random(uint64_t seed, px_case *c)
     pxvm_builder b;
     pxvm_build_init(&b, 16 + px_case_below(&s, 48));
     int nin = 1 + px_case_below(&s, 2), nw = 1 + px_case_below(&s, 2), nscratch = px_case_below(&s, 2);
-    int slots[8], writable[8], nslot = 0, nwritable = 0;
+    int slots[12], writable[12], nslot = 0, nwritable = 0;
     char name[16];
     for (int i = 0; i < nin; i++) {
         snprintf(name, sizeof name, "in%d", i);
@@ -660,6 +750,27 @@ int px_case_random(uint64_t seed, px_case *c)
             slots[nslot++] = table;
         }
         pxvm_image_free(&t);
+    }
+    /* EMBED: a third of the programs embed an atlas the other instructions write into (its own
+     * random numbers: the rest of a seed's program draws as before) */
+    uint64_t es = seed ^ 0xE3BEDE3BEDull;
+    int emb_src = -1, emb_w = 0, emb_p = 0, emb_dst = 0, emb_c = 3, emb_d = 1, emb_mode = 0;
+    if (px_case_below(&es, 3) == 0) {
+        int pw = 1 + px_case_below(&es, 8), ph = 1 + px_case_below(&es, 8);
+        int cols = 1 + px_case_below(&es, 5), prow = 1 + px_case_below(&es, 5);
+        static const int chans[] = {1, 3, 4};
+        emb_c = chans[px_case_below(&es, 3)];
+        while ((emb_c * pw * ph + 3) / 4 > b.width)
+            pw = 1 + pw / 2, ph = 1 + ph / 2;
+        emb_d = 1 + px_case_below(&es, b.width);
+        emb_mode = px_case_below(&es, 3);
+        int count = cols * prow - px_case_below(&es, cols);
+        emb_src = pxvm_build_slot(&b, PXI_ROLE_SCRATCH, "atlas", cols * pw, prow * ph);
+        pxvm_build_patches(&b, emb_src, pw, ph, count);
+        slots[nslot++] = writable[nwritable++] = emb_src;
+        px__embed_data(&b, &es, emb_c * pw * ph, emb_d, emb_mode, px_case_below(&es, 8) == 0 ? 1 + px_case_below(&es, 2) : 0,
+                       &emb_w, &emb_p);
+        emb_dst = px__embed_out(&b, emb_d, emb_mode, count);
     }
     int ninsns = 1 + px_case_below(&s, 30);
     uint32_t dots[20]; /* 3 rows each, and rows are u8 operands */
@@ -727,6 +838,9 @@ int px_case_random(uint64_t seed, px_case *c)
             dots[ndots++] = pxvm_build_insn(&b, PX_OP_DOT_RGB, NULL);
         }
     }
+    if (emb_src >= 0)
+        px__embed(&b, emb_src, emb_dst, emb_mode, emb_w, emb_p, emb_c, px_case_below(&es, 2) ? 0 : px_case_below(&es, 256),
+                  emb_d, px_case_below(&es, 256));
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
     for (int d = 0; d < ndots; d++) {
         uint8_t ra[64 * 4], rb[64 * 4];

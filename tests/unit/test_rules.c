@@ -1702,6 +1702,26 @@ static void r_resize_5(int refuse, int variant, px_rcase *c)
     px_resize_memory_case(refuse, variant, &c->prog, &c->lim, &c->x, &c->y, c->msg, sizeof c->msg);
 }
 
+/* ---- EMBED: its pairs are built in test_embed.c ----------------------------------------------- */
+void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
+#define PX__EMBED_RULE(k)                                                                                    \
+    static void r_embed_##k(int refuse, int variant, px_rcase *c)                                            \
+    {                                                                                                        \
+        px_embed_rule_case(k, refuse, variant, &c->prog, &c->x, &c->y, c->msg, sizeof c->msg);              \
+    }
+PX__EMBED_RULE(1)
+PX__EMBED_RULE(2)
+PX__EMBED_RULE(3)
+PX__EMBED_RULE(4)
+PX__EMBED_RULE(5)
+PX__EMBED_RULE(6)
+PX__EMBED_RULE(7)
+PX__EMBED_RULE(8)
+PX__EMBED_RULE(9)
+PX__EMBED_RULE(10)
+PX__EMBED_RULE(11)
+PX__EMBED_RULE(12)
+
 static const px_rule px_rules[] = {
     {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL, NULL},
     {"M-FILE-2", PXE_PNG_CORRUPT, r_png_corrupt, 3, NULL, NULL},
@@ -1790,6 +1810,19 @@ static const px_rule px_rules[] = {
     {"V-RESIZE-3", PXE_OPERAND, r_resize_3, 2, NULL, NULL},
     {"V-RESIZE-4", PXE_REGION, r_resize_4, 1, NULL, NULL},
     {"V-RESIZE-5", PXE_RESIZE_MEMORY, r_resize_5, 2, NULL, NULL},
+    /* EMBED (test_embed.c) */
+    {"V-EMBED-1", PXE_OPERAND, r_embed_1, 1, NULL, NULL},
+    {"V-EMBED-2", PXE_OPERAND, r_embed_2, 2, NULL, NULL},
+    {"V-EMBED-3", PXE_OPERAND, r_embed_3, 1, NULL, NULL},
+    {"V-EMBED-4", PXE_REGION, r_embed_4, 2, NULL, NULL},
+    {"V-EMBED-5", PXE_REGION, r_embed_5, 1, NULL, NULL},
+    {"V-EMBED-6", PXE_REGION, r_embed_6, 2, NULL, NULL},
+    {"V-EMBED-7", PXE_REGION, r_embed_7, 2, NULL, NULL},
+    {"V-EMBED-8", PXE_REGION, r_embed_8, 1, NULL, NULL},
+    {"V-EMBED-9", PXE_REGION, r_embed_9, 2, NULL, NULL},
+    {"V-EMBED-10", PXE_REGION, r_embed_10, 1, NULL, NULL},
+    {"V-EMBED-11", PXE_REGION, r_embed_11, 2, NULL, NULL},
+    {"V-EMBED-12", PXE_REGION, r_embed_12, 1, NULL, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 

@@ -1,0 +1,155 @@
+"""EMBED against PyTorch's int8 and bf16 GEMMs, same shapes, same run (issue 43's numbers).
+
+    PXVM_LIB=$PWD/build/libpxvm.so.1 python3 tests/bench/bench_embed.py [--device cpu|cuda|both]
+        [--batch 32] [--tokens 273] [--d 768,1024] [--reps 50] [--out tests/bench/results/embed-NAME]
+
+Shape: batch x tokens patches of 16x16x3 (K = 768) into D features: M = batch * tokens rows.
+pxvm: a program whose input is the atlas (17x17 patches of 16x16, 273 used) and whose one
+instruction is EMBED (int8 weights, bf16 out); the time of EMBED is the run of that program minus
+the run of the same program without EMBED (same slots: binding the batch of inputs, no output
+written), both medians of `reps` runs of the whole batch (CUDA: CUDA tensors in, device to device;
+host wall time with the synchronisation). Baselines on the same device and shapes: torch._int_mm
+(int8 x int8 -> int32) and torch.nn.functional.linear in bf16 (GPU) or float32 (CPU), and, on the
+CPU, PyTorch's dynamic int8 Linear (torch.ao) where present. Reports TOPS (2*M*N*K / time), the
+fraction of the H200's dense int8 tensor-core peak (1,979 TOPS) and of its memory bandwidth
+(4.8 TB/s: bytes = tokens M*K + weights N*K + outputs M*N*2) on the GPU. Writes NAME.json and
+NAME.md.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import pxvm  # noqa: E402
+import pxvm.embed as E  # noqa: E402
+
+H200_INT8_TOPS = 1979.0
+H200_BW = 4.8e12
+
+
+def atlas_program(q, count, with_embed):
+    cols = 17
+    text = (f".width {max(64, q.d, q.k // 4)}\n.slot atlas input {cols * 16}x{cols * 16} patches=16x16x{count}\n"
+            "HALT\n")
+    if with_embed:
+        return E.attach(text, q, slot="atlas", mode="bf16")
+    nb = (q.d * 2 + 3) // 4  # the same output slot, never written
+    return pxvm.Program.assemble(text.replace("HALT\n", f".slot emb output {nb}x{count}\nHALT\n"))
+
+
+def timed(fn, reps, sync):
+    fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def bench_device(dev, args, d):
+    m, k = args.batch * args.tokens, 768
+    rng = np.random.default_rng(0)
+    q = E.quantize(rng.standard_normal((d, k)) * 0.02, rng.standard_normal(d) * 0.1, input_scale=1 / 255)
+    imgs = rng.integers(0, 256, (args.batch, 272, 272, 4), dtype=np.uint8)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    batch_in = torch.from_numpy(imgs).to(dev) if dev == "cuda" else imgs
+    res = {"device": dev, "m": m, "n": d, "k": k}
+    times = {}
+    for name, with_embed in (("pxvm_program", True), ("pxvm_no_embed", False)):
+        r = pxvm.Runner(atlas_program(q, args.tokens, with_embed), executor=dev)
+        times[name] = timed(lambda: r.run_batch(batch_in), args.reps, sync)
+    res["pxvm_embed_s"] = max(times["pxvm_program"] - times["pxvm_no_embed"], 1e-9)
+    res.update({f"{n}_s": v for n, v in times.items()})
+    if dev == "cuda":  # the dp4a kernel too (PXVM_CUDA_EMBED=dp4a; the default is mma.sync)
+        os.environ["PXVM_CUDA_EMBED"] = "dp4a"
+        r = pxvm.Runner(atlas_program(q, args.tokens, True), executor=dev)
+        res["pxvm_embed_dp4a_s"] = max(timed(lambda: r.run_batch(batch_in), args.reps, sync) - times["pxvm_no_embed"], 1e-9)
+        del os.environ["PXVM_CUDA_EMBED"]
+        r_check = pxvm.Runner(atlas_program(q, args.tokens, True), executor="cpu")
+        one = imgs[:1]
+        res["cpu_equals_cuda"] = bool(np.array_equal(np.asarray(r_check.run_batch(one)["emb"]),
+                                                     pxvm.Runner(atlas_program(q, args.tokens, True), executor=dev)
+                                                     .run_batch(one)["emb"]))
+    a8 = torch.randint(-128, 128, (m, k), dtype=torch.int8, device=dev)
+    b8 = torch.randint(-128, 128, (k, d), dtype=torch.int8, device=dev)
+    try:
+        res["torch_int_mm_s"] = timed(lambda: torch._int_mm(a8, b8), args.reps, sync)
+    except Exception as e:  # noqa: BLE001 (not every build has it on every device)
+        res["torch_int_mm_error"] = str(e).splitlines()[0]
+    fdt = torch.bfloat16 if dev == "cuda" else torch.float32
+    af, wf = a8.to(fdt), b8.t().contiguous().to(fdt)
+    res["torch_linear_s"] = timed(lambda: torch.nn.functional.linear(af, wf), args.reps, sync)
+    res["torch_linear_dtype"] = str(fdt)
+    if dev == "cpu":
+        try:
+            lin = torch.ao.nn.quantized.dynamic.Linear(k, d)
+            x = af.float()
+            res["torch_dynamic_int8_linear_s"] = timed(lambda: lin(x), args.reps, sync)
+        except Exception as e:  # noqa: BLE001
+            res["torch_dynamic_int8_linear_error"] = str(e).splitlines()[0]
+    ops = 2.0 * m * d * k
+    for key in [x for x in res if x.endswith("_s") and x not in ("pxvm_program_s", "pxvm_no_embed_s")]:
+        res[key.replace("_s", "_tops")] = ops / res[key] / 1e12
+    if dev == "cuda":
+        res["pxvm_fraction_of_int8_peak"] = res["pxvm_embed_tops"] / H200_INT8_TOPS
+        res["pxvm_fraction_of_bandwidth"] = (m * k + d * k + m * d * 2) / res["pxvm_embed_s"] / H200_BW
+        res["gpu"] = torch.cuda.get_device_name()
+    return res
+
+
+def markdown(rows):
+    out = ["| device | M x K -> N | EMBED (pxvm) | torch._int_mm | torch linear | other | EMBED / _int_mm | peak, bandwidth |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        def f(key):
+            return f"{r[key + '_s'] * 1e6:.1f} us ({r[key + '_tops']:.3g} TOPS)" if key + "_s" in r else r.get(key + "_error", "-")
+        other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else \
+            f"dp4a kernel {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
+        ratio = f"{r['torch_int_mm_s'] / r['pxvm_embed_s']:.2f}x" if "torch_int_mm_s" in r else "-"
+        peak = (f"{100 * r['pxvm_fraction_of_int8_peak']:.1f}% of 1,979 TOPS, {100 * r['pxvm_fraction_of_bandwidth']:.1f}% "
+                "of 4.8 TB/s") if r["device"] == "cuda" else "-"
+        out.append(f"| {r.get('gpu', r['device'])} | {r['m']} x {r['k']} -> {r['n']} | {f('pxvm_embed')} | {f('torch_int_mm')} | "
+                   f"{f('torch_linear')} ({r['torch_linear_dtype']}) | {other} | {ratio} | {peak} |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="both", choices=["cpu", "cuda", "both"])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--tokens", type=int, default=273)
+    ap.add_argument("--d", default="768,1024")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "bench", "results", "embed"))
+    args = ap.parse_args()
+    devs = ["cpu", "cuda"] if args.device == "both" else [args.device]
+    if "cuda" in devs and not torch.cuda.is_available():
+        if args.device == "cuda":
+            sys.exit("bench_embed: no CUDA device")
+        devs.remove("cuda")
+    rows = [bench_device(dev, args, int(d)) for dev in devs for d in args.d.split(",")]
+    meta = {"date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "torch": torch.__version__,
+            "host": platform.node(), "cpus": os.cpu_count(), "batch": args.batch, "tokens": args.tokens,
+            "reps": args.reps}
+    with open(args.out + ".json", "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    table = markdown(rows)
+    with open(args.out + ".md", "w") as f:
+        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}, {meta['cpus']} CPUs "
+                f"(tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+/* test_embed.c - EMBED: the requantization rules of isa/px_sem.h at their edges (gemmlowp's
+ * SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, the bf16 rounding); random programs
+ * (modes, channels, zero points, patch sizes whose K is not a multiple of 4, D and token counts
+ * that fill no tile) on the CPU executor's every dot-product path against an int64 reference and
+ * against the CUDA kernel's own tile functions run on the host (the CPU twin of embed.cu); and
+ * the edge pairs of SPEC's V-EMBED-* rules, built by px_embed_rule_case for test_rules.c. */
+#include <stdlib.h>
+
+#include "../../isa/px_sem.h"
+#include "test.h"
+
+/* executors/cpu/embed.c: force a dot-product path (1 portable, 2 AVX2, 3 AVX-512 VNNI, 0 auto) */
+int px_cpu_embed_path(int path);
+
+/* ---- the rules ------------------------------------------------------------------------------ */
+
+TEST(embed_gemmlowp_rules)
+{
+    /* SRDHM(a, b) = round(a * b / 2^31), halves up (toward +infinity: gemmlowp's nudge 1 - 2^30
+     * for a negative product, then C's truncation); saturates INT32_MIN^2 only */
+    CHECK_EQ(px_srdhm(INT32_MIN, INT32_MIN), INT32_MAX);
+    CHECK_EQ(px_srdhm(INT32_MAX, INT32_MAX), INT32_MAX - 1);
+    CHECK_EQ(px_srdhm(1 << 30, 3), 2);   /* 1.5 -> 2 */
+    CHECK_EQ(px_srdhm(1 << 30, -3), -1); /* -1.5 -> -1 */
+    CHECK_EQ(px_srdhm(1 << 30, 1), 1);   /* 0.5 -> 1 */
+    CHECK_EQ(px_srdhm(1 << 30, -1), 0);  /* -0.5 -> 0 */
+    CHECK_EQ(px_srdhm(3 << 29, -1), -1); /* -0.75 -> -1 */
+    CHECK_EQ(px_srdhm(100, 1 << 30), 50);
+    /* RDBPOT(x, e) = x / 2^e, halves away from zero */
+    CHECK_EQ(px_rdbpot(5, 1), 3);
+    CHECK_EQ(px_rdbpot(-5, 1), -3);
+    CHECK_EQ(px_rdbpot(4, 3), 1);  /* 0.5 */
+    CHECK_EQ(px_rdbpot(3, 3), 0);  /* 0.375 */
+    CHECK_EQ(px_rdbpot(-4, 3), -1);
+    CHECK_EQ(px_rdbpot(-3, 3), 0);
+    CHECK_EQ(px_rdbpot(INT32_MIN, 31), -1);
+    CHECK_EQ(px_rdbpot(INT32_MAX, 31), 1);
+    CHECK_EQ(px_rdbpot(7, 0), 7);
+    /* requant: multiplier 2^30 is 0.5, shift -1 halves again; out_zero then int8's range */
+    CHECK_EQ(px_embed_requant_i8(100, 1 << 30, -1, 0), 25);
+    CHECK_EQ(px_embed_requant_i8(-102, 1 << 30, -1, 0), -26); /* -25.5 away from zero */
+    CHECK_EQ(px_embed_requant_i8(1000, 1 << 30, 0, 0), 127);
+    CHECK_EQ(px_embed_requant_i8(-1000, 1 << 30, 0, 0), -128);
+    CHECK_EQ(px_embed_requant_i8(254, 1 << 30, 0, 1), 127);  /* 127 + 1 clamps */
+    CHECK_EQ(px_embed_requant_i8(3, 1 << 30, 2, -10), -4);   /* 3 * 4 * 0.5 - 10 */
+}
+
+TEST(embed_bf16_rounds_once_to_nearest_even)
+{
+    /* multiplier 2^30, shift 1: the scale is exactly 1, the value acc itself */
+    CHECK_EQ(px_embed_bf16(0, 1 << 30, 1), 0);
+    CHECK_EQ(px_embed_bf16(1, 1 << 30, 1), 0x3F80u);
+    CHECK_EQ(px_embed_bf16(-1, 1 << 30, 1), 0xBF80u);
+    CHECK_EQ(px_embed_bf16(256, 1 << 30, 1), 0x4380u);
+    CHECK_EQ(px_embed_bf16(257, 1 << 30, 1), 0x4380u); /* tie: to 256, even */
+    CHECK_EQ(px_embed_bf16(259, 1 << 30, 1), 0x4382u); /* tie: to 260, even */
+    CHECK_EQ(px_embed_bf16(258, 1 << 30, 1), 0x4381u);
+    CHECK_EQ(px_embed_bf16(511, 1 << 30, 1), 0x4400u); /* rounds up into the next binade: 512 */
+    /* the largest magnitude: (2^31 - 1)^2 * 2^-1 rounds up to 2^61, exponent 61 + 127 = 188 */
+    CHECK_EQ(px_embed_bf16(INT32_MAX, INT32_MAX, 30), 188u << 7);
+    /* the smallest magnitude: 1 * 1 * 2^-62, still normal in bf16 */
+    CHECK_EQ(px_embed_bf16(1, 1, -31), (uint32_t)(-62 + 127) << 7);
+}
+
+/* ---- random programs ------------------------------------------------------------------------ */
+
+typedef struct {
+    int c, pw, ph, cols, prow, count, d, mode, zp, out_zero;
+    pxvm_image atlas;                 /* the input: cols x prow patches */
+    int8_t *w;                        /* [d][k] */
+    int32_t *bias, *mult, *shift;     /* [d] */
+} px_emb_case;
+
+static uint32_t px__rand(uint32_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 17, *s ^= *s << 5;
+    return *s;
+}
+
+static int px__k(const px_emb_case *e) { return e->c * e->pw * e->ph; }
+static int px__dst_w(const px_emb_case *e) { return (e->d * px_embed_out_bytes(e->mode) + 3) / 4; }
+
+static void px__case_make(px_emb_case *e, uint32_t seed)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    static const int chans[] = {1, 3, 4};
+    e->c = chans[px__rand(&s) % 3];
+    e->pw = 1 + (int)(px__rand(&s) % 9), e->ph = 1 + (int)(px__rand(&s) % 9);
+    e->cols = 1 + (int)(px__rand(&s) % 6), e->prow = 1 + (int)(px__rand(&s) % 12);
+    e->count = e->cols * e->prow - (int)(px__rand(&s) % (unsigned)e->cols); /* a last row part full */
+    e->d = 1 + (int)(px__rand(&s) % 150);
+    e->mode = (int)(px__rand(&s) % 3);
+    e->zp = px__rand(&s) % 2 ? 0 : (int)(px__rand(&s) % 256);
+    e->out_zero = e->mode == PX_EMBED_MODE_I8 ? (int)(px__rand(&s) % 256) - 128 : 0;
+    int k = px__k(e);
+    pxvm_image_alloc(&e->atlas, e->cols * e->pw, e->prow * e->ph, NULL);
+    for (size_t i = 0; i < (size_t)e->atlas.w * (size_t)e->atlas.h * 4u; i++)
+        e->atlas.px[i] = (uint8_t)px__rand(&s);
+    e->w = malloc((size_t)e->d * (size_t)k);
+    e->bias = malloc(sizeof(int32_t) * 3u * (size_t)e->d);
+    e->mult = e->bias + e->d, e->shift = e->mult + e->d;
+    for (size_t i = 0; i < (size_t)e->d * (size_t)k; i++)
+        e->w[i] = (int8_t)(uint8_t)px__rand(&s);
+    int64_t terms = (int64_t)k * PX_EMBED_TERM_MAX;
+    for (int o = 0; o < e->d; o++) {
+        int32_t b = (int32_t)(px__rand(&s) % 2000001u) - 1000000;
+        if (o == 0) /* the bound itself */
+            b = (int32_t)(INT32_MAX - terms) * (px__rand(&s) % 2 ? 1 : -1);
+        e->bias[o] = b;
+        e->mult[o] = (int32_t)((1u << 30) + px__rand(&s) % (1u << 30));
+        int sh = -(int)(px__rand(&s) % 24);
+        int64_t bound = terms + (b < 0 ? -(int64_t)b : b);
+        while (e->mode == PX_EMBED_MODE_BF16 && sh < 30 && px__rand(&s) % 3 == 0)
+            sh += 7;
+        if (e->mode == PX_EMBED_MODE_I8 && o % 5 == 1)
+            for (sh = 0; sh < 30 && (bound << (sh + 1)) <= INT32_MAX;)
+                sh++; /* the largest left shift the rule admits */
+        e->shift[o] = sh > 30 ? 30 : sh;
+    }
+}
+
+static void px__case_free(px_emb_case *e)
+{
+    pxvm_image_free(&e->atlas);
+    free(e->w);
+    free(e->bias);
+}
+
+static void px__put32(pxvm_image *img, int x, int y, int32_t v) { px_set(img, x, y, (uint32_t)v); }
+
+/* The program: slot 1 the input atlas, 2 the weights, 3 the params, 4 the output. */
+static int px__case_program(const px_emb_case *e, pxvm_image *out, pxvm_error *err)
+{
+    int k = px__k(e), wt = (k + 3) / 4, rows = e->mode == PX_EMBED_MODE_I32 ? 1 : 3;
+    int width = e->d > wt ? e->d : wt;
+    pxvm_builder b;
+    pxvm_build_init(&b, width < 16 ? 16 : width);
+    int src = pxvm_build_slot(&b, PXI_ROLE_INPUT, "img", e->atlas.w, e->atlas.h);
+    pxvm_build_patches(&b, src, e->pw, e->ph, e->count);
+    pxvm_image wi, pi;
+    pxvm_image_alloc(&wi, wt, e->d, NULL);
+    pxvm_image_alloc(&pi, e->d, rows, NULL);
+    for (int o = 0; o < e->d; o++) {
+        memcpy(wi.px + (size_t)o * (size_t)wt * 4u, e->w + (size_t)o * (size_t)k, (size_t)k);
+        for (int pad = k; pad < 4 * wt; pad++) /* padding bytes are ignored: make them loud */
+            wi.px[(size_t)o * (size_t)wt * 4u + (size_t)pad] = 0xA5;
+        px__put32(&pi, o, 0, e->bias[o]);
+        if (rows == 3)
+            px__put32(&pi, o, 1, e->mult[o]), px__put32(&pi, o, 2, e->shift[o]);
+    }
+    int wk = pxvm_build_data_slot(&b, "w", &wi), pk = pxvm_build_data_slot(&b, "p", &pi);
+    int dst = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "emb", px__dst_w(e), e->count);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(EMBED, src)] = src, f[PX_FI(EMBED, dst)] = dst, f[PX_FI(EMBED, mode)] = e->mode;
+    f[PX_FI(EMBED, weights)] = wk, f[PX_FI(EMBED, params)] = pk, f[PX_FI(EMBED, channels)] = e->c;
+    f[PX_FI(EMBED, zero_point)] = e->zp, f[PX_FI(EMBED, d)] = e->d, f[PX_FI(EMBED, out_zero)] = e->out_zero & 255;
+    pxvm_build_insn(&b, PX_OP_EMBED, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image_free(&wi);
+    pxvm_image_free(&pi);
+    int rc = pxvm_build_finish(&b, out, err);
+    pxvm_build_free(&b);
+    return rc;
+}
+
+/* SPEC's rule transcribed: int64 sums of (token - zero_point) * weight, bias, px_embed_out. */
+static pxvm_image px__case_reference(const px_emb_case *e)
+{
+    int k = px__k(e), nb = px_embed_out_bytes(e->mode);
+    pxvm_image r;
+    pxvm_image_alloc(&r, px__dst_w(e), e->count, NULL);
+    for (int t = 0; t < e->count; t++)
+        for (int o = 0; o < e->d; o++) {
+            int64_t acc = e->bias[o];
+            for (int kk = 0; kk < k; kk++) {
+                int ch = kk / (e->pw * e->ph), y = kk / e->pw % e->ph, x = kk % e->pw;
+                int ax = (t % e->cols) * e->pw + x, ay = (t / e->cols) * e->ph + y;
+                int u = e->atlas.px[((size_t)ay * (size_t)e->atlas.w + (size_t)ax) * 4u + (size_t)ch];
+                acc += (int64_t)(u - e->zp) * e->w[(size_t)o * (size_t)k + (size_t)kk];
+            }
+            CHECK(acc >= INT32_MIN && acc <= INT32_MAX);
+            uint32_t v = px_embed_out(e->mode, (int32_t)acc, e->mult[o], e->shift[o], e->out_zero);
+            for (int b = 0; b < nb; b++)
+                r.px[(size_t)t * (size_t)r.w * 4u + (size_t)(o * nb + b)] = (uint8_t)(v >> (8 * b));
+        }
+    return r;
+}
+
+/* ---- the CPU twins of embed.cu's kernels: its tile functions, block by block, thread by thread -- */
+typedef struct {
+    const pxvm_image *img[3]; /* atlas, weights, params */
+    pxvm_image *dst;
+} px_emb_twin;
+#define PX_EMB_CTX const px_emb_twin *
+#define PX_EMB_TEXEL(ctx, which, x, y) px_px((ctx)->img[which], (x), (y))
+#define PX_EMB_STORE(ctx, x, y, v) px_set((ctx)->dst, (x), (y), (v))
+#include "../../executors/cuda_gl/embed_tile.h"
+
+static void px__twin(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
+{
+    px_emb_twin tw = {{&e->atlas, weights, params}, dst};
+    px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
+    static px_emb_smem sm;
+    static int32_t acc[PX_EMB_THREADS][4][4], wsum[PX_EMB_THREADS][4];
+    for (int t0 = 0; t0 < g.ntok; t0 += PX_EMB_TT)
+        for (int o0 = 0; o0 < g.d; o0 += PX_EMB_TD) {
+            memset(acc, 0, sizeof acc);
+            memset(wsum, 0, sizeof wsum);
+            for (int p0 = 0; p0 < g.pw * g.ph; p0 += PX_EMB_PX) {
+                for (int tid = 0; tid < PX_EMB_THREADS; tid++) /* __syncthreads() between the loops */
+                    px_emb_load(&tw, &g, &sm, tid, t0, o0, p0);
+                for (int tid = 0; tid < PX_EMB_THREADS; tid++)
+                    px_emb_compute(&sm, tid, acc[tid], wsum[tid]);
+            }
+            for (int tid = 0; tid < PX_EMB_THREADS; tid++)
+                px_emb_epilogue(&tw, &g, tid, t0, o0, acc[tid], wsum[tid]);
+        }
+}
+
+/* One warp's mma.sync.m16n8k32.row.col.s32.u8.s8.s32 as the PTX ISA defines it ("Matrix
+ * Fragments for mma.m16n8k32", 8-bit types): the 32 lanes' registers give A (16 x 32 u8), B
+ * (32 x 8 s8) and C (16 x 8 s32) by the documented fragment layout, D = A B + C goes back the
+ * same way. (g = lane / 4, t = lane % 4; A element i of a lane: row g + 8 for i in 4..7 and
+ * 12..15, column 4t + i % 4, + 16 for i >= 8; B element i: row 4t + i % 4, + 16 for i >= 4,
+ * column g; C element i: row g + 8 for i >= 2, column 2t + i % 2.) */
+static void px__mma_warp(uint32_t a[32][4], uint32_t b[32][2], int32_t c[32][4])
+{
+    int A[16][32], B[32][8];
+    int64_t C[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 16; i++) {
+            int row = g + ((i >= 4 && i < 8) || i >= 12 ? 8 : 0), col = 4 * t + i % 4 + (i >= 8 ? 16 : 0);
+            A[row][col] = (int)(a[lane][i / 4] >> (8 * (i % 4)) & 255u);
+        }
+        for (int i = 0; i < 8; i++)
+            B[4 * t + i % 4 + (i >= 4 ? 16 : 0)][g] = (int)(int8_t)(uint8_t)(b[lane][i / 4] >> (8 * (i % 4)));
+        for (int i = 0; i < 4; i++)
+            C[g + (i >= 2 ? 8 : 0)][2 * t + i % 2] = c[lane][i];
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 4; i++) {
+            int row = g + (i >= 2 ? 8 : 0), col = 2 * t + i % 2;
+            int64_t sum = C[row][col];
+            for (int k = 0; k < 32; k++)
+                sum += (int64_t)A[row][k] * B[k][col];
+            c[lane][i] = (int32_t)sum;
+        }
+    }
+}
+
+/* px__k_embed_mma of embed.cu on the host: its fragments, the documented mma, its tables. */
+static void px__twin_mma(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
+{
+    px_emb_twin tw = {{&e->atlas, weights, params}, dst};
+    px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
+    static px_emb_smem sm;
+    static int32_t out[PX_EMB_TT][PX_EMB_OUT_ROW], wsum_all[PX_EMB_TD], c[PX_EMB_THREADS / 32][4][32][4];
+    for (int t0 = 0; t0 < g.ntok; t0 += PX_EMB_TT)
+        for (int o0 = 0; o0 < g.d; o0 += PX_EMB_TD) {
+            memset(c, 0, sizeof c);
+            memset(wsum_all, 0, sizeof wsum_all);
+            for (int p0 = 0; p0 < g.pw * g.ph; p0 += PX_EMB_PX) {
+                for (int tid = 0; tid < PX_EMB_THREADS; tid++)
+                    px_emb_load(&tw, &g, &sm, tid, t0, o0, p0);
+                for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
+                    for (int ks = 0; ks < PX_EMB_PX / 8; ks++) {
+                        uint32_t a[32][4], b[32][2];
+                        for (int lane = 0; lane < 32; lane++)
+                            px_emb_frag_a(&sm, warp, lane, ks, a[lane]);
+                        for (int nt = 0; nt < 4; nt++) {
+                            for (int lane = 0; lane < 32; lane++)
+                                px_emb_frag_b(&sm, warp, lane, ks, nt, b[lane]);
+                            px__mma_warp(a, b, c[warp][nt]);
+                        }
+                    }
+                for (int tid = 0; tid < PX_EMB_TD; tid++)
+                    wsum_all[tid] = px_emb_wsum_chunk(&sm, tid, wsum_all[tid]);
+            }
+            for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int nt = 0; nt < 4; nt++)
+                        px_emb_frag_store(out, warp, lane, nt, c[warp][nt][lane]);
+            for (int tid = 0; tid < PX_EMB_THREADS; tid++) {
+                int32_t acc[4][4], wsum[4];
+                px_emb_from_table(out, wsum_all, tid, acc, wsum);
+                px_emb_epilogue(&tw, &g, tid, t0, o0, acc, wsum);
+            }
+        }
+}
+
+/* A data slot's pixels, read back from the loaded program image. */
+static pxvm_image px__data_of(const pxvm_program *prog, int k)
+{
+    const pxvm_slot *s = &prog->slots[k];
+    pxvm_image r;
+    pxvm_image_alloc(&r, s->w, s->h, NULL);
+    for (int y = 0; y < s->h; y++)
+        memcpy(r.px + (size_t)y * (size_t)s->w * 4u,
+               prog->image.px + ((size_t)(s->data_y + y) * (size_t)prog->image.w + (size_t)s->data_x) * 4u, (size_t)s->w * 4u);
+    return r;
+}
+
+static int px__compare(const char *what, uint32_t seed, const px_emb_case *e, const pxvm_image *got, const pxvm_image *want)
+{
+    size_t n = (size_t)want->w * (size_t)want->h * 4u;
+    for (size_t i = 0; i < n; i++)
+        if (got->px[i] != want->px[i]) {
+            px_test_fail(__FILE__, __LINE__,
+                         "%s, seed %u (C %d, %dx%d patches, %d tokens, d %d, mode %d, zp %d): byte %zu is %u, want %u", what,
+                         seed, e->c, e->pw, e->ph, e->count, e->d, e->mode, e->zp, i, got->px[i], want->px[i]);
+            return 1;
+        }
+    return 0;
+}
+
+TEST(embed_random_programs_every_path_and_the_gpu_twin)
+{
+    int paths = 0;
+    for (uint32_t seed = 1; seed <= 40; seed++) {
+        px_emb_case e;
+        px__case_make(&e, seed);
+        pxvm_image img, want = px__case_reference(&e);
+        pxvm_error err;
+        if (px__case_program(&e, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "seed %u: build: %s", seed, err.msg);
+            continue;
+        }
+        for (int path = 1; path <= 3; path++) {
+            if (px_cpu_embed_path(path) < 0)
+                continue;
+            paths |= 1 << path;
+            pxvm_program prog;
+            pxvm_executor *ex;
+            const pxvm_image *in[] = {&e.atlas};
+            if (px_run_image(&img, in, 1, &prog, &ex, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "seed %u path %d: %s", seed, path, err.msg);
+                continue;
+            }
+            pxvm_image got = px_read(&prog, ex, 4, 0);
+            char what[32];
+            snprintf(what, sizeof what, "CPU path %d", path);
+            px__compare(what, seed, &e, &got, &want);
+            pxvm_image_free(&got);
+            if (path == 1) { /* the GPU kernel's tiles, on the host */
+                pxvm_image wi = px__data_of(&prog, 2), pi = px__data_of(&prog, 3), twin;
+                pxvm_image_alloc(&twin, want.w, want.h, NULL);
+                px__twin(&e, &wi, &pi, &twin);
+                px__compare("CUDA twin (dp4a)", seed, &e, &twin, &want);
+                memset(twin.px, 0, (size_t)twin.w * (size_t)twin.h * 4u);
+                px__twin_mma(&e, &wi, &pi, &twin);
+                px__compare("CUDA twin (mma.sync)", seed, &e, &twin, &want);
+                pxvm_image_free(&wi);
+                pxvm_image_free(&pi);
+                pxvm_image_free(&twin);
+            }
+            px_close(&prog, ex);
+        }
+        px_cpu_embed_path(0);
+        pxvm_image_free(&img);
+        pxvm_image_free(&want);
+        px__case_free(&e);
+    }
+    CHECK(paths & 2); /* the portable path always runs; AVX2 and VNNI where the CPU has them */
+    printf("  paths run: portable%s%s\n", paths & 4 ? ", AVX2" : "", paths & 8 ? ", AVX-512 VNNI" : "");
+}
+
+/* ---- SPEC's V-EMBED-* pairs, for test_rules.c -------------------------------------------------- */
+
+/* Stream index i of a program image as its pixel. */
+static void px__stream_xy(const pxvm_image *img, uint32_t i, int *x, int *y)
+{
+    *x = (int)(i % (uint32_t)img->w), *y = (int)(i / (uint32_t)img->w);
+}
+
+/* Rule `rule` (V-EMBED-rule): the last case accepted (refuse 0) or the first refused (1), as a
+ * program image, with the pixel and a fragment of the refusal's message. The base: 3 channels of
+ * 4x4 patches (K = 48), 4 tokens, d = 8, int8 out. */
+void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
+void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n)
+{
+    int c = 3, p = 4, count = 4, d = 8, mode = 1, out_zero = 0, patches = 1, same = 0, w_role = PXI_ROLE_DATA;
+    int wt_extra = 0, wh_extra = 0, pw_extra = 0, rows = 3, dst_extra = 0, pixel = 0, param_row = -1, param_ch = 3;
+    int32_t bias = 0, mult = 1 << 30, shift = -1;
+    uint32_t mult_u = 0;
+    int64_t terms = 48 * (int64_t)PX_EMBED_TERM_MAX; /* K = 48 */
+    msg[0] = 0;
+    switch (rule) {
+    case 1: /* mode <= 2 */
+        mode = refuse ? 3 : 2;
+        snprintf(msg, n, "operand mode = 3");
+        break;
+    case 2: /* channels 1, 3, 4: 4 accepted, 5 refused; 1 accepted, 2 refused */
+        c = variant ? (refuse ? 2 : 1) : (refuse ? 5 : 4), pixel = 1;
+        snprintf(msg, n, "operand channels = %d", c);
+        break;
+    case 3: /* out_zero 0 unless mode 1 */
+        mode = 0, rows = 1, out_zero = refuse ? 1 : 0, pixel = 2;
+        snprintf(msg, n, "operand out_zero = 1");
+        break;
+    case 4: /* an atlas; src != dst */
+        if (variant)
+            same = refuse;
+        else
+            patches = !refuse;
+        snprintf(msg, n, variant ? "reads and writes the same slot" : "is not a patch atlas");
+        break;
+    case 5: /* data slots */
+        w_role = refuse ? PXI_ROLE_SCRATCH : PXI_ROLE_DATA, pixel = 1;
+        snprintf(msg, n, "must be data slots");
+        break;
+    case 6: /* weights ceil(K/4) x d */
+        *(variant ? &wt_extra : &wh_extra) = refuse, pixel = 1;
+        snprintf(msg, n, "need 12x8");
+        break;
+    case 7: /* params d wide, 3 rows for mode 1 (1 for mode 0) */
+        if (variant)
+            pw_extra = refuse;
+        else
+            rows = refuse ? 2 : 3;
+        pixel = 1;
+        snprintf(msg, n, "needs 8 wide, at least 3 rows");
+        break;
+    case 8: /* dst ceil(d * b / 4) x count */
+        dst_extra = refuse;
+        snprintf(msg, n, "need 2x4");
+        break;
+    case 9: /* K * 32640 + |bias| <= 2^31 - 1, either sign */
+        mode = 0, rows = 1, param_row = 0;
+        bias = (int32_t)(INT32_MAX - terms + refuse);
+        if (variant)
+            bias = -bias;
+        snprintf(msg, n, "channel 3: K * 255 * 128 + |bias| = 48 * 32640 + %lld", (long long)(bias < 0 ? -(int64_t)bias : bias));
+        break;
+    case 10: /* multiplier <= 2^31 - 1 */
+        param_row = 1, mult_u = refuse ? 0x80000000u : 0x7FFFFFFFu;
+        snprintf(msg, n, "channel 3: multiplier 2147483648 is not in 0..2^31-1");
+        break;
+    case 11: /* shift -31 .. 30 (bf16: no left-shift rule) */
+        mode = 2, param_row = 2;
+        shift = variant ? (refuse ? -32 : -31) : (refuse ? 31 : 30);
+        snprintf(msg, n, "channel 3: shift %d is not in -31..30", shift);
+        break;
+    case 12: /* int8: (K * 32640 + |bias|) * 2^shift <= 2^31 - 1 */
+        param_row = 2, shift = 1;
+        bias = (int32_t)((INT32_MAX >> 1) - terms + refuse);
+        snprintf(msg, n, "channel 3: shift 1 left of an accumulator bound of %lld", (long long)(terms + bias));
+        break;
+    }
+    int k = c * p * p, wt = (k + 3) / 4;
+    pxvm_builder b;
+    pxvm_build_init(&b, 32);
+    int src = pxvm_build_slot(&b, PXI_ROLE_INPUT, "img", 2 * p, 2 * p);
+    if (patches)
+        pxvm_build_patches(&b, src, p, p, count);
+    pxvm_image wi, pi;
+    pxvm_image_alloc(&wi, wt + wt_extra, d + wh_extra, NULL);
+    pxvm_image_alloc(&pi, d + pw_extra, rows, NULL);
+    for (int o = 0; o < d; o++) {
+        px__put32(&pi, o, 0, o == param_ch && param_row == 0 ? bias : 7);
+        if (rows > 1)
+            px__put32(&pi, o, 1, o == param_ch && param_row == 1 ? (int32_t)mult_u : mult);
+        if (rows > 2)
+            px__put32(&pi, o, 2, o == param_ch && param_row == 2 ? shift : -1);
+    }
+    if (param_row == 2 && rule == 12)
+        px__put32(&pi, param_ch, 0, bias);
+    int wk = w_role == PXI_ROLE_DATA ? pxvm_build_data_slot(&b, "w", &wi)
+                                     : pxvm_build_slot(&b, w_role, "w", wi.w, wi.h);
+    int pk = pxvm_build_data_slot(&b, "p", &pi);
+    int dst = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "emb", (d * px_embed_out_bytes(mode > 2 ? 0 : mode) + 3) / 4,
+                              count + dst_extra);
+    int32_t f[PXI_MAX_FIELDS] = {0};
+    f[PX_FI(EMBED, src)] = src, f[PX_FI(EMBED, dst)] = same ? src : dst, f[PX_FI(EMBED, mode)] = mode;
+    f[PX_FI(EMBED, weights)] = wk, f[PX_FI(EMBED, params)] = pk, f[PX_FI(EMBED, channels)] = c;
+    f[PX_FI(EMBED, d)] = d, f[PX_FI(EMBED, out_zero)] = out_zero;
+    pxvm_build_insn(&b, PX_OP_EMBED, f);
+    pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_image_free(&wi);
+    pxvm_image_free(&pi);
+    pxvm_error err;
+    if (pxvm_build_finish(&b, prog, &err) < 0)
+        px_test_fail(__FILE__, __LINE__, "V-EMBED-%d: build: %s", rule, err.msg);
+    pxvm_build_free(&b);
+    if (param_row >= 0) { /* the parameter's pixel: params' data origin, descriptor +3 */
+        int dx, dy;
+        px__stream_xy(prog, (uint32_t)(PXI_HEADER_PIXELS + PXI_SLOT_PIXELS * (pk - 1) + 3), &dx, &dy);
+        uint32_t origin = px_px(prog, dx, dy);
+        *x = (int)(origin & 0xFFFFu) + param_ch, *y = (int)(origin >> 16) + param_row;
+    } else {
+        int hx, hy;
+        px__stream_xy(prog, 2, &hx, &hy);
+        px__stream_xy(prog, px_px(prog, hx, hy) + (uint32_t)pixel, x, y);
+    }
+}

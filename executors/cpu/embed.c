@@ -229,7 +229,7 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     int8_t *weights = (int8_t *)(mem + tok_bytes);
     int32_t *bias = (int32_t *)(mem + tok_bytes + w_bytes), *mult = bias + d, *shift = mult + d, *wsum = shift + d;
     /* tokens in (c, y, x) order, the order of a ViT Conv2d weight reshaped [D, K] */
-    const uint8_t *sp = ex->store[src];
+    const uint8_t *sp = ex->view[src].level[0]; /* an input may be borrowed: its bytes are the caller's */
     for (int t = 0; t < ntok; t++) {
         uint8_t *tok = tokens + (size_t)t * (size_t)kp;
         int x0 = (t % cols) * pw, y0 = (t / cols) * ph;

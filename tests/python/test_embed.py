@@ -167,3 +167,21 @@ def test_example_pixels_to_logits_runs():
     assert "cpu : embeddings (273, 192) bf16" in r.stdout and "logits top-3" in r.stdout
     if EXECUTOR == "cuda":
         assert "cpu vs cuda: embeddings identical, byte for byte" in r.stdout
+
+
+@pytest.mark.parametrize("mode", ["int32", "int8", "bf16"])
+def test_embed_of_an_input_atlas_reads_the_bound_bytes(mode):
+    """An atlas given as an input (bound from a packed RGBA array, which the CPU executor borrows:
+    read in place) is embedded from its bytes: the CPU executor once read its own, zero, storage."""
+    rng = np.random.default_rng(7)
+    count, d = 16, 64
+    q = _layer(d, 3 * 16 * 16, 11, mode)
+    text = f".width 192\n.slot atlas input 272x272 patches=16x16x{count}\nHALT\n"
+    runner = pxvm.Runner(E.attach(text, q, slot="atlas", mode=mode), executor=EXECUTOR)
+    atlas = rng.integers(0, 256, (272, 272, 4), dtype=np.uint8)
+    slot = next(s for s in runner.program.inputs if s.name == "atlas")
+    tok = E.tokens(E.atlas_patches(atlas, slot))
+    got = np.asarray(runner.run(atlas)["emb"]).reshape(count, -1)
+    want = reference(tok, q, mode, 0)
+    nb = {"int32": 4, "int8": 1, "bf16": 2}[mode]
+    assert np.array_equal(got[:, :d * nb].view(want.dtype), want)

@@ -283,12 +283,13 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         pxvm_program_free(&prog);
         px_case_free(&c);
     }
-    printf("%ld instructions (PYRAMID %ld, SAMPLE %ld, ANISO %ld, GATHER %ld, DOT_RGB %ld, SALIENCY %ld, ARGMAX %ld, RESIZE %ld, "
-           "EMBED %ld); "
-           "%ld "
-           "runs ended in the same trap\n",
-           insns, ops[PX_OP_PYRAMID], ops[PX_OP_SAMPLE], ops[PX_OP_ANISO], ops[PX_OP_GATHER], ops[PX_OP_DOT_RGB],
-           ops[PX_OP_SALIENCY], ops[PX_OP_ARGMAX], ops[PX_OP_RESIZE], ops[PX_OP_EMBED], trapped);
+    /* the count of each opcode the random programs used, named by the opcode table */
+    printf("%ld instructions (", insns);
+    const char *sep = "";
+    for (unsigned v = 1; v < 256; v++)
+        if (ops[v] && pxi_op(v)->name)
+            printf("%s%s %ld", sep, pxi_op(v)->name, ops[v]), sep = ", ";
+    printf("); %ld runs ended in the same trap\n", trapped);
     return 0;
 }
 

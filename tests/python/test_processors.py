@@ -332,3 +332,18 @@ def test_paths_decoded_with_warnings_at_the_callers_line(tmp_path):
         got = proc([str(padded), src], return_tensors="np")
     assert [w.filename for w in rec] == [__file__]
     assert_same(got, ref.siglip([Image.open(src), Image.open(src)]))
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("name", ["Megamind.avi", "tree.avi"])
+def test_qwen2vl_video_file_with_camera_motion_equals_reference(executor, name):
+    """A real clip with camera motion, its frames read by pxvm.video as Qwen2-VL samples them (2 a
+    second), through the processor == the transcription of transformers 4.x on the same frames."""
+    path = os.path.join(ROOT, "build", "data", name)
+    if not os.path.exists(path):
+        pytest.skip("%s: make video-data" % path)
+    frames = list(pxvm.video.frames(path, fps=2.0))[:7]  # odd: the last frame repeated
+    proc = pxvm.processors.Qwen2VLImageProcessor(executor=executor)
+    got = proc(videos=[frames], return_tensors="pt", device="cuda" if executor == "cuda" else None)
+    assert_same(got, ref.qwen2vl(videos=[frames]))
+    assert got["video_grid_thw"][0, 0].item() == 4

@@ -135,9 +135,16 @@ def qwen2vl_one(frames, rule="transformers4", do_resize=True, resample=Image.BIC
         repeats = np.repeat(patches[-1][np.newaxis], temporal_patch_size - (patches.shape[0] % temporal_patch_size),
                             axis=0)
         patches = np.concatenate([patches, repeats], axis=0)
-    channel = patches.shape[1]
+    return flatten_patches(patches, patch_size, temporal_patch_size, merge_size)
+
+
+def flatten_patches(patches, patch_size=14, temporal_patch_size=2, merge_size=2):
+    """_preprocess's flattening of (grid_t * T, C, H, W) frames (any dtype): the tokens in merge
+    window order, each (C, T, p, p) flat; (flatten_patches [t*h*w, C*T*p*p], (t, h, w))."""
+    patches = np.asarray(patches)
+    channel, height, width = patches.shape[1:]
     grid_t = patches.shape[0] // temporal_patch_size
-    grid_h, grid_w = resized_height // patch_size, resized_width // patch_size
+    grid_h, grid_w = height // patch_size, width // patch_size
     patches = patches.reshape(grid_t, temporal_patch_size, channel, grid_h // merge_size, merge_size, patch_size,
                               grid_w // merge_size, merge_size, patch_size)
     patches = patches.transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)

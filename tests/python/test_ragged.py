@@ -1,8 +1,8 @@
 """Policy "dynamic" and ragged batches (docs/policies.md, python/pxvm/ragged.py).
 
 - The size rule: the library's pxvm_policy_dynamic_size against a Python transcription of
-  Qwen2-VL's smart_resize (written here from the rule in docs/policies.md, as transformers states
-  it; the real transformers code is not installed offline, so this is a transcription, not it),
+  Qwen2-VL's smart_resize (reference_hf4.smart_resize, transcribed from transformers 4.x; the
+  real transformers code is not installed offline, so this is a transcription, not it),
   over tens of thousands of sizes and several settings, ties of the rounding (half to even) among
   them.
 - The tokens: each image's tokens are its Pillow resize (Image.resize((w', h'), BICUBIC), the
@@ -13,7 +13,6 @@
   (index, file) and nothing is returned.
 """
 import glob
-import math
 import os
 
 import numpy as np
@@ -22,27 +21,11 @@ from PIL import Image
 
 import pxvm
 from conftest import EXECUTOR, ROOT
+from reference_hf4 import smart_resize
 
 PHOTOS = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.png")) +
                 glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.jpg")))
 UNIFORM = os.path.join(ROOT, "programs", "uniform.json")
-
-
-def smart_resize(height, width, factor, min_pixels, max_pixels):
-    """Qwen2-VL's smart_resize, transcribed (see the module's docstring)."""
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError("aspect")
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
 
 
 @pytest.fixture(scope="module")

@@ -25,12 +25,11 @@ import pytest
 from PIL import Image
 
 import pxvm
+import reference_hf4 as ref
 from conftest import EXECUTOR, PHOTO, ROOT
 
 UNIFORM = os.path.join(ROOT, "programs", "uniform.json")
 P = 14  # Qwen2-VL's patch
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # OPENAI_CLIP_MEAN / STD: Qwen2-VL's image_mean / image_std
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @pytest.fixture(scope="module")
@@ -56,57 +55,15 @@ def photos():
     return [np.asarray(Image.open(p).convert("RGB")) for p in paths]
 
 
-def smart_resize(h, w, factor=28, min_pixels=56 * 56, max_pixels=28 * 28 * 1280):
-    """Qwen2-VL's smart_resize (transformers 4.x image_processing_qwen2_vl.py), transcribed."""
-    import math
-    h_bar = max(factor, round(h / factor) * factor)
-    w_bar = max(factor, round(w / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((h * w) / max_pixels)
-        h_bar = math.floor(h / beta / factor) * factor
-        w_bar = math.floor(w / beta / factor) * factor
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (h * w))
-        h_bar = math.ceil(h * beta / factor) * factor
-        w_bar = math.ceil(w * beta / factor) * factor
-    return h_bar, w_bar
-
-
-def transformers4_values(u8):
-    """image_transforms.rescale then normalize of transformers 4.x on a uint8 (H, W, 3) image: the
-    float32 (3, H, W) values (channels first, as _preprocess's data_format)."""
-    x = (u8.astype(np.float64) * (1 / 255)).astype(np.float32)
-    mean, std = np.array(CLIP_MEAN, dtype=np.float32), np.array(CLIP_STD, dtype=np.float32)
-    return ((x - mean) / std).transpose(2, 0, 1)
-
-
-def qwen2vl_flatten(frames, p=P, merge=2, tps=2):
-    """_preprocess's flattening of (grid_t * tps, C, H, W) frames (see the module)."""
-    patches = np.asarray(frames)
-    t, c, h, w = patches.shape
-    gt, gh, gw = t // tps, h // p, w // p
-    patches = patches.reshape(gt, tps, c, gh // merge, merge, p, gw // merge, merge, p)
-    patches = patches.transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)
-    return patches.reshape(gt * gh * gw, c * tps * p * p), (gt, gh, gw)
-
-
 def test_qwen2vl_layout_equals_transformers4_on_real_photos(runner, photos):
     r = runner.tokens_batch(photos, policy="dynamic", layout="qwen2vl", normalize="clip", rule="transformers4")
-    want, grids = [], []
-    for a in photos:
-        h2, w2 = smart_resize(*a.shape[:2])
-        u8 = np.asarray(Image.fromarray(a).resize((w2, h2), Image.BICUBIC))
-        v = transformers4_values(u8)
-        flat, thw = qwen2vl_flatten([v, v])  # a still image: the same frame twice
-        want.append(flat)
-        grids.append(thw)
-    want = np.concatenate(want)
+    want = ref.qwen2vl(photos)
     got = np.asarray(r.tokens)
-    assert got.shape == want.shape and got.dtype == np.float32
-    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), \
-        "%d values differ" % int((got.view(np.uint32) != want.view(np.uint32)).sum())
-    assert np.array_equal(r.grid, np.array(grids))
-    counts = np.array([g[0] * g[1] * g[2] for g in grids])
+    assert got.shape == want["pixel_values"].shape and got.dtype == np.float32
+    differ = got.view(np.uint32) != want["pixel_values"].view(np.uint32)
+    assert not differ.any(), "%d values differ" % int(differ.sum())
+    assert np.array_equal(r.grid, want["image_grid_thw"])
+    counts = want["image_grid_thw"].prod(axis=1)
     assert np.array_equal(r.offsets, np.concatenate([[0], np.cumsum(counts)]))
     assert len(r) == len(photos) and len(set(map(tuple, r.grid[:, 1:]))) > 3  # mixed sizes
 
@@ -119,8 +76,8 @@ def test_temporal_two_different_frames(runner, photos):
     a, b = photos[0], photos[3]
     r = runner.tokens_batch([a, b], policy="stretch", size=size, layout="flat", merge=2, temporal=2,
                             normalize="clip", rule="transformers4")
-    frames = [transformers4_values(np.asarray(Image.fromarray(x).resize(size, Image.BICUBIC))) for x in (a, b)]
-    want, thw = qwen2vl_flatten(frames)
+    want, thw = ref.qwen2vl_one([np.asarray(Image.fromarray(x).resize(size, Image.BICUBIC)) for x in (a, b)],
+                                do_resize=False)
     got = np.asarray(r.tokens)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     assert thw == (1, 12, 16) and r.grid.tolist() == [[1, 12, 16]] and r.offsets.tolist() == [0, 192]
@@ -135,7 +92,7 @@ def test_temporal_two_different_frames(runner, photos):
     tiles = runner.patches_batch([a, b], policy="stretch", size=size, merge=2, temporal=2)
     assert tiles.tokens.shape == (192, 2, P, P, 4)
     u8 = np.stack([np.asarray(Image.fromarray(x).resize(size, Image.BICUBIC)) for x in (a, b)])
-    w8, _ = qwen2vl_flatten(u8.transpose(0, 3, 1, 2))  # (N, C*T*p*p) of the bytes
+    w8, _ = ref.flatten_patches(u8.transpose(0, 3, 1, 2), P)  # (N, C*T*p*p) of the bytes
     assert np.array_equal(np.asarray(tiles.tokens)[..., :3].transpose(0, 4, 1, 2, 3).reshape(192, -1), w8)
 
 
@@ -264,7 +221,7 @@ def test_crop_policy_text():
 
 # ---- the float rules ----------------------------------------------------------------------------
 
-PRESET_VALUES = {"clip": (CLIP_MEAN, CLIP_STD), "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+PRESET_VALUES = {"clip": (ref.OPENAI_CLIP_MEAN, ref.OPENAI_CLIP_STD), "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
                  "siglip": ((0.5,) * 3, (0.5,) * 3), "none": ((0.0,) * 3, (1.0,) * 3)}
 
 

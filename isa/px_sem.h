@@ -1,8 +1,10 @@
 /* px_sem.h - the exact integer semantics of every pxvm opcode, written once.
  *
  * Compiled by gcc for the CPU executor and by nvcc for the CUDA-GL kernels (every function is
- * `static inline`, and `__host__ __device__` under nvcc). No floating point appears here: the two
- * executors agree bit for bit because they run this very arithmetic.
+ * `static inline`, and `__host__ __device__` under nvcc). No floating-point arithmetic appears
+ * here: the two executors agree bit for bit because they run this very arithmetic. (One exact
+ * conversion stands in for an integer loop on the GPU, in px_embed_bf16: it says why it gives
+ * the loop's bits, and tests/unit/test_embed.c checks that on the host.)
  *
  * Conventions (isa/SPEC.md states them for users):
  * - A pixel is px_rgba: R | G<<8 | B<<16 | A<<24. Channels are treated independently.
@@ -671,6 +673,17 @@ PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
     int64_t v = (int64_t)acc * (int64_t)multiplier;
     if (v == 0)
         return 0;
+#if defined(__CUDA_ARCH__)
+    /* The same integer rounding, done by the conversion unit: v to binary32 toward zero, plus a
+     * sticky 1 in its last bit when that dropped anything (rounding to odd), then to 8 significant
+     * bits to nearest even. Rounding to odd at 24 >= 8 + 2 bits and then to nearest at 8 rounds
+     * as once to nearest at 8 (Boldo and Melquiond, "When double rounding is odd", 2005), and
+     * both conversions are exact IEEE operations: the bits of the loop below, in fewer steps. */
+    float f = __ll2float_rz((long long)v);
+    uint32_t b = __float_as_uint(f) | (__float2ll_rz(f) != (long long)v ? 1u : 0u);
+    b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
+    return (uint32_t)((int32_t)b + (shift - 31) * 128);
+#endif
     uint32_t sign = v < 0 ? 0x8000u : 0u;
     uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;
     int n; /* the index of the highest set bit of a (a != 0) */
@@ -683,8 +696,8 @@ PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
         ;
 #endif
     if (n > 7) { /* keep 8 significant bits, round the rest to nearest even */
-        int r = n - 7;
-        uint64_t rem = a & ((1ull << r) - 1), half = 1ull << (r - 1);
+        int r = n - 7; /* 1 .. 54: the dropped bits, moved to the top, against the half there */
+        uint64_t rem = a << (64 - r), half = 1ull << 63;
         q = a >> r;
         if (rem > half || (rem == half && (q & 1u)))
             q++;

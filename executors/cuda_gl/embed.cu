@@ -1,16 +1,33 @@
-/* embed.cu - EMBED on the CUDA-GL executor: a grid of blocks of TT tokens x TD output channels per
- * item (embed_tile.h, the functions the CPU twin test runs too), reading the atlas, the weights and
- * the parameters through their level-0 textures and writing dst through its surface. Integer
- * only (dp4a), so the bytes are those of the CPU executor (tests/conformance/gpu-check). */
+/* embed.cu - EMBED on the CUDA-GL executor. The kernel: the tokens of every item staged once into
+ * linear memory (px__k_embed_stage), then an int8 tensor-core GEMM (mma.sync m16n8k32, u8 tokens x
+ * s8 weights -> s32) over the weights packed at load, whose epilogue applies SPEC's output rule and
+ * writes dst through its surface (px__k_embed_gemm; the tile math in embed_tile.h, which
+ * tests/unit/test_embed.c runs on the host too). PXVM_CUDA_EMBED=dp4a picks the other kernel, a
+ * dp4a one reading the slots' textures directly. Integer only, so the bytes are those of the CPU
+ * executor (tests/conformance/gpu-check checks both kernels). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "executor.cuh"
 
+/* What the tile functions reach: the level-0 textures of the atlas, weights and params and dst's
+ * surface on the device; on the host (packing at load) the weights' and params' level 0. */
 struct px_emb_dev {
     cudaTextureObject_t tex[3]; /* PX_EMB_SRC, PX_EMB_W, PX_EMB_P */
     cudaSurfaceObject_t dst;
+    const uint8_t *host[3];
+    int host_w[3];
 };
+
+static __host__ __device__ inline uint32_t px__emb_texel(const px_emb_dev *c, int which, int x, int y)
+{
+#ifdef __CUDA_ARCH__
+    return px__texel(c->tex[which], x, y);
+#else
+    const uint8_t *p = c->host[which] + ((size_t)y * (size_t)c->host_w[which] + (size_t)x) * 4u;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
+}
 
 /* px__store is device code; the tile functions are __host__ __device__ (the CPU twin's too) */
 static __host__ __device__ inline void px__emb_store(cudaSurfaceObject_t s, int x, int y, uint32_t v)
@@ -23,7 +40,7 @@ static __host__ __device__ inline void px__emb_store(cudaSurfaceObject_t s, int 
 }
 
 #define PX_EMB_CTX const px_emb_dev *
-#define PX_EMB_TEXEL(ctx, which, x, y) px__texel((ctx)->tex[which], (x), (y))
+#define PX_EMB_TEXEL(ctx, which, x, y) px__emb_texel((ctx), (which), (x), (y))
 #define PX_EMB_STORE(ctx, x, y, v) px__emb_store((ctx)->dst, (x), (y), (v))
 #include "embed_tile.h"
 
@@ -31,7 +48,7 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_dp4a(const px_gpu_
                                                                    int wk, int pk, int dst, px_emb_geom g)
 {
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* z: the item */
-    px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0]};
+    px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0], {NULL, NULL, NULL}, {0, 0, 0}};
     __shared__ px_emb_smem sm;
     int tid = (int)threadIdx.x, t0 = (int)blockIdx.x * PX_EMB_TT, o0 = (int)blockIdx.y * PX_EMB_TD;
     int32_t acc[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, wsum[4] = {0, 0, 0, 0};
@@ -44,54 +61,235 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_dp4a(const px_gpu_
     px_emb_epilogue(&dev, &g, tid, t0, o0, acc, wsum);
 }
 
+/* ---- the tensor-core kernel ------------------------------------------------------------------- */
+
+/* Four texels of a token's patch per thread, into its staged row (row m = item * ntok + token). */
+__global__ void __launch_bounds__(256) px__k_embed_stage(const px_gpu_slot *all_slots, int nslots, int src, px_emb_geom g,
+                                                         int rows, int kb, uint8_t *tok)
+{
+    int area = g.pw * g.ph, quads = (area + 3) / 4;
+    size_t n = (size_t)rows * (size_t)quads;
+    for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
+        size_t m = q / (size_t)quads;
+        int p = 4 * (int)(q % (size_t)quads), item = (int)(m / (size_t)g.ntok), t = (int)(m % (size_t)g.ntok);
+        px_emb_dev dev = {{all_slots[(size_t)item * (size_t)nslots + (size_t)src].tex[0], 0, 0}, 0, {NULL, NULL, NULL}, {0, 0, 0}};
+        px_emb_stage_bytes(&dev, &g, t, p, area - p < 4 ? area - p : 4, tok + m * (size_t)kb);
+    }
+}
+
+static __device__ inline void px__cp16(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+static __device__ inline void px__ldm4(uint32_t addr, uint32_t r[4])
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
 /* c += A * B for one warp's m16n8k32 tile (u8 x s8 -> s32, exact). */
-static __device__ inline void px__mma(int32_t c[4], const uint32_t a[4], const uint32_t b[2])
+static __device__ inline void px__mma(int32_t c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                  "{%0, %1, %2, %3};"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_mma(const px_gpu_slot *all_slots, int nslots, int src,
-                                                                  int wk, int pk, int dst, px_emb_geom g)
+#define PX_EMB_TILE_BYTES (PX_EMB_BM * PX_EMB_BK) /* one stage's A (and B: BN == BM) */
+#define PX_EMB_SMEM (PX_EMB_STAGES * 2 * PX_EMB_TILE_BYTES)
+
+template <int MODE>
+__global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
+    px__k_embed_gemm(const px_gpu_slot *all_slots, int nslots, int dst, px_emb_geom g, int rows, int kb,
+                     const uint8_t *tok, const uint8_t *w, const int32_t *par)
 {
-    const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots;
-    px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0]};
-    __shared__ px_emb_smem sm;
-    __shared__ int32_t out[PX_EMB_TT][PX_EMB_OUT_ROW];
-    __shared__ int32_t wsum_all[PX_EMB_TD];
+    extern __shared__ __align__(128) uint8_t sm[];
     int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
-    int t0 = (int)blockIdx.x * PX_EMB_TT, o0 = (int)blockIdx.y * PX_EMB_TD;
-    int32_t c[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, ws = 0;
-    for (int p0 = 0, area = g.pw * g.ph; p0 < area; p0 += PX_EMB_PX) {
-        px_emb_load(&dev, &g, &sm, tid, t0, o0, p0);
-        __syncthreads();
-        for (int ks = 0; ks < PX_EMB_PX / 8; ks++) {
-            uint32_t a[4];
-            px_emb_frag_a(&sm, warp, lane, ks, a);
-            for (int nt = 0; nt < 4; nt++) {
-                uint32_t b[2];
-                px_emb_frag_b(&sm, warp, lane, ks, nt, b);
-                px__mma(c[nt], a, b);
-            }
+    int m0 = (int)blockIdx.x * PX_EMB_BM, n0 = (int)blockIdx.y * PX_EMB_BN;
+    int ktiles = kb / PX_EMB_BK;
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(sm);
+    int32_t c[4][4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0;
+
+    /* rows past the tokens read as zeros (cp.async's source size 0); the weights have dpad rows */
+    auto load = [&](int stage, int kt) {
+        uint32_t as = base + (uint32_t)(stage * 2 * PX_EMB_TILE_BYTES), bs = as + PX_EMB_TILE_BYTES;
+        for (int i = tid; i < PX_EMB_BM * (PX_EMB_BK / 16); i += PX_EMB_GEMM_THREADS) {
+            int row = i / (PX_EMB_BK / 16), ch = i % (PX_EMB_BK / 16), m = m0 + row;
+            size_t off = (size_t)kt * PX_EMB_BK + (size_t)ch * 16u;
+            px__cp16(as + (uint32_t)px_emb_swizzle(row, ch), tok + (size_t)(m < rows ? m : 0) * (size_t)kb + off, m < rows ? 16 : 0);
+            px__cp16(bs + (uint32_t)px_emb_swizzle(row, ch), w + (size_t)(n0 + row) * (size_t)kb + off, 16);
         }
-        if (tid < PX_EMB_TD)
-            ws = px_emb_wsum_chunk(&sm, tid, ws);
-        __syncthreads();
+    };
+    for (int s = 0; s < PX_EMB_STAGES - 1; s++) {
+        if (s < ktiles)
+            load(s, s);
+        asm volatile("cp.async.commit_group;");
     }
-    for (int nt = 0; nt < 4; nt++)
-        px_emb_frag_store(out, warp, lane, nt, c[nt]);
-    if (tid < PX_EMB_TD)
-        wsum_all[tid] = ws;
+    int wm = 64 * (warp & 1), wn = 32 * (warp >> 1);
+    for (int kt = 0; kt < ktiles; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(PX_EMB_STAGES - 2));
+        __syncthreads(); /* stage kt is here, and every warp is done with the stage loaded next */
+        if (kt + PX_EMB_STAGES - 1 < ktiles)
+            load((kt + PX_EMB_STAGES - 1) % PX_EMB_STAGES, kt + PX_EMB_STAGES - 1);
+        asm volatile("cp.async.commit_group;");
+        uint32_t as = base + (uint32_t)((kt % PX_EMB_STAGES) * 2 * PX_EMB_TILE_BYTES), bs = as + PX_EMB_TILE_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < PX_EMB_BK / 32; ks++) {
+            uint32_t a[4][4], b[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+                px__ldm4(as + (uint32_t)px_emb_ldm_a(wm + 16 * mt, ks, lane), a[mt]);
+#pragma unroll
+            for (int np = 0; np < 2; np++)
+                px__ldm4(bs + (uint32_t)px_emb_ldm_b(wn + 16 * np, ks, lane), b[np]);
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++)
+                    px__mma(c[mt][nt], a[mt], b[nt / 2][2 * (nt % 2)], b[nt / 2][2 * (nt % 2) + 1]);
+        }
+    }
+    asm volatile("cp.async.wait_group 0;");
+
     __syncthreads();
-    int32_t acc[4][4], wsum[4];
-    px_emb_from_table(out, wsum_all, tid, acc, wsum);
-    px_emb_epilogue(&dev, &g, tid, t0, o0, acc, wsum);
+
+    /* the accumulators through shared memory; then thread tid takes channels ob .. ob + 3 of rows
+     * tid / 32 + 8 i, so that a warp writes a row's texels side by side (MODE: no branch on it) */
+    int32_t *tab = (int32_t *)sm;
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int r = 0; r < 4; r += 2) {
+                int row, col;
+                px_emb_acc_at(warp, lane, mt, nt, r, &row, &col);
+                *(int2 *)&tab[row * PX_EMB_OUT_ROW + col] = make_int2(c[mt][nt][r], c[mt][nt][r + 1]);
+            }
+    __syncthreads();
+    px_emb_geom gm = g;
+    gm.mode = MODE;
+    int ob = n0 + 4 * (tid % 32);
+    if (ob >= g.d)
+        return;
+    px_emb_chan ch[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        ch[j] = px_emb_chan_of(&g, par, ob + j);
+    for (int row = tid / 32; row < PX_EMB_BM && m0 + row < rows; row += PX_EMB_GEMM_THREADS / 32) {
+        int m = m0 + row, item = m / g.ntok, t = m % g.ntok, x0;
+        int4 a4 = *(const int4 *)&tab[row * PX_EMB_OUT_ROW + (ob - n0)];
+        int32_t acc[4] = {a4.x, a4.y, a4.z, a4.w};
+        uint32_t tx[4];
+        int n = px_emb_group_out(&gm, ch, ob, acc, tx, &x0);
+        cudaSurfaceObject_t s = all_slots[(size_t)item * (size_t)nslots + (size_t)dst].surf[0];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (j < n)
+                px__store(s, x0 + j, t, tx[j]);
+    }
 }
 
-/* The kernel: int8 tensor cores (mma.sync), or PXVM_CUDA_EMBED=dp4a for the dp4a one (the same
- * bytes: both are checked against the CPU executor by tests/conformance/gpu-check). */
+/* What one EMBED instruction's launches need, made at load (px_gpu_embed_make): the packed
+ * weights and parameters never change (weights and params are read-only data slots whose values
+ * the validator checked), the staging buffer holds the tokens of every item. The operands it was
+ * made for are kept, and a run checks them (a retargeted program keeps its EMBED operands). */
+struct px_gpu_embed {
+    int src, dst, wk, pk; /* ... and g's operands: the key */
+    px_emb_geom g;
+    int kb;         /* bytes per staged row: K rounded up to PX_EMB_BK */
+    int dpad;       /* weight rows: d rounded up to PX_EMB_BN (the rows past d are zero) */
+    int rows;       /* token rows the staging buffer holds: batch * ntok */
+    uint8_t *d_tok; /* [rows][kb], its padding zeroed once */
+    uint8_t *d_w;   /* [dpad][kb] */
+    int32_t *d_par;  /* [4][d]: bias, multiplier, shift, weight sum */
+};
+
+static void px__embed_geom(const pxvm_program *prog, const pxi_insn *in, px_emb_geom *g)
+{
+    const pxvm_slot *ss = &prog->slots[PX_ARG(in, EMBED, src)];
+    g->c = PX_ARG(in, EMBED, channels), g->pw = ss->patch_w, g->ph = ss->patch_h, g->cols = ss->w / ss->patch_w;
+    g->ntok = ss->patch_count, g->k = g->c * g->pw * g->ph, g->wtex = (g->k + 3) / 4, g->d = PX_ARG(in, EMBED, d);
+    g->mode = PX_ARG(in, EMBED, mode), g->zero_point = PX_ARG(in, EMBED, zero_point);
+    g->out_zero = (int8_t)PX_ARG(in, EMBED, out_zero);
+}
+
+static int px__embed_same(const px_gpu_embed *e, const pxvm_program *prog, const pxi_insn *in)
+{
+    px_emb_geom g;
+    px__embed_geom(prog, in, &g);
+    return e->src == PX_ARG(in, EMBED, src) && e->dst == PX_ARG(in, EMBED, dst) && e->wk == PX_ARG(in, EMBED, weights) &&
+           e->pk == PX_ARG(in, EMBED, params) && !memcmp(&e->g, &g, sizeof g);
+}
+
+void px_gpu_embed_free(px_gpu_embed *e)
+{
+    if (!e)
+        return;
+    cudaFree(e->d_tok);
+    cudaFree(e->d_w);
+    cudaFree(e->d_par);
+    free(e);
+}
+
+int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, px_gpu_embed **out, pxvm_error *err)
+{
+    px_gpu_embed *e = (px_gpu_embed *)calloc(1, sizeof *e);
+    if (!e)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *e);
+    *out = e;
+    e->src = PX_ARG(in, EMBED, src), e->dst = PX_ARG(in, EMBED, dst);
+    e->wk = PX_ARG(in, EMBED, weights), e->pk = PX_ARG(in, EMBED, params);
+    px__embed_geom(prog, in, &e->g);
+    const px_emb_geom *g = &e->g;
+    e->kb = PX_EMB_KB(g->k);
+    e->dpad = (g->d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN;
+    e->rows = batch * g->ntok;
+    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
+    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
+    size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)g->d * sizeof(int32_t);
+    uint8_t *host = (uint8_t *)malloc(wbytes + pbytes + packed + par);
+    if (!host)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(wbytes + pbytes + packed + par));
+    pxvm_slot_initial(prog, e->wk, host);
+    pxvm_slot_initial(prog, e->pk, host + wbytes);
+    uint8_t *hw = host + wbytes + pbytes;
+    int32_t *hp = (int32_t *)(host + wbytes + pbytes + packed);
+    memset(hw, 0, packed);
+    px_emb_dev ctx = {{0, 0, 0}, 0, {NULL, host, host + wbytes}, {0, ws->w, ps->w}};
+    px_emb_pack(&ctx, g, e->kb, hw, hp);
+    size_t staged = (size_t)e->rows * (size_t)e->kb;
+    cudaError_t ce = cudaMalloc(&e->d_tok, staged);
+    if (ce == cudaSuccess)
+        ce = cudaMemset(e->d_tok, 0, staged);
+    if (ce == cudaSuccess)
+        ce = cudaMalloc(&e->d_w, packed);
+    if (ce == cudaSuccess)
+        ce = cudaMalloc(&e->d_par, par);
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(e->d_w, hw, packed, cudaMemcpyHostToDevice);
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(e->d_par, hp, par, cudaMemcpyHostToDevice);
+    free(host);
+    if (ce == cudaSuccess)
+        ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_I32>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
+    if (ce == cudaSuccess)
+        ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_I8>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
+    if (ce == cudaSuccess)
+        ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
+    if (ce != cudaSuccess)
+        return px__cuda_fail(err, "making EMBED's packed weights and staging buffer", ce, __FILE__, __LINE__);
+    return 0;
+}
+
+/* The kernel: int8 tensor cores, or PXVM_CUDA_EMBED=dp4a for the dp4a one (the same bytes: both
+ * are checked against the CPU executor by tests/conformance/gpu-check). */
 static int px__embed_use_dp4a(void)
 {
     const char *v = getenv("PXVM_CUDA_EMBED");
@@ -104,20 +302,33 @@ int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
     const pxvm_program *prog = ex->prog;
     const pxi_insn *in = c->in;
     int src = PX_ARG(in, EMBED, src), dst = PX_ARG(in, EMBED, dst);
-    const pxvm_slot *ss = &prog->slots[src];
     px_emb_geom g;
-    g.c = PX_ARG(in, EMBED, channels), g.pw = ss->patch_w, g.ph = ss->patch_h, g.cols = ss->w / ss->patch_w;
-    g.ntok = ss->patch_count, g.k = g.c * g.pw * g.ph, g.wtex = (g.k + 3) / 4, g.d = PX_ARG(in, EMBED, d);
-    g.mode = PX_ARG(in, EMBED, mode), g.zero_point = PX_ARG(in, EMBED, zero_point);
-    g.out_zero = (int8_t)PX_ARG(in, EMBED, out_zero);
+    px__embed_geom(prog, in, &g);
     c->fresh[dst] = 0;
-    dim3 grid((unsigned)((g.ntok + PX_EMB_TT - 1) / PX_EMB_TT), (unsigned)((g.d + PX_EMB_TD - 1) / PX_EMB_TD), c->items);
-    if (px__embed_use_dp4a())
+    if (px__embed_use_dp4a()) {
+        dim3 grid((unsigned)((g.ntok + PX_EMB_TT - 1) / PX_EMB_TT), (unsigned)((g.d + PX_EMB_TD - 1) / PX_EMB_TD), c->items);
         px__k_embed_dp4a<<<grid, PX_EMB_THREADS, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, PX_ARG(in, EMBED, weights),
                                                                    PX_ARG(in, EMBED, params), dst, g);
-    else
-        px__k_embed_mma<<<grid, PX_EMB_THREADS, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, PX_ARG(in, EMBED, weights),
-                                                                  PX_ARG(in, EMBED, params), dst, g);
+        PX__CK(cudaGetLastError());
+        return 0;
+    }
+    uint32_t index = (uint32_t)(in - prog->insns);
+    const px_gpu_embed *e = index < ex->embed_n ? ex->embed[index] : NULL;
+    int rows = (int)c->items * g.ntok;
+    if (!e || !px__embed_same(e, prog, in) || rows > e->rows)
+        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda",
+                         "EMBED's packed weights were made for other operands or fewer items (a bug: load makes them)");
+    size_t quads = (size_t)rows * (size_t)((g.pw * g.ph + 3) / 4);
+    unsigned blocks = (unsigned)((quads + 255u) / 256u);
+    px__k_embed_stage<<<blocks < 65535u ? blocks : 65535u, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, g, rows,
+                                                                                   e->kb, e->d_tok);
+    dim3 grid((unsigned)((rows + PX_EMB_BM - 1) / PX_EMB_BM), (unsigned)(e->dpad / PX_EMB_BN));
+    void (*kernel)(const px_gpu_slot *, int, int, px_emb_geom, int, int, const uint8_t *, const uint8_t *, const int32_t *) =
+        g.mode == PX_EMBED_MODE_I32 ? px__k_embed_gemm<PX_EMBED_MODE_I32>
+        : g.mode == PX_EMBED_MODE_I8 ? px__k_embed_gemm<PX_EMBED_MODE_I8>
+                                     : px__k_embed_gemm<PX_EMBED_MODE_BF16>;
+    kernel<<<grid, PX_EMB_GEMM_THREADS, PX_EMB_SMEM, ex->stream>>>(ex->d_slots, ex->nslots, dst, g, rows, e->kb, e->d_tok,
+                                                                    e->d_w, e->d_par);
     PX__CK(cudaGetLastError());
     return 0;
 }

@@ -112,8 +112,32 @@ PX_SEM void px_emb_compute(const px_emb_smem *sm, int tid, int32_t acc[4][4], in
 
 PX_SEM int32_t px_emb_le32(uint32_t v) { return (int32_t)v; }
 
-/* Thread tid's outputs (px_embed_out), written as whole texels of dst: 4 int32 texels, 1 int8
- * texel or 2 bf16 texels per token (the bytes past d zero). */
+/* The texels of one token's channels ob .. ob + 3 (px_embed_out of the sums a[j] = bias + acc -
+ * zero_point * wsum; bytes past d zero): 4 int32 texels (those below d), 1 int8 texel or 1 or 2
+ * bf16 texels, the first at column *x0 of the token's dst row; returns how many. */
+PX_SEM int px_emb_group_texels(const px_emb_geom *g, int ob, const int64_t a[4], const int32_t mult[4],
+                               const int32_t shift[4], uint32_t t[4], int *x0)
+{
+    uint32_t v[4];
+    for (int j = 0; j < 4; j++)
+        v[j] = ob + j < g->d ? px_embed_out(g->mode, (int32_t)a[j], mult[j], (int)shift[j], g->out_zero) : 0u;
+    if (g->mode == PX_EMBED_MODE_I32) {
+        for (int j = 0; j < 4; j++)
+            t[j] = v[j];
+        *x0 = ob;
+        return g->d - ob < 4 ? g->d - ob : 4;
+    }
+    if (g->mode == PX_EMBED_MODE_I8) {
+        t[0] = v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24;
+        *x0 = ob / 4;
+        return 1;
+    }
+    t[0] = v[0] | v[1] << 16, t[1] = v[2] | v[3] << 16;
+    *x0 = ob / 2;
+    return ob + 2 < g->d ? 2 : 1;
+}
+
+/* Thread tid's outputs: tokens tid/16 + 16 i of the block, channels 4 * (tid % 16) + j. */
 PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t0, int o0, int32_t acc[4][4],
                             const int32_t wsum[4])
 {
@@ -131,79 +155,127 @@ PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t
         int tok = t0 + tt + 16 * i;
         if (tok >= g->ntok)
             continue;
-        uint32_t v[4];
-        for (int j = 0; j < 4; j++) {
-            int64_t a = (int64_t)bias[j] + acc[i][j] - (int64_t)g->zero_point * wsum[j];
-            v[j] = ob + j < g->d ? px_embed_out(g->mode, (int32_t)a, mult[j], (int)shift[j], g->out_zero) : 0u;
-        }
-        if (g->mode == PX_EMBED_MODE_I32) {
-            for (int j = 0; j < 4 && ob + j < g->d; j++)
-                PX_EMB_STORE(ctx, ob + j, tok, v[j]);
-        } else if (g->mode == PX_EMBED_MODE_I8) {
-            PX_EMB_STORE(ctx, ob / 4, tok, v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24);
+        int64_t a[4];
+        uint32_t t[4];
+        int x0;
+        for (int j = 0; j < 4; j++)
+            a[j] = (int64_t)bias[j] + acc[i][j] - (int64_t)g->zero_point * wsum[j];
+        for (int n = px_emb_group_texels(g, ob, a, mult, shift, t, &x0), j = 0; j < n; j++)
+            PX_EMB_STORE(ctx, x0 + j, tok, t[j]);
+    }
+}
+
+/* ---- the int8 tensor-core kernel (embed.cu's px__k_embed_gemm) ---------------------------------
+ * A GEMM over linear memory. The tokens of every item are staged as rows of K bytes in SPEC's
+ * order (token m = item * ntok + t; byte k = channel c, row y, column x of the patch, k = (c *
+ * patch_h + y) * patch_w + x: px_emb_stage_bytes), and the weights packed at load as rows of the
+ * same K bytes (they are the weights slot's rows: px_emb_pack); both rows are padded with zeros to
+ * KB = K rounded up to PX_EMB_BK. A block computes BM tokens x BN channels with 8 warps (warp w:
+ * tokens 64 (w % 2).., channels 32 (w / 2)..; 4 x 4 m16n8k32 tiles each), K in stages of BK bytes
+ * copied by cp.async into shared memory, a 16-byte chunk ch of row r at r * BK + 16 (ch ^ r % 8)
+ * (an XOR swizzle: the 8 rows an ldmatrix phase reads lie in 8 different bank groups). Fragments
+ * as the PTX ISA lays them out for m16n8k32 with 8-bit types (g = lane / 4, t = lane % 4):
+ * ldmatrix.x4 gives lane l word l % 4 of row l / 4 of matrix i in register i, the rows of matrix
+ * i at the addresses of lanes 8i .. 8i + 7. A's registers are rows g, g + 8 of k bytes 0..15,
+ * then 16..31; B's, for two n8 tiles, channel g of k bytes 0..15 and 16..31 of the first tile,
+ * then of the second. Accumulator r is token row g + 8 (r / 2), channel 2t + r % 2. The products
+ * are exact and no sum wraps (V-EMBED-9): the integers of the dp4a kernel and of the CPU
+ * executor, in another order. The epilogue passes the accumulators through a table in shared
+ * memory, so that a warp writes one token's row of texels at a time, each thread the same 4
+ * channels of its rows (whose bias, multiplier and shift it reads once). */
+#define PX_EMB_BM 128
+#define PX_EMB_BN 128
+#define PX_EMB_BK 128 /* bytes of K per stage: 8 chunks of 16 */
+#define PX_EMB_STAGES 3
+#define PX_EMB_GEMM_THREADS 256
+#define PX_EMB_KB(k) (((k) + PX_EMB_BK - 1) / PX_EMB_BK * PX_EMB_BK)
+#define PX_EMB_OUT_ROW (PX_EMB_BN + 4) /* int32 per row of the accumulator table */
+
+/* Byte offset of 16-byte chunk ch of row `row` in a stage's A or B tile. */
+PX_SEM int px_emb_swizzle(int row, int ch) { return row * PX_EMB_BK + ((ch ^ (row & 7)) << 4); }
+
+/* ldmatrix.x4 addresses of lane `lane`: A's m16 tile at rows r0.., k step ks (32 bytes); B's two
+ * n8 tiles at channel rows n0.. */
+PX_SEM int px_emb_ldm_a(int r0, int ks, int lane)
+{
+    return px_emb_swizzle(r0 + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * ks + (lane >> 4));
+}
+
+PX_SEM int px_emb_ldm_b(int n0, int ks, int lane)
+{
+    return px_emb_swizzle(n0 + (lane & 7) + 8 * (lane >> 4), 2 * ks + ((lane >> 3) & 1));
+}
+
+/* The row and column in the block of accumulator r of tile (mt, nt) of (warp, lane). */
+PX_SEM void px_emb_acc_at(int warp, int lane, int mt, int nt, int r, int *row, int *col)
+{
+    *row = 64 * (warp & 1) + 16 * mt + lane / 4 + 8 * (r / 2);
+    *col = 32 * (warp >> 1) + 8 * nt + 2 * (lane % 4) + r % 2;
+}
+
+/* Token tok's texels p .. p + n - 1 (n <= 4) of its patch into its staged row (K bytes, 4-byte
+ * aligned): byte c of texel p is byte c * area + p (whole words where they are aligned). */
+PX_SEM void px_emb_stage_bytes(PX_EMB_CTX ctx, const px_emb_geom *g, int tok, int p, int n, uint8_t *row)
+{
+    int area = g->pw * g->ph;
+    uint32_t v[4] = {0u, 0u, 0u, 0u};
+    for (int i = 0; i < n; i++)
+        v[i] = PX_EMB_TEXEL(ctx, PX_EMB_SRC, (tok % g->cols) * g->pw + (p + i) % g->pw,
+                            (tok / g->cols) * g->ph + (p + i) / g->pw);
+    for (int c = 0; c < g->c; c++) {
+        uint8_t *dst = row + c * area + p;
+        if (n == 4 && ((c * area + p) & 3) == 0) {
+            *(uint32_t *)dst = (v[0] >> (8 * c) & 255u) | (v[1] >> (8 * c) & 255u) << 8 | (v[2] >> (8 * c) & 255u) << 16 |
+                               (v[3] >> (8 * c) & 255u) << 24;
         } else {
-            PX_EMB_STORE(ctx, ob / 2, tok, v[0] | v[1] << 16);
-            if (ob + 2 < g->d)
-                PX_EMB_STORE(ctx, ob / 2 + 1, tok, v[2] | v[3] << 16);
+            for (int i = 0; i < n; i++)
+                dst[i] = (uint8_t)(v[i] >> (8 * c));
         }
     }
 }
 
-/* ---- the int8 tensor-core variant: mma.sync m16n8k32, u8 tokens x s8 weights -> s32 ------------
- * The same staged chunks (px_emb_load); the block's 8 warps each own 16 tokens x 32 channels
- * (warp w: tokens 16 (w % 4).., channels 32 (w / 4)..), 4 tiles of 16 x 8 accumulators. A chunk
- * of 16 pixel words is 2 steps of k = 32 bytes (8 words). Fragments as the PTX ISA lays them out
- * for m16n8k32 with 8-bit types (g = lane / 4, t = lane % 4): A register r holds token row
- * g + 8 (r % 2), bytes 4t + 16 (r / 2) .. + 3, i.e. word t + 4 (r / 2) of the step; B register r
- * holds channel column g, bytes 4t + 16 r .. + 3, word t + 4 r; accumulator r is token row
- * g + 8 (r / 2), channel column 2t + r % 2. The products are exact and the sum wraps nowhere
- * (V-EMBED-9): the same integers as dp4a's, in another order. */
-#define PX_EMB_OUT_ROW (PX_EMB_TD + 1)
-
-PX_SEM void px_emb_frag_a(const px_emb_smem *sm, int warp, int lane, int ks, uint32_t a[4])
+/* The weights packed (rows 0 .. d - 1 of w, kb bytes each, zeroed by the caller: the weights
+ * slot's K bytes of a row) and par = [4][d]: bias, multiplier, shift (0 in mode 0), weight sum. */
+PX_SEM void px_emb_pack(PX_EMB_CTX ctx, const px_emb_geom *g, int kb, uint8_t *w, int32_t *par)
 {
-    int row = 16 * (warp % 4) + lane / 4, word = 8 * ks + lane % 4;
-    a[0] = sm->tok[row][word];
-    a[1] = sm->tok[row + 8][word];
-    a[2] = sm->tok[row][word + 4];
-    a[3] = sm->tok[row + 8][word + 4];
-}
-
-PX_SEM void px_emb_frag_b(const px_emb_smem *sm, int warp, int lane, int ks, int nt, uint32_t b[2])
-{
-    int col = 32 * (warp / 4) + 8 * nt + lane / 4, word = 8 * ks + lane % 4;
-    b[0] = sm->w[col][word];
-    b[1] = sm->w[col][word + 4];
-}
-
-/* Accumulator tile nt of (warp, lane) into the block's [token][channel] table. */
-PX_SEM void px_emb_frag_store(int32_t (*out)[PX_EMB_OUT_ROW], int warp, int lane, int nt, const int32_t c[4])
-{
-    int row = 16 * (warp % 4) + lane / 4, col = 32 * (warp / 4) + 8 * nt + 2 * (lane % 4);
-    out[row][col] = c[0];
-    out[row][col + 1] = c[1];
-    out[row + 8][col] = c[2];
-    out[row + 8][col + 1] = c[3];
-}
-
-/* The weight sums of the block's channel rows over one staged chunk (threads 0 .. TD - 1). */
-PX_SEM int32_t px_emb_wsum_chunk(const px_emb_smem *sm, int tid, int32_t wsum)
-{
-    for (int kw = 0; kw < PX_EMB_PX; kw++)
-        wsum = px_emb_dp4a(0x01010101u, sm->w[tid][kw], wsum);
-    return wsum;
-}
-
-/* Thread tid's 4 x 4 accumulators and weight sums (px_emb_epilogue's) from the block's tables. */
-PX_SEM void px_emb_from_table(int32_t (*out)[PX_EMB_OUT_ROW], const int32_t *wsum_all, int tid, int32_t acc[4][4],
-                              int32_t wsum[4])
-{
-    int tt = tid / 16, dq = tid % 16;
-    for (int j = 0; j < 4; j++) {
-        wsum[j] = wsum_all[4 * dq + j];
-        for (int i = 0; i < 4; i++)
-            acc[i][j] = out[tt + 16 * i][4 * dq + j];
+    for (int o = 0; o < g->d; o++) {
+        int32_t sum = 0;
+        for (int k = 0; k < g->k; k++) {
+            uint32_t b = px_emb_wbyte(ctx, g, o, k);
+            w[(size_t)o * (size_t)kb + (size_t)k] = (uint8_t)b;
+            sum += (int32_t)(int8_t)(uint8_t)b;
+        }
+        par[3 * g->d + o] = sum;
+        par[o] = px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 0));
+        par[g->d + o] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 1)) : 0;
+        par[2 * g->d + o] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 2)) : 0;
     }
+}
+
+/* What the epilogue keeps per channel o (< d): bias - zero_point * weight sum, multiplier, shift. */
+typedef struct px_emb_chan {
+    int64_t base;
+    int32_t mult, shift;
+} px_emb_chan;
+
+PX_SEM px_emb_chan px_emb_chan_of(const px_emb_geom *g, const int32_t *par, int o)
+{
+    px_emb_chan ch = {0, 0, 0};
+    if (o < g->d)
+        ch.base = (int64_t)par[o] - (int64_t)g->zero_point * par[3 * g->d + o], ch.mult = par[g->d + o],
+        ch.shift = par[2 * g->d + o];
+    return ch;
+}
+
+/* The texels of a token's channels ob .. ob + 3 from their accumulators (px_emb_group_texels). */
+PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int ob, const int32_t acc[4], uint32_t t[4],
+                            int *x0)
+{
+    int64_t a[4];
+    int32_t mult[4], shift[4];
+    for (int j = 0; j < 4; j++)
+        a[j] = ch[j].base + acc[j], mult[j] = ch[j].mult, shift[j] = ch[j].shift;
+    return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
 }
 
 #endif

@@ -40,6 +40,8 @@
 
 struct px_gpu_resize; /* resize.cu */
 typedef struct px_gpu_resize px_gpu_resize;
+struct px_gpu_embed; /* embed.cu */
+typedef struct px_gpu_embed px_gpu_embed;
 
 struct px_gpu_rect { /* a level to clear at the start of a run */
     cudaSurfaceObject_t surf;
@@ -117,6 +119,9 @@ struct pxvm_executor {
     /* RESIZE: per instruction (resize_n of them), its device tables and buffer, else NULL */
     px_gpu_resize **resize;
     uint32_t resize_n;
+    /* EMBED: per instruction (embed_n of them), its packed weights and staging buffer, else NULL */
+    px_gpu_embed **embed;
+    uint32_t embed_n;
     /* retarget.cu: the per-size cache (NULL until the first retarget) */
     struct px_gpu_retarget *rt;
     /* ragged.cu: its pinned and device blocks, kept between calls (NULL until the first) */
@@ -236,6 +241,11 @@ int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *wha
  * launches, for every item. */
 int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_resize **out, pxvm_error *err);
 void px_gpu_resize_free(px_gpu_resize *r);
+/* embed.cu: EMBED instruction `in`'s weights packed for the tensor-core kernel and a staging
+ * buffer for `items` items (0, or -1 with *err; *out is set even then, for px_gpu_embed_free),
+ * made at load and freed at unload. */
+int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_embed **out, pxvm_error *err);
+void px_gpu_embed_free(px_gpu_embed *e);
 size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items); /* its device memory */
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 

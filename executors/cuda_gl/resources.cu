@@ -119,6 +119,11 @@ void px__gl_unload(pxvm_executor *ex)
     free(ex->resize);
     ex->resize = NULL;
     ex->resize_n = 0;
+    for (uint32_t i = 0; ex->embed && i < ex->embed_n; i++)
+        px_gpu_embed_free(ex->embed[i]);
+    free(ex->embed);
+    ex->embed = NULL;
+    ex->embed_n = 0;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
@@ -581,6 +586,19 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
             ex->resize_n = prog->ninsns;
         }
         if (px_gpu_resize_make(prog, &prog->insns[i], batch, &ex->resize[i], err) < 0)
+            return -1;
+    }
+    /* EMBED: its packed weights and staging buffer, likewise */
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        if (prog->insns[i].op != PX_OP_EMBED)
+            continue;
+        if (!ex->embed) {
+            ex->embed = (px_gpu_embed **)calloc(prog->ninsns, sizeof(px_gpu_embed *));
+            if (!ex->embed)
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_embed *));
+            ex->embed_n = prog->ninsns;
+        }
+        if (px_gpu_embed_make(prog, &prog->insns[i], batch, &ex->embed[i], err) < 0)
             return -1;
     }
 

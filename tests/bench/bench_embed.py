@@ -5,10 +5,12 @@
 
 Shape: batch x tokens patches of 16x16x3 (K = 768) into D features: M = batch * tokens rows.
 pxvm: a program whose input is the atlas (17x17 patches of 16x16, 273 used) and whose one
-instruction is EMBED (int8 weights, bf16 out); the time of EMBED is the run of that program minus
-the run of the same program without EMBED (same slots: binding the batch of inputs, no output
-written), both medians of `reps` runs of the whole batch (CUDA: CUDA tensors in, device to device;
-host wall time with the synchronisation). Baselines on the same device and shapes: torch._int_mm
+instruction is EMBED (int8 weights, bf16 out). Two times on the GPU: the kernels' own device
+time per run (torch.profiler over `reps` runs: pxvm's EMBED kernels, torch's GEMM kernels), which
+the ratios use, and the wall time: the run of that program minus the run of the same program
+without EMBED (same slots: binding the batch of inputs, no output written), both medians of `reps`
+runs of the whole batch (CUDA tensors in, device to device; host wall time with the
+synchronisation; at tens of microseconds this difference is within the host's noise). Baselines on the same device and shapes: torch._int_mm
 (int8 x int8 -> int32) and torch.nn.functional.linear in bf16 (GPU) or float32 (CPU), and, on the
 CPU, PyTorch's dynamic int8 Linear (torch.ao) where present. Reports TOPS (2*M*N*K / time), the
 fraction of the H200's dense int8 tensor-core peak (1,979 TOPS) and of its memory bandwidth
@@ -57,6 +59,26 @@ def timed(fn, reps, sync):
     return statistics.median(ts)
 
 
+def kernel_us(fn, reps):
+    """Device time per call of each CUDA kernel fn launches (torch.profiler, CUPTI: pxvm's kernels
+    and graph replays included), as {name: us}: the kernels themselves, without the host's share."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.key_averages():
+        t = getattr(e, "self_device_time_total", None)
+        if t is None:
+            t = getattr(e, "self_cuda_time_total", 0)
+        if t:
+            out[e.key] = out.get(e.key, 0.0) + t / reps
+    return out
+
+
 def bench_device(dev, args, d):
     m, k = args.batch * args.tokens, 768
     rng = np.random.default_rng(0)
@@ -69,6 +91,10 @@ def bench_device(dev, args, d):
     for name, with_embed in (("pxvm_program", True), ("pxvm_no_embed", False)):
         r = pxvm.Runner(atlas_program(q, args.tokens, with_embed), executor=dev)
         times[name] = timed(lambda: r.run_batch(batch_in), args.reps, sync)
+        if dev == "cuda" and with_embed:  # the EMBED kernels' own device time
+            ks = kernel_us(lambda: r.run_batch(batch_in), args.reps)
+            res["pxvm_kernels_us"] = {n: round(t, 2) for n, t in ks.items()}
+            res["pxvm_embed_kernels_s"] = sum(t for n, t in ks.items() if "embed" in n) * 1e-6
     res["pxvm_embed_s"] = max(times["pxvm_program"] - times["pxvm_no_embed"], 1e-9)
     res.update({f"{n}_s": v for n, v in times.items()})
     if dev == "cuda":  # the dp4a kernel too (PXVM_CUDA_EMBED=dp4a; the default is mma.sync)
@@ -85,12 +111,16 @@ def bench_device(dev, args, d):
     b8 = torch.randint(-128, 128, (k, d), dtype=torch.int8, device=dev)
     try:
         res["torch_int_mm_s"] = timed(lambda: torch._int_mm(a8, b8), args.reps, sync)
+        if dev == "cuda":
+            res["torch_int_mm_kernels_s"] = sum(kernel_us(lambda: torch._int_mm(a8, b8), args.reps).values()) * 1e-6
     except Exception as e:  # noqa: BLE001 (not every build has it on every device)
         res["torch_int_mm_error"] = str(e).splitlines()[0]
     fdt = torch.bfloat16 if dev == "cuda" else torch.float32
     af, wf = a8.to(fdt), b8.t().contiguous().to(fdt)
     res["torch_linear_s"] = timed(lambda: torch.nn.functional.linear(af, wf), args.reps, sync)
     res["torch_linear_dtype"] = str(fdt)
+    if dev == "cuda":
+        res["torch_linear_kernels_s"] = sum(kernel_us(lambda: torch.nn.functional.linear(af, wf), args.reps).values()) * 1e-6
     if dev == "cpu":
         try:
             lin = torch.ao.nn.quantized.dynamic.Linear(k, d)
@@ -100,28 +130,47 @@ def bench_device(dev, args, d):
             res["torch_dynamic_int8_linear_error"] = str(e).splitlines()[0]
     ops = 2.0 * m * d * k
     for key in [x for x in res if x.endswith("_s") and x not in ("pxvm_program_s", "pxvm_no_embed_s")]:
-        res[key.replace("_s", "_tops")] = ops / res[key] / 1e12
+        res[key[:-2] + "_tops"] = ops / res[key] / 1e12
     if dev == "cuda":
-        res["pxvm_fraction_of_int8_peak"] = res["pxvm_embed_tops"] / H200_INT8_TOPS
-        res["pxvm_fraction_of_bandwidth"] = (m * k + d * k + m * d * 2) / res["pxvm_embed_s"] / H200_BW
+        t = res.get("pxvm_embed_kernels_s", res["pxvm_embed_s"])
+        res["pxvm_fraction_of_int8_peak"] = ops / t / 1e12 / H200_INT8_TOPS
+        res["pxvm_fraction_of_bandwidth"] = (m * k + d * k + m * d * 2) / t / H200_BW
         res["gpu"] = torch.cuda.get_device_name()
     return res
 
 
 def markdown(rows):
-    out = ["| device | M x K -> N | EMBED (pxvm) | torch._int_mm | torch linear | other | EMBED / _int_mm | peak, bandwidth |",
+    out = ["| device | M x K -> N | EMBED (pxvm) | torch._int_mm | torch linear | other | EMBED / _int_mm, / linear | peak, bandwidth |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         def f(key):
-            return f"{r[key + '_s'] * 1e6:.1f} us ({r[key + '_tops']:.3g} TOPS)" if key + "_s" in r else r.get(key + "_error", "-")
+            if key + "_s" not in r:
+                return r.get(key + "_error", "-")
+            s = f"{r[key + '_s'] * 1e6:.1f} us ({r[key + '_tops']:.3g} TOPS)"
+            if key + "_kernels_s" in r:  # the device's own time (profiler), then the wall time
+                s = f"kernels {r[key + '_kernels_s'] * 1e6:.1f} us ({r[key + '_kernels_tops']:.3g} TOPS); wall {s}"
+            return s
         other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else \
-            f"dp4a kernel {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
+            f"dp4a kernel, wall {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
         ratio = f"{r['torch_int_mm_s'] / r['pxvm_embed_s']:.2f}x" if "torch_int_mm_s" in r else "-"
+        if "pxvm_embed_kernels_s" in r and "torch_int_mm_kernels_s" in r:
+            ratio = (f"kernels {r['torch_int_mm_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x, "
+                     f"{r['torch_linear_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x")
         peak = (f"{100 * r['pxvm_fraction_of_int8_peak']:.1f}% of 1,979 TOPS, {100 * r['pxvm_fraction_of_bandwidth']:.1f}% "
                 "of 4.8 TB/s") if r["device"] == "cuda" else "-"
         out.append(f"| {r.get('gpu', r['device'])} | {r['m']} x {r['k']} -> {r['n']} | {f('pxvm_embed')} | {f('torch_int_mm')} | "
                    f"{f('torch_linear')} ({r['torch_linear_dtype']}) | {other} | {ratio} | {peak} |")
     return "\n".join(out) + "\n"
+
+
+def driver_version():
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.split()
+        return out[0] if out else None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main():
@@ -141,12 +190,13 @@ def main():
     rows = [bench_device(dev, args, int(d)) for dev in devs for d in args.d.split(",")]
     meta = {"date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "torch": torch.__version__,
             "host": platform.node(), "cpus": os.cpu_count(), "batch": args.batch, "tokens": args.tokens,
-            "reps": args.reps}
+            "reps": args.reps, "driver": driver_version()}
     with open(args.out + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     table = markdown(rows)
     with open(args.out + ".md", "w") as f:
-        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}, {meta['cpus']} CPUs "
+        drv = f", driver {meta['driver']}" if meta["driver"] else ""
+        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}{drv}, {meta['cpus']} CPUs "
                 f"(tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
     print(table)
 

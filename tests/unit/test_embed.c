@@ -4,7 +4,9 @@
  * that fill no tile) on the CPU executor's every dot-product path against an int64 reference and
  * against the CUDA kernel's own tile functions run on the host (the CPU twin of embed.cu); and
  * the edge pairs of SPEC's V-EMBED-* rules, built by px_embed_rule_case for test_rules.c. */
+#include <fenv.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../isa/px_sem.h"
 #include "test.h"
@@ -75,6 +77,58 @@ static uint32_t px__rand(uint32_t *s)
 {
     *s ^= *s << 13, *s ^= *s >> 17, *s ^= *s << 5;
     return *s;
+}
+
+/* The CUDA branch of px_embed_bf16 (isa/px_sem.h: binary32 toward zero with a sticky last bit,
+ * i.e. rounding to odd, then to nearest even at 8 bits), transcribed with the host's conversion
+ * toward zero: it must give the integer loop's bits for every input, ties above all. */
+static uint32_t px__bf16_by_round_to_odd(int32_t acc, int32_t mult, int shift)
+{
+    int64_t v = (int64_t)acc * (int64_t)mult;
+    if (v == 0)
+        return 0;
+    int mode = fegetround();
+    fesetround(FE_TOWARDZERO);
+    volatile int64_t vv = v;
+    volatile float f = (float)vv;
+    fesetround(mode);
+    float ff = f;
+    uint32_t b;
+    memcpy(&b, &ff, sizeof b);
+    b |= (int64_t)ff != v ? 1u : 0u;
+    b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
+    return (uint32_t)((int32_t)b + (shift - 31) * 128);
+}
+
+TEST(embed_bf16_gpu_rounding_equals_the_integer_rule)
+{
+    long checked = 0, bad = 0;
+    uint32_t s = 12345u;
+    for (int r = 1; r <= 30; r++) /* exact ties at every position, their neighbours, and both signs */
+        for (int32_t q = 128; q < 256; q++)
+            for (int d = -1; d <= 1; d++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    int64_t a = ((int64_t)q << r) + (r ? (int64_t)1 << (r - 1) : 0) + d;
+                    if (a > INT32_MAX)
+                        continue;
+                    for (int m = 0; m < 3; m++) {
+                        int32_t mult = m == 0 ? 1 : (m == 1 ? 1 << 30 : INT32_MAX);
+                        int shift = (int)(px__rand(&s) % 62u) - 31;
+                        shift = shift > 30 ? 30 : shift;
+                        uint32_t want = px_embed_bf16((int32_t)(sign * a), mult, shift);
+                        bad += px__bf16_by_round_to_odd((int32_t)(sign * a), mult, shift) != want;
+                        checked++;
+                    }
+                }
+    for (int i = 0; i < 2000000; i++) {
+        int32_t acc = (int32_t)px__rand(&s), mult = (int32_t)(px__rand(&s) & 0x7FFFFFFFu) >> (px__rand(&s) % 31u);
+        int shift = (int)(px__rand(&s) % 62u) - 31;
+        shift = shift > 30 ? 30 : shift;
+        bad += px__bf16_by_round_to_odd(acc, mult, shift) != px_embed_bf16(acc, mult, shift);
+        checked++;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(checked > 2000000);
 }
 
 static int px__k(const px_emb_case *e) { return e->c * e->pw * e->ph; }
@@ -250,44 +304,94 @@ static void px__mma_warp(uint32_t a[32][4], uint32_t b[32][2], int32_t c[32][4])
     }
 }
 
-/* px__k_embed_mma of embed.cu on the host: its fragments, the documented mma, its tables. */
-static void px__twin_mma(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
+/* ldmatrix.sync.aligned.m8n8.x4.b16 as the PTX ISA defines it: the rows of matrix i (8 rows of
+ * 16 bytes) at the addresses lanes 8i .. 8i + 7 give; lane l receives in register i the 32-bit
+ * word l % 4 of row l / 4 of matrix i. */
+static void px__ldmatrix_x4(const uint8_t *smem, const int addr[32], uint32_t r[32][4])
+{
+    for (int lane = 0; lane < 32; lane++)
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *p = smem + addr[8 * i + lane / 4] + 4 * (lane % 4);
+            r[lane][i] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        }
+}
+
+/* px__k_embed_stage and px__k_embed_gemm of embed.cu on the host: the staged token rows and the
+ * packed weights, each stage's tiles copied to their swizzled places, the warps' fragments by the
+ * emulated ldmatrix, the documented mma, the accumulator table and the epilogue. One item: the kernels index items as rows
+ * item * ntok + token, which the GPU check covers with batches. */
+static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
 {
     px_emb_twin tw = {{&e->atlas, weights, params}, dst};
     px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
-    static px_emb_smem sm;
-    static int32_t out[PX_EMB_TT][PX_EMB_OUT_ROW], wsum_all[PX_EMB_TD], c[PX_EMB_THREADS / 32][4][32][4];
-    for (int t0 = 0; t0 < g.ntok; t0 += PX_EMB_TT)
-        for (int o0 = 0; o0 < g.d; o0 += PX_EMB_TD) {
+    int kb = PX_EMB_KB(g.k), dpad = (g.d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN, rows = g.ntok, area = g.pw * g.ph;
+    uint8_t *tok = calloc((size_t)rows * (size_t)kb, 1u), *w = calloc((size_t)dpad * (size_t)kb, 1u);
+    int32_t *par = calloc(4u * (size_t)g.d, sizeof(int32_t));
+    for (int m = 0; m < rows; m++)
+        for (int p = 0; p < area; p += 4)
+            px_emb_stage_bytes(&tw, &g, m, p, area - p < 4 ? area - p : 4, tok + (size_t)m * (size_t)kb);
+    px_emb_pack(&tw, &g, kb, w, par);
+    static uint8_t as[PX_EMB_BM * PX_EMB_BK], bs[PX_EMB_BN * PX_EMB_BK];
+    static int32_t c[8][4][4][32][4], tab[PX_EMB_BM * PX_EMB_OUT_ROW];
+    static uint32_t a[4][32][4], b[2][32][4], bb[32][2];
+    for (int m0 = 0; m0 < rows; m0 += PX_EMB_BM)
+        for (int n0 = 0; n0 < dpad; n0 += PX_EMB_BN) {
             memset(c, 0, sizeof c);
-            memset(wsum_all, 0, sizeof wsum_all);
-            for (int p0 = 0; p0 < g.pw * g.ph; p0 += PX_EMB_PX) {
-                for (int tid = 0; tid < PX_EMB_THREADS; tid++)
-                    px_emb_load(&tw, &g, &sm, tid, t0, o0, p0);
-                for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
-                    for (int ks = 0; ks < PX_EMB_PX / 8; ks++) {
-                        uint32_t a[32][4], b[32][2];
-                        for (int lane = 0; lane < 32; lane++)
-                            px_emb_frag_a(&sm, warp, lane, ks, a[lane]);
-                        for (int nt = 0; nt < 4; nt++) {
-                            for (int lane = 0; lane < 32; lane++)
-                                px_emb_frag_b(&sm, warp, lane, ks, nt, b[lane]);
-                            px__mma_warp(a, b, c[warp][nt]);
-                        }
+            for (int kt = 0; kt < kb / PX_EMB_BK; kt++) {
+                for (int row = 0; row < PX_EMB_BM; row++)
+                    for (int ch = 0; ch < PX_EMB_BK / 16; ch++) {
+                        size_t off = (size_t)kt * PX_EMB_BK + (size_t)ch * 16u;
+                        if (m0 + row < rows)
+                            memcpy(as + px_emb_swizzle(row, ch), tok + (size_t)(m0 + row) * (size_t)kb + off, 16);
+                        else
+                            memset(as + px_emb_swizzle(row, ch), 0, 16);
+                        memcpy(bs + px_emb_swizzle(row, ch), w + (size_t)(n0 + row) * (size_t)kb + off, 16);
                     }
-                for (int tid = 0; tid < PX_EMB_TD; tid++)
-                    wsum_all[tid] = px_emb_wsum_chunk(&sm, tid, wsum_all[tid]);
+                for (int warp = 0; warp < PX_EMB_GEMM_THREADS / 32; warp++)
+                    for (int ks = 0; ks < PX_EMB_BK / 32; ks++) {
+                        int wm = 64 * (warp & 1), wn = 32 * (warp >> 1), addr[32];
+                        for (int mt = 0; mt < 4; mt++) {
+                            for (int lane = 0; lane < 32; lane++)
+                                addr[lane] = px_emb_ldm_a(wm + 16 * mt, ks, lane);
+                            px__ldmatrix_x4(as, addr, a[mt]);
+                        }
+                        for (int np = 0; np < 2; np++) {
+                            for (int lane = 0; lane < 32; lane++)
+                                addr[lane] = px_emb_ldm_b(wn + 16 * np, ks, lane);
+                            px__ldmatrix_x4(bs, addr, b[np]);
+                        }
+                        for (int mt = 0; mt < 4; mt++)
+                            for (int nt = 0; nt < 4; nt++) {
+                                for (int lane = 0; lane < 32; lane++)
+                                    bb[lane][0] = b[nt / 2][lane][2 * (nt % 2)], bb[lane][1] = b[nt / 2][lane][2 * (nt % 2) + 1];
+                                px__mma_warp(a[mt], bb, c[warp][mt][nt]);
+                            }
+                    }
             }
-            for (int warp = 0; warp < PX_EMB_THREADS / 32; warp++)
+            for (int warp = 0; warp < 8; warp++)
                 for (int lane = 0; lane < 32; lane++)
-                    for (int nt = 0; nt < 4; nt++)
-                        px_emb_frag_store(out, warp, lane, nt, c[warp][nt][lane]);
-            for (int tid = 0; tid < PX_EMB_THREADS; tid++) {
-                int32_t acc[4][4], wsum[4];
-                px_emb_from_table(out, wsum_all, tid, acc, wsum);
-                px_emb_epilogue(&tw, &g, tid, t0, o0, acc, wsum);
+                    for (int mt = 0; mt < 4; mt++)
+                        for (int nt = 0; nt < 4; nt++)
+                            for (int r = 0; r < 4; r++) {
+                                int row, col;
+                                px_emb_acc_at(warp, lane, mt, nt, r, &row, &col);
+                                tab[row * PX_EMB_OUT_ROW + col] = c[warp][mt][nt][lane][r];
+                            }
+            for (int grp = 0; grp < PX_EMB_BN / 4; grp++) {
+                int ob = n0 + 4 * grp, x0;
+                px_emb_chan ch[4];
+                for (int j = 0; j < 4; j++)
+                    ch[j] = px_emb_chan_of(&g, par, ob + j);
+                for (int row = 0; row < PX_EMB_BM && m0 + row < rows && ob < g.d; row++) {
+                    uint32_t tx[4];
+                    for (int n = px_emb_group_out(&g, ch, ob, &tab[row * PX_EMB_OUT_ROW + 4 * grp], tx, &x0), j = 0; j < n; j++)
+                        px_set(dst, x0 + j, m0 + row, tx[j]);
+                }
             }
         }
+    free(tok);
+    free(w);
+    free(par);
 }
 
 /* A data slot's pixels, read back from the loaded program image. */
@@ -349,8 +453,8 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
                 px__twin(&e, &wi, &pi, &twin);
                 px__compare("CUDA twin (dp4a)", seed, &e, &twin, &want);
                 memset(twin.px, 0, (size_t)twin.w * (size_t)twin.h * 4u);
-                px__twin_mma(&e, &wi, &pi, &twin);
-                px__compare("CUDA twin (mma.sync)", seed, &e, &twin, &want);
+                px__twin_gemm(&e, &wi, &pi, &twin);
+                px__compare("CUDA twin (tensor cores)", seed, &e, &twin, &want);
                 pxvm_image_free(&wi);
                 pxvm_image_free(&pi);
                 pxvm_image_free(&twin);

@@ -67,13 +67,12 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_dp4a(const px_gpu_
 __global__ void __launch_bounds__(256) px__k_embed_stage(const px_gpu_slot *all_slots, int nslots, int src, px_emb_geom g,
                                                          int rows, int kb, uint8_t *tok)
 {
-    int area = g.pw * g.ph, quads = (area + 3) / 4;
-    size_t n = (size_t)rows * (size_t)quads;
-    for (size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x; q < n; q += (size_t)gridDim.x * blockDim.x) {
-        size_t m = q / (size_t)quads;
-        int p = 4 * (int)(q % (size_t)quads), item = (int)(m / (size_t)g.ntok), t = (int)(m % (size_t)g.ntok);
+    /* 32-bit indices (the launch checks rows * quads < 2^31): 64-bit division is slow here */
+    unsigned area = (unsigned)(g.pw * g.ph), quads = (area + 3u) / 4u, n = (unsigned)rows * quads;
+    for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < n; q += gridDim.x * blockDim.x) {
+        unsigned m = q / quads, p = 4u * (q % quads), item = m / (unsigned)g.ntok, t = m % (unsigned)g.ntok;
         px_emb_dev dev = {{all_slots[(size_t)item * (size_t)nslots + (size_t)src].tex[0], 0, 0}, 0, {NULL, NULL, NULL}, {0, 0, 0}};
-        px_emb_stage_bytes(&dev, &g, t, p, area - p < 4 ? area - p : 4, tok + m * (size_t)kb);
+        px_emb_stage_bytes(&dev, &g, (int)t, (int)p, area - p < 4u ? (int)(area - p) : 4, tok + (size_t)m * (size_t)kb);
     }
 }
 
@@ -315,7 +314,8 @@ int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
     uint32_t index = (uint32_t)(in - prog->insns);
     const px_gpu_embed *e = index < ex->embed_n ? ex->embed[index] : NULL;
     int rows = (int)c->items * g.ntok;
-    if (!e || !px__embed_same(e, prog, in) || rows > e->rows)
+    if (!e || !px__embed_same(e, prog, in) || rows > e->rows ||
+        (int64_t)rows * ((g.pw * g.ph + 3) / 4) >= INT32_MAX)
         return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda",
                          "EMBED's packed weights were made for other operands or fewer items (a bug: load makes them)");
     size_t quads = (size_t)rows * (size_t)((g.pw * g.ph + 3) / 4);

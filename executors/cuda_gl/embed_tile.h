@@ -217,11 +217,13 @@ PX_SEM void px_emb_acc_at(int warp, int lane, int mt, int nt, int r, int *row, i
  * aligned): byte c of texel p is byte c * area + p (whole words where they are aligned). */
 PX_SEM void px_emb_stage_bytes(PX_EMB_CTX ctx, const px_emb_geom *g, int tok, int p, int n, uint8_t *row)
 {
-    int area = g->pw * g->ph;
+    int area = g->pw * g->ph, x0 = (tok % g->cols) * g->pw, y0 = (tok / g->cols) * g->ph, x = p % g->pw, y = p / g->pw;
     uint32_t v[4] = {0u, 0u, 0u, 0u};
-    for (int i = 0; i < n; i++)
-        v[i] = PX_EMB_TEXEL(ctx, PX_EMB_SRC, (tok % g->cols) * g->pw + (p + i) % g->pw,
-                            (tok / g->cols) * g->ph + (p + i) / g->pw);
+    for (int i = 0; i < n; i++, x++) { /* texel p + i: column x, row y of the patch (one division) */
+        while (x >= g->pw)
+            x -= g->pw, y++;
+        v[i] = PX_EMB_TEXEL(ctx, PX_EMB_SRC, x0 + x, y0 + y);
+    }
     for (int c = 0; c < g->c; c++) {
         uint8_t *dst = row + c * area + p;
         if (n == 4 && ((c * area + p) & 3) == 0) {

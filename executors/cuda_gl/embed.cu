@@ -181,13 +181,22 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
 #pragma unroll
     for (int j = 0; j < 4; j++)
         ch[j] = px_emb_chan_of(&g, par, ob + j);
-    for (int row = tid / 32; row < PX_EMB_BM && m0 + row < rows; row += PX_EMB_GEMM_THREADS / 32) {
-        int m = m0 + row, item = m / g.ntok, t = m % g.ntok, x0;
+    /* rows step by 8: the token and item follow without a division, the surface is read anew
+     * only when the item changes */
+    int row = tid / 32, m = m0 + row, item = m / g.ntok, t = m % g.ntok, cur = -1;
+    cudaSurfaceObject_t s = 0;
+#pragma unroll 4
+    for (; row < PX_EMB_BM; row += PX_EMB_GEMM_THREADS / 32, t += PX_EMB_GEMM_THREADS / 32) {
+        while (t >= g.ntok)
+            t -= g.ntok, item++;
+        if (m0 + row >= rows)
+            break;
+        if (item != cur)
+            s = all_slots[(size_t)item * (size_t)nslots + (size_t)dst].surf[0], cur = item;
         int4 a4 = *(const int4 *)&tab[row * PX_EMB_OUT_ROW + (ob - n0)];
         int32_t acc[4] = {a4.x, a4.y, a4.z, a4.w};
         uint32_t tx[4];
-        int n = px_emb_group_out(&gm, ch, ob, acc, tx, &x0);
-        cudaSurfaceObject_t s = all_slots[(size_t)item * (size_t)nslots + (size_t)dst].surf[0];
+        int x0, n = px_emb_group_out(&gm, ch, ob, acc, tx, &x0);
 #pragma unroll
         for (int j = 0; j < 4; j++)
             if (j < n)

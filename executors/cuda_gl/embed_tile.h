@@ -189,7 +189,7 @@ PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t
 #define PX_EMB_STAGES 3
 #define PX_EMB_GEMM_THREADS 256
 #define PX_EMB_KB(k) (((k) + PX_EMB_BK - 1) / PX_EMB_BK * PX_EMB_BK)
-#define PX_EMB_OUT_ROW (PX_EMB_BN + 4) /* int32 per row of the accumulator table */
+#define PX_EMB_OUT_ROW (PX_EMB_BN + 8) /* int32 per row of the accumulator table (+ 8: no bank conflicts) */
 
 /* Byte offset of 16-byte chunk ch of row `row` in a stage's A or B tile. */
 PX_SEM int px_emb_swizzle(int row, int ch) { return row * PX_EMB_BK + ((ch ^ (row & 7)) << 4); }

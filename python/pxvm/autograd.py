@@ -9,11 +9,13 @@ isa/SPEC.md section 9). The backward applies the transpose of the forward's line
 autograd.md states it): every token value is, up to the integer rounding of the forward, a fixed
 weighted sum of input pixels whose weights are the integer tables of the forward divided by powers
 of two (RESIZE's Q22 taps, PYRAMID's 1/4 box, SAMPLE's 8-bit bilinear and LOD weights), then the
-affine normalize r/s_c * v - m_c/s_c. The transpose is accumulated in float64 in a fixed order: a
-gather per input texel (RESIZE, one axis at a time, its runs in source order) or, for SAMPLE, the
-contributions of each texel sorted by output index and added as a fixed pairwise tree; no atomics,
-no BLAS, every step an elementwise IEEE operation, so two runs give the same bits and the CPU and
-CUDA paths give the same bits.
+affine normalize r/s_c * v - m_c/s_c. The transpose is accumulated in float64 in a fixed order,
+as a few gather tables built once per plan on the host (pxvm.autograd_tables): per output row, K
+(index, weight) pairs, one gather, one product and a pairwise tree of additions; SAMPLE's
+contributions per texel in rounds of such chunks, PYRAMID's levels per pixel, RESIZE's taps per
+source row and column. No atomics, no BLAS, every step an elementwise IEEE operation, so two runs
+give the same bits and the CPU and CUDA paths give the same bits; on a GPU the backward is about
+ten launches.
 
 Cases (anything else is a NotImplementedError that names what is not covered):
 - policy "dynamic[...]" or "stretch[:FILTER]" with size= on a "uniform" plan's program: the image
@@ -39,9 +41,9 @@ import re
 from .ragged import canonical_policy, dynamic_size, is_dynamic
 from .tokens import token_format
 
-
-from .autograd_tables import (FILTERS, PREC, _pyramid_transpose, fit_rect, level_sizes, np,  # noqa: F401
-                              pyramid_u8, resize_table, resize_taps, resize_u8, sample_contributions)
+from .autograd_tables import (FILTERS, PREC, fit_rect, level_sizes, np,  # noqa: F401 (re-exported)
+                              pyramid_u8, resize_stages, resize_table, resize_taps, resize_u8,
+                              sample_contributions, sample_stages)
 
 __all__ = ["tokens", "plan", "Plan", "linear", "resize_table", "resize_taps"]
 
@@ -57,41 +59,48 @@ class Plan:
     the adjoint test) and transpose(g) = J^T g, in a fixed order on the device of g.
 
     x: (C, H, W) float64 image (C = 3); g: (N, C, p, p) tokens' gradient. The normalize's factor
-    r/s_c is part of J (its constant -m_c/s_c is not: J is the linear part)."""
+    r/s_c is part of J (its constant -m_c/s_c is not: J is the linear part). The transpose is
+    `stages`: gather tables (pxvm.autograd_tables, "a stage") applied to the gradient's rows,
+    with the factor r/s_c after stage `scale_after` (docs/autograd.md, "The backward")."""
 
-    def __init__(self, kind, in_hw, ph, pw, n_tokens, scale, **parts):
+    def __init__(self, kind, in_hw, ph, pw, n_tokens, scale, stages, scale_after, **parts):
         self.kind, self.in_hw, self.ph, self.pw, self.n = kind, in_hw, ph, pw, n_tokens
         self.scale = np.asarray(scale, dtype=np.float64)  # r / s_c per channel (3)
+        self.stages, self.scale_after = stages, scale_after
         self.parts = parts
-        self._dev = {}
+        self._dev, self._fwd = {}, {}
 
-    # -- index tensors on a device, cached --
+    def describe(self):
+        """The transpose's stages: (axis, K, rows, weighted, reduce) each, and the bytes of their
+        tables (what bench_backward.py prints)."""
+        return [(st["axis"], st["idx"].shape[0], int(np.prod(st["idx"].shape[1:])), st["w"] is not None,
+                 st["reduce"]) for st in self.stages], \
+            sum(st["idx"].nbytes + (st["w"].nbytes if st["w"] is not None else 0) for st in self.stages)
+
+    # -- the transpose's tables on a device, cached (moved once per plan and device) --
     def _on(self, device):
         torch = _torch()
         key = str(device)
         if key not in self._dev:
-            d = {}
-            for k, v in list(self.parts.items()) + [("pre." + k, v) for k, v in (self.parts.get("pre") or {}).items()]:
-                if isinstance(v, np.ndarray):
-                    d[k] = torch.from_numpy(v).to(device)
-                elif k == "up_pos":
-                    d[k] = [torch.from_numpy(a).to(device) for a in v]
-                elif k == "buckets":
-                    d[k] = [(torch.from_numpy(i).to(device), torch.from_numpy(w).to(device)) for _, i, w in v]
-                else:
-                    d[k] = v
-            d["scale"] = torch.from_numpy(self.scale).to(device)
-            self._dev[key] = d
+            st = [dict(s, idx=torch.from_numpy(s["idx"]).to(device).reshape(-1), K=s["idx"].shape[0],
+                       rows=tuple(s["idx"].shape[1:]),
+                       w=None if s["w"] is None else torch.from_numpy(s["w"]).to(device)) for s in self.stages]
+            self._dev[key] = {"stages": st, "scale": torch.from_numpy(self.scale).to(device), "zero": {}}
         return self._dev[key]
 
-    # ---- the resize kind: tiles of a resized image ----
-    def _tiles_t(self, g):
-        """tokens' gradient (N, C, p, p) -> the resized image's (C, H', W') (a permutation)."""
-        rows, cols = self.parts["grid"]
-        C = g.shape[1]
-        return g.reshape(rows, cols, C, self.ph, self.pw).permute(2, 0, 3, 1, 4).reshape(C, rows * self.ph,
-                                                                                         cols * self.pw)
+    # -- the forward's tables (apply(), for tests and gradcheck), cached apart --
+    def _fwd_on(self, device):
+        torch = _torch()
+        key = str(device)
+        if key not in self._fwd:
+            d = {}
+            for k, v in list(self.parts.items()) + [("pre." + k, v) for k, v in (self.parts.get("pre") or {}).items()]:
+                d[k] = torch.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+            d["scale"] = torch.from_numpy(self.scale).to(device)
+            self._fwd[key] = d
+        return self._fwd[key]
 
+    # ---- the resize kind: tiles of a resized image ----
     def _tiles(self, img):
         rows, cols = self.parts["grid"]
         C = img.shape[0]
@@ -114,43 +123,12 @@ class Plan:
             acc = term if acc is None else acc + term
         return acc
 
-    def _resize_t(self, g, d, k="", rect=None):
-        """The resize's transpose of a canvas's gradient: its content rectangle (the fit rule's;
-        the pad is a constant), the vertical pass's transpose, then the horizontal one's."""
-        nw, nh, ox, oy = rect or self.parts["rect"]
-        g = g[:, oy:oy + nh, ox:ox + nw]
-        g = self._gather_axis(g, d[k + "ty_idx"], d[k + "ty_w"], 1)
-        return self._gather_axis(g, d[k + "tx_idx"], d[k + "tx_w"], 2)
-
     def _resize(self, x, d, k="", rect=None, canvas=None):
         nw, nh, ox, oy = rect or self.parts["rect"]
         oh, ow = canvas or self.parts["canvas"]
         x = self._gather_axis(x, d[k + "fx_idx"], d[k + "fx_w"], 2)   # horizontal pass first, as the forward
         x = self._gather_axis(x, d[k + "fy_idx"], d[k + "fy_w"], 1)
         return _torch().nn.functional.pad(x, (ox, ow - nw - ox, oy, oh - nh - oy))
-
-    # ---- the sample kind: SAMPLE's taps over PYRAMID's levels ----
-    def _sample_t(self, g, d):
-        """(C, N*ph*pw) -> (C, H, W): each texel's contributions summed as a fixed pairwise tree
-        (buckets of equal padded length), the sums side by side with a zero last; then PYRAMID's
-        transpose as gathers from them: pixel (X, Y) takes level 0's texel, then adds level l's
-        texel (X >> l, Y >> l) times m_l / 4^l for the levels SAMPLE reads, l ascending. Gathers,
-        products and sums only: nothing is scattered (torch's deterministic mode allows it all)."""
-        torch = _torch()
-        C = g.shape[0]
-        g = torch.cat([g, g.new_zeros((C, 1))], dim=1)
-        sums = []
-        for idx, w in d["buckets"]:
-            v = g.index_select(1, idx.reshape(-1)).view(C, idx.shape[0], idx.shape[1]) * w   # M a power of 4
-            while v.shape[2] > 1:
-                v = v[:, :, 0::2] + v[:, :, 1::2]
-            sums.append(v[:, :, 0])
-        r = torch.cat(sums + [g.new_zeros((C, 1))], dim=1)
-        acc = r.index_select(1, d["up_pos"][0])
-        for pos, w in zip(d["up_pos"][1:], self.parts["up_w"][1:]):
-            acc = acc + r.index_select(1, pos) * w
-        H, W = self.parts["bound_hw"]
-        return acc.reshape(C, H, W)
 
     def _sample(self, x, d):
         """The forward's linear part: PYRAMID as exact averages, then SAMPLE's weights."""
@@ -175,7 +153,7 @@ class Plan:
     # ---- public ----
     def apply(self, x):
         """J x: (C, H, W) float -> (N, C, ph, pw), the forward's linear part (no rounding)."""
-        d = self._on(x.device)
+        d = self._fwd_on(x.device)
         if self.kind == "resize":
             t = self._tiles(self._resize(x, d))
         else:
@@ -186,45 +164,61 @@ class Plan:
             t = s.reshape(x.shape[0], self.n, self.ph, self.pw).permute(1, 0, 2, 3)
         return t * d["scale"].to(t.dtype).view(1, -1, 1, 1)
 
-    def transpose(self, g):
-        """J^T g: (N, C, ph, pw) -> (C, H, W) float64, in the fixed order the module's doc states."""
+    def transpose_hwc(self, g, dtype=None):
+        """J^T g as a contiguous (H, W, C) tensor of dtype (default float64) on g's device: the
+        tokens' gradient (N, C, ph, pw) as rows (token, y, x) of C values with a zero block after
+        them (one copy), then each stage's gather, product and additions in float64 (the products
+        of a float32 gradient and the dyadic weights are exact), r/s_c per channel after stage
+        scale_after (on the texels' sums: fewer rows than the image), and the last arithmetic step
+        writing dtype (one rounding from float64)."""
+        torch = _torch()
         d = self._on(g.device)
-        g = g.to(_torch().float64)
-        if self.kind == "resize":
-            x = self._resize_t(self._tiles_t(g), d)
-        else:
-            x = self._sample_t(g.permute(1, 0, 2, 3).reshape(g.shape[1], -1), d)
-            pre = self.parts["pre"]
-            if pre is not None:
-                x = self._resize_t(x, d, "pre.", pre["rect"])
-        # the normalize's r/s_c last: the sums above add products of the gradient and dyadic weights
-        return x * d["scale"].view(-1, 1, 1)
+        f64 = torch.float64
+        dtype = dtype or f64
+        C = g.shape[1]
+        zkey = (g.dtype, C)
+        if zkey not in d["zero"]:
+            d["zero"][zkey] = g.new_zeros((1, self.ph, self.pw, C))
+        x = torch.cat([g.permute(0, 2, 3, 1), d["zero"][zkey]], 0).view(-1, C)
+        stages = d["stages"]
+        # the last step that computes (a product or an addition) writes the result's dtype
+        last = max([i for i, st in enumerate(stages) if st["w"] is not None or st["K"] > 1] + [-2])
+        if last <= self.scale_after:
+            last = None          # no arithmetic after the scale: the scale's product writes dtype
 
+        def step(fn, a, b, final):
+            if not final or dtype == f64:
+                return fn(a, b)
+            out = torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=dtype, device=a.device)
+            return fn(a, b, out=out)
 
-def _buckets(tex, out, wt, n_out):
-    """The transpose of SAMPLE's contributions as gathers: texels grouped by their contribution
-    count rounded up to a power of 4 (at least 4); within a texel the contributions in ascending output
-    order (then by tap), padded with the zero at n_out. Weights exact: integer / 2^24."""
-    order = np.lexsort((np.arange(len(tex)), out, tex))
-    tex, out, wt = tex[order], out[order], wt[order]
-    uniq, start, count = np.unique(tex, return_index=True, return_counts=True)
-    rank = np.arange(len(tex)) - np.repeat(start, count)
-    padded = np.full_like(count, 4)   # powers of 4: few buckets, so few launches on a GPU
-    while np.any(padded < count):
-        padded = np.where(padded < count, padded * 4, padded)
-    per = np.repeat(padded, count)
-    res = []
-    for m in np.unique(padded):
-        sel_t = padded == m
-        rows_of = np.cumsum(sel_t) - 1  # row of each unique texel within its bucket
-        idx = np.full((sel_t.sum(), m), n_out, dtype=np.int64)
-        w = np.zeros((sel_t.sum(), m), dtype=np.float64)
-        c = per == m
-        r = rows_of[np.repeat(np.arange(len(uniq)), count)][c]
-        idx[r, rank[c]] = out[c]
-        w[r, rank[c]] = wt[c] / 16777216.0
-        res.append((uniq[sel_t].astype(np.int64), idx, w))
-    return res
+        if self.scale_after < 0:
+            x = step(torch.mul, x, d["scale"], last is None)
+        for i, st in enumerate(stages):
+            a, K = st["axis"], st["K"]
+            v = x.index_select(a, st["idx"]).view(x.shape[:a] + (K,) + st["rows"] + x.shape[a + 1:])
+            if st["w"] is not None:   # float64 weights: a float32 gradient is widened exactly here
+                v = step(torch.mul, v, st["w"], i == last and K == 1)
+            if st["reduce"] == "tree":
+                while K > 1:
+                    K //= 2
+                    v = step(torch.add, v.narrow(a, 0, K), v.narrow(a, K, K), i == last and K == 1)
+                x = v.select(a, 0)
+            else:
+                x = v.select(a, 0)
+                for k in range(1, K):
+                    x = step(torch.add, x, v.select(a, k), i == last and k == K - 1)
+            if st["shape"] is not None:
+                x = x.reshape(st["shape"] + (C,))
+            if i == self.scale_after:
+                x = step(torch.mul, x, d["scale"], last is None)
+        H, W = self.in_hw
+        assert tuple(x.shape) == (H, W, C) and x.dtype == dtype, (x.shape, x.dtype)
+        return x
+
+    def transpose(self, g):
+        """J^T g: (N, C, ph, pw) -> (C, H, W) float64 (a view of transpose_hwc's result)."""
+        return self.transpose_hwc(g).permute(2, 0, 1)
 
 
 _INSN = re.compile(r"^(\w+)\s+(.*?)\s*;")
@@ -292,6 +286,8 @@ def _relative(runner):
 
 
 def _norm_scale(normalize):
+    if normalize is None:  # plan(normalize=None): the sampling's map alone (tests: exact dyadic sums)
+        return [1.0, 1.0, 1.0]
     f = token_format("float32", normalize, "nchw", False)
     r = float(np.float32(f.rescale))
     return [r / float(np.float32(f.std[c])) for c in range(3)]
@@ -313,14 +309,11 @@ def _policy_resize(policy, size, w, h, patch):
 
 
 def _resize_parts(W, H, ow, oh, f, rect=None):
-    """The index tensors of a resize from W x H to the content rectangle rect = (nw, nh, ox, oy)
-    (default: all of ow x oh) of an ow x oh canvas: the transpose's per-source gathers (t*_) and the
-    forward's per-output gathers (f*_, for apply())."""
+    """The forward's tables of a resize from W x H to the content rectangle rect = (nw, nh, ox, oy)
+    (default: all of ow x oh) of an ow x oh canvas: per-output gathers (f*_, for apply())."""
     nw, nh, ox, oy = rect or (ow, oh, 0, 0)
-    parts = {"canvas": (oh, ow), "rect": (nw, nh, ox, oy)}
+    parts = {"canvas": (oh, ow), "rect": (nw, nh, ox, oy), "filter": f}
     for ax, n_in, n_out in (("x", W, nw), ("y", H, nh)):
-        idx, w = resize_taps(n_in, n_out, f)
-        parts["t%s_idx" % ax], parts["t%s_w" % ax] = idx, w
         lo, ks = resize_table(n_in, n_out, f)
         m = max(1, max(len(k) for k in ks))
         fi = np.full((n_out, m), n_in, dtype=np.int64)
@@ -353,7 +346,8 @@ def _program_resize(runner, policy, size, W, H, slot):
 
 def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) -> Plan:
     """The Plan of a tokens() call on an image of (H, W): for a policy, from the RESIZE tables;
-    otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=)."""
+    otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=).
+    normalize=None leaves the normalize's factor out (r/s_c = 1: J is the sampling alone)."""
     H, W = hw
     scale = _norm_scale(normalize)
     if policy is not None and (is_dynamic(policy) or (size is not None and not _any_size(runner))):
@@ -364,29 +358,21 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
             raise NotImplementedError("pxvm.autograd: %dx%d is not a whole number of %dx%d tiles" % (ow, oh, p, p))
         parts = _resize_parts(W, H, ow, oh, f)
         parts["grid"] = (oh // s.patch_h, ow // p)
-        return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, **parts)
+        stages, scale_after = resize_stages(H, W, parts["grid"], s.patch_h, p, f)
+        return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, stages,
+                    scale_after, **parts)
     src, dst, nearest = _sampling_of(runner)
     s, a = runner.program.slot(src), runner.program.slot(dst)
-    pre, (W, H) = _program_resize(runner, policy, size, W, H, s)
+    pre, (w, h) = _program_resize(runner, policy, size, W, H, s)
     if geometry is None:
         geometry = runner.geometry(a.name, exact=True)[0]
-    sizes = level_sizes(W, H)
+    sizes = level_sizes(w, h)
     tex, out, wt, offs = sample_contributions(geometry, a.patch_w, a.patch_h, sizes, nearest)
     n_out = a.patch_count * a.patch_h * a.patch_w
-    up_idx, up_w = _pyramid_transpose(sizes, offs, tex)
-    buckets = _buckets(tex, out, wt, n_out)
-    # where each texel's sum lies among the buckets' sums (side by side, a zero last)
-    n_sums = sum(len(b[0]) for b in buckets)
-    pos = np.full(int(offs[-1]) + 1, n_sums, dtype=np.int64)
-    base = 0
-    for texels, _, _ in buckets:
-        pos[texels] = base + np.arange(len(texels))
-        base += len(texels)
-    up_pos = [pos[:W * H]] + [pos[i] for i in up_idx]
-    return Plan("sample", hw, a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
-                offs=[int(o) for o in offs], total=int(offs[-1]), buckets=buckets,
-                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_pos=up_pos, up_w=[1.0] + up_w, pre=pre,
-                bound_hw=(H, W))
+    stages, widths, scale_after = sample_stages(tex, out, wt, offs, sizes, n_out,
+                                                None if pre is None else (W, H, pre["filter"], pre["rect"]))
+    return Plan("sample", hw, a.patch_h, a.patch_w, a.patch_count, scale, stages, scale_after, sizes=sizes,
+                s_tex=tex, s_out=out, s_w=wt / 16777216.0, pre=pre, chunk_widths=widths)
 
 
 def _any_size(runner):
@@ -428,7 +414,8 @@ def _function():
 
         @staticmethod
         def forward(ctx, image_hwc, runner, kw):
-            u8 = image_hwc.detach().round().clamp(0, 255).to(torch.uint8).contiguous()
+            # three launches: round half to even, clamp, and the byte conversion into a contiguous HWC
+            u8 = image_hwc.detach().round().clamp_(0, 255).to(torch.uint8, memory_format=torch.contiguous_format)
             hw, policy, size = tuple(u8.shape[:2]), kw.get("policy"), kw.get("size")
             norm = kw.get("normalize", "clip")
             ragged = policy is not None and is_dynamic(policy)
@@ -446,8 +433,7 @@ def _function():
 
         @staticmethod
         def backward(ctx, g):
-            gi = ctx.plan.transpose(g.contiguous())          # (3, H, W) float64
-            return gi.permute(1, 2, 0).to(ctx.dtype), None, None
+            return ctx.plan.transpose_hwc(g, ctx.dtype), None, None   # (H, W, 3), the image's dtype
 
     class Linear(torch.autograd.Function):
         """The linear part alone, float64 both ways: gradcheck's subject."""

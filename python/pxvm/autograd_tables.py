@@ -1,6 +1,7 @@
 """The host tables of pxvm.autograd's backward (NumPy only, no torch): RESIZE's, SAMPLE's and
-PYRAMID's integer rules as isa/SPEC.md writes them, and their transposes' index tables.
-pxvm.autograd applies them with torch."""
+PYRAMID's integer rules as isa/SPEC.md writes them, and the fixed-order transpose built from them
+as a few padded gather tables (ELL: per output row, K (index, weight) pairs summed in one fixed
+order; docs/autograd.md, "The backward"). pxvm.autograd applies them with torch."""
 from __future__ import annotations
 
 import math
@@ -250,23 +251,205 @@ def fit_rect(sw, sh, W, H):
     return nw, nh, (W - nw) // 2, (H - nh) // 2
 
 
-def _pyramid_transpose(sizes, offs, tex):
-    """PYRAMID's transpose from level l to level 0, for each level l >= 1 that SAMPLE reads: the
-    index of pixel (X, Y)'s texel (X >> l, Y >> l) in the levels' buffer (offs[-1], a zero, where
-    the texel does not exist: X >> l >= w_l, a column that a floored odd side drops), and the
-    weight m_l / 4^l, m_l doubling at each step from a side of 1 (its texel counted twice)."""
+def pyramid_transpose(sizes, offs, tex, pos=None):
+    """PYRAMID's transpose to level 0 for the levels SAMPLE reads (tex: the texels it reads, in
+    the levels' buffer): (levels, idx, weights), levels ascending; idx[k] (H, W) the index of
+    pixel (X, Y)'s texel (X >> l, Y >> l) of level l = levels[k] in the buffer (offs[-1], a zero,
+    where the texel does not exist: X >> l >= w_l, a column that a floored odd side drops), or
+    pos of that index where pos (a table over the buffer, a zero last) is given; and weights[k]
+    = m_l / 4^l, a power of two, m_l doubling at each step from a side of 1 (its texel counted
+    twice). Separable: a row index and a column index per level, then one 2-D take."""
     W, H = sizes[0]
-    X, Y = np.arange(W, dtype=np.int64)[None, :], np.arange(H, dtype=np.int64)[:, None]
-    touched = set(np.searchsorted(offs, tex, side="right") - 1) if len(tex) else set()
-    idx, wts, m = [], [], 1
-    ok = np.ones((H, W), dtype=bool)
-    for l in range(1, len(sizes)):
-        m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
+    X, Y = np.arange(W, dtype=np.int64), np.arange(H, dtype=np.int64)
+    touched = set(np.unique(np.searchsorted(offs, tex, side="right") - 1).tolist())
+    if pos is None:
+        pos = np.arange(int(offs[-1]) + 1, dtype=np.int64)
+    zero = pos[int(offs[-1])]
+    levels, idx, wts, m = [], [], [], 1
+    okx, oky = np.ones(W, dtype=bool), np.ones(H, dtype=bool)
+    for l in range(len(sizes)):
         wl, hl = sizes[l]
-        ok &= ((X >> l) < wl) & ((Y >> l) < hl)   # every step: max(1, w >> l) is not w >> l
+        if l:
+            m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
+            okx &= (X >> l) < wl     # every step: max(1, w >> l) is not w >> l
+            oky &= (Y >> l) < hl
         if l not in touched:
             continue
-        i = offs[l] + (Y >> l) * wl + (X >> l)
-        idx.append(np.where(ok, i, offs[-1]).reshape(-1))
-        wts.append(m / 4.0 ** l)
-    return idx, wts
+        grid = np.full((hl + 1, wl + 1), zero, dtype=pos.dtype)     # a zero row and column last
+        grid[:hl, :wl] = pos[offs[l]:offs[l] + wl * hl].reshape(hl, wl)
+        t = grid.take(np.where(oky, Y >> l, hl), axis=0).take(np.where(okx, X >> l, wl), axis=1)
+        levels.append(l), idx.append(t), wts.append(m / 4.0 ** l)
+    return levels, idx, wts
+
+
+# ---- the transpose as gather tables ---------------------------------------------------------------
+#
+# A stage maps a tensor X (rows along `axis`, the channels last) to Y: Y's row r is the sum over
+# k < K of X[idx[k, r]] * w[k, r] (w absent: 1), the K terms added as a pairwise tree (K a power of
+# two: the first half plus the second half, elementwise, until one is left) or, for "seq", left to
+# right. Padding entries point at a zero row of X with weight 0. One gather, at most one product,
+# log2(K) (or K - 1) additions: a handful of elementwise launches per stage, none an atomic.
+
+OP_US = 6.0         # the cost model that picks the chunk width: one launch of an eager torch op (us)
+BYTES_PER_US = 2.5e6  # and the bytes a gather-and-add pipeline moves per us on an H200 (2.5 TB/s)
+
+
+def pow2(n):
+    k = 1
+    while k < n:
+        k *= 2
+    return k
+
+
+def stage(axis, idx, w=None, reduce="tree", shape=None):
+    """A stage (module comment): idx int (K, *R), int32 where it fits; w float64 (K, *R') with R'
+    broadcasting against R and the trailing axes (None: every weight 1); shape: the leading shape
+    its output is reshaped to (None: as it comes)."""
+    idx = np.asarray(idx)
+    small = idx.size == 0 or int(idx.max()) < 2 ** 31 - 1
+    return {"axis": axis, "idx": np.ascontiguousarray(idx, dtype=np.int32 if small else np.int64), "reduce": reduce,
+            "shape": shape,
+            "w": None if w is None else np.ascontiguousarray(w, dtype=np.float64)}
+
+
+def _chunk(counts, K):
+    """Rows of width K that cut each segment's list (counts[s] entries, side by side) in order:
+    (entry of each (k, row) or -1 for a pad, as (K, R); the segment's row count)."""
+    rows = (counts + K - 1) // K
+    R = int(rows.sum())
+    start = np.cumsum(counts) - counts                    # the segment's first entry
+    row_seg = np.repeat(np.arange(len(counts)), rows)
+    row_first = np.arange(R) - np.repeat(np.cumsum(rows) - rows, rows)   # the row's rank in its segment
+    e = start[row_seg][None, :] + row_first[None, :] * K + np.arange(K)[:, None]
+    valid = (row_first[None, :] * K + np.arange(K)[:, None]) < counts[row_seg][None, :]
+    return np.where(valid, e, -1), rows
+
+
+def _rounds_for(counts, cap):
+    """The widths of the rounds that reduce segments of counts entries with chunks of at most
+    cap, and the modelled cost (us) of the rounds (channels 3, float64)."""
+    widths, cost, c, first = [], 0.0, counts, True
+    while True:
+        K = min(cap, pow2(int(c.max())))
+        rows = (c + K - 1) // K
+        n = int(rows.sum()) * K
+        ops = 1 + first + int(math.log2(K))
+        cost += ops * OP_US + n * (24 * (3 + 2 * first) + 4 + 8 * first) / BYTES_PER_US
+        widths.append(K)
+        c, first = rows, False
+        if int(c.max()) <= 1:
+            return widths, cost
+
+
+def segment_rounds(counts, src, w, zero):
+    """The stages that sum segments: segment s owns counts[s] >= 1 consecutive entries (src: the
+    row of X each reads, w: its weight), added in their order by rounds of chunks (the width picked
+    by the cost model above, from 2 to 64): round 1 gathers X's rows and weighs them, round j > 1
+    gathers round j-1's sums; each round's output ends with a zero row (a row of pads), which the
+    next round's pads read. The last round's row s is segment s's sum, row len(counts) zero.
+    zero: X's zero row. Returns (stages, widths)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    best = min((_rounds_for(counts, cap) + (cap,) for cap in (2, 4, 8, 16, 32, 64)), key=lambda t: (t[1], t[2]))
+    stages, c = [], counts
+    for j, K in enumerate(best[0]):
+        e, rows = _chunk(c, K)
+        pad = e < 0
+        e = np.concatenate([e, np.full((K, 1), -1)], axis=1)    # the zero row last
+        pad = e < 0
+        if j == 0:
+            idx = np.where(pad, zero, np.asarray(src)[np.maximum(e, 0)])
+            stages.append(stage(0, idx, np.where(pad, 0.0, np.asarray(w)[np.maximum(e, 0)])[..., None]))
+        else:
+            stages.append(stage(0, np.where(pad, zero, e)))
+        zero, c = e.shape[1] - 1, rows
+    return stages, best[0]
+
+
+def resize_axis_stage(n_in, n_out, f, axis, trail):
+    """RESIZE's transpose along one axis as a stage (None for n_in == n_out, the identity): source
+    s receives its outputs (resize_taps: ascending) padded to a power of two with the zero at
+    n_out, the input's last index along that axis; trail: the axes after it (channels included)."""
+    if n_in == n_out:
+        return None
+    idx, w = resize_taps(n_in, n_out, f)
+    K = pow2(idx.shape[1])
+    I, Wt = np.full((K, n_in), n_out, dtype=np.int64), np.zeros((K, n_in))
+    I[:idx.shape[1]], Wt[:idx.shape[1]] = idx.T, w.T
+    return stage(axis, I, Wt.reshape((K, n_in) + (1,) * trail))
+
+
+def resize_stages(H, W, grid, ph, pw, f):
+    """The transpose of "resize W x H to the tiles' canvas, then cut it": the tokens' rows (token,
+    y, x; the zero after them at N*ph*pw) gathered straight into the vertical transpose (the tile
+    permutation folded into its index), giving (H, w' + 1) rows, the last column zero; then the
+    horizontal transpose to (H, W). Returns (stages, the stage after which r/s_c applies: 0)."""
+    rows, cols = grid
+    oh, ow = rows * ph, cols * pw
+    zero = rows * cols * ph * pw
+    if H == oh:
+        I, Wt = np.arange(H, dtype=np.int64)[None, :], None
+    else:
+        idx, w = resize_taps(H, oh, f)
+        K = pow2(idx.shape[1])
+        I, Wt = np.full((K, H), oh, dtype=np.int64), np.zeros((K, H))
+        I[:idx.shape[1]], Wt[:idx.shape[1]] = idx.T, w.T
+        Wt = Wt[:, :, None, None]
+    # the zero column only where the horizontal transpose follows (and reads it as its pad)
+    i, x = I[:, :, None], np.arange(ow + (W != ow), dtype=np.int64)[None, None, :]
+    tok = ((i // ph) * cols + x // pw) * (ph * pw) + (i % ph) * pw + x % pw
+    st = [stage(0, np.where((i >= oh) | (x >= ow), zero, tok), Wt)]
+    sx = resize_axis_stage(W, ow, f, 1, 1)
+    return st + ([sx] if sx is not None else []), 0
+
+
+def sample_stages(tex, out, wt, offs, sizes, n_out, pre=None):
+    """The transpose of SAMPLE over PYRAMID (then of a policy's resize, pre = (W, H, f, (nw, nh,
+    ox, oy)) or None): the contributions (tex, out, wt / 2^24) times the pyramid's power of two of
+    their texel's level, grouped by texel (ascending), each texel's in ascending output order (then
+    as sample_contributions lists its taps), summed by segment_rounds; then each pixel (row-major)
+    takes its texel of each level read, added left to right, levels ascending (a zero where SAMPLE
+    never reads it; where fewer than half the pixels take anything, those pixels' sums are made
+    apart, scaled, and a last gather spreads them over the image, zeros elsewhere); then the
+    resize's vertical and horizontal transposes (the content rectangle's rows, with a zero row
+    and column only where a transpose follows to read them as its pads).
+    Returns (stages, the chunk widths, the stage after which r/s_c applies)."""
+    lvl = np.searchsorted(offs, tex, side="right") - 1
+    order = np.argsort(tex * (int(out.max(initial=0)) + 1) + out, kind="stable")   # by texel, output, then as listed
+    tex_s = tex[order]
+    uniq, counts = np.unique(tex_s, return_counts=True)
+    zero = len(uniq) if len(uniq) else n_out
+    pos = np.full(int(offs[-1]) + 1, zero, dtype=np.int64)
+    pos[uniq] = np.arange(len(uniq))
+    levels, per, pws = pyramid_transpose(sizes, offs, tex, pos)
+    lw = np.zeros(len(offs) - 1)
+    lw[levels] = pws
+    w_s = (wt[order] / 16777216.0) * lw[lvl[order]]     # both powers of two apart from wt: exact
+    if len(uniq):
+        stages, widths = segment_rounds(counts, out[order], w_s, n_out)
+    else:
+        stages, widths = [], []
+    per = per or [np.full((sizes[0][1], sizes[0][0]), zero, dtype=np.int64)]
+    scale_after = len(stages) - 1
+    if pre is None:
+        H, W = sizes[0][1], sizes[0][0]
+        levels_of = np.stack([p.reshape(-1) for p in per])
+        hit = np.nonzero((levels_of != zero).any(axis=0))[0]
+        if len(per) == 1 or 2 * len(hit) >= H * W:
+            stages.append(stage(0, levels_of, None, "seq", shape=(H, W)))
+            return stages, widths, scale_after
+        # few pixels receive anything (a foveated plan): add the levels for those pixels only (a
+        # zero row after them), scale them, then one gather spreads them over the image
+        stages.append(stage(0, np.concatenate([levels_of[:, hit], np.full((len(per), 1), zero)], 1), None, "seq"))
+        spread = np.full(H * W, len(hit), dtype=np.int64)
+        spread[hit] = np.arange(len(hit))
+        stages.append(stage(0, spread[None, :], None, shape=(H, W)))
+        return stages, widths, scale_after + 1
+    Ws, Hs, f, (nw, nh, ox, oy) = pre
+    grid = np.full((len(per), nh + (Hs != nh), nw + (Ws != nw)), zero, dtype=np.int64)
+    for k, p in enumerate(per):
+        grid[k, :nh, :nw] = p[oy:oy + nh, ox:ox + nw]
+    stages.append(stage(0, grid.reshape(len(per), -1), None, "seq", shape=tuple(grid.shape[1:])))
+    for st in (resize_axis_stage(Hs, nh, f, 0, 2), resize_axis_stage(Ws, nw, f, 1, 1)):
+        if st is not None:
+            stages.append(st)
+    return stages, widths, scale_after

@@ -68,7 +68,7 @@ class Plan:
         self.scale = np.asarray(scale, dtype=np.float64)  # r / s_c per channel (3)
         self.stages, self.scale_after = stages, scale_after
         self.parts = parts
-        self._dev, self._fwd = {}, {}
+        self._dev, self._fwd, self._graphs = {}, {}, {}
 
     def describe(self):
         """The transpose's stages: (axis, K, rows, weighted, reduce) each, and the bytes of their
@@ -215,6 +215,33 @@ class Plan:
         H, W = self.in_hw
         assert tuple(x.shape) == (H, W, C) and x.dtype == dtype, (x.shape, x.dtype)
         return x
+
+    def transpose_graphed(self, g, dtype=None):
+        """transpose_hwc(g, dtype) of a CUDA g as one CUDA graph: captured at the first call per
+        (device, g's dtype and shape, dtype) from the same launches, then each call copies g into
+        the graph's input, replays it (the same kernels: the same bits) and returns a copy of its
+        output (the graph's buffers are reused by the next call). Three launches instead of a
+        dozen. One backward at a time per plan: the buffers are the plan's."""
+        torch = _torch()
+        dtype = dtype or torch.float64
+        key = (str(g.device), g.dtype, tuple(g.shape), dtype)
+        got = self._graphs.get(key)
+        if got is None:
+            g_in = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+            g_in.copy_(g)
+            side = torch.cuda.Stream(g.device)
+            side.wait_stream(torch.cuda.current_stream(g.device))
+            with torch.cuda.stream(side):    # the tables and the zero block on the device, outside the graph
+                self.transpose_hwc(g_in, dtype)
+            torch.cuda.current_stream(g.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):   # the autograd engine's thread
+                out = self.transpose_hwc(g_in, dtype)
+            got = self._graphs[key] = (graph, g_in, out)
+        graph, g_in, out = got
+        g_in.copy_(g)
+        graph.replay()
+        return out.clone()
 
     def transpose(self, g):
         """J^T g: (N, C, ph, pw) -> (C, H, W) float64 (a view of transpose_hwc's result)."""
@@ -413,7 +440,7 @@ def _function():
         """forward: pxvm's tokens of the image quantized to uint8; backward: Plan.transpose."""
 
         @staticmethod
-        def forward(ctx, image_hwc, runner, kw):
+        def forward(ctx, image_hwc, runner, kw, cuda_graph=False):
             # three launches: round half to even, clamp, and the byte conversion into a contiguous HWC
             u8 = image_hwc.detach().round().clamp_(0, 255).to(torch.uint8, memory_format=torch.contiguous_format)
             hw, policy, size = tuple(u8.shape[:2]), kw.get("policy"), kw.get("size")
@@ -428,12 +455,14 @@ def _function():
                 ctx.plan = _cached_plan(runner, hw, policy, size, norm, runner.geometry(exact=True)[0])
             elif not ragged:  # the geometry is the program's at this size: read once
                 ctx.plan = _cached_plan(runner, hw, policy, size, norm, "static")
-            ctx.dtype = image_hwc.dtype
+            ctx.dtype, ctx.cuda_graph = image_hwc.dtype, cuda_graph
             return t.to(image_hwc.device)
 
         @staticmethod
         def backward(ctx, g):
-            return ctx.plan.transpose_hwc(g, ctx.dtype), None, None   # (H, W, 3), the image's dtype
+            if ctx.cuda_graph and g.is_cuda:
+                return ctx.plan.transpose_graphed(g, ctx.dtype), None, None, None
+            return ctx.plan.transpose_hwc(g, ctx.dtype), None, None, None   # (H, W, 3), the image's dtype
 
     class Linear(torch.autograd.Function):
         """The linear part alone, float64 both ways: gradcheck's subject."""
@@ -461,16 +490,22 @@ def _fns():
 
 
 def tokens(runner, image, normalize="clip", policy=None, size=None, fixation=None,
-           fixation_units="normalized", layout="nchw"):
+           fixation_units="normalized", layout="nchw", cuda_graph=False):
     """runner.tokens() of a float image (byte scale 0..255, (H, W, 3) or (3, H, W), CPU or CUDA
     as the runner's executor takes it) with an autograd graph: float32 tokens (N, 3, p, p) (layout
     "nhwc" or "flat" as runner.tokens) whose values are the frozen mode's for the image rounded to
     uint8, and whose backward gives image.grad by the fixed-order transpose (docs/autograd.md).
     normalize, policy ("dynamic[...]", or "stretch[:FILTER]" with size=), fixation: as
-    runner.tokens. One image; the fixation gets no gradient."""
+    runner.tokens. One image; the fixation gets no gradient. cuda_graph=True (a CUDA image): the
+    backward replays its launches as one CUDA graph per plan (Plan.transpose_graphed: the same
+    bits, three launches; one backward at a time per plan)."""
     if not getattr(image, "is_floating_point", lambda: False)():
         raise TypeError("pxvm.autograd: the image is a float tensor (byte scale 0..255), got %s"
                         % getattr(image, "dtype", type(image).__name__))
+    if cuda_graph not in (False, True):
+        raise TypeError("pxvm.autograd: cuda_graph is True or False, got %r" % (cuda_graph,))
+    if cuda_graph and not image.is_cuda:
+        raise ValueError("pxvm.autograd: cuda_graph=True takes a CUDA image, got one on %s" % image.device)
     hwc, _ = _hwc(image)
     kw = {"normalize": normalize}
     if policy is not None:
@@ -479,7 +514,7 @@ def tokens(runner, image, normalize="clip", policy=None, size=None, fixation=Non
             kw["size"] = size
     if fixation is not None:
         kw["fixation"], kw["fixation_units"] = fixation, fixation_units
-    t = _fns()[0].apply(hwc, runner, kw)
+    t = _fns()[0].apply(hwc, runner, kw, cuda_graph)
     if layout == "nhwc":
         return t.permute(0, 2, 3, 1)
     if layout == "flat":

@@ -168,6 +168,11 @@ def main():
         A.tokens(runner, x).backward(g)
         return x.grad
 
+    def pxvm_graph_step():
+        x = x0.clone().requires_grad_(True)
+        A.tokens(runner, x, cuda_graph=True).backward(g)
+        return x.grad
+
     def pxvm_fwd():
         A.tokens(runner, x0.clone().requires_grad_(True))
 
@@ -220,6 +225,16 @@ def main():
     r["grid_sample_forward_backward_us"] = median_us(gs_step, dev, a.reps)
     r["trilinear_forward_backward_us"] = median_us(tri_step, dev, a.reps)
     r["pxvm_differing_elements"], r["pxvm_differing_passes"] = determinism(pxvm_step, a.repeat)
+    if cuda:  # the backward replayed as one CUDA graph (opt-in): the same bits, fewer launches
+        try:
+            r["pxvm_graph_forward_backward_us"] = median_us(pxvm_graph_step, dev, a.reps)
+            r["pxvm_graph_differing_elements"], r["pxvm_graph_differing_passes"] = determinism(pxvm_graph_step,
+                                                                                               a.repeat)
+            r["pxvm_graph_vs_eager_differing"] = int((pxvm_graph_step() != pxvm_step()).sum().item())
+            r["pxvm_graph_cuda_kernels_forward_backward"] = cuda_kernels(pxvm_graph_step, dev)
+        except Exception as e:  # reported, not fatal: the eager rows stand
+            r["pxvm_graph_error"] = "%s: %s" % (type(e).__name__, e)
+            print("cuda_graph: %s" % r["pxvm_graph_error"], file=sys.stderr)
     r["grid_sample_differing_elements"], r["grid_sample_differing_passes"] = determinism(gs_step, a.repeat)
     r["trilinear_differing_elements"], r["trilinear_differing_passes"] = determinism(tri_step, a.repeat)
     r["gradient_elements"] = int(x0.numel())
@@ -236,24 +251,35 @@ def main():
           "|---|---|---|---|",
           "| pxvm.autograd.tokens (VM forward, fixed-order transpose) | %.1f | %.1f | %d (%d) |" % (
               r["pxvm_forward_us"], r["pxvm_forward_backward_us"], r["pxvm_differing_elements"],
-              r["pxvm_differing_passes"]),
-          "| grid_sample, level 0, same positions | %.1f | %.1f | %d (%d) |" % (
-              r["grid_sample_forward_us"], r["grid_sample_forward_backward_us"], r["grid_sample_differing_elements"],
-              r["grid_sample_differing_passes"]),
-          "| avg_pool2d pyramid + grid_sample per level + LOD blend | | %.1f | %d (%d) |" % (
-              r["trilinear_forward_backward_us"], r["trilinear_differing_elements"], r["trilinear_differing_passes"]),
-          "",
-          "grid_sample forward + backward / pxvm forward + backward = %.2f (target: >= 1). pxvm's first "
-          "call, which builds the plan on the host: %.1f ms." % (r["ratio_grid_sample_over_pxvm"], first_ms),
-          "pxvm's launches: forward %d torch ops + the VM's run, backward %d torch ops (%s); stages %s, "
-          "chunk widths %s, tables %.1f MiB on the device." % (
-              r["pxvm_forward_torch_ops"], r["pxvm_backward_torch_ops"], " ".join(bwd_ops),
-              "; ".join(r["pxvm_stages"]), r["pxvm_chunk_widths"], r["pxvm_table_mib"])]
+              r["pxvm_differing_passes"])]
+    graphed = "pxvm_graph_forward_backward_us" in r
+    if graphed:
+        md.append("| pxvm.autograd.tokens, cuda_graph=True (the backward as one CUDA graph) | | %.1f | %d (%d) |" % (
+            r["pxvm_graph_forward_backward_us"], r["pxvm_graph_differing_elements"], r["pxvm_graph_differing_passes"]))
+    md += ["| grid_sample, level 0, same positions | %.1f | %.1f | %d (%d) |" % (
+               r["grid_sample_forward_us"], r["grid_sample_forward_backward_us"], r["grid_sample_differing_elements"],
+               r["grid_sample_differing_passes"]),
+           "| avg_pool2d pyramid + grid_sample per level + LOD blend | | %.1f | %d (%d) |" % (
+               r["trilinear_forward_backward_us"], r["trilinear_differing_elements"], r["trilinear_differing_passes"]),
+           "",
+           "grid_sample forward + backward / pxvm forward + backward = %.2f (target: >= 1). pxvm's first "
+           "call, which builds the plan on the host: %.1f ms." % (r["ratio_grid_sample_over_pxvm"], first_ms),
+           "pxvm's launches: forward %d torch ops + the VM's run, backward %d torch ops (%s); stages %s, "
+           "chunk widths %s, tables %.1f MiB on the device." % (
+               r["pxvm_forward_torch_ops"], r["pxvm_backward_torch_ops"], " ".join(bwd_ops),
+               "; ".join(r["pxvm_stages"]), r["pxvm_chunk_widths"], r["pxvm_table_mib"])]
     if cuda:
         md.append("GPU activities (kernels, copies, memsets; torch.profiler) in one forward + backward: pxvm %s "
                   "(the VM's run included), grid_sample %s." % (
-            r["pxvm_cuda_kernels_forward_backward"], r["grid_sample_cuda_kernels_forward_backward"]))
-    if cuda:
+                      r["pxvm_cuda_kernels_forward_backward"], r["grid_sample_cuda_kernels_forward_backward"]))
+        if graphed:
+            md.append("cuda_graph=True: %d gradient elements differ from the eager backward's; grid_sample forward "
+                      "+ backward / pxvm's with the graph = %.2f; GPU activities in one forward + backward %s." % (
+                          r["pxvm_graph_vs_eager_differing"],
+                          r["grid_sample_forward_backward_us"] / r["pxvm_graph_forward_backward_us"],
+                          r["pxvm_graph_cuda_kernels_forward_backward"]))
+        else:
+            md.append("cuda_graph=True failed: %s" % r.get("pxvm_graph_error"))
         md.append("CPU executor vs CUDA: %d token values and %d gradient elements differ (of %d)." % (
             r["cpu_vs_cuda_token_differing"], r["cpu_vs_cuda_gradient_differing"], r["gradient_elements"]))
     text = "\n".join(md)

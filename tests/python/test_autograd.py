@@ -535,3 +535,45 @@ def test_cpu_and_cuda_transpose_the_small_plans_alike():
                 cpu = p.transpose_hwc(g, dtype)
                 gpu = p.transpose_hwc(g.cuda(), dtype)
                 assert gpu.is_cuda and gpu.dtype == dtype and torch.equal(cpu, gpu.cpu()), (case, g.dtype, dtype)
+
+
+def test_cuda_graph_takes_a_cuda_image():
+    """cuda_graph=True replays the backward as a CUDA graph: on a CPU image it is refused by name
+    (ValueError naming the device), cuda_graph=False on the same image runs; not a bool: TypeError."""
+    r, _ = runners()[0]
+    x = torch.from_numpy(photo()).float().requires_grad_(True)
+    A.tokens(r, x, cuda_graph=False).sum().backward()
+    assert x.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="cuda_graph=True takes a CUDA image, got one on cpu"):
+        A.tokens(r, x, cuda_graph=True)
+    with pytest.raises(TypeError, match="cuda_graph is True or False, got 'yes'"):
+        A.tokens(r, x, cuda_graph="yes")
+
+
+@needs_cuda
+@pytest.mark.parametrize("which", [0, 1])
+def test_cuda_graph_backward_is_the_eager_bits(which):
+    """The graphed backward replays the eager launches: the same gradient bits as the eager CUDA
+    path and the CPU path, over 10 passes; each pass returns its own tensor (the graph's output
+    buffer is copied out: an earlier gradient is not overwritten by a later pass)."""
+    _, policy = runners()[which]
+    prog = pxvm.Program.load(pxvm.programs.path("foveate273")) if which == 0 else \
+        pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json"))
+    rc, rg = pxvm.Runner(prog, executor="cpu"), pxvm.Runner(prog, executor="cuda")
+    im = torch.from_numpy(photo()).float()
+    n = 273 if which == 0 else 504
+    xc = im.clone().requires_grad_(True)
+    g = torch.randn((n, 3, 16, 16), generator=torch.Generator().manual_seed(14))
+    A.tokens(rc, xc, policy=policy).backward(g)
+    grads = []
+    for k in range(10):
+        xg = im.cuda().requires_grad_(True)
+        A.tokens(rg, xg, policy=policy, cuda_graph=True).backward(g.cuda() * (1 if k % 2 == 0 else 2))
+        grads.append(xg.grad)
+    assert torch.equal(grads[0].cpu(), xc.grad)
+    assert all(torch.equal(grads[0], gi) for gi in grads[2::2])
+    assert not torch.equal(grads[0], grads[1])     # pass 1 (2 g) did not overwrite pass 0's gradient
+    xe = im.cuda().requires_grad_(True)
+    A.tokens(rg, xe, policy=policy).backward(g.cuda() * 2)
+    assert torch.equal(grads[1], xe.grad)
+

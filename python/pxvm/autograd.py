@@ -186,7 +186,9 @@ class Plan:
         if last <= self.scale_after:
             last = None          # no arithmetic after the scale: the scale's product writes dtype
 
-        def step(fn, a, b, final):
+        def step(fn, a, b, final, into=None):
+            if into is not None and final:   # a round's sums, written into its rows of S
+                return fn(a, b, out=into.view(torch.broadcast_shapes(a.shape, b.shape)))
             if not final or dtype == f64:
                 return fn(a, b)
             out = torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=dtype, device=a.device)
@@ -194,16 +196,24 @@ class Plan:
 
         if self.scale_after < 0:
             x = step(torch.mul, x, d["scale"], last is None)
+        s_buf = None
         for i, st in enumerate(stages):
             a, K = st["axis"], st["K"]
-            v = x.index_select(a, st["idx"]).view(x.shape[:a] + (K,) + st["rows"] + x.shape[a + 1:])
+            into = None
+            if st.get("into") is not None:   # a round of chunks: its sums go to S (segment_rounds)
+                if s_buf is None:
+                    s_buf = torch.empty((st["into"][0], C), dtype=f64, device=g.device)
+                into = s_buf.narrow(0, st["into"][1], st["rows"][0])
+            src = s_buf if st.get("from_s") else x
+            v = src.index_select(a, st["idx"]).view(src.shape[:a] + (K,) + st["rows"] + src.shape[a + 1:])
             if st["w"] is not None:   # float64 weights: a float32 gradient is widened exactly here
-                v = step(torch.mul, v, st["w"], i == last and K == 1)
+                v = step(torch.mul, v, st["w"], (i == last or into is not None) and K == 1, into)
             if st["reduce"] == "tree":
                 while K > 1:
                     K //= 2
-                    v = step(torch.add, v.narrow(a, 0, K), v.narrow(a, K, K), i == last and K == 1)
-                x = v.select(a, 0)
+                    v = step(torch.add, v.narrow(a, 0, K), v.narrow(a, K, K), (i == last or into is not None)
+                             and K == 1, into)
+                x = s_buf if st.get("last_round") else v.select(a, 0)
             else:
                 x = v.select(a, 0)
                 for k in range(1, K):

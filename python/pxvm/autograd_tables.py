@@ -251,26 +251,36 @@ def fit_rect(sw, sh, W, H):
     return nw, nh, (W - nw) // 2, (H - nh) // 2
 
 
+def pyramid_weights(sizes):
+    """m_l / 4^l for every level l: a level-0 pixel's weight in its texel of level l (a power of
+    two), m_l doubling at each step from a side of 1 (its texel counted twice)."""
+    out, m = [], 1
+    for l in range(len(sizes)):
+        if l:
+            m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
+        out.append(m / 4.0 ** l)
+    return out
+
+
 def pyramid_transpose(sizes, offs, tex, pos=None):
     """PYRAMID's transpose to level 0 for the levels SAMPLE reads (tex: the texels it reads, in
     the levels' buffer): (levels, idx, weights), levels ascending; idx[k] (H, W) the index of
     pixel (X, Y)'s texel (X >> l, Y >> l) of level l = levels[k] in the buffer (offs[-1], a zero,
     where the texel does not exist: X >> l >= w_l, a column that a floored odd side drops), or
     pos of that index where pos (a table over the buffer, a zero last) is given; and weights[k]
-    = m_l / 4^l, a power of two, m_l doubling at each step from a side of 1 (its texel counted
-    twice). Separable: a row index and a column index per level, then one 2-D take."""
+    = pyramid_weights(sizes)[l]. Separable: a row index and a column index per level, then one
+    2-D take."""
     W, H = sizes[0]
     X, Y = np.arange(W, dtype=np.int64), np.arange(H, dtype=np.int64)
     touched = set(np.unique(np.searchsorted(offs, tex, side="right") - 1).tolist())
     if pos is None:
         pos = np.arange(int(offs[-1]) + 1, dtype=np.int64)
     zero = pos[int(offs[-1])]
-    levels, idx, wts, m = [], [], [], 1
+    levels, idx, wts, m = [], [], [], pyramid_weights(sizes)
     okx, oky = np.ones(W, dtype=bool), np.ones(H, dtype=bool)
     for l in range(len(sizes)):
         wl, hl = sizes[l]
         if l:
-            m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
             okx &= (X >> l) < wl     # every step: max(1, w >> l) is not w >> l
             oky &= (Y >> l) < hl
         if l not in touched:
@@ -278,7 +288,7 @@ def pyramid_transpose(sizes, offs, tex, pos=None):
         grid = np.full((hl + 1, wl + 1), zero, dtype=pos.dtype)     # a zero row and column last
         grid[:hl, :wl] = pos[offs[l]:offs[l] + wl * hl].reshape(hl, wl)
         t = grid.take(np.where(oky, Y >> l, hl), axis=0).take(np.where(okx, X >> l, wl), axis=1)
-        levels.append(l), idx.append(t), wts.append(m / 4.0 ** l)
+        levels.append(l), idx.append(t), wts.append(m[l])
     return levels, idx, wts
 
 
@@ -307,9 +317,8 @@ def stage(axis, idx, w=None, reduce="tree", shape=None):
     its output is reshaped to (None: as it comes)."""
     idx = np.asarray(idx)
     small = idx.size == 0 or int(idx.max()) < 2 ** 31 - 1
-    return {"axis": axis, "idx": np.ascontiguousarray(idx, dtype=np.int32 if small else np.int64), "reduce": reduce,
-            "shape": shape,
-            "w": None if w is None else np.ascontiguousarray(w, dtype=np.float64)}
+    return {"axis": axis, "idx": np.ascontiguousarray(idx, dtype=np.int32 if small else np.int64),
+            "reduce": reduce, "shape": shape, "w": None if w is None else np.ascontiguousarray(w, dtype=np.float64)}
 
 
 def _chunk(counts, K):
@@ -325,44 +334,86 @@ def _chunk(counts, K):
     return np.where(valid, e, -1), rows
 
 
-def _rounds_for(counts, cap):
-    """The widths of the rounds that reduce segments of counts entries with chunks of at most
-    cap, and the modelled cost (us) of the rounds (channels 3, float64)."""
-    widths, cost, c, first = [], 0.0, counts, True
-    while True:
-        K = min(cap, pow2(int(c.max())))
-        rows = (c + K - 1) // K
-        n = int(rows.sum()) * K
-        ops = 1 + first + int(math.log2(K))
-        cost += ops * OP_US + n * (24 * (3 + 2 * first) + 4 + 8 * first) / BYTES_PER_US
-        widths.append(K)
-        c, first = rows, False
-        if int(c.max()) <= 1:
-            return widths, cost
+def _round_cost(hist, K, first):
+    """The modelled cost (us) of one round of chunks of K over segments of hist ((rows, segments)
+    pairs), and the histogram of the segments it leaves unfinished (more than one sum)."""
+    entries = sum(n * -(-r // K) * K for r, n in hist)
+    ops = 1 + first + int(math.log2(K))
+    left = {}
+    for r, n in hist:
+        if -(-r // K) > 1:
+            left[-(-r // K)] = left.get(-(-r // K), 0) + n
+    return ops * OP_US + entries * (24 * (3 + 2 * first) + 4 + 8 * first) / BYTES_PER_US, tuple(sorted(left.items()))
+
+
+def round_widths(counts):
+    """The chunk width of each round (module comment, segment_rounds) that minimizes the cost
+    model: round 1 over every segment, each later one over the segments still unfinished only;
+    widths 2 to 64 (1 where every segment has one entry). Searched over the segments' histogram."""
+    from functools import lru_cache
+    values, n = np.unique(np.asarray(counts), return_counts=True)
+    hist = tuple(zip(values.tolist(), n.tolist()))
+    if int(values.max()) == 1:
+        return [1]
+
+    @lru_cache(maxsize=None)
+    def best(h, first):
+        if not h:
+            return 0.0, ()
+        top, out = pow2(max(r for r, _ in h)), None
+        K = 2
+        while K <= min(64, top):
+            cost, left = _round_cost(h, K, first)
+            rest, widths = best(left, False)
+            if out is None or cost + rest < out[0]:
+                out = (cost + rest, (K,) + widths)
+            K *= 2
+        return out
+
+    return list(best(hist, True)[1])
 
 
 def segment_rounds(counts, src, w, zero):
     """The stages that sum segments: segment s owns counts[s] >= 1 consecutive entries (src: the
-    row of X each reads, w: its weight), added in their order by rounds of chunks (the width picked
-    by the cost model above, from 2 to 64): round 1 gathers X's rows and weighs them, round j > 1
-    gathers round j-1's sums; each round's output ends with a zero row (a row of pads), which the
-    next round's pads read. The last round's row s is segment s's sum, row len(counts) zero.
-    zero: X's zero row. Returns (stages, widths)."""
+    row of X each reads, w: its weight), added in their order by rounds of chunks (widths by
+    round_widths): round 1 gathers X's rows for every segment, weighs them and sums each chunk;
+    round j > 1 gathers, for the segments that still have more than one sum, their sums of round
+    j-1 and sums each chunk. Every round writes its sums into one buffer S (its stage's "into":
+    (rows of S, first row)): round 1's rows first, then a zero row (a row of pads), then each
+    later round's. Pads read X's zero row (round 1) or S's. Returns (stages, widths, the row of S
+    of each segment's sum, the zero row of S)."""
     counts = np.asarray(counts, dtype=np.int64)
-    best = min((_rounds_for(counts, cap) + (cap,) for cap in (2, 4, 8, 16, 32, 64)), key=lambda t: (t[1], t[2]))
-    stages, c = [], counts
-    for j, K in enumerate(best[0]):
-        e, rows = _chunk(c, K)
-        pad = e < 0
-        e = np.concatenate([e, np.full((K, 1), -1)], axis=1)    # the zero row last
-        pad = e < 0
-        if j == 0:
-            idx = np.where(pad, zero, np.asarray(src)[np.maximum(e, 0)])
-            stages.append(stage(0, idx, np.where(pad, 0.0, np.asarray(w)[np.maximum(e, 0)])[..., None]))
-        else:
-            stages.append(stage(0, np.where(pad, zero, e)))
-        zero, c = e.shape[1] - 1, rows
-    return stages, best[0]
+    src, w = np.asarray(src), np.asarray(w)
+    widths = round_widths(counts)
+    K = widths[0]
+    e, rows = _chunk(counts, K)
+    e = np.concatenate([e, np.full((K, 1), -1)], axis=1)      # S's zero row: every entry a pad
+    pad = e < 0
+    zero_s = e.shape[1] - 1
+    specs = [(np.where(pad, zero, src[np.maximum(e, 0)]), np.where(pad, 0.0, w[np.maximum(e, 0)])[..., None], 0)]
+    first_row = np.cumsum(rows) - rows                        # each segment's first sum in S
+    final = first_row.copy()
+    off = zero_s + 1
+    active = np.nonzero(rows > 1)[0]
+    for K in widths[1:]:
+        r = rows[active]
+        sums = np.repeat(first_row[active] - (np.cumsum(r) - r), r) + np.arange(int(r.sum()))   # their rows in S
+        e, rows_j = _chunk(r, K)
+        specs.append((np.where(e < 0, zero_s, sums[np.maximum(e, 0)]), None, off))
+        first_row = np.zeros_like(rows)
+        first_row[active] = off + np.cumsum(rows_j) - rows_j
+        final[active] = first_row[active]
+        rows = np.zeros_like(rows)
+        rows[active] = rows_j
+        off += int(rows_j.sum())
+        active = active[rows_j > 1]
+    assert len(active) == 0
+    stages = []
+    for j, (idx, wt, at) in enumerate(specs):
+        st = stage(0, idx, wt)
+        st["into"], st["from_s"], st["last_round"] = (off, at), j > 0, j == len(specs) - 1
+        stages.append(st)
+    return stages, widths, final, zero_s
 
 
 def resize_axis_stage(n_in, n_out, f, axis, trail):
@@ -417,17 +468,15 @@ def sample_stages(tex, out, wt, offs, sizes, n_out, pre=None):
     order = np.argsort(tex * (int(out.max(initial=0)) + 1) + out, kind="stable")   # by texel, output, then as listed
     tex_s = tex[order]
     uniq, counts = np.unique(tex_s, return_counts=True)
-    zero = len(uniq) if len(uniq) else n_out
-    pos = np.full(int(offs[-1]) + 1, zero, dtype=np.int64)
-    pos[uniq] = np.arange(len(uniq))
-    levels, per, pws = pyramid_transpose(sizes, offs, tex, pos)
-    lw = np.zeros(len(offs) - 1)
-    lw[levels] = pws
+    lw = np.asarray(pyramid_weights(sizes))
     w_s = (wt[order] / 16777216.0) * lw[lvl[order]]     # both powers of two apart from wt: exact
     if len(uniq):
-        stages, widths = segment_rounds(counts, out[order], w_s, n_out)
+        stages, widths, final, zero = segment_rounds(counts, out[order], w_s, n_out)
     else:
-        stages, widths = [], []
+        stages, widths, final, zero = [], [], np.zeros(0, dtype=np.int64), n_out
+    pos = np.full(int(offs[-1]) + 1, zero, dtype=np.int64)
+    pos[uniq] = final
+    levels, per, _ = pyramid_transpose(sizes, offs, tex, pos)
     per = per or [np.full((sizes[0][1], sizes[0][0]), zero, dtype=np.int64)]
     scale_after = len(stages) - 1
     if pre is None:

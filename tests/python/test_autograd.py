@@ -318,6 +318,27 @@ def test_transpose_is_the_dense_reference(case):
         assert len(p.parts["chunk_widths"]) >= 2
 
 
+def test_rounds_of_chunks_sum_long_lists():
+    """segment_rounds on lists of 1 to 4097 entries (three rounds at least; the later ones over
+    the unfinished segments only), run by Plan.transpose_hwc's engine with a last gather of each
+    segment's sum: every sum is the exact one (integer gradients, weights k/256), the widths are
+    the cost model's, and a segment of one entry is its product."""
+    from pxvm.autograd_tables import round_widths, segment_rounds, stage
+    rng = np.random.default_rng(17)
+    counts = np.concatenate([np.ones(500, np.int64), rng.integers(2, 9, 300), rng.integers(60, 70, 20), [1372, 4097]])
+    rng.shuffle(counts)
+    n_out, E = 5000, int(counts.sum())
+    src, w = rng.integers(0, n_out, E), rng.integers(1, 256, E) / 256.0
+    stages, widths, final, _ = segment_rounds(counts, src, w, n_out)
+    assert len(widths) >= 3 and widths == round_widths(counts)
+    p = A.Plan("sample", (1, len(counts)), 1, 1, n_out, [1.0, 1.0, 1.0],
+               stages + [stage(0, final[None, :], shape=(1, len(counts)))], len(stages) - 1)
+    g = torch.randint(-8, 9, (n_out, 3, 1, 1), generator=torch.Generator().manual_seed(17)).double()
+    ref = np.zeros((len(counts), 3))
+    np.add.at(ref, np.repeat(np.arange(len(counts)), counts), g[:, :, 0, 0].numpy()[src] * w[:, None])
+    assert torch.equal(p.transpose_hwc(g)[0], torch.from_numpy(ref))
+
+
 def count_ops(fn):
     """The torch operations fn runs that compute (a view, an empty tensor are not counted), by a
     TorchDispatchMode: on a GPU each is a kernel launch."""

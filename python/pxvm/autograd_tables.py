@@ -272,7 +272,7 @@ def pyramid_transpose(sizes, offs, tex, pos=None):
     2-D take."""
     W, H = sizes[0]
     X, Y = np.arange(W, dtype=np.int64), np.arange(H, dtype=np.int64)
-    touched = set(np.unique(np.searchsorted(offs, tex, side="right") - 1).tolist())
+    touched = set(np.flatnonzero(np.bincount(np.searchsorted(offs, tex, side="right") - 1)).tolist())
     if pos is None:
         pos = np.arange(int(offs[-1]) + 1, dtype=np.int64)
     zero = pos[int(offs[-1])]
@@ -467,7 +467,8 @@ def sample_stages(tex, out, wt, offs, sizes, n_out, pre=None):
     lvl = np.searchsorted(offs, tex, side="right") - 1
     order = np.argsort(tex * (int(out.max(initial=0)) + 1) + out, kind="stable")   # by texel, output, then as listed
     tex_s = tex[order]
-    uniq, counts = np.unique(tex_s, return_counts=True)
+    starts = np.flatnonzero(np.diff(tex_s, prepend=-1))       # sorted: no second sort for np.unique
+    uniq, counts = tex_s[starts], np.diff(np.append(starts, len(tex_s)))
     lw = np.asarray(pyramid_weights(sizes))
     w_s = (wt[order] / 16777216.0) * lw[lvl[order]]     # both powers of two apart from wt: exact
     if len(uniq):

@@ -9,11 +9,13 @@ isa/SPEC.md section 9). The backward applies the transpose of the forward's line
 autograd.md states it): every token value is, up to the integer rounding of the forward, a fixed
 weighted sum of input pixels whose weights are the integer tables of the forward divided by powers
 of two (RESIZE's Q22 taps, PYRAMID's 1/4 box, SAMPLE's 8-bit bilinear and LOD weights), then the
-affine normalize r/s_c * v - m_c/s_c. The transpose is accumulated in float64 in a fixed order: a
-gather per input texel (RESIZE, one axis at a time, its runs in source order) or, for SAMPLE, the
-contributions of each texel sorted by output index and added as a fixed pairwise tree; no atomics,
-no BLAS, every step an elementwise IEEE operation, so two runs give the same bits and the CPU and
-CUDA paths give the same bits.
+affine normalize r/s_c * v - m_c/s_c. The transpose is accumulated in float64 in a fixed order,
+as a few gather tables built once per plan on the host (pxvm.autograd_tables): per output row, K
+(index, weight) pairs, one gather, one product and a pairwise tree of additions; SAMPLE's
+contributions per texel in rounds of such chunks, PYRAMID's levels per pixel, RESIZE's taps per
+source row and column. No atomics, no BLAS, every step an elementwise IEEE operation, so two runs
+give the same bits and the CPU and CUDA paths give the same bits; on a GPU the backward is about
+ten launches.
 
 Cases (anything else is a NotImplementedError that names what is not covered):
 - policy "dynamic[...]" or "stretch[:FILTER]" with size= on a "uniform" plan's program: the image
@@ -34,30 +36,16 @@ The frozen mode (runner.tokens, no graph) stays the default; this module is opt-
 """
 from __future__ import annotations
 
-import math
 import re
 
 from .ragged import canonical_policy, dynamic_size, is_dynamic
 from .tokens import token_format
 
-
-class _NumPy:
-    """NumPy, imported at first use: `import pxvm` imports neither NumPy nor torch (as every module
-    of the package: they are imported only where used)."""
-
-    def __getattr__(self, name):
-        import numpy
-        return getattr(numpy, name)
-
-
-np = _NumPy()
+from .autograd_tables import (FILTERS, PREC, fit_rect, level_sizes, np,  # noqa: F401 (re-exported)
+                              pyramid_u8, resize_stages, resize_table, resize_taps, resize_u8,
+                              sample_contributions, sample_stages)
 
 __all__ = ["tokens", "plan", "Plan", "linear", "resize_table", "resize_taps"]
-
-PREC = 22  # RESIZE's Q22 coefficients (isa/px_resize.h, PX_RESIZE_PREC)
-FILTERS = {"nearest": 0, "lanczos": 1, "bilinear": 2, "bicubic": 3, "box": 4, "hamming": 5}
-_C54 = 0.540000021457672119140625  # 0.54f widened (SPEC, RESIZE, Filters)
-_C46 = 0.4600000083446502685546875
 
 
 def _torch():
@@ -65,265 +53,54 @@ def _torch():
     return torch
 
 
-# ---- RESIZE's tables, from the SPEC rule (isa/SPEC.md, RESIZE: "The table of one axis") ---------
-
-def _sinc(x):
-    if x == 0.0:
-        return 1.0
-    t = x * math.pi
-    return math.sin(t) / t
-
-
-def _kernel(f):
-    """(K, support) of filter number f, as isa/SPEC.md writes them (IEEE double, in that order)."""
-    if f == 4:
-        return (lambda x: 1.0 if -0.5 < x <= 0.5 else 0.0), 0.5
-    if f == 2:
-        return (lambda x: 1.0 - abs(x) if abs(x) < 1.0 else 0.0), 1.0
-    if f == 5:
-        def hamming(x):
-            x = abs(x)
-            if x == 0.0:
-                return 1.0
-            if x >= 1.0:
-                return 0.0
-            t = x * math.pi
-            return (math.sin(t) / t) * (_C54 + _C46 * math.cos(t))
-        return hamming, 1.0
-    if f == 3:
-        def bicubic(x):
-            x = abs(x)
-            if x < 1.0:
-                return ((1.5 * x - 2.5) * x) * x + 1.0
-            if x < 2.0:
-                return (((x - 5.0) * x + 8.0) * x - 4.0) * -0.5
-            return 0.0
-        return bicubic, 2.0
-    if f == 1:
-        return (lambda x: _sinc(x) * _sinc(x / 3.0) if -3.0 <= x < 3.0 else 0.0), 3.0
-    raise ValueError("filter %r has no kernel" % f)
-
-
-def resize_table(n_in: int, n_out: int, f: int):
-    """One axis of RESIZE (n_in -> n_out, filter number f): (lo, k) with lo[i] the first source
-    index of output i's run and k[i] its list of int Q22 coefficients, exactly isa/SPEC.md's table
-    (NEAREST: k = [2^22] at the running-sum index). n_in == n_out: the identity (pass 1 of the rule,
-    and "the intermediate image is the source" when one side keeps its length)."""
-    if n_in == n_out:
-        return list(range(n_out)), [[1 << PREC]] * n_out
-    if f == 0:
-        a = n_in / n_out
-        p = a * 0.5
-        lo = []
-        for _ in range(n_out):
-            xi = int(p)
-            lo.append(-1 if p < 0 or xi >= n_in else xi)
-            p = p + a
-        return lo, [[1 << PREC] if x >= 0 else [] for x in lo]
-    K, s = _kernel(f)
-    scale = n_in / n_out
-    fs = 1.0 if scale < 1.0 else scale
-    support = s * fs
-    inv = 1.0 / fs
-    los, ks = [], []
-    for i in range(n_out):
-        center = (i + 0.5) * scale
-        lo = max(int(center - support + 0.5), 0)
-        hi = min(int(center + support + 0.5), n_in)
-        w = [K(((lo + j) - center + 0.5) * inv) for j in range(hi - lo)]
-        ww = 0.0
-        for v in w:
-            ww = ww + v
-        if ww != 0.0:
-            w = [v / ww for v in w]
-        ks.append([int(v * 4194304.0 + 0.5) if v >= 0 else int(v * 4194304.0 - 0.5) for v in w])
-        los.append(lo)
-    return los, ks
-
-
-def resize_taps(n_in: int, n_out: int, f: int):
-    """The transpose of one axis's table as a gather per source index, in a fixed order: (idx, w),
-    int64 and float64 arrays of shape (n_in, M): source s receives sum over j of
-    g[idx[s, j]] * w[s, j], j = 0, 1, ... in that order (output indices ascending); a pad entry
-    points at index n_out (a zero appended by the caller) with weight 0. w = k / 2^22 exactly."""
-    lo, ks = resize_table(n_in, n_out, f)
-    lists = [[] for _ in range(n_in)]
-    for i in range(n_out):
-        for j, k in enumerate(ks[i]):
-            if k:
-                lists[lo[i] + j].append((i, k))
-    m = max(1, max(len(x) for x in lists))
-    idx = np.full((n_in, m), n_out, dtype=np.int64)
-    w = np.zeros((n_in, m), dtype=np.float64)
-    for s, x in enumerate(lists):
-        for j, (i, k) in enumerate(x):
-            idx[s, j], w[s, j] = i, k / 4194304.0
-    return idx, w
-
-
-def resize_u8(img, w_out, h_out, f):
-    """RESIZE's bytes from these tables (NumPy, (H, W, C) uint8; tests compare them with the
-    library's). The horizontal pass first, rounded and clamped to 8 bits, then the vertical."""
-    def axis(a, n_out, ax):
-        n_in = a.shape[ax]
-        if n_in == n_out:
-            return a
-        lo, ks = resize_table(n_in, n_out, f)
-        a = np.moveaxis(a, ax, 0).astype(np.int64)
-        out = np.zeros((n_out,) + a.shape[1:], dtype=np.int64)
-        for i in range(n_out):
-            if f == 0:
-                out[i] = a[lo[i]] if lo[i] >= 0 else 0
-                continue
-            acc = np.full(a.shape[1:], 1 << (PREC - 1), dtype=np.int64)
-            for j, k in enumerate(ks[i]):
-                acc += a[lo[i] + j] * k
-            out[i] = np.where(acc < 0, 0, np.minimum(acc >> PREC, 255))
-        return np.moveaxis(out, 0, ax).astype(np.uint8)
-    return axis(axis(np.asarray(img), w_out, 1), h_out, 0)
-
-
-# ---- SAMPLE and PYRAMID (isa/SPEC.md sections 3 and 4) --------------------------------------------
-
-def level_sizes(w, h):
-    n = int(math.floor(math.log2(max(w, h)))) + 1
-    return [(max(1, w >> l), max(1, h >> l)) for l in range(n)]
-
-
-def sample_contributions(geom, pw, ph, sizes, mode):
-    """Every (level texel, output texel, integer weight) of the SAMPLEs of an atlas, from the token
-    geometry (int (N, 5): Q16 cx, cy, du, dv, Q8.8 LOD as the run used them, fixation included).
-    Output o = (p * ph + j) * pw + i; texel t = offset[l] + y * w_l + x over the levels
-    concatenated. The weights are those of isa/SPEC.md section 4 over 2^24 (linear:
-    (256-f or f) * (256-fx or fx) * (256-fy or fy)) or 2^24 (nearest: one texel), so that
-    out_u8 = (sum of u8 * weight + 2^23) >> 24 is the VM's byte. Tokens no instruction wrote (LOD -1)
-    contribute nothing. Returns (texel, output, weight) int64 arrays, and the level offsets."""
-    geom = np.asarray(geom, dtype=np.int64)
-    if not isinstance(mode, str):  # a bool per token: nearest or linear
-        nearest = np.asarray(mode, dtype=bool)
-        parts = []
-        for m, sel in (("linear", ~nearest), ("nearest", nearest)):
-            g = geom.copy()
-            g[~sel, 4] = -1
-            parts.append(sample_contributions(g, pw, ph, sizes, m))
-        return tuple(np.concatenate([p[k] for p in parts]) for k in range(3)) + (parts[0][3],)
-    offs = np.cumsum([0] + [w * h for w, h in sizes])
-    n = len(sizes)
-    N = geom.shape[0]
-    ii, jj = np.arange(pw, dtype=np.int64), np.arange(ph, dtype=np.int64)
-    cx, cy, du, dv, lod = (geom[:, k:k + 1] for k in range(5))
-    u = cx + ((2 * ii[None, :] - (pw - 1)) * du) // 2          # (N, pw)
-    v = cy + ((2 * jj[None, :] - (ph - 1)) * dv) // 2          # (N, ph)
-    out = (np.arange(N, dtype=np.int64)[:, None, None] * ph + jj[None, :, None]) * pw + ii[None, None, :]
-    written = lod[:, 0] >= 0
-    widths = np.array([s[0] for s in sizes], dtype=np.int64)
-    heights = np.array([s[1] for s in sizes], dtype=np.int64)
-    T, O, W = [], [], []
-
-    def add(rows, lv, lw, xs, wx, ys, wy):
-        # the taps of level lv[r] for tokens r in rows: xs, wx (R, pw, k); ys, wy (R, ph, k)
-        base = offs[lv[rows]][:, None, None]
-        wl = widths[lv[rows]][:, None, None]
-        for a in range(xs.shape[2]):
-            for b in range(ys.shape[2]):
-                wt = lw[rows][:, None, None] * wy[:, :, b][:, :, None] * wx[:, :, a][:, None, :]
-                t = base + ys[:, :, b][:, :, None] * wl + xs[:, :, a][:, None, :]
-                keep = wt != 0
-                T.append(t[keep]), O.append(out[rows][keep]), W.append(wt[keep])
-
-    def taps(pos, lv, rows, side):
-        # isa/SPEC.md section 4, linear, one axis: (t0, t1) and (256 - frac, frac)
-        p = (pos[rows] >> lv[rows][:, None]) - 32768
-        hi = (side[lv[rows]] - 1)[:, None]
-        t0 = np.clip(p >> 16, 0, hi)
-        t1 = np.clip((p >> 16) + 1, 0, hi)
-        fr = (p & 0xFFFF) >> 8
-        return np.stack([t0, t1], -1), np.stack([256 - fr, fr], -1)
-
-    if mode == "nearest":
-        l = np.minimum(lod[:, 0] >> 8, n - 1)
-        rows = np.nonzero(written)[0]
-        L = l[rows][:, None]
-        x = np.clip((u[rows] >> L) >> 16, 0, (widths[l[rows]] - 1)[:, None])
-        y = np.clip((v[rows] >> L) >> 16, 0, (heights[l[rows]] - 1)[:, None])
-        one = np.full(N, 1 << 24, dtype=np.int64)
-        add(rows, l, one, x[:, :, None], np.ones_like(x)[:, :, None], y[:, :, None], np.ones_like(y)[:, :, None])
-    else:
-        l0 = lod[:, 0] >> 8
-        top = l0 >= n - 1
-        f = np.where(top, 0, lod[:, 0] & 255)
-        l0 = np.where(top, n - 1, l0)
-        l1 = np.where(top, n - 1, l0 + 1)
-        for lv, lw in ((l0, 256 - f), (l1, f)):
-            rows = np.nonzero(written & (lw != 0))[0]
-            xs, wx = taps(u, lv, rows, widths)
-            ys, wy = taps(v, lv, rows, heights)
-            add(rows, lv, lw, xs, wx, ys, wy)
-    if not T:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z, z, offs
-    return np.concatenate(T), np.concatenate(O), np.concatenate(W), offs
-
-
-def pyramid_u8(img, sizes):
-    """PYRAMID's levels (isa/SPEC.md, PYRAMID) in NumPy, (H, W, C) uint8 each."""
-    levels = [np.asarray(img)]
-    for l in range(1, len(sizes)):
-        L = levels[-1].astype(np.int64)
-        hp, wp = L.shape[:2]
-        w, h = sizes[l]
-        x0 = 2 * np.arange(w)
-        x1 = np.minimum(x0 + 1, wp - 1)
-        y0 = 2 * np.arange(h)
-        y1 = np.minimum(y0 + 1, hp - 1)
-        s = L[y0][:, x0] + L[y0][:, x1] + L[y1][:, x0] + L[y1][:, x1] + 2
-        levels.append((s >> 2).astype(np.uint8))
-    return levels
-
-
-# ---- the plan: the transpose as index tensors, built once per geometry ---------------------------
-
 class Plan:
     """The linear part J of one tokens() forward and its transpose, for one image size and one
     geometry: apply(x) = J x (float64, the forward without its integer rounding: for gradcheck and
     the adjoint test) and transpose(g) = J^T g, in a fixed order on the device of g.
 
     x: (C, H, W) float64 image (C = 3); g: (N, C, p, p) tokens' gradient. The normalize's factor
-    r/s_c is part of J (its constant -m_c/s_c is not: J is the linear part)."""
+    r/s_c is part of J (its constant -m_c/s_c is not: J is the linear part). The transpose is
+    `stages`: gather tables (pxvm.autograd_tables, "a stage") applied to the gradient's rows,
+    with the factor r/s_c after stage `scale_after` (docs/autograd.md, "The backward")."""
 
-    def __init__(self, kind, in_hw, ph, pw, n_tokens, scale, **parts):
+    def __init__(self, kind, in_hw, ph, pw, n_tokens, scale, stages, scale_after, **parts):
         self.kind, self.in_hw, self.ph, self.pw, self.n = kind, in_hw, ph, pw, n_tokens
         self.scale = np.asarray(scale, dtype=np.float64)  # r / s_c per channel (3)
+        self.stages, self.scale_after = stages, scale_after
         self.parts = parts
-        self._dev = {}
+        self._dev, self._fwd, self._graphs = {}, {}, {}
 
-    # -- index tensors on a device, cached --
+    def describe(self):
+        """The transpose's stages: (axis, K, rows, weighted, reduce) each, and the bytes of their
+        tables (what bench_backward.py prints)."""
+        return [(st["axis"], st["idx"].shape[0], int(np.prod(st["idx"].shape[1:])), st["w"] is not None,
+                 st["reduce"]) for st in self.stages], \
+            sum(st["idx"].nbytes + (st["w"].nbytes if st["w"] is not None else 0) for st in self.stages)
+
+    # -- the transpose's tables on a device, cached (moved once per plan and device) --
     def _on(self, device):
         torch = _torch()
         key = str(device)
         if key not in self._dev:
-            d = {}
-            for k, v in list(self.parts.items()) + [("pre." + k, v) for k, v in (self.parts.get("pre") or {}).items()]:
-                if isinstance(v, np.ndarray):
-                    d[k] = torch.from_numpy(v).to(device)
-                elif k == "up_pos":
-                    d[k] = [torch.from_numpy(a).to(device) for a in v]
-                elif k == "buckets":
-                    d[k] = [(torch.from_numpy(i).to(device), torch.from_numpy(w).to(device)) for _, i, w in v]
-                else:
-                    d[k] = v
-            d["scale"] = torch.from_numpy(self.scale).to(device)
-            self._dev[key] = d
+            st = [dict(s, idx=torch.from_numpy(s["idx"]).to(device).reshape(-1), K=s["idx"].shape[0],
+                       rows=tuple(s["idx"].shape[1:]),
+                       w=None if s["w"] is None else torch.from_numpy(s["w"]).to(device)) for s in self.stages]
+            self._dev[key] = {"stages": st, "scale": torch.from_numpy(self.scale).to(device), "zero": {}}
         return self._dev[key]
 
-    # ---- the resize kind: tiles of a resized image ----
-    def _tiles_t(self, g):
-        """tokens' gradient (N, C, p, p) -> the resized image's (C, H', W') (a permutation)."""
-        rows, cols = self.parts["grid"]
-        C = g.shape[1]
-        return g.reshape(rows, cols, C, self.ph, self.pw).permute(2, 0, 3, 1, 4).reshape(C, rows * self.ph,
-                                                                                         cols * self.pw)
+    # -- the forward's tables (apply(), for tests and gradcheck), cached apart --
+    def _fwd_on(self, device):
+        torch = _torch()
+        key = str(device)
+        if key not in self._fwd:
+            d = {}
+            for k, v in list(self.parts.items()) + [("pre." + k, v) for k, v in (self.parts.get("pre") or {}).items()]:
+                d[k] = torch.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+            d["scale"] = torch.from_numpy(self.scale).to(device)
+            self._fwd[key] = d
+        return self._fwd[key]
 
+    # ---- the resize kind: tiles of a resized image ----
     def _tiles(self, img):
         rows, cols = self.parts["grid"]
         C = img.shape[0]
@@ -346,43 +123,12 @@ class Plan:
             acc = term if acc is None else acc + term
         return acc
 
-    def _resize_t(self, g, d, k="", rect=None):
-        """The resize's transpose of a canvas's gradient: its content rectangle (the fit rule's;
-        the pad is a constant), the vertical pass's transpose, then the horizontal one's."""
-        nw, nh, ox, oy = rect or self.parts["rect"]
-        g = g[:, oy:oy + nh, ox:ox + nw]
-        g = self._gather_axis(g, d[k + "ty_idx"], d[k + "ty_w"], 1)
-        return self._gather_axis(g, d[k + "tx_idx"], d[k + "tx_w"], 2)
-
     def _resize(self, x, d, k="", rect=None, canvas=None):
         nw, nh, ox, oy = rect or self.parts["rect"]
         oh, ow = canvas or self.parts["canvas"]
         x = self._gather_axis(x, d[k + "fx_idx"], d[k + "fx_w"], 2)   # horizontal pass first, as the forward
         x = self._gather_axis(x, d[k + "fy_idx"], d[k + "fy_w"], 1)
         return _torch().nn.functional.pad(x, (ox, ow - nw - ox, oy, oh - nh - oy))
-
-    # ---- the sample kind: SAMPLE's taps over PYRAMID's levels ----
-    def _sample_t(self, g, d):
-        """(C, N*ph*pw) -> (C, H, W): each texel's contributions summed as a fixed pairwise tree
-        (buckets of equal padded length), the sums side by side with a zero last; then PYRAMID's
-        transpose as gathers from them: pixel (X, Y) takes level 0's texel, then adds level l's
-        texel (X >> l, Y >> l) times m_l / 4^l for the levels SAMPLE reads, l ascending. Gathers,
-        products and sums only: nothing is scattered (torch's deterministic mode allows it all)."""
-        torch = _torch()
-        C = g.shape[0]
-        g = torch.cat([g, g.new_zeros((C, 1))], dim=1)
-        sums = []
-        for idx, w in d["buckets"]:
-            v = g.index_select(1, idx.reshape(-1)).view(C, idx.shape[0], idx.shape[1]) * w   # M a power of 4
-            while v.shape[2] > 1:
-                v = v[:, :, 0::2] + v[:, :, 1::2]
-            sums.append(v[:, :, 0])
-        r = torch.cat(sums + [g.new_zeros((C, 1))], dim=1)
-        acc = r.index_select(1, d["up_pos"][0])
-        for pos, w in zip(d["up_pos"][1:], self.parts["up_w"][1:]):
-            acc = acc + r.index_select(1, pos) * w
-        H, W = self.parts["bound_hw"]
-        return acc.reshape(C, H, W)
 
     def _sample(self, x, d):
         """The forward's linear part: PYRAMID as exact averages, then SAMPLE's weights."""
@@ -407,7 +153,7 @@ class Plan:
     # ---- public ----
     def apply(self, x):
         """J x: (C, H, W) float -> (N, C, ph, pw), the forward's linear part (no rounding)."""
-        d = self._on(x.device)
+        d = self._fwd_on(x.device)
         if self.kind == "resize":
             t = self._tiles(self._resize(x, d))
         else:
@@ -418,45 +164,98 @@ class Plan:
             t = s.reshape(x.shape[0], self.n, self.ph, self.pw).permute(1, 0, 2, 3)
         return t * d["scale"].to(t.dtype).view(1, -1, 1, 1)
 
-    def transpose(self, g):
-        """J^T g: (N, C, ph, pw) -> (C, H, W) float64, in the fixed order the module's doc states."""
+    def transpose_hwc(self, g, dtype=None):
+        """J^T g as a contiguous (H, W, C) tensor of dtype (default float64) on g's device: the
+        tokens' gradient (N, C, ph, pw) as rows (token, y, x) of C values with a zero block after
+        them (one copy), then each stage's gather, product and additions in float64 (the products
+        of a float32 gradient and the dyadic weights are exact), r/s_c per channel after stage
+        scale_after (on the texels' sums: fewer rows than the image), and the last arithmetic step
+        writing dtype (one rounding from float64)."""
+        torch = _torch()
         d = self._on(g.device)
-        g = g.to(_torch().float64)
-        if self.kind == "resize":
-            x = self._resize_t(self._tiles_t(g), d)
-        else:
-            x = self._sample_t(g.permute(1, 0, 2, 3).reshape(g.shape[1], -1), d)
-            pre = self.parts["pre"]
-            if pre is not None:
-                x = self._resize_t(x, d, "pre.", pre["rect"])
-        # the normalize's r/s_c last: the sums above add products of the gradient and dyadic weights
-        return x * d["scale"].view(-1, 1, 1)
+        f64 = torch.float64
+        dtype = dtype or f64
+        C = g.shape[1]
+        zkey = (g.dtype, C)
+        if zkey not in d["zero"]:
+            d["zero"][zkey] = g.new_zeros((1, self.ph, self.pw, C))
+        x = torch.cat([g.permute(0, 2, 3, 1), d["zero"][zkey]], 0).view(-1, C)
+        stages = d["stages"]
+        # the last step that computes (a product or an addition) writes the result's dtype
+        last = max([i for i, st in enumerate(stages) if st["w"] is not None or st["K"] > 1] + [-2])
+        if last <= self.scale_after:
+            last = None          # no arithmetic after the scale: the scale's product writes dtype
 
+        def step(fn, a, b, final, into=None):
+            if into is not None and final:   # a round's sums, written into its rows of S
+                return fn(a, b, out=into.view(torch.broadcast_shapes(a.shape, b.shape)))
+            if not final or dtype == f64:
+                return fn(a, b)
+            out = torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=dtype, device=a.device)
+            return fn(a, b, out=out)
 
-def _buckets(tex, out, wt, n_out):
-    """The transpose of SAMPLE's contributions as gathers: texels grouped by their contribution
-    count rounded up to a power of 4 (at least 4); within a texel the contributions in ascending output
-    order (then by tap), padded with the zero at n_out. Weights exact: integer / 2^24."""
-    order = np.lexsort((np.arange(len(tex)), out, tex))
-    tex, out, wt = tex[order], out[order], wt[order]
-    uniq, start, count = np.unique(tex, return_index=True, return_counts=True)
-    rank = np.arange(len(tex)) - np.repeat(start, count)
-    padded = np.full_like(count, 4)   # powers of 4: few buckets, so few launches on a GPU
-    while np.any(padded < count):
-        padded = np.where(padded < count, padded * 4, padded)
-    per = np.repeat(padded, count)
-    res = []
-    for m in np.unique(padded):
-        sel_t = padded == m
-        rows_of = np.cumsum(sel_t) - 1  # row of each unique texel within its bucket
-        idx = np.full((sel_t.sum(), m), n_out, dtype=np.int64)
-        w = np.zeros((sel_t.sum(), m), dtype=np.float64)
-        c = per == m
-        r = rows_of[np.repeat(np.arange(len(uniq)), count)][c]
-        idx[r, rank[c]] = out[c]
-        w[r, rank[c]] = wt[c] / 16777216.0
-        res.append((uniq[sel_t].astype(np.int64), idx, w))
-    return res
+        if self.scale_after < 0:
+            x = step(torch.mul, x, d["scale"], last is None)
+        s_buf = None
+        for i, st in enumerate(stages):
+            a, K = st["axis"], st["K"]
+            into = None
+            if st.get("into") is not None:   # a round of chunks: its sums go to S (segment_rounds)
+                if s_buf is None:
+                    s_buf = torch.empty((st["into"][0], C), dtype=f64, device=g.device)
+                into = s_buf.narrow(0, st["into"][1], st["rows"][0])
+            src = s_buf if st.get("from_s") else x
+            v = src.index_select(a, st["idx"]).view(src.shape[:a] + (K,) + st["rows"] + src.shape[a + 1:])
+            if st["w"] is not None:   # float64 weights: a float32 gradient is widened exactly here
+                v = step(torch.mul, v, st["w"], (i == last or into is not None) and K == 1, into)
+            if st["reduce"] == "tree":
+                while K > 1:
+                    K //= 2
+                    v = step(torch.add, v.narrow(a, 0, K), v.narrow(a, K, K), (i == last or into is not None)
+                             and K == 1, into)
+                x = s_buf if st.get("last_round") else v.select(a, 0)
+            else:
+                x = v.select(a, 0)
+                for k in range(1, K):
+                    x = step(torch.add, x, v.select(a, k), i == last and k == K - 1)
+            if st["shape"] is not None:
+                x = x.reshape(st["shape"] + (C,))
+            if i == self.scale_after:
+                x = step(torch.mul, x, d["scale"], last is None)
+        H, W = self.in_hw
+        assert tuple(x.shape) == (H, W, C) and x.dtype == dtype, (x.shape, x.dtype)
+        return x
+
+    def transpose_graphed(self, g, dtype=None):
+        """transpose_hwc(g, dtype) of a CUDA g as one CUDA graph: captured at the first call per
+        (device, g's dtype and shape, dtype) from the same launches, then each call copies g into
+        the graph's input, replays it (the same kernels: the same bits) and returns a copy of its
+        output (the graph's buffers are reused by the next call). Three launches instead of a
+        dozen. One backward at a time per plan: the buffers are the plan's."""
+        torch = _torch()
+        dtype = dtype or torch.float64
+        key = (str(g.device), g.dtype, tuple(g.shape), dtype)
+        got = self._graphs.get(key)
+        if got is None:
+            g_in = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+            g_in.copy_(g)
+            side = torch.cuda.Stream(g.device)
+            side.wait_stream(torch.cuda.current_stream(g.device))
+            with torch.cuda.stream(side):    # the tables and the zero block on the device, outside the graph
+                self.transpose_hwc(g_in, dtype)
+            torch.cuda.current_stream(g.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):   # the autograd engine's thread
+                out = self.transpose_hwc(g_in, dtype)
+            got = self._graphs[key] = (graph, g_in, out)
+        graph, g_in, out = got
+        g_in.copy_(g)
+        graph.replay()
+        return out.clone()
+
+    def transpose(self, g):
+        """J^T g: (N, C, ph, pw) -> (C, H, W) float64 (a view of transpose_hwc's result)."""
+        return self.transpose_hwc(g).permute(2, 0, 1)
 
 
 _INSN = re.compile(r"^(\w+)\s+(.*?)\s*;")
@@ -524,20 +323,11 @@ def _relative(runner):
 
 
 def _norm_scale(normalize):
+    if normalize is None:  # plan(normalize=None): the sampling's map alone (tests: exact dyadic sums)
+        return [1.0, 1.0, 1.0]
     f = token_format("float32", normalize, "nchw", False)
     r = float(np.float32(f.rescale))
     return [r / float(np.float32(f.std[c])) for c in range(3)]
-
-
-def fit_rect(sw, sh, W, H):
-    """RESIZE's fit rule (isa/px_resize.h, px_resize_fit): (nw, nh, ox, oy) of a sw x sh source in
-    a W x H rectangle, exact integers."""
-    nw, nh = W, H
-    if sw * H > sh * W:
-        nh = max(1, (2 * sh * W + sw) // (2 * sw))
-    elif sw * H < sh * W:
-        nw = max(1, (2 * sw * H + sh) // (2 * sh))
-    return nw, nh, (W - nw) // 2, (H - nh) // 2
 
 
 def _policy_resize(policy, size, w, h, patch):
@@ -556,14 +346,11 @@ def _policy_resize(policy, size, w, h, patch):
 
 
 def _resize_parts(W, H, ow, oh, f, rect=None):
-    """The index tensors of a resize from W x H to the content rectangle rect = (nw, nh, ox, oy)
-    (default: all of ow x oh) of an ow x oh canvas: the transpose's per-source gathers (t*_) and the
-    forward's per-output gathers (f*_, for apply())."""
+    """The forward's tables of a resize from W x H to the content rectangle rect = (nw, nh, ox, oy)
+    (default: all of ow x oh) of an ow x oh canvas: per-output gathers (f*_, for apply())."""
     nw, nh, ox, oy = rect or (ow, oh, 0, 0)
-    parts = {"canvas": (oh, ow), "rect": (nw, nh, ox, oy)}
+    parts = {"canvas": (oh, ow), "rect": (nw, nh, ox, oy), "filter": f}
     for ax, n_in, n_out in (("x", W, nw), ("y", H, nh)):
-        idx, w = resize_taps(n_in, n_out, f)
-        parts["t%s_idx" % ax], parts["t%s_w" % ax] = idx, w
         lo, ks = resize_table(n_in, n_out, f)
         m = max(1, max(len(k) for k in ks))
         fi = np.full((n_out, m), n_in, dtype=np.int64)
@@ -596,7 +383,8 @@ def _program_resize(runner, policy, size, W, H, slot):
 
 def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) -> Plan:
     """The Plan of a tokens() call on an image of (H, W): for a policy, from the RESIZE tables;
-    otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=)."""
+    otherwise from the token geometry of the run (runner.geometry(exact=True)[0], or geometry=).
+    normalize=None leaves the normalize's factor out (r/s_c = 1: J is the sampling alone)."""
     H, W = hw
     scale = _norm_scale(normalize)
     if policy is not None and (is_dynamic(policy) or (size is not None and not _any_size(runner))):
@@ -607,55 +395,25 @@ def plan(runner, hw, policy=None, size=None, normalize="clip", geometry=None) ->
             raise NotImplementedError("pxvm.autograd: %dx%d is not a whole number of %dx%d tiles" % (ow, oh, p, p))
         parts = _resize_parts(W, H, ow, oh, f)
         parts["grid"] = (oh // s.patch_h, ow // p)
-        return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, **parts)
+        stages, scale_after = resize_stages(H, W, parts["grid"], s.patch_h, p, f)
+        return Plan("resize", (H, W), s.patch_h, p, parts["grid"][0] * parts["grid"][1], scale, stages,
+                    scale_after, **parts)
     src, dst, nearest = _sampling_of(runner)
     s, a = runner.program.slot(src), runner.program.slot(dst)
-    pre, (W, H) = _program_resize(runner, policy, size, W, H, s)
+    pre, (w, h) = _program_resize(runner, policy, size, W, H, s)
     if geometry is None:
         geometry = runner.geometry(a.name, exact=True)[0]
-    sizes = level_sizes(W, H)
+    sizes = level_sizes(w, h)
     tex, out, wt, offs = sample_contributions(geometry, a.patch_w, a.patch_h, sizes, nearest)
     n_out = a.patch_count * a.patch_h * a.patch_w
-    up_idx, up_w = _pyramid_transpose(sizes, offs, tex)
-    buckets = _buckets(tex, out, wt, n_out)
-    # where each texel's sum lies among the buckets' sums (side by side, a zero last)
-    n_sums = sum(len(b[0]) for b in buckets)
-    pos = np.full(int(offs[-1]) + 1, n_sums, dtype=np.int64)
-    base = 0
-    for texels, _, _ in buckets:
-        pos[texels] = base + np.arange(len(texels))
-        base += len(texels)
-    up_pos = [pos[:W * H]] + [pos[i] for i in up_idx]
-    return Plan("sample", hw, a.patch_h, a.patch_w, a.patch_count, scale, sizes=sizes,
-                offs=[int(o) for o in offs], total=int(offs[-1]), buckets=buckets,
-                s_tex=tex, s_out=out, s_w=wt / 16777216.0, up_pos=up_pos, up_w=[1.0] + up_w, pre=pre,
-                bound_hw=(H, W))
+    stages, widths, scale_after = sample_stages(tex, out, wt, offs, sizes, n_out,
+                                                None if pre is None else (W, H, pre["filter"], pre["rect"]))
+    return Plan("sample", hw, a.patch_h, a.patch_w, a.patch_count, scale, stages, scale_after, sizes=sizes,
+                s_tex=tex, s_out=out, s_w=wt / 16777216.0, pre=pre, chunk_widths=widths)
 
 
 def _any_size(runner):
     return any(sl.any_size for sl in runner.program.inputs)
-
-
-def _pyramid_transpose(sizes, offs, tex):
-    """PYRAMID's transpose from level l to level 0, for each level l >= 1 that SAMPLE reads: the
-    index of pixel (X, Y)'s texel (X >> l, Y >> l) in the levels' buffer (offs[-1], a zero, where
-    the texel does not exist: X >> l >= w_l, a column that a floored odd side drops), and the
-    weight m_l / 4^l, m_l doubling at each step from a side of 1 (its texel counted twice)."""
-    W, H = sizes[0]
-    X, Y = np.arange(W, dtype=np.int64)[None, :], np.arange(H, dtype=np.int64)[:, None]
-    touched = set(np.searchsorted(offs, tex, side="right") - 1) if len(tex) else set()
-    idx, wts, m = [], [], 1
-    ok = np.ones((H, W), dtype=bool)
-    for l in range(1, len(sizes)):
-        m *= (2 if sizes[l - 1][0] == 1 else 1) * (2 if sizes[l - 1][1] == 1 else 1)
-        wl, hl = sizes[l]
-        ok &= ((X >> l) < wl) & ((Y >> l) < hl)   # every step: max(1, w >> l) is not w >> l
-        if l not in touched:
-            continue
-        i = offs[l] + (Y >> l) * wl + (X >> l)
-        idx.append(np.where(ok, i, offs[-1]).reshape(-1))
-        wts.append(m / 4.0 ** l)
-    return idx, wts
 
 
 _PLANS_MAX = 16
@@ -692,8 +450,9 @@ def _function():
         """forward: pxvm's tokens of the image quantized to uint8; backward: Plan.transpose."""
 
         @staticmethod
-        def forward(ctx, image_hwc, runner, kw):
-            u8 = image_hwc.detach().round().clamp(0, 255).to(torch.uint8).contiguous()
+        def forward(ctx, image_hwc, runner, kw, cuda_graph=False):
+            # three launches: round half to even, clamp, and the byte conversion into a contiguous HWC
+            u8 = image_hwc.detach().round().clamp_(0, 255).to(torch.uint8, memory_format=torch.contiguous_format)
             hw, policy, size = tuple(u8.shape[:2]), kw.get("policy"), kw.get("size")
             norm = kw.get("normalize", "clip")
             ragged = policy is not None and is_dynamic(policy)
@@ -706,13 +465,14 @@ def _function():
                 ctx.plan = _cached_plan(runner, hw, policy, size, norm, runner.geometry(exact=True)[0])
             elif not ragged:  # the geometry is the program's at this size: read once
                 ctx.plan = _cached_plan(runner, hw, policy, size, norm, "static")
-            ctx.dtype = image_hwc.dtype
+            ctx.dtype, ctx.cuda_graph = image_hwc.dtype, cuda_graph
             return t.to(image_hwc.device)
 
         @staticmethod
         def backward(ctx, g):
-            gi = ctx.plan.transpose(g.contiguous())          # (3, H, W) float64
-            return gi.permute(1, 2, 0).to(ctx.dtype), None, None
+            if ctx.cuda_graph and g.is_cuda:
+                return ctx.plan.transpose_graphed(g, ctx.dtype), None, None, None
+            return ctx.plan.transpose_hwc(g, ctx.dtype), None, None, None   # (H, W, 3), the image's dtype
 
     class Linear(torch.autograd.Function):
         """The linear part alone, float64 both ways: gradcheck's subject."""
@@ -740,16 +500,22 @@ def _fns():
 
 
 def tokens(runner, image, normalize="clip", policy=None, size=None, fixation=None,
-           fixation_units="normalized", layout="nchw"):
+           fixation_units="normalized", layout="nchw", cuda_graph=False):
     """runner.tokens() of a float image (byte scale 0..255, (H, W, 3) or (3, H, W), CPU or CUDA
     as the runner's executor takes it) with an autograd graph: float32 tokens (N, 3, p, p) (layout
     "nhwc" or "flat" as runner.tokens) whose values are the frozen mode's for the image rounded to
     uint8, and whose backward gives image.grad by the fixed-order transpose (docs/autograd.md).
     normalize, policy ("dynamic[...]", or "stretch[:FILTER]" with size=), fixation: as
-    runner.tokens. One image; the fixation gets no gradient."""
+    runner.tokens. One image; the fixation gets no gradient. cuda_graph=True (a CUDA image): the
+    backward replays its launches as one CUDA graph per plan (Plan.transpose_graphed: the same
+    bits, three launches; one backward at a time per plan)."""
     if not getattr(image, "is_floating_point", lambda: False)():
         raise TypeError("pxvm.autograd: the image is a float tensor (byte scale 0..255), got %s"
                         % getattr(image, "dtype", type(image).__name__))
+    if cuda_graph not in (False, True):
+        raise TypeError("pxvm.autograd: cuda_graph is True or False, got %r" % (cuda_graph,))
+    if cuda_graph and not image.is_cuda:
+        raise ValueError("pxvm.autograd: cuda_graph=True takes a CUDA image, got one on %s" % image.device)
     hwc, _ = _hwc(image)
     kw = {"normalize": normalize}
     if policy is not None:
@@ -758,7 +524,7 @@ def tokens(runner, image, normalize="clip", policy=None, size=None, fixation=Non
             kw["size"] = size
     if fixation is not None:
         kw["fixation"], kw["fixation_units"] = fixation, fixation_units
-    t = _fns()[0].apply(hwc, runner, kw)
+    t = _fns()[0].apply(hwc, runner, kw, cuda_graph)
     if layout == "nhwc":
         return t.permute(0, 2, 3, 1)
     if layout == "flat":

@@ -16,6 +16,10 @@ image (a float tensor with requires_grad), the upstream gradient fixed.
   the levels the plan reads, grid_sample on each, blended by the fractional LODs, then backward.
 
 Times are medians of --reps rounds (CUDA: synchronised around each round, host wall time).
+Launches: the torch operations that compute (views and empty tensors not counted, a
+TorchDispatchMode) of pxvm's forward (the quantization; the VM's run is one call into the library)
+and of its backward (Plan.transpose_hwc, the plan's stages), and on CUDA the GPU activities that
+torch.profiler sees in one forward + backward of pxvm and of grid_sample.
 Determinism: --repeat backward passes of the same forward and g; the count of gradient elements
 that differ from the first pass's (summed over the passes) and the passes that differ. With
 --cuda (the default where a GPU is), the CPU executor's path is run once too and its gradient
@@ -84,6 +88,42 @@ def positions(geom, size):
     return np.stack([gx, gy], -1).reshape(1, len(g) * 16, 16, 2)
 
 
+def count_ops(fn):
+    """The torch operations fn runs that compute (not views, not empty tensors): on a GPU, each
+    one kernel launch at least."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    free = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "lift_fresh", "is_same_size"}
+    ops = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            view = any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
+            if not view and func.overloadpacket.__name__ not in free:
+                ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return ops
+
+
+def cuda_kernels(fn, dev):
+    """The GPU activities (kernels, copies, memsets) torch.profiler records in one call of fn
+    (None off CUDA or if the profiler cannot say)."""
+    if dev.type != "cuda":
+        return None
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        sync(dev)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            fn()
+            sync(dev)
+        return sum(1 for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA"))
+    except Exception as e:  # the figure is informative: the bench goes on without it
+        print("cuda_kernels: %s" % e, file=sys.stderr)
+        return None
+
+
 def determinism(step, repeat):
     """(elements that differ from the first pass, summed over the others; passes that differ)."""
     first = step()
@@ -128,6 +168,11 @@ def main():
         A.tokens(runner, x).backward(g)
         return x.grad
 
+    def pxvm_graph_step():
+        x = x0.clone().requires_grad_(True)
+        A.tokens(runner, x, cuda_graph=True).backward(g)
+        return x.grad
+
     def pxvm_fwd():
         A.tokens(runner, x0.clone().requires_grad_(True))
 
@@ -161,12 +206,35 @@ def main():
          "torch": torch.__version__, "pxvm": pxvm.library_version, "size": a.size, "patches": n,
          "levels_read": levels, "reps": a.reps, "repeat": a.repeat, "pxvm_first_call_ms": first_ms,
          "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    plan = A._cached_plan(runner, (a.size, a.size), None, None, "clip", "static")
+    plan.transpose_hwc(g, torch.float32)                          # its tables on the device once
+    xq = x0.clone().requires_grad_(True)
+    fwd_ops = count_ops(lambda: A.tokens(runner, xq))
+    bwd_ops = count_ops(lambda: plan.transpose_hwc(g, torch.float32))
+    stages, table_bytes = plan.describe()
+    r["pxvm_forward_torch_ops"], r["pxvm_backward_torch_ops"] = len(fwd_ops), len(bwd_ops)
+    r["pxvm_backward_ops"] = bwd_ops
+    r["pxvm_stages"] = ["K=%d rows=%d%s %s" % (k, n, " weighted" if w else "", red) for _, k, n, w, red in stages]
+    r["pxvm_chunk_widths"] = plan.parts.get("chunk_widths")
+    r["pxvm_table_mib"] = table_bytes / 2 ** 20
+    r["pxvm_cuda_kernels_forward_backward"] = cuda_kernels(pxvm_step, dev)
+    r["grid_sample_cuda_kernels_forward_backward"] = cuda_kernels(gs_step, dev)
     r["pxvm_forward_us"] = median_us(pxvm_fwd, dev, a.reps)
     r["pxvm_forward_backward_us"] = median_us(pxvm_step, dev, a.reps)
     r["grid_sample_forward_us"] = median_us(gs_fwd, dev, a.reps)
     r["grid_sample_forward_backward_us"] = median_us(gs_step, dev, a.reps)
     r["trilinear_forward_backward_us"] = median_us(tri_step, dev, a.reps)
     r["pxvm_differing_elements"], r["pxvm_differing_passes"] = determinism(pxvm_step, a.repeat)
+    if cuda:  # the backward replayed as one CUDA graph (opt-in): the same bits, fewer launches
+        try:
+            r["pxvm_graph_forward_backward_us"] = median_us(pxvm_graph_step, dev, a.reps)
+            r["pxvm_graph_differing_elements"], r["pxvm_graph_differing_passes"] = determinism(pxvm_graph_step,
+                                                                                               a.repeat)
+            r["pxvm_graph_vs_eager_differing"] = int((pxvm_graph_step() != pxvm_step()).sum().item())
+            r["pxvm_graph_cuda_kernels_forward_backward"] = cuda_kernels(pxvm_graph_step, dev)
+        except Exception as e:  # reported, not fatal: the eager rows stand
+            r["pxvm_graph_error"] = "%s: %s" % (type(e).__name__, e)
+            print("cuda_graph: %s" % r["pxvm_graph_error"], file=sys.stderr)
     r["grid_sample_differing_elements"], r["grid_sample_differing_passes"] = determinism(gs_step, a.repeat)
     r["trilinear_differing_elements"], r["trilinear_differing_passes"] = determinism(tri_step, a.repeat)
     r["gradient_elements"] = int(x0.numel())
@@ -183,16 +251,35 @@ def main():
           "|---|---|---|---|",
           "| pxvm.autograd.tokens (VM forward, fixed-order transpose) | %.1f | %.1f | %d (%d) |" % (
               r["pxvm_forward_us"], r["pxvm_forward_backward_us"], r["pxvm_differing_elements"],
-              r["pxvm_differing_passes"]),
-          "| grid_sample, level 0, same positions | %.1f | %.1f | %d (%d) |" % (
-              r["grid_sample_forward_us"], r["grid_sample_forward_backward_us"], r["grid_sample_differing_elements"],
-              r["grid_sample_differing_passes"]),
-          "| avg_pool2d pyramid + grid_sample per level + LOD blend | | %.1f | %d (%d) |" % (
-              r["trilinear_forward_backward_us"], r["trilinear_differing_elements"], r["trilinear_differing_passes"]),
-          "",
-          "grid_sample forward + backward / pxvm forward + backward = %.2f (target: >= 1). pxvm's first "
-          "call, which builds the plan on the host: %.1f ms." % (r["ratio_grid_sample_over_pxvm"], first_ms)]
+              r["pxvm_differing_passes"])]
+    graphed = "pxvm_graph_forward_backward_us" in r
+    if graphed:
+        md.append("| pxvm.autograd.tokens, cuda_graph=True (the backward as one CUDA graph) | | %.1f | %d (%d) |" % (
+            r["pxvm_graph_forward_backward_us"], r["pxvm_graph_differing_elements"], r["pxvm_graph_differing_passes"]))
+    md += ["| grid_sample, level 0, same positions | %.1f | %.1f | %d (%d) |" % (
+               r["grid_sample_forward_us"], r["grid_sample_forward_backward_us"], r["grid_sample_differing_elements"],
+               r["grid_sample_differing_passes"]),
+           "| avg_pool2d pyramid + grid_sample per level + LOD blend | | %.1f | %d (%d) |" % (
+               r["trilinear_forward_backward_us"], r["trilinear_differing_elements"], r["trilinear_differing_passes"]),
+           "",
+           "grid_sample forward + backward / pxvm forward + backward = %.2f (target: >= 1). pxvm's first "
+           "call, which builds the plan on the host: %.1f ms." % (r["ratio_grid_sample_over_pxvm"], first_ms),
+           "pxvm's launches: forward %d torch ops + the VM's run, backward %d torch ops (%s); stages %s, "
+           "chunk widths %s, tables %.1f MiB on the device." % (
+               r["pxvm_forward_torch_ops"], r["pxvm_backward_torch_ops"], " ".join(bwd_ops),
+               "; ".join(r["pxvm_stages"]), r["pxvm_chunk_widths"], r["pxvm_table_mib"])]
     if cuda:
+        md.append("GPU activities (kernels, copies, memsets; torch.profiler) in one forward + backward: pxvm %s "
+                  "(the VM's run included), grid_sample %s." % (
+                      r["pxvm_cuda_kernels_forward_backward"], r["grid_sample_cuda_kernels_forward_backward"]))
+        if graphed:
+            md.append("cuda_graph=True: %d gradient elements differ from the eager backward's; grid_sample forward "
+                      "+ backward / pxvm's with the graph = %.2f; GPU activities in one forward + backward %s." % (
+                          r["pxvm_graph_vs_eager_differing"],
+                          r["grid_sample_forward_backward_us"] / r["pxvm_graph_forward_backward_us"],
+                          r["pxvm_graph_cuda_kernels_forward_backward"]))
+        else:
+            md.append("cuda_graph=True failed: %s" % r.get("pxvm_graph_error"))
         md.append("CPU executor vs CUDA: %d token values and %d gradient elements differ (of %d)." % (
             r["cpu_vs_cuda_token_differing"], r["cpu_vs_cuda_gradient_differing"], r["gradient_elements"]))
     text = "\n".join(md)

@@ -45,6 +45,17 @@ SAMPLE src=image dst=atlas mode=linear dst_x=2 dst_y=0 w=2 h=2 cu=7.7 cv=0.3 du=
 HALT
 """
 
+# eight tokens piled on a few texels (du = dv = 0.25, three LODs): a texel's list of contributions
+# runs to hundreds, so SAMPLE's transpose takes several rounds of chunks
+PILE = """.width 64
+.height 16
+.slot image input 16x12
+.slot atlas output 32x16 patches=8x8x8
+PYRAMID slot=image
+""" + "".join("SAMPLE src=image dst=atlas mode=linear dst_x=%d dst_y=%d w=8 h=8 cu=%.2f cv=%.2f du=0.25 dv=0.3 lod=%s\n"
+              % (8 * (k % 4), 8 * (k // 4), 7.3 + 0.1 * k, 5.6 - 0.05 * k, ("0", "0.5", "1.2")[k % 3])
+              for k in range(8)) + "HALT\n"
+
 
 def test_import_pxvm_imports_neither_numpy_nor_torch():
     """pxvm.autograd is exported by `import pxvm`, which imports NumPy and torch only where used
@@ -253,6 +264,120 @@ def small_plans():
             ((7, 13), A.plan(ru, (7, 13), "stretch:nearest", size=(32, 16)))]
 
 
+def dense_cases():
+    """(plan with r/s_c = 1, exact): small plans whose transpose the dense reference checks; exact
+    when J's entries are dyadic with few enough bits that integer gradients sum exactly in float64
+    (SAMPLE's 2^-24 over PYRAMID's 4^-l, or RESIZE's two Q22 axes), not when a policy's resize is
+    composed with SAMPLE (2^-24 4^-l 2^-44: past 53 bits)."""
+    rng = np.random.default_rng(12)
+    out = []
+    for src, hw in ((SMALL, (7, 13)), (THIN, (1, 9)), (PILE, (12, 16))):
+        r = pxvm.Runner(pxvm.assemble(src))
+        r.patches(rng.integers(0, 256, hw + (3,), dtype=np.uint8))
+        out.append((A.plan(r, hw, normalize=None), True))
+    rf = pxvm.Runner(pxvm.assemble(SMALL))
+    rf.patches(rng.integers(0, 256, (9, 8, 3), dtype=np.uint8), policy="fit:bicubic")
+    out.append((A.plan(rf, (9, 8), "fit:bicubic", normalize=None, geometry=rf.geometry(exact=True)[0]), False))
+    ru = pxvm.Runner(pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json")))
+    for hw, pol, size in (((7, 13), "stretch:bicubic", (16, 32)), ((37, 21), "stretch:lanczos", (16, 16)),
+                          ((7, 13), "stretch:nearest", (32, 16)), ((16, 32), "stretch:bilinear", (32, 16))):
+        out.append((A.plan(ru, hw, pol, size=size, normalize=None), True))
+    return out
+
+
+def dense(p):
+    """J as a dense float64 matrix (outputs x pixels, one channel: channels do not mix), column i
+    = apply(e_i): the forward's linear part, whose index_add_ sums dyadic entries exactly."""
+    H, W = p.in_hw
+    eye = torch.eye(H * W, dtype=torch.float64).reshape(H * W, 1, H, W).expand(H * W, 3, H, W)
+    return torch.stack([p.apply(e)[:, 0].reshape(-1) for e in eye], 1)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_transpose_is_the_dense_reference(case):
+    """Plan.transpose (gather tables, fixed-order trees) against the dense matrix's transpose
+    (torch.matmul): bit for bit for integer gradients where the sums are exact (every case but
+    the fit policy before SAMPLE), and to 1e-13 of the sum of magnitudes for random float64
+    gradients (the orders differ). PILE's lists take several rounds of chunks."""
+    p, exact = dense_cases()[case]
+    J = dense(p)
+    H, W = p.in_hw
+    gen = torch.Generator().manual_seed(case)
+    gi = torch.randint(-2, 3, (p.n, 3, p.ph, p.pw), generator=gen).double()
+    gr = torch.randn((p.n, 3, p.ph, p.pw), dtype=torch.float64, generator=gen)
+    for g in (gi, gr):
+        ref = (J.T @ g.permute(1, 0, 2, 3).reshape(3, -1).T).T.reshape(3, H, W)
+        ours = p.transpose(g)
+        assert ours.abs().sum() > 0
+        if g is gi and exact:
+            assert torch.equal(ours, ref)
+        else:
+            bound = 1e-13 * (J.abs().T @ g.abs().permute(1, 0, 2, 3).reshape(3, -1).T).T.reshape(3, H, W)
+            assert ((ours - ref).abs() <= bound).all()
+    if case == 2:
+        assert len(p.parts["chunk_widths"]) >= 2
+
+
+def test_rounds_of_chunks_sum_long_lists():
+    """segment_rounds on lists of 1 to 4097 entries (three rounds at least; the later ones over
+    the unfinished segments only), run by Plan.transpose_hwc's engine with a last gather of each
+    segment's sum: every sum is the exact one (integer gradients, weights k/256), the widths are
+    the cost model's, and a segment of one entry is its product."""
+    from pxvm.autograd_tables import round_widths, segment_rounds, stage
+    rng = np.random.default_rng(17)
+    counts = np.concatenate([np.ones(500, np.int64), rng.integers(2, 9, 300), rng.integers(60, 70, 20), [1372, 4097]])
+    rng.shuffle(counts)
+    n_out, E = 5000, int(counts.sum())
+    src, w = rng.integers(0, n_out, E), rng.integers(1, 256, E) / 256.0
+    stages, widths, final, _ = segment_rounds(counts, src, w, n_out)
+    assert len(widths) >= 3 and widths == round_widths(counts)
+    p = A.Plan("sample", (1, len(counts)), 1, 1, n_out, [1.0, 1.0, 1.0],
+               stages + [stage(0, final[None, :], shape=(1, len(counts)))], len(stages) - 1)
+    g = torch.randint(-8, 9, (n_out, 3, 1, 1), generator=torch.Generator().manual_seed(17)).double()
+    ref = np.zeros((len(counts), 3))
+    np.add.at(ref, np.repeat(np.arange(len(counts)), counts), g[:, :, 0, 0].numpy()[src] * w[:, None])
+    assert torch.equal(p.transpose_hwc(g)[0], torch.from_numpy(ref))
+
+
+def count_ops(fn):
+    """The torch operations fn runs that compute (a view, an empty tensor are not counted), by a
+    TorchDispatchMode: on a GPU each is a kernel launch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    free = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "lift_fresh", "is_same_size"}
+
+    class Count(TorchDispatchMode):
+        ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            view = any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
+            if not view and func.overloadpacket.__name__ not in free:
+                self.ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return Count.ops
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_backward_is_a_handful_of_ops(which):
+    """The backward of foveate273 (two levels read) and of the dynamic policy: one copy of the
+    gradient, per stage a gather, a product and log2(K) (or K - 1) additions, the scale: at most 12
+    launches on a GPU (before the gather tables: 24), as many as the plan's stages say."""
+    r, policy = runners()[which]
+    x = torch.from_numpy(photo()).float().requires_grad_(True)
+    t = A.tokens(r, x, policy=policy)
+    g = torch.randn(t.shape, generator=torch.Generator().manual_seed(5))
+    p = A._cached_plan(r, tuple(x.shape[:2]), policy, None, "clip", None if policy else "static")
+    p.transpose(g)                              # the tables on the device once
+    ops = count_ops(lambda: t.backward(g))
+    assert len(ops) <= 12, ops
+    stages, nbytes = p.describe()
+    want = 2 + sum(1 + w + (k.bit_length() - 1 if red == "tree" else k - 1) for _, k, _, w, red in stages)
+    assert len(ops) == want, ops
+    assert ops.count("index_select") == len(stages)
+
+
 @pytest.mark.parametrize("case", range(6))
 def test_gradcheck_of_the_linear_map(case):
     """torch.autograd.gradcheck in float64: the backward is the Jacobian of the linear forward
@@ -332,6 +457,12 @@ def test_gradient_close_to_grid_sample():
     assert 0 < err < 8 / 256 * (g.double() * r32).abs().sum().item()
 
 
+def tiles_to_canvas(g, rows, cols):
+    """(N, C, p, p) tiles, row-major, -> the (C, rows * p, cols * p) image they were cut from."""
+    n, c, ph, pw = g.shape
+    return g.reshape(rows, cols, c, ph, pw).permute(2, 0, 3, 1, 4).reshape(c, rows * ph, cols * pw)
+
+
 @pytest.mark.parametrize("mode,filt", [("bicubic", "bicubic"), ("bilinear", "bilinear")])
 def test_gradient_close_to_interpolate(mode, filt):
     """stretch:bicubic / bilinear against F.interpolate(antialias=True), Pillow's kernels in float:
@@ -346,7 +477,7 @@ def test_gradient_close_to_interpolate(mode, filt):
         ours = p.transpose(g)
         x = torch.zeros((1, 3, H, W), dtype=torch.float64, requires_grad=True)
         F.interpolate(x, size=(oh, ow), mode=mode, align_corners=False, antialias=True).backward(
-            p._tiles_t(g)[None] * float(p.scale[0]))
+            tiles_to_canvas(g, oh // 16, ow // 16)[None] * float(p.scale[0]))
         f = A.FILTERS[filt]
         kx = max(len(k) for k in A.resize_table(W, ow, f)[1])
         ky = max(len(k) for k in A.resize_table(H, oh, f)[1])
@@ -407,3 +538,65 @@ def test_cpu_and_cuda_give_the_same_bits(which):
     p = A.plan(rc, tuple(im.shape[:2]), policy, geometry=None if policy else rc.geometry(exact=True)[0])
     gd = torch.randn((p.n, 3, 16, 16), dtype=torch.float64, generator=torch.Generator().manual_seed(8))
     assert torch.equal(p.transpose(gd), p.transpose(gd.cuda()).cpu())
+    g32 = gd.cuda().float()
+    p.transpose_hwc(g32, torch.float32)                      # the float32 zero block made once
+    ops = count_ops(lambda: p.transpose_hwc(g32, torch.float32))   # launches on the GPU
+    assert len(ops) <= 12, ops
+
+
+@needs_cuda
+def test_cpu_and_cuda_transpose_the_small_plans_alike():
+    """Every dense-reference plan (several rounds of chunks for PILE, a policy's resize composed,
+    RESIZE up and down): the transpose's bits on the GPU are the CPU's, for float64 and float32
+    gradients, and the CUDA result is the dense reference's (exact integer case) too."""
+    for case, (p, exact) in enumerate(dense_cases()):
+        gen = torch.Generator().manual_seed(20 + case)
+        for g in (torch.randn((p.n, 3, p.ph, p.pw), dtype=torch.float64, generator=gen),
+                  torch.randn((p.n, 3, p.ph, p.pw), generator=gen),
+                  torch.randint(-2, 3, (p.n, 3, p.ph, p.pw), generator=gen).double()):
+            for dtype in (torch.float64, torch.float32):
+                cpu = p.transpose_hwc(g, dtype)
+                gpu = p.transpose_hwc(g.cuda(), dtype)
+                assert gpu.is_cuda and gpu.dtype == dtype and torch.equal(cpu, gpu.cpu()), (case, g.dtype, dtype)
+
+
+def test_cuda_graph_takes_a_cuda_image():
+    """cuda_graph=True replays the backward as a CUDA graph: on a CPU image it is refused by name
+    (ValueError naming the device), cuda_graph=False on the same image runs; not a bool: TypeError."""
+    r, _ = runners()[0]
+    x = torch.from_numpy(photo()).float().requires_grad_(True)
+    A.tokens(r, x, cuda_graph=False).sum().backward()
+    assert x.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="cuda_graph=True takes a CUDA image, got one on cpu"):
+        A.tokens(r, x, cuda_graph=True)
+    with pytest.raises(TypeError, match="cuda_graph is True or False, got 'yes'"):
+        A.tokens(r, x, cuda_graph="yes")
+
+
+@needs_cuda
+@pytest.mark.parametrize("which", [0, 1])
+def test_cuda_graph_backward_is_the_eager_bits(which):
+    """The graphed backward replays the eager launches: the same gradient bits as the eager CUDA
+    path and the CPU path, over 10 passes; each pass returns its own tensor (the graph's output
+    buffer is copied out: an earlier gradient is not overwritten by a later pass)."""
+    _, policy = runners()[which]
+    prog = pxvm.Program.load(pxvm.programs.path("foveate273")) if which == 0 else \
+        pxvm.Program.from_plan(os.path.join(ROOT, "programs", "uniform.json"))
+    rc, rg = pxvm.Runner(prog, executor="cpu"), pxvm.Runner(prog, executor="cuda")
+    im = torch.from_numpy(photo()).float()
+    n = 273 if which == 0 else 504
+    xc = im.clone().requires_grad_(True)
+    g = torch.randn((n, 3, 16, 16), generator=torch.Generator().manual_seed(14))
+    A.tokens(rc, xc, policy=policy).backward(g)
+    grads = []
+    for k in range(10):
+        xg = im.cuda().requires_grad_(True)
+        A.tokens(rg, xg, policy=policy, cuda_graph=True).backward(g.cuda() * (1 if k % 2 == 0 else 2))
+        grads.append(xg.grad)
+    assert torch.equal(grads[0].cpu(), xc.grad)
+    assert all(torch.equal(grads[0], gi) for gi in grads[2::2])
+    assert not torch.equal(grads[0], grads[1])     # pass 1 (2 g) did not overwrite pass 0's gradient
+    xe = im.cuda().requires_grad_(True)
+    A.tokens(rg, xe, policy=policy).backward(g.cuda() * 2)
+    assert torch.equal(grads[1], xe.grad)
+

@@ -190,8 +190,7 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
         }
     }
     if (!ops->retarget)
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                         "--frames: this executor cannot change the size of the frame slot (it has no retarget op)");
+        return pxvm_fail(err, PXE_FRAMES_NO_RETARGET, -1, -1);
     if (ops->retarget(ex, next, err) < 0)
         return -1;
     *cur = next;

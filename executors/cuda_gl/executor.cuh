@@ -158,12 +158,10 @@ static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot,
 
 /* ---- shared by the host files --------------------------------------------------------------- */
 
-/* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
- * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, the
- * ops' open, and the end of a call that enqueued work (px__join_out: without a caller's stream, it
- * waits for the work). run.cu: the ops' close. */
+/* context.cu: a failed CUDA call as the error (PXE_CUDA_CALL, -1), the executor's GL context made
+ * current on this thread, the ops' open, and the end of a call that enqueued work (px__join_out:
+ * without a caller's stream, it waits for the work). run.cu: the ops' close. */
 PXVM_COLD int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
-PXVM_COLD int px__unavailable(pxvm_error *err, const char *fmt, ...);
 void px__make_current(pxvm_executor *ex);
 /* the references to an EGL display held by this process's executors, after adding delta (close: -1) */
 int px__egl_hold(EGLDisplay dpy, int delta);

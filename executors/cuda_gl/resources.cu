@@ -19,8 +19,7 @@ int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err)
 {
     if (ex->prog)
         return 0;
-    return px__unavailable(err, "cuda executor: %s with no program loaded (a failed load or change of input size "
-                                "unloaded it): load a program first", op);
+    return pxvm_fail(err, PXE_CUDA_NO_PROGRAM, -1, -1, op);
 }
 
 void px__graphs_drop(cudaGraphExec_t *graph, cudaGraph_t *graph_def, px_gpu_frame_nodes **frame_nodes, int *have_graph)
@@ -353,12 +352,8 @@ int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s
     glTexStorage2D(GL_TEXTURE_2D, s->levels, GL_RGBA8, s->w, s->h);
     GLenum ge = glGetError();
     glBindTexture(GL_TEXTURE_2D, 0);
-    if (ge != GL_NO_ERROR) {
-        char msg[192];
-        snprintf(msg, sizeof msg, "glTexStorage2D(%d levels, %dx%d) for slot %d of item %d failed: GL error 0x%x",
-                 s->levels, s->w, s->h, slot, item, ge);
-        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
-    }
+    if (ge != GL_NO_ERROR)
+        return pxvm_fail(err, PXE_CUDA_TEX_STORAGE, -1, -1, s->levels, s->w, s->h, slot, item, (unsigned)ge);
     PX__CK(cudaGraphicsGLRegisterImage(res, tex, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore));
     return 0;
 }
@@ -457,10 +452,7 @@ int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *
         if (right != 0)
             return right < 0 ? -1 : 0;
     }
-    char msg[200];
-    snprintf(msg, sizeof msg, "the CUDA views of slot %d's levels 1.. (%dx%d, %d levels) address other memory, four times made",
-             slot, s->w, s->h, s->levels);
-    return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
+    return pxvm_fail(err, PXE_CUDA_VIEWS, -1, -1, slot, s->w, s->h, s->levels);
 }
 
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
@@ -480,11 +472,8 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     size_t free_b = 0, total_b = 0;
     PX__CK(cudaMemGetInfo(&free_b, &total_b));
     if (need > free_b)
-        return px__unavailable(err,
-                               "the program needs %llu bytes of GPU memory (%d item%s: slots with their mip chains "
-                               "and input copies), CUDA device %d has %llu bytes free of %llu",
-                               need, batch, batch == 1 ? "" : "s", ex->device, (unsigned long long)free_b,
-                               (unsigned long long)total_b);
+        return pxvm_fail(err, PXE_CUDA_MEMORY, -1, -1, need, batch, batch == 1 ? "" : "s", ex->device,
+                         (unsigned long long)free_b, (unsigned long long)total_b);
     ex->prog = prog;
     ex->batch = batch;
     int n = ex->nslots = prog->nslots, all = n * batch;

@@ -1,6 +1,5 @@
 /* pxasm - assemble, disassemble, and compile allocation plans into pixel programs. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
+#include "args.h"
 #include "outputs.h"
 
 static const char px__usage[] =
@@ -58,17 +58,6 @@ static int px__write_png(const char *path, const pxvm_image *img, pxvm_error *er
     int rc = px__write(path, png, len, err);
     free(png);
     return rc;
-}
-
-static int px__parse_u64(const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-')
-        return -1;
-    *v = x;
-    return 0;
 }
 
 /* A plan: compiled and summarized, its overlay drawn; overlay_only: the overlay alone. */
@@ -194,13 +183,13 @@ int main(int argc, char **argv)
             overlay_in = argv[++i];
             if (i + 1 < argc && argv[i + 1][0] != '-') /* --overlay PHOTO OUT; else -o names the overlay */
                 overlay_out = argv[++i];
-        } else if (!strcmp(argv[i], "--max-side") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 && n <= 65535) {
+        } else if (!strcmp(argv[i], "--max-side") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n) && n >= 1 && n <= 65535) {
             lim.max_side = (uint32_t)n;
             i++;
-        } else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n)) {
+        } else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n)) {
             lim.max_memory = n;
             i++;
-        } else if (!strcmp(argv[i], "--max-insns") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 &&
+        } else if (!strcmp(argv[i], "--max-insns") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n) && n >= 1 &&
                    n <= UINT32_MAX) {
             lim.max_insns = (uint32_t)n;
             i++;

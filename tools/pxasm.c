@@ -117,11 +117,8 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
     if (pxvm_program_load(in, lim, &prog, err) < 0)
         return -1;
     int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}, rc = 0;
-    char msg[600];
-    if (!prog.any_size) {
-        snprintf(msg, sizeof msg, "--resolve: program '%s' is not any-size: it has no input slot that takes other sizes", in);
-        rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (!prog.any_size)
+        rc = pxvm_fail(err, PXE_RESOLVE_NOT_ANY, -1, -1, in);
     for (int i = 0; i < nsizes && rc == 0; i++) {
         const char *eq = strchr(sizes[i], '='), *size = eq ? eq + 1 : sizes[i];
         int k = 1, w = 0, h = 0;
@@ -133,20 +130,14 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
             while (k < prog.nslots && !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
                 k++;
         }
-        if (px__parse_size(size, &w, &h) < 0) {
-            snprintf(msg, sizeof msg, "--resolve '%s': expected WxH or SLOT=WxH with sides 1..65535 (e.g. 997x641)",
-                     sizes[i]);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE)) {
-            snprintf(msg, sizeof msg, "--resolve '%s': program '%s' has no any-size slot of that name", sizes[i], in);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else if (wh[2 * k]) { /* the same slot twice: which size was meant? */
-            snprintf(msg, sizeof msg, "--resolve '%s': slot %d was given a size already (%dx%d): give each slot once",
-                     sizes[i], k, wh[2 * k], wh[2 * k + 1]);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else {
+        if (px__parse_size(size, &w, &h) < 0)
+            rc = pxvm_fail(err, PXE_RESOLVE_SYNTAX, -1, -1, sizes[i]);
+        else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
+            rc = pxvm_fail(err, PXE_RESOLVE_NO_SLOT, -1, -1, sizes[i], in);
+        else if (wh[2 * k]) /* the same slot twice: which size was meant? */
+            rc = pxvm_fail(err, PXE_RESOLVE_TWICE, -1, -1, sizes[i], k, wh[2 * k], wh[2 * k + 1]);
+        else
             wh[2 * k] = w, wh[2 * k + 1] = h;
-        }
     }
     pxvm_program res;
     if (rc == 0 && (rc = pxvm_program_resolve(&prog, wh, lim, &res, err)) == 0) {

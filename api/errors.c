@@ -23,7 +23,7 @@ PXVM_COLD int px__fail(const pxvm_error *err)
     return (int)err->cls;
 }
 
-PXVM_COLD int px__refuse(pxvm_code code, ...)
+PXVM_COLD int (px__refuse)(pxvm_code code, ...)
 {
     pxvm_error err;
     va_list ap;
@@ -76,5 +76,5 @@ const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
 /* The error of a call on no runner, or on one a failed change of size left without a program. */
 PXVM_COLD int px__unusable(const pxvm_runner *run, const char *call)
 {
-    return px__refuse(run ? PXE_RUNNER_LOST : PXE_NULL_RUNNER, call);
+    return run ? px__refuse(PXE_RUNNER_LOST, call) : px__refuse(PXE_NULL_RUNNER, call);
 }

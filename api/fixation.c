@@ -135,7 +135,8 @@ int pxvm_fixation_check_regs(const pxvm_program *prog, const char *name, int fir
                 n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", j);
         if (inputs)
             return pxvm_fail(err, PXE_FIX_NO_REGISTER, -1, -1, what, name, k, strchr(list, ',') ? "s" : "", list);
-        return pxvm_fail(err, prog->writes_fixation ? PXE_FIX_FINDS_OWN : PXE_FIX_TAKES_NONE, -1, -1, what, name);
+        return prog->writes_fixation ? pxvm_fail(err, PXE_FIX_FINDS_OWN, -1, -1, what, name)
+                                     : pxvm_fail(err, PXE_FIX_TAKES_NONE, -1, -1, what, name);
     }
     return 0;
 }

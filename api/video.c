@@ -310,7 +310,7 @@ struct pxvm_video {
     px_video *v;
 };
 
-static int px__video_refuse(pxvm_code code, ...)
+static int (px__video_refuse)(pxvm_code code, ...) /* (name): tests/check-errors checks its calls */
 {
     pxvm_error err;
     va_list ap;

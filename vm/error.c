@@ -28,7 +28,7 @@ int pxvm_failv(pxvm_error *err, pxvm_code code, int x, int y, va_list ap)
     return -1;
 }
 
-int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...)
+int (pxvm_fail)(pxvm_error *err, pxvm_code code, int x, int y, ...)
 {
     va_list ap;
     va_start(ap, y);

@@ -151,7 +151,7 @@ int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n)
     return b->rows_base + b->nrows++;
 }
 
-int pxvm_build_error(const pxvm_builder *b, pxvm_error *err) { return pxvm_fail(err, b->why, -1, -1); }
+int pxvm_build_error(const pxvm_builder *b, pxvm_error *err) { return (pxvm_fail)(err, b->why, -1, -1); }
 
 int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
 {

@@ -46,7 +46,8 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
     if (dynamic ? out_w || out_h
                 : out_w < 1 || out_h < 1 || out_w % patch || out_h % patch || out_w > PX_RESIZE_MAX_SIDE ||
                       out_h > PX_RESIZE_MAX_SIDE)
-        return pxvm_fail(err, dynamic ? PXE_TILES_DYNAMIC_SIZE : PXE_TILES_SIZE, -1, -1, out_w, out_h);
+        return dynamic ? pxvm_fail(err, PXE_TILES_DYNAMIC_SIZE, -1, -1, out_w, out_h)
+                       : pxvm_fail(err, PXE_TILES_SIZE, -1, -1, out_w, out_h);
     offsets[0] = 0;
     for (int i = 0; i < n; i++) {
         int w = wh[2 * i], h = wh[2 * i + 1], ow = out_w, oh = out_h;

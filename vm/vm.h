@@ -470,4 +470,11 @@ void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst);
 #ifdef __cplusplus
 }
 #endif
+/* tests/check-errors compiles the sources with PXVM_CHECK_FORMATS naming a header that turns each
+ * pxvm_fail(err, PXE_NAME, x, y, values...) into a printf of the entry's format, so that the compiler
+ * checks the values' types against errors.def (a code known only at run time is called as
+ * (pxvm_fail)(...), which no macro touches). */
+#ifdef PXVM_CHECK_FORMATS
+#include PXVM_CHECK_FORMATS
+#endif
 #endif

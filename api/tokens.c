@@ -98,12 +98,14 @@ int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const p
             return px__refuse(PXE_BIND_RESIZED_ANY);
         out_w = run->cur->slots[slot].w, out_h = run->cur->slots[slot].h;
     } else if (!any && (out_w != run->cur->slots[slot].w || out_h != run->cur->slots[slot].h)) {
-        return px__refuse(PXE_BIND_RESIZED_SIZE, slot, run->cur->slots[slot].w, run->cur->slots[slot].h, out_w, out_h);
+        return pxvm_error_at(px__refuse(PXE_BIND_RESIZED_SIZE, slot, run->cur->slots[slot].w, run->cur->slots[slot].h,
+                                        out_w, out_h),
+                             slot, first_item, NULL); /* the bind's fields, as px__bind's failures */
     }
     if (pxvm_check_input_view(run->batch, first_item, view, &err) < 0 ||
         (any && (out_w != run->cur->slots[slot].w || out_h != run->cur->slots[slot].h) &&
          px__size_allowed(run, slot, first_item, view->items, out_w, out_h, &err) < 0))
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     int n = view->items;
     pxvm_view *one = malloc(sizeof *one * (size_t)n);
     if (!one) {

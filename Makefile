@@ -126,7 +126,7 @@ $(BUILD)/ffmpeg-%:
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/ffmpeg-* && touch $@
 # the tools' output files (tools/outputs.c: all-or-nothing files, .npy), not part of the library
 TOOLS_OBJ := $(BUILD)/tools/outputs.o
-$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/pxrun_args.o $(BUILD)/tools/pxrun_notes.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
+$(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/args.o $(BUILD)/tools/pxrun_args.o $(BUILD)/tools/pxrun_notes.o $(BUILD)/tools/pxrun_outputs.o $(BUILD)/tools/pxrun_size.o $(BUILD)/tools/pxrun_frames.o $(BUILD)/tools/pxrun_fixations.o $(BUILD)/tools/frames.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
@@ -140,7 +140,7 @@ build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
 $(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
+$(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/tools/args.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/gen_spec: $(BUILD)/tools/gen_spec.o $(BUILD)/libpxvm.a

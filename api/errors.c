@@ -1,5 +1,6 @@
 /* errors.c - the API's errors: the last failure and warning of the calling thread, and the checks
  * of a caller's limits (include/pxvm.h, "errors"). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,13 @@ PXVM_COLD int px__fail(const pxvm_error *err)
     return (int)err->cls;
 }
 
-PXVM_COLD int px__usage(const char *msg)
+PXVM_COLD int (px__refuse)(pxvm_code code, ...)
 {
     pxvm_error err;
-    pxvm_fail(&err, PXE_USAGE, -1, -1, msg);
+    va_list ap;
+    va_start(ap, code);
+    pxvm_failv(&err, code, -1, -1, ap);
+    va_end(ap);
     return px__fail(&err);
 }
 
@@ -53,9 +57,7 @@ int px__check_limits(const pxvm_limits *lim, const char *call)
 {
     if (!lim || (lim->max_side >= 1 && lim->max_side <= 65535))
         return 0;
-    char msg[200];
-    snprintf(msg, sizeof msg, "%s: pxvm_limits.max_side must be 1..65535 (got %lu)", call, (unsigned long)lim->max_side);
-    return px__usage(msg);
+    return px__refuse(PXE_LIMIT_SIDE, call, (unsigned long)lim->max_side);
 }
 
 /* For the API's other files (api/video.h): the same rules, written once here. */
@@ -74,14 +76,5 @@ const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def)
 /* The error of a call on no runner, or on one a failed change of size left without a program. */
 PXVM_COLD int px__unusable(const pxvm_runner *run, const char *call)
 {
-    char msg[300];
-    if (!run)
-        snprintf(msg, sizeof msg, "%s: NULL runner", call);
-    else
-        snprintf(msg, sizeof msg,
-                 "%s: this runner has no program since a change of input size failed and loading its program again "
-                 "failed too (the errors of those calls said why): close it and open another", call);
-    pxvm_error err;
-    pxvm_fail(&err, run ? PXE_UNAVAILABLE : PXE_USAGE, -1, -1, msg);
-    return px__fail(&err);
+    return run ? px__refuse(PXE_RUNNER_LOST, call) : px__refuse(PXE_NULL_RUNNER, call);
 }

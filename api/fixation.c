@@ -84,13 +84,10 @@ static void px__ref_text(const pxvm_program *prog, char *buf, size_t n)
 int pxvm_fixation_convert(const pxvm_program *prog, const double xy[2], int texels, int32_t q[2], const char *what,
                           const char *hint, pxvm_error *err)
 {
-    char ref[96], msg[700], val[40];
+    char ref[96], val[40];
     px__ref_text(prog, ref, sizeof ref);
-    if (!texels && pxvm_fixation_ref_slot(prog) < 0) {
-        snprintf(msg, sizeof msg, "%s: a normalized fixation needs an input slot to scale to (%s)%s", what, ref,
-                 hint ? hint : "");
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (!texels && pxvm_fixation_ref_slot(prog) < 0)
+        return pxvm_fail(err, PXE_FIX_NO_REFERENCE, -1, -1, what, ref, hint ? hint : "");
     for (int i = 0; i < 2; i++) {
         int side = px__fix_side(prog, i);
         double hi = texels ? side : 1.0;
@@ -98,12 +95,8 @@ int pxvm_fixation_convert(const pxvm_program *prog, const double xy[2], int texe
             continue;
         px__dtoa(xy[i], val, sizeof val);
         if (texels)
-            snprintf(msg, sizeof msg, "%s: %c = %s texels is not in [0, %d] (%s)%s", what, i ? 'y' : 'x', val, side, ref,
-                     hint ? hint : "");
-        else
-            snprintf(msg, sizeof msg, "%s: %c = %s is not in [0, 1] (normalized coordinates of %s)%s", what,
-                     i ? 'y' : 'x', val, ref, hint ? hint : "");
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return pxvm_fail(err, PXE_FIX_TEXELS, -1, -1, what, i ? 'y' : 'x', val, side, ref, hint ? hint : "");
+        return pxvm_fail(err, PXE_FIX_NORMALIZED, -1, -1, what, i ? 'y' : 'x', val, ref, hint ? hint : "");
     }
     for (int i = 0; i < 2; i++)
         q[i] = pxvm_fixation_q16(xy[i], texels ? 1.0 : (double)px__fix_side(prog, i));
@@ -120,14 +113,10 @@ int pxvm_fixation_check_q16(const pxvm_program *prog, const int32_t *xy, int ite
                 int side = px__fix_side(prog, c);
                 if (v >= 0 && (int64_t)v <= (int64_t)side * 65536)
                     continue;
-                char ref[96], msg[700];
+                char ref[96];
                 px__ref_text(prog, ref, sizeof ref);
-                snprintf(msg, sizeof msg,
-                         "fixation (item %d, register %d): %c = %ld (Q16, %.4f texels) is not in [0, %lld] (0 to %d "
-                         "texels of %s)",
-                         first_item + i, first_reg + r, c ? 'y' : 'x', (long)v, v / 65536.0, (long long)side * 65536,
-                         side, ref);
-                return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+                return pxvm_fail(err, PXE_FIX_Q16, -1, -1, first_item + i, first_reg + r, c ? 'y' : 'x', (long)v,
+                                 v / 65536.0, (long long)side * 65536, side, ref);
             }
     return 0;
 }
@@ -139,21 +128,15 @@ int pxvm_fixation_check_regs(const pxvm_program *prog, const char *name, int fir
     for (int k = first_reg; k < first_reg + nregs; k++) {
         if (inputs >> k & 1)
             continue;
-        char msg[700], list[64] = "";
+        char list[64] = "";
         size_t n = 0;
         for (int j = 0; j < PX_FIX_REGS; j++)
             if (inputs >> j & 1)
                 n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", j);
         if (inputs)
-            snprintf(msg, sizeof msg, "%s: program '%s' takes no fixation in register %d (its input register%s: %s)",
-                     what, name, k, strchr(list, ',') ? "s" : "", list);
-        else if (prog->writes_fixation)
-            snprintf(msg, sizeof msg, "%s: program '%s' takes no fixations: it finds its own (ARGMAX) before it "
-                     "samples relative to them", what, name);
-        else
-            snprintf(msg, sizeof msg, "%s: program '%s' takes no fixations: it samples no position relative to a "
-                     "fixation register", what, name);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return pxvm_fail(err, PXE_FIX_NO_REGISTER, -1, -1, what, name, k, strchr(list, ',') ? "s" : "", list);
+        return prog->writes_fixation ? pxvm_fail(err, PXE_FIX_FINDS_OWN, -1, -1, what, name)
+                                     : pxvm_fail(err, PXE_FIX_TAKES_NONE, -1, -1, what, name);
     }
     return 0;
 }

@@ -14,7 +14,7 @@ int pxvm_image_decode(const void *data, size_t len, const char *name, const pxvm
     pxvm_error err;
     pxvm_image img;
     if (!data || !rgba || !w || !h)
-        return px__usage("pxvm_image_decode: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_image_decode");
     int bad_limits = px__check_limits(lim, "pxvm_image_decode");
     if (bad_limits)
         return bad_limits;
@@ -32,7 +32,7 @@ int pxvm_image_load(const char *path, const pxvm_limits *lim, uint8_t **rgba, in
     pxvm_error err;
     pxvm_image img;
     if (!path || !rgba || !w || !h)
-        return px__usage("pxvm_image_load: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_image_load");
     int bad_limits = px__check_limits(lim, "pxvm_image_load");
     if (bad_limits)
         return bad_limits;
@@ -48,7 +48,7 @@ int pxvm_image_encode_png(const uint8_t *rgba, int w, int h, void **png, size_t 
 {
     pxvm_error err;
     if (!rgba || !png || !len || w < 1 || h < 1)
-        return px__usage("pxvm_image_encode_png: NULL argument or empty image");
+        return px__refuse(PXE_ENCODE_ARGS);
     pxvm_image img = {w, h, (uint8_t *)rgba};
     uint8_t *out;
     if (pxvm_png_encode(&img, &out, len, &err) < 0)

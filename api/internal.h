@@ -54,7 +54,9 @@ struct pxvm_runner {
 /* errors.c */
 extern _Thread_local char px__last_warning[1024];
 PXVM_COLD int px__fail(const pxvm_error *err);
-PXVM_COLD int px__usage(const char *msg);
+/* Records error `code` of errors.def, its message formatted with the arguments, as the thread's last
+ * failure; returns its class (a call's refusal of its arguments). */
+PXVM_COLD int (px__refuse)(pxvm_code code, ...); /* (name): tests/check-errors checks its calls */
 void px__keep_warning(const pxvm_error *err);
 int px__check_limits(const pxvm_limits *lim, const char *call);
 const pxvm_limits *px__limits(const pxvm_limits *lim, pxvm_limits *def);

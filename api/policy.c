@@ -13,11 +13,9 @@ int pxvm_image_fit_channels(const uint8_t *px, int w, int h, int channels, int o
     pxvm_error err;
     px_policy pol;
     if (!px || !out || w < 1 || h < 1 || out_w < 1 || out_h < 1)
-        return px__usage("pxvm_image_fit: NULL argument or empty image");
+        return px__refuse(PXE_FIT_ARGS);
     if (channels != 1 && channels != 3 && channels != 4) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "pxvm_image_fit_channels: channels %d: must be 1, 3 or 4", channels);
-        return px__usage(msg);
+        return px__refuse(PXE_FIT_CHANNELS, channels);
     }
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
@@ -39,11 +37,11 @@ int pxvm_policy_dynamic_size(const char *policy, int patch, int w, int h, int *o
     pxvm_error err;
     px_policy pol;
     if (!out_w || !out_h || w < 1 || h < 1 || patch < 1 || patch > 256)
-        return px__usage("pxvm_policy_dynamic_size: NULL argument, an empty image or a patch outside 1..256");
+        return px__refuse(PXE_DYNAMIC_SIZE_ARGS);
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
     if (pol.kind != PX_POLICY_DYNAMIC)
-        return px__usage("pxvm_policy_dynamic_size: the policy is not dynamic");
+        return px__refuse(PXE_DYNAMIC_SIZE_KIND);
     if (px_policy_dynamic_patch(&pol, patch, &err) < 0 || px_dynamic_size(&pol, w, h, out_w, out_h, &err) < 0)
         return px__fail(&err);
     return 0;
@@ -55,12 +53,12 @@ int pxvm_policy_canonical(const char *policy, char *buf, size_t len)
     px_policy pol;
     char tmp[160];
     if (!buf)
-        return px__usage("pxvm_policy_canonical: NULL buffer");
+        return px__refuse(PXE_CANONICAL_NULL);
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
     px_policy_format(&pol, tmp, sizeof tmp);
     if (strlen(tmp) >= len)
-        return px__usage("pxvm_policy_canonical: the buffer is too small");
+        return px__refuse(PXE_CANONICAL_SHORT);
     memcpy(buf, tmp, strlen(tmp) + 1);
     return 0;
 }

@@ -39,7 +39,7 @@ int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
     pxvm_error err;
     pxvm_image img;
     if (!path || !out)
-        return px__usage("pxvm_prog_load: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_load");
     int bad_limits = px__check_limits(lim, "pxvm_prog_load");
     if (bad_limits)
         return bad_limits;
@@ -55,7 +55,7 @@ int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxv
     pxvm_error err;
     pxvm_image img;
     if (!data || !out)
-        return px__usage("pxvm_prog_from_png: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_from_png");
     int bad_limits = px__check_limits(lim, "pxvm_prog_from_png");
     if (bad_limits)
         return bad_limits;
@@ -71,7 +71,7 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
     pxvm_error err;
     pxvm_image img;
     if (!text || !out)
-        return px__usage("pxvm_prog_assemble: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_assemble");
     int bad_limits = px__check_limits(lim, "pxvm_prog_assemble");
     if (bad_limits)
         return bad_limits;
@@ -86,7 +86,7 @@ int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *l
     pxvm_error err;
     pxvm_image img;
     if (!json || !out)
-        return px__usage("pxvm_prog_from_plan: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_from_plan");
     int bad_limits = px__check_limits(lim, "pxvm_prog_from_plan");
     if (bad_limits)
         return bad_limits;
@@ -108,7 +108,7 @@ int pxvm_prog_disassemble(const pxvm_prog *prog, char **text)
 {
     pxvm_error err;
     if (!prog || !text)
-        return px__usage("pxvm_prog_disassemble: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_disassemble");
     size_t len = 0;
     FILE *mem = open_memstream(text, &len);
     if (!mem) {
@@ -123,7 +123,7 @@ int pxvm_prog_disassemble(const pxvm_prog *prog, char **text)
 int pxvm_prog_encode(const pxvm_prog *prog, void **png, size_t *len)
 {
     if (!prog)
-        return px__usage("pxvm_prog_encode: NULL program");
+        return px__refuse(PXE_PROG_ENCODE_NULL);
     return pxvm_image_encode_png(prog->p.image.px, prog->p.image.w, prog->p.image.h, png, len);
 }
 
@@ -132,7 +132,7 @@ int pxvm_prog_slot_count(const pxvm_prog *prog) { return prog ? prog->p.nslots :
 int pxvm_prog_slot(const pxvm_prog *prog, int k, pxvm_slot_info *info)
 {
     if (!prog || !info || k < 0 || k >= prog->p.nslots)
-        return px__usage("pxvm_prog_slot: no such slot");
+        return px__refuse(PXE_PROG_SLOT_NONE);
     const pxvm_slot *s = &prog->p.slots[k];
     char lb[16];
     snprintf(info->name, sizeof info->name, "%s", s->name[0] ? s->name : pxvm_slot_label(&prog->p, k, lb));
@@ -150,7 +150,7 @@ int pxvm_prog_resolve(const pxvm_prog *prog, const int *wh, pxvm_prog **out)
 {
     pxvm_error err;
     if (!prog || !out)
-        return px__usage("pxvm_prog_resolve: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_resolve");
     *out = NULL;
     pxvm_prog *p = calloc(1, sizeof *p);
     if (!p) {

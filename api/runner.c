@@ -20,12 +20,12 @@ int pxvm_runner_open(const pxvm_prog *prog, const char *executor, int device, in
 {
     pxvm_error err;
     if (!prog || !out)
-        return px__usage("pxvm_runner_open: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_open");
     *out = NULL;
     if (batch < 1 || batch > 65535)
-        return px__usage("pxvm_runner_open: batch must be 1..65535");
+        return px__refuse(PXE_RUNNER_BATCH);
     if (threads < 0 || device < 0)
-        return px__usage("pxvm_runner_open: threads and device must be >= 0");
+        return px__refuse(PXE_RUNNER_NEGATIVE);
     if (!executor)
         executor = "cpu";
     pxvm_open_options oo = {threads, device};
@@ -95,7 +95,7 @@ int pxvm_runner_set_stream(pxvm_runner *run, void *cuda_stream)
     if (!run->ops->set_stream) {
         if (!cuda_stream)
             return 0;
-        return px__usage("pxvm_runner_set_stream: only the cuda executor takes a CUDA stream");
+        return px__refuse(PXE_RUNNER_STREAM);
     }
     return run->ops->set_stream(run->ex, cuda_stream, &err) < 0 ? px__fail(&err) : 0;
 }
@@ -174,7 +174,7 @@ int pxvm_runner_borrow(pxvm_runner *run, int slot, int first_item, const pxvm_vi
 int pxvm_runner_slot_size(const pxvm_runner *run, int slot, int *w, int *h)
 {
     if (!run || !w || !h || slot < 0 || slot >= run->cur->nslots)
-        return px__usage("pxvm_runner_slot_size: NULL argument or no such slot");
+        return px__refuse(PXE_RUNNER_SLOT_SIZE);
     *w = run->cur->slots[slot].w, *h = run->cur->slots[slot].h;
     return 0;
 }
@@ -215,7 +215,7 @@ int pxvm_runner_run(pxvm_runner *run)
 int pxvm_runner_keep_borrows(pxvm_runner *run, int keep)
 {
     if (!run || (keep != 0 && keep != 1))
-        return px__usage("pxvm_runner_keep_borrows: NULL runner, or keep not 0 or 1");
+        return px__refuse(PXE_RUNNER_KEEP_BORROWS);
     if (run->keep_borrows && !keep) /* the promise that kept them is withdrawn: they end now */
         px__end_borrows(run, PX_BORROWED);
     run->keep_borrows = keep;
@@ -303,7 +303,7 @@ int pxvm_runner_exec(pxvm_runner *run, int nin, const int *in_slots, const int *
                      int nout, const int *out_slots, const int *out_kinds, const pxvm_view *outs)
 {
     if (!run || nin < 0 || nout < 0 || (nin && (!in_slots || !ins)) || (nout && (!out_slots || !out_kinds || !outs)))
-        return px__usage("pxvm_runner_exec: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_exec");
     if (run->lost)
         return px__unusable(run, "pxvm_runner_exec");
     /* the borrows end when the call returns (kept borrows: when it fails): a failed call leaves

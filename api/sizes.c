@@ -140,8 +140,7 @@ PXVM_HOT int px__check_view_any_size(const pxvm_runner *run, int slot, int first
     if (pxvm_check_bind(run->cur, run->batch, slot, first_item, &same, err) < 0)
         return -1;
     if (view->device >= 0 && !run->ops->device_views) /* the CPU executor's one refusal after the check */
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
-                         "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_BIND, -1, -1, "input");
     return 0;
 }
 
@@ -197,8 +196,7 @@ static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h, px
     if (px__resolved(run, wh, &next, err) < 0)
         return -1;
     if (!run->ops->retarget) /* both executors have it; an executor of a test may not */
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                         "this executor cannot change the size of an any-size input (it has no retarget op)");
+        return pxvm_fail(err, PXE_RETARGET_NONE, -1, -1);
     if (run->ops->retarget(run->ex, next, err) < 0)
         return px__retarget_failed(run, slot, err);
     run->cur = next;

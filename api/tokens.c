@@ -15,7 +15,7 @@ int pxvm_token_format_preset(const char *name, pxvm_token_format *fmt)
 {
     pxvm_error err;
     if (!name || !fmt)
-        return px__usage("pxvm_token_format_preset: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_token_format_preset");
     return pxvm_token_preset(name, fmt, &err) < 0 ? px__fail(&err) : 0;
 }
 
@@ -26,9 +26,9 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_read_tokens");
     if (!fmt)
-        return px__usage("pxvm_runner_read_tokens: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_read_tokens");
     if (!run->ops->read_tokens)
-        return px__usage("pxvm_runner_read_tokens: this executor does not read tokens");
+        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_read_tokens", "read tokens");
     pxvm_token_table *t = malloc(sizeof *t); /* 4 KiB of values: not on the caller's stack */
     if (!t) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *t);
@@ -59,7 +59,7 @@ int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ra
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_ragged");
     if (!run->ops->ragged)
-        return px__usage("pxvm_runner_ragged: this executor does not make ragged batches");
+        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_ragged", "make ragged batches");
     pxvm_token_table *table = t && t->fmt ? malloc(sizeof *table) : NULL; /* 4 KiB: not on the stack */
     if (t && t->fmt && !table) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *table);
@@ -82,32 +82,30 @@ int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const p
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_bind_resized");
     if (!view || !policy)
-        return px__usage("pxvm_runner_bind_resized: NULL argument");
+        return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_bind_resized");
     if (!run->ops->ragged || !run->ops->scratch)
-        return px__usage("pxvm_runner_bind_resized: this executor does not resize");
+        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_bind_resized", "resize");
     if (slot < 1 || slot >= run->cur->nslots || run->cur->slots[slot].role != PXI_ROLE_INPUT)
-        return px__usage("pxvm_runner_bind_resized: slot is not an input slot of the program");
+        return px__refuse(PXE_BIND_RESIZED_SLOT);
     px_policy pol;
     if (px_policy_parse(policy, &pol, &err) < 0)
         return px__fail(&err);
     if (pol.kind == PX_POLICY_NATIVE || pol.kind == PX_POLICY_DYNAMIC)
-        return px__usage("pxvm_runner_bind_resized: policy native or dynamic decides the size itself: bind the image "
-                         "as it is (native), or make its tiles with pxvm_runner_ragged (dynamic)");
+        return px__refuse(PXE_BIND_RESIZED_POLICY);
     int any = (run->prog->p.slots[slot].flags & PXI_SLOT_ANYSIZE) != 0;
     if (!out_w && !out_h) {
         if (any)
-            return px__usage("pxvm_runner_bind_resized: an any-size input takes the size to resize to (out_w, out_h)");
+            return px__refuse(PXE_BIND_RESIZED_ANY);
         out_w = run->cur->slots[slot].w, out_h = run->cur->slots[slot].h;
     } else if (!any && (out_w != run->cur->slots[slot].w || out_h != run->cur->slots[slot].h)) {
-        char m[200];
-        snprintf(m, sizeof m, "pxvm_runner_bind_resized: slot %d is %dx%d, the only size it takes, not %dx%d", slot,
-                 run->cur->slots[slot].w, run->cur->slots[slot].h, out_w, out_h);
-        return px__usage(m);
+        return pxvm_error_at(px__refuse(PXE_BIND_RESIZED_SIZE, slot, run->cur->slots[slot].w, run->cur->slots[slot].h,
+                                        out_w, out_h),
+                             slot, first_item, NULL); /* the bind's fields, as px__bind's failures */
     }
     if (pxvm_check_input_view(run->batch, first_item, view, &err) < 0 ||
         (any && (out_w != run->cur->slots[slot].w || out_h != run->cur->slots[slot].h) &&
          px__size_allowed(run, slot, first_item, view->items, out_w, out_h, &err) < 0))
-        return px__fail(&err);
+        return pxvm_error_at(px__fail(&err), slot, first_item, NULL);
     int n = view->items;
     pxvm_view *one = malloc(sizeof *one * (size_t)n);
     if (!one) {

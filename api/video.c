@@ -1,10 +1,11 @@
 /* video.c - video files through FFmpeg's libraries (libavformat, libavcodec, libswscale), opened
  * at run time (dlopen) so that nothing links them: the reader of pxrun --frames and of the C API's
  * pxvm_video_* calls (include/pxvm.h, "video files"). Built with FFmpeg's headers when they are
- * installed (PXVM_HAVE_FFMPEG); without them every open is PXE_UNAVAILABLE. */
+ * installed (PXVM_HAVE_FFMPEG); without them every open is PXE_VIDEO_NOT_BUILT (class unavailable). */
 #define _POSIX_C_SOURCE 200809L
 #include "video.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,19 +51,12 @@ static int px__av_load_locked(pxvm_error *err)
                                          "libswscale.so." PX__STR(LIBSWSCALE_VERSION_MAJOR)};
     void *h[4];
     for (int i = 0; i < 4; i++)
-        if (!(h[i] = dlopen(names[i], RTLD_NOW | RTLD_LOCAL))) {
-            char msg[400];
-            snprintf(msg, sizeof msg,
-                     "reading video files needs FFmpeg's %s (apt-get install libavformat59 libavcodec59 "
-                     "libswscale6), or pipe raw frames: ffmpeg -i VIDEO -f rawvideo -pix_fmt rgb24 - | pxrun ... "
-                     "--frames - --frame-size WxH",
-                     names[i]);
-            return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
-        }
+        if (!(h[i] = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+            return pxvm_fail(err, PXE_FFMPEG_MISSING, -1, -1, names[i]);
     void *avformat = h[0], *avcodec = h[1], *avutil = h[2], *swscale = h[3];
 #define X(lib, fn)                                                                                     \
     if (!(*(void **)&px__av.fn = dlsym(lib, #fn)))                                                     \
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "FFmpeg's libraries lack " #fn " (another version?)");
+        return pxvm_fail(err, PXE_FFMPEG_SYMBOL, -1, -1, #fn);
     PX__AV_FUNCS(X)
 #undef X
     px__av_loaded = 1;
@@ -261,10 +255,7 @@ int px_video_open(const char *path, const pxvm_limits *lim, px_video **out, pxvm
     if (px__open(v, path, err) == 0)
         return 0;
 #else
-    pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-              "video files need pxvm built with FFmpeg's libraries (apt-get install libavformat-dev "
-              "libavcodec-dev libswscale-dev, then make); or pipe raw frames: ffmpeg -i VIDEO -f rawvideo "
-              "-pix_fmt rgb24 - | pxrun ... --frames - --frame-size WxH");
+    pxvm_fail(err, PXE_VIDEO_NOT_BUILT, -1, -1);
 #endif
     px_video_close(v);
     *out = NULL;
@@ -319,10 +310,13 @@ struct pxvm_video {
     px_video *v;
 };
 
-static int px__video_usage(const char *msg)
+static int (px__video_refuse)(pxvm_code code, ...) /* (name): tests/check-errors checks its calls */
 {
     pxvm_error err;
-    pxvm_fail(&err, PXE_USAGE, -1, -1, msg);
+    va_list ap;
+    va_start(ap, code);
+    pxvm_failv(&err, code, -1, -1, ap);
+    va_end(ap);
     return pxvm_api_fail(&err);
 }
 
@@ -331,7 +325,7 @@ int pxvm_video_open(const char *path, const pxvm_limits *lim, pxvm_video **out)
     pxvm_limits def;
     pxvm_error err;
     if (!path || !out)
-        return px__video_usage("pxvm_video_open: NULL argument");
+        return px__video_refuse(PXE_NULL_ARGUMENT, "pxvm_video_open");
     *out = NULL;
     int bad_limits = pxvm_api_check_limits(lim, "pxvm_video_open");
     if (bad_limits)
@@ -354,7 +348,7 @@ int pxvm_video_open(const char *path, const pxvm_limits *lim, pxvm_video **out)
 int pxvm_video_info(const pxvm_video *video, int *w, int *h, long *frames, double *fps)
 {
     if (!video || !w || !h || !frames || !fps)
-        return px__video_usage("pxvm_video_info: NULL argument");
+        return px__video_refuse(PXE_NULL_ARGUMENT, "pxvm_video_info");
     px_video_info(video->v, w, h, frames, fps);
     return 0;
 }
@@ -363,17 +357,13 @@ int pxvm_video_next(pxvm_video *video, const pxvm_view *dst, int *got)
 {
     pxvm_error err;
     if (!video || !got)
-        return px__video_usage("pxvm_video_next: NULL argument");
+        return px__video_refuse(PXE_NULL_ARGUMENT, "pxvm_video_next");
     px_video *v = video->v;
     *got = 0;
     if (dst) {
-        char msg[300];
         if (dst->device >= 0 || !dst->data || dst->items != 1 || dst->w != v->w || dst->h != v->h ||
-            (dst->channels != 3 && dst->channels != 4)) {
-            snprintf(msg, sizeof msg, "pxvm_video_next: '%.200s' has frames of %dx%d: dst must be one host image of "
-                     "%dx%d, 3 or 4 channels", v->name, v->w, v->h, v->w, v->h);
-            return px__video_usage(msg);
-        }
+            (dst->channels != 3 && dst->channels != 4))
+            return px__video_refuse(PXE_VIDEO_DST, v->name, v->w, v->h, v->w, v->h);
     }
     pxvm_image_free(&v->rgba);
     int rc = px_video_next(v, dst ? &v->rgba : NULL, &err);

@@ -10,7 +10,7 @@ typedef struct px_video px_video;
 
 /* Opens a video file (its best video stream) and its decoder; sides checked against lim->max_side.
  * lim->flags PXVM_DECODE_LENIENT: damage is decoded past (px_video_next). 0, or -1 with *out
- * NULL: an error naming the file (PXE_UNAVAILABLE where FFmpeg's libraries are missing or the
+ * NULL: an error naming the file (class unavailable where FFmpeg's libraries are missing or the
  * library was built without their headers). */
 int px_video_open(const char *path, const pxvm_limits *lim, px_video **out, pxvm_error *err);
 /* The frame size; the number of frames the container declares (-1: none declared); the average

@@ -349,7 +349,9 @@ static int px__layout(px_asm_src *s, px_asm_prog *p, const pxvm_limits *lim, pxv
         if (n >= 0 && sl->any)
             pxvm_build_any_size(&b, n, (int)sl->any_min, (int)sl->any_max, (uint32_t)sl->any_pixels);
         if (n < 0) {
-            int rc = px_asm_fail_at(s, sl->line, 1, "%s", b.why);
+            pxvm_error why;
+            pxvm_build_error(&b, &why);
+            int rc = px_asm_fail_at(s, sl->line, 1, "%s", why.msg);
             pxvm_build_free(&b);
             return rc;
         }

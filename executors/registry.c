@@ -38,14 +38,10 @@ const pxvm_executor_ops *pxvm_executor_find(const char *name, pxvm_error *err)
 #ifdef PXVM_HAVE_CUDA_GL
         return &pxvm_cuda_gl_executor;
 #else
-        pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                  "the CUDA-GL executor is not built into this binary (it needs nvcc, EGL and GLEW "
-                  "headers at build time: run 'make deps && make')");
+        pxvm_fail(err, PXE_EXECUTOR_NOT_BUILT, -1, -1);
         return NULL;
 #endif
     }
-    char msg[128];
-    snprintf(msg, sizeof msg, "no executor named '%s' (cpu, cuda)", name);
-    pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    pxvm_fail(err, PXE_EXECUTOR_NAME, -1, -1, name);
     return NULL;
 }

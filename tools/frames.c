@@ -51,8 +51,7 @@ static int px__add(px_frames *f, const char *path)
 static int px__raw_open(px_frames *f, FILE *in, const char *name, int w, int h, int channels, pxvm_error *err)
 {
     if (w < 1 || h < 1 || (channels != 3 && channels != 4))
-        return pxvm_fail(err, PXE_USAGE, -1, -1,
-                         "raw frames on standard input need --frame-size WxH (and --frame-format rgb or rgba)");
+        return pxvm_fail(err, PXE_FRAMES_RAW_SIZE, -1, -1);
     if ((uint32_t)w > f->lim.max_side || (uint32_t)h > f->lim.max_side)
         return pxvm_fail(err, PXE_IMAGE_SIDE, -1, -1, name, (unsigned long)w, (unsigned long)h, f->lim.max_side);
     unsigned long long bytes = (unsigned long long)w * (unsigned long long)h * (4u + (unsigned)channels);

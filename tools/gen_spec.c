@@ -61,10 +61,20 @@ static void px__reserved(void)
     }
 }
 
+/* A message format in a table cell: its '|' (a shell pipe in a hint) escaped, or it splits the row. */
+static void px__cell(const char *text)
+{
+    for (; *text; text++)
+        if (*text == '|')
+            fputs("\\|", stdout);
+        else
+            putchar(*text);
+}
+
 static void px__errors(void)
 {
     printf("| error | class | message |\n|---|---|---|\n");
-#define PXE(code, cls, fmt) printf("| `%s` | %s | %s |\n", #code, pxvm_class_name(PXVM_##cls), fmt);
+#define PXE(code, cls, fmt) printf("| `%s` | %s | ", #code, pxvm_class_name(PXVM_##cls)), px__cell(fmt), printf(" |\n");
 #include "../vm/errors.def"
 }
 

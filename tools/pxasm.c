@@ -1,6 +1,5 @@
 /* pxasm - assemble, disassemble, and compile allocation plans into pixel programs. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 
 #include "../assembler/plan.h"
 #include "../assembler/pxasm.h"
+#include "args.h"
 #include "outputs.h"
 
 static const char px__usage[] =
@@ -58,17 +58,6 @@ static int px__write_png(const char *path, const pxvm_image *img, pxvm_error *er
     int rc = px__write(path, png, len, err);
     free(png);
     return rc;
-}
-
-static int px__parse_u64(const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-')
-        return -1;
-    *v = x;
-    return 0;
 }
 
 /* A plan: compiled and summarized, its overlay drawn; overlay_only: the overlay alone. */
@@ -128,11 +117,8 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
     if (pxvm_program_load(in, lim, &prog, err) < 0)
         return -1;
     int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0}, rc = 0;
-    char msg[600];
-    if (!prog.any_size) {
-        snprintf(msg, sizeof msg, "--resolve: program '%s' is not any-size: it has no input slot that takes other sizes", in);
-        rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (!prog.any_size)
+        rc = pxvm_fail(err, PXE_RESOLVE_NOT_ANY, -1, -1, in);
     for (int i = 0; i < nsizes && rc == 0; i++) {
         const char *eq = strchr(sizes[i], '='), *size = eq ? eq + 1 : sizes[i];
         int k = 1, w = 0, h = 0;
@@ -144,20 +130,14 @@ static int px__resolve(const char *in, char **sizes, int nsizes, const pxvm_limi
             while (k < prog.nslots && !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
                 k++;
         }
-        if (px__parse_size(size, &w, &h) < 0) {
-            snprintf(msg, sizeof msg, "--resolve '%s': expected WxH or SLOT=WxH with sides 1..65535 (e.g. 997x641)",
-                     sizes[i]);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE)) {
-            snprintf(msg, sizeof msg, "--resolve '%s': program '%s' has no any-size slot of that name", sizes[i], in);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else if (wh[2 * k]) { /* the same slot twice: which size was meant? */
-            snprintf(msg, sizeof msg, "--resolve '%s': slot %d was given a size already (%dx%d): give each slot once",
-                     sizes[i], k, wh[2 * k], wh[2 * k + 1]);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        } else {
+        if (px__parse_size(size, &w, &h) < 0)
+            rc = pxvm_fail(err, PXE_RESOLVE_SYNTAX, -1, -1, sizes[i]);
+        else if (k < 1 || k >= prog.nslots || !(prog.slots[k].flags & PXI_SLOT_ANYSIZE))
+            rc = pxvm_fail(err, PXE_RESOLVE_NO_SLOT, -1, -1, sizes[i], in);
+        else if (wh[2 * k]) /* the same slot twice: which size was meant? */
+            rc = pxvm_fail(err, PXE_RESOLVE_TWICE, -1, -1, sizes[i], k, wh[2 * k], wh[2 * k + 1]);
+        else
             wh[2 * k] = w, wh[2 * k + 1] = h;
-        }
     }
     pxvm_program res;
     if (rc == 0 && (rc = pxvm_program_resolve(&prog, wh, lim, &res, err)) == 0) {
@@ -194,13 +174,13 @@ int main(int argc, char **argv)
             overlay_in = argv[++i];
             if (i + 1 < argc && argv[i + 1][0] != '-') /* --overlay PHOTO OUT; else -o names the overlay */
                 overlay_out = argv[++i];
-        } else if (!strcmp(argv[i], "--max-side") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 && n <= 65535) {
+        } else if (!strcmp(argv[i], "--max-side") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n) && n >= 1 && n <= 65535) {
             lim.max_side = (uint32_t)n;
             i++;
-        } else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n)) {
+        } else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n)) {
             lim.max_memory = n;
             i++;
-        } else if (!strcmp(argv[i], "--max-insns") && i + 1 < argc && !px__parse_u64(argv[i + 1], &n) && n >= 1 &&
+        } else if (!strcmp(argv[i], "--max-insns") && i + 1 < argc && !px_parse_u64(argv[i + 1], &n) && n >= 1 &&
                    n <= UINT32_MAX) {
             lim.max_insns = (uint32_t)n;
             i++;

@@ -109,10 +109,9 @@ static int px__resolve(const pxvm_program *prog, px_run_args *a, pxvm_error *err
                 return pxvm_fail(err, PXE_NO_SLOT, -1, -1, lists[li][i].slot);
             for (int e = 0; li == 0 && e < i; e++)
                 if (a->slot_of[0][e] == k) { /* never the last one silently */
-                    char msg[700], lb[16];
-                    snprintf(msg, sizeof msg, "--in binds slot %d ('%s') twice ('%.250s', then '%.250s'): give it once",
-                             k, pxvm_slot_label(prog, k, lb), a->ins[e].path, a->ins[i].path);
-                    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+                    char lb[16];
+                    return pxvm_fail(err, PXE_IN_TWICE, -1, -1, k, pxvm_slot_label(prog, k, lb), a->ins[e].path,
+                                     a->ins[i].path);
                 }
             /* an any-size input's chain is its bound size's, known later (vm/view.c checks the level
              * there, before anything is written): here only a level no size within its bounds has */
@@ -140,20 +139,17 @@ static int px__ends_with(const char *s, const char *tail)
  * (docs/policies.md); its "budget", the full grid's, is dropped. The image is bound resized to it. */
 static int px__dynamic_program(px_run_args *a, const uint8_t *data, size_t len, pxvm_image *out, pxvm_error *err)
 {
-    char msg[512];
     pxvm_plan plan;
-    if (a->nin != 1) {
-        snprintf(msg, sizeof msg, "--policy dynamic: give the plan's one input image (--in image=FILE), not %d", a->nin);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (a->nin != 1)
+        return pxvm_fail(err, PXE_DYNAMIC_INPUTS, -1, -1, a->nin);
     if (pxvm_plan_parse((const char *)data, len, a->prog_path, &plan, err) < 0)
         return -1;
     int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
-    snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (compiled for each image's size); '%.200s' is "
-             "a plan of scheme '%s'", a->prog_path, plan.scheme);
+    if (!uniform)
+        pxvm_fail(err, PXE_DYNAMIC_SCHEME, -1, -1, a->prog_path, plan.scheme);
     pxvm_plan_free(&plan);
     if (!uniform)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        return -1;
     pxvm_image img;
     int w2, h2;
     if (px_policy_dynamic_patch(&a->policy, patch, err) < 0 || pxvm_image_load_want(a->ins[0].path, &a->lim, NULL, &img, err) < 0)
@@ -242,10 +238,7 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **fram
                             pxvm_error *err)
 {
     if (a->policy.kind == PX_POLICY_DYNAMIC && !px__ends_with(a->prog_path, ".json")) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), compiled for the image's size; "
-                 "'%.200s' is a program of one size", a->prog_path);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        return pxvm_fail(err, PXE_DYNAMIC_NOT_PLAN, -1, -1, a->prog_path);
     }
     if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
         return pxvm_program_load(a->prog_path, &a->lim, prog, err);
@@ -254,11 +247,8 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **fram
     if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
         return -1;
     if (a->scanpath && len >= 8 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8)) { /* a .pxi: no plan to compile */
-        char msg[400];
         free(data);
-        snprintf(msg, sizeof msg, "--scanpath %d needs a JSON plan (a logpolar or v1 plan, compiled here relative to the "
-                 "fixations the run finds); '%.200s' is a program image (.pxi), already compiled", a->scanpath, a->prog_path);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+        return pxvm_fail(err, PXE_SCANPATH_NOT_PLAN, -1, -1, a->scanpath, a->prog_path);
     }
     pxvm_image img;
     int rc = a->policy.kind == PX_POLICY_DYNAMIC ? px__dynamic_program(a, data, len, &img, err)
@@ -362,7 +352,7 @@ int main(int argc, char **argv)
     if (px__parse_args(argc, argv, &a, &rc) < 0)
         goto done;
     if (a.fixfile.path && px_run_fixfile_load(&a.fixfile, &a.lim, &err) < 0) {
-        rc = err.code == PXE_USAGE ? px__bad_usage(err.msg) : px__die(&err);
+        rc = err.cls == PXVM_USAGE ? px__bad_usage(err.msg) : px__die(&err);
         goto done;
     }
     int automatic = !strcmp(a.exec_name, "auto"); /* a bad name is a usage error before any work */

@@ -2,12 +2,12 @@
  * (one value each, numbers strict, no two outputs to one file) into px_run_args (pxrun.h). */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../vm/vm.h"
+#include "args.h"
 #include "pxrun.h"
 
 static const char px__usage[] =
@@ -144,17 +144,6 @@ static int px__parse_binding(char *arg, int allow_level, px_run_binding *b)
             return -1;
         b->level = (int)l;
     }
-    return 0;
-}
-
-static int px__parse_u64(const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-')
-        return -1;
-    *v = x;
     return 0;
 }
 
@@ -323,13 +312,13 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                     a->fix_text[a->nfix++] = val;
             } else if (!strcmp(o, "--fixations")) {
                 a->fixfile.path = val;
-            } else if (!strcmp(o, "--scanpath") && !px__parse_u64(val, &n) && n >= 1 && n <= PX_FIX_REGS) {
+            } else if (!strcmp(o, "--scanpath") && !px_parse_u64(val, &n) && n >= 1 && n <= PX_FIX_REGS) {
                 a->scanpath = (int)n;
             } else if (!strcmp(o, "--overlay")) {
                 a->overlay_path = val;
             } else if (!strcmp(o, "--frames")) {
                 a->frames = val;
-            } else if (!strcmp(o, "--max-frames") && !px__parse_u64(val, &n) && n >= 1) {
+            } else if (!strcmp(o, "--max-frames") && !px_parse_u64(val, &n) && n >= 1) {
                 a->max_frames = (long)n;
             } else if (!strcmp(o, "--changed")) {
                 a->changed_path = val;
@@ -342,19 +331,19 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                 a->png = !strcmp(val, "best") ? PXVM_PNG_BEST : PXVM_PNG_FAST;
             } else if (!strcmp(o, "--executor")) {
                 a->exec_name = val;
-            } else if (!strcmp(o, "--threads") && !px__parse_u64(val, &n) && n <= 1024) {
+            } else if (!strcmp(o, "--threads") && !px_parse_u64(val, &n) && n <= 1024) {
                 a->oo.threads = (int)n;
-            } else if (!strcmp(o, "--device") && !px__parse_u64(val, &n) && n < 1024) {
+            } else if (!strcmp(o, "--device") && !px_parse_u64(val, &n) && n < 1024) {
                 a->oo.device = (int)n, device_given = 1;
-            } else if (!strcmp(o, "--repeat") && !px__parse_u64(val, &n) && n >= 1) {
+            } else if (!strcmp(o, "--repeat") && !px_parse_u64(val, &n) && n >= 1) {
                 a->repeat = n;
-            } else if (!strcmp(o, "--max-side") && !px__parse_u64(val, &n) && n >= 1 && n <= 65535) {
+            } else if (!strcmp(o, "--max-side") && !px_parse_u64(val, &n) && n >= 1 && n <= 65535) {
                 a->lim.max_side = (uint32_t)n;
-            } else if (!strcmp(o, "--max-memory") && !px__parse_u64(val, &n)) {
+            } else if (!strcmp(o, "--max-memory") && !px_parse_u64(val, &n)) {
                 a->lim.max_memory = n;
-            } else if (!strcmp(o, "--max-insns") && !px__parse_u64(val, &n) && n >= 1 && n <= UINT32_MAX) {
+            } else if (!strcmp(o, "--max-insns") && !px_parse_u64(val, &n) && n >= 1 && n <= UINT32_MAX) {
                 a->lim.max_insns = (uint32_t)n;
-            } else if (!strcmp(o, "--max-steps") && !px__parse_u64(val, &n)) {
+            } else if (!strcmp(o, "--max-steps") && !px_parse_u64(val, &n)) {
                 a->lim.max_steps = n;
             } else {
                 char msg[256];

@@ -13,12 +13,6 @@
 
 #include "pxrun.h"
 
-static int px__ff_fail(pxvm_error *err, const char *path, const char *msg)
-{
-    char full[760];
-    snprintf(full, sizeof full, "--fixations '%.300s': %.440s", path, msg);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, full);
-}
 
 static int px__ff_add(px_run_fixfile *f, double x, double y, int texels, pxvm_error *err)
 {
@@ -39,13 +33,12 @@ static int px__ff_add(px_run_fixfile *f, double x, double y, int texels, pxvm_er
 /* A .npy of shape (F, 2): '<f4', '<f8' (normalized), '<i4', '<i8' (texels), C order. */
 static int px__ff_npy(px_run_fixfile *f, const unsigned char *d, size_t len, pxvm_error *err)
 {
-    const char *want = "(F, 2) of float32 or float64 (normalized) or int32 or int64 (texels), little-endian, C order";
     if (len < 10 || d[6] < 1 || d[6] > 3)
-        return px__ff_fail(err, f->path, "not a .npy file (version 1..3)");
+        return pxvm_fail(err, PXE_FIXFILE_NOT_NPY, -1, -1, f->path);
     size_t hl = d[6] == 1 ? (size_t)d[8] | (size_t)d[9] << 8 : len >= 12 ? (size_t)d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24 : len;
     size_t off = d[6] == 1 ? 10 : 12;
     if (off + hl > len)
-        return px__ff_fail(err, f->path, "its .npy header is cut short");
+        return pxvm_fail(err, PXE_FIXFILE_NPY_SHORT, -1, -1, f->path);
     char hdr[512];
     size_t n = hl < sizeof hdr - 1 ? hl : sizeof hdr - 1;
     memcpy(hdr, d + off, n);
@@ -62,17 +55,10 @@ static int px__ff_npy(px_run_fixfile *f, const unsigned char *d, size_t len, pxv
     }
     char *end = NULL;
     long rows = shape ? strtol(shape + 10, &end, 10) : -1;
-    if (!item || !strstr(hdr, "'fortran_order': False") || rows < 1 || !end || strncmp(end, ", 2)", 4)) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "a .npy of fixations must be an array %s", want);
-        return px__ff_fail(err, f->path, msg);
-    }
-    if ((len - off - hl) / (size_t)item / 2 != (size_t)rows || (len - off - hl) % ((size_t)item * 2)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "its .npy header says %ld rows of 2 values of %d bytes; the data is %zu bytes", rows,
-                 item, len - off - hl);
-        return px__ff_fail(err, f->path, msg);
-    }
+    if (!item || !strstr(hdr, "'fortran_order': False") || rows < 1 || !end || strncmp(end, ", 2)", 4))
+        return pxvm_fail(err, PXE_FIXFILE_NPY_SHAPE, -1, -1, f->path);
+    if ((len - off - hl) / (size_t)item / 2 != (size_t)rows || (len - off - hl) % ((size_t)item * 2))
+        return pxvm_fail(err, PXE_FIXFILE_NPY_DATA, -1, -1, f->path, rows, item, len - off - hl);
     f->npy = 1;
     const unsigned char *p = d + off + hl;
     for (long r = 0; r < rows; r++) {
@@ -140,9 +126,7 @@ int px_run_fixfile_load(px_run_fixfile *f, const pxvm_limits *lim, pxvm_error *e
             size_t k = j > i && d[j - 1] == '\r' ? j - 1 : j; /* CRLF as LF */
             char text[128], what[400];
             if (k - i >= sizeof text || memchr(d + i, 0, k - i)) {
-                char msg[100];
-                snprintf(msg, sizeof msg, "line %zu is not X,Y (too long, or not text)", line);
-                rc = px__ff_fail(err, f->path, msg);
+                rc = pxvm_fail(err, PXE_FIXFILE_LINE, -1, -1, f->path, line);
                 break;
             }
             memcpy(text, d + i, k - i);
@@ -157,7 +141,7 @@ int px_run_fixfile_load(px_run_fixfile *f, const pxvm_limits *lim, pxvm_error *e
         }
     free(d);
     if (rc == 0 && f->n == 0)
-        rc = px__ff_fail(err, f->path, "no fixation in it (one line X,Y per frame)");
+        rc = pxvm_fail(err, PXE_FIXFILE_EMPTY, -1, -1, f->path);
     return rc;
 }
 
@@ -165,13 +149,9 @@ int px_run_fixfile_frame(const pxvm_program *prog, const px_run_args *a, long fr
 {
     const px_run_fixfile *f = &a->fixfile;
     char what[500];
-    if (frame >= f->n) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "--fixations '%.200s' has %ld %s (one per frame) and '%.200s' has more frames: frame "
-                 "%ld has none (give one per frame, or --max-frames %ld)", f->path, f->n, f->npy ? "rows" : "lines",
-                 a->frames, frame, f->n);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (frame >= f->n)
+        return pxvm_fail(err, PXE_FIXFILE_SHORT, -1, -1, f->path, f->n, f->npy ? "rows" : "lines", a->frames, frame,
+                         f->n);
     snprintf(what, sizeof what, "--fixations '%.300s' %s %ld (frame %ld)", f->path, f->npy ? "row" : "line",
              f->npy ? frame : frame + 1, frame);
     return pxvm_fixation_convert(prog, f->v[frame], f->texels[frame], q, what, NULL, err);
@@ -188,7 +168,6 @@ int px_run_parse_fixation(const char *text, double v[2], int *texels, const char
 {
     int px[2] = {0, 0};
     const char *p = text;
-    char msg[700];
     for (int i = 0; i < 2; i++) {
         char *end;
         v[i] = strtod(p, &end);
@@ -202,16 +181,12 @@ int px_run_parse_fixation(const char *text, double v[2], int *texels, const char
             goto bad;
         p = end + 1;
     }
-    if (px[0] != px[1]) {
-        snprintf(msg, sizeof msg, "%s: give both values normalized (0.5,0.4) or both in texels (512px,300px)", what);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (px[0] != px[1])
+        return pxvm_fail(err, PXE_FIXATION_MIXED, -1, -1, what);
     *texels = px[0];
     return 0;
 bad:
-    snprintf(msg, sizeof msg, "%s: expected X,Y: normalized coordinates of the first input in [0, 1] (0.5,0.4), or "
-             "level-0 texels with px (512px,300px)", what);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    return pxvm_fail(err, PXE_FIXATION_SYNTAX, -1, -1, what);
 }
 
 int px_run_fix_reg(const pxvm_program *prog, int k)
@@ -238,13 +213,11 @@ int px_run_fixations(const pxvm_program *prog, const px_run_args *a, int32_t q[P
         if (px_run_parse_fixation(t, v, &texels, what, err) < 0)
             return -1;
         if (reg < 0 && k > 0) { /* (k = 0: the library's words for a program that takes none) */
-            char msg[900], list[64] = "";
+            char list[64] = "";
             for (int r = 0, n = 0; r < k; r++)
                 n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", r ? ", " : "", px_run_fix_reg(prog, r));
-            snprintf(msg, sizeof msg, "%.300s: program '%.300s' takes %d fixation%s, one per input register in "
-                     "register order (its input register%s: %s): this is fixation %d", what, a->prog_path, k,
-                     k > 1 ? "s" : "", k > 1 ? "s" : "", list, k + 1);
-            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return pxvm_fail(err, PXE_FIXATION_TOO_MANY, -1, -1, what, a->prog_path, k, k > 1 ? "s" : "",
+                             k > 1 ? "s" : "", list, k + 1);
         }
         if (pxvm_fixation_check_regs(prog, a->prog_path, reg < 0 ? 0 : reg, 1, what, err) < 0)
             return -1;

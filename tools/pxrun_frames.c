@@ -181,17 +181,12 @@ static int px__switch_size(const pxvm_executor_ops *ops, pxvm_executor *ex, cons
     for (int i = 0; i < a->nnpy; i++) {
         const pxvm_slot *was = &(*cur)->slots[a->slot_of[2][i]], *now = &next->slots[a->slot_of[2][i]];
         if (was->w != now->w || was->h != now->h) {
-            snprintf(msg, sizeof msg,
-                     "--npy %.100s: frame %ld (%s) is %dx%d, the previous ones %dx%d: slot %d ('%s') changes size "
-                     "with the frames and cannot be stacked in one array (--out writes the last frame's)",
-                     a->npys[i].slot, n, name, w, h, pw, ph, a->slot_of[2][i],
-                     pxvm_slot_label(next, a->slot_of[2][i], lb));
-            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return pxvm_fail(err, PXE_FRAMES_NPY_SIZE, -1, -1, a->npys[i].slot, n, name, w, h, pw, ph, a->slot_of[2][i],
+                             pxvm_slot_label(next, a->slot_of[2][i], lb));
         }
     }
     if (!ops->retarget)
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1,
-                         "--frames: this executor cannot change the size of the frame slot (it has no retarget op)");
+        return pxvm_fail(err, PXE_FRAMES_NO_RETARGET, -1, -1);
     if (ops->retarget(ex, next, err) < 0)
         return -1;
     *cur = next;
@@ -222,13 +217,13 @@ long px_run_frames(const pxvm_executor_ops *ops, pxvm_executor *ex, const pxvm_p
     int fslot = px_run_frame_slot(prog, a), atlas = -1, mask = -1;
     *cur = prog;
     if (fslot < 0)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "--frames: the program has no input slot left for the frames");
+        return pxvm_fail(err, PXE_FRAMES_NO_SLOT, -1, -1);
     for (int k = 0; k < prog->nslots && atlas < 0; k++)
         atlas = prog->geom_base[k] >= 0 ? k : -1;
     for (uint32_t i = 0; i < prog->ninsns && mask < 0; i++)
         mask = prog->insns[i].op == PX_OP_DIFF ? PX_ARG(&prog->insns[i], DIFF, mask) : -1;
     if (a->changed_path && atlas < 0)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "--changed: the program has no patch atlas");
+        return pxvm_fail(err, PXE_CHANGED_NO_ATLAS, -1, -1);
     px_frames *opened = NULL;
     if (!src && px__frames_open(a, prog, fslot, &opened, err) < 0)
         return -1;

@@ -101,7 +101,7 @@ int px_run_fixation_outputs(const pxvm_executor_ops *ops, pxvm_executor *ex, con
         if (i < a->ngeom && slot < 0)
             return pxvm_fail(err, PXE_NO_SLOT, -1, -1, a->geoms[i].slot);
         if (i == a->ngeom && (slot < 0 || !photo))
-            return pxvm_fail(err, PXE_USAGE, -1, -1, "--overlay needs a program with an input slot and a patch atlas");
+            return pxvm_fail(err, PXE_OVERLAY_NO_ATLAS, -1, -1);
         const pxvm_slot *s = &prog->slots[slot];
         int32_t *g = malloc(sizeof(int32_t) * PX_GEOM_INTS * (size_t)(s->patch_count ? s->patch_count : 1));
         uint8_t *bytes = NULL;

@@ -4,11 +4,6 @@
 
 #include "pxrun_size.h"
 
-static int px__size_fail(pxvm_error *err, const char *msg)
-{
-    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-}
-
 int px_policy_option(const char *text, px_policy *p, int *native, pxvm_error *err)
 {
     if (px_policy_parse(text, p, err) < 0) /* the library's words: every kind, native among them */
@@ -21,11 +16,8 @@ int px_policy_option(const char *text, px_policy *p, int *native, pxvm_error *er
 
 int px_size_parse(const char *text, px_size_opt *s, pxvm_error *err)
 {
-    char msg[300];
-    if (s->text) {
-        snprintf(msg, sizeof msg, "--size given twice ('%.100s', then '%.100s'): give it once", s->text, text);
-        return px__size_fail(err, msg);
-    }
+    if (s->text)
+        return pxvm_fail(err, PXE_SIZE_TWICE, -1, -1, s->text, text);
     int v[2] = {0, 0}, i = 0;
     const char *p = text;
     for (; i < 2; i++) {
@@ -38,10 +30,8 @@ int px_size_parse(const char *text, px_size_opt *s, pxvm_error *err)
             break;
         v[i] = (int)x;
     }
-    if (i < 2 || *p) {
-        snprintf(msg, sizeof msg, "--size takes WxH, the width and height 1..65535 (e.g. 320x240), not '%.200s'", text);
-        return px__size_fail(err, msg);
-    }
+    if (i < 2 || *p)
+        return pxvm_fail(err, PXE_SIZE_SYNTAX, -1, -1, text);
     s->text = text, s->w = v[0], s->h = v[1];
     return 0;
 }
@@ -52,19 +42,14 @@ int px_size_policy(const px_size_opt *s, const char *policy_text, int native, px
         return 0;
     if (!policy_text)
         return px_policy_parse("stretch", p, err);
-    if (native || p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_DYNAMIC) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "--size %.40s: --policy '%.100s' decides the size itself (native and exact bind each "
-                 "image at its own size, dynamic at its rule's); --size takes stretch[:FILTER] or fit[:FILTER[:PAD]]",
-                 s->text, policy_text);
-        return px__size_fail(err, msg);
-    }
+    if (native || p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_DYNAMIC)
+        return pxvm_fail(err, PXE_SIZE_POLICY, -1, -1, s->text, policy_text);
     return 0;
 }
 
 int px_size_slots(const pxvm_program *prog, const char *prog_path, const px_size_opt *s, int *wh, pxvm_error *err)
 {
-    char msg[700], lb[16];
+    char lb[16];
     if (!s->text)
         return 0;
     if (!prog->any_size) {
@@ -72,20 +57,17 @@ int px_size_slots(const pxvm_program *prog, const char *prog_path, const px_size
         while (k < prog->nslots && prog->slots[k].role != PXI_ROLE_INPUT)
             k++;
         if (k == prog->nslots)
-            snprintf(msg, sizeof msg, "--size %.40s: program '%.300s' has no input slot", s->text, prog_path);
-        else
-            snprintf(msg, sizeof msg, "--size %.40s: program '%.300s' is not any-size: its input slot %d ('%s') is "
-                     "%dx%d, the only size it takes (--policy stretch or fit resizes images to it)", s->text, prog_path,
-                     k, pxvm_slot_label(prog, k, lb), prog->slots[k].w, prog->slots[k].h);
-        return px__size_fail(err, msg);
+            return pxvm_fail(err, PXE_SIZE_NO_INPUT, -1, -1, s->text, prog_path);
+        return pxvm_fail(err, PXE_SIZE_FIXED, -1, -1, s->text, prog_path, k, pxvm_slot_label(prog, k, lb),
+                         prog->slots[k].w, prog->slots[k].h);
     }
     for (int k = 1; k < prog->nslots; k++) {
         if (prog->slots[k].role != PXI_ROLE_INPUT || !(prog->slots[k].flags & PXI_SLOT_ANYSIZE))
             continue;
         if (pxvm_anysize_check(prog, k, s->w, s->h, err) < 0) {
-            snprintf(msg, sizeof msg, "--size %.40s is outside the bounds of program '%.200s': %.400s", s->text,
-                     prog_path, err->msg);
-            return px__size_fail(err, msg);
+            char why[sizeof err->msg]; /* the library's words, copied: err->msg is rewritten */
+            memcpy(why, err->msg, sizeof why);
+            return pxvm_fail(err, PXE_SIZE_BOUNDS, -1, -1, s->text, prog_path, why);
         }
         wh[2 * k] = s->w, wh[2 * k + 1] = s->h;
     }

@@ -13,7 +13,7 @@ static const struct {
 #include "errors.def"
 };
 
-int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...)
+int pxvm_failv(pxvm_error *err, pxvm_code code, int x, int y, va_list ap)
 {
     if (!err)
         return -1;
@@ -21,12 +21,18 @@ int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...)
     err->cls = px__errors[code].cls;
     err->x = x;
     err->y = y;
-    va_list ap;
-    va_start(ap, y);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
     vsnprintf(err->msg, sizeof err->msg, px__errors[code].fmt, ap);
 #pragma GCC diagnostic pop
+    return -1;
+}
+
+int (pxvm_fail)(pxvm_error *err, pxvm_code code, int x, int y, ...)
+{
+    va_list ap;
+    va_start(ap, y);
+    pxvm_failv(err, code, x, y, ap);
     va_end(ap);
     return -1;
 }

@@ -63,7 +63,7 @@ int px_image_check_size(const char *name, const pxvm_limits *lim, const pxvm_ima
 
 int px_image_damaged(pxvm_error *err, pxvm_code code, const char *name, const char *why)
 {
-    pxvm_fail(err, code, -1, -1, name, why);
+    (pxvm_fail)(err, code, -1, -1, name, why); /* the caller's code (vm.h: PXVM_CHECK_FORMATS) */
     return PX_IMAGE_DAMAGED;
 }
 

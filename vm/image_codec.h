@@ -13,7 +13,7 @@
 #define PX__WENT_PAST(err, ...)                                                                                      \
     do {                                                                                                            \
         pxvm_error px_w_;                                                                                           \
-        pxvm_fail(&px_w_, __VA_ARGS__);                                                                             \
+        (pxvm_fail)(&px_w_, __VA_ARGS__); /* a code that may be a variable's */                                     \
         if ((err) && (err)->code == PXE_NONE)                                                                       \
             *(err) = px_w_;                                                                                         \
     } while (0)

@@ -179,7 +179,7 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
     px__jpeg_info ji;
     px__jpeg_walk(data, len, &ji);
     if (ji.fatal)
-        return pxvm_fail(err, ji.fatal, -1, -1, name, ji.why);
+        return (pxvm_fail)(err, ji.fatal, -1, -1, name, ji.why); /* a code kept by the walk */
     if (ji.scans > PXVM_JPEG_MAX_SCANS)
         return pxvm_fail(err, PXE_JPEG_SCANS, -1, -1, name, (unsigned)PXVM_JPEG_MAX_SCANS);
     /* sides and memory from the frame header, before libjpeg-turbo allocates anything (the size

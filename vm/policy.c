@@ -27,12 +27,8 @@ int px_policy_geometry(const px_policy *p, int sw, int sh, int w, int h, px_poli
      * int(S * long / short), S * long exact in a double (both <= 2^24), one rounded division */
     int S = p->short_side ? p->short_side : (w > h ? w : h), shortest = sw <= sh ? sw : sh, longest = sw <= sh ? sh : sw;
     double lo = floor((double)S * (double)longest / (double)shortest);
-    if (lo > (double)PX_RESIZE_MAX_SIDE) {
-        char m[200];
-        snprintf(m, sizeof m, "policy crop: a %dx%d image's short side resized to %d makes its long side %.0f, past "
-                 "2^24", sw, sh, S, lo);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+    if (lo > (double)PX_RESIZE_MAX_SIDE)
+        return pxvm_fail(err, PXE_POLICY_CROP_LONG, -1, -1, sw, sh, S, lo);
     if (sw <= sh)
         g->rw = S, g->rh = (int)lo;
     else
@@ -50,13 +46,7 @@ int px_policy_geometry(const px_policy *p, int sw, int sh, int w, int h, px_poli
 
 static int px__policy_fail(pxvm_error *err, const char *text, const char *why)
 {
-    char msg[760]; /* 200 of the text, up to 160 of why, 240 of the syntax */
-    snprintf(msg, sizeof msg,
-             "bad policy '%.200s': %.160s (native, exact, stretch[:FILTER], fit[:FILTER][:PAD], "
-             "crop[:short=S][:FILTER] or dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER]; FILTER "
-             "nearest, box, bilinear, hamming, bicubic or lanczos; PAD R,G,B[,A] or hex RRGGBB[AA])",
-             text, why);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    return pxvm_fail(err, PXE_POLICY_SYNTAX, -1, -1, text, why); /* 200 of the text, 160 of why: they fit the message */
 }
 
 static int px__hexval(char c)
@@ -331,12 +321,8 @@ int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err)
 {
     if (p->kind != PX_POLICY_DYNAMIC)
         return 0;
-    if (p->patch && p->patch != patch) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "policy dynamic: patch=%d, but the plan's patch is %d (leave patch= out to take the plan's)",
-                 p->patch, patch);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if (p->patch && p->patch != patch)
+        return pxvm_fail(err, PXE_POLICY_PATCH, -1, -1, p->patch, patch);
     p->patch = patch;
     return 0;
 }
@@ -348,13 +334,10 @@ int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err)
 int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_error *err)
 {
     if (p->kind != PX_POLICY_DYNAMIC || p->patch < 1 || p->merge < 1 || w < 1 || h < 1)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "px_dynamic_size: not a dynamic policy with its patch, or an empty image");
+        return pxvm_fail(err, PXE_DYNAMIC_ARGS, -1, -1);
     int64_t f = (int64_t)p->patch * p->merge, lo = w < h ? w : h, hi = w < h ? h : w;
-    if ((double)hi / (double)lo > 200.0) {
-        char why[96];
-        snprintf(why, sizeof why, "takes aspect ratios up to 200:1; this one is %.2f:1", (double)hi / (double)lo);
-        return pxvm_fail(err, PXE_DYNAMIC_SIZE, -1, -1, w, h, why);
-    }
+    if ((double)hi / (double)lo > 200.0)
+        return pxvm_fail(err, PXE_DYNAMIC_ASPECT, -1, -1, w, h, (double)hi / (double)lo);
     int64_t side[2] = {h, w}, bar[2];
     for (int i = 0; i < 2; i++) { /* round(side / f) * f, half to even */
         int64_t q = side[i] / f, r = side[i] % f;
@@ -372,12 +355,8 @@ int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_err
         for (int i = 0; i < 2; i++)
             bar[i] = (int64_t)(ceil((double)side[i] * beta / (double)f) * (double)f);
     }
-    if (bar[0] > PX_RESIZE_MAX_SIDE || bar[1] > PX_RESIZE_MAX_SIDE) {
-        char why[96];
-        snprintf(why, sizeof why, "would resize it to %lldx%lld, past sides of %d", (long long)bar[1],
-                 (long long)bar[0], PX_RESIZE_MAX_SIDE);
-        return pxvm_fail(err, PXE_DYNAMIC_SIZE, -1, -1, w, h, why);
-    }
+    if (bar[0] > PX_RESIZE_MAX_SIDE || bar[1] > PX_RESIZE_MAX_SIDE)
+        return pxvm_fail(err, PXE_DYNAMIC_SIDE, -1, -1, w, h, (long long)bar[1], (long long)bar[0], PX_RESIZE_MAX_SIDE);
     *oh = (int)bar[0], *ow = (int)bar[1];
     return 0;
 }
@@ -387,18 +366,14 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
 {
     memset(dst, 0, sizeof *dst);
     if (!px || sw < 1 || sh < 1 || w < 1 || h < 1 || !p || (channels != 1 && channels != 3 && channels != 4))
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+        return pxvm_fail(err, PXE_POLICY_IMAGE_ARGS, -1, -1);
     if (p->kind == PX_POLICY_DYNAMIC && (sw != w || sh != h)) { /* the size px_dynamic_size gave */
         px_policy stretch = *p;
         stretch.kind = PX_POLICY_STRETCH;
         return px_resize_policy_px(px, sw, sh, channels, w, h, &stretch, dst, err);
     }
-    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (sw != w || sh != h)) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "policy %s: a %dx%d image is not %dx%d", p->kind == PX_POLICY_NATIVE ? "native" : "exact",
-                 sw, sh, w, h);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-    }
+    if ((p->kind == PX_POLICY_EXACT || p->kind == PX_POLICY_NATIVE) && (sw != w || sh != h))
+        return pxvm_fail(err, PXE_POLICY_SIZE, -1, -1, p->kind == PX_POLICY_NATIVE ? "native" : "exact", sw, sh, w, h);
     px_policy_geom g;
     px_resize_op op;
     if (px_policy_geometry(p, sw, sh, w, h, &g, err) < 0 || px_resize_op_window(sw, sh, &g, p->filter, 0, &op, err) < 0)
@@ -455,7 +430,7 @@ int px_resize_policy(const pxvm_image *src, int w, int h, const px_policy *p, px
 {
     if (!src || !src->px) {
         memset(dst, 0, sizeof *dst);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "policy: bad image arguments");
+        return pxvm_fail(err, PXE_POLICY_IMAGE_ARGS, -1, -1);
     }
     return px_resize_policy_px(src->px, src->w, src->h, 4, w, h, p, dst, err);
 }

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int px__bfail(pxvm_builder *b, const char *why)
+/* Keeps the builder's first mistake (an error of errors.def without arguments) for pxvm_build_finish. */
+static int px__bfail(pxvm_builder *b, pxvm_code why)
 {
     if (!b->failed)
-        snprintf(b->why, sizeof b->why, "%s", why);
+        b->why = why;
     b->failed = 1;
     return -1;
 }
@@ -32,7 +33,7 @@ void pxvm_build_free(pxvm_builder *b)
 int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h)
 {
     if (b->nslots >= PXVM_MAX_SLOTS || b->ninsns || b->nrows)
-        return px__bfail(b, "slots must be declared first, at most 255");
+        return px__bfail(b, PXE_BUILD_SLOTS);
     pxvm_builder_slot *s = &b->slots[++b->nslots];
     memset(s, 0, sizeof *s);
     s->role = (uint8_t)role;
@@ -45,7 +46,7 @@ int pxvm_build_slot(pxvm_builder *b, int role, const char *name, int w, int h)
 void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int count)
 {
     if (slot < 1 || slot > b->nslots) {
-        px__bfail(b, "no such slot");
+        px__bfail(b, PXE_BUILD_NO_SLOT);
         return;
     }
     b->slots[slot].patch_w = patch_w;
@@ -56,13 +57,13 @@ void pxvm_build_patches(pxvm_builder *b, int slot, int patch_w, int patch_h, int
 int pxvm_build_data_slot(pxvm_builder *b, const char *name, const pxvm_image *img)
 {
     if (img->w > b->width)
-        return px__bfail(b, "embedded data is wider than the program image");
+        return px__bfail(b, PXE_BUILD_DATA_WIDE);
     int k = pxvm_build_slot(b, PXI_ROLE_DATA, name, img->w, img->h);
     if (k < 0)
         return -1;
     pxvm_image *d = &b->slots[k].data;
     if (pxvm_image_alloc(d, img->w, img->h, NULL) < 0)
-        return px__bfail(b, "out of memory");
+        return px__bfail(b, PXE_BUILD_NOMEM);
     memcpy(d->px, img->px, (size_t)img->w * (size_t)img->h * 4u);
     return k;
 }
@@ -82,7 +83,7 @@ uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields)
 {
     const pxi_op_info *info = pxi_op((unsigned)op);
     if (!info->name || b->nrows) {
-        px__bfail(b, info->name ? "instructions must come before raw rows" : "not an implemented opcode");
+        px__bfail(b, info->name ? PXE_BUILD_ORDER : PXE_BUILD_OPCODE);
         return 0;
     }
     if (b->code_pixels + info->pixels > b->code_cap) {
@@ -96,7 +97,7 @@ uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields)
         if (p)
             b->insn_pc = p;
         if (!c || !p) {
-            px__bfail(b, "out of memory");
+            px__bfail(b, PXE_BUILD_NOMEM);
             return 0;
         }
         b->code_cap = cap;
@@ -116,7 +117,7 @@ uint32_t pxvm_build_insn(pxvm_builder *b, int op, const int32_t *fields)
 void pxvm_build_patch(pxvm_builder *b, uint32_t insn, int field, int32_t value)
 {
     if (insn >= b->ninsns) {
-        px__bfail(b, "no such instruction");
+        px__bfail(b, PXE_BUILD_NO_INSN);
         return;
     }
     uint8_t *px = b->code + 4 * b->insn_pc[insn];
@@ -143,20 +144,22 @@ int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n)
     size_t rb = (size_t)b->width * 4u;
     uint8_t *r = realloc(b->rows, rb * (size_t)(b->nrows + 1));
     if (!r)
-        return px__bfail(b, "out of memory");
+        return px__bfail(b, PXE_BUILD_NOMEM);
     b->rows = r;
     memset(r + rb * (size_t)b->nrows, 0, rb);
     memcpy(r + rb * (size_t)b->nrows, rgba, 4u * (size_t)(n < b->width ? n : b->width));
     return b->rows_base + b->nrows++;
 }
 
+int pxvm_build_error(const pxvm_builder *b, pxvm_error *err) { return (pxvm_fail)(err, b->why, -1, -1); }
+
 int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
 {
     if (b->failed)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, b->why);
+        return pxvm_build_error(b, err);
     size_t W = (size_t)b->width, hdr = px__header_pixels(b), code0 = px__code_start(b), code_end = code0 + b->code_pixels;
     if (code0 < hdr)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "the code would start inside the header");
+        return pxvm_fail(err, PXE_BUILD_CODE_START, -1, -1);
     size_t rows = (code_end + W - 1) / W;
     if (b->rows_base >= 0)
         rows = (size_t)b->rows_base + (size_t)b->nrows;
@@ -165,7 +168,7 @@ int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err)
         if (b->slots[k].role == PXI_ROLE_DATA && !b->slots[k].data_fixed)
             rows += (size_t)b->slots[k].h;
     if (rows > 65535 || W > 65535)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "program image would exceed 65535 pixels on a side");
+        return pxvm_fail(err, PXE_BUILD_TOO_LARGE, -1, -1);
     if (pxvm_image_alloc(out, (int)W, (int)rows, err) < 0)
         return -1;
     uint8_t *px = out->px;
@@ -221,7 +224,7 @@ void pxvm_build_persist(pxvm_builder *b, int slot)
 void pxvm_build_any_size(pxvm_builder *b, int slot, int min_side, int max_side, uint32_t max_pixels)
 {
     if (slot < 1 || slot > b->nslots) {
-        px__bfail(b, "no such slot");
+        px__bfail(b, PXE_BUILD_NO_SLOT);
         return;
     }
     pxvm_builder_slot *s = &b->slots[slot];

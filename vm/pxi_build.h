@@ -35,7 +35,7 @@ typedef struct pxvm_builder {
     int nrows;
     int rows_base;     /* row index of the first raw row (fixed by the first pxvm_build_row) */
     int failed;
-    char why[256];
+    pxvm_code why; /* the first mistake (errors.def), reported by pxvm_build_finish */
 } pxvm_builder;
 
 void pxvm_build_init(pxvm_builder *b, int width);
@@ -63,6 +63,8 @@ void pxvm_build_patch(pxvm_builder *b, uint32_t insn, int field, int32_t value);
 int pxvm_build_row(pxvm_builder *b, const uint8_t *rgba, int n);
 /* The finished program image. The header's instruction count and code start are filled in. */
 int pxvm_build_finish(pxvm_builder *b, pxvm_image *out, pxvm_error *err);
+/* The builder's first mistake (b->failed) as an error; returns -1. */
+int pxvm_build_error(const pxvm_builder *b, pxvm_error *err);
 
 #ifdef __cplusplus
 }

@@ -33,38 +33,26 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
     if (failed)
         *failed = -1;
     if (!policy || n < 0 || !offsets || (n && !wh)) /* offsets[0] is written for n = 0 too */
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: a NULL argument or n < 0");
-    if (patch < 1 || patch > 256) {
-        char m[96];
-        snprintf(m, sizeof m, "tiles: patch must be 1..256, not %d", patch);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+        return pxvm_fail(err, PXE_TILES_ARGS, -1, -1);
+    if (patch < 1 || patch > 256)
+        return pxvm_fail(err, PXE_TILES_PATCH, -1, -1, patch);
     if (px_policy_parse(policy, pol, err) < 0)
         return -1;
     int dynamic = pol->kind == PX_POLICY_DYNAMIC;
     if (dynamic && px_policy_dynamic_patch(pol, patch, err) < 0)
         return -1;
     if (pol->kind == PX_POLICY_NATIVE)
-        return pxvm_fail(err, PXE_USAGE, -1, -1,
-                         "tiles: policy native keeps each image's size, which need not be a multiple of the patch: use "
-                         "dynamic, or stretch, fit or exact with a size");
+        return pxvm_fail(err, PXE_TILES_NATIVE, -1, -1);
     if (dynamic ? out_w || out_h
                 : out_w < 1 || out_h < 1 || out_w % patch || out_h % patch || out_w > PX_RESIZE_MAX_SIDE ||
-                      out_h > PX_RESIZE_MAX_SIDE) {
-        char m[200];
-        snprintf(m, sizeof m,
-                 dynamic ? "tiles: policy dynamic gives each image its own size: out_w and out_h are 0, not %dx%d"
-                         : "tiles: out_w x out_h (%dx%d) must be multiples of the patch, 1..2^24",
-                 out_w, out_h);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+                      out_h > PX_RESIZE_MAX_SIDE)
+        return dynamic ? pxvm_fail(err, PXE_TILES_DYNAMIC_SIZE, -1, -1, out_w, out_h)
+                       : pxvm_fail(err, PXE_TILES_SIZE, -1, -1, out_w, out_h);
     offsets[0] = 0;
     for (int i = 0; i < n; i++) {
         int w = wh[2 * i], h = wh[2 * i + 1], ow = out_w, oh = out_h;
         if (w < 1 || h < 1 || w > PX_RESIZE_MAX_SIDE || h > PX_RESIZE_MAX_SIDE) {
-            char m[96];
-            snprintf(m, sizeof m, "tiles: a %dx%d image (sides are 1..2^24)", w, h);
-            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            pxvm_fail(err, PXE_TILES_IMAGE_SIDE, -1, -1, w, h);
             return px__about(err, i, failed);
         }
         if (dynamic && px_dynamic_size(pol, w, h, &ow, &oh, err) < 0)
@@ -73,17 +61,12 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
         if (pol->kind == PX_POLICY_CROP && px_policy_geometry(pol, w, h, ow, oh, &g, err) < 0)
             return px__about(err, i, failed);
         if (pol->kind == PX_POLICY_EXACT && (w != ow || h != oh)) {
-            char m[128];
-            snprintf(m, sizeof m, "policy exact: a %dx%d image is not %dx%d", w, h, ow, oh);
-            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            pxvm_fail(err, PXE_POLICY_SIZE, -1, -1, "exact", w, h, ow, oh);
             return px__about(err, i, failed);
         }
         int64_t tiles = (int64_t)(ow / patch) * (oh / patch); /* <= 2^48: sides <= 2^24 */
         if (tiles > PX_RAGGED_MAX_TILES - offsets[i]) {
-            char m[160];
-            snprintf(m, sizeof m, "tiles: the batch's tiles reach %lld here, over 2^48 (no memory holds them)",
-                     (long long)(offsets[i] + tiles));
-            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            pxvm_fail(err, PXE_TILES_TOO_MANY, -1, -1, (long long)(offsets[i] + tiles));
             return px__about(err, i, failed);
         }
         if (out_wh)
@@ -98,31 +81,20 @@ int px_ragged_sizes(const char *policy, int patch, int out_w, int out_h, int n, 
  * of T images, grid sides multiples of merge. 0, or -1 with *err set (naming the image). */
 static int px__layout_check(const pxvm_ragged *t, int n, const int *out_wh, int *failed, pxvm_error *err)
 {
-    char m[200];
-    if (t->merge < 0 || t->merge > PX_RESIZE_MAX_SIDE || t->temporal < 0 || t->temporal > 65536) {
-        snprintf(m, sizeof m, "tiles: merge %d and temporal %d: merge is 0..2^24 (0, 1: row-major), temporal 0..65536 "
-                 "(0, 1: one image per item)", t->merge, t->temporal);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+    if (t->merge < 0 || t->merge > PX_RESIZE_MAX_SIDE || t->temporal < 0 || t->temporal > 65536)
+        return pxvm_fail(err, PXE_TILES_LAYOUT, -1, -1, t->merge, t->temporal);
     int T = t->temporal > 1 ? t->temporal : 1, mg = t->merge > 1 ? t->merge : 1;
-    if (n % T) {
-        snprintf(m, sizeof m, "tiles: temporal %d takes the images in groups of %d frames; %d images are not whole "
-                 "groups", T, T, n);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+    if (n % T)
+        return pxvm_fail(err, PXE_TILES_GROUPS, -1, -1, T, T, n);
     for (int i = 0; i < n; i++) {
         int w = out_wh[2 * i], h = out_wh[2 * i + 1], g0 = i - i % T;
         if (w != out_wh[2 * g0] || h != out_wh[2 * g0 + 1]) {
-            snprintf(m, sizeof m, "temporal %d: resized to %dx%d, but image %d, the first frame of its group, is %dx%d "
-                     "(a group's frames share one size)", T, w, h, g0, out_wh[2 * g0], out_wh[2 * g0 + 1]);
-            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            pxvm_fail(err, PXE_TILES_FRAME_SIZE, -1, -1, T, w, h, g0, out_wh[2 * g0], out_wh[2 * g0 + 1]);
             return px__about(err, i, failed);
         }
         int gw = w / t->patch, gh = h / t->patch;
         if (gw % mg || gh % mg) {
-            snprintf(m, sizeof m, "merge %d: its grid of %dx%d tiles (w x h, resized to %dx%d) is not made of %dx%d "
-                     "windows", mg, gw, gh, w, h, mg, mg);
-            pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            pxvm_fail(err, PXE_TILES_MERGE, -1, -1, mg, gw, gh, w, h, mg, mg);
             return px__about(err, i, failed);
         }
     }
@@ -168,7 +140,7 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
 {
     memset(job, 0, sizeof *job);
     if (!t || n < 1 || !views)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: no images (n < 1), or a NULL argument");
+        return pxvm_fail(err, PXE_TILES_NO_IMAGES, -1, -1);
     t->failed = -1;
     job->failed = &t->failed;
     int *wh = malloc(sizeof(int) * 4u * (size_t)n);
@@ -182,7 +154,7 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
     for (int i = 0; i < n && !rc; i++) {
         /* items first: the view check would call a second item one outside a batch of 1 */
         if ((views[i].items != 1 &&
-             pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input", "a tile batch takes one item per view") < 0) ||
+             pxvm_fail(err, PXE_TILES_ONE_ITEM, -1, -1) < 0) ||
             pxvm_check_input_view(1, 0, &views[i], err) < 0)
             rc = px__about(err, i, job->failed);
         else
@@ -222,24 +194,16 @@ int px_ragged_prepare(px_ragged_job *job, int n, const pxvm_view *views, pxvm_ra
                 lead = i;
         unsigned __int128 need = (unsigned __int128)job->tiles * job->tile_bytes;
         size_t align = table && t->fmt ? (size_t)table->elem : 1u;
-        if (t->dst && (uintptr_t)t->dst % align) {
-            char m[120];
-            snprintf(m, sizeof m, "tiles: dst must be aligned to its dtype (%zu bytes)", align);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
-        } else if (!t->dst || need > t->dst_bytes) {
-            char m[200];
-            snprintf(m, sizeof m, "tiles: dst %s %zu bytes; the %lld tiles take %llu", t->dst ? "has" : "is NULL, of",
-                     t->dst_bytes, (long long)job->tiles, (unsigned long long)need);
-            rc = pxvm_fail(err, PXE_USAGE, -1, -1, m);
-        }
+        if (t->dst && (uintptr_t)t->dst % align)
+            rc = pxvm_fail(err, PXE_TILES_DST_ALIGN, -1, -1, align);
+        else if (!t->dst || need > t->dst_bytes)
+            rc = pxvm_fail(err, PXE_TILES_DST_SMALL, -1, -1, t->dst ? "has" : "is NULL, of", t->dst_bytes,
+                           (long long)job->tiles, (unsigned long long)need);
         /* the tiles are written while other images are still read (the pool, the parts): an
          * image in dst's bytes would be read half overwritten, silently wrong */
         for (int i = 0; i < n && !rc; i++)
             if (px__view_meets_dst(&views[i], t->dst, t->dst_device, need)) {
-                char m[160];
-                snprintf(m, sizeof m, "tiles: dst (%zu bytes at %p) overlaps the image's pixels: write the tiles "
-                         "elsewhere", t->dst_bytes, t->dst);
-                pxvm_fail(err, PXE_USAGE, -1, -1, m);
+                pxvm_fail(err, PXE_TILES_DST_OVERLAP, -1, -1, t->dst_bytes, t->dst);
                 rc = px__about(err, i, job->failed);
             }
     }

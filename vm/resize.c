@@ -147,9 +147,9 @@ int px_resize_coeffs(int in_size, int out_size, int filter, px_resize_table *t, 
 {
     memset(t, 0, sizeof *t);
     if (in_size < 1 || in_size > PX_RESIZE_MAX_SIDE || out_size < 1 || out_size > PX_RESIZE_MAX_SIDE)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: sides must be 1..16777216");
+        return pxvm_fail(err, PXE_RESIZE_SIDES, -1, -1);
     if (filter < 0 || filter >= PX_RESIZE__FILTERS)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: unknown filter");
+        return pxvm_fail(err, PXE_RESIZE_FILTER, -1, -1);
     t->in_size = in_size;
     t->out_size = out_size;
     t->filter = filter;
@@ -479,7 +479,7 @@ int px_resize_rgba8_threads(const uint8_t *src, int sw, int sh, int64_t sstride,
 {
     if (!src || !dst || channels < 1 || channels > 4 || sw < 1 || sh < 1 || dw < 1 || dh < 1 ||
         sstride < (int64_t)sw * channels || dstride < (int64_t)dw * channels)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "resize: bad image arguments");
+        return pxvm_fail(err, PXE_RESIZE_ARGS, -1, -1);
     px_resize_op op;
     memset(&op, 0, sizeof op);
     op.filter = filter, op.sw = sw, op.sh = sh, op.w = op.cw = dw, op.h = op.ch = dh;

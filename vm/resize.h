@@ -231,7 +231,7 @@ int px_resize_policy_px(const uint8_t *px, int sw, int sh, int channels, int w, 
 int px_policy_dynamic_patch(px_policy *p, int patch, pxvm_error *err);
 /* dynamic: the size a w x h image is resized to (p->patch must be set), as docs/policies.md states it
  * (Qwen2-VL's smart_resize with f = patch * merge). 0, or -1: an aspect
- * ratio over 200:1, or a side past PX_RESIZE_MAX_SIDE (PXE_DYNAMIC_SIZE, unlinkable). */
+ * ratio over 200:1, or a side past PX_RESIZE_MAX_SIDE (PXE_DYNAMIC_ASPECT, PXE_DYNAMIC_SIDE: unlinkable). */
 int px_dynamic_size(const px_policy *p, int w, int h, int *ow, int *oh, pxvm_error *err);
 
 /* Builds one RESIZE (operands as decoded, src level 0 sw x sh). 0, or -1 with *err set. */

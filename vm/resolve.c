@@ -36,10 +36,8 @@ static int px__target(const pxvm_program *poly, const int *wh, int k, int *w, in
         return pxvm_anysize_check(poly, k, tw, th, err);
     if (tw == s->w && th == s->h)
         return 0;
-    char msg[200], lb[16];
-    snprintf(msg, sizeof msg, "slot %d ('%s') is %dx%d and not any-size: it cannot be resolved at %dx%d", k,
-             pxvm_slot_label(poly, k, lb), s->w, s->h, tw, th);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    char lb[16];
+    return pxvm_fail(err, PXE_RESOLVE_FIXED, -1, -1, k, pxvm_slot_label(poly, k, lb), s->w, s->h, tw, th);
 }
 
 /* Writes operand f of instruction `in` (op: its opcode's table row) into the program image and,
@@ -124,7 +122,7 @@ static int px__resolve(const pxvm_program *poly, const int *wh, pxvm_image *out,
     int size[2 * (PXVM_MAX_SLOTS + 1)];
     memset(out, 0, sizeof *out);
     if (wh && (wh[0] || wh[1]))
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "slot 0 (the program image) has no size to resolve: give 0,0");
+        return pxvm_fail(err, PXE_RESOLVE_SLOT0, -1, -1);
     for (int k = 1; k < poly->nslots; k++)
         if (px__target(poly, wh, k, &size[2 * k], &size[2 * k + 1], err) < 0)
             return -1;

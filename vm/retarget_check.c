@@ -9,19 +9,16 @@
 
 static int px__differs(pxvm_error *err, const char *what)
 {
-    char msg[360];
-    snprintf(msg, sizeof msg, "retarget: the next program differs from the loaded one in %s (only input sizes and operand values may differ)",
-             what);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+    return pxvm_fail(err, PXE_RETARGET_DIFFERS, -1, -1, what);
 }
 
 int pxvm_check_retarget(const pxvm_program *loaded, const pxvm_program *next, pxvm_error *err)
 {
     char what[200], lb[16];
     if (!loaded)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "retarget: no program is loaded");
+        return pxvm_fail(err, PXE_RETARGET_NOT_LOADED, -1, -1);
     if (!next)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "retarget: no program given");
+        return pxvm_fail(err, PXE_RETARGET_NO_NEXT, -1, -1);
     if (loaded->resolved_from && loaded->resolved_from == next->resolved_from)
         return 0; /* two resolutions of one program: they differ as retarget allows, by construction */
     if (loaded->nslots != next->nslots) {

@@ -34,9 +34,7 @@ int pxvm_token_preset(const char *name, pxvm_token_format *fmt, pxvm_error *err)
         fmt->mean[3] = 0.0, fmt->std[3] = 1.0;
         return 0;
     }
-    char m[300];
-    snprintf(m, sizeof m, "tokens: no normalization preset '%.200s' (presets: clip, siglip, imagenet, none)", name);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+    return pxvm_fail(err, PXE_TOKEN_PRESET, -1, -1, name);
 }
 
 /* ---- exact roundings ------------------------------------------------------------------------ */
@@ -81,42 +79,20 @@ static uint32_t px__bits(float v)
     return b;
 }
 
-/* "mean[2] = 1e+39" as a message */
-static int px__bad(pxvm_error *err, const char *what, int c, double v, const char *why)
-{
-    char m[300];
-    if (c >= 0)
-        snprintf(m, sizeof m, "token format: %s[%d] = %.9g %s", what, c, v, why);
-    else
-        snprintf(m, sizeof m, "token format: %s = %.9g %s", what, v, why);
-    return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-}
-
 int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, pxvm_error *err)
 {
-    char m[300];
-    if (fmt->dtype < PXVM_TOKENS_FLOAT32 || fmt->dtype > PXVM_TOKENS_BFLOAT16) { /* [A-TOKENS-1] */
-        snprintf(m, sizeof m, "token format: dtype %d is none of float32 (0), float16 (1), bfloat16 (2)", fmt->dtype);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
-    if (fmt->layout < PXVM_TOKENS_NCHW || fmt->layout > PXVM_TOKENS_FLAT) { /* [A-TOKENS-2] */
-        snprintf(m, sizeof m, "token format: layout %d is none of nchw (0), nhwc (1), flat (2)", fmt->layout);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
-    if ((fmt->alpha != 0 && fmt->alpha != 1) || fmt->nvalues < 3 || fmt->nvalues > 3 + fmt->alpha) { /* [A-TOKENS-3] */
-        snprintf(m, sizeof m, "token format: %d mean/std values for %s (alpha %d): give %s", fmt->nvalues,
-                 fmt->alpha == 1 ? "R, G, B, A" : "R, G, B", fmt->alpha,
-                 fmt->alpha == 1 ? "3 (A: mean 0, std 1) or 4" : fmt->alpha == 0 ? "3" : "alpha 0 or 1");
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
-    if (fmt->rule != PXVM_TOKENS_RULE_FLOAT32 && fmt->rule != PXVM_TOKENS_RULE_RESCALE_FLOAT64) { /* [A-TOKENS-11] */
-        snprintf(m, sizeof m, "token format: rule %d is none of float32 (0), rescale-float64 (1: transformers 4.x)",
-                 fmt->rule);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+    if (fmt->dtype < PXVM_TOKENS_FLOAT32 || fmt->dtype > PXVM_TOKENS_BFLOAT16) /* [A-TOKENS-1] */
+        return pxvm_fail(err, PXE_TOKEN_DTYPE, -1, -1, (int)fmt->dtype);
+    if (fmt->layout < PXVM_TOKENS_NCHW || fmt->layout > PXVM_TOKENS_FLAT) /* [A-TOKENS-2] */
+        return pxvm_fail(err, PXE_TOKEN_LAYOUT, -1, -1, (int)fmt->layout);
+    if ((fmt->alpha != 0 && fmt->alpha != 1) || fmt->nvalues < 3 || fmt->nvalues > 3 + fmt->alpha) /* [A-TOKENS-3] */
+        return pxvm_fail(err, PXE_TOKEN_NVALUES, -1, -1, fmt->nvalues, fmt->alpha == 1 ? "R, G, B, A" : "R, G, B",
+                         fmt->alpha, fmt->alpha == 1 ? "3 (A: mean 0, std 1) or 4" : fmt->alpha == 0 ? "3" : "alpha 0 or 1");
+    if (fmt->rule != PXVM_TOKENS_RULE_FLOAT32 && fmt->rule != PXVM_TOKENS_RULE_RESCALE_FLOAT64) /* [A-TOKENS-11] */
+        return pxvm_fail(err, PXE_TOKEN_RULE, -1, -1, (int)fmt->rule);
     float r = (float)fmt->rescale;
     if (!(isfinite(r) && r > 0.0f)) /* [A-TOKENS-4] (NaN fails the comparison) */
-        return px__bad(err, "rescale", -1, fmt->rescale, "is not a positive finite float32");
+        return pxvm_fail(err, PXE_TOKEN_RESCALE, -1, -1, fmt->rescale);
     int C = 3 + fmt->alpha;
     float mean[4], sd[4];
     for (int c = 0; c < C; c++) {
@@ -124,9 +100,9 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
         double mv = given ? fmt->mean[c] : 0.0, sv = given ? fmt->std[c] : 1.0;
         mean[c] = (float)mv, sd[c] = (float)sv;
         if (!isfinite(mean[c])) /* [A-TOKENS-5] */
-            return px__bad(err, "mean", c, mv, "is not a finite float32");
+            return pxvm_fail(err, PXE_TOKEN_MEAN, -1, -1, c, mv);
         if (!isfinite(sd[c]) || sd[c] == 0.0f) /* [A-TOKENS-6] */
-            return px__bad(err, "std", c, sv, "is not a finite, non-zero float32");
+            return pxvm_fail(err, PXE_TOKEN_STD, -1, -1, c, sv);
     }
     t->dtype = fmt->dtype, t->layout = fmt->layout, t->channels = C;
     t->elem = fmt->dtype == PXVM_TOKENS_FLOAT32 ? 4 : 2;
@@ -147,13 +123,11 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
             if (!isfinite(y) || mag >= (fmt->dtype == PXVM_TOKENS_FLOAT32   ? 0x7F800000u
                                         : fmt->dtype == PXVM_TOKENS_FLOAT16 ? 0x7C00u
                                                                             : 0x7F80u)) { /* [A-TOKENS-10] */
-                snprintf(m, sizeof m,
-                         "token format: byte %d of channel %d gives %.9g, not finite in %s (rescale %.9g, mean[%d] = "
-                         "%.9g, std[%d] = %.9g): a token must be a finite value",
-                         u, c, (double)y, fmt->dtype == PXVM_TOKENS_FLOAT32 ? "float32"
-                                          : fmt->dtype == PXVM_TOKENS_FLOAT16 ? "float16" : "bfloat16",
-                         (double)r, c, (double)mean[c], c, (double)sd[c]);
-                return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+                return pxvm_fail(err, PXE_TOKEN_NOT_FINITE, -1, -1, u, c, (double)y,
+                                 fmt->dtype == PXVM_TOKENS_FLOAT32   ? "float32"
+                                 : fmt->dtype == PXVM_TOKENS_FLOAT16 ? "float16"
+                                                                     : "bfloat16",
+                                 (double)r, c, (double)mean[c], c, (double)sd[c]);
             }
         }
     return 0;
@@ -162,21 +136,16 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
 int pxvm_check_tokens(const pxvm_program *prog, int batch, int slot, int item0, int items, const void *dst,
                       pxvm_error *err)
 {
-    char m[300], lb[16];
-    if (slot < 0 || slot >= prog->nslots || !prog->slots[slot].patch_count) { /* [A-TOKENS-7] */
-        if (slot < 0 || slot >= prog->nslots)
-            snprintf(m, sizeof m, "tokens: slot %d: the program has slots 0..%d", slot, prog->nslots - 1);
-        else
-            snprintf(m, sizeof m, "tokens: slot %d ('%s') is no patch atlas", slot, pxvm_slot_label(prog, slot, lb));
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
-    if (items < 1 || item0 < 0 || item0 > batch - items) { /* [A-TOKENS-8] */
-        snprintf(m, sizeof m, "tokens: items %d..%lld (%d from %d) are not within the batch of %d (items 0..%d)", item0,
-                 (long long)item0 + items - 1, items, item0, batch, batch - 1);
-        return pxvm_fail(err, PXE_USAGE, -1, -1, m);
-    }
+    char lb[16];
+    if (slot < 0 || slot >= prog->nslots) /* [A-TOKENS-7] */
+        return pxvm_fail(err, PXE_TOKEN_SLOT_RANGE, -1, -1, slot, prog->nslots - 1);
+    if (!prog->slots[slot].patch_count)
+        return pxvm_fail(err, PXE_TOKEN_NO_ATLAS, -1, -1, slot, pxvm_slot_label(prog, slot, lb));
+    if (items < 1 || item0 < 0 || item0 > batch - items) /* [A-TOKENS-8] */
+        return pxvm_fail(err, PXE_TOKEN_ITEMS, -1, -1, item0, (long long)item0 + items - 1, items, item0, batch,
+                         batch - 1);
     if (!dst)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "tokens: NULL destination");
+        return pxvm_fail(err, PXE_TOKEN_NULL_DST, -1, -1);
     return 0;
 }
 

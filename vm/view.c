@@ -35,17 +35,11 @@ int pxvm_view_is_packed_rgba(const pxvm_view *v)
 PXVM_HOT static int px__check_view(const pxvm_view *v, const char *what, pxvm_error *err)
 {
     if (!v || !v->data)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "no data (NULL pointer)");
-    if (v->items < 1 || v->w < 1 || v->h < 1) {
-        char m[128];
-        snprintf(m, sizeof m, "items, width and height must be >= 1 (got %d, %d, %d)", v->items, v->w, v->h);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
-    }
-    if (v->channels != 1 && v->channels != 3 && v->channels != 4) {
-        char m[128];
-        snprintf(m, sizeof m, "channels must be 1 (grey), 3 (RGB) or 4 (RGBA), not %d", v->channels);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
-    }
+        return pxvm_fail(err, PXE_VIEW_NULL, -1, -1, what);
+    if (v->items < 1 || v->w < 1 || v->h < 1)
+        return pxvm_fail(err, PXE_VIEW_EMPTY, -1, -1, what, v->items, v->w, v->h);
+    if (v->channels != 1 && v->channels != 3 && v->channels != 4)
+        return pxvm_fail(err, PXE_VIEW_CHANNELS, -1, -1, what, v->channels);
     /* the bytes the strides reach from data: no memory spans 2^48 bytes, and within that every
      * address computed from the view is an int64 that does not overflow */
     const int64_t st[4] = {v->item_stride, v->row_stride, v->px_stride, v->ch_stride};
@@ -54,15 +48,9 @@ PXVM_HOT static int px__check_view(const pxvm_view *v, const char *what, pxvm_er
     for (int i = 0; i < 4; i++)
         span += (unsigned __int128)(st[i] < 0 ? -(unsigned __int128)st[i] : (unsigned __int128)st[i]) *
                 (unsigned __int128)(n[i] - 1);
-    if (span >= (unsigned __int128)1 << 48) {
-        char m[256];
-        snprintf(m, sizeof m,
-                 "its strides (item %lld, row %lld, pixel %lld, channel %lld) span 2^48 bytes or more: no memory is "
-                 "that large",
-                 (long long)v->item_stride, (long long)v->row_stride, (long long)v->px_stride,
-                 (long long)v->ch_stride);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
-    }
+    if (span >= (unsigned __int128)1 << 48)
+        return pxvm_fail(err, PXE_VIEW_SPAN, -1, -1, what, (long long)v->item_stride, (long long)v->row_stride,
+                         (long long)v->px_stride, (long long)v->ch_stride);
     return 0;
 }
 
@@ -112,25 +100,19 @@ int pxvm_check_read_view(const pxvm_program *prog, int batch, int slot, int leve
     if (px__check_view(dst, "output", err) < 0 || px__check_items(batch, item0, dst->items, err) < 0)
         return -1;
     const pxvm_slot *s = &prog->slots[slot];
-    char m[256], lb[16];
-    if (dst->channels != 4 || dst->px_stride != 4 || dst->ch_stride != 1) {
-        snprintf(m, sizeof m, "outputs are RGBA8 pixels: channels 4, px_stride 4, ch_stride 1 (got %d, %lld, %lld)",
-                 dst->channels, (long long)dst->px_stride, (long long)dst->ch_stride);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
-    }
+    char lb[16];
+    if (dst->channels != 4 || dst->px_stride != 4 || dst->ch_stride != 1)
+        return pxvm_fail(err, PXE_OUTPUT_RGBA8, -1, -1, dst->channels, (long long)dst->px_stride,
+                         (long long)dst->ch_stride);
     int w = px_mip_dim(s->w, level), h = px_mip_dim(s->h, level);
     if (patches) {
-        if (!s->patch_count) {
-            snprintf(m, sizeof m, "slot %d ('%s') is no patch atlas", slot, pxvm_slot_label(prog, slot, lb));
-            return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
-        }
+        if (!s->patch_count)
+            return pxvm_fail(err, PXE_OUTPUT_NO_ATLAS, -1, -1, slot, pxvm_slot_label(prog, slot, lb));
         w = s->patch_w, h = s->patch_h * s->patch_count;
     }
-    if (dst->w != w || dst->h != h) {
-        snprintf(m, sizeof m, "slot %d ('%s') %s is %dx%d, the view %dx%d", slot, pxvm_slot_label(prog, slot, lb),
-                 patches ? "as patches (patch_w x patch_h*count)" : "at that level", w, h, dst->w, dst->h);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output", m);
-    }
+    if (dst->w != w || dst->h != h)
+        return pxvm_fail(err, PXE_OUTPUT_SIZE, -1, -1, slot, pxvm_slot_label(prog, slot, lb),
+                         patches ? "as patches (patch_w x patch_h*count)" : "at that level", w, h, dst->w, dst->h);
     return 0;
 }
 
@@ -220,11 +202,8 @@ size_t pxvm_state_elem(int what) { return what == PXVM_STATE_CHANGED ? 1u : 4u; 
 int pxvm_check_dirty(const pxvm_program *prog, int batch, int item, const pxvm_rect *rects, int n, pxvm_error *err)
 {
     (void)prog;
-    if (n < 0 || n > PXVM_MAX_RECTS || (n && !rects)) {
-        char m[128];
-        snprintf(m, sizeof m, "%d rectangles: a run takes 0..%d (merge them)", n, PXVM_MAX_RECTS);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "dirty rectangles", m);
-    }
+    if (n < 0 || n > PXVM_MAX_RECTS || (n && !rects))
+        return pxvm_fail(err, PXE_DIRTY_RECTS, -1, -1, n, PXVM_MAX_RECTS);
     return px__check_items(batch, item, 1, err);
 }
 
@@ -241,14 +220,10 @@ int pxvm_check_fixations(const pxvm_program *prog, int batch, int item0, int ite
 {
     (void)prog;
     if (!xy)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", "NULL pointer");
-    if (reg0 < 0 || nregs < 1 || nregs > PX_FIX_REGS - reg0) { /* (reg0 + nregs may overflow) */
-        char m[128];
-        snprintf(m, sizeof m, "registers %d..%lld asked for; there are %d (0..%d)", reg0, (long long)reg0 + nregs - 1,
-                 PX_FIX_REGS,
-                 PX_FIX_REGS - 1);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations", m);
-    }
+        return pxvm_fail(err, PXE_STATE_NULL, -1, -1, "fixations");
+    if (reg0 < 0 || nregs < 1 || nregs > PX_FIX_REGS - reg0) /* (reg0 + nregs may overflow) */
+        return pxvm_fail(err, PXE_STATE_REGISTERS, -1, -1, reg0, (long long)reg0 + nregs - 1, PX_FIX_REGS,
+                         PX_FIX_REGS - 1);
     return px__check_items(batch, item0, items, err);
 }
 
@@ -256,15 +231,13 @@ int pxvm_check_state(const pxvm_program *prog, int batch, int what, int slot, in
                      pxvm_error *err)
 {
     if (what != PXVM_STATE_FIXATIONS && what != PXVM_STATE_GEOMETRY && what != PXVM_STATE_CHANGED)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "unknown state (fixations, geometry or changed tokens)");
+        return pxvm_fail(err, PXE_STATE_KIND, -1, -1);
     if (!dst)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what == PXVM_STATE_FIXATIONS ? "fixations" : "geometry",
-                         "NULL pointer");
+        return pxvm_fail(err, PXE_STATE_NULL, -1, -1, what == PXVM_STATE_FIXATIONS ? "fixations" : "geometry");
     if (what != PXVM_STATE_FIXATIONS && (slot < 0 || slot >= prog->nslots || prog->geom_base[slot] < 0)) {
-        char m[128], lb[16];
-        snprintf(m, sizeof m, "slot %s is no patch atlas, so it has no token geometry",
-                 slot >= 0 && slot < prog->nslots ? pxvm_slot_label(prog, slot, lb) : "?");
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "geometry", m);
+        char lb[16];
+        return pxvm_fail(err, PXE_GEOMETRY_NO_ATLAS, -1, -1,
+                         slot >= 0 && slot < prog->nslots ? pxvm_slot_label(prog, slot, lb) : "?");
     }
     return px__check_items(batch, item0, items, err);
 }

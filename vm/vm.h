@@ -6,6 +6,7 @@
 #ifndef PXVM_H
 #define PXVM_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,8 @@ typedef enum pxvm_code {
 #include "errors.def"
     PXE__count
 } pxvm_code;
+/* pxbatch's spelling of the tools' generic code, until its owner renames its calls (errors.def) */
+#define PXE_USAGE PXE_TOOL_USAGE
 
 typedef struct pxvm_error {
     pxvm_code code;
@@ -56,6 +59,7 @@ typedef struct pxvm_error {
 /* Records error `code` (message formatted from errors.def with the arguments) at pixel (x, y);
  * returns -1 so that callers can `return pxvm_fail(...)`. */
 PXVM_COLD int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
+PXVM_COLD int pxvm_failv(pxvm_error *err, pxvm_code code, int x, int y, va_list ap);
 /* Records where the API call that failed with return code rc (after px__fail recorded its
  * message) is about: its slot, batch item and file (-1, -1, NULL: none); returns rc. */
 int pxvm_error_at(int rc, int slot, int item, const char *file);
@@ -391,7 +395,7 @@ typedef struct pxvm_executor_ops {
     int (*scratch)(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxvm_error *err);
     /* What the executor can take, asked by the front doors instead of which executor it is:
      * device_views 1: bind and borrow take views of CUDA memory (view->device >= 0); 0: host
-     * memory only (such a view is refused, PXE_BAD_VIEW). */
+     * memory only (such a view is refused, PXE_HOST_ONLY_BIND and its kin). */
     int device_views;
 } pxvm_executor_ops;
 
@@ -465,5 +469,12 @@ void pxvm_slot_initial(const pxvm_program *prog, int slot, uint8_t *dst);
 
 #ifdef __cplusplus
 }
+#endif
+/* tests/check-errors compiles the sources with PXVM_CHECK_FORMATS naming a header that turns each
+ * pxvm_fail(err, PXE_NAME, x, y, values...) into a printf of the entry's format, so that the compiler
+ * checks the values' types against errors.def (a code known only at run time is called as
+ * (pxvm_fail)(...), which no macro touches). */
+#ifdef PXVM_CHECK_FORMATS
+#include PXVM_CHECK_FORMATS
 #endif
 #endif

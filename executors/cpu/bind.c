@@ -7,8 +7,7 @@ int px_cpu_bind(pxvm_executor *ex, int slot, int item0, const pxvm_view *v, pxvm
     if (pxvm_check_bind(ex->prog, ex->batch, slot, item0, v, err) < 0)
         return -1;
     if (v->device >= 0)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "input",
-                         "CUDA device memory can be bound only on the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_BIND, -1, -1, "input");
     for (int i = 0; i < v->items; i++) {
         size_t at = (size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot;
         pxvm_view_to_rgba(v, i, ex->all_store[at]);

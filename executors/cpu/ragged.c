@@ -50,12 +50,10 @@ int px_cpu_scratch(pxvm_executor *ex, size_t bytes, void **ptr, int *device, pxv
 int px_cpu_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
 {
     if (job->dst_device >= 0)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "tiles: the cpu executor writes host memory (dst_device -1)");
+        return pxvm_fail(err, PXE_TILES_HOST_DST, -1, -1);
     for (int i = 0; i < job->n; i++)
         if (job->img[i].v.device >= 0) {
-            char what[24];
-            snprintf(what, sizeof what, "image %d", i);
-            pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "the cpu executor reads host memory (device -1)");
+            pxvm_fail(err, PXE_TILES_HOST_IMAGE, -1, -1, i);
             *job->failed = i;
             return -1;
         }

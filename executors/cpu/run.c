@@ -184,8 +184,7 @@ static int px__cpu_read(pxvm_executor *ex, int slot, int level, int item0, const
     if (pxvm_check_read_view(ex->prog, ex->batch, slot, level, item0, dst, patches, err) < 0)
         return -1;
     if (dst->device >= 0)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
-                         "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_WRITE, -1, -1, "output");
     px_cpu_wipe_flush(ex); /* a read between a retarget and a run sees the initial state */
     for (int i = 0; i < dst->items; i++) {
         const px_cpu_src *v = &ex->all_view[(size_t)(item0 + i) * (size_t)ex->nslots + (size_t)slot];
@@ -205,8 +204,7 @@ static int px__cpu_set_fixations(pxvm_executor *ex, int item0, int items, int re
     if (pxvm_check_fixations(ex->prog, ex->batch, item0, items, reg0, nregs, xy, err) < 0)
         return -1;
     if (device >= 0)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "fixations",
-                         "CUDA device memory can be read only by the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_READ, -1, -1, "fixations");
     for (int i = 0; i < items; i++)
         memcpy(ex->fix_set + ((size_t)(item0 + i) * PX_FIX_REGS + (size_t)reg0) * 2u, xy + (size_t)i * (size_t)nregs * 2u,
                sizeof(int32_t) * 2u * (size_t)nregs);
@@ -248,8 +246,7 @@ static int px__cpu_read_state(pxvm_executor *ex, int what, int slot, int item0, 
     if (pxvm_check_state(ex->prog, ex->batch, what, slot, item0, items, dst, err) < 0)
         return -1;
     if (device >= 0)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
-                         "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_WRITE, -1, -1, "output");
     size_t n = pxvm_state_ints(ex->prog, what), part = n, at = 0, e = pxvm_state_elem(what);
     const uint8_t *src = what == PXVM_STATE_FIXATIONS  ? (const uint8_t *)ex->fix_all
                          : what == PXVM_STATE_GEOMETRY ? (const uint8_t *)ex->geom_all

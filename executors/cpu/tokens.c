@@ -24,8 +24,7 @@ int px_cpu_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
     if (pxvm_check_tokens(ex->prog, ex->batch, slot, item0, items, dst, err) < 0)
         return -1;
     if (device >= 0)
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "tokens",
-                         "CUDA device memory can be written only by the CUDA-GL executor (executor cuda)");
+        return pxvm_fail(err, PXE_HOST_ONLY_WRITE, -1, -1, "tokens");
     px_cpu_wipe_flush(ex); /* tokens between a retarget and a run: the initial state's */
     const pxvm_slot *s = &ex->prog->slots[slot];
     size_t per_item = pxvm_tokens_item_bytes(s, t);

@@ -59,14 +59,12 @@ int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *wha
     cudaPointerAttributes attr;
     if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
         cudaGetLastError();
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, "the pointer is not CUDA memory");
+        return pxvm_fail(err, PXE_DEVICE_NOT_CUDA, -1, -1, what);
     }
-    if ((attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) || attr.device != ex->device) {
-        char m[160];
-        snprintf(m, sizeof m, "the memory is on %s %d, the executor on CUDA device %d",
-                 attr.type == cudaMemoryTypeHost ? "the host, pinned for device" : "CUDA device", attr.device, ex->device);
-        return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, what, m);
-    }
+    if ((attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) || attr.device != ex->device)
+        return pxvm_fail(err, PXE_DEVICE_OTHER, -1, -1, what,
+                         attr.type == cudaMemoryTypeHost ? "the host, pinned for device" : "CUDA device", attr.device,
+                         ex->device);
     return 0;
 }
 

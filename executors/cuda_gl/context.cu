@@ -1,7 +1,8 @@
 /* context.cu - the CUDA-GL executor's open: the CUDA device, the EGL device that drives it and an
  * OpenGL context on it (shared EGL displays counted), making that context current, the end of a
- * call on the stream (px__join_out), and the error reports of CUDA failures and of an executor
- * that cannot be had. Close, which undoes every file's work, is run.cu's, beside the ops table. */
+ * call on the stream (px__join_out), and the error report of a failed CUDA call (an executor that
+ * cannot be had fails with errors.def's executor codes). Close, which undoes every file's work, is
+ * run.cu's, beside the ops table. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,20 +12,7 @@
 
 int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s failed: %s (%s, %s:%d)", what, cudaGetErrorString(e), cudaGetErrorName(e), file,
-             line);
-    return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", msg);
-}
-
-int px__unavailable(pxvm_error *err, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, msg);
+    return pxvm_fail(err, PXE_CUDA_CALL, -1, -1, what, cudaGetErrorString(e), cudaGetErrorName(e), file, line);
 }
 
 /* The EGL device that drives CUDA device `cuda_dev`; PXVM_EGL_DEVICE=k forces EGL device k (and
@@ -38,26 +26,22 @@ static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
     PFNEGLGETPLATFORMDISPLAYEXTPROC platform_display =
         (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress("eglGetPlatformDisplayEXT");
     if (!query_devices || !query_attrib || !platform_display)
-        return px__unavailable(err, "EGL has no device platform (EGL_EXT_device_enumeration, EGL_EXT_platform_device): "
-                                    "is the NVIDIA EGL driver installed?");
+        return pxvm_fail(err, PXE_EGL_NO_PLATFORM, -1, -1);
     EGLDeviceEXT devs[32];
     EGLint n = 0;
     if (!query_devices(32, devs, &n) || n < 1)
-        return px__unavailable(err, "eglQueryDevicesEXT found no EGL device (EGL error 0x%x)", eglGetError());
+        return pxvm_fail(err, PXE_EGL_NO_DEVICES, -1, -1, (unsigned)eglGetError());
     int pick = -1;
     const char *force = getenv("PXVM_EGL_DEVICE");
     if (force && *force) {
         pick = atoi(force);
         if (pick < 0 || pick >= n)
-            return px__unavailable(err, "PXVM_EGL_DEVICE=%s, but there are %d EGL devices", force, (int)n);
+            return pxvm_fail(err, PXE_EGL_FORCED, -1, -1, force, (int)n);
         EGLAttrib cuda_id = -1;
         if (!query_attrib(devs[pick], EGL_CUDA_DEVICE_NV, &cuda_id))
-            return px__unavailable(err, "EGL device %d is not a CUDA device (no EGL_CUDA_DEVICE_NV)", pick);
+            return pxvm_fail(err, PXE_EGL_NOT_CUDA, -1, -1, pick);
         if ((int)cuda_id != ex->device)
-            return px__unavailable(err,
-                                   "EGL device %d drives CUDA device %d, not the selected CUDA device %d: "
-                                   "CUDA-GL interop needs both on one GPU",
-                                   pick, (int)cuda_id, ex->device);
+            return pxvm_fail(err, PXE_EGL_OTHER_GPU, -1, -1, pick, (int)cuda_id, ex->device);
     } else {
         for (int i = 0; i < n && pick < 0; i++) {
             EGLAttrib cuda_id = -1;
@@ -65,39 +49,37 @@ static int px__egl_open(pxvm_executor *ex, pxvm_error *err)
                 pick = i;
         }
         if (pick < 0)
-            return px__unavailable(err, "none of the %d EGL devices reports CUDA device %d (EGL_CUDA_DEVICE_NV)",
-                                   (int)n, ex->device);
+            return pxvm_fail(err, PXE_EGL_NO_MATCH, -1, -1, (int)n, ex->device);
     }
     ex->dpy = platform_display(EGL_PLATFORM_DEVICE_EXT, devs[pick], NULL);
     EGLint major, minor;
     if (ex->dpy == EGL_NO_DISPLAY || !eglInitialize(ex->dpy, &major, &minor)) {
         ex->dpy = EGL_NO_DISPLAY; /* not ours to terminate */
-        return px__unavailable(err, "eglInitialize on EGL device %d failed (EGL error 0x%x)", pick, eglGetError());
+        return pxvm_fail(err, PXE_EGL_INITIALIZE, -1, -1, pick, (unsigned)eglGetError());
     }
     px__egl_hold(ex->dpy, 1);
     const EGLint cfg_attr[] = {EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE};
     EGLConfig cfg;
     EGLint ncfg = 0;
     if (!eglChooseConfig(ex->dpy, cfg_attr, &cfg, 1, &ncfg) || ncfg < 1)
-        return px__unavailable(err, "no EGL config with OpenGL on EGL device %d", pick);
+        return pxvm_fail(err, PXE_EGL_CONFIG, -1, -1, pick);
     if (!eglBindAPI(EGL_OPENGL_API))
-        return px__unavailable(err, "eglBindAPI(EGL_OPENGL_API) failed (EGL error 0x%x)", eglGetError());
+        return pxvm_fail(err, PXE_EGL_BIND_API, -1, -1, (unsigned)eglGetError());
     const EGLint ctx_attr[] = {EGL_CONTEXT_MAJOR_VERSION, 4, EGL_CONTEXT_MINOR_VERSION, 5,
                                EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
     ex->ctx = eglCreateContext(ex->dpy, cfg, EGL_NO_CONTEXT, ctx_attr);
     if (ex->ctx == EGL_NO_CONTEXT)
-        return px__unavailable(err, "no OpenGL 4.5 core context on EGL device %d (EGL error 0x%x)", pick,
-                               eglGetError());
+        return pxvm_fail(err, PXE_GL_CONTEXT, -1, -1, pick, (unsigned)eglGetError());
     if (!eglMakeCurrent(ex->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ex->ctx))
-        return px__unavailable(err, "surfaceless eglMakeCurrent failed (EGL error 0x%x)", eglGetError());
+        return pxvm_fail(err, PXE_EGL_MAKE_CURRENT, -1, -1, (unsigned)eglGetError());
     glewExperimental = GL_TRUE;
     GLenum g = glewInit();
     /* Debian's GLEW is built for GLX: under EGL it reports GLEW_ERROR_NO_GLX_DISPLAY after loading
      * every core entry point. Accept exactly that, then check the entry points we call. */
     if (g != GLEW_OK && g != GLEW_ERROR_NO_GLX_DISPLAY)
-        return px__unavailable(err, "glewInit failed: %s", (const char *)glewGetErrorString(g));
+        return pxvm_fail(err, PXE_GLEW_INIT, -1, -1, (const char *)glewGetErrorString(g));
     if (!glTexStorage2D)
-        return px__unavailable(err, "GLEW did not load glTexStorage2D (OpenGL 4.2+ required)");
+        return pxvm_fail(err, PXE_GLEW_TEX_STORAGE, -1, -1);
     return 0;
 }
 
@@ -107,10 +89,10 @@ int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
-        return px__unavailable(err, "no usable CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return pxvm_fail(err, PXE_CUDA_NO_DEVICE, -1, -1, cudaGetErrorString(e), cudaGetErrorName(e));
     int device = opt ? opt->device : 0;
     if (device < 0 || device >= count)
-        return px__unavailable(err, "CUDA device %d does not exist (%d found)", device, count);
+        return pxvm_fail(err, PXE_CUDA_DEVICE_RANGE, -1, -1, device, count);
     pxvm_executor *ex = (pxvm_executor *)calloc(1, sizeof *ex);
     if (!ex)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *ex);
@@ -119,9 +101,9 @@ int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
     ex->ctx = EGL_NO_CONTEXT;
     *out = ex;
     if ((e = cudaSetDevice(device)) != cudaSuccess)
-        return px__unavailable(err, "cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
+        return pxvm_fail(err, PXE_CUDA_SET_DEVICE, -1, -1, device, cudaGetErrorString(e));
     if ((e = cudaStreamCreateWithFlags(&ex->own_stream, cudaStreamNonBlocking)) != cudaSuccess)
-        return px__unavailable(err, "CUDA device %d cannot be used: %s", device, cudaGetErrorString(e));
+        return pxvm_fail(err, PXE_CUDA_DEVICE_UNUSABLE, -1, -1, device, cudaGetErrorString(e));
     ex->stream = ex->own_stream;
     if (px__egl_open(ex, err) < 0)
         return -1;

@@ -1,6 +1,6 @@
 /* executor.cuh - the CUDA-GL executor's state (struct pxvm_executor) and what its host files
- * (context.cu, resources.cu, bind.cu, run.cu) share; the kernel families' launches are declared
- * in gpu_slot.cuh. */
+ * (context.cu, resources.cu, slot_storage.cu, bind.cu, run.cu) share; the kernel families'
+ * launches are declared in gpu_slot.cuh. */
 #ifndef PX_EXECUTOR_CUH
 #define PX_EXECUTOR_CUH
 
@@ -163,12 +163,10 @@ static inline cudaArray_t px__array(const pxvm_executor *ex, int item, int slot,
 
 /* ---- shared by the host files --------------------------------------------------------------- */
 
-/* context.cu: a failed CUDA call as the error (PXE_EXECUTOR, -1), the executor unavailable
- * (PXE_UNAVAILABLE, -1, printf-style), the executor's GL context made current on this thread, the
- * ops' open, and the end of a call that enqueued work (px__join_out: without a caller's stream, it
- * waits for the work). run.cu: the ops' close. */
+/* context.cu: a failed CUDA call as the error (PXE_CUDA_CALL, -1), the executor's GL context made
+ * current on this thread, the ops' open, and the end of a call that enqueued work (px__join_out:
+ * without a caller's stream, it waits for the work). run.cu: the ops' close. */
 PXVM_COLD int px__cuda_fail(pxvm_error *err, const char *what, cudaError_t e, const char *file, int line);
-PXVM_COLD int px__unavailable(pxvm_error *err, const char *fmt, ...);
 void px__make_current(pxvm_executor *ex);
 /* the references to an EGL display held by this process's executors, after adding delta (close: -1) */
 int px__egl_hold(EGLDisplay dpy, int delta);
@@ -179,7 +177,7 @@ void px__gl_close(pxvm_executor *ex);
  * table entry i (item * nslots + slot), added to rects (ex->nclear, ex->max_clear_px count them);
  * the clear kernel over n records on the stream. */
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err);
-/* a slot's texture for one item, and the kernels' per-level views of it (resources.cu; load and
+/* slot_storage.cu: a slot's texture for one item, and the kernels' per-level views of it (load and
  * retarget both make slot storage with these) */
 int px__slot_texture(GLuint tex, cudaGraphicsResource_t *res, const pxvm_slot *s, int slot, int item, pxvm_error *err);
 int px__slot_views(cudaGraphicsResource_t res, const pxvm_slot *s, px_gpu_slot *g, cudaArray_t *arrays, cudaStream_t stream,

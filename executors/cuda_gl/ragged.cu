@@ -525,12 +525,9 @@ int px__gl_ragged(pxvm_executor *ex, const px_ragged_job *job, pxvm_error *err)
             px_resize_op_free(&op);
         }
         if (need > job->max_memory) {
-            char m[200];
-            snprintf(m, sizeof m, "image %d: a %dx%d image resized to %dx%d needs %llu bytes on the device, over the "
-                     "runner's max_memory %llu", i, job->img[i].v.w, job->img[i].v.h, job->img[i].w, job->img[i].h,
-                     (unsigned long long)need, (unsigned long long)job->max_memory);
             *job->failed = i;
-            return pxvm_fail(err, PXE_USAGE, -1, -1, m);
+            return pxvm_fail(err, PXE_TILES_DEVICE_MEMORY, -1, -1, i, job->img[i].v.w, job->img[i].v.h, job->img[i].w,
+                             job->img[i].h, (unsigned long long)need, (unsigned long long)job->max_memory);
         }
     }
     px_resize_op *ops = (px_resize_op *)calloc((size_t)job->n, sizeof *ops);

@@ -788,9 +788,7 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
         errno = 0;
         unsigned long long v = strtoull(env, &end, 10);
         if (*end || errno || env[0] == '-' || v > (1ull << 40)) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "PXVM_CUDA_RETARGET_CACHE_MIB='%.60s': expected a whole number of MiB (0 .. 2^40)", env);
-            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return pxvm_fail(err, PXE_RETARGET_CACHE_ENV, -1, -1, env);
         }
         mib = v;
     }

@@ -472,8 +472,7 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
             return -1;
         if (patches) {
             if (((uintptr_t)dst->data & 3) || (dst->row_stride & 3) || (dst->item_stride & 3))
-                return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "output",
-                                 "device patches need 4-byte aligned data and strides");
+                return pxvm_fail(err, PXE_DEVICE_PATCH_ALIGN, -1, -1);
             dim3 grid((unsigned)s->patch_count, (unsigned)dst->items);
             px__k_patches<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, slot, item0, s->w / s->patch_w,
                                                         s->patch_w, s->patch_h, (uint8_t *)dst->data,

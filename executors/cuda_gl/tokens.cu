@@ -66,7 +66,7 @@ int px__gl_read_tokens(pxvm_executor *ex, int slot, int item0, int items, const 
         if (px__check_device_ptr(ex, dst, "tokens", err) < 0)
             return -1;
         if ((uintptr_t)dst % (uintptr_t)t->elem)
-            return pxvm_fail(err, PXE_BAD_VIEW, -1, -1, "tokens", "device tokens need memory aligned to their dtype");
+            return pxvm_fail(err, PXE_DEVICE_TOKEN_ALIGN, -1, -1);
     } else {
         PX__CK(cudaMallocAsync((void **)&d, total, ex->stream));
     }

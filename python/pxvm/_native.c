@@ -1,5 +1,10 @@
 /* pxvm._native: the Python layer's one call per run (pxvm_runner_exec), compiled.
  *
+ * One file of about 700 lines because it is one thing, the prepared call: its type (Call), with
+ * run() and the checks of each array, prepare() that makes one, and bind() that hands it the
+ * library; they share the Call's layout and the library's function pointers, and the Makefile
+ * builds the extension module from this one source (NATIVE_SO).
+ *
  * The ctypes path (runner.py, Runner._exec) describes every array again on each call: tens of
  * microseconds of Python. Here a prepared call is made once, from what a successful ctypes call
  * used (the runner handle, the slots, the views it filled, and how each array looked: shape,

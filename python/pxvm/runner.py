@@ -1,11 +1,11 @@
 """Runners: a program loaded on an executor, run on images, batches and frames; pyramid().
 
-The Runner class is one job (its C runners per batch size, the fast path's prepared calls, its
-front doors run, patches, run_batch, patches_batch, tokens); its parts live
-beside it: the call into the library (_exec.py), reads after a run (_reads.py), policies
-(policies.py), fixations (fixations.py), batches of many sizes and on_error (_batch.py), alpha= and
-exif_transpose= (_options.py), the cache (_lru.py), the guard of a call (_guard.py), the compiled
-fast path's loading (_nativeload.py)."""
+One file of about 670 lines because it is one thing, the Runner class: its C runners per batch
+size, the fast path's prepared calls, and its front doors (run, patches, run_batch, patches_batch,
+tokens) that join the parts living beside it: the call into the library (_exec.py), reads after a
+run (_reads.py), policies (policies.py), fixations (fixations.py), batches of many sizes and
+on_error (_batch.py), alpha= and exif_transpose= (_options.py), the cache (_lru.py), the guard of
+a call (_guard.py), the compiled fast path's loading (_nativeload.py)."""
 from __future__ import annotations
 
 import ctypes

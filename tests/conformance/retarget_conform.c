@@ -190,7 +190,7 @@ int px_retarget_conform(const pxvm_executor_ops *ops, const pxvm_open_options *o
             int rc = i == 0 ? ops->load(ex, prog, PX_RT_BATCH, &err) == 0 &&
                                       ops->set_fixations(ex, 0, PX_RT_BATCH, 0, 1, &px__fix[0][0], -1, &err) == 0
                             : ops->retarget(ex, prog, &err) == 0;
-            if (!rc && i > 0 && err.code == PXE_USAGE && strstr(err.msg, "retarget: the next program differs")) {
+            if (!rc && i > 0 && err.code == PXE_RETARGET_DIFFERS && strstr(err.msg, "retarget: the next program differs")) {
                 refused++;
                 continue; /* the loaded program stays */
             }

@@ -217,14 +217,17 @@ static int px__vborrow(px__vrun *r, const px_video_case *v, int fr, int buf, pxv
 #ifdef PXVM_HAVE_CUDA_GL
     /* from pageable memory cudaMemcpy may return before its DMA ends, and the runner's stream
      * is not ordered after the legacy stream: the frame must be whole before the borrow */
-    if ((!r->dev[buf] && cudaMalloc(&r->dev[buf], bytes) != cudaSuccess) ||
-        cudaMemcpy(r->dev[buf], f->px, bytes, cudaMemcpyHostToDevice) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
-        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda", "cannot copy a test frame to the device");
+    cudaError_t e = cudaSuccess;
+    if ((!r->dev[buf] && (e = cudaMalloc(&r->dev[buf], bytes)) != cudaSuccess) ||
+        (e = cudaMemcpy(r->dev[buf], f->px, bytes, cudaMemcpyHostToDevice)) != cudaSuccess ||
+        (e = cudaDeviceSynchronize()) != cudaSuccess)
+        return pxvm_fail(err, PXE_CUDA_CALL, -1, -1, "copying a test frame to the device", cudaGetErrorString(e),
+                         cudaGetErrorName(e), __FILE__, __LINE__);
     pxvm_view dv = {r->dev[buf], 0, 1, f->w, f->h, 4, (int64_t)bytes, (int64_t)f->w * 4, 4, 1};
     return r->ops->borrow(r->ex, 1, 0, &dv, err);
 #else
     (void)buf;
-    return pxvm_fail(err, PXE_USAGE, -1, -1, "no device frames in this build");
+    return pxvm_fail(err, PXE_TOOL_USAGE, -1, -1, "no device frames in this build");
 #endif
 }
 
@@ -246,7 +249,7 @@ static int px__vframe(px__vrun *r, const px_video_case *v, int fr, pxvm_error *e
         int same = !memcmp(in.px, v->frames[fr].px, (size_t)in.w * (size_t)in.h * 4u);
         pxvm_image_free(&in);
         if (!same)
-            return pxvm_fail(err, PXE_USAGE, -1, -1, "the borrowed input reads back unlike its frame");
+            return pxvm_fail(err, PXE_TOOL_USAGE, -1, -1, "the borrowed input reads back unlike its frame");
     }
     return 0;
 }

@@ -235,7 +235,7 @@ TEST(anysize_resolution_rewrites_the_descriptor_and_the_operands)
     /* a fixed slot asked for another size is a usage error */
     wh[2] = wh[3] = 0, wh[4] = 17, wh[5] = 8;
     CHECK(pxvm_program_resolve(&poly, wh, &lim, &res, &err) < 0);
-    CHECK_EQ(err.code, PXE_USAGE);
+    CHECK_EQ(err.code, PXE_RESOLVE_FIXED);
     CHECK_STR(err.msg, "not any-size");
     pxvm_program_free(&poly);
 }
@@ -825,13 +825,13 @@ static int px__failing_retarget(pxvm_executor *ex, const pxvm_program *next, pxv
 {
     if (px__fail_mode == 1 && pxvm_cpu_executor.retarget(ex, next, err) < 0)
         return -1;
-    return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "retarget failed (test)");
+    return pxvm_fail(err, PXE_CUDA_MEMORY, -1, -1, 1001ull, 1, "", 0, 1000ull, 1000ull); /* as a GPU short of memory */
 }
 
 static int px__failing_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (px__fail_mode == 2)
-        return pxvm_fail(err, PXE_UNAVAILABLE, -1, -1, "load failed (test)");
+        return pxvm_fail(err, PXE_CUDA_MEMORY, -1, -1, 1002ull, 1, "", 0, 1000ull, 1000ull);
     return pxvm_cpu_executor.load(ex, prog, batch, err);
 }
 
@@ -859,12 +859,12 @@ TEST(anysize_failed_retarget_leaves_a_runner_that_runs_what_it_says)
         px__fail_mode = mode;
         pxvm_runner_test_set_ops(run, &px__failing_ops);
         CHECK_EQ(pxvm_runner_bind(run, 1, 0, &vb), PXVM_UNAVAILABLE);
-        CHECK_STR(pxvm_errmsg(), "retarget failed (test)");
+        CHECK_STR(pxvm_errmsg(), "the program needs 1001 bytes of GPU memory");
         int sw = 0, sh = 0;
         CHECK_EQ(pxvm_runner_slot_size(run, 1, &sw, &sh), 0);
         CHECK(sw == 64 && sh == 48);
         if (mode == 2) { /* lost: every call refuses cleanly */
-            CHECK_STR(pxvm_errmsg(), "loading the program again failed too (load failed (test))");
+            CHECK_STR(pxvm_errmsg(), "loading the program again failed too (the program needs 1002 bytes");
             CHECK_EQ(pxvm_runner_run(run), PXVM_UNAVAILABLE);
             CHECK_STR(pxvm_errmsg(), "pxvm_runner_run: this runner has no program since a change of input size failed");
             CHECK_EQ(pxvm_runner_bind(run, 1, 0, &va), PXVM_UNAVAILABLE);

@@ -144,6 +144,39 @@ out:
     pxvm_prog_free(any);
 }
 
+/* A refused size names its bind as px__bind's failures do (pxvm_last_error_info: the slot and the
+ * first item), whether the slot is fixed (the size is not its one) or any-size (outside its
+ * bounds, or another size than the batch's other items). */
+TEST(bind_resized_names_the_slot_and_item_it_refuses)
+{
+    pxvm_prog *prog = NULL, *any = NULL;
+    pxvm_runner *run = NULL, *arun = NULL;
+    if (pxvm_prog_from_plan("{\"image\": [64, 48], \"scheme\": \"uniform\", \"patch\": 16}", "u.json", NULL, &prog) ||
+        pxvm_runner_open(prog, px__executor(), 0, 1, 2, &run) ||
+        pxvm_prog_load("programs/foveate273_any.pxi", NULL, &any) ||
+        pxvm_runner_open(any, px__executor(), 0, 1, 2, &arun)) {
+        px_test_fail(__FILE__, __LINE__, "%s", pxvm_errmsg());
+        goto out;
+    }
+    uint8_t img[40 * 30 * 4];
+    px__fill(img, sizeof img, 5);
+    pxvm_view v = pxvm_view_host(img, 40, 30, 4);
+    pxvm_error_info info;
+    int slot = pxvm_prog_slot_find(prog, "image"), aslot = pxvm_prog_slot_find(any, "image");
+    CHECK_EQ(pxvm_runner_bind_resized(run, slot, 1, &v, "stretch", 64, 47), PXVM_USAGE); /* not the slot's size */
+    CHECK(pxvm_last_error_info(&info) == 0 && info.slot == slot && info.item == 1);
+    CHECK_EQ(pxvm_runner_bind_resized(arun, aslot, 1, &v, "stretch", 16385, 16), PXVM_UNLINKABLE); /* the bound + 1 */
+    CHECK(pxvm_last_error_info(&info) == 0 && info.slot == aslot && info.item == 1);
+    CHECK_EQ(pxvm_runner_bind_resized(arun, aslot, 0, &v, "stretch", 16384, 16), 0); /* the bound itself */
+    CHECK_EQ(pxvm_runner_bind_resized(arun, aslot, 1, &v, "fit", 100, 100), PXVM_UNLINKABLE); /* item 0's size differs */
+    CHECK(pxvm_last_error_info(&info) == 0 && info.slot == aslot && info.item == 1);
+out:
+    pxvm_runner_close(run);
+    pxvm_runner_close(arun);
+    pxvm_prog_free(prog);
+    pxvm_prog_free(any);
+}
+
 /* An any-size input's bounds (16..16384 for foveate273_any) and the batch's one size are checked
  * before the resize: a size refused costs no resize and no scratch of its size (2^24 x 2^24 was
  * a 4 PiB scratch, refused as out of memory instead of naming the bounds), and changes nothing. */

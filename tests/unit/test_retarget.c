@@ -765,7 +765,7 @@ TEST(retarget_refusals_name_what_differs)
         if (px__asm(bad[i].text, &q) < 0)
             continue;
         CHECK_EQ(ops->retarget(ex, &q, &err), -1);
-        CHECK_EQ(err.code, PXE_USAGE);
+        CHECK_EQ(err.code, PXE_RETARGET_DIFFERS);
         CHECK_STR(err.msg, "retarget: the next program differs from the loaded one in ");
         CHECK_STR(err.msg, bad[i].words);
         pxvm_program_free(&q);

@@ -325,8 +325,7 @@ int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
     int rows = (int)c->items * g.ntok;
     if (!e || !px__embed_same(e, prog, in) || rows > e->rows ||
         (int64_t)rows * ((g.pw * g.ph + 3) / 4) >= INT32_MAX)
-        return pxvm_fail(err, PXE_EXECUTOR, -1, -1, "cuda",
-                         "EMBED's packed weights were made for other operands or fewer items (a bug: load makes them)");
+        return pxvm_fail(err, PXE_CUDA_EMBED_RECORD, -1, -1, index, (int)c->items, e ? e->rows : 0, g.ntok);
     size_t quads = (size_t)rows * (size_t)((g.pw * g.ph + 3) / 4);
     unsigned blocks = (unsigned)((quads + 255u) / 256u);
     px__k_embed_stage<<<blocks < 65535u ? blocks : 65535u, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, g, rows,

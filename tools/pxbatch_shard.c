@@ -178,7 +178,7 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
 /* The next batch of shard `s` from input `next` on: waits until the inputs from `next` are ready
  * up to a full batch (PX_RAGGED_IMAGES rows or --max-memory / 8 bytes) or to the shard's end, so
  * that one call takes many images while the decoders go on. Returns the end of the batch. */
-static int px__next_batch(px_batch_shard *s, int next)
+static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, int next)
 {
     uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
     pthread_mutex_lock(&s->mu);
@@ -194,7 +194,9 @@ static int px__next_batch(px_batch_shard *s, int next)
             pthread_mutex_unlock(&s->mu);
             return end;
         }
+        double t0 = px_batch_now();
         pthread_cond_wait(&s->cv, &s->mu);
+        w->times.input_wait += px_batch_now() - t0;
     }
 }
 
@@ -221,7 +223,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     if (!off || !views || !idx || !out)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
     for (int next = 0; !rc && next < s->count;) {
-        int end = px__next_batch(s, next), n = 0;
+        int end = px__next_batch(w, s, next), n = 0;
         int64_t tiles = 0;
         uint64_t bytes = 0;
         for (int i = next; i < end; i++)
@@ -242,7 +244,10 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
         }
         pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
                          (size_t)tiles * per_token, -1, 0, 0};
-        if (n && px__ragged(w, j, n, views, &t, err) < 0) {
+        double t0 = px_batch_now();
+        int called = n ? px__ragged(w, j, n, views, &t, err) : 0;
+        w->times.executor += px_batch_now() - t0;
+        if (called < 0) {
             if (t.failed < 0) {
                 rc = err->cls;
                 break;
@@ -327,6 +332,7 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, px
     px__shard_join(s, 1); /* after a failure the decoders stop; else every input was taken */
     if (rc)
         return rc;
+    double t0 = px_batch_now();
     const int p = s->job->policy.patch;
     const int shape[5] = {rows, (int)off[rows], p, p, 4};
     char *index = NULL;
@@ -368,6 +374,7 @@ static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, px
     free(index);
     free(rg.offsets);
     free(rg.grid);
+    w->times.write += px_batch_now() - t0;
     return rc;
 }
 
@@ -484,12 +491,17 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     const pxvm_slot *o = &prog->slots[out_slot];
     if (s->job->policy.kind == PX_POLICY_DYNAMIC) /* run as its inputs decode */
         return px__shard_run_dynamic(w, s, err);
+    double t0 = px_batch_now();
     px__shard_join(s, 0);
+    double t1 = px_batch_now();
+    w->times.input_wait += t1 - t0;
     size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
     uint8_t *out = NULL;
     int rows = 0, failed = 0;
     int rc = s->job->native ? px__run_native(w, s, input, out_slot, per, &out, &rows, err)
                             : px__run_fixed(w, s, input, out_slot, per, &out, &rows, err);
+    double t2 = px_batch_now();
+    w->times.executor += t2 - t1;
     if (rc)
         return rc;
     uint64_t bytes_in = 0;
@@ -531,5 +543,6 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     free(pi_path);
     free(npy);
     free(index);
+    w->times.write += px_batch_now() - t2;
     return rc;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef PXVM_HAVE_MPI
@@ -18,13 +17,6 @@
 
 /* ---- workers -------------------------------------------------------------------------------- */
 
-double px_batch_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The next shard of this worker from `s` on that an earlier run did not finish. */
 static int px__next(const px_batch_worker *w, int s)
 {
@@ -33,19 +25,18 @@ static int px__next(const px_batch_worker *w, int s)
     return s;
 }
 
-void *px_batch_work(void *arg)
+static void px__work(px_batch_worker *w)
 {
-    px_batch_worker *w = arg;
     const px_batch_job *j = w->job;
     int nshards = j->nshards;
     int s = px__next(w, w->slot_id);
     if (s >= nshards)
-        return NULL; /* nothing left: no executor opened */
+        return; /* nothing left: no executor opened */
     pxvm_open_options oo = {j->threads, w->device};
     const pxvm_executor_ops *ops;
     if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
         w->rc = w->err.cls;
-        return NULL;
+        return;
     }
     w->st.ops = ops;
     w->st.batch = j->shard_size;
@@ -54,7 +45,7 @@ void *px_batch_work(void *arg)
     if (!j->native && j->policy.kind != PX_POLICY_DYNAMIC && ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
         w->rc = w->err.cls;
         ops->close(w->st.ex);
-        return NULL;
+        return;
     }
     /* shards in flight: the one that runs and the next ones decoding (a ring: a decode thread
      * holds its shard's address, which never moves). With the dynamic policy PX_BATCH_AHEAD of
@@ -70,7 +61,7 @@ void *px_batch_work(void *arg)
         while (!w->rc && live < ahead && upcoming < nshards) { /* decode while the others run */
             px_batch_shard *sh = &ring[(head + live) % ahead];
             if (px_batch_shard_start(sh, j, w->prog, w->input, upcoming) != 0) {
-                px_batch_shard_free(sh);
+                px_batch_shard_free(sh, &w->st.times);
                 w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
                 break;
             }
@@ -82,7 +73,7 @@ void *px_batch_work(void *arg)
         px_batch_shard *cur = &ring[head];
         int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
         int done_shard = cur->shard;
-        px_batch_shard_free(cur);
+        px_batch_shard_free(cur, &w->st.times);
         head = (head + 1) % ahead, live--;
         if (rc) {
             w->rc = rc;
@@ -93,11 +84,19 @@ void *px_batch_work(void *arg)
                     w->st.images, (double)w->st.images / (px_batch_now() - t0));
     }
     for (; live > 0; live--, head = (head + 1) % ahead) /* after a failure: their decoders stop */
-        px_batch_shard_free(&ring[head]);
+        px_batch_shard_free(&ring[head], &w->st.times);
     if (tty && w->st.written)
         fputc('\n', stderr);
     ops->close(w->st.ex);
     px_batch_sized_free(&w->st); /* after the executor that may hold one of them */
+}
+
+void *px_batch_work(void *arg)
+{
+    px_batch_worker *w = arg;
+    double started = px_batch_now();
+    px__work(w);
+    w->st.times.wall = px_batch_now() - started;
     return NULL;
 }
 

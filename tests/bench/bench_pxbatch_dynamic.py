@@ -5,7 +5,8 @@ a Pillow process pool over all the host's cores").
 
     sh tests/bench/photos.sh                       # build/photos: 35 photos, 33 sizes
     python3 tests/bench/bench_pxbatch_dynamic.py [--photos build/photos] [--copies 4] [--reps 3] \
-        [--executor cpu --executor cuda] [--pxbatch LABEL=PATH ...] [--json OUT] [--md OUT]
+        [--executor cpu --executor cuda] [--pxbatch LABEL=PATH ...] [--variant LABEL=ARGS ...] \
+        [--json OUT] [--md OUT]
 
 The folder is the photos --copies times over (symbolic links, so every image is decoded again).
 Ways, alternated in each of --reps rounds (the machine is shared and noisy), medians quoted:
@@ -13,7 +14,9 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
                 16 (programs/uniform.json): files decoded (libjpeg-turbo, libpng) on its host
                 threads, resized by Qwen2-VL's rule (bicubic) and cut into 16x16 RGBA8 tiles by the
                 executor, written as shards (.npy, offsets, grid, the marker with SHA-256s) into a
-                fresh --out; timed as a whole process (start, decode, resize, write)
+                fresh --out; timed as a whole process (start, decode, resize, write); each
+                --variant LABEL=ARGS runs it with ARGS added (e.g. "2w=--workers 2"), "--ranks N"
+                among them under mpirun -np N (e.g. "2r=--ranks 2 --workers 1")
   pool-u8       multiprocessing (fork) pool of os.cpu_count() processes: Pillow open + convert
                 RGB + resize((w', h'), BICUBIC) to the same size (smart_resize), cut into uint8
                 16x16x3 tiles (N, 16, 16, 3), sent back to the parent (what pxbatch writes, less
@@ -21,7 +24,10 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
   pool-f32      the same, then NumPy rescale + CLIP normalize, float32 patches (N, 3*16*16) sent
                 back (issue 40's "ten-line Python process pool")
 images/s = images / wall seconds; ratios pxbatch / pool are medians over rounds of the ratio within
-a round. Exactness (untimed): the bytes of each pxbatch's shards (RGB of its tiles) differing
+a round. Beside each pxbatch figure, the bound, from pxbatch --stats of its median round: the
+decoders busy on average of those it has (cores' worth of decoding), and the shares of the
+workers' wall time spent in the executor (its calls are synchronous: an upper bound of the GPU busy
+and the link, upload and read-back), waiting for decoded images, and writing shards (disk, SHA-256). Exactness (untimed): the bytes of each pxbatch's shards (RGB of its tiles) differing
 from pool-u8's tiles, which must be 0 (else exit 1). (pxvm resizes an RGBA image's channels each
 on its own, so its RGB is that of the image with alpha dropped, as pool-u8 makes it; Pillow
 resizes RGBA premultiplied, which differs where alpha is 0: the RGBA photo of build/photos.)
@@ -34,6 +40,7 @@ import multiprocessing as mp
 import os
 import platform
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -98,6 +105,20 @@ def shard_tiles(out):
     return np.concatenate(parts) if parts else np.zeros((0, P, P, 3), np.uint8)
 
 
+def bound(st):
+    """Where a run's time went (pxbatch --stats), in words: the decoders busy of those it has, then
+    the workers' wall shared among the executor (GPU and link), waiting for decoded images and
+    writing shards (disk), with the decoders' waits for memory."""
+    t, wall = st["total"], sum(w["wall_s"] for w in st["workers"]) or 1
+    have = st["decoders_per_worker"] * st["workers_per_process"] * st["processes"]
+    return ("decoders %.1f of %d busy; workers (%d x %d): executor %.0f%%, waiting decoded %.0f%%, writing %.0f%%%s; "
+            "decoders waited %.1f s for memory" %
+            (t["decoders_busy"], have, st["processes"], st["workers_per_process"], 100 * t["executor_s"] / wall,
+             100 * t["input_wait_s"] / wall, 100 * t["write_s"] / wall,
+             ", waiting writer %.0f%%" % (100 * t["write_wait_s"] / wall) if t.get("write_wait_s") else "",
+             t["decode_memory_wait_s"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--photos", default=os.path.join(ROOT, "build", "photos"))
@@ -105,6 +126,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--executor", action="append", help="cpu, cuda (default: cpu, and cuda when it opens)")
     ap.add_argument("--pxbatch", action="append", help="LABEL=PATH (default: bin/pxbatch, no label)")
+    ap.add_argument("--variant", action="append",
+                    help="LABEL=ARGS: pxbatch with ARGS added; --ranks N among them: under mpirun -np N")
     ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument("--tmp", default=None, help="where the folder and the shards go (default: the system's)")
     ap.add_argument("--label", default="")
@@ -138,21 +161,31 @@ def main():
                   file=sys.stderr)
 
     cpu_secs = {}  # pxbatch's user + system seconds a run (the pool's processes outlive a round: not counted)
+    stats = {}  # pxbatch --stats of each run
+    mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-    def pxbatch_way(label, path, ex):
-        name = "pxbatch-%s%s" % (ex, "-" + label if label else "")
+    def pxbatch_way(label, path, ex, variant):
+        vlabel, vargs = variant
+        name = "pxbatch-%s%s%s" % (ex, "-" + label if label else "", "-" + vlabel if vlabel else "")
+        extra, launcher = shlex.split(vargs), []
+        if "--ranks" in extra:  # under mpirun
+            k = extra.index("--ranks")
+            launcher = ["mpirun", "-np", extra[k + 1], "--oversubscribe", "--bind-to", "none"]
+            del extra[k:k + 2]
 
         def run(out):
-            cmd = [path, plan, "--in-dir", folder, "--out", out, "--policy", "dynamic", "--executor", ex,
-                   "--shard-size", str(a.shard_size), "--overwrite"]
+            cmd = launcher + [path, plan, "--in-dir", folder, "--out", out, "--policy", "dynamic", "--executor", ex,
+                              "--shard-size", str(a.shard_size), "--overwrite", "--stats", out + ".stats.json", *extra]
             u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            r = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env)
             dt = time.perf_counter() - t
             u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             if r.returncode != 0:
                 sys.exit("bench_pxbatch_dynamic: %s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr))
             cpu_secs.setdefault(name, []).append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
+            with open(out + ".stats.json") as f:
+                stats.setdefault(name, []).append(json.load(f))
             return dt
         return (name, run)
 
@@ -168,7 +201,8 @@ def main():
             return dt
         return run
 
-    ways = [pxbatch_way(lb, p, ex) for ex in executors for lb, p in binaries]
+    variants = [tuple(v.split("=", 1)) for v in a.variant] if a.variant else [("", "")]
+    ways = [pxbatch_way(lb, p, ex, v) for ex in executors for lb, p in binaries for v in variants]
     ways += [("pool-u8", pool_way(pool_u8)), ("pool-f32", pool_way(pool_f32))]
     secs = {w: [] for w, _ in ways}
     outs = {w: os.path.join(tmp, w) for w, _ in ways}
@@ -195,6 +229,9 @@ def main():
             row["cpu_seconds_median"] = statistics.median(cpu_secs[w][1:])  # [0]: the warm-up
             for base in ("pool-u8", "pool-f32"):
                 row["ratio_to_" + base] = statistics.median(secs[base][k] / secs[w][k] for k in range(a.reps))
+            timed = stats[w][1:]  # [0]: the warm-up
+            row["stats"] = timed[sorted(range(a.reps), key=lambda k: secs[w][k])[a.reps // 2]]
+            row["bound"] = bound(row["stats"])
         results.append(row)
     doc = {"benchmark": "pxbatch --policy dynamic vs a Pillow + NumPy process pool", "label": a.label,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -207,15 +244,16 @@ def main():
           (doc["date"], doc["machine"]["cpu"], doc["machine"]["cores"],
            ", " + doc["machine"]["gpu"] if doc["machine"]["gpu"] else "", n, len(photos), doc["sizes"], a.copies,
            a.shard_size, a.reps, os.cpu_count()), "",
-          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys) | bytes differing from Pillow |",
-          "|---|---|---|---|---|---|"]
+          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys) | bytes differing from Pillow | the bound "
+          "(pxbatch --stats) |",
+          "|---|---|---|---|---|---|---|"]
     for row in results:
-        md.append("| %s | %.1f | %s | %s | %s | %s |" % (
+        md.append("| %s | %.1f | %s | %s | %s | %s | %s |" % (
             row["way"], row["images_per_s"],
             "%.2f" % row["ratio_to_pool-u8"] if "ratio_to_pool-u8" in row else "",
             "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
             "%.2f" % row["cpu_seconds_median"] if "cpu_seconds_median" in row else "",
-            row.get("bytes_differing_from_pillow", "")))
+            row.get("bytes_differing_from_pillow", ""), row.get("bound", "")))
     text = "\n".join(md) + "\n"
     print(text)
     if a.json:

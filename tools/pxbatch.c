@@ -49,7 +49,9 @@ static const char px__usage[] =
     "  --decoders N              images a worker decodes at once, 1..64 (default: this host's\n"
     "                            cores / (workers x ranks on this host))\n"
     "  --stats FILE              where the time went, as JSON written after the run (by rank 0):\n"
-    "                            per worker and in total, wall seconds; decoding (summed over the\n"
+    "                            the setup before the workers (MPI, the program, the inputs, the\n"
+    "                            devices counted); per worker and in total, wall seconds, opening\n"
+    "                            the executor; decoding (summed over the\n"
     "                            decoding threads) and the decoders busy on average; decoders\n"
     "                            waiting for a decode slot and for memory; the worker waiting for\n"
     "                            decoded images, in the executor, writing shards\n"
@@ -279,23 +281,24 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
 }
 
 /* A worker's times and figures as --stats writes them (px__stats: the order of its fields). */
-#define PX_STAT_FIELDS 13
+#define PX_STAT_FIELDS 14
 static void px__stat_row(const px_batch_worker *w, int rank, int i, double row[PX_STAT_FIELDS])
 {
     const px_batch_times *t = &w->st.times;
-    double v[PX_STAT_FIELDS] = {rank, i, w->device, (double)w->st.images, (double)t->decoded, t->wall, t->decode,
-                                t->gate_wait, t->memory_wait, t->input_wait, t->executor, t->write, t->write_wait};
+    double v[PX_STAT_FIELDS] = {rank,          i,         w->device,    (double)w->st.images, (double)t->decoded,
+                                t->wall,       t->decode, t->gate_wait, t->memory_wait,       t->input_wait,
+                                t->executor,   t->write,  t->write_wait, t->open};
     memcpy(row, v, sizeof v);
 }
 
 /* --stats FILE: every rank's workers' times (gathered on rank 0 under MPI), per worker and in
  * total, written by rank 0 as JSON. 0, or -1 (rank 0 could not write it: said on stderr). */
 static int px__stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
-                     int gpus, double secs, uint64_t images)
+                     int gpus, double setup, double secs, uint64_t images)
 {
     static const char *names[PX_STAT_FIELDS] = {"rank", "worker", "device", "images", "decoded", "wall_s", "decode_s",
                                                 "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s",
-                                                "executor_s", "write_s", "write_wait_s"};
+                                                "executor_s", "write_s", "write_wait_s", "open_s"};
     double *mine = calloc((size_t)started + 1, sizeof(double) * PX_STAT_FIELDS), *all = mine;
     int nrows = started, rc = 0;
     if (!mine) {
@@ -350,6 +353,7 @@ static int px__stats(const px_batch_job *j, const px_batch_worker *ws, int start
     json_object_set_new(sum, "decoders_busy", json_real(secs > 0 ? tot[6] / secs : 0));
     json_object_set_new(doc, "images", json_integer((json_int_t)images));
     json_object_set_new(doc, "wall_s", json_real(secs));
+    json_object_set_new(doc, "setup_s", json_real(setup));
     json_object_set_new(doc, "images_per_s", json_real(secs > 0 ? (double)images / secs : 0));
     json_object_set_new(doc, "processes", json_integer(size));
     json_object_set_new(doc, "workers_per_process", json_integer(nworkers));
@@ -377,6 +381,7 @@ static uint64_t px__mad(uint64_t a, uint64_t b, uint64_t c)
 
 int main(int argc, char **argv)
 {
+    double began = px_batch_now();
     int rank = 0, size = 1, local_rank = 0, local_size = 1;
 #ifdef PXVM_HAVE_MPI
     if ((px_batch_mpi = px_batch_launched())) {
@@ -576,7 +581,7 @@ int main(int argc, char **argv)
         pxvm_open_options oo = {0, 0};
         if (cuda && cuda->open(&probe, &oo, &err) == 0) {
             ndev = 1;
-            for (int d = 1; d < 64; d++) { /* count the devices that open */
+            for (int d = 1; d < (j.devices ? j.devices : 64); d++) { /* count the devices that open (those asked) */
                 pxvm_executor *e2 = NULL;
                 pxvm_open_options o2 = {0, d};
                 if (cuda->open(&e2, &o2, &err) < 0) {
@@ -609,7 +614,7 @@ int main(int argc, char **argv)
     px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     int started = 0;
-    double t0 = px_batch_now();
+    double t0 = px_batch_now(), setup = t0 - began;
     for (int i = 0; ws && th && i < nworkers; i++) {
         ws[i].job = &j, ws[i].prog = &prog, ws[i].input = input, ws[i].out_slot = out_slot;
         ws[i].nslots_total = size * nworkers, ws[i].slot_id = rank * nworkers + i;
@@ -644,14 +649,16 @@ int main(int argc, char **argv)
         MPI_Reduce(tot, all, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         double secs_all = 0;
         MPI_Reduce(&secs, &secs_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        double setup_all = 0;
+        MPI_Reduce(&setup, &setup_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)
-            memcpy(tot, all, sizeof all), secs = secs_all;
+            memcpy(tot, all, sizeof all), secs = secs_all, setup = setup_all;
         worst = px_batch_agree(worst);
     }
 #endif
     /* after the ranks' figures are summed; an unwritable file is an i/o failure (1) on every rank */
     if (j.stats_path) {
-        int unwritten = px__stats(&j, ws, started, nworkers, rank, size, gpus, secs, tot[0]) < 0;
+        int unwritten = px__stats(&j, ws, started, nworkers, rank, size, gpus, setup, secs, tot[0]) < 0;
         worst = px_batch_agree(unwritten && !worst ? 1 : worst);
     }
     written = tot[5];

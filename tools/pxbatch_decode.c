@@ -268,7 +268,7 @@ double px_batch_now(void)
 
 void px_batch_times_add(px_batch_times *into, const px_batch_times *t)
 {
-    into->wall += t->wall, into->decode += t->decode, into->gate_wait += t->gate_wait;
+    into->wall += t->wall, into->open += t->open, into->decode += t->decode, into->gate_wait += t->gate_wait;
     into->memory_wait += t->memory_wait, into->input_wait += t->input_wait, into->executor += t->executor;
     into->write += t->write, into->write_wait += t->write_wait, into->decoded += t->decoded;
 }

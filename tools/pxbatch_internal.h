@@ -25,6 +25,7 @@ void px_batch_gate_give(px_batch_gate *g);
  * decoding threads of its shards. */
 typedef struct {
     double wall;        /* the worker's thread, start to end */
+    double open;        /* opening its executor (and loading the program) */
     double decode;      /* reading and decoding inputs (and, fixed-size, resizing them) */
     double gate_wait;   /* decoders waiting for a slot of the process's decodes at once */
     double memory_wait; /* dynamic: decoders waiting while their shard's decoded inputs held their share

@@ -34,6 +34,7 @@ static void px__work(px_batch_worker *w)
         return; /* nothing left: no executor opened */
     pxvm_open_options oo = {j->threads, w->device};
     const pxvm_executor_ops *ops;
+    double opened = px_batch_now();
     if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
         w->rc = w->err.cls;
         return;
@@ -47,6 +48,7 @@ static void px__work(px_batch_worker *w)
         ops->close(w->st.ex);
         return;
     }
+    w->st.times.open = px_batch_now() - opened;
     /* shards in flight: the one that runs and the next ones decoding (a ring: a decode thread
      * holds its shard's address, which never moves). With the dynamic policy PX_BATCH_AHEAD of
      * them, so that a shard's slowest image (a large PNG, a 20-megapixel JPEG) decodes while

@@ -141,14 +141,14 @@ def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
     assert r.returncode == 1 and files(tmp_path / "l") == files(tmp_path / "o")
 
 
-STAT_PARTS = ("decode_s", "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s", "executor_s", "write_s",
+STAT_PARTS = ("open_s", "decode_s", "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s", "executor_s", "write_s",
               "write_wait_s")
 
 
 def check_stats(st, images, decoded, rows, decoders):
     """A --stats document: the run's figures, a row per worker, the total their sums."""
     assert st["images"] == images and st["total"]["images"] == images and st["total"]["decoded"] == decoded
-    assert st["wall_s"] > 0 and st["images_per_s"] == pytest.approx(images / st["wall_s"])
+    assert st["wall_s"] > 0 and st["setup_s"] > 0 and st["images_per_s"] == pytest.approx(images / st["wall_s"])
     assert [(w["rank"], w["worker"]) for w in st["workers"]] == rows
     assert sum(w["images"] for w in st["workers"]) == images
     for part in STAT_PARTS:
@@ -156,7 +156,7 @@ def check_stats(st, images, decoded, rows, decoders):
     for w in st["workers"]:
         assert w["decode_s"] > 0 and w["executor_s"] > 0 and w["write_s"] > 0
         # the worker's own parts follow one another within its life; its decoders overlap it
-        assert w["input_wait_s"] + w["executor_s"] + w["write_s"] + w["write_wait_s"] <= w["wall_s"] * 1.001
+        assert w["open_s"] + w["input_wait_s"] + w["executor_s"] + w["write_s"] + w["write_wait_s"] <= w["wall_s"] * 1.001
         assert w["decoders_busy"] == pytest.approx(w["decode_s"] / w["wall_s"])
         assert 0 < w["decoders_busy"] <= decoders * 1.02  # never more than --decoders decode at once
     assert st["total"]["decoders_busy"] == pytest.approx(st["total"]["decode_s"] / st["wall_s"])

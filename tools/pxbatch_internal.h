@@ -121,6 +121,20 @@ typedef struct {
     int rc;
 } px_batch_worker;
 
+/* A shard that ran, to be written (px_batch_shard_run, then px_batch_shard_write, on the worker's
+ * writer thread): what the .npy holds, and what was read. */
+typedef struct {
+    uint8_t *data;   /* PXB_NPY_HEAD_MAX bytes kept for the .npy's header, then the rows or tokens (or NULL) */
+    int64_t *off;    /* dynamic: (rows + 1) token offsets */
+    int rows;
+    uint64_t bytes_in;
+} px_batch_result;
+
+/* A shard's figures once written. */
+typedef struct {
+    uint64_t images, failed, bytes_in, bytes_out;
+} px_batch_written;
+
 /* pxbatch_job.c: the dataset, in a fixed order (0, 1 i/o or 3 malformed list, with msg); --out
  * checked, created and locked, then cleaned (0, or an exit status with msg); this process's share
  * of the markers already in --out compared with this job; the job object every marker records. */
@@ -141,7 +155,9 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
 int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard);
 /* px_batch_shard_free adds its decoders' times to *times (NULL: dropped) */
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times);
-int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err);
+int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, px_batch_result *r,
+                       pxvm_error *err);
+int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px_batch_written *done, pxvm_error *err);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
 /* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; a shard's decoders stopped (stop 1)
  * or finished, then joined. */

@@ -342,6 +342,15 @@ def test_a_shard_that_is_not_written_is_not_counted(ds, tmp_path):
     r = run(ds, out, "--shard-size", "64")
     assert "cannot write" in r.stderr and "shard-00000.npy" in r.stderr
     assert "0 images in" in r.stderr and "1 shard not written" in r.stderr and "0.0 MB out" in r.stderr
+    # mid-run (shards are written on the worker's writer thread while it runs the next): shard 1
+    # fails, named; shard 0 stays written, shard 2 (run meanwhile) is not written
+    out = tmp_path / "o2"
+    os.makedirs(out / "shard-00001.npy")
+    r = run(ds, out)
+    assert "cannot write" in r.stderr and "shard-00001.npy" in r.stderr, r.stderr
+    assert "8 images in" in r.stderr and "2 shards not written" in r.stderr
+    assert sorted(n for n in os.listdir(out) if n.startswith("shard-")) == ["shard-00000.json", "shard-00000.npy",
+                                                                         "shard-00001.npy"]
 
 
 @pytest.mark.skipif(not shutil.which("mpirun"), reason="needs Open MPI's mpirun")

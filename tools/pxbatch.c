@@ -360,7 +360,11 @@ static int px__stats(const px_batch_job *j, const px_batch_worker *ws, int start
     json_object_set_new(doc, "devices", json_integer(gpus));
     json_object_set_new(doc, "decoders_per_worker", json_integer(j->decoders));
     json_object_set_new(doc, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-    json_object_set_new(doc, "executor", json_string(j->exec_name));
+    const char *exec = j->exec_name; /* the one the workers opened ("auto": which) */
+    for (int i = 0; i < started; i++)
+        if (ws[i].st.ops)
+            exec = ws[i].st.ops->name;
+    json_object_set_new(doc, "executor", json_string(exec));
     json_object_set_new(doc, "total", sum);
     json_object_set_new(doc, "workers", rows);
     free(all);
@@ -575,33 +579,36 @@ int main(int argc, char **argv)
     /* workers: --workers, else one per GPU of this process (without MPI), else one; each a share
      * of the shards */
     int nworkers = 1, ndev = 0;
+    /* the devices counted by opening a CUDA executor on each (up to --devices): those the workers
+     * use are kept open until they are done, as closing a GPU's last executor ends its EGL display
+     * (px__egl_hold) and each worker's open would start it again */
+    const pxvm_executor_ops *cuda = NULL;
+    pxvm_executor *probes[64] = {0};
     if (strcmp(j.exec_name, "cpu")) {
-        const pxvm_executor_ops *cuda = pxvm_executor_find("cuda", &err);
-        pxvm_executor *probe = NULL;
-        pxvm_open_options oo = {0, 0};
-        if (cuda && cuda->open(&probe, &oo, &err) == 0) {
-            ndev = 1;
-            for (int d = 1; d < (j.devices ? j.devices : 64); d++) { /* count the devices that open (those asked) */
-                pxvm_executor *e2 = NULL;
-                pxvm_open_options o2 = {0, d};
-                if (cuda->open(&e2, &o2, &err) < 0) {
-                    if (e2)
-                        cuda->close(e2);
-                    break;
-                }
-                cuda->close(e2);
-                ndev++;
+        cuda = pxvm_executor_find("cuda", &err);
+        for (int d = 0; cuda && d < (j.devices ? j.devices : 64); d++, ndev++) {
+            pxvm_open_options oo = {0, d};
+            if (cuda->open(&probes[d], &oo, &err) < 0) {
+                if (probes[d])
+                    cuda->close(probes[d]);
+                probes[d] = NULL;
+                break;
             }
         }
-        if (probe)
-            cuda->close(probe);
-        if (j.devices && j.devices < ndev)
-            ndev = j.devices;
         nworkers = size == 1 && ndev ? ndev : 1;
     }
     if (j.workers)
         nworkers = j.workers;
     int gpus = ndev ? ndev : 1;
+    for (int d = 0; d < ndev; d++) { /* a device no worker of this process takes: closed now */
+        int used = 0;
+        for (int i = 0; i < nworkers && !used; i++)
+            used = (local_rank * nworkers + i) % gpus == d;
+        if (!used) {
+            cuda->close(probes[d]);
+            probes[d] = NULL;
+        }
+    }
     if (!j.decoders) { /* this host's cores, shared by its workers and its ranks */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         int per = (int)(cores / (nworkers * local_size));
@@ -643,6 +650,9 @@ int main(int argc, char **argv)
         }
     }
     double secs = px_batch_now() - t0;
+    for (int d = 0; d < ndev; d++)
+        if (probes[d])
+            cuda->close(probes[d]);
 #ifdef PXVM_HAVE_MPI
     if (px_batch_mpi) {
         uint64_t all[6];

@@ -16,7 +16,8 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
                 executor, written as shards (.npy, offsets, grid, the marker with SHA-256s) into a
                 fresh --out; timed as a whole process (start, decode, resize, write); each
                 --variant LABEL=ARGS runs it with ARGS added (e.g. "2w=--workers 2"), "--ranks N"
-                among them under mpirun -np N (e.g. "2r=--ranks 2 --workers 1")
+                among them under mpirun -np N (e.g. "2r=--ranks 2 --workers 1"), "--env K=V" a
+                variable set for it (e.g. glibc's malloc tunables)
   pool-u8       multiprocessing (fork) pool of os.cpu_count() processes: Pillow open + convert
                 RGB + resize((w', h'), BICUBIC) to the same size (smart_resize), cut into uint8
                 16x16x3 tiles (N, 16, 16, 3), sent back to the parent (what pxbatch writes, less
@@ -24,13 +25,17 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
   pool-f32      the same, then NumPy rescale + CLIP normalize, float32 patches (N, 3*16*16) sent
                 back (issue 40's "ten-line Python process pool")
 images/s = images / wall seconds; ratios pxbatch / pool are medians over rounds of the ratio within
-a round. Beside each pxbatch figure, the bound, from pxbatch --stats of its median round: the
-decoders busy on average of those it has (cores' worth of decoding), and the shares of the
-workers' wall time spent in the executor (its calls are synchronous: an upper bound of the GPU busy
-and the link, upload and read-back), waiting for decoded images, and writing shards (disk, SHA-256). Exactness (untimed): the bytes of each pxbatch's shards (RGB of its tiles) differing
-from pool-u8's tiles, which must be 0 (else exit 1). (pxvm resizes an RGBA image's channels each
-on its own, so its RGB is that of the image with alpha dropped, as pool-u8 makes it; Pillow
-resizes RGBA premultiplied, which differs where alpha is 0: the RGBA photo of build/photos.)
+a round. Beside each pxbatch figure, the bound, from pxbatch --stats of its median round: the setup
+before its workers (MPI, counting and opening devices) and their time; the decoders busy on average
+of those it has (cores' worth of decoding); the shares of the workers' wall time spent opening the
+executor, in the executor (its calls are synchronous: an upper bound of the GPU busy and the link,
+upload and read-back), waiting for decoded images, and writing shards (disk, SHA-256); and CPU
+seconds, system among them (page faults, munmap, the files). Exactness (untimed): the bytes of
+each pxbatch's shards (RGB of its tiles) differing from pool-u8's tiles, which must be 0, and
+every pxbatch way's shard files the same bytes (else exit 1). (pxvm resizes an RGBA image's
+channels each on its own, so its RGB is that of the image with alpha dropped, as pool-u8 makes
+it; Pillow resizes RGBA premultiplied, which differs where alpha is 0: the RGBA photo of
+build/photos.)
 """
 import argparse
 import datetime
@@ -95,6 +100,13 @@ def machine():
     except (OSError, subprocess.SubprocessError):
         pass
     return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "gpu": gpu, "python": platform.python_version()}
+
+
+def shard_files(out):
+    """{name: SHA-256} of the shard files of a pxbatch --out."""
+    import hashlib
+    return {f: hashlib.sha256(open(os.path.join(out, f), "rb").read()).hexdigest()
+            for f in sorted(os.listdir(out)) if f.startswith("shard-")}
 
 
 def shard_tiles(out):
@@ -163,16 +175,24 @@ def main():
                   file=sys.stderr)
 
     cpu_secs = {}  # pxbatch's user + system seconds a run (the pool's processes outlive a round: not counted)
+    sys_secs = {}  # of which system (page faults, munmap, files: the kernel's share)
     stats = {}  # pxbatch --stats of each run
     mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
     def pxbatch_way(label, path, ex, variant):
         vlabel, vargs = variant
         name = "pxbatch-%s%s%s" % (ex, "-" + label if label else "", "-" + vlabel if vlabel else "")
-        extra, launcher = shlex.split(vargs), []
+        extra, launcher, env = shlex.split(vargs), [], dict(mpi_env)
         if "--ranks" in extra:  # under mpirun
             k = extra.index("--ranks")
             launcher = ["mpirun", "-np", extra[k + 1], "--oversubscribe", "--bind-to", "none"]
+            del extra[k:k + 2]
+        while "--env" in extra:  # a variable of pxbatch's environment (e.g. glibc's malloc tunables)
+            k = extra.index("--env")
+            key, val = extra[k + 1].split("=", 1)
+            env[key] = val
+            if launcher:  # mpirun passes it on
+                launcher += ["-x", key]
             del extra[k:k + 2]
 
         def run(out):
@@ -180,12 +200,13 @@ def main():
                               "--shard-size", str(a.shard_size), "--overwrite", "--stats", out + ".stats.json", *extra]
             u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env)
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
             dt = time.perf_counter() - t
             u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             if r.returncode != 0:
                 sys.exit("bench_pxbatch_dynamic: %s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr))
             cpu_secs.setdefault(name, []).append(u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime)
+            sys_secs.setdefault(name, []).append(u1.ru_stime - u0.ru_stime)
             with open(out + ".stats.json") as f:
                 stats.setdefault(name, []).append(json.load(f))
             return dt
@@ -217,18 +238,23 @@ def main():
     # exactness: every pxbatch's tiles against Pillow's (pool-u8's)
     want = np.concatenate(pool.map(pool_u8, files, chunksize=1))
     pool.terminate()
-    differ = {}
+    differ, files_of = {}, {}
     for w, _ in ways:
         if w.startswith("pxbatch"):
             got = shard_tiles(outs[w])
             differ[w] = int((got != want).sum()) if got.shape == want.shape else -1
+            files_of[w] = shard_files(outs[w])
+    first = next((w for w, _ in ways if w.startswith("pxbatch")), None)
+    unlike = [w for w in files_of if files_of[w] != files_of[first]]  # every way's shards: the same files
     results = []
     for w, _ in ways:
         row = {"way": w, "images": n, "seconds_median": statistics.median(secs[w]),
                "images_per_s": n / statistics.median(secs[w]), "seconds": secs[w]}
         if w.startswith("pxbatch"):
             row["bytes_differing_from_pillow"] = differ[w]
+            row["same_files_as_" + first] = w not in unlike
             row["cpu_seconds_median"] = statistics.median(cpu_secs[w][1:])  # [0]: the warm-up
+            row["sys_seconds_median"] = statistics.median(sys_secs[w][1:])
             for base in ("pool-u8", "pool-f32"):
                 row["ratio_to_" + base] = statistics.median(secs[base][k] / secs[w][k] for k in range(a.reps))
             timed = stats[w][1:]  # [0]: the warm-up
@@ -246,7 +272,7 @@ def main():
           (doc["date"], doc["machine"]["cpu"], doc["machine"]["cores"],
            ", " + doc["machine"]["gpu"] if doc["machine"]["gpu"] else "", n, len(photos), doc["sizes"], a.copies,
            a.shard_size, a.reps, os.cpu_count()), "",
-          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys) | bytes differing from Pillow | the bound "
+          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys; sys) | bytes differing from Pillow | the bound "
           "(pxbatch --stats) |",
           "|---|---|---|---|---|---|---|"]
     for row in results:
@@ -254,7 +280,7 @@ def main():
             row["way"], row["images_per_s"],
             "%.2f" % row["ratio_to_pool-u8"] if "ratio_to_pool-u8" in row else "",
             "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
-            "%.2f" % row["cpu_seconds_median"] if "cpu_seconds_median" in row else "",
+            "%.2f; %.2f" % (row["cpu_seconds_median"], row["sys_seconds_median"]) if "cpu_seconds_median" in row else "",
             row.get("bytes_differing_from_pillow", ""), row.get("bound", "")))
     text = "\n".join(md) + "\n"
     print(text)
@@ -269,8 +295,12 @@ def main():
     bad = [w for w, d in differ.items() if d != 0]
     if bad:
         print("bench_pxbatch_dynamic: bytes differ from Pillow's: %s" % bad, file=sys.stderr)
-        return 1
-    return 0
+    if unlike:
+        print("bench_pxbatch_dynamic: shard files differ from %s's: %s" % (first, unlike), file=sys.stderr)
+    elif first:
+        print("bench_pxbatch_dynamic: every pxbatch way wrote the same shard files (%d)" % len(files_of[first]),
+              file=sys.stderr)
+    return 1 if bad or unlike else 0
 
 
 if __name__ == "__main__":

@@ -210,7 +210,8 @@ def test_fifos_directories_and_devices_are_listed_as_failed_never_read(ds, tmp_p
 
 def test_numbers_are_parsed_strictly(ds, tmp_path):
     for opt, val in [("--threads", "abc"), ("--shard-size", "2xyz"), ("--shard-size", "0"), ("--shard-size", "4097"),
-                     ("--decoders", "-1"), ("--devices", " 1"), ("--max-memory", "1e9"), ("--threads", "")]:
+                     ("--decoders", "-1"), ("--devices", " 1"), ("--max-memory", "1e9"), ("--threads", ""),
+                     ("--workers", "0"), ("--workers", "65")]:
         r = run(ds, tmp_path / "o", opt, val, rc=2)
         assert "%s takes a whole number" % opt in r.stderr and "not '%s'" % val in r.stderr, (opt, val)
         assert not os.path.exists(tmp_path / "o")
@@ -219,6 +220,10 @@ def test_numbers_are_parsed_strictly(ds, tmp_path):
     r = run(ds, tmp_path / "o", "--executor", "gpu", rc=2)
     assert "--executor takes cpu, cuda or auto, not 'gpu'" in r.stderr
     run(ds, tmp_path / "o", "--decoders", "64", "--threads", "0")
+    r = run(ds, tmp_path / "w", "--workers", "64", "--decoders", "1")  # the bound: 64 workers, 3 shards
+    assert "over 1 process x 64 workers" in r.stderr and "20 images" in r.stderr
+    r = run(ds, tmp_path / "w1", "--workers", "1")
+    assert "over 1 process x 1 worker," in r.stderr
 
 
 def test_list_lines_of_any_length(ds, tmp_path):

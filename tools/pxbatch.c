@@ -10,6 +10,7 @@
  * pxbatch_workers.c (pxbatch_internal.h: what they share); file handling (markers, the list,
  * --verify) is behind pxbatch.h. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,7 +42,19 @@ static const char px__usage[] =
     "  --devices N               CUDA devices to use without MPI, 1..64 (default: all); under\n"
     "                            mpirun each rank takes device (local rank mod devices)\n"
     "  --threads N               CPU worker threads per process, 0..1024 (default 0: all cores)\n"
-    "  --decoders N              images a worker decodes at once, 1..64 (default: cores / workers)\n"
+    "  --workers N               workers per process, 1..64, each with its own executor and its\n"
+    "                            share of the shards; worker i takes CUDA device (local rank x N\n"
+    "                            + i) mod devices, so several can share one GPU (default: one per\n"
+    "                            device without MPI, else one)\n"
+    "  --decoders N              images a worker decodes at once, 1..64 (default: this host's\n"
+    "                            cores / (workers x ranks on this host))\n"
+    "  --stats FILE              where the time went, as JSON written after the run (by rank 0):\n"
+    "                            the setup before the workers (MPI, the program, the inputs, the\n"
+    "                            devices counted); per worker and in total, wall seconds, opening\n"
+    "                            the executor; decoding (summed over the\n"
+    "                            decoding threads) and the decoders busy on average; decoders\n"
+    "                            waiting for a decode slot and for memory; the worker waiting for\n"
+    "                            decoded images, in the executor, writing shards\n"
     "  --policy POLICY           how an image of another size than the input slot meets it, as\n"
     "                            pxrun's: native (an any-size input takes each image at its own\n"
     "                            size, within its bounds: the default for any-size programs; the\n"
@@ -169,7 +182,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         const char *name;
         uint64_t lo, hi;
     } nums[] = {{"--shard-size", 1, 4096}, {"--devices", 1, 64},    {"--decoders", 1, 64},
-                {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}};
+                {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}, {"--workers", 1, 64}};
     const char *number = NULL, *devices = NULL; /* the last numeric option given; --devices' value */
     int seen[32], nseen = 0; /* argv index of each option given with its value (fewer than 32 kinds) */
     for (int i = 1; i < argc; i++) {
@@ -193,6 +206,7 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
                            : !strcmp(o, "--executor") ? &j->exec_name
                            : !strcmp(o, "--verify")   ? verify
                            : !strcmp(o, "--policy")   ? &policy
+                           : !strcmp(o, "--stats")    ? &j->stats_path
                                                       : NULL;
         size_t k = 0;
         while (!str && k < sizeof nums / sizeof nums[0] && strcmp(o, nums[k].name))
@@ -236,15 +250,19 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->decoders = (int)n;
         else if (k == 3)
             j->threads = (int)n;
-        else
+        else if (k == 4)
             j->lim.max_memory = n;
+        else
+            j->workers = (int)n;
     }
     j->policy_given = policy != NULL;
     if (*verify) {
         int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0;
-        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient)
+        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient ||
+            j->stats_path)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
-                                   number ? number : j->size.text ? "--size" : lenient ? "--lenient" : "--overwrite");
+                                   number ? number : j->size.text ? "--size" : lenient ? "--lenient"
+                                                   : j->stats_path ? "--stats" : "--overwrite");
         return 0;
     }
     pxvm_error serr;
@@ -262,6 +280,102 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     return 0;
 }
 
+/* A worker's times and figures as --stats writes them (px__stats: the order of its fields). */
+#define PX_STAT_FIELDS 14
+static void px__stat_row(const px_batch_worker *w, int rank, int i, double row[PX_STAT_FIELDS])
+{
+    const px_batch_times *t = &w->st.times;
+    double v[PX_STAT_FIELDS] = {rank,          i,         w->device,    (double)w->st.images, (double)t->decoded,
+                                t->wall,       t->decode, t->gate_wait, t->memory_wait,       t->input_wait,
+                                t->executor,   t->write,  t->write_wait, t->open};
+    memcpy(row, v, sizeof v);
+}
+
+/* --stats FILE: every rank's workers' times (gathered on rank 0 under MPI), per worker and in
+ * total, written by rank 0 as JSON. 0, or -1 (rank 0 could not write it: said on stderr). */
+static int px__stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
+                     int gpus, double setup, double secs, uint64_t images)
+{
+    static const char *names[PX_STAT_FIELDS] = {"rank", "worker", "device", "images", "decoded", "wall_s", "decode_s",
+                                                "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s",
+                                                "executor_s", "write_s", "write_wait_s", "open_s"};
+    double *mine = calloc((size_t)started + 1, sizeof(double) * PX_STAT_FIELDS), *all = mine;
+    int nrows = started, rc = 0;
+    if (!mine) {
+        fprintf(stderr, "pxbatch: --stats: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < started; i++)
+        px__stat_row(&ws[i], rank, i, mine + (size_t)i * PX_STAT_FIELDS);
+#ifdef PXVM_HAVE_MPI
+    if (px_batch_mpi) { /* every rank's rows to rank 0 */
+        int n = started * PX_STAT_FIELDS, *counts = calloc((size_t)size, sizeof(int)),
+            *displs = calloc((size_t)size, sizeof(int));
+        MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        int total = 0;
+        for (int r = 0; rank == 0 && counts && displs && r < size; r++)
+            displs[r] = total, total += counts[r];
+        all = rank == 0 ? calloc((size_t)total + 1, sizeof(double)) : NULL;
+        if (rank == 0 && (!all || !counts || !displs)) { /* the others still take part, then rank 0 says so */
+            fprintf(stderr, "pxbatch: --stats: out of memory\n");
+            rc = -1;
+        }
+        MPI_Gatherv(mine, n, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        nrows = total / PX_STAT_FIELDS;
+        free(counts);
+        free(displs);
+        free(mine);
+        mine = NULL;
+    }
+#endif
+    if (rank != 0 || rc < 0) {
+        free(all == mine ? NULL : all);
+        free(mine);
+        return rc;
+    }
+    json_t *rows = json_array(), *sum = json_object(), *doc = json_object();
+    double tot[PX_STAT_FIELDS] = {0};
+    for (int r = 0; r < nrows; r++) {
+        const double *row = all + (size_t)r * PX_STAT_FIELDS;
+        json_t *o = json_object();
+        for (int f = 0; f < PX_STAT_FIELDS; f++) {
+            json_object_set_new(o, names[f], f < 5 ? json_integer((json_int_t)row[f]) : json_real(row[f]));
+            tot[f] += row[f];
+        }
+        /* the decoders busy on average over the worker's life: its shards' decode seconds / wall */
+        json_object_set_new(o, "decoders_busy", json_real(row[5] > 0 ? row[6] / row[5] : 0));
+        json_array_append_new(rows, o);
+    }
+    for (int f = 3; f < PX_STAT_FIELDS; f++)
+        if (f != 5)
+            json_object_set_new(sum, names[f], f < 5 ? json_integer((json_int_t)tot[f]) : json_real(tot[f]));
+    json_object_set_new(sum, "wall_s", json_real(secs));
+    json_object_set_new(sum, "decoders_busy", json_real(secs > 0 ? tot[6] / secs : 0));
+    json_object_set_new(doc, "images", json_integer((json_int_t)images));
+    json_object_set_new(doc, "wall_s", json_real(secs));
+    json_object_set_new(doc, "setup_s", json_real(setup));
+    json_object_set_new(doc, "images_per_s", json_real(secs > 0 ? (double)images / secs : 0));
+    json_object_set_new(doc, "processes", json_integer(size));
+    json_object_set_new(doc, "workers_per_process", json_integer(nworkers));
+    json_object_set_new(doc, "devices", json_integer(gpus));
+    json_object_set_new(doc, "decoders_per_worker", json_integer(j->decoders));
+    json_object_set_new(doc, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    const char *exec = j->exec_name; /* the one the workers opened ("auto": which) */
+    for (int i = 0; i < started; i++)
+        if (ws[i].st.ops)
+            exec = ws[i].st.ops->name;
+    json_object_set_new(doc, "executor", json_string(exec));
+    json_object_set_new(doc, "total", sum);
+    json_object_set_new(doc, "workers", rows);
+    free(all);
+    if (json_dump_file(doc, j->stats_path, JSON_INDENT(1)) != 0) {
+        fprintf(stderr, "pxbatch: i/o error: --stats '%s': cannot write it (%s)\n", j->stats_path, strerror(errno));
+        rc = -1;
+    }
+    json_decref(doc);
+    return rc;
+}
+
 /* a * b + c, saturating */
 static uint64_t px__mad(uint64_t a, uint64_t b, uint64_t c)
 {
@@ -271,7 +385,8 @@ static uint64_t px__mad(uint64_t a, uint64_t b, uint64_t c)
 
 int main(int argc, char **argv)
 {
-    int rank = 0, size = 1, local_rank = 0;
+    double began = px_batch_now();
+    int rank = 0, size = 1, local_rank = 0, local_size = 1;
 #ifdef PXVM_HAVE_MPI
     if ((px_batch_mpi = px_batch_launched())) {
         MPI_Init(&argc, &argv);
@@ -280,6 +395,7 @@ int main(int argc, char **argv)
         MPI_Comm local;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
         MPI_Comm_rank(local, &local_rank);
+        MPI_Comm_size(local, &local_size);
         MPI_Comm_free(&local);
     }
 #endif
@@ -460,36 +576,42 @@ int main(int argc, char **argv)
             px_batch_agree(-size);
         goto end;
     }
-    /* workers: one per GPU of this process (without MPI), else one; each a share of the shards */
+    /* workers: --workers, else one per GPU of this process (without MPI), else one; each a share
+     * of the shards */
     int nworkers = 1, ndev = 0;
+    /* the devices counted by opening a CUDA executor on each (up to --devices): those the workers
+     * use are kept open until they are done, as closing a GPU's last executor ends its EGL display
+     * (px__egl_hold) and each worker's open would start it again */
+    const pxvm_executor_ops *cuda = NULL;
+    pxvm_executor *probes[64] = {0};
     if (strcmp(j.exec_name, "cpu")) {
-        const pxvm_executor_ops *cuda = pxvm_executor_find("cuda", &err);
-        pxvm_executor *probe = NULL;
-        pxvm_open_options oo = {0, 0};
-        if (cuda && cuda->open(&probe, &oo, &err) == 0) {
-            ndev = 1;
-            for (int d = 1; d < 64; d++) { /* count the devices that open */
-                pxvm_executor *e2 = NULL;
-                pxvm_open_options o2 = {0, d};
-                if (cuda->open(&e2, &o2, &err) < 0) {
-                    if (e2)
-                        cuda->close(e2);
-                    break;
-                }
-                cuda->close(e2);
-                ndev++;
+        cuda = pxvm_executor_find("cuda", &err);
+        for (int d = 0; cuda && d < (j.devices ? j.devices : 64); d++, ndev++) {
+            pxvm_open_options oo = {0, d};
+            if (cuda->open(&probes[d], &oo, &err) < 0) {
+                if (probes[d])
+                    cuda->close(probes[d]);
+                probes[d] = NULL;
+                break;
             }
         }
-        if (probe)
-            cuda->close(probe);
-        if (j.devices && j.devices < ndev)
-            ndev = j.devices;
         nworkers = size == 1 && ndev ? ndev : 1;
     }
+    if (j.workers)
+        nworkers = j.workers;
     int gpus = ndev ? ndev : 1;
-    if (!j.decoders) { /* this host's cores, shared by its workers (and its ranks) */
+    for (int d = 0; d < ndev; d++) { /* a device no worker of this process takes: closed now */
+        int used = 0;
+        for (int i = 0; i < nworkers && !used; i++)
+            used = (local_rank * nworkers + i) % gpus == d;
+        if (!used) {
+            cuda->close(probes[d]);
+            probes[d] = NULL;
+        }
+    }
+    if (!j.decoders) { /* this host's cores, shared by its workers and its ranks */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int per = (int)(cores / (nworkers * (size > gpus ? gpus : size)));
+        int per = (int)(cores / (nworkers * local_size));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
     /* --decoders images decode at once per worker, however many shards are in flight (each has
@@ -499,11 +621,11 @@ int main(int argc, char **argv)
     px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
     int started = 0;
-    double t0 = px_batch_now();
+    double t0 = px_batch_now(), setup = t0 - began;
     for (int i = 0; ws && th && i < nworkers; i++) {
         ws[i].job = &j, ws[i].prog = &prog, ws[i].input = input, ws[i].out_slot = out_slot;
         ws[i].nslots_total = size * nworkers, ws[i].slot_id = rank * nworkers + i;
-        ws[i].device = size > 1 ? local_rank % gpus : i;
+        ws[i].device = (local_rank * nworkers + i) % gpus;
         ws[i].exec = j.exec_name;
         ws[i].is_rank0_first = rank == 0 && i == 0;
         if (pthread_create(&th[i], NULL, px_batch_work, &ws[i]) != 0)
@@ -528,17 +650,27 @@ int main(int argc, char **argv)
         }
     }
     double secs = px_batch_now() - t0;
+    for (int d = 0; d < ndev; d++)
+        if (probes[d])
+            cuda->close(probes[d]);
 #ifdef PXVM_HAVE_MPI
     if (px_batch_mpi) {
         uint64_t all[6];
         MPI_Reduce(tot, all, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         double secs_all = 0;
         MPI_Reduce(&secs, &secs_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        double setup_all = 0;
+        MPI_Reduce(&setup, &setup_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)
-            memcpy(tot, all, sizeof all), secs = secs_all;
+            memcpy(tot, all, sizeof all), secs = secs_all, setup = setup_all;
         worst = px_batch_agree(worst);
     }
 #endif
+    /* after the ranks' figures are summed; an unwritable file is an i/o failure (1) on every rank */
+    if (j.stats_path) {
+        int unwritten = px__stats(&j, ws, started, nworkers, rank, size, gpus, setup, secs, tot[0]) < 0;
+        worst = px_batch_agree(unwritten && !worst ? 1 : worst);
+    }
     written = tot[5];
     if (rank == 0) {
         uint64_t unwritten = (uint64_t)j.nshards - tot[4] - tot[5];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pxbatch_internal.h"
@@ -175,16 +176,24 @@ static void *px__decode(void *arg)
     px_batch_shard *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (s->claimed < s->count && s->held > s->hold_max)
-            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->claimed < s->count && s->held > s->hold_max) {
+            double t0 = px_batch_now();
+            while (s->claimed < s->count && s->held > s->hold_max)
+                pthread_cond_wait(&s->cv, &s->mu);
+            s->times.memory_wait += px_batch_now() - t0;
+        }
         if (s->claimed >= s->count)
             break;
         int i = s->claimed++;
         pthread_mutex_unlock(&s->mu);
+        double t0 = px_batch_now();
         px_batch_gate_take(s->job->gate);
+        double t1 = px_batch_now();
         px__decode_one(s, i);
+        double t2 = px_batch_now();
         px_batch_gate_give(s->job->gate);
         pthread_mutex_lock(&s->mu);
+        s->times.gate_wait += t1 - t0, s->times.decode += t2 - t1, s->times.decoded++;
         s->good[i] = s->img[i].px != NULL;
         s->ready[i] = 1;
         if (s->good[i] && s->job->policy.kind == PX_POLICY_DYNAMIC)
@@ -249,9 +258,26 @@ void px__shard_join(px_batch_shard *s, int stop)
     s->started = 0;
 }
 
-void px_batch_shard_free(px_batch_shard *s)
+/* the monotonic clock, in seconds */
+double px_batch_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void px_batch_times_add(px_batch_times *into, const px_batch_times *t)
+{
+    into->wall += t->wall, into->open += t->open, into->decode += t->decode, into->gate_wait += t->gate_wait;
+    into->memory_wait += t->memory_wait, into->input_wait += t->input_wait, into->executor += t->executor;
+    into->write += t->write, into->write_wait += t->write_wait, into->decoded += t->decoded;
+}
+
+void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)
 {
     px__shard_join(s, 1);
+    if (times)
+        px_batch_times_add(times, &s->times);
     for (int i = 0; s->img && s->why && i < s->count; i++) {
         pxvm_image_free(&s->img[i]);
         free(s->why[i]);

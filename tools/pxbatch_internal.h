@@ -21,11 +21,30 @@ typedef struct px_batch_gate {
 void px_batch_gate_take(px_batch_gate *g);
 void px_batch_gate_give(px_batch_gate *g);
 
+/* What a worker's time went to (--stats), in seconds; the decoders' parts summed over the
+ * decoding threads of its shards. */
+typedef struct {
+    double wall;        /* the worker's thread, start to end */
+    double open;        /* opening its executor (and loading the program) */
+    double decode;      /* reading and decoding inputs (and, fixed-size, resizing them) */
+    double gate_wait;   /* decoders waiting for a slot of the process's decodes at once */
+    double memory_wait; /* dynamic: decoders waiting while their shard's decoded inputs held their share
+                         * of --max-memory / 2 */
+    double input_wait;  /* the worker waiting for decoded inputs */
+    double executor;    /* bind, run and read (fixed, native), or the ragged calls (dynamic) */
+    double write;       /* a shard's .npy, marker (SHA-256) and files written */
+    double write_wait;  /* the worker waiting for its writer to take a shard */
+    uint64_t decoded;   /* inputs decoded (or failed) */
+} px_batch_times;
+void px_batch_times_add(px_batch_times *into, const px_batch_times *t);
+
 /* The job: its options, inputs and the marker text every shard records. */
 typedef struct {
     pxb_names in;                 /* the dataset, in order */
     const char *prog_path, *out_dir, *exec_name;
     int shard_size, devices, threads, decoders, overwrite;
+    int workers;                  /* --workers: per process (0: one per device, else one) */
+    const char *stats_path;       /* --stats FILE: where the time went, JSON (rank 0 writes it) */
     int nshards;
     pxvm_limits lim;
     px_policy policy;             /* --policy: how an image of another size meets the input slot */
@@ -63,6 +82,7 @@ typedef struct {
     uint8_t *ready;    /* [count] decoded or failed */
     uint64_t held;     /* dynamic: bytes of decoded inputs not yet run */
     uint64_t hold_max; /* dynamic: decoders wait while held is over it (--max-memory / (2 * PX_BATCH_AHEAD)) */
+    px_batch_times times; /* its decoders' (under mu) */
 } px_batch_shard;
 
 /* dynamic: the shards a worker has in flight (one running, the next ones decoding) */
@@ -85,6 +105,7 @@ typedef struct {
     uint64_t clock;
     const pxvm_program *loaded_sized; /* native: the cached program the executor holds, if any */
     uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
+    px_batch_times times;
 } px_batch_worker_state;
 
 /* A worker: a thread with its own executor, taking its share of the shards (pxbatch_workers.c). */
@@ -99,6 +120,20 @@ typedef struct {
     pxvm_error err;
     int rc;
 } px_batch_worker;
+
+/* A shard that ran, to be written (px_batch_shard_run, then px_batch_shard_write, on the worker's
+ * writer thread): what the .npy holds, and what was read. */
+typedef struct {
+    uint8_t *data;   /* PXB_NPY_HEAD_MAX bytes kept for the .npy's header, then the rows or tokens (or NULL) */
+    int64_t *off;    /* dynamic: (rows + 1) token offsets */
+    int rows;
+    uint64_t bytes_in;
+} px_batch_result;
+
+/* A shard's figures once written. */
+typedef struct {
+    uint64_t images, failed, bytes_in, bytes_out;
+} px_batch_written;
 
 /* pxbatch_job.c: the dataset, in a fixed order (0, 1 i/o or 3 malformed list, with msg); --out
  * checked, created and locked, then cleaned (0, or an exit status with msg); this process's share
@@ -118,19 +153,21 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
  * out of memory), freed (after its threads), run and written (0, or the pxvm class of a failure);
  * DIR/shard-NNNNN.ext, malloc'ed. */
 int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard);
-void px_batch_shard_free(px_batch_shard *s);
-int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err);
+/* px_batch_shard_free adds its decoders' times to *times (NULL: dropped) */
+void px_batch_shard_free(px_batch_shard *s, px_batch_times *times);
+int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, px_batch_result *r,
+                       pxvm_error *err);
+int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px_batch_written *done, pxvm_error *err);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
 /* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; a shard's decoders stopped (stop 1)
  * or finished, then joined. */
 uint64_t px__bytes(const pxvm_image *img);
+double px_batch_now(void); /* the monotonic clock in seconds */
 void px__shard_join(px_batch_shard *s, int stop);
 void px_batch_sized_free(px_batch_worker_state *w);
 
-/* pxbatch_workers.c: the monotonic clock in seconds; a worker's thread (px_batch_worker *); under
- * a launcher, MPI (px_batch_mpi set): every rank's largest value, rank 0's value, whether every
- * rank has rank 0's job. */
-double px_batch_now(void);
+/* pxbatch_workers.c: a worker's thread (px_batch_worker *); under a launcher, MPI (px_batch_mpi
+ * set): every rank's largest value, rank 0's value, whether every rank has rank 0's job. */
 void *px_batch_work(void *arg);
 extern int px_batch_mpi;
 int px_batch_launched(void);

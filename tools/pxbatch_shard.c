@@ -1,4 +1,4 @@
-/* pxbatch_shard.c - one shard of a pxbatch job run and written: its inputs (decoded in the
+/* pxbatch_shard.c - one shard of a pxbatch job run, then written: its inputs (decoded in the
  * background by pxbatch_decode.c) run as one batch, by one program (fixed size), one per size
  * (native) or as ragged batches (dynamic), and written all-or-nothing (the .npy, then its marker
  * .json). */
@@ -53,8 +53,8 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
             if (rg)
                 fprintf(f, ", \"size\": [%d, %d], \"resized\": [%d, %d]", s->orig[i][0], s->orig[i][1], s->rsz[i][0],
                         s->rsz[i][1]);
-            else if (s->job->native) /* the size it was bound at */
-                fprintf(f, ", \"size\": [%d, %d]", s->img[i].w, s->img[i].h);
+            else if (s->job->native) /* the size it was bound at (kept in orig: the image is freed once run) */
+                fprintf(f, ", \"size\": [%d, %d]", s->orig[i][0], s->orig[i][1]);
             fputc('}', f);
             first = 0;
         }
@@ -178,7 +178,7 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
 /* The next batch of shard `s` from input `next` on: waits until the inputs from `next` are ready
  * up to a full batch (PX_RAGGED_IMAGES rows or --max-memory / 8 bytes) or to the shard's end, so
  * that one call takes many images while the decoders go on. Returns the end of the batch. */
-static int px__next_batch(px_batch_shard *s, int next)
+static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, int next)
 {
     uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
     pthread_mutex_lock(&s->mu);
@@ -194,7 +194,9 @@ static int px__next_batch(px_batch_shard *s, int next)
             pthread_mutex_unlock(&s->mu);
             return end;
         }
+        double t0 = px_batch_now();
         pthread_cond_wait(&s->cv, &s->mu);
+        w->times.input_wait += px_batch_now() - t0;
     }
 }
 
@@ -221,7 +223,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     if (!off || !views || !idx || !out)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
     for (int next = 0; !rc && next < s->count;) {
-        int end = px__next_batch(s, next), n = 0;
+        int end = px__next_batch(w, s, next), n = 0;
         int64_t tiles = 0;
         uint64_t bytes = 0;
         for (int i = next; i < end; i++)
@@ -242,7 +244,10 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
         }
         pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
                          (size_t)tiles * per_token, -1, 0, 0};
-        if (n && px__ragged(w, j, n, views, &t, err) < 0) {
+        double t0 = px_batch_now();
+        int called = n ? px__ragged(w, j, n, views, &t, err) : 0;
+        w->times.executor += px_batch_now() - t0;
+        if (called < 0) {
             if (t.failed < 0) {
                 rc = err->cls;
                 break;
@@ -317,63 +322,10 @@ static void px__tell_failures(const px_batch_shard *s)
             fprintf(stderr, "%spxbatch: warning (--lenient): '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i]);
 }
 
-static int px__shard_run_dynamic(px_batch_worker_state *w, px_batch_shard *s, pxvm_error *err)
-{
-    uint8_t *tokens = NULL;
-    int64_t *off = NULL;
-    int rows = 0;
-    uint64_t bytes_in = 0;
-    int rc = px__run_dynamic(w, s, &tokens, &rows, &off, &bytes_in, err);
-    px__shard_join(s, 1); /* after a failure the decoders stop; else every input was taken */
-    if (rc)
-        return rc;
-    const int p = s->job->policy.patch;
-    const int shape[5] = {rows, (int)off[rows], p, p, 4};
-    char *index = NULL;
-    size_t index_len = 0;
-    px__ragged_files rg = {0};
-    /* the .npy: its header just before the tokens (PXB_NPY_HEAD_MAX bytes were kept for it) */
-    uint8_t head[PXB_NPY_HEAD_MAX];
-    const uint64_t tshape[4] = {(uint64_t)off[rows], (uint64_t)p, (uint64_t)p, 4};
-    size_t hl = pxb_npy_head("|u1", 4, tshape, head);
-    uint8_t *npy = tokens + PXB_NPY_HEAD_MAX - hl;
-    size_t npy_len = hl + (size_t)off[rows] * (size_t)p * (size_t)p * 4u;
-    memcpy(npy, head, hl);
-    /* (rows + 1) int64 and (rows, 3) int64, little-endian: .npy version 1.0 */
-    uint64_t oshape[1] = {(uint64_t)rows + 1}, gshape[2] = {(uint64_t)rows, 3};
-    int64_t *grid = malloc(sizeof(int64_t) * 3u * (size_t)(unsigned)(rows > 0 ? rows : 1));
-    int r = 0, failed = 0;
-    for (int i = 0; grid && i < s->count; i++)
-        if (s->good[i]) {
-            grid[3 * r] = 1, grid[3 * r + 1] = s->rsz[i][1] / p, grid[3 * r + 2] = s->rsz[i][0] / p;
-            r++;
-        } else
-            failed++;
-    rc = grid && pxb_npy_i64(off, 1, oshape, &rg.offsets, &rg.offsets_len) == 0 &&
-                 pxb_npy_i64(grid, 2, gshape, &rg.grid, &rg.grid_len) == 0
-             ? 0
-             : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
-    free(grid);
-    free(off);
-    if (!rc && px__marker(s, shape, npy, npy_len, &rg, &index, &index_len) < 0)
-        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
-    if (!rc)
-        rc = px__write_shard(s, npy, npy_len, &rg, index, index_len, err);
-    if (!rc) {
-        w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
-        w->bytes_out += npy_len + rg.offsets_len + rg.grid_len + index_len, w->written++;
-        px__tell_failures(s);
-    }
-    free(tokens);
-    free(index);
-    free(rg.offsets);
-    free(rg.grid);
-    return rc;
-}
-
 /* The rows of a fixed shard: every decoded image one item of the batch loaded at the start (the
  * unused items of a short shard bound to any valid image), one run, the outputs read into *out
- * (per bytes a row, malloc'ed; NULL with no rows); 0, or the pxvm class of a failure. */
+ * after PXB_NPY_HEAD_MAX bytes for the .npy's header (per bytes a row, malloc'ed; NULL with no
+ * rows); 0, or the pxvm class of a failure. */
 static int px__run_fixed(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, size_t per, uint8_t **out,
                          int *rows_out, pxvm_error *err)
 {
@@ -397,11 +349,11 @@ static int px__run_fixed(px_batch_worker_state *w, px_batch_shard *s, int input,
     pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
     if (w->ops->run(w->ex, &ro, err) < 0)
         return err->cls;
-    uint8_t *buf = malloc(per * (size_t)rows);
+    uint8_t *buf = malloc(PXB_NPY_HEAD_MAX + per * (size_t)rows);
     if (!buf)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO;
-    pxvm_view v = o->patch_count ? pxvm_view_host(buf, o->patch_w, o->patch_h * o->patch_count, 4)
-                                 : pxvm_view_host(buf, o->w, o->h, 4);
+    pxvm_view v = o->patch_count ? pxvm_view_host(buf + PXB_NPY_HEAD_MAX, o->patch_w, o->patch_h * o->patch_count, 4)
+                                 : pxvm_view_host(buf + PXB_NPY_HEAD_MAX, o->w, o->h, 4);
     v.items = rows;
     v.item_stride = (int64_t)per;
     if (w->ops->read(w->ex, out_slot, 0, 0, &v, o->patch_count > 0, err) < 0) {
@@ -433,7 +385,7 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
     for (int i = 0; row_of && i < s->count; i++)
         if (s->img[i].px)
             row_of[i] = rows++;
-    uint8_t *buf = rows ? malloc(per * (size_t)rows) : NULL;
+    uint8_t *buf = rows ? malloc(PXB_NPY_HEAD_MAX + per * (size_t)rows) : NULL;
     if (!row_of || !done || (rows && !buf))
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(per * (size_t)rows)), PXVM_IO);
     for (int i = 0; !rc && i < s->count; i++) {
@@ -455,9 +407,9 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
         int item = 0;
         for (int k = i; !rc && k < s->count; k++)
             if (s->img[k].px && s->img[k].w == gw && s->img[k].h == gh) {
-                pxvm_view v = o->patch_count ? pxvm_view_host(buf + (size_t)row_of[k] * per, o->patch_w,
-                                                              o->patch_h * o->patch_count, 4)
-                                             : pxvm_view_host(buf + (size_t)row_of[k] * per, o->w, o->h, 4);
+                uint8_t *row = buf + PXB_NPY_HEAD_MAX + (size_t)row_of[k] * per;
+                pxvm_view v = o->patch_count ? pxvm_view_host(row, o->patch_w, o->patch_h * o->patch_count, 4)
+                                             : pxvm_view_host(row, o->w, o->h, 4);
                 if (w->ops->read(w->ex, out_slot, 0, item++, &v, o->patch_count > 0, err) < 0)
                     rc = err->cls;
                 done[k] = 1;
@@ -476,60 +428,106 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
     return 0;
 }
 
-/* Runs a decoded shard and writes it; returns the pxvm class of a failure of the program, the
- * executor or the writing (0: written, bad inputs listed). */
-int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, pxvm_error *err)
+/* Runs a decoded shard (its decoders then joined): its rows, or tokens and offsets, into *r;
+ * fixed and native, the decoded images freed (their sizes kept in orig), so that a shard waiting
+ * to be written holds only its output. 0, or the pxvm class of a failure of the program or the
+ * executor. */
+int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, px_batch_result *r,
+                       pxvm_error *err)
 {
-    const pxvm_program *prog = s->prog;
-    const pxvm_slot *o = &prog->slots[out_slot];
-    if (s->job->policy.kind == PX_POLICY_DYNAMIC) /* run as its inputs decode */
-        return px__shard_run_dynamic(w, s, err);
-    px__shard_join(s, 0);
-    size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
-    uint8_t *out = NULL;
-    int rows = 0, failed = 0;
-    int rc = s->job->native ? px__run_native(w, s, input, out_slot, per, &out, &rows, err)
-                            : px__run_fixed(w, s, input, out_slot, per, &out, &rows, err);
-    if (rc)
+    memset(r, 0, sizeof *r);
+    if (s->job->policy.kind == PX_POLICY_DYNAMIC) { /* run as its inputs decode */
+        int rc = px__run_dynamic(w, s, &r->data, &r->rows, &r->off, &r->bytes_in, err);
+        px__shard_join(s, 1); /* after a failure the decoders stop; else every input was taken */
         return rc;
-    uint64_t bytes_in = 0;
-    for (int i = 0; i < s->count; i++)
-        if (s->good[i])
-            bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
-        else
-            failed++;
-    uint8_t *npy = NULL;
-    char *index = NULL;
-    size_t npy_len = 0, index_len = 0;
-    int pn = o->patch_count ? o->patch_count : 1, ph = o->patch_count ? o->patch_h : o->h, pw = o->patch_count ? o->patch_w : o->w;
-    const int shape[5] = {rows, pn, ph, pw, 4};
-    rc = pxvm_npy_encode_shape(out, 5, shape, &npy, &npy_len, err);
-    free(out);
-    if (rc < 0)
-        return err->cls;
-    if (px__marker(s, shape, npy, npy_len, NULL, &index, &index_len) < 0) {
-        free(npy);
-        free(index);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO;
     }
-    /* the marker, written last, marks the shard finished */
-    char *pn_path = px_batch_shard_path(s->job, s->shard, "npy"), *pi_path = px_batch_shard_path(s->job, s->shard, "json");
-    pxvm_outputs files = {0};
-    rc = pn_path && pi_path && pxvm_outputs_add(&files, pn_path, npy, npy_len, err) == 0 &&
-                 pxvm_outputs_commit(&files, err) == 0 && pxvm_outputs_add(&files, pi_path, index, index_len, err) == 0 &&
-                 pxvm_outputs_commit(&files, err) == 0
-             ? 0
-             : (pn_path && pi_path ? err->cls : (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO));
-    if (rc)
-        pxvm_outputs_abort(&files);
-    else { /* only what was written is counted */
-        w->images += (uint64_t)rows, w->failed += (uint64_t)failed, w->bytes_in += bytes_in;
-        w->bytes_out += npy_len + index_len, w->written++;
+    const pxvm_slot *o = &s->prog->slots[out_slot];
+    double t0 = px_batch_now();
+    px__shard_join(s, 0);
+    double t1 = px_batch_now();
+    w->times.input_wait += t1 - t0;
+    size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
+    int rc = s->job->native ? px__run_native(w, s, input, out_slot, per, &r->data, &r->rows, err)
+                            : px__run_fixed(w, s, input, out_slot, per, &r->data, &r->rows, err);
+    w->times.executor += px_batch_now() - t1;
+    for (int i = 0; i < s->count; i++) {
+        if (s->good[i]) {
+            r->bytes_in += (uint64_t)s->img[i].w * (uint64_t)s->img[i].h * 4u;
+            s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
+        }
+        pxvm_image_free(&s->img[i]);
+    }
+    return rc;
+}
+
+/* Writes a shard that ran (r, freed here): its .npy (the header put before the rows, in the room
+ * kept for it), a dynamic shard's offsets and grid, and the marker last, all-or-nothing; then the
+ * failed inputs on stderr. *done: its figures, when written. 0, or the pxvm class of a failure. */
+int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px_batch_written *done, pxvm_error *err)
+{
+    const px_batch_job *j = s->job;
+    const int dynamic = j->policy.kind == PX_POLICY_DYNAMIC, rows = r->rows;
+    const pxvm_slot *o = &s->prog->slots[out_slot];
+    int shape[5];
+    uint64_t nshape[5];
+    int ndim = dynamic ? 4 : 5;
+    if (dynamic) { /* (tokens, p, p, 4) */
+        const int p = j->policy.patch;
+        shape[0] = rows, shape[1] = (int)r->off[rows], shape[2] = p, shape[3] = p, shape[4] = 4;
+        nshape[0] = (uint64_t)r->off[rows], nshape[1] = (uint64_t)p, nshape[2] = (uint64_t)p, nshape[3] = 4;
+    } else { /* (rows, patches, h, w, 4) */
+        shape[0] = rows, shape[1] = o->patch_count ? o->patch_count : 1, shape[2] = o->patch_count ? o->patch_h : o->h;
+        shape[3] = o->patch_count ? o->patch_w : o->w, shape[4] = 4;
+        for (int d = 0; d < 5; d++)
+            nshape[d] = (uint64_t)shape[d];
+    }
+    uint64_t body = 1;
+    for (int d = 0; d < ndim; d++)
+        body *= nshape[d];
+    int rc = 0, failed = 0;
+    uint8_t *data = r->data;
+    if (!data) /* no rows: an .npy of its header alone */
+        data = malloc(PXB_NPY_HEAD_MAX);
+    uint8_t head[PXB_NPY_HEAD_MAX];
+    size_t hl = pxb_npy_head("|u1", ndim, nshape, head);
+    uint8_t *npy = data ? data + PXB_NPY_HEAD_MAX - hl : NULL;
+    size_t npy_len = hl + (size_t)body;
+    if (npy)
+        memcpy(npy, head, hl);
+    char *index = NULL;
+    size_t index_len = 0;
+    px__ragged_files rg = {0};
+    int64_t *grid = NULL;
+    if (dynamic) { /* (rows + 1) int64 and (rows, 3) int64, little-endian: .npy version 1.0 */
+        const int p = j->policy.patch;
+        uint64_t oshape[1] = {(uint64_t)rows + 1}, gshape[2] = {(uint64_t)rows, 3};
+        grid = malloc(sizeof(int64_t) * 3u * (size_t)(unsigned)(rows > 0 ? rows : 1));
+        for (int i = 0, k = 0; grid && i < s->count; i++)
+            if (s->good[i]) {
+                grid[3 * k] = 1, grid[3 * k + 1] = s->rsz[i][1] / p, grid[3 * k + 2] = s->rsz[i][0] / p;
+                k++;
+            }
+        if (!grid || pxb_npy_i64(r->off, 1, oshape, &rg.offsets, &rg.offsets_len) != 0 ||
+            pxb_npy_i64(grid, 2, gshape, &rg.grid, &rg.grid_len) != 0)
+            rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+    }
+    for (int i = 0; i < s->count; i++)
+        failed += !s->good[i];
+    if (!rc && (!npy || px__marker(s, shape, npy, npy_len, dynamic ? &rg : NULL, &index, &index_len) < 0))
+        rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
+    if (!rc)
+        rc = px__write_shard(s, npy, npy_len, dynamic ? &rg : NULL, index, index_len, err);
+    if (!rc) { /* only what was written is counted */
+        done->images = (uint64_t)rows, done->failed = (uint64_t)failed, done->bytes_in = r->bytes_in;
+        done->bytes_out = npy_len + rg.offsets_len + rg.grid_len + index_len;
         px__tell_failures(s);
     }
-    free(pn_path);
-    free(pi_path);
-    free(npy);
+    free(data);
+    free(r->off);
+    free(grid);
     free(index);
+    free(rg.offsets);
+    free(rg.grid);
+    memset(r, 0, sizeof *r);
     return rc;
 }

@@ -1,12 +1,13 @@
 /* pxbatch_workers.c - who runs which shard: a process's workers (threads, one per GPU without
- * MPI, each with its own executor, decoding its next shard while it runs one) and, under a
- * launcher, the ranks' agreement through MPI. */
+ * MPI or --workers, each with its own executor, decoding its next shards while it runs one and
+ * its writer thread writes the one before) and, under a launcher, the ranks' agreement through
+ * MPI. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef PXVM_HAVE_MPI
@@ -18,13 +19,6 @@
 
 /* ---- workers -------------------------------------------------------------------------------- */
 
-double px_batch_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The next shard of this worker from `s` on that an earlier run did not finish. */
 static int px__next(const px_batch_worker *w, int s)
 {
@@ -33,19 +27,114 @@ static int px__next(const px_batch_worker *w, int s)
     return s;
 }
 
-void *px_batch_work(void *arg)
+/* A worker's writer: a thread that writes the shards the worker has run, in the order run, while
+ * the worker runs the next one: a shard's .npy hashed (SHA-256) and written with its index files
+ * and marker no longer stops its executor. One shard at a time: the worker hands over the next
+ * only once the writer is idle (write_wait), so that a worker holds two shards' outputs at most,
+ * as --max-memory counts them. Without the thread (it could not start) the worker writes. */
+typedef struct {
+    px_batch_worker *w;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    px_batch_shard *shard; /* handed over, not yet taken (NULL: none) */
+    px_batch_result res;
+    int busy, stop, rc;
+    pxvm_error err;
+    double write, t0; /* seconds writing; when the worker began (the progress line) */
+    int tty;
+} px__writer;
+
+/* Writes shard `sh` (freed here) and counts it (only this thread changes the worker's counts). */
+static void px__write_one(px__writer *wr, px_batch_shard *sh, px_batch_result *res)
 {
-    px_batch_worker *w = arg;
+    px_batch_worker *w = wr->w;
+    const px_batch_job *j = w->job;
+    double t0 = px_batch_now();
+    px_batch_written done = {0};
+    pxvm_error err = {0};
+    int rc = px_batch_shard_write(sh, w->out_slot, res, &done, &err), shard = sh->shard;
+    px_batch_shard_free(sh, NULL);
+    free(sh);
+    wr->write += px_batch_now() - t0;
+    if (rc) {
+        pthread_mutex_lock(&wr->mu);
+        if (!wr->rc)
+            wr->rc = rc, wr->err = err;
+        pthread_mutex_unlock(&wr->mu);
+        return;
+    }
+    w->st.images += done.images, w->st.failed += done.failed, w->st.bytes_in += done.bytes_in;
+    w->st.bytes_out += done.bytes_out, w->st.written++;
+    if (wr->tty)
+        fprintf(stderr, "\rpxbatch: shard %d of %d, %" PRIu64 " images, %.0f images/s   ", shard + 1, j->nshards,
+                w->st.images, (double)w->st.images / (px_batch_now() - wr->t0));
+}
+
+static void *px__writer_main(void *arg)
+{
+    px__writer *wr = arg;
+    pthread_mutex_lock(&wr->mu);
+    for (;;) {
+        while (!wr->shard && !wr->stop)
+            pthread_cond_wait(&wr->cv, &wr->mu);
+        if (!wr->shard)
+            break;
+        px_batch_shard *sh = wr->shard;
+        px_batch_result res = wr->res;
+        wr->shard = NULL, wr->busy = 1;
+        pthread_mutex_unlock(&wr->mu);
+        px__write_one(wr, sh, &res);
+        pthread_mutex_lock(&wr->mu);
+        wr->busy = 0;
+        pthread_cond_broadcast(&wr->cv);
+    }
+    pthread_mutex_unlock(&wr->mu);
+    return NULL;
+}
+
+/* Hands a shard that ran to the writer, once it is idle; 0, or the class of an earlier shard's
+ * failed write (then `sh` is freed unwritten: the worker stops). */
+static int px__hand_over(px__writer *wr, px_batch_shard *sh, px_batch_result *res)
+{
+    if (!wr->started) {
+        px__write_one(wr, sh, res);
+        return wr->rc;
+    }
+    pthread_mutex_lock(&wr->mu);
+    double t0 = px_batch_now();
+    while (wr->busy || wr->shard)
+        pthread_cond_wait(&wr->cv, &wr->mu);
+    wr->w->st.times.write_wait += px_batch_now() - t0;
+    int rc = wr->rc;
+    if (!rc) {
+        wr->shard = sh, wr->res = *res;
+        pthread_cond_broadcast(&wr->cv);
+    }
+    pthread_mutex_unlock(&wr->mu);
+    if (rc) {
+        px_batch_shard_free(sh, NULL);
+        free(sh);
+        free(res->data);
+        free(res->off);
+    }
+    return rc;
+}
+
+static void px__work(px_batch_worker *w)
+{
     const px_batch_job *j = w->job;
     int nshards = j->nshards;
     int s = px__next(w, w->slot_id);
     if (s >= nshards)
-        return NULL; /* nothing left: no executor opened */
+        return; /* nothing left: no executor opened */
     pxvm_open_options oo = {j->threads, w->device};
     const pxvm_executor_ops *ops;
+    double opened = px_batch_now();
     if (pxvm_executor_open_named(w->exec, &oo, &ops, &w->st.ex, NULL, &w->err) < 0) {
         w->rc = w->err.cls;
-        return NULL;
+        return;
     }
     w->st.ops = ops;
     w->st.batch = j->shard_size;
@@ -54,50 +143,90 @@ void *px_batch_work(void *arg)
     if (!j->native && j->policy.kind != PX_POLICY_DYNAMIC && ops->load(w->st.ex, w->prog, j->shard_size, &w->err) < 0) {
         w->rc = w->err.cls;
         ops->close(w->st.ex);
-        return NULL;
+        return;
     }
-    /* shards in flight: the one that runs and the next ones decoding (a ring: a decode thread
-     * holds its shard's address, which never moves). With the dynamic policy PX_BATCH_AHEAD of
-     * them, so that a shard's slowest image (a large PNG, a 20-megapixel JPEG) decodes while
-     * earlier shards run: with two, every shard waited for its slowest decode (H200 host, 560
-     * photos: 80-89 images/s, 34 with shards of 16). */
-    px_batch_shard ring[PX_BATCH_AHEAD];
+    w->st.times.open = px_batch_now() - opened;
+    px__writer wr;
+    memset(&wr, 0, sizeof wr);
+    wr.w = w, wr.t0 = px_batch_now(), wr.tty = w->is_rank0_first && isatty(2);
+    if (pthread_mutex_init(&wr.mu, NULL) == 0) {
+        if (pthread_cond_init(&wr.cv, NULL) == 0) {
+            wr.started = pthread_create(&wr.thread, NULL, px__writer_main, &wr) == 0;
+            if (!wr.started)
+                pthread_cond_destroy(&wr.cv);
+        }
+        if (!wr.started)
+            pthread_mutex_destroy(&wr.mu);
+    }
+    /* shards in flight: the one that runs and the next ones decoding (a ring of shards, each
+     * allocated apart: its decode threads hold its address, and once run it goes to the writer).
+     * With the dynamic policy PX_BATCH_AHEAD of them, so that a shard's slowest image (a large
+     * PNG, a 20-megapixel JPEG) decodes while earlier shards run: with two, every shard waited for
+     * its slowest decode (H200 host, 560 photos: 80-89 images/s, 34 with shards of 16). */
+    px_batch_shard *ring[PX_BATCH_AHEAD] = {0};
     int ahead = j->policy.kind == PX_POLICY_DYNAMIC ? PX_BATCH_AHEAD : 2, head = 0, live = 0;
     int upcoming = s; /* the next shard to start */
-    double t0 = px_batch_now();
-    int tty = w->is_rank0_first && isatty(2);
     for (;;) {
         while (!w->rc && live < ahead && upcoming < nshards) { /* decode while the others run */
-            px_batch_shard *sh = &ring[(head + live) % ahead];
-            if (px_batch_shard_start(sh, j, w->prog, w->input, upcoming) != 0) {
-                px_batch_shard_free(sh);
+            px_batch_shard *sh = calloc(1, sizeof *sh);
+            if (!sh || px_batch_shard_start(sh, j, w->prog, w->input, upcoming) != 0) {
+                if (sh)
+                    px_batch_shard_free(sh, &w->st.times);
+                free(sh);
                 w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
                 break;
             }
+            ring[(head + live) % ahead] = sh;
             live++;
             upcoming = px__next(w, upcoming + w->nslots_total);
         }
         if (!live || w->rc)
             break;
-        px_batch_shard *cur = &ring[head];
-        int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &w->err);
-        int done_shard = cur->shard;
-        px_batch_shard_free(cur);
-        head = (head + 1) % ahead, live--;
+        px_batch_shard *cur = ring[head];
+        ring[head] = NULL, head = (head + 1) % ahead, live--;
+        px_batch_result res;
+        int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &res, &w->err);
+        px_batch_times_add(&w->st.times, &cur->times); /* its decoders are done (joined by the run) */
+        memset(&cur->times, 0, sizeof cur->times);
         if (rc) {
+            px_batch_shard_free(cur, NULL);
+            free(cur);
             w->rc = rc;
             break;
         }
-        if (tty)
-            fprintf(stderr, "\rpxbatch: shard %d of %d, %" PRIu64 " images, %.0f images/s   ", done_shard + 1, nshards,
-                    w->st.images, (double)w->st.images / (px_batch_now() - t0));
+        if ((rc = px__hand_over(&wr, cur, &res)) != 0) { /* the writer is idle: its error is read here */
+            w->rc = rc, w->err = wr.err;
+            break;
+        }
     }
-    for (; live > 0; live--, head = (head + 1) % ahead) /* after a failure: their decoders stop */
-        px_batch_shard_free(&ring[head]);
-    if (tty && w->st.written)
+    for (; live > 0; live--, head = (head + 1) % ahead) { /* after a failure: their decoders stop */
+        px_batch_shard_free(ring[head], &w->st.times);
+        free(ring[head]);
+    }
+    if (wr.started) { /* the shards that ran are written, also after a failure */
+        pthread_mutex_lock(&wr.mu);
+        wr.stop = 1;
+        pthread_cond_broadcast(&wr.cv);
+        pthread_mutex_unlock(&wr.mu);
+        pthread_join(wr.thread, NULL);
+        pthread_mutex_destroy(&wr.mu);
+        pthread_cond_destroy(&wr.cv);
+    }
+    w->st.times.write += wr.write;
+    if (wr.rc && !w->rc) /* a write failed (the worker stops at its next hand-over, or had ended) */
+        w->rc = wr.rc, w->err = wr.err;
+    if (wr.tty && w->st.written)
         fputc('\n', stderr);
     ops->close(w->st.ex);
     px_batch_sized_free(&w->st); /* after the executor that may hold one of them */
+}
+
+void *px_batch_work(void *arg)
+{
+    px_batch_worker *w = arg;
+    double started = px_batch_now();
+    px__work(w);
+    w->st.times.wall = px_batch_now() - started;
     return NULL;
 }
 

@@ -139,3 +139,64 @@ def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
     r = subprocess.run([PXBATCH, str(dataset / "p.pxi"), "--in-list", str(lst), "--out", str(tmp_path / "l"),
                         "--shard-size", "16", "--executor", "cpu"], capture_output=True, text=True)
     assert r.returncode == 1 and files(tmp_path / "l") == files(tmp_path / "o")
+
+
+STAT_PARTS = ("open_s", "decode_s", "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s", "executor_s", "write_s",
+              "write_wait_s")
+
+
+def check_stats(st, images, decoded, rows, decoders):
+    """A --stats document: the run's figures, a row per worker, the total their sums."""
+    assert st["images"] == images and st["total"]["images"] == images and st["total"]["decoded"] == decoded
+    assert st["wall_s"] > 0 and st["setup_s"] > 0 and st["images_per_s"] == pytest.approx(images / st["wall_s"])
+    assert [(w["rank"], w["worker"]) for w in st["workers"]] == rows
+    assert sum(w["images"] for w in st["workers"]) == images
+    for part in STAT_PARTS:
+        assert st["total"][part] == pytest.approx(sum(w[part] for w in st["workers"]))
+    for w in st["workers"]:
+        assert w["decode_s"] > 0 and w["executor_s"] > 0 and w["write_s"] > 0
+        # the worker's own parts follow one another within its life; its writer (a thread from after
+        # the open to the end) and its decoders overlap them
+        assert w["open_s"] + w["input_wait_s"] + w["executor_s"] + w["write_wait_s"] <= w["wall_s"] * 1.001
+        assert w["open_s"] + w["write_s"] <= w["wall_s"] * 1.001
+        assert w["decoders_busy"] == pytest.approx(w["decode_s"] / w["wall_s"])
+        assert 0 < w["decoders_busy"] <= decoders * 1.02  # never more than --decoders decode at once
+    assert st["total"]["decoders_busy"] == pytest.approx(st["total"]["decode_s"] / st["wall_s"])
+
+
+def test_stats_say_where_the_time_went(dataset, tmp_path):
+    pxbatch(dataset, tmp_path / "one")
+    r = pxbatch(dataset, tmp_path / "o", "--stats", str(tmp_path / "s.json"), "--decoders", "2")
+    st = json.load(open(tmp_path / "s.json"))
+    check_stats(st, 300, 301, [(0, 0)], 2)
+    assert st["processes"] == 1 and st["workers_per_process"] == 1 and st["decoders_per_worker"] == 2
+    assert st["executor"] == "cpu" and st["cores"] == os.cpu_count()
+    assert files(tmp_path / "o") == files(tmp_path / "one")  # the same shards with or without it
+    # a file that cannot be written: i/o (1), named, after the shards (they are written)
+    r = pxbatch(dataset, tmp_path / "o2", "--stats", str(tmp_path / "no" / "s.json"), check_rc=1)
+    assert "--stats '%s'" % (tmp_path / "no" / "s.json") in r.stderr and "300 images" in r.stderr
+    assert files(tmp_path / "o2") == files(tmp_path / "one")
+    r = subprocess.run([PXBATCH, "--verify", str(tmp_path / "o"), "--stats", str(tmp_path / "v.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--verify DIR takes no program, --out, inputs, --policy or --stats" in r.stderr
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="needs Open MPI's mpirun")
+def test_stats_gather_every_ranks_workers(dataset, tmp_path):
+    pxbatch(dataset, tmp_path / "o", "--stats", str(tmp_path / "s.json"), "--decoders", "1", mpi=2)
+    st = json.load(open(tmp_path / "s.json"))
+    check_stats(st, 300, 301, [(0, 0), (1, 0)], 1)
+    assert st["processes"] == 2
+
+
+def test_workers_write_the_same_bytes_as_one(dataset, tmp_path):
+    """--workers 2: two executors in one process (on one GPU both on device 0), each its share of the
+    shards; the same files as one worker, and under mpirun with two ranks of two workers."""
+    pxbatch(dataset, tmp_path / "one")
+    r = pxbatch(dataset, tmp_path / "two", "--workers", "2")
+    assert "over 1 process x 2 workers" in r.stderr
+    assert files(tmp_path / "two") == files(tmp_path / "one")
+    if shutil.which("mpirun"):
+        r = pxbatch(dataset, tmp_path / "four", "--workers", "2", mpi=2)
+        assert "over 2 processes x 2 workers" in r.stderr
+        assert files(tmp_path / "four") == files(tmp_path / "one")

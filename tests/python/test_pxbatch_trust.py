@@ -210,7 +210,8 @@ def test_fifos_directories_and_devices_are_listed_as_failed_never_read(ds, tmp_p
 
 def test_numbers_are_parsed_strictly(ds, tmp_path):
     for opt, val in [("--threads", "abc"), ("--shard-size", "2xyz"), ("--shard-size", "0"), ("--shard-size", "4097"),
-                     ("--decoders", "-1"), ("--devices", " 1"), ("--max-memory", "1e9"), ("--threads", "")]:
+                     ("--decoders", "-1"), ("--devices", " 1"), ("--max-memory", "1e9"), ("--threads", ""),
+                     ("--workers", "0"), ("--workers", "65")]:
         r = run(ds, tmp_path / "o", opt, val, rc=2)
         assert "%s takes a whole number" % opt in r.stderr and "not '%s'" % val in r.stderr, (opt, val)
         assert not os.path.exists(tmp_path / "o")
@@ -219,6 +220,10 @@ def test_numbers_are_parsed_strictly(ds, tmp_path):
     r = run(ds, tmp_path / "o", "--executor", "gpu", rc=2)
     assert "--executor takes cpu, cuda or auto, not 'gpu'" in r.stderr
     run(ds, tmp_path / "o", "--decoders", "64", "--threads", "0")
+    r = run(ds, tmp_path / "w", "--workers", "64", "--decoders", "1")  # the bound: 64 workers, 3 shards
+    assert "over 1 process x 64 workers" in r.stderr and "20 images" in r.stderr
+    r = run(ds, tmp_path / "w1", "--workers", "1")
+    assert "over 1 process x 1 worker," in r.stderr
 
 
 def test_list_lines_of_any_length(ds, tmp_path):
@@ -342,6 +347,15 @@ def test_a_shard_that_is_not_written_is_not_counted(ds, tmp_path):
     r = run(ds, out, "--shard-size", "64")
     assert "cannot write" in r.stderr and "shard-00000.npy" in r.stderr
     assert "0 images in" in r.stderr and "1 shard not written" in r.stderr and "0.0 MB out" in r.stderr
+    # mid-run (shards are written on the worker's writer thread while it runs the next): shard 1
+    # fails, named; shard 0 stays written, shard 2 (run meanwhile) is not written
+    out = tmp_path / "o2"
+    os.makedirs(out / "shard-00001.npy")
+    r = run(ds, out)
+    assert "cannot write" in r.stderr and "shard-00001.npy" in r.stderr, r.stderr
+    assert "8 images in" in r.stderr and "2 shards not written" in r.stderr
+    assert sorted(n for n in os.listdir(out) if n.startswith("shard-")) == ["shard-00000.json", "shard-00000.npy",
+                                                                         "shard-00001.npy"]
 
 
 @pytest.mark.skipif(not shutil.which("mpirun"), reason="needs Open MPI's mpirun")

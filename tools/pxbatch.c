@@ -123,12 +123,8 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
     const char *path = j->prog_path;
     int dynamic = j->policy.kind == PX_POLICY_DYNAMIC;
     if (!px__ends_with(path, ".json")) {
-        if (dynamic) {
-            char msg[400];
-            snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (.json), its tokens the tiles of "
-                     "each resized image; '%.200s' is a program of one size", path);
-            return pxvm_fail(err, PXE_USAGE, -1, -1, msg);
-        }
+        if (dynamic)
+            return pxvm_fail(err, PXE_BATCH_DYNAMIC_NOT_PLAN, -1, -1, path);
         return pxvm_program_load(path, &j->lim, prog, err);
     }
     uint8_t *data;
@@ -142,13 +138,12 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
             return -1;
         }
         int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
-        char msg[400];
-        snprintf(msg, sizeof msg, "--policy dynamic needs a \"uniform\" plan (its tokens the tiles of each resized "
-                 "image); '%.200s' is a plan of scheme '%s'", path, plan.scheme);
+        if (!uniform)
+            pxvm_fail(err, PXE_BATCH_DYNAMIC_SCHEME, -1, -1, path, plan.scheme);
         pxvm_plan_free(&plan);
         if (!uniform || px_policy_dynamic_patch(&j->policy, patch, err) < 0) {
             free(data);
-            return uniform ? -1 : pxvm_fail(err, PXE_USAGE, -1, -1, msg);
+            return -1;
         }
         px_policy_format(&j->policy, j->ragged_policy, sizeof j->ragged_policy);
     }

@@ -166,7 +166,7 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
 {
     t->failed = -1;
     if (!w->ops->ragged)
-        return pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: this executor does not make ragged batches");
+        return pxvm_fail(err, PXE_BATCH_NO_RAGGED, -1, -1);
     px_ragged_job job;
     if (px_ragged_prepare(&job, n, views, t, NULL, j->lim.max_memory, err) < 0)
         return -1;
@@ -400,7 +400,7 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
         const pxvm_slot *ro_slot = &prog->slots[out_slot];
         if (ro_slot->w != o->w || ro_slot->h != o->h || ro_slot->patch_count != o->patch_count ||
             ro_slot->patch_w != o->patch_w || ro_slot->patch_h != o->patch_h) {
-            rc = (pxvm_fail(err, PXE_USAGE, -1, -1, "pxbatch: the resolved program's output is not the program's"),
+            rc = (pxvm_fail(err, PXE_BATCH_OUTPUT_CHANGED, -1, -1),
                   PXVM_USAGE);
             break;
         }

@@ -46,8 +46,6 @@ typedef enum pxvm_code {
 #include "errors.def"
     PXE__count
 } pxvm_code;
-/* pxbatch's spelling of the tools' generic code, until its owner renames its calls (errors.def) */
-#define PXE_USAGE PXE_TOOL_USAGE
 
 typedef struct pxvm_error {
     pxvm_code code;

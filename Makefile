@@ -131,6 +131,7 @@ $(BIN)/pxrun: $(BUILD)/tools/pxrun.o $(BUILD)/tools/args.o $(BUILD)/tools/pxrun_
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 PXBATCH_FILES := tools/pxbatch_verify.c tools/pxbatch_marker.c tools/pxbatch_names.c tools/pxbatch_npy.c tools/pxbatch_sha256.c
 PXBATCH_OBJ := $(BUILD)/tools/pxbatch.o $(BUILD)/tools/pxbatch_job.o $(BUILD)/tools/pxbatch_shard.o $(BUILD)/tools/pxbatch_decode.o $(BUILD)/tools/pxbatch_workers.o \
+               $(BUILD)/tools/pxbatch_stats.o \
                $(PXBATCH_FILES:%.c=$(BUILD)/%.o)
 $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

@@ -7,7 +7,7 @@
  * run of the current one (host threads). --out is locked for the run. Built with MPI when mpicc
  * is present. Here: the usage, the options and main; the job and --out are in pxbatch_job.c, a
  * shard decoded in pxbatch_decode.c and run in pxbatch_shard.c, the workers and ranks in
- * pxbatch_workers.c (pxbatch_internal.h: what they share); file handling (markers, the list,
+ * pxbatch_workers.c, --stats in pxbatch_stats.c (pxbatch_internal.h: what they share); file handling (markers, the list,
  * --verify) is behind pxbatch.h. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -273,102 +273,6 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     if (devices && !strcmp(j->exec_name, "cpu")) /* an option that would do nothing */
         return px__usage_error(rank, 0, "--devices %s: CUDA devices, but --executor is cpu", devices);
     return 0;
-}
-
-/* A worker's times and figures as --stats writes them (px__stats: the order of its fields). */
-#define PX_STAT_FIELDS 14
-static void px__stat_row(const px_batch_worker *w, int rank, int i, double row[PX_STAT_FIELDS])
-{
-    const px_batch_times *t = &w->st.times;
-    double v[PX_STAT_FIELDS] = {rank,          i,         w->device,    (double)w->st.images, (double)t->decoded,
-                                t->wall,       t->decode, t->gate_wait, t->memory_wait,       t->input_wait,
-                                t->executor,   t->write,  t->write_wait, t->open};
-    memcpy(row, v, sizeof v);
-}
-
-/* --stats FILE: every rank's workers' times (gathered on rank 0 under MPI), per worker and in
- * total, written by rank 0 as JSON. 0, or -1 (rank 0 could not write it: said on stderr). */
-static int px__stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
-                     int gpus, double setup, double secs, uint64_t images)
-{
-    static const char *names[PX_STAT_FIELDS] = {"rank", "worker", "device", "images", "decoded", "wall_s", "decode_s",
-                                                "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s",
-                                                "executor_s", "write_s", "write_wait_s", "open_s"};
-    double *mine = calloc((size_t)started + 1, sizeof(double) * PX_STAT_FIELDS), *all = mine;
-    int nrows = started, rc = 0;
-    if (!mine) {
-        fprintf(stderr, "pxbatch: --stats: out of memory\n");
-        return -1;
-    }
-    for (int i = 0; i < started; i++)
-        px__stat_row(&ws[i], rank, i, mine + (size_t)i * PX_STAT_FIELDS);
-#ifdef PXVM_HAVE_MPI
-    if (px_batch_mpi) { /* every rank's rows to rank 0 */
-        int n = started * PX_STAT_FIELDS, *counts = calloc((size_t)size, sizeof(int)),
-            *displs = calloc((size_t)size, sizeof(int));
-        MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        int total = 0;
-        for (int r = 0; rank == 0 && counts && displs && r < size; r++)
-            displs[r] = total, total += counts[r];
-        all = rank == 0 ? calloc((size_t)total + 1, sizeof(double)) : NULL;
-        if (rank == 0 && (!all || !counts || !displs)) { /* the others still take part, then rank 0 says so */
-            fprintf(stderr, "pxbatch: --stats: out of memory\n");
-            rc = -1;
-        }
-        MPI_Gatherv(mine, n, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        nrows = total / PX_STAT_FIELDS;
-        free(counts);
-        free(displs);
-        free(mine);
-        mine = NULL;
-    }
-#endif
-    if (rank != 0 || rc < 0) {
-        free(all == mine ? NULL : all);
-        free(mine);
-        return rc;
-    }
-    json_t *rows = json_array(), *sum = json_object(), *doc = json_object();
-    double tot[PX_STAT_FIELDS] = {0};
-    for (int r = 0; r < nrows; r++) {
-        const double *row = all + (size_t)r * PX_STAT_FIELDS;
-        json_t *o = json_object();
-        for (int f = 0; f < PX_STAT_FIELDS; f++) {
-            json_object_set_new(o, names[f], f < 5 ? json_integer((json_int_t)row[f]) : json_real(row[f]));
-            tot[f] += row[f];
-        }
-        /* the decoders busy on average over the worker's life: its shards' decode seconds / wall */
-        json_object_set_new(o, "decoders_busy", json_real(row[5] > 0 ? row[6] / row[5] : 0));
-        json_array_append_new(rows, o);
-    }
-    for (int f = 3; f < PX_STAT_FIELDS; f++)
-        if (f != 5)
-            json_object_set_new(sum, names[f], f < 5 ? json_integer((json_int_t)tot[f]) : json_real(tot[f]));
-    json_object_set_new(sum, "wall_s", json_real(secs));
-    json_object_set_new(sum, "decoders_busy", json_real(secs > 0 ? tot[6] / secs : 0));
-    json_object_set_new(doc, "images", json_integer((json_int_t)images));
-    json_object_set_new(doc, "wall_s", json_real(secs));
-    json_object_set_new(doc, "setup_s", json_real(setup));
-    json_object_set_new(doc, "images_per_s", json_real(secs > 0 ? (double)images / secs : 0));
-    json_object_set_new(doc, "processes", json_integer(size));
-    json_object_set_new(doc, "workers_per_process", json_integer(nworkers));
-    json_object_set_new(doc, "devices", json_integer(gpus));
-    json_object_set_new(doc, "decoders_per_worker", json_integer(j->decoders));
-    json_object_set_new(doc, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-    const char *exec = j->exec_name; /* the one the workers opened ("auto": which) */
-    for (int i = 0; i < started; i++)
-        if (ws[i].st.ops)
-            exec = ws[i].st.ops->name;
-    json_object_set_new(doc, "executor", json_string(exec));
-    json_object_set_new(doc, "total", sum);
-    json_object_set_new(doc, "workers", rows);
-    free(all);
-    if (json_dump_file(doc, j->stats_path, JSON_INDENT(1)) != 0) {
-        fprintf(stderr, "pxbatch: i/o error: --stats '%s': cannot write it (%s)\n", j->stats_path, strerror(errno));
-        rc = -1;
-    }
-    json_decref(doc);
-    return rc;
 }
 
 /* a * b + c, saturating */
@@ -663,7 +567,7 @@ int main(int argc, char **argv)
 #endif
     /* after the ranks' figures are summed; an unwritable file is an i/o failure (1) on every rank */
     if (j.stats_path) {
-        int unwritten = px__stats(&j, ws, started, nworkers, rank, size, gpus, setup, secs, tot[0]) < 0;
+        int unwritten = px_batch_write_stats(&j, ws, started, nworkers, rank, size, gpus, setup, secs, tot[0]) < 0;
         worst = px_batch_agree(unwritten && !worst ? 1 : worst);
     }
     written = tot[5];

@@ -170,6 +170,10 @@ void px_batch_sized_free(px_batch_worker_state *w);
  * set): every rank's largest value, rank 0's value, whether every rank has rank 0's job. */
 void *px_batch_work(void *arg);
 extern int px_batch_mpi;
+/* pxbatch_stats.c: --stats FILE written by rank 0 (every rank calls it: under MPI it gathers);
+ * 0, or -1 when rank 0 could not write it (said on stderr) */
+int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
+                         int gpus, double setup, double secs, uint64_t images);
 int px_batch_launched(void);
 int px_batch_agree(int v);
 int px_batch_from_root(int v);

@@ -124,6 +124,9 @@ struct pxvm_executor {
     uint32_t embed_n;
     /* retarget.cu: the per-size cache (NULL until the first retarget) */
     struct px_gpu_retarget *rt;
+    /* ... and its destructor, set with rt: unload frees the cached sizes through it, so that the
+     * storage's owner (resources.cu) does not call into the cache that builds on it */
+    void (*rt_free)(pxvm_executor *ex);
     /* ragged.cu: its pinned and device blocks, kept between calls (NULL until the first) */
     struct px_gpu_ragged *ragged;
 };

@@ -42,7 +42,8 @@ void px__gl_unload(pxvm_executor *ex)
     px__make_current(ex);
     int n = ex->nslots, all = ex->nslots * ex->batch;
     cudaStreamSynchronize(ex->stream);
-    px__retarget_free(ex); /* the cached sizes; what is in use is freed below */
+    if (ex->rt_free) /* the cached sizes (retarget.cu's); what is in use is freed below */
+        ex->rt_free(ex);
     px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
     ex->capture_later = 0;
     if (ex->slots)

@@ -804,7 +804,7 @@ static int px__rt_open(pxvm_executor *ex, pxvm_error *err)
     rt->cap_g = (px_gpu_slot *)malloc(sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
     if (rt->cap_g) /* before anything can fail: px__retarget_free puts these back into ex->slots */
         memcpy(rt->cap_g, ex->slots, sizeof(px_gpu_slot) * (size_t)ex->nslots * (size_t)ex->batch);
-    ex->rt = rt;
+    ex->rt = rt, ex->rt_free = px__retarget_free;
     if (!rt->tex_serial || !rt->resize_serial || !rt->lin_cap || !rt->cap_w || !rt->cap_g)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     rt->cap_h = rt->cap_w + prog->nslots, rt->cap_levels = rt->cap_w + 2 * prog->nslots;

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -147,7 +148,8 @@ def main():
     meta = {"date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "torch": torch.__version__,
             "host": platform.node(), "cpus": os.cpu_count(), "batch": args.batch, "tokens": args.tokens,
             "reps": args.reps, "threads": args.threads, "torch_threads": torch.get_num_threads(),
-            "torch_config": torch.__config__.show().split("Build settings")[0].strip().splitlines()[1:]}
+            "torch_config": re.findall(r"BLAS_INFO=\w+|CPU capability usage: \w+|MKL-DNN v[\d.]+|oneDNN v[\d.]+|OpenMP \d+",
+                                       torch.__config__.show())}
     with open(args.out + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     table = markdown(rows)

@@ -18,8 +18,9 @@
  * V-EMBED-9 bound, and int32 sums are exact modulo 2^32 anyway): portable C; AVX2, vpmaddubsw on
  * the token's bytes halved (u = 2 (u >> 1) + (u & 1): 127 * 128 * 2 fits int16, so the pairs never
  * saturate) then vpmaddwd into int32; AVX-512 VNNI, vpdpbusd (u8 x s8, 4 products a lane). The
- * AVX-512 path also vectorizes the requantization (px_embed_out's three modes, the same integer
- * steps in 32- and 64-bit lanes); the others call px_embed_out per value.
+ * AVX-512 path also vectorizes the requantization (px_embed_out's three modes: the same integer
+ * steps in 32-bit lanes, and bf16 through a double rounded to odd, which rounds the exact
+ * product once); the others call px_embed_out per value.
  * The path is chosen by CPUID; px_cpu_embed_path forces one (tests). */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ struct px_cpu_embed {
     int8_t *w;              /* [ng][kq][16][4] */
     int32_t *bias;          /* [ng * 16]: bias - zero_point * sum(w), 0 past d */
     int32_t *mult, *shift;  /* [ng * 16] (0 for mode 0 and past d) */
+    double *multd;          /* [ng * 16]: mult, for the AVX-512 bf16 rounding */
 };
 
 /* ---- kernels: out[i][c] = bias[c] + sum over k of tok[i][k] * w[c][k], for ng groups ---------- */
@@ -199,8 +201,8 @@ static void px__kernel_vnni(const uint8_t *tok, size_t tstride, int nt, const in
  * first n lanes). The steps of isa/px_sem.h in lanes: mode 1 is TFLite's srdhm, whose nudge
  * and truncation toward zero come to floor((a * M + 2^30) / 2^31) for either sign of a * M (for
  * x < 0, trunc(x / 2^31) = floor((x + 2^31 - 1) / 2^31)), then rdbpot in 32-bit lanes; mode 2
- * rounds |acc * M| to 8 significant bits in 64-bit lanes (vplzcntq for the top bit). */
-__attribute__((target("avx512f,avx512bw,avx512cd"))) static void px__out16_avx512(const struct px_cpu_embed *e, int c0,
+ * rounds acc * M to 8 significant bits through a double rounded to odd (below). */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline void px__out16_avx512(const struct px_cpu_embed *e, int c0,
                                                                                   const int32_t *acc16, uint8_t *row, int n)
 {
     __m512i acc = _mm512_loadu_si512((const void *)acc16);
@@ -231,31 +233,40 @@ __attribute__((target("avx512f,avx512bw,avx512cd"))) static void px__out16_avx51
         _mm512_mask_cvtepi32_storeu_epi8(row + c0, keep, v);
         return;
     }
-    /* bf16: even and odd lanes as int64 products */
-    __m512i res[2];
+    /* bf16: 8 lanes at a time as doubles. acc and M are exact in a double, their product (up
+     * to 62 bits) is rounded to odd: toward zero, then the last bit set where the product was
+     * inexact (the FMA gives the product's remainder exactly), which rounds once more to 8 bits,
+     * to nearest even, as the exact product would (53 >= 8 + 2 bits). That rounding is done on
+     * the double's bits: add 2^44 - 1 and bit 45, drop 45 bits (a carry goes into the exponent);
+     * the exponent n + 1023 becomes n + shift - 31 + 127. */
     for (int h = 0; h < 2; h++) {
-        __m512i a32 = h ? _mm512_srli_epi64(acc, 32) : acc, m32 = h ? _mm512_srli_epi64(m, 32) : m;
-        __m512i sh = _mm512_srai_epi64(_mm512_slli_epi64(h ? _mm512_srli_epi64(s, 32) : s, 32), 32);
-        __m512i p = _mm512_mul_epi32(a32, m32);
-        __mmask8 neg = _mm512_cmplt_epi64_mask(p, _mm512_setzero_si512()), nz = _mm512_test_epi64_mask(p, p);
-        __m512i a = _mm512_abs_epi64(p);
-        __m512i top = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(a)); /* n; -1 for 0 */
-        __m512i r = _mm512_sub_epi64(top, _mm512_set1_epi64(7));
-        __m512i rpos = _mm512_max_epi64(r, _mm512_setzero_si512());
-        __m512i rneg = _mm512_max_epi64(_mm512_sub_epi64(_mm512_setzero_si512(), r), _mm512_setzero_si512());
-        /* a + 2^(r-1) - 1 + (bit r of a), shifted right by r: to nearest, ties to even */
-        __m512i bias = _mm512_srli_epi64(_mm512_sub_epi64(_mm512_sllv_epi64(_mm512_set1_epi64(1), rpos), _mm512_set1_epi64(1)), 1);
-        __m512i odd = _mm512_and_si512(_mm512_srlv_epi64(a, rpos), _mm512_set1_epi64(1));
-        __m512i q = _mm512_srlv_epi64(_mm512_add_epi64(a, _mm512_add_epi64(bias, odd)), rpos);
-        q = _mm512_mask_mov_epi64(q, _mm512_cmple_epi64_mask(r, _mm512_setzero_si512()), _mm512_sllv_epi64(a, rneg));
-        top = _mm512_add_epi64(top, _mm512_srli_epi64(q, 8)); /* a carry to 256: 128 and n + 1 */
-        __m512i biased = _mm512_add_epi64(top, _mm512_add_epi64(sh, _mm512_set1_epi64(127 - 31)));
-        __m512i v = _mm512_or_si512(_mm512_slli_epi64(biased, 7), _mm512_and_si512(q, _mm512_set1_epi64(127)));
-        v = _mm512_mask_or_epi64(v, neg, v, _mm512_set1_epi64(0x8000));
-        res[h] = _mm512_maskz_mov_epi64(nz, v);
+        __m256i acc8 = h ? _mm512_extracti64x4_epi64(acc, 1) : _mm512_castsi512_si256(acc);
+        __m256i s8 = h ? _mm512_extracti64x4_epi64(s, 1) : _mm512_castsi512_si256(s);
+        __m512d a = _mm512_cvtepi32_pd(acc8), md = _mm512_loadu_pd(e->multd + c0 + 8 * h);
+        __m512d p = _mm512_mul_round_pd(a, md, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_fmsub_pd(a, md, p), _mm512_setzero_pd(), _CMP_NEQ_OQ);
+        __m512i bits = _mm512_castpd_si512(p);
+        __mmask8 nz = _mm512_test_epi64_mask(bits, _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll)); /* -0.0 is 0 */
+        bits = _mm512_mask_or_epi64(bits, inexact, bits, _mm512_set1_epi64(1));
+        __m512i sign = _mm512_and_si512(_mm512_srli_epi64(bits, 48), _mm512_set1_epi64(0x8000));
+        __m512i mag = _mm512_and_si512(bits, _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+        mag = _mm512_add_epi64(mag, _mm512_add_epi64(_mm512_set1_epi64((1ll << 44) - 1),
+                                                     _mm512_and_si512(_mm512_srli_epi64(mag, 45), _mm512_set1_epi64(1))));
+        __m512i v = _mm512_srli_epi64(mag, 45); /* exponent + 1023, then 7 bits */
+        __m512i adj = _mm512_slli_epi64(_mm512_sub_epi64(_mm512_cvtepi32_epi64(s8), _mm512_set1_epi64(1023 + 31 - 127)), 7);
+        v = _mm512_maskz_or_epi64(nz, _mm512_add_epi64(v, adj), sign);
+        __mmask8 part = (__mmask8)(keep >> (8 * h));
+        if (part)
+            _mm512_mask_cvtepi64_storeu_epi16(row + 2 * c0 + 16 * h, part, v);
     }
-    __m512i v = _mm512_or_si512(_mm512_and_si512(res[0], lo32), _mm512_slli_epi64(res[1], 32));
-    _mm512_mask_cvtepi32_storeu_epi16(row + 2 * c0, keep, v);
+}
+
+/* px__out16_avx512 over channels c0 .. c0 + n - 1 of one token (acc from its channel c0). */
+__attribute__((target("avx512f,avx512bw"))) static void px__out_avx512(const struct px_cpu_embed *e, int c0,
+                                                                       const int32_t *acc, uint8_t *row, int n)
+{
+    for (int g = 0; g < n; g += 16)
+        px__out16_avx512(e, c0 + g, acc + g, row, n - g);
 }
 #endif
 
@@ -280,7 +291,7 @@ static int px__path_supported(int path)
         return __builtin_cpu_supports("avx2");
     if (path == PX_EMBED_VNNI)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512vnni");
+               __builtin_cpu_supports("avx512vnni");
 #endif
     return path == PX_EMBED_PORTABLE;
 }
@@ -318,6 +329,7 @@ static void px__embed_free(struct px_cpu_embed *e)
     if (e) {
         free(e->w);
         free(e->bias);
+        free(e->multd);
         free(e);
     }
 }
@@ -343,7 +355,8 @@ static struct px_cpu_embed *px__embed_pack(const pxvm_program *prog, const pxi_i
     uint8_t *wp = malloc(wslot), *pp = malloc(pslot);
     e->w = calloc(wbytes, 1);
     e->bias = calloc(lanes * 3u, sizeof(int32_t));
-    if (!wp || !pp || !e->w || !e->bias) {
+    e->multd = calloc(lanes, sizeof(double));
+    if (!wp || !pp || !e->w || !e->bias || !e->multd) {
         free(wp);
         free(pp);
         px__embed_free(e);
@@ -366,6 +379,7 @@ static struct px_cpu_embed *px__embed_pack(const pxvm_program *prog, const pxi_i
         e->bias[o] = (int32_t)((int64_t)px__le32(pp + 4u * (size_t)o) - (int64_t)zp * sum);
         e->mult[o] = three ? px__le32(pp + 4u * ((size_t)ps->w + (size_t)o)) : 0;
         e->shift[o] = three ? px__le32(pp + 4u * (2u * (size_t)ps->w + (size_t)o)) : 0;
+        e->multd[o] = (double)e->mult[o];
     }
     free(wp);
     free(pp);
@@ -479,8 +493,7 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
                 uint8_t *row = j->dst + (size_t)(t0 + i) * j->dst_stride;
 #if PX_EMBED_X86
                 if (j->vector_out) {
-                    for (int g = 0; g < n; g += 16)
-                        px__out16_avx512(e, c0 + g, out[i] + g, row, n - g);
+                    px__out_avx512(e, c0, out[i], row, n);
                     continue;
                 }
 #endif

@@ -488,6 +488,72 @@ TEST(embed_blocks_tails_threads_and_items_every_path)
     CHECK(runs >= 12 * 2 * 2); /* the portable path at least, everywhere */
 }
 
+/* The requantization at its edges on every path (the AVX-512 path rounds in vectors): with
+ * 1x1 patches of 0 and zero point 0 the accumulator is the bias, so each channel holds one
+ * chosen (acc, multiplier, shift). bf16: ties to even, a carry into the exponent, 0 from a 0
+ * multiplier and from a negative acc (+0, never -0), the largest and smallest magnitudes, and
+ * 274598127 * 2037786127, a tie plus 1 in the 59th bit (found by search): rounding the product
+ * to a double first would make it a tie and round it down to even. int8: halves either way,
+ * both shifts, the clamps. */
+TEST(embed_requantization_edges_every_path)
+{
+    static const int32_t bf[][3] = {
+        {274598127, 2037786127, 0}, {-274598127, 2037786127, 0}, {2037786127, 274598127, 5}, {257, 1 << 30, 1},
+        {259, 1 << 30, 1}, {258, 1 << 30, 1}, {511, 1 << 30, 1}, {0, 12345, 3}, {-5, 0, 2}, {-1, 1 << 30, 1},
+        {INT32_MAX - 32640, INT32_MAX, 30}, {1, 1, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31}, {(1 << 30) + (1 << 22), 1 << 30, 1},
+        {(1 << 30) + (3 << 22), 1 << 30, 1}, {(1 << 30) + (1 << 22) + 1, 1 << 30, 1}, {-((1 << 30) + (1 << 22)), 1 << 30, 1}};
+    static const int32_t i8[][3] = {
+        {100, 1 << 30, -1}, {-102, 1 << 30, -1}, {1000, 1 << 30, 0}, {-1000, 1 << 30, 0}, {3, 1 << 30, 2}, {-3, 1 << 30, 2},
+        {5, 1 << 30, 0}, {-5, 1 << 30, 0}, {INT32_MAX - 32640, INT32_MAX, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31},
+        {-(INT32_MAX - 32640), 1, 0}, {6, 3 << 29, -2}, {-6, 3 << 29, -2}, {7, 0, 0}, {-(1 << 20), INT32_MAX, -8},
+        {(1 << 20) + 1, (1 << 30) + 1, -12}, {40, 1 << 30, 2}};
+    int compared = 0;
+    for (int mode = PX_EMBED_MODE_I8; mode <= PX_EMBED_MODE_BF16; mode++) {
+        const int32_t(*v)[3] = mode == PX_EMBED_MODE_BF16 ? bf : i8;
+        px_emb_case e = {0};
+        e.c = 1, e.pw = 1, e.ph = 1, e.cols = 4, e.prow = 1, e.count = 3, e.d = 17, e.mode = mode;
+        e.out_zero = mode == PX_EMBED_MODE_I8 ? 5 : 0;
+        px__case_fill(&e, 77u);
+        memset(e.atlas.px, 0, (size_t)e.atlas.w * 4u);
+        for (int o = 0; o < e.d; o++)
+            e.bias[o] = v[o][0], e.mult[o] = v[o][1], e.shift[o] = v[o][2];
+        pxvm_image img, want = px__case_reference(&e);
+        pxvm_error err;
+        if (px__case_program(&e, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "mode %d: build: %s", mode, err.msg);
+        } else {
+            for (int path = 1; path <= 3; path++) {
+                pxvm_program prog;
+                pxvm_executor *ex;
+                const pxvm_image *in[] = {&e.atlas};
+                if (px_cpu_embed_path(path) < 0)
+                    continue;
+                if (px_run_image(&img, in, 1, &prog, &ex, &err) < 0) {
+                    px_test_fail(__FILE__, __LINE__, "mode %d path %d: %s", mode, path, err.msg);
+                    continue;
+                }
+                pxvm_image got = px_read(&prog, ex, 4, 0);
+                char what[48];
+                snprintf(what, sizeof what, "mode %d, path %d", mode, path);
+                compared += px__compare(what, 0, &e, &got, &want) == 0;
+                pxvm_image_free(&got);
+                px_close(&prog, ex);
+            }
+            px_cpu_embed_path(0);
+            pxvm_image_free(&img);
+        }
+        if (mode == PX_EMBED_MODE_BF16) { /* the search's case by hand: 248 * 2^51 + 2^50 + 1, a tie
+                                           * plus 1, rounds up to 249 * 2^51 (0x4D79), not to 0x4D78 */
+            CHECK_EQ((int64_t)274598127 * 2037786127, 248ll * (1ll << 51) + (1ll << 50) + 1);
+            CHECK_EQ(want.px[0], 0x79);
+            CHECK_EQ(want.px[1], 0x4D);
+        }
+        pxvm_image_free(&want);
+        px__case_free(&e);
+    }
+    CHECK(compared >= 2);
+}
+
 /* The weights are packed when the plan is made, not per run: a retarget to a program that
  * differs only in its weights' and parameters' pixels (retarget allows that: operand values)
  * runs with the new ones, and a switch back (whose plan retarget kept) with the first ones

@@ -21,7 +21,7 @@
  * AVX-512 path also vectorizes the requantization (px_embed_out's three modes: the same integer
  * steps in 32-bit lanes, and bf16 through a double rounded to odd, which rounds the exact
  * product once); the others call px_embed_out per value.
- * The path is chosen by CPUID; px_cpu_embed_path forces one (tests). */
+ * The path is chosen by CPUID, or PXVM_CPU_EMBED; px_cpu_embed_path forces one (tests). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,11 +298,17 @@ static int px__path_supported(int path)
 
 static int px__embed_forced = PX_EMBED_AUTO;
 
-/* The path runs take: forced, else the widest the CPU has. */
+/* The path runs take: forced (tests), else PXVM_CPU_EMBED=portable|avx2|vnni where this CPU has
+ * it (benchmarks: the same bytes, another speed), else the widest the CPU has. */
 static int px__embed_path(void)
 {
     if (px__embed_forced != PX_EMBED_AUTO)
         return px__embed_forced;
+    static const char *const names[] = {"", "portable", "avx2", "vnni"};
+    const char *v = getenv("PXVM_CPU_EMBED");
+    for (int p = PX_EMBED_PORTABLE; v && p <= PX_EMBED_VNNI; p++)
+        if (!strcmp(v, names[p]) && px__path_supported(p))
+            return p;
     return px__path_supported(PX_EMBED_VNNI) ? PX_EMBED_VNNI : px__path_supported(PX_EMBED_AVX2) ? PX_EMBED_AVX2
                                                                                                : PX_EMBED_PORTABLE;
 }

@@ -4,6 +4,7 @@
  * that fill no tile) on the CPU executor's every dot-product path against an int64 reference and
  * against the CUDA kernel's own tile functions run on the host (the CPU twin of embed.cu); and
  * the edge pairs of SPEC's V-EMBED-* rules, built by px_embed_rule_case for test_rules.c. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
 #include "../../isa/px_sem.h"
@@ -60,6 +61,25 @@ TEST(embed_bf16_rounds_once_to_nearest_even)
     CHECK_EQ(px_embed_bf16(INT32_MAX, INT32_MAX, 30), 188u << 7);
     /* the smallest magnitude: 1 * 1 * 2^-62, still normal in bf16 */
     CHECK_EQ(px_embed_bf16(1, 1, -31), (uint32_t)(-62 + 127) << 7);
+}
+
+/* PXVM_CPU_EMBED picks a path this CPU has (benchmarks), a name it does not know or a path the CPU
+ * lacks leaves CPUID's choice; a forced path (tests) comes first. */
+TEST(embed_cpu_path_from_the_environment)
+{
+    int cpuid = px_cpu_embed_path(0);
+    setenv("PXVM_CPU_EMBED", "portable", 1);
+    CHECK_EQ(px_cpu_embed_path(0), 1);
+    if (px_cpu_embed_path(2) == 2) { /* forced beats the environment */
+        setenv("PXVM_CPU_EMBED", "avx2", 1);
+        CHECK_EQ(px_cpu_embed_path(0), 2);
+        setenv("PXVM_CPU_EMBED", "portable", 1);
+        CHECK_EQ(px_cpu_embed_path(2), 2);
+    }
+    setenv("PXVM_CPU_EMBED", "avx-512", 1);
+    CHECK_EQ(px_cpu_embed_path(0), cpuid);
+    unsetenv("PXVM_CPU_EMBED");
+    CHECK_EQ(px_cpu_embed_path(0), cpuid);
 }
 
 /* ---- random programs ------------------------------------------------------------------------ */

@@ -401,8 +401,13 @@ int px_cpu_embed_load(pxvm_executor *ex, pxvm_error *err)
             continue;
         if (!ex->embed && !(ex->embed = calloc(prog->ninsns, sizeof *ex->embed)))
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof *ex->embed);
-        if (!(ex->embed[i] = px__embed_pack(prog, in)))
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)PX_ARG(in, EMBED, d) * 4096ull);
+        if (!(ex->embed[i] = px__embed_pack(prog, in))) { /* the pack: weights, 3 int32 and a double per lane */
+            const pxvm_slot *ss = &prog->slots[PX_ARG(in, EMBED, src)];
+            unsigned long long k = (unsigned long long)PX_ARG(in, EMBED, channels) * (unsigned long long)ss->patch_w *
+                                   (unsigned long long)ss->patch_h;
+            unsigned long long lanes = (unsigned long long)(PX_ARG(in, EMBED, d) + 15) / 16u * 16u;
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, lanes * ((k + 3u) / 4u * 4u + 20u));
+        }
     }
     return 0;
 }

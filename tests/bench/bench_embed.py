@@ -144,18 +144,19 @@ def main():
         if args.device == "cuda":
             sys.exit("bench_embed: no CUDA device")
         devs.remove("cuda")
+    load = os.getloadavg()[0]  # other processes on the cores make the CPU rows slower: say so
     rows = [bench_device(dev, args, int(d)) for dev in devs for d in args.d.split(",")]
     meta = {"date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "torch": torch.__version__,
             "host": platform.node(), "cpus": os.cpu_count(), "batch": args.batch, "tokens": args.tokens,
-            "reps": args.reps, "threads": args.threads, "torch_threads": torch.get_num_threads(),
+            "reps": args.reps, "threads": args.threads, "loadavg_1min_at_start": load, "torch_threads": torch.get_num_threads(),
             "torch_config": re.findall(r"BLAS_INFO=\w+|CPU capability usage: \w+|MKL-DNN v[\d.]+|oneDNN v[\d.]+|OpenMP \d+",
                                        torch.__config__.show())}
     with open(args.out + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     table = markdown(rows)
     with open(args.out + ".md", "w") as f:
-        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}, {meta['cpus']} CPUs, {args.threads} threads "
-                f"(tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
+        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}, {meta['cpus']} CPUs, {args.threads} threads, "
+                f"load average {load:.1f} at the start (tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
     print(table)
 
 

@@ -270,14 +270,26 @@ __attribute__((target("avx512f,avx512bw"))) static void px__out_avx512(const str
 }
 #endif
 
-/* The value bytes of channels c0 .. c0 + n - 1 for one token, px_embed_out per value. */
+/* The value bytes of channels c0 .. c0 + n - 1 for one token, px_embed_out per value (a loop per
+ * mode: the byte count is a constant in each). */
 static void px__out_scalar(const struct px_cpu_embed *e, int c0, const int32_t *acc, uint8_t *row, int n)
 {
-    for (int c = 0; c < n; c++) {
-        uint32_t v = px_embed_out(e->mode, acc[c], e->mult[c0 + c], e->shift[c0 + c], e->out_zero);
-        uint8_t *at = row + (size_t)(c0 + c) * (size_t)e->nbytes;
-        for (int b = 0; b < e->nbytes; b++)
-            at[b] = (uint8_t)(v >> (8 * b));
+    const int32_t *m = e->mult + c0, *sh = e->shift + c0;
+    if (e->mode == PX_EMBED_MODE_I32) {
+        uint8_t *at = row + 4 * (size_t)c0;
+        for (int c = 0; c < n; c++, at += 4) {
+            uint32_t v = (uint32_t)acc[c];
+            at[0] = (uint8_t)v, at[1] = (uint8_t)(v >> 8), at[2] = (uint8_t)(v >> 16), at[3] = (uint8_t)(v >> 24);
+        }
+    } else if (e->mode == PX_EMBED_MODE_I8) {
+        for (int c = 0; c < n; c++)
+            row[c0 + c] = (uint8_t)px_embed_requant_i8(acc[c], m[c], sh[c], e->out_zero);
+    } else {
+        uint8_t *at = row + 2 * (size_t)c0;
+        for (int c = 0; c < n; c++, at += 2) {
+            uint32_t v = px_embed_bf16(acc[c], m[c], sh[c]);
+            at[0] = (uint8_t)v, at[1] = (uint8_t)(v >> 8);
+        }
     }
 }
 

@@ -18,9 +18,9 @@
  * V-EMBED-9 bound, and int32 sums are exact modulo 2^32 anyway): portable C; AVX2, vpmaddubsw on
  * the token's bytes halved (u = 2 (u >> 1) + (u & 1): 127 * 128 * 2 fits int16, so the pairs never
  * saturate) then vpmaddwd into int32; AVX-512 VNNI, vpdpbusd (u8 x s8, 4 products a lane). The
- * AVX-512 path also vectorizes the requantization (px_embed_out's three modes: the same integer
- * steps in 32-bit lanes, and bf16 through a double rounded to odd, which rounds the exact
- * product once); the others call px_embed_out per value.
+ * AVX-512 and AVX2 paths also requantize in vectors (px_embed_out's three modes: the same integer
+ * steps in 32-bit lanes, and bf16 through a double rounded to odd, which rounds the exact product
+ * once); the portable path calls px_sem.h's functions per value.
  * The path is chosen by CPUID, or PXVM_CPU_EMBED; px_cpu_embed_path forces one (tests). */
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +268,78 @@ __attribute__((target("avx512f,avx512bw"))) static void px__out_avx512(const str
     for (int g = 0; g < n; g += 16)
         px__out16_avx512(e, c0 + g, acc + g, row, n - g);
 }
+
+/* The AVX2 twin of px__out_avx512, 8 channels a step. Mode 1: the same 32-bit steps. Mode 2: 4
+ * lanes of doubles, without AVX-512's round-toward-zero product: the product p rounded to
+ * nearest and its remainder r = acc * M - p (exact, by FMA) give the product rounded to odd: p,
+ * or, when r's sign is not p's (p is past the exact product), the double before p toward zero
+ * (its bits less 1), with the last bit set when r != 0; then the same 8-bit rounding. */
+__attribute__((target("avx2,fma"))) static void px__out_avx2(const struct px_cpu_embed *e, int c0, const int32_t *acc,
+                                                             uint8_t *row, int n)
+{
+    if (e->mode == PX_EMBED_MODE_I32) { /* the accumulators themselves, little-endian */
+        for (int c = 0; c < n; c++) {
+            uint32_t v = (uint32_t)acc[c];
+            uint8_t *at = row + 4 * (size_t)(c0 + c);
+            at[0] = (uint8_t)v, at[1] = (uint8_t)(v >> 8), at[2] = (uint8_t)(v >> 16), at[3] = (uint8_t)(v >> 24);
+        }
+        return;
+    }
+    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFFll), zero = _mm256_setzero_si256();
+    for (int g = 0; g < n; g += 8) {
+        int m8 = n - g < 8 ? n - g : 8, c = c0 + g;
+        __m256i a32 = _mm256_loadu_si256((const __m256i *)(acc + g));
+        __m256i s = _mm256_loadu_si256((const __m256i *)(e->shift + c));
+        if (e->mode == PX_EMBED_MODE_I8) {
+            __m256i m = _mm256_loadu_si256((const __m256i *)(e->mult + c));
+            __m256i left = _mm256_max_epi32(s, zero), right = _mm256_max_epi32(_mm256_sub_epi32(zero, s), zero);
+            __m256i a = _mm256_sllv_epi32(a32, left); /* exact: V-EMBED-12 */
+            __m256i nudge = _mm256_set1_epi64x(1ll << 30);
+            __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(a, m), nudge);
+            __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(m, 32)), nudge);
+            __m256i x = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi64(pe, 31), lo32),
+                                        _mm256_andnot_si256(lo32, _mm256_slli_epi64(po, 1)));
+            __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), right), _mm256_set1_epi32(1));
+            __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(x, 31)); /* + 1 when x < 0 */
+            __m256i v = _mm256_sub_epi32(_mm256_srav_epi32(x, right), _mm256_cmpgt_epi32(_mm256_and_si256(x, mask), thr));
+            v = _mm256_add_epi32(v, _mm256_set1_epi32(e->out_zero));
+            v = _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(-128)), _mm256_set1_epi32(127));
+            int32_t out[8];
+            _mm256_storeu_si256((__m256i *)out, v);
+            for (int q = 0; q < m8; q++)
+                row[c + q] = (uint8_t)out[q];
+            continue;
+        }
+        for (int h = 0; h < 2 && 4 * h < m8; h++) {
+            __m128i a4 = h ? _mm256_extracti128_si256(a32, 1) : _mm256_castsi256_si128(a32);
+            __m128i s4 = h ? _mm256_extracti128_si256(s, 1) : _mm256_castsi256_si128(s);
+            __m256d a = _mm256_cvtepi32_pd(a4), md = _mm256_loadu_pd(e->multd + c + 4 * h);
+            __m256d p = _mm256_mul_pd(a, md);
+            __m256d r = _mm256_fmsub_pd(a, md, p);
+            __m256i bits = _mm256_castpd_si256(p), rbits = _mm256_castpd_si256(r);
+            __m256i inexact = _mm256_castpd_si256(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_NEQ_OQ));
+            __m256i past = _mm256_and_si256(inexact, _mm256_xor_si256(bits, rbits)); /* sign bits differ */
+            past = _mm256_cmpgt_epi64(zero, past); /* all ones where the sign bit of past is set */
+            bits = _mm256_add_epi64(bits, past);   /* less 1: the double before p, toward zero */
+            bits = _mm256_or_si256(bits, _mm256_and_si256(inexact, _mm256_set1_epi64x(1)));
+            __m256i magmask = _mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll);
+            __m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(p), magmask), zero),
+                                          _mm256_set1_epi64x(-1)); /* -0.0 is 0 */
+            __m256i sign = _mm256_and_si256(_mm256_srli_epi64(bits, 48), _mm256_set1_epi64x(0x8000));
+            __m256i mag = _mm256_and_si256(bits, magmask);
+            mag = _mm256_add_epi64(mag, _mm256_add_epi64(_mm256_set1_epi64x((1ll << 44) - 1),
+                                                         _mm256_and_si256(_mm256_srli_epi64(mag, 45), _mm256_set1_epi64x(1))));
+            __m256i adj = _mm256_slli_epi64(_mm256_sub_epi64(_mm256_cvtepi32_epi64(s4), _mm256_set1_epi64x(1023 + 31 - 127)), 7);
+            __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_add_epi64(_mm256_srli_epi64(mag, 45), adj), sign), nz);
+            int64_t out[4];
+            _mm256_storeu_si256((__m256i *)out, v);
+            for (int q = 0; q < 4 && 4 * h + q < m8; q++) {
+                uint8_t *at = row + 2 * (size_t)(c + 4 * h + q);
+                at[0] = (uint8_t)out[q], at[1] = (uint8_t)(out[q] >> 8);
+            }
+        }
+    }
+}
 #endif
 
 /* The value bytes of channels c0 .. c0 + n - 1 for one token, px_embed_out per value (a loop per
@@ -300,7 +372,7 @@ static int px__path_supported(int path)
 {
 #if PX_EMBED_X86
     if (path == PX_EMBED_AVX2)
-        return __builtin_cpu_supports("avx2");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (path == PX_EMBED_VNNI)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vnni");
@@ -441,7 +513,7 @@ typedef struct {
     uint8_t *dst;
     size_t dst_stride;
     px_embed_kernel_fn kernel;
-    int vector_out; /* the AVX-512 requantization */
+    int vector_out; /* the requantization in vectors: 1 AVX2, 2 AVX-512 */
     int halves;     /* the AVX2 kernel's token halves */
     int gather4;    /* px__gather4 (AVX2 or VNNI, patch width a multiple of 4) */
     uint8_t *scratch;   /* per block, block_bytes: its tokens (and the AVX2 kernel's halves) */
@@ -515,8 +587,12 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
             for (int i = 0; i < nt; i++) {
                 uint8_t *row = j->dst + (size_t)(t0 + i) * j->dst_stride;
 #if PX_EMBED_X86
-                if (j->vector_out) {
+                if (j->vector_out == 2) {
                     px__out_avx512(e, c0, out[i], row, n);
+                    continue;
+                }
+                if (j->vector_out == 1) {
+                    px__out_avx2(e, c0, out[i], row, n);
                     continue;
                 }
 #endif
@@ -543,9 +619,9 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
 #if PX_EMBED_X86
     int path = px__embed_path();
     if (path == PX_EMBED_AVX2)
-        job.kernel = px__kernel_avx2, job.halves = 1, parts = 3;
+        job.kernel = px__kernel_avx2, job.halves = 1, job.vector_out = 1, parts = 3;
     if (path == PX_EMBED_VNNI)
-        job.kernel = px__kernel_vnni, job.vector_out = 1;
+        job.kernel = px__kernel_vnni, job.vector_out = 2;
     job.gather4 = path != PX_EMBED_PORTABLE && job.pw % 4 == 0;
 #endif
     /* K is bounded by V-EMBED-9 (at most 65793), not by a stack's size: the blocks' tokens are

@@ -512,8 +512,10 @@ TEST(embed_blocks_tails_threads_and_items_every_path)
  * 1x1 patches of 0 and zero point 0 the accumulator is the bias, so each channel holds one
  * chosen (acc, multiplier, shift). bf16: ties to even, a carry into the exponent, 0 from a 0
  * multiplier and from a negative acc (+0, never -0), the largest and smallest magnitudes, and
- * 274598127 * 2037786127, a tie plus 1 in the 59th bit (found by search): rounding the product
- * to a double first would make it a tie and round it down to even. int8: halves either way,
+ * 274598127 * 2037786127, a tie plus 1 in the 59th bit, and 94623265 * 877533851, a tie less 5
+ * in the 57th (found by search): rounding the product to a double first would make each a tie
+ * and round the first down to even, the second up (the AVX2 path's product is rounded to
+ * nearest, then to odd from its remainder: the second is the case where it must step back). int8: halves either way,
  * both shifts, the clamps. */
 TEST(embed_requantization_edges_every_path)
 {
@@ -521,17 +523,20 @@ TEST(embed_requantization_edges_every_path)
         {274598127, 2037786127, 0}, {-274598127, 2037786127, 0}, {2037786127, 274598127, 5}, {257, 1 << 30, 1},
         {259, 1 << 30, 1}, {258, 1 << 30, 1}, {511, 1 << 30, 1}, {0, 12345, 3}, {-5, 0, 2}, {-1, 1 << 30, 1},
         {INT32_MAX - 32640, INT32_MAX, 30}, {1, 1, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31}, {(1 << 30) + (1 << 22), 1 << 30, 1},
-        {(1 << 30) + (3 << 22), 1 << 30, 1}, {(1 << 30) + (1 << 22) + 1, 1 << 30, 1}, {-((1 << 30) + (1 << 22)), 1 << 30, 1}};
+        {(1 << 30) + (3 << 22), 1 << 30, 1}, {(1 << 30) + (1 << 22) + 1, 1 << 30, 1}, {-((1 << 30) + (1 << 22)), 1 << 30, 1},
+        {94623265, 877533851, 0}, {-94623265, 1755067702, -3}};
     static const int32_t i8[][3] = {
         {100, 1 << 30, -1}, {-102, 1 << 30, -1}, {1000, 1 << 30, 0}, {-1000, 1 << 30, 0}, {3, 1 << 30, 2}, {-3, 1 << 30, 2},
         {5, 1 << 30, 0}, {-5, 1 << 30, 0}, {INT32_MAX - 32640, INT32_MAX, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31},
         {-(INT32_MAX - 32640), 1, 0}, {6, 3 << 29, -2}, {-6, 3 << 29, -2}, {7, 0, 0}, {-(1 << 20), INT32_MAX, -8},
-        {(1 << 20) + 1, (1 << 30) + 1, -12}, {40, 1 << 30, 2}};
+        {(1 << 20) + 1, (1 << 30) + 1, -12}, {40, 1 << 30, 2}, {-40, 1 << 30, 2}, {1 << 24, (1 << 30) + 12345, -20}};
     int compared = 0;
+    CHECK_EQ(sizeof bf / sizeof bf[0], 19);
+    CHECK_EQ(sizeof i8 / sizeof i8[0], 19);
     for (int mode = PX_EMBED_MODE_I8; mode <= PX_EMBED_MODE_BF16; mode++) {
         const int32_t(*v)[3] = mode == PX_EMBED_MODE_BF16 ? bf : i8;
         px_emb_case e = {0};
-        e.c = 1, e.pw = 1, e.ph = 1, e.cols = 4, e.prow = 1, e.count = 3, e.d = 17, e.mode = mode;
+        e.c = 1, e.pw = 1, e.ph = 1, e.cols = 4, e.prow = 1, e.count = 3, e.d = 19, e.mode = mode;
         e.out_zero = mode == PX_EMBED_MODE_I8 ? 5 : 0;
         px__case_fill(&e, 77u);
         memset(e.atlas.px, 0, (size_t)e.atlas.w * 4u);

@@ -55,6 +55,9 @@ struct pxvm_executor {
      * all), and pass 1's buffer, as large as the largest RESIZE needs */
     struct px_resize_op **resize;
     uint8_t *resize_tmp;
+    /* EMBED: per instruction, its packed weights and parameters (NULL for other opcodes, or no
+     * EMBED at all): its data slots are read-only and fixed by the program (embed.c) */
+    struct px_cpu_embed **embed;
     uint32_t ninsns; /* of the loaded program, for unload */
     /* the scratch op's memory (vm.h), kept until the next scratch call or close */
     uint8_t *scratch;
@@ -91,6 +94,7 @@ typedef struct px_cpu_plan_kept {
     size_t spans_per_item;
     struct px_resize_op **resize;
     uint8_t *resize_tmp;
+    struct px_cpu_embed **embed;
 } px_cpu_plan_kept;
 /* The most plans kept: a stream over more sizes than this makes some again (round robin). */
 #define PX_CPU_PLANS_KEPT 64
@@ -146,6 +150,11 @@ void px_cpu_batch_part(void *ctx, int b, int e);
 int px_cpu_resize_load(pxvm_executor *ex, pxvm_error *err);
 void px_cpu_resize_unload(pxvm_executor *ex);
 void px_cpu_resize(pxvm_executor *ex, uint32_t index);
+
+/* embed.c: every EMBED's pack, made from the program at load (0, or -1 with *err: unload frees
+ * what was made), freed at unload. */
+int px_cpu_embed_load(pxvm_executor *ex, pxvm_error *err);
+void px_cpu_embed_unload(pxvm_executor *ex);
 
 /* tokens.c: the ops' read_tokens (vm/tokens.h). */
 struct pxvm_token_table;

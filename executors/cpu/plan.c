@@ -1,6 +1,6 @@
 /* plan.c - the CPU executor's plan: what the instructions' operands decide for one program (the
  * pyramid's scratch flags, the masks each fetch step reads, the incremental fetches' spans and boxes,
- * the RESIZE tables), made at load and by retarget for the next program, and freed. */
+ * the RESIZE tables, the EMBED packs), made at load and by retarget for the next program, and freed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +15,13 @@ void px_cpu_plan_unload(pxvm_executor *ex)
     ex->level_flags = NULL, ex->mask_counts = NULL, ex->step_masks = NULL;
     ex->step_mask_at = NULL, ex->spans_all = NULL, ex->span_at = NULL, ex->box_all = NULL, ex->geom_known = NULL;
     px_cpu_resize_unload(ex);
+    px_cpu_embed_unload(ex);
+}
+
+/* The RESIZE tables and the EMBED packs of ex->prog. */
+static int px__plan_tables(pxvm_executor *ex, pxvm_error *err)
+{
+    return px_cpu_resize_load(ex, err) < 0 ? -1 : px_cpu_embed_load(ex, err);
 }
 
 /* What the instructions' operands decide (retarget makes it again for the next program): the
@@ -71,7 +78,7 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
             if (like->mask_counts[m] && !(ex->mask_counts[m] = malloc(bytes)))
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
         }
-        return px_cpu_resize_load(ex, err);
+        return px__plan_tables(ex, err);
     }
     /* the masks each fetch step reads (a plan's batch reads one), listed once here rather than
      * found again every frame, and their counts' storage */
@@ -104,5 +111,5 @@ int px_cpu_plan_load(pxvm_executor *ex, const px_cpu_plan_kept *like, pxvm_error
         ex->span_at[i] = some ? (int32_t)ex->spans_per_item : -1;
         ex->spans_per_item += some ? 2u * (size_t)(w + h) : 0;
     }
-    return px_cpu_resize_load(ex, err);
+    return px__plan_tables(ex, err);
 }

@@ -2,7 +2,7 @@
  * only in the sizes of input slots and in operand values (checked by pxvm_check_retarget), without
  * a load. An input whose size changed keeps its storage when the new mip chain fits (storage only
  * grows: a stream of sizes settles on the largest, with no allocation after it) and is unbound;
- * what the operands decide (plan_load: masks, spans, RESIZE tables) is made again; slots that are
+ * what the operands decide (plan_load: masks, spans, RESIZE tables, EMBED packs) is made again; slots that are
  * neither inputs nor persistent start again from their initial state (as after a load); the rest
  * stays: other bound or borrowed inputs, registers, persistent slots. */
 #include <stdlib.h>
@@ -36,6 +36,7 @@ static void px__plan_swap(pxvm_executor *ex, px_cpu_plan_kept *k)
     PX__SWAP(spans_per_item);
     PX__SWAP(resize);
     PX__SWAP(resize_tmp);
+    PX__SWAP(embed);
 #undef PX__SWAP
 }
 

@@ -217,6 +217,8 @@ struct px_gpu_embed {
     uint8_t *d_tok; /* [rows][kb], its padding zeroed once */
     uint8_t *d_w;   /* [dpad][kb] */
     int32_t *d_par;  /* [4][d]: bias, multiplier, shift, weight sum */
+    uint8_t *packed_from; /* the weights' and params' level 0 it was packed from (a retarget compares) */
+    size_t packed_bytes;
 };
 
 static void px__embed_geom(const pxvm_program *prog, const pxi_insn *in, px_emb_geom *g)
@@ -243,6 +245,7 @@ void px_gpu_embed_free(px_gpu_embed *e)
     cudaFree(e->d_tok);
     cudaFree(e->d_w);
     cudaFree(e->d_par);
+    free(e->packed_from);
     free(e);
 }
 
@@ -267,6 +270,12 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(wbytes + pbytes + packed + par));
     pxvm_slot_initial(prog, e->wk, host);
     pxvm_slot_initial(prog, e->pk, host + wbytes);
+    e->packed_from = (uint8_t *)malloc(wbytes + pbytes);
+    if (!e->packed_from) {
+        free(host);
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(wbytes + pbytes));
+    }
+    memcpy(e->packed_from, host, wbytes + pbytes), e->packed_bytes = wbytes + pbytes;
     uint8_t *hw = host + wbytes + pbytes;
     int32_t *hp = (int32_t *)(host + wbytes + pbytes + packed);
     memset(hw, 0, packed);
@@ -293,6 +302,49 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
         ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
     if (ce != cudaSuccess)
         return px__cuda_fail(err, "making EMBED's packed weights and staging buffer", ce, __FILE__, __LINE__);
+    return 0;
+}
+
+/* Whether record e still packs instruction `in` of prog: the same operands and shapes, and the
+ * same weights and params pixels (a retarget keeps where data slots start, not what they hold). */
+static int px__embed_current(const px_gpu_embed *e, const pxvm_program *prog, const pxi_insn *in)
+{
+    if (!e || !px__embed_same(e, prog, in))
+        return 0;
+    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
+    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
+    uint8_t *now = wbytes + pbytes == e->packed_bytes ? (uint8_t *)malloc(e->packed_bytes) : NULL;
+    if (!now)
+        return 0;
+    pxvm_slot_initial(prog, e->wk, now);
+    pxvm_slot_initial(prog, e->pk, now + wbytes);
+    int same = !memcmp(now, e->packed_from, e->packed_bytes);
+    free(now);
+    return same;
+}
+
+int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+{
+    for (uint32_t i = 0; i < next->ninsns; i++) {
+        if (next->insns[i].op != PX_OP_EMBED || (i < ex->embed_n && px__embed_current(ex->embed[i], next, &next->insns[i])))
+            continue;
+        if (i >= ex->embed_n) { /* not an EMBED in the program loaded (a retarget keeps opcodes: defensive) */
+            px_gpu_embed **grown = (px_gpu_embed **)calloc(next->ninsns, sizeof(px_gpu_embed *));
+            if (!grown)
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)next->ninsns * sizeof(px_gpu_embed *));
+            if (ex->embed)
+                memcpy(grown, ex->embed, sizeof(px_gpu_embed *) * ex->embed_n);
+            free(ex->embed);
+            ex->embed = grown, ex->embed_n = next->ninsns;
+        }
+        px_gpu_embed *e = NULL;
+        if (px_gpu_embed_make(next, &next->insns[i], ex->batch, &e, err) < 0) {
+            px_gpu_embed_free(e);
+            return -1;
+        }
+        px_gpu_embed_free(ex->embed[i]);
+        ex->embed[i] = e;
+    }
     return 0;
 }
 

@@ -1310,6 +1310,9 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->resize[i] = r;
         rt->resize_serial[i] = take ? take_serial : ++rt->serial;
     }
+    /* EMBED's packed weights follow the next program (its data pixels may differ) */
+    if (px__context(ex, err) < 0 || px_gpu_embed_follow(ex, next, err) < 0)
+        return -1;
     /* textures a growth replaced go now, with every configuration that names them: found by the
      * program's serial below, one would hold their views */
     uint64_t gone[PXVM_MAX_SLOTS + 1];

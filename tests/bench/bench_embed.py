@@ -1,7 +1,7 @@
 """EMBED against PyTorch's int8 and bf16 GEMMs, same shapes, same run (issue 43's numbers).
 
     PXVM_LIB=$PWD/build/libpxvm.so.1 python3 tests/bench/bench_embed.py [--device cpu|cuda|both]
-        [--batch 32] [--tokens 273] [--d 768,1024] [--reps 50] [--out tests/bench/results/embed-NAME]
+        [--batch 32] [--tokens 273] [--d 768,1024] [--reps 50] [--threads N] [--out tests/bench/results/embed-NAME]
 
 Shape: batch x tokens patches of 16x16x3 (K = 768) into D features: M = batch * tokens rows.
 pxvm: a program whose input is the atlas (17x17 patches of 16x16, 273 used) and whose one
@@ -12,7 +12,9 @@ without EMBED (same slots: binding the batch of inputs, no output written), both
 runs of the whole batch (CUDA tensors in, device to device; host wall time with the
 synchronisation; at tens of microseconds this difference is within the host's noise). Baselines on the same device and shapes: torch._int_mm
 (int8 x int8 -> int32) and torch.nn.functional.linear in bf16 (GPU) or float32 (CPU), and, on the
-CPU, PyTorch's dynamic int8 Linear (torch.ao) where present. Reports TOPS (2*M*N*K / time), the
+CPU, PyTorch's dynamic int8 Linear (torch.ao) where present. On the CPU both sides run on the same
+threads: pxvm's Runner(threads=N) and torch.set_num_threads(N), N = --threads (default: every
+core; some builds of torch start with 1). Reports TOPS (2*M*N*K / time), the
 fraction of the H200's dense int8 tensor-core peak (1,979 TOPS) and of its memory bandwidth
 (4.8 TB/s: bytes = tokens M*K + weights N*K + outputs M*N*2) on the GPU. Writes NAME.json and
 NAME.md.
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -89,7 +92,7 @@ def bench_device(dev, args, d):
     res = {"device": dev, "m": m, "n": d, "k": k}
     times = {}
     for name, with_embed in (("pxvm_program", True), ("pxvm_no_embed", False)):
-        r = pxvm.Runner(atlas_program(q, args.tokens, with_embed), executor=dev)
+        r = pxvm.Runner(atlas_program(q, args.tokens, with_embed), executor=dev, threads=args.threads)
         times[name] = timed(lambda: r.run_batch(batch_in), args.reps, sync)
         if dev == "cuda" and with_embed:  # the EMBED kernels' own device time
             ks = kernel_us(lambda: r.run_batch(batch_in), args.reps)
@@ -140,8 +143,8 @@ def bench_device(dev, args, d):
 
 
 def markdown(rows):
-    out = ["| device | M x K -> N | EMBED (pxvm) | torch._int_mm | torch linear | other | EMBED / _int_mm, / linear | peak, bandwidth |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| device | M x K -> N | EMBED (pxvm) | torch._int_mm | torch linear | other | EMBED / _int_mm | EMBED / linear | "
+           "peak, bandwidth |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         def f(key):
             if key + "_s" not in r:
@@ -153,13 +156,14 @@ def markdown(rows):
         other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else \
             f"dp4a kernel, wall {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
         ratio = f"{r['torch_int_mm_s'] / r['pxvm_embed_s']:.2f}x" if "torch_int_mm_s" in r else "-"
-        if "pxvm_embed_kernels_s" in r and "torch_int_mm_kernels_s" in r:
-            ratio = (f"kernels {r['torch_int_mm_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x, "
-                     f"{r['torch_linear_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x")
+        ratio_linear = f"{r['torch_linear_s'] / r['pxvm_embed_s']:.2f}x"
+        if "pxvm_embed_kernels_s" in r and "torch_int_mm_kernels_s" in r:  # GPU: the kernels' own times
+            ratio = f"kernels {r['torch_int_mm_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x"
+            ratio_linear = f"kernels {r['torch_linear_kernels_s'] / r['pxvm_embed_kernels_s']:.2f}x"
         peak = (f"{100 * r['pxvm_fraction_of_int8_peak']:.1f}% of 1,979 TOPS, {100 * r['pxvm_fraction_of_bandwidth']:.1f}% "
                 "of 4.8 TB/s") if r["device"] == "cuda" else "-"
         out.append(f"| {r.get('gpu', r['device'])} | {r['m']} x {r['k']} -> {r['n']} | {f('pxvm_embed')} | {f('torch_int_mm')} | "
-                   f"{f('torch_linear')} ({r['torch_linear_dtype']}) | {other} | {ratio} | {peak} |")
+                   f"{f('torch_linear')} ({r['torch_linear_dtype']}) | {other} | {ratio} | {ratio_linear} | {peak} |")
     return "\n".join(out) + "\n"
 
 
@@ -180,24 +184,30 @@ def main():
     ap.add_argument("--tokens", type=int, default=273)
     ap.add_argument("--d", default="768,1024")
     ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of pxvm and torch (default: every core)")
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "bench", "results", "embed"))
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     devs = ["cpu", "cuda"] if args.device == "both" else [args.device]
     if "cuda" in devs and not torch.cuda.is_available():
         if args.device == "cuda":
             sys.exit("bench_embed: no CUDA device")
         devs.remove("cuda")
+    load = os.getloadavg()[0]  # other processes on the cores make the CPU rows slower: say so
     rows = [bench_device(dev, args, int(d)) for dev in devs for d in args.d.split(",")]
     meta = {"date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), "torch": torch.__version__,
             "host": platform.node(), "cpus": os.cpu_count(), "batch": args.batch, "tokens": args.tokens,
-            "reps": args.reps, "driver": driver_version()}
+            "reps": args.reps, "driver": driver_version(), "threads": args.threads, "loadavg_1min_at_start": load,
+            "torch_threads": torch.get_num_threads(),
+            "torch_config": re.findall(r"BLAS_INFO=\w+|CPU capability usage: \w+|MKL-DNN v[\d.]+|oneDNN v[\d.]+|OpenMP \d+",
+                                       torch.__config__.show())}
     with open(args.out + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     table = markdown(rows)
     with open(args.out + ".md", "w") as f:
         drv = f", driver {meta['driver']}" if meta["driver"] else ""
-        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}{drv}, {meta['cpus']} CPUs "
-                f"(tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
+        f.write(f"EMBED vs PyTorch, {meta['date']}, torch {meta['torch']}{drv}, {meta['cpus']} CPUs, {args.threads} threads, "
+                f"load average {load:.1f} at the start (tests/bench/bench_embed.py; medians of {args.reps})\n\n" + table)
     print(table)
 
 

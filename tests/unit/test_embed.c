@@ -4,10 +4,12 @@
  * that fill no tile) on the CPU executor's every dot-product path against an int64 reference and
  * against the CUDA kernel's own tile functions run on the host (the CPU twin of embed.cu); and
  * the edge pairs of SPEC's V-EMBED-* rules, built by px_embed_rule_case for test_rules.c. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <fenv.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../executors/registry.h"
 #include "../../isa/px_sem.h"
 #include "test.h"
 
@@ -62,6 +64,25 @@ TEST(embed_bf16_rounds_once_to_nearest_even)
     CHECK_EQ(px_embed_bf16(INT32_MAX, INT32_MAX, 30), 188u << 7);
     /* the smallest magnitude: 1 * 1 * 2^-62, still normal in bf16 */
     CHECK_EQ(px_embed_bf16(1, 1, -31), (uint32_t)(-62 + 127) << 7);
+}
+
+/* PXVM_CPU_EMBED picks a path this CPU has (benchmarks), a name it does not know or a path the CPU
+ * lacks leaves CPUID's choice; a forced path (tests) comes first. */
+TEST(embed_cpu_path_from_the_environment)
+{
+    int cpuid = px_cpu_embed_path(0);
+    setenv("PXVM_CPU_EMBED", "portable", 1);
+    CHECK_EQ(px_cpu_embed_path(0), 1);
+    if (px_cpu_embed_path(2) == 2) { /* forced beats the environment */
+        setenv("PXVM_CPU_EMBED", "avx2", 1);
+        CHECK_EQ(px_cpu_embed_path(0), 2);
+        setenv("PXVM_CPU_EMBED", "portable", 1);
+        CHECK_EQ(px_cpu_embed_path(2), 2);
+    }
+    setenv("PXVM_CPU_EMBED", "avx-512", 1);
+    CHECK_EQ(px_cpu_embed_path(0), cpuid);
+    unsetenv("PXVM_CPU_EMBED");
+    CHECK_EQ(px_cpu_embed_path(0), cpuid);
 }
 
 /* ---- random programs ------------------------------------------------------------------------ */
@@ -134,18 +155,9 @@ TEST(embed_bf16_gpu_rounding_equals_the_integer_rule)
 static int px__k(const px_emb_case *e) { return e->c * e->pw * e->ph; }
 static int px__dst_w(const px_emb_case *e) { return (e->d * px_embed_out_bytes(e->mode) + 3) / 4; }
 
-static void px__case_make(px_emb_case *e, uint32_t seed)
+/* The case's atlas, weights and parameters, random from s, for the shape and modes already in e. */
+static void px__case_fill(px_emb_case *e, uint32_t s)
 {
-    uint32_t s = seed * 2654435761u + 1u;
-    static const int chans[] = {1, 3, 4};
-    e->c = chans[px__rand(&s) % 3];
-    e->pw = 1 + (int)(px__rand(&s) % 9), e->ph = 1 + (int)(px__rand(&s) % 9);
-    e->cols = 1 + (int)(px__rand(&s) % 6), e->prow = 1 + (int)(px__rand(&s) % 12);
-    e->count = e->cols * e->prow - (int)(px__rand(&s) % (unsigned)e->cols); /* a last row part full */
-    e->d = 1 + (int)(px__rand(&s) % 150);
-    e->mode = (int)(px__rand(&s) % 3);
-    e->zp = px__rand(&s) % 2 ? 0 : (int)(px__rand(&s) % 256);
-    e->out_zero = e->mode == PX_EMBED_MODE_I8 ? (int)(px__rand(&s) % 256) - 128 : 0;
     int k = px__k(e);
     pxvm_image_alloc(&e->atlas, e->cols * e->pw, e->prow * e->ph, NULL);
     for (size_t i = 0; i < (size_t)e->atlas.w * (size_t)e->atlas.h * 4u; i++)
@@ -171,6 +183,21 @@ static void px__case_make(px_emb_case *e, uint32_t seed)
                 sh++; /* the largest left shift the rule admits */
         e->shift[o] = sh > 30 ? 30 : sh;
     }
+}
+
+static void px__case_make(px_emb_case *e, uint32_t seed)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    static const int chans[] = {1, 3, 4};
+    e->c = chans[px__rand(&s) % 3];
+    e->pw = 1 + (int)(px__rand(&s) % 9), e->ph = 1 + (int)(px__rand(&s) % 9);
+    e->cols = 1 + (int)(px__rand(&s) % 6), e->prow = 1 + (int)(px__rand(&s) % 12);
+    e->count = e->cols * e->prow - (int)(px__rand(&s) % (unsigned)e->cols); /* a last row part full */
+    e->d = 1 + (int)(px__rand(&s) % 150);
+    e->mode = (int)(px__rand(&s) % 3);
+    e->zp = px__rand(&s) % 2 ? 0 : (int)(px__rand(&s) % 256);
+    e->out_zero = e->mode == PX_EMBED_MODE_I8 ? (int)(px__rand(&s) % 256) - 128 : 0;
+    px__case_fill(e, s);
 }
 
 static void px__case_free(px_emb_case *e)
@@ -468,6 +495,264 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
     }
     CHECK(paths & 2); /* the portable path always runs; AVX2 and VNNI where the CPU has them */
     printf("  paths run: portable%s%s\n", paths & 4 ? ", AVX2" : "", paths & 8 ? ", AVX-512 VNNI" : "");
+}
+
+/* Runs program image img on a CPU executor of `threads` threads over `batch` items, item b's
+ * atlas atlases[b]; returns the executor (or NULL, the failure reported) with *prog loaded. */
+static pxvm_executor *px__open_run(const pxvm_executor_ops *ops, const pxvm_image *img, int threads, int batch,
+                                   const pxvm_image *const *atlases, pxvm_program *prog)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_error err;
+    pxvm_executor *ex = NULL;
+    pxvm_open_options oo = {threads, 0};
+    if (pxvm_program_from_copy(img, &lim, prog, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "load: %s", err.msg);
+        return NULL;
+    }
+    int ok = ops->open(&ex, &oo, &err) == 0 && ops->load(ex, prog, batch, &err) == 0;
+    for (int b = 0; ok && b < batch; b++) {
+        pxvm_view v = pxvm_image_view(atlases[b]);
+        ok = ops->bind(ex, 1, b, &v, &err) == 0;
+    }
+    if (ok && ops->run(ex, NULL, &err) == 0)
+        return ex;
+    px_test_fail(__FILE__, __LINE__, "run: %s", err.msg);
+    if (ex)
+        ops->close(ex);
+    pxvm_program_free(prog);
+    return NULL;
+}
+
+/* Item b's output against want: 0 when equal (a difference is reported). */
+static int px__check_item(const pxvm_executor_ops *ops, const char *what, const px_emb_case *e, const pxvm_program *prog,
+                          pxvm_executor *ex, int b, const pxvm_image *want)
+{
+    pxvm_image got;
+    pxvm_error err;
+    if (pxvm_read_image(ops, ex, prog, 4, 0, b, &got, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s: read: %s", what, err.msg);
+        return 1;
+    }
+    int rc = px__compare(what, (uint32_t)b, e, &got, want);
+    pxvm_image_free(&got);
+    return rc;
+}
+
+/* The run's blocks (6 tokens, 64 channels a kernel call, 16 a vector) at their edges, each path,
+ * 1 and 3 threads, two items of different atlases sharing the pack: token counts that fill no
+ * block, D that fills no vector (1, 17, 33: a last group of one valid channel) or exactly some
+ * (16, 48, 64), K tails (K % 4 = 1, 2, 3), patch widths the 4-texel gather takes and not, every
+ * mode; the bytes equal the int64 reference. */
+TEST(embed_blocks_tails_threads_and_items_every_path)
+{
+    static const struct {
+        int c, pw, ph, cols, prow, count, d, mode, zp;
+    } shape[] = {
+        {3, 16, 16, 3, 3, 7, 200, 2, 0},  /* K 768 (a ViT's), D 200 = 3 x 64 + 8 */
+        {3, 4, 4, 5, 5, 23, 48, 1, 17},   /* D 48: three whole groups */
+        {4, 8, 4, 4, 4, 13, 33, 0, 0},    /* D 33: one channel in the last group */
+        {1, 5, 3, 4, 4, 16, 65, 1, 255},  /* K 15 (tail 3), D 64 + 1 */
+        {3, 12, 12, 4, 4, 15, 130, 2, 128},
+        {3, 3, 3, 6, 2, 11, 16, 0, 9},    /* K 27 (tail 3), one group */
+        {1, 1, 1, 8, 8, 61, 1, 1, 0},     /* K 1, D 1 */
+        {4, 2, 7, 3, 3, 6, 17, 2, 3},     /* K 56, one block exactly */
+        {3, 7, 1, 2, 4, 5, 64, 0, 200},   /* K 21 (tail 1), D 64 exactly */
+        {1, 3, 3, 4, 2, 8, 31, 1, 1},     /* K 9 (tail 1) */
+        {1, 2, 3, 4, 3, 9, 47, 0, 0},     /* K 6 (tail 2) */
+        {3, 16, 16, 2, 3, 5, 37, 1, 128}, /* int8, 5 channels in the last group */
+    };
+    int runs = 0;
+    for (int n = 0; n < (int)(sizeof shape / sizeof shape[0]); n++) {
+        px_emb_case e = {0}, other = {0};
+        e.c = shape[n].c, e.pw = shape[n].pw, e.ph = shape[n].ph, e.cols = shape[n].cols, e.prow = shape[n].prow;
+        e.count = shape[n].count, e.d = shape[n].d, e.mode = shape[n].mode, e.zp = shape[n].zp;
+        e.out_zero = e.mode == PX_EMBED_MODE_I8 ? -7 : 0;
+        other = e;
+        px__case_fill(&e, 1000u + (uint32_t)n);
+        px__case_fill(&other, 2000u + (uint32_t)n); /* its atlas is item 1's */
+        pxvm_image img, want[2];
+        pxvm_error err;
+        if (px__case_program(&e, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "shape %d: build: %s", n, err.msg);
+            px__case_free(&e);
+            px__case_free(&other);
+            continue;
+        }
+        want[0] = px__case_reference(&e);
+        pxvm_image keep = e.atlas;
+        e.atlas = other.atlas;
+        want[1] = px__case_reference(&e);
+        e.atlas = keep;
+        const pxvm_image *atlases[2] = {&e.atlas, &other.atlas};
+        for (int path = 1; path <= 3; path++) {
+            if (px_cpu_embed_path(path) < 0)
+                continue;
+            for (int threads = 1; threads <= 3; threads += 2) {
+                pxvm_program prog;
+                pxvm_executor *ex = px__open_run(&pxvm_cpu_executor, &img, threads, 2, atlases, &prog);
+                if (!ex)
+                    continue;
+                char what[64];
+                snprintf(what, sizeof what, "shape %d, path %d, %d threads, item", n, path, threads);
+                for (int b = 0; b < 2; b++)
+                    if (px__check_item(&pxvm_cpu_executor, what, &e, &prog, ex, b, &want[b]) == 0)
+                        runs++;
+                pxvm_cpu_executor.close(ex);
+                pxvm_program_free(&prog);
+            }
+        }
+        px_cpu_embed_path(0);
+        pxvm_image_free(&img);
+        pxvm_image_free(&want[0]);
+        pxvm_image_free(&want[1]);
+        px__case_free(&e);
+        px__case_free(&other);
+    }
+    CHECK(runs >= 12 * 2 * 2); /* the portable path at least, everywhere */
+}
+
+/* The requantization at its edges on every path (the AVX-512 path rounds in vectors): with
+ * 1x1 patches of 0 and zero point 0 the accumulator is the bias, so each channel holds one
+ * chosen (acc, multiplier, shift). bf16: ties to even, a carry into the exponent, 0 from a 0
+ * multiplier and from a negative acc (+0, never -0), the largest and smallest magnitudes, and
+ * 274598127 * 2037786127, a tie plus 1 in the 59th bit, and 94623265 * 877533851, a tie less 5
+ * in the 57th (found by search): rounding the product to a double first would make each a tie
+ * and round the first down to even, the second up (the AVX2 path's product is rounded to
+ * nearest, then to odd from its remainder: the second is the case where it must step back). int8: halves either way,
+ * both shifts, the clamps. */
+TEST(embed_requantization_edges_every_path)
+{
+    static const int32_t bf[][3] = {
+        {274598127, 2037786127, 0}, {-274598127, 2037786127, 0}, {2037786127, 274598127, 5}, {257, 1 << 30, 1},
+        {259, 1 << 30, 1}, {258, 1 << 30, 1}, {511, 1 << 30, 1}, {0, 12345, 3}, {-5, 0, 2}, {-1, 1 << 30, 1},
+        {INT32_MAX - 32640, INT32_MAX, 30}, {1, 1, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31}, {(1 << 30) + (1 << 22), 1 << 30, 1},
+        {(1 << 30) + (3 << 22), 1 << 30, 1}, {(1 << 30) + (1 << 22) + 1, 1 << 30, 1}, {-((1 << 30) + (1 << 22)), 1 << 30, 1},
+        {94623265, 877533851, 0}, {-94623265, 1755067702, -3}};
+    static const int32_t i8[][3] = {
+        {100, 1 << 30, -1}, {-102, 1 << 30, -1}, {1000, 1 << 30, 0}, {-1000, 1 << 30, 0}, {3, 1 << 30, 2}, {-3, 1 << 30, 2},
+        {5, 1 << 30, 0}, {-5, 1 << 30, 0}, {INT32_MAX - 32640, INT32_MAX, -31}, {-(INT32_MAX - 32640), INT32_MAX, -31},
+        {-(INT32_MAX - 32640), 1, 0}, {6, 3 << 29, -2}, {-6, 3 << 29, -2}, {7, 0, 0}, {-(1 << 20), INT32_MAX, -8},
+        {(1 << 20) + 1, (1 << 30) + 1, -12}, {40, 1 << 30, 2}, {-40, 1 << 30, 2}, {1 << 24, (1 << 30) + 12345, -20}};
+    int compared = 0;
+    CHECK_EQ(sizeof bf / sizeof bf[0], 19);
+    CHECK_EQ(sizeof i8 / sizeof i8[0], 19);
+    for (int mode = PX_EMBED_MODE_I8; mode <= PX_EMBED_MODE_BF16; mode++) {
+        const int32_t(*v)[3] = mode == PX_EMBED_MODE_BF16 ? bf : i8;
+        px_emb_case e = {0};
+        e.c = 1, e.pw = 1, e.ph = 1, e.cols = 4, e.prow = 1, e.count = 3, e.d = 19, e.mode = mode;
+        e.out_zero = mode == PX_EMBED_MODE_I8 ? 5 : 0;
+        px__case_fill(&e, 77u);
+        memset(e.atlas.px, 0, (size_t)e.atlas.w * 4u);
+        for (int o = 0; o < e.d; o++)
+            e.bias[o] = v[o][0], e.mult[o] = v[o][1], e.shift[o] = v[o][2];
+        pxvm_image img, want = px__case_reference(&e);
+        pxvm_error err;
+        if (px__case_program(&e, &img, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "mode %d: build: %s", mode, err.msg);
+        } else {
+            for (int path = 1; path <= 3; path++) {
+                pxvm_program prog;
+                pxvm_executor *ex;
+                const pxvm_image *in[] = {&e.atlas};
+                if (px_cpu_embed_path(path) < 0)
+                    continue;
+                if (px_run_image(&img, in, 1, &prog, &ex, &err) < 0) {
+                    px_test_fail(__FILE__, __LINE__, "mode %d path %d: %s", mode, path, err.msg);
+                    continue;
+                }
+                pxvm_image got = px_read(&prog, ex, 4, 0);
+                char what[48];
+                snprintf(what, sizeof what, "mode %d, path %d", mode, path);
+                compared += px__compare(what, 0, &e, &got, &want) == 0;
+                pxvm_image_free(&got);
+                px_close(&prog, ex);
+            }
+            px_cpu_embed_path(0);
+            pxvm_image_free(&img);
+        }
+        if (mode == PX_EMBED_MODE_BF16) { /* the search's case by hand: 248 * 2^51 + 2^50 + 1, a tie
+                                           * plus 1, rounds up to 249 * 2^51 (0x4D79), not to 0x4D78 */
+            CHECK_EQ((int64_t)274598127 * 2037786127, 248ll * (1ll << 51) + (1ll << 50) + 1);
+            CHECK_EQ(want.px[0], 0x79);
+            CHECK_EQ(want.px[1], 0x4D);
+        }
+        pxvm_image_free(&want);
+        px__case_free(&e);
+    }
+    CHECK(compared >= 2);
+}
+
+/* The weights are packed when the plan is made, not per run: a retarget to a program that
+ * differs only in its weights' and parameters' pixels (retarget allows that: operand values)
+ * runs with the new ones, and a switch back (whose plan retarget kept) with the first ones
+ * again; a fresh load of the second on the same executor too. */
+TEST(embed_weights_follow_the_program_across_retarget_and_load)
+{
+    /* PXVM_TEST_EXECUTOR=cuda runs it on the CUDA-GL executor (the GPU check): its packed weights
+     * must follow the program too */
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    pxvm_error oerr;
+    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &oerr);
+    if (!ops) {
+        px_test_fail(__FILE__, __LINE__, "%s", oerr.msg);
+        return;
+    }
+    px_emb_case a = {0}, b = {0};
+    a.c = 3, a.pw = 8, a.ph = 8, a.cols = 3, a.prow = 3, a.count = 9, a.d = 40, a.mode = PX_EMBED_MODE_I32;
+    b = a;
+    px__case_fill(&a, 11u);
+    px__case_fill(&b, 12u);
+    memcpy(b.atlas.px, a.atlas.px, (size_t)a.atlas.w * (size_t)a.atlas.h * 4u); /* only the weights differ */
+    pxvm_image img[2], want[2];
+    pxvm_error err;
+    pxvm_program prog[2];
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    int ok = px__case_program(&a, &img[0], &err) == 0 && px__case_program(&b, &img[1], &err) == 0 &&
+             pxvm_program_from_copy(&img[1], &lim, &prog[1], &err) == 0;
+    if (!ok) {
+        px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
+        return;
+    }
+    want[0] = px__case_reference(&a);
+    want[1] = px__case_reference(&b);
+    CHECK(memcmp(want[0].px, want[1].px, (size_t)want[0].w * (size_t)want[0].h * 4u) != 0);
+    const pxvm_image *atlases[1] = {&a.atlas};
+    pxvm_executor *ex = px__open_run(ops, &img[0], 2, 1, atlases, &prog[0]);
+    int checked = 0;
+    if (ex) {
+        checked += px__check_item(ops, "loaded A", &a, &prog[0], ex, 0, &want[0]) == 0;
+        static const int to[] = {1, 0, 1};
+        for (int n = 0; n < 3; n++) {
+            pxvm_view v = pxvm_image_view(&a.atlas);
+            if (ops->retarget(ex, &prog[to[n]], &err) < 0 || ops->bind(ex, 1, 0, &v, &err) < 0 ||
+                ops->run(ex, NULL, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "switch %d: %s", n, err.msg);
+                break;
+            }
+            char what[48];
+            snprintf(what, sizeof what, "switch %d to %s", n, to[n] ? "B" : "A");
+            checked += px__check_item(ops, what, to[n] ? &b : &a, &prog[to[n]], ex, 0, &want[to[n]]) == 0;
+        }
+        pxvm_view v = pxvm_image_view(&a.atlas);
+        if (ops->load(ex, &prog[1], 1, &err) == 0 && ops->bind(ex, 1, 0, &v, &err) == 0 &&
+            ops->run(ex, NULL, &err) == 0)
+            checked += px__check_item(ops, "loaded B", &b, &prog[1], ex, 0, &want[1]) == 0;
+        else
+            px_test_fail(__FILE__, __LINE__, "load B: %s", err.msg);
+        ops->close(ex);
+        pxvm_program_free(&prog[0]);
+    }
+    CHECK_EQ(checked, 5);
+    pxvm_program_free(&prog[1]);
+    for (int i = 0; i < 2; i++) {
+        pxvm_image_free(&img[i]);
+        pxvm_image_free(&want[i]);
+    }
+    px__case_free(&a);
+    px__case_free(&b);
 }
 
 /* ---- SPEC's V-EMBED-* pairs, for test_rules.c -------------------------------------------------- */

@@ -305,29 +305,60 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
     return 0;
 }
 
-/* Whether record e still packs instruction `in` of prog: the same operands and shapes, and the
- * same weights and params pixels (a retarget keeps where data slots start, not what they hold). */
-static int px__embed_current(const px_gpu_embed *e, const pxvm_program *prog, const pxi_insn *in)
+/* The weights' and params' level 0 of EMBED record e's slots in prog (malloc'd; NULL: none). */
+static uint8_t *px__embed_pixels(const px_gpu_embed *e, const pxvm_program *prog, size_t *bytes)
 {
-    if (!e || !px__embed_same(e, prog, in))
-        return 0;
     const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
     size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
-    uint8_t *now = wbytes + pbytes == e->packed_bytes ? (uint8_t *)malloc(e->packed_bytes) : NULL;
-    if (!now)
-        return 0;
-    pxvm_slot_initial(prog, e->wk, now);
-    pxvm_slot_initial(prog, e->pk, now + wbytes);
-    int same = !memcmp(now, e->packed_from, e->packed_bytes);
-    free(now);
-    return same;
+    uint8_t *px = (uint8_t *)malloc(wbytes + pbytes);
+    if (px) {
+        pxvm_slot_initial(prog, e->wk, px);
+        pxvm_slot_initial(prog, e->pk, px + wbytes);
+    }
+    *bytes = wbytes + pbytes;
+    return px;
 }
 
-int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err)
+int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade, pxvm_error *err)
 {
+    *remade = 0;
     for (uint32_t i = 0; i < next->ninsns; i++) {
-        if (next->insns[i].op != PX_OP_EMBED || (i < ex->embed_n && px__embed_current(ex->embed[i], next, &next->insns[i])))
+        if (next->insns[i].op != PX_OP_EMBED)
             continue;
+        px_gpu_embed *e = i < ex->embed_n ? ex->embed[i] : NULL;
+        if (e && px__embed_same(e, next, &next->insns[i])) {
+            /* the same operands and shapes: the buffers stay (captured graphs name them), and
+             * the pack is redone in place only where the weights' or params' pixels differ */
+            size_t bytes;
+            uint8_t *px = px__embed_pixels(e, next, &bytes);
+            if (!px)
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+            if (bytes == e->packed_bytes && !memcmp(px, e->packed_from, bytes)) {
+                free(px);
+                continue;
+            }
+            const pxvm_slot *ws = &next->slots[e->wk], *ps = &next->slots[e->pk];
+            size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u;
+            size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)e->g.d * sizeof(int32_t);
+            uint8_t *host = (uint8_t *)calloc(1, packed + par);
+            if (!host) {
+                free(px);
+                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(packed + par));
+            }
+            px_emb_dev ctx = {{0, 0, 0}, 0, {NULL, px, px + wbytes}, {0, ws->w, ps->w}};
+            px_emb_pack(&ctx, &e->g, e->kb, host, (int32_t *)(host + packed));
+            cudaError_t ce = cudaMemcpyAsync(e->d_w, host, packed, cudaMemcpyHostToDevice, ex->stream);
+            if (ce == cudaSuccess)
+                ce = cudaMemcpyAsync(e->d_par, host + packed, par, cudaMemcpyHostToDevice, ex->stream);
+            if (ce == cudaSuccess)
+                ce = cudaStreamSynchronize(ex->stream); /* host is freed below */
+            free(host);
+            free(e->packed_from);
+            e->packed_from = px, e->packed_bytes = bytes;
+            if (ce != cudaSuccess)
+                return px__cuda_fail(err, "packing EMBED's weights again", ce, __FILE__, __LINE__);
+            continue;
+        }
         if (i >= ex->embed_n) { /* not an EMBED in the program loaded (a retarget keeps opcodes: defensive) */
             px_gpu_embed **grown = (px_gpu_embed **)calloc(next->ninsns, sizeof(px_gpu_embed *));
             if (!grown)
@@ -337,13 +368,15 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, pxvm_error 
             free(ex->embed);
             ex->embed = grown, ex->embed_n = next->ninsns;
         }
-        px_gpu_embed *e = NULL;
-        if (px_gpu_embed_make(next, &next->insns[i], ex->batch, &e, err) < 0) {
-            px_gpu_embed_free(e);
+        px_gpu_embed *made = NULL;
+        if (px_gpu_embed_make(next, &next->insns[i], ex->batch, &made, err) < 0) {
+            px_gpu_embed_free(made);
             return -1;
         }
+        cudaStreamSynchronize(ex->stream); /* queued work may still read the record it replaces */
         px_gpu_embed_free(ex->embed[i]);
-        ex->embed[i] = e;
+        ex->embed[i] = made;
+        *remade = 1;
     }
     return 0;
 }

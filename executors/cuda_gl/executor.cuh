@@ -247,9 +247,10 @@ void px_gpu_resize_free(px_gpu_resize *r);
  * made at load and freed at unload. */
 int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_embed **out, pxvm_error *err);
 void px_gpu_embed_free(px_gpu_embed *e);
-/* ... and, at a retarget, made again for the next program where its operands or its weights'
- * and params' pixels differ (nothing is allocated when they are the same) */
-int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, pxvm_error *err);
+/* ... and, at a retarget, the records of the next program: packed again in place where only the
+ * weights' or params' pixels differ (the buffers, which captured graphs name, stay), made again
+ * where its operands differ (*remade = 1: the caller drops the graphs that name the old ones) */
+int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade, pxvm_error *err);
 size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items); /* its device memory */
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 

@@ -1310,9 +1310,16 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
         ex->resize[i] = r;
         rt->resize_serial[i] = take ? take_serial : ++rt->serial;
     }
-    /* EMBED's packed weights follow the next program (its data pixels may differ) */
-    if (px__context(ex, err) < 0 || px_gpu_embed_follow(ex, next, err) < 0)
+    /* EMBED's packed weights follow the next program (its data pixels may differ); records made
+     * anew leave every captured graph naming freed buffers */
+    int embed_remade = 0;
+    if (px__context(ex, err) < 0 || px_gpu_embed_follow(ex, next, &embed_remade, err) < 0)
         return -1;
+    if (embed_remade) {
+        for (int i = 0; i < rt->nconfigs; i++)
+            px__config_drop_graphs(rt->cached[i].c);
+        px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
+    }
     /* textures a growth replaced go now, with every configuration that names them: found by the
      * program's serial below, one would hold their views */
     uint64_t gone[PXVM_MAX_SLOTS + 1];

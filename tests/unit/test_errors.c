@@ -166,25 +166,25 @@ TEST(errors_slots)
     px__pyr(&b);
     strcpy(b.slots[2].name, "Out");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "may only use a-z, 0-9 and _");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_CHARS, AT(5 + 8 + 6), "may only use a-z, 0-9 and _");
 
     px__base(&b, s);
     px__pyr(&b);
     strcpy(b.slots[2].name, "src");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "repeats the name");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_REPEAT, AT(5 + 8 + 6), "repeats the name");
 
     px__base(&b, s);
     px__pyr(&b);
     strcpy(b.slots[2].name, "2x");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "must not start with a digit");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_DIGIT, AT(5 + 8 + 6), "must not start with a digit");
 
     px__base(&b, s);
     px__pyr(&b);
     pxvm_build_patches(&b, 2, 3, 3, 2); /* only one 3x3 patch fits in 4x4 */
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_FIELD, AT(5 + 8 + 5), "patch count exceeds");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_PATCH_COUNT, AT(5 + 8 + 5), "patch count exceeds");
 
     /* memory: 2 slots of 16384^2 with mip chains exceed 1 GiB */
     px__base(&b, s);
@@ -207,7 +207,7 @@ TEST(errors_slots)
     CHECK(pxvm_build_finish(&b, &img, NULL) == 0);
     pxvm_build_free(&b);
     pxi_write_le(img.px, 5 + 8 * (k - 1) + 3, 0, 2, 14); /* x = 14: 14 + 4 > 16 */
-    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_SLOT_FIELD, AT(5 + 8 * (k - 1) + 3),
+    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_SLOT_DATA_RECT, AT(5 + 8 * (k - 1) + 3),
                "data rectangle does not lie inside the program image");
     pxvm_image_free(&img);
 }

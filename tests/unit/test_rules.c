@@ -31,6 +31,8 @@ typedef struct {
     int rw, rh;          /* PX_RESOLVE: the program resolved with bind_slot at rw x rh */
     int x, y;            /* the refused case: the pixel its message names */
     char msg[256];       /* ... and a fragment of its message */
+    pxvm_code code;      /* ... and its error, where the variant's words are an entry of their own
+                            (0: the rule's, px_rule.code) */
 } px_rcase;
 
 /* Builds the accepted (refuse = 0) or the refused (refuse = 1) case of one variant. */
@@ -594,6 +596,7 @@ static void r_name_chars(int refuse, int variant, px_rcase *c)
         px__named(c, refuse ? "ab\0c" : "ab\0\0", 4);
     px__expect(c, DESC_XY(16, 2, 6), "slot 2: name %s",
                variant == 2 ? "has bytes after its NUL terminator" : "may only use a-z, 0-9 and _");
+    c->code = variant == 2 ? PXE_SLOT_NAME_BYTES : PXE_SLOT_NAME_CHARS;
 }
 
 static void r_name_digit(int refuse, int variant, px_rcase *c)
@@ -1403,6 +1406,7 @@ static void r_any_reference(int refuse, int variant, px_rcase *c)
     else /* at the max pixels */
         px__any_program(c, 0, 0, 64u - (uint32_t)refuse);
     px__expect(c, DESC_XY(16, 1, 1), "slot 1 ('src'): its reference size 8x8 lies outside its bounds");
+    c->code = variant == 2 ? PXE_SLOT_ANY_REFERENCE_PIXELS : PXE_SLOT_ANY_REFERENCE;
 }
 static void r_any_readers(int refuse, int variant, px_rcase *c)
 {
@@ -1743,23 +1747,23 @@ static const px_rule px_rules[] = {
     {"V-LIMIT-2", PXE_SLOT_SIDE, r_prog_side, 1, NULL, e_prog_side},
     {"V-LIMIT-3", PXE_SLOT_MEMORY, r_memory, 1, NULL, e_memory},
     {"V-SLOT-1", PXE_SLOT_ROLE, r_slot_role, 2, NULL, NULL},
-    {"V-SLOT-2", PXE_SLOT_NAME, r_name_chars, 3, NULL, NULL},
-    {"V-SLOT-3", PXE_SLOT_NAME, r_name_digit, 1, NULL, NULL},
-    {"V-SLOT-4", PXE_SLOT_NAME, r_name_prog, 1, NULL, NULL},
-    {"V-SLOT-5", PXE_SLOT_NAME, r_name_repeat, 2, NULL, NULL},
-    {"V-SLOT-6", PXE_SLOT_FIELD, r_slot_flags, 3, NULL, NULL},
-    {"V-SLOT-7", PXE_SLOT_FIELD, r_slot_persist, 1, NULL, NULL},
+    {"V-SLOT-2", PXE_SLOT_NAME_CHARS, r_name_chars, 3, NULL, NULL},
+    {"V-SLOT-3", PXE_SLOT_NAME_DIGIT, r_name_digit, 1, NULL, NULL},
+    {"V-SLOT-4", PXE_SLOT_NAME_PROG, r_name_prog, 1, NULL, NULL},
+    {"V-SLOT-5", PXE_SLOT_NAME_REPEAT, r_name_repeat, 2, NULL, NULL},
+    {"V-SLOT-6", PXE_SLOT_FLAGS, r_slot_flags, 3, NULL, NULL},
+    {"V-SLOT-7", PXE_SLOT_PERSIST_ROLE, r_slot_persist, 1, NULL, NULL},
     {"V-SLOT-8", PXE_SLOT_SIDE, r_slot_side, 2, NULL, e_slot_side},
-    {"V-ANY-1", PXE_SLOT_FIELD, r_any_input, 1, NULL, NULL},
-    {"V-ANY-2", PXE_SLOT_FIELD, r_any_format, 1, NULL, NULL},
-    {"V-ANY-3", PXE_SLOT_FIELD, r_any_bounds, 2, NULL, e_any_bounds},
-    {"V-ANY-4", PXE_SLOT_FIELD, r_any_reserved, 1, NULL, NULL},
-    {"V-ANY-5", PXE_SLOT_FIELD, r_any_reference, 3, NULL, e_any_reference},
+    {"V-ANY-1", PXE_SLOT_ANY_ROLE, r_any_input, 1, NULL, NULL},
+    {"V-ANY-2", PXE_SLOT_ANY_FORMAT, r_any_format, 1, NULL, NULL},
+    {"V-ANY-3", PXE_SLOT_ANY_BOUNDS, r_any_bounds, 2, NULL, e_any_bounds},
+    {"V-ANY-4", PXE_SLOT_ANY_RESERVED, r_any_reserved, 1, NULL, NULL},
+    {"V-ANY-5", PXE_SLOT_ANY_REFERENCE, r_any_reference, 3, NULL, e_any_reference},
     {"V-ANY-6", PXE_REGION, r_any_readers, 3, NULL, NULL},
-    {"V-SLOT-9", PXE_SLOT_FIELD, r_data_rect, 2, NULL, NULL},
-    {"V-SLOT-10", PXE_SLOT_FIELD, r_origin, 2, NULL, NULL},
-    {"V-SLOT-11", PXE_SLOT_FIELD, r_patch_fit, 3, NULL, NULL},
-    {"V-SLOT-12", PXE_SLOT_FIELD, r_patch_count, 1, NULL, NULL},
+    {"V-SLOT-9", PXE_SLOT_DATA_RECT, r_data_rect, 2, NULL, NULL},
+    {"V-SLOT-10", PXE_SLOT_ORIGIN, r_origin, 2, NULL, NULL},
+    {"V-SLOT-11", PXE_SLOT_PATCH_FIT, r_patch_fit, 3, NULL, NULL},
+    {"V-SLOT-12", PXE_SLOT_PATCH_COUNT, r_patch_count, 1, NULL, NULL},
     {"M-CODE-1", PXE_CODE_SHORT, r_code_short, 1, NULL, NULL},
     {"V-CODE-1", PXE_OPCODE_RESERVED, r_opcode_reserved, 2, NULL, NULL},
     {"V-CODE-2", PXE_OPCODE_UNKNOWN, r_opcode_unknown, 2, NULL, NULL},
@@ -1866,10 +1870,11 @@ static int px__check_side(const px_rule *r, int variant, int refuse)
             bad = 1;
         }
     } else if (refuse) {
-        if (rc == 0 || err.code != r->code || err.cls != px__class_of(r->id) || err.x != c.x || err.y != c.y ||
+        pxvm_code want = c.code ? c.code : r->code;
+        if (rc == 0 || err.code != want || err.cls != px__class_of(r->id) || err.x != c.x || err.y != c.y ||
             !strstr(err.msg, c.msg)) {
             px_test_fail(__FILE__, __LINE__, "%s variant %d: expected %s error %d at (%d,%d) with '%s'; got %s (code %d)",
-                         r->id, variant, pxvm_class_name(px__class_of(r->id)), (int)r->code, c.x, c.y, c.msg,
+                         r->id, variant, pxvm_class_name(px__class_of(r->id)), (int)want, c.x, c.y, c.msg,
                          rc == 0 ? "no error" : buf, (int)err.code);
             bad = 1;
         }

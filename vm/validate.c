@@ -15,36 +15,56 @@ int px_vm_kind_has_rule(enum pxi_kind kind)
     return kind != PXK_U8 && kind != PXK_U16 && kind != PXK_Q16 && kind != PXK_LOD;
 }
 
+/* The pixel (x, y) of an instruction's pixel +pixel, for its refusals. */
+static int px__insn_x(const pxvm_program *prog, const pxi_insn *in, int pixel)
+{
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return x;
+}
+
+static int px__insn_y(const pxvm_program *prog, const pxi_insn *in, int pixel)
+{
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return y;
+}
+
+/* The values every instruction rule's entry of errors.def starts with ("instruction %u (%s): "),
+ * after the pixel it names: the instruction's pixel +pixel, its index, its opcode's name. */
+#define PX__INSN_AT(prog, in, index, pixel) \
+    px__insn_x(prog, in, pixel), px__insn_y(prog, in, pixel), (index), pxi_op((in)->op)->name
+/* ... and an operand rule's ("operand %s = %ld"): operand fi's pixel, its name and its value v */
+#define PX__OPERAND_AT(prog, in, index, fi, v) PX__INSN_AT(prog, in, index, (fi)->pixel), (fi)->name, (long)(v)
+/* field f of the instruction's opcode */
+#define PX__FIELD(in, f) (&pxi_op((in)->op)->fields[f])
+
 /* Operand rules that follow from an operand's kind alone (none for the kinds above). */
 int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
                       pxvm_error *err)
 {
-    const char *why = NULL;
+#define PX__REFUSE(code) pxvm_fail(err, code, PX__OPERAND_AT(prog, in, index, fi, v))
     switch (fi->kind) {
-    case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
-    case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
-    case PXK_SLOT:
-    case PXK_MASK: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
+    case PXK_ZERO: return v ? PX__REFUSE(PXE_OPERAND_ZERO) : 0;
+    case PXK_ROW: return v >= prog->image.h ? PX__REFUSE(PXE_OPERAND_ROW) : 0;
+    case PXK_SLOT: return v >= prog->nslots ? PX__REFUSE(PXE_OPERAND_SLOT) : 0;
+    case PXK_MASK: return v >= prog->nslots ? PX__REFUSE(PXE_OPERAND_MASK) : 0;
     case PXK_MODE:
-        why = (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
-                  ? "(mode is bit 0 = nearest, bit 1 = relative, bits 2-4 = its fixation register; other bits 0)"
-                  : NULL;
-        break;
-    case PXK_FLAG: why = v > 1 ? "(a flag is 0 or 1)" : NULL; break;
-    case PXK_REG: why = v >= PX_FIX_REGS ? "(fixation registers are 0..7)" : NULL; break;
-    case PXK_LEVEL: why = v >= PXVM_MAX_LEVELS ? "(levels are 0..15)" : NULL; break;
-    case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
-    case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
+        return (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
+                   ? PX__REFUSE(PXE_OPERAND_MODE)
+                   : 0;
+    case PXK_FLAG: return v > 1 ? PX__REFUSE(PXE_OPERAND_FLAG) : 0;
+    case PXK_REG: return v >= PX_FIX_REGS ? PX__REFUSE(PXE_OPERAND_REG) : 0;
+    case PXK_LEVEL: return v >= PXVM_MAX_LEVELS ? PX__REFUSE(PXE_OPERAND_LEVEL) : 0;
+    case PXK_DIM: return v < 1 ? PX__REFUSE(PXE_OPERAND_DIM) : 0;
+    case PXK_TAPS: return v < 1 || v > PX_MAX_TAPS ? PX__REFUSE(PXE_OPERAND_TAPS) : 0;
     case PXK_U8:
     case PXK_U16:
     case PXK_Q16:
     case PXK_LOD: break;
     }
-    if (!why)
-        return 0;
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + fi->pixel, &x, &y);
-    return pxvm_fail(err, PXE_OPERAND, x, y, index, pxi_op(in->op)->name, fi->name, (long)v, why);
+#undef PX__REFUSE
+    return 0;
 }
 
 static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
@@ -58,16 +78,6 @@ static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_
     int x, y;
     pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
     return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
-}
-
-/* An operand (field f of the instruction) refused by its opcode's own range rule. */
-static int px__operand_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int f, int32_t v,
-                            const char *why, pxvm_error *err)
-{
-    const pxi_op_info *op = pxi_op(in->op);
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + op->fields[f].pixel, &x, &y);
-    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, op->fields[f].name, (long)v, why);
 }
 
 /* A w x h rectangle at (x, y) of slot s, written by an instruction. */
@@ -333,14 +343,14 @@ static int px_vm_check_resize(const pxvm_program *prog, const pxi_insn *in, uint
     char la[16];
     int src = PX_ARG(in, RESIZE, src), dst = PX_ARG(in, RESIZE, dst), fit = PX_ARG(in, RESIZE, fit);
     if (PX_ARG(in, RESIZE, filter) >= PX_RESIZE__FILTERS)
-        return px__operand_fail(prog, in, index, PX_FI(RESIZE, filter), PX_ARG(in, RESIZE, filter),
-                                "(filters are " PX_RESIZE_FILTER_TEXT ")", err);
+        return pxvm_fail(err, PXE_RESIZE_FILTER_OPERAND,
+                         PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(RESIZE, filter)), PX_ARG(in, RESIZE, filter)),
+                         PX_RESIZE_FILTER_TEXT);
     if (fit > 1)
-        return px__operand_fail(prog, in, index, PX_FI(RESIZE, fit), fit, "(fit is 0 = stretch or 1 = fit)", err);
+        return pxvm_fail(err, PXE_RESIZE_FIT_OPERAND, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(RESIZE, fit)), fit));
     for (int f = PX_FI(RESIZE, pad_r); !fit && f <= PX_FI(RESIZE, pad_a); f++)
         if (in->a[f])
-            return px__operand_fail(prog, in, index, f, in->a[f],
-                                    "(the pad is used only with fit = 1: with fit = 0 it must be 0)", err);
+            return pxvm_fail(err, PXE_RESIZE_PAD_OPERAND, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, f), in->a[f]));
     if (src == dst)
         return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
                                pxvm_slot_label(prog, src, la));
@@ -395,13 +405,12 @@ static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint3
     int wk = PX_ARG(in, EMBED, weights), pk = PX_ARG(in, EMBED, params), c = PX_ARG(in, EMBED, channels);
     int d = PX_ARG(in, EMBED, d), out_zero = PX_ARG(in, EMBED, out_zero);
     if (mode > PX_EMBED_MODE_BF16)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, mode), mode, "(modes are 0 = int32, 1 = int8, 2 = bf16)",
-                                err);
+        return pxvm_fail(err, PXE_EMBED_MODE, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, mode)), mode));
     if (c != 1 && c != 3 && c != 4)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, channels), c, "(channels are 1, 3 or 4)", err);
+        return pxvm_fail(err, PXE_EMBED_CHANNELS, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, channels)), c));
     if (mode != PX_EMBED_MODE_I8 && out_zero)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, out_zero), out_zero,
-                                "(the output zero point is used only with mode 1: otherwise it must be 0)", err);
+        return pxvm_fail(err, PXE_EMBED_OUT_ZERO,
+                         PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, out_zero)), out_zero));
     const pxvm_slot *ss = &prog->slots[src], *ws = &prog->slots[wk], *ps = &prog->slots[pk], *ds = &prog->slots[dst];
     if (!ss->patch_w || src == dst)
         return px__region_fail(prog, in, index, 0, err, src == dst ? "reads and writes the same slot %s"

@@ -234,7 +234,7 @@ TEST(errors_opcodes_and_operands)
     px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPCODE_RESERVED, AT(CODE0 + 1), "video");
     img.px[4 * (CODE0 + 1)] = PX_OP_HALT;
     img.px[4 * (CODE0 + 1) + 2] = 1; /* HALT's reserved bytes */
-    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "(HALT): operand reserved = 256 (reserved, must be 0)");
+    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPERAND_ZERO, AT(CODE0 + 1), "(HALT): operand reserved = 256 (reserved, must be 0)");
     pxvm_image_free(&img);
 
     /* no HALT at the end */
@@ -262,28 +262,28 @@ TEST(errors_opcodes_and_operands)
     s[PX_FI(SAMPLE, dst)] = 3;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "instruction 1 (SAMPLE): operand dst = 3 (no such slot)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_SLOT, AT(CODE0 + 1), "instruction 1 (SAMPLE): operand dst = 3 (no such slot)");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, mode)] = 4; /* a register without the relative bit */
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand mode = 4");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_MODE, AT(CODE0 + 1), "operand mode = 4");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, h)] = 0;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1 + 2), "operand h = 0 (a size must be at least 1)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_DIM, AT(CODE0 + 1 + 2), "operand h = 0 (a size must be at least 1)");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, reserved)] = 5;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1 + 7), "operand reserved = 5");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_ZERO, AT(CODE0 + 1 + 7), "operand reserved = 5");
 
     px__base(&b, s);
     px__pyr(&b);
@@ -291,7 +291,7 @@ TEST(errors_opcodes_and_operands)
     d[PX_FI(DOT_RGB, row_a)] = 200; /* the image has 2 rows */
     pxvm_build_insn(&b, PX_OP_DOT_RGB, d);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand row_a = 200 (no such row");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_ROW, AT(CODE0 + 1), "operand row_a = 200 (no such row");
 }
 
 TEST(errors_regions)

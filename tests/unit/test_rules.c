@@ -1768,16 +1768,16 @@ static const px_rule px_rules[] = {
     {"V-CODE-1", PXE_OPCODE_RESERVED, r_opcode_reserved, 2, NULL, NULL},
     {"V-CODE-2", PXE_OPCODE_UNKNOWN, r_opcode_unknown, 2, NULL, NULL},
     {"V-CODE-3", PXE_NO_HALT, r_no_halt, 2, NULL, NULL},
-    {"V-OPND-1", PXE_OPERAND, r_opnd_zero, 2, NULL, NULL},
-    {"V-OPND-2", PXE_OPERAND, r_opnd_row, 2, NULL, NULL},
-    {"V-OPND-3", PXE_OPERAND, r_opnd_slot, 2, NULL, NULL},
-    {"V-OPND-4", PXE_OPERAND, r_opnd_mask, 1, NULL, NULL},
-    {"V-OPND-5", PXE_OPERAND, r_opnd_mode, 2, NULL, NULL},
-    {"V-OPND-6", PXE_OPERAND, r_opnd_dim, 2, NULL, NULL},
-    {"V-OPND-7", PXE_OPERAND, r_opnd_taps, 2, NULL, e_opnd_taps},
-    {"V-OPND-8", PXE_OPERAND, r_opnd_flag, 1, NULL, NULL},
-    {"V-OPND-9", PXE_OPERAND, r_opnd_reg, 2, NULL, e_opnd_reg},
-    {"V-OPND-10", PXE_OPERAND, r_opnd_level, 1, NULL, e_opnd_level},
+    {"V-OPND-1", PXE_OPERAND_ZERO, r_opnd_zero, 2, NULL, NULL},
+    {"V-OPND-2", PXE_OPERAND_ROW, r_opnd_row, 2, NULL, NULL},
+    {"V-OPND-3", PXE_OPERAND_SLOT, r_opnd_slot, 2, NULL, NULL},
+    {"V-OPND-4", PXE_OPERAND_MASK, r_opnd_mask, 1, NULL, NULL},
+    {"V-OPND-5", PXE_OPERAND_MODE, r_opnd_mode, 2, NULL, NULL},
+    {"V-OPND-6", PXE_OPERAND_DIM, r_opnd_dim, 2, NULL, NULL},
+    {"V-OPND-7", PXE_OPERAND_TAPS, r_opnd_taps, 2, NULL, e_opnd_taps},
+    {"V-OPND-8", PXE_OPERAND_FLAG, r_opnd_flag, 1, NULL, NULL},
+    {"V-OPND-9", PXE_OPERAND_REG, r_opnd_reg, 2, NULL, e_opnd_reg},
+    {"V-OPND-10", PXE_OPERAND_LEVEL, r_opnd_level, 1, NULL, e_opnd_level},
     {"V-WRITE-1", PXE_REGION, r_write_readonly, 5, NULL, NULL},
     {"V-WRITE-2", PXE_REGION, r_write_fits, 2, NULL, NULL},
     {"V-WRITE-3", PXE_REGION, r_write_code, 2, NULL, NULL},
@@ -1809,15 +1809,15 @@ static const px_rule px_rules[] = {
     {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL, NULL},
     {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL, e_steps},
     /* RESIZE (test_resize_op.c) */
-    {"V-RESIZE-1", PXE_OPERAND, r_resize_1, 2, NULL, NULL},
-    {"V-RESIZE-2", PXE_OPERAND, r_resize_2, 2, NULL, NULL},
-    {"V-RESIZE-3", PXE_OPERAND, r_resize_3, 2, NULL, NULL},
+    {"V-RESIZE-1", PXE_RESIZE_FILTER_OPERAND, r_resize_1, 2, NULL, NULL},
+    {"V-RESIZE-2", PXE_RESIZE_FIT_OPERAND, r_resize_2, 2, NULL, NULL},
+    {"V-RESIZE-3", PXE_RESIZE_PAD_OPERAND, r_resize_3, 2, NULL, NULL},
     {"V-RESIZE-4", PXE_REGION, r_resize_4, 1, NULL, NULL},
     {"V-RESIZE-5", PXE_RESIZE_MEMORY, r_resize_5, 2, NULL, NULL},
     /* EMBED (test_embed.c) */
-    {"V-EMBED-1", PXE_OPERAND, r_embed_1, 1, NULL, NULL},
-    {"V-EMBED-2", PXE_OPERAND, r_embed_2, 2, NULL, NULL},
-    {"V-EMBED-3", PXE_OPERAND, r_embed_3, 1, NULL, NULL},
+    {"V-EMBED-1", PXE_EMBED_MODE, r_embed_1, 1, NULL, NULL},
+    {"V-EMBED-2", PXE_EMBED_CHANNELS, r_embed_2, 2, NULL, NULL},
+    {"V-EMBED-3", PXE_EMBED_OUT_ZERO, r_embed_3, 1, NULL, NULL},
     {"V-EMBED-4", PXE_REGION, r_embed_4, 2, NULL, NULL},
     {"V-EMBED-5", PXE_REGION, r_embed_5, 1, NULL, NULL},
     {"V-EMBED-6", PXE_REGION, r_embed_6, 2, NULL, NULL},
@@ -2014,7 +2014,7 @@ TEST(rules_halt_before_the_last_instruction_stops_the_run)
         int rc = px__attempt(&c, &err);
         if (bad) { /* still checked at load, though it never runs */
             CHECK(rc < 0);
-            CHECK_EQ(err.code, PXE_OPERAND);
+            CHECK_EQ(err.code, PXE_OPERAND_ROW);
             CHECK_STR(err.msg, "instruction 1 (DOT_RGB): operand row_out = 9");
         } else {
             CHECK_EQ(rc, 0);

@@ -67,6 +67,7 @@ int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t ind
     return 0;
 }
 
+/* A rule of EMBED's, its words the tail of REGION (the last to become entries of errors.def). */
 static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
                            const char *fmt, ...)
 {
@@ -87,17 +88,14 @@ static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_
     char lb[16];
     const pxvm_slot *s = &prog->slots[slot];
     if (s->role == PXI_ROLE_INPUT || s->role == PXI_ROLE_DATA)
-        return px__region_fail(prog, in, index, pixel, err, "writes slot %s, a read-only %s slot",
-                               pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
+        return pxvm_fail(err, PXE_WRITE_READ_ONLY, PX__INSN_AT(prog, in, index, pixel),
+                         pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
     if (x + w > s->w || y + h > s->h)
-        return px__region_fail(prog, in, index, pixel, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
-                               pxvm_slot_label(prog, slot, lb), s->w, s->h);
+        return pxvm_fail(err, PXE_WRITE_OUTSIDE, PX__INSN_AT(prog, in, index, pixel), x, y, w, h,
+                         pxvm_slot_label(prog, slot, lb), s->w, s->h);
     /* The header and code are never written: the program decoded at load stays the program. */
     if (slot == 0 && (uint64_t)y * (uint64_t)prog->image.w + (uint64_t)x < prog->code_end)
-        return px__region_fail(prog, in, index, pixel, err,
-                               "destination %d,%d %dx%d of the program image overlaps its header and code "
-                               "(stream 0..%u)",
-                               x, y, w, h, prog->code_end - 1);
+        return pxvm_fail(err, PXE_WRITE_CODE, PX__INSN_AT(prog, in, index, pixel), x, y, w, h, prog->code_end - 1);
     return 0;
 }
 
@@ -167,10 +165,9 @@ static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t
     char la[16], lb[16];
     const pxvm_slot *m = &prog->slots[mask], *s = &prog->slots[of];
     if (m->w != px_tiles(s->w) || m->h != px_tiles(s->h))
-        return px__region_fail(prog, in, index, 0, err,
-                               "tile mask %s is %dx%d; slot %s (%dx%d) has %dx%d tiles of 16x16",
-                               pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
-                               px_tiles(s->w), px_tiles(s->h));
+        return pxvm_fail(err, PXE_MASK_TILES, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
+                         px_tiles(s->w), px_tiles(s->h));
     return 0;
 }
 
@@ -190,16 +187,12 @@ static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, u
             continue;
         int reader = op->facts.anysize >> f & 1u;
         if (reader && (op->facts.flags & PXA_ANY_UNMASKED) && pxi_mask_of(in))
-            return px__region_fail(prog, in, index, 0, err,
-                                   "samples any-size slot %s incrementally (mask %d): its tile mask has the size of "
-                                   "the reference image only",
-                                   pxvm_slot_label(prog, v, la), pxi_mask_of(in));
+            return pxvm_fail(err, PXE_ANY_INCREMENTAL, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, v, la),
+                             pxi_mask_of(in));
         if (reader)
             continue;
-        return px__region_fail(prog, in, index, 0, err,
-                               "operand %s names any-size slot %s, which only PYRAMID (slot), SAMPLE and ANISO (src, "
-                               "not incremental) and RESIZE (src) may read",
-                               op->fields[f].name, pxvm_slot_label(prog, v, la));
+        return pxvm_fail(err, PXE_ANY_READER, PX__INSN_AT(prog, in, index, 0), op->fields[f].name,
+                         pxvm_slot_label(prog, v, la));
     }
     return 0;
 }
@@ -246,20 +239,16 @@ static int px_vm_check_fetch(const pxvm_program *prog, const pxi_insn *in, uint3
     int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
     int mask = px__fetch_mask(in);
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_FETCH_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (mask) {
         if (px__check_mask(prog, in, index, mask, src, err) < 0)
             return -1;
         if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
-            return px__region_fail(prog, in, index, 0, err,
-                                   "samples incrementally (mask %s) into slot %s, which is not persistent: the "
-                                   "patches it skips would not keep their bytes",
-                                   pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
+            return pxvm_fail(err, PXE_FETCH_NOT_PERSISTENT, PX__INSN_AT(prog, in, index, 0),
+                             pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
         if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
-            return px__region_fail(prog, in, index, 3, err,
-                                   "an incremental GATHER needs its table in a data slot (constant), not slot %s",
-                                   pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
+            return pxvm_fail(err, PXE_FETCH_TABLE_DATA, PX__INSN_AT(prog, in, index, 3),
+                             pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
     }
     if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
         return -1;
@@ -268,12 +257,10 @@ static int px_vm_check_fetch(const pxvm_program *prog, const pxi_insn *in, uint3
         int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
         const pxvm_slot *ts = &prog->slots[t];
         if (t == dst)
-            return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
-                                   pxvm_slot_label(prog, t, la));
+            return pxvm_fail(err, PXE_GATHER_OWN_TABLE, PX__INSN_AT(prog, in, index, 3), pxvm_slot_label(prog, t, la));
         if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
-            return px__region_fail(prog, in, index, 4, err,
-                                   "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
-                                   3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
+            return pxvm_fail(err, PXE_GATHER_TABLE_OUTSIDE, PX__INSN_AT(prog, in, index, 4), tx, ty, 3 * w, h,
+                             pxvm_slot_label(prog, t, lb), ts->w, ts->h);
     }
     return 0;
 }
@@ -291,14 +278,12 @@ static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint3
     int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
     const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
     if (frame == cur)
-        return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
-                               pxvm_slot_label(prog, cur, la));
+        return pxvm_fail(err, PXE_VIDEO_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, cur, la));
     if (fs->w != cs->w || fs->h != cs->h)
-        return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
-                               pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
-                               cs->h);
+        return pxvm_fail(err, PXE_VIDEO_SIZES, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w, cs->h);
     if (mask == frame || mask == cur)
-        return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
+        return pxvm_fail(err, PXE_VIDEO_MASK_OWN, PX__INSN_AT(prog, in, index, 0));
     if (px__check_mask(prog, in, index, mask, cur, err) < 0)
         return -1;
     if (pxi_facts(in->op)->plan == PXP_DIFF)
@@ -306,10 +291,7 @@ static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint3
     if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
         return -1;
     if (!(cs->flags & PXI_SLOT_PERSIST))
-        return px__region_fail(prog, in, index, 0, err,
-                               "updates slot %s, which is not persistent: the next frame would be compared "
-                               "with a cur restored to zero, not with this one",
-                               pxvm_slot_label(prog, cur, la));
+        return pxvm_fail(err, PXE_UPDATE_NOT_PERSISTENT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, cur, la));
     return 0;
 }
 
@@ -320,21 +302,20 @@ static int px_vm_check_saliency(const pxvm_program *prog, const pxi_insn *in, ui
     int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
     const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_SALIENCY_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (!(c < sl))
-        return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
+        return pxvm_fail(err, PXE_SALIENCY_ORDER, PX__INSN_AT(prog, in, index, 1), c, sl);
     if (sl >= ss->levels || m >= ss->levels)
-        return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
-                               sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_SALIENCY_LEVELS, PX__INSN_AT(prog, in, index, 1), sl > m ? sl : m, ss->levels,
+                         pxvm_slot_label(prog, src, la));
     if (m < c)
-        return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
+        return pxvm_fail(err, PXE_SALIENCY_MAP_LEVEL, PX__INSN_AT(prog, in, index, 1), m, c);
     if (PX_ARG(in, SALIENCY, shift) > 20)
-        return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
+        return pxvm_fail(err, PXE_SALIENCY_SHIFT, PX__INSN_AT(prog, in, index, 1), PX_ARG(in, SALIENCY, shift));
     int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
     if (ds->w != mw || ds->h != mh)
-        return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
-                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
+        return pxvm_fail(err, PXE_SALIENCY_MAP_SIZE, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
     return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
 }
 
@@ -352,8 +333,7 @@ static int px_vm_check_resize(const pxvm_program *prog, const pxi_insn *in, uint
         if (in->a[f])
             return pxvm_fail(err, PXE_RESIZE_PAD_OPERAND, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, f), in->a[f]));
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_RESIZE_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     return px__check_write(prog, in, index, 1, dst, PX_ARG(in, RESIZE, dst_x), PX_ARG(in, RESIZE, dst_y),
                            PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), err);
 }
@@ -363,15 +343,13 @@ static int px_vm_check_argmax(const pxvm_program *prog, const pxi_insn *in, uint
     char la[16];
     int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
     if (level >= prog->slots[src].levels)
-        return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
-                               prog->slots[src].levels, pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_ARGMAX_LEVEL, PX__INSN_AT(prog, in, index, 0), level, prog->slots[src].levels,
+                         pxvm_slot_label(prog, src, la));
     if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
-        return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
-                               PX_ARG(in, ARGMAX, ior_first),
-                               PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
+        return pxvm_fail(err, PXE_ARGMAX_REGISTERS, PX__INSN_AT(prog, in, index, 2), PX_ARG(in, ARGMAX, ior_first),
+                         PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
     if (PX_ARG(in, ARGMAX, radius) > 16384)
-        return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
-                               PX_ARG(in, ARGMAX, radius));
+        return pxvm_fail(err, PXE_ARGMAX_RADIUS, PX__INSN_AT(prog, in, index, 3), PX_ARG(in, ARGMAX, radius));
     return 0;
 }
 

@@ -305,7 +305,7 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, dst_x)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2),
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_OUTSIDE, AT(CODE0 + 2),
                "instruction 1 (SAMPLE): destination 1,0 4x4 does not fit slot out (4x4)");
 
     px__base(&b, s);
@@ -313,7 +313,7 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, dst)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1), "reads and writes the same slot src");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_FETCH_SAME_SLOT, AT(CODE0 + 1), "reads and writes the same slot src");
 
     /* writing over the code in the program image */
     px__base(&b, s);
@@ -322,14 +322,14 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, w)] = s[PX_FI(SAMPLE, h)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2), "overlaps its header and code");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_CODE, AT(CODE0 + 2), "overlaps its header and code");
 
     px__base(&b, s);
     px__pyr(&b);
     int32_t d[PXI_MAX_FIELDS] = {0}; /* DOT_RGB into row 0 = the header */
     pxvm_build_insn(&b, PX_OP_DOT_RGB, d);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1), "destination 0,0 1x1 of the program image overlaps its header and code (stream 0..23)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_CODE, AT(CODE0 + 1), "destination 0,0 1x1 of the program image overlaps its header and code (stream 0..23)");
 
     /* a table too short for the output: 4x4 outputs need 12x4 table pixels */
     px__base(&b, s);
@@ -343,7 +343,7 @@ TEST(errors_regions)
     g[PX_FI(GATHER, table)] = tab;
     pxvm_build_insn(&b, PX_OP_GATHER, g);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(5 + 8 * 3 + 1 + 4),
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_GATHER_TABLE_OUTSIDE, AT(5 + 8 * 3 + 1 + 4),
                "table 0,0 needs 12x4 pixels (3 per entry) but slot tab is 11x4");
 
     px__base(&b, s);
@@ -351,7 +351,7 @@ TEST(errors_regions)
     g[PX_FI(GATHER, table)] = 2;
     pxvm_build_insn(&b, PX_OP_GATHER, g);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1 + 3), "writes its own table slot out");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_GATHER_OWN_TABLE, AT(CODE0 + 1 + 3), "writes its own table slot out");
 }
 
 TEST(errors_oversized_png)
@@ -505,5 +505,5 @@ TEST(errors_read_only_slots)
     s[PX_FI(SAMPLE, dst)] = 1; /* into the input */
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2), "writes slot src, a read-only input slot");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_READ_ONLY, AT(CODE0 + 2), "writes slot src, a read-only input slot");
 }

@@ -2,8 +2,6 @@
  * operand by its kind as it is decoded, then each instruction against the header and its slots
  * (regions, masks, levels, read-only slots, the header and code never written); and which slots
  * an instruction reads, and its tile mask, for the plan and the executors. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "loader.h"
@@ -65,20 +63,6 @@ int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t ind
     }
 #undef PX__REFUSE
     return 0;
-}
-
-/* A rule of EMBED's, its words the tail of REGION (the last to become entries of errors.def). */
-static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
-                           const char *fmt, ...)
-{
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
-    return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
 }
 
 /* A w x h rectangle at (x, y) of slot s, written by an instruction. */
@@ -363,17 +347,6 @@ static uint32_t px__data_u32(const pxvm_program *prog, int k, int i, int j, int 
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* EMBED: a parameter refused, naming its pixel (x, y) of the program image. */
-static int px__param_fail(uint32_t index, int x, int y, pxvm_error *err, const char *fmt, ...)
-{
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return pxvm_fail(err, PXE_REGION, x, y, index, "EMBED", why);
-}
-
 /* EMBED (SPEC V-EMBED-*): the shapes follow from the atlas and d; the weights and parameters are
  * data slots, so every bound on the values they hold is checked here, at load. */
 static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
@@ -390,53 +363,50 @@ static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint3
         return pxvm_fail(err, PXE_EMBED_OUT_ZERO,
                          PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, out_zero)), out_zero));
     const pxvm_slot *ss = &prog->slots[src], *ws = &prog->slots[wk], *ps = &prog->slots[pk], *ds = &prog->slots[dst];
-    if (!ss->patch_w || src == dst)
-        return px__region_fail(prog, in, index, 0, err, src == dst ? "reads and writes the same slot %s"
-                                                                   : "src %s is not a patch atlas",
-                               pxvm_slot_label(prog, src, la));
+    if (src == dst)
+        return pxvm_fail(err, PXE_EMBED_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
+    if (!ss->patch_w)
+        return pxvm_fail(err, PXE_EMBED_NOT_ATLAS, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (ws->role != PXI_ROLE_DATA || ps->role != PXI_ROLE_DATA)
-        return px__region_fail(prog, in, index, 1, err, "weights %s and params %s must be data slots (their values are checked at load)",
-                               pxvm_slot_label(prog, wk, la), pxvm_slot_label(prog, pk, lb));
+        return pxvm_fail(err, PXE_EMBED_DATA_SLOTS, PX__INSN_AT(prog, in, index, 1), pxvm_slot_label(prog, wk, la),
+                         pxvm_slot_label(prog, pk, lb));
     int64_t k = (int64_t)c * ss->patch_w * ss->patch_h;
     int rows = mode == PX_EMBED_MODE_I32 ? 1 : 3;
     if (ws->w != (k + 3) / 4 || ws->h != d)
-        return px__region_fail(prog, in, index, 1, err,
-                               "weights %s is %dx%d; %d channels of %dx%d patches (K = %lld) into d = %d need %lldx%d",
-                               pxvm_slot_label(prog, wk, la), ws->w, ws->h, c, ss->patch_w, ss->patch_h, (long long)k, d,
-                               (long long)(k + 3) / 4, d);
+        return pxvm_fail(err, PXE_EMBED_WEIGHTS_SIZE, PX__INSN_AT(prog, in, index, 1),
+                         pxvm_slot_label(prog, wk, la), ws->w, ws->h, c, ss->patch_w, ss->patch_h, (long long)k, d,
+                         (long long)(k + 3) / 4, d);
     if (ps->w != d || ps->h < rows)
-        return px__region_fail(prog, in, index, 1, err, "params %s is %dx%d; mode %d with d = %d needs %d wide, at least %d rows",
-                               pxvm_slot_label(prog, pk, la), ps->w, ps->h, mode, d, d, rows);
+        return pxvm_fail(err, PXE_EMBED_PARAMS_SIZE, PX__INSN_AT(prog, in, index, 1),
+                         pxvm_slot_label(prog, pk, la), ps->w, ps->h, mode, d, d, rows);
     int64_t row_texels = ((int64_t)d * px_embed_out_bytes(mode) + 3) / 4;
     if (ds->w != row_texels || ds->h != ss->patch_count)
-        return px__region_fail(prog, in, index, 0, err, "dst %s is %dx%d; %d tokens of d = %d (mode %d) need %lldx%d",
-                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, ss->patch_count, d, mode,
-                               (long long)row_texels, ss->patch_count);
+        return pxvm_fail(err, PXE_EMBED_DST_SIZE, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, dst, la), ds->w, ds->h, ss->patch_count, d, mode,
+                         (long long)row_texels, ss->patch_count);
     if (px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err) < 0)
         return -1;
     /* every accumulator fits int32: |acc| <= K * 255 * 128 + |bias| (V-EMBED-9); an int8 output
      * shifted left keeps it so (V-EMBED-12) */
     int64_t terms = k * PX_EMBED_TERM_MAX;
+    const char *op = pxi_op(in->op)->name; /* the refusals below name the parameter's pixel, not the opcode's */
     for (int j = 0; j < d; j++) {
         int x, y;
         int32_t bias = (int32_t)px__data_u32(prog, pk, j, 0, &x, &y);
         int64_t bound = terms + (bias < 0 ? -(int64_t)bias : bias);
         if (bound > INT32_MAX)
-            return px__param_fail(index, x, y, err,
-                             "channel %d: K * 255 * 128 + |bias| = %lld * 32640 + %lld = %lld exceeds 2^31 - 1: the accumulator could overflow",
-                             j, (long long)k, (long long)(bias < 0 ? -(int64_t)bias : bias), (long long)bound);
+            return pxvm_fail(err, PXE_EMBED_BIAS, x, y, index, op, j, (long long)k,
+                             (long long)(bias < 0 ? -(int64_t)bias : bias), (long long)bound);
         if (rows == 1)
             continue;
         uint32_t m = px__data_u32(prog, pk, j, 1, &x, &y);
         if (m > (uint32_t)INT32_MAX)
-            return px__param_fail(index, x, y, err, "channel %d: multiplier %lu is not in 0..2^31-1", j,
-                             (unsigned long)m);
+            return pxvm_fail(err, PXE_EMBED_MULTIPLIER, x, y, index, op, j, (unsigned long)m);
         int32_t shift = (int32_t)px__data_u32(prog, pk, j, 2, &x, &y);
         if (shift < PX_EMBED_SHIFT_MIN || shift > PX_EMBED_SHIFT_MAX)
-            return px__param_fail(index, x, y, err, "channel %d: shift %ld is not in -31..30", j, (long)shift);
+            return pxvm_fail(err, PXE_EMBED_SHIFT, x, y, index, op, j, (long)shift);
         if (mode == PX_EMBED_MODE_I8 && shift > 0 && (bound << shift) > INT32_MAX)
-            return px__param_fail(index, x, y, err,
-                             "channel %d: shift %ld left of an accumulator bound of %lld exceeds 2^31 - 1", j, (long)shift,
+            return pxvm_fail(err, PXE_EMBED_SHIFT_BOUND, x, y, index, op, j, (long)shift,
                              (long long)bound);
     }
     return 0;

@@ -1717,7 +1717,12 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
 PX__EMBED_RULE(1)
 PX__EMBED_RULE(2)
 PX__EMBED_RULE(3)
-PX__EMBED_RULE(4)
+/* V-EMBED-4 says two things: variant 1 reads and writes one slot, variant 0 reads no atlas */
+static void r_embed_4(int refuse, int variant, px_rcase *c)
+{
+    px_embed_rule_case(4, refuse, variant, &c->prog, &c->x, &c->y, c->msg, sizeof c->msg);
+    c->code = variant ? PXE_EMBED_SAME_SLOT : PXE_EMBED_NOT_ATLAS;
+}
 PX__EMBED_RULE(5)
 PX__EMBED_RULE(6)
 PX__EMBED_RULE(7)
@@ -1819,15 +1824,15 @@ static const px_rule px_rules[] = {
     {"V-EMBED-1", PXE_EMBED_MODE, r_embed_1, 1, NULL, NULL},
     {"V-EMBED-2", PXE_EMBED_CHANNELS, r_embed_2, 2, NULL, NULL},
     {"V-EMBED-3", PXE_EMBED_OUT_ZERO, r_embed_3, 1, NULL, NULL},
-    {"V-EMBED-4", PXE_REGION, r_embed_4, 2, NULL, NULL},
-    {"V-EMBED-5", PXE_REGION, r_embed_5, 1, NULL, NULL},
-    {"V-EMBED-6", PXE_REGION, r_embed_6, 2, NULL, NULL},
-    {"V-EMBED-7", PXE_REGION, r_embed_7, 2, NULL, NULL},
-    {"V-EMBED-8", PXE_REGION, r_embed_8, 1, NULL, NULL},
-    {"V-EMBED-9", PXE_REGION, r_embed_9, 2, NULL, NULL},
-    {"V-EMBED-10", PXE_REGION, r_embed_10, 1, NULL, NULL},
-    {"V-EMBED-11", PXE_REGION, r_embed_11, 2, NULL, NULL},
-    {"V-EMBED-12", PXE_REGION, r_embed_12, 1, NULL, NULL},
+    {"V-EMBED-4", PXE_EMBED_NOT_ATLAS, r_embed_4, 2, NULL, NULL},
+    {"V-EMBED-5", PXE_EMBED_DATA_SLOTS, r_embed_5, 1, NULL, NULL},
+    {"V-EMBED-6", PXE_EMBED_WEIGHTS_SIZE, r_embed_6, 2, NULL, NULL},
+    {"V-EMBED-7", PXE_EMBED_PARAMS_SIZE, r_embed_7, 2, NULL, NULL},
+    {"V-EMBED-8", PXE_EMBED_DST_SIZE, r_embed_8, 1, NULL, NULL},
+    {"V-EMBED-9", PXE_EMBED_BIAS, r_embed_9, 2, NULL, NULL},
+    {"V-EMBED-10", PXE_EMBED_MULTIPLIER, r_embed_10, 1, NULL, NULL},
+    {"V-EMBED-11", PXE_EMBED_SHIFT, r_embed_11, 2, NULL, NULL},
+    {"V-EMBED-12", PXE_EMBED_SHIFT_BOUND, r_embed_12, 1, NULL, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 

@@ -37,26 +37,19 @@ static int px__parse_bounds(const pxvm_image *img, int k, const pxvm_limits *lim
     const uint8_t *pb = PX_VM_PIX(img, d + 3);
     uint32_t lo = pxi_read_le(pb, 0, 0, 2), hi = pxi_read_le(pb, 0, 2, 2);
     uint32_t pixels = px__u32(img, d + 4), reserved = px__u32(img, d + 5);
-    char why[200];
     lo = lo ? lo : 1;
     hi = hi ? hi : lim->max_side;
-    if (lo > hi || hi > lim->max_side) {
-        snprintf(why, sizeof why, "any-size bounds: min side %u, max side %u must have min <= max <= %u (see --max-side)",
-                 lo, hi, lim->max_side);
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name, why);
-    }
+    if (lo > hi || hi > lim->max_side)
+        return pxvm_fail(err, PXE_SLOT_ANY_BOUNDS, PX__AT(img, d + 3), k, s->name, lo, hi, lim->max_side);
     if (reserved)
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 5), k, s->name,
-                         "an any-size slot is no patch atlas: descriptor +5 must be 0 (+4 holds its max pixels)");
+        return pxvm_fail(err, PXE_SLOT_ANY_RESERVED, PX__AT(img, d + 5), k, s->name);
     s->min_side = (int)lo, s->max_side = (int)hi, s->max_pixels = pixels;
     if ((uint32_t)s->w < lo || (uint32_t)s->h < lo || (uint32_t)s->w > hi || (uint32_t)s->h > hi ||
         (pixels && (uint64_t)s->w * (uint64_t)s->h > pixels)) {
-        char most[48] = "";
         if (pixels)
-            snprintf(most, sizeof most, ", at most %u pixels", pixels);
-        snprintf(why, sizeof why, "its reference size %dx%d lies outside its bounds %ux%u .. %ux%u%s", s->w, s->h, lo, lo,
-                 hi, hi, most);
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 1), k, s->name, why);
+            return pxvm_fail(err, PXE_SLOT_ANY_REFERENCE_PIXELS, PX__AT(img, d + 1), k, s->name, s->w, s->h, lo, lo, hi, hi,
+                             pixels);
+        return pxvm_fail(err, PXE_SLOT_ANY_REFERENCE, PX__AT(img, d + 1), k, s->name, s->w, s->h, lo, lo, hi, hi);
     }
     return 0;
 }
@@ -78,34 +71,30 @@ int px_vm_parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_
         len++;
     for (int i = len; i < PXI_NAME_MAX; i++)
         if (nm[i])
-            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "has bytes after its NUL terminator");
+            return pxvm_fail(err, PXE_SLOT_NAME_BYTES, PX__AT(img, d + 6), k);
     for (int i = 0; i < len; i++)
         if (!px__name_char(nm[i]))
-            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "may only use a-z, 0-9 and _");
+            return pxvm_fail(err, PXE_SLOT_NAME_CHARS, PX__AT(img, d + 6), k);
     if (len && nm[0] >= '0' && nm[0] <= '9')
-        return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "must not start with a digit (numbers name slots)");
+        return pxvm_fail(err, PXE_SLOT_NAME_DIGIT, PX__AT(img, d + 6), k);
     memcpy(s->name, nm, (size_t)len);
     s->name[len] = 0;
     if (!strcmp(s->name, "prog"))
-        return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "'prog' is the program image's own name");
+        return pxvm_fail(err, PXE_SLOT_NAME_PROG, PX__AT(img, d + 6), k);
     for (int j = 1; j < k; j++)
         if (len && !strcmp(prog->slots[j].name, s->name))
-            return pxvm_fail(err, PXE_SLOT_NAME, PX__AT(img, d + 6), k, "repeats the name of an earlier slot");
+            return pxvm_fail(err, PXE_SLOT_NAME_REPEAT, PX__AT(img, d + 6), k);
 
     if ((p0[1] & ~PXI_SLOT_FLAGS) || p0[2] || p0[3])
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
-                         "flags other than 1 (persistent) and 2 (any-size) and the reserved bytes must be 0");
+        return pxvm_fail(err, PXE_SLOT_FLAGS, PX__AT(img, d), k, s->name);
     s->flags = p0[1];
     if ((s->flags & PXI_SLOT_PERSIST) && s->role != PXI_ROLE_OUTPUT && s->role != PXI_ROLE_SCRATCH)
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
-                         "only output and scratch slots can be persistent (inputs are bound, data is constant)");
+        return pxvm_fail(err, PXE_SLOT_PERSIST_ROLE, PX__AT(img, d), k, s->name);
     int any = (s->flags & PXI_SLOT_ANYSIZE) != 0;
     if (any && s->role != PXI_ROLE_INPUT)
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
-                         "only input slots can be any-size (flag 2): other slots have one size");
+        return pxvm_fail(err, PXE_SLOT_ANY_ROLE, PX__AT(img, d), k, s->name);
     if (any && prog->format_minor < PXI_MINOR_ANYSIZE)
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d), k, s->name,
-                         "any-size slots (flag 2) need format 1.1; the header says 1.0");
+        return pxvm_fail(err, PXE_SLOT_ANY_FORMAT, PX__AT(img, d), k, s->name);
     uint32_t w = px__u32(img, d + 1), h = px__u32(img, d + 2);
     if (w < 1 || h < 1 || w > lim->max_side || h > lim->max_side)
         return pxvm_fail(err, PXE_SLOT_SIDE, PX__AT(img, d + 1), k, s->name, w, h, lim->max_side);
@@ -118,23 +107,20 @@ int px_vm_parse_slot(const pxvm_image *img, int k, const pxvm_limits *lim, pxvm_
         return px__parse_bounds(img, k, lim, s, err);
     if (s->role == PXI_ROLE_DATA) {
         if ((uint64_t)dx + w > (uint64_t)img->w || (uint64_t)dy + h > (uint64_t)img->h)
-            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name,
-                             "its data rectangle does not lie inside the program image");
+            return pxvm_fail(err, PXE_SLOT_DATA_RECT, PX__AT(img, d + 3), k, s->name);
         s->data_x = (int)dx;
         s->data_y = (int)dy;
     } else if (dx || dy) {
-        return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 3), k, s->name, "only data slots have a data origin");
+        return pxvm_fail(err, PXE_SLOT_ORIGIN, PX__AT(img, d + 3), k, s->name);
     }
 
     const uint8_t *pp = PX_VM_PIX(img, d + 4);
     uint32_t pw = pxi_read_le(pp, 0, 0, 2), ph = pxi_read_le(pp, 0, 2, 2), pc = px__u32(img, d + 5);
     if (pw || ph || pc) {
         if (!pw || !ph || !pc || pw > w || ph > h)
-            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 4), k, s->name,
-                             "patch size and count must all be >= 1 and the patch must fit the slot");
+            return pxvm_fail(err, PXE_SLOT_PATCH_FIT, PX__AT(img, d + 4), k, s->name);
         if ((uint64_t)pc > (uint64_t)(w / pw) * (h / ph))
-            return pxvm_fail(err, PXE_SLOT_FIELD, PX__AT(img, d + 5), k, s->name,
-                             "patch count exceeds the patches that fit in the slot");
+            return pxvm_fail(err, PXE_SLOT_PATCH_COUNT, PX__AT(img, d + 5), k, s->name);
     }
     s->patch_w = (int)pw;
     s->patch_h = (int)ph;

@@ -2,8 +2,6 @@
  * operand by its kind as it is decoded, then each instruction against the header and its slots
  * (regions, masks, levels, read-only slots, the header and code never written); and which slots
  * an instruction reads, and its tile mask, for the plan and the executors. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "loader.h"
@@ -15,59 +13,56 @@ int px_vm_kind_has_rule(enum pxi_kind kind)
     return kind != PXK_U8 && kind != PXK_U16 && kind != PXK_Q16 && kind != PXK_LOD;
 }
 
+/* The pixel (x, y) of an instruction's pixel +pixel, for its refusals. */
+static int px__insn_x(const pxvm_program *prog, const pxi_insn *in, int pixel)
+{
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return x;
+}
+
+static int px__insn_y(const pxvm_program *prog, const pxi_insn *in, int pixel)
+{
+    int x, y;
+    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
+    return y;
+}
+
+/* The values every instruction rule's entry of errors.def starts with ("instruction %u (%s): "),
+ * after the pixel it names: the instruction's pixel +pixel, its index, its opcode's name. */
+#define PX__INSN_AT(prog, in, index, pixel) \
+    px__insn_x(prog, in, pixel), px__insn_y(prog, in, pixel), (index), pxi_op((in)->op)->name
+/* ... and an operand rule's ("operand %s = %ld"): operand fi's pixel, its name and its value v */
+#define PX__OPERAND_AT(prog, in, index, fi, v) PX__INSN_AT(prog, in, index, (fi)->pixel), (fi)->name, (long)(v)
+/* field f of the instruction's opcode */
+#define PX__FIELD(in, f) (&pxi_op((in)->op)->fields[f])
+
 /* Operand rules that follow from an operand's kind alone (none for the kinds above). */
 int px_vm_check_field(const pxvm_program *prog, const pxi_insn *in, uint32_t index, const pxi_field_info *fi, int32_t v,
                       pxvm_error *err)
 {
-    const char *why = NULL;
+#define PX__REFUSE(code) pxvm_fail(err, code, PX__OPERAND_AT(prog, in, index, fi, v))
     switch (fi->kind) {
-    case PXK_ZERO: why = v ? "(reserved, must be 0)" : NULL; break;
-    case PXK_ROW: why = v >= prog->image.h ? "(no such row in the program image)" : NULL; break;
-    case PXK_SLOT:
-    case PXK_MASK: why = v >= prog->nslots ? "(no such slot)" : NULL; break;
+    case PXK_ZERO: return v ? PX__REFUSE(PXE_OPERAND_ZERO) : 0;
+    case PXK_ROW: return v >= prog->image.h ? PX__REFUSE(PXE_OPERAND_ROW) : 0;
+    case PXK_SLOT: return v >= prog->nslots ? PX__REFUSE(PXE_OPERAND_SLOT) : 0;
+    case PXK_MASK: return v >= prog->nslots ? PX__REFUSE(PXE_OPERAND_MASK) : 0;
     case PXK_MODE:
-        why = (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
-                  ? "(mode is bit 0 = nearest, bit 1 = relative, bits 2-4 = its fixation register; other bits 0)"
-                  : NULL;
-        break;
-    case PXK_FLAG: why = v > 1 ? "(a flag is 0 or 1)" : NULL; break;
-    case PXK_REG: why = v >= PX_FIX_REGS ? "(fixation registers are 0..7)" : NULL; break;
-    case PXK_LEVEL: why = v >= PXVM_MAX_LEVELS ? "(levels are 0..15)" : NULL; break;
-    case PXK_DIM: why = v < 1 ? "(a size must be at least 1)" : NULL; break;
-    case PXK_TAPS: why = v < 1 || v > PX_MAX_TAPS ? "(taps are 1..16)" : NULL; break;
+        return (v & ~(int32_t)PX_MODE_VALID_BITS) || (!(v & (int32_t)PX_MODE_RELATIVE) && (v >> PX_MODE_REG_SHIFT))
+                   ? PX__REFUSE(PXE_OPERAND_MODE)
+                   : 0;
+    case PXK_FLAG: return v > 1 ? PX__REFUSE(PXE_OPERAND_FLAG) : 0;
+    case PXK_REG: return v >= PX_FIX_REGS ? PX__REFUSE(PXE_OPERAND_REG) : 0;
+    case PXK_LEVEL: return v >= PXVM_MAX_LEVELS ? PX__REFUSE(PXE_OPERAND_LEVEL) : 0;
+    case PXK_DIM: return v < 1 ? PX__REFUSE(PXE_OPERAND_DIM) : 0;
+    case PXK_TAPS: return v < 1 || v > PX_MAX_TAPS ? PX__REFUSE(PXE_OPERAND_TAPS) : 0;
     case PXK_U8:
     case PXK_U16:
     case PXK_Q16:
     case PXK_LOD: break;
     }
-    if (!why)
-        return 0;
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + fi->pixel, &x, &y);
-    return pxvm_fail(err, PXE_OPERAND, x, y, index, pxi_op(in->op)->name, fi->name, (long)v, why);
-}
-
-static int px__region_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int pixel, pxvm_error *err,
-                           const char *fmt, ...)
-{
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + (uint32_t)pixel, &x, &y);
-    return pxvm_fail(err, PXE_REGION, x, y, index, pxi_op(in->op)->name, why);
-}
-
-/* An operand (field f of the instruction) refused by its opcode's own range rule. */
-static int px__operand_fail(const pxvm_program *prog, const pxi_insn *in, uint32_t index, int f, int32_t v,
-                            const char *why, pxvm_error *err)
-{
-    const pxi_op_info *op = pxi_op(in->op);
-    int x, y;
-    pxvm_stream_xy(prog, in->pc + op->fields[f].pixel, &x, &y);
-    return pxvm_fail(err, PXE_OPERAND, x, y, index, op->name, op->fields[f].name, (long)v, why);
+#undef PX__REFUSE
+    return 0;
 }
 
 /* A w x h rectangle at (x, y) of slot s, written by an instruction. */
@@ -77,17 +72,14 @@ static int px__check_write(const pxvm_program *prog, const pxi_insn *in, uint32_
     char lb[16];
     const pxvm_slot *s = &prog->slots[slot];
     if (s->role == PXI_ROLE_INPUT || s->role == PXI_ROLE_DATA)
-        return px__region_fail(prog, in, index, pixel, err, "writes slot %s, a read-only %s slot",
-                               pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
+        return pxvm_fail(err, PXE_WRITE_READ_ONLY, PX__INSN_AT(prog, in, index, pixel),
+                         pxvm_slot_label(prog, slot, lb), pxi_role_name(s->role));
     if (x + w > s->w || y + h > s->h)
-        return px__region_fail(prog, in, index, pixel, err, "destination %d,%d %dx%d does not fit slot %s (%dx%d)", x, y, w, h,
-                               pxvm_slot_label(prog, slot, lb), s->w, s->h);
+        return pxvm_fail(err, PXE_WRITE_OUTSIDE, PX__INSN_AT(prog, in, index, pixel), x, y, w, h,
+                         pxvm_slot_label(prog, slot, lb), s->w, s->h);
     /* The header and code are never written: the program decoded at load stays the program. */
     if (slot == 0 && (uint64_t)y * (uint64_t)prog->image.w + (uint64_t)x < prog->code_end)
-        return px__region_fail(prog, in, index, pixel, err,
-                               "destination %d,%d %dx%d of the program image overlaps its header and code "
-                               "(stream 0..%u)",
-                               x, y, w, h, prog->code_end - 1);
+        return pxvm_fail(err, PXE_WRITE_CODE, PX__INSN_AT(prog, in, index, pixel), x, y, w, h, prog->code_end - 1);
     return 0;
 }
 
@@ -157,10 +149,9 @@ static int px__check_mask(const pxvm_program *prog, const pxi_insn *in, uint32_t
     char la[16], lb[16];
     const pxvm_slot *m = &prog->slots[mask], *s = &prog->slots[of];
     if (m->w != px_tiles(s->w) || m->h != px_tiles(s->h))
-        return px__region_fail(prog, in, index, 0, err,
-                               "tile mask %s is %dx%d; slot %s (%dx%d) has %dx%d tiles of 16x16",
-                               pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
-                               px_tiles(s->w), px_tiles(s->h));
+        return pxvm_fail(err, PXE_MASK_TILES, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, mask, la), m->w, m->h, pxvm_slot_label(prog, of, lb), s->w, s->h,
+                         px_tiles(s->w), px_tiles(s->h));
     return 0;
 }
 
@@ -180,16 +171,12 @@ static int px__check_any_readers(const pxvm_program *prog, const pxi_insn *in, u
             continue;
         int reader = op->facts.anysize >> f & 1u;
         if (reader && (op->facts.flags & PXA_ANY_UNMASKED) && pxi_mask_of(in))
-            return px__region_fail(prog, in, index, 0, err,
-                                   "samples any-size slot %s incrementally (mask %d): its tile mask has the size of "
-                                   "the reference image only",
-                                   pxvm_slot_label(prog, v, la), pxi_mask_of(in));
+            return pxvm_fail(err, PXE_ANY_INCREMENTAL, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, v, la),
+                             pxi_mask_of(in));
         if (reader)
             continue;
-        return px__region_fail(prog, in, index, 0, err,
-                               "operand %s names any-size slot %s, which only PYRAMID (slot), SAMPLE and ANISO (src, "
-                               "not incremental) and RESIZE (src) may read",
-                               op->fields[f].name, pxvm_slot_label(prog, v, la));
+        return pxvm_fail(err, PXE_ANY_READER, PX__INSN_AT(prog, in, index, 0), op->fields[f].name,
+                         pxvm_slot_label(prog, v, la));
     }
     return 0;
 }
@@ -236,20 +223,16 @@ static int px_vm_check_fetch(const pxvm_program *prog, const pxi_insn *in, uint3
     int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
     int mask = px__fetch_mask(in);
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_FETCH_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (mask) {
         if (px__check_mask(prog, in, index, mask, src, err) < 0)
             return -1;
         if (!(prog->slots[dst].flags & PXI_SLOT_PERSIST))
-            return px__region_fail(prog, in, index, 0, err,
-                                   "samples incrementally (mask %s) into slot %s, which is not persistent: the "
-                                   "patches it skips would not keep their bytes",
-                                   pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
+            return pxvm_fail(err, PXE_FETCH_NOT_PERSISTENT, PX__INSN_AT(prog, in, index, 0),
+                             pxvm_slot_label(prog, mask, la), pxvm_slot_label(prog, dst, lb));
         if (in->op == PX_OP_GATHER && prog->slots[PX_ARG(in, GATHER, table)].role != PXI_ROLE_DATA)
-            return px__region_fail(prog, in, index, 3, err,
-                                   "an incremental GATHER needs its table in a data slot (constant), not slot %s",
-                                   pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
+            return pxvm_fail(err, PXE_FETCH_TABLE_DATA, PX__INSN_AT(prog, in, index, 3),
+                             pxvm_slot_label(prog, PX_ARG(in, GATHER, table), la));
     }
     if (px__check_write(prog, in, index, 1, dst, x, y, w, h, err) < 0)
         return -1;
@@ -258,12 +241,10 @@ static int px_vm_check_fetch(const pxvm_program *prog, const pxi_insn *in, uint3
         int tx = PX_ARG(in, GATHER, table_x), ty = PX_ARG(in, GATHER, table_y);
         const pxvm_slot *ts = &prog->slots[t];
         if (t == dst)
-            return px__region_fail(prog, in, index, 3, err, "writes its own table slot %s",
-                                   pxvm_slot_label(prog, t, la));
+            return pxvm_fail(err, PXE_GATHER_OWN_TABLE, PX__INSN_AT(prog, in, index, 3), pxvm_slot_label(prog, t, la));
         if ((int64_t)tx + 3 * (int64_t)w > ts->w || (int64_t)ty + h > ts->h)
-            return px__region_fail(prog, in, index, 4, err,
-                                   "table %d,%d needs %dx%d pixels (3 per entry) but slot %s is %dx%d", tx, ty,
-                                   3 * w, h, pxvm_slot_label(prog, t, lb), ts->w, ts->h);
+            return pxvm_fail(err, PXE_GATHER_TABLE_OUTSIDE, PX__INSN_AT(prog, in, index, 4), tx, ty, 3 * w, h,
+                             pxvm_slot_label(prog, t, lb), ts->w, ts->h);
     }
     return 0;
 }
@@ -281,14 +262,12 @@ static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint3
     int frame = in->a[PX_FI(DIFF, frame)], cur = in->a[PX_FI(DIFF, cur)], mask = in->a[PX_FI(DIFF, mask)];
     const pxvm_slot *fs = &prog->slots[frame], *cs = &prog->slots[cur];
     if (frame == cur)
-        return px__region_fail(prog, in, index, 0, err, "frame and cur are the same slot %s",
-                               pxvm_slot_label(prog, cur, la));
+        return pxvm_fail(err, PXE_VIDEO_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, cur, la));
     if (fs->w != cs->w || fs->h != cs->h)
-        return px__region_fail(prog, in, index, 0, err, "frame %s is %dx%d but cur %s is %dx%d",
-                               pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w,
-                               cs->h);
+        return pxvm_fail(err, PXE_VIDEO_SIZES, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, frame, la), fs->w, fs->h, pxvm_slot_label(prog, cur, lb), cs->w, cs->h);
     if (mask == frame || mask == cur)
-        return px__region_fail(prog, in, index, 0, err, "the mask must be a slot of its own");
+        return pxvm_fail(err, PXE_VIDEO_MASK_OWN, PX__INSN_AT(prog, in, index, 0));
     if (px__check_mask(prog, in, index, mask, cur, err) < 0)
         return -1;
     if (pxi_facts(in->op)->plan == PXP_DIFF)
@@ -296,10 +275,7 @@ static int px_vm_check_video(const pxvm_program *prog, const pxi_insn *in, uint3
     if (px__check_write(prog, in, index, 0, cur, 0, 0, cs->w, cs->h, err) < 0)
         return -1;
     if (!(cs->flags & PXI_SLOT_PERSIST))
-        return px__region_fail(prog, in, index, 0, err,
-                               "updates slot %s, which is not persistent: the next frame would be compared "
-                               "with a cur restored to zero, not with this one",
-                               pxvm_slot_label(prog, cur, la));
+        return pxvm_fail(err, PXE_UPDATE_NOT_PERSISTENT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, cur, la));
     return 0;
 }
 
@@ -310,21 +286,20 @@ static int px_vm_check_saliency(const pxvm_program *prog, const pxi_insn *in, ui
     int c = PX_ARG(in, SALIENCY, centre), sl = PX_ARG(in, SALIENCY, surround), m = PX_ARG(in, SALIENCY, map);
     const pxvm_slot *ss = &prog->slots[src], *ds = &prog->slots[dst];
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_SALIENCY_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (!(c < sl))
-        return px__region_fail(prog, in, index, 1, err, "centre level %d must be finer than surround level %d", c, sl);
+        return pxvm_fail(err, PXE_SALIENCY_ORDER, PX__INSN_AT(prog, in, index, 1), c, sl);
     if (sl >= ss->levels || m >= ss->levels)
-        return px__region_fail(prog, in, index, 1, err, "level %d is beyond the %d levels of slot %s",
-                               sl > m ? sl : m, ss->levels, pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_SALIENCY_LEVELS, PX__INSN_AT(prog, in, index, 1), sl > m ? sl : m, ss->levels,
+                         pxvm_slot_label(prog, src, la));
     if (m < c)
-        return px__region_fail(prog, in, index, 1, err, "map level %d must not be finer than centre level %d", m, c);
+        return pxvm_fail(err, PXE_SALIENCY_MAP_LEVEL, PX__INSN_AT(prog, in, index, 1), m, c);
     if (PX_ARG(in, SALIENCY, shift) > 20)
-        return px__region_fail(prog, in, index, 1, err, "shift %d is larger than 20", PX_ARG(in, SALIENCY, shift));
+        return pxvm_fail(err, PXE_SALIENCY_SHIFT, PX__INSN_AT(prog, in, index, 1), PX_ARG(in, SALIENCY, shift));
     int mw = px_mip_dim(ss->w, m), mh = px_mip_dim(ss->h, m);
     if (ds->w != mw || ds->h != mh)
-        return px__region_fail(prog, in, index, 0, err, "map slot %s is %dx%d but level %d of slot %s is %dx%d",
-                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
+        return pxvm_fail(err, PXE_SALIENCY_MAP_SIZE, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, dst, la), ds->w, ds->h, m, pxvm_slot_label(prog, src, lb), mw, mh);
     return px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err);
 }
 
@@ -333,17 +308,16 @@ static int px_vm_check_resize(const pxvm_program *prog, const pxi_insn *in, uint
     char la[16];
     int src = PX_ARG(in, RESIZE, src), dst = PX_ARG(in, RESIZE, dst), fit = PX_ARG(in, RESIZE, fit);
     if (PX_ARG(in, RESIZE, filter) >= PX_RESIZE__FILTERS)
-        return px__operand_fail(prog, in, index, PX_FI(RESIZE, filter), PX_ARG(in, RESIZE, filter),
-                                "(filters are " PX_RESIZE_FILTER_TEXT ")", err);
+        return pxvm_fail(err, PXE_RESIZE_FILTER_OPERAND,
+                         PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(RESIZE, filter)), PX_ARG(in, RESIZE, filter)),
+                         PX_RESIZE_FILTER_TEXT);
     if (fit > 1)
-        return px__operand_fail(prog, in, index, PX_FI(RESIZE, fit), fit, "(fit is 0 = stretch or 1 = fit)", err);
+        return pxvm_fail(err, PXE_RESIZE_FIT_OPERAND, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(RESIZE, fit)), fit));
     for (int f = PX_FI(RESIZE, pad_r); !fit && f <= PX_FI(RESIZE, pad_a); f++)
         if (in->a[f])
-            return px__operand_fail(prog, in, index, f, in->a[f],
-                                    "(the pad is used only with fit = 1: with fit = 0 it must be 0)", err);
+            return pxvm_fail(err, PXE_RESIZE_PAD_OPERAND, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, f), in->a[f]));
     if (src == dst)
-        return px__region_fail(prog, in, index, 0, err, "reads and writes the same slot %s",
-                               pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_RESIZE_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     return px__check_write(prog, in, index, 1, dst, PX_ARG(in, RESIZE, dst_x), PX_ARG(in, RESIZE, dst_y),
                            PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), err);
 }
@@ -353,15 +327,13 @@ static int px_vm_check_argmax(const pxvm_program *prog, const pxi_insn *in, uint
     char la[16];
     int src = PX_ARG(in, ARGMAX, src), level = PX_ARG(in, ARGMAX, level);
     if (level >= prog->slots[src].levels)
-        return px__region_fail(prog, in, index, 0, err, "level %d is beyond the %d levels of slot %s", level,
-                               prog->slots[src].levels, pxvm_slot_label(prog, src, la));
+        return pxvm_fail(err, PXE_ARGMAX_LEVEL, PX__INSN_AT(prog, in, index, 0), level, prog->slots[src].levels,
+                         pxvm_slot_label(prog, src, la));
     if (PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) > PX_FIX_REGS)
-        return px__region_fail(prog, in, index, 2, err, "inhibiting registers %d..%d: there are 8 (0..7)",
-                               PX_ARG(in, ARGMAX, ior_first),
-                               PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
+        return pxvm_fail(err, PXE_ARGMAX_REGISTERS, PX__INSN_AT(prog, in, index, 2), PX_ARG(in, ARGMAX, ior_first),
+                         PX_ARG(in, ARGMAX, ior_first) + PX_ARG(in, ARGMAX, ior_count) - 1);
     if (PX_ARG(in, ARGMAX, radius) > 16384)
-        return px__region_fail(prog, in, index, 3, err, "inhibition radius %d is larger than 16384 texels",
-                               PX_ARG(in, ARGMAX, radius));
+        return pxvm_fail(err, PXE_ARGMAX_RADIUS, PX__INSN_AT(prog, in, index, 3), PX_ARG(in, ARGMAX, radius));
     return 0;
 }
 
@@ -375,17 +347,6 @@ static uint32_t px__data_u32(const pxvm_program *prog, int k, int i, int j, int 
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* EMBED: a parameter refused, naming its pixel (x, y) of the program image. */
-static int px__param_fail(uint32_t index, int x, int y, pxvm_error *err, const char *fmt, ...)
-{
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return pxvm_fail(err, PXE_REGION, x, y, index, "EMBED", why);
-}
-
 /* EMBED (SPEC V-EMBED-*): the shapes follow from the atlas and d; the weights and parameters are
  * data slots, so every bound on the values they hold is checked here, at load. */
 static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
@@ -395,61 +356,57 @@ static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint3
     int wk = PX_ARG(in, EMBED, weights), pk = PX_ARG(in, EMBED, params), c = PX_ARG(in, EMBED, channels);
     int d = PX_ARG(in, EMBED, d), out_zero = PX_ARG(in, EMBED, out_zero);
     if (mode > PX_EMBED_MODE_BF16)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, mode), mode, "(modes are 0 = int32, 1 = int8, 2 = bf16)",
-                                err);
+        return pxvm_fail(err, PXE_EMBED_MODE, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, mode)), mode));
     if (c != 1 && c != 3 && c != 4)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, channels), c, "(channels are 1, 3 or 4)", err);
+        return pxvm_fail(err, PXE_EMBED_CHANNELS, PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, channels)), c));
     if (mode != PX_EMBED_MODE_I8 && out_zero)
-        return px__operand_fail(prog, in, index, PX_FI(EMBED, out_zero), out_zero,
-                                "(the output zero point is used only with mode 1: otherwise it must be 0)", err);
+        return pxvm_fail(err, PXE_EMBED_OUT_ZERO,
+                         PX__OPERAND_AT(prog, in, index, PX__FIELD(in, PX_FI(EMBED, out_zero)), out_zero));
     const pxvm_slot *ss = &prog->slots[src], *ws = &prog->slots[wk], *ps = &prog->slots[pk], *ds = &prog->slots[dst];
-    if (!ss->patch_w || src == dst)
-        return px__region_fail(prog, in, index, 0, err, src == dst ? "reads and writes the same slot %s"
-                                                                   : "src %s is not a patch atlas",
-                               pxvm_slot_label(prog, src, la));
+    if (src == dst)
+        return pxvm_fail(err, PXE_EMBED_SAME_SLOT, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
+    if (!ss->patch_w)
+        return pxvm_fail(err, PXE_EMBED_NOT_ATLAS, PX__INSN_AT(prog, in, index, 0), pxvm_slot_label(prog, src, la));
     if (ws->role != PXI_ROLE_DATA || ps->role != PXI_ROLE_DATA)
-        return px__region_fail(prog, in, index, 1, err, "weights %s and params %s must be data slots (their values are checked at load)",
-                               pxvm_slot_label(prog, wk, la), pxvm_slot_label(prog, pk, lb));
+        return pxvm_fail(err, PXE_EMBED_DATA_SLOTS, PX__INSN_AT(prog, in, index, 1), pxvm_slot_label(prog, wk, la),
+                         pxvm_slot_label(prog, pk, lb));
     int64_t k = (int64_t)c * ss->patch_w * ss->patch_h;
     int rows = mode == PX_EMBED_MODE_I32 ? 1 : 3;
     if (ws->w != (k + 3) / 4 || ws->h != d)
-        return px__region_fail(prog, in, index, 1, err,
-                               "weights %s is %dx%d; %d channels of %dx%d patches (K = %lld) into d = %d need %lldx%d",
-                               pxvm_slot_label(prog, wk, la), ws->w, ws->h, c, ss->patch_w, ss->patch_h, (long long)k, d,
-                               (long long)(k + 3) / 4, d);
+        return pxvm_fail(err, PXE_EMBED_WEIGHTS_SIZE, PX__INSN_AT(prog, in, index, 1),
+                         pxvm_slot_label(prog, wk, la), ws->w, ws->h, c, ss->patch_w, ss->patch_h, (long long)k, d,
+                         (long long)(k + 3) / 4, d);
     if (ps->w != d || ps->h < rows)
-        return px__region_fail(prog, in, index, 1, err, "params %s is %dx%d; mode %d with d = %d needs %d wide, at least %d rows",
-                               pxvm_slot_label(prog, pk, la), ps->w, ps->h, mode, d, d, rows);
+        return pxvm_fail(err, PXE_EMBED_PARAMS_SIZE, PX__INSN_AT(prog, in, index, 1),
+                         pxvm_slot_label(prog, pk, la), ps->w, ps->h, mode, d, d, rows);
     int64_t row_texels = ((int64_t)d * px_embed_out_bytes(mode) + 3) / 4;
     if (ds->w != row_texels || ds->h != ss->patch_count)
-        return px__region_fail(prog, in, index, 0, err, "dst %s is %dx%d; %d tokens of d = %d (mode %d) need %lldx%d",
-                               pxvm_slot_label(prog, dst, la), ds->w, ds->h, ss->patch_count, d, mode,
-                               (long long)row_texels, ss->patch_count);
+        return pxvm_fail(err, PXE_EMBED_DST_SIZE, PX__INSN_AT(prog, in, index, 0),
+                         pxvm_slot_label(prog, dst, la), ds->w, ds->h, ss->patch_count, d, mode,
+                         (long long)row_texels, ss->patch_count);
     if (px__check_write(prog, in, index, 0, dst, 0, 0, ds->w, ds->h, err) < 0)
         return -1;
     /* every accumulator fits int32: |acc| <= K * 255 * 128 + |bias| (V-EMBED-9); an int8 output
      * shifted left keeps it so (V-EMBED-12) */
     int64_t terms = k * PX_EMBED_TERM_MAX;
+    const char *op = pxi_op(in->op)->name; /* the refusals below name the parameter's pixel, not the opcode's */
     for (int j = 0; j < d; j++) {
         int x, y;
         int32_t bias = (int32_t)px__data_u32(prog, pk, j, 0, &x, &y);
         int64_t bound = terms + (bias < 0 ? -(int64_t)bias : bias);
         if (bound > INT32_MAX)
-            return px__param_fail(index, x, y, err,
-                             "channel %d: K * 255 * 128 + |bias| = %lld * 32640 + %lld = %lld exceeds 2^31 - 1: the accumulator could overflow",
-                             j, (long long)k, (long long)(bias < 0 ? -(int64_t)bias : bias), (long long)bound);
+            return pxvm_fail(err, PXE_EMBED_BIAS, x, y, index, op, j, (long long)k,
+                             (long long)(bias < 0 ? -(int64_t)bias : bias), (long long)bound);
         if (rows == 1)
             continue;
         uint32_t m = px__data_u32(prog, pk, j, 1, &x, &y);
         if (m > (uint32_t)INT32_MAX)
-            return px__param_fail(index, x, y, err, "channel %d: multiplier %lu is not in 0..2^31-1", j,
-                             (unsigned long)m);
+            return pxvm_fail(err, PXE_EMBED_MULTIPLIER, x, y, index, op, j, (unsigned long)m);
         int32_t shift = (int32_t)px__data_u32(prog, pk, j, 2, &x, &y);
         if (shift < PX_EMBED_SHIFT_MIN || shift > PX_EMBED_SHIFT_MAX)
-            return px__param_fail(index, x, y, err, "channel %d: shift %ld is not in -31..30", j, (long)shift);
+            return pxvm_fail(err, PXE_EMBED_SHIFT, x, y, index, op, j, (long)shift);
         if (mode == PX_EMBED_MODE_I8 && shift > 0 && (bound << shift) > INT32_MAX)
-            return px__param_fail(index, x, y, err,
-                             "channel %d: shift %ld left of an accumulator bound of %lld exceeds 2^31 - 1", j, (long)shift,
+            return pxvm_fail(err, PXE_EMBED_SHIFT_BOUND, x, y, index, op, j, (long)shift,
                              (long long)bound);
     }
     return 0;

@@ -166,25 +166,25 @@ TEST(errors_slots)
     px__pyr(&b);
     strcpy(b.slots[2].name, "Out");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "may only use a-z, 0-9 and _");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_CHARS, AT(5 + 8 + 6), "may only use a-z, 0-9 and _");
 
     px__base(&b, s);
     px__pyr(&b);
     strcpy(b.slots[2].name, "src");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "repeats the name");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_REPEAT, AT(5 + 8 + 6), "repeats the name");
 
     px__base(&b, s);
     px__pyr(&b);
     strcpy(b.slots[2].name, "2x");
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME, AT(5 + 8 + 6), "must not start with a digit");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_NAME_DIGIT, AT(5 + 8 + 6), "must not start with a digit");
 
     px__base(&b, s);
     px__pyr(&b);
     pxvm_build_patches(&b, 2, 3, 3, 2); /* only one 3x3 patch fits in 4x4 */
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_FIELD, AT(5 + 8 + 5), "patch count exceeds");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_SLOT_PATCH_COUNT, AT(5 + 8 + 5), "patch count exceeds");
 
     /* memory: 2 slots of 16384^2 with mip chains exceed 1 GiB */
     px__base(&b, s);
@@ -207,7 +207,7 @@ TEST(errors_slots)
     CHECK(pxvm_build_finish(&b, &img, NULL) == 0);
     pxvm_build_free(&b);
     pxi_write_le(img.px, 5 + 8 * (k - 1) + 3, 0, 2, 14); /* x = 14: 14 + 4 > 16 */
-    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_SLOT_FIELD, AT(5 + 8 * (k - 1) + 3),
+    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_SLOT_DATA_RECT, AT(5 + 8 * (k - 1) + 3),
                "data rectangle does not lie inside the program image");
     pxvm_image_free(&img);
 }
@@ -234,7 +234,7 @@ TEST(errors_opcodes_and_operands)
     px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPCODE_RESERVED, AT(CODE0 + 1), "video");
     img.px[4 * (CODE0 + 1)] = PX_OP_HALT;
     img.px[4 * (CODE0 + 1) + 2] = 1; /* HALT's reserved bytes */
-    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "(HALT): operand reserved = 256 (reserved, must be 0)");
+    px__expect(px__load_img(&img, &lim), PXVM_INVALID, PXE_OPERAND_ZERO, AT(CODE0 + 1), "(HALT): operand reserved = 256 (reserved, must be 0)");
     pxvm_image_free(&img);
 
     /* no HALT at the end */
@@ -262,28 +262,28 @@ TEST(errors_opcodes_and_operands)
     s[PX_FI(SAMPLE, dst)] = 3;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "instruction 1 (SAMPLE): operand dst = 3 (no such slot)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_SLOT, AT(CODE0 + 1), "instruction 1 (SAMPLE): operand dst = 3 (no such slot)");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, mode)] = 4; /* a register without the relative bit */
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand mode = 4");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_MODE, AT(CODE0 + 1), "operand mode = 4");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, h)] = 0;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1 + 2), "operand h = 0 (a size must be at least 1)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_DIM, AT(CODE0 + 1 + 2), "operand h = 0 (a size must be at least 1)");
 
     px__base(&b, s);
     px__pyr(&b);
     s[PX_FI(SAMPLE, reserved)] = 5;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1 + 7), "operand reserved = 5");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_ZERO, AT(CODE0 + 1 + 7), "operand reserved = 5");
 
     px__base(&b, s);
     px__pyr(&b);
@@ -291,7 +291,7 @@ TEST(errors_opcodes_and_operands)
     d[PX_FI(DOT_RGB, row_a)] = 200; /* the image has 2 rows */
     pxvm_build_insn(&b, PX_OP_DOT_RGB, d);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND, AT(CODE0 + 1), "operand row_a = 200 (no such row");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_OPERAND_ROW, AT(CODE0 + 1), "operand row_a = 200 (no such row");
 }
 
 TEST(errors_regions)
@@ -305,7 +305,7 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, dst_x)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2),
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_OUTSIDE, AT(CODE0 + 2),
                "instruction 1 (SAMPLE): destination 1,0 4x4 does not fit slot out (4x4)");
 
     px__base(&b, s);
@@ -313,7 +313,7 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, dst)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1), "reads and writes the same slot src");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_FETCH_SAME_SLOT, AT(CODE0 + 1), "reads and writes the same slot src");
 
     /* writing over the code in the program image */
     px__base(&b, s);
@@ -322,14 +322,14 @@ TEST(errors_regions)
     s[PX_FI(SAMPLE, w)] = s[PX_FI(SAMPLE, h)] = 1;
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2), "overlaps its header and code");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_CODE, AT(CODE0 + 2), "overlaps its header and code");
 
     px__base(&b, s);
     px__pyr(&b);
     int32_t d[PXI_MAX_FIELDS] = {0}; /* DOT_RGB into row 0 = the header */
     pxvm_build_insn(&b, PX_OP_DOT_RGB, d);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1), "destination 0,0 1x1 of the program image overlaps its header and code (stream 0..23)");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_CODE, AT(CODE0 + 1), "destination 0,0 1x1 of the program image overlaps its header and code (stream 0..23)");
 
     /* a table too short for the output: 4x4 outputs need 12x4 table pixels */
     px__base(&b, s);
@@ -343,7 +343,7 @@ TEST(errors_regions)
     g[PX_FI(GATHER, table)] = tab;
     pxvm_build_insn(&b, PX_OP_GATHER, g);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(5 + 8 * 3 + 1 + 4),
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_GATHER_TABLE_OUTSIDE, AT(5 + 8 * 3 + 1 + 4),
                "table 0,0 needs 12x4 pixels (3 per entry) but slot tab is 11x4");
 
     px__base(&b, s);
@@ -351,7 +351,7 @@ TEST(errors_regions)
     g[PX_FI(GATHER, table)] = 2;
     pxvm_build_insn(&b, PX_OP_GATHER, g);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 1 + 3), "writes its own table slot out");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_GATHER_OWN_TABLE, AT(CODE0 + 1 + 3), "writes its own table slot out");
 }
 
 TEST(errors_oversized_png)
@@ -505,5 +505,5 @@ TEST(errors_read_only_slots)
     s[PX_FI(SAMPLE, dst)] = 1; /* into the input */
     pxvm_build_insn(&b, PX_OP_SAMPLE, s);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
-    px__expect(px_load_error(&b), PXVM_INVALID, PXE_REGION, AT(CODE0 + 2), "writes slot src, a read-only input slot");
+    px__expect(px_load_error(&b), PXVM_INVALID, PXE_WRITE_READ_ONLY, AT(CODE0 + 2), "writes slot src, a read-only input slot");
 }

@@ -197,7 +197,7 @@ TEST(mutants_slot_name_starting_with_0)
     for (char c = '0'; c <= '9'; c += 9) {
         img.px[4u * name] = (uint8_t)c;
         pxvm_error err = px__load(&img, &lim);
-        CHECK_EQ(err.code, PXE_SLOT_NAME);
+        CHECK_EQ(err.code, PXE_SLOT_NAME_DIGIT);
         CHECK_STR(err.msg, "must not start with a digit");
     }
     img.px[4u * name] = '_';

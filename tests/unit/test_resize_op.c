@@ -154,7 +154,7 @@ TEST(resize_op_write_rules)
                     px_test_fail(__FILE__, __LINE__, "write rule %d: the accepted case fails: %s", rule, err.msg);
                 continue;
             }
-            CHECK_EQ(err.code, PXE_REGION);
+            CHECK_EQ(err.code, rule == 0 ? PXE_WRITE_READ_ONLY : rule == 1 ? PXE_WRITE_OUTSIDE : PXE_WRITE_CODE);
             CHECK_STR(err.msg, rule == 0 ? "writes slot in2, a read-only input slot"
                                : rule == 1 ? "destination 1,0 4x4 does not fit slot out (4x4)"
                                            : "of the program image overlaps its header and code");

@@ -31,6 +31,8 @@ typedef struct {
     int rw, rh;          /* PX_RESOLVE: the program resolved with bind_slot at rw x rh */
     int x, y;            /* the refused case: the pixel its message names */
     char msg[256];       /* ... and a fragment of its message */
+    pxvm_code code;      /* ... and its error, where the variant's words are an entry of their own
+                            (0: the rule's, px_rule.code) */
 } px_rcase;
 
 /* Builds the accepted (refuse = 0) or the refused (refuse = 1) case of one variant. */
@@ -594,6 +596,7 @@ static void r_name_chars(int refuse, int variant, px_rcase *c)
         px__named(c, refuse ? "ab\0c" : "ab\0\0", 4);
     px__expect(c, DESC_XY(16, 2, 6), "slot 2: name %s",
                variant == 2 ? "has bytes after its NUL terminator" : "may only use a-z, 0-9 and _");
+    c->code = variant == 2 ? PXE_SLOT_NAME_BYTES : PXE_SLOT_NAME_CHARS;
 }
 
 static void r_name_digit(int refuse, int variant, px_rcase *c)
@@ -1403,6 +1406,7 @@ static void r_any_reference(int refuse, int variant, px_rcase *c)
     else /* at the max pixels */
         px__any_program(c, 0, 0, 64u - (uint32_t)refuse);
     px__expect(c, DESC_XY(16, 1, 1), "slot 1 ('src'): its reference size 8x8 lies outside its bounds");
+    c->code = variant == 2 ? PXE_SLOT_ANY_REFERENCE_PIXELS : PXE_SLOT_ANY_REFERENCE;
 }
 static void r_any_readers(int refuse, int variant, px_rcase *c)
 {
@@ -1428,6 +1432,7 @@ static void r_any_readers(int refuse, int variant, px_rcase *c)
     else
         px__expect(c, 5 + 8 * 3 - 16, 1, "instruction 0 (%s): operand %s names any-size slot src, which only PYRAMID",
                    variant == 0 ? "GATHER" : "ARGMAX", variant == 0 ? "src" : "space");
+    c->code = variant == 1 ? PXE_ANY_INCREMENTAL : PXE_ANY_READER;
 }
 static void r_any_bind(int refuse, int variant, px_rcase *c)
 {
@@ -1712,7 +1717,12 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
 PX__EMBED_RULE(1)
 PX__EMBED_RULE(2)
 PX__EMBED_RULE(3)
-PX__EMBED_RULE(4)
+/* V-EMBED-4 says two things: variant 1 reads and writes one slot, variant 0 reads no atlas */
+static void r_embed_4(int refuse, int variant, px_rcase *c)
+{
+    px_embed_rule_case(4, refuse, variant, &c->prog, &c->x, &c->y, c->msg, sizeof c->msg);
+    c->code = variant ? PXE_EMBED_SAME_SLOT : PXE_EMBED_NOT_ATLAS;
+}
 PX__EMBED_RULE(5)
 PX__EMBED_RULE(6)
 PX__EMBED_RULE(7)
@@ -1743,59 +1753,59 @@ static const px_rule px_rules[] = {
     {"V-LIMIT-2", PXE_SLOT_SIDE, r_prog_side, 1, NULL, e_prog_side},
     {"V-LIMIT-3", PXE_SLOT_MEMORY, r_memory, 1, NULL, e_memory},
     {"V-SLOT-1", PXE_SLOT_ROLE, r_slot_role, 2, NULL, NULL},
-    {"V-SLOT-2", PXE_SLOT_NAME, r_name_chars, 3, NULL, NULL},
-    {"V-SLOT-3", PXE_SLOT_NAME, r_name_digit, 1, NULL, NULL},
-    {"V-SLOT-4", PXE_SLOT_NAME, r_name_prog, 1, NULL, NULL},
-    {"V-SLOT-5", PXE_SLOT_NAME, r_name_repeat, 2, NULL, NULL},
-    {"V-SLOT-6", PXE_SLOT_FIELD, r_slot_flags, 3, NULL, NULL},
-    {"V-SLOT-7", PXE_SLOT_FIELD, r_slot_persist, 1, NULL, NULL},
+    {"V-SLOT-2", PXE_SLOT_NAME_CHARS, r_name_chars, 3, NULL, NULL},
+    {"V-SLOT-3", PXE_SLOT_NAME_DIGIT, r_name_digit, 1, NULL, NULL},
+    {"V-SLOT-4", PXE_SLOT_NAME_PROG, r_name_prog, 1, NULL, NULL},
+    {"V-SLOT-5", PXE_SLOT_NAME_REPEAT, r_name_repeat, 2, NULL, NULL},
+    {"V-SLOT-6", PXE_SLOT_FLAGS, r_slot_flags, 3, NULL, NULL},
+    {"V-SLOT-7", PXE_SLOT_PERSIST_ROLE, r_slot_persist, 1, NULL, NULL},
     {"V-SLOT-8", PXE_SLOT_SIDE, r_slot_side, 2, NULL, e_slot_side},
-    {"V-ANY-1", PXE_SLOT_FIELD, r_any_input, 1, NULL, NULL},
-    {"V-ANY-2", PXE_SLOT_FIELD, r_any_format, 1, NULL, NULL},
-    {"V-ANY-3", PXE_SLOT_FIELD, r_any_bounds, 2, NULL, e_any_bounds},
-    {"V-ANY-4", PXE_SLOT_FIELD, r_any_reserved, 1, NULL, NULL},
-    {"V-ANY-5", PXE_SLOT_FIELD, r_any_reference, 3, NULL, e_any_reference},
-    {"V-ANY-6", PXE_REGION, r_any_readers, 3, NULL, NULL},
-    {"V-SLOT-9", PXE_SLOT_FIELD, r_data_rect, 2, NULL, NULL},
-    {"V-SLOT-10", PXE_SLOT_FIELD, r_origin, 2, NULL, NULL},
-    {"V-SLOT-11", PXE_SLOT_FIELD, r_patch_fit, 3, NULL, NULL},
-    {"V-SLOT-12", PXE_SLOT_FIELD, r_patch_count, 1, NULL, NULL},
+    {"V-ANY-1", PXE_SLOT_ANY_ROLE, r_any_input, 1, NULL, NULL},
+    {"V-ANY-2", PXE_SLOT_ANY_FORMAT, r_any_format, 1, NULL, NULL},
+    {"V-ANY-3", PXE_SLOT_ANY_BOUNDS, r_any_bounds, 2, NULL, e_any_bounds},
+    {"V-ANY-4", PXE_SLOT_ANY_RESERVED, r_any_reserved, 1, NULL, NULL},
+    {"V-ANY-5", PXE_SLOT_ANY_REFERENCE, r_any_reference, 3, NULL, e_any_reference},
+    {"V-ANY-6", PXE_ANY_READER, r_any_readers, 3, NULL, NULL},
+    {"V-SLOT-9", PXE_SLOT_DATA_RECT, r_data_rect, 2, NULL, NULL},
+    {"V-SLOT-10", PXE_SLOT_ORIGIN, r_origin, 2, NULL, NULL},
+    {"V-SLOT-11", PXE_SLOT_PATCH_FIT, r_patch_fit, 3, NULL, NULL},
+    {"V-SLOT-12", PXE_SLOT_PATCH_COUNT, r_patch_count, 1, NULL, NULL},
     {"M-CODE-1", PXE_CODE_SHORT, r_code_short, 1, NULL, NULL},
     {"V-CODE-1", PXE_OPCODE_RESERVED, r_opcode_reserved, 2, NULL, NULL},
     {"V-CODE-2", PXE_OPCODE_UNKNOWN, r_opcode_unknown, 2, NULL, NULL},
     {"V-CODE-3", PXE_NO_HALT, r_no_halt, 2, NULL, NULL},
-    {"V-OPND-1", PXE_OPERAND, r_opnd_zero, 2, NULL, NULL},
-    {"V-OPND-2", PXE_OPERAND, r_opnd_row, 2, NULL, NULL},
-    {"V-OPND-3", PXE_OPERAND, r_opnd_slot, 2, NULL, NULL},
-    {"V-OPND-4", PXE_OPERAND, r_opnd_mask, 1, NULL, NULL},
-    {"V-OPND-5", PXE_OPERAND, r_opnd_mode, 2, NULL, NULL},
-    {"V-OPND-6", PXE_OPERAND, r_opnd_dim, 2, NULL, NULL},
-    {"V-OPND-7", PXE_OPERAND, r_opnd_taps, 2, NULL, e_opnd_taps},
-    {"V-OPND-8", PXE_OPERAND, r_opnd_flag, 1, NULL, NULL},
-    {"V-OPND-9", PXE_OPERAND, r_opnd_reg, 2, NULL, e_opnd_reg},
-    {"V-OPND-10", PXE_OPERAND, r_opnd_level, 1, NULL, e_opnd_level},
-    {"V-WRITE-1", PXE_REGION, r_write_readonly, 5, NULL, NULL},
-    {"V-WRITE-2", PXE_REGION, r_write_fits, 2, NULL, NULL},
-    {"V-WRITE-3", PXE_REGION, r_write_code, 2, NULL, NULL},
-    {"V-FETCH-1", PXE_REGION, r_fetch_same, 2, NULL, NULL},
-    {"V-FETCH-2", PXE_REGION, r_fetch_persist, 2, NULL, NULL},
-    {"V-FETCH-3", PXE_REGION, r_fetch_table_data, 1, NULL, NULL},
-    {"V-GATHER-1", PXE_REGION, r_gather_own_table, 1, NULL, NULL},
-    {"V-GATHER-2", PXE_REGION, r_gather_table_fits, 3, NULL, NULL},
-    {"V-MASK-1", PXE_REGION, r_mask_tiles, 3, NULL, NULL},
-    {"V-VIDEO-1", PXE_REGION, r_video_same, 2, NULL, NULL},
-    {"V-VIDEO-2", PXE_REGION, r_video_size, 2, NULL, NULL},
-    {"V-VIDEO-3", PXE_REGION, r_video_mask_own, 2, NULL, NULL},
-    {"V-VIDEO-4", PXE_REGION, r_update_persist, 1, NULL, NULL},
-    {"V-SAL-1", PXE_REGION, r_sal_same, 1, NULL, NULL},
-    {"V-SAL-2", PXE_REGION, r_sal_order, 1, NULL, NULL},
-    {"V-SAL-3", PXE_REGION, r_sal_levels, 2, NULL, NULL},
-    {"V-SAL-4", PXE_REGION, r_sal_map_level, 1, NULL, NULL},
-    {"V-SAL-5", PXE_REGION, r_sal_shift, 1, NULL, NULL},
-    {"V-SAL-6", PXE_REGION, r_sal_size, 2, NULL, NULL},
-    {"V-ARGMAX-1", PXE_REGION, r_argmax_level, 1, NULL, NULL},
-    {"V-ARGMAX-2", PXE_REGION, r_argmax_ior, 2, NULL, NULL},
-    {"V-ARGMAX-3", PXE_REGION, r_argmax_radius, 1, NULL, NULL},
+    {"V-OPND-1", PXE_OPERAND_ZERO, r_opnd_zero, 2, NULL, NULL},
+    {"V-OPND-2", PXE_OPERAND_ROW, r_opnd_row, 2, NULL, NULL},
+    {"V-OPND-3", PXE_OPERAND_SLOT, r_opnd_slot, 2, NULL, NULL},
+    {"V-OPND-4", PXE_OPERAND_MASK, r_opnd_mask, 1, NULL, NULL},
+    {"V-OPND-5", PXE_OPERAND_MODE, r_opnd_mode, 2, NULL, NULL},
+    {"V-OPND-6", PXE_OPERAND_DIM, r_opnd_dim, 2, NULL, NULL},
+    {"V-OPND-7", PXE_OPERAND_TAPS, r_opnd_taps, 2, NULL, e_opnd_taps},
+    {"V-OPND-8", PXE_OPERAND_FLAG, r_opnd_flag, 1, NULL, NULL},
+    {"V-OPND-9", PXE_OPERAND_REG, r_opnd_reg, 2, NULL, e_opnd_reg},
+    {"V-OPND-10", PXE_OPERAND_LEVEL, r_opnd_level, 1, NULL, e_opnd_level},
+    {"V-WRITE-1", PXE_WRITE_READ_ONLY, r_write_readonly, 5, NULL, NULL},
+    {"V-WRITE-2", PXE_WRITE_OUTSIDE, r_write_fits, 2, NULL, NULL},
+    {"V-WRITE-3", PXE_WRITE_CODE, r_write_code, 2, NULL, NULL},
+    {"V-FETCH-1", PXE_FETCH_SAME_SLOT, r_fetch_same, 2, NULL, NULL},
+    {"V-FETCH-2", PXE_FETCH_NOT_PERSISTENT, r_fetch_persist, 2, NULL, NULL},
+    {"V-FETCH-3", PXE_FETCH_TABLE_DATA, r_fetch_table_data, 1, NULL, NULL},
+    {"V-GATHER-1", PXE_GATHER_OWN_TABLE, r_gather_own_table, 1, NULL, NULL},
+    {"V-GATHER-2", PXE_GATHER_TABLE_OUTSIDE, r_gather_table_fits, 3, NULL, NULL},
+    {"V-MASK-1", PXE_MASK_TILES, r_mask_tiles, 3, NULL, NULL},
+    {"V-VIDEO-1", PXE_VIDEO_SAME_SLOT, r_video_same, 2, NULL, NULL},
+    {"V-VIDEO-2", PXE_VIDEO_SIZES, r_video_size, 2, NULL, NULL},
+    {"V-VIDEO-3", PXE_VIDEO_MASK_OWN, r_video_mask_own, 2, NULL, NULL},
+    {"V-VIDEO-4", PXE_UPDATE_NOT_PERSISTENT, r_update_persist, 1, NULL, NULL},
+    {"V-SAL-1", PXE_SALIENCY_SAME_SLOT, r_sal_same, 1, NULL, NULL},
+    {"V-SAL-2", PXE_SALIENCY_ORDER, r_sal_order, 1, NULL, NULL},
+    {"V-SAL-3", PXE_SALIENCY_LEVELS, r_sal_levels, 2, NULL, NULL},
+    {"V-SAL-4", PXE_SALIENCY_MAP_LEVEL, r_sal_map_level, 1, NULL, NULL},
+    {"V-SAL-5", PXE_SALIENCY_SHIFT, r_sal_shift, 1, NULL, NULL},
+    {"V-SAL-6", PXE_SALIENCY_MAP_SIZE, r_sal_size, 2, NULL, NULL},
+    {"V-ARGMAX-1", PXE_ARGMAX_LEVEL, r_argmax_level, 1, NULL, NULL},
+    {"V-ARGMAX-2", PXE_ARGMAX_REGISTERS, r_argmax_ior, 2, NULL, NULL},
+    {"V-ARGMAX-3", PXE_ARGMAX_RADIUS, r_argmax_radius, 1, NULL, NULL},
     {"U-BIND-1", PXE_UNBOUND_INPUT, r_bind_unbound, 1, NULL, NULL},
     {"U-BIND-2", PXE_INPUT_SIZE, r_bind_size, 2, NULL, NULL},
     {"U-BIND-3", PXE_BIND_ROLE, r_bind_role, 1, NULL, NULL},
@@ -1805,24 +1815,24 @@ static const px_rule px_rules[] = {
     {"T-DOT-1", PXE_TRAP_DOT_OVERFLOW, r_dot_overflow, 1, NULL, NULL},
     {"T-STEP-1", PXE_TRAP_STEPS, r_steps, 1, NULL, e_steps},
     /* RESIZE (test_resize_op.c) */
-    {"V-RESIZE-1", PXE_OPERAND, r_resize_1, 2, NULL, NULL},
-    {"V-RESIZE-2", PXE_OPERAND, r_resize_2, 2, NULL, NULL},
-    {"V-RESIZE-3", PXE_OPERAND, r_resize_3, 2, NULL, NULL},
-    {"V-RESIZE-4", PXE_REGION, r_resize_4, 1, NULL, NULL},
+    {"V-RESIZE-1", PXE_RESIZE_FILTER_OPERAND, r_resize_1, 2, NULL, NULL},
+    {"V-RESIZE-2", PXE_RESIZE_FIT_OPERAND, r_resize_2, 2, NULL, NULL},
+    {"V-RESIZE-3", PXE_RESIZE_PAD_OPERAND, r_resize_3, 2, NULL, NULL},
+    {"V-RESIZE-4", PXE_RESIZE_SAME_SLOT, r_resize_4, 1, NULL, NULL},
     {"V-RESIZE-5", PXE_RESIZE_MEMORY, r_resize_5, 2, NULL, NULL},
     /* EMBED (test_embed.c) */
-    {"V-EMBED-1", PXE_OPERAND, r_embed_1, 1, NULL, NULL},
-    {"V-EMBED-2", PXE_OPERAND, r_embed_2, 2, NULL, NULL},
-    {"V-EMBED-3", PXE_OPERAND, r_embed_3, 1, NULL, NULL},
-    {"V-EMBED-4", PXE_REGION, r_embed_4, 2, NULL, NULL},
-    {"V-EMBED-5", PXE_REGION, r_embed_5, 1, NULL, NULL},
-    {"V-EMBED-6", PXE_REGION, r_embed_6, 2, NULL, NULL},
-    {"V-EMBED-7", PXE_REGION, r_embed_7, 2, NULL, NULL},
-    {"V-EMBED-8", PXE_REGION, r_embed_8, 1, NULL, NULL},
-    {"V-EMBED-9", PXE_REGION, r_embed_9, 2, NULL, NULL},
-    {"V-EMBED-10", PXE_REGION, r_embed_10, 1, NULL, NULL},
-    {"V-EMBED-11", PXE_REGION, r_embed_11, 2, NULL, NULL},
-    {"V-EMBED-12", PXE_REGION, r_embed_12, 1, NULL, NULL},
+    {"V-EMBED-1", PXE_EMBED_MODE, r_embed_1, 1, NULL, NULL},
+    {"V-EMBED-2", PXE_EMBED_CHANNELS, r_embed_2, 2, NULL, NULL},
+    {"V-EMBED-3", PXE_EMBED_OUT_ZERO, r_embed_3, 1, NULL, NULL},
+    {"V-EMBED-4", PXE_EMBED_NOT_ATLAS, r_embed_4, 2, NULL, NULL},
+    {"V-EMBED-5", PXE_EMBED_DATA_SLOTS, r_embed_5, 1, NULL, NULL},
+    {"V-EMBED-6", PXE_EMBED_WEIGHTS_SIZE, r_embed_6, 2, NULL, NULL},
+    {"V-EMBED-7", PXE_EMBED_PARAMS_SIZE, r_embed_7, 2, NULL, NULL},
+    {"V-EMBED-8", PXE_EMBED_DST_SIZE, r_embed_8, 1, NULL, NULL},
+    {"V-EMBED-9", PXE_EMBED_BIAS, r_embed_9, 2, NULL, NULL},
+    {"V-EMBED-10", PXE_EMBED_MULTIPLIER, r_embed_10, 1, NULL, NULL},
+    {"V-EMBED-11", PXE_EMBED_SHIFT, r_embed_11, 2, NULL, NULL},
+    {"V-EMBED-12", PXE_EMBED_SHIFT_BOUND, r_embed_12, 1, NULL, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 
@@ -1866,10 +1876,11 @@ static int px__check_side(const px_rule *r, int variant, int refuse)
             bad = 1;
         }
     } else if (refuse) {
-        if (rc == 0 || err.code != r->code || err.cls != px__class_of(r->id) || err.x != c.x || err.y != c.y ||
+        pxvm_code want = c.code ? c.code : r->code;
+        if (rc == 0 || err.code != want || err.cls != px__class_of(r->id) || err.x != c.x || err.y != c.y ||
             !strstr(err.msg, c.msg)) {
             px_test_fail(__FILE__, __LINE__, "%s variant %d: expected %s error %d at (%d,%d) with '%s'; got %s (code %d)",
-                         r->id, variant, pxvm_class_name(px__class_of(r->id)), (int)r->code, c.x, c.y, c.msg,
+                         r->id, variant, pxvm_class_name(px__class_of(r->id)), (int)want, c.x, c.y, c.msg,
                          rc == 0 ? "no error" : buf, (int)err.code);
             bad = 1;
         }
@@ -2009,7 +2020,7 @@ TEST(rules_halt_before_the_last_instruction_stops_the_run)
         int rc = px__attempt(&c, &err);
         if (bad) { /* still checked at load, though it never runs */
             CHECK(rc < 0);
-            CHECK_EQ(err.code, PXE_OPERAND);
+            CHECK_EQ(err.code, PXE_OPERAND_ROW);
             CHECK_STR(err.msg, "instruction 1 (DOT_RGB): operand row_out = 9");
         } else {
             CHECK_EQ(rc, 0);

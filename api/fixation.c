@@ -150,14 +150,12 @@ int pxvm_fixation_check_set(const pxvm_program *prog, const char *name, unsigned
         if (!(missing >> k & 1))
             continue;
         const pxi_insn *in = &prog->insns[reader[k]];
-        char of_item[32] = "";
-        if (item >= 0)
-            snprintf(of_item, sizeof of_item, " for batch item %d", item);
         int x, y;
         pxvm_stream_xy(prog, in->pc, &x, &y);
-        return pxvm_fail(err, PXE_FIX_UNSET, x, y, name,
-                         in->op == PX_OP_ARGMAX ? "inhibits ARGMAX around" : "samples relative to", k, of_item,
-                         hint ? hint : "");
+        const char *verb = in->op == PX_OP_ARGMAX ? "inhibits ARGMAX around" : "samples relative to";
+        if (item >= 0)
+            return pxvm_fail(err, PXE_FIX_UNSET_ITEM, x, y, name, verb, k, item, hint ? hint : "");
+        return pxvm_fail(err, PXE_FIX_UNSET, x, y, name, verb, k, hint ? hint : "");
     }
     return 0;
 }

@@ -28,7 +28,7 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
     if (!fmt)
         return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_read_tokens");
     if (!run->ops->read_tokens)
-        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_read_tokens", "read tokens");
+        return px__refuse(PXE_EXECUTOR_NO_TOKENS);
     pxvm_token_table *t = malloc(sizeof *t); /* 4 KiB of values: not on the caller's stack */
     if (!t) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *t);
@@ -59,7 +59,7 @@ int pxvm_runner_ragged(pxvm_runner *run, int n, const pxvm_view *images, pxvm_ra
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_ragged");
     if (!run->ops->ragged)
-        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_ragged", "make ragged batches");
+        return px__refuse(PXE_EXECUTOR_NO_RAGGED);
     pxvm_token_table *table = t && t->fmt ? malloc(sizeof *table) : NULL; /* 4 KiB: not on the stack */
     if (t && t->fmt && !table) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *table);
@@ -84,7 +84,7 @@ int pxvm_runner_bind_resized(pxvm_runner *run, int slot, int first_item, const p
     if (!view || !policy)
         return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_bind_resized");
     if (!run->ops->ragged || !run->ops->scratch)
-        return px__refuse(PXE_EXECUTOR_LACKS, "pxvm_runner_bind_resized", "resize");
+        return px__refuse(PXE_EXECUTOR_NO_RESIZE);
     if (slot < 1 || slot >= run->cur->nslots || run->cur->slots[slot].role != PXI_ROLE_INPUT)
         return px__refuse(PXE_BIND_RESIZED_SLOT);
     px_policy pol;

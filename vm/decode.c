@@ -19,8 +19,9 @@ int pxvm_image_decode_want(const uint8_t *data, size_t len, const char *name, co
     img->px = NULL;
     img->w = img->h = 0;
     /* an empty file (a failed download, a touch) says so: it has no signature to be unknown */
-    return pxvm_fail(err, PXE_IMAGE_SIGNATURE, -1, -1, name,
-                     len ? "neither a PNG nor a JPEG file (unknown signature)" : "empty (0 bytes): neither a PNG nor a JPEG file");
+    if (!len)
+        return pxvm_fail(err, PXE_IMAGE_EMPTY, -1, -1, name);
+    return pxvm_fail(err, PXE_IMAGE_SIGNATURE, -1, -1, name);
 }
 
 int pxvm_image_decode_any(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,

@@ -16,11 +16,12 @@ int pxvm_anysize_check(const pxvm_program *poly, int slot, int w, int h, pxvm_er
     if (w >= s->min_side && h >= s->min_side && w <= s->max_side && h <= s->max_side &&
         (!s->max_pixels || (uint64_t)w * (uint64_t)h <= s->max_pixels))
         return 0;
-    char lb[16], most[48] = "";
+    char lb[16];
     if (s->max_pixels)
-        snprintf(most, sizeof most, ", at most %llu pixels", (unsigned long long)s->max_pixels);
+        return pxvm_fail(err, PXE_INPUT_BOUNDS_PIXELS, -1, -1, w, h, (unsigned)slot, pxvm_slot_label(poly, slot, lb),
+                         s->min_side, s->min_side, s->max_side, s->max_side, (unsigned long long)s->max_pixels);
     return pxvm_fail(err, PXE_INPUT_BOUNDS, -1, -1, w, h, (unsigned)slot, pxvm_slot_label(poly, slot, lb), s->min_side,
-                     s->min_side, s->max_side, s->max_side, most);
+                     s->min_side, s->max_side, s->max_side);
 }
 
 /* The size slot k resolves to: wh's, or its own (0, 0); -1 when wh asks another size of a fixed

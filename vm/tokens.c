@@ -86,8 +86,9 @@ int pxvm_token_table_build(const pxvm_token_format *fmt, pxvm_token_table *t, px
     if (fmt->layout < PXVM_TOKENS_NCHW || fmt->layout > PXVM_TOKENS_FLAT) /* [A-TOKENS-2] */
         return pxvm_fail(err, PXE_TOKEN_LAYOUT, -1, -1, (int)fmt->layout);
     if ((fmt->alpha != 0 && fmt->alpha != 1) || fmt->nvalues < 3 || fmt->nvalues > 3 + fmt->alpha) /* [A-TOKENS-3] */
-        return pxvm_fail(err, PXE_TOKEN_NVALUES, -1, -1, fmt->nvalues, fmt->alpha == 1 ? "R, G, B, A" : "R, G, B",
-                         fmt->alpha, fmt->alpha == 1 ? "3 (A: mean 0, std 1) or 4" : fmt->alpha == 0 ? "3" : "alpha 0 or 1");
+        return fmt->alpha == 1   ? pxvm_fail(err, PXE_TOKEN_NVALUES_ALPHA, -1, -1, fmt->nvalues)
+               : fmt->alpha == 0 ? pxvm_fail(err, PXE_TOKEN_NVALUES, -1, -1, fmt->nvalues)
+                                 : pxvm_fail(err, PXE_TOKEN_ALPHA, -1, -1, fmt->nvalues, fmt->alpha);
     if (fmt->rule != PXVM_TOKENS_RULE_FLOAT32 && fmt->rule != PXVM_TOKENS_RULE_RESCALE_FLOAT64) /* [A-TOKENS-11] */
         return pxvm_fail(err, PXE_TOKEN_RULE, -1, -1, (int)fmt->rule);
     float r = (float)fmt->rescale;

@@ -1441,6 +1441,7 @@ static void r_any_bind(int refuse, int variant, px_rcase *c)
     c->stage = PX_RESOLVE, c->bind_slot = 1;
     int w[3][2] = {{16, 17}, {4, 3}, {10, 9}}, h[3][2] = {{4, 4}, {4, 4}, {8, 9}};
     c->rw = w[variant][refuse], c->rh = h[variant][refuse];
+    c->code = PXE_INPUT_BOUNDS_PIXELS; /* the slot has a pixel bound */
     px__expect(c, -1, -1, "a %dx%d image cannot be bound to slot 1 ('src'): it takes 4x4 .. 16x16, at most 80 pixels",
                c->rw, c->rh);
 }

@@ -48,7 +48,7 @@ TOOLS   := $(SHLIB) $(BIN)/pxbatch $(BIN)/pxrun $(BIN)/pxasm $(BIN)/pxtest $(BIN
            $(BIN)/pxresize $(BIN)/bench_retarget
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA_GL),1)
-TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video
+TOOLS    += $(BIN)/bench_gpu $(BIN)/bench_device $(BIN)/bench_fixation $(BIN)/bench_video $(BIN)/bench_embed_floor
 LIB_OBJ  += $(EXECUTOR_GL_OBJ)
 CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
@@ -169,6 +169,9 @@ $(BIN)/bench_fixation: $(BUILD)/tests/bench/bench_fixation.o $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_video: $(BUILD)/tests/bench/bench_video.o $(BUILD)/libpxvm.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BIN)/bench_embed_floor: $(BUILD)/tests/bench/bench_embed_floor.o
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/bench_retarget: $(BUILD)/tests/bench/bench_retarget.o $(BUILD)/libpxvm.a

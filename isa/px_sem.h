@@ -671,8 +671,6 @@ PX_SEM int32_t px_embed_requant_i8(int32_t acc, int32_t multiplier, int shift, i
 PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
 {
     int64_t v = (int64_t)acc * (int64_t)multiplier;
-    if (v == 0)
-        return 0;
 #if defined(__CUDA_ARCH__)
     /* The same integer rounding, done by the conversion unit: v to binary32 toward zero, plus a
      * sticky 1 in its last bit when that dropped anything (rounding to odd), then to 8 significant
@@ -682,7 +680,10 @@ PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
     float f = __ll2float_rz((long long)v);
     uint32_t b = __float_as_uint(f) | (__float2ll_rz(f) != (long long)v ? 1u : 0u);
     b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
-    return (uint32_t)((int32_t)b + (shift - 31) * 128);
+    return v != 0 ? (uint32_t)((int32_t)b + (shift - 31) * 128) : 0u; /* a select: no branch per value */
+#else
+    if (v == 0)
+        return 0;
 #endif
     uint32_t sign = v < 0 ? 0x8000u : 0u;
     uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;

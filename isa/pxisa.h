@@ -168,6 +168,7 @@ enum pxi_plan {
 #define PXA_FIX_USE 4u      /* uses fixation registers */
 #define PXA_FIX_WRITE 8u    /* writes fixation registers */
 #define PXA_ANY_UNMASKED 16u /* its anysize operands may be any-size only when its MASK operand is 0 */
+#define PXA_WRITES_WHOLE 32u /* every slot it writes, it writes whole (level 0): no reset needed before it */
 
 typedef struct pxi_op_facts {
     uint8_t plan;     /* enum pxi_plan */

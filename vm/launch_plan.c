@@ -118,6 +118,11 @@ int px_vm_build_reset(pxvm_program *prog, pxvm_error *err)
         pxvm_insn_reads_upper(in, read_upper);
         uint8_t w[PXVM_MAX_SLOTS + 1] = {0};
         pxvm_insn_writes(in, w);
+        /* a slot written whole before anything reads it, in every run (no trap can stop one
+         * before): its level 0 needs no clear at the start of a run */
+        for (int k = 1; (pxi_facts(in->op)->flags & PXA_WRITES_WHOLE) && !may_trap && k < prog->nslots; k++)
+            if (w[k] && !read[k])
+                written_whole[k] = 1;
         if (w[0])
             prog->reset[0] |= PXVM_RESET_LEVEL0; /* the program image is written */
         if (plan == PXP_HALT)

@@ -14,7 +14,7 @@
  * surface on the device; on the host (packing at load) the weights' and params' level 0. */
 struct px_emb_dev {
     cudaTextureObject_t tex[3]; /* PX_EMB_SRC, PX_EMB_W, PX_EMB_P */
-    cudaSurfaceObject_t dst;
+    cudaSurfaceObject_t dst, src; /* src: the atlas's surface, read 4 texels at a time by staging */
     const uint8_t *host[3];
     int host_w[3];
 };
@@ -39,7 +39,20 @@ static __host__ __device__ inline void px__emb_store(cudaSurfaceObject_t s, int 
 #endif
 }
 
+/* 4 texels of the atlas in one 16-byte load (an unformatted surface read of whole texels) */
+static __host__ __device__ inline void px__emb_texel4(const px_emb_dev *c, int x, int y, uint32_t v[4])
+{
+#ifdef __CUDA_ARCH__
+    uint4 q = surf2Dread<uint4>(c->src, x * 4, y);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+#else
+    for (int i = 0; i < 4; i++)
+        v[i] = px__emb_texel(c, 0, x + i, y);
+#endif
+}
+
 #define PX_EMB_CTX const px_emb_dev *
+#define PX_EMB_TEXEL4(ctx, x, y, v) px__emb_texel4((ctx), (x), (y), (v))
 #define PX_EMB_TEXEL(ctx, which, x, y) px__emb_texel((ctx), (which), (x), (y))
 #define PX_EMB_STORE(ctx, x, y, v) px__emb_store((ctx)->dst, (x), (y), (v))
 #include "embed_tile.h"
@@ -48,7 +61,7 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_dp4a(const px_gpu_
                                                                    int wk, int pk, int dst, px_emb_geom g)
 {
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* z: the item */
-    px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0], {NULL, NULL, NULL}, {0, 0, 0}};
+    px_emb_dev dev = {{slots[src].tex[0], slots[wk].tex[0], slots[pk].tex[0]}, slots[dst].surf[0], 0, {NULL, NULL, NULL}, {0, 0, 0}};
     __shared__ px_emb_smem sm;
     int tid = (int)threadIdx.x, t0 = (int)blockIdx.x * PX_EMB_TT, o0 = (int)blockIdx.y * PX_EMB_TD;
     int32_t acc[4][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, wsum[4] = {0, 0, 0, 0};
@@ -63,16 +76,17 @@ __global__ void __launch_bounds__(PX_EMB_THREADS) px__k_embed_dp4a(const px_gpu_
 
 /* ---- the tensor-core kernel ------------------------------------------------------------------- */
 
-/* Four texels of a token's patch per thread, into its staged row (row m = item * ntok + token). */
+/* A row of a token's patch per thread, into its staged row (row m = item * ntok + token). */
 __global__ void __launch_bounds__(256) px__k_embed_stage(const px_gpu_slot *all_slots, int nslots, int src, px_emb_geom g,
                                                          int rows, int kb, uint8_t *tok)
 {
-    /* 32-bit indices (the launch checks rows * quads < 2^31): 64-bit division is slow here */
-    unsigned area = (unsigned)(g.pw * g.ph), quads = (area + 3u) / 4u, n = (unsigned)rows * quads;
+    /* 32-bit indices (the launch checks rows * patch_h < 2^31): 64-bit division is slow here */
+    unsigned ph = (unsigned)g.ph, n = (unsigned)rows * ph;
     for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < n; q += gridDim.x * blockDim.x) {
-        unsigned m = q / quads, p = 4u * (q % quads), item = m / (unsigned)g.ntok, t = m % (unsigned)g.ntok;
-        px_emb_dev dev = {{all_slots[(size_t)item * (size_t)nslots + (size_t)src].tex[0], 0, 0}, 0, {NULL, NULL, NULL}, {0, 0, 0}};
-        px_emb_stage_bytes(&dev, &g, (int)t, (int)p, area - p < 4u ? (int)(area - p) : 4, tok + (size_t)m * (size_t)kb);
+        unsigned m = q / ph, y = q % ph, item = m / (unsigned)g.ntok, t = m % (unsigned)g.ntok;
+        const px_gpu_slot *s = &all_slots[(size_t)item * (size_t)nslots + (size_t)src];
+        px_emb_dev dev = {{s->tex[0], 0, 0}, 0, s->surf[0], {NULL, NULL, NULL}, {0, 0, 0}};
+        px_emb_stage_row(&dev, &g, (int)t, (int)y, tok + (size_t)m * (size_t)kb);
     }
 }
 
@@ -182,25 +196,30 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
     for (int j = 0; j < 4; j++)
         ch[j] = px_emb_chan_of(&g, par, ob + j);
     /* rows step by 8: the token and item follow without a division, the surface is read anew
-     * only when the item changes */
+     * only when the item changes; a thread's texels of a row are side by side, stored at once
+     * (8 bytes for bf16, 16 for int32: unformatted surface stores of whole texels) */
     int row = tid / 32, m = m0 + row, item = m / g.ntok, t = m % g.ntok, cur = -1;
+    int last = rows - m0 < PX_EMB_BM ? rows - m0 : PX_EMB_BM;
     cudaSurfaceObject_t s = 0;
 #pragma unroll 4
-    for (; row < PX_EMB_BM; row += PX_EMB_GEMM_THREADS / 32, t += PX_EMB_GEMM_THREADS / 32) {
+    for (; row < last; row += PX_EMB_GEMM_THREADS / 32, t += PX_EMB_GEMM_THREADS / 32) {
         while (t >= g.ntok)
             t -= g.ntok, item++;
-        if (m0 + row >= rows)
-            break;
         if (item != cur)
             s = all_slots[(size_t)item * (size_t)nslots + (size_t)dst].surf[0], cur = item;
         int4 a4 = *(const int4 *)&tab[row * PX_EMB_OUT_ROW + (ob - n0)];
         int32_t acc[4] = {a4.x, a4.y, a4.z, a4.w};
         uint32_t tx[4];
         int x0, n = px_emb_group_out(&gm, ch, ob, acc, tx, &x0);
+        if (MODE == PX_EMBED_MODE_BF16 && n == 2)
+            surf2Dwrite(make_uint2(tx[0], tx[1]), s, x0 * 4, t);
+        else if (MODE == PX_EMBED_MODE_I32 && n == 4)
+            surf2Dwrite(make_uint4(tx[0], tx[1], tx[2], tx[3]), s, x0 * 4, t);
+        else
 #pragma unroll
-        for (int j = 0; j < 4; j++)
-            if (j < n)
-                px__store(s, x0 + j, t, tx[j]);
+            for (int j = 0; j < 4; j++)
+                if (j < n)
+                    surf2Dwrite(tx[j], s, (x0 + j) * 4, t);
     }
 }
 
@@ -279,7 +298,7 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
     uint8_t *hw = host + wbytes + pbytes;
     int32_t *hp = (int32_t *)(host + wbytes + pbytes + packed);
     memset(hw, 0, packed);
-    px_emb_dev ctx = {{0, 0, 0}, 0, {NULL, host, host + wbytes}, {0, ws->w, ps->w}};
+    px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, host, host + wbytes}, {0, ws->w, ps->w}};
     px_emb_pack(&ctx, g, e->kb, hw, hp);
     size_t staged = (size_t)e->rows * (size_t)e->kb;
     cudaError_t ce = cudaMalloc(&e->d_tok, staged);
@@ -345,7 +364,7 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade
                 free(px);
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(packed + par));
             }
-            px_emb_dev ctx = {{0, 0, 0}, 0, {NULL, px, px + wbytes}, {0, ws->w, ps->w}};
+            px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, px, px + wbytes}, {0, ws->w, ps->w}};
             px_emb_pack(&ctx, &e->g, e->kb, host, (int32_t *)(host + packed));
             cudaError_t ce = cudaMemcpyAsync(e->d_w, host, packed, cudaMemcpyHostToDevice, ex->stream);
             if (ce == cudaSuccess)
@@ -409,10 +428,9 @@ int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
     const px_gpu_embed *e = index < ex->embed_n ? ex->embed[index] : NULL;
     int rows = (int)c->items * g.ntok;
     if (!e || !px__embed_same(e, prog, in) || rows > e->rows ||
-        (int64_t)rows * ((g.pw * g.ph + 3) / 4) >= INT32_MAX)
+        (int64_t)rows * g.ph >= INT32_MAX)
         return pxvm_fail(err, PXE_CUDA_EMBED_RECORD, -1, -1, index, (int)c->items, e ? e->rows : 0, g.ntok);
-    size_t quads = (size_t)rows * (size_t)((g.pw * g.ph + 3) / 4);
-    unsigned blocks = (unsigned)((quads + 255u) / 256u);
+    unsigned blocks = (unsigned)(((size_t)rows * (size_t)g.ph + 255u) / 256u);
     px__k_embed_stage<<<blocks < 65535u ? blocks : 65535u, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, g, rows,
                                                                                    e->kb, e->d_tok);
     dim3 grid((unsigned)((rows + PX_EMB_BM - 1) / PX_EMB_BM), (unsigned)(e->dpad / PX_EMB_BN));

@@ -168,7 +168,7 @@ PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t
 /* ---- the int8 tensor-core kernel (embed.cu's px__k_embed_gemm) ---------------------------------
  * A GEMM over linear memory. The tokens of every item are staged as rows of K bytes in SPEC's
  * order (token m = item * ntok + t; byte k = channel c, row y, column x of the patch, k = (c *
- * patch_h + y) * patch_w + x: px_emb_stage_bytes), and the weights packed at load as rows of the
+ * patch_h + y) * patch_w + x: px_emb_stage_row), and the weights packed at load as rows of the
  * same K bytes (they are the weights slot's rows: px_emb_pack); both rows are padded with zeros to
  * KB = K rounded up to PX_EMB_BK. A block computes BM tokens x BN channels with 8 warps (warp w:
  * tokens 64 (w % 2).., channels 32 (w / 2)..; 4 x 4 m16n8k32 tiles each), K in stages of BK bytes
@@ -213,25 +213,40 @@ PX_SEM void px_emb_acc_at(int warp, int lane, int mt, int nt, int r, int *row, i
     *col = 32 * (warp >> 1) + 8 * nt + 2 * (lane % 4) + r % 2;
 }
 
-/* Token tok's texels p .. p + n - 1 (n <= 4) of its patch into its staged row (K bytes, 4-byte
- * aligned): byte c of texel p is byte c * area + p (whole words where they are aligned). */
-PX_SEM void px_emb_stage_bytes(PX_EMB_CTX ctx, const px_emb_geom *g, int tok, int p, int n, uint8_t *row)
+/* Four texels x .. x + 3 of row y of the atlas (x a multiple of 4): PX_EMB_TEXEL4 where the
+ * includer reads them at once (embed.cu: one 16-byte surface load), else texel by texel. */
+#ifndef PX_EMB_TEXEL4
+#define PX_EMB_TEXEL4(ctx, x, y, v)                                                                                  \
+    do {                                                                                                             \
+        for (int px__i = 0; px__i < 4; px__i++)                                                                      \
+            (v)[px__i] = PX_EMB_TEXEL((ctx), PX_EMB_SRC, (x) + px__i, (y));                                          \
+    } while (0)
+#endif
+
+/* Row y of token tok's patch into its staged row (K bytes, 4-byte aligned): byte c of the patch's
+ * texel (x, y) is byte c * area + y * patch_w + x, in runs of 4 texels (whole words where they
+ * are aligned, as with 16x16 patches). */
+PX_SEM void px_emb_stage_row(PX_EMB_CTX ctx, const px_emb_geom *g, int tok, int y, uint8_t *row)
 {
-    int area = g->pw * g->ph, x0 = (tok % g->cols) * g->pw, y0 = (tok / g->cols) * g->ph, x = p % g->pw, y = p / g->pw;
-    uint32_t v[4] = {0u, 0u, 0u, 0u};
-    for (int i = 0; i < n; i++, x++) { /* texel p + i: column x, row y of the patch (one division) */
-        while (x >= g->pw)
-            x -= g->pw, y++;
-        v[i] = PX_EMB_TEXEL(ctx, PX_EMB_SRC, x0 + x, y0 + y);
-    }
-    for (int c = 0; c < g->c; c++) {
-        uint8_t *dst = row + c * area + p;
-        if (n == 4 && ((c * area + p) & 3) == 0) {
-            *(uint32_t *)dst = (v[0] >> (8 * c) & 255u) | (v[1] >> (8 * c) & 255u) << 8 | (v[2] >> (8 * c) & 255u) << 16 |
-                               (v[3] >> (8 * c) & 255u) << 24;
+    int area = g->pw * g->ph, x0 = (tok % g->cols) * g->pw, ay = (tok / g->cols) * g->ph + y;
+    for (int x = 0; x < g->pw; x += 4) {
+        int n = g->pw - x < 4 ? g->pw - x : 4;
+        uint32_t v[4] = {0u, 0u, 0u, 0u};
+        if (n == 4 && ((x0 + x) & 3) == 0) {
+            PX_EMB_TEXEL4(ctx, x0 + x, ay, v);
         } else {
             for (int i = 0; i < n; i++)
-                dst[i] = (uint8_t)(v[i] >> (8 * c));
+                v[i] = PX_EMB_TEXEL(ctx, PX_EMB_SRC, x0 + x + i, ay);
+        }
+        for (int c = 0; c < g->c; c++) {
+            int k = c * area + y * g->pw + x;
+            if (n == 4 && (k & 3) == 0) {
+                *(uint32_t *)(row + k) = (v[0] >> (8 * c) & 255u) | (v[1] >> (8 * c) & 255u) << 8 |
+                                         (v[2] >> (8 * c) & 255u) << 16 | (v[3] >> (8 * c) & 255u) << 24;
+            } else {
+                for (int i = 0; i < n; i++)
+                    row[k + i] = (uint8_t)(v[i] >> (8 * c));
+            }
         }
     }
 }
@@ -254,18 +269,20 @@ PX_SEM void px_emb_pack(PX_EMB_CTX ctx, const px_emb_geom *g, int kb, uint8_t *w
     }
 }
 
-/* What the epilogue keeps per channel o (< d): bias - zero_point * weight sum, multiplier, shift. */
+/* What the epilogue keeps per channel o (< d): bias - zero_point * weight sum, multiplier, shift.
+ * The base is kept modulo 2^32: SPEC's output rule takes the sum as int32 (V-EMBED-9 keeps it in
+ * range), so a wrapping 32-bit add gives its bits, and the product below is 32 x 32 bits. */
 typedef struct px_emb_chan {
-    int64_t base;
+    uint32_t base;
     int32_t mult, shift;
 } px_emb_chan;
 
 PX_SEM px_emb_chan px_emb_chan_of(const px_emb_geom *g, const int32_t *par, int o)
 {
-    px_emb_chan ch = {0, 0, 0};
+    px_emb_chan ch = {0u, 0, 0};
     if (o < g->d)
-        ch.base = (int64_t)par[o] - (int64_t)g->zero_point * par[3 * g->d + o], ch.mult = par[g->d + o],
-        ch.shift = par[2 * g->d + o];
+        ch.base = (uint32_t)(uint64_t)((int64_t)par[o] - (int64_t)g->zero_point * par[3 * g->d + o]),
+        ch.mult = par[g->d + o], ch.shift = par[2 * g->d + o];
     return ch;
 }
 
@@ -276,7 +293,7 @@ PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int o
     int64_t a[4];
     int32_t mult[4], shift[4];
     for (int j = 0; j < 4; j++)
-        a[j] = ch[j].base + acc[j], mult[j] = ch[j].mult, shift[j] = ch[j].shift;
+        a[j] = (int32_t)(ch[j].base + (uint32_t)acc[j]), mult[j] = ch[j].mult, shift[j] = ch[j].shift;
     return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
 }
 

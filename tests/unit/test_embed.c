@@ -953,3 +953,31 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
         px__stream_xy(prog, px_px(prog, hx, hy) + (uint32_t)pixel, x, y);
     }
 }
+
+/* executors/cpu/embed.c: the most the CPU holds for one EMBED (its pack and a run's blocks) */
+uint64_t px_cpu_embed_bytes(int k, int d, int count);
+
+/* SPEC V-EMBED-13's need bounds what both executors hold for an EMBED: the CPU's pack and token
+ * blocks (px_cpu_embed_bytes, the sizes it allocates), and the CUDA-GL executor's device buffers
+ * for one item (embed.cu px_gpu_embed_make: dpad x kb weights, 4 int32 per channel, count rows of
+ * kb staged), over K, d and counts on and off every rounding step; the CPU reaches the bound when
+ * K and d are multiples of 128 and the count of 6. */
+TEST(embed_memory_need_bounds_both_executors)
+{
+    static const int ks[] = {1, 3, 4, 5, 48, 127, 128, 129, 588, 768, 3 * 16 * 16 + 1, 65793};
+    static const int ds[] = {1, 15, 16, 17, 127, 128, 129, 768, 1024, 1153, 65535};
+    static const int counts[] = {1, 5, 6, 7, 196, 577, 4096, 65535};
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (size_t b = 0; b < sizeof ds / sizeof ds[0]; b++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                int k = ks[a], d = ds[b], count = counts[c];
+                uint64_t need = px_embed_need(k, d, count), cpu = px_cpu_embed_bytes(k, d, count);
+                uint64_t kb = (uint64_t)PX_EMB_KB(k), dpad = ((uint64_t)d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN;
+                uint64_t gpu = dpad * kb + 4u * (uint64_t)d * sizeof(int32_t) + (uint64_t)count * kb;
+                if (cpu > need || gpu > need)
+                    px_test_fail(__FILE__, __LINE__, "K = %d, d = %d, %d tokens: need %llu, the CPU holds %llu, CUDA %llu",
+                                 k, d, count, (unsigned long long)need, (unsigned long long)cpu, (unsigned long long)gpu);
+            }
+    CHECK_EQ(px_cpu_embed_bytes(768, 1024, 198), px_embed_need(768, 1024, 198));
+    CHECK_EQ(px_embed_need(768, 1024, 198), (1024 + 3 * 198) * 768 + 20 * 1024);
+}

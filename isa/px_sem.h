@@ -637,6 +637,19 @@ PX_SEM int px_lod_shift(int w, int h, int w0, int h0)
 /* The bytes one output value takes in a row of dst, per mode. */
 PX_SEM int px_embed_out_bytes(int mode) { return mode == PX_EMBED_MODE_I32 ? 4 : (mode == PX_EMBED_MODE_I8 ? 1 : 2); }
 
+/* What one EMBED holds besides the slots, per item (SPEC V-EMBED-13), counted against max_memory
+ * with the slots and every RESIZE's need: its weights padded to kb = K rounded up to 128 bytes a
+ * row, dp = d rounded up to 128 rows, 20 bytes of parameters per row, and 3 copies of the count
+ * rounded up to 6 of staged tokens of kb bytes. A bound on both executors' buffers (the CPU pack
+ * and a run's token blocks, executors/cpu/embed.c; the CUDA-GL executor's, embed.cu), not their
+ * exact sum, so that they accept and refuse the same programs. k, d, count >= 0. */
+PX_SEM uint64_t px_embed_need(int64_t k, int64_t d, int64_t count)
+{
+    uint64_t kb = ((uint64_t)k + 127u) / 128u * 128u, dp = ((uint64_t)d + 127u) / 128u * 128u;
+    uint64_t c6 = ((uint64_t)count + 5u) / 6u * 6u;
+    return (dp + 3u * c6) * kb + 20u * dp;
+}
+
 /* gemmlowp SaturatingRoundingDoublingHighMul: round(a * b / 2^31), halves up (toward +inf),
  * saturating the one overflow (a = b = INT32_MIN). C's `/` truncates toward zero, as gemmlowp's. */
 PX_SEM int32_t px_srdhm(int32_t a, int32_t b)

@@ -30,9 +30,11 @@ int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t inde
  * ([nslots]) change size and levels alone? (0: no; 1: it must be checked again) */
 int px_vm_insn_rules_read_size(const pxi_insn *in, const uint8_t *resized);
 /* Adds what every RESIZE needs besides the slots (px_resize_need: its tables and Pillow's
- * intermediate) to prog->memory, against lim->max_memory (SPEC V-RESIZE-5): 0, or -1 with
- * RESIZE_MEMORY naming the first instruction that crosses it. Run after px_vm_check_insn. */
-int px_vm_check_resize_memory(pxvm_program *prog, const pxvm_limits *lim, pxvm_error *err);
+ * intermediate, SPEC V-RESIZE-5) and every EMBED (px_embed_need: its packed weights and staged
+ * tokens, V-EMBED-13) to prog->memory, in program order, against lim->max_memory: 0, or -1 with
+ * RESIZE_MEMORY or EMBED_MEMORY naming the first instruction that crosses it. Run after
+ * px_vm_check_insn. */
+int px_vm_check_insn_memory(pxvm_program *prog, const pxvm_limits *lim, pxvm_error *err);
 /* Does px_vm_check_field have a rule for operands of this kind? (0: every value passes) */
 int px_vm_kind_has_rule(enum pxi_kind kind);
 

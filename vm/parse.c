@@ -268,7 +268,7 @@ int pxvm_program_from_image(pxvm_image *image, const pxvm_limits *lim, pxvm_prog
     for (uint32_t i = 0; i < ninsns; i++)
         if (px_vm_check_insn(prog, &prog->insns[i], i, err) < 0)
             goto fail;
-    if (px_vm_check_resize_memory(prog, lim, err) < 0)
+    if (px_vm_check_insn_memory(prog, lim, err) < 0)
         goto fail;
     if (px_vm_build_plan(prog, err) < 0 || px_vm_build_reset(prog, err) < 0 || px_vm_build_geometry(prog, err) < 0 ||
         (prog->insn_box && px_vm_fetch_sole(prog, err) < 0))

@@ -323,7 +323,7 @@ static int px__derive(const pxvm_program *poly, const int *wh, const pxvm_limits
         pxvm_fail(why, PXE_SLOT_MEMORY, -1, -1, (unsigned long long)out->memory, (unsigned long long)lim->max_memory);
         goto invalid;
     }
-    if (px_vm_check_resize_memory(out, lim, why) < 0) /* RESIZE's sizes follow its source's */
+    if (px_vm_check_insn_memory(out, lim, why) < 0) /* RESIZE's sizes follow its source's */
         goto invalid;
     /* the kind rules of the operands that changed, in the loader's order (one whose value is
      * unchanged passed its rule when poly loaded: a kind rule reads only the value, the image's

@@ -424,24 +424,36 @@ int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t inde
     }
 }
 
-int px_vm_check_resize_memory(pxvm_program *prog, const pxvm_limits *lim, pxvm_error *err)
+int px_vm_check_insn_memory(pxvm_program *prog, const pxvm_limits *lim, pxvm_error *err)
 {
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         const pxi_insn *in = &prog->insns[i];
-        if (in->op != PX_OP_RESIZE)
+        const pxvm_slot *s;
+        int cw = 0, ch = 0, rows = 0, filter = 0;
+        int64_t k = 0;
+        uint64_t need;
+        if (in->op == PX_OP_RESIZE) {
+            s = &prog->slots[PX_ARG(in, RESIZE, src)], filter = PX_ARG(in, RESIZE, filter);
+            need = px_resize_need(s->w, s->h, PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), PX_ARG(in, RESIZE, fit),
+                                  filter, &cw, &ch, &rows);
+        } else if (in->op == PX_OP_EMBED) {
+            s = &prog->slots[PX_ARG(in, EMBED, src)];
+            k = (int64_t)PX_ARG(in, EMBED, channels) * s->patch_w * s->patch_h;
+            need = px_embed_need(k, PX_ARG(in, EMBED, d), s->patch_count);
+        } else {
             continue;
-        const pxvm_slot *s = &prog->slots[PX_ARG(in, RESIZE, src)];
-        int cw, ch, rows, filter = PX_ARG(in, RESIZE, filter);
-        uint64_t need = px_resize_need(s->w, s->h, PX_ARG(in, RESIZE, w), PX_ARG(in, RESIZE, h), PX_ARG(in, RESIZE, fit),
-                                       filter, &cw, &ch, &rows);
-        prog->memory += need;
-        if (prog->memory > lim->max_memory) {
-            int x, y;
-            pxvm_stream_xy(prog, in->pc, &x, &y);
+        }
+        prog->memory += need; /* one running total: the slots', then every RESIZE's and EMBED's */
+        if (prog->memory <= lim->max_memory)
+            continue;
+        int x, y;
+        pxvm_stream_xy(prog, in->pc, &x, &y);
+        if (in->op == PX_OP_RESIZE)
             return pxvm_fail(err, PXE_RESIZE_MEMORY, x, y, i, s->w, s->h, cw, ch, px_resize_filter_name(filter),
                              (unsigned long long)need, cw, rows, (unsigned long long)prog->memory,
                              (unsigned long long)lim->max_memory);
-        }
+        return pxvm_fail(err, PXE_EMBED_MEMORY, x, y, i, (long long)k, PX_ARG(in, EMBED, d), s->patch_count,
+                         (unsigned long long)need, (unsigned long long)prog->memory, (unsigned long long)lim->max_memory);
     }
     return 0;
 }

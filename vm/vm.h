@@ -178,7 +178,7 @@ typedef struct pxvm_program {
     pxi_insn *insns;   /* decoded and validated */
     uint32_t nsteps;
     pxvm_step *steps;  /* the launch plan */
-    uint64_t memory;   /* slot bytes, plus what RESIZEs need (px_vm_check_resize_memory): against max_memory */
+    uint64_t memory;   /* slot bytes, plus what RESIZEs and EMBEDs need (px_vm_check_insn_memory): against max_memory */
     uint8_t *reset;    /* [nslots] PXVM_RESET_* bits: what a run must restore before it starts */
     /* [nslots]: where a PYRAMID of the whole slot rewrites its levels >= 1 before any instruction
      * reads them (before the first HALT, after no DOT_RGB, which may trap), the step budget a run

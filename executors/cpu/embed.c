@@ -414,6 +414,35 @@ static int32_t px__le32(const uint8_t *p)
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+/* What this executor holds for one EMBED of K = k, d channels and count tokens, the sizes that
+ * px__embed_pack and px_cpu_run_embed allocate: the pack, weights [lanes][4 kq] with bias,
+ * multiplier, shift (int32) and the multiplier as a double per lane; and a run's token blocks,
+ * `parts` copies (the AVX2 kernel's tokens and their halves: 3) of PX_EMBED_TB tokens of 4 kq
+ * bytes per block. SPEC V-EMBED-13 bounds pack plus blocks (px_embed_need; px_cpu_embed_bytes). */
+static size_t px__pack_bytes(int k, int d)
+{
+    size_t lanes = ((size_t)d + 15u) / 16u * 16u, row = ((size_t)k + 3u) / 4u * 4u;
+    return lanes * (row + 3u * sizeof(int32_t) + sizeof(double));
+}
+
+static size_t px__block_bytes(int k, int parts)
+{
+    return (size_t)parts * PX_EMBED_TB * (((size_t)k + 3u) / 4u * 4u);
+}
+
+static size_t px__blocks_bytes(int k, int count, int parts)
+{
+    return ((size_t)count + PX_EMBED_TB - 1u) / PX_EMBED_TB * px__block_bytes(k, parts);
+}
+
+/* Tests: the most this executor holds at once for one EMBED (its pack and a run's blocks on the
+ * widest path, AVX2's three parts), to compare with SPEC's bound, px_embed_need. */
+uint64_t px_cpu_embed_bytes(int k, int d, int count);
+uint64_t px_cpu_embed_bytes(int k, int d, int count)
+{
+    return (uint64_t)px__pack_bytes(k, d) + (uint64_t)px__blocks_bytes(k, count, 3);
+}
+
 static void px__embed_free(struct px_cpu_embed *e)
 {
     if (e) {
@@ -487,10 +516,8 @@ int px_cpu_embed_load(pxvm_executor *ex, pxvm_error *err)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof *ex->embed);
         if (!(ex->embed[i] = px__embed_pack(prog, in))) { /* the pack: weights, 3 int32 and a double per lane */
             const pxvm_slot *ss = &prog->slots[PX_ARG(in, EMBED, src)];
-            unsigned long long k = (unsigned long long)PX_ARG(in, EMBED, channels) * (unsigned long long)ss->patch_w *
-                                   (unsigned long long)ss->patch_h;
-            unsigned long long lanes = (unsigned long long)(PX_ARG(in, EMBED, d) + 15) / 16u * 16u;
-            return pxvm_fail(err, PXE_NOMEM, -1, -1, lanes * ((k + 3u) / 4u * 4u + 20u));
+            int k = PX_ARG(in, EMBED, channels) * ss->patch_w * ss->patch_h; /* <= 65793: V-EMBED-9 */
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)px__pack_bytes(k, PX_ARG(in, EMBED, d)));
         }
     }
     return 0;
@@ -627,8 +654,8 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     /* K is bounded by V-EMBED-9 (at most 65793), not by a stack's size: the blocks' tokens are
      * allocated here, once per run */
     int blocks = (job.ntok + PX_EMBED_TB - 1) / PX_EMBED_TB;
-    job.block_bytes = (size_t)parts * PX_EMBED_TB * (size_t)job.e->kq * 4u;
-    size_t bytes = (size_t)blocks * job.block_bytes;
+    job.block_bytes = px__block_bytes(job.e->k, parts);
+    size_t bytes = px__blocks_bytes(job.e->k, job.ntok, parts);
     if (!(job.scratch = malloc(bytes)))
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
     /* an input may be borrowed: view[src] holds the caller's bytes */

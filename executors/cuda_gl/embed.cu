@@ -300,6 +300,15 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
     memset(hw, 0, packed);
     px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, host, host + wbytes}, {0, ws->w, ps->w}};
     px_emb_pack(&ctx, g, e->kb, hw, hp);
+    /* The device buffers, within SPEC V-EMBED-13's need per item, px_embed_need = (dp + 3 * c6)
+     * * kb' + 20 * dp with dp = d and kb' = K each rounded up to 128, c6 = count rounded up to 6:
+     * d_w is dpad * kb = dp * kb' (PX_EMB_BN = PX_EMB_BK = 128), d_par 16 * d <= 20 * dp, and
+     * d_tok batch * count * kb <= batch * 3 * c6 * kb'; so their sum <= batch * need, what
+     * prog->memory counts for it and px__gl_load multiplies by the batch (the pack is one per
+     * batch: counted per item, it is over-counted by batch - 1 packs, never under). E.g. d = 768,
+     * K = 588, 196 tokens: 768 * 640 + 12288 + 196 * 640 = 629248 <= (768 + 594) * 640 + 15360
+     * = 887040. The host copies of the weights' and params' pixels (packed_from, and host above
+     * while packing) are the two data slots' bytes again, not counted. */
     size_t staged = (size_t)e->rows * (size_t)e->kb;
     cudaError_t ce = cudaMalloc(&e->d_tok, staged);
     if (ce == cudaSuccess)

@@ -158,5 +158,5 @@ def test_budget_edge_need_accepted_one_byte_less_refused(tmp_path):
     r = tool("pxrun", prog, "--max-memory", total - 1, *args)
     assert r.returncode == INVALID, (r.returncode, r.stderr)
     assert ("80x60 -> 160x160 bicubic needs 47360 bytes (its tables and a 160x60 intermediate); with the slots and "
-            "the RESIZEs before it that is %d bytes; the limit is %d" % (total, total - 1)) in r.stderr, r.stderr
+            "the RESIZEs and EMBEDs before it that is %d bytes; the limit is %d" % (total, total - 1)) in r.stderr, r.stderr
     assert not (tmp_path / "o.png").exists()

@@ -11,6 +11,7 @@
 
 #include "../../executors/registry.h"
 #include "../../isa/px_sem.h"
+#include "../../vm/resize.h"
 #include "test.h"
 
 /* executors/cpu/embed.c: force a dot-product path (1 portable, 2 AVX2, 3 AVX-512 VNNI, 0 auto) */
@@ -835,9 +836,10 @@ static void px__stream_xy(const pxvm_image *img, uint32_t i, int *x, int *y)
 
 /* Rule `rule` (V-EMBED-rule): the last case accepted (refuse 0) or the first refused (1), as a
  * program image, with the pixel and a fragment of the refusal's message. The base: 3 channels of
- * 4x4 patches (K = 48), 4 tokens, d = 8, int8 out. */
-void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
-void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n)
+ * 4x4 patches (K = 48), 4 tokens, d = 8, int8 out. `before`: 1 puts a RESIZE of 'img' (8x8) into
+ * an output 'r' (16x16, bicubic) before the EMBED, 2 one of an any-size input 'any' (8x6). */
+static void px__embed_case(int rule, int refuse, int variant, int before, pxvm_image *prog, int *x, int *y, char *msg,
+                           size_t n)
 {
     int c = 3, p = 4, count = 4, d = 8, mode = 1, out_zero = 0, patches = 1, same = 0, w_role = PXI_ROLE_DATA;
     int wt_extra = 0, wh_extra = 0, pw_extra = 0, rows = 3, dst_extra = 0, pixel = 0, param_row = -1, param_ch = 3;
@@ -913,6 +915,16 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
     int src = pxvm_build_slot(&b, PXI_ROLE_INPUT, "img", 2 * p, 2 * p);
     if (patches)
         pxvm_build_patches(&b, src, p, p, count);
+    int32_t r[PXI_MAX_FIELDS] = {0}; /* the RESIZE before the EMBED (slots come first) */
+    if (before) {
+        int from = src;
+        if (before == 2) {
+            from = pxvm_build_slot(&b, PXI_ROLE_INPUT, "any", 8, 6);
+            pxvm_build_any_size(&b, from, 0, 0, 0);
+        }
+        r[PX_FI(RESIZE, src)] = from, r[PX_FI(RESIZE, dst)] = pxvm_build_slot(&b, PXI_ROLE_OUTPUT, "r", 16, 16);
+        r[PX_FI(RESIZE, filter)] = PX_RESIZE_BICUBIC, r[PX_FI(RESIZE, w)] = 16, r[PX_FI(RESIZE, h)] = 16;
+    }
     pxvm_image wi, pi;
     pxvm_image_alloc(&wi, wt + wt_extra, d + wh_extra, NULL);
     pxvm_image_alloc(&pi, d + pw_extra, rows, NULL);
@@ -934,6 +946,10 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
     f[PX_FI(EMBED, src)] = src, f[PX_FI(EMBED, dst)] = same ? src : dst, f[PX_FI(EMBED, mode)] = mode;
     f[PX_FI(EMBED, weights)] = wk, f[PX_FI(EMBED, params)] = pk, f[PX_FI(EMBED, channels)] = c;
     f[PX_FI(EMBED, d)] = d, f[PX_FI(EMBED, out_zero)] = out_zero;
+    if (before) {
+        pxvm_build_insn(&b, PX_OP_RESIZE, r);
+        pixel += pxi_op(PX_OP_RESIZE)->pixels; /* the EMBED's pixel in the code */
+    }
     pxvm_build_insn(&b, PX_OP_EMBED, f);
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
     pxvm_image_free(&wi);
@@ -952,4 +968,113 @@ void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int
         px__stream_xy(prog, 2, &hx, &hy);
         px__stream_xy(prog, px_px(prog, hx, hy) + (uint32_t)pixel, x, y);
     }
+}
+
+void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n);
+void px_embed_rule_case(int rule, int refuse, int variant, pxvm_image *prog, int *x, int *y, char *msg, size_t n)
+{
+    px__embed_case(rule, refuse, variant, 0, prog, x, y, msg, n);
+}
+
+/* The slots' bytes of prog loaded with the default limits, and its whole memory (theirs and what
+ * the RESIZEs and EMBEDs need). */
+static void px__embed_memory(const pxvm_image *prog, uint64_t *slots, uint64_t *total)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program p;
+    pxvm_error err;
+    *slots = *total = 0;
+    if (pxvm_program_from_copy(prog, &lim, &p, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "load: %s", err.msg);
+        return;
+    }
+    for (int k = 0; k < p.nslots; k++)
+        *slots += p.slots[k].bytes;
+    *total = p.memory;
+    pxvm_program_free(&p);
+}
+
+/* The edge pair of [V-EMBED-13] for test_rules.c: the base program of px_embed_rule_case (K = 48,
+ * d = 8, 4 tokens; variant 1 with a RESIZE 8x8 -> 16x16 bicubic before it, in the same total),
+ * *lim's max_memory what it needs (accepted) or one byte less (refused, naming the EMBED). What
+ * the EMBED needs, by hand: kb = 128, dp = 128, c6 = 6: (128 + 3 * 6) * 128 + 20 * 128 = 21248;
+ * the RESIZE: tables 4 * (16 * (2 + 5) + 16 * (2 + 5)) = 896, intermediate 4 * 16 * 8 = 512. */
+void px_embed_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n);
+void px_embed_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n)
+{
+    px__embed_case(0, 0, 0, variant, prog, x, y, msg, n);
+    uint64_t slots, total, resize = variant ? 896 + 512 : 0;
+    int cw, ch, rows;
+    CHECK_EQ(px_embed_need(48, 8, 4), 21248);
+    CHECK_EQ(px_resize_need(8, 8, 16, 16, 0, PX_RESIZE_BICUBIC, &cw, &ch, &rows), 896 + 512);
+    px__embed_memory(prog, &slots, &total);
+    CHECK_EQ(total, slots + resize + 21248);
+    pxvm_limits_default(lim);
+    lim->max_memory = total - (uint64_t)refuse;
+    snprintf(msg, n, "instruction %d (EMBED): K = 48 into d = 8 for 4 tokens needs 21248 bytes (its packed weights and "
+             "parameters, its staged tokens); with the slots and the RESIZEs and EMBEDs before it that is %llu bytes; "
+             "the limit is %llu", variant, (unsigned long long)total, (unsigned long long)total - 1u);
+}
+
+/* An EMBED's need is counted again in every resolution of an any-size input (U-BIND-6), in the
+ * one total with the RESIZE of that input before it: the resolution's total is accepted as the
+ * limit, one byte less is refused naming the EMBED (the instruction that crosses it). */
+TEST(embed_memory_counted_in_a_resolution)
+{
+    pxvm_image img;
+    int x, y;
+    char msg[400];
+    px__embed_case(0, 0, 0, 2, &img, &x, &y, msg, sizeof msg);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program poly, res;
+    pxvm_error err;
+    CHECK_EQ(pxvm_program_from_copy(&img, &lim, &poly, &err), 0);
+    int wh[2 * (PXVM_MAX_SLOTS + 1)] = {0};
+    wh[2 * 2] = 2, wh[2 * 2 + 1] = 7; /* 'any' (slot 2) at 2x7 */
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), 0);
+    uint64_t slots = 0, total = res.memory;
+    for (int k = 0; k < res.nslots; k++)
+        slots += res.slots[k].bytes;
+    pxvm_program_free(&res);
+    /* 2x7 -> 16x16: tables 896, intermediate 4 * 16 * 7 = 448; the EMBED 21248 */
+    CHECK_EQ(total, slots + 896 + 448 + 21248);
+    lim.max_memory = total;
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), 0);
+    pxvm_program_free(&res);
+    lim.max_memory = total - 1;
+    CHECK_EQ(pxvm_program_resolve(&poly, wh, &lim, &res, &err), -1);
+    CHECK_EQ(err.cls, PXVM_UNLINKABLE);
+    CHECK(strstr(err.msg, "instruction 1 (EMBED): K = 48 into d = 8 for 4 tokens needs 21248 bytes") != NULL);
+    pxvm_program_free(&poly);
+    pxvm_image_free(&img);
+}
+
+/* executors/cpu/embed.c: the most the CPU holds for one EMBED (its pack and a run's blocks) */
+uint64_t px_cpu_embed_bytes(int k, int d, int count);
+
+/* SPEC V-EMBED-13's need bounds what both executors hold for an EMBED: the CPU's pack and token
+ * blocks (px_cpu_embed_bytes, the sizes it allocates), and the CUDA-GL executor's device buffers
+ * for one item (embed.cu px_gpu_embed_make: dpad x kb weights, 4 int32 per channel, count rows of
+ * kb staged), over K, d and counts on and off every rounding step; the CPU reaches the bound when
+ * K and d are multiples of 128 and the count of 6. */
+TEST(embed_memory_need_bounds_both_executors)
+{
+    static const int ks[] = {1, 3, 4, 5, 48, 127, 128, 129, 588, 768, 3 * 16 * 16 + 1, 65793};
+    static const int ds[] = {1, 15, 16, 17, 127, 128, 129, 768, 1024, 1153, 65535};
+    static const int counts[] = {1, 5, 6, 7, 196, 577, 4096, 65535};
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (size_t b = 0; b < sizeof ds / sizeof ds[0]; b++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                int k = ks[a], d = ds[b], count = counts[c];
+                uint64_t need = px_embed_need(k, d, count), cpu = px_cpu_embed_bytes(k, d, count);
+                uint64_t kb = (uint64_t)PX_EMB_KB(k), dpad = ((uint64_t)d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN;
+                uint64_t gpu = dpad * kb + 4u * (uint64_t)d * sizeof(int32_t) + (uint64_t)count * kb;
+                if (cpu > need || gpu > need)
+                    px_test_fail(__FILE__, __LINE__, "K = %d, d = %d, %d tokens: need %llu, the CPU holds %llu, CUDA %llu",
+                                 k, d, count, (unsigned long long)need, (unsigned long long)cpu, (unsigned long long)gpu);
+            }
+    CHECK_EQ(px_cpu_embed_bytes(768, 1024, 198), px_embed_need(768, 1024, 198));
+    CHECK_EQ(px_embed_need(768, 1024, 198), (1024 + 3 * 198) * 768 + 20 * 1024);
 }

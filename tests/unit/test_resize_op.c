@@ -244,7 +244,7 @@ void px_resize_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limit
     CHECK_EQ(total, slots + resize);
     lim->max_memory = total - (uint64_t)refuse;
     snprintf(msg, n, "instruction 0 (RESIZE): %dx6 -> 16x16 bicubic needs %llu bytes (its tables and a 16x%d intermediate); "
-             "with the slots and the RESIZEs before it that is %llu bytes; the limit is %llu", sw,
+             "with the slots and the RESIZEs and EMBEDs before it that is %llu bytes; the limit is %llu", sw,
              (unsigned long long)resize, rows, (unsigned long long)total, (unsigned long long)total - 1u);
 }
 
@@ -290,7 +290,7 @@ TEST(resize_memory_follows_an_any_size_source)
     CHECK_EQ(err.cls, PXVM_UNLINKABLE);
     char want[200];
     snprintf(want, sizeof want, "instruction 0 (RESIZE): 2x7 -> 16x16 bicubic needs 1344 bytes (its tables and a 16x7 "
-             "intermediate); with the slots and the RESIZEs before it that is %llu bytes; the limit is %llu",
+             "intermediate); with the slots and the RESIZEs and EMBEDs before it that is %llu bytes; the limit is %llu",
              (unsigned long long)total, (unsigned long long)total - 1u);
     CHECK_STR(err.msg, want);
     pxvm_program_free(&poly);

@@ -1732,6 +1732,11 @@ PX__EMBED_RULE(9)
 PX__EMBED_RULE(10)
 PX__EMBED_RULE(11)
 PX__EMBED_RULE(12)
+void px_embed_memory_case(int refuse, int variant, pxvm_image *prog, pxvm_limits *lim, int *x, int *y, char *msg, size_t n);
+static void r_embed_13(int refuse, int variant, px_rcase *c)
+{
+    px_embed_memory_case(refuse, variant, &c->prog, &c->lim, &c->x, &c->y, c->msg, sizeof c->msg);
+}
 
 static const px_rule px_rules[] = {
     {"M-FILE-1", PXE_PNG_SIGNATURE, r_png_signature, 2, NULL, NULL},
@@ -1834,6 +1839,7 @@ static const px_rule px_rules[] = {
     {"V-EMBED-10", PXE_EMBED_MULTIPLIER, r_embed_10, 1, NULL, NULL},
     {"V-EMBED-11", PXE_EMBED_SHIFT, r_embed_11, 2, NULL, NULL},
     {"V-EMBED-12", PXE_EMBED_SHIFT_BOUND, r_embed_12, 1, NULL, NULL},
+    {"V-EMBED-13", PXE_EMBED_MEMORY, r_embed_13, 2, NULL, NULL},
 };
 #define PX_NRULES (sizeof px_rules / sizeof px_rules[0])
 

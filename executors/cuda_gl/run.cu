@@ -656,6 +656,7 @@ extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart, px__gl_read_tokens,
         px__gl_retarget, px__gl_ragged, px__gl_scratch,
     1, /* device_views */
+    NULL, /* fuse_embed */
 };
 
 void px__gl_close(pxvm_executor *ex)

@@ -124,6 +124,10 @@ void px__gl_unload(pxvm_executor *ex)
     free(ex->embed);
     ex->embed = NULL;
     ex->embed_n = 0;
+    free(ex->fused);
+    free(ex->h_fuse);
+    cudaFree(ex->d_fuse);
+    ex->fused = NULL, ex->h_fuse = NULL, ex->d_fuse = NULL, ex->fuse_dp4a = 0;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
@@ -392,6 +396,12 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
+    /* the fetch kernel's fuse table: every slot written as itself until pxvm_runner_fuse_embed */
+    ex->h_fuse = (px_emb_fuse *)calloc((size_t)n, sizeof(px_emb_fuse));
+    if (!ex->h_fuse)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n * sizeof(px_emb_fuse));
+    PX__CK(cudaMalloc(&ex->d_fuse, sizeof(px_emb_fuse) * (size_t)n));
+    PX__CK(cudaMemsetAsync(ex->d_fuse, 0, sizeof(px_emb_fuse) * (size_t)n, ex->stream));
     {
         size_t fix_bytes = sizeof(int32_t) * PX_FIX_REGS * 2u * (size_t)batch;
         size_t ngeom = (size_t)prog->ngeom * (size_t)batch;

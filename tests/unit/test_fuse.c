@@ -3,11 +3,23 @@
  * with its class, error and the instruction or slot its message names) on every executor present,
  * the SPEC's IDs against those pairs, and EMBED's bytes fused against unfused (a batch of two, an
  * any-size input switched between sizes and back), on every executor present: on the cuda one the
- * fetches then write the tokens into EMBED's staged rows (the GPU check runs this file there). */
+ * fetches then write the tokens into EMBED's staged rows (the GPU check runs this file there);
+ * and the cuda executor's fused write (embed_fuse.h) against its staging kernel's, on the host. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../isa/px_sem.h"
 #include "test.h"
+
+/* the CUDA executor's staging and fused writes, run on the host (their CPU twins) */
+typedef struct {
+    const pxvm_image *atlas;
+} px_fuse_twin;
+#define PX_EMB_CTX const px_fuse_twin *
+#define PX_EMB_TEXEL(ctx, which, x, y) ((void)(which), px_px((ctx)->atlas, (x), (y)))
+#define PX_EMB_STORE(ctx, x, y, v) ((void)(ctx), (void)(x), (void)(y), (void)(v))
+#include "../../executors/cuda_gl/embed_fuse.h"
+#include "../../executors/cuda_gl/embed_tile.h"
 
 static const char *const px__fexecs[] = {"cpu", "cuda"};
 enum { PX_FNEXEC = 2 };
@@ -441,4 +453,48 @@ TEST(fuse_embed_bytes_equal_unfused_in_batches_and_across_sizes)
             pxvm_runner_close(fused);
             pxvm_prog_free(prog);
         }
+}
+
+/* ---- the cuda executor's fused write, on the host ---------------------------------------------- */
+
+/* Every texel of two items' atlases handed to px_emb_fused_store (what the fetch kernel does for
+ * a fused atlas, texel by texel, in any order) gives the rows px_emb_stage_bytes stages from the
+ * atlases (the staging kernel's), byte for byte, padding included: random shapes, channels 1, 3,
+ * 4, patches whose area is no multiple of 4, a last row of tokens part full, and texels right of
+ * and below every token (dropped). */
+TEST(fuse_fused_store_stages_the_rows_the_staging_kernel_does)
+{
+    uint64_t s = 43;
+    int bad = 0, cases = 0;
+    for (int n = 0; n < 300; n++) {
+        static const int chans[] = {1, 3, 4};
+        int c = chans[px_rand(&s) % 3], pw = 1 + (int)(px_rand(&s) % 9), ph = 1 + (int)(px_rand(&s) % 9);
+        int cols = 1 + (int)(px_rand(&s) % 5), prow = 1 + (int)(px_rand(&s) % 5);
+        int ntok = cols * prow - (int)(px_rand(&s) % (uint64_t)cols), k = c * pw * ph, kb = PX_EMB_KB(k);
+        int w = cols * pw + (int)(px_rand(&s) % 3), h = prow * ph + (int)(px_rand(&s) % 3);
+        px_emb_geom g = {c, pw, ph, cols, ntok, k, (k + 3) / 4, 1, 0, 0, 0};
+        size_t bytes = (size_t)2 * (size_t)ntok * (size_t)kb;
+        uint8_t *staged = calloc(bytes, 1), *fused = calloc(bytes, 1);
+        px_emb_fuse f = {fused, kb, c, pw, ph, cols, ntok};
+        for (int item = 0; item < 2; item++) {
+            pxvm_image atlas = px_random_image(w, h, &s);
+            px_fuse_twin tw = {&atlas};
+            for (int t = 0; t < ntok; t++)
+                for (int p = 0; p < pw * ph; p += 4)
+                    px_emb_stage_bytes(&tw, &g, t, p, pw * ph - p < 4 ? pw * ph - p : 4,
+                                       staged + ((size_t)item * (size_t)ntok + (size_t)t) * (size_t)kb);
+            for (int y = h - 1; y >= 0; y--) /* any order: each byte has one texel */
+                for (int x = 0; x < w; x++)
+                    px_emb_fused_store(&f, item, x, y, px_px(&atlas, x, y));
+            pxvm_image_free(&atlas);
+        }
+        if (memcmp(staged, fused, bytes) && bad++ < 3)
+            px_test_fail(__FILE__, __LINE__, "C %d, %dx%d patches, %d cols, %d tokens, atlas %dx%d: fused rows differ", c,
+                         pw, ph, cols, ntok, w, h);
+        cases++;
+        free(staged);
+        free(fused);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(cases, 300);
 }

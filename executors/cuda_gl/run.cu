@@ -657,6 +657,7 @@ static int px__gl_fuse_embed(pxvm_executor *ex, const uint8_t *fused, pxvm_error
 {
     if (px__need_program(ex, "fuse_embed", err) < 0)
         return -1;
+    PX__CK(cudaSetDevice(ex->device));
     px__make_current(ex);
     if (px_gpu_embed_fuse(ex, fused, err) < 0)
         return -1;

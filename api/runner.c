@@ -200,6 +200,7 @@ static int px__run(pxvm_runner *run)
             }
         }
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
+    memcpy(run->ran_fused, run->fused_slot, sizeof run->ran_fused); /* what this run leaves unwritten */
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }
 
@@ -267,7 +268,7 @@ int pxvm_runner_sync(pxvm_runner *run)
 int px__fused_read(const pxvm_runner *run, int slot, int level, const char *call, pxvm_error *err)
 {
     char lb[16];
-    if (!run->fused || level != 0 || slot < 0 || slot >= run->cur->nslots || !run->fused_slot[slot])
+    if (level != 0 || slot < 0 || slot >= run->cur->nslots || !(run->fused_slot[slot] || run->ran_fused[slot]))
         return 0;
     return pxvm_fail(err, PXE_FUSED_READ, -1, -1, call, (unsigned)slot, pxvm_slot_label(run->cur, slot, lb));
 }

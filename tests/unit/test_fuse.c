@@ -160,8 +160,8 @@ typedef struct {
     int read;         /* A-FUSE-7: after a run with fusion on: 1 read level `level`, 2 read_patches,
                        * 3 read_tokens, 4 exec with the atlas's patches (or emb's level 0) out */
     int level;
-    int read_other;   /* ... of emb (accepted side), or fusion off before the read */
-    int fuse_off;
+    int read_other;   /* ... of emb (accepted side) */
+    int fuse_off;     /* fusion off before the read: 1 without a run since (still unkept), 2 after one */
     int want_rc;
     char msg[200];
 } px_fcase;
@@ -217,14 +217,16 @@ static void px__f6(int refuse, int variant, px_fcase *c)
 static void px__f7(int refuse, int variant, px_fcase *c)
 {
     static const char *const calls[] = {"pxvm_runner_read", "pxvm_runner_read_patches", "pxvm_runner_read_tokens",
-                                        "pxvm_runner_read_patches"};
-    c->read = variant + 1;
+                                        "pxvm_runner_read_patches", "pxvm_runner_read"};
+    c->read = variant == 4 ? 1 : variant + 1;
     if (variant == 0)
         c->level = refuse ? 0 : 1; /* level 0 refused, level 1 (zeros: nothing builds it) read */
     else if (variant == 3)
         c->read_other = !refuse; /* exec: emb's level 0 read, the atlas's patches refused */
+    else if (variant == 4)
+        c->fuse_off = refuse ? 1 : 2; /* off: the last run's atlas is unkept until a run without fusion */
     else
-        c->fuse_off = !refuse; /* fusion turned off again: the atlas reads as always */
+        c->fuse_off = refuse ? 0 : 2; /* fusion off and a run since: the atlas reads as always */
     snprintf(c->msg, sizeof c->msg, "%s: slot 2 ('atlas') is the atlas of a fused EMBED", calls[variant]);
 }
 
@@ -242,7 +244,7 @@ typedef struct {
 
 static const px_frule px_frules[] = {
     {"A-FUSE-1", px__f1, 1}, {"A-FUSE-2", px__f2, 1}, {"A-FUSE-3", px__f3, 1}, {"A-FUSE-4", px__f4, 2},
-    {"A-FUSE-5", px__f5, 1}, {"A-FUSE-6", px__f6, 3}, {"A-FUSE-7", px__f7, 4}, {"A-FUSE-8", px__f8, 2},
+    {"A-FUSE-5", px__f5, 1}, {"A-FUSE-6", px__f6, 3}, {"A-FUSE-7", px__f7, 5}, {"A-FUSE-8", px__f8, 2},
 };
 #define PX_NFRULES (sizeof px_frules / sizeof px_frules[0])
 
@@ -279,7 +281,8 @@ static int px__frun(const char *exec, const px_fcase *c, int *skipped)
         if (px__fbind(run, 32, 32, 3) || pxvm_runner_run(run)) {
             px_test_fail(__FILE__, __LINE__, "%s: run: %s", exec, pxvm_errmsg());
             rc = -1;
-        } else if (c->fuse_off && pxvm_runner_fuse_embed(run, 0)) {
+        } else if (c->fuse_off && (pxvm_runner_fuse_embed(run, 0) || (c->fuse_off == 2 && pxvm_runner_run(run)))) {
+            px_test_fail(__FILE__, __LINE__, "%s: fusion off: %s", exec, pxvm_errmsg());
             rc = -1;
         } else {
             uint8_t buf[16 * 8 * 4 * 4];

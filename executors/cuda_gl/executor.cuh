@@ -46,6 +46,7 @@ typedef struct px_gpu_embed px_gpu_embed;
 struct px_gpu_rect { /* a level to clear at the start of a run */
     cudaSurfaceObject_t surf;
     int w, h;
+    int slot, level; /* what it is: a run's reset leaves level 0 of a fused EMBED's atlas (px__launch_reset) */
 };
 
 /* ---- the executor --------------------------------------------------------------------------- */
@@ -198,6 +199,9 @@ void px__gl_unload(pxvm_executor *ex);
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+/* ... the per-run reset (ex->d_clear), but level 0 of the atlases the fetches do not write now
+ * (ex->d_fuse, read when the kernel runs: a fused EMBED's atlas is never read, so never cleared) */
+int px__launch_reset(pxvm_executor *ex, pxvm_error *err);
 /* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'
  * buffers (those missing), the fetch records and each step's y blocks (allocated here), the
  * per-run reset records of the slots' current surfaces (allocated here, NULL when none). */

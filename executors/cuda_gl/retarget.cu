@@ -330,7 +330,7 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
         /* zeroed as load zeroes every level; the records live until the clear has run */
         int max_px = 0;
         for (int l = 0; l < s->levels; l++) {
-            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l];
+            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l], rects[l].slot = slot, rects[l].level = l;
             max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
         }
         px_gpu_rect *d = NULL;

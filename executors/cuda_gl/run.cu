@@ -201,7 +201,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, 0, 0), 0, 0, ex->d_prog, pitch, pitch, (size_t)s->h,
                                             cudaMemcpyDeviceToDevice, ex->stream));
     }
-    if (px__launch_clear(ex, ex->d_clear, ex->nclear, ex->max_clear_px, err) < 0 || px_gpu_embed_fused_clear(ex, err) < 0)
+    if (px__launch_reset(ex, err) < 0 || px_gpu_embed_fused_clear(ex, err) < 0)
         return -1;
     /* masks whose row bitmaps hold their current level 0 (cleared when the slot is written) */
     uint8_t fresh[PXVM_MAX_SLOTS + 1];

@@ -49,6 +49,12 @@ struct pxvm_runner {
     double *fix_n;       /* [batch][8][2] the normalized values given (PX_FIX_NORMALIZED) */
     uint64_t clock;
     px_resolved cache[PXVM_RESOLVE_CACHE];
+    /* pxvm_runner_fuse_embed: [ninsns] the EMBEDs fused (NULL: off), and their atlases, whose
+     * level 0 no read may see (the cuda executor does not write it) */
+    uint8_t *fused;
+    uint8_t fused_slot[PXVM_MAX_SLOTS + 1];
+    /* ... and those the last run ran fused: unkept until the next run (cuda has not written them) */
+    uint8_t ran_fused[PXVM_MAX_SLOTS + 1];
 };
 
 /* errors.c */
@@ -70,7 +76,9 @@ PXVM_HOT int px__check_view_any_size(const pxvm_runner *run, int slot, int first
 int px__size_allowed(const pxvm_runner *run, int slot, int first_item, int items, int w, int h, pxvm_error *err);
 PXVM_HOT int px__switch_size(pxvm_runner *run, int slot, int first_item, int items, int w, int h, pxvm_error *err);
 
-/* runner.c */
+/* runner.c; px__fused_read: -1 with FUSED_READ naming `call` and the slot when a read of its
+ * level `level` would see a fused atlas (pxvm_runner_fuse_embed); else 0 */
+int px__fused_read(const pxvm_runner *run, int slot, int level, const char *call, pxvm_error *err);
 PXVM_HOT int px__bind(pxvm_runner *run, int slot, int first_item, const pxvm_view *view, int borrow);
 
 #endif

@@ -81,6 +81,7 @@ void pxvm_runner_close(pxvm_runner *run)
     free(run->fix_kind);
     free(run->fix_q);
     free(run->fix_n);
+    free(run->fused);
     free(run);
 }
 
@@ -199,6 +200,7 @@ static int px__run(pxvm_runner *run)
             }
         }
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
+    memcpy(run->ran_fused, run->fused_slot, sizeof run->ran_fused); /* what this run leaves unwritten */
     return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
 }
 
@@ -228,6 +230,8 @@ int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, cons
     char lb[16];
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_read");
+    if (px__fused_read(run, slot, level, "pxvm_runner_read", &err) < 0)
+        return px__fail(&err);
     /* an input's level 0 is the image bound, or nothing: never what a borrow or a size change left */
     if (level == 0 && slot >= 0 && slot < run->cur->nslots && run->cur->slots[slot].role == PXI_ROLE_INPUT && dst &&
         first_item >= 0 && dst->items >= 1 && first_item <= run->batch - dst->items)
@@ -244,6 +248,8 @@ int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const p
     pxvm_error err;
     if (!run || run->lost)
         return px__unusable(run, "pxvm_runner_read_patches");
+    if (px__fused_read(run, slot, 0, "pxvm_runner_read_patches", &err) < 0)
+        return px__fail(&err);
     return run->ops->read(run->ex, slot, 0, first_item, dst, 1, &err) < 0 ? px__fail(&err) : 0;
 }
 
@@ -255,6 +261,49 @@ int pxvm_runner_sync(pxvm_runner *run)
     if (!run->ops->sync)
         return 0;
     return run->ops->sync(run->ex, &err) < 0 ? px__fail(&err) : 0;
+}
+
+/* ---- fused EMBED ------------------------------------------------------------------------------ */
+
+int px__fused_read(const pxvm_runner *run, int slot, int level, const char *call, pxvm_error *err)
+{
+    char lb[16];
+    if (level != 0 || slot < 0 || slot >= run->cur->nslots || !(run->fused_slot[slot] || run->ran_fused[slot]))
+        return 0;
+    return pxvm_fail(err, PXE_FUSED_READ, -1, -1, call, (unsigned)slot, pxvm_slot_label(run->cur, slot, lb));
+}
+
+int pxvm_runner_fuse_embed(pxvm_runner *run, int on)
+{
+    pxvm_error err;
+    if (!run || run->lost)
+        return px__unusable(run, "pxvm_runner_fuse_embed");
+    if (on != 0 && on != 1)
+        return px__refuse(PXE_RUNNER_FUSE_ON, on);
+    uint8_t *fused = NULL;
+    if (on) {
+        /* the rule reads slot roles and operands that no resolution changes: the program in use decides */
+        fused = calloc(run->cur->ninsns ? run->cur->ninsns : 1, 1);
+        if (!fused) {
+            pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)run->cur->ninsns);
+            return px__fail(&err);
+        }
+        if (pxvm_embed_fusion(run->cur, fused, &err) < 0) {
+            free(fused);
+            return px__fail(&err);
+        }
+    }
+    if (run->ops->fuse_embed && run->ops->fuse_embed(run->ex, fused, &err) < 0) {
+        free(fused);
+        return px__fail(&err);
+    }
+    free(run->fused);
+    run->fused = fused;
+    memset(run->fused_slot, 0, sizeof run->fused_slot);
+    for (uint32_t i = 0; fused && i < run->cur->ninsns; i++)
+        if (fused[i])
+            run->fused_slot[PX_ARG(&run->cur->insns[i], EMBED, src)] = 1;
+    return 0;
 }
 
 /* pxvm_runner_exec's binds of one any-size slot are taken together: when they give every item of

@@ -102,6 +102,12 @@ PXVM_HOT static int px__refix(pxvm_runner *run, int all, pxvm_error *err)
     return 0;
 }
 
+/* The fusion set (pxvm_runner_fuse_embed) given again to an executor that loaded the program anew. */
+static int px__fuse_again(pxvm_runner *run, pxvm_error *err)
+{
+    return run->fused && run->ops->fuse_embed ? run->ops->fuse_embed(run->ex, run->fused, err) : 0;
+}
+
 /* After a failed retarget the executor may hold anything from the old program to part of the next
  * one to none (the CUDA-GL executor unloads on a failure halfway): the runner loads its current
  * program again, so that it runs what it believes, with no input bound and the fixations the host
@@ -117,7 +123,8 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
                 run->fix_kind[(size_t)b * PX_FIX_REGS + (size_t)r] = PX_FIX_NONE;
                 run->fix_set[b] = (uint8_t)(run->fix_set[b] & ~(1u << r));
             }
-    if (run->ops->load(run->ex, run->cur, run->batch, &again) < 0 || px__refix(run, 1, &again) < 0) {
+    if (run->ops->load(run->ex, run->cur, run->batch, &again) < 0 || px__refix(run, 1, &again) < 0 ||
+        px__fuse_again(run, &again) < 0) {
         run->lost = 1;
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, "; loading the program again failed too (%s): the runner is lost",

@@ -29,6 +29,8 @@ int pxvm_runner_read_tokens(pxvm_runner *run, int slot, int first_item, int item
         return px__refuse(PXE_NULL_ARGUMENT, "pxvm_runner_read_tokens");
     if (!run->ops->read_tokens)
         return px__refuse(PXE_EXECUTOR_NO_TOKENS);
+    if (px__fused_read(run, slot, 0, "pxvm_runner_read_tokens", &err) < 0)
+        return px__fail(&err);
     pxvm_token_table *t = malloc(sizeof *t); /* 4 KiB of values: not on the caller's stack */
     if (!t) {
         pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *t);

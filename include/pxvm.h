@@ -344,6 +344,21 @@ int pxvm_runner_read(pxvm_runner *run, int slot, int level, int first_item, cons
  * atlas order: left to right, top to bottom), item_stride >= the size of that. */
 int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const pxvm_view *dst);
 
+/* Fused EMBED, an option (off by default; docs/embed.md). on = 1: every EMBED whose atlas only
+ * feeds it (isa/SPEC.md, "Fused EMBED": a scratch atlas, not persistent, written only by SAMPLE,
+ * ANISO and GATHER without a tile mask before the EMBED, read by nothing else) takes its tokens
+ * from the sampler: on the cuda executor the fetches write each token's bytes straight into the
+ * EMBED's staged rows, and the atlas is neither written nor staged again. EMBED's bytes are those
+ * of an unfused run, on either executor. While it is on, and after a run made with it until the
+ * next run, a read of such an atlas's level 0 (pxvm_runner_read, _read_patches, _read_tokens,
+ * and pxvm_runner_exec's outputs) is PXVM_USAGE naming the slot, on both executors (the cpu one
+ * still writes it; the runner refuses the same reads); its token geometry and levels >= 1 stay
+ * readable. PXVM_USAGE naming the first EMBED
+ * and the rule its atlas breaks when no EMBED qualifies (the option stays as it was), or for on
+ * other than 0 or 1. on = 0 turns it off (always accepted). It lasts until changed or close,
+ * across changes of size of an any-size input. */
+int pxvm_runner_fuse_embed(pxvm_runner *run, int on);
+
 /* Waits until the runner's enqueued work is done (CUDA: the stream it is on, the caller's when
  * set, never the device), and reports a trap of an asynchronous run. Returns at once on the CPU. */
 int pxvm_runner_sync(pxvm_runner *run);

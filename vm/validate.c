@@ -412,6 +412,58 @@ static int px_vm_check_embed(const pxvm_program *prog, const pxi_insn *in, uint3
     return 0;
 }
 
+/* A fused EMBED (SPEC A-FUSE-2..6): its atlas is a scratch slot, not persistent, written only by
+ * SAMPLE, ANISO and GATHER before it, and read by it alone; so the atlas's level 0 is seen by
+ * nothing but that EMBED, and the sampler may hand it the tokens directly. (A fetch with a tile
+ * mask writes a persistent slot only, V-FETCH-2: the atlas is never an incremental one's.) */
+int pxvm_embed_fusable(const pxvm_program *prog, uint32_t index, pxvm_error *err)
+{
+    const pxi_insn *e = &prog->insns[index];
+    int src = PX_ARG(e, EMBED, src);
+    const pxvm_slot *s = &prog->slots[src];
+    char la[16];
+    pxvm_slot_label(prog, src, la);
+    if (s->role != PXI_ROLE_SCRATCH)
+        return pxvm_fail(err, PXE_FUSE_ATLAS_ROLE, PX__INSN_AT(prog, e, index, 0), la, pxi_role_name(s->role));
+    if (s->flags & PXI_SLOT_PERSIST)
+        return pxvm_fail(err, PXE_FUSE_ATLAS_PERSISTENT, PX__INSN_AT(prog, e, index, 0), la);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        uint8_t reads[PXVM_MAX_SLOTS + 1] = {0}, writes[PXVM_MAX_SLOTS + 1] = {0};
+        pxvm_insn_reads(in, reads);
+        pxvm_insn_writes(in, writes);
+        const char *op = pxi_op(in->op)->name;
+        if (writes[src] && !px_vm_is_fetch(in))
+            return pxvm_fail(err, PXE_FUSE_WRITER, PX__INSN_AT(prog, e, index, 0), la, i, op);
+        if (writes[src] && i > index)
+            return pxvm_fail(err, PXE_FUSE_WRITER_AFTER, PX__INSN_AT(prog, e, index, 0), la, i, op);
+        if (reads[src] && i != index)
+            return pxvm_fail(err, PXE_FUSE_READER, PX__INSN_AT(prog, e, index, 0), la, i, op);
+    }
+    return 0;
+}
+
+int pxvm_embed_fusion(const pxvm_program *prog, uint8_t *fused, pxvm_error *err)
+{
+    int n = 0, first = -1;
+    pxvm_error why;
+    memset(fused, 0, prog->ninsns);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        if (prog->insns[i].op != PX_OP_EMBED)
+            continue;
+        if (pxvm_embed_fusable(prog, i, first < 0 ? &why : err) == 0)
+            fused[i] = 1, n++;
+        if (first < 0)
+            first = (int)i;
+    }
+    if (n)
+        return n;
+    if (first < 0)
+        return pxvm_fail(err, PXE_FUSE_NO_EMBED, -1, -1);
+    *err = why;
+    return -1;
+}
+
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)
 {
     if (prog->any_size && px__check_any_readers(prog, in, index, err) < 0)

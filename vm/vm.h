@@ -294,6 +294,12 @@ int pxvm_fetch_mask(const pxi_insn *in);
  * retarget from a to b then leaves it no last output to build on. */
 int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i);
 
+/* Fused EMBED (SPEC "Fused EMBED", A-FUSE-*): may EMBED instruction `index` take its tokens from
+ * the sampler, its atlas never written? 0, or -1 with the rule its atlas breaks (naming the
+ * EMBED and the instruction that breaks it). pxvm_embed_fusion: every EMBED that may, marked in
+ * fused[ninsns]; their count, or -1 with the first EMBED's reason (PXE_FUSE_NO_EMBED: none). */
+int pxvm_embed_fusable(const pxvm_program *prog, uint32_t index, pxvm_error *err);
+int pxvm_embed_fusion(const pxvm_program *prog, uint8_t *fused, pxvm_error *err);
 /* "SAMPLE src=1 dst=2 mode=0 dst_x=0 dst_y=0 w=16 h=16 cu=225.5 ..." (table-driven) */
 void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len);
 /* Decodes the instruction at stream index `pc` from raw pixels (no validation beyond layout). */
@@ -395,6 +401,12 @@ typedef struct pxvm_executor_ops {
      * device_views 1: bind and borrow take views of CUDA memory (view->device >= 0); 0: host
      * memory only (such a view is refused, PXE_HOST_ONLY_BIND and its kin). */
     int device_views;
+    /* Fused EMBED (public pxvm_runner_fuse_embed): fused[ninsns] marks the EMBED instructions of
+     * the loaded program that pxvm_embed_fusion accepts, whose atlas the fetches need not write
+     * (they may hand the EMBED its tokens directly); NULL: none (the default after every load).
+     * Kept across retarget. NULL op: the executor writes every atlas (the CPU executor: the
+     * runner refuses the reads either way, so the executors agree). */
+    int (*fuse_embed)(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err);
 } pxvm_executor_ops;
 
 /* PXVM_STATE_CHANGED: per token of an atlas slot, one byte: 1 if the last run sampled it. */

@@ -277,4 +277,5 @@ const pxvm_executor_ops pxvm_cpu_executor = {
     px__cpu_set_fixations, px__cpu_read_state, px__cpu_set_dirty, px__cpu_restart, px_cpu_read_tokens,
         px_cpu_retarget, px_cpu_ragged, px_cpu_scratch,
     0, /* device_views: host memory only */
+    NULL, /* fuse_embed: the atlas is written (the runner refuses its reads on both executors) */
 };

@@ -333,6 +333,66 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
     return 0;
 }
 
+/* The kernel: int8 tensor cores, or PXVM_CUDA_EMBED=dp4a for the dp4a one (the same bytes: both
+ * are checked against the CPU executor by tests/conformance/gpu-check). */
+static int px__embed_use_dp4a(void)
+{
+    const char *v = getenv("PXVM_CUDA_EMBED");
+    return v && !strcmp(v, "dp4a");
+}
+
+/* ---- fused EMBED -------------------------------------------------------------------------------- */
+
+/* Is EMBED instruction `index` fused now (its atlas unwritten, its rows staged by the fetches)? */
+static int px__embed_fused(const pxvm_executor *ex, uint32_t index)
+{
+    return ex->fused && !ex->fuse_dp4a && index < ex->prog->ninsns && ex->fused[index] && index < ex->embed_n &&
+           ex->embed[index];
+}
+
+/* The fetch kernel's table from the fusion set and the EMBED records, uploaded after the work
+ * queued before (which may read the old one). */
+static int px__fuse_table(pxvm_executor *ex, pxvm_error *err)
+{
+    memset(ex->h_fuse, 0, sizeof(px_emb_fuse) * (size_t)ex->nslots);
+    for (uint32_t i = 0; i < ex->prog->ninsns; i++) {
+        if (!px__embed_fused(ex, i))
+            continue;
+        const px_gpu_embed *e = ex->embed[i];
+        px_emb_fuse f = {e->d_tok, e->kb, e->g.c, e->g.pw, e->g.ph, e->g.cols, e->g.ntok};
+        ex->h_fuse[e->src] = f;
+    }
+    PX__CK(cudaMemcpyAsync(ex->d_fuse, ex->h_fuse, sizeof(px_emb_fuse) * (size_t)ex->nslots, cudaMemcpyHostToDevice,
+                           ex->stream));
+    PX__CK(cudaStreamSynchronize(ex->stream)); /* h_fuse may change at the next call */
+    return 0;
+}
+
+int px_gpu_embed_fuse(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err)
+{
+    uint8_t *keep = NULL;
+    if (fused) {
+        keep = (uint8_t *)malloc(ex->prog->ninsns ? ex->prog->ninsns : 1);
+        if (!keep)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)ex->prog->ninsns);
+        memcpy(keep, fused, ex->prog->ninsns);
+    }
+    free(ex->fused);
+    ex->fused = keep;
+    /* dp4a reads the atlas's texture: with it, the atlas stays written (the same bytes either way) */
+    ex->fuse_dp4a = px__embed_use_dp4a();
+    return px__fuse_table(ex, err);
+}
+
+int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)
+{
+    for (uint32_t i = 0; ex->fused && i < ex->prog->ninsns; i++)
+        if (px__embed_fused(ex, i))
+            PX__CK(cudaMemsetAsync(ex->embed[i]->d_tok, 0, (size_t)ex->embed[i]->rows * (size_t)ex->embed[i]->kb,
+                                   ex->stream));
+    return 0;
+}
+
 /* The weights' and params' level 0 of EMBED record e's slots in prog (malloc'd; NULL: none). */
 static uint8_t *px__embed_pixels(const px_gpu_embed *e, const pxvm_program *prog, size_t *bytes)
 {
@@ -406,15 +466,8 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade
         ex->embed[i] = made;
         *remade = 1;
     }
-    return 0;
-}
-
-/* The kernel: int8 tensor cores, or PXVM_CUDA_EMBED=dp4a for the dp4a one (the same bytes: both
- * are checked against the CPU executor by tests/conformance/gpu-check). */
-static int px__embed_use_dp4a(void)
-{
-    const char *v = getenv("PXVM_CUDA_EMBED");
-    return v && !strcmp(v, "dp4a");
+    /* a record made anew has other staged rows: the fetches of a fused atlas follow them */
+    return *remade && ex->fused ? px__fuse_table(ex, err) : 0;
 }
 
 int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
@@ -426,22 +479,24 @@ int px_gl_run_embed(px_gl_step *c, pxvm_error *err)
     px_emb_geom g;
     px__embed_geom(prog, in, &g);
     c->fresh[dst] = 0;
-    if (px__embed_use_dp4a()) {
+    uint32_t index = (uint32_t)(in - prog->insns);
+    int fused = px__embed_fused(ex, index); /* its rows were written by the fetches: no staging */
+    if (!fused && px__embed_use_dp4a()) {
         dim3 grid((unsigned)((g.ntok + PX_EMB_TT - 1) / PX_EMB_TT), (unsigned)((g.d + PX_EMB_TD - 1) / PX_EMB_TD), c->items);
         px__k_embed_dp4a<<<grid, PX_EMB_THREADS, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, PX_ARG(in, EMBED, weights),
                                                                    PX_ARG(in, EMBED, params), dst, g);
         PX__CK(cudaGetLastError());
         return 0;
     }
-    uint32_t index = (uint32_t)(in - prog->insns);
     const px_gpu_embed *e = index < ex->embed_n ? ex->embed[index] : NULL;
     int rows = (int)c->items * g.ntok;
     if (!e || !px__embed_same(e, prog, in) || rows > e->rows ||
         (int64_t)rows * g.ph >= INT32_MAX)
         return pxvm_fail(err, PXE_CUDA_EMBED_RECORD, -1, -1, index, (int)c->items, e ? e->rows : 0, g.ntok);
     unsigned blocks = (unsigned)(((size_t)rows * (size_t)g.ph + 255u) / 256u);
-    px__k_embed_stage<<<blocks < 65535u ? blocks : 65535u, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, g, rows,
-                                                                                   e->kb, e->d_tok);
+    if (!fused)
+        px__k_embed_stage<<<blocks < 65535u ? blocks : 65535u, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, src, g,
+                                                                                       rows, e->kb, e->d_tok);
     dim3 grid((unsigned)((rows + PX_EMB_BM - 1) / PX_EMB_BM), (unsigned)(e->dpad / PX_EMB_BN));
     void (*kernel)(const px_gpu_slot *, int, int, px_emb_geom, int, int, const uint8_t *, const uint8_t *, const int32_t *) =
         g.mode == PX_EMBED_MODE_I32 ? px__k_embed_gemm<PX_EMBED_MODE_I32>

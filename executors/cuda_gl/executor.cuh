@@ -46,6 +46,7 @@ typedef struct px_gpu_embed px_gpu_embed;
 struct px_gpu_rect { /* a level to clear at the start of a run */
     cudaSurfaceObject_t surf;
     int w, h;
+    int slot, level; /* what it is: a run's reset leaves level 0 of a fused EMBED's atlas (px__launch_reset) */
 };
 
 /* ---- the executor --------------------------------------------------------------------------- */
@@ -122,6 +123,13 @@ struct pxvm_executor {
     /* EMBED: per instruction (embed_n of them), its packed weights and staging buffer, else NULL */
     px_gpu_embed **embed;
     uint32_t embed_n;
+    /* fused EMBED (pxvm_runner_fuse_embed): [ninsns] the EMBEDs fused, or NULL; per slot where the
+     * fetches into it write instead (d_fuse, read by the fetch kernel; h_fuse its host copy), made
+     * at load (zeros: every slot itself); fuse_dp4a: PXVM_CUDA_EMBED=dp4a when fusion was set, so
+     * the atlases stay written and the dp4a kernel reads them */
+    uint8_t *fused;
+    px_emb_fuse *d_fuse, *h_fuse;
+    int fuse_dp4a;
     /* retarget.cu: the per-size cache (NULL until the first retarget) */
     struct px_gpu_retarget *rt;
     /* ... and its destructor, set with rt: unload frees the cached sizes through it, so that the
@@ -191,6 +199,9 @@ void px__gl_unload(pxvm_executor *ex);
 int px__need_program(const pxvm_executor *ex, const char *op, pxvm_error *err);
 void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1);
 int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int max_px, pxvm_error *err);
+/* ... the per-run reset (ex->d_clear), but level 0 of the atlases the fetches do not write now
+ * (ex->d_fuse, read when the kernel runs: a fused EMBED's atlas is never read, so never cleared) */
+int px__launch_reset(pxvm_executor *ex, pxvm_error *err);
 /* ... and what the loaded program's operands decide, shared with retarget.cu: the tile masks'
  * buffers (those missing), the fetch records and each step's y blocks (allocated here), the
  * per-run reset records of the slots' current surfaces (allocated here, NULL when none). */
@@ -220,6 +231,9 @@ void px__graphs_drop(cudaGraphExec_t *graph, cudaGraph_t *graph_def, px_gpu_fram
  * level 0, or more after a retarget to a larger size: they only grow). */
 int px__gl_retarget(pxvm_executor *ex, const pxvm_program *prog, pxvm_error *err);
 void px__retarget_free(pxvm_executor *ex);
+/* Every captured graph dropped: the executor's and the cached configurations' (they name buffers
+ * or launches that changed). */
+void px__retarget_drop_graphs(pxvm_executor *ex);
 /* retarget.cu: a switch leaves the slots it sends back to their initial state pending (no launch,
  * no upload on the switch): the run that follows restores what its own per-run reset does not
  * (px__retarget_run_start, before its reset), a read or tokens before it restores all of it
@@ -251,6 +265,13 @@ void px_gpu_embed_free(px_gpu_embed *e);
  * weights' or params' pixels differ (the buffers, which captured graphs name, stay), made again
  * where its operands differ (*remade = 1: the caller drops the graphs that name the old ones) */
 int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade, pxvm_error *err);
+/* ... fused (the ops' fuse_embed, run.cu, which then drops every captured graph: a fused run
+ * launches other work): the fusion set kept, the fetch kernel's table made from it and the
+ * records (and again where follow makes a record anew); and, at the start of every run, the
+ * staged rows of each fused EMBED zeroed (a scratch atlas starts at zero: a token no fetch writes
+ * reads 0), on the stream (captured with the run) */
+int px_gpu_embed_fuse(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err);
+int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err);
 size_t px_gpu_resize_bytes(const px_gpu_resize *r, int items); /* its device memory */
 cudaError_t px_gpu_resize_run(const px_gpu_slot *d_slots, int nslots, const px_gpu_resize *r, int items, cudaStream_t stream);
 

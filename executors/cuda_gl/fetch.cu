@@ -8,8 +8,9 @@
  * An incremental instruction (f.mask) decides, in its one block, whether it samples: on an
  * unprimed item, when its register moved, or when a dirty tile lies in its footprint box (the
  * threads scan the box together); otherwise its patch keeps its bytes. */
+/* fuse: [nslots] where a fused EMBED's atlas is written instead (embed_fuse.h), read per block. */
 __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_gpu_fetch *batch, const int32_t *fix,
-                            int32_t *geom, int ngeom, px_gpu_video vid)
+                            int32_t *geom, int ngeom, px_gpu_video vid, const px_emb_fuse *fuse)
 {
     px_gpu_fetch f = batch[blockIdx.x];
     const px_gpu_slot *slots = all_slots + (size_t)blockIdx.z * (size_t)nslots; /* this item's slots */
@@ -60,6 +61,7 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
             px_geom_write(g, cu, cv, f.du, f.dv, px_lod_used(f.lod, f.mode, src->levels));
         }
     }
+    px_emb_fuse fz = fuse[f.dst];
     int n = f.w * f.h;
     for (int p = blockIdx.y * blockDim.x + threadIdx.x; p < n; p += gridDim.y * blockDim.x) {
         int i = p % f.w, j = p / f.w;
@@ -75,16 +77,20 @@ __global__ void px__k_fetch(const px_gpu_slot *all_slots, int nslots, const px_g
             v = px_sample(src, px_entry_q16(px__texel(t, ex, ey)) + fx, px_entry_q16(px__texel(t, ex + 1, ey)) + fy,
                           px_entry_lod(px__texel(t, ex + 2, ey)), f.mode);
         }
-        px__store(out, f.x + i, f.y + j, v);
+        if (fz.tok) /* a fused EMBED's atlas: the token's bytes straight into its staged row */
+            px_emb_fused_store(&fz, (int)blockIdx.z, f.x + i, f.y + j, v);
+        else
+            px__store(out, f.x + i, f.y + j, v);
     }
 }
 
 /* One step's batch; `early`: started before the launch ahead of it ends (px_gpu_early_config). */
 cudaError_t px_gpu_fetch_step(const px_gpu_slot *d_slots, int nslots, const px_gpu_fetch *batch, dim3 grid, const int32_t *fix,
-                              int32_t *geom, int ngeom, px_gpu_video vid, cudaStream_t stream, int early)
+                              int32_t *geom, int ngeom, px_gpu_video vid, const px_emb_fuse *fuse, cudaStream_t stream,
+                              int early)
 {
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = px_gpu_early_config(grid, dim3(256), stream, &attr);
     cfg.numAttrs = early ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, px__k_fetch, d_slots, nslots, batch, fix, geom, ngeom, vid);
+    return cudaLaunchKernelEx(&cfg, px__k_fetch, d_slots, nslots, batch, fix, geom, ngeom, vid, fuse);
 }

@@ -36,6 +36,7 @@ static __host__ __device__ inline uint32_t px__texel(cudaTextureObject_t t, int 
 #define PX_LEVEL_H(s, l) ((s)->h[l])
 #define PX_LEVELS(s) ((s)->levels)
 #include "../../isa/px_sem.h"
+#include "embed_fuse.h"
 
 static __device__ inline void px__store(cudaSurfaceObject_t s, int x, int y, uint32_t v)
 {
@@ -167,9 +168,12 @@ struct px_gpu_video {
 
 /* One launch of the fetch kernel for a plan step's batch (grid: instructions, blocks per
  * instruction, items); early: it may start before the launch ahead of it ends. fix:
- * [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry. */
+ * [items][8][2] registers of the run; geom: [items][ngeom][PX_GEOM_INTS] token geometry; fuse:
+ * [nslots], where the fetches into each slot write instead of it (a fused EMBED's staged rows,
+ * embed_fuse.h; tok NULL: the slot itself), read when the kernel runs (graphs name the table). */
 cudaError_t px_gpu_fetch_step(const px_gpu_slot *d_slots, int nslots, const px_gpu_fetch *batch, dim3 grid, const int32_t *fix,
-                              int32_t *geom, int ngeom, px_gpu_video vid, cudaStream_t stream, int early);
+                              int32_t *geom, int ngeom, px_gpu_video vid, const px_emb_fuse *fuse, cudaStream_t stream,
+                              int early);
 
 /* dot.cu: DOT_RGB (instruction index insn) for every item, a block each; status: per item, its
  * first trap (trap_insn 0xFFFFFFFF before it). */

@@ -8,9 +8,12 @@
 
 #include "executor.cuh"
 
-__global__ void px__k_clear(const px_gpu_rect *rects)
+/* skip: NULL, or where the fetches into each slot write instead (a fused atlas's level 0 stays) */
+__global__ void px__k_clear(const px_gpu_rect *rects, const px_emb_fuse *skip)
 {
     const px_gpu_rect r = rects[blockIdx.y];
+    if (skip && r.level == 0 && skip[r.slot].tok)
+        return;
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < r.w * r.h; p += gridDim.x * blockDim.x)
         px__store(r.surf, p % r.w, p / r.w, 0);
 }
@@ -124,6 +127,10 @@ void px__gl_unload(pxvm_executor *ex)
     free(ex->embed);
     ex->embed = NULL;
     ex->embed_n = 0;
+    free(ex->fused);
+    free(ex->h_fuse);
+    cudaFree(ex->d_fuse);
+    ex->fused = NULL, ex->h_fuse = NULL, ex->d_fuse = NULL, ex->fuse_dp4a = 0;
     cudaFree(ex->d_counter);
     cudaFreeHost(ex->h_status);
     free(ex->gl_tex);
@@ -155,6 +162,7 @@ void px__add_clear(pxvm_executor *ex, px_gpu_rect *rects, int i, int l0, int l1)
         rects[ex->nclear].surf = s->surf[l];
         rects[ex->nclear].w = s->w[l];
         rects[ex->nclear].h = s->h[l];
+        rects[ex->nclear].slot = i % ex->nslots, rects[ex->nclear].level = l;
         if (s->w[l] * s->h[l] > ex->max_clear_px)
             ex->max_clear_px = s->w[l] * s->h[l];
         ex->nclear++;
@@ -167,7 +175,18 @@ int px__launch_clear(pxvm_executor *ex, const px_gpu_rect *d_rects, int n, int m
         return 0;
     int bx = (max_px + 255) / 256;
     dim3 grid((unsigned)(bx < 256 ? bx : 256), (unsigned)n);
-    px__k_clear<<<grid, 256, 0, ex->stream>>>(d_rects);
+    px__k_clear<<<grid, 256, 0, ex->stream>>>(d_rects, NULL);
+    PX__CK(cudaGetLastError());
+    return 0;
+}
+
+int px__launch_reset(pxvm_executor *ex, pxvm_error *err)
+{
+    if (ex->nclear == 0)
+        return 0;
+    int bx = (ex->max_clear_px + 255) / 256;
+    dim3 grid((unsigned)(bx < 256 ? bx : 256), (unsigned)ex->nclear);
+    px__k_clear<<<grid, 256, 0, ex->stream>>>(ex->d_clear, ex->d_fuse);
     PX__CK(cudaGetLastError());
     return 0;
 }
@@ -392,6 +411,12 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
+    /* the fetch kernel's fuse table: every slot written as itself until pxvm_runner_fuse_embed */
+    ex->h_fuse = (px_emb_fuse *)calloc((size_t)n, sizeof(px_emb_fuse));
+    if (!ex->h_fuse)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)n * sizeof(px_emb_fuse));
+    PX__CK(cudaMalloc(&ex->d_fuse, sizeof(px_emb_fuse) * (size_t)n));
+    PX__CK(cudaMemsetAsync(ex->d_fuse, 0, sizeof(px_emb_fuse) * (size_t)n, ex->stream));
     {
         size_t fix_bytes = sizeof(int32_t) * PX_FIX_REGS * 2u * (size_t)batch;
         size_t ngeom = (size_t)prog->ngeom * (size_t)batch;

@@ -330,7 +330,7 @@ static int px__tex_make(pxvm_executor *ex, int slot, const pxvm_slot *s, px_rt_t
         /* zeroed as load zeroes every level; the records live until the clear has run */
         int max_px = 0;
         for (int l = 0; l < s->levels; l++) {
-            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l];
+            rects[l].surf = g->surf[l], rects[l].w = g->w[l], rects[l].h = g->h[l], rects[l].slot = slot, rects[l].level = l;
             max_px = g->w[l] * g->h[l] > max_px ? g->w[l] * g->h[l] : max_px;
         }
         px_gpu_rect *d = NULL;
@@ -1184,6 +1184,13 @@ static int px__config_make(pxvm_executor *ex, pxvm_error *err)
 
 /* ---- retarget ------------------------------------------------------------------------------- */
 
+void px__retarget_drop_graphs(pxvm_executor *ex)
+{
+    for (int i = 0; ex->rt && i < ex->rt->nconfigs; i++)
+        px__config_drop_graphs(ex->rt->cached[i].c);
+    px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
+}
+
 static int px__same_size(const pxvm_slot *a, const pxvm_slot *b)
 {
     return a->w == b->w && a->h == b->h && a->levels == b->levels;
@@ -1315,11 +1322,8 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
     int embed_remade = 0;
     if (px__context(ex, err) < 0 || px_gpu_embed_follow(ex, next, &embed_remade, err) < 0)
         return -1;
-    if (embed_remade) {
-        for (int i = 0; i < rt->nconfigs; i++)
-            px__config_drop_graphs(rt->cached[i].c);
-        px__graphs_drop(ex->graph, ex->graph_def, ex->frame_nodes, ex->have_graph);
-    }
+    if (embed_remade)
+        px__retarget_drop_graphs(ex);
     /* textures a growth replaced go now, with every configuration that names them: found by the
      * program's serial below, one would hold their views */
     uint64_t gone[PXVM_MAX_SLOTS + 1];

@@ -131,7 +131,7 @@ int px_gl_run_fetch(px_gl_step *c, pxvm_error *err)
     /* right after the group kernel: started early, it decides while the levels 5.. are built
      * (its decision reads the tile kernel's output only: px__k_fetch, px__k_groups) */
     PX__CK(px_gpu_fetch_step(ex->d_slots, ex->nslots, ex->d_fetch + st->first, grid, ex->d_fix_run, ex->d_geom,
-                             (int)prog->ngeom, vid, ex->stream, groups_before && c->early));
+                             (int)prog->ngeom, vid, ex->d_fuse, ex->stream, groups_before && c->early));
     return 0;
 }
 
@@ -201,7 +201,7 @@ static int px__enqueue(pxvm_executor *ex, uint32_t nsteps, const pxvm_run_option
             PX__CK(cudaMemcpy2DToArrayAsync(px__array(ex, b, 0, 0), 0, 0, ex->d_prog, pitch, pitch, (size_t)s->h,
                                             cudaMemcpyDeviceToDevice, ex->stream));
     }
-    if (px__launch_clear(ex, ex->d_clear, ex->nclear, ex->max_clear_px, err) < 0)
+    if (px__launch_reset(ex, err) < 0 || px_gpu_embed_fused_clear(ex, err) < 0)
         return -1;
     /* masks whose row bitmaps hold their current level 0 (cleared when the slot is written) */
     uint8_t fresh[PXVM_MAX_SLOTS + 1];
@@ -651,11 +651,26 @@ static int px__gl_sync(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
+/* Fused EMBED: the set given to embed.cu's records; every captured graph goes (a fused EMBED
+ * launches no staging, a run zeroes its rows first). */
+static int px__gl_fuse_embed(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err)
+{
+    if (px__need_program(ex, "fuse_embed", err) < 0)
+        return -1;
+    PX__CK(cudaSetDevice(ex->device));
+    px__make_current(ex);
+    if (px_gpu_embed_fuse(ex, fused, err) < 0)
+        return -1;
+    px__retarget_drop_graphs(ex);
+    return 0;
+}
+
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {
     "cuda", px__gl_open, px__gl_load, px__gl_bind, px__gl_borrow, px__gl_release, px__gl_run, px__gl_read, px__gl_set_stream, px__gl_sync, px__gl_close,
     px__gl_set_fixations, px__gl_read_state, px__gl_set_dirty, px__gl_restart, px__gl_read_tokens,
         px__gl_retarget, px__gl_ragged, px__gl_scratch,
     1, /* device_views */
+    px__gl_fuse_embed,
 };
 
 void px__gl_close(pxvm_executor *ex)

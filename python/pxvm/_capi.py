@@ -125,6 +125,7 @@ def _load():
         "pxvm_runner_set_stream": (I, [P, P]),
         "pxvm_runner_bind": (I, [P, I, I, VP]),
         "pxvm_runner_keep_borrows": (I, [P, I]),
+        "pxvm_runner_fuse_embed": (I, [P, I]),
         "pxvm_runner_run": (I, [P]),
         "pxvm_runner_read": (I, [P, I, I, I, VP]),
         "pxvm_runner_read_patches": (I, [P, I, I, VP]),

@@ -139,10 +139,17 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
     bind, run and read, so calls of two threads take turns. Hold `lock` yourself to make several
     calls one unit (e.g. run, then geometry of that run) while other threads use the runner.
     close() from inside a call (a callback of it: an input's __array__, a torch mode) is a
-    UsageError: a runner is never freed while a call into it is in flight."""
+    UsageError: a runner is never freed while a call into it is in flight.
+
+    fuse_embed=True (off by default; docs/embed.md): every EMBED whose atlas only feeds it (a
+    scratch atlas written only by SAMPLE, ANISO and GATHER before it, read by nothing else: SPEC
+    "Fused EMBED") takes its tokens from the sampler; on cuda its atlas is never written. EMBED's
+    bytes are the same; reading such an atlas (read, patches, tokens of it) is then, and after a
+    run with it until the next run, a UsageError naming the slot, on both executors. A program with
+    no such EMBED is a UsageError here, naming the EMBED and the rule its atlas breaks."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
-                 threads: int = 0) -> None:
+                 threads: int = 0, fuse_embed: bool = False) -> None:
         if not isinstance(program, Program):
             program = Program.load(program)
         self.program = program
@@ -168,6 +175,10 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
         self._torch_device = "cuda:%d" % self.device
         #: the program's input registers, bit k for register k (0: it takes no fixations)
         self.fixation_inputs = _lib.pxvm_prog_fixation_inputs(program._h)
+        if not isinstance(fuse_embed, bool):
+            raise UsageError("usage: fuse_embed must be True or False, not %r" % (fuse_embed,))
+        #: pxvm_runner_fuse_embed on every C runner of this runner (every batch size)
+        self.fuse_embed = fuse_embed
         self.executor = executor
         self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
 
@@ -180,6 +191,12 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
             # the arrays lent to a call stay referenced (_lent, the fast path's) until replaced,
             # so its borrows may last until the next bind: reads of an input read the array
             _check(_lib.pxvm_runner_keep_borrows(h, 1))
+            if self.fuse_embed:
+                try:
+                    _check(_lib.pxvm_runner_fuse_embed(h, 1))
+                except Error:  # the exception holds the message: the runner goes
+                    _lib.pxvm_runner_close(h)
+                    raise
             r = self._runners.put(batch, (h, _lib.pxvm_runner_executor(h).decode()), _slot_bytes(self.program, batch))
         return r
 

@@ -13,6 +13,11 @@
  *       difference: the seed, the first instruction whose outputs differ, the slot, the first
  *       differing pixel; the program and its inputs are saved under DIR.
  *
+ *   pxconform --random N --seed S --fuse-embed [--executor cpu|cuda]
+ *       The same with every EMBED whose atlas only feeds it fused on the executor under test
+ *       (SPEC "Fused EMBED": the cuda executor's fetches write its staged rows, not the atlas):
+ *       every byte is compared but the fused atlases' level 0, which is not kept.
+ *
  *   pxconform --video N --seed S [--executor cpu|cuda]
  *       N random frame sequences (tests/conformance/video.c): incremental == full recompute on the
  *       executor after every frame, changed tokens conservative, and (cuda) the same bytes as the
@@ -54,8 +59,13 @@ static char *px__case(const char *name, void *reports, px_golden_stats *stats)
 
 /* ---- random programs: run on two executors and compare ---------------------------------------- */
 
+/* --fuse-embed: fuse the EMBEDs that may be on the executor under test; the programs it fused */
+static int px__fuse;
+static long px__fused_programs;
+
 typedef struct {
     int failed;          /* the run failed: err holds why */
+    uint8_t unkept[PXVM_MAX_SLOTS + 1]; /* level 0 not compared: a fused EMBED's atlas */
     pxvm_error err;
     int nimg;
     pxvm_image *img; /* every level of every slot, in slot/level order */
@@ -72,8 +82,27 @@ static void px__result_free(px__result *r)
 
 /* Runs the case's program (`full`, already validated), cut after `limit` instructions when
  * limit >= 0 (instruction `limit` becomes HALT), optionally one instruction per step. */
+/* --fuse-embed on the executor under test: its fusable EMBEDs fused, their atlases marked unkept. */
+static int px__fuse_on(const px__target *t, const pxvm_program *prog, px__result *r)
+{
+    uint8_t *fused = calloc(prog->ninsns ? prog->ninsns : 1, 1);
+    pxvm_error why;
+    if (!fused)
+        return pxvm_fail(&r->err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns);
+    int rc = 0;
+    if (pxvm_embed_fusion(prog, fused, &why) > 0) {
+        for (uint32_t i = 0; i < prog->ninsns; i++)
+            if (fused[i])
+                r->unkept[PX_ARG(&prog->insns[i], EMBED, src)] = 1;
+        if (t->ops->fuse_embed)
+            rc = t->ops->fuse_embed(t->ex, fused, &r->err);
+    }
+    free(fused);
+    return rc;
+}
+
 static int px__run(const px__target *t, const px_case *c, const pxvm_program *full, long limit, int sequential,
-                   px__result *r)
+                   int fuse, px__result *r)
 {
     memset(r, 0, sizeof *r);
     pxvm_limits lim;
@@ -98,6 +127,8 @@ static int px__run(const px__target *t, const px_case *c, const pxvm_program *fu
     }
     pxvm_run_options ro = {.max_steps = lim.max_steps};
     int rc = t->ops->load(t->ex, &prog, 1, &r->err);
+    if (rc == 0 && fuse)
+        rc = px__fuse_on(t, &prog, r);
     for (int i = 0; rc == 0 && i < c->ninputs; i++)
         rc = pxvm_bind_image(t->ops, t->ex, c->input_slot[i], &c->inputs[i], &r->err);
     if (rc == 0 && c->has_fix)
@@ -158,6 +189,8 @@ static int px__compare(const px__result *a, const px__result *b, const pxvm_prog
         for (int l = 0; l < prog->slots[k].levels; l++, i++) {
             const pxvm_image *x = &a->img[i], *y = &b->img[i];
             size_t n = (size_t)x->w * (size_t)x->h * 4u;
+            if (l == 0 && (a->unkept[k] || b->unkept[k]))
+                continue; /* a fused EMBED's atlas: its level 0 is not kept (its EMBED's output is compared) */
             st->outputs++;
             st->bytes += n;
             if (!memcmp(x->px, y->px, n))
@@ -242,11 +275,16 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         px__result a, b;
         char why[2048];
         st->programs++;
-        if (px__run(t, &c, &prog, -1, 0, &a) < 0 || px__run(ref, &c, &prog, -1, sequential, &b) < 0) {
+        if (px__run(t, &c, &prog, -1, 0, px__fuse, &a) < 0 || px__run(ref, &c, &prog, -1, sequential, 0, &b) < 0) {
             printf("seed %llu: an executor failed: %s / %s\n", (unsigned long long)s, a.err.msg, b.err.msg);
             return -1;
         }
         trapped += a.failed && b.failed;
+        for (int k = 0; k < prog.nslots; k++)
+            if (a.unkept[k]) {
+                px__fused_programs++;
+                break;
+            }
         insns += prog.ninsns;
         for (uint32_t k = 0; k < prog.ninsns; k++)
             ops[prog.insns[k].op]++;
@@ -259,7 +297,8 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
                 px__result pa, pb;
                 px_golden_stats scratch = {0};
                 char tmp[2048];
-                int d = px__run(t, &c, &prog, mid, 0, &pa) == 0 && px__run(ref, &c, &prog, mid, sequential, &pb) == 0 &&
+                int d = px__run(t, &c, &prog, mid, 0, px__fuse, &pa) == 0 &&
+                        px__run(ref, &c, &prog, mid, sequential, 0, &pb) == 0 &&
                         px__compare(&pa, &pb, &prog, &scratch, tmp, sizeof tmp);
                 px__result_free(&pa);
                 px__result_free(&pb);
@@ -290,6 +329,8 @@ static int px__random(const px__target *t, const px__target *ref, int sequential
         if (ops[v] && pxi_op(v)->name)
             printf("%s%s %ld", sep, pxi_op(v)->name, ops[v]), sep = ", ";
     printf("); %ld runs ended in the same trap\n", trapped);
+    if (px__fuse)
+        printf("fused EMBED (--fuse-embed) in %ld of %ld programs\n", px__fused_programs, count);
     return 0;
 }
 
@@ -344,8 +385,10 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--save") && v)
             save = argv[++i];
+        else if (!strcmp(argv[i], "--fuse-embed"))
+            px__fuse = 1;
         else {
-            fprintf(stderr, "usage: pxconform [--executor cpu|cuda] [--device N] [--random N --seed S] [--save DIR] "
+            fprintf(stderr, "usage: pxconform [--executor cpu|cuda] [--device N] [--random N --seed S [--fuse-embed]] [--save DIR] "
                             "[--video N --seed S] [--retarget N --seed S] | --write-goldens\n");
             return 2;
         }

@@ -1,0 +1,109 @@
+"""Fused EMBED against unfused, the same program and batch on the GPU (docs/embed.md, "Fused EMBED").
+
+    PXVM_LIB=$PWD/build/libpxvm.so.1 python3 tests/bench/bench_fuse_embed.py [--batch 32] [--d 768]
+        [--reps 50] [--out tests/bench/results/fuse-embed-NAME]
+
+The program: foveate273 with its atlas a scratch slot, then EMBED of its 273 tokens (16x16x3, K =
+768) into D features, bf16 out; a batch of random 451x300 images as one CUDA tensor. Two runners of
+it on the cuda executor, one with fuse_embed=True. For each: the device time per run of every
+kernel (torch.profiler over `reps` runs: the fetch kernel, the staging kernel, the GEMM, the
+memset of the staged rows...) and the wall time of a run (median, host clock with the
+synchronisation). Checks first that the fused EMBED's bytes are the unfused runner's and the CPU
+executor's (item 0). Writes NAME.json and NAME.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import pxvm  # noqa: E402
+import pxvm.embed as E  # noqa: E402
+
+
+def program(d):
+    rng = np.random.default_rng(0)
+    q = E.quantize(rng.standard_normal((d, 768)) * 0.02, rng.standard_normal(d) * 0.1, input_scale=1 / 255)
+    text = pxvm.Program.load(pxvm.programs.path("foveate273")).disassemble()
+    return E.attach(text.replace(".slot atlas output", ".slot atlas scratch"), q, mode="bf16")
+
+
+def wall(fn, reps):
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def kernels_us(fn, reps):
+    """Device time per call of each kernel (and memset, copy) fn launches, {name: us}."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.key_averages():
+        t = getattr(e, "self_device_time_total", None)
+        if t is None:
+            t = getattr(e, "self_cuda_time_total", 0)
+        if t:
+            out[e.key] = out.get(e.key, 0.0) + t / reps
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--d", type=int, default=768)
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "bench", "results", "fuse-embed"))
+    args = ap.parse_args()
+    prog = program(args.d)
+    rng = np.random.default_rng(1)
+    imgs = rng.integers(0, 256, (args.batch, 300, 451, 3), dtype=np.uint8)
+    batch = torch.from_numpy(imgs).to("cuda")
+    plain = pxvm.Runner(prog, executor="cuda")
+    fused = pxvm.Runner(prog, executor="cuda", fuse_embed=True)
+    cpu = pxvm.Runner(prog, executor="cpu")
+    a = np.asarray(plain.run_batch(batch)["emb"].cpu())
+    b = np.asarray(fused.run_batch(batch)["emb"].cpu())
+    c = np.asarray(cpu.run_batch(imgs[:1])["emb"])
+    res = {"batch": args.batch, "tokens": 273, "k": 768, "d": args.d, "gpu": torch.cuda.get_device_name(),
+           "fused_equals_unfused": bool(np.array_equal(a, b)), "fused_equals_cpu_item0": bool(np.array_equal(b[:1], c))}
+    for name, r in (("unfused", plain), ("fused", fused)):
+        ks = kernels_us(lambda: r.run_batch(batch), args.reps)
+        res[name] = {"kernels_us": {k: round(v, 2) for k, v in sorted(ks.items(), key=lambda kv: -kv[1])},
+                     "device_us": round(sum(ks.values()), 2),
+                     "wall_us": round(wall(lambda: r.run_batch(batch), args.reps) * 1e6, 1)}
+    lines = [f"# Fused EMBED on {res['gpu']}: {args.batch} x 273 tokens x 768 -> {args.d}, bf16", "",
+             f"fused == unfused: {res['fused_equals_unfused']}; fused == cpu (item 0): {res['fused_equals_cpu_item0']}", "",
+             "| | device us per run (all kernels) | wall us per run |", "|---|---|---|"]
+    for name in ("unfused", "fused"):
+        lines.append(f"| {name} | {res[name]['device_us']} | {res[name]['wall_us']} |")
+    for name in ("unfused", "fused"):
+        lines += ["", f"{name}:", ""] + [f"- {k}: {v} us" for k, v in res[name]["kernels_us"].items()]
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".json", "w") as f:
+        json.dump(res, f, indent=1)
+    with open(args.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if res["fused_equals_unfused"] and res["fused_equals_cpu_item0"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -48,9 +48,10 @@ static const char px__usage[] =
     "                            device without MPI, else one)\n"
     "  --decoders N              decoding threads per worker, 1..64 (default: this host's cores /\n"
     "                            (workers x ranks on this host)): one pool of workers x N threads\n"
-    "                            a process, shared by its workers, decoding the inputs in the order\n"
-    "                            they run (the oldest shard's first), ahead of the workers as far\n"
-    "                            as --max-memory / 2 of decoded inputs waiting allows\n"
+    "                            a process (at most one an input), shared by its workers, decoding\n"
+    "                            the inputs in the order they run (the oldest shard's first),\n"
+    "                            ahead of the workers as far as --max-memory / 2 of decoded inputs\n"
+    "                            waiting allows\n"
     "  --stats FILE              where the time went, as JSON written after the run (by rank 0):\n"
     "                            the setup before the workers (MPI, the program, the inputs, the\n"
     "                            devices counted); per worker and in total, wall seconds, opening\n"
@@ -532,10 +533,11 @@ int main(int argc, char **argv)
         ws[i].is_rank0_first = rank == 0 && i == 0;
         ws[i].pool = &pool, ws[i].index = i;
     }
-    /* one decode pool for the process's workers: --decoders each, so that the decoders go where
-     * the inputs to run next are, whichever worker runs them (memory in decodes: the threads x
-     * the largest image) */
-    int decoding = ws && th && px_batch_pool_start(&pool, &j, &prog, input, ws, nworkers, j.decoders * nworkers) > 0;
+    /* one decode pool for the process's workers: --decoders each (no more than the inputs), so
+     * that the decoders go where the inputs to run next are, whichever worker runs them (memory
+     * in decodes: the threads x the largest image) */
+    int threads = (size_t)j.decoders * (size_t)nworkers < j.in.n ? j.decoders * nworkers : (int)j.in.n;
+    int decoding = ws && th && px_batch_pool_start(&pool, &j, &prog, input, ws, nworkers, threads) > 0;
     for (int i = 0; decoding && i < nworkers; i++) {
         if (pthread_create(&th[i], NULL, px_batch_work, &ws[i]) != 0)
             break;

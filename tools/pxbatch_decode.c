@@ -204,22 +204,22 @@ static px_batch_shard *px__make_next(px_batch_pool *p)
     }
     p->upcoming[w] = px_batch_next(&p->ws[w], s->shard + p->ws[w].nslots_total);
     p->turn = (w + 1) % p->nworkers;
-    px_batch_shard **at = &p->head;
-    while (*at)
-        at = &(*at)->queued;
-    *at = s;
-    for (at = &p->mine[w]; *at; at = &(*at)->mine)
-        ;
-    *at = s;
+    *(p->head ? &p->tail->queued : &p->head) = s; /* last, in O(1): thousands may be ahead */
+    p->tail = s;
+    *(p->mine[w] ? &p->mine_last[w]->mine : &p->mine[w]) = s;
+    p->mine_last[w] = s;
     return s;
 }
 
 /* s out of the queue (its inputs all taken, or it stopped) */
 static void px__unqueue(px_batch_pool *p, px_batch_shard *s)
 {
-    for (px_batch_shard **at = &p->head; *at; at = &(*at)->queued)
+    px_batch_shard *prev = NULL;
+    for (px_batch_shard **at = &p->head; *at; prev = *at, at = &(*at)->queued)
         if (*at == s) {
             *at = s->queued;
+            if (p->tail == s)
+                p->tail = prev;
             break;
         }
     s->queued = NULL;
@@ -232,12 +232,10 @@ static void px__unqueue(px_batch_pool *p, px_batch_shard *s)
 static px_batch_shard *px__to_take(px_batch_pool *p, int *held_back)
 {
     int over = p->held > p->bound, whole = p->job->policy.kind != PX_POLICY_DYNAMIC;
-    *held_back = 0;
-    for (px_batch_shard *s = p->head; s; s = s->queued) {
-        if (!over || (whole && s->taken))
+    *held_back = over && p->head;
+    for (px_batch_shard *s = p->head; s && (!over || whole); s = s->queued)
+        if (!over || s->taken)
             return s;
-        *held_back = 1;
-    }
     if (over) {
         for (int w = 0; w < p->nworkers && !*held_back; w++)
             *held_back = p->upcoming[w] < p->job->nshards;
@@ -302,11 +300,12 @@ int px_batch_pool_start(px_batch_pool *p, const px_batch_job *j, const pxvm_prog
     /* decoded inputs wait within half of --max-memory (one at least: only held over it stops) */
     p->bound = j->lim.max_memory / 2u;
     p->mine = calloc((size_t)nworkers, sizeof *p->mine);
+    p->mine_last = calloc((size_t)nworkers, sizeof *p->mine_last);
     p->upcoming = calloc((size_t)nworkers, sizeof *p->upcoming);
     p->thread = calloc((size_t)threads, sizeof *p->thread);
-    if (!p->mine || !p->upcoming || !p->thread || pthread_mutex_init(&p->mu, NULL) != 0) {
-        free(p->mine), free(p->upcoming), free(p->thread);
-        p->mine = NULL, p->upcoming = NULL, p->thread = NULL;
+    if (!p->mine || !p->mine_last || !p->upcoming || !p->thread || pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p->mine), free(p->mine_last), free(p->upcoming), free(p->thread);
+        p->mine = NULL, p->mine_last = NULL, p->upcoming = NULL, p->thread = NULL;
         return 0;
     }
     p->made = 1;
@@ -386,8 +385,8 @@ void px_batch_pool_end(px_batch_pool *p)
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
-    free(p->mine), free(p->upcoming), free(p->thread);
-    p->mine = NULL, p->upcoming = NULL, p->thread = NULL, p->made = 0;
+    free(p->mine), free(p->mine_last), free(p->upcoming), free(p->thread);
+    p->mine = NULL, p->mine_last = NULL, p->upcoming = NULL, p->thread = NULL, p->made = 0;
 }
 
 int px_batch_pool_take(px_batch_pool *p, int w, px_batch_shard **out, pxvm_error *err)

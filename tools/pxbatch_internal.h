@@ -146,8 +146,8 @@ typedef struct px_batch_pool {
     pthread_t *thread;
     int made, started, stop;              /* made: mu, work, done and the arrays */
     uint64_t held, bound;                 /* decoded bytes not yet run; the bound of those ahead */
-    px_batch_shard *head;                 /* shards with inputs to take, oldest first */
-    px_batch_shard **mine;                /* [nworkers] each worker's shards made, not taken, in order */
+    px_batch_shard *head, *tail;          /* shards with inputs to take, oldest first */
+    px_batch_shard **mine, **mine_last;   /* [nworkers] each worker's shards made, not taken, in order */
     int *upcoming;                        /* [nworkers] each worker's next shard to make */
     int turn;                             /* the worker whose shard is made next */
     int busy, held_back, idle, waiting;   /* decoders decoding, held back, idle; workers waiting */

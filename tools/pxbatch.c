@@ -46,15 +46,21 @@ static const char px__usage[] =
     "                            share of the shards; worker i takes CUDA device (local rank x N\n"
     "                            + i) mod devices, so several can share one GPU (default: one per\n"
     "                            device without MPI, else one)\n"
-    "  --decoders N              images a worker decodes at once, 1..64 (default: this host's\n"
-    "                            cores / (workers x ranks on this host))\n"
+    "  --decoders N              decoding threads per worker, 1..64 (default: this host's cores /\n"
+    "                            (workers x ranks on this host)): one pool of workers x N threads\n"
+    "                            a process (at most one an input), shared by its workers, decoding\n"
+    "                            the inputs in the order they run (the oldest shard's first),\n"
+    "                            ahead of the workers as far as --max-memory / 2 of decoded inputs\n"
+    "                            waiting allows\n"
     "  --stats FILE              where the time went, as JSON written after the run (by rank 0):\n"
     "                            the setup before the workers (MPI, the program, the inputs, the\n"
     "                            devices counted); per worker and in total, wall seconds, opening\n"
-    "                            the executor; decoding (summed over the\n"
-    "                            decoding threads) and the decoders busy on average; decoders\n"
-    "                            waiting for a decode slot and for memory; the worker waiting for\n"
-    "                            decoded images, in the executor, writing shards\n"
+    "                            the executor; decoding its inputs (summed over the decoders), the\n"
+    "                            worker waiting for decoded images, in the executor, writing\n"
+    "                            shards; per process's decode pool, its decoders' seconds decoding\n"
+    "                            (the decoders busy on average), idle and held back by --max-memory\n"
+    "                            / 2, and the seconds a worker waited while every decoder decoded,\n"
+    "                            one was held back, or what it waited for was decoding\n"
     "  --policy POLICY           how an image of another size than the input slot meets it, as\n"
     "                            pxrun's: native (an any-size input takes each image at its own\n"
     "                            size, within its bounds: the default for any-size programs; the\n"
@@ -71,9 +77,9 @@ static const char px__usage[] =
     "                            of patch x merge, area in min..max: Qwen2-VL's rule) and cut into\n"
     "                            its patch x patch tiles (the plan's tokens at that size) by the\n"
     "                            executor, many images of many sizes in one call, while the next\n"
-    "                            ones decode, four shards ahead (decoded images waiting are held\n"
-    "                            within --max-memory / 2 together, besides the --decoders images\n"
-    "                            decoding); ragged shards (below)\n"
+    "                            ones decode (see --decoders: decoded images waiting are held\n"
+    "                            within --max-memory / 2 together, besides the images decoding);\n"
+    "                            ragged shards (below)\n"
     "  --size WxH                an any-size program: the size every image is bound at (within the\n"
     "                            input's bounds): each image brought to W x H by --policy\n"
     "                            stretch[:FILTER] (the default with --size) or fit[:FILTER][:PAD],\n"
@@ -513,29 +519,38 @@ int main(int argc, char **argv)
         int per = (int)(cores / (nworkers * local_size));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
-    /* --decoders images decode at once per worker, however many shards are in flight (each has
-     * its threads, which wait here): memory in decodes is decoders x the largest image */
-    px_batch_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, j.decoders * nworkers};
-    j.gate = &gate;
     px_batch_worker *ws = calloc((size_t)nworkers, sizeof *ws);
     pthread_t *th = calloc((size_t)nworkers, sizeof *th);
+    px_batch_pool pool;
+    memset(&pool, 0, sizeof pool);
     int started = 0;
     double t0 = px_batch_now(), setup = t0 - began;
-    for (int i = 0; ws && th && i < nworkers; i++) {
+    for (int i = 0; ws && i < nworkers; i++) {
         ws[i].job = &j, ws[i].prog = &prog, ws[i].input = input, ws[i].out_slot = out_slot;
         ws[i].nslots_total = size * nworkers, ws[i].slot_id = rank * nworkers + i;
         ws[i].device = (local_rank * nworkers + i) % gpus;
         ws[i].exec = j.exec_name;
         ws[i].is_rank0_first = rank == 0 && i == 0;
+        ws[i].pool = &pool, ws[i].index = i;
+    }
+    /* one decode pool for the process's workers: --decoders each (no more than the inputs), so
+     * that the decoders go where the inputs to run next are, whichever worker runs them (memory
+     * in decodes: the threads x the largest image) */
+    int threads = (size_t)j.decoders * (size_t)nworkers < j.in.n ? j.decoders * nworkers : (int)j.in.n;
+    int decoding = ws && th && px_batch_pool_start(&pool, &j, &prog, input, ws, nworkers, threads) > 0;
+    for (int i = 0; decoding && i < nworkers; i++) {
         if (pthread_create(&th[i], NULL, px_batch_work, &ws[i]) != 0)
             break;
         started++;
     }
+    for (int i = started; decoding && i < nworkers; i++) /* a worker that did not start: its shards stop */
+        px_batch_pool_leave(&pool, i, NULL);
     /* images, failed, bytes in, bytes out, skipped shards, written shards */
     uint64_t tot[6] = {0, prior_failed, 0, 0, skipped, 0};
     int worst = started < nworkers ? 1 : 0;
     if (worst)
-        fprintf(stderr, "pxbatch: rank %d: cannot start its workers\n", rank);
+        fprintf(stderr, "pxbatch: rank %d: cannot start its %s\n", rank,
+                ws && th && !decoding ? "decoders" : "workers");
     for (int i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
         tot[0] += ws[i].st.images, tot[1] += ws[i].st.failed, tot[2] += ws[i].st.bytes_in, tot[3] += ws[i].st.bytes_out;
@@ -549,6 +564,7 @@ int main(int argc, char **argv)
         }
     }
     double secs = px_batch_now() - t0;
+    px_batch_pool_end(&pool);
     for (int d = 0; d < ndev; d++)
         if (probes[d])
             cuda->close(probes[d]);
@@ -567,7 +583,7 @@ int main(int argc, char **argv)
 #endif
     /* after the ranks' figures are summed; an unwritable file is an i/o failure (1) on every rank */
     if (j.stats_path) {
-        int unwritten = px_batch_write_stats(&j, ws, started, nworkers, rank, size, gpus, setup, secs, tot[0]) < 0;
+        int unwritten = px_batch_write_stats(&j, ws, started, nworkers, &pool.stats, rank, size, gpus, setup, secs, tot[0]) < 0;
         worst = px_batch_agree(unwritten && !worst ? 1 : worst);
     }
     written = tot[5];

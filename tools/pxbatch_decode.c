@@ -1,6 +1,6 @@
-/* pxbatch_decode.c - a shard's inputs, read (regular files only, within --max-memory) and decoded
- * by host threads in the background under the process's gate of decodes at once; the shard's
- * start, join and free, and its files' paths. pxbatch_shard.c runs and writes it. */
+/* pxbatch_decode.c - the inputs, read (regular files only, within --max-memory) and decoded in the
+ * background by the process's decode pool, in the order the workers run them; a shard made, taken,
+ * released and freed, and its files' paths. pxbatch_shard.c runs and writes it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -147,70 +147,49 @@ static void px__decode_one(px_batch_shard *s, int i)
     }
 }
 
-void px_batch_gate_take(px_batch_gate *g)
+/* ---- the process's decode pool -------------------------------------------------------------- */
+
+/* The pool's figures brought up to now (under mu, before any of busy, held_back, idle, waiting
+ * changes): the seconds since the last change, by what the decoders and the workers were doing. */
+static void px__tick(px_batch_pool *p)
 {
-    if (!g)
-        return;
-    pthread_mutex_lock(&g->mu);
-    while (g->free <= 0)
-        pthread_cond_wait(&g->cv, &g->mu);
-    g->free--;
-    pthread_mutex_unlock(&g->mu);
+    double now = px_batch_now(), dt = now - p->last;
+    p->last = now;
+    p->stats.memory_wait += dt * p->held_back, p->stats.idle += dt * p->idle;
+    if (p->waiting)
+        *(p->held_back ? &p->stats.wait_memory
+          : p->busy == p->started ? &p->stats.wait_all_busy
+                                  : &p->stats.wait_decoding) += dt;
 }
 
-void px_batch_gate_give(px_batch_gate *g)
+int px_batch_next(const px_batch_worker *w, int s)
 {
-    if (!g)
-        return;
-    pthread_mutex_lock(&g->mu);
-    g->free++;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    while (s < w->job->nshards && w->job->done[s])
+        s += w->nslots_total;
+    return s;
 }
 
-/* A decoding thread: takes the shard's inputs in order, one at a time, so that they are ready in
- * about the order they are run; with the dynamic policy it waits while the decoded inputs not yet
- * run hold more than hold_max bytes (an input once taken is decoded: the runner waits for it). */
-static void *px__decode(void *arg)
+/* The next shard in the order the workers run them, made (its arrays; under mu) and put last in
+ * the queue and in its worker's list: the workers' next shards in turn (each worker's k-th after
+ * every worker's (k-1)-th). NULL: none left, or out of memory (the worker's take says so). */
+static px_batch_shard *px__make_next(px_batch_pool *p)
 {
-    px_batch_shard *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (s->claimed < s->count && s->held > s->hold_max) {
-            double t0 = px_batch_now();
-            while (s->claimed < s->count && s->held > s->hold_max)
-                pthread_cond_wait(&s->cv, &s->mu);
-            s->times.memory_wait += px_batch_now() - t0;
-        }
-        if (s->claimed >= s->count)
-            break;
-        int i = s->claimed++;
-        pthread_mutex_unlock(&s->mu);
-        double t0 = px_batch_now();
-        px_batch_gate_take(s->job->gate);
-        double t1 = px_batch_now();
-        px__decode_one(s, i);
-        double t2 = px_batch_now();
-        px_batch_gate_give(s->job->gate);
-        pthread_mutex_lock(&s->mu);
-        s->times.gate_wait += t1 - t0, s->times.decode += t2 - t1, s->times.decoded++;
-        s->good[i] = s->img[i].px != NULL;
-        s->ready[i] = 1;
-        if (s->good[i] && s->job->policy.kind == PX_POLICY_DYNAMIC)
-            s->held += px__bytes(&s->img[i]);
-        pthread_cond_broadcast(&s->cv);
+    const px_batch_job *j = p->job;
+    int w = -1;
+    for (int k = 0; k < p->nworkers && w < 0; k++) {
+        int c = (p->turn + k) % p->nworkers;
+        if (p->upcoming[c] < j->nshards)
+            w = c;
     }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
-int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard)
-{
-    memset(s, 0, sizeof *s);
-    s->job = j, s->prog = prog, s->shard = shard, s->input = input;
-    s->first = shard * j->shard_size;
+    if (w < 0)
+        return NULL;
+    px_batch_shard *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->job = j, s->prog = p->prog, s->shard = p->upcoming[w], s->input = p->input, s->pool = p, s->owner = w;
+    s->first = s->shard * j->shard_size;
     s->count = (int)j->in.n - s->first < j->shard_size ? (int)j->in.n - s->first : j->shard_size;
-    s->w = prog->slots[input].w, s->h = prog->slots[input].h;
+    s->w = p->prog->slots[p->input].w, s->h = p->prog->slots[p->input].h;
     size_t count = (size_t)(unsigned)s->count;
     s->img = calloc(count, sizeof(pxvm_image));
     s->why = calloc(count, sizeof(char *));
@@ -218,44 +197,251 @@ int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_pr
     s->rsz = calloc(count, sizeof *s->rsz);
     s->good = calloc(count, 1);
     s->ready = calloc(count, 1);
-    /* dynamic: PX_BATCH_AHEAD shards in flight, together holding at most half of --max-memory of
-     * decoded inputs that wait for the executor (and one input a decoder more each) */
-    s->hold_max = j->policy.kind == PX_POLICY_DYNAMIC ? j->lim.max_memory / (2u * PX_BATCH_AHEAD) : UINT64_MAX;
-    if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready)
-        return -1;
-    if (pthread_mutex_init(&s->mu, NULL) != 0)
-        return -1;
-    if (pthread_cond_init(&s->cv, NULL) != 0) {
-        pthread_mutex_destroy(&s->mu);
-        return -1;
+    if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready) {
+        px_batch_shard_free(s, NULL);
+        free(s);
+        return NULL;
     }
-    s->sync_made = 1;
-    /* the images of a shard are decoded by several host threads, so that decoding keeps up with
-     * the executor where the cores allow (JPEG decoding is the slow part of a pipeline) */
-    int n = j->decoders < s->count ? j->decoders : s->count;
-    for (int t = 0; t < n; t++)
-        if (pthread_create(&s->thread[s->started], NULL, px__decode, s) == 0)
-            s->started++;
-    if (!s->started) { /* no thread: decoded here, all of it (no runner frees bytes meanwhile) */
-        s->hold_max = UINT64_MAX;
-        px__decode(s);
-    }
-    return 0;
+    p->upcoming[w] = px_batch_next(&p->ws[w], s->shard + p->ws[w].nslots_total);
+    p->turn = (w + 1) % p->nworkers;
+    *(p->head ? &p->tail->queued : &p->head) = s; /* last, in O(1): thousands may be ahead */
+    p->tail = s;
+    *(p->mine[w] ? &p->mine_last[w]->mine : &p->mine[w]) = s;
+    p->mine_last[w] = s;
+    return s;
 }
 
-/* Waits for the decoding threads; with `stop`, they take no more inputs first (a shard freed
- * before it ran, or whose run failed: no decoder waits for bytes that are never freed). */
-void px__shard_join(px_batch_shard *s, int stop)
+/* s out of the queue (its inputs all taken, or it stopped) */
+static void px__unqueue(px_batch_pool *p, px_batch_shard *s)
 {
-    if (stop && s->sync_made && s->started) {
-        pthread_mutex_lock(&s->mu);
-        s->claimed = s->count;
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
+    px_batch_shard *prev = NULL;
+    for (px_batch_shard **at = &p->head; *at; prev = *at, at = &(*at)->queued)
+        if (*at == s) {
+            *at = s->queued;
+            if (p->tail == s)
+                p->tail = prev;
+            break;
+        }
+    s->queued = NULL;
+}
+
+/* The shard whose input a decoder takes next (under mu): the oldest with inputs to take while the
+ * decoded inputs waiting are within the bound (the next shard made when the queue has none); over
+ * it, only a shard its worker took whose run needs it whole (fixed, native: else its worker would
+ * wait for ever). NULL: nothing to take; *held_back 1 when the bound is why. */
+static px_batch_shard *px__to_take(px_batch_pool *p, int *held_back)
+{
+    int over = p->held > p->bound, whole = p->job->policy.kind != PX_POLICY_DYNAMIC;
+    *held_back = over && p->head;
+    for (px_batch_shard *s = p->head; s && (!over || whole); s = s->queued)
+        if (!over || s->taken)
+            return s;
+    if (over) {
+        for (int w = 0; w < p->nworkers && !*held_back; w++)
+            *held_back = p->upcoming[w] < p->job->nshards;
+        return NULL;
     }
-    for (int t = 0; t < s->started; t++)
-        pthread_join(s->thread[t], NULL);
-    s->started = 0;
+    return px__make_next(p);
+}
+
+/* A decoder: takes the inputs in the order they run (px__to_take), one at a time; an input once
+ * taken is decoded (a worker may wait for it), also after its shard stopped. */
+static void *px__decoder(void *arg)
+{
+    px_batch_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        int held_back = 0;
+        px_batch_shard *s = p->stop ? NULL : px__to_take(p, &held_back);
+        if (s) {
+            int i = s->claimed++;
+            if (s->claimed == s->count)
+                px__unqueue(p, s);
+            s->inflight++;
+            px__tick(p);
+            p->busy++;
+            pthread_mutex_unlock(&p->mu);
+            double t0 = px_batch_now();
+            px__decode_one(s, i);
+            double secs = px_batch_now() - t0;
+            pthread_mutex_lock(&p->mu);
+            px__tick(p);
+            p->busy--;
+            s->times.decode += secs, s->times.decoded++;
+            p->stats.decode += secs, p->stats.decoded++;
+            s->good[i] = s->img[i].px != NULL;
+            s->ready[i] = 1;
+            s->decoded++, s->inflight--;
+            if (s->good[i]) {
+                s->held += px__bytes(&s->img[i]);
+                p->held += px__bytes(&s->img[i]);
+            }
+            pthread_cond_broadcast(&p->done);
+            continue;
+        }
+        if (p->stop)
+            break;
+        int *state = held_back ? &p->held_back : &p->idle;
+        px__tick(p);
+        (*state)++;
+        pthread_cond_wait(&p->work, &p->mu);
+        px__tick(p);
+        (*state)--;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int px_batch_pool_start(px_batch_pool *p, const px_batch_job *j, const pxvm_program *prog, int input,
+                        px_batch_worker *ws, int nworkers, int threads)
+{
+    memset(p, 0, sizeof *p);
+    p->job = j, p->prog = prog, p->input = input, p->ws = ws, p->nworkers = nworkers;
+    /* decoded inputs wait within half of --max-memory (one at least: only held over it stops) */
+    p->bound = j->lim.max_memory / 2u;
+    p->mine = calloc((size_t)nworkers, sizeof *p->mine);
+    p->mine_last = calloc((size_t)nworkers, sizeof *p->mine_last);
+    p->upcoming = calloc((size_t)nworkers, sizeof *p->upcoming);
+    p->thread = calloc((size_t)threads, sizeof *p->thread);
+    if (!p->mine || !p->mine_last || !p->upcoming || !p->thread || pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p->mine), free(p->mine_last), free(p->upcoming), free(p->thread);
+        p->mine = NULL, p->mine_last = NULL, p->upcoming = NULL, p->thread = NULL;
+        return 0;
+    }
+    p->made = 1;
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    for (int w = 0; w < nworkers; w++)
+        p->upcoming[w] = px_batch_next(&ws[w], ws[w].slot_id);
+    pthread_mutex_lock(&p->mu); /* the threads take inputs once all are counted (busy == started) */
+    p->last = p->stats.wall = px_batch_now();
+    for (int t = 0; t < threads; t++)
+        if (pthread_create(&p->thread[p->started], NULL, px__decoder, p) == 0)
+            p->started++;
+    p->stats.decoders = p->started;
+    pthread_mutex_unlock(&p->mu);
+    return p->started;
+}
+
+/* The shards of `list` (through mine) stopped (under mu): no input more taken, those decoding
+ * finished, their bytes no longer the pool's. */
+static void px__stop_all(px_batch_pool *p, px_batch_shard *list)
+{
+    for (px_batch_shard *s = list; s; s = s->mine) {
+        px__unqueue(p, s);
+        s->claimed = s->count;
+    }
+    for (px_batch_shard *s = list; s; s = s->mine)
+        while (s->inflight)
+            pthread_cond_wait(&p->done, &p->mu);
+    for (px_batch_shard *s = list; s; s = s->mine)
+        p->held -= s->held, s->held = 0, s->pool = NULL;
+    pthread_cond_broadcast(&p->work);
+}
+
+static void px__free_list(px_batch_shard *s, px_batch_times *times)
+{
+    while (s) {
+        px_batch_shard *next = s->mine;
+        px_batch_shard_free(s, times);
+        free(s);
+        s = next;
+    }
+}
+
+void px_batch_pool_leave(px_batch_pool *p, int w, px_batch_times *times)
+{
+    if (!p->made)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->upcoming[w] = p->job->nshards;
+    px_batch_shard *list = p->mine[w];
+    p->mine[w] = NULL;
+    px__stop_all(p, list);
+    pthread_mutex_unlock(&p->mu);
+    px__free_list(list, times);
+}
+
+void px_batch_pool_end(px_batch_pool *p)
+{
+    if (!p->made)
+        return;
+    pthread_mutex_lock(&p->mu);
+    px__tick(p);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 0; t < p->started; t++)
+        pthread_join(p->thread[t], NULL);
+    px__tick(p);
+    p->stats.wall = px_batch_now() - p->stats.wall;
+    for (int w = 0; w < p->nworkers; w++) { /* a worker that never started: its shards */
+        pthread_mutex_lock(&p->mu);
+        px__stop_all(p, p->mine[w]);
+        pthread_mutex_unlock(&p->mu);
+        px__free_list(p->mine[w], NULL);
+        p->mine[w] = NULL;
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->done);
+    free(p->mine), free(p->mine_last), free(p->upcoming), free(p->thread);
+    p->mine = NULL, p->mine_last = NULL, p->upcoming = NULL, p->thread = NULL, p->made = 0;
+}
+
+int px_batch_pool_take(px_batch_pool *p, int w, px_batch_shard **out, pxvm_error *err)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->mine[w] && p->upcoming[w] < p->job->nshards && px__make_next(p))
+        ; /* the shards before it in the order they run are made first */
+    px_batch_shard *s = p->mine[w];
+    int rc = 0;
+    if (s) {
+        p->mine[w] = s->mine, s->mine = NULL;
+        s->taken = 1;
+        pthread_cond_broadcast(&p->work); /* made; or (fixed, native) it now decodes past the bound */
+    } else if (p->upcoming[w] < p->job->nshards)
+        rc = pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *s);
+    pthread_mutex_unlock(&p->mu);
+    *out = s;
+    return rc < 0 ? -1 : 0;
+}
+
+void px_batch_pool_lock(px_batch_shard *s) { pthread_mutex_lock(&s->pool->mu); }
+void px_batch_pool_unlock(px_batch_shard *s) { pthread_mutex_unlock(&s->pool->mu); }
+
+void px_batch_pool_wait(px_batch_shard *s, px_batch_times *times)
+{
+    px_batch_pool *p = s->pool;
+    double t0 = px_batch_now();
+    px__tick(p);
+    p->waiting++;
+    pthread_cond_wait(&p->done, &p->mu);
+    px__tick(p);
+    p->waiting--;
+    times->input_wait += px_batch_now() - t0;
+}
+
+void px_batch_pool_freed(px_batch_shard *s, uint64_t bytes)
+{
+    s->held -= bytes, s->pool->held -= bytes;
+    pthread_cond_broadcast(&s->pool->work);
+}
+
+void px_batch_pool_wait_all(px_batch_shard *s, px_batch_times *times)
+{
+    px_batch_pool_lock(s);
+    while (s->decoded < s->count)
+        px_batch_pool_wait(s, times);
+    px_batch_pool_unlock(s);
+}
+
+void px_batch_pool_release(px_batch_shard *s)
+{
+    px_batch_pool *p = s->pool;
+    pthread_mutex_lock(&p->mu);
+    px__stop_all(p, s); /* s->mine is NULL once taken: s alone */
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* the monotonic clock, in seconds */
@@ -268,14 +454,13 @@ double px_batch_now(void)
 
 void px_batch_times_add(px_batch_times *into, const px_batch_times *t)
 {
-    into->wall += t->wall, into->open += t->open, into->decode += t->decode, into->gate_wait += t->gate_wait;
-    into->memory_wait += t->memory_wait, into->input_wait += t->input_wait, into->executor += t->executor;
+    into->wall += t->wall, into->open += t->open, into->decode += t->decode;
+    into->input_wait += t->input_wait, into->executor += t->executor;
     into->write += t->write, into->write_wait += t->write_wait, into->decoded += t->decoded;
 }
 
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)
 {
-    px__shard_join(s, 1);
     if (times)
         px_batch_times_add(times, &s->times);
     for (int i = 0; s->img && s->why && i < s->count; i++) {
@@ -288,10 +473,6 @@ void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)
     free(s->rsz);
     free(s->good);
     free(s->ready);
-    if (s->sync_made) {
-        pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->cv);
-    }
     memset(s, 0, sizeof *s);
 }
 

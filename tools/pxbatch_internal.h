@@ -11,25 +11,12 @@
 #include "pxbatch.h"
 #include "pxrun_size.h"
 
-/* The decodes a process runs at once (--decoders per worker), whatever the shards in flight:
- * a decoding thread takes a slot for each image it decodes. */
-typedef struct px_batch_gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int free;
-} px_batch_gate;
-void px_batch_gate_take(px_batch_gate *g);
-void px_batch_gate_give(px_batch_gate *g);
-
-/* What a worker's time went to (--stats), in seconds; the decoders' parts summed over the
- * decoding threads of its shards. */
+/* What a worker's time went to (--stats), in seconds; decode summed over the decodes of its
+ * shards' inputs (by the process's decode pool). */
 typedef struct {
     double wall;        /* the worker's thread, start to end */
     double open;        /* opening its executor (and loading the program) */
     double decode;      /* reading and decoding inputs (and, fixed-size, resizing them) */
-    double gate_wait;   /* decoders waiting for a slot of the process's decodes at once */
-    double memory_wait; /* dynamic: decoders waiting while their shard's decoded inputs held their share
-                         * of --max-memory / 2 */
     double input_wait;  /* the worker waiting for decoded inputs */
     double executor;    /* bind, run and read (fixed, native), or the ragged calls (dynamic) */
     double write;       /* a shard's .npy, marker (SHA-256) and files written */
@@ -57,12 +44,15 @@ typedef struct {
     char ragged_policy[96];       /* dynamic: the policy's canonical text, for the ragged batches */
     char *job_text;               /* the "job" object of every marker (json_dumps) */
     uint8_t *done;                /* [nshards]: finished by an earlier run (this process's share) */
-    px_batch_gate *gate;          /* the process's decodes at once (NULL: no limit) */
 } px_batch_job;
 
-/* One shard: its inputs decoded in the background (pxbatch_decode.c). Decoders take the inputs in
- * order; the dynamic policy runs them as they come (ragged batches while the rest decode). */
-typedef struct {
+struct px_batch_pool;
+
+/* One shard: its inputs decoded in the background by the process's decode pool (pxbatch_decode.c),
+ * in the order they run; the dynamic policy runs them as they come (ragged batches while the rest
+ * decode), fixed and native once all are. Made by the pool, taken by its worker, run, then (no
+ * longer the pool's) written and freed by the worker's writer. */
+typedef struct px_batch_shard {
     const px_batch_job *job;
     const pxvm_program *prog;
     int shard, first, count, input;
@@ -72,21 +62,19 @@ typedef struct {
     int (*orig)[2];     /* [count] dynamic: the size as decoded (w, h) */
     int (*rsz)[2];      /* [count] dynamic: the size the policy resizes it to */
     char **why;         /* [count] the error of a failed input; of a decoded one, what --lenient went past */
-    pthread_t thread[64];
-    int started;       /* decoding threads running */
-    /* the decoders and the runner: under mu, cv signalled when an input is ready or bytes are freed */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int sync_made;     /* mu and cv initialised */
-    int claimed;       /* the next input a decoder takes */
-    uint8_t *ready;    /* [count] decoded or failed */
-    uint64_t held;     /* dynamic: bytes of decoded inputs not yet run */
-    uint64_t hold_max; /* dynamic: decoders wait while held is over it (--max-memory / (2 * PX_BATCH_AHEAD)) */
-    px_batch_times times; /* its decoders' (under mu) */
+    /* under the pool's mu while the shard is the pool's (until px_batch_pool_release) */
+    struct px_batch_pool *pool;
+    int owner;          /* the worker (of this process) that runs it */
+    int taken;          /* its worker took it (fixed, native: its inputs decode past the memory bound) */
+    int claimed;        /* the next input a decoder takes */
+    int inflight;       /* its inputs being decoded now */
+    int decoded;        /* its inputs decoded or failed */
+    uint8_t *ready;     /* [count] decoded or failed */
+    uint64_t held;      /* bytes of its decoded inputs not yet run (the pool's held counts them) */
+    struct px_batch_shard *queued; /* the next shard with inputs to take, in the order they run */
+    struct px_batch_shard *mine;   /* its worker's next shard made, not yet taken */
+    px_batch_times times; /* its decodes' */
 } px_batch_shard;
-
-/* dynamic: the shards a worker has in flight (one running, the next ones decoding) */
-#define PX_BATCH_AHEAD 4
 
 /* native: the any-size program resolved at one size; in a worker's LRU cache */
 #define PX_BATCH_SIZES 64
@@ -116,10 +104,79 @@ typedef struct {
     int slot_id, nslots_total; /* this worker takes shards slot_id, slot_id + nslots_total, ... */
     int device, is_rank0_first;
     const char *exec;
+    struct px_batch_pool *pool; /* the process's decoders */
+    int index;                  /* of the process's workers */
     px_batch_worker_state st;
     pxvm_error err;
     int rc;
 } px_batch_worker;
+
+/* The decode pool's figures (--stats): the decoders' seconds (decoder-seconds: summed over its
+ * threads) and the seconds while at least one worker waited for a decoded input, by what the
+ * decoders were doing then (which says the bound). */
+typedef struct {
+    int decoders;         /* its threads */
+    double wall;          /* started to stopped */
+    double decode;        /* decoding (the sum of its decodes' seconds, as the workers' decode) */
+    double memory_wait;   /* held back: an input to take, but the decoded inputs waiting to be run
+                           * held --max-memory / 2 */
+    double idle;          /* nothing to take (every input of the shards to come taken or none left) */
+    double wait_all_busy; /* a worker waited and every decoder was decoding: decode-limited */
+    double wait_memory;   /* a worker waited and a decoder was held back by the memory bound */
+    double wait_decoding; /* a worker waited and a decoder had nothing to take: what it waited for
+                           * was decoding (the tail: a large image decoding alone) */
+    uint64_t decoded;
+} px_batch_pool_stats;
+
+/* One decode pool per process (pxbatch_decode.c): --decoders x workers threads, shared by the
+ * process's workers, taking the inputs in the order they will be run: the shards made in rounds
+ * (each worker's next one, in worker order: as the workers run them side by side), the oldest
+ * shard's inputs first. Ahead of the shards the workers run, decoded inputs wait within
+ * --max-memory / 2 (dynamic: every decoded input counts; fixed and native, whose shards run once
+ * whole, a shard its worker took decodes past the bound). */
+typedef struct px_batch_pool {
+    const px_batch_job *job;
+    const pxvm_program *prog;
+    int input;
+    px_batch_worker *ws;
+    int nworkers;
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* decoders: a shard made or taken, bytes freed, or stop */
+    pthread_cond_t done; /* workers: an input decoded */
+    pthread_t *thread;
+    int made, started, stop;              /* made: mu, work, done and the arrays */
+    uint64_t held, bound;                 /* decoded bytes not yet run; the bound of those ahead */
+    px_batch_shard *head, *tail;          /* shards with inputs to take, oldest first */
+    px_batch_shard **mine, **mine_last;   /* [nworkers] each worker's shards made, not taken, in order */
+    int *upcoming;                        /* [nworkers] each worker's next shard to make */
+    int turn;                             /* the worker whose shard is made next */
+    int busy, held_back, idle, waiting;   /* decoders decoding, held back, idle; workers waiting */
+    double last;                          /* when the figures were last brought up to date */
+    px_batch_pool_stats stats;
+} px_batch_pool;
+/* Starts the pool's threads (ws: the process's workers, their slots set). The threads started (0:
+ * none could, nothing to undo but px_batch_pool_end). */
+int px_batch_pool_start(px_batch_pool *p, const px_batch_job *j, const pxvm_program *prog, int input,
+                        px_batch_worker *ws, int nworkers, int threads);
+/* Stops and joins the threads (after every worker left), frees what is left. */
+void px_batch_pool_end(px_batch_pool *p);
+/* Worker w's next shard (*s NULL: none left); 0, or -1 out of memory (err set). */
+int px_batch_pool_take(px_batch_pool *p, int w, px_batch_shard **s, pxvm_error *err);
+/* Worker w is done: its shards not taken stop decoding and are freed (their decodes' times into
+ * *times); none more are made for it. */
+void px_batch_pool_leave(px_batch_pool *p, int w, px_batch_times *times);
+/* A shard's run: under the pool's lock (lock, unlock); wait for an input decoded (the worker's
+ * input wait counted in *times); bytes of its inputs run and freed; all its inputs decoded; and
+ * the shard no longer the pool's after its run (stop: its inputs not yet taken are not decoded;
+ * waits for those decoding). */
+void px_batch_pool_lock(px_batch_shard *s);
+void px_batch_pool_unlock(px_batch_shard *s);
+void px_batch_pool_wait(px_batch_shard *s, px_batch_times *times);
+void px_batch_pool_freed(px_batch_shard *s, uint64_t bytes);
+void px_batch_pool_wait_all(px_batch_shard *s, px_batch_times *times);
+void px_batch_pool_release(px_batch_shard *s);
+/* The next shard of worker w from `s` on that an earlier run did not finish. */
+int px_batch_next(const px_batch_worker *w, int s);
 
 /* A shard that ran, to be written (px_batch_shard_run, then px_batch_shard_write, on the worker's
  * writer thread): what the .npy holds, and what was read. */
@@ -149,21 +206,17 @@ int px_batch_scan(px_batch_job *j, json_t *job, int rank, int size, uint64_t *fa
                   size_t len);
 json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int input, int out_slot);
 
-/* pxbatch_decode.c (start, free, path) and pxbatch_shard.c (run): a shard's decoding started (-1:
- * out of memory), freed (after its threads), run and written (0, or the pxvm class of a failure);
- * DIR/shard-NNNNN.ext, malloc'ed. */
-int px_batch_shard_start(px_batch_shard *s, const px_batch_job *j, const pxvm_program *prog, int input, int shard);
-/* px_batch_shard_free adds its decoders' times to *times (NULL: dropped) */
+/* pxbatch_decode.c (free, path) and pxbatch_shard.c (run): a shard freed (once no longer the
+ * pool's), run and written (0, or the pxvm class of a failure); DIR/shard-NNNNN.ext, malloc'ed. */
+/* px_batch_shard_free adds its decodes' times to *times (NULL: dropped) */
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times);
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, px_batch_result *r,
                        pxvm_error *err);
 int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px_batch_written *done, pxvm_error *err);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
-/* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; a shard's decoders stopped (stop 1)
- * or finished, then joined. */
+/* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; the monotonic clock in seconds */
 uint64_t px__bytes(const pxvm_image *img);
-double px_batch_now(void); /* the monotonic clock in seconds */
-void px__shard_join(px_batch_shard *s, int stop);
+double px_batch_now(void);
 void px_batch_sized_free(px_batch_worker_state *w);
 
 /* pxbatch_workers.c: a worker's thread (px_batch_worker *); under a launcher, MPI (px_batch_mpi
@@ -172,8 +225,9 @@ void *px_batch_work(void *arg);
 extern int px_batch_mpi;
 /* pxbatch_stats.c: --stats FILE written by rank 0 (every rank calls it: under MPI it gathers);
  * 0, or -1 when rank 0 could not write it (said on stderr) */
-int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
-                         int gpus, double setup, double secs, uint64_t images);
+int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,
+                         const px_batch_pool_stats *pool, int rank, int size, int gpus, double setup, double secs,
+                         uint64_t images);
 int px_batch_launched(void);
 int px_batch_agree(int v);
 int px_batch_from_root(int v);

@@ -181,7 +181,7 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
 static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, int next)
 {
     uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
-    pthread_mutex_lock(&s->mu);
+    px_batch_pool_lock(s);
     for (;;) {
         int end = next, n = 0;
         uint64_t bytes = 0;
@@ -191,12 +191,10 @@ static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, int next)
             end++;
         }
         if (end == s->count || n >= PX_RAGGED_IMAGES || bytes >= cap) {
-            pthread_mutex_unlock(&s->mu);
+            px_batch_pool_unlock(s);
             return end;
         }
-        double t0 = px_batch_now();
-        pthread_cond_wait(&s->cv, &s->mu);
-        w->times.input_wait += px_batch_now() - t0;
+        px_batch_pool_wait(s, &w->times);
     }
 }
 
@@ -255,11 +253,10 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
             char *m = strstr(err->msg, ": "); /* "image K: " counts within the batch: the file says which */
             if (!strncmp(err->msg, "image ", 6) && m)
                 memmove(err->msg, m + 2, strlen(m + 2) + 1);
-            pthread_mutex_lock(&s->mu);
-            s->held -= px__bytes(&s->img[idx[t.failed]]);
+            px_batch_pool_lock(s);
+            px_batch_pool_freed(s, px__bytes(&s->img[idx[t.failed]]));
             px__fail_image(s, idx[t.failed], err);
-            pthread_cond_broadcast(&s->cv);
-            pthread_mutex_unlock(&s->mu);
+            px_batch_pool_unlock(s);
             continue; /* the same inputs again, without it */
         }
         for (int k = 0; k < n; k++) {
@@ -269,10 +266,9 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
             pxvm_image_free(&s->img[i]);
         }
         *bytes_in += bytes;
-        pthread_mutex_lock(&s->mu);
-        s->held -= bytes;
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
+        px_batch_pool_lock(s);
+        px_batch_pool_freed(s, bytes);
+        px_batch_pool_unlock(s);
         next = end;
     }
     free(views);
@@ -428,7 +424,8 @@ static int px__run_native(px_batch_worker_state *w, px_batch_shard *s, int input
     return 0;
 }
 
-/* Runs a decoded shard (its decoders then joined): its rows, or tokens and offsets, into *r;
+/* Runs a shard the worker took from the decode pool (then released: none of its inputs is
+ * decoding, a failed run's not yet taken never will): its rows, or tokens and offsets, into *r;
  * fixed and native, the decoded images freed (their sizes kept in orig), so that a shard waiting
  * to be written holds only its output. 0, or the pxvm class of a failure of the program or the
  * executor. */
@@ -438,14 +435,12 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
     memset(r, 0, sizeof *r);
     if (s->job->policy.kind == PX_POLICY_DYNAMIC) { /* run as its inputs decode */
         int rc = px__run_dynamic(w, s, &r->data, &r->rows, &r->off, &r->bytes_in, err);
-        px__shard_join(s, 1); /* after a failure the decoders stop; else every input was taken */
+        px_batch_pool_release(s); /* after a failure its decodes stop; else every input was taken */
         return rc;
     }
     const pxvm_slot *o = &s->prog->slots[out_slot];
-    double t0 = px_batch_now();
-    px__shard_join(s, 0);
+    px_batch_pool_wait_all(s, &w->times);
     double t1 = px_batch_now();
-    w->times.input_wait += t1 - t0;
     size_t per = o->patch_count ? (size_t)o->patch_w * o->patch_h * o->patch_count * 4u : (size_t)o->w * o->h * 4u;
     int rc = s->job->native ? px__run_native(w, s, input, out_slot, per, &r->data, &r->rows, err)
                             : px__run_fixed(w, s, input, out_slot, per, &r->data, &r->rows, err);
@@ -457,6 +452,7 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
         }
         pxvm_image_free(&s->img[i]);
     }
+    px_batch_pool_release(s); /* its decoded bytes run and freed */
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* pxbatch_stats.c - pxbatch --stats FILE: where each worker's time went (decoding, waiting for
- * decoded images or memory, the executor, writing), every rank's workers gathered on rank 0 under
- * MPI and written there as JSON (docs/datasets.md lists the fields). */
+ * decoded images, the executor, writing) and each process's decode pool's (decoding, idle, held
+ * back by memory; what it did while a worker waited), every rank's gathered on rank 0 under MPI
+ * and written there as JSON (docs/datasets.md lists the fields). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -14,27 +15,40 @@
 
 #include "pxbatch_internal.h"
 
-/* A worker's times and figures as --stats writes them (px__stats: the order of its fields). */
-#define PX_STAT_FIELDS 14
+/* A worker's times and figures as --stats writes them (names: the order of its fields). */
+#define PX_STAT_FIELDS 12
 static void px__stat_row(const px_batch_worker *w, int rank, int i, double row[PX_STAT_FIELDS])
 {
     const px_batch_times *t = &w->st.times;
-    double v[PX_STAT_FIELDS] = {rank,          i,         w->device,    (double)w->st.images, (double)t->decoded,
-                                t->wall,       t->decode, t->gate_wait, t->memory_wait,       t->input_wait,
-                                t->executor,   t->write,  t->write_wait, t->open};
+    double v[PX_STAT_FIELDS] = {rank,          i,         w->device, (double)w->st.images, (double)t->decoded,
+                                t->wall,       t->decode, t->input_wait, t->executor, t->write, t->write_wait, t->open};
+    memcpy(row, v, sizeof v);
+}
+
+/* A process's decode pool as --stats writes it (pool_names: the order of its fields). */
+#define PX_POOL_FIELDS 10
+static void px__pool_row(const px_batch_pool_stats *p, int rank, double row[PX_POOL_FIELDS])
+{
+    double v[PX_POOL_FIELDS] = {rank,   p->decoders,      (double)p->decoded, p->wall,        p->decode,
+                                p->idle, p->memory_wait, p->wait_all_busy,   p->wait_memory, p->wait_decoding};
     memcpy(row, v, sizeof v);
 }
 
 /* --stats FILE: every rank's workers' times (gathered on rank 0 under MPI), per worker and in
  * total, written by rank 0 as JSON. 0, or -1 (rank 0 could not write it: said on stderr). */
-int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers, int rank, int size,
-                     int gpus, double setup, double secs, uint64_t images)
+int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,
+                         const px_batch_pool_stats *pool, int rank, int size, int gpus, double setup, double secs,
+                         uint64_t images)
 {
     static const char *names[PX_STAT_FIELDS] = {"rank", "worker", "device", "images", "decoded", "wall_s", "decode_s",
-                                                "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s",
-                                                "executor_s", "write_s", "write_wait_s", "open_s"};
+                                                "input_wait_s", "executor_s", "write_s", "write_wait_s", "open_s"};
+    static const char *pool_names[PX_POOL_FIELDS] = {"rank", "decoders", "decoded", "wall_s", "decode_s",
+                                                     "decode_idle_s", "decode_memory_wait_s", "wait_all_busy_s",
+                                                     "wait_memory_bound_s", "wait_decoding_s"};
     double *mine = calloc((size_t)started + 1, sizeof(double) * PX_STAT_FIELDS), *all = mine;
+    double pool_mine[PX_POOL_FIELDS], *pools = pool_mine;
     int nrows = started, rc = 0;
+    px__pool_row(pool, rank, pool_mine);
     if (!mine) {
         fprintf(stderr, "pxbatch: --stats: out of memory\n");
         return -1;
@@ -56,6 +70,13 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
         }
         MPI_Gatherv(mine, n, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         nrows = total / PX_STAT_FIELDS;
+        pools = rank == 0 ? calloc((size_t)size, sizeof(double) * PX_POOL_FIELDS) : NULL;
+        if (rank == 0 && !pools && rc == 0) {
+            fprintf(stderr, "pxbatch: --stats: out of memory\n");
+            rc = -1;
+        }
+        MPI_Gather(pool_mine, PX_POOL_FIELDS, MPI_DOUBLE, pools, pools ? PX_POOL_FIELDS : 0, MPI_DOUBLE, 0,
+                   MPI_COMM_WORLD);
         free(counts);
         free(displs);
         free(mine);
@@ -65,6 +86,7 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
     if (rank != 0 || rc < 0) {
         free(all == mine ? NULL : all);
         free(mine);
+        free(pools == pool_mine ? NULL : pools);
         return rc;
     }
     json_t *rows = json_array(), *sum = json_object(), *doc = json_object();
@@ -76,7 +98,8 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
             json_object_set_new(o, names[f], f < 5 ? json_integer((json_int_t)row[f]) : json_real(row[f]));
             tot[f] += row[f];
         }
-        /* the decoders busy on average over the worker's life: its shards' decode seconds / wall */
+        /* the pool's decoders busy on its inputs on average over the worker's life: the decode
+         * seconds of its shards / wall */
         json_object_set_new(o, "decoders_busy", json_real(row[5] > 0 ? row[6] / row[5] : 0));
         json_array_append_new(rows, o);
     }
@@ -84,7 +107,29 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
         if (f != 5)
             json_object_set_new(sum, names[f], f < 5 ? json_integer((json_int_t)tot[f]) : json_real(tot[f]));
     json_object_set_new(sum, "wall_s", json_real(secs));
-    json_object_set_new(sum, "decoders_busy", json_real(secs > 0 ? tot[6] / secs : 0));
+    /* the decode pools (one a process): busy = their decode seconds / the run's wall, on average
+     * the decoders at work of those the pools have (and as a fraction of them); the seconds a
+     * worker waited for a decoded input by the bound then (every decoder decoding, one held back
+     * by --max-memory / 2, or one with nothing to take while what was awaited decoded) */
+    json_t *prows = json_array();
+    double ptot[PX_POOL_FIELDS] = {0};
+    int npools = px_batch_mpi ? size : 1;
+    for (int r = 0; r < npools; r++) {
+        const double *row = pools + (size_t)r * PX_POOL_FIELDS;
+        json_t *o = json_object();
+        for (int f = 0; f < PX_POOL_FIELDS; f++) {
+            json_object_set_new(o, pool_names[f], f < 3 ? json_integer((json_int_t)row[f]) : json_real(row[f]));
+            ptot[f] += row[f];
+        }
+        json_object_set_new(o, "decoders_busy", json_real(row[3] > 0 ? row[4] / row[3] : 0));
+        json_object_set_new(o, "decoders_busy_fraction", json_real(row[3] > 0 && row[1] > 0 ? row[4] / row[3] / row[1] : 0));
+        json_array_append_new(prows, o);
+    }
+    for (int f = 5; f < PX_POOL_FIELDS; f++)
+        json_object_set_new(sum, pool_names[f], json_real(ptot[f]));
+    json_object_set_new(sum, "decoders", json_integer((json_int_t)ptot[1]));
+    json_object_set_new(sum, "decoders_busy", json_real(secs > 0 ? ptot[4] / secs : 0));
+    json_object_set_new(sum, "decoders_busy_fraction", json_real(secs > 0 && ptot[1] > 0 ? ptot[4] / secs / ptot[1] : 0));
     json_object_set_new(doc, "images", json_integer((json_int_t)images));
     json_object_set_new(doc, "wall_s", json_real(secs));
     json_object_set_new(doc, "setup_s", json_real(setup));
@@ -101,7 +146,9 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
     json_object_set_new(doc, "executor", json_string(exec));
     json_object_set_new(doc, "total", sum);
     json_object_set_new(doc, "workers", rows);
+    json_object_set_new(doc, "pools", prows);
     free(all);
+    free(pools == pool_mine ? NULL : pools);
     if (json_dump_file(doc, j->stats_path, JSON_INDENT(1)) != 0) {
         fprintf(stderr, "pxbatch: i/o error: --stats '%s': cannot write it (%s)\n", j->stats_path, strerror(errno));
         rc = -1;

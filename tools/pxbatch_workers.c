@@ -1,7 +1,7 @@
 /* pxbatch_workers.c - who runs which shard: a process's workers (threads, one per GPU without
- * MPI or --workers, each with its own executor, decoding its next shards while it runs one and
- * its writer thread writes the one before) and, under a launcher, the ranks' agreement through
- * MPI. */
+ * MPI or --workers, each with its own executor, its next shards decoded by the process's decode
+ * pool while it runs one and its writer thread writes the one before) and, under a launcher, the
+ * ranks' agreement through MPI. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,14 +18,6 @@
 #include "pxbatch_internal.h"
 
 /* ---- workers -------------------------------------------------------------------------------- */
-
-/* The next shard of this worker from `s` on that an earlier run did not finish. */
-static int px__next(const px_batch_worker *w, int s)
-{
-    while (s < w->job->nshards && w->job->done[s])
-        s += w->nslots_total;
-    return s;
-}
 
 /* A worker's writer: a thread that writes the shards the worker has run, in the order run, while
  * the worker runs the next one: a shard's .npy hashed (SHA-256) and written with its index files
@@ -126,8 +118,7 @@ static void px__work(px_batch_worker *w)
 {
     const px_batch_job *j = w->job;
     int nshards = j->nshards;
-    int s = px__next(w, w->slot_id);
-    if (s >= nshards)
+    if (px_batch_next(w, w->slot_id) >= nshards)
         return; /* nothing left: no executor opened */
     pxvm_open_options oo = {j->threads, w->device};
     const pxvm_executor_ops *ops;
@@ -158,35 +149,19 @@ static void px__work(px_batch_worker *w)
         if (!wr.started)
             pthread_mutex_destroy(&wr.mu);
     }
-    /* shards in flight: the one that runs and the next ones decoding (a ring of shards, each
-     * allocated apart: its decode threads hold its address, and once run it goes to the writer).
-     * With the dynamic policy PX_BATCH_AHEAD of them, so that a shard's slowest image (a large
-     * PNG, a 20-megapixel JPEG) decodes while earlier shards run: with two, every shard waited for
-     * its slowest decode (H200 host, 560 photos: 80-89 images/s, 34 with shards of 16). */
-    px_batch_shard *ring[PX_BATCH_AHEAD] = {0};
-    int ahead = j->policy.kind == PX_POLICY_DYNAMIC ? PX_BATCH_AHEAD : 2, head = 0, live = 0;
-    int upcoming = s; /* the next shard to start */
+    /* the shards in the order the pool made them for this worker (decoding ahead, within the
+     * process's --max-memory / 2, while this one runs and the writer writes the one before) */
     for (;;) {
-        while (!w->rc && live < ahead && upcoming < nshards) { /* decode while the others run */
-            px_batch_shard *sh = calloc(1, sizeof *sh);
-            if (!sh || px_batch_shard_start(sh, j, w->prog, w->input, upcoming) != 0) {
-                if (sh)
-                    px_batch_shard_free(sh, &w->st.times);
-                free(sh);
-                w->rc = (pxvm_fail(&w->err, PXE_NOMEM, -1, -1, 0ull), PXVM_IO);
-                break;
-            }
-            ring[(head + live) % ahead] = sh;
-            live++;
-            upcoming = px__next(w, upcoming + w->nslots_total);
-        }
-        if (!live || w->rc)
+        px_batch_shard *cur;
+        if (px_batch_pool_take(w->pool, w->index, &cur, &w->err) < 0) {
+            w->rc = PXVM_IO;
             break;
-        px_batch_shard *cur = ring[head];
-        ring[head] = NULL, head = (head + 1) % ahead, live--;
+        }
+        if (!cur)
+            break;
         px_batch_result res;
         int rc = px_batch_shard_run(&w->st, cur, w->input, w->out_slot, &res, &w->err);
-        px_batch_times_add(&w->st.times, &cur->times); /* its decoders are done (joined by the run) */
+        px_batch_times_add(&w->st.times, &cur->times); /* released by the run: no decode is left */
         memset(&cur->times, 0, sizeof cur->times);
         if (rc) {
             px_batch_shard_free(cur, NULL);
@@ -199,10 +174,7 @@ static void px__work(px_batch_worker *w)
             break;
         }
     }
-    for (; live > 0; live--, head = (head + 1) % ahead) { /* after a failure: their decoders stop */
-        px_batch_shard_free(ring[head], &w->st.times);
-        free(ring[head]);
-    }
+    px_batch_pool_leave(w->pool, w->index, &w->st.times); /* after a failure: its shards stop decoding */
     if (wr.started) { /* the shards that ran are written, also after a failure */
         pthread_mutex_lock(&wr.mu);
         wr.stop = 1;
@@ -226,6 +198,7 @@ void *px_batch_work(void *arg)
     px_batch_worker *w = arg;
     double started = px_batch_now();
     px__work(w);
+    px_batch_pool_leave(w->pool, w->index, &w->st.times); /* (again: also when it never ran a shard) */
     w->st.times.wall = px_batch_now() - started;
     return NULL;
 }

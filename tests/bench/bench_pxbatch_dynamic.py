@@ -121,16 +121,24 @@ def bound(st):
     """Where a run's time went (pxbatch --stats), in words: the setup before the workers (devices
     counted, inputs listed) and the workers' time; the decoders busy of those it has, then the
     workers' wall shared among opening the executor, the executor (GPU and link), waiting for
-    decoded images and writing shards (disk), with the decoders' waits for memory."""
+    decoded images and writing shards (disk), with the decoders' waits for memory; and (the
+    decode pool's, when the stats have it) while a worker waited: every decoder decoding (decode-
+    limited), one held back by --max-memory / 2 (memory-limited), or one with nothing to take
+    (what it waited for was decoding: one large image)."""
     t, wall = st["total"], sum(w["wall_s"] for w in st["workers"]) or 1
     have = st["decoders_per_worker"] * st["workers_per_process"] * st["processes"]
-    return ("setup %.2f s + %.2f s; decoders %.1f of %d busy; workers (%d x %d): opening %.0f%%, executor %.0f%%, "
+    text = ("setup %.2f s + %.2f s; decoders %.1f of %d busy; workers (%d x %d): opening %.0f%%, executor %.0f%%, "
             "waiting decoded %.0f%%, writing %.0f%%%s; decoders waited %.1f s for memory" %
             (st["setup_s"], st["wall_s"], t["decoders_busy"], have, st["processes"], st["workers_per_process"],
              100 * t["open_s"] / wall, 100 * t["executor_s"] / wall,
              100 * t["input_wait_s"] / wall, 100 * t["write_s"] / wall,
              ", waiting writer %.0f%%" % (100 * t["write_wait_s"] / wall) if t.get("write_wait_s") else "",
              t["decode_memory_wait_s"]))
+    if "wait_all_busy_s" in t:
+        text += ("; a worker waiting %.2f s: all decoders busy %.2f, held back by memory %.2f, one decode alone %.2f"
+                 % (t["wait_all_busy_s"] + t["wait_memory_bound_s"] + t["wait_decoding_s"], t["wait_all_busy_s"],
+                    t["wait_memory_bound_s"], t["wait_decoding_s"]))
+    return text
 
 
 def main():

@@ -141,12 +141,16 @@ def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
     assert r.returncode == 1 and files(tmp_path / "l") == files(tmp_path / "o")
 
 
-STAT_PARTS = ("open_s", "decode_s", "decode_gate_wait_s", "decode_memory_wait_s", "input_wait_s", "executor_s", "write_s",
-              "write_wait_s")
+STAT_PARTS = ("open_s", "decode_s", "input_wait_s", "executor_s", "write_s", "write_wait_s")
+POOL_PARTS = ("decode_idle_s", "decode_memory_wait_s", "wait_all_busy_s", "wait_memory_bound_s", "wait_decoding_s")
 
 
 def check_stats(st, images, decoded, rows, decoders):
-    """A --stats document: the run's figures, a row per worker, the total their sums."""
+    """A --stats document: the run's figures, a row per worker, the total their sums; a row per
+    process's decode pool (--decoders x workers threads shared by its workers), whose decoders'
+    seconds (decoding, idle, held back by memory) fill its threads' lives, whose decodes are the
+    workers' (each input counted once), and whose seconds while a worker waited (split by what the
+    decoders were doing) are within the workers' waits."""
     assert st["images"] == images and st["total"]["images"] == images and st["total"]["decoded"] == decoded
     assert st["wall_s"] > 0 and st["setup_s"] > 0 and st["images_per_s"] == pytest.approx(images / st["wall_s"])
     assert [(w["rank"], w["worker"]) for w in st["workers"]] == rows
@@ -156,12 +160,28 @@ def check_stats(st, images, decoded, rows, decoders):
     for w in st["workers"]:
         assert w["decode_s"] > 0 and w["executor_s"] > 0 and w["write_s"] > 0
         # the worker's own parts follow one another within its life; its writer (a thread from after
-        # the open to the end) and its decoders overlap them
+        # the open to the end) and the decoders overlap them
         assert w["open_s"] + w["input_wait_s"] + w["executor_s"] + w["write_wait_s"] <= w["wall_s"] * 1.001
         assert w["open_s"] + w["write_s"] <= w["wall_s"] * 1.001
         assert w["decoders_busy"] == pytest.approx(w["decode_s"] / w["wall_s"])
-        assert 0 < w["decoders_busy"] <= decoders * 1.02  # never more than --decoders decode at once
+    pools = st["pools"]
+    assert [p["rank"] for p in pools] == sorted({r for r, _ in rows})
+    for p in pools:
+        workers = [w for w in st["workers"] if w["rank"] == p["rank"]]
+        assert p["decoders"] == decoders * st["workers_per_process"]
+        assert p["decoded"] == sum(w["decoded"] for w in workers)
+        assert p["decode_s"] == pytest.approx(sum(w["decode_s"] for w in workers))
+        assert p["decode_s"] + p["decode_idle_s"] + p["decode_memory_wait_s"] == \
+            pytest.approx(p["decoders"] * p["wall_s"], rel=0.05, abs=0.02)
+        assert 0 < p["decoders_busy"] <= p["decoders"] * 1.02  # never more than the pool's decode at once
+        assert p["decoders_busy_fraction"] == pytest.approx(p["decoders_busy"] / p["decoders"])
+        waited = p["wait_all_busy_s"] + p["wait_memory_bound_s"] + p["wait_decoding_s"]
+        assert max(w["input_wait_s"] for w in workers) * 0.9 - 0.01 <= waited
+        assert waited <= sum(w["input_wait_s"] for w in workers) * 1.1 + 0.01
+    for part in POOL_PARTS + ("decoders",):
+        assert st["total"][part] == pytest.approx(sum(p[part] for p in pools))
     assert st["total"]["decoders_busy"] == pytest.approx(st["total"]["decode_s"] / st["wall_s"])
+    assert st["total"]["decoders_busy_fraction"] == pytest.approx(st["total"]["decoders_busy"] / st["total"]["decoders"])
 
 
 def test_stats_say_where_the_time_went(dataset, tmp_path):

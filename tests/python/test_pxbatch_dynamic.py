@@ -185,3 +185,35 @@ def test_workers_and_ranks_write_the_same_files(photos, tmp_path):
     assert len(got["one"]) == 4 * 4  # 7 images in shards of 2: .npy, .offsets.npy, .grid.npy, .json each
     for name in got:
         assert got[name] == got["one"], name
+
+
+def test_failed_inputs_and_a_lookahead_of_one_image_keep_the_files(damaged, tmp_path):
+    """The process's decode pool under its memory bound: --max-memory 1.6 MB, so decoded inputs
+    wait within 800 kB (each photo here 384 kB to 1.09 MB decoded: one or two ahead, the decoders
+    held back the rest of the time), in shards of two where two inputs fail (junk, a cut JPEG);
+    one worker, two workers of one process and two ranks of two workers write the default run's
+    files, byte for byte, and the pool's decodes are the inputs, each once. (On the CUDA executor
+    6 MB, as test_small_batches_give_the_same_files: its ragged call counts each image's staging
+    and resize rows within --max-memory, over 1.6 MB for the 640x427 photo.)"""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    small = ["--max-memory", "6000000" if EXECUTOR == "cuda" else "1600000", "--decoders", "2"]
+    ways = [("default", [], []), ("one", [], small), ("workers", [], small + ["--workers", "2"])]
+    if shutil.which("mpirun"):
+        ways.append(("ranks", ["mpirun", "-np", "2", "--oversubscribe"], small + ["--workers", "2"]))
+    got = {}
+    for name, launcher, extra in ways:
+        out = tmp_path / name
+        r = subprocess.run(launcher + [PXBATCH, PLAN, "--in-dir", str(damaged), "--out", str(out), "--policy", "dynamic",
+                                       "--shard-size", "2", "--executor", EXECUTOR,
+                                       "--stats", str(tmp_path / (name + ".json")), *extra],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+        assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+        st = json.load(open(tmp_path / (name + ".json")))
+        assert st["total"]["decoded"] == 6 and sum(p["decoded"] for p in st["pools"]) == 6
+        got[name] = {f.name: f.read_bytes() for f in sorted(out.iterdir()) if f.name.startswith("shard-")}
+    assert len(got["default"]) == 3 * 4
+    assert [e["file"] for e in shard_rows(tmp_path / "one")[1]] == [str(damaged / "b-junk.png"),
+                                                                    str(damaged / "c-cut.jpg")]
+    for name in got:
+        assert got[name] == got["default"], name

@@ -128,3 +128,16 @@ def test_fit_with_an_any_size_program_resizes_to_its_reference_size(photos, tmp_
             for row in m["rows"]:
                 want = fixed.patches(pxvm.load_image(row["file"]), policy="fit")
                 assert arr[row["row"]].tobytes() == want.tobytes(), row["file"]
+
+
+def test_a_shard_over_half_the_memory_still_runs(photos, tmp_path):
+    """Decoded inputs wait within --max-memory / 2 (1 MB here) ahead of the workers, but a native
+    shard runs once whole: camera.png alone (1.05 MB decoded) holds the bound, and the rest of its
+    shard still decodes (its worker took it), so the run ends (it hung when the bound held a taken
+    shard back) with the default run's files, with one worker and with two."""
+    run(photos, tmp_path / "default")
+    want = {f.name: f.read_bytes() for f in sorted((tmp_path / "default").iterdir()) if f.name.startswith("shard-")}
+    for name, extra in (("one", []), ("two", ["--workers", "2"])):
+        run(photos, tmp_path / name, "--max-memory", "2000000", *extra)
+        got = {f.name: f.read_bytes() for f in sorted((tmp_path / name).iterdir()) if f.name.startswith("shard-")}
+        assert got == want, name

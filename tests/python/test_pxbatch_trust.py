@@ -226,6 +226,19 @@ def test_numbers_are_parsed_strictly(ds, tmp_path):
     assert "over 1 process x 1 worker," in r.stderr
 
 
+def test_the_decode_pool_has_at_most_a_thread_an_input(ds, tmp_path):
+    """--decoders x --workers threads a process, but no more than its 21 inputs: 7 x 3 = 21 all
+    start, 11 x 2 = 22 and 64 x 64 start 21 (main started 64 x 64 and more: a gate's slots and
+    --decoders threads for each shard in flight)."""
+    for name, extra, want in (("exact", ("--decoders", "7", "--workers", "3"), 21),
+                              ("over", ("--decoders", "11", "--workers", "2"), 21),
+                              ("most", ("--decoders", "64", "--workers", "64"), 21),
+                              ("under", ("--decoders", "5", "--workers", "4"), 20)):
+        run(ds, tmp_path / name, "--stats", str(tmp_path / (name + ".json")), *extra)
+        st = json.load(open(tmp_path / (name + ".json")))
+        assert [p["decoders"] for p in st["pools"]] == [want] and st["total"]["decoded"] == 21, name
+
+
 def test_list_lines_of_any_length(ds, tmp_path):
     names = sorted(glob.glob(str(ds / "img" / "0[0-4]*.png")))[:3]
     long_line = "./" * 2500 + "x.png"  # 5005 characters: too long a path, but one line and one input

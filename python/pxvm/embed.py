@@ -154,20 +154,25 @@ def _pixels_block(x: int, y: int, img: np.ndarray, width: int) -> str:
 
 
 def attach(program: Any, q: Quantized, slot: str = "atlas", mode: str = "bf16", zero_point: int = 0, channels: int = 3,
-           name: str = "emb") -> Any:
+           name: str = "emb", atlas: str = "keep") -> Any:
     """`program` (a pxvm.Program or pxasm text) with EMBED of its patch atlas `slot` by q added
     before its final HALT: slots `name` (the output, one row per token), `name`_w and `name`_p
-    (the data). Returns the new pxvm.Program (validated at load, SPEC V-EMBED-*)."""
+    (the data). atlas="scratch" makes an output atlas a scratch slot (read by EMBED only, no
+    longer an output: what Runner(..., fuse_embed=True) needs to fuse the sampler into EMBED);
+    "keep" (the default) leaves it as it is. Returns the new pxvm.Program (validated at load,
+    SPEC V-EMBED-*)."""
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {sorted(MODES)}, not {mode!r}")
+    if atlas not in ("keep", "scratch"):
+        raise ValueError(f"atlas must be 'keep' or 'scratch', not {atlas!r}")
     text = program if isinstance(program, str) else program.disassemble()
     lines = [ln for ln in text.splitlines()]
     if any(ln.lstrip().startswith((".pixels", ".rows", ".data", ".table")) for ln in lines):
         raise ValueError("attach takes programs without embedded data (.pixels, .rows, .data, .table blocks)")
     old_w = old_h = 0
     body = []
-    atlas = None
+    found = None
     for ln in lines:
         t = ln.split(";")[0].split()
         if t and t[0] == ".width":
@@ -177,11 +182,13 @@ def attach(program: Any, q: Quantized, slot: str = "atlas", mode: str = "bf16", 
             old_h = int(t[1])
             continue
         if t and t[0] == ".slot" and t[1] == slot:
-            atlas = t
+            found = t
+            if atlas == "scratch" and t[2] == "output":  # the role is the third word of its line
+                ln = ln.replace(f".slot {slot} output", f".slot {slot} scratch", 1)
         body.append(ln)
-    if atlas is None or not any(a.startswith("patches=") for a in atlas):
+    if found is None or not any(a.startswith("patches=") for a in found):
         raise ValueError(f"the program has no patch atlas named {slot!r}")
-    pw, ph, count = (int(v) for v in next(a for a in atlas if a.startswith("patches="))[8:].split("x"))
+    pw, ph, count = (int(v) for v in next(a for a in found if a.startswith("patches="))[8:].split("x"))
     if q.k != channels * pw * ph:
         raise ValueError(f"the weights have K = {q.k}; {channels} channels of {pw}x{ph} patches need K = {channels * pw * ph}")
     d, k = q.weight.shape

@@ -30,8 +30,7 @@ import pxvm.embed as E  # noqa: E402
 def program(d):
     rng = np.random.default_rng(0)
     q = E.quantize(rng.standard_normal((d, 768)) * 0.02, rng.standard_normal(d) * 0.1, input_scale=1 / 255)
-    text = pxvm.Program.load(pxvm.programs.path("foveate273")).disassemble()
-    return E.attach(text.replace(".slot atlas output", ".slot atlas scratch"), q, mode="bf16")
+    return E.attach(pxvm.Program.load(pxvm.programs.path("foveate273")), q, mode="bf16", atlas="scratch")
 
 
 def wall(fn, reps):

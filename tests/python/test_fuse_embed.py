@@ -24,11 +24,11 @@ def _layer(d, seed=3, mode="bf16"):
     return E.quantize(w, b, input_scale=1 / 255, mode=mode, output_scale=0.02, output_zero=-3 if mode == "int8" else 0)
 
 
-def _scratch(name):
-    """The plan's program with its atlas a scratch slot (nothing reads it back but EMBED)."""
+def _plan_text(name):
+    """The plan's program, its atlas an output (attach(..., atlas="scratch") makes it scratch)."""
     text = pxvm.Program.load(pxvm.programs.path(name)).disassemble()
     assert ".slot atlas output" in text
-    return text.replace(".slot atlas output", ".slot atlas scratch")
+    return text
 
 
 def _images(paths):
@@ -38,7 +38,7 @@ def _images(paths):
 @pytest.mark.parametrize("mode", ["bf16", "int8"])
 def test_fused_embed_equals_unfused_on_photos_and_batches(mode):
     q = _layer(96, mode=mode)
-    prog = E.attach(_scratch("foveate273"), q, mode=mode, zero_point=128 if mode == "int8" else 0)
+    prog = E.attach(_plan_text("foveate273"), q, mode=mode, zero_point=128 if mode == "int8" else 0, atlas="scratch")
     plain = pxvm.Runner(prog, executor="cpu")
     fused = pxvm.Runner(prog, executor=EXECUTOR, fuse_embed=True)
     assert fused.fuse_embed and not plain.fuse_embed
@@ -58,7 +58,7 @@ def test_fused_embed_equals_unfused_on_photos_and_batches(mode):
 
 def test_fused_embed_follows_an_any_size_input_across_sizes():
     q = _layer(64)
-    prog = E.attach(_scratch("foveate273_any"), q)
+    prog = E.attach(_plan_text("foveate273_any"), q, atlas="scratch")
     plain = pxvm.Runner(prog, executor="cpu")
     fused = pxvm.Runner(prog, executor=EXECUTOR, fuse_embed=True)
     image = pxvm.load_image(PHOTO)
@@ -75,7 +75,7 @@ def test_fused_embed_follows_an_any_size_input_across_sizes():
 
 def test_reading_a_fused_atlas_is_refused_and_geometry_is_not():
     q = _layer(32)
-    prog = E.attach(_scratch("foveate273"), q)
+    prog = E.attach(_plan_text("foveate273"), q, atlas="scratch")
     plain = pxvm.Runner(prog, executor="cpu")
     fused = pxvm.Runner(prog, executor=EXECUTOR, fuse_embed=True)
     image = pxvm.load_image(PHOTO)
@@ -105,10 +105,26 @@ def test_fused_cuda_equals_cpu():
     if EXECUTOR != "cuda" or not torch.cuda.is_available():
         pytest.skip("needs PXVM_TEST_EXECUTOR=cuda and a CUDA device")
     for mode, zp in (("bf16", 0), ("int8", 128), ("int32", 7)):
-        prog = E.attach(_scratch("foveate273"), _layer(768, mode=mode), mode=mode, zero_point=zp)
+        prog = E.attach(_plan_text("foveate273"), _layer(768, mode=mode), mode=mode, zero_point=zp, atlas="scratch")
         cpu = pxvm.Runner(prog, executor="cpu")
         gpu = pxvm.Runner(prog, executor="cuda", fuse_embed=True)
         images = _images(PHOTOS)
         a = cpu.run_batch(images, policy="stretch")["emb"]
         b = gpu.run_batch(images, policy="stretch")["emb"]
         assert np.array_equal(np.asarray(a), np.asarray(b.cpu() if hasattr(b, "cpu") else b)), mode
+
+
+def test_attach_atlas_scratch_makes_only_the_atlas_scratch_and_keeps_the_bytes():
+    q = _layer(64)
+    kept = E.attach(_plan_text("foveate273"), q)
+    made = E.attach(_plan_text("foveate273"), q, atlas="scratch")
+    assert ".slot atlas output" in kept.disassemble() and ".slot atlas scratch" in made.disassemble()
+    assert made.disassemble().replace(".slot atlas scratch", ".slot atlas output") == kept.disassemble()
+    with pytest.raises(pxvm.UsageError):  # an output atlas does not fuse (A-FUSE-2)
+        pxvm.Runner(kept, executor="cpu", fuse_embed=True)
+    img = _images(PHOTOS[:1])[0]
+    a = pxvm.Runner(kept, executor="cpu").run(img)["emb"]
+    b = pxvm.Runner(made, executor="cpu", fuse_embed=True).run(img)["emb"]
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="atlas must be"):
+        E.attach(_plan_text("foveate273"), q, atlas="drop")

@@ -137,6 +137,32 @@ PX_SEM int px_emb_group_texels(const px_emb_geom *g, int ob, const int64_t a[4],
     return ob + 2 < g->d ? 2 : 1;
 }
 
+/* What the epilogues keep per channel: bias - zero_point * weight sum, multiplier, shift. The
+ * base is kept modulo 2^32: SPEC's output rule takes the sum as int32 (V-EMBED-9 keeps it in
+ * range), so a wrapping 32-bit add gives its bits, and the product after it is 32 x 32 bits. */
+typedef struct px_emb_chan {
+    uint32_t base;
+    int32_t mult, shift;
+} px_emb_chan;
+
+PX_SEM px_emb_chan px_emb_chan_make(int32_t bias, int32_t wsum, int32_t mult, int32_t shift, int zero_point)
+{
+    px_emb_chan ch;
+    ch.base = (uint32_t)(uint64_t)((int64_t)bias - (int64_t)zero_point * wsum), ch.mult = mult, ch.shift = shift;
+    return ch;
+}
+
+/* The texels of a token's channels ob .. ob + 3 from their accumulators (px_emb_group_texels). */
+PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int ob, const int32_t acc[4], uint32_t t[4],
+                            int *x0)
+{
+    int64_t a[4];
+    int32_t mult[4], shift[4];
+    for (int j = 0; j < 4; j++)
+        a[j] = (int32_t)(ch[j].base + (uint32_t)acc[j]), mult[j] = ch[j].mult, shift[j] = ch[j].shift;
+    return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
+}
+
 /* Thread tid's outputs: tokens tid/16 + 16 i of the block, channels 4 * (tid % 16) + j. */
 PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t0, int o0, int32_t acc[4][4],
                             const int32_t wsum[4])
@@ -144,23 +170,20 @@ PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t
     int tt = tid / 16, ob = o0 + 4 * (tid % 16);
     if (ob >= g->d)
         return;
-    int32_t bias[4], mult[4], shift[4];
+    px_emb_chan ch[4];
     for (int j = 0; j < 4; j++) {
         int o = ob + j < g->d ? ob + j : g->d - 1;
-        bias[j] = px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 0));
-        mult[j] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 1)) : 0;
-        shift[j] = g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 2)) : 0;
+        ch[j] = px_emb_chan_make(px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 0)), wsum[j],
+                                 g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 1)) : 0,
+                                 g->mode ? px_emb_le32(PX_EMB_TEXEL(ctx, PX_EMB_P, o, 2)) : 0, g->zero_point);
     }
     for (int i = 0; i < 4; i++) {
         int tok = t0 + tt + 16 * i;
         if (tok >= g->ntok)
             continue;
-        int64_t a[4];
         uint32_t t[4];
         int x0;
-        for (int j = 0; j < 4; j++)
-            a[j] = (int64_t)bias[j] + acc[i][j] - (int64_t)g->zero_point * wsum[j];
-        for (int n = px_emb_group_texels(g, ob, a, mult, shift, t, &x0), j = 0; j < n; j++)
+        for (int n = px_emb_group_out(g, ch, ob, acc[i], t, &x0), j = 0; j < n; j++)
             PX_EMB_STORE(ctx, x0 + j, tok, t[j]);
     }
 }
@@ -269,32 +292,13 @@ PX_SEM void px_emb_pack(PX_EMB_CTX ctx, const px_emb_geom *g, int kb, uint8_t *w
     }
 }
 
-/* What the epilogue keeps per channel o (< d): bias - zero_point * weight sum, multiplier, shift.
- * The base is kept modulo 2^32: SPEC's output rule takes the sum as int32 (V-EMBED-9 keeps it in
- * range), so a wrapping 32-bit add gives its bits, and the product below is 32 x 32 bits. */
-typedef struct px_emb_chan {
-    uint32_t base;
-    int32_t mult, shift;
-} px_emb_chan;
-
+/* Channel o's (< d) from the packed parameters (px_emb_pack); zeros past d. */
 PX_SEM px_emb_chan px_emb_chan_of(const px_emb_geom *g, const int32_t *par, int o)
 {
     px_emb_chan ch = {0u, 0, 0};
     if (o < g->d)
-        ch.base = (uint32_t)(uint64_t)((int64_t)par[o] - (int64_t)g->zero_point * par[3 * g->d + o]),
-        ch.mult = par[g->d + o], ch.shift = par[2 * g->d + o];
+        ch = px_emb_chan_make(par[o], par[3 * g->d + o], par[g->d + o], par[2 * g->d + o], g->zero_point);
     return ch;
-}
-
-/* The texels of a token's channels ob .. ob + 3 from their accumulators (px_emb_group_texels). */
-PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int ob, const int32_t acc[4], uint32_t t[4],
-                            int *x0)
-{
-    int64_t a[4];
-    int32_t mult[4], shift[4];
-    for (int j = 0; j < 4; j++)
-        a[j] = (int32_t)(ch[j].base + (uint32_t)acc[j]), mult[j] = ch[j].mult, shift[j] = ch[j].shift;
-    return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
 }
 
 #endif

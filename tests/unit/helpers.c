@@ -1,4 +1,6 @@
 /* helpers.c - building, loading and running programs in tests. */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,5 +157,94 @@ int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
     if (px_build_program(&b, prog) < 0)
         return -1;
+    return 0;
+}
+
+/* The length of the ID at s: prefix + digits, or (prefix NULL) a letter of MVUT, '-', capitals,
+ * '-', digits; not inside a longer word. 0 where none starts. */
+static size_t px__spec_id_at(const char *text, const char *s, const char *prefix)
+{
+    if (s > text && (isalnum((unsigned char)s[-1]) || s[-1] == '-' || s[-1] == '_'))
+        return 0;
+    const char *p = s;
+    if (prefix) {
+        size_t k = strlen(prefix);
+        if (strncmp(s, prefix, k))
+            return 0;
+        p += k;
+    } else {
+        if (!*p || !strchr("MVUT", *p) || p[1] != '-' || !isupper((unsigned char)p[2]))
+            return 0;
+        for (p += 2; isupper((unsigned char)*p); p++)
+            ;
+        if (*p++ != '-')
+            return 0;
+    }
+    if (!isdigit((unsigned char)*p))
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return isalnum((unsigned char)*p) ? 0 : (size_t)(p - s);
+}
+
+int px_spec_ids_check(const px_spec_ids *t)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    pxvm_error err;
+    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return 0;
+    }
+    char *text = realloc(data, len + 1);
+    int *defined = calloc(t->n + 1, sizeof(int)), *indexed = calloc(t->n + 1, sizeof(int)), found = 0;
+    if (!text || !defined || !indexed) {
+        px_test_fail(__FILE__, __LINE__, "out of memory");
+        if (text)
+            free(text);
+        else
+            free(data);
+        free(defined), free(indexed);
+        return 0;
+    }
+    text[len] = 0;
+    for (const char *s = text; *s; s++) {
+        size_t n = px__spec_id_at(text, s, t->prefix), r = 0;
+        if (!n)
+            continue;
+        while (r < t->n && !(strlen(t->id(r)) == n && !strncmp(t->id(r), s, n)))
+            r++;
+        if (r == t->n) {
+            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in %s", (int)n, s, t->file);
+        } else if (s > text && s[-1] == '[' && s[n] == ']') {
+            defined[r]++, found++;
+        } else if (s >= text + 2 && s[-1] == ' ' && s[-2] == '|' && (s - 2 == text || s[-3] == '\n')) {
+            indexed[r]++;
+            if (t->row)
+                t->row(r, s + n);
+        }
+        s += n - 1;
+    }
+    for (size_t r = 0; r < t->n; r++) {
+        if (defined[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s (its pair in %s) is defined %d times in SPEC.md (1 wanted)", t->id(r), t->file,
+                         defined[r]);
+        if (indexed[r] != 1)
+            px_test_fail(__FILE__, __LINE__, "%s (its pair in %s) has %d index rows in SPEC.md (1 wanted)", t->id(r), t->file,
+                         indexed[r]);
+    }
+    free(text), free(defined), free(indexed);
+    return found;
+}
+
+int px_spec_row_is(const char *id, const char *rest, const char *cls, const char *code)
+{
+    char c[32] = "", k[64] = "";
+    int got = sscanf(rest, " | %31[a-z] | `%63[A-Z_0-9]`", c, k);
+    if (got < 1 || strcmp(c, cls) || (code && (got < 2 || strcmp(k, code)))) {
+        px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s gives '%s', `%s`; its pair shows '%s', `%s`", id, c, k,
+                     cls, code ? code : "(any)");
+        return -1;
+    }
     return 0;
 }

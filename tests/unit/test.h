@@ -67,4 +67,20 @@ pxvm_image px_random_image(int w, int h, uint64_t *state);
  * table's pixels. 0, or -1 (the failure reported). */
 int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program *prog);
 
+/* A test file's table of SPEC rule IDs, each with its edge pair in that file, against
+ * isa/SPEC.md: every ID of the table is defined there once ("[ID]") and has one index row
+ * ("| ID | class | `CODE` | ..."), whose text after the ID row(i, rest) checks; every ID SPEC.md
+ * names with `prefix` (NULL: every ID of the form X-NAME-n, X one of M V U T) is in the table.
+ * Failures are reported; returns the count of definitions found. */
+typedef struct px_spec_ids {
+    const char *prefix;
+    const char *file; /* the test file holding the pairs, for the messages */
+    size_t n;
+    const char *(*id)(size_t i);
+    void (*row)(size_t i, const char *rest); /* NULL: the row's text is not checked */
+} px_spec_ids;
+int px_spec_ids_check(const px_spec_ids *t);
+/* "| class | `CODE` |" after an ID in SPEC's index: 0 when they are these (else reported, naming id). */
+int px_spec_row_is(const char *id, const char *rest, const char *cls, const char *code);
+
 #endif

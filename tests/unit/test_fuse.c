@@ -339,48 +339,13 @@ TEST(fuse_every_refusal_has_its_edge_pair)
 
 /* Every [A-FUSE-n] of SPEC.md has a pair above, is defined once and has one index row
  * "| A-FUSE-n | usage | `CODE` |"; every pair above has its ID there. */
+static const char *px__fuse_id(size_t i) { return px_frules[i].id; }
+static void px__fuse_row(size_t i, const char *rest) { px_spec_row_is(px_frules[i].id, rest, "usage", NULL); }
+
 TEST(fuse_spec_ids_have_their_pairs)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    pxvm_error err;
-    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        return;
-    }
-    char *text = realloc(data, len + 1);
-    if (!text)
-        return;
-    text[len] = 0;
-    int defined[PX_NFRULES] = {0}, indexed[PX_NFRULES] = {0};
-    for (const char *s = strstr(text, "A-FUSE-"); s; s = strstr(s + 1, "A-FUSE-")) {
-        size_t n = 7;
-        while (s[n] >= '0' && s[n] <= '9')
-            n++;
-        size_t r = 0;
-        while (r < PX_NFRULES && !(strlen(px_frules[r].id) == n && !strncmp(px_frules[r].id, s, n)))
-            r++;
-        if (r == PX_NFRULES) {
-            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_fuse.c", (int)n, s);
-            continue;
-        }
-        if (s > text && s[-1] == '[' && s[n] == ']') {
-            defined[r]++;
-        } else if (s >= text + 3 && s[-1] == ' ' && s[-2] == '|' && s[-3] == '\n') {
-            indexed[r]++;
-            char cls[32] = "";
-            if (sscanf(s + n, " | %31[a-z] |", cls) != 1 || strcmp(cls, "usage"))
-                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s gives class '%s'; its pair shows usage",
-                             px_frules[r].id, cls);
-        }
-    }
-    for (size_t r = 0; r < PX_NFRULES; r++) {
-        if (defined[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s is defined %d times in SPEC.md (1 wanted)", px_frules[r].id, defined[r]);
-        if (indexed[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_frules[r].id, indexed[r]);
-    }
-    free(text);
+    px_spec_ids t = {"A-FUSE-", "test_fuse.c", PX_NFRULES, px__fuse_id, px__fuse_row};
+    CHECK_EQ(px_spec_ids_check(&t), (int)PX_NFRULES);
 }
 
 /* ---- the bytes ---------------------------------------------------------------------------- */

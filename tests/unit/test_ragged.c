@@ -988,51 +988,19 @@ TEST(ragged_every_refusal_has_its_edge_pair)
 
 /* Every [A-RAGGED-n] of SPEC.md has a pair above, is defined once and has one index row whose
  * class is the pair's ("| A-RAGGED-n | usage | `CODE` |"); every pair above has its ID there. */
+static const char *px__g_id(size_t i) { return px_grules[i].id; }
+static void px__g_row(size_t i, const char *rest) /* the class the pair's refusal shows */
+{
+    px_gcase c;
+    px__g_base(&c);
+    px_grules[i].make(1, 0, &c);
+    px_spec_row_is(px_grules[i].id, rest, pxvm_class_name(c.want_rc), NULL);
+}
+
 TEST(ragged_spec_ids_have_their_pairs)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    pxvm_error err;
-    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        return;
-    }
-    char *text = realloc(data, len + 1);
-    if (!text)
-        return;
-    text[len] = 0;
-    int defined[PX_NGRULES] = {0}, indexed[PX_NGRULES] = {0};
-    for (const char *s = strstr(text, "A-RAGGED-"); s; s = strstr(s + 1, "A-RAGGED-")) {
-        size_t n = 9;
-        while (s[n] >= '0' && s[n] <= '9')
-            n++;
-        size_t r = 0;
-        while (r < PX_NGRULES && !(strlen(px_grules[r].id) == n && !strncmp(px_grules[r].id, s, n)))
-            r++;
-        if (r == PX_NGRULES) {
-            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_ragged.c", (int)n, s);
-            continue;
-        }
-        if (s > text && s[-1] == '[' && s[n] == ']') {
-            defined[r]++;
-        } else if (s >= text + 3 && s[-1] == ' ' && s[-2] == '|' && s[-3] == '\n') {
-            indexed[r]++;
-            px_gcase c;
-            px__g_base(&c);
-            px_grules[r].make(1, 0, &c);
-            char cls[32] = "";
-            if (sscanf(s + n, " | %31[a-z] |", cls) != 1 || strcmp(cls, pxvm_class_name(c.want_rc)))
-                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s gives class '%s'; its pair shows %s",
-                             px_grules[r].id, cls, pxvm_class_name(c.want_rc));
-        }
-    }
-    for (size_t r = 0; r < PX_NGRULES; r++) {
-        if (defined[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s is defined %d times in SPEC.md (1 wanted)", px_grules[r].id, defined[r]);
-        if (indexed[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_grules[r].id, indexed[r]);
-    }
-    free(text);
+    px_spec_ids t = {"A-RAGGED-", "test_ragged.c", PX_NGRULES, px__g_id, px__g_row};
+    CHECK_EQ(px_spec_ids_check(&t), (int)PX_NGRULES);
 }
 
 /* ---- cuda: device views and a device dst ------------------------------------------------------ */

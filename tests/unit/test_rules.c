@@ -1918,84 +1918,22 @@ static const struct {
 #include "../../vm/errors.def"
 };
 
-/* An ID at s (a letter of MVUT, '-', capitals, '-', digits) not inside a longer word: its length. */
-static size_t px__id_at(const char *text, const char *s)
+static const char *px__rule_id(size_t i) { return px_rules[i].id; }
+static void px__rule_row(size_t i, const char *rest) /* class by the ID's letter, error by the pair's code */
 {
-    if (!*s || !strchr("MVUT", *s) || (s > text && (isalnum((unsigned char)s[-1]) || s[-1] == '-' || s[-1] == '_')))
-        return 0;
-    const char *p = s + 1;
-    if (*p++ != '-' || !isupper((unsigned char)*p))
-        return 0;
-    while (isupper((unsigned char)*p))
-        p++;
-    if (*p++ != '-' || !isdigit((unsigned char)*p))
-        return 0;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return isalnum((unsigned char)*p) ? 0 : (size_t)(p - s);
-}
-
-static const px_rule *px__rule(const char *id, size_t n)
-{
-    for (size_t k = 0; k < PX_NRULES; k++)
-        if (strlen(px_rules[k].id) == n && !strncmp(px_rules[k].id, id, n))
-            return &px_rules[k];
-    return NULL;
+    const char *want = "?";
+    for (size_t k = 0; k < sizeof px__codes / sizeof px__codes[0]; k++)
+        if (px__codes[k].code == px_rules[i].code)
+            want = px__codes[k].name;
+    px_spec_row_is(px_rules[i].id, rest, pxvm_class_name(px__class_of(px_rules[i].id)), want);
 }
 
 TEST(rules_spec_ids_have_their_pairs)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    pxvm_error err;
-    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        return;
-    }
-    char *text = realloc(data, len + 1);
-    if (!text)
-        return;
-    text[len] = 0;
-    int defined[PX_NRULES] = {0}, indexed[PX_NRULES] = {0}, ids = 0;
-    for (const char *s = text; *s; s++) {
-        size_t n = px__id_at(text, s);
-        if (!n)
-            continue;
-        const px_rule *r = px__rule(s, n);
-        int def = s > text && s[-1] == '[' && s[n] == ']';
-        int row = s >= text + 2 && s[-1] == ' ' && s[-2] == '|' && (s - 2 == text || s[-3] == '\n');
-        if (!r) {
-            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_rules.c", (int)n, s);
-        } else if (def) {
-            if (defined[r - px_rules]++)
-                px_test_fail(__FILE__, __LINE__, "SPEC.md defines %s twice", r->id);
-            ids++;
-        } else if (row) { /* | ID | class | `CODE` | ...: the index row */
-            indexed[r - px_rules]++;
-            char cls[32] = "", code[64] = "";
-            if (sscanf(s + n, " | %31[a-z] | `%63[A-Z_0-9]`", cls, code) != 2)
-                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s is not '| ID | class | `CODE` |'", r->id);
-            if (strcmp(cls, pxvm_class_name(px__class_of(r->id))))
-                px_test_fail(__FILE__, __LINE__, "SPEC.md: %s is of class %s, its letter says %s", r->id, cls,
-                             pxvm_class_name(px__class_of(r->id)));
-            const char *want = NULL;
-            for (size_t k = 0; k < sizeof px__codes / sizeof px__codes[0]; k++)
-                if (px__codes[k].code == r->code)
-                    want = px__codes[k].name;
-            if (!want || strcmp(code, want))
-                px_test_fail(__FILE__, __LINE__, "SPEC.md's index gives %s the error %s; its pair here shows %s", r->id, code,
-                             want ? want : "?");
-        }
-        s += n - 1;
-    }
-    for (size_t k = 0; k < PX_NRULES; k++) {
-        if (!defined[k])
-            px_test_fail(__FILE__, __LINE__, "%s has an edge pair here but no [%s] in SPEC.md", px_rules[k].id, px_rules[k].id);
-        if (indexed[k] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s has %d rows in SPEC.md's rule index (1 wanted)", px_rules[k].id, indexed[k]);
-    }
+    px_spec_ids t = {NULL, "test_rules.c", PX_NRULES, px__rule_id, px__rule_row};
+    int ids = px_spec_ids_check(&t);
+    CHECK_EQ(ids, (int)PX_NRULES);
     printf("  %d rule IDs in SPEC.md\n", ids);
-    free(text);
 }
 
 /* ---- what the rules accept ------------------------------------------------------------------ */

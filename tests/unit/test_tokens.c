@@ -476,47 +476,13 @@ TEST(tokens_every_refusal_has_its_edge_pair)
 
 /* Every [A-TOKENS-n] of SPEC.md has a pair above and one index row "| ID | usage | `USAGE` |";
  * every pair above has its ID there. */
+static const char *px__tok_id(size_t i) { return px_trules[i].id; }
+static void px__tok_row(size_t i, const char *rest) { px_spec_row_is(px_trules[i].id, rest, "usage", "USAGE"); }
+
 TEST(tokens_spec_ids_have_their_pairs)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    pxvm_error err;
-    if (pxvm_read_file("isa/SPEC.md", 1 << 22, &data, &len, &err) < 0) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-        return;
-    }
-    char *text = realloc(data, len + 1);
-    if (!text)
-        return;
-    text[len] = 0;
-    int defined[PX_NTRULES] = {0}, indexed[PX_NTRULES] = {0};
-    for (const char *s = strstr(text, "A-TOKENS-"); s; s = strstr(s + 1, "A-TOKENS-")) {
-        size_t n = 9;
-        while (s[n] >= '0' && s[n] <= '9')
-            n++;
-        size_t r = 0;
-        while (r < PX_NTRULES && !(strlen(px_trules[r].id) == n && !strncmp(px_trules[r].id, s, n)))
-            r++;
-        if (r == PX_NTRULES) {
-            px_test_fail(__FILE__, __LINE__, "SPEC.md names %.*s, which has no edge pair in test_tokens.c", (int)n, s);
-            continue;
-        }
-        if (s > text && s[-1] == '[' && s[n] == ']')
-            defined[r]++;
-        else if (s >= text + 2 && s[-1] == ' ' && s[-2] == '|' && s[-3] == '\n') {
-            indexed[r]++;
-            if (strncmp(s + n, " | usage | `USAGE` |", 20))
-                px_test_fail(__FILE__, __LINE__, "SPEC.md: the index row of %s is not '| ID | usage | `USAGE` |'",
-                             px_trules[r].id);
-        }
-    }
-    for (size_t r = 0; r < PX_NTRULES; r++) {
-        if (defined[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s is defined %d times in SPEC.md (1 wanted)", px_trules[r].id, defined[r]);
-        if (indexed[r] != 1)
-            px_test_fail(__FILE__, __LINE__, "%s has %d index rows in SPEC.md (1 wanted)", px_trules[r].id, indexed[r]);
-    }
-    free(text);
+    px_spec_ids t = {"A-TOKENS-", "test_tokens.c", PX_NTRULES, px__tok_id, px__tok_row};
+    CHECK_EQ(px_spec_ids_check(&t), (int)PX_NTRULES);
 }
 
 /* ---- tokens and persistent slots at a change of size (SPEC 2, Any-size inputs) ----------------- */

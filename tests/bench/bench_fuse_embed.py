@@ -14,9 +14,7 @@ executor's (item 0). Writes NAME.json and NAME.md.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
@@ -26,42 +24,19 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import pxvm  # noqa: E402
 import pxvm.embed as E  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_embed import kernel_us as kernels_us  # noqa: E402  (the profiler's kernels, {name: us})
+from bench_embed import timed  # noqa: E402
+
+
+def wall(fn, reps):
+    return timed(fn, reps, torch.cuda.synchronize)
+
 
 def program(d):
     rng = np.random.default_rng(0)
     q = E.quantize(rng.standard_normal((d, 768)) * 0.02, rng.standard_normal(d) * 0.1, input_scale=1 / 255)
     return E.attach(pxvm.Program.load(pxvm.programs.path("foveate273")), q, mode="bf16", atlas="scratch")
-
-
-def wall(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def kernels_us(fn, reps):
-    """Device time per call of each kernel (and memset, copy) fn launches, {name: us}."""
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out = {}
-    for e in prof.key_averages():
-        t = getattr(e, "self_device_time_total", None)
-        if t is None:
-            t = getattr(e, "self_cuda_time_total", 0)
-        if t:
-            out[e.key] = out.get(e.key, 0.0) + t / reps
-    return out
 
 
 def main():

@@ -153,6 +153,8 @@ typedef struct px_batch_pool {
     int busy, held_back, idle, waiting;   /* decoders decoding, held back, idle; workers waiting */
     double last;                          /* when the figures were last brought up to date */
     px_batch_pool_stats stats;
+    int delay_input, delay_ms;            /* tests only (PXVM_TEST_DECODE_DELAY=INPUT:MS): that input
+                                           * decodes MS ms late (-1: none) */
 } px_batch_pool;
 /* Starts the pool's threads (ws: the process's workers, their slots set). The threads started (0:
  * none could, nothing to undo but px_batch_pool_end). */
@@ -174,6 +176,9 @@ void px_batch_pool_unlock(px_batch_shard *s);
 void px_batch_pool_wait(px_batch_shard *s, px_batch_times *times);
 void px_batch_pool_freed(px_batch_shard *s, uint64_t bytes);
 void px_batch_pool_wait_all(px_batch_shard *s, px_batch_times *times);
+/* Under the lock: whether the decoders may still take inputs of s (some not yet taken, and the
+ * decoded inputs waiting within the memory bound): waiting for them can grow a batch. */
+int px_batch_pool_filling(const px_batch_shard *s);
 void px_batch_pool_release(px_batch_shard *s);
 /* The next shard of worker w from `s` on that an earlier run did not finish. */
 int px_batch_next(const px_batch_worker *w, int s);

@@ -467,6 +467,7 @@ void px_batch_times_add(px_batch_times *into, const px_batch_times *t)
     into->wall += t->wall, into->open += t->open, into->decode += t->decode;
     into->input_wait += t->input_wait, into->executor += t->executor;
     into->write += t->write, into->write_wait += t->write_wait, into->decoded += t->decoded;
+    into->calls += t->calls, into->moved += t->moved;
 }
 
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)

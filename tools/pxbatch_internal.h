@@ -22,6 +22,9 @@ typedef struct {
     double write;       /* a shard's .npy, marker (SHA-256) and files written */
     double write_wait;  /* the worker waiting for its writer to take a shard */
     uint64_t decoded;   /* inputs decoded (or failed) */
+    uint64_t calls;     /* executor runs (fixed: one a shard; native: one a size) or ragged calls */
+    uint64_t moved;     /* dynamic: rows that ran before an earlier row of their shard, whose tokens
+                         * were then moved into row order */
 } px_batch_times;
 void px_batch_times_add(px_batch_times *into, const px_batch_times *t);
 

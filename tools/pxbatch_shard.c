@@ -151,6 +151,7 @@ static const pxvm_program *px__run_size_group(px_batch_worker_state *w, px_batch
                 return NULL;
         }
     pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    w->times.calls++;
     return w->ops->run(w->ex, &ro, err) < 0 ? NULL : prog;
 }
 
@@ -276,7 +277,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
                          (size_t)tiles * per_token, -1, 0, 0};
         double t0 = px_batch_now();
         int called = px__ragged(w, j, n, views, &t, err);
-        w->times.executor += px_batch_now() - t0;
+        w->times.executor += px_batch_now() - t0, w->times.calls++;
         if (called < 0) {
             if (t.failed < 0) {
                 rc = err->cls;
@@ -312,6 +313,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
                 off[r + 1] = off[r] + (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
                 r++;
             }
+        w->times.moved += first >= 0 ? (uint64_t)(rows - first) : 0;
         if (first >= 0 && px__rows_in_order(s, out + PXB_NPY_HEAD_MAX, per_token, at, off, rows, first) < 0)
             rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)((size_t)made * per_token)), PXVM_IO);
     }
@@ -389,6 +391,7 @@ static int px__run_fixed(px_batch_worker_state *w, px_batch_shard *s, int input,
             return err->cls;
     }
     pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    w->times.calls++;
     if (w->ops->run(w->ex, &ro, err) < 0)
         return err->cls;
     uint8_t *buf = malloc(PXB_NPY_HEAD_MAX + per * (size_t)rows);

@@ -97,11 +97,13 @@ static int px__load_input_warned(const char *path, const pxvm_limits *lim, pxvm_
 uint64_t px__bytes(const pxvm_image *img) { return (uint64_t)img->w * (uint64_t)img->h * 4u; }
 
 /* Input i decoded (and, dynamic, sized) into s->img[i]; its error or warning into s->why[i]. */
-static void px__decode_one(px_batch_shard *s, int i)
+static void px__decode_one(const px_batch_pool *p, px_batch_shard *s, int i)
 {
     pxvm_error err;
     char *warning = NULL;
     const char *path = s->job->in.v[s->first + i];
+    if (s->first + i == p->delay_input) /* a test's hook: later inputs ready before it */
+        nanosleep(&(struct timespec){p->delay_ms / 1000, (long)(p->delay_ms % 1000) * 1000000L}, NULL);
     if (s->job->policy.kind == PX_POLICY_DYNAMIC) { /* resized later, by the executor, in a ragged batch */
         if (px__load_input_warned(path, &s->job->lim, &s->img[i], &warning, &err) == 0) {
             s->orig[i][0] = s->img[i].w, s->orig[i][1] = s->img[i].h;
@@ -262,7 +264,7 @@ static void *px__decoder(void *arg)
             p->busy++;
             pthread_mutex_unlock(&p->mu);
             double t0 = px_batch_now();
-            px__decode_one(s, i);
+            px__decode_one(p, s, i);
             double secs = px_batch_now() - t0;
             pthread_mutex_lock(&p->mu);
             px__tick(p);
@@ -299,6 +301,9 @@ int px_batch_pool_start(px_batch_pool *p, const px_batch_job *j, const pxvm_prog
     p->job = j, p->prog = prog, p->input = input, p->ws = ws, p->nworkers = nworkers;
     /* decoded inputs wait within half of --max-memory (one at least: only held over it stops) */
     p->bound = j->lim.max_memory / 2u;
+    const char *delay = getenv("PXVM_TEST_DECODE_DELAY");
+    if (!delay || sscanf(delay, "%d:%d", &p->delay_input, &p->delay_ms) != 2 || p->delay_ms < 0)
+        p->delay_input = -1, p->delay_ms = 0;
     p->mine = calloc((size_t)nworkers, sizeof *p->mine);
     p->mine_last = calloc((size_t)nworkers, sizeof *p->mine_last);
     p->upcoming = calloc((size_t)nworkers, sizeof *p->upcoming);
@@ -436,6 +441,11 @@ void px_batch_pool_wait_all(px_batch_shard *s, px_batch_times *times)
     px_batch_pool_unlock(s);
 }
 
+int px_batch_pool_filling(const px_batch_shard *s)
+{
+    return s->claimed < s->count && s->pool->held <= s->pool->bound;
+}
+
 void px_batch_pool_release(px_batch_shard *s)
 {
     px_batch_pool *p = s->pool;
@@ -457,6 +467,7 @@ void px_batch_times_add(px_batch_times *into, const px_batch_times *t)
     into->wall += t->wall, into->open += t->open, into->decode += t->decode;
     into->input_wait += t->input_wait, into->executor += t->executor;
     into->write += t->write, into->write_wait += t->write_wait, into->decoded += t->decoded;
+    into->calls += t->calls, into->moved += t->moved;
 }
 
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)

@@ -22,6 +22,9 @@ typedef struct {
     double write;       /* a shard's .npy, marker (SHA-256) and files written */
     double write_wait;  /* the worker waiting for its writer to take a shard */
     uint64_t decoded;   /* inputs decoded (or failed) */
+    uint64_t calls;     /* executor runs (fixed: one a shard; native: one a size) or ragged calls */
+    uint64_t moved;     /* dynamic: rows that ran before an earlier row of their shard, whose tokens
+                         * were then moved into row order */
 } px_batch_times;
 void px_batch_times_add(px_batch_times *into, const px_batch_times *t);
 
@@ -153,6 +156,8 @@ typedef struct px_batch_pool {
     int busy, held_back, idle, waiting;   /* decoders decoding, held back, idle; workers waiting */
     double last;                          /* when the figures were last brought up to date */
     px_batch_pool_stats stats;
+    int delay_input, delay_ms;            /* tests only (PXVM_TEST_DECODE_DELAY=INPUT:MS): that input
+                                           * decodes MS ms late (-1: none) */
 } px_batch_pool;
 /* Starts the pool's threads (ws: the process's workers, their slots set). The threads started (0:
  * none could, nothing to undo but px_batch_pool_end). */
@@ -174,6 +179,9 @@ void px_batch_pool_unlock(px_batch_shard *s);
 void px_batch_pool_wait(px_batch_shard *s, px_batch_times *times);
 void px_batch_pool_freed(px_batch_shard *s, uint64_t bytes);
 void px_batch_pool_wait_all(px_batch_shard *s, px_batch_times *times);
+/* Under the lock: whether the decoders may still take inputs of s (some not yet taken, and the
+ * decoded inputs waiting within the memory bound): waiting for them can grow a batch. */
+int px_batch_pool_filling(const px_batch_shard *s);
 void px_batch_pool_release(px_batch_shard *s);
 /* The next shard of worker w from `s` on that an earlier run did not finish. */
 int px_batch_next(const px_batch_worker *w, int s);

@@ -151,6 +151,7 @@ static const pxvm_program *px__run_size_group(px_batch_worker_state *w, px_batch
                 return NULL;
         }
     pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    w->times.calls++;
     return w->ops->run(w->ex, &ro, err) < 0 ? NULL : prog;
 }
 
@@ -175,31 +176,59 @@ static int px__ragged(px_batch_worker_state *w, const px_batch_job *j, int n, co
     return rc;
 }
 
-/* The next batch of shard `s` from input `next` on: waits until the inputs from `next` are ready
- * up to a full batch (PX_RAGGED_IMAGES rows or --max-memory / 8 bytes) or to the shard's end, so
- * that one call takes many images while the decoders go on. Returns the end of the batch. */
-static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, int next)
+/* The next batch of shard `s`: its decoded inputs not yet run (ran[i] 0), in any order as they
+ * come, the lowest first, up to a full batch (PX_RAGGED_IMAGES images or --max-memory / 8 bytes),
+ * into idx. It waits while fewer are ready and waiting can grow the batch: some of the shard still
+ * to decode and the decoders free to take its inputs (else it runs what is ready: the worker would
+ * idle, and running frees the memory bound); the shard's end flushes. Returns the images taken; 0
+ * when none of the shard is left to run. *low: the lowest input not yet run (kept between calls). */
+static int px__next_batch(px_batch_worker_state *w, px_batch_shard *s, const uint8_t *ran, int *low, int *idx)
 {
     uint64_t cap = s->job->lim.max_memory / 8u > 0 ? s->job->lim.max_memory / 8u : 1; /* one image at least */
     px_batch_pool_lock(s);
     for (;;) {
-        int end = next, n = 0;
+        int n = 0, decoding = 0;
         uint64_t bytes = 0;
-        while (end < s->count && s->ready[end] && n < PX_RAGGED_IMAGES && bytes < cap) {
-            if (s->good[end])
-                n++, bytes += px__bytes(&s->img[end]);
-            end++;
-        }
-        if (end == s->count || n >= PX_RAGGED_IMAGES || bytes >= cap) {
+        while (*low < s->count && (ran[*low] || (s->ready[*low] && !s->good[*low])))
+            ++*low; /* run, or failed: no row to run */
+        for (int i = *low; i < s->count; i++)
+            if (!s->ready[i])
+                decoding = 1;
+            else if (!ran[i] && s->good[i] && n < PX_RAGGED_IMAGES && bytes < cap)
+                idx[n++] = i, bytes += px__bytes(&s->img[i]);
+        if (!decoding || n >= PX_RAGGED_IMAGES || bytes >= cap || (n && !px_batch_pool_filling(s))) {
             px_batch_pool_unlock(s);
-            return end;
+            return n;
         }
         px_batch_pool_wait(s, &w->times);
     }
 }
 
-/* A dynamic shard: its inputs, as they are decoded, in batches of one executor call each (the
- * tiles written into the shard's tokens in row order); the decoded inputs freed after their call
+/* The tokens of the rows from `first` on, at out, from where they ran (input i's tiles at token
+ * at[i]) into row order (offsets off): the inputs before `first` ran in row order, already in
+ * place; the rest copied out once (a buffer of their tokens) and back. 0, or -1 out of memory. */
+static int px__rows_in_order(const px_batch_shard *s, uint8_t *out, size_t per_token, const int64_t *at,
+                             const int64_t *off, int rows, int first)
+{
+    const size_t from = (size_t)off[first] * per_token, len = (size_t)off[rows] * per_token - from;
+    uint8_t *moved = malloc(len ? len : 1);
+    if (!moved)
+        return -1;
+    memcpy(moved, out + from, len);
+    for (int i = 0, r = 0; i < s->count; i++)
+        if (s->good[i]) {
+            if (r >= first)
+                memcpy(out + (size_t)off[r] * per_token, moved + (size_t)at[i] * per_token - from,
+                       (size_t)(off[r + 1] - off[r]) * per_token);
+            r++;
+        }
+    free(moved);
+    return 0;
+}
+
+/* A dynamic shard: its inputs, as they are decoded, in any order (px__next_batch), in batches of
+ * one executor call each; each batch's tiles after the ones before (at[i]: input i's first token),
+ * put in row order once all ran (px__rows_in_order); the decoded inputs freed after their call
  * (their bytes given back to the decoders). An image the executor refuses (over --max-memory on
  * the device) fails alone, its file named; the batch goes again without it. 0, or the pxvm class
  * of a failure. */
@@ -209,28 +238,32 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     const px_batch_job *j = s->job;
     const int p = j->policy.patch;
     const size_t per_token = (size_t)p * (size_t)p * 4u, count = (size_t)(unsigned)s->count;
-    int64_t *off = calloc(count + 1, sizeof *off);
+    int64_t *off = calloc(count + 1, sizeof *off), *at = calloc(count + 1, sizeof *at);
     pxvm_view *views = calloc(count + 1, sizeof *views);
     int *idx = calloc(count + 1, sizeof *idx);
+    uint8_t *ran = calloc(count + 1, 1);
     /* the tokens after PXB_NPY_HEAD_MAX bytes, where their .npy header goes once their count is
      * known: the file is written from this buffer, not a copy (never NULL: a shard whose every
      * input failed has no tokens) */
     size_t cap = per_token;
     uint8_t *out = malloc(PXB_NPY_HEAD_MAX + cap);
-    int rows = 0, rc = 0;
-    if (!off || !views || !idx || !out)
+    int rows = 0, rc = 0, low = 0;
+    int64_t made = 0; /* tokens run so far */
+    if (!off || !at || !views || !idx || !ran || !out)
         rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)count * sizeof *views), PXVM_IO);
-    for (int next = 0; !rc && next < s->count;) {
-        int end = px__next_batch(w, s, next), n = 0;
+    while (!rc) {
+        int n = px__next_batch(w, s, ran, &low, idx);
+        if (!n)
+            break;
         int64_t tiles = 0;
         uint64_t bytes = 0;
-        for (int i = next; i < end; i++)
-            if (s->good[i]) {
-                views[n] = pxvm_image_view(&s->img[i]), idx[n++] = i;
-                tiles += (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
-                bytes += px__bytes(&s->img[i]);
-            }
-        size_t need = ((size_t)off[rows] + (size_t)tiles) * per_token;
+        for (int k = 0; k < n; k++) {
+            int i = idx[k];
+            views[k] = pxvm_image_view(&s->img[i]);
+            tiles += (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
+            bytes += px__bytes(&s->img[i]);
+        }
+        size_t need = ((size_t)made + (size_t)tiles) * per_token;
         if (need > cap) { /* grown by halves: a shard's tokens are known only as its inputs decode */
             size_t more = need + need / 2 + per_token;
             uint8_t *grown = realloc(out, PXB_NPY_HEAD_MAX + more);
@@ -240,11 +273,11 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
             }
             out = grown, cap = more;
         }
-        pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)off[rows] * per_token, -1,
+        pxvm_ragged t = {j->ragged_policy, p, 0, 0, NULL, out + PXB_NPY_HEAD_MAX + (size_t)made * per_token, -1,
                          (size_t)tiles * per_token, -1, 0, 0};
         double t0 = px_batch_now();
-        int called = n ? px__ragged(w, j, n, views, &t, err) : 0;
-        w->times.executor += px_batch_now() - t0;
+        int called = px__ragged(w, j, n, views, &t, err);
+        w->times.executor += px_batch_now() - t0, w->times.calls++;
         if (called < 0) {
             if (t.failed < 0) {
                 rc = err->cls;
@@ -257,22 +290,37 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
             px_batch_pool_freed(s, px__bytes(&s->img[idx[t.failed]]));
             px__fail_image(s, idx[t.failed], err);
             px_batch_pool_unlock(s);
-            continue; /* the same inputs again, without it */
+            continue; /* the ready inputs again, without it */
         }
         for (int k = 0; k < n; k++) {
             int i = idx[k];
-            off[rows + 1] = off[rows] + (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
-            rows++;
+            at[i] = made;
+            made += (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
+            ran[i] = 1, rows++;
             pxvm_image_free(&s->img[i]);
         }
         *bytes_in += bytes;
         px_batch_pool_lock(s);
         px_batch_pool_freed(s, bytes);
         px_batch_pool_unlock(s);
-        next = end;
+    }
+    if (!rc) { /* the offsets in row order; the rows from the first that ran out of its place moved */
+        int r = 0, first = -1;
+        for (int i = 0; i < s->count; i++)
+            if (s->good[i]) {
+                if (first < 0 && at[i] != off[r])
+                    first = r;
+                off[r + 1] = off[r] + (int64_t)(s->rsz[i][0] / p) * (s->rsz[i][1] / p);
+                r++;
+            }
+        w->times.moved += first >= 0 ? (uint64_t)(rows - first) : 0;
+        if (first >= 0 && px__rows_in_order(s, out + PXB_NPY_HEAD_MAX, per_token, at, off, rows, first) < 0)
+            rc = (pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)((size_t)made * per_token)), PXVM_IO);
     }
     free(views);
     free(idx);
+    free(ran);
+    free(at);
     if (rc) {
         free(out), free(off);
         return rc;
@@ -343,6 +391,7 @@ static int px__run_fixed(px_batch_worker_state *w, px_batch_shard *s, int input,
             return err->cls;
     }
     pxvm_run_options ro = {s->job->lim.max_steps, NULL, NULL, NULL, NULL};
+    w->times.calls++;
     if (w->ops->run(w->ex, &ro, err) < 0)
         return err->cls;
     uint8_t *buf = malloc(PXB_NPY_HEAD_MAX + per * (size_t)rows);

@@ -15,13 +15,16 @@
 
 #include "pxbatch_internal.h"
 
-/* A worker's times and figures as --stats writes them (names: the order of its fields). */
-#define PX_STAT_FIELDS 12
+/* A worker's times and figures as --stats writes them (names: the order of its fields; the
+ * first five and the last two are counts). */
+#define PX_STAT_FIELDS 14
+#define PX__COUNT(f) ((f) < 5 || (f) >= 12)
 static void px__stat_row(const px_batch_worker *w, int rank, int i, double row[PX_STAT_FIELDS])
 {
     const px_batch_times *t = &w->st.times;
     double v[PX_STAT_FIELDS] = {rank,          i,         w->device, (double)w->st.images, (double)t->decoded,
-                                t->wall,       t->decode, t->input_wait, t->executor, t->write, t->write_wait, t->open};
+                                t->wall,       t->decode, t->input_wait, t->executor, t->write, t->write_wait, t->open,
+                                (double)t->calls, (double)t->moved};
     memcpy(row, v, sizeof v);
 }
 
@@ -41,7 +44,8 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
                          uint64_t images)
 {
     static const char *names[PX_STAT_FIELDS] = {"rank", "worker", "device", "images", "decoded", "wall_s", "decode_s",
-                                                "input_wait_s", "executor_s", "write_s", "write_wait_s", "open_s"};
+                                                "input_wait_s", "executor_s", "write_s", "write_wait_s", "open_s",
+                                                "executor_calls", "rows_moved"};
     static const char *pool_names[PX_POOL_FIELDS] = {"rank", "decoders", "decoded", "wall_s", "decode_s",
                                                      "decode_idle_s", "decode_memory_wait_s", "wait_all_busy_s",
                                                      "wait_memory_bound_s", "wait_decoding_s"};
@@ -95,7 +99,7 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
         const double *row = all + (size_t)r * PX_STAT_FIELDS;
         json_t *o = json_object();
         for (int f = 0; f < PX_STAT_FIELDS; f++) {
-            json_object_set_new(o, names[f], f < 5 ? json_integer((json_int_t)row[f]) : json_real(row[f]));
+            json_object_set_new(o, names[f], PX__COUNT(f) ? json_integer((json_int_t)row[f]) : json_real(row[f]));
             tot[f] += row[f];
         }
         /* the pool's decoders busy on its inputs on average over the worker's life: the decode
@@ -105,7 +109,7 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
     }
     for (int f = 3; f < PX_STAT_FIELDS; f++)
         if (f != 5)
-            json_object_set_new(sum, names[f], f < 5 ? json_integer((json_int_t)tot[f]) : json_real(tot[f]));
+            json_object_set_new(sum, names[f], PX__COUNT(f) ? json_integer((json_int_t)tot[f]) : json_real(tot[f]));
     json_object_set_new(sum, "wall_s", json_real(secs));
     /* the decode pools (one a process): busy = their decode seconds / the run's wall, on average
      * the decoders at work of those the pools have (and as a fraction of them); the seconds a

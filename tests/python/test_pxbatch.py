@@ -157,6 +157,10 @@ def check_stats(st, images, decoded, rows, decoders):
     assert sum(w["images"] for w in st["workers"]) == images
     for part in STAT_PARTS:
         assert st["total"][part] == pytest.approx(sum(w[part] for w in st["workers"]))
+    for count in ("executor_calls", "rows_moved"):
+        assert st["total"][count] == sum(w[count] for w in st["workers"])
+    # a fixed shard is one run (shards of 16 here), its rows bound in order: none moved
+    assert st["total"]["executor_calls"] == (decoded + 15) // 16 and st["total"]["rows_moved"] == 0
     for w in st["workers"]:
         assert w["decode_s"] > 0 and w["executor_s"] > 0 and w["write_s"] > 0
         # the worker's own parts follow one another within its life; its writer (a thread from after

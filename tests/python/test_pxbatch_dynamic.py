@@ -217,3 +217,27 @@ def test_failed_inputs_and_a_lookahead_of_one_image_keep_the_files(damaged, tmp_
                                                                     str(damaged / "c-cut.jpg")]
     for name in got:
         assert got[name] == got["default"], name
+
+
+def test_inputs_run_as_they_come_and_the_rows_keep_their_order(photos, tmp_path):
+    """A dynamic shard runs its decoded inputs in any order, as they come, and writes its rows in
+    input order: the first input decodes 1.5 s late (PXVM_TEST_DECODE_DELAY, the test hook), one
+    shard of all 7, two decoders, so the other six run first (the second decoder alone decodes
+    them) and the worker then waits for it alone (wait_decoding_s: a decoder with nothing to take);
+    every row's tokens were moved into row order (rows_moved: the first ran last), and the files
+    are the default run's, byte for byte (without the reorder, the first row's tokens would come
+    last)."""
+    got = {}
+    for name, env in (("default", {}), ("late", {"PXVM_TEST_DECODE_DELAY": "0:1500"})):
+        out = tmp_path / name
+        r = subprocess.run([PXBATCH, PLAN, "--in-dir", str(photos), "--out", str(out), "--policy", "dynamic",
+                            "--shard-size", "7", "--executor", EXECUTOR, "--decoders", "2",
+                            "--stats", str(tmp_path / (name + ".json"))],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120, env=dict(os.environ, **env))
+        assert r.returncode == 0 and "7 images" in r.stderr, r.stderr
+        got[name] = {f.name: f.read_bytes() for f in sorted(out.iterdir()) if f.name.startswith("shard-")}
+    st = json.load(open(tmp_path / "late.json"))["total"]
+    assert st["wait_decoding_s"] > 0.5 and st["rows_moved"] == 7 and st["executor_calls"] >= 2, st
+    assert len(got["default"]) == 4
+    for n in got["default"]:
+        assert got["late"][n] == got["default"][n], n

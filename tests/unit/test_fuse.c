@@ -465,3 +465,46 @@ TEST(fuse_fused_store_stages_the_rows_the_staging_kernel_does)
     CHECK_EQ(bad, 0);
     CHECK_EQ(cases, 300);
 }
+
+/* ---- a failed run keeps the atlas unkept ------------------------------------------------------ */
+
+/* A-FUSE-7 after a run that fails before it writes anything: the cuda executor neither wrote nor
+ * cleared the atlas in the fused run before (it holds an older run's bytes, or a size's zeros),
+ * the cpu one wrote it; a run without fusion that fails (here: its input's borrow ended with the
+ * fused run, UNBOUND_INPUT) writes neither, so the read stays refused on both executors until a
+ * run without fusion succeeds (the pair: the same read after one, accepted). */
+TEST(fuse_failed_run_without_fusion_keeps_the_atlas_unkept)
+{
+    for (int e = 0; e < PX_FNEXEC; e++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        pxvm_prog *prog = NULL;
+        pxvm_runner *run = NULL;
+        if (px__fprog(&v, &prog))
+            return;
+        int o = px__fopen(px__fexecs[e], prog, 1, &run);
+        if (o) {
+            pxvm_prog_free(prog);
+            if (o < 0)
+                return;
+            continue;
+        }
+        uint8_t img[32 * 32 * 3], buf[16 * 8 * 4];
+        uint64_t s = 5;
+        for (size_t i = 0; i < sizeof img; i++)
+            img[i] = (uint8_t)(px_rand(&s) >> 24);
+        pxvm_view in = pxvm_view_host(img, 32, 32, 3), dst = {buf, -1, 1, 16, 8, 4, 0, 64, 4, 1};
+        CHECK_EQ(pxvm_runner_fuse_embed(run, 1), 0);
+        CHECK_EQ(pxvm_runner_borrow(run, PX_F_IMAGE, 0, &in), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0); /* fused; the borrow ends with it */
+        CHECK_EQ(pxvm_runner_fuse_embed(run, 0), 0);
+        CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE); /* no image bound: it runs nothing */
+        CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "pxvm_runner_read: slot 2 ('atlas') is the atlas of a fused EMBED");
+        CHECK_EQ(pxvm_runner_bind(run, PX_F_IMAGE, 0, &in), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0);
+        CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), 0);
+        pxvm_runner_close(run);
+        pxvm_prog_free(prog);
+    }
+}

@@ -54,7 +54,7 @@ struct pxvm_runner {
     uint8_t *fused;
     uint8_t fused_slot[PXVM_MAX_SLOTS + 1];
     /* ... and those a run since the last one that succeeded ran fused: unkept until a run succeeds
-     * (cuda has not written them) */
+     * or a change of size zeroes them (cuda has not written them) */
     uint8_t ran_fused[PXVM_MAX_SLOTS + 1];
 };
 

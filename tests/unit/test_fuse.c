@@ -508,3 +508,48 @@ TEST(fuse_failed_run_without_fusion_keeps_the_atlas_unkept)
         pxvm_prog_free(prog);
     }
 }
+
+/* A-FUSE-7 against section 2's switch rule: after a change of size every slot but inputs and
+ * persistent ones reads as after a load (both executors zero them), whichever door reads it. So
+ * once fusion is off, a switch ends the refusal a fused run left: the atlas reads as zeros (the
+ * pair: the same read after a bind at the same size, no switch, is still refused). */
+TEST(fuse_off_a_size_switch_makes_the_atlas_read_as_after_a_load)
+{
+    for (int e = 0; e < PX_FNEXEC; e++)
+        for (int sw = 0; sw < 2; sw++) {
+            px_fvar v;
+            memset(&v, 0, sizeof v);
+            v.any_size = 1;
+            pxvm_prog *prog = NULL;
+            pxvm_runner *run = NULL;
+            if (px__fprog(&v, &prog))
+                return;
+            int o = px__fopen(px__fexecs[e], prog, 1, &run);
+            if (o) {
+                pxvm_prog_free(prog);
+                if (o < 0)
+                    return;
+                break;
+            }
+            uint8_t buf[16 * 8 * 4];
+            memset(buf, 0xA5, sizeof buf);
+            pxvm_view dst = {buf, -1, 1, 16, 8, 4, 0, 64, 4, 1};
+            CHECK_EQ(pxvm_runner_fuse_embed(run, 1), 0);
+            CHECK_EQ(px__fbind(run, 32, 32, 3), 0);
+            CHECK_EQ(pxvm_runner_run(run), 0);
+            CHECK_EQ(pxvm_runner_fuse_embed(run, 0), 0);
+            CHECK_EQ(px__fbind(run, sw ? 48 : 32, sw ? 20 : 32, 4), 0);
+            if (!sw) {
+                CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), PXVM_USAGE);
+                CHECK_STR(pxvm_errmsg(), "slot 2 ('atlas') is the atlas of a fused EMBED");
+            } else {
+                CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), 0);
+                int nonzero = 0;
+                for (size_t i = 0; i < sizeof buf; i++)
+                    nonzero += buf[i] != 0;
+                CHECK_EQ(nonzero, 0);
+            }
+            pxvm_runner_close(run);
+            pxvm_prog_free(prog);
+        }
+}

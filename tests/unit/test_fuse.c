@@ -553,3 +553,49 @@ TEST(fuse_off_a_size_switch_makes_the_atlas_read_as_after_a_load)
             pxvm_prog_free(prog);
         }
 }
+
+/* Fusion turned on and off between changes of size, back to sizes seen before (the cuda
+ * executor keeps each size's configuration with its captured graphs: a toggle must drop them
+ * all, or a graph replays the other setting's staging), in a batch of two: EMBED's bytes equal
+ * an unfused runner's at every step, on every executor present. */
+TEST(fuse_toggled_between_sizes_keeps_embed_bytes)
+{
+    static const int sizes[][2] = {{32, 32}, {48, 20}, {32, 32}, {48, 20}, {64, 64}, {32, 32}, {48, 20}};
+    for (int e = 0; e < PX_FNEXEC; e++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        v.any_size = 1, v.writer_op = PX_OP_ANISO;
+        pxvm_prog *prog = NULL;
+        pxvm_runner *plain = NULL, *fused = NULL;
+        if (px__fprog(&v, &prog))
+            return;
+        int o = px__fopen(px__fexecs[e], prog, 2, &plain);
+        if (o == 0 && (o = px__fopen(px__fexecs[e], prog, 2, &fused)) != 0)
+            pxvm_runner_close(plain);
+        if (o) {
+            pxvm_prog_free(prog);
+            if (o < 0)
+                return;
+            break;
+        }
+        int steps = 0;
+        for (int k = 0; k < 7; k++)
+            for (int rep = 0; rep < 2; rep++) { /* twice a size: a graph is captured, then replayed */
+                CHECK_EQ(pxvm_runner_fuse_embed(fused, (k + rep) % 2), 0);
+                uint8_t a[2][32], b[2][32];
+                int32_t ga[20], gb[20];
+                uint64_t seed = 300u + (uint64_t)(2 * k + rep);
+                if (px__fout(plain, sizes[k][0], sizes[k][1], seed, a, ga) ||
+                    px__fout(fused, sizes[k][0], sizes[k][1], seed, b, gb))
+                    break;
+                if (memcmp(a, b, sizeof a))
+                    px_test_fail(__FILE__, __LINE__, "%s, %dx%d, fusion %d: EMBED differs", px__fexecs[e], sizes[k][0],
+                                 sizes[k][1], (k + rep) % 2);
+                steps++;
+            }
+        CHECK_EQ(steps, 14);
+        pxvm_runner_close(plain);
+        pxvm_runner_close(fused);
+        pxvm_prog_free(prog);
+    }
+}

@@ -53,7 +53,8 @@ struct pxvm_runner {
      * level 0 no read may see (the cuda executor does not write it) */
     uint8_t *fused;
     uint8_t fused_slot[PXVM_MAX_SLOTS + 1];
-    /* ... and those the last run ran fused: unkept until the next run (cuda has not written them) */
+    /* ... and those a run since the last one that succeeded ran fused: unkept until a run succeeds
+     * or a change of size zeroes them (cuda has not written them) */
     uint8_t ran_fused[PXVM_MAX_SLOTS + 1];
 };
 

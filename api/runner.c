@@ -200,8 +200,14 @@ static int px__run(pxvm_runner *run)
             }
         }
     pxvm_run_options ro = {run->prog->lim.max_steps, NULL, NULL, NULL, NULL};
-    memcpy(run->ran_fused, run->fused_slot, sizeof run->ran_fused); /* what this run leaves unwritten */
-    return run->ops->run(run->ex, &ro, &err) < 0 ? px__fail(&err) : 0;
+    /* what this run leaves unwritten; a run that fails may write nothing, so the atlases a run
+     * before left unwritten stay unkept until a run succeeds */
+    for (int k = 0; k <= PXVM_MAX_SLOTS; k++)
+        run->ran_fused[k] |= run->fused_slot[k];
+    if (run->ops->run(run->ex, &ro, &err) < 0)
+        return px__fail(&err);
+    memcpy(run->ran_fused, run->fused_slot, sizeof run->ran_fused);
+    return 0;
 }
 
 int pxvm_runner_run(pxvm_runner *run)

@@ -130,6 +130,7 @@ static int px__retarget_failed(pxvm_runner *run, int slot, pxvm_error *err)
         snprintf(err->msg + n, sizeof err->msg - n, "; loading the program again failed too (%s): the runner is lost",
                  again.msg);
     } else {
+        memset(run->ran_fused, 0, sizeof run->ran_fused); /* loaded anew: every atlas zeros */
         size_t n = strlen(err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, "; the runner stays at %dx%d with no input bound",
                  run->cur->slots[slot].w, run->cur->slots[slot].h);
@@ -208,5 +209,7 @@ static int px__switch_by_resolution(pxvm_runner *run, int slot, int w, int h, px
         return px__retarget_failed(run, slot, err);
     run->cur = next;
     memset(run->bound + (size_t)slot * (size_t)run->batch, 0, (size_t)run->batch);
+    /* a switch zeroes every atlas a fused run left unwritten (it reads as after a load, SPEC 2) */
+    memset(run->ran_fused, 0, sizeof run->ran_fused);
     return px__refix(run, 0, err);
 }

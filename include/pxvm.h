@@ -350,8 +350,9 @@ int pxvm_runner_read_patches(pxvm_runner *run, int slot, int first_item, const p
  * from the sampler: on the cuda executor the fetches write each token's bytes straight into the
  * EMBED's staged rows, and the atlas is neither written nor staged again. EMBED's bytes are those
  * of an unfused run, on either executor. While it is on, and after a run made with it until the
- * next run, a read of such an atlas's level 0 (pxvm_runner_read, _read_patches, _read_tokens,
- * and pxvm_runner_exec's outputs) is PXVM_USAGE naming the slot, on both executors (the cpu one
+ * next run that succeeds (or, once off, a change of size, after which it reads as zeros), a read
+ * of such an atlas's level 0 (pxvm_runner_read, _read_patches, _read_tokens, and
+ * pxvm_runner_exec's outputs) is PXVM_USAGE naming the slot, on both executors (the cpu one
  * still writes it; the runner refuses the same reads); its token geometry and levels >= 1 stay
  * readable. PXVM_USAGE naming the first EMBED
  * and the rule its atlas breaks when no EMBED qualifies (the option stays as it was), or for on

@@ -145,7 +145,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
     scratch atlas written only by SAMPLE, ANISO and GATHER before it, read by nothing else: SPEC
     "Fused EMBED") takes its tokens from the sampler; on cuda its atlas is never written. EMBED's
     bytes are the same; reading such an atlas (read, patches, tokens of it) is then, and after a
-    run with it until the next run, a UsageError naming the slot, on both executors. A program with
+    run with it until a run without it succeeds, a UsageError naming the slot, on both executors. A program with
     no such EMBED is a UsageError here, naming the EMBED and the rule its atlas breaks."""
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,

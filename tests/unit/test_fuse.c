@@ -465,3 +465,137 @@ TEST(fuse_fused_store_stages_the_rows_the_staging_kernel_does)
     CHECK_EQ(bad, 0);
     CHECK_EQ(cases, 300);
 }
+
+/* ---- a failed run keeps the atlas unkept ------------------------------------------------------ */
+
+/* A-FUSE-7 after a run that fails before it writes anything: the cuda executor neither wrote nor
+ * cleared the atlas in the fused run before (it holds an older run's bytes, or a size's zeros),
+ * the cpu one wrote it; a run without fusion that fails (here: its input's borrow ended with the
+ * fused run, UNBOUND_INPUT) writes neither, so the read stays refused on both executors until a
+ * run without fusion succeeds (the pair: the same read after one, accepted). */
+TEST(fuse_failed_run_without_fusion_keeps_the_atlas_unkept)
+{
+    for (int e = 0; e < PX_FNEXEC; e++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        pxvm_prog *prog = NULL;
+        pxvm_runner *run = NULL;
+        if (px__fprog(&v, &prog))
+            return;
+        int o = px__fopen(px__fexecs[e], prog, 1, &run);
+        if (o) {
+            pxvm_prog_free(prog);
+            if (o < 0)
+                return;
+            continue;
+        }
+        uint8_t img[32 * 32 * 3], buf[16 * 8 * 4];
+        uint64_t s = 5;
+        for (size_t i = 0; i < sizeof img; i++)
+            img[i] = (uint8_t)(px_rand(&s) >> 24);
+        pxvm_view in = pxvm_view_host(img, 32, 32, 3), dst = {buf, -1, 1, 16, 8, 4, 0, 64, 4, 1};
+        CHECK_EQ(pxvm_runner_fuse_embed(run, 1), 0);
+        CHECK_EQ(pxvm_runner_borrow(run, PX_F_IMAGE, 0, &in), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0); /* fused; the borrow ends with it */
+        CHECK_EQ(pxvm_runner_fuse_embed(run, 0), 0);
+        CHECK_EQ(pxvm_runner_run(run), PXVM_UNLINKABLE); /* no image bound: it runs nothing */
+        CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), PXVM_USAGE);
+        CHECK_STR(pxvm_errmsg(), "pxvm_runner_read: slot 2 ('atlas') is the atlas of a fused EMBED");
+        CHECK_EQ(pxvm_runner_bind(run, PX_F_IMAGE, 0, &in), 0);
+        CHECK_EQ(pxvm_runner_run(run), 0);
+        CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), 0);
+        pxvm_runner_close(run);
+        pxvm_prog_free(prog);
+    }
+}
+
+/* A-FUSE-7 against section 2's switch rule: after a change of size every slot but inputs and
+ * persistent ones reads as after a load (both executors zero them), whichever door reads it. So
+ * once fusion is off, a switch ends the refusal a fused run left: the atlas reads as zeros (the
+ * pair: the same read after a bind at the same size, no switch, is still refused). */
+TEST(fuse_off_a_size_switch_makes_the_atlas_read_as_after_a_load)
+{
+    for (int e = 0; e < PX_FNEXEC; e++)
+        for (int sw = 0; sw < 2; sw++) {
+            px_fvar v;
+            memset(&v, 0, sizeof v);
+            v.any_size = 1;
+            pxvm_prog *prog = NULL;
+            pxvm_runner *run = NULL;
+            if (px__fprog(&v, &prog))
+                return;
+            int o = px__fopen(px__fexecs[e], prog, 1, &run);
+            if (o) {
+                pxvm_prog_free(prog);
+                if (o < 0)
+                    return;
+                break;
+            }
+            uint8_t buf[16 * 8 * 4];
+            memset(buf, 0xA5, sizeof buf);
+            pxvm_view dst = {buf, -1, 1, 16, 8, 4, 0, 64, 4, 1};
+            CHECK_EQ(pxvm_runner_fuse_embed(run, 1), 0);
+            CHECK_EQ(px__fbind(run, 32, 32, 3), 0);
+            CHECK_EQ(pxvm_runner_run(run), 0);
+            CHECK_EQ(pxvm_runner_fuse_embed(run, 0), 0);
+            CHECK_EQ(px__fbind(run, sw ? 48 : 32, sw ? 20 : 32, 4), 0);
+            if (!sw) {
+                CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), PXVM_USAGE);
+                CHECK_STR(pxvm_errmsg(), "slot 2 ('atlas') is the atlas of a fused EMBED");
+            } else {
+                CHECK_EQ(pxvm_runner_read(run, PX_F_ATLAS, 0, 0, &dst), 0);
+                int nonzero = 0;
+                for (size_t i = 0; i < sizeof buf; i++)
+                    nonzero += buf[i] != 0;
+                CHECK_EQ(nonzero, 0);
+            }
+            pxvm_runner_close(run);
+            pxvm_prog_free(prog);
+        }
+}
+
+/* Fusion turned on and off between changes of size, back to sizes seen before (the cuda
+ * executor keeps each size's configuration with its captured graphs: a toggle must drop them
+ * all, or a graph replays the other setting's staging), in a batch of two: EMBED's bytes equal
+ * an unfused runner's at every step, on every executor present. */
+TEST(fuse_toggled_between_sizes_keeps_embed_bytes)
+{
+    static const int sizes[][2] = {{32, 32}, {48, 20}, {32, 32}, {48, 20}, {64, 64}, {32, 32}, {48, 20}};
+    for (int e = 0; e < PX_FNEXEC; e++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        v.any_size = 1, v.writer_op = PX_OP_ANISO;
+        pxvm_prog *prog = NULL;
+        pxvm_runner *plain = NULL, *fused = NULL;
+        if (px__fprog(&v, &prog))
+            return;
+        int o = px__fopen(px__fexecs[e], prog, 2, &plain);
+        if (o == 0 && (o = px__fopen(px__fexecs[e], prog, 2, &fused)) != 0)
+            pxvm_runner_close(plain);
+        if (o) {
+            pxvm_prog_free(prog);
+            if (o < 0)
+                return;
+            break;
+        }
+        int steps = 0;
+        for (int k = 0; k < 7; k++)
+            for (int rep = 0; rep < 2; rep++) { /* twice a size: a graph is captured, then replayed */
+                CHECK_EQ(pxvm_runner_fuse_embed(fused, (k + rep) % 2), 0);
+                uint8_t a[2][32], b[2][32];
+                int32_t ga[20], gb[20];
+                uint64_t seed = 300u + (uint64_t)(2 * k + rep);
+                if (px__fout(plain, sizes[k][0], sizes[k][1], seed, a, ga) ||
+                    px__fout(fused, sizes[k][0], sizes[k][1], seed, b, gb))
+                    break;
+                if (memcmp(a, b, sizeof a))
+                    px_test_fail(__FILE__, __LINE__, "%s, %dx%d, fusion %d: EMBED differs", px__fexecs[e], sizes[k][0],
+                                 sizes[k][1], (k + rep) % 2);
+                steps++;
+            }
+        CHECK_EQ(steps, 14);
+        pxvm_runner_close(plain);
+        pxvm_runner_close(fused);
+        pxvm_prog_free(prog);
+    }
+}

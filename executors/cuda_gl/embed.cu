@@ -377,11 +377,22 @@ int px_gpu_embed_fuse(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err)
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)ex->prog->ninsns);
         memcpy(keep, fused, ex->prog->ninsns);
     }
-    free(ex->fused);
+    uint8_t *old = ex->fused;
+    int old_dp4a = ex->fuse_dp4a;
     ex->fused = keep;
     /* dp4a reads the atlas's texture: with it, the atlas stays written (the same bytes either way) */
     ex->fuse_dp4a = px__embed_use_dp4a();
-    return px__fuse_table(ex, err);
+    if (px__fuse_table(ex, err) == 0) {
+        free(old);
+        return 0;
+    }
+    /* the runner keeps its set when the call fails: so does the executor, and its device table
+     * goes back to it where the device still takes a copy (else the next run fails too) */
+    free(keep);
+    ex->fused = old, ex->fuse_dp4a = old_dp4a;
+    pxvm_error again;
+    px__fuse_table(ex, &again);
+    return -1;
 }
 
 int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)

@@ -659,10 +659,9 @@ static int px__gl_fuse_embed(pxvm_executor *ex, const uint8_t *fused, pxvm_error
         return -1;
     PX__CK(cudaSetDevice(ex->device));
     px__make_current(ex);
-    if (px_gpu_embed_fuse(ex, fused, err) < 0)
-        return -1;
-    px__retarget_drop_graphs(ex);
-    return 0;
+    int rc = px_gpu_embed_fuse(ex, fused, err);
+    px__retarget_drop_graphs(ex); /* whatever happened, captured graphs may name the table's old rows */
+    return rc;
 }
 
 extern "C" const pxvm_executor_ops pxvm_cuda_gl_executor = {

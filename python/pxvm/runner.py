@@ -177,10 +177,15 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
         self.fixation_inputs = _lib.pxvm_prog_fixation_inputs(program._h)
         if not isinstance(fuse_embed, bool):
             raise UsageError("usage: fuse_embed must be True or False, not %r" % (fuse_embed,))
-        #: pxvm_runner_fuse_embed on every C runner of this runner (every batch size)
-        self.fuse_embed = fuse_embed
+        self._fuse_embed = fuse_embed  # pxvm_runner_fuse_embed on every C runner (every batch size)
         self.executor = executor
         self.executor = self._runner(1)[1]  # opens now: "auto" resolves, errors surface here
+
+    @property
+    def fuse_embed(self) -> bool:
+        """Whether EMBED is fused with the sampler (the constructor's choice, fixed for the runner:
+        every batch size's C runner takes it when it opens)."""
+        return self._fuse_embed
 
     def _runner(self, batch):
         r = self._runners.get(batch)
@@ -191,7 +196,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
             # the arrays lent to a call stay referenced (_lent, the fast path's) until replaced,
             # so its borrows may last until the next bind: reads of an input read the array
             _check(_lib.pxvm_runner_keep_borrows(h, 1))
-            if self.fuse_embed:
+            if self._fuse_embed:
                 try:
                     _check(_lib.pxvm_runner_fuse_embed(h, 1))
                 except Error:  # the exception holds the message: the runner goes

@@ -128,3 +128,12 @@ def test_attach_atlas_scratch_makes_only_the_atlas_scratch_and_keeps_the_bytes()
     assert np.array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ValueError, match="atlas must be"):
         E.attach(_plan_text("foveate273"), q, atlas="drop")
+
+
+def test_fuse_embed_is_the_constructors_choice_and_read_only():
+    prog = E.attach(_plan_text("foveate273"), _layer(32), atlas="scratch")
+    r = pxvm.Runner(prog, executor="cpu", fuse_embed=True)
+    assert r.fuse_embed is True
+    with pytest.raises(AttributeError):  # a later batch size would open unfused: refused instead
+        r.fuse_embed = False
+    assert r.fuse_embed is True

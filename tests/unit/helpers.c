@@ -248,3 +248,13 @@ int px_spec_row_is(const char *id, const char *rest, const char *cls, const char
     }
     return 0;
 }
+
+const pxvm_executor_ops *px_test_executor(void)
+{
+    const char *name = getenv("PXVM_TEST_EXECUTOR");
+    pxvm_error err;
+    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &err);
+    if (!ops)
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    return ops;
+}

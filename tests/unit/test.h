@@ -67,6 +67,10 @@ pxvm_image px_random_image(int w, int h, uint64_t *state);
  * table's pixels. 0, or -1 (the failure reported). */
 int px_gather_video_program(int incremental, int at, uint32_t lod0, pxvm_program *prog);
 
+/* The executor PXVM_TEST_EXECUTOR names (cpu when unset; the GPU check sets cuda); NULL, reported,
+ * when there is none such. */
+const pxvm_executor_ops *px_test_executor(void);
+
 /* A test file's table of SPEC rule IDs, each with its edge pair in that file, against
  * isa/SPEC.md: every ID of the table is defined there once ("[ID]") and has one index row
  * ("| ID | class | `CODE` | ..."), whose text after the ID row(i, rest) checks; every ID SPEC.md

@@ -702,13 +702,9 @@ TEST(embed_weights_follow_the_program_across_retarget_and_load)
 {
     /* PXVM_TEST_EXECUTOR=cuda runs it on the CUDA-GL executor (the GPU check): its packed weights
      * must follow the program too */
-    const char *name = getenv("PXVM_TEST_EXECUTOR");
-    pxvm_error oerr;
-    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &oerr);
-    if (!ops) {
-        px_test_fail(__FILE__, __LINE__, "%s", oerr.msg);
+    const pxvm_executor_ops *ops = px_test_executor();
+    if (!ops)
         return;
-    }
     px_emb_case a = {0}, b = {0};
     a.c = 3, a.pw = 8, a.ph = 8, a.cols = 3, a.prow = 3, a.count = 9, a.d = 40, a.mode = PX_EMBED_MODE_I32;
     b = a;
@@ -770,13 +766,10 @@ TEST(embed_output_is_not_cleared_per_run_when_nothing_can_stop_it)
     /* EMBED writes every texel of dst (V-EMBED-8), so a run need not clear it first (11 us of
      * a 32-item batch on an H200); unless a DOT_RGB before it may end the run, leaving dst as
      * the run before left it instead of zero. Runs on PXVM_TEST_EXECUTOR (cpu by default). */
-    const char *name = getenv("PXVM_TEST_EXECUTOR");
-    pxvm_error err;
-    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &err);
-    if (!ops) {
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    const pxvm_executor_ops *ops = px_test_executor();
+    if (!ops)
         return;
-    }
+    pxvm_error err;
     px_emb_case a = {0}, b;
     a.c = 3, a.pw = 4, a.ph = 4, a.cols = 3, a.prow = 2, a.count = 5, a.d = 13, a.mode = PX_EMBED_MODE_BF16;
     px__case_fill(&a, 21u);

@@ -151,6 +151,27 @@ static int px__fopen(const char *exec, const pxvm_prog *prog, int batch, pxvm_ru
     return -1;
 }
 
+/* The any-size (or not) program whose atlas ANISO writes, and two runners of it on exec, batch 2:
+ * 0; 1 when cuda is not here (nothing left open); -1 failed (reported). */
+static int px__fpair(const char *exec, int any, pxvm_prog **prog, pxvm_runner **plain, pxvm_runner **fused)
+{
+    px_fvar v;
+    memset(&v, 0, sizeof v);
+    v.any_size = any;
+    v.writer_op = PX_OP_ANISO; /* SAMPLE and ANISO write the atlas, its tokens overlap nothing */
+    *prog = NULL, *plain = *fused = NULL;
+    if (px__fprog(&v, prog))
+        return -1;
+    int o = px__fopen(exec, *prog, 2, plain);
+    if (o == 0 && (o = px__fopen(exec, *prog, 2, fused)) != 0)
+        pxvm_runner_close(*plain);
+    if (o) {
+        pxvm_prog_free(*prog);
+        *prog = NULL, *plain = *fused = NULL;
+    }
+    return o;
+}
+
 /* ---- the pairs ---------------------------------------------------------------------------- */
 
 /* One pair member: what it builds and calls, and (refused) the class and a fragment wanted. */
@@ -367,23 +388,13 @@ TEST(fuse_embed_bytes_equal_unfused_in_batches_and_across_sizes)
     static const int sizes[][2] = {{32, 32}, {48, 20}, {32, 32}, {64, 64}};
     for (int e = 0; e < PX_FNEXEC; e++)
         for (int any = 0; any < 2; any++) {
-            px_fvar v;
-            memset(&v, 0, sizeof v);
-            v.any_size = any;
-            v.writer_op = PX_OP_ANISO; /* SAMPLE and ANISO write the atlas, its tokens overlap nothing */
-            pxvm_prog *prog = NULL;
-            pxvm_runner *plain = NULL, *fused = NULL;
-            if (px__fprog(&v, &prog))
+            pxvm_prog *prog;
+            pxvm_runner *plain, *fused;
+            int o = px__fpair(px__fexecs[e], any, &prog, &plain, &fused);
+            if (o < 0)
                 return;
-            int o = px__fopen(px__fexecs[e], prog, 2, &plain);
-            if (o == 0 && (o = px__fopen(px__fexecs[e], prog, 2, &fused)) != 0)
-                pxvm_runner_close(plain);
-            if (o) {
-                pxvm_prog_free(prog);
-                if (o < 0)
-                    return;
+            if (o)
                 break;
-            }
             CHECK_EQ(pxvm_runner_fuse_embed(fused, 1), 0);
             int checked = 0, nonzero = 0;
             for (int k = 0; k < (any ? 4 : 1); k++) {
@@ -562,22 +573,13 @@ TEST(fuse_toggled_between_sizes_keeps_embed_bytes)
 {
     static const int sizes[][2] = {{32, 32}, {48, 20}, {32, 32}, {48, 20}, {64, 64}, {32, 32}, {48, 20}};
     for (int e = 0; e < PX_FNEXEC; e++) {
-        px_fvar v;
-        memset(&v, 0, sizeof v);
-        v.any_size = 1, v.writer_op = PX_OP_ANISO;
-        pxvm_prog *prog = NULL;
-        pxvm_runner *plain = NULL, *fused = NULL;
-        if (px__fprog(&v, &prog))
+        pxvm_prog *prog;
+        pxvm_runner *plain, *fused;
+        int o = px__fpair(px__fexecs[e], 1, &prog, &plain, &fused);
+        if (o < 0)
             return;
-        int o = px__fopen(px__fexecs[e], prog, 2, &plain);
-        if (o == 0 && (o = px__fopen(px__fexecs[e], prog, 2, &fused)) != 0)
-            pxvm_runner_close(plain);
-        if (o) {
-            pxvm_prog_free(prog);
-            if (o < 0)
-                return;
+        if (o)
             break;
-        }
         int steps = 0;
         for (int k = 0; k < 7; k++)
             for (int rep = 0; rep < 2; rep++) { /* twice a size: a graph is captured, then replayed */

@@ -13,16 +13,6 @@
 
 #define PX_BATCH 2
 
-static const pxvm_executor_ops *px__ops(void)
-{
-    const char *name = getenv("PXVM_TEST_EXECUTOR");
-    pxvm_error err;
-    const pxvm_executor_ops *ops = pxvm_executor_find(name && *name ? name : "cpu", &err);
-    if (!ops)
-        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
-    return ops;
-}
-
 /* PX_FAM_SLOTS: what the executors may leave undone at a switch when they know it changes
  * nothing; its programs change which output a SAMPLE and a PYRAMID write with the size (so a
  * switch must clear levels the last program's PYRAMID wrote and the next one's leaves), and
@@ -216,7 +206,7 @@ static long long px__made(pxvm_executor *ex, int configs)
  * made[i] (when not NULL): px__made(configs) after the switch to sizes[i]. */
 static void px__property_at(px_family fam, const int (*sizes)[2], int nsizes, long long *made, int configs)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     pxvm_program *progs = calloc((size_t)nsizes, sizeof *progs);
@@ -305,7 +295,7 @@ static void px__property(px_family fam) { px__property_at(fam, px__sizes, PX_NSI
  * smaller (storage reused) and larger (grown). */
 static void px__read_before_run(px_family fam, int wa, int ha, int wb, int hb)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     pxvm_program pa, pb;
     if (!ops || px__program(fam, wa, ha, &pa) < 0)
         return;
@@ -440,7 +430,7 @@ TEST(retarget_a_size_resolved_again_finds_its_configuration_equals_fresh_load)
  * ones resolved again find theirs. Fails if the key forgot which program a resolution is of. */
 TEST(retarget_resolutions_of_two_programs_at_one_size_equal_fresh_load)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     pxvm_limits lim;
@@ -543,7 +533,7 @@ static int px__asm(const char *text, pxvm_program *prog)
  * fresh load); on the GPU, A's textures come back from the cache holding P's pyramid. */
 TEST(retarget_back_to_a_cached_size_input_levels_start_zero)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     static const struct { int w, h; const char *pyramid; } spec[3] = {{40, 30, "image"}, {24, 20, "image"}, {40, 30, "a"}};
@@ -602,7 +592,7 @@ TEST(retarget_back_to_a_cached_size_input_levels_start_zero)
  * those of a fresh load at 32x32 run with the same budget (traps included). */
 TEST(retarget_input_levels_zero_when_its_pyramid_does_not_run)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     static const char *sample = "SAMPLE src=image dst=out mode=linear at=(0,0) size=(8,8) center=(4.5,4.5) step=1 lod=1\n";
@@ -670,7 +660,7 @@ TEST(retarget_input_levels_zero_when_its_pyramid_does_not_run)
  * program's configuration cached on the GPU). */
 TEST(retarget_gather_with_other_table_entries_equals_fresh_load)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     pxvm_program p[2];
@@ -719,7 +709,7 @@ TEST(retarget_gather_with_other_table_entries_equals_fresh_load)
 /* The check's refusals name what differs; a refused retarget changes nothing. */
 TEST(retarget_refusals_name_what_differs)
 {
-    const pxvm_executor_ops *ops = px__ops();
+    const pxvm_executor_ops *ops = px_test_executor();
     if (!ops)
         return;
     static const char *base = ".width 16\n.slot image input 20x10\n.slot canvas output 16x16\n"

@@ -56,6 +56,7 @@ LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -ls
 $(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 # ... tests/unit/test_ragged.c a device dst and device images (cudaMalloc) for ragged batches
 $(BUILD)/tests/unit/test_ragged.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/tests/unit/test_read.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 # ... and bench_retarget a device frame (what a new size adds to binding one)
 $(BUILD)/tests/bench/bench_retarget.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 endif

@@ -25,6 +25,36 @@ __global__ void px__k_patches(const px_gpu_slot *slots, int nslots, int slot, in
     }
 }
 
+/* Level `level` of a slot of items item0.. into rows of dst (4-byte aligned: data, row_stride,
+ * item_stride), blockIdx.y the item: 4 texels per 16-byte surface load (a whole group inside the
+ * row; the row's last texels one by one), stored 16 bytes at once where dst is 16-byte aligned.
+ * One launch for every item: a copy per item from its array took 74 us for 32 items of 384 x 273
+ * texels on an H200, the kernel about a fifth (tests/bench/results/embed-floor-h200.md). */
+__global__ void px__k_read_level(const px_gpu_slot *slots, int nslots, int slot, int level, int item0, uint8_t *dst,
+                                 long long row_stride, long long item_stride, int wide)
+{
+    const px_gpu_slot *g = &slots[(size_t)(item0 + (int)blockIdx.y) * (size_t)nslots + (size_t)slot];
+    cudaSurfaceObject_t s = g->surf[level];
+    int w = g->w[level], h = g->h[level], groups = (w + 3) / 4;
+    uint8_t *out = dst + (long long)blockIdx.y * item_stride;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < groups * h; i += gridDim.x * blockDim.x) {
+        int y = i / groups, x = 4 * (i % groups);
+        uint8_t *o = out + (long long)y * row_stride + 4LL * x;
+        if (x + 4 <= w) {
+            uint4 v = surf2Dread<uint4>(s, x * 4, y);
+            if (wide) {
+                *(uint4 *)o = v;
+            } else {
+                uint32_t *o4 = (uint32_t *)o;
+                o4[0] = v.x, o4[1] = v.y, o4[2] = v.z, o4[3] = v.w;
+            }
+        } else {
+            for (int k = x; k < w; k++)
+                *(uint32_t *)(o + 4 * (k - x)) = surf2Dread<uint32_t>(s, k * 4, y);
+        }
+    }
+}
+
 /* Profiling only: keeps the GPU busy while the host enqueues a run, so that the steps then run
  * back to back and their event times hold no host launch gaps. */
 __global__ void px__k_spin(long long ns)
@@ -477,6 +507,17 @@ static int px__gl_read(pxvm_executor *ex, int slot, int level, int item0, const 
             px__k_patches<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, slot, item0, s->w / s->patch_w,
                                                         s->patch_w, s->patch_h, (uint8_t *)dst->data,
                                                         (long long)dst->row_stride, (long long)dst->item_stride);
+            PX__CK(cudaGetLastError());
+        } else if (!(level == 0 && ex->prog->frame_only[slot]) &&
+                   !(((uintptr_t)dst->data | (uintptr_t)dst->row_stride | (uintptr_t)dst->item_stride) & 3)) {
+            /* one kernel for every item through the slot's surfaces (an array copy per item is
+             * slow); 16-byte stores where dst allows them */
+            int wide = !(((uintptr_t)dst->data | (uintptr_t)dst->row_stride | (uintptr_t)dst->item_stride) & 15);
+            size_t groups = ((size_t)g->w[level] + 3u) / 4u * (size_t)g->h[level];
+            unsigned bx = (unsigned)((groups + 255u) / 256u);
+            dim3 grid(bx < 4096u ? bx : 4096u, (unsigned)dst->items);
+            px__k_read_level<<<grid, 256, 0, ex->stream>>>(ex->d_slots, ex->nslots, slot, level, item0, (uint8_t *)dst->data,
+                                                           (long long)dst->row_stride, (long long)dst->item_stride, wide);
             PX__CK(cudaGetLastError());
         } else {
             for (int i = 0; i < dst->items; i++)

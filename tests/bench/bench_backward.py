@@ -25,7 +25,7 @@ that differ from the first pass's (summed over the passes) and the passes that d
 --cuda (the default where a GPU is), the CPU executor's path is run once too and its gradient
 compared with the GPU's (elements that differ: 0 expected).
 
-    python3 tests/bench/bench_backward.py [--cpu] [--reps 50] [--repeat 10] [--json F] [--md F]
+    python3 tests/bench/bench_backward.py [--cpu] [--reps 50] [--repeat 10] [--json F] [--md F] [--profile F]
 """
 import argparse
 import json
@@ -124,6 +124,24 @@ def cuda_kernels(fn, dev):
         return None
 
 
+def profile_table(fn, dev, rows=30):
+    """torch.profiler's table of one call of fn (after a warm call), sorted by GPU time, and the
+    sum of the GPU activities' times against the call's wall time: where the time goes."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    sync(dev)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync(dev)
+    wall = (time.perf_counter() - t0) * 1e6
+    gpu = [e for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")]
+    busy = sum(e.time_range.elapsed_us() for e in gpu)
+    head = "GPU activities %d, their time %.1f us, the call's wall time under the profiler %.1f us" % (
+        len(gpu), busy, wall)
+    return head + "\n" + prof.key_averages().table(sort_by="device_time_total", row_limit=rows)
+
+
 def determinism(step, repeat):
     """(elements that differ from the first pass, summed over the others; passes that differ)."""
     first = step()
@@ -143,6 +161,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json")
     ap.add_argument("--md")
+    ap.add_argument("--profile", metavar="FILE", help="write torch.profiler's tables of one forward + backward")
     a = ap.parse_args()
     cuda = not a.cpu and torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
@@ -219,6 +238,11 @@ def main():
     r["pxvm_table_mib"] = table_bytes / 2 ** 20
     r["pxvm_cuda_kernels_forward_backward"] = cuda_kernels(pxvm_step, dev)
     r["grid_sample_cuda_kernels_forward_backward"] = cuda_kernels(gs_step, dev)
+    if a.profile and cuda:
+        with open(a.profile, "w") as f:
+            for name, fn in (("pxvm forward", pxvm_fwd), ("pxvm forward + backward, graph", pxvm_graph_step),
+                             ("grid_sample forward + backward", gs_step)):
+                f.write("== %s\n%s\n" % (name, profile_table(fn, dev)))
     r["pxvm_forward_us"] = median_us(pxvm_fwd, dev, a.reps)
     r["pxvm_forward_backward_us"] = median_us(pxvm_step, dev, a.reps)
     r["grid_sample_forward_us"] = median_us(gs_fwd, dev, a.reps)

@@ -25,8 +25,9 @@ endif
 CUDA_HOME ?= /usr/local/cuda
 NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc))
 CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr/include/GL/glew.h)),1,0)
-NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -gencode arch=compute_90,code=sm_90 \
-             -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
+NVCCFLAGS := -std=c++17 -O3 -g --fmad=false -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings -MMD -MP
+# Hopper machine code, and PTX that newer GPUs compile at load
+NVCC_ARCH := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 
 # every file of an executor is built: an opcode family's file needs no line here
 EXECUTOR_CPU_SRC := $(sort $(wildcard executors/cpu/*.c))
@@ -54,6 +55,9 @@ CPPFLAGS += -DPXVM_HAVE_CUDA_GL
 LDLIBS   += -L$(CUDA_HOME)/lib64 -lcudart_static -lGLEW -lEGL -lGL -ldl -lrt -lstdc++
 # the video conformance borrows device frames (cudaMalloc, cudaMemcpy) on the CUDA-GL executor
 $(BUILD)/tests/conformance/video.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
+# EMBED's GEMM uses Hopper's warpgroup MMA (sm_90a machine code: H100, H200); the PTX, for other
+# GPUs, takes its mma.sync path
+$(BUILD)/executors/cuda_gl/embed.o: NVCC_ARCH := -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
 # ... tests/unit/test_ragged.c a device dst and device images (cudaMalloc) for ragged batches
 $(BUILD)/tests/unit/test_ragged.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
 $(BUILD)/tests/unit/test_read.o: CPPFLAGS += -isystem $(CUDA_HOME)/include
@@ -101,7 +105,7 @@ $(BUILD)/%.o: %.c $(CONFIG_STAMP)
 
 $(BUILD)/%.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -c $< -o $@
 
 $(BUILD)/libpxvm.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -1,6 +1,7 @@
 /* embed.cu - EMBED on the CUDA-GL executor. The kernel: the tokens of every item staged once into
- * linear memory (px__k_embed_stage), then an int8 tensor-core GEMM (mma.sync m16n8k32, u8 tokens x
- * s8 weights -> s32) over the weights packed at load, whose epilogue applies SPEC's output rule and
+ * linear memory (px__k_embed_stage), then an int8 tensor-core GEMM (u8 tokens x s8 weights -> s32:
+ * Hopper's wgmma.mma_async in the sm_90a machine code, mma.sync m16n8k32 in the PTX that other
+ * GPUs compile) over the weights packed at load, whose epilogue applies SPEC's output rule and
  * writes dst through its surface (px__k_embed_gemm; the tile math in embed_tile.h, which
  * tests/unit/test_embed.c runs on the host too). PXVM_CUDA_EMBED=dp4a picks the other kernel, a
  * dp4a one reading the slots' textures directly. Integer only, so the bytes are those of the CPU
@@ -95,6 +96,7 @@ static __device__ inline void px__cp16(uint32_t dst, const void *src, int bytes)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes));
 }
 
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL) /* the mma.sync path: GPUs other than sm_90a */
 static __device__ inline void px__ldm4(uint32_t addr, uint32_t r[4])
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -110,24 +112,57 @@ static __device__ inline void px__mma(int32_t c[4], const uint32_t a[4], uint32_
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 #define PX_EMB_TILE_BYTES (PX_EMB_BM * PX_EMB_BK) /* one stage's A (and B: BN == BM) */
-#define PX_EMB_SMEM (PX_EMB_STAGES * 2 * PX_EMB_TILE_BYTES)
+/* + 1024: the stages start 1024-aligned, as wgmma's 128-byte swizzle reads addresses */
+#define PX_EMB_SMEM (PX_EMB_STAGES * 2 * PX_EMB_TILE_BYTES + 1024)
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* Hopper's warpgroup MMA (sm_90a): a warpgroup's 64 token rows x 128 channels of one K step of 32
+ * bytes, both operands read from the swizzled stage by descriptor (px_emb_wg_desc). Asynchronous:
+ * committed as a group and waited for; its accumulators are the registers d (layout:
+ * px_emb_wg_acc_at). */
+static __device__ inline void px__wgmma(int32_t d[64], uint64_t a, uint64_t b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+                 "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
+                 "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
+                 "%62, %63}, %64, %65, p;\n}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]),
+                   "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]),
+                   "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]),
+                   "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+                   "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]),
+                   "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]),
+                   "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]),
+                   "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                 : "l"(a), "l"(b));
+}
+
+/* the accumulators stay where the asynchronous MMA left them: no access moves across this */
+static __device__ inline void px__wg_fence_regs(int32_t d[64])
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        asm volatile("" : "+r"(d[i])::"memory");
+}
+#endif
 
 template <int MODE>
 __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
     px__k_embed_gemm(const px_gpu_slot *all_slots, int nslots, int dst, px_emb_geom g, int rows, int kb,
                      const uint8_t *tok, const uint8_t *w, const int32_t *par)
 {
-    extern __shared__ __align__(128) uint8_t sm[];
+    extern __shared__ __align__(128) uint8_t sm_raw[];
+    uint8_t *sm = sm_raw + ((1024u - ((uint32_t)__cvta_generic_to_shared(sm_raw) & 1023u)) & 1023u);
     int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     int m0 = (int)blockIdx.x * PX_EMB_BM, n0 = (int)blockIdx.y * PX_EMB_BN;
     int ktiles = kb / PX_EMB_BK;
     uint32_t base = (uint32_t)__cvta_generic_to_shared(sm);
-    int32_t c[4][4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0;
 
     /* rows past the tokens read as zeros (cp.async's source size 0); the weights have dpad rows */
     auto load = [&](int stage, int kt) {
@@ -144,6 +179,46 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
             load(s, s);
         asm volatile("cp.async.commit_group;");
     }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    /* warpgroup wg: token rows 64 wg .. 64 wg + 63 of the block, all BN channels */
+    int32_t d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        d[i] = 0;
+    int wg = warp / 4;
+    for (int kt = 0; kt < ktiles; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(PX_EMB_STAGES - 2));
+        /* this thread's copies, written by the generic proxy, made visible to wgmma's reads */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads(); /* stage kt is here, and every warpgroup is done with the stage loaded next */
+        if (kt + PX_EMB_STAGES - 1 < ktiles)
+            load((kt + PX_EMB_STAGES - 1) % PX_EMB_STAGES, kt + PX_EMB_STAGES - 1);
+        asm volatile("cp.async.commit_group;");
+        uint32_t as = base + (uint32_t)((kt % PX_EMB_STAGES) * 2 * PX_EMB_TILE_BYTES), bs = as + PX_EMB_TILE_BYTES;
+        px__wg_fence_regs(d);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < PX_EMB_BK / 32; ks++)
+            px__wgmma(d, px_emb_wg_desc(as + (uint32_t)px_emb_wg_start(64 * wg, ks)),
+                      px_emb_wg_desc(bs + (uint32_t)px_emb_wg_start(0, ks)));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        px__wg_fence_regs(d);
+    }
+    asm volatile("cp.async.wait_group 0;");
+    __syncthreads();
+    int32_t *tab = (int32_t *)sm;
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+        int row, col;
+        px_emb_wg_acc_at(warp, lane, i, &row, &col);
+        *(int2 *)&tab[row * PX_EMB_OUT_ROW + col] = make_int2(d[i], d[i + 1]);
+    }
+#else
+    int32_t c[4][4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0;
     int wm = 64 * (warp & 1), wn = 32 * (warp >> 1);
     for (int kt = 0; kt < ktiles; kt++) {
         asm volatile("cp.async.wait_group %0;" ::"n"(PX_EMB_STAGES - 2));
@@ -171,9 +246,6 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
     asm volatile("cp.async.wait_group 0;");
 
     __syncthreads();
-
-    /* the accumulators through shared memory; then thread tid takes channels ob .. ob + 3 of rows
-     * tid / 32 + 8 i, so that a warp writes a row's texels side by side (MODE: no branch on it) */
     int32_t *tab = (int32_t *)sm;
 #pragma unroll
     for (int mt = 0; mt < 4; mt++)
@@ -185,6 +257,9 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
                 px_emb_acc_at(warp, lane, mt, nt, r, &row, &col);
                 *(int2 *)&tab[row * PX_EMB_OUT_ROW + col] = make_int2(c[mt][nt][r], c[mt][nt][r + 1]);
             }
+#endif
+    /* the accumulators went through shared memory (above); now thread tid takes channels ob .. ob + 3
+     * of rows tid / 32 + 8 i, so that a warp writes a row's texels side by side (MODE: no branch) */
     __syncthreads();
     px_emb_geom gm = g;
     gm.mode = MODE;

@@ -236,6 +236,27 @@ PX_SEM void px_emb_acc_at(int warp, int lane, int mt, int nt, int r, int *row, i
     *col = 32 * (warp >> 1) + 8 * nt + 2 * (lane % 4) + r % 2;
 }
 
+/* The Hopper path (sm_90a) of the same kernel, same stages: each warpgroup (4 warps) computes its
+ * 64 token rows x BN channels by wgmma.mma_async m64n128k32 (u8 x s8 -> s32), reading A and B from
+ * the stage through descriptors: the start address of the k step's first row, a stride of 1024
+ * bytes between groups of 8 rows (8 rows of BK = 128 bytes), the 128-byte swizzle (chunk ^ row % 8
+ * on the address bits, which is px_emb_swizzle's layout when the stage is 1024-byte aligned).
+ * Accumulator i of a thread (warp w = warp % 4 of the warpgroup) is row 16 w + lane / 4 + 8 (i % 4
+ * / 2), column 8 (i / 4) + 2 (lane % 4) + i % 2 of the warpgroup's tile. */
+PX_SEM uint64_t px_emb_wg_desc(uint32_t smem_addr)
+{
+    return (uint64_t)((smem_addr & 0x3FFFFu) >> 4) | (uint64_t)1u << 16 | (uint64_t)(1024u >> 4) << 32 | (uint64_t)1u << 62;
+}
+
+/* Byte offset in a stage's A or B tile where the k step ks of rows r0.. starts (before swizzle). */
+PX_SEM int px_emb_wg_start(int r0, int ks) { return r0 * PX_EMB_BK + 32 * ks; }
+
+PX_SEM void px_emb_wg_acc_at(int warp, int lane, int i, int *row, int *col)
+{
+    *row = 64 * (warp / 4) + 16 * (warp % 4) + lane / 4 + 8 * (i % 4 / 2);
+    *col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+}
+
 /* Four texels x .. x + 3 of row y of the atlas (x a multiple of 4): PX_EMB_TEXEL4 where the
  * includer reads them at once (embed.cu: one 16-byte surface load), else texel by texel. */
 #ifndef PX_EMB_TEXEL4

@@ -357,7 +357,64 @@ static void px__ldmatrix_x4(const uint8_t *smem, const int addr[32], uint32_t r[
  * packed weights, each stage's tiles copied to their swizzled places, the warps' fragments by the
  * emulated ldmatrix, the documented mma, the accumulator table and the epilogue. One item: the kernels index items as rows
  * item * ntok + token, which the GPU check covers with batches. */
-static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst)
+/* wgmma's read of operand element (row r, byte k < 32) of a K-major tile with the 128-byte swizzle,
+ * from its descriptor as the PTX ISA defines the fields (start address >> 4 in bits 0-13, the
+ * stride between 8-row groups >> 4 in bits 32-45, swizzle mode 1 = 128 bytes in bits 62-63): the
+ * row's address start + (r / 8) stride + (r % 8) 128 + k, whose 16-byte chunk bits 4-6 are XORed
+ * with bits 7-9. smem: the 1024-aligned stage, at shared address 0. */
+static uint8_t px__wg_read(const uint8_t *smem, uint64_t desc, int r, int k)
+{
+    uint32_t start = (uint32_t)(desc & 0x3FFFu) << 4, stride = (uint32_t)(desc >> 32 & 0x3FFFu) << 4;
+    if (desc >> 62 != 1u || stride != 1024u)
+        return 0xEE; /* not the layout the kernel writes: the comparison fails */
+    uint32_t a = start + (uint32_t)(r / 8) * stride + (uint32_t)(r % 8) * 128u + (uint32_t)k;
+    return smem[a ^ ((a >> 7 & 7u) << 4)];
+}
+
+/* Where the PTX ISA puts element (row, col) of wgmma's m64nN s32 accumulators: thread t of the
+ * warpgroup (warp t / 32 holds rows 16 (t / 32)..) register i: row 16 (t / 32) + (t % 32) / 4 + 8
+ * (i % 4 / 2), column 8 (i / 4) + 2 (t % 4) + i % 2. Written here apart from px_emb_wg_acc_at,
+ * which the kernel's epilogue uses, so that a wrong epilogue map fails the comparison. */
+static void px__wg_frag(int t, int i, int *row, int *col)
+{
+    *row = 16 * (t / 32) + t % 32 / 4 + 8 * (i % 4 / 2);
+    *col = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+}
+
+/* One k tile of the sm_90a path: each warpgroup's 4 wgmma (k steps of 32 bytes) of its 64 rows x
+ * 128 channels, into its threads' accumulators d[thread][i] (px__wg_frag). */
+static void px__twin_wgmma_tile(const uint8_t *as, const uint8_t *bs, int32_t d[PX_EMB_GEMM_THREADS][64])
+{
+    static int64_t D[64][128];
+    for (int wg = 0; wg < PX_EMB_GEMM_THREADS / 128; wg++) {
+        for (int t = 0; t < 128; t++) /* the threads' accumulators, as wgmma's D operand */
+            for (int i = 0; i < 64; i++) {
+                int row, col;
+                px__wg_frag(t, i, &row, &col);
+                D[row][col] = d[128 * wg + t][i];
+            }
+        for (int ks = 0; ks < PX_EMB_BK / 32; ks++) {
+            uint64_t da = px_emb_wg_desc((uint32_t)px_emb_wg_start(64 * wg, ks));
+            uint64_t db = px_emb_wg_desc((uint32_t)px_emb_wg_start(0, ks));
+            for (int r = 0; r < 64; r++)
+                for (int n = 0; n < 128; n++) {
+                    int64_t sum = D[r][n];
+                    for (int k = 0; k < 32; k++)
+                        sum += (int64_t)px__wg_read(as, da, r, k) * (int8_t)px__wg_read(bs, db, n, k);
+                    D[r][n] = (int32_t)sum;
+                }
+        }
+        for (int t = 0; t < 128; t++)
+            for (int i = 0; i < 64; i++) {
+                int row, col;
+                px__wg_frag(t, i, &row, &col);
+                d[128 * wg + t][i] = (int32_t)D[row][col];
+            }
+    }
+}
+
+static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const pxvm_image *params, pxvm_image *dst,
+                          int wgmma)
 {
     px_emb_twin tw = {{&e->atlas, weights, params}, dst};
     px_emb_geom g = {e->c, e->pw, e->ph, e->cols, e->count, px__k(e), (px__k(e) + 3) / 4, e->d, e->mode, e->zp, e->out_zero};
@@ -371,9 +428,11 @@ static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const
     static uint8_t as[PX_EMB_BM * PX_EMB_BK], bs[PX_EMB_BN * PX_EMB_BK];
     static int32_t c[8][4][4][32][4], tab[PX_EMB_BM * PX_EMB_OUT_ROW];
     static uint32_t a[4][32][4], b[2][32][4], bb[32][2];
+    static int32_t wd[PX_EMB_GEMM_THREADS][64];
     for (int m0 = 0; m0 < rows; m0 += PX_EMB_BM)
         for (int n0 = 0; n0 < dpad; n0 += PX_EMB_BN) {
             memset(c, 0, sizeof c);
+            memset(wd, 0, sizeof wd);
             for (int kt = 0; kt < kb / PX_EMB_BK; kt++) {
                 for (int row = 0; row < PX_EMB_BM; row++)
                     for (int ch = 0; ch < PX_EMB_BK / 16; ch++) {
@@ -384,6 +443,10 @@ static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const
                             memset(as + px_emb_swizzle(row, ch), 0, 16);
                         memcpy(bs + px_emb_swizzle(row, ch), w + (size_t)(n0 + row) * (size_t)kb + off, 16);
                     }
+                if (wgmma) {
+                    px__twin_wgmma_tile(as, bs, wd);
+                    continue;
+                }
                 for (int warp = 0; warp < PX_EMB_GEMM_THREADS / 32; warp++)
                     for (int ks = 0; ks < PX_EMB_BK / 32; ks++) {
                         int wm = 64 * (warp & 1), wn = 32 * (warp >> 1), addr[32];
@@ -405,7 +468,13 @@ static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const
                             }
                     }
             }
-            for (int warp = 0; warp < 8; warp++)
+            for (int t = 0; wgmma && t < PX_EMB_GEMM_THREADS; t++)
+                for (int i = 0; i < 64; i++) {
+                    int row, col;
+                    px_emb_wg_acc_at(t / 32, t % 32, i, &row, &col);
+                    tab[row * PX_EMB_OUT_ROW + col] = wd[t][i];
+                }
+            for (int warp = 0; !wgmma && warp < 8; warp++)
                 for (int lane = 0; lane < 32; lane++)
                     for (int mt = 0; mt < 4; mt++)
                         for (int nt = 0; nt < 4; nt++)
@@ -490,8 +559,11 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
                 px__twin(&e, &wi, &pi, &twin);
                 px__compare("CUDA twin (dp4a)", seed, &e, &twin, &want);
                 memset(twin.px, 0, (size_t)twin.w * (size_t)twin.h * 4u);
-                px__twin_gemm(&e, &wi, &pi, &twin);
-                px__compare("CUDA twin (tensor cores)", seed, &e, &twin, &want);
+                px__twin_gemm(&e, &wi, &pi, &twin, 0);
+                px__compare("CUDA twin (tensor cores, mma.sync)", seed, &e, &twin, &want);
+                memset(twin.px, 0, (size_t)twin.w * (size_t)twin.h * 4u);
+                px__twin_gemm(&e, &wi, &pi, &twin, 1);
+                px__compare("CUDA twin (tensor cores, wgmma)", seed, &e, &twin, &want);
                 pxvm_image_free(&wi);
                 pxvm_image_free(&pi);
                 pxvm_image_free(&twin);

@@ -343,7 +343,8 @@ void px_gpu_embed_free(px_gpu_embed *e)
     free(e);
 }
 
-int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, px_gpu_embed **out, pxvm_error *err)
+int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, cudaStream_t stream, px_gpu_embed **out,
+                      pxvm_error *err)
 {
     px_gpu_embed *e = (px_gpu_embed *)calloc(1, sizeof *e);
     if (!e)
@@ -387,15 +388,17 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, p
     size_t staged = (size_t)e->rows * (size_t)e->kb;
     cudaError_t ce = cudaMalloc(&e->d_tok, staged);
     if (ce == cudaSuccess)
-        ce = cudaMemset(e->d_tok, 0, staged);
+        ce = cudaMemsetAsync(e->d_tok, 0, staged, stream); /* the executor's stream: see px__upload */
     if (ce == cudaSuccess)
         ce = cudaMalloc(&e->d_w, packed);
     if (ce == cudaSuccess)
         ce = cudaMalloc(&e->d_par, par);
     if (ce == cudaSuccess)
-        ce = cudaMemcpy(e->d_w, hw, packed, cudaMemcpyHostToDevice);
+        ce = cudaMemcpyAsync(e->d_w, hw, packed, cudaMemcpyHostToDevice, stream);
     if (ce == cudaSuccess)
-        ce = cudaMemcpy(e->d_par, hp, par, cudaMemcpyHostToDevice);
+        ce = cudaMemcpyAsync(e->d_par, hp, par, cudaMemcpyHostToDevice, stream);
+    if (ce == cudaSuccess)
+        ce = cudaStreamSynchronize(stream); /* host is freed next */
     free(host);
     if (ce == cudaSuccess)
         ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_I32>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
@@ -543,7 +546,7 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade
             ex->embed = grown, ex->embed_n = next->ninsns;
         }
         px_gpu_embed *made = NULL;
-        if (px_gpu_embed_make(next, &next->insns[i], ex->batch, &made, err) < 0) {
+        if (px_gpu_embed_make(next, &next->insns[i], ex->batch, ex->stream, &made, err) < 0) {
             px_gpu_embed_free(made);
             return -1;
         }

@@ -254,12 +254,14 @@ int px__check_device_ptr(const pxvm_executor *ex, const void *p, const char *wha
 /* resize.cu: one RESIZE's tables and pass 1's buffer (every item) on the device, made at load
  * (0, or -1 with *err; *out is set even then, for px_gpu_resize_free), freed at unload; its two
  * launches, for every item. */
-int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_resize **out, pxvm_error *err);
+int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, cudaStream_t stream, px_gpu_resize **out,
+                       pxvm_error *err);
 void px_gpu_resize_free(px_gpu_resize *r);
 /* embed.cu: EMBED instruction `in`'s weights packed for the tensor-core kernel and a staging
  * buffer for `items` items (0, or -1 with *err; *out is set even then, for px_gpu_embed_free),
  * made at load and freed at unload. */
-int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_embed **out, pxvm_error *err);
+int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int items, cudaStream_t stream, px_gpu_embed **out,
+                      pxvm_error *err);
 void px_gpu_embed_free(px_gpu_embed *e);
 /* ... and, at a retarget, the records of the next program: packed again in place where only the
  * weights' or params' pixels differ (the buffers, which captured graphs name, stay), made again

@@ -95,16 +95,20 @@ __global__ void px__k_resize_v(const px_gpu_slot *all_slots, int nslots, px_gpu_
     px__store(slots[r.dst].surf[0], x, y, v);
 }
 
-static cudaError_t px__upload(int32_t **d, const int32_t *h, size_t n)
+/* On the executor's stream: a cudaMemcpy from pageable memory may return before its DMA ends,
+ * and the legacy stream is not ordered with the executor's non-blocking one. The host table may
+ * be freed on return (a pageable source is staged before cudaMemcpyAsync returns). */
+static cudaError_t px__upload(int32_t **d, const int32_t *h, size_t n, cudaStream_t stream)
 {
     *d = NULL;
     if (!n || !h)
         return cudaSuccess;
     cudaError_t e = cudaMalloc(d, n * sizeof(int32_t));
-    return e == cudaSuccess ? cudaMemcpy(*d, h, n * sizeof(int32_t), cudaMemcpyHostToDevice) : e;
+    return e == cudaSuccess ? cudaMemcpyAsync(*d, h, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream) : e;
 }
 
-int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, px_gpu_resize **out, pxvm_error *err)
+int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, cudaStream_t stream, px_gpu_resize **out,
+                       pxvm_error *err)
 {
     *out = NULL;
     const pxvm_slot *s = &prog->slots[PX_ARG(in, RESIZE, src)];
@@ -122,19 +126,19 @@ int px_gpu_resize_make(const pxvm_program *prog, const pxi_insn *in, int items, 
     r->nearest = op.filter == PX_RESIZE_NEAREST && !op.copy;
     r->pad = op.pad, r->ksx = op.tx.ksize, r->ksy = op.ty.ksize;
     r->tmp_item = (size_t)r->rows * (size_t)op.cw * 4u;
-    cudaError_t e = px__upload(&r->xfirst, op.tx.first, (size_t)op.cw);
+    cudaError_t e = px__upload(&r->xfirst, op.tx.first, (size_t)op.cw, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->xsel, op.sel, op.sel ? (size_t)op.cw : 0u);
+        e = px__upload(&r->xsel, op.sel, op.sel ? (size_t)op.cw : 0u, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->xcount, op.tx.count, (size_t)op.cw);
+        e = px__upload(&r->xcount, op.tx.count, (size_t)op.cw, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->xk, op.tx.k, (size_t)op.cw * (size_t)op.tx.ksize);
+        e = px__upload(&r->xk, op.tx.k, (size_t)op.cw * (size_t)op.tx.ksize, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->yfirst, op.ty.first, (size_t)op.ch);
+        e = px__upload(&r->yfirst, op.ty.first, (size_t)op.ch, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->ycount, op.ty.count, (size_t)op.ch);
+        e = px__upload(&r->ycount, op.ty.count, (size_t)op.ch, stream);
     if (e == cudaSuccess)
-        e = px__upload(&r->yk, op.ty.k, (size_t)op.ch * (size_t)op.ty.ksize);
+        e = px__upload(&r->yk, op.ty.k, (size_t)op.ch * (size_t)op.ty.ksize, stream);
     if (e == cudaSuccess && r->tmp_item)
         e = cudaMalloc(&r->tmp, r->tmp_item * (size_t)items);
     px_resize_op_free(&op);

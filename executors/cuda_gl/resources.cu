@@ -407,9 +407,11 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     if (!ex->h_out || !ex->d_staging || !ex->frame_src || !ex->gl_tex || !ex->res || !ex->slots || !ex->arrays || !ex->bound || !ex->staging)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, 0ull);
     PX__CK(cudaMalloc(&ex->d_status, sizeof(px_gpu_status) * (size_t)batch));
-    PX__CK(cudaMemset(ex->d_status, 0xFF, sizeof(px_gpu_status) * (size_t)batch)); /* no trap */
+    /* load-time uploads and memsets go on the executor's stream too: the legacy stream's are not
+     * ordered with its non-blocking stream (a pageable cudaMemcpy may return before its DMA ends) */
+    PX__CK(cudaMemsetAsync(ex->d_status, 0xFF, sizeof(px_gpu_status) * (size_t)batch, ex->stream)); /* no trap */
     PX__CK(cudaMalloc(&ex->d_counter, sizeof(unsigned) * (size_t)batch));
-    PX__CK(cudaMemset(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch));
+    PX__CK(cudaMemsetAsync(ex->d_counter, 0, sizeof(unsigned) * (size_t)batch, ex->stream));
     PX__CK(cudaHostAlloc(&ex->h_status, sizeof(px_gpu_status) * (size_t)batch, cudaHostAllocDefault));
     /* the fetch kernel's fuse table: every slot written as itself until pxvm_runner_fuse_embed */
     ex->h_fuse = (px_emb_fuse *)calloc((size_t)n, sizeof(px_emb_fuse));
@@ -431,7 +433,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         pxvm_geometry_clear(g, ngeom);
         cudaError_t ge = cudaMalloc(&ex->d_geom, sizeof(int32_t) * PX_GEOM_INTS * (ngeom ? ngeom : 1));
         if (ge == cudaSuccess)
-            ge = cudaMemcpy(ex->d_geom, g, sizeof(int32_t) * PX_GEOM_INTS * ngeom, cudaMemcpyHostToDevice);
+            ge = cudaMemcpyAsync(ex->d_geom, g, sizeof(int32_t) * PX_GEOM_INTS * ngeom, cudaMemcpyHostToDevice, ex->stream);
         free(g);
         if (ge == cudaSuccess)
             ge = cudaMalloc(&ex->d_primed, (size_t)batch);
@@ -489,7 +491,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_resize *));
             ex->resize_n = prog->ninsns;
         }
-        if (px_gpu_resize_make(prog, &prog->insns[i], batch, &ex->resize[i], err) < 0)
+        if (px_gpu_resize_make(prog, &prog->insns[i], batch, ex->stream, &ex->resize[i], err) < 0)
             return -1;
     }
     /* EMBED: its packed weights and staging buffer, likewise */
@@ -502,7 +504,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_embed *));
             ex->embed_n = prog->ninsns;
         }
-        if (px_gpu_embed_make(prog, &prog->insns[i], batch, &ex->embed[i], err) < 0)
+        if (px_gpu_embed_make(prog, &prog->insns[i], batch, ex->stream, &ex->embed[i], err) < 0)
             return -1;
     }
 
@@ -519,7 +521,7 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
         px__add_clear(ex, rects, i, 0, ex->slots[i].levels);
     cudaError_t e = cudaMalloc(&d_all, sizeof(px_gpu_rect) * (size_t)ex->nclear);
     if (e == cudaSuccess)
-        e = cudaMemcpy(d_all, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice);
+        e = cudaMemcpyAsync(d_all, rects, sizeof(px_gpu_rect) * (size_t)ex->nclear, cudaMemcpyHostToDevice, ex->stream);
     if (e != cudaSuccess) {
         free(rects);
         cudaFree(d_all);

@@ -1299,7 +1299,7 @@ static int px__switch(pxvm_executor *ex, const pxvm_program *next, pxvm_error *e
             return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *used);
         px_gpu_resize *r = take ? take->r : NULL;
         uint64_t take_serial = take ? take->serial : 0;
-        if (!take && (px__context(ex, err) < 0 || px_gpu_resize_make(next, in, batch, &r, err) < 0)) {
+        if (!take && (px__context(ex, err) < 0 || px_gpu_resize_make(next, in, batch, ex->stream, &r, err) < 0)) {
             px_gpu_resize_free(r);
             free(used);
             return -1;

@@ -678,64 +678,52 @@ PX_SEM int32_t px_embed_requant_i8(int32_t acc, int32_t multiplier, int shift, i
     return v < -128 ? -128 : (v > 127 ? 127 : v);
 }
 
-/* The leading zero bits of x != 0. */
-PX_SEM int px_clz32(uint32_t x)
-{
-#if defined(__CUDA_ARCH__)
-    return __clz((int)x);
-#elif defined(__GNUC__)
-    return __builtin_clz(x);
-#else
-    int n = 0;
-    for (; !(x >> 31); x <<= 1)
-        n++;
-    return n;
-#endif
-}
-
-/* What bf16 output needs of a channel's multiplier and shift, made once per channel: |multiplier|
- * shifted up to bit 31 (mn; 0 for a zero multiplier), the exponent field less one for the
- * product's leading bit at 62 before the accumulator's own shift (e0 = 157 - lz(|multiplier|) +
- * shift), and the multiplier's sign bit (msign). */
-typedef struct px_bf16_chan {
-    uint32_t mn, msign;
-    int32_t e0;
-} px_bf16_chan;
-
-PX_SEM px_bf16_chan px_embed_bf16_chan(int32_t multiplier, int shift)
-{
-    px_bf16_chan c;
-    uint32_t m = multiplier < 0 ? 0u - (uint32_t)multiplier : (uint32_t)multiplier;
-    int lz = m ? px_clz32(m) : 0;
-    c.mn = m << lz, c.msign = (uint32_t)multiplier & 0x80000000u, c.e0 = 157 - lz + shift;
-    return c;
-}
-
-/* bf16 bits of acc * multiplier * 2^(shift - 31), rounded once, to nearest even, in 32-bit
- * integers (the rule of SPEC; |acc * multiplier| < 2^62 keeps the exponent in bf16's normal range,
- * no subnormal, no infinity, for every shift -31..30). |acc| and |multiplier| are shifted up to
- * bit 31 (an, mn), so their 64-bit product P = hi:lo has its leading bit at 62 + k (k = hi >> 31)
- * and the significand of the true product. Its 8 leading bits are rounded to nearest even from a
- * 31-bit h whose last bit is sticky (the OR of every bit below it: rounding to odd at 31 >= 8 + 2
- * bits, then to nearest at 8, rounds as once to nearest: Boldo and Melquiond, "When double
- * rounding is odd", 2005); q in 128..256, where 256 carries into the exponent by the addition. */
-PX_SEM uint32_t px_embed_bf16_of(int32_t acc, px_bf16_chan c)
-{
-    uint32_t a = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc;
-    int la = a ? px_clz32(a) : 0;
-    uint32_t an = a << la;
-    uint64_t p = (uint64_t)an * (uint64_t)c.mn;
-    uint32_t hi = (uint32_t)(p >> 32), lo = (uint32_t)p, k = hi >> 31;
-    uint32_t h = (hi >> k) | (hi & k) | (lo != 0u ? 1u : 0u);
-    uint32_t q = (h + 0x3FFFFFu + (h >> 23 & 1u)) >> 23;
-    uint32_t bits = (uint32_t)(c.e0 + (int32_t)k - la) * 128u + q;
-    uint32_t sign = ((uint32_t)acc ^ c.msign) >> 16 & 0x8000u;
-    return a && c.mn ? sign | bits : 0u;
-}
-
+/* bf16 bits of acc * multiplier * 2^(shift - 31), rounded once, to nearest even, in integers:
+ * |acc * multiplier| < 2^62, so the exponent stays in bf16's normal range (no subnormal, no
+ * infinity) for every shift -31..30. */
 PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
 {
-    return px_embed_bf16_of(acc, px_embed_bf16_chan(multiplier, shift));
+    int64_t v = (int64_t)acc * (int64_t)multiplier;
+#if defined(__CUDA_ARCH__)
+    /* The same integer rounding, done by the conversion unit: v to binary32 toward zero, plus a
+     * sticky 1 in its last bit when that dropped anything (rounding to odd), then to 8 significant
+     * bits to nearest even. Rounding to odd at 24 >= 8 + 2 bits and then to nearest at 8 rounds
+     * as once to nearest at 8 (Boldo and Melquiond, "When double rounding is odd", 2005), and
+     * both conversions are exact IEEE operations: the bits of the loop below, in fewer steps. */
+    float f = __ll2float_rz((long long)v);
+    uint32_t b = __float_as_uint(f) | (__float2ll_rz(f) != (long long)v ? 1u : 0u);
+    b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
+    return v != 0 ? (uint32_t)((int32_t)b + (shift - 31) * 128) : 0u; /* a select: no branch per value */
+#else
+    if (v == 0)
+        return 0;
+#endif
+    uint32_t sign = v < 0 ? 0x8000u : 0u;
+    uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;
+    int n; /* the index of the highest set bit of a (a != 0) */
+#if defined(__CUDA_ARCH__)
+    n = 63 - __clzll((long long)a);
+#elif defined(__GNUC__)
+    n = 63 - __builtin_clzll(a);
+#else
+    for (n = 63; !(a >> n & 1u); n--)
+        ;
+#endif
+    if (n > 7) { /* keep 8 significant bits, round the rest to nearest even */
+        int r = n - 7; /* 1 .. 54: the dropped bits, moved to the top, against the half there */
+        uint64_t rem = a << (64 - r), half = 1ull << 63;
+        q = a >> r;
+        if (rem > half || (rem == half && (q & 1u)))
+            q++;
+        if (q == 256u) {
+            q = 128u;
+            n++;
+        }
+    } else {
+        q = a << (7 - n);
+    }
+    uint32_t biased = (uint32_t)(n + shift - 31 + 127);
+    return sign | biased << 7 | (uint32_t)(q & 127u);
 }
 
 /* One output value of EMBED, as the little-endian bytes dst holds (mode's px_embed_out_bytes). */

@@ -112,38 +112,15 @@ PX_SEM void px_emb_compute(const px_emb_smem *sm, int tid, int32_t acc[4][4], in
 
 PX_SEM int32_t px_emb_le32(uint32_t v) { return (int32_t)v; }
 
-/* What the epilogues keep per channel: bias - zero_point * weight sum, multiplier, shift, and
- * bf16's prepared multiplier (px_embed_bf16_chan). The base is kept modulo 2^32: SPEC's output
- * rule takes the sum as int32 (V-EMBED-9 keeps it in range), so a wrapping 32-bit add gives its
- * bits, and the product after it is 32 x 32 bits. */
-typedef struct px_emb_chan {
-    uint32_t base;
-    int32_t mult, shift;
-    px_bf16_chan bf;
-} px_emb_chan;
-
-PX_SEM px_emb_chan px_emb_chan_make(int32_t bias, int32_t wsum, int32_t mult, int32_t shift, int zero_point)
-{
-    px_emb_chan ch;
-    ch.base = (uint32_t)(uint64_t)((int64_t)bias - (int64_t)zero_point * wsum), ch.mult = mult, ch.shift = shift;
-    ch.bf = px_embed_bf16_chan(mult, (int)shift);
-    return ch;
-}
-
-/* The texels of a token's channels ob .. ob + 3 from their accumulators: each value px_embed_out
- * of the sum base + acc (bytes past d zero), then 4 int32 texels (those below d), 1 int8 texel or
- * 1 or 2 bf16 texels, the first at column *x0 of the token's dst row; returns how many. */
-PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int ob, const int32_t acc[4], uint32_t t[4],
-                            int *x0)
+/* The texels of one token's channels ob .. ob + 3 (px_embed_out of the sums a[j] = bias + acc -
+ * zero_point * wsum; bytes past d zero): 4 int32 texels (those below d), 1 int8 texel or 1 or 2
+ * bf16 texels, the first at column *x0 of the token's dst row; returns how many. */
+PX_SEM int px_emb_group_texels(const px_emb_geom *g, int ob, const int64_t a[4], const int32_t mult[4],
+                               const int32_t shift[4], uint32_t t[4], int *x0)
 {
     uint32_t v[4];
-    for (int j = 0; j < 4; j++) {
-        int32_t a = (int32_t)(ch[j].base + (uint32_t)acc[j]);
-        v[j] = ob + j >= g->d ? 0u
-               : g->mode == PX_EMBED_MODE_BF16
-                   ? px_embed_bf16_of(a, ch[j].bf)
-                   : px_embed_out(g->mode, a, ch[j].mult, (int)ch[j].shift, g->out_zero);
-    }
+    for (int j = 0; j < 4; j++)
+        v[j] = ob + j < g->d ? px_embed_out(g->mode, (int32_t)a[j], mult[j], (int)shift[j], g->out_zero) : 0u;
     if (g->mode == PX_EMBED_MODE_I32) {
         for (int j = 0; j < 4; j++)
             t[j] = v[j];
@@ -158,6 +135,32 @@ PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int o
     t[0] = v[0] | v[1] << 16, t[1] = v[2] | v[3] << 16;
     *x0 = ob / 2;
     return ob + 2 < g->d ? 2 : 1;
+}
+
+/* What the epilogues keep per channel: bias - zero_point * weight sum, multiplier, shift. The
+ * base is kept modulo 2^32: SPEC's output rule takes the sum as int32 (V-EMBED-9 keeps it in
+ * range), so a wrapping 32-bit add gives its bits, and the product after it is 32 x 32 bits. */
+typedef struct px_emb_chan {
+    uint32_t base;
+    int32_t mult, shift;
+} px_emb_chan;
+
+PX_SEM px_emb_chan px_emb_chan_make(int32_t bias, int32_t wsum, int32_t mult, int32_t shift, int zero_point)
+{
+    px_emb_chan ch;
+    ch.base = (uint32_t)(uint64_t)((int64_t)bias - (int64_t)zero_point * wsum), ch.mult = mult, ch.shift = shift;
+    return ch;
+}
+
+/* The texels of a token's channels ob .. ob + 3 from their accumulators (px_emb_group_texels). */
+PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int ob, const int32_t acc[4], uint32_t t[4],
+                            int *x0)
+{
+    int64_t a[4];
+    int32_t mult[4], shift[4];
+    for (int j = 0; j < 4; j++)
+        a[j] = (int32_t)(ch[j].base + (uint32_t)acc[j]), mult[j] = ch[j].mult, shift[j] = ch[j].shift;
+    return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
 }
 
 /* Thread tid's outputs: tokens tid/16 + 16 i of the block, channels 4 * (tid % 16) + j. */
@@ -313,7 +316,7 @@ PX_SEM void px_emb_pack(PX_EMB_CTX ctx, const px_emb_geom *g, int kb, uint8_t *w
 /* Channel o's (< d) from the packed parameters (px_emb_pack); zeros past d. */
 PX_SEM px_emb_chan px_emb_chan_of(const px_emb_geom *g, const int32_t *par, int o)
 {
-    px_emb_chan ch = {0u, 0, 0, {0u, 0u, 0}};
+    px_emb_chan ch = {0u, 0, 0};
     if (o < g->d)
         ch = px_emb_chan_make(par[o], par[3 * g->d + o], par[g->d + o], par[2 * g->d + o], g->zero_point);
     return ch;

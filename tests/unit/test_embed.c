@@ -5,6 +5,7 @@
  * against the CUDA kernel's own tile functions run on the host (the CPU twin of embed.cu); and
  * the edge pairs of SPEC's V-EMBED-* rules, built by px_embed_rule_case for test_rules.c. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include <fenv.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,34 +102,28 @@ static uint32_t px__rand(uint32_t *s)
     return *s;
 }
 
-/* SPEC's bf16 rule written longhand, independently of isa/px_sem.h's 32-bit form: the 64-bit
- * product, its leading bit found by a loop, the dropped bits compared with the half, ties to even,
- * a carry to 256 moving into the exponent. */
-static uint32_t px__bf16_longhand(int32_t acc, int32_t mult, int shift)
+/* The CUDA branch of px_embed_bf16 (isa/px_sem.h: binary32 toward zero with a sticky last bit,
+ * i.e. rounding to odd, then to nearest even at 8 bits), transcribed with the host's conversion
+ * toward zero: it must give the integer loop's bits for every input, ties above all. */
+static uint32_t px__bf16_by_round_to_odd(int32_t acc, int32_t mult, int shift)
 {
     int64_t v = (int64_t)acc * (int64_t)mult;
     if (v == 0)
         return 0;
-    uint32_t sign = v < 0 ? 0x8000u : 0u;
-    uint64_t a = v < 0 ? (uint64_t)(-v) : (uint64_t)v, q;
-    int n = 63;
-    while (!(a >> n & 1u))
-        n--;
-    if (n > 7) {
-        int r = n - 7;
-        uint64_t rem = a & ((1ull << r) - 1u), half = 1ull << (r - 1);
-        q = a >> r;
-        if (rem > half || (rem == half && (q & 1u)))
-            q++;
-        if (q == 256u)
-            q = 128u, n++;
-    } else {
-        q = a << (7 - n);
-    }
-    return sign | (uint32_t)(n + shift - 31 + 127) << 7 | (uint32_t)(q & 127u);
+    int mode = fegetround();
+    fesetround(FE_TOWARDZERO);
+    volatile int64_t vv = v;
+    volatile float f = (float)vv;
+    fesetround(mode);
+    float ff = f;
+    uint32_t b;
+    memcpy(&b, &ff, sizeof b);
+    b |= (int64_t)ff != v ? 1u : 0u;
+    b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
+    return (uint32_t)((int32_t)b + (shift - 31) * 128);
 }
 
-TEST(embed_bf16_32bit_rule_equals_the_longhand_rule)
+TEST(embed_bf16_gpu_rounding_equals_the_integer_rule)
 {
     long checked = 0, bad = 0;
     uint32_t s = 12345u;
@@ -143,14 +138,14 @@ TEST(embed_bf16_32bit_rule_equals_the_longhand_rule)
                         int32_t mult = m == 0 ? 1 : (m == 1 ? 1 << 30 : (m == 2 ? INT32_MAX : (m == 3 ? -3 : INT32_MIN + 1)));
                         int shift = (int)(px__rand(&s) % 62u) - 31;
                         shift = shift > 30 ? 30 : shift;
-                        uint32_t want = px__bf16_longhand((int32_t)(sign * a), mult, shift);
-                        bad += px_embed_bf16((int32_t)(sign * a), mult, shift) != want;
+                        uint32_t want = px_embed_bf16((int32_t)(sign * a), mult, shift);
+                        bad += px__bf16_by_round_to_odd((int32_t)(sign * a), mult, shift) != want;
                         checked++;
                     }
                 }
     /* ties and near-ties of the product itself: odd m, and acc = c + 2^R j with acc * m = T (mod
      * 2^R), T = 2^(R - 1) + delta, its leading bit at R + 7 (R bits dropped): with small m and large
-     * acc the bits of delta lie in the low word of the shifted product (the sticky of lo) */
+     * acc the deciding bits lie far below the leading one (the sticky bit of the conversion) */
     for (int32_t m = 1; m < 128; m += 2)
         for (int R = 1; R <= 30; R++)
             for (int delta = -2; delta <= 2; delta++) {
@@ -165,8 +160,8 @@ TEST(embed_bf16_32bit_rule_equals_the_longhand_rule)
                 for (int sign = -1; sign <= 1; sign += 2)
                     for (int shift = -3; shift <= 3; shift += 3) {
                         int32_t a32 = (int32_t)(sign * (int64_t)acc), m32 = sign * (int32_t)m;
-                        bad += px_embed_bf16(a32, m, shift) != px__bf16_longhand(a32, m, shift);
-                        bad += px_embed_bf16((int32_t)acc, m32, shift) != px__bf16_longhand((int32_t)acc, m32, shift);
+                        bad += px__bf16_by_round_to_odd(a32, m, shift) != px_embed_bf16(a32, m, shift);
+                        bad += px__bf16_by_round_to_odd((int32_t)acc, m32, shift) != px_embed_bf16((int32_t)acc, m32, shift);
                         checked += 2;
                     }
             }
@@ -176,7 +171,7 @@ TEST(embed_bf16_32bit_rule_equals_the_longhand_rule)
         mult = px__rand(&s) & 1u ? -mult : mult;
         int shift = (int)(px__rand(&s) % 62u) - 31;
         shift = shift > 30 ? 30 : shift;
-        bad += px__bf16_longhand(acc, mult, shift) != px_embed_bf16(acc, mult, shift);
+        bad += px__bf16_by_round_to_odd(acc, mult, shift) != px_embed_bf16(acc, mult, shift);
         checked++;
     }
     CHECK_EQ(bad, 0);

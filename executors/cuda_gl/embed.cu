@@ -343,6 +343,43 @@ void px_gpu_embed_free(px_gpu_embed *e)
     free(e);
 }
 
+/* The weights' and params' level 0 of EMBED record e's slots in prog (malloc'd; NULL: none). */
+static uint8_t *px__embed_pixels(const px_gpu_embed *e, const pxvm_program *prog, size_t *bytes)
+{
+    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
+    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
+    uint8_t *px = (uint8_t *)malloc(wbytes + pbytes);
+    if (px) {
+        pxvm_slot_initial(prog, e->wk, px);
+        pxvm_slot_initial(prog, e->pk, px + wbytes);
+    }
+    *bytes = wbytes + pbytes;
+    return px;
+}
+
+/* Packs the weights and params of EMBED record e from their slots' level-0 pixels px (as
+ * px__embed_pixels returns them) into e's device buffers, on stream, which it synchronises (the
+ * host pack is freed on return). what names the step in an error. */
+static int px__embed_pack_upload(px_gpu_embed *e, const pxvm_program *prog, const uint8_t *px, cudaStream_t stream,
+                                 const char *what, pxvm_error *err)
+{
+    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
+    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u;
+    size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)e->g.d * sizeof(int32_t);
+    uint8_t *host = (uint8_t *)calloc(1, packed + par);
+    if (!host)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(packed + par));
+    px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, px, px + wbytes}, {0, ws->w, ps->w}};
+    px_emb_pack(&ctx, &e->g, e->kb, host, (int32_t *)(host + packed));
+    cudaError_t ce = cudaMemcpyAsync(e->d_w, host, packed, cudaMemcpyHostToDevice, stream);
+    if (ce == cudaSuccess)
+        ce = cudaMemcpyAsync(e->d_par, host + packed, par, cudaMemcpyHostToDevice, stream);
+    if (ce == cudaSuccess)
+        ce = cudaStreamSynchronize(stream); /* host is freed next */
+    free(host);
+    return ce == cudaSuccess ? 0 : px__cuda_fail(err, what, ce, __FILE__, __LINE__);
+}
+
 int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, cudaStream_t stream, px_gpu_embed **out,
                       pxvm_error *err)
 {
@@ -357,25 +394,9 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, c
     e->kb = PX_EMB_KB(g->k);
     e->dpad = (g->d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN;
     e->rows = batch * g->ntok;
-    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
-    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
-    size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)g->d * sizeof(int32_t);
-    uint8_t *host = (uint8_t *)malloc(wbytes + pbytes + packed + par);
-    if (!host)
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(wbytes + pbytes + packed + par));
-    pxvm_slot_initial(prog, e->wk, host);
-    pxvm_slot_initial(prog, e->pk, host + wbytes);
-    e->packed_from = (uint8_t *)malloc(wbytes + pbytes);
-    if (!e->packed_from) {
-        free(host);
-        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(wbytes + pbytes));
-    }
-    memcpy(e->packed_from, host, wbytes + pbytes), e->packed_bytes = wbytes + pbytes;
-    uint8_t *hw = host + wbytes + pbytes;
-    int32_t *hp = (int32_t *)(host + wbytes + pbytes + packed);
-    memset(hw, 0, packed);
-    px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, host, host + wbytes}, {0, ws->w, ps->w}};
-    px_emb_pack(&ctx, g, e->kb, hw, hp);
+    e->packed_from = px__embed_pixels(e, prog, &e->packed_bytes);
+    if (!e->packed_from)
+        return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)e->packed_bytes);
     /* The device buffers, within SPEC V-EMBED-13's need per item, px_embed_need = (dp + 3 * c6)
      * * kb' + 20 * dp with dp = d and kb' = K each rounded up to 128, c6 = count rounded up to 6:
      * d_w is dpad * kb = dp * kb' (PX_EMB_BN = PX_EMB_BK = 128), d_par 16 * d <= 20 * dp, and
@@ -383,9 +404,10 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, c
      * prog->memory counts for it and px__gl_load multiplies by the batch (the pack is one per
      * batch: counted per item, it is over-counted by batch - 1 packs, never under). E.g. d = 768,
      * K = 588, 196 tokens: 768 * 640 + 12288 + 196 * 640 = 629248 <= (768 + 594) * 640 + 15360
-     * = 887040. The host copies of the weights' and params' pixels (packed_from, and host above
-     * while packing) are the two data slots' bytes again, not counted. */
+     * = 887040. The host copies of the weights' and params' pixels (packed_from, and the pack while
+     * it is uploaded) are the two data slots' bytes again, not counted. */
     size_t staged = (size_t)e->rows * (size_t)e->kb;
+    size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)g->d * sizeof(int32_t);
     cudaError_t ce = cudaMalloc(&e->d_tok, staged);
     if (ce == cudaSuccess)
         ce = cudaMemsetAsync(e->d_tok, 0, staged, stream); /* the executor's stream: see px__upload */
@@ -393,13 +415,9 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, c
         ce = cudaMalloc(&e->d_w, packed);
     if (ce == cudaSuccess)
         ce = cudaMalloc(&e->d_par, par);
-    if (ce == cudaSuccess)
-        ce = cudaMemcpyAsync(e->d_w, hw, packed, cudaMemcpyHostToDevice, stream);
-    if (ce == cudaSuccess)
-        ce = cudaMemcpyAsync(e->d_par, hp, par, cudaMemcpyHostToDevice, stream);
-    if (ce == cudaSuccess)
-        ce = cudaStreamSynchronize(stream); /* host is freed next */
-    free(host);
+    if (ce == cudaSuccess && px__embed_pack_upload(e, prog, e->packed_from, stream,
+                                                   "making EMBED's packed weights and staging buffer", err) < 0)
+        return -1;
     if (ce == cudaSuccess)
         ce = cudaFuncSetAttribute(px__k_embed_gemm<PX_EMBED_MODE_I32>, cudaFuncAttributeMaxDynamicSharedMemorySize, PX_EMB_SMEM);
     if (ce == cudaSuccess)
@@ -482,20 +500,6 @@ int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)
     return 0;
 }
 
-/* The weights' and params' level 0 of EMBED record e's slots in prog (malloc'd; NULL: none). */
-static uint8_t *px__embed_pixels(const px_gpu_embed *e, const pxvm_program *prog, size_t *bytes)
-{
-    const pxvm_slot *ws = &prog->slots[e->wk], *ps = &prog->slots[e->pk];
-    size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u, pbytes = (size_t)ps->w * (size_t)ps->h * 4u;
-    uint8_t *px = (uint8_t *)malloc(wbytes + pbytes);
-    if (px) {
-        pxvm_slot_initial(prog, e->wk, px);
-        pxvm_slot_initial(prog, e->pk, px + wbytes);
-    }
-    *bytes = wbytes + pbytes;
-    return px;
-}
-
 int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade, pxvm_error *err)
 {
     *remade = 0;
@@ -514,26 +518,11 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade
                 free(px);
                 continue;
             }
-            const pxvm_slot *ws = &next->slots[e->wk], *ps = &next->slots[e->pk];
-            size_t wbytes = (size_t)ws->w * (size_t)ws->h * 4u;
-            size_t packed = (size_t)e->dpad * (size_t)e->kb, par = 4u * (size_t)e->g.d * sizeof(int32_t);
-            uint8_t *host = (uint8_t *)calloc(1, packed + par);
-            if (!host) {
-                free(px);
-                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)(packed + par));
-            }
-            px_emb_dev ctx = {{0, 0, 0}, 0, 0, {NULL, px, px + wbytes}, {0, ws->w, ps->w}};
-            px_emb_pack(&ctx, &e->g, e->kb, host, (int32_t *)(host + packed));
-            cudaError_t ce = cudaMemcpyAsync(e->d_w, host, packed, cudaMemcpyHostToDevice, ex->stream);
-            if (ce == cudaSuccess)
-                ce = cudaMemcpyAsync(e->d_par, host + packed, par, cudaMemcpyHostToDevice, ex->stream);
-            if (ce == cudaSuccess)
-                ce = cudaStreamSynchronize(ex->stream); /* host is freed below */
-            free(host);
+            int rc = px__embed_pack_upload(e, next, px, ex->stream, "packing EMBED's weights again", err);
             free(e->packed_from);
             e->packed_from = px, e->packed_bytes = bytes;
-            if (ce != cudaSuccess)
-                return px__cuda_fail(err, "packing EMBED's weights again", ce, __FILE__, __LINE__);
+            if (rc < 0)
+                return -1;
             continue;
         }
         if (i >= ex->embed_n) { /* not an EMBED in the program loaded (a retarget keeps opcodes: defensive) */

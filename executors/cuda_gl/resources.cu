@@ -369,6 +369,18 @@ int px__reset_records(pxvm_executor *ex, px_gpu_rect **d_clear, int *nclear, int
     return px__rect_records(ex, px__reset_fill_records, NULL, d_clear, nclear, max_px, "uploading reset records", err);
 }
 
+/* A table of one record per instruction (RESIZE's, EMBED's), made at its first record. */
+template <class T> static int px__per_insn(T ***table, uint32_t *n, uint32_t ninsns, pxvm_error *err)
+{
+    if (!*table) {
+        *table = (T **)calloc(ninsns, sizeof(T *));
+        if (!*table)
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)ninsns * sizeof(T *));
+        *n = ninsns;
+    }
+    return 0;
+}
+
 int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_error *err)
 {
     if (ex->prog)
@@ -481,30 +493,15 @@ int px__gl_load(pxvm_executor *ex, const pxvm_program *prog, int batch, pxvm_err
     if (px__fetch_records(ex, &ex->d_fetch, &ex->step_blocks, err) < 0)
         return -1;
 
-    /* RESIZE: its tables and buffers, made once here (a run, or a graph, only launches) */
+    /* RESIZE's tables and buffers and EMBED's packed weights and staging rows, made once here (a
+     * run, or a graph, only launches) */
     for (uint32_t i = 0; i < prog->ninsns; i++) {
-        if (prog->insns[i].op != PX_OP_RESIZE)
-            continue;
-        if (!ex->resize) {
-            ex->resize = (px_gpu_resize **)calloc(prog->ninsns, sizeof(px_gpu_resize *));
-            if (!ex->resize)
-                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_resize *));
-            ex->resize_n = prog->ninsns;
-        }
-        if (px_gpu_resize_make(prog, &prog->insns[i], batch, ex->stream, &ex->resize[i], err) < 0)
+        int op = prog->insns[i].op;
+        if (op == PX_OP_RESIZE && (px__per_insn(&ex->resize, &ex->resize_n, prog->ninsns, err) < 0 ||
+                                   px_gpu_resize_make(prog, &prog->insns[i], batch, ex->stream, &ex->resize[i], err) < 0))
             return -1;
-    }
-    /* EMBED: its packed weights and staging buffer, likewise */
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        if (prog->insns[i].op != PX_OP_EMBED)
-            continue;
-        if (!ex->embed) {
-            ex->embed = (px_gpu_embed **)calloc(prog->ninsns, sizeof(px_gpu_embed *));
-            if (!ex->embed)
-                return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)prog->ninsns * sizeof(px_gpu_embed *));
-            ex->embed_n = prog->ninsns;
-        }
-        if (px_gpu_embed_make(prog, &prog->insns[i], batch, ex->stream, &ex->embed[i], err) < 0)
+        if (op == PX_OP_EMBED && (px__per_insn(&ex->embed, &ex->embed_n, prog->ninsns, err) < 0 ||
+                                  px_gpu_embed_make(prog, &prog->insns[i], batch, ex->stream, &ex->embed[i], err) < 0))
             return -1;
     }
 

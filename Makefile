@@ -20,8 +20,9 @@ LDFLAGS += --coverage
 endif
 
 # The CUDA-GL executor is built when nvcc and the EGL and GLEW headers are present (CUDA_GL=0
-# turns it off; `make deps` installs the headers). It is compiled for Hopper (sm_90) and links
-# the static CUDA runtime, so the binaries need only the driver, EGL, GL and GLEW at run time.
+# turns it off; `make deps` installs the headers). It is compiled for Hopper (sm_90; EMBED's
+# object sm_90a) and links the static CUDA runtime, so the binaries need only the driver, EGL, GL
+# and GLEW at run time.
 CUDA_HOME ?= /usr/local/cuda
 NVCC    ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard $(CUDA_HOME)/bin/nvcc))
 CUDA_GL ?= $(if $(and $(NVCC),$(wildcard /usr/include/EGL/egl.h),$(wildcard /usr/include/GL/glew.h)),1,0)

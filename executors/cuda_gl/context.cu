@@ -88,6 +88,9 @@ int px__gl_open(pxvm_executor **out, const pxvm_open_options *opt, pxvm_error *e
     *out = NULL;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    int driver = 0; /* 0: no driver at all, which the runtime words as a driver too old */
+    if (e != cudaSuccess && cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0)
+        return pxvm_fail(err, PXE_CUDA_NO_DRIVER, -1, -1, cudaGetErrorName(e));
     if (e != cudaSuccess)
         return pxvm_fail(err, PXE_CUDA_NO_DEVICE, -1, -1, cudaGetErrorString(e), cudaGetErrorName(e));
     int device = opt ? opt->device : 0;

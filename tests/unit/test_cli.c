@@ -1,6 +1,7 @@
 /* test_cli.c - pxrun as a user meets it: usage and exit codes, outputs that are all-or-nothing,
  * the .npy tensor, the final program image, tracing, a missing executor. */
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -180,6 +181,15 @@ TEST(cli_cuda_executor_missing_is_a_clear_error)
     CHECK_EQ(rc, 7);
     CHECK_STR(out, "pxrun: unavailable: ");
     CHECK(!px__exists(path));
+#ifdef PXVM_HAVE_CUDA_GL
+    /* with no driver at all, that is what it says (the CUDA runtime's own words are "driver
+     * version is insufficient", which sends a user looking for a driver upgrade) */
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver)
+        CHECK_STR(out, "no NVIDIA driver: the CUDA driver library (libcuda.so.1) is not installed");
+    else
+        dlclose(driver);
+#endif
 }
 
 TEST(cli_failed_run_writes_nothing_and_keeps_old_outputs)

@@ -13,7 +13,9 @@
 /* ---- programs ------------------------------------------------------------------------------- */
 
 /* Takes ownership of *img, validates it into a new handle called `name`. */
-static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *name, pxvm_prog **out)
+/* name: the program's name; file: the file it was read from (named in the error when it holds a
+ * PNG that is no program at all), or NULL */
+static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *name, const char *file, pxvm_prog **out)
 {
     pxvm_error err;
     pxvm_prog *p = calloc(1, sizeof *p);
@@ -27,6 +29,7 @@ static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *na
     snprintf(p->name, sizeof p->name, "%s", name);
     if (pxvm_program_from_image(img, &p->lim, &p->p, &err) < 0) {
         free(p);
+        pxvm_fail_in_file(&err, file);
         return px__fail(&err);
     }
     *out = p;
@@ -46,7 +49,7 @@ int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
     *out = NULL;
     if (pxvm_png_load(path, px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, path, out);
+    return px__prog_from(&img, lim, path, path, out);
 }
 
 int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -62,7 +65,7 @@ int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxv
     *out = NULL;
     if (pxvm_png_decode(data, len, name ? name : "program", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "program", out);
+    return px__prog_from(&img, lim, name ? name : "program", NULL, out);
 }
 
 int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -78,7 +81,7 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
     *out = NULL;
     if (pxasm_assemble(text, strlen(text), name ? name : "<text>", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "<text>", out);
+    return px__prog_from(&img, lim, name ? name : "<text>", NULL, out);
 }
 
 int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -93,7 +96,7 @@ int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *l
     *out = NULL;
     if (pxvm_plan_image(json, strlen(json), name ? name : "<plan>", 0, &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "<plan>", out); /* validated here, once, with the caller's limits */
+    return px__prog_from(&img, lim, name ? name : "<plan>", NULL, out); /* validated here, once, with the caller's limits */
 }
 
 void pxvm_prog_free(pxvm_prog *prog)

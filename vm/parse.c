@@ -296,7 +296,7 @@ int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *pr
     memset(prog, 0, sizeof *prog);
     if (pxvm_png_load(path, lim, &img, err) < 0)
         return -1;
-    return pxvm_program_from_image(&img, lim, prog, err);
+    return pxvm_program_from_image(&img, lim, prog, err) < 0 ? pxvm_fail_in_file(err, path) : 0;
 }
 
 void pxvm_program_free(pxvm_program *prog)

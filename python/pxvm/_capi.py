@@ -38,6 +38,13 @@ def c_integer(value, name, ctype=ctypes.c_int):
     return v
 
 
+def _short(value, limit=80):
+    """repr(value) cut to about limit characters (an image's bytes given as a path would fill a
+    screen), saying how long it was."""
+    r = repr(value)
+    return r if len(r) <= limit else "%s... (%d characters)" % (r[:limit - 20], len(r))
+
+
 def c_string(value, name, path=False):
     """value as the bytes of a C string (str: UTF-8; path=True: a file name, os.fsencode), checked
     first: C reads a string up to its first NUL, so "image\0junk" would be taken as "image". A
@@ -46,9 +53,10 @@ def c_string(value, name, path=False):
     try:
         b = os.fsencode(value) if path else value.encode() if isinstance(value, str) else bytes(value)
     except TypeError:
-        raise _usage("usage: %s = %r: a %s is needed" % (name, value, "path" if path else "string")) from None
+        raise _usage("usage: %s = %s: a %s is needed" % (name, _short(value), "path" if path else "string")) from None
     if b"\0" in b:
-        raise _usage("usage: %s %r contains a NUL character (C would read only what comes before it)" % (name, value))
+        raise _usage("usage: %s %s contains a NUL character (C would read only what comes before it)" %
+                     (name, _short(value)))
     return b
 
 

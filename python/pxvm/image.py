@@ -6,7 +6,7 @@ import contextvars
 import ctypes
 import os
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _capi
 from ._capi import Limits as _Limits
@@ -59,10 +59,12 @@ def _take_bytes(ptr, n):
         _lib.pxvm_free(ptr)
 
 
-def load_image(path: str | os.PathLike, lenient: bool = False, exif_transpose: bool = False,
+def load_image(path: str | os.PathLike | bytes | Any, lenient: bool = False, exif_transpose: bool = False,
                **limits: int) -> numpy.ndarray:
     """A PNG or JPEG file as a (H, W, 4) uint8 NumPy array, decoded exactly as pxrun --in decodes it
-    (libpng, libjpeg-turbo), the limits checked from the file's header first.
+    (libpng, libjpeg-turbo), the limits checked from the file's header first. path: the file's
+    path, or its contents: the bytes (as a dataset stores them), or a file object open in binary
+    mode (io.BytesIO...), named in messages by its .name or as <bytes>.
 
     Decoding is strict: a truncated or corrupt file raises ``pxvm.Malformed``. ``lenient=True``
     (pxrun's ``--lenient``) decodes what it can and reports what it went past as a ``UserWarning``
@@ -89,12 +91,33 @@ def load_image(path: str | os.PathLike, lenient: bool = False, exif_transpose: b
     return np.frombuffer(data, dtype=np.uint8).reshape(h, w, 4).copy()
 
 
+def _contents(source):
+    """The bytes of an image given as its contents rather than a path (None for a path): a file
+    object (its read()), a bytearray or memoryview, or bytes holding a NUL (which no path holds,
+    and every PNG and JPEG does)."""
+    if hasattr(source, "read"):
+        source = source.read()
+        if not isinstance(source, (bytes, bytearray, memoryview)):
+            raise UsageError("usage: the file object gave %s, not bytes: open it in binary mode ('rb')"
+                             % type(source).__name__)
+        return bytes(source)
+    if isinstance(source, (bytearray, memoryview)) or (isinstance(source, bytes) and b"\0" in source):
+        return bytes(source)
+    return None
+
+
 def _decode(path, lim):
     """The library's decode of a file: (pointer to its RGBA8 pixels, which the caller hands to
     pxvm_free, w, h, the warning to give or None). Callable from any thread: ctypes releases the
     GIL during the decode and the library's message and warning are the calling thread's."""
     px, w, h = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
-    _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px),
-                                ctypes.byref(w), ctypes.byref(h)))
+    data = _contents(path)
+    if data is not None:  # the file's bytes, decoded from memory (pxvm_image_decode)
+        name = _capi.c_string(str(getattr(path, "name", "<bytes>")), "name", path=True)
+        _check(_lib.pxvm_image_decode(data, len(data), name, ctypes.byref(lim), ctypes.byref(px), ctypes.byref(w),
+                                      ctypes.byref(h)))
+    else:
+        _check(_lib.pxvm_image_load(_capi.c_string(path, "path", path=True), ctypes.byref(lim), ctypes.byref(px),
+                                    ctypes.byref(w), ctypes.byref(h)))
     warning = _lib.pxvm_warning()  # lenient: damage gone past; either mode: bytes after the end
     return px, w.value, h.value, "pxvm: " + warning.decode(errors="replace") if warning else None

@@ -7,7 +7,7 @@ import os
 
 from . import _capi
 from ._capi import SlotInfo as _SlotInfo
-from .errors import UsageError, _check
+from .errors import PlanError, PxIOError, UsageError, _check
 from .image import _limits, _take_bytes
 
 _lib = _capi.lib
@@ -33,6 +33,23 @@ class Slot:
         extra = ", %d patches of %dx%d" % (self.patch_count, self.patch_w, self.patch_h) if self.patch_count else ""
         return "Slot(%d %r %s %dx%d, %d levels%s)" % (self.index, self.name, self.role, self.w, self.h, self.levels,
                                                       extra)
+
+
+def _plan_file(path) -> str:
+    """The text of a plan file, in the library's words when it is none: PxIOError when it cannot be
+    read, PlanError when it is a PNG (a .pxi: Program.load opens it) or no UTF-8 text."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PxIOError("i/o error: cannot read plan '%s': %s" % (path, e.strerror or e)) from None
+    if data.startswith(b"\x89PNG"):
+        raise PlanError("plan error: '%s' is a PNG file, not a JSON plan (a .pxi program: Program.load opens it)"
+                        % path)
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise PlanError("plan error: '%s' is not a JSON plan: byte %d is not UTF-8 text" % (path, e.start)) from None
 
 
 class Program:
@@ -90,8 +107,7 @@ class Program:
         if isinstance(plan, dict):
             text, name = _json.dumps(plan), name or "<plan>"
         elif isinstance(plan, (str, os.PathLike)) and not str(plan).lstrip().startswith("{"):
-            with open(plan, "rb") as f:
-                text, name = f.read().decode(), name or str(plan)
+            text, name = _plan_file(plan), name or str(plan)
         else:
             text, name = str(plan), name or "<plan>"
         prog = cls._make(_lib.pxvm_prog_from_plan, name, _capi.c_string(text, "plan"), _capi.c_string(name, "name"),

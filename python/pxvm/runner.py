@@ -116,7 +116,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
     recently used batch sizes, within RUNNER_BYTES of slot storage (the others are closed when a
     call ends, and opened again when used).
 
-    program: a Program or the path of a .pxi file; device: the CUDA device; threads: CPU worker
+    program: a Program, the path of a .pxi file or of a .json plan (Program.from_plan); device: the CUDA device; threads: CPU worker
     threads (0: all cores). The executor opens at once (.executor is then "cpu" or "cuda";
     Unavailable says why "cuda" cannot open). A runner is a context manager (close()).
     In the annotations, Array is a uint8 NumPy array or torch tensor (host or CUDA), Batch an
@@ -150,8 +150,8 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
 
     def __init__(self, program: Program | str | os.PathLike, executor: str = "cpu", device: int = 0,
                  threads: int = 0, fuse_embed: bool = False) -> None:
-        if not isinstance(program, Program):
-            program = Program.load(program)
+        if not isinstance(program, Program):  # a .json file is a plan, as pxrun and pxbatch take it
+            program = Program.from_plan(program) if str(program).endswith(".json") else Program.load(program)
         self.program = program
         executor, device = _executor_device(executor, device)
         #: held by every call that uses the library's runners (see the class)
@@ -343,7 +343,18 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
         again; False: its bytes are the previous frame's, its cached embedding still holds)."""
         return Stream(self, slot)
 
+    def _named_slots(self, inputs):
+        """Keywords that are no option of the call are taken as slot names; one that names no slot
+        of the program is a misspelt or misplaced option: a UsageError naming it, before anything
+        else is said about the inputs."""
+        for key in inputs:
+            if _lib.pxvm_prog_slot_find(self.program._h, _capi.c_string(str(key), "slot")) < 0:
+                raise UsageError("usage: unknown keyword argument '%s': no option of this call, and the program has "
+                                 "no slot of that name (its inputs: %s)" %
+                                 (key, ", ".join(s.name for s in self.program.inputs)))
+
     def _inputs(self, args, kwargs):
+        self._named_slots(kwargs)
         ins = self.program.inputs
         if args:
             if len(args) > 1 or len(ins) != 1 or kwargs:
@@ -421,6 +432,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
 
     def _dynamic_only(self, **given):
         """Policy dynamic returns Ragged tokens: options it cannot honour are refused, never ignored."""
+        self._named_slots(given.get("inputs") or {})
         bad = [k for k, v in given.items() if v is not None and v is not False and not (isinstance(v, dict) and not v)]
         if bad:
             raise UsageError("usage: policy dynamic does not take %s (each image has its own grid)" %

@@ -157,6 +157,7 @@ TEST(cli_error_classes_have_exit_codes)
     CHECK_STR(out, "pxrun: malformed: ");
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/data/chelsea.png"), 3); /* a photo is no program */
     CHECK_STR(out, "malformed: pixel (0,0): bad magic");
+    CHECK_STR(out, "not a pxvm program (expected 'PXVM') (file 'programs/data/chelsea.png')"); /* which file */
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --max-insns 10"), 4);
     CHECK_STR(out, "invalid: pixel (3,0): 275 instructions exceed the limit of 10");
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi"), 5);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../vm/vm.h"
 #include "args.h"
@@ -124,6 +125,20 @@ int px__bad_usage(const char *what)
 }
 
 /* "SLOT=PATH" or "SLOT@L=PATH" */
+/* The extension of a file name (as written) that says another format than the PNG --out writes
+ * (a .jpg holding PNG bytes would be silently wrong), or NULL. */
+static const char *px__other_format(const char *path)
+{
+    static const char *const other[] = {".jpg", ".jpeg", ".npy", ".webp", ".bmp", ".gif", ".tif", ".tiff"};
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && slash > dot))
+        return NULL;
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (!strcasecmp(dot, other[i]))
+            return dot;
+    return NULL;
+}
+
 static int px__parse_binding(char *arg, int allow_level, px_run_binding *b)
 {
     char *eq = strchr(arg, '=');
@@ -284,8 +299,14 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                 if (px__parse_binding(argv[i + 1], 0, &a->ins[a->nin++]) < 0)
                     bad = "--in takes SLOT=FILE (PNG or JPEG)";
             } else if (!strcmp(o, "--out")) {
+                const char *ext;
                 if (px__parse_binding(argv[i + 1], 1, &a->outs[a->nout++]) < 0)
                     bad = "--out takes SLOT=FILE.png or SLOT@LEVEL=FILE.png";
+                else if ((ext = px__other_format(a->outs[a->nout - 1].path))) {
+                    snprintf(missing, sizeof missing, "--out writes PNG, and %.200s ends in %s: name it .png%s",
+                             a->outs[a->nout - 1].path, ext, strcasecmp(ext, ".npy") ? "" : " (--npy writes .npy)");
+                    bad = missing;
+                }
             } else if (!strcmp(o, "--npy")) {
                 if (px__parse_binding(argv[i + 1], 0, &a->npys[a->nnpy++]) < 0)
                     bad = "--npy takes SLOT=FILE.npy";

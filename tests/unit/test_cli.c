@@ -108,6 +108,16 @@ TEST(cli_usage_errors_exit_2)
     CHECK_STR(out, "the program has no slot 'nosuch'");
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas@9=/tmp/x.png"), 2);
     CHECK_STR(out, "has levels 0..8; level 9 asked for");
+    /* --out writes PNG: a name that says another format would hold the wrong bytes, and nothing
+     * is written (a .PNG in capitals, or no extension, are PNG names) */
+    char jpg[256];
+    snprintf(jpg, sizeof jpg, "%s/atlas.JPG", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas=%s", jpg), 2);
+    CHECK_STR(out, "--out writes PNG, and ");
+    CHECK_STR(out, "atlas.JPG ends in .JPG: name it .png");
+    CHECK(!px__exists(jpg));
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun programs/foveate273.pxi --in image=programs/data/chelsea.png --out atlas=/tmp/x.npy"), 2);
+    CHECK_STR(out, "name it .png (--npy writes .npy)");
     CHECK_EQ(px__sh(out, sizeof out, "bin/pxrun --help"), 0);
 }
 

@@ -95,6 +95,8 @@ static const char px__usage[] =
     "                            IEND, a JPEG's end-of-image marker) are no damage: read in both\n"
     "                            modes. Part of the job (\"decode\": \"lenient\" in the markers)\n"
     "  --overwrite               remove every shard (and marker) in --out first: another job's too\n"
+    "  --retry-failed            make again the finished shards whose inputs failed (after fixing or\n"
+    "                            replacing those files); the others are skipped as on any rerun\n"
     "  --verify DIR              check every shard of DIR against its marker\n"
     "Writes DIR/shard-NNNNN.npy ((rows, patches, h, w, 4) uint8: the program's first patch atlas,\n"
     "or (rows, 1, H, W, 4) of its first output) and DIR/shard-NNNNN.json (the job that made it, the\n"
@@ -192,6 +194,10 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->overwrite = 1;
             continue;
         }
+        if (!strcmp(o, "--retry-failed")) {
+            j->retry_failed = 1;
+            continue;
+        }
         if (!strcmp(o, "--lenient")) {
             j->lim.flags |= PXVM_DECODE_LENIENT;
             continue;
@@ -260,10 +266,11 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     if (*verify) {
         int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0;
         if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient ||
-            j->stats_path)
+            j->stats_path || j->retry_failed)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
                                    number ? number : j->size.text ? "--size" : lenient ? "--lenient"
-                                                   : j->stats_path ? "--stats" : "--overwrite");
+                                                   : j->stats_path ? "--stats" : j->retry_failed ? "--retry-failed"
+                                                                                   : "--overwrite");
         return 0;
     }
     pxvm_error serr;
@@ -271,6 +278,9 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         return px__usage_error(rank, 0, "%s", serr.msg);
     if (*list && *dir)
         return px__usage_error(rank, 0, "--in-list '%s' and --in-dir '%s' exclude each other: give one", *list, *dir);
+    if (j->overwrite && j->retry_failed)
+        return px__usage_error(rank, 0, "--retry-failed would do nothing with --overwrite, which makes every shard "
+                                        "again: give one");
     if (!j->prog_path || !j->out_dir || (!*list && !*dir))
         return px__usage_error(rank, 0, "needs a program, --out and one of --in-list, --in-dir (%s missing)",
                                !j->prog_path ? "the program is" : !j->out_dir ? "--out is" : "the inputs are");

@@ -33,6 +33,7 @@ typedef struct {
     pxb_names in;                 /* the dataset, in order */
     const char *prog_path, *out_dir, *exec_name;
     int shard_size, devices, threads, decoders, overwrite;
+    int retry_failed; /* --retry-failed: a finished shard with failed inputs is made again */
     int workers;                  /* --workers: per process (0: one per device, else one) */
     const char *stats_path;       /* --stats FILE: where the time went, JSON (rank 0 writes it) */
     int nshards;

@@ -243,7 +243,10 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
                                      S_ISREG(sg.st_mode) && (uint64_t)sg.st_size == m.grid_bytes);
         free(ofs);
         free(grd);
-        if (index_ok && npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes) {
+        /* --retry-failed: a shard with failed inputs is made again (its files replaced as any
+         * shard's are), the others are skipped */
+        if (index_ok && npy && stat(npy, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == m.npy_bytes &&
+            !(j->retry_failed && m.nerrors)) {
             j->done[shard] = 1;
             *failed += m.nerrors;
             (*skipped)++;

@@ -115,6 +115,24 @@ def test_a_killed_run_resumes_to_the_same_result(dataset, tmp_path):
         "pxbatch: failed (shard-00009, an earlier run): '%s': malformed: " % (dataset / "img" / "150-corrupt.png"))
 
 
+def test_retry_failed_makes_again_only_the_shards_that_failed(dataset, tmp_path):
+    """A failed input fixed after the run: a rerun names it again and skips its shard; with
+    --retry-failed that shard alone is made again, to the bytes of a fresh run on the fixed files."""
+    ds = tmp_path / "ds"
+    shutil.copytree(dataset, ds)
+    pxbatch(ds, tmp_path / "out")
+    (ds / "img" / "150-corrupt.png").write_bytes((ds / "img" / "150.png").read_bytes())  # the file fixed
+    r = pxbatch(ds, tmp_path / "out")  # a plain rerun: the earlier failure stands, named
+    assert "19 finished shards skipped" in r.stderr and "pxbatch: failed (shard-00009, an earlier run)" in r.stderr
+    r = pxbatch(ds, tmp_path / "out", "--retry-failed", check_rc=0)
+    assert "16 images" in r.stderr and "0 failed, 18 finished shards skipped" in r.stderr, r.stderr
+    assert "pxbatch: failed" not in r.stderr
+    pxbatch(ds, tmp_path / "fresh", check_rc=0)
+    assert files(tmp_path / "out") == files(tmp_path / "fresh")
+    r = pxbatch(ds, tmp_path / "out", "--retry-failed", "--overwrite", check_rc=2)
+    assert "--retry-failed would do nothing with --overwrite" in r.stderr
+
+
 def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
     master, slave = pty.openpty()
     p = subprocess.Popen([PXBATCH, str(dataset / "p.pxi"), "--in-dir", str(dataset / "img"), "--out",

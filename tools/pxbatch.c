@@ -604,10 +604,11 @@ int main(int argc, char **argv)
             snprintf(extra, sizeof extra, ", %" PRIu64 " shard%s not written (see above)", unwritten,
                      unwritten > 1 ? "s" : "");
         fprintf(stderr,
-                "pxbatch: %" PRIu64 " images in %.3f s (%.1f images/s) over %d process%s x %d worker%s, %" PRIu64
+                "pxbatch: %" PRIu64 " images in %.3f s (%.1f images/s) over %d process%s x %d worker%s (%s), %" PRIu64
                 " failed, %" PRIu64 " finished shards skipped%s, %.1f MB in, %.1f MB out\n",
                 tot[0], secs, (double)tot[0] / (secs > 0 ? secs : 1), size, size > 1 ? "es" : "", nworkers,
-                nworkers > 1 ? "s" : "", tot[1], tot[4], extra, (double)tot[2] / 1e6, (double)tot[3] / 1e6);
+                nworkers > 1 ? "s" : "", px_batch_executor_used(&j, ws, started), tot[1], tot[4], extra,
+                (double)tot[2] / 1e6, (double)tot[3] / 1e6);
     }
     rc = worst ? worst : (tot[1] ? 1 : 0);
 #ifdef PXVM_HAVE_MPI

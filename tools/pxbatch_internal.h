@@ -234,6 +234,8 @@ void *px_batch_work(void *arg);
 extern int px_batch_mpi;
 /* pxbatch_stats.c: --stats FILE written by rank 0 (every rank calls it: under MPI it gathers);
  * 0, or -1 when rank 0 could not write it (said on stderr) */
+/* The executor the workers opened ("cpu" or "cuda": which one --executor auto took). */
+const char *px_batch_executor_used(const px_batch_job *j, const px_batch_worker *ws, int started);
 int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,
                          const px_batch_pool_stats *pool, int rank, int size, int gpus, double setup, double secs,
                          uint64_t images);

@@ -37,6 +37,15 @@ static void px__pool_row(const px_batch_pool_stats *p, int rank, double row[PX_P
     memcpy(row, v, sizeof v);
 }
 
+const char *px_batch_executor_used(const px_batch_job *j, const px_batch_worker *ws, int started)
+{
+    const char *exec = j->exec_name;
+    for (int i = 0; i < started; i++)
+        if (ws[i].st.ops)
+            exec = ws[i].st.ops->name;
+    return exec;
+}
+
 /* --stats FILE: every rank's workers' times (gathered on rank 0 under MPI), per worker and in
  * total, written by rank 0 as JSON. 0, or -1 (rank 0 could not write it: said on stderr). */
 int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,
@@ -143,11 +152,7 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
     json_object_set_new(doc, "devices", json_integer(gpus));
     json_object_set_new(doc, "decoders_per_worker", json_integer(j->decoders));
     json_object_set_new(doc, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-    const char *exec = j->exec_name; /* the one the workers opened ("auto": which) */
-    for (int i = 0; i < started; i++)
-        if (ws[i].st.ops)
-            exec = ws[i].st.ops->name;
-    json_object_set_new(doc, "executor", json_string(exec));
+    json_object_set_new(doc, "executor", json_string(px_batch_executor_used(j, ws, started)));
     json_object_set_new(doc, "total", sum);
     json_object_set_new(doc, "workers", rows);
     json_object_set_new(doc, "pools", prows);

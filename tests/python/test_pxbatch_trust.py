@@ -6,6 +6,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -223,7 +224,9 @@ def test_numbers_are_parsed_strictly(ds, tmp_path):
     r = run(ds, tmp_path / "w", "--workers", "64", "--decoders", "1")  # the bound: 64 workers, 3 shards
     assert "over 1 process x 64 workers" in r.stderr and "20 images" in r.stderr
     r = run(ds, tmp_path / "w1", "--workers", "1")
-    assert "over 1 process x 1 worker," in r.stderr
+    assert "over 1 process x 1 worker (cpu)," in r.stderr  # the summary names the executor
+    r = run(ds, tmp_path / "auto", "--executor", "auto")  # and so says which one auto took
+    assert re.search(r"over 1 process x \d+ workers? \((cpu|cuda)\),", r.stderr), r.stderr
 
 
 def test_the_decode_pool_has_at_most_a_thread_an_input(ds, tmp_path):

@@ -102,6 +102,8 @@ def _executor_device(executor, device):
         if device not in (0, int(n)):
             raise UsageError("usage: executor %r and device=%r name two devices" % (executor, device))
         return "cuda", int(n)
+    if executor == "cpu" and device != 0:  # an option that would do nothing, as pxrun --device on the CPU
+        raise UsageError("usage: device=%r is a CUDA device: the cpu executor takes none" % (device,))
     return executor, device
 
 

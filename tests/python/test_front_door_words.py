@@ -98,3 +98,9 @@ def test_runner_takes_a_json_plan_as_pxrun_does(image):
     b = pxvm.Runner(pxvm.Program.from_plan(UNIFORM_JSON))
     assert image.shape[:2] == (300, 451)  # the plan's size: chelsea's
     assert np.array_equal(a.patches(image), b.patches(image))
+
+
+def test_a_device_for_the_cpu_executor_is_refused():
+    with pytest.raises(UsageError, match="device=5 is a CUDA device: the cpu executor takes none"):
+        pxvm.Runner(FOVEATE, executor="cpu", device=5)
+    assert pxvm.Runner(FOVEATE, executor="cpu", device=0).executor == "cpu"

@@ -66,8 +66,9 @@ def _describe(x):
         return a
     np = _np()
     arr = np.asarray(x)
-    if arr.dtype != np.uint8:
-        raise TypeError("pxvm: images must be uint8 arrays, got %s" % arr.dtype)
+    if arr.dtype != np.uint8:  # an object array is no array at all: say what was given
+        raise TypeError("pxvm: images must be uint8 arrays, got %s" %
+                        (arr.dtype if arr.dtype != object else "a %s" % type(x).__name__))
     a.ptr, a.shape, a.strides, a.device, a.keep = arr.ctypes.data, arr.shape, arr.strides, -1, arr
     return a
 

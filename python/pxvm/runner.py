@@ -9,6 +9,7 @@ a call (_guard.py), the compiled fast path's loading (_nativeload.py)."""
 from __future__ import annotations
 
 import ctypes
+import inspect
 import os
 import threading
 import weakref
@@ -105,6 +106,19 @@ def _executor_device(executor, device):
     if executor == "cpu" and device != 0:  # an option that would do nothing, as pxrun --device on the CPU
         raise UsageError("usage: device=%r is a CUDA device: the cpu executor takes none" % (device,))
     return executor, device
+
+
+def _signature_of(fn):
+    """The method shows fn's parameters (help(), inspect.signature), fn(runner, ...) being what it
+    calls with self: a method that passes **kwargs on still lists every option it takes."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    params[0] = params[0].replace(name="self")
+
+    def apply(method):
+        method.__signature__ = sig.replace(parameters=params)  # functools.wraps carries it outwards
+        return method
+    return apply
 
 
 class Runner(_Exec, _Reads, _Fixations, _Batching):
@@ -352,8 +366,8 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
         for key in inputs:
             if _lib.pxvm_prog_slot_find(self.program._h, _capi.c_string(str(key), "slot")) < 0:
                 raise UsageError("usage: unknown keyword argument '%s': no option of this call, and the program has "
-                                 "no slot of that name (its inputs: %s)" %
-                                 (key, ", ".join(s.name for s in self.program.inputs)))
+                                 "no slot '%s' (its inputs: %s)" %
+                                 (key, key, ", ".join(s.name for s in self.program.inputs)))
 
     def _inputs(self, args, kwargs):
         self._named_slots(kwargs)
@@ -650,6 +664,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
     @_like_images()
     @_naming_paths(batched=False)
     @_locked
+    @_signature_of(_tokens.tokens)
     def tokens(self, *image: Array, **kwargs: Any) -> Any:
         """Runs once: the atlas's tokens as a normalized float tensor for a model, e.g.
         tokens(image, dtype="bfloat16", normalize="siglip", layout="nchw", alpha=False, out=None,
@@ -660,6 +675,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
     @_like_images()
     @_naming_paths(batched=True)
     @_locked
+    @_signature_of(_tokens.tokens_batch)
     def tokens_batch(self, images: Batch | None = None, fixations: Fixation = None, **kwargs: Any) -> Any:
         """Runs once on a batch: every item's tokens, (B, N, 3, p, p), each item's as tokens()
         gives them, e.g. tokens_batch(images, fixations=(B, 2), dtype="bfloat16"). See

@@ -104,3 +104,11 @@ def test_a_device_for_the_cpu_executor_is_refused():
     with pytest.raises(UsageError, match="device=5 is a CUDA device: the cpu executor takes none"):
         pxvm.Runner(FOVEATE, executor="cpu", device=5)
     assert pxvm.Runner(FOVEATE, executor="cpu", device=0).executor == "cpu"
+
+
+def test_no_image_is_named_as_what_was_given():
+    r = pxvm.Runner(FOVEATE)
+    with pytest.raises(TypeError, match="images must be uint8 arrays, got a NoneType"):
+        r.patches(None)
+    with pytest.raises(TypeError, match="images must be uint8 arrays, got float32"):
+        r.patches(np.zeros((300, 451, 3), np.float32))

@@ -69,6 +69,7 @@ class CLIPImageProcessor(Processor):
         return cfg
 
     def __call__(self, images, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:
+        """preprocess(images, ...), which says what it returns: a processor is called as transformers' are."""
         return self.preprocess(images, return_tensors=return_tensors, device=device, **kwargs)
 
     def preprocess(self, images, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:

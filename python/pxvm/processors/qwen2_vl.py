@@ -59,6 +59,7 @@ class Qwen2VLImageProcessor(Processor):
         return cfg
 
     def __call__(self, images=None, videos=None, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:
+        """preprocess(images, ...), which says what it returns: a processor is called as transformers' are."""
         return self.preprocess(images, videos=videos, return_tensors=return_tensors, device=device, **kwargs)
 
     def preprocess(self, images=None, videos=None, return_tensors=None, device=None, **kwargs: Any) -> BatchFeature:

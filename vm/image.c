@@ -80,7 +80,7 @@ int px_image_decode_with(px_image_codec codec, const uint8_t *data, size_t len, 
     if (err && codec(data, len, name, &lenient, want, &scratch, &ignored) == 0) {
         pxvm_image_free(&scratch);
         size_t at = strlen(err->msg);
-        snprintf(err->msg + at, sizeof err->msg - at, "; --lenient (Python: lenient=True) decodes what is left of it");
+        snprintf(err->msg + at, sizeof err->msg - at, "; --lenient (Python: load_image(..., lenient=True)) decodes what is left of it");
     }
     return -1;
 }

@@ -36,7 +36,7 @@ def test_truncated_jpeg_is_malformed_and_lenient_decodes_it(photo_jpeg, tmp_path
     r = pxrun(FOV, "--in", "image=%s" % cut, "--npy", "atlas=%s" % (tmp_path / "a.npy"))
     assert r.returncode == 3, r.stderr
     assert "malformed: '%s': corrupt or unsupported JPEG (truncated: the data ends at byte 5000" % cut in r.stderr
-    assert "inside scan 1); --lenient (Python: lenient=True) decodes what is left of it" in r.stderr
+    assert "inside scan 1); --lenient (Python: load_image(..., lenient=True)) decodes what is left of it" in r.stderr
     assert not (tmp_path / "a.npy").exists()
     r = pxrun(FOV, "--in", "image=%s" % cut, "--npy", "atlas=%s" % (tmp_path / "a.npy"), "--lenient")
     assert r.returncode == 0, r.stderr

@@ -88,7 +88,7 @@ static size_t px__find_marker(const uint8_t *d, size_t len, int m)
 }
 
 /* What a strict refusal adds when PXVM_DECODE_LENIENT would decode the file (image.c). */
-#define PX__LENIENT_HINT "; --lenient (Python: lenient=True) decodes what is left of it"
+#define PX__LENIENT_HINT "; --lenient (Python: load_image(..., lenient=True)) decodes what is left of it"
 
 /* Decodes in strict and lenient mode: strict must fail as malformed (with `code` unless 0),
  * naming --lenient exactly when lenient decodes it; lenient must fail too (lenient_ok 0) or
@@ -816,7 +816,7 @@ TEST(decode_png_whole_image_without_a_good_iend_is_lenient_only)
     } cases[] = {{d, len - 12, "no IEND"}, {bad_crc, len, "IEND's CRC"}};
     for (int c = 0; c < 2; c++) {
         CHECK(pxvm_png_decode(cases[c].data, cases[c].len, "chelsea.png", &strict, &img, &err) < 0);
-        CHECK_STR(err.msg, "--lenient (Python: lenient=True) decodes what is left of it");
+        CHECK_STR(err.msg, "--lenient (Python: load_image(..., lenient=True)) decodes what is left of it");
         CHECK(pxvm_png_decode(cases[c].data, cases[c].len, "chelsea.png", &lenient, &img, &err) == 0);
         CHECK_EQ(err.code, PXE_PNG_CORRUPT);
         CHECK_STR(err.msg, "after the whole image data");

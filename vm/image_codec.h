@@ -35,8 +35,9 @@ typedef int (*px_image_codec)(const uint8_t *data, size_t len, const char *name,
                               const pxvm_image_want *want, pxvm_image *img, pxvm_error *err);
 /* Decodes with `codec` (px_png_decode_want, px_jpeg_decode_want): 0 or -1. A strict refusal of
  * damage says how to accept the file ("; --lenient (Python: load_image(..., lenient=True))
- * decodes what is left of it") only when a lenient decode of the same bytes succeeds (tried then, on the refusal's path
- * only): the hint never leads to a second refusal (damage past which lenient finds worse). */
+ * decodes what is left of it") only when a lenient decode of the same bytes succeeds (tried
+ * then, on the refusal's path only): the hint never leads to a second refusal (damage past
+ * which lenient finds worse). */
 int px_image_decode_with(px_image_codec codec, const uint8_t *data, size_t len, const char *name,
                          const pxvm_limits *lim, const pxvm_image_want *want, pxvm_image *img, pxvm_error *err);
 

@@ -94,6 +94,9 @@ static const char px__usage[] =
     "                            damaged input fails. Bytes after a complete image (after a PNG's\n"
     "                            IEND, a JPEG's end-of-image marker) are no damage: read in both\n"
     "                            modes. Part of the job (\"decode\": \"lenient\" in the markers)\n"
+    "  --exif-transpose          decode each input with its EXIF orientation applied, as Pillow's\n"
+    "                            ImageOps.exif_transpose (phone photos upright). Part of the job\n"
+    "                            (\"exif_transpose\": true in the markers)\n"
     "  --overwrite               remove every shard (and marker) in --out first: another job's too\n"
     "  --retry-failed            make again the finished shards whose inputs failed (after fixing or\n"
     "                            replacing those files); the others are skipped as on any rerun\n"
@@ -133,7 +136,9 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
     if (!px__ends_with(path, ".json")) {
         if (dynamic)
             return pxvm_fail(err, PXE_BATCH_DYNAMIC_NOT_PLAN, -1, -1, path);
-        return pxvm_program_load(path, &j->lim, prog, err);
+        pxvm_limits plim = j->lim; /* --exif-transpose turns inputs, never the program's pixels */
+        plim.flags &= ~PXVM_DECODE_EXIF_TRANSPOSE;
+        return pxvm_program_load(path, &plim, prog, err);
     }
     uint8_t *data;
     size_t len;
@@ -202,6 +207,10 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->lim.flags |= PXVM_DECODE_LENIENT;
             continue;
         }
+        if (!strcmp(o, "--exif-transpose")) {
+            j->lim.flags |= PXVM_DECODE_EXIF_TRANSPOSE;
+            continue;
+        }
         if (o[0] != '-' || !strcmp(o, "-")) {
             if (j->prog_path)
                 return px__usage_error(rank, 0, "more than one program ('%s', then '%s')", j->prog_path, o);
@@ -264,13 +273,13 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0;
+        int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0, exif = (j->lim.flags & PXVM_DECODE_EXIF_TRANSPOSE) != 0;
         if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient ||
-            j->stats_path || j->retry_failed)
+            j->stats_path || j->retry_failed || exif)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
                                    number ? number : j->size.text ? "--size" : lenient ? "--lenient"
                                                    : j->stats_path ? "--stats" : j->retry_failed ? "--retry-failed"
-                                                                                   : "--overwrite");
+                                                   : exif ? "--exif-transpose" : "--overwrite");
         return 0;
     }
     pxvm_error serr;

@@ -317,5 +317,11 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
         json_decref(job);
         return NULL;
     }
+    /* --exif-transpose: the inputs turned upright: other rows; only when given */
+    if (job && (j->lim.flags & PXVM_DECODE_EXIF_TRANSPOSE) &&
+        json_object_set_new(job, "exif_transpose", json_true()) < 0) {
+        json_decref(job);
+        return NULL;
+    }
     return job;
 }

@@ -94,6 +94,9 @@ static const char px__usage[] =
     "                            (frames, N): 1 where the frame sampled the token again\n"
     "  --time                    with --frames: a line per frame (run time, dirty tiles, tokens)\n"
     "  --max-side N --max-memory BYTES --max-insns N --max-steps N   resource limits\n"
+    "  --exif-transpose          decode each --in image (and --frames file) with its EXIF orientation\n"
+    "                            applied, as Pillow's ImageOps.exif_transpose (Python:\n"
+    "                            exif_transpose=True); without it the pixels as stored\n"
     "  --lenient                 decode damaged inputs as far as the decoder can (a truncated JPEG's\n"
     "                            missing rows grey, corrupt data, a video frame with errors\n"
     "                            concealed) and print what was wrong as a warning; without it any\n"
@@ -240,7 +243,8 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t n;
         static const char *const run_only[] = {"--policy", "--size", "--repeat", "--profile", "--png", "--threads",
-                                               "--device", "--executor", "--lenient", "--max-steps"};
+                                               "--device", "--executor", "--lenient", "--max-steps",
+                                               "--exif-transpose"};
         static const char *const valued[] = {"--in", "--out", "--npy", "--geometry", "--policy", "--size", "--fixation",
                                              "--fixations", "--scanpath", "--overlay", "--frames", "--max-frames", "--changed",
                                              "--frame-size", "--frame-format", "-o", "--png", "--executor",
@@ -268,6 +272,8 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
             a->do_profile = 1;
         } else if (!strcmp(o, "--lenient")) {
             a->lim.flags |= PXVM_DECODE_LENIENT;
+        } else if (!strcmp(o, "--exif-transpose")) {
+            a->lim.flags |= PXVM_DECODE_EXIF_TRANSPOSE;
         } else if (!strcmp(o, "--verbose")) {
             px__verbose = 1;
         } else if (o[0] == '-' && o[1]) {

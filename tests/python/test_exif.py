@@ -133,6 +133,35 @@ def test_runner_files_and_the_dataset_take_exif_transpose(tmp_path, photo):
     assert np.array_equal(tokens.numpy(), r.tokens)
 
 
+def test_pxrun_and_pxbatch_take_exif_transpose(tmp_path, photo):
+    """The command-line tools turn their inputs as load_image(exif_transpose=True) does (never the
+    program), and pxbatch records it in the job: a rerun without it is another job."""
+    import json
+    import subprocess
+    from conftest import BIN
+    d = tmp_path / "folder"
+    d.mkdir()
+    path = str(d / "o6.jpg")
+    _save(photo, path, 6, "JPEG")
+    upright = pxvm.load_image(path, exif_transpose=True)
+    anyp = os.path.join(ROOT, "programs", "foveate273_any.pxi")
+    want = pxvm.Runner(anyp).patches(upright)
+    npy = str(tmp_path / "a.npy")
+    subprocess.run([os.path.join(BIN, "pxrun"), anyp, "--in", "image=%s" % path, "--exif-transpose", "--npy",
+                    "atlas=%s" % npy], check=True, capture_output=True)
+    assert np.array_equal(np.load(npy), want)
+    subprocess.run([os.path.join(BIN, "pxrun"), anyp, "--in", "image=%s" % path, "--npy", "atlas=%s" % npy],
+                   check=True, capture_output=True)  # without it: the pixels as stored
+    assert np.array_equal(np.load(npy), pxvm.Runner(anyp).patches(pxvm.load_image(path)))
+    out = tmp_path / "shards"
+    cmd = [os.path.join(BIN, "pxbatch"), anyp, "--in-dir", str(d), "--out", str(out), "--executor", "cpu"]
+    subprocess.run(cmd + ["--exif-transpose"], check=True, capture_output=True)
+    assert np.array_equal(np.load(str(out / "shard-00000.npy"))[0], want)
+    assert json.load(open(out / "shard-00000.json"))["job"]["exif_transpose"] is True
+    r = subprocess.run(cmd, capture_output=True, text=True)  # the same --out without it: another job
+    assert r.returncode == 2 and "exif_transpose" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_exif_transpose_is_a_bool(value, tmp_path, photo):
     path = str(tmp_path / "o.png")

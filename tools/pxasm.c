@@ -60,16 +60,17 @@ static int px__write_png(const char *path, const pxvm_image *img, pxvm_error *er
     return rc;
 }
 
-/* A plan: compiled and summarized, its overlay drawn; overlay_only: the overlay alone. */
+/* A plan: compiled, written to out (unless overlay_only: the overlay alone), its overlay drawn,
+ * and summarized once every file is written (a failed write prints no summary of a success). */
 static int px__plan(const char *path, const pxvm_limits *lim, const char *overlay_in, const char *overlay_out,
-                    int overlay_only, pxvm_image *img, pxvm_error *err)
+                    int overlay_only, const char *out, pxvm_image *img, pxvm_error *err)
 {
     pxvm_plan p;
     if (pxvm_plan_load(path, &p, err) < 0)
         return -1;
     int rc = pxvm_plan_compile_limits(&p, lim, img, err);
-    if (rc == 0)
-        pxvm_plan_summary(&p, stdout);
+    if (rc == 0 && !overlay_only)
+        rc = px__write_png(out, img, err);
     if (rc == 0 && overlay_in) {
         pxvm_image photo = {0, 0, NULL}, ov = {0, 0, NULL};
         rc = pxvm_image_load_any(overlay_in, lim, &photo, err);
@@ -80,6 +81,8 @@ static int px__plan(const char *path, const pxvm_limits *lim, const char *overla
         pxvm_image_free(&photo);
         pxvm_image_free(&ov);
     }
+    if (rc == 0)
+        pxvm_plan_summary(&p, stdout);
     if (rc < 0 || overlay_only)
         pxvm_image_free(img);
     pxvm_plan_free(&p);
@@ -234,10 +237,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "pxasm: %s\n%s", !out ? "-o OUTPUT is needed" : "give one source or one --plan", px__usage);
         return 2;
     }
-    if (plan ? px__plan(plan, &lim, overlay_in, overlay_out, overlay_only, &img, &err) < 0
+    if (plan ? px__plan(plan, &lim, overlay_in, overlay_out, overlay_only, out, &img, &err) < 0
              : pxasm_assemble_file(in, &lim, &img, &err) < 0)
         return px__die(&err);
-    int rc = !overlay_only && px__write_png(out, &img, &err) < 0 ? px__die(&err) : 0;
+    int rc = !plan && px__write_png(out, &img, &err) < 0 ? px__die(&err) : 0;
     pxvm_image_free(&img);
     return rc;
 }

@@ -518,6 +518,19 @@ TEST(cli_info_alone_describes_the_program_without_running_it)
 
 /* pxasm --resolve: a side that overflows int is refused, not read as another number; a slot
  * given twice is refused, not the last one taken silently (review finding 9). */
+TEST(cli_pxasm_a_failed_write_prints_no_summary)
+{
+    /* the plan's summary says it was compiled and written: not when the write failed */
+    char out[8192], ok[256];
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm --plan programs/uniform.json -o /nonexistent/dir/p.pxi"), 1);
+    CHECK_STR(out, "cannot write '/nonexistent/dir/p.pxi'");
+    CHECK(!strstr(out, "scheme uniform"));
+    snprintf(ok, sizeof ok, "%s/u.pxi", px__tmpdir());
+    CHECK_EQ(px__sh(out, sizeof out, "bin/pxasm --plan programs/uniform.json -o %s", ok), 0);
+    CHECK_STR(out, "plan programs/uniform.json: scheme uniform");
+    CHECK(px__exists(ok));
+}
+
 TEST(cli_pxasm_resolve_refuses_overflow_and_a_slot_twice)
 {
     char out[8192], pxi[256];

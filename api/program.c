@@ -12,24 +12,32 @@
 
 /* ---- programs ------------------------------------------------------------------------------- */
 
-/* Takes ownership of *img, validates it into a new handle called `name`. */
-/* name: the program's name; file: the file it was read from (named in the error when it holds a
- * PNG that is no program at all), or NULL */
-static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *name, const char *file, pxvm_prog **out)
+/* A new handle called `name` with the caller's limits, its program not made yet (NULL: out of
+ * memory, in err). */
+static pxvm_prog *px__prog_new(const pxvm_limits *lim, const char *name, pxvm_error *err)
 {
-    pxvm_error err;
     pxvm_prog *p = calloc(1, sizeof *p);
     if (!p) {
-        pxvm_image_free(img);
-        pxvm_fail(&err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *p);
-        return px__fail(&err);
+        pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)sizeof *p);
+        return NULL;
     }
     pxvm_limits def;
     p->lim = *px__limits(lim, &def);
     snprintf(p->name, sizeof p->name, "%s", name);
+    return p;
+}
+
+/* Takes ownership of *img, validates it into a new handle called `name`. */
+static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *name, pxvm_prog **out)
+{
+    pxvm_error err;
+    pxvm_prog *p = px__prog_new(lim, name, &err);
+    if (!p) {
+        pxvm_image_free(img);
+        return px__fail(&err);
+    }
     if (pxvm_program_from_image(img, &p->lim, &p->p, &err) < 0) {
         free(p);
-        pxvm_fail_in_file(&err, file);
         return px__fail(&err);
     }
     *out = p;
@@ -38,18 +46,22 @@ static int px__prog_from(pxvm_image *img, const pxvm_limits *lim, const char *na
 
 int pxvm_prog_load(const char *path, const pxvm_limits *lim, pxvm_prog **out)
 {
-    pxvm_limits def;
     pxvm_error err;
-    pxvm_image img;
     if (!path || !out)
         return px__refuse(PXE_NULL_ARGUMENT, "pxvm_prog_load");
     int bad_limits = px__check_limits(lim, "pxvm_prog_load");
     if (bad_limits)
         return bad_limits;
     *out = NULL;
-    if (pxvm_png_load(path, px__limits(lim, &def), &img, &err) < 0)
+    pxvm_prog *p = px__prog_new(lim, path, &err); /* read as pxrun reads it (pxvm_program_load) */
+    if (!p)
         return px__fail(&err);
-    return px__prog_from(&img, lim, path, path, out);
+    if (pxvm_program_load(path, &p->lim, &p->p, &err) < 0) {
+        free(p);
+        return px__fail(&err);
+    }
+    *out = p;
+    return 0;
 }
 
 int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -65,7 +77,7 @@ int pxvm_prog_from_png(const void *data, size_t len, const char *name, const pxv
     *out = NULL;
     if (pxvm_png_decode(data, len, name ? name : "program", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "program", NULL, out);
+    return px__prog_from(&img, lim, name ? name : "program", out);
 }
 
 int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -81,7 +93,7 @@ int pxvm_prog_assemble(const char *text, const char *name, const pxvm_limits *li
     *out = NULL;
     if (pxasm_assemble(text, strlen(text), name ? name : "<text>", px__limits(lim, &def), &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "<text>", NULL, out);
+    return px__prog_from(&img, lim, name ? name : "<text>", out);
 }
 
 int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *lim, pxvm_prog **out)
@@ -96,7 +108,7 @@ int pxvm_prog_from_plan(const char *json, const char *name, const pxvm_limits *l
     *out = NULL;
     if (pxvm_plan_image(json, strlen(json), name ? name : "<plan>", 0, &img, &err) < 0)
         return px__fail(&err);
-    return px__prog_from(&img, lim, name ? name : "<plan>", NULL, out); /* validated here, once, with the caller's limits */
+    return px__prog_from(&img, lim, name ? name : "<plan>", out); /* validated here, once, with the caller's limits */
 }
 
 void pxvm_prog_free(pxvm_prog *prog)

@@ -136,9 +136,7 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
     if (!px__ends_with(path, ".json")) {
         if (dynamic)
             return pxvm_fail(err, PXE_BATCH_DYNAMIC_NOT_PLAN, -1, -1, path);
-        pxvm_limits plim = j->lim; /* --exif-transpose turns inputs, never the program's pixels */
-        plim.flags &= ~PXVM_DECODE_EXIF_TRANSPOSE;
-        return pxvm_program_load(path, &plim, prog, err);
+        return pxvm_program_load(path, &j->lim, prog, err);
     }
     uint8_t *data;
     size_t len;

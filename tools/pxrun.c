@@ -237,13 +237,11 @@ static int px__frames_plan(px_run_args *a, const uint8_t *data, size_t len, px_f
 static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **frames, pxvm_image *first,
                             pxvm_error *err)
 {
-    pxvm_limits plim = a->lim; /* --exif-transpose turns inputs, never the program's pixels */
-    plim.flags &= ~PXVM_DECODE_EXIF_TRANSPOSE;
     if (a->policy.kind == PX_POLICY_DYNAMIC && !px__ends_with(a->prog_path, ".json")) {
         return pxvm_fail(err, PXE_DYNAMIC_NOT_PLAN, -1, -1, a->prog_path);
     }
     if (!a->scanpath && !px__ends_with(a->prog_path, ".json"))
-        return pxvm_program_load(a->prog_path, &plim, prog, err);
+        return pxvm_program_load(a->prog_path, &a->lim, prog, err);
     uint8_t *data;
     size_t len;
     if (pxvm_read_file(a->prog_path, 1u << 24, &data, &len, err) < 0)
@@ -258,7 +256,7 @@ static int px__load_program(px_run_args *a, pxvm_program *prog, px_frames **fram
     if (rc == 1)
         rc = pxvm_plan_image((const char *)data, len, a->prog_path, a->scanpath, &img, err);
     free(data);
-    if (rc < 0 || pxvm_program_from_image(&img, &plim, prog, err) < 0)
+    if (rc < 0 || pxvm_program_from_image(&img, &a->lim, prog, err) < 0)
         return -1;
     char lb[16]; /* compiled for the first frame's size: the frames that follow must have it */
     int k = *frames ? px_run_frame_slot(prog, a) : -1;

@@ -111,12 +111,3 @@ int pxvm_exit_status(pxvm_class cls)
     default: return 1;
     }
 }
-
-int pxvm_fail_in_file(pxvm_error *err, const char *file)
-{
-    if (err && file && (err->code == PXE_BAD_MAGIC || err->code == PXE_HEADER_SHORT)) {
-        size_t at = strlen(err->msg);
-        snprintf(err->msg + at, sizeof err->msg - at, " (file '%.300s')", file);
-    }
-    return -1;
-}

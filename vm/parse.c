@@ -290,13 +290,27 @@ int pxvm_program_from_copy(const pxvm_image *image, const pxvm_limits *lim, pxvm
     return pxvm_program_from_image(&copy, lim, prog, err);
 }
 
+/* After a failed load of the program in `file`: when its image is no program at all (no pxvm
+ * header: e.g. a photo given as the program, pxrun's arguments swapped), the message says which
+ * file; returns -1. */
+static int px__not_program_file(pxvm_error *err, const char *file)
+{
+    if (err->code == PXE_BAD_MAGIC || err->code == PXE_HEADER_SHORT) {
+        size_t at = strlen(err->msg);
+        snprintf(err->msg + at, sizeof err->msg - at, " (file '%.300s')", file);
+    }
+    return -1;
+}
+
 int pxvm_program_load(const char *path, const pxvm_limits *lim, pxvm_program *prog, pxvm_error *err)
 {
     pxvm_image img;
+    pxvm_limits plim = *lim; /* an EXIF orientation turns images given as inputs, never a program */
+    plim.flags &= ~PXVM_DECODE_EXIF_TRANSPOSE;
     memset(prog, 0, sizeof *prog);
-    if (pxvm_png_load(path, lim, &img, err) < 0)
+    if (pxvm_png_load(path, &plim, &img, err) < 0)
         return -1;
-    return pxvm_program_from_image(&img, lim, prog, err) < 0 ? pxvm_fail_in_file(err, path) : 0;
+    return pxvm_program_from_image(&img, lim, prog, err) < 0 ? px__not_program_file(err, path) : 0;
 }
 
 void pxvm_program_free(pxvm_program *prog)

@@ -58,9 +58,6 @@ typedef struct pxvm_error {
  * returns -1 so that callers can `return pxvm_fail(...)`. */
 PXVM_COLD int pxvm_fail(pxvm_error *err, pxvm_code code, int x, int y, ...);
 PXVM_COLD int pxvm_failv(pxvm_error *err, pxvm_code code, int x, int y, va_list ap);
-/* After a failed load of the program in `file`: when its image is no program at all (no pxvm
- * header: e.g. a photo given as the program), the message says which file; returns -1. */
-PXVM_COLD int pxvm_fail_in_file(pxvm_error *err, const char *file);
 /* Records where the API call that failed with return code rc (after px__fail recorded its
  * message) is about: its slot, batch item and file (-1, -1, NULL: none); returns rc. */
 int pxvm_error_at(int rc, int slot, int item, const char *file);

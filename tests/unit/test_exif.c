@@ -3,7 +3,9 @@
  * past it), the bound of an IFD entry that ends at the block's end, the eight turns of a JPEG
  * and a PNG against the same file decoded as stored, and the oriented size as the one checked.
  * Pillow is the reference of the turns (tests/python/test_exif.py, byte for byte). */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <turbojpeg.h>
 #include <zlib.h>
@@ -240,4 +242,44 @@ TEST(exif_transpose_turns_png_and_jpeg_in_the_eight_ways)
         tjDestroy(tj);
     free(png);
     pxvm_image_free(&img);
+}
+
+/* EXIF orientation turns images given as inputs, never a program: a .pxi that carries an eXIf
+ * chunk (orientation 6, a quarter turn) loads with PXVM_DECODE_EXIF_TRANSPOSE set (pxrun and
+ * pxbatch --exif-transpose set it for all their decodes) as the same program, pixel for pixel,
+ * through the loader the tools use and through the C API's. */
+TEST(exif_transpose_never_turns_a_program)
+{
+    pxvm_error err;
+    uint8_t *png;
+    size_t len, elen;
+    if (pxvm_read_file("programs/foveate273.pxi", 1u << 24, &png, &len, &err) < 0) {
+        px_test_fail(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    uint8_t *turned = px__png_with_exif(png, len, 6, &elen);
+    char path[] = "/tmp/pxvm-exif-program-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && turned && write(fd, turned, elen) == (ssize_t)elen);
+    if (fd >= 0)
+        close(fd);
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_program plain, with;
+    CHECK_EQ(pxvm_program_load("programs/foveate273.pxi", &lim, &plain, &err), 0);
+    lim.flags |= PXVM_DECODE_EXIF_TRANSPOSE;
+    int rc = pxvm_program_load(path, &lim, &with, &err);
+    CHECK_EQ(rc, 0);
+    if (rc == 0) {
+        CHECK(with.image.w == plain.image.w && with.image.h == plain.image.h &&
+              !memcmp(with.image.px, plain.image.px, (size_t)plain.image.w * (size_t)plain.image.h * 4u));
+        pxvm_program_free(&with);
+    }
+    pxvm_prog *handle = NULL;
+    CHECK_EQ(pxvm_prog_load(path, &lim, &handle), 0);
+    pxvm_prog_free(handle);
+    pxvm_program_free(&plain);
+    unlink(path);
+    free(turned);
+    free(png);
 }

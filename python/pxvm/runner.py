@@ -360,17 +360,21 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
         return Stream(self, slot)
 
     def _named_slots(self, inputs):
-        """Keywords that are no option of the call are taken as slot names; one that names no slot
-        of the program is a misspelt or misplaced option: a UsageError naming it, before anything
-        else is said about the inputs."""
+        """{keyword: its Slot}: keywords that are no option of the call are taken as slot names;
+        one that names no slot of the program is a misspelt or misplaced option: a UsageError
+        naming it, before anything else is said about the inputs."""
+        named = {}
         for key in inputs:
-            if _lib.pxvm_prog_slot_find(self.program._h, _capi.c_string(str(key), "slot")) < 0:
+            k = _lib.pxvm_prog_slot_find(self.program._h, _capi.c_string(str(key), "slot"))
+            if k < 0:
                 raise UsageError("usage: unknown keyword argument '%s': no option of this call, and the program has "
                                  "no slot '%s' (its inputs: %s)" %
                                  (key, key, ", ".join(s.name for s in self.program.inputs)))
+            named[key] = self.program.slots[k]
+        return named
 
     def _inputs(self, args, kwargs):
-        self._named_slots(kwargs)
+        named = self._named_slots(kwargs)
         ins = self.program.inputs
         if args:
             if len(args) > 1 or len(ins) != 1 or kwargs:
@@ -378,8 +382,7 @@ class Runner(_Exec, _Reads, _Fixations, _Batching):
             return {ins[0].index: _path_loaded(args[0])}
         bound = {}
         for key, x in kwargs.items():
-            s = self.program.slot(key)
-            bound[s.index] = _path_loaded(x)
+            bound[named[key].index] = _path_loaded(x)
         missing = [s.name for s in ins if s.index not in bound]
         if missing:
             raise Unlinkable("unlinkable: input slot '%s' is not bound to an image" % missing[0])

@@ -151,6 +151,21 @@ static int px__fopen(const char *exec, const pxvm_prog *prog, int batch, pxvm_ru
     return -1;
 }
 
+/* Variant v's program and one runner of it on exec, batch 1: 0; 1 when cuda is not here, -1
+ * failed (reported); nothing left open but on 0. */
+static int px__fone(const char *exec, const px_fvar *v, pxvm_prog **prog, pxvm_runner **run)
+{
+    *prog = NULL, *run = NULL;
+    if (px__fprog(v, prog))
+        return -1;
+    int o = px__fopen(exec, *prog, 1, run);
+    if (o) {
+        pxvm_prog_free(*prog);
+        *prog = NULL;
+    }
+    return o;
+}
+
 /* The any-size (or not) program whose atlas ANISO writes, and two runners of it on exec, batch 2:
  * 0; 1 when cuda is not here (nothing left open); -1 failed (reported). */
 static int px__fpair(const char *exec, int any, pxvm_prog **prog, pxvm_runner **plain, pxvm_runner **fused)
@@ -286,17 +301,12 @@ static int px__fbind(pxvm_runner *run, int w, int h, uint64_t seed)
 /* Case c on exec: the call's return code (fuse_embed's, or the read's after a run). */
 static int px__frun(const char *exec, const px_fcase *c, int *skipped)
 {
-    pxvm_prog *prog = NULL;
-    pxvm_runner *run = NULL;
-    *skipped = 0;
-    if (px__fprog(&c->v, &prog))
+    pxvm_prog *prog;
+    pxvm_runner *run;
+    int o = px__fone(exec, &c->v, &prog, &run);
+    *skipped = o > 0;
+    if (o)
         return -1;
-    int o = px__fopen(exec, prog, 1, &run);
-    if (o) {
-        *skipped = o > 0;
-        pxvm_prog_free(prog);
-        return -1;
-    }
     int rc = pxvm_runner_fuse_embed(run, c->on);
     if (rc == 0 && c->read) {
         if (px__fbind(run, 32, 32, 3) || pxvm_runner_run(run)) {
@@ -489,17 +499,13 @@ TEST(fuse_failed_run_without_fusion_keeps_the_atlas_unkept)
     for (int e = 0; e < PX_FNEXEC; e++) {
         px_fvar v;
         memset(&v, 0, sizeof v);
-        pxvm_prog *prog = NULL;
-        pxvm_runner *run = NULL;
-        if (px__fprog(&v, &prog))
+        pxvm_prog *prog;
+        pxvm_runner *run;
+        int o = px__fone(px__fexecs[e], &v, &prog, &run);
+        if (o < 0)
             return;
-        int o = px__fopen(px__fexecs[e], prog, 1, &run);
-        if (o) {
-            pxvm_prog_free(prog);
-            if (o < 0)
-                return;
+        if (o)
             continue;
-        }
         uint8_t img[32 * 32 * 3], buf[16 * 8 * 4];
         uint64_t s = 5;
         for (size_t i = 0; i < sizeof img; i++)
@@ -531,17 +537,13 @@ TEST(fuse_off_a_size_switch_makes_the_atlas_read_as_after_a_load)
             px_fvar v;
             memset(&v, 0, sizeof v);
             v.any_size = 1;
-            pxvm_prog *prog = NULL;
-            pxvm_runner *run = NULL;
-            if (px__fprog(&v, &prog))
+            pxvm_prog *prog;
+            pxvm_runner *run;
+            int o = px__fone(px__fexecs[e], &v, &prog, &run);
+            if (o < 0)
                 return;
-            int o = px__fopen(px__fexecs[e], prog, 1, &run);
-            if (o) {
-                pxvm_prog_free(prog);
-                if (o < 0)
-                    return;
+            if (o)
                 break;
-            }
             uint8_t buf[16 * 8 * 4];
             memset(buf, 0xA5, sizeof buf);
             pxvm_view dst = {buf, -1, 1, 16, 8, 4, 0, 64, 4, 1};

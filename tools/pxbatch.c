@@ -271,13 +271,22 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
     }
     j->policy_given = policy != NULL;
     if (*verify) {
-        int lenient = (j->lim.flags & PXVM_DECODE_LENIENT) != 0, exif = (j->lim.flags & PXVM_DECODE_EXIF_TRANSPOSE) != 0;
-        if (j->prog_path || j->out_dir || *list || *dir || policy || number || j->overwrite || j->size.text || lenient ||
-            j->stats_path || j->retry_failed || exif)
+        /* the options of a job, each named in the refusal (the first given; --overwrite when only
+         * a program, --out, inputs or --policy are) */
+        const struct { int given; const char *name; } job_only[] = {
+            {number != NULL, number},
+            {j->size.text != NULL, "--size"},
+            {(j->lim.flags & PXVM_DECODE_LENIENT) != 0, "--lenient"},
+            {j->stats_path != NULL, "--stats"},
+            {j->retry_failed, "--retry-failed"},
+            {(j->lim.flags & PXVM_DECODE_EXIF_TRANSPOSE) != 0, "--exif-transpose"},
+            {j->overwrite, "--overwrite"}};
+        const char *named = NULL;
+        for (size_t k = 0; k < sizeof job_only / sizeof job_only[0] && !named; k++)
+            named = job_only[k].given ? job_only[k].name : NULL;
+        if (named || j->prog_path || j->out_dir || *list || *dir || policy)
             return px__usage_error(rank, 0, "--verify DIR takes no program, --out, inputs, --policy or %s",
-                                   number ? number : j->size.text ? "--size" : lenient ? "--lenient"
-                                                   : j->stats_path ? "--stats" : j->retry_failed ? "--retry-failed"
-                                                   : exif ? "--exif-transpose" : "--overwrite");
+                                   named ? named : "--overwrite");
         return 0;
     }
     pxvm_error serr;

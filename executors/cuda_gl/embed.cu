@@ -206,13 +206,44 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
         px__wg_fence_regs(d);
     }
     asm volatile("cp.async.wait_group 0;");
+    __syncthreads(); /* every warpgroup is past its last wgmma: the stages are free */
+    /* The block's channels' bias, multiplier and shift, once, into shared memory; then each thread
+     * stores its accumulators straight from its registers (no table of them): pair i, i + 1 (i = 4
+     * j + 2 h) is token row 64 wg + 16 (warp % 4) + lane / 4 + 8 h of the block, channels n0 + 8 j
+     * + 2 (lane % 4) + {0, 1} (px_emb_wg_acc_at): a quad of lanes writes 4 texels side by side,
+     * a warp 8 rows of them */
+    px_emb_chan *chans = (px_emb_chan *)sm;
+    px_emb_geom gm = g;
+    gm.mode = MODE;
+    if (tid < PX_EMB_BN)
+        chans[tid] = px_emb_chan_of(&g, par, n0 + tid);
     __syncthreads();
-    int32_t *tab = (int32_t *)sm;
+    cudaSurfaceObject_t srf[2];
+    int trow[2], ok[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int row, col;
+        px_emb_wg_acc_at(warp, lane, 2 * h, &row, &col);
+        int m = m0 + row;
+        ok[h] = m < rows, trow[h] = m % g.ntok;
+        srf[h] = ok[h] ? all_slots[(size_t)(m / g.ntok) * (size_t)nslots + (size_t)dst].surf[0] : 0;
+    }
 #pragma unroll
     for (int i = 0; i < 64; i += 2) {
         int row, col;
         px_emb_wg_acc_at(warp, lane, i, &row, &col);
-        *(int2 *)&tab[row * PX_EMB_OUT_ROW + col] = make_int2(d[i], d[i + 1]);
+        int h = i % 4 / 2, x;
+        px_emb_chan ch[2] = {chans[col], chans[col + 1]};
+        uint32_t tx[2];
+        int n = px_emb_pair_out(&gm, ch, n0 + col, d[i], d[i + 1], tx, &x);
+        if (MODE == PX_EMBED_MODE_I8) /* the texel's other half, from the neighbouring lane (all lanes) */
+            tx[0] |= __shfl_xor_sync(0xFFFFFFFFu, tx[0], 1);
+        if (!ok[h] || !n || (MODE == PX_EMBED_MODE_I8 && (lane & 1)))
+            continue;
+        if (MODE == PX_EMBED_MODE_I32 && n == 2)
+            surf2Dwrite(make_uint2(tx[0], tx[1]), srf[h], x * 4, trow[h]);
+        else
+            surf2Dwrite(tx[0], srf[h], x * 4, trow[h]);
     }
 #else
     int32_t c[4][4][4];
@@ -257,7 +288,6 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
                 px_emb_acc_at(warp, lane, mt, nt, r, &row, &col);
                 *(int2 *)&tab[row * PX_EMB_OUT_ROW + col] = make_int2(c[mt][nt][r], c[mt][nt][r + 1]);
             }
-#endif
     /* the accumulators went through shared memory (above); now thread tid takes channels ob .. ob + 3
      * of rows tid / 32 + 8 i, so that a warp writes a row's texels side by side (MODE: no branch) */
     __syncthreads();
@@ -296,6 +326,7 @@ __global__ void __launch_bounds__(PX_EMB_GEMM_THREADS, 2)
                 if (j < n)
                     surf2Dwrite(tx[j], s, (x0 + j) * 4, t);
     }
+#endif
 }
 
 /* What one EMBED instruction's launches need, made at load (px_gpu_embed_make): the packed

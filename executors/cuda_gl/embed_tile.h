@@ -163,6 +163,34 @@ PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int o
     return px_emb_group_texels(g, ob, a, mult, shift, t, x0);
 }
 
+/* One value of channel c (its px_emb_chan ch) from its accumulator: px_embed_out of base + acc,
+ * 0 past d. */
+PX_SEM uint32_t px_emb_value(const px_emb_geom *g, px_emb_chan ch, int c, int32_t acc)
+{
+    return c < g->d ? px_embed_out(g->mode, (int32_t)(ch.base + (uint32_t)acc), ch.mult, (int)ch.shift, g->out_zero) : 0u;
+}
+
+/* A token's channels c, c + 1 (c even) as the wgmma epilogue stores them straight from a thread's
+ * accumulator pair: int32, the texels of those below d at x, x + 1 (returns how many); bf16, one
+ * texel at x = c / 2 (1 if c < d); int8, half a texel, the two bytes in the half that c % 4 says,
+ * at x = c / 4 (1 if c < d): the caller ORs it with the other half, channels c ^ 2, c ^ 2 + 1,
+ * which the neighbouring lane holds, and one of the two stores it. */
+PX_SEM int px_emb_pair_out(const px_emb_geom *g, const px_emb_chan ch[2], int c, int32_t a0, int32_t a1, uint32_t t[2],
+                           int *x)
+{
+    uint32_t v0 = px_emb_value(g, ch[0], c, a0), v1 = px_emb_value(g, ch[1], c + 1, a1);
+    if (g->mode == PX_EMBED_MODE_I32) {
+        t[0] = v0, t[1] = v1, *x = c;
+        return c >= g->d ? 0 : (c + 1 < g->d ? 2 : 1);
+    }
+    if (g->mode == PX_EMBED_MODE_I8) {
+        t[0] = (v0 | v1 << 8) << (16 * (c >> 1 & 1)), *x = c >> 2;
+        return c < g->d;
+    }
+    t[0] = v0 | v1 << 16, *x = c >> 1;
+    return c < g->d;
+}
+
 /* Thread tid's outputs: tokens tid/16 + 16 i of the block, channels 4 * (tid % 16) + j. */
 PX_SEM void px_emb_epilogue(PX_EMB_CTX ctx, const px_emb_geom *g, int tid, int t0, int o0, int32_t acc[4][4],
                             const int32_t wsum[4])

@@ -492,13 +492,29 @@ static void px__twin_gemm(const px_emb_case *e, const pxvm_image *weights, const
                             }
                     }
             }
-            for (int t = 0; wgmma && t < PX_EMB_GEMM_THREADS; t++)
-                for (int i = 0; i < 64; i++) {
-                    int row, col;
-                    px_emb_wg_acc_at(t / 32, t % 32, i, &row, &col);
-                    tab[row * PX_EMB_OUT_ROW + col] = wd[t][i];
-                }
-            for (int warp = 0; !wgmma && warp < 8; warp++)
+            if (wgmma) { /* the sm_90a epilogue: each thread's pairs stored from its registers */
+                for (int t = 0; t < PX_EMB_GEMM_THREADS; t++)
+                    for (int i = 0; i < 64; i += 2) {
+                        uint32_t tx[2], other[2];
+                        int row, col, x, xo, lane = t % 32;
+                        px_emb_wg_acc_at(t / 32, lane, i, &row, &col);
+                        px_emb_chan ch[2] = {px_emb_chan_of(&g, par, n0 + col), px_emb_chan_of(&g, par, n0 + col + 1)};
+                        int n = px_emb_pair_out(&g, ch, n0 + col, wd[t][i], wd[t][i + 1], tx, &x);
+                        if (g.mode == PX_EMBED_MODE_I8) { /* the shuffle: lane ^ 1's half of the texel */
+                            int prow, pcol;
+                            px_emb_wg_acc_at(t / 32, lane ^ 1, i, &prow, &pcol);
+                            px_emb_chan pch[2] = {px_emb_chan_of(&g, par, n0 + pcol), px_emb_chan_of(&g, par, n0 + pcol + 1)};
+                            px_emb_pair_out(&g, pch, n0 + pcol, wd[t ^ 1][i], wd[t ^ 1][i + 1], other, &xo);
+                            tx[0] |= other[0];
+                            if (lane & 1)
+                                n = 0;
+                        }
+                        for (int j = 0; j < n && m0 + row < rows; j++)
+                            px_set(dst, x + j, m0 + row, tx[j]);
+                    }
+                continue;
+            }
+            for (int warp = 0; warp < 8; warp++)
                 for (int lane = 0; lane < 32; lane++)
                     for (int mt = 0; mt < 4; mt++)
                         for (int nt = 0; nt < 4; nt++)

@@ -87,7 +87,8 @@ static const char px__usage[] =
     "                            with a fixed-size program and with native, exact or dynamic\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
-    "                            (default 1073741824)\n"
+    "                            (default 4294967296: pxrun's 1073741824 is one image; half of this\n"
+    "                            holds the next shards decoded, see --decoders)\n"
     "  --lenient                 decode damaged inputs as far as the decoder can, as pxrun --lenient\n"
     "                            (a truncated JPEG's missing rows grey, corrupt data), each named on\n"
     "                            stderr (pxbatch: warning (--lenient): 'FILE': ...); without it a\n"
@@ -336,6 +337,10 @@ int main(int argc, char **argv)
     j.shard_size = 64;
     j.exec_name = "auto";
     pxvm_limits_default(&j.lim);
+    /* pxrun's 1 GiB is one image; a batch holds the next shards decoded for every worker (half of
+     * it, the decode pool's bound), and at 1 GiB that bound, not the decoders, held one H200 fed
+     * by 16 cores back (tests/bench/results/pxbatch-memory-h200.md) */
+    j.lim.max_memory = 4ull << 30;
     const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
     int out_created = 0;   /* rank 0: what px_batch_out_prepare made (removed if the run fails before a shard) */

@@ -259,6 +259,34 @@ def main():
         except Exception as e:  # reported, not fatal: the eager rows stand
             r["pxvm_graph_error"] = "%s: %s" % (type(e).__name__, e)
             print("cuda_graph: %s" % r["pxvm_graph_error"], file=sys.stderr)
+    # where pxvm's forward + backward goes, part by part (each synchronised alone), and the floor of
+    # any Python autograd.Function: one copy each way, the autograd engine's calls into Python
+    u8 = x0.round().clamp_(0, 255).to(torch.uint8)
+
+    class Copy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.clone()
+
+    def floor_step():
+        x = x0.clone().requires_grad_(True)
+        Copy.apply(x).backward(x0)
+        return x.grad
+
+    r["parts_us"] = {
+        "quantize (round, clamp, uint8)": median_us(lambda: x0.round().clamp_(0, 255).to(torch.uint8), dev, a.reps),
+        "runner.tokens of the uint8 image (the VM's run and read)":
+            median_us(lambda: runner.tokens(u8, dtype="float32", layout="nchw"), dev, a.reps),
+        "Plan.transpose_hwc (the backward's launches)": median_us(lambda: plan.transpose_hwc(g, torch.float32),
+                                                                  dev, a.reps),
+        "a Python autograd.Function copying each way, forward + backward": median_us(floor_step, dev, a.reps)}
+    if cuda:
+        r["parts_us"]["Plan.transpose_graphed (the backward as one graph)"] = median_us(
+            lambda: plan.transpose_graphed(g, torch.float32), dev, a.reps)
     r["grid_sample_differing_elements"], r["grid_sample_differing_passes"] = determinism(gs_step, a.repeat)
     r["trilinear_differing_elements"], r["trilinear_differing_passes"] = determinism(tri_step, a.repeat)
     r["gradient_elements"] = int(x0.numel())
@@ -306,6 +334,8 @@ def main():
             md.append("cuda_graph=True failed: %s" % r.get("pxvm_graph_error"))
         md.append("CPU executor vs CUDA: %d token values and %d gradient elements differ (of %d)." % (
             r["cpu_vs_cuda_token_differing"], r["cpu_vs_cuda_gradient_differing"], r["gradient_elements"]))
+    md.append("Parts, each timed alone (synchronised; medians of %d): %s." % (
+        a.reps, "; ".join("%s %.1f us" % kv for kv in r["parts_us"].items())))
     text = "\n".join(md)
     print(json.dumps(r, indent=1))
     print(text)

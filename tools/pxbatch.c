@@ -1,5 +1,5 @@
 /* pxbatch - a program over a dataset, in shards: under mpirun one process per GPU (or per CPU
- * executor), each taking its share of the shards; without MPI one process with a worker per GPU.
+ * executor), each taking its share of the shards; without MPI one process, two workers a GPU.
  * Each shard is written all-or-nothing (patches .npy, then its marker .json, which records the
  * job that made it and the .npy's SHA-256), so a rerun of the same job skips finished shards and
  * a rerun of another job into the same --out refuses; an input that fails to decode or bind is
@@ -44,8 +44,9 @@ static const char px__usage[] =
     "  --threads N               CPU worker threads per process, 0..1024 (default 0: all cores)\n"
     "  --workers N               workers per process, 1..64, each with its own executor and its\n"
     "                            share of the shards; worker i takes CUDA device (local rank x N\n"
-    "                            + i) mod devices, so several can share one GPU (default: one per\n"
-    "                            device without MPI, else one)\n"
+    "                            + i) mod devices, so several can share one GPU (default: two per\n"
+    "                            device without MPI: one runs while the other waits on its inputs\n"
+    "                            or its writer; else one)\n"
     "  --decoders N              decoding threads per worker, 1..64 (default: this host's cores /\n"
     "                            (workers x ranks on this host)): one pool of workers x N threads\n"
     "                            a process (at most one an input), shared by its workers, decoding\n"
@@ -512,8 +513,9 @@ int main(int argc, char **argv)
             px_batch_agree(-size);
         goto end;
     }
-    /* workers: --workers, else one per GPU of this process (without MPI), else one; each a share
-     * of the shards */
+    /* workers: --workers, else two per GPU of this process (without MPI: while one waits for its
+     * decoded inputs or its writer, the other runs; on one H200 two gave 1.25x one,
+     * tests/bench/results/pxbatch-workers-h200.md), else one; each a share of the shards */
     int nworkers = 1, ndev = 0;
     /* the devices counted by opening a CUDA executor on each (up to --devices): those the workers
      * use are kept open until they are done, as closing a GPU's last executor ends its EGL display
@@ -531,7 +533,7 @@ int main(int argc, char **argv)
                 break;
             }
         }
-        nworkers = size == 1 && ndev ? ndev : 1;
+        nworkers = size == 1 && ndev ? 2 * ndev : 1;
     }
     if (j.workers)
         nworkers = j.workers;

@@ -163,11 +163,13 @@ def test_lenient_makes_the_cut_jpeg_a_row(damaged, tmp_path):
 
 def test_workers_and_ranks_write_the_same_files(photos, tmp_path):
     """One worker's files, byte for byte, from two workers of one process (--workers 2: on one GPU
-    both share device 0) and, under mpirun, from two ranks of two workers each; shards of two
-    images, so that every worker writes some, in and out of order."""
+    both share device 0), from the default (two a GPU on cuda, one on the cpu executor) and, under
+    mpirun, from two ranks of two workers each; shards of two images, so that every worker writes
+    some, in and out of order."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
-    ways = [("one", [], []), ("workers", [], ["--workers", "2"])]
+    ways = [("one", [], ["--workers", "1"]), ("workers", [], ["--workers", "2"]),
+            ("default", [], ["--devices", "1"] if EXECUTOR == "cuda" else [])]
     if shutil.which("mpirun"):
         ways.append(("ranks", ["mpirun", "-np", "2", "--oversubscribe"], ["--workers", "2"]))
     got = {}
@@ -179,7 +181,8 @@ def test_workers_and_ranks_write_the_same_files(photos, tmp_path):
                            capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
         assert r.returncode == 0 and "7 images" in r.stderr, r.stderr
         st = json.load(open(tmp_path / (name + ".json")))
-        assert len(st["workers"]) == {"one": 1, "workers": 2, "ranks": 4}[name]
+        default = 2 if st["executor"] == "cuda" else 1  # two a GPU (one here), one on the cpu executor
+        assert len(st["workers"]) == {"one": 1, "workers": 2, "default": default, "ranks": 4}[name], name
         assert all(w["images"] > 0 and 0 <= w["device"] < st["devices"] for w in st["workers"])  # each its share
         got[name] = {f.name: f.read_bytes() for f in sorted(out.iterdir()) if f.name.startswith("shard-")}
     assert len(got["one"]) == 4 * 4  # 7 images in shards of 2: .npy, .offsets.npy, .grid.npy, .json each

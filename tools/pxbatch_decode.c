@@ -171,32 +171,6 @@ int px_batch_next(const px_batch_worker *w, int s)
     return s;
 }
 
-/* Inputs first .. first + count - 1 of the job by their files' sizes, largest first, as indices
- * into the shard (ties, and files stat cannot size, in input order: an order that does not
- * depend on timing). The decode cost grows with the file; the bytes written do not depend on the
- * order (a shard's rows are put back in input order). NULL: out of memory. */
-static int *px__largest_first(const px_batch_job *j, int first, int count)
-{
-    int *order = malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
-    int64_t *size = malloc(sizeof(int64_t) * (size_t)(count > 0 ? count : 1));
-    if (!order || !size) {
-        free(order), free(size);
-        return NULL;
-    }
-    for (int i = 0; i < count; i++) {
-        struct stat st;
-        order[i] = i, size[i] = stat(j->in.v[first + i], &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
-    }
-    for (int i = 1; i < count; i++) { /* insertion sort: a shard is at most 4096 inputs, stable */
-        int k = order[i], at = i;
-        while (at > 0 && size[order[at - 1]] < size[k])
-            order[at] = order[at - 1], at--;
-        order[at] = k;
-    }
-    free(size);
-    return order;
-}
-
 /* The next shard in the order the workers run them, made (its arrays; under mu) and put last in
  * the queue and in its worker's list: the workers' next shards in turn (each worker's k-th after
  * every worker's (k-1)-th). NULL: none left, or out of memory (the worker's take says so). */
@@ -225,8 +199,7 @@ static px_batch_shard *px__make_next(px_batch_pool *p)
     s->rsz = calloc(count, sizeof *s->rsz);
     s->good = calloc(count, 1);
     s->ready = calloc(count, 1);
-    s->order = px__largest_first(j, s->first, s->count);
-    if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready || !s->order) {
+    if (!s->img || !s->why || !s->orig || !s->rsz || !s->good || !s->ready) {
         px_batch_shard_free(s, NULL);
         free(s);
         return NULL;
@@ -283,7 +256,7 @@ static void *px__decoder(void *arg)
         int held_back = 0;
         px_batch_shard *s = p->stop ? NULL : px__to_take(p, &held_back);
         if (s) {
-            int i = s->order[s->claimed++];
+            int i = s->claimed++;
             if (s->claimed == s->count)
                 px__unqueue(p, s);
             s->inflight++;
@@ -511,7 +484,6 @@ void px_batch_shard_free(px_batch_shard *s, px_batch_times *times)
     free(s->rsz);
     free(s->good);
     free(s->ready);
-    free(s->order);
     memset(s, 0, sizeof *s);
 }
 

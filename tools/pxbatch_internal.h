@@ -70,10 +70,7 @@ typedef struct px_batch_shard {
     struct px_batch_pool *pool;
     int owner;          /* the worker (of this process) that runs it */
     int taken;          /* its worker took it (fixed, native: its inputs decode past the memory bound) */
-    int claimed;        /* how many inputs decoders took: the next is order[claimed] */
-    int *order;         /* [count] its inputs, largest file first (a large photo decoding alone
-                         * at the end of a shard keeps its worker waiting: started first, it
-                         * decodes beside the others) */
+    int claimed;        /* the next input a decoder takes */
     int inflight;       /* its inputs being decoded now */
     int decoded;        /* its inputs decoded or failed */
     uint8_t *ready;     /* [count] decoded or failed */

@@ -101,6 +101,10 @@ uint32_t px_px(const pxvm_image *img, int x, int y)
 
 void px_set(pxvm_image *img, int x, int y, uint32_t v)
 {
+    if (x < 0 || y < 0 || x >= img->w || y >= img->h) { /* a twin's store past its slot: the test's failure */
+        fprintf(stderr, "px_set: (%d,%d) outside the %dx%d image\n", x, y, img->w, img->h);
+        abort();
+    }
     uint8_t *p = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 4u;
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));

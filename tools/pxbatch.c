@@ -514,7 +514,7 @@ int main(int argc, char **argv)
         goto end;
     }
     /* workers: --workers, else two per GPU of this process (without MPI: while one waits for its
-     * decoded inputs or its writer, the other runs; on H200s two gave 1.04x to 1.45x one in three
+     * decoded inputs or its writer, the other runs; on H200s two gave 1.01x to 1.45x one in four
      * runs, tests/bench/results/pxbatch-workers-h200.md), else one; each a share of the shards */
     int nworkers = 1, ndev = 0;
     /* the devices counted by opening a CUDA executor on each (up to --devices): those the workers

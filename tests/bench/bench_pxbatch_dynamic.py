@@ -24,7 +24,8 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
                 alpha and the files)
   pool-f32      the same, then NumPy rescale + CLIP normalize, float32 patches (N, 3*16*16) sent
                 back (issue 40's "ten-line Python process pool")
-images/s = images / wall seconds; ratios pxbatch / pool are medians over rounds of the ratio within
+images/s = images / wall seconds ("after setup": less pxbatch's setup_s, the process's fixed start, which
+a short run overweights and more GPUs do not divide); ratios pxbatch / pool are medians over rounds of the ratio within
 a round. Beside each pxbatch figure, the bound, from pxbatch --stats of its median round: the setup
 before its workers (MPI, counting and opening devices) and their time; the decoders busy on average
 of those it has (cores' worth of decoding); the shares of the workers' wall time spent opening the
@@ -266,6 +267,10 @@ def main():
             for base in ("pool-u8", "pool-f32"):
                 row["ratio_to_" + base] = statistics.median(secs[base][k] / secs[w][k] for k in range(a.reps))
             timed = stats[w][1:]  # [0]: the warm-up
+            # without the setup (the process, MPI, the program, the devices opened): a fixed cost that
+            # a short run overweights and more GPUs do not divide
+            row["images_per_s_after_setup"] = n / statistics.median(secs[w][k] - timed[k]["setup_s"]
+                                                                    for k in range(a.reps))
             row["stats"] = timed[sorted(range(a.reps), key=lambda k: secs[w][k])[a.reps // 2]]
             row["bound"] = bound(row["stats"])
         results.append(row)
@@ -280,12 +285,13 @@ def main():
           (doc["date"], doc["machine"]["cpu"], doc["machine"]["cores"],
            ", " + doc["machine"]["gpu"] if doc["machine"]["gpu"] else "", n, len(photos), doc["sizes"], a.copies,
            a.shard_size, a.reps, os.cpu_count()), "",
-          "| way | images/s | x pool-u8 | x pool-f32 | CPU s (user + sys; sys) | bytes differing from Pillow | the bound "
-          "(pxbatch --stats) |",
-          "|---|---|---|---|---|---|---|"]
+          "| way | images/s | after setup | x pool-u8 | x pool-f32 | CPU s (user + sys; sys) | bytes differing from "
+          "Pillow | the bound (pxbatch --stats) |",
+          "|---|---|---|---|---|---|---|---|"]
     for row in results:
-        md.append("| %s | %.1f | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %.1f | %s | %s | %s | %s | %s | %s |" % (
             row["way"], row["images_per_s"],
+            "%.1f" % row["images_per_s_after_setup"] if "images_per_s_after_setup" in row else "",
             "%.2f" % row["ratio_to_pool-u8"] if "ratio_to_pool-u8" in row else "",
             "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
             "%.2f; %.2f" % (row["cpu_seconds_median"], row["sys_seconds_median"]) if "cpu_seconds_median" in row else "",

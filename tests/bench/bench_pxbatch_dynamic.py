@@ -153,6 +153,8 @@ def main():
                     help="LABEL=ARGS: pxbatch with ARGS added; --ranks N among them: under mpirun -np N")
     ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument("--tmp", default=None, help="where the folder and the shards go (default: the system's)")
+    ap.add_argument("--base", help="a --variant's LABEL: each other variant's images/s over it, per pxbatch "
+                                   "and executor (a scaling ratio), wall and after setup")
     ap.add_argument("--label", default="")
     ap.add_argument("--json")
     ap.add_argument("--md")
@@ -188,9 +190,12 @@ def main():
     stats = {}  # pxbatch --stats of each run
     mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
+    key_of = {}  # a pxbatch way's name: (executor, binary label, variant label)
+
     def pxbatch_way(label, path, ex, variant):
         vlabel, vargs = variant
         name = "pxbatch-%s%s%s" % (ex, "-" + label if label else "", "-" + vlabel if vlabel else "")
+        key_of[name] = (ex, label, vlabel)
         extra, launcher, env = shlex.split(vargs), [], dict(mpi_env)
         if "--ranks" in extra:  # under mpirun
             k = extra.index("--ranks")
@@ -296,6 +301,19 @@ def main():
             "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
             "%.2f; %.2f" % (row["cpu_seconds_median"], row["sys_seconds_median"]) if "cpu_seconds_median" in row else "",
             row.get("bytes_differing_from_pillow", ""), row.get("bound", "")))
+    if a.base:  # each variant against the base variant of the same binary and executor
+        by_key = {key_of[row["way"]]: row for row in results if row["way"] in key_of}
+        lines = []
+        for row in results:
+            ex, label, vlabel = key_of.get(row["way"], (None, None, a.base))
+            base = by_key.get((ex, label, a.base))
+            if vlabel == a.base or base is None:
+                continue
+            row["ratio_to_base"] = row["images_per_s"] / base["images_per_s"]
+            row["ratio_to_base_after_setup"] = row["images_per_s_after_setup"] / base["images_per_s_after_setup"]
+            lines.append("- %s / %s: %.2fx (after setup %.2fx)" % (row["way"], base["way"], row["ratio_to_base"],
+                                                                   row["ratio_to_base_after_setup"]))
+        md += ["", "Against %s (images/s, medians):" % a.base, ""] + lines
     text = "\n".join(md) + "\n"
     print(text)
     if a.json:

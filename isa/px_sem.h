@@ -693,7 +693,7 @@ PX_SEM uint32_t px_embed_bf16(int32_t acc, int32_t multiplier, int shift)
     float f = __ll2float_rz((long long)v);
     uint32_t b = __float_as_uint(f) | (__float2ll_rz(f) != (long long)v ? 1u : 0u);
     b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
-    return v != 0 ? (uint32_t)((int32_t)b + (shift - 31) * 128) : 0u; /* a select: no branch per value */
+    return f != 0.0f ? (uint32_t)((int32_t)b + (shift - 31) * 128) : 0u; /* v != 0: |v| >= 1 converts to >= 1 */
 #else
     if (v == 0)
         return 0;

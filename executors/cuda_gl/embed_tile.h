@@ -164,10 +164,12 @@ PX_SEM int px_emb_group_out(const px_emb_geom *g, const px_emb_chan ch[4], int o
 }
 
 /* One value of channel c (its px_emb_chan ch) from its accumulator: px_embed_out of base + acc,
- * 0 past d. */
+ * 0 past d. In bf16 no test is needed there: a channel past d has multiplier 0 (px_emb_chan_of),
+ * and bf16 of a zero product is 0. */
 PX_SEM uint32_t px_emb_value(const px_emb_geom *g, px_emb_chan ch, int c, int32_t acc)
 {
-    return c < g->d ? px_embed_out(g->mode, (int32_t)(ch.base + (uint32_t)acc), ch.mult, (int)ch.shift, g->out_zero) : 0u;
+    uint32_t v = px_embed_out(g->mode, (int32_t)(ch.base + (uint32_t)acc), ch.mult, (int)ch.shift, g->out_zero);
+    return g->mode == PX_EMBED_MODE_BF16 || c < g->d ? v : 0u;
 }
 
 /* A token's channels c, c + 1 (c even) as the wgmma epilogue stores them straight from a thread's

@@ -108,8 +108,6 @@ static uint32_t px__rand(uint32_t *s)
 static uint32_t px__bf16_by_round_to_odd(int32_t acc, int32_t mult, int shift)
 {
     int64_t v = (int64_t)acc * (int64_t)mult;
-    if (v == 0)
-        return 0;
     int mode = fegetround();
     fesetround(FE_TOWARDZERO);
     volatile int64_t vv = v;
@@ -120,7 +118,7 @@ static uint32_t px__bf16_by_round_to_odd(int32_t acc, int32_t mult, int shift)
     memcpy(&b, &ff, sizeof b);
     b |= (int64_t)ff != v ? 1u : 0u;
     b = (b + 0x7FFFu + (b >> 16 & 1u)) >> 16;
-    return (uint32_t)((int32_t)b + (shift - 31) * 128);
+    return ff != 0.0f ? (uint32_t)((int32_t)b + (shift - 31) * 128) : 0u;
 }
 
 TEST(embed_bf16_gpu_rounding_equals_the_integer_rule)

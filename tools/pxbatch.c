@@ -12,12 +12,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef PXVM_HAVE_MPI
@@ -316,6 +318,33 @@ static uint64_t px__mad(uint64_t a, uint64_t b, uint64_t c)
     return __builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r) ? UINT64_MAX : r;
 }
 
+/* 0 when --stats FILE can be written after the run (its folder exists and takes files; the file,
+ * if there, is a writable regular file), else 1 (i/o, as --out's) with the reason in msg. Nothing
+ * is created: a run that fails before the end leaves no empty stats file. */
+static int px__stats_writable(const char *path, char *msg, size_t len)
+{
+    struct stat st;
+    char *copy = strdup(path);
+    const char *why = NULL;
+    if (!copy)
+        why = "out of memory";
+    else if (stat(path, &st) == 0)
+        why = !S_ISREG(st.st_mode) ? "not a regular file" : access(path, W_OK) != 0 ? strerror(errno) : NULL;
+    else if (errno != ENOENT)
+        why = strerror(errno);
+    else {
+        const char *folder = dirname(copy);
+        why = stat(folder, &st) != 0 ? strerror(errno)
+              : !S_ISDIR(st.st_mode) ? "its folder is not a directory"
+              : access(folder, W_OK | X_OK) != 0 ? strerror(errno)
+                                                : NULL;
+    }
+    if (why)
+        snprintf(msg, len, "i/o error: --stats '%s': cannot write it (%s)", path, why);
+    free(copy);
+    return why ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     double began = px_batch_now();
@@ -461,6 +490,13 @@ int main(int argc, char **argv)
     /* --out before any work: usable, and ours alone for the run */
     msg[0] = 0;
     if ((rc = px_batch_from_root(rank == 0 ? px_batch_out_prepare(j.out_dir, &lock_fd, &out_created, msg, sizeof msg) : 0))) {
+        if (rank == 0)
+            fprintf(stderr, "pxbatch: %s\n", msg);
+        goto end;
+    }
+    /* --stats too: a file that cannot be written is said before the work, not after it */
+    msg[0] = 0;
+    if ((rc = px_batch_from_root(rank == 0 && j.stats_path ? px__stats_writable(j.stats_path, msg, sizeof msg) : 0))) {
         if (rank == 0)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;

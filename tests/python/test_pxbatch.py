@@ -214,10 +214,11 @@ def test_stats_say_where_the_time_went(dataset, tmp_path):
     assert st["processes"] == 1 and st["workers_per_process"] == 1 and st["decoders_per_worker"] == 2
     assert st["executor"] == "cpu" and st["cores"] == os.cpu_count()
     assert files(tmp_path / "o") == files(tmp_path / "one")  # the same shards with or without it
-    # a file that cannot be written: i/o (1), named, after the shards (they are written)
-    r = pxbatch(dataset, tmp_path / "o2", "--stats", str(tmp_path / "no" / "s.json"), check_rc=1)
-    assert "--stats '%s'" % (tmp_path / "no" / "s.json") in r.stderr and "300 images" in r.stderr
-    assert files(tmp_path / "o2") == files(tmp_path / "one")
+    # a file that cannot be written (no such folder; a directory): i/o (1), named, before any work
+    for bad, why in ((tmp_path / "no" / "s.json", "No such file or directory"), (tmp_path, "not a regular file")):
+        r = pxbatch(dataset, tmp_path / "o2", "--stats", str(bad), check_rc=1)
+        assert "pxbatch: i/o error: --stats '%s': cannot write it (%s)" % (bad, why) in r.stderr, r.stderr
+        assert "images" not in r.stderr and not (tmp_path / "o2").exists()
     r = subprocess.run([PXBATCH, "--verify", str(tmp_path / "o"), "--stats", str(tmp_path / "v.json")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--verify DIR takes no program, --out, inputs, --policy or --stats" in r.stderr

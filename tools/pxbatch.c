@@ -72,9 +72,11 @@ static const char px__usage[] =
     "                            them; an error for a fixed-size program), exact (the default for\n"
     "                            fixed-size programs: another size fails, naming the file; with an\n"
     "                            any-size program the same as native),\n"
-    "                            stretch[:FILTER] or fit[:FILTER][:PAD] (resized on the decoding\n"
-    "                            threads; FILTER nearest, box, bilinear, hamming, bicubic (default),\n"
-    "                            lanczos; PAD R,G,B[,A] or RRGGBB[AA], default 0,0,0,255), or\n"
+    "                            stretch[:FILTER], fit[:FILTER][:PAD] or crop[:short=S][:FILTER]\n"
+    "                            (resized on the decoding threads; FILTER nearest, box, bilinear,\n"
+    "                            hamming, bicubic (default), lanczos; PAD R,G,B[,A] or RRGGBB[AA],\n"
+    "                            default 0,0,0,255; crop: the short side to S, default the slot's\n"
+    "                            larger side, then the centre cut, CLIP's: docs/policies.md), or\n"
     "                            dynamic[:patch=P,merge=M,min=PIXELS,max=PIXELS][:FILTER] with a\n"
     "                            \"uniform\" plan: each image resized to its own size (sides multiples\n"
     "                            of patch x merge, area in min..max: Qwen2-VL's rule) and cut into\n"
@@ -146,13 +148,16 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
     size_t len;
     if (pxvm_read_file(path, 1u << 24, &data, &len, err) < 0)
         return -1;
+    pxvm_plan plan;
+    if (pxvm_plan_parse((const char *)data, len, path, &plan, err) < 0) {
+        free(data);
+        return -1;
+    }
+    int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
+    j->uniform_plan = uniform;
+    if (!dynamic)
+        pxvm_plan_free(&plan);
     if (dynamic) {
-        pxvm_plan plan;
-        if (pxvm_plan_parse((const char *)data, len, path, &plan, err) < 0) {
-            free(data);
-            return -1;
-        }
-        int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
         if (!uniform)
             pxvm_fail(err, PXE_BATCH_DYNAMIC_SCHEME, -1, -1, path, plan.scheme);
         pxvm_plan_free(&plan);

@@ -128,7 +128,8 @@ static void px__decode_one(const px_batch_pool *p, px_batch_shard *s, int i)
             char lb[16], msg[sizeof err.msg];
             pxvm_fail(&err, PXE_INPUT_SIZE, -1, -1, s->img[i].w, s->img[i].h, (unsigned)s->input,
                       pxvm_slot_label(s->prog, s->input, lb), s->w, s->h);
-            snprintf(msg, sizeof msg, "%.400s (file '%.300s'; --policy stretch or fit resizes it)", err.msg, path);
+            snprintf(msg, sizeof msg, "%.350s (file '%.300s'; --policy stretch or fit resizes it%s)", err.msg, path,
+                     s->job->uniform_plan ? ", --policy dynamic takes it at a size of its own" : "");
             memcpy(err.msg, msg, sizeof msg);
             pxvm_image_free(&s->img[i]);
         } else { /* --policy: resized here, on the decoding thread, before the batch */

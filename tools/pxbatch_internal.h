@@ -34,7 +34,8 @@ typedef struct {
     const char *prog_path, *out_dir, *exec_name;
     int shard_size, devices, threads, decoders, overwrite;
     int retry_failed; /* --retry-failed: a finished shard with failed inputs is made again */
-    int workers;                  /* --workers: per process (0: one per device, else one) */
+    int workers;                  /* --workers: per process (0: two per device without MPI, else one) */
+    int uniform_plan;             /* the program is a "uniform" plan, which --policy dynamic takes */
     const char *stats_path;       /* --stats FILE: where the time went, JSON (rank 0 writes it) */
     int nshards;
     pxvm_limits lim;

@@ -244,3 +244,17 @@ def test_inputs_run_as_they_come_and_the_rows_keep_their_order(photos, tmp_path)
     assert len(got["default"]) == 4
     for n in got["default"]:
         assert got["late"][n] == got["default"][n], n
+
+
+def test_a_uniform_plan_without_a_policy_names_dynamic(photos, tmp_path):
+    """The uniform plan at its own size (exact, the default without --policy): a photo of another
+    size fails naming both resizing policies and dynamic, which that plan takes; a .pxi's message
+    names no dynamic (test_pxbatch_trust's exact words)."""
+    one = sorted(photos.iterdir())[0]
+    lst = tmp_path / "l.txt"
+    lst.write_text(str(one) + "\n")
+    r = pxbatch(PLAN, "--in-list", str(lst), "--out", str(tmp_path / "o"), "--executor", EXECUTOR)
+    assert r.returncode == 1, r.stderr  # an input failed
+    err = json.load(open(tmp_path / "o" / "shard-00000.json"))["errors"][0]["error"]
+    assert err in r.stderr and err.endswith("(file '%s'; --policy stretch or fit resizes it, --policy dynamic takes it at a size of its own)"
+                        % one), err

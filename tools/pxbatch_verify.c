@@ -391,8 +391,8 @@ int pxb_verify(const char *dir, FILE *out)
     }
     if (!have_ref)
         fprintf(out, "no marker of a pxbatch job%s\n", n ? " parses" : "");
-    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shards: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
-            nshards, good, corrupt, missing, orphaned,
+    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shard%s: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
+            nshards, nshards == 1 ? "" : "s", good, corrupt, missing, orphaned,
             edited ? "; the markers' file lists do not hash to the job's inputs_sha256 (a marker was edited)" : "");
     pxb_marker_free(&ref);
     free(e);

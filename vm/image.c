@@ -244,8 +244,11 @@ int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t 
         rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, "is a directory");
     } else if (!S_ISREG(st.st_mode)) { /* a pipe, FIFO, /dev/fd/N, terminal or device: streamed */
         rc = px__read_stream(fd, name, max_bytes, data, len, err);
-    } else if ((uint64_t)st.st_size > max_bytes) {
-        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, "file larger than the memory limit");
+    } else if ((uint64_t)st.st_size > max_bytes) { /* the sizes, so that the limit to raise is found */
+        char why[96];
+        snprintf(why, sizeof why, "file of %lld bytes, larger than the memory limit of %llu",
+                 (long long)st.st_size, (unsigned long long)max_bytes);
+        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, why);
     } else {
         rc = px__read_stream(fd, name, max_bytes, data, len, err); /* st_size may change under us */
     }

@@ -201,3 +201,18 @@ def test_sigterm_and_sigint_leave_no_temporary_file(tmp_path):
         p.send_signal(sig)
         assert p.wait() == -sig
         assert temporaries(out) == [] and os.listdir(out) == []
+
+
+def test_a_file_over_the_limit_names_both_sizes(tmp_path):
+    """A regular file larger than --max-memory is refused before it is read, with its size and the
+    limit (the figures to raise it by); one byte under the limit passes that check."""
+    big = tmp_path / "big.png"
+    with open(big, "wb") as f:
+        f.truncate(2000001)
+    r = run(["pxrun", FOV, "--in", "image=%s" % big, "--max-memory", "2000000"])
+    assert r.returncode == 1, r.stderr
+    assert b"'%s': file of 2000001 bytes, larger than the memory limit of 2000000" % str(big).encode() in r.stderr
+    with open(big, "wb") as f:
+        f.truncate(2000000)
+    r = run(["pxrun", FOV, "--in", "image=%s" % big, "--max-memory", "2000000"])
+    assert r.returncode != 0 and b"larger than the memory limit" not in r.stderr, r.stderr

@@ -258,3 +258,14 @@ def test_a_uniform_plan_without_a_policy_names_dynamic(photos, tmp_path):
     err = json.load(open(tmp_path / "o" / "shard-00000.json"))["errors"][0]["error"]
     assert err in r.stderr and err.endswith("(file '%s'; --policy stretch or fit resizes it, --policy dynamic takes it at a size of its own)"
                         % one), err
+
+
+def test_verify_says_one_shard(photos, tmp_path):
+    """--verify's count agrees with its noun: '1 shard', '2 shards'."""
+    for n, noun in ((7, "1 shard"), (4, "2 shards")):
+        out = tmp_path / str(n)
+        r = pxbatch(PLAN, "--in-dir", str(photos), "--out", str(out), "--policy", "dynamic", "--shard-size", str(n),
+                    "--executor", EXECUTOR)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([PXBATCH, "--verify", str(out)], capture_output=True, text=True)
+        assert "%s: %s good, 0 corrupt" % (noun, noun.split()[0]) in r.stdout + r.stderr, r.stdout + r.stderr

@@ -669,9 +669,10 @@ int main(int argc, char **argv)
                      unwritten > 1 ? "s" : "");
         fprintf(stderr,
                 "pxbatch: %" PRIu64 " images in %.3f s (%.1f images/s) over %d process%s x %d worker%s (%s), %" PRIu64
-                " failed, %" PRIu64 " finished shards skipped%s, %.1f MB in, %.1f MB out\n",
+                " failed, %" PRIu64 " finished shard%s skipped%s, %.1f MB decoded, %.1f MB out\n",
                 tot[0], secs, (double)tot[0] / (secs > 0 ? secs : 1), size, size > 1 ? "es" : "", nworkers,
-                nworkers > 1 ? "s" : "", px_batch_executor_used(&j, ws, started), tot[1], tot[4], extra,
+                nworkers > 1 ? "s" : "", px_batch_executor_used(&j, ws, started), tot[1], tot[4],
+                tot[4] == 1 ? "" : "s", extra,
                 (double)tot[2] / 1e6, (double)tot[3] / 1e6);
     }
     rc = worst ? worst : (tot[1] ? 1 : 0);

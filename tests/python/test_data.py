@@ -93,7 +93,7 @@ def test_verify_and_reruns(shards, tmp_path):
     grid.unlink()  # a rerun makes the shard again, the same bytes
     r = pxbatch(PLAN, "--in-dir", str(shards[0]), "--out", str(d), "--policy", POLICY, "--shard-size", "4",
                 "--executor", EXECUTOR)
-    assert r.returncode == 0 and "1 finished shards skipped" in r.stderr, r.stderr
+    assert r.returncode == 0 and "1 finished shard skipped" in r.stderr, r.stderr
     for f in sorted(os.listdir(out)):
         if f.startswith("shard-"):
             assert (d / f).read_bytes() == (out / f).read_bytes(), f

@@ -512,6 +512,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "pxbatch: %s\n", msg);
         goto end;
     }
+    if (rank == 0 && j.in_skipped) /* a folder's other entries are no error, but none is skipped unsaid */
+        fprintf(stderr, "pxbatch: --in-dir '%s': %zu entr%s not read (only .png, .jpg and .jpeg files that are "
+                "not hidden; subfolders are not read)\n", dir, j.in_skipped, j.in_skipped == 1 ? "y" : "ies");
     if (j.in.n > (size_t)INT32_MAX - 4096) {
         px__usage_error(rank, 0, "%zu inputs: at most %d", j.in.n, INT32_MAX - 4096);
         rc = 2;

@@ -31,6 +31,7 @@ void px_batch_times_add(px_batch_times *into, const px_batch_times *t);
 /* The job: its options, inputs and the marker text every shard records. */
 typedef struct {
     pxb_names in;                 /* the dataset, in order */
+    size_t in_skipped;            /* --in-dir: entries not read (hidden, subfolders, other names) */
     const char *prog_path, *out_dir, *exec_name;
     int shard_size, devices, threads, decoders, overwrite;
     int retry_failed; /* --retry-failed: a finished shard with failed inputs is made again */

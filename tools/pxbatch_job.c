@@ -49,8 +49,10 @@ int px_batch_inputs(px_batch_job *j, const char *list, const char *dir, char *ms
     while ((e = readdir(d))) {
         const char *dot = strrchr(e->d_name, '.');
         if (!dot || e->d_name[0] == '.' ||
-            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg")))
+            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))) {
+            j->in_skipped += strcmp(e->d_name, ".") && strcmp(e->d_name, ".."); /* said once listed */
             continue;
+        }
         char *path;
         if (asprintf(&path, "%s%s%s", dir, sep, e->d_name) < 0 || pxb_names_add(&j->in, path) < 0) {
             closedir(d);

@@ -269,3 +269,25 @@ def test_verify_says_one_shard(photos, tmp_path):
         assert r.returncode == 0, r.stderr
         r = subprocess.run([PXBATCH, "--verify", str(out)], capture_output=True, text=True)
         assert "%s: %s good, 0 corrupt" % (noun, noun.split()[0]) in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_in_dir_says_what_it_did_not_read(photos, tmp_path):
+    """--in-dir reads the .png, .jpg and .jpeg files that are not hidden; the other entries (a
+    subfolder, a hidden image, a .bmp) are counted on stderr, not silently passed over; a folder
+    with only those says so before its 'no input' error."""
+    import shutil as sh
+    src = tmp_path / "in"
+    sh.copytree(photos, src)
+    one = sorted(src.iterdir())[0]
+    (src / "sub").mkdir()
+    sh.copy(one, src / "sub" / one.name)
+    sh.copy(one, src / ("." + one.name))
+    (src / "x.bmp").write_bytes(b"BM")
+    r = pxbatch(PLAN, "--in-dir", str(src), "--out", str(tmp_path / "o"), "--policy", "dynamic", "--executor", EXECUTOR)
+    assert r.returncode == 0, r.stderr
+    assert ("pxbatch: --in-dir '%s': 3 entries not read (only .png, .jpg and .jpeg files that are not hidden; "
+            "subfolders are not read)" % src) in r.stderr, r.stderr
+    assert "7 images" in r.stderr
+    r = pxbatch(PLAN, "--in-dir", str(src / "sub"), "--out", str(tmp_path / "o2"), "--policy", "dynamic",
+                "--executor", EXECUTOR)
+    assert r.returncode == 0 and "entr" not in r.stderr, r.stderr  # nothing else there: nothing said

@@ -245,10 +245,7 @@ int pxvm_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t 
     } else if (!S_ISREG(st.st_mode)) { /* a pipe, FIFO, /dev/fd/N, terminal or device: streamed */
         rc = px__read_stream(fd, name, max_bytes, data, len, err);
     } else if ((uint64_t)st.st_size > max_bytes) { /* the sizes, so that the limit to raise is found */
-        char why[96];
-        snprintf(why, sizeof why, "file of %lld bytes, larger than the memory limit of %llu",
-                 (long long)st.st_size, (unsigned long long)max_bytes);
-        rc = pxvm_fail(err, PXE_IO_READ, -1, -1, name, why);
+        rc = pxvm_fail(err, PXE_IO_FILE_SIZE, -1, -1, name, (long long)st.st_size, (unsigned long long)max_bytes);
     } else {
         rc = px__read_stream(fd, name, max_bytes, data, len, err); /* st_size may change under us */
     }

@@ -17,18 +17,24 @@
  * integer products in int32 with no rounding and no saturation (every partial sum is within the
  * V-EMBED-9 bound, and int32 sums are exact modulo 2^32 anyway): portable C; AVX2, vpmaddubsw on
  * the token's bytes halved (u = 2 (u >> 1) + (u & 1): 127 * 128 * 2 fits int16, so the pairs never
- * saturate) then vpmaddwd into int32; AVX-512 VNNI, vpdpbusd (u8 x s8, 4 products a lane). The
+ * saturate) then vpmaddwd into int32; AVX-512 VNNI, vpdpbusd (u8 x s8, 4 products a lane); AMX,
+ * tdpbusd on 16 x 64-byte tiles (the same products and sums, 16 tokens x 16 channels a tile). The
  * AVX-512 and AVX2 paths also requantize in vectors (px_embed_out's three modes: the same integer
  * steps in 32-bit lanes, and bf16 through a double rounded to odd, which rounds the exact product
  * once); the portable path calls px_sem.h's functions per value.
- * The path is chosen by CPUID, or PXVM_CPU_EMBED; px_cpu_embed_path forces one (tests). */
+ * The path is chosen by CPUID (AMX also needs the kernel's leave), or PXVM_CPU_EMBED;
+ * px_cpu_embed_path forces one (tests). */
+#define _GNU_SOURCE /* syscall(2), for the AMX permission */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_executor.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define PX_EMBED_X86 1
 #else
 #define PX_EMBED_X86 0
@@ -40,7 +46,7 @@
 /* Channels a kernel call: 4 groups of 16 (the VNNI kernel's 6 x 4 accumulators, 24 of 32 zmm). */
 #define PX_EMBED_NC 64
 
-enum { PX_EMBED_AUTO, PX_EMBED_PORTABLE, PX_EMBED_AVX2, PX_EMBED_VNNI };
+enum { PX_EMBED_AUTO, PX_EMBED_PORTABLE, PX_EMBED_AVX2, PX_EMBED_VNNI, PX_EMBED_AMX };
 
 /* One EMBED instruction's pack (made at plan load, freed at plan unload). */
 struct px_cpu_embed {
@@ -368,9 +374,27 @@ static void px__out_scalar(const struct px_cpu_embed *e, int c0, const int32_t *
 typedef void (*px_embed_kernel_fn)(const uint8_t *tok, size_t tstride, int nt, const int8_t *w, int kq, int ng,
                                    const int32_t *bias, int32_t out[PX_EMBED_TB][PX_EMBED_NC]);
 
+#if PX_EMBED_X86
+/* AMX-INT8 and AMX-TILE (CPUID 7.0 EDX bits 25, 24), with the kernel's leave to use the tile
+ * state (Linux asks a process to request it: arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA); asked
+ * once (a benign race: every thread gets the same answer). */
+static int px__amx_usable(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        unsigned a, b, c, d;
+        int cpu = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1u) && (d >> 25 & 1u);
+        have = cpu && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+    }
+    return have;
+}
+#endif
+
 static int px__path_supported(int path)
 {
 #if PX_EMBED_X86
+    if (path == PX_EMBED_AMX) /* and AVX-512's requantization */
+        return px__path_supported(PX_EMBED_VNNI) && px__amx_usable();
     if (path == PX_EMBED_AVX2)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (path == PX_EMBED_VNNI)
@@ -382,26 +406,28 @@ static int px__path_supported(int path)
 
 static int px__embed_forced = PX_EMBED_AUTO;
 
-/* The path runs take: forced (tests), else PXVM_CPU_EMBED=portable|avx2|vnni where this CPU has
- * it (benchmarks: the same bytes, another speed), else the widest the CPU has. */
+/* The path runs take: forced (tests), else PXVM_CPU_EMBED=portable|avx2|vnni|amx where this CPU
+ * has it (benchmarks: the same bytes, another speed), else the widest the CPU has. */
 static int px__embed_path(void)
 {
     if (px__embed_forced != PX_EMBED_AUTO)
         return px__embed_forced;
-    static const char *const names[] = {"", "portable", "avx2", "vnni"};
+    static const char *const names[] = {"", "portable", "avx2", "vnni", "amx"};
     const char *v = getenv("PXVM_CPU_EMBED");
-    for (int p = PX_EMBED_PORTABLE; v && p <= PX_EMBED_VNNI; p++)
+    for (int p = PX_EMBED_PORTABLE; v && p <= PX_EMBED_AMX; p++)
         if (!strcmp(v, names[p]) && px__path_supported(p))
             return p;
-    return px__path_supported(PX_EMBED_VNNI) ? PX_EMBED_VNNI : px__path_supported(PX_EMBED_AVX2) ? PX_EMBED_AVX2
-                                                                                               : PX_EMBED_PORTABLE;
+    for (int p = PX_EMBED_AMX; p > PX_EMBED_PORTABLE; p--)
+        if (px__path_supported(p))
+            return p;
+    return PX_EMBED_PORTABLE;
 }
 
-/* Tests: force path 1 (portable), 2 (AVX2) or 3 (AVX-512 VNNI), or 0 (CPUID's choice). Returns
- * the path runs now take, or -1 (nothing changed) when this CPU lacks the one asked for. */
+/* Tests: force path 1 (portable), 2 (AVX2), 3 (AVX-512 VNNI) or 4 (AMX), or 0 (CPUID's choice).
+ * Returns the path runs now take, or -1 (nothing changed) when this CPU lacks the one asked for. */
 int px_cpu_embed_path(int path)
 {
-    if (path < PX_EMBED_AUTO || path > PX_EMBED_VNNI || (path != PX_EMBED_AUTO && !px__path_supported(path)))
+    if (path < PX_EMBED_AUTO || path > PX_EMBED_AMX || (path != PX_EMBED_AUTO && !px__path_supported(path)))
         return -1;
     px__embed_forced = path;
     return px__embed_path();
@@ -435,12 +461,22 @@ static size_t px__blocks_bytes(int k, int count, int parts)
     return ((size_t)count + PX_EMBED_TB - 1u) / PX_EMBED_TB * px__block_bytes(k, parts);
 }
 
-/* Tests: the most this executor holds at once for one EMBED (its pack and a run's blocks on the
- * widest path, AVX2's three parts), to compare with SPEC's bound, px_embed_need. */
+/* The AMX path's tokens: tiles of 16 rows of K rounded up to 64 bytes (a tile row), zeros after K
+ * and after the last token. */
+#define PX_EMBED_TT 16
+static size_t px__tile_stride(int k) { return ((size_t)k + 63u) / 64u * 64u; }
+static size_t px__tiles_bytes(int k, int count)
+{
+    return ((size_t)count + PX_EMBED_TT - 1u) / PX_EMBED_TT * PX_EMBED_TT * px__tile_stride(k);
+}
+
+/* Tests: the most this executor holds at once for one EMBED (its pack and a run's tokens on the
+ * widest path: AVX2's three parts, or AMX's tiles), to compare with SPEC's bound, px_embed_need. */
 uint64_t px_cpu_embed_bytes(int k, int d, int count);
 uint64_t px_cpu_embed_bytes(int k, int d, int count)
 {
-    return (uint64_t)px__pack_bytes(k, d) + (uint64_t)px__blocks_bytes(k, count, 3);
+    size_t blocks = px__blocks_bytes(k, count, 3), tiles = px__tiles_bytes(k, count);
+    return (uint64_t)px__pack_bytes(k, d) + (uint64_t)(blocks > tiles ? blocks : tiles);
 }
 
 static void px__embed_free(struct px_cpu_embed *e)
@@ -632,6 +668,92 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
     }
 }
 
+#if PX_EMBED_X86
+/* ---- the AMX path: 16 tokens x 64 channels a unit, Intel's tile multiply ------------------------
+ * The pack is already AMX's B layout: a group's rows of 4 K bytes for 16 channels (64 bytes) are
+ * a tile's rows, 16 of them a K step of 64 bytes. TDPBUSD sums u8 x s8 products into int32 as the
+ * other kernels do (exact, no saturation): the same bits. A unit: tile 0..3 = 16 tokens x 16
+ * channels each, started from the bias (a tile load of stride 0: each row the same 16 values),
+ * tile 4 the tokens' K step, 5 and 6 the groups' (alternating); the 16 x 64 sums then go through
+ * the AVX-512 requantization. The tokens are gathered first, a tile at a time (their rows past K,
+ * and past the last token, zero), so that the units (token tile x 64 channels) share them. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} px_amx_config;
+
+static void px__amx_gather(void *ctx, int t0, int t1)
+{
+    const px_embed_job *j = ctx;
+    size_t ts = px__tile_stride(j->e->k), used = (size_t)j->e->d * (size_t)j->e->nbytes;
+    for (int tile = t0; tile < t1; tile++) {
+        uint8_t *tok = j->scratch + (size_t)tile * PX_EMBED_TT * ts;
+        memset(tok, 0, PX_EMBED_TT * ts);
+        for (int i = 0; i < PX_EMBED_TT && tile * PX_EMBED_TT + i < j->ntok; i++) {
+            int t = tile * PX_EMBED_TT + i;
+            if (j->gather4)
+                px__gather4(j, t, tok + (size_t)i * ts);
+            else
+                px__gather(j, t, tok + (size_t)i * ts);
+            memset(j->dst + (size_t)t * j->dst_stride + used, 0, j->dst_stride - used); /* after the d values */
+        }
+    }
+}
+
+#define PX__AMX_GROUP(J, BT)                                                                                         \
+    if (ngc > (J)) {                                                                                                 \
+        const int8_t *b = e->w + ((size_t)(g0 + (J)) * (size_t)e->kq + (size_t)q0) * 64u;                           \
+        if ((J) + g0 == e->ng - 1 && q0 + 16 > e->kq) { /* the pack's last rows: no tile read past its end */      \
+            memset(tail, 0, sizeof tail);                                                                            \
+            memcpy(tail, b, (size_t)(e->kq - q0) * 64u);                                                             \
+            b = (const int8_t *)tail;                                                                                \
+        }                                                                                                            \
+        _tile_loadd(BT, b, 64);                                                                                      \
+        _tile_dpbusd(J, 4, BT);                                                                                      \
+    }
+
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw"))) static void px__amx_units(void *ctx, int u0, int u1)
+{
+    const px_embed_job *j = ctx;
+    const struct px_cpu_embed *e = j->e;
+    size_t ts = px__tile_stride(e->k);
+    int chunks = (e->d + PX_EMBED_NC - 1) / PX_EMBED_NC, ksteps = (int)(ts / 64u);
+    px_amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 7; t++)
+        cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    _tile_loadconfig(&cfg);
+    int32_t out[PX_EMBED_TT][PX_EMBED_NC];
+    int8_t tail[16][64];
+    for (int u = u0; u < u1; u++) {
+        int tile = u / chunks, c0 = (u % chunks) * PX_EMBED_NC, g0 = c0 / 16;
+        int n = e->d - c0 < PX_EMBED_NC ? e->d - c0 : PX_EMBED_NC, ngc = (n + 15) / 16;
+        int t0 = tile * PX_EMBED_TT, nt = j->ntok - t0 < PX_EMBED_TT ? j->ntok - t0 : PX_EMBED_TT;
+        const uint8_t *tok = j->scratch + (size_t)t0 * ts;
+        _tile_loadd(0, e->bias + c0, 0);
+        _tile_loadd(1, e->bias + c0 + (ngc > 1 ? 16 : 0), 0);
+        _tile_loadd(2, e->bias + c0 + (ngc > 2 ? 32 : 0), 0);
+        _tile_loadd(3, e->bias + c0 + (ngc > 3 ? 48 : 0), 0);
+        for (int s = 0, q0 = 0; s < ksteps; s++, q0 += 16) {
+            _tile_loadd(4, tok + (size_t)s * 64u, (long)ts);
+            PX__AMX_GROUP(0, 5)
+            PX__AMX_GROUP(1, 6)
+            PX__AMX_GROUP(2, 5)
+            PX__AMX_GROUP(3, 6)
+        }
+        _tile_stored(0, &out[0][0], PX_EMBED_NC * 4);
+        _tile_stored(1, &out[0][16], PX_EMBED_NC * 4);
+        _tile_stored(2, &out[0][32], PX_EMBED_NC * 4);
+        _tile_stored(3, &out[0][48], PX_EMBED_NC * 4);
+        for (int i = 0; i < nt; i++)
+            px__out_avx512(e, c0, out[i], j->dst + (size_t)(t0 + i) * j->dst_stride, n);
+    }
+    _tile_release();
+}
+#endif
+
 int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
 {
     const pxvm_program *prog = ex->prog;
@@ -650,6 +772,16 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     if (path == PX_EMBED_VNNI)
         job.kernel = px__kernel_vnni, job.vector_out = 2;
     job.gather4 = path != PX_EMBED_PORTABLE && job.pw % 4 == 0;
+    if (path == PX_EMBED_AMX) { /* tiles of tokens, then units of 16 tokens x 64 channels */
+        int tiles = (job.ntok + PX_EMBED_TT - 1) / PX_EMBED_TT, chunks = (job.e->d + PX_EMBED_NC - 1) / PX_EMBED_NC;
+        size_t bytes = px__tiles_bytes(job.e->k, job.ntok);
+        if (!(job.scratch = malloc(bytes)))
+            return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);
+        px_pool_for(ex->pool, tiles, 1, px__amx_gather, &job);
+        px_pool_for(ex->pool, tiles * chunks, 1, px__amx_units, &job);
+        free(job.scratch);
+        return 0;
+    }
 #endif
     /* K is bounded by V-EMBED-9 (at most 65793), not by a stack's size: the blocks' tokens are
      * allocated here, once per run */

@@ -575,7 +575,7 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
             px_test_fail(__FILE__, __LINE__, "seed %u: build: %s", seed, err.msg);
             continue;
         }
-        for (int path = 1; path <= 3; path++) {
+        for (int path = 1; path <= 4; path++) {
             if (px_cpu_embed_path(path) < 0)
                 continue;
             paths |= 1 << path;
@@ -613,8 +613,9 @@ TEST(embed_random_programs_every_path_and_the_gpu_twin)
         pxvm_image_free(&want);
         px__case_free(&e);
     }
-    CHECK(paths & 2); /* the portable path always runs; AVX2 and VNNI where the CPU has them */
-    printf("  paths run: portable%s%s\n", paths & 4 ? ", AVX2" : "", paths & 8 ? ", AVX-512 VNNI" : "");
+    CHECK(paths & 2); /* the portable path always runs; AVX2, VNNI and AMX where the CPU has them */
+    printf("  paths run: portable%s%s%s\n", paths & 4 ? ", AVX2" : "", paths & 8 ? ", AVX-512 VNNI" : "",
+           paths & 16 ? ", AMX" : "");
 }
 
 /* Runs program image img on a CPU executor of `threads` threads over `batch` items, item b's
@@ -706,7 +707,7 @@ TEST(embed_blocks_tails_threads_and_items_every_path)
         want[1] = px__case_reference(&e);
         e.atlas = keep;
         const pxvm_image *atlases[2] = {&e.atlas, &other.atlas};
-        for (int path = 1; path <= 3; path++) {
+        for (int path = 1; path <= 4; path++) {
             if (px_cpu_embed_path(path) < 0)
                 continue;
             for (int threads = 1; threads <= 3; threads += 2) {
@@ -772,7 +773,7 @@ TEST(embed_requantization_edges_every_path)
         if (px__case_program(&e, &img, &err) < 0) {
             px_test_fail(__FILE__, __LINE__, "mode %d: build: %s", mode, err.msg);
         } else {
-            for (int path = 1; path <= 3; path++) {
+            for (int path = 1; path <= 4; path++) {
                 pxvm_program prog;
                 pxvm_executor *ex;
                 const pxvm_image *in[] = {&e.atlas};

@@ -197,9 +197,15 @@ programs/%.pxi: programs/%.json $(BIN)/pxasm
 isa/SPEC.md: isa/SPEC.in.md $(BIN)/gen_spec
 	$(BIN)/gen_spec isa/SPEC.in.md > $@.tmp && mv $@.tmp $@
 
-# the C suite, then the Python tests against $(BUILD)/libpxvm.so.1 (tests/run-tests)
-test: all video-data
+# the C suite, then the Python tests against $(BUILD)/libpxvm.so.1 (tests/run-tests); outside the
+# sanitizer build (ASan brings its own allocator) also the guard-page allocator's run
+GUARD_MALLOC := $(if $(filter 1,$(SAN)),,$(BUILD)/guard_malloc.so)
+test: all video-data $(GUARD_MALLOC)
 	PXVM_PYTEST=$(or $(PXVM_PYTEST),1) tests/run-tests $(BIN) $(BUILD)
+
+$(BUILD)/guard_malloc.so: tests/guard/guard_malloc.c
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 $(WARN) -fPIC -shared $< -o $@
 
 # OpenCV's vtest.avi (768x576, 795 frames, a static camera) and, with camera motion, Megamind.avi
 # (720x528, 270 frames) and tree.avi (320x240, 444 frames) for the video tests, from Debian's

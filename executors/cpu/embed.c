@@ -380,13 +380,19 @@ typedef void (*px_embed_kernel_fn)(const uint8_t *tok, size_t tstride, int nt, c
  * once (a benign race: every thread gets the same answer). */
 static int px__amx_usable(void)
 {
-    static int have = -1;
-    if (have < 0) {
+#if defined(__x86_64__)
+    static int have = -1; /* atomic: threads may ask at once, and all get the same answer */
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (h < 0) {
         unsigned a, b, c, d;
         int cpu = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1u) && (d >> 25 & 1u);
-        have = cpu && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+        h = cpu && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
     }
-    return have;
+    return h;
+#else
+    return 0; /* AMX's intrinsics are x86-64's */
+#endif
 }
 #endif
 
@@ -668,7 +674,7 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
     }
 }
 
-#if PX_EMBED_X86
+#if PX_EMBED_X86 && defined(__x86_64__) /* AMX's intrinsics are x86-64's */
 /* ---- the AMX path: 16 tokens x 64 channels a unit, Intel's tile multiply ------------------------
  * The pack is already AMX's B layout: a group's rows of 4 K bytes for 16 channels (64 bytes) are
  * a tile's rows, 16 of them a K step of 64 bytes. TDPBUSD sums u8 x s8 products into int32 as the
@@ -701,12 +707,17 @@ static void px__amx_gather(void *ctx, int t0, int t1)
     }
 }
 
+/* Group g0 + J's rows q0 .. q0 + 15 into tile BT, then C_J += tokens x them. Rows past the group's
+ * kq meet zero token bytes (past K), so any bytes do there, but a tile that would read past the
+ * pack's end (its last group, or any group when the whole pack is under 16 rows from it: K <= 28)
+ * reads a zeroed copy of the rows that are there. */
 #define PX__AMX_GROUP(J, BT)                                                                                         \
     if (ngc > (J)) {                                                                                                 \
-        const int8_t *b = e->w + ((size_t)(g0 + (J)) * (size_t)e->kq + (size_t)q0) * 64u;                           \
-        if ((J) + g0 == e->ng - 1 && q0 + 16 > e->kq) { /* the pack's last rows: no tile read past its end */      \
+        size_t row = (size_t)(g0 + (J)) * (size_t)e->kq + (size_t)q0;                                              \
+        const int8_t *b = e->w + row * 64u;                                                                          \
+        if (row + 16u > pack_rows) {                                                                                 \
             memset(tail, 0, sizeof tail);                                                                            \
-            memcpy(tail, b, (size_t)(e->kq - q0) * 64u);                                                             \
+            memcpy(tail, b, (pack_rows - row) * 64u);                                                                \
             b = (const int8_t *)tail;                                                                                \
         }                                                                                                            \
         _tile_loadd(BT, b, 64);                                                                                      \
@@ -719,6 +730,7 @@ __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw"))) static void px__am
     const struct px_cpu_embed *e = j->e;
     size_t ts = px__tile_stride(e->k);
     int chunks = (e->d + PX_EMBED_NC - 1) / PX_EMBED_NC, ksteps = (int)(ts / 64u);
+    size_t pack_rows = (size_t)e->ng * (size_t)e->kq;
     px_amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -772,6 +784,7 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
     if (path == PX_EMBED_VNNI)
         job.kernel = px__kernel_vnni, job.vector_out = 2;
     job.gather4 = path != PX_EMBED_PORTABLE && job.pw % 4 == 0;
+#if defined(__x86_64__)
     if (path == PX_EMBED_AMX) { /* tiles of tokens, then units of 16 tokens x 64 channels */
         int tiles = (job.ntok + PX_EMBED_TT - 1) / PX_EMBED_TT, chunks = (job.e->d + PX_EMBED_NC - 1) / PX_EMBED_NC;
         size_t bytes = px__tiles_bytes(job.e->k, job.ntok);
@@ -782,6 +795,7 @@ int px_cpu_run_embed(pxvm_executor *ex, uint32_t s, pxvm_error *err)
         free(job.scratch);
         return 0;
     }
+#endif
 #endif
     /* K is bounded by V-EMBED-9 (at most 65793), not by a stack's size: the blocks' tokens are
      * allocated here, once per run */

@@ -55,6 +55,10 @@ static int px__marker(const px_batch_shard *s, const int shape[5], const uint8_t
                         s->rsz[i][1]);
             else if (s->job->native) /* the size it was bound at (kept in orig: the image is freed once run) */
                 fprintf(f, ", \"size\": [%d, %d]", s->orig[i][0], s->orig[i][1]);
+            if (s->why[i]) { /* --lenient decoded it past damage: what it went past, beside its row */
+                fprintf(f, ", \"warning\": ");
+                pxb_json_str(f, s->why[i]);
+            }
             fputc('}', f);
             first = 0;
         }

@@ -73,6 +73,12 @@ def test_pxbatch_lenient_decodes_damage_and_says_so(small_set, tmp_path):
     assert "pxbatch: warning (--lenient): '%s': malformed: '%s': corrupt or unsupported JPEG (truncated" % (cut, cut) \
         in r.stderr
     assert "c-motion.jpg" not in r.stderr
+    # the marker keeps the warning beside the row it decoded, and no other row has one
+    warned = {row["file"].rsplit("/", 1)[1]: row.get("warning") for row in m["rows"]}
+    assert warned["d-cut.jpg"] and "corrupt or unsupported JPEG (truncated" in warned["d-cut.jpg"]
+    assert "pxbatch: warning (--lenient): '%s': %s" % (cut, warned["d-cut.jpg"]) in r.stderr
+    assert [f for f, w in warned.items() if w is not None] == ["d-cut.jpg"]
+    assert len(list(pxvm.iter_shards(out))) == 1  # the loaders read the marker as before
     # the rows of the whole files are the strict job's bytes; the cut one is the lenient decode's
     rows = np.load(out / "shard-00000.npy")
     prog = pxvm.Program.load(small_set / "p.pxi")

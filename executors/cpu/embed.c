@@ -376,12 +376,12 @@ typedef void (*px_embed_kernel_fn)(const uint8_t *tok, size_t tstride, int nt, c
 
 #if PX_EMBED_X86
 /* AMX-INT8 and AMX-TILE (CPUID 7.0 EDX bits 25, 24), with the kernel's leave to use the tile
- * state (Linux asks a process to request it: arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA); asked
- * once (a benign race: every thread gets the same answer). */
+ * state (Linux asks a process to request it: arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), asked
+ * once; threads that ask at once make the same idempotent request and store the same answer. */
 static int px__amx_usable(void)
 {
 #if defined(__x86_64__)
-    static int have = -1; /* atomic: threads may ask at once, and all get the same answer */
+    static int have = -1;
     int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
     if (h < 0) {
         unsigned a, b, c, d;
@@ -623,6 +623,20 @@ __attribute__((target("avx2"))) static void px__gather4(const px_embed_job *j, i
 }
 #endif
 
+/* Token t's K bytes into row (px__gather4 where it applies, else px__gather), and the bytes of
+ * its dst row after its d values zeroed: each path's first step for a token. */
+static void px__token_in(const px_embed_job *j, int t, uint8_t *row)
+{
+#if PX_EMBED_X86
+    if (j->gather4)
+        px__gather4(j, t, row);
+    else
+#endif
+        px__gather(j, t, row);
+    size_t used = (size_t)j->e->d * (size_t)j->e->nbytes;
+    memset(j->dst + (size_t)t * j->dst_stride + used, 0, j->dst_stride - used);
+}
+
 /* Token blocks b0 .. b1 - 1, PX_EMBED_TB tokens each. */
 static void px__embed_blocks(void *ctx, int b0, int b1)
 {
@@ -634,15 +648,8 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
         uint8_t *tok = j->scratch + (size_t)b * j->block_bytes;
         int t0 = PX_EMBED_TB * b, nt = j->ntok - t0 < PX_EMBED_TB ? j->ntok - t0 : PX_EMBED_TB;
         memset(tok, 0, (size_t)PX_EMBED_TB * tstride); /* K's tail and the rows after nt */
-        for (int i = 0; i < nt; i++) {
-#if PX_EMBED_X86
-            if (j->gather4) {
-                px__gather4(j, t0 + i, tok + (size_t)i * tstride);
-                continue;
-            }
-#endif
-            px__gather(j, t0 + i, tok + (size_t)i * tstride);
-        }
+        for (int i = 0; i < nt; i++)
+            px__token_in(j, t0 + i, tok + (size_t)i * tstride);
         int rows = (nt + 2) / 3 * 3; /* the AVX2 kernel's unit; the others take PX_EMBED_TB */
         if (j->halves) { /* the AVX2 kernel's operands: u >> 1 and u & 1 after the tokens */
             size_t n = (size_t)PX_EMBED_TB * tstride;
@@ -668,9 +675,6 @@ static void px__embed_blocks(void *ctx, int b0, int b1)
                 px__out_scalar(e, c0, out[i], row, n);
             }
         }
-        size_t used = (size_t)e->d * (size_t)e->nbytes; /* the bytes of a row after its d values */
-        for (int i = 0; i < nt; i++)
-            memset(j->dst + (size_t)(t0 + i) * j->dst_stride + used, 0, j->dst_stride - used);
     }
 }
 
@@ -692,18 +696,12 @@ typedef struct {
 static void px__amx_gather(void *ctx, int t0, int t1)
 {
     const px_embed_job *j = ctx;
-    size_t ts = px__tile_stride(j->e->k), used = (size_t)j->e->d * (size_t)j->e->nbytes;
+    size_t ts = px__tile_stride(j->e->k);
     for (int tile = t0; tile < t1; tile++) {
         uint8_t *tok = j->scratch + (size_t)tile * PX_EMBED_TT * ts;
         memset(tok, 0, PX_EMBED_TT * ts);
-        for (int i = 0; i < PX_EMBED_TT && tile * PX_EMBED_TT + i < j->ntok; i++) {
-            int t = tile * PX_EMBED_TT + i;
-            if (j->gather4)
-                px__gather4(j, t, tok + (size_t)i * ts);
-            else
-                px__gather(j, t, tok + (size_t)i * ts);
-            memset(j->dst + (size_t)t * j->dst_stride + used, 0, j->dst_stride - used); /* after the d values */
-        }
+        for (int i = 0; i < PX_EMBED_TT && tile * PX_EMBED_TT + i < j->ntok; i++)
+            px__token_in(j, tile * PX_EMBED_TT + i, tok + (size_t)i * ts);
     }
 }
 

@@ -154,13 +154,11 @@ static int px__load_program(px_batch_job *j, pxvm_program *prog, pxvm_error *err
         return -1;
     }
     int uniform = !strcmp(plan.scheme, "uniform"), patch = plan.patch;
-    j->uniform_plan = uniform;
-    if (!dynamic)
-        pxvm_plan_free(&plan);
+    j->uniform_plan = uniform; /* also named by an exact job's size refusals */
+    if (dynamic && !uniform)
+        pxvm_fail(err, PXE_BATCH_DYNAMIC_SCHEME, -1, -1, path, plan.scheme);
+    pxvm_plan_free(&plan);
     if (dynamic) {
-        if (!uniform)
-            pxvm_fail(err, PXE_BATCH_DYNAMIC_SCHEME, -1, -1, path, plan.scheme);
-        pxvm_plan_free(&plan);
         if (!uniform || px_policy_dynamic_patch(&j->policy, patch, err) < 0) {
             free(data);
             return -1;

@@ -234,10 +234,11 @@ void px_batch_sized_free(px_batch_worker_state *w);
  * set): every rank's largest value, rank 0's value, whether every rank has rank 0's job. */
 void *px_batch_work(void *arg);
 extern int px_batch_mpi;
-/* pxbatch_stats.c: --stats FILE written by rank 0 (every rank calls it: under MPI it gathers);
- * 0, or -1 when rank 0 could not write it (said on stderr) */
-/* The executor the workers opened ("cpu" or "cuda": which one --executor auto took). */
+/* pxbatch_stats.c: the executor the workers opened ("cpu" or "cuda": which one --executor auto
+ * took; --executor's word when no worker opened one) */
 const char *px_batch_executor_used(const px_batch_job *j, const px_batch_worker *ws, int started);
+/* --stats FILE written by rank 0 (every rank calls it: under MPI it gathers); 0, or -1 when rank 0
+ * could not write it (said on stderr) */
 int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,
                          const px_batch_pool_stats *pool, int rank, int size, int gpus, double setup, double secs,
                          uint64_t images);

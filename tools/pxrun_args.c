@@ -129,7 +129,6 @@ int px__bad_usage(const char *what)
     return 2;
 }
 
-/* "SLOT=PATH" or "SLOT@L=PATH" */
 /* The extension of a file name (as written) that says another format than the PNG --out writes
  * (a .jpg holding PNG bytes would be silently wrong), or NULL. */
 static const char *px__other_format(const char *path)
@@ -144,6 +143,7 @@ static const char *px__other_format(const char *path)
     return NULL;
 }
 
+/* "SLOT=PATH" or "SLOT@L=PATH" */
 static int px__parse_binding(char *arg, int allow_level, px_run_binding *b)
 {
     char *eq = strchr(arg, '=');

@@ -92,8 +92,10 @@ static const char px__usage[] =
     "                            with a fixed-size program and with native, exact or dynamic\n"
     "  --max-memory BYTES        one input file and its decoded image, the program's slots, and a\n"
     "                            worker's batch (shard size x (slots + 2 decoded inputs + 2 outputs))\n"
-    "                            (default 4294967296: pxrun's 1073741824 is one image; half of this\n"
-    "                            holds the next shards decoded, see --decoders)\n"
+    "                            (default 256 MiB per core of this process's share of the host, at\n"
+    "                            least 4 GiB and at most a quarter of its memory: pxrun's 1 GiB is\n"
+    "                            one image; half of this holds the next shards decoded, see\n"
+    "                            --decoders)\n"
     "  --lenient                 decode damaged inputs as far as the decoder can, as pxrun --lenient\n"
     "                            (a truncated JPEG's missing rows grey, corrupt data), each named on\n"
     "                            stderr (pxbatch: warning (--lenient): 'FILE': ...); without it a\n"
@@ -348,6 +350,18 @@ static int px__stats_writable(const char *path, char *msg, size_t len)
     return why ? 1 : 0;
 }
 
+/* --max-memory's default for one of `ranks` processes on this host (see its use). */
+static uint64_t px_batch_default_memory(int ranks)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t share = cores > 0 ? (uint64_t)cores / (uint64_t)(ranks > 0 ? ranks : 1) : 1;
+    uint64_t want = (share ? share : 1) << 28, floor = 4ull << 30;
+    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4u / (uint64_t)(ranks > 0 ? ranks : 1) : floor;
+    if (want > quarter)
+        want = quarter;
+    return want > floor ? want : floor;
+}
+
 int main(int argc, char **argv)
 {
     double began = px_batch_now();
@@ -371,9 +385,11 @@ int main(int argc, char **argv)
     j.exec_name = "auto";
     pxvm_limits_default(&j.lim);
     /* pxrun's 1 GiB is one image; a batch holds the next shards decoded for every worker (half of
-     * it, the decode pool's bound), and at 1 GiB that bound, not the decoders, held one H200 fed
-     * by 16 cores back (tests/bench/results/pxbatch-memory-h200.md) */
-    j.lim.max_memory = 4ull << 30;
+     * it, the decode pool's bound): 256 MiB per core of this process's share of the host (its
+     * decoders), 4 GiB at least, a quarter of the host's memory at most. At 1 GiB that bound, not
+     * the decoders, held one H200 fed by 16 cores back (results/pxbatch-memory-h200.md), and at
+     * 4 GiB 32 decoders of one process waited 30 s for it (results/pxbatch-scaling-h200x2.md) */
+    j.lim.max_memory = px_batch_default_memory(local_size);
     const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
     int out_created = 0;   /* rank 0: what px_batch_out_prepare made (removed if the run fails before a shard) */

@@ -100,6 +100,13 @@ typedef struct {
     const pxvm_program *loaded_sized; /* native: the cached program the executor holds, if any */
     uint64_t images, failed, bytes_in, bytes_out, written; /* of the shards written */
     px_batch_times times;
+    /* the token buffer its writer is done with, which the next dynamic shard fills: memory already
+     * touched, where a fresh one costs a page fault per 4 KiB in the executor's copy back on every
+     * shard (under spare_mu, shared with the writer; spare_mu made when spare_ok) */
+    pthread_mutex_t spare_mu;
+    int spare_ok;
+    uint8_t *spare;
+    size_t spare_cap; /* its bytes, PXB_NPY_HEAD_MAX included */
 } px_batch_worker_state;
 
 /* A worker: a thread with its own executor, taking its share of the shards (pxbatch_workers.c). */
@@ -193,6 +200,7 @@ int px_batch_next(const px_batch_worker *w, int s);
  * writer thread): what the .npy holds, and what was read. */
 typedef struct {
     uint8_t *data;   /* PXB_NPY_HEAD_MAX bytes kept for the .npy's header, then the rows or tokens (or NULL) */
+    size_t cap;      /* bytes allocated at data (0: not known; the writer frees it, else it may be kept) */
     int64_t *off;    /* dynamic: (rows + 1) token offsets */
     int rows;
     uint64_t bytes_in;
@@ -223,7 +231,12 @@ json_t *px_batch_job_json(const px_batch_job *j, const pxvm_program *prog, int i
 void px_batch_shard_free(px_batch_shard *s, px_batch_times *times);
 int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, int out_slot, px_batch_result *r,
                        pxvm_error *err);
+/* px_batch_shard_write leaves r->data to its caller (freed, or kept by px_batch_spare_give) */
 int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px_batch_written *done, pxvm_error *err);
+/* pxbatch_shard.c: the worker's spare token buffer taken (NULL: none; *cap its bytes) or given
+ * back (the larger kept, the other freed; without spare_mu every buffer is freed) */
+uint8_t *px_batch_spare_take(px_batch_worker_state *w, size_t *cap);
+void px_batch_spare_give(px_batch_worker_state *w, uint8_t *buf, size_t cap);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
 /* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; the monotonic clock in seconds */
 uint64_t px__bytes(const pxvm_image *img);

@@ -159,6 +159,32 @@ static const pxvm_program *px__run_size_group(px_batch_worker_state *w, px_batch
     return w->ops->run(w->ex, &ro, err) < 0 ? NULL : prog;
 }
 
+uint8_t *px_batch_spare_take(px_batch_worker_state *w, size_t *cap)
+{
+    uint8_t *buf = NULL;
+    *cap = 0;
+    if (w->spare_ok) {
+        pthread_mutex_lock(&w->spare_mu);
+        buf = w->spare, *cap = w->spare_cap;
+        w->spare = NULL, w->spare_cap = 0;
+        pthread_mutex_unlock(&w->spare_mu);
+    }
+    return buf;
+}
+
+void px_batch_spare_give(px_batch_worker_state *w, uint8_t *buf, size_t cap)
+{
+    if (w->spare_ok && buf && cap) {
+        pthread_mutex_lock(&w->spare_mu);
+        if (cap > w->spare_cap) { /* the larger: fewer shards grow theirs */
+            uint8_t *t = w->spare;
+            w->spare = buf, w->spare_cap = cap, buf = t;
+        }
+        pthread_mutex_unlock(&w->spare_mu);
+    }
+    free(buf);
+}
+
 /* ---- dynamic: ragged batches while the rest decode ---------------------------------------------- */
 
 /* The most images of one ragged batch (a batch also ends at --max-memory / 8 bytes of inputs). */
@@ -236,8 +262,8 @@ static int px__rows_in_order(const px_batch_shard *s, uint8_t *out, size_t per_t
  * (their bytes given back to the decoders). An image the executor refuses (over --max-memory on
  * the device) fails alone, its file named; the batch goes again without it. 0, or the pxvm class
  * of a failure. */
-static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t **tokens, int *rows_out,
-                           int64_t **offsets_out, uint64_t *bytes_in, pxvm_error *err)
+static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t **tokens, size_t *tokens_cap,
+                           int *rows_out, int64_t **offsets_out, uint64_t *bytes_in, pxvm_error *err)
 {
     const px_batch_job *j = s->job;
     const int p = j->policy.patch;
@@ -248,9 +274,13 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
     uint8_t *ran = calloc(count + 1, 1);
     /* the tokens after PXB_NPY_HEAD_MAX bytes, where their .npy header goes once their count is
      * known: the file is written from this buffer, not a copy (never NULL: a shard whose every
-     * input failed has no tokens) */
-    size_t cap = per_token;
-    uint8_t *out = malloc(PXB_NPY_HEAD_MAX + cap);
+     * input failed has no tokens); the worker's spare one when its writer has given one back */
+    size_t cap = 0;
+    uint8_t *out = px_batch_spare_take(w, &cap);
+    if (out && cap >= PXB_NPY_HEAD_MAX + per_token)
+        cap -= PXB_NPY_HEAD_MAX;
+    else
+        free(out), cap = per_token, out = malloc(PXB_NPY_HEAD_MAX + cap);
     int rows = 0, rc = 0, low = 0;
     int64_t made = 0; /* tokens run so far */
     if (!off || !at || !views || !idx || !ran || !out)
@@ -329,7 +359,7 @@ static int px__run_dynamic(px_batch_worker_state *w, px_batch_shard *s, uint8_t 
         free(out), free(off);
         return rc;
     }
-    *tokens = out, *rows_out = rows, *offsets_out = off;
+    *tokens = out, *tokens_cap = PXB_NPY_HEAD_MAX + cap, *rows_out = rows, *offsets_out = off;
     return 0;
 }
 
@@ -487,7 +517,7 @@ int px_batch_shard_run(px_batch_worker_state *w, px_batch_shard *s, int input, i
 {
     memset(r, 0, sizeof *r);
     if (s->job->policy.kind == PX_POLICY_DYNAMIC) { /* run as its inputs decode */
-        int rc = px__run_dynamic(w, s, &r->data, &r->rows, &r->off, &r->bytes_in, err);
+        int rc = px__run_dynamic(w, s, &r->data, &r->cap, &r->rows, &r->off, &r->bytes_in, err);
         px_batch_pool_release(s); /* after a failure its decodes stop; else every input was taken */
         return rc;
     }
@@ -534,9 +564,9 @@ int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px
     for (int d = 0; d < ndim; d++)
         body *= nshape[d];
     int rc = 0, failed = 0;
-    uint8_t *data = r->data;
+    uint8_t *data = r->data, *alone = NULL;
     if (!data) /* no rows: an .npy of its header alone */
-        data = malloc(PXB_NPY_HEAD_MAX);
+        data = alone = malloc(PXB_NPY_HEAD_MAX);
     uint8_t head[PXB_NPY_HEAD_MAX];
     size_t hl = pxb_npy_head("|u1", ndim, nshape, head);
     uint8_t *npy = data ? data + PXB_NPY_HEAD_MAX - hl : NULL;
@@ -571,7 +601,7 @@ int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px
         done->bytes_out = npy_len + rg.offsets_len + rg.grid_len + index_len;
         px__tell_failures(s);
     }
-    free(data);
+    free(alone);
     free(r->off);
     free(grid);
     free(index);

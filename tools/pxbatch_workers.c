@@ -38,7 +38,8 @@ typedef struct {
     int tty;
 } px__writer;
 
-/* Writes shard `sh` (freed here) and counts it (only this thread changes the worker's counts). */
+/* Writes shard `sh` (freed here) and counts it (only this thread changes the worker's counts); its
+ * token buffer goes back to the worker. */
 static void px__write_one(px__writer *wr, px_batch_shard *sh, px_batch_result *res)
 {
     px_batch_worker *w = wr->w;
@@ -46,7 +47,10 @@ static void px__write_one(px__writer *wr, px_batch_shard *sh, px_batch_result *r
     double t0 = px_batch_now();
     px_batch_written done = {0};
     pxvm_error err = {0};
+    uint8_t *data = res->data;
+    size_t cap = res->cap;
     int rc = px_batch_shard_write(sh, w->out_slot, res, &done, &err), shard = sh->shard;
+    px_batch_spare_give(&w->st, data, cap);
     px_batch_shard_free(sh, NULL);
     free(sh);
     wr->write += px_batch_now() - t0;
@@ -137,6 +141,7 @@ static void px__work(px_batch_worker *w)
         return;
     }
     w->st.times.open = px_batch_now() - opened;
+    w->st.spare_ok = pthread_mutex_init(&w->st.spare_mu, NULL) == 0;
     px__writer wr;
     memset(&wr, 0, sizeof wr);
     wr.w = w, wr.t0 = px_batch_now(), wr.tty = w->is_rank0_first && isatty(2);
@@ -191,6 +196,11 @@ static void px__work(px_batch_worker *w)
         fputc('\n', stderr);
     ops->close(w->st.ex);
     px_batch_sized_free(&w->st); /* after the executor that may hold one of them */
+    if (w->st.spare_ok) {
+        free(w->st.spare);
+        w->st.spare = NULL, w->st.spare_cap = 0, w->st.spare_ok = 0;
+        pthread_mutex_destroy(&w->st.spare_mu);
+    }
 }
 
 void *px_batch_work(void *arg)

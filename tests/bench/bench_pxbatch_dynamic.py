@@ -24,6 +24,9 @@ Ways, alternated in each of --reps rounds (the machine is shared and noisy), med
                 alpha and the files)
   pool-f32      the same, then NumPy rescale + CLIP normalize, float32 patches (N, 3*16*16) sent
                 back (issue 40's "ten-line Python process pool")
+  pool-decode   the same pool, Pillow open + convert RGB only (its size sent back): the host's
+                decode ceiling (libjpeg-turbo, libpng over all its cores), which every pxbatch way
+                shares however many GPUs it drives
 images/s = images / wall seconds ("after setup": less pxbatch's setup_s, the process's fixed start, which
 a short run overweights and more GPUs do not divide); ratios pxbatch / pool are medians over rounds of the ratio within
 a round. Beside each pxbatch figure, the bound, from pxbatch --stats of its median round: the setup
@@ -83,6 +86,11 @@ def pool_f32(path):
     t = pool_u8(path)
     x = (t.astype(np.float32) * SCALE32 - MEAN32) / STD32
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(len(t), -1)
+
+
+def pool_decode(path):
+    with Image.open(path) as im:
+        return im.convert("RGB").size
 
 
 def machine():
@@ -240,7 +248,7 @@ def main():
 
     variants = [tuple(v.split("=", 1)) for v in a.variant] if a.variant else [("", "")]
     ways = [pxbatch_way(lb, p, ex, v) for ex in executors for lb, p in binaries for v in variants]
-    ways += [("pool-u8", pool_way(pool_u8)), ("pool-f32", pool_way(pool_f32))]
+    ways += [("pool-u8", pool_way(pool_u8)), ("pool-f32", pool_way(pool_f32)), ("pool-decode", pool_way(pool_decode))]
     secs = {w: [] for w, _ in ways}
     outs = {w: os.path.join(tmp, w) for w, _ in ways}
     for w, run in ways:  # warm-up (page cache, the pool's imports), untimed
@@ -269,7 +277,7 @@ def main():
             row["same_files_as_" + first] = w not in unlike
             row["cpu_seconds_median"] = statistics.median(cpu_secs[w][1:])  # [0]: the warm-up
             row["sys_seconds_median"] = statistics.median(sys_secs[w][1:])
-            for base in ("pool-u8", "pool-f32"):
+            for base in ("pool-u8", "pool-f32", "pool-decode"):
                 row["ratio_to_" + base] = statistics.median(secs[base][k] / secs[w][k] for k in range(a.reps))
             timed = stats[w][1:]  # [0]: the warm-up
             # without the setup (the process, MPI, the program, the devices opened): a fixed cost that
@@ -290,15 +298,16 @@ def main():
           (doc["date"], doc["machine"]["cpu"], doc["machine"]["cores"],
            ", " + doc["machine"]["gpu"] if doc["machine"]["gpu"] else "", n, len(photos), doc["sizes"], a.copies,
            a.shard_size, a.reps, os.cpu_count()), "",
-          "| way | images/s | after setup | x pool-u8 | x pool-f32 | CPU s (user + sys; sys) | bytes differing from "
-          "Pillow | the bound (pxbatch --stats) |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| way | images/s | after setup | x pool-u8 | x pool-f32 | x pool-decode | CPU s (user + sys; sys) | bytes "
+          "differing from Pillow | the bound (pxbatch --stats) |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for row in results:
-        md.append("| %s | %.1f | %s | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %.1f | %s | %s | %s | %s | %s | %s | %s |" % (
             row["way"], row["images_per_s"],
             "%.1f" % row["images_per_s_after_setup"] if "images_per_s_after_setup" in row else "",
             "%.2f" % row["ratio_to_pool-u8"] if "ratio_to_pool-u8" in row else "",
             "%.2f" % row["ratio_to_pool-f32"] if "ratio_to_pool-f32" in row else "",
+            "%.2f" % row["ratio_to_pool-decode"] if "ratio_to_pool-decode" in row else "",
             "%.2f; %.2f" % (row["cpu_seconds_median"], row["sys_seconds_median"]) if "cpu_seconds_median" in row else "",
             row.get("bytes_differing_from_pillow", ""), row.get("bound", "")))
     if a.base:  # each variant against the base variant of the same binary and executor

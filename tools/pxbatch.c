@@ -680,6 +680,9 @@ int main(int argc, char **argv)
     written = tot[5];
     if (rank == 0) {
         uint64_t unwritten = (uint64_t)j.nshards - tot[4] - tot[5];
+        const char *exec = px_batch_executor_used(&j, ws, started);
+        if (!tot[0] && !tot[5]) /* every shard skipped (or none): no worker opened its executor */
+            exec = "none opened: nothing to run";
         char extra[96] = "";
         if (unwritten)
             snprintf(extra, sizeof extra, ", %" PRIu64 " shard%s not written (see above)", unwritten,
@@ -688,7 +691,7 @@ int main(int argc, char **argv)
                 "pxbatch: %" PRIu64 " images in %.3f s (%.1f images/s) over %d process%s x %d worker%s (%s), %" PRIu64
                 " failed, %" PRIu64 " finished shard%s skipped%s, %.1f MB decoded, %.1f MB out\n",
                 tot[0], secs, (double)tot[0] / (secs > 0 ? secs : 1), size, size > 1 ? "es" : "", nworkers,
-                nworkers > 1 ? "s" : "", px_batch_executor_used(&j, ws, started), tot[1], tot[4],
+                nworkers > 1 ? "s" : "", exec, tot[1], tot[4],
                 tot[4] == 1 ? "" : "s", extra,
                 (double)tot[2] / 1e6, (double)tot[3] / 1e6);
     }

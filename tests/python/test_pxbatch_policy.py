@@ -81,6 +81,7 @@ def test_a_rerun_with_another_policy_refuses_naming_the_field(photos, tmp_path):
     # the same policy, written another way, is the same job: every shard is skipped
     r = run(photos, out, "--policy", "fit:bicubic:000000ff")
     assert "3 finished shards skipped" in r.stderr, r.stderr
+    assert "(none opened: nothing to run)" in r.stderr and "(auto)" not in r.stderr, r.stderr
     # exact, the default, is another job too
     r = run(photos, out, rc=2)
     assert '"fit:bicubic:0,0,0,255" -> "exact"' in r.stderr, r.stderr

@@ -5,6 +5,8 @@
 #define PXBATCH_INTERNAL_H
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../vm/resize.h"
 #include "../vm/vm.h"
@@ -238,6 +240,21 @@ int px_batch_shard_write(px_batch_shard *s, int out_slot, px_batch_result *r, px
 uint8_t *px_batch_spare_take(px_batch_worker_state *w, size_t *cap);
 void px_batch_spare_give(px_batch_worker_state *w, uint8_t *buf, size_t cap);
 char *px_batch_shard_path(const px_batch_job *j, int shard, const char *ext);
+/* An input's failure or warning on stderr: "pxbatch: HEAD: WHY" where WHY names the file (a
+ * classified error does, as pxrun's lines), else "pxbatch: HEAD: 'FILE': WHY"; clear: what goes
+ * first (a terminal's progress line cleared). */
+static inline void px_batch_tell_input(const char *clear, const char *head, const char *file, const char *why)
+{
+    size_t n = strlen(file);
+    const char *at = why;
+    while ((at = strchr(at, '\'')) && !(!strncmp(at + 1, file, n) && at[1 + n] == '\''))
+        at++;
+    if (at)
+        fprintf(stderr, "%spxbatch: %s: %s\n", clear, head, why);
+    else
+        fprintf(stderr, "%spxbatch: %s: '%s': %s\n", clear, head, file, why);
+}
+
 /* pxbatch_decode.c, for pxbatch_shard.c: an image's RGBA8 bytes; the monotonic clock in seconds */
 uint64_t px__bytes(const pxvm_image *img);
 double px_batch_now(void);

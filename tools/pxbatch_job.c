@@ -199,8 +199,9 @@ static void px__tell_earlier_failures(pxb_marker *m, int shard)
         json_t *e = json_array_get(errors, k);
         char *name = pxb_json_get_name(e, "file");
         const char *why = json_string_value(json_object_get(e, "error"));
-        fprintf(stderr, "pxbatch: failed (shard-%05d, an earlier run): '%s': %s\n", shard, name ? name : "?",
-                why ? why : "?");
+        char head[64];
+        snprintf(head, sizeof head, "failed (shard-%05d, an earlier run)", shard);
+        px_batch_tell_input("", head, name ? name : "?", why ? why : "?");
         free(name);
     }
 }

@@ -386,8 +386,8 @@ static int px__write_shard(px_batch_shard *s, const uint8_t *npy, size_t npy_len
     return rc;
 }
 
-/* Each input of a written shard that failed, on stderr (the marker's errors list them too): its
- * file, then the classified error (which names the file as well); and each that --lenient decoded
+/* Each input of a written shard that failed, on stderr (the marker's errors list them too): the
+ * classified error, which names the file (else the file first); and each that --lenient decoded
  * past damage, with what it went past. On a terminal the progress line is cleared first, so each
  * is a line of its own. */
 static void px__tell_failures(const px_batch_shard *s)
@@ -395,9 +395,9 @@ static void px__tell_failures(const px_batch_shard *s)
     const char *clear = isatty(2) ? "\r\033[K" : "";
     for (int i = 0; i < s->count; i++)
         if (!s->good[i])
-            fprintf(stderr, "%spxbatch: failed: '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i] ? s->why[i] : "?");
+            px_batch_tell_input(clear, "failed", s->job->in.v[s->first + i], s->why[i] ? s->why[i] : "?");
         else if (s->why[i])
-            fprintf(stderr, "%spxbatch: warning (--lenient): '%s': %s\n", clear, s->job->in.v[s->first + i], s->why[i]);
+            px_batch_tell_input(clear, "warning (--lenient)", s->job->in.v[s->first + i], s->why[i]);
 }
 
 /* The rows of a fixed shard: every decoded image one item of the batch loaded at the start (the

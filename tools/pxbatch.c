@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
@@ -350,13 +351,35 @@ static int px__stats_writable(const char *path, char *msg, size_t len)
     return why ? 1 : 0;
 }
 
+/* The cores this process may run on (its affinity: a container's or taskset's share, not the
+ * host's), at least 1. */
+static long px_batch_cores(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* The memory this process may use: the host's, or its cgroup's limit (cgroup v2) when lower. */
+static uint64_t px_batch_host_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r"); /* "max" or a number of bytes */
+    unsigned long long lim;
+    if (f && fscanf(f, "%llu", &lim) == 1 && lim > 0 && (!mem || lim < mem))
+        mem = lim;
+    if (f)
+        fclose(f);
+    return mem;
+}
+
 /* --max-memory's default for one of `ranks` processes on this host (see its use). */
 static uint64_t px_batch_default_memory(int ranks)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    uint64_t share = cores > 0 ? (uint64_t)cores / (uint64_t)(ranks > 0 ? ranks : 1) : 1;
-    uint64_t want = (share ? share : 1) << 28, floor = 4ull << 30;
-    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4u / (uint64_t)(ranks > 0 ? ranks : 1) : floor;
+    uint64_t r = (uint64_t)(ranks > 0 ? ranks : 1), mem = px_batch_host_memory(), floor = 4ull << 30;
+    uint64_t share = (uint64_t)px_batch_cores() / r;
+    uint64_t want = (share ? share : 1) << 28, quarter = mem ? mem / 4u / r : floor;
     if (want > quarter)
         want = quarter;
     return want > floor ? want : floor;
@@ -390,6 +413,10 @@ int main(int argc, char **argv)
      * the decoders, held one H200 fed by 16 cores back (results/pxbatch-memory-h200.md), and at
      * 4 GiB 32 decoders of one process waited 30 s for it (results/pxbatch-scaling-h200x2.md) */
     j.lim.max_memory = px_batch_default_memory(local_size);
+#ifdef PXVM_HAVE_MPI
+    if (px_batch_mpi) /* one limit for every rank (hosts differ): it decides which inputs fail */
+        MPI_Allreduce(MPI_IN_PLACE, &j.lim.max_memory, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+#endif
     const char *list = NULL, *dir = NULL, *verify = NULL;
     int rc = 0, lock_fd = -1, have_prog = 0, input = -1, out_slot = -1;
     int out_created = 0;   /* rank 0: what px_batch_out_prepare made (removed if the run fails before a shard) */
@@ -606,7 +633,7 @@ int main(int argc, char **argv)
         }
     }
     if (!j.decoders) { /* this host's cores, shared by its workers and its ranks */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long cores = px_batch_cores();
         int per = (int)(cores / (nworkers * local_size));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;
     }
@@ -681,7 +708,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         uint64_t unwritten = (uint64_t)j.nshards - tot[4] - tot[5];
         const char *exec = px_batch_executor_used(&j, ws, started);
-        if (!tot[0] && !tot[5]) /* every shard skipped (or none): no worker opened its executor */
+        if (tot[4] == (uint64_t)j.nshards) /* every shard skipped: no worker opened its executor */
             exec = "none opened: nothing to run";
         char extra[96] = "";
         if (unwritten)

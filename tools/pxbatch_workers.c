@@ -55,10 +55,12 @@ static void px__write_one(px__writer *wr, px_batch_shard *sh, px_batch_result *r
     free(sh);
     wr->write += px_batch_now() - t0;
     if (rc) {
-        pthread_mutex_lock(&wr->mu);
+        if (wr->started) /* else its mutex was never made, or destroyed: the worker writes alone */
+            pthread_mutex_lock(&wr->mu);
         if (!wr->rc)
             wr->rc = rc, wr->err = err;
-        pthread_mutex_unlock(&wr->mu);
+        if (wr->started)
+            pthread_mutex_unlock(&wr->mu);
         return;
     }
     w->st.images += done.images, w->st.failed += done.failed, w->st.bytes_in += done.bytes_in;

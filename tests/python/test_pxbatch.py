@@ -8,6 +8,7 @@ import pty
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -244,3 +245,57 @@ def test_workers_write_the_same_bytes_as_one(dataset, tmp_path):
         r = pxbatch(dataset, tmp_path / "four", "--workers", "2", mpi=2)
         assert "over 2 processes x 2 workers" in r.stderr
         assert files(tmp_path / "four") == files(tmp_path / "one")
+
+
+
+BIG_HOST_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
+/* this rank's host: 256 cores and 1 TiB (pxbatch sizes --max-memory's default from them) */
+long sysconf(int name)
+{
+    static long (*real)(int);
+    if (!real)
+        real = (long (*)(int))dlsym(RTLD_NEXT, "sysconf");
+    return name == _SC_PHYS_PAGES ? (1L << 40) / real(_SC_PAGESIZE) : name == _SC_NPROCESSORS_ONLN ? 256 : real(name);
+}
+int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+    (void)pid;
+    CPU_ZERO_S(size, set);
+    for (int i = 0; i < 256; i++)
+        CPU_SET_S(i, size, set);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("mpirun") or not shutil.which("cc"), reason="needs Open MPI's mpirun and cc")
+def test_ranks_on_unlike_hosts_take_one_memory_default(tmp_path):
+    """--max-memory's default follows a host's cores and memory; ranks on unlike hosts take the
+    least, so that they agree on what fits (a batch, an input): a 5.7 GB batch over 4 GiB is
+    refused by both ranks, where one rank going on alone into the job's collectives hung."""
+    (tmp_path / "bighost.c").write_text(BIG_HOST_SHIM)
+    so = tmp_path / "bighost.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "bighost.c"), "-ldl"], check=True)
+    wrap = tmp_path / "rank.sh"  # rank 0 on the big host, rank 1 on this one
+    wrap.write_text('#!/bin/sh\n[ "$BIG_RANK" = "$OMPI_COMM_WORLD_RANK" ] && export LD_PRELOAD=%s\nexec "$@"\n' % so)
+    wrap.chmod(0o755)
+    img = tmp_path / "img"
+    img.mkdir()
+    shutil.copy(PHOTO, img / ("a" + os.path.splitext(PHOTO)[1]))
+
+    def job(out):
+        return [str(wrap), PXBATCH, os.path.join(os.path.dirname(BIN), "programs", "grid.json"), "--in-dir", str(img),
+                "--out", str(out), "--shard-size", "2048", "--policy", "stretch", "--executor", "cpu"]
+    seen = subprocess.run([sys.executable, "-c", "import os; print(os.sysconf('SC_PHYS_PAGES') * os.sysconf("
+                           "'SC_PAGESIZE'), len(os.sched_getaffinity(0)))"], capture_output=True, text=True,
+                          env=dict(os.environ, LD_PRELOAD=str(so)), check=True)
+    mem, cores = map(int, seen.stdout.split())  # what rank 0 sees: a default over 4 GiB (256 MiB a core)
+    assert mem == 1 << 40 and cores > 16, seen.stdout
+    r = subprocess.run(["mpirun", "-np", "2", "-x", "BIG_RANK"] + job(tmp_path / "o2"), capture_output=True, text=True,
+                       env=dict(MPI_ENV, BIG_RANK="0"), timeout=60)
+    # rank 0, the big host, refuses too, at this host's 4 GiB
+    assert r.returncode == 2 and "over --max-memory 4294967296" in r.stderr, r.stderr

@@ -363,6 +363,7 @@ def test_a_shard_that_is_not_written_is_not_counted(ds, tmp_path):
     r = run(ds, out, "--shard-size", "64")
     assert "cannot write" in r.stderr and "shard-00000.npy" in r.stderr
     assert "0 images in" in r.stderr and "1 shard not written" in r.stderr and "0.0 MB out" in r.stderr
+    assert "nothing to run" not in r.stderr, r.stderr  # it ran: only the write failed
     # mid-run (shards are written on the worker's writer thread while it runs the next): shard 1
     # fails, named; shard 0 stays written, shard 2 (run meanwhile) is not written
     out = tmp_path / "o2"

@@ -632,7 +632,7 @@ int main(int argc, char **argv)
             probes[d] = NULL;
         }
     }
-    if (!j.decoders) { /* this host's cores, shared by its workers and its ranks */
+    if (!j.decoders) { /* the cores this process may run on, shared by its workers and the ranks here */
         long cores = px_batch_cores();
         int per = (int)(cores / (nworkers * local_size));
         j.decoders = per < 1 ? 1 : per > 64 ? 64 : per;

@@ -97,10 +97,12 @@ static const char px__usage[] =
     "                            least 4 GiB and at most a quarter of its memory: pxrun's 1 GiB is\n"
     "                            one image; half of this holds the next shards decoded, see\n"
     "                            --decoders)\n"
+    "  --max-side N              the largest side of an input or slot, 1..65535 (default 16384, as\n"
+    "                            pxrun): a wider panorama fails with a pointer here\n"
     "  --lenient                 decode damaged inputs as far as the decoder can, as pxrun --lenient\n"
-    "                            (a truncated JPEG's missing rows grey, corrupt data), each named on\n"
-    "                            stderr (pxbatch: warning (--lenient): 'FILE': ...); without it a\n"
-    "                            damaged input fails. Bytes after a complete image (after a PNG's\n"
+    "                            (a truncated JPEG's missing rows grey, corrupt data; a damaged PNG\n"
+    "                            still fails), each named on stderr (pxbatch: warning (--lenient):\n"
+    "                            malformed: 'FILE': ...); without it a damaged input fails. Bytes after a complete image (after a PNG's\n"
     "                            IEND, a JPEG's end-of-image marker) are no damage: read in both\n"
     "                            modes. Part of the job (\"decode\": \"lenient\" in the markers)\n"
     "  --exif-transpose          decode each input with its EXIF orientation applied, as Pillow's\n"
@@ -198,7 +200,8 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
         const char *name;
         uint64_t lo, hi;
     } nums[] = {{"--shard-size", 1, 4096}, {"--devices", 1, 64},    {"--decoders", 1, 64},
-                {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}, {"--workers", 1, 64}};
+                {"--threads", 0, 1024},    {"--max-memory", 1, INT64_MAX}, {"--workers", 1, 64},
+                {"--max-side", 1, 65535}};
     const char *number = NULL, *devices = NULL; /* the last numeric option given; --devices' value */
     int seen[32], nseen = 0; /* argv index of each option given with its value (fewer than 32 kinds) */
     for (int i = 1; i < argc; i++) {
@@ -276,8 +279,10 @@ static int px__args(int argc, char **argv, int rank, px_batch_job *j, const char
             j->threads = (int)n;
         else if (k == 4)
             j->lim.max_memory = n;
-        else
+        else if (k == 5)
             j->workers = (int)n;
+        else
+            j->lim.max_side = (uint32_t)n;
     }
     j->policy_given = policy != NULL;
     if (*verify) {

@@ -399,3 +399,21 @@ def test_inputs_that_cannot_be_read_or_hold_no_image_are_errors(ds, tmp_path):
         r = run(ds, out, src=src, rc=1)
         assert says in r.stderr and src[1] in r.stderr, r.stderr
         assert not glob.glob(str(out / "shard-*"))
+
+
+def test_max_side_admits_a_panorama_the_default_refuses(tmp_path):
+    """A panorama wider than the default 16384 fails naming --max-side, which pxbatch takes (as
+    pxrun); with it raised the same file is written (dynamic: 16400x100 is within 200:1)."""
+    from PIL import Image
+    (tmp_path / "img").mkdir()
+    Image.new("RGB", (16400, 100), (10, 20, 30)).save(tmp_path / "img" / "pano.png")
+    plan = os.path.join(os.path.dirname(BIN), "programs", "uniform.json")
+    cmd = [PXBATCH, plan, "--in-dir", str(tmp_path / "img"), "--policy", "dynamic", "--executor", "cpu"]
+    r = subprocess.run(cmd + ["--out", str(tmp_path / "a")], capture_output=True, text=True, env=ENV, timeout=60)
+    assert r.returncode == 1 and "is 16400x100; sides must be 1..16384 (see --max-side)" in r.stderr, r.stderr
+    r = subprocess.run(cmd + ["--out", str(tmp_path / "b"), "--max-side", "16400"], capture_output=True, text=True,
+                       env=ENV, timeout=60)
+    assert r.returncode == 0 and "1 images" in r.stderr, r.stderr
+    r = subprocess.run(cmd + ["--out", str(tmp_path / "c"), "--max-side", "70000"], capture_output=True, text=True,
+                       env=ENV, timeout=60)
+    assert r.returncode == 2 and "--max-side takes a whole number 1..65535, not '70000'" in r.stderr, r.stderr

@@ -260,7 +260,7 @@ int pxb_verify(const char *dir, FILE *out)
     }
     px__entry_t *e = NULL;
     size_t n = 0, cap = 0;
-    unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0;
+    unsigned long good = 0, corrupt = 0, missing = 0, orphaned = 0, failed = 0; /* failed: inputs, in markers */
     struct dirent *de;
     while ((de = readdir(d))) {
         int index = -1, kind = pxb_shard_entry(de->d_name, &index);
@@ -368,6 +368,7 @@ int pxb_verify(const char *dir, FILE *out)
             corrupt++;
             names_ok = 0;
         } else {
+            failed += (unsigned long)json_array_size(json_object_get(m.root, "errors"));
             if (names_ok && pxb_marker_hash_names(&m, &names) < 0)
                 names_ok = 0;
             char *path;
@@ -391,9 +392,16 @@ int pxb_verify(const char *dir, FILE *out)
     }
     if (!have_ref)
         fprintf(out, "no marker of a pxbatch job%s\n", n ? " parses" : "");
-    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shard%s: %lu good, %lu corrupt, %lu missing, %lu orphaned%s\n", dir,
-            nshards, nshards == 1 ? "" : "s", good, corrupt, missing, orphaned,
+    char inputs[160] = ""; /* valid shards, but not every input in them: a user wants to know */
+    if (failed)
+        snprintf(inputs, sizeof inputs, "; %lu input%s failed (in the markers' errors; --retry-failed remakes "
+                 "those shards once the files are fixed)", failed, failed == 1 ? "" : "s");
+    fprintf(out, "pxbatch --verify %s: %" PRIu64 " shard%s: %lu good, %lu corrupt, %lu missing, %lu orphaned%s%s\n", dir,
+            nshards, nshards == 1 ? "" : "s", good, corrupt, missing, orphaned, inputs,
             edited ? "; the markers' file lists do not hash to the job's inputs_sha256 (a marker was edited)" : "");
+    if (have_ref && (corrupt || missing))
+        fprintf(out, "pxbatch --verify %s: a rerun of the job makes missing shards again, and a corrupt one once "
+                     "its marker (shard-NNNNN.json) is removed\n", dir);
     pxb_marker_free(&ref);
     free(e);
     if (lfd >= 0)

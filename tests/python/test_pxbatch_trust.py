@@ -141,7 +141,7 @@ def test_verify_finds_corrupt_missing_and_orphaned_shards(ds, tmp_path):
     run(ds, out)
     ref = files(out)
     m0 = markers(out)[0]
-    assert "3 shards: 3 good, 0 corrupt, 0 missing, 0 orphaned" in verify(out)
+    assert "3 shards: 3 good, 0 corrupt, 0 missing, 0 orphaned; 1 input failed (in the markers' errors" in verify(out)
     # a truncated .npy, a deleted .npy, a deleted marker
     with open(out / "shard-00000.npy", "r+b") as f:
         f.truncate(1000)
@@ -156,7 +156,14 @@ def test_verify_finds_corrupt_missing_and_orphaned_shards(ds, tmp_path):
     data = bytearray(ref["shard-00002.npy"])
     data[-1] ^= 1
     (out / "shard-00002.npy").write_bytes(bytes(data))
-    assert "shard-00002: corrupt: its .npy's SHA-256" in verify(out, rc=1)
+    text = verify(out, rc=1)
+    assert "shard-00002: corrupt: its .npy's SHA-256" in text
+    assert "a corrupt one once its marker (shard-NNNNN.json) is removed" in text  # what to do
+    r = run(ds, out)  # a rerun alone does not look at the bytes (it would hash every shard) ...
+    assert "shard-00002: corrupt" in verify(out, rc=1)
+    os.remove(out / "shard-00002.json")  # ... the marker removed, it makes the shard again
+    run(ds, out)
+    assert files(out) == ref
     shutil.copy(str(out / "shard-00000.npy"), str(out / "shard-00002.npy"))
     assert "shard-00002: corrupt: its .npy is" in verify(out, rc=1)
     (out / "shard-00002.npy").write_bytes(ref["shard-00002.npy"])

@@ -328,10 +328,10 @@ def _npy_bytes(path, data):
 
 
 def _shard_paths(path):
-    """(folder, shard number, base path) of a shard given as its .npy path or the path without
-    the extension; a name that is not a shard's ([SH-NAME]) is Malformed."""
+    """(folder, shard number, base path) of a shard given as its .npy path, its marker's (.json)
+    or the path without the extension; a name that is not a shard's ([SH-NAME]) is Malformed."""
     p = os.fspath(path)
-    base = p[:-4] if p.endswith(".npy") else p
+    base = p[:-4] if p.endswith(".npy") else p[:-5] if p.endswith(".json") else p
     kind, k = _shard_entry(os.path.basename(base) + ".json")
     if kind != "json":
         raise _stray(base + ".npy")
@@ -339,8 +339,8 @@ def _shard_paths(path):
 
 
 def load_shard(path: str | os.PathLike, mmap: bool = True):
-    """(tokens, offsets, grid, files) of one shard (its .npy path, or the path without the
-    extension): tokens (T, p, p, 4) uint8 (memory-mapped unless mmap=False), offsets (rows + 1,)
+    """(tokens, offsets, grid, files) of one shard (its .npy path, its marker's, or the path
+    without the extension): tokens (T, p, p, 4) uint8 (memory-mapped unless mmap=False), offsets (rows + 1,)
     int64, grid (rows, 3) int64, files the rows' input files (the marker's).
 
     The shard is checked by the shard rule of tools/pxbatch.h, as pxbatch --verify checks it:

@@ -157,6 +157,8 @@ def test_load_shard_of_a_fixed_count_shard(tmp_path):
     raw = np.load(tmp_path / "f" / "shard-00000.npy")
     assert tokens.shape == (raw.shape[0] * 273, 16, 16, 4) and np.array_equal(tokens, raw.reshape(tokens.shape))
     assert offsets.tolist() == [273 * i for i in range(len(files) + 1)] and grid.tolist() == [[1, 1, 273]] * len(files)
+    by_marker = pxvm.load_shard(tmp_path / "f" / "shard-00000.json")  # the marker's path names it too
+    assert np.array_equal(by_marker[0], tokens) and by_marker[3] == files
     json.dump({"pxbatch": 1}, open(tmp_path / "f" / "shard-00000.json", "w"))
     with pytest.raises(pxvm.Malformed, match="shard-00000.json' is not a pxbatch marker: 'shard' is not 0, the number "
                                              "of its name"):

@@ -172,10 +172,15 @@ int px_batch_out_clean(const px_batch_job *j, char *msg, size_t len)
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
-        int tmp = !strncmp(e->d_name, "shard-", 6) && strstr(e->d_name, ".tmp-");
+        int named = !strncmp(e->d_name, "shard-", 6), tmp = named && strstr(e->d_name, ".tmp-");
         int ours = pxb_shard_name(e->d_name, "npy") >= 0 || pxb_shard_name(e->d_name, "json") >= 0 ||
                    pxb_shard_name(e->d_name, "offsets.npy") >= 0 || pxb_shard_name(e->d_name, "grid.npy") >= 0;
-        if (!tmp && !(ours && j->overwrite))
+        /* --overwrite: every shard-* file, also those not named as pxbatch names its own
+         * (shard-99.npy, a .bak), which the readers and --verify refuse beside shards */
+        struct stat st;
+        int stray = named && !ours && j->overwrite && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    !S_ISDIR(st.st_mode);
+        if (!tmp && !(ours && j->overwrite) && !stray)
             continue;
         char *path;
         if (asprintf(&path, "%s/%s", j->out_dir, e->d_name) < 0)

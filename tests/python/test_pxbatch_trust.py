@@ -103,8 +103,17 @@ def test_markers_record_the_job_and_a_rerun_of_another_job_refuses(ds, tmp_path)
     lst.write_text("\n".join(names[:-1]) + "\n")
     r = run(ds, out, src=["--in-list", str(lst)], rc=2)
     assert "inputs: 21 -> 20" in r.stderr and "inputs_sha256" in r.stderr and files(out) == ref
-    # --overwrite replaces them: the same files as a fresh run of q
+    # --overwrite replaces them: the same files as a fresh run of q; every shard-* file goes, also
+    # one pxbatch does not name so (the readers refuse it beside shards), the rest stays
+    (out / "shard-99.npy").write_bytes(b"x")
+    (out / "shard-00000.npy.bak").write_bytes(b"x")
+    (out / "notes.txt").write_text("mine")
+    os.mkdir(out / "shard-notes")
     run(ds, out, "--overwrite", prog="q.pxi")
+    assert not (out / "shard-99.npy").exists() and not (out / "shard-00000.npy.bak").exists()
+    assert (out / "notes.txt").read_text() == "mine" and (out / "shard-notes").is_dir()
+    os.rmdir(out / "shard-notes")
+    assert "3 shards: 3 good, 0 corrupt, 0 missing, 0 orphaned" in verify(out)
     run(ds, tmp_path / "fresh", prog="q.pxi")
     assert files(out) == files(tmp_path / "fresh") and len(files(out)) == 6
     r = run(ds, out, prog="q.pxi")  # the same job again: everything skipped

@@ -379,6 +379,24 @@ static uint64_t px_batch_host_memory(void)
     return mem;
 }
 
+/* SIGINT, SIGTERM: what stays and how to go on, said once (by rank 0, on a line of its own after
+ * the progress line), then the default action. A rerun removes the temporary files a shard being
+ * written leaves. */
+static volatile sig_atomic_t px__say_on_signal = 1;
+
+static void px__on_signal(int sig)
+{
+    static const char msg[] = "\npxbatch: interrupted: the shards written are kept; the same command again "
+                              "resumes (and removes what this run left half-written)\n";
+    if (px__say_on_signal) {
+        px__say_on_signal = 0;
+        ssize_t k = write(2, msg, sizeof msg - 1);
+        (void)k;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* --max-memory's default for one of `ranks` processes on this host (see its use). */
 static uint64_t px_batch_default_memory(int ranks)
 {
@@ -407,6 +425,9 @@ int main(int argc, char **argv)
     }
 #endif
     signal(SIGPIPE, SIG_IGN);
+    px__say_on_signal = rank == 0;
+    signal(SIGINT, px__on_signal);
+    signal(SIGTERM, px__on_signal);
     px_batch_job j;
     memset(&j, 0, sizeof j);
     j.shard_size = 64;

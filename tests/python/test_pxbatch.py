@@ -90,6 +90,24 @@ def test_two_ranks_write_the_same_bytes_as_one_process(dataset, tmp_path):
     assert files(tmp_path / "three") == files(tmp_path / "one")
 
 
+def test_ctrl_c_says_what_stays_and_a_rerun_resumes(dataset, tmp_path):
+    """SIGINT (Ctrl-C) ends pxbatch by the signal, after one line saying the shards written are
+    kept and how to go on; the same command then finishes to a fresh run's bytes."""
+    pxbatch(dataset, tmp_path / "ref")
+    out = tmp_path / "run"
+    cmd = [PXBATCH, str(dataset / "p.pxi"), "--in-dir", str(dataset / "img"), "--out", str(out), "--shard-size", "16",
+           "--executor", "cpu", "--threads", "1"]
+    p = subprocess.Popen(cmd, env=MPI_ENV, stderr=subprocess.PIPE, text=True)
+    while not glob.glob(str(out / "shard-*.json")) and p.poll() is None:
+        time.sleep(0.001)
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == -signal.SIGINT, err  # 19 shards: the first is written long before the last
+    assert "pxbatch: interrupted: the shards written are kept; the same command again resumes" in err, err
+    pxbatch(dataset, out)
+    assert files(out) == files(tmp_path / "ref")
+
+
 def test_a_killed_run_resumes_to_the_same_result(dataset, tmp_path):
     pxbatch(dataset, tmp_path / "ref")
     ref = files(tmp_path / "ref")

@@ -178,7 +178,7 @@ def test_jpeg_limits_apply_before_decoding(tmp_path, photo):
         pxvm.load_image(str(bad))
     other = tmp_path / "x.gif"
     other.write_bytes(b"GIF89a" + bytes(100))
-    with pytest.raises(pxvm.Malformed, match="neither a PNG nor a JPEG"):
+    with pytest.raises(pxvm.Malformed, match="is a GIF file, whatever its name: pxvm decodes PNG and JPEG"):
         pxvm.load_image(str(other))
 
 

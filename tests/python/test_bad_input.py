@@ -227,3 +227,30 @@ def test_pxbatch_names_each_failed_file_on_stderr(folder, tmp_path, program, pol
     assert all("'%s'" % e["file"] in e["error"] for e in errors)
     assert failed == sorted("pxbatch: failed: %s" % e["error"] for e in errors)
     assert "unlinkable: a 4x1000 image" in errors[2]["error"] and str(folder / BAD[2]) in errors[2]["error"]
+
+
+def test_another_format_under_a_png_name_is_named(tmp_path):
+    """A GIF, WebP, TIFF, BMP, AVIF, HEIF or JPEG 2000 file named .png is refused naming its format
+    (convert it first), where an unknown signature says only that; each format's edge: a text
+    starting "BM" without a DIB header size, a "GIF87" one byte short, a RIFF that is not WEBP."""
+    from PIL import Image
+    im = Image.new("RGB", (20, 10), (1, 2, 3))
+    named = {}
+    for fmt, name in (("GIF", "GIF"), ("WEBP", "WebP"), ("TIFF", "TIFF"), ("BMP", "BMP")):
+        p = tmp_path / ("x-%s.png" % fmt.lower())
+        im.save(p, fmt)
+        named[p] = name
+    for data, name in ((b"\0\0\0\x1cftypavif" + bytes(16), "AVIF"), (b"\0\0\0\x18ftypheic" + bytes(12), "HEIF"),
+                       (b"\0\0\0\x0cjP  \r\n\x87\n" + bytes(20), "JPEG 2000")):
+        p = tmp_path / ("x-%s.png" % name.replace(" ", ""))
+        p.write_bytes(data)
+        named[p] = name
+    for p, name in named.items():
+        with pytest.raises(pxvm.Malformed, match=re.escape("'%s' is a %s file, whatever its name: pxvm decodes PNG "
+                                                           "and JPEG (convert it first)" % (p, name))):
+            pxvm.load_image(str(p))
+    for data in (b"BMX is a text file, not a bitmap", b"GIF87", b"RIFF\0\0\0\0WAVEfmt "):
+        p = tmp_path / "other.png"
+        p.write_bytes(data)
+        with pytest.raises(pxvm.Malformed, match="is neither a PNG nor a JPEG file \\(unknown signature\\)"):
+            pxvm.load_image(str(p))

@@ -79,7 +79,9 @@ int px_batch_out_prepare(const char *dir, int *lock_fd, int *created, char *msg,
     /* mkdir's EEXIST: another run made it just now (then its lock decides between the two) */
     if (stat(dir, &st) != 0 &&
         (errno != ENOENT || (mkdir(dir, 0777) != 0 ? errno != EEXIST : (*created = 1, 0)) || stat(dir, &st) != 0)) {
-        snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s", dir, strerror(errno));
+        int parent = errno == ENOENT; /* mkdir makes one level: its folder is not there */
+        snprintf(msg, len, "i/o error: --out '%s': cannot create it: %s%s", dir, strerror(errno),
+                 parent ? " (pxbatch makes the last folder only: create the ones above it first)" : "");
         return 1;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -233,7 +235,8 @@ static int px__check_marker(px_batch_job *j, json_t *job, int shard, uint64_t *f
             "so the same file under another --policy or --size has another)" : "";
         snprintf(msg, len,
                  "usage: --out '%s' holds the shards of another job: shard-%05d.json (made from '%s') differs from "
-                 "this run in %s%s; rerun with --overwrite to replace them, or use another --out",
+                 "this run in %s%s; rerun with that job's options to go on with it, with --overwrite to replace "
+                 "them, or use another --out",
                  j->out_dir, shard, was ? was : "?", diff, what);
         free(was);
         rc = 2;

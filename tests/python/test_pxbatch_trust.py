@@ -95,6 +95,7 @@ def test_markers_record_the_job_and_a_rerun_of_another_job_refuses(ds, tmp_path)
     q_sha = hashlib.sha256(np.ascontiguousarray(pxvm.load_image(str(ds / "q.pxi"))).tobytes()).hexdigest()
     assert "another job" in r.stderr and "program_sha256" in r.stderr
     assert job["program_sha256"] in r.stderr and q_sha in r.stderr and "--overwrite" in r.stderr
+    assert "rerun with that job's options to go on with it, with --overwrite to replace them" in r.stderr
     assert files(out) == ref
     # another shard size, another dataset: the same
     r = run(ds, out, "--shard-size", "4", rc=2)
@@ -309,7 +310,8 @@ def test_out_is_checked_before_any_work(ds, tmp_path):
     r = run(ds, tmp_path / "file", src=["--in-list", str(fifo)], timeout=20)
     assert "--out '%s' is not a directory" % (tmp_path / "file") in r.stderr
     r = run(ds, tmp_path / "no" / "such", src=["--in-list", str(fifo)], timeout=20)
-    assert "cannot create it: No such file or directory" in r.stderr
+    assert "cannot create it: No such file or directory (pxbatch makes the last folder only: create the ones " \
+        "above it first)" in r.stderr, r.stderr
     if os.geteuid() == 0:
         ro = "/proc/self"  # root writes anywhere but here
     else:

@@ -68,3 +68,11 @@ __all__ = ["Program", "Slot", "Runner", "Stream", "assemble", "load_image", "pyr
            "PlanError", "Ragged", "dynamic_size", "canonical_policy", "load_shard",
            "iter_shards", "library_version", "library_path", "Positions", "token_format", "generate_mipmaps",
            "TexturePyramid", "PersistentTexture", "create_persistent", "update_partial", "update_mipmaps_incremental"]
+
+
+def __getattr__(name):
+    """pxvm.ShardDataset and pxvm.ImageFolderDataset, pxvm.data's (made on first use, torch imported
+    then: an ImportError where it is not installed), as the data module's example writes them."""
+    if name in ("ShardDataset", "ImageFolderDataset"):
+        return getattr(data, name)
+    raise AttributeError("module 'pxvm' has no attribute %r" % name)

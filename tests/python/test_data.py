@@ -208,3 +208,12 @@ def test_torch_datasets(shards):
     assert [f for _, _, f in it] == files
     for i, (t, g, f) in enumerate(it):
         assert t.numpy().tobytes() == want[i].tobytes() and g.tolist() == want.grid[i].tolist()
+
+
+def test_the_dataset_classes_are_importable_from_pxvm():
+    """pxvm.ShardDataset, as pxvm.data's docstring writes it (every public name from pxvm itself)."""
+    pytest.importorskip("torch")
+    assert pxvm.ShardDataset is pxvm.data.ShardDataset
+    assert pxvm.ImageFolderDataset is pxvm.data.ImageFolderDataset
+    with pytest.raises(AttributeError, match="module 'pxvm' has no attribute 'ShardDatasets'"):
+        getattr(pxvm, "ShardDatasets")

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
@@ -102,9 +101,10 @@ static const char px__usage[] =
     "  --lenient                 decode damaged inputs as far as the decoder can, as pxrun --lenient\n"
     "                            (a truncated JPEG's missing rows grey, corrupt data; a damaged PNG\n"
     "                            still fails), each named on stderr (pxbatch: warning (--lenient):\n"
-    "                            malformed: 'FILE': ...); without it a damaged input fails. Bytes after a complete image (after a PNG's\n"
-    "                            IEND, a JPEG's end-of-image marker) are no damage: read in both\n"
-    "                            modes. Part of the job (\"decode\": \"lenient\" in the markers)\n"
+    "                            malformed: 'FILE': ...); without it a damaged input fails. Bytes\n"
+    "                            after a complete image (after a PNG's IEND, a JPEG's end-of-image\n"
+    "                            marker) are no damage: read in both modes. Part of the job\n"
+    "                            (\"decode\": \"lenient\" in the markers)\n"
     "  --exif-transpose          decode each input with its EXIF orientation applied, as Pillow's\n"
     "                            ImageOps.exif_transpose (phone photos upright). Part of the job\n"
     "                            (\"exif_transpose\": true in the markers)\n"
@@ -354,15 +354,6 @@ static int px__stats_writable(const char *path, char *msg, size_t len)
         snprintf(msg, len, "i/o error: --stats '%s': cannot write it (%s)", path, why);
     free(copy);
     return why ? 1 : 0;
-}
-
-/* The cores this process may run on (its affinity: a container's or taskset's share, not the
- * host's), at least 1. */
-static long px_batch_cores(void)
-{
-    cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
 }
 
 /* The memory this process may use: the host's, or its cgroup's limit (cgroup v2) when lower. */

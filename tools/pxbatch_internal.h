@@ -267,6 +267,9 @@ extern int px_batch_mpi;
 /* pxbatch_stats.c: the executor the workers opened ("cpu" or "cuda": which one --executor auto
  * took; --executor's word when no worker opened one) */
 const char *px_batch_executor_used(const px_batch_job *j, const px_batch_worker *ws, int started);
+/* The cores this process may run on (its affinity: a container's or taskset's share, not the
+ * host's), at least 1: what sizes --decoders and --max-memory and what --stats reports. */
+long px_batch_cores(void);
 /* --stats FILE written by rank 0 (every rank calls it: under MPI it gathers); 0, or -1 when rank 0
  * could not write it (said on stderr) */
 int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int started, int nworkers,

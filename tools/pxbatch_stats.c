@@ -4,6 +4,7 @@
  * and written there as JSON (docs/datasets.md lists the fields). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,13 @@ static void px__pool_row(const px_batch_pool_stats *p, int rank, double row[PX_P
     double v[PX_POOL_FIELDS] = {rank,   p->decoders,      (double)p->decoded, p->wall,        p->decode,
                                 p->idle, p->memory_wait, p->wait_all_busy,   p->wait_memory, p->wait_decoding};
     memcpy(row, v, sizeof v);
+}
+
+long px_batch_cores(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
 }
 
 const char *px_batch_executor_used(const px_batch_job *j, const px_batch_worker *ws, int started)
@@ -151,7 +159,7 @@ int px_batch_write_stats(const px_batch_job *j, const px_batch_worker *ws, int s
     json_object_set_new(doc, "workers_per_process", json_integer(nworkers));
     json_object_set_new(doc, "devices", json_integer(gpus));
     json_object_set_new(doc, "decoders_per_worker", json_integer(j->decoders));
-    json_object_set_new(doc, "cores", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    json_object_set_new(doc, "cores", json_integer(px_batch_cores()));
     json_object_set_new(doc, "executor", json_string(px_batch_executor_used(j, ws, started)));
     json_object_set_new(doc, "total", sum);
     json_object_set_new(doc, "workers", rows);

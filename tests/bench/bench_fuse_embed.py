@@ -14,6 +14,7 @@ torch.nn.functional.linear in bf16. Checks first that the fused EMBED's bytes ar
 executor's (item 0). Writes NAME.json and NAME.md.
 """
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -29,6 +30,7 @@ import pxvm.embed as E  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_embed import kernel_us as kernels_us  # noqa: E402  (the profiler's kernels, {name: us})
 from bench_embed import timed  # noqa: E402
+from bench_embed import driver_version  # noqa: E402
 
 
 def wall(fn, reps):
@@ -58,7 +60,8 @@ def main():
     a = np.asarray(plain.run_batch(batch)["emb"].cpu())
     b = np.asarray(fused.run_batch(batch)["emb"].cpu())
     c = np.asarray(cpu.run_batch(imgs[:1])["emb"])
-    res = {"batch": args.batch, "tokens": 273, "k": 768, "d": args.d, "gpu": torch.cuda.get_device_name(),
+    res = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "driver": driver_version(),
+           "torch": torch.__version__, "batch": args.batch, "tokens": 273, "k": 768, "d": args.d, "gpu": torch.cuda.get_device_name(),
            "fused_equals_unfused": bool(np.array_equal(a, b)), "fused_equals_cpu_item0": bool(np.array_equal(b[:1], c))}
     for name, r in (("unfused", plain), ("fused", fused)):
         ks = kernels_us(lambda: r.run_batch(batch), args.reps)
@@ -78,6 +81,7 @@ def main():
         res[name]["embed_over_int_mm"] = round(res["torch_int_mm_kernels_us"] / res[name]["embed_us"], 2)
         res[name]["embed_over_linear_bf16"] = round(res["torch_linear_bf16_kernels_us"] / res[name]["embed_us"], 2)
     lines = [f"# Fused EMBED on {res['gpu']}: {args.batch} x 273 tokens x 768 -> {args.d}, bf16", "",
+             f"{res['date']}, driver {res['driver']}, torch {res['torch']}; medians of {args.reps}", "",
              f"fused == unfused: {res['fused_equals_unfused']}; fused == cpu (item 0): {res['fused_equals_cpu_item0']}", "",
              "| | device us per run (all kernels) | wall us per run |", "|---|---|---|"]
     for name in ("unfused", "fused"):

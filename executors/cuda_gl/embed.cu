@@ -344,6 +344,7 @@ struct px_gpu_embed {
     int32_t *d_par;  /* [4][d]: bias, multiplier, shift, weight sum */
     uint8_t *packed_from; /* the weights' and params' level 0 it was packed from (a retarget compares) */
     size_t packed_bytes;
+    int covered; /* fused: the fetches write every token byte each run (1), not all (0), not known (-1) */
 };
 
 static void px__embed_geom(const pxvm_program *prog, const pxi_insn *in, px_emb_geom *g)
@@ -425,6 +426,7 @@ int px_gpu_embed_make(const pxvm_program *prog, const pxi_insn *in, int batch, c
     e->kb = PX_EMB_KB(g->k);
     e->dpad = (g->d + PX_EMB_BN - 1) / PX_EMB_BN * PX_EMB_BN;
     e->rows = batch * g->ntok;
+    e->covered = -1;
     e->packed_from = px__embed_pixels(e, prog, &e->packed_bytes);
     if (!e->packed_from)
         return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)e->packed_bytes);
@@ -522,12 +524,51 @@ int px_gpu_embed_fuse(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err)
     return -1;
 }
 
+/* Whether the fetches that write a fused EMBED's atlas cover every texel of its tokens: each
+ * writes its whole rectangle every run (a fused atlas is a scratch slot, never an incremental
+ * fetch's, SPEC A-FUSE), so then every token byte of the staged rows is written each run. */
+static int px__fused_covered(const pxvm_program *prog, const px_gpu_embed *e)
+{
+    const pxvm_slot *a = &prog->slots[e->src];
+    size_t n = (size_t)a->w * (size_t)a->h;
+    uint8_t *hit = (uint8_t *)calloc(n ? n : 1, 1);
+    if (!hit)
+        return 0; /* not known: cleared, as before */
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        const pxi_insn *in = &prog->insns[i];
+        if ((in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER) ||
+            in->a[PX_FI(SAMPLE, dst)] != e->src)
+            continue;
+        int x0 = in->a[PX_FI(SAMPLE, dst_x)], y0 = in->a[PX_FI(SAMPLE, dst_y)];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        for (int y = y0 < 0 ? 0 : y0; y < y0 + h && y < a->h; y++)
+            for (int x = x0 < 0 ? 0 : x0; x < x0 + w && x < a->w; x++)
+                hit[(size_t)y * (size_t)a->w + (size_t)x] = 1;
+    }
+    int all = 1;
+    for (int t = 0; t < e->g.ntok && all; t++) { /* token t: atlas patch (t % cols, t / cols) */
+        int px0 = (t % e->g.cols) * e->g.pw, py0 = (t / e->g.cols) * e->g.ph;
+        for (int y = py0; y < py0 + e->g.ph && all; y++)
+            for (int x = px0; x < px0 + e->g.pw && all; x++)
+                all = x < a->w && y < a->h && hit[(size_t)y * (size_t)a->w + (size_t)x];
+    }
+    free(hit);
+    return all;
+}
+
+/* A fused EMBED's staged rows start each run as its atlas does, cleared, unless its fetches
+ * write every token byte (the rows' padding stays zero from the allocation: nothing writes it). */
 int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)
 {
-    for (uint32_t i = 0; ex->fused && i < ex->prog->ninsns; i++)
-        if (px__embed_fused(ex, i))
-            PX__CK(cudaMemsetAsync(ex->embed[i]->d_tok, 0, (size_t)ex->embed[i]->rows * (size_t)ex->embed[i]->kb,
-                                   ex->stream));
+    for (uint32_t i = 0; ex->fused && i < ex->prog->ninsns; i++) {
+        if (!px__embed_fused(ex, i))
+            continue;
+        px_gpu_embed *e = ex->embed[i];
+        if (e->covered < 0)
+            e->covered = px__fused_covered(ex->prog, e);
+        if (!e->covered)
+            PX__CK(cudaMemsetAsync(e->d_tok, 0, (size_t)e->rows * (size_t)e->kb, ex->stream));
+    }
     return 0;
 }
 
@@ -542,6 +583,7 @@ int px_gpu_embed_follow(pxvm_executor *ex, const pxvm_program *next, int *remade
             /* the same operands and shapes: the buffers stay (captured graphs name them), and
              * the pack is redone in place only where the weights' or params' pixels differ */
             size_t bytes;
+            e->covered = -1; /* the fetches that write its atlas may differ in the next program */
             uint8_t *px = px__embed_pixels(e, next, &bytes);
             if (!px)
                 return pxvm_fail(err, PXE_NOMEM, -1, -1, (unsigned long long)bytes);

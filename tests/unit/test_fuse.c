@@ -35,29 +35,30 @@ typedef struct {
     int reader;       /* A-FUSE-6: an instruction after EMBED: 1 SAMPLE src, 2 PYRAMID slot, 3 GATHER table */
     int reads_atlas;  /* ... naming the atlas (1) or another slot (0) */
     int any_size;     /* the image an any-size input (16 .. 64) */
+    int gap;          /* rows of the second token that its writer leaves unwritten (at the bottom) */
 } px_fvar;
 
 enum { PX_F_IMAGE = 1, PX_F_ATLAS, PX_F_W, PX_F_P, PX_F_EMB, PX_F_OTHER, PX_F_TAB };
 
-static void px__sample(pxvm_builder *b, int op, int src, int dst, int x, int y, int cu, int cv)
+static void px__sample(pxvm_builder *b, int op, int src, int dst, int x, int y, int h, int cu, int cv)
 {
     int32_t f[PXI_MAX_FIELDS] = {0};
     if (op == PX_OP_RESIZE) {
         f[PX_FI(RESIZE, src)] = src, f[PX_FI(RESIZE, dst)] = dst, f[PX_FI(RESIZE, filter)] = 0;
-        f[PX_FI(RESIZE, dst_x)] = x, f[PX_FI(RESIZE, dst_y)] = y, f[PX_FI(RESIZE, w)] = 8, f[PX_FI(RESIZE, h)] = 8;
+        f[PX_FI(RESIZE, dst_x)] = x, f[PX_FI(RESIZE, dst_y)] = y, f[PX_FI(RESIZE, w)] = 8, f[PX_FI(RESIZE, h)] = h;
         pxvm_build_insn(b, op, f);
         return;
     }
     f[PX_FI(SAMPLE, src)] = src, f[PX_FI(SAMPLE, dst)] = dst, f[PX_FI(SAMPLE, dst_x)] = x, f[PX_FI(SAMPLE, dst_y)] = y;
-    f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = 8, f[PX_FI(SAMPLE, cu)] = cu << 16, f[PX_FI(SAMPLE, cv)] = cv << 16;
+    f[PX_FI(SAMPLE, w)] = 8, f[PX_FI(SAMPLE, h)] = h, f[PX_FI(SAMPLE, cu)] = cu << 16, f[PX_FI(SAMPLE, cv)] = cv << 16;
     f[PX_FI(SAMPLE, du)] = 3 << 15, f[PX_FI(SAMPLE, dv)] = 1 << 16, f[PX_FI(SAMPLE, lod)] = 96;
     if (op == PX_OP_ANISO)
         f[PX_FI(ANISO, taps)] = 3, f[PX_FI(ANISO, tdu)] = 1 << 15, f[PX_FI(ANISO, tdv)] = 1 << 14;
     pxvm_build_insn(b, op, f);
 }
 
-/* The program of v as a pxvm_prog (0), or the load's class with its message. */
-static int px__fprog(const px_fvar *v, pxvm_prog **out)
+/* The program image of v (0), or -1 (reported). */
+static int px__fimage(const px_fvar *v, pxvm_image *img)
 {
     enum { K = 192, D = 4 };
     pxvm_builder b;
@@ -91,15 +92,15 @@ static int px__fprog(const px_fvar *v, pxvm_prog **out)
     e[PX_FI(EMBED, src)] = PX_F_ATLAS, e[PX_FI(EMBED, dst)] = PX_F_EMB, e[PX_FI(EMBED, mode)] = 0;
     e[PX_FI(EMBED, weights)] = PX_F_W, e[PX_FI(EMBED, params)] = PX_F_P, e[PX_FI(EMBED, channels)] = 3;
     e[PX_FI(EMBED, zero_point)] = 3, e[PX_FI(EMBED, d)] = D;
-    px__sample(&b, PX_OP_SAMPLE, PX_F_IMAGE, PX_F_ATLAS, 0, 0, 11, 13);
+    px__sample(&b, PX_OP_SAMPLE, PX_F_IMAGE, PX_F_ATLAS, 0, 0, 8, 11, 13);
     if (v->embed_first && !v->no_embed)
         pxvm_build_insn(&b, PX_OP_EMBED, e);
-    px__sample(&b, v->writer_op ? v->writer_op : PX_OP_SAMPLE, PX_F_IMAGE, PX_F_ATLAS, 8, 0, 20, 17);
+    px__sample(&b, v->writer_op ? v->writer_op : PX_OP_SAMPLE, PX_F_IMAGE, PX_F_ATLAS, 8, 0, 8 - v->gap, 20, 17);
     if (!v->embed_first && !v->no_embed)
         pxvm_build_insn(&b, PX_OP_EMBED, e);
     int from = v->reads_atlas ? PX_F_ATLAS : PX_F_TAB;
     if (v->reader == 1) {
-        px__sample(&b, PX_OP_SAMPLE, from, PX_F_OTHER, 0, 0, 4, 4);
+        px__sample(&b, PX_OP_SAMPLE, from, PX_F_OTHER, 0, 0, 8, 4, 4);
     } else if (v->reader == 2) {
         int32_t py[PXI_MAX_FIELDS] = {0};
         py[PX_FI(PYRAMID, slot)] = from;
@@ -111,17 +112,24 @@ static int px__fprog(const px_fvar *v, pxvm_prog **out)
         pxvm_build_insn(&b, PX_OP_GATHER, g);
     }
     pxvm_build_insn(&b, PX_OP_HALT, NULL);
+    pxvm_error err;
+    int rc = pxvm_build_finish(&b, img, &err);
+    pxvm_build_free(&b);
+    if (rc < 0)
+        px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The program of v as a pxvm_prog (0), or the load's class with its message. */
+static int px__fprog(const px_fvar *v, pxvm_prog **out)
+{
     pxvm_image img;
     pxvm_error err;
     uint8_t *png = NULL;
     size_t len = 0;
-    int rc = pxvm_build_finish(&b, &img, &err);
-    pxvm_build_free(&b);
-    if (rc < 0) {
-        px_test_fail(__FILE__, __LINE__, "build: %s", err.msg);
+    if (px__fimage(v, &img))
         return -1;
-    }
-    rc = pxvm_png_encode(&img, &png, &len, &err);
+    int rc = pxvm_png_encode(&img, &png, &len, &err);
     pxvm_image_free(&img);
     if (rc < 0) {
         px_test_fail(__FILE__, __LINE__, "encode: %s", err.msg);
@@ -602,4 +610,102 @@ TEST(fuse_toggled_between_sizes_keeps_embed_bytes)
         pxvm_runner_close(fused);
         pxvm_prog_free(prog);
     }
+}
+
+/* ---- the cover of a fused EMBED's tokens, per program ----------------------------------------- */
+
+/* Gap g's program loaded on ops, fused where it may be, its image bound and run: the executor (0),
+ * or NULL (reported). */
+static pxvm_executor *px__cover_open(const pxvm_executor_ops *ops, const pxvm_program *prog, const pxvm_image *image)
+{
+    pxvm_error err;
+    pxvm_executor *ex = NULL;
+    pxvm_open_options oo = {2, 0};
+    uint8_t fused[64] = {0};
+    pxvm_view v = pxvm_image_view(image);
+    int ok = prog->ninsns <= sizeof fused && pxvm_embed_fusion(prog, fused, &err) == 1 &&
+             ops->open(&ex, &oo, &err) == 0 && ops->load(ex, prog, 1, &err) == 0 &&
+             (!ops->fuse_embed || ops->fuse_embed(ex, fused, &err) == 0) && ops->bind(ex, PX_F_IMAGE, 0, &v, &err) == 0 &&
+             ops->run(ex, NULL, &err) == 0;
+    if (ok)
+        return ex;
+    px_test_fail(__FILE__, __LINE__, "%s: %s", ops->name, err.msg);
+    if (ex)
+        ops->close(ex);
+    return NULL;
+}
+
+static int px__cover_read(const pxvm_executor_ops *ops, pxvm_executor *ex, uint8_t out[32])
+{
+    pxvm_error err;
+    pxvm_view v = {out, -1, 1, 4, 2, 4, 32, 16, 4, 1};
+    if (ops->read(ex, PX_F_EMB, 0, 0, &v, 0, &err) == 0)
+        return 0;
+    px_test_fail(__FILE__, __LINE__, "read: %s", err.msg);
+    return -1;
+}
+
+/* The CUDA executor leaves a fused EMBED's staged rows uncleared between runs when the fetches
+ * cover every texel of its tokens, and works the cover out again for the program a retarget
+ * brings. After runs of a program that covers them, one whose second writer leaves the last row
+ * of token 1 unwritten must see that row as a cleared atlas's zeros, not the last program's bytes:
+ * equal to a fresh load of it. The pair: a gap of 0 rows and of 1 (their EMBEDs differ). */
+TEST(fuse_cover_is_worked_out_again_after_a_retarget)
+{
+    const pxvm_executor_ops *ops = px_test_executor();
+    if (!ops)
+        return;
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    pxvm_error err;
+    pxvm_image image, pimg[2];
+    pxvm_program prog[2];
+    uint8_t want[2][32], got[32];
+    pxvm_image_alloc(&image, 32, 32, NULL);
+    uint64_t s = 5;
+    for (size_t i = 0; i < 32u * 32u * 4u; i++)
+        image.px[i] = (uint8_t)px_rand(&s);
+    int loaded = 0, checked = 0;
+    for (int g = 0; g < 2; g++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        v.gap = g;
+        if (px__fimage(&v, &pimg[g]))
+            break;
+        if (pxvm_program_from_copy(&pimg[g], &lim, &prog[g], &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "load gap %d: %s", g, err.msg);
+            pxvm_image_free(&pimg[g]);
+            break;
+        }
+        loaded++;
+        pxvm_executor *ex = px__cover_open(ops, &prog[g], &image); /* a fresh load: the reference */
+        if (!ex)
+            break;
+        checked += px__cover_read(ops, ex, want[g]) == 0;
+        ops->close(ex);
+    }
+    if (checked == 2) {
+        CHECK(memcmp(want[0], want[1], 32) != 0);
+        pxvm_executor *ex = px__cover_open(ops, &prog[0], &image);
+        static const int to[] = {1, 0, 1};
+        for (int n = 0; ex && n < 3; n++) {
+            pxvm_view v = pxvm_image_view(&image);
+            if (ops->retarget(ex, &prog[to[n]], &err) < 0 || ops->bind(ex, PX_F_IMAGE, 0, &v, &err) < 0 ||
+                ops->run(ex, NULL, &err) < 0 || ops->run(ex, NULL, &err) < 0) {
+                px_test_fail(__FILE__, __LINE__, "%s, switch %d: %s", ops->name, n, err.msg);
+                break;
+            }
+            if (px__cover_read(ops, ex, got) == 0 && memcmp(got, want[to[n]], 32))
+                px_test_fail(__FILE__, __LINE__, "%s, switch %d to the gap of %d: EMBED differs from a fresh load",
+                             ops->name, n, to[n]);
+        }
+        if (ex)
+            ops->close(ex);
+    }
+    CHECK_EQ(checked, 2);
+    for (int g = 0; g < loaded; g++) {
+        pxvm_program_free(&prog[g]);
+        pxvm_image_free(&pimg[g]);
+    }
+    pxvm_image_free(&image);
 }

@@ -64,6 +64,15 @@ PX_SEM px_rgba px_expand(const uint8_t *p, int channels, int64_t ch_stride)
     return px_pack(p[0], p[ch_stride], p[2 * ch_stride], channels == 4 ? p[3 * ch_stride] : 255u);
 }
 
+/* A colour channel of a CMYK or YCCK JPEG's pixel from libjpeg-turbo's CMYK samples (ink `v` of
+ * the channel, black `k`, both as decoded: Adobe's inverted convention, 255 = no ink), as Pillow
+ * gives it (its "CMYK;I" unpacker, then convert("RGB"): nk - round(ink * nk / 255), ink = 255 - v,
+ * nk = k); round() never meets a tie here, so it is an integer division (spec: "Binding images"). */
+PX_SEM uint32_t px_cmyk_channel(uint32_t v, uint32_t k)
+{
+    return k - ((255u - v) * k + 127u) / 255u;
+}
+
 /* ---- mip chain ------------------------------------------------------------------------------ */
 
 PX_SEM int px_mip_dim(int n, int level)

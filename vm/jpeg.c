@@ -3,6 +3,7 @@
  * malformed; PXVM_DECODE_LENIENT keeps it as a warning); bytes after EOI (a motion photo's video,
  * an MPF file's second image, padding) accepted and noted once the image decoded whole. */
 #include "image_codec.h"
+#include "../isa/px_sem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +203,11 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
      * the header read (the sides are the walk's): damage, which lenient goes past as it does
      * while decoding. */
     int header = tjDecompressHeader3(tj, data, (unsigned long)len, &w, &h, &subsamp, &colorspace);
+    /* Sampling factors that no TJSAMP_* names (Pillow's 4:2:0 CMYK: C 2x2, M, Y and K 1x1) fail
+     * the call after the whole header is read: the sides and colour space are set, and
+     * tjDecompress2 decodes any factors the walk allows (as libjpeg does for Pillow). */
+    if (header != 0 && subsamp < 0 && w == ji.w && h == ji.h)
+        header = 0;
     int sides = w == ji.w && h == ji.h, warned = header != 0 && sides && tjGetErrorCode(tj) == TJERR_WARNING;
     if (header != 0 || !sides) {
         snprintf(why, sizeof why, "%s", header != 0 ? tjGetErrorStr2(tj) : "the header does not decode");
@@ -212,10 +218,7 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
         }
         PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
-    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-        tjDestroy(tj);
-        return pxvm_fail(err, PXE_JPEG_CORRUPT, -1, -1, name, "CMYK/YCCK JPEGs are not supported");
-    }
+    int cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK; /* to RGB by Pillow's rule, below */
     if (pxvm_image_alloc(img, w, h, err) < 0) {
         tjDestroy(tj);
         return -1;
@@ -224,7 +227,7 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
      * for both executors, so the same file gives the same pixels everywhere pxvm runs. Strict: any
      * warning of libjpeg's (corrupt data, premature end of data) stops the decode. */
     int flags = TJFLAG_LIMITSCANS | (strict ? TJFLAG_STOPONWARNING : 0);
-    if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, TJPF_RGBA, flags) != 0) {
+    if (tjDecompress2(tj, data, (unsigned long)len, img->px, w, w * 4, h, cmyk ? TJPF_CMYK : TJPF_RGBA, flags) != 0) {
         snprintf(why, sizeof why, "%s", tjGetErrorStr2(tj));
         int fatal = tjGetErrorCode(tj) == TJERR_FATAL;
         if (strict || fatal) {
@@ -236,6 +239,14 @@ int px_jpeg_decode_want(const uint8_t *data, size_t len, const char *name, const
         PX__WENT_PAST(err, PXE_JPEG_CORRUPT, -1, -1, name, why);
     }
     tjDestroy(tj);
+    if (cmyk) /* in place: each pixel's 4 CMYK bytes become its RGBA */
+        for (size_t i = 0, n = (size_t)w * (size_t)h * 4u; i < n; i += 4) {
+            uint32_t k = img->px[i + 3];
+            img->px[i] = (uint8_t)px_cmyk_channel(img->px[i], k);
+            img->px[i + 1] = (uint8_t)px_cmyk_channel(img->px[i + 1], k);
+            img->px[i + 2] = (uint8_t)px_cmyk_channel(img->px[i + 2], k);
+            img->px[i + 3] = 255;
+        }
     if (px_image_orient(img, orientation, err) < 0)
         return -1;
     if (ji.end && ji.end < len) /* libjpeg-turbo stopped at EOI: what follows is no part of the image */

@@ -86,8 +86,8 @@ void pxvm_image_free(pxvm_image *img);
 int pxvm_png_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
                     pxvm_image *img, pxvm_error *err);
 int pxvm_png_load(const char *path, const pxvm_limits *lim, pxvm_image *img, pxvm_error *err);
-/* Decodes a JPEG through libjpeg-turbo into RGBA8 (grey and YCbCr to RGB, A = 255; CMYK is
- * refused), the limits checked from its header before decoding. */
+/* Decodes a JPEG through libjpeg-turbo into RGBA8 (grey and YCbCr to RGB, CMYK and YCCK to RGB
+ * by Pillow's rule, A = 255), the limits checked from its header before decoding. */
 int pxvm_jpeg_decode(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim, pxvm_image *img,
                      pxvm_error *err);
 /* PNG or JPEG by signature: what pxrun --in and the API read. */

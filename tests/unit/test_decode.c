@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../../isa/px_sem.h"
 #include "test.h"
 
 static pxvm_limits px__lim(uint32_t flags)
@@ -828,4 +829,98 @@ TEST(decode_png_whole_image_without_a_good_iend_is_lenient_only)
     pxvm_image_free(&full);
     free(bad_crc);
     free(d);
+}
+
+/* ---- four-component JPEGs: CMYK and YCCK to RGB by Pillow's rule ---------------------------- */
+
+/* Pillow's own form of the rule (src/libImaging/Convert.c, cmyk2rgb, after its "CMYK;I" unpacker
+ * inverts libjpeg's samples): nk - MULDIV255(C, nk), clipped, C = 255 - v, nk = 255 - (255 - k). */
+static uint32_t px__pillow_cmyk(uint32_t v, uint32_t k)
+{
+    int nk = 255 - (255 - (int)k), c = 255 - (int)v, tmp = c * nk + 128;
+    int r = nk - (((tmp >> 8) + tmp) >> 8);
+    return (uint32_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+}
+
+/* SPEC's integer division equals Pillow's MULDIV255 for every sample and black, and rounds each
+ * way at its edge: ink 1 of black 127 is 127/255 = 0.498 (rounds down: 127 stays) and of black
+ * 128 is 0.502 (rounds up: 128 - 1 = 127). */
+TEST(decode_cmyk_channel_is_pillows_rule_for_every_pair)
+{
+    int differ = 0;
+    for (uint32_t v = 0; v < 256; v++)
+        for (uint32_t k = 0; k < 256; k++)
+            differ += px_cmyk_channel(v, k) != px__pillow_cmyk(v, k);
+    CHECK_EQ(differ, 0);
+    CHECK_EQ(px_cmyk_channel(254, 127), 127u);
+    CHECK_EQ(px_cmyk_channel(254, 128), 127u);
+    CHECK_EQ(px_cmyk_channel(255, 200), 200u); /* no ink: black alone */
+    CHECK_EQ(px_cmyk_channel(0, 255), 0u);     /* full ink */
+}
+
+/* A w x h four-component JPEG from libjpeg-turbo (a YCCK one: what tjCompress2 writes from CMYK
+ * pixels) of a smooth pattern, and the CMYK samples libjpeg-turbo decodes from it. */
+static uint8_t *px__ycck_jpeg(int w, int h, int samp, int flags, size_t *len, uint8_t **cmyk)
+{
+    uint8_t *px = malloc((size_t)w * (size_t)h * 4u);
+    for (int y = 0; px && y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *p = px + ((size_t)y * (size_t)w + (size_t)x) * 4u;
+            p[0] = (uint8_t)(x * 255 / (w > 1 ? w - 1 : 1)), p[1] = (uint8_t)(y * 255 / (h > 1 ? h - 1 : 1));
+            p[2] = (uint8_t)((x + y) * 3), p[3] = (uint8_t)(255 - (x * y) % 256);
+        }
+    tjhandle tj = tjInitCompress(), td = tjInitDecompress();
+    unsigned char *jpeg = NULL;
+    unsigned long n = 0;
+    *cmyk = malloc((size_t)w * (size_t)h * 4u);
+    int rc = px && tj && td && *cmyk ? tjCompress2(tj, px, w, w * 4, h, TJPF_CMYK, &jpeg, &n, samp, 90, flags) : -1;
+    if (rc == 0)
+        rc = tjDecompress2(td, jpeg, n, *cmyk, w, w * 4, h, TJPF_CMYK, 0);
+    uint8_t *out = rc == 0 ? malloc(n) : NULL;
+    if (out)
+        memcpy(out, jpeg, n);
+    *len = out ? n : 0;
+    tjFree(jpeg);
+    if (tj)
+        tjDestroy(tj);
+    if (td)
+        tjDestroy(td);
+    free(px);
+    return out;
+}
+
+/* A YCCK JPEG (baseline 4:4:4, 4:2:0, progressive; 1x1 and odd sides) decodes, strict, to the rule
+ * applied to libjpeg-turbo's CMYK samples, A = 255 (it used to be refused: Pillow and browsers
+ * open such files); its EXIF-free orientation and its sides are the file's. */
+TEST(decode_jpeg_ycck_becomes_rgb_by_pillows_rule)
+{
+    static const struct { int w, h, samp, flags; } cases[] = {
+        {32, 24, TJSAMP_444, 0}, {33, 17, TJSAMP_420, 0}, {45, 31, TJSAMP_420, TJFLAG_PROGRESSIVE}, {1, 1, TJSAMP_444, 0}};
+    pxvm_limits lim = px__lim(0);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t len;
+        uint8_t *cmyk = NULL;
+        uint8_t *jpeg = px__ycck_jpeg(cases[c].w, cases[c].h, cases[c].samp, cases[c].flags, &len, &cmyk);
+        CHECK(jpeg != NULL);
+        pxvm_image img;
+        pxvm_error err;
+        if (jpeg && pxvm_jpeg_decode(jpeg, len, "ycck.jpg", &lim, &img, &err) == 0) {
+            CHECK_EQ(img.w, cases[c].w);
+            CHECK_EQ(img.h, cases[c].h);
+            int differ = 0, kvaries = 0;
+            for (size_t i = 0; img.w == cases[c].w && img.h == cases[c].h && i < (size_t)img.w * (size_t)img.h * 4u; i += 4) {
+                for (int ch = 0; ch < 3; ch++)
+                    differ += img.px[i + (size_t)ch] != px__pillow_cmyk(cmyk[i + (size_t)ch], cmyk[i + 3]);
+                differ += img.px[i + 3] != 255;
+                kvaries += cmyk[i + 3] != cmyk[3];
+            }
+            CHECK_EQ(differ, 0);
+            CHECK(cases[c].w * cases[c].h == 1 || kvaries > 0); /* black matters in these pixels */
+            pxvm_image_free(&img);
+        } else if (jpeg) {
+            px_test_fail(__FILE__, __LINE__, "case %zu: %s", c, err.msg);
+        }
+        free(jpeg);
+        free(cmyk);
+    }
 }

@@ -242,9 +242,9 @@ static void px__png_of(px_rcase *c, int w, int h)
     pxvm_image_free(&img);
 }
 
-/* A w x h JPEG from libjpeg-turbo: RGB pixels (or, cmyk, CMYK ones: a YCCK JPEG) at the given
- * subsampling; flags TJFLAG_PROGRESSIVE for a progressive one. */
-static void px__jpeg_make(px_rcase *c, int w, int h, int samp, int flags, int cmyk)
+/* A w x h JPEG from libjpeg-turbo: RGB pixels at the given subsampling; flags
+ * TJFLAG_PROGRESSIVE for a progressive one. */
+static void px__jpeg_make(px_rcase *c, int w, int h, int samp, int flags)
 {
     uint8_t *px = malloc((size_t)w * (size_t)h * 4u);
     for (size_t i = 0; px && i < (size_t)w * (size_t)h * 4u; i++)
@@ -252,7 +252,7 @@ static void px__jpeg_make(px_rcase *c, int w, int h, int samp, int flags, int cm
     tjhandle tj = tjInitCompress();
     unsigned char *j = NULL;
     unsigned long n = 0;
-    if (!px || !tj || tjCompress2(tj, px, w, 0, h, cmyk ? TJPF_CMYK : TJPF_RGBX, &j, &n, samp, 90, flags) != 0)
+    if (!px || !tj || tjCompress2(tj, px, w, 0, h, TJPF_RGBX, &j, &n, samp, 90, flags) != 0)
         px_test_fail(__FILE__, __LINE__, "jpeg encode");
     c->file = malloc(n ? n : 1);
     if (c->file && j)
@@ -264,8 +264,8 @@ static void px__jpeg_make(px_rcase *c, int w, int h, int samp, int flags, int cm
         tjDestroy(tj);
 }
 
-/* A 16x16 baseline JPEG: YCbCr 4:4:4 from RGB, or (cmyk) a YCCK one. */
-static void px__jpeg_of(px_rcase *c, int cmyk) { px__jpeg_make(c, 16, 16, TJSAMP_444, 0, cmyk); }
+/* A 16x16 baseline JPEG: YCbCr 4:4:4 from RGB. */
+static void px__jpeg_of(px_rcase *c) { px__jpeg_make(c, 16, 16, TJSAMP_444, 0); }
 
 /* A progressive grey 8x8 JPEG of `scans` scans (64 .. 127), written by hand: one block, every
  * coefficient 0, Huffman tables of one code ('0'). A DC scan, then coefficient k = 1 .. 63 in a
@@ -372,15 +372,15 @@ static void r_image_work(int refuse, int variant, px_rcase *c)
         px__png_of(c, 100, 100);
         px = 40000, work = 2 * (800 + 64) + 800 + 65536, what = "'case.png' is 100x100";
     } else if (variant == 1) { /* baseline 16x16 4:4:4: per component 2x2 blocks, one MCU row of them */
-        px__jpeg_make(c, 16, 16, TJSAMP_444, 0, 0);
+        px__jpeg_make(c, 16, 16, TJSAMP_444, 0);
         px = 1024, work = 8 * 16 + 262144 + 3 * (128 * 2 * 1 + 192 * 2 * 1), what = "'case.img' is 16x16";
     } else if (variant == 2) { /* progressive 20x12 4:2:0 (Y 2x2, h_max = v_max = 2): every coefficient */
-        px__jpeg_make(c, 20, 12, TJSAMP_420, TJFLAG_PROGRESSIVE, 0);
+        px__jpeg_make(c, 20, 12, TJSAMP_420, TJFLAG_PROGRESSIVE);
         /* Y: bw = ceil(40/16) = 3 -> 4, bh = ceil(24/16) = 2; Cb, Cr: bw = ceil(20/16) = 2, bh = ceil(12/16) = 1 */
         px = 960, work = 8 * 12 + 262144 + (128 * 4 * 2 + 192 * 4 * 2) + 2 * (128 * 2 * 1 + 192 * 2 * 2),
         what = "'case.img' is 20x12";
     } else { /* grey baseline 16x16: one component, 1x1 */
-        px__jpeg_make(c, 16, 16, TJSAMP_GRAY, 0, 0);
+        px__jpeg_make(c, 16, 16, TJSAMP_GRAY, 0);
         px = 1024, work = 8 * 16 + 262144 + 128 * 2 * 1 + 192 * 2 * 1, what = "'case.img' is 16x16";
     }
     c->lim.max_memory = px + work - (refuse ? 1 : 0);
@@ -392,7 +392,7 @@ static void r_image_signature(int refuse, int variant, px_rcase *c)
 {
     c->stage = PX_ANY;
     if (variant == 0) {
-        px__jpeg_of(c, 0);
+        px__jpeg_of(c);
         if (refuse)
             c->file[2] = 0xFE; /* FF D8 FE: no JPEG */
     } else {
@@ -418,7 +418,7 @@ static void r_jpeg_corrupt(int refuse, int variant, px_rcase *c)
 {
     (void)variant;
     c->stage = PX_ANY;
-    px__jpeg_of(c, 0);
+    px__jpeg_of(c);
     size_t end = 0, sos = px__jpeg_sos(c, &end);
     CHECK(sos > 0 && c->len >= 2 && c->file[c->len - 2] == 0xFF && c->file[c->len - 1] == 0xD9);
     /* the whole file decodes; cut by one byte (EOI's second), its data ends inside the scan */
@@ -428,13 +428,6 @@ static void r_jpeg_corrupt(int refuse, int variant, px_rcase *c)
     px__expect(c, -1, -1, "'case.img': corrupt or unsupported JPEG (truncated: the data ends at byte %zu, inside scan 1)", len - 1);
 }
 
-static void r_jpeg_cmyk(int refuse, int variant, px_rcase *c)
-{
-    (void)variant;
-    c->stage = PX_ANY;
-    px__jpeg_of(c, refuse);
-    px__expect(c, -1, -1, "CMYK/YCCK JPEGs are not supported");
-}
 
 static void r_jpeg_scans(int refuse, int variant, px_rcase *c)
 {
@@ -1746,7 +1739,6 @@ static const px_rule px_rules[] = {
     {"V-FILE-3", PXE_IMAGE_WORK, r_image_work, 4, NULL, NULL},
     {"M-FILE-3", PXE_IMAGE_SIGNATURE, r_image_signature, 2, NULL, NULL},
     {"M-FILE-4", PXE_JPEG_CORRUPT, r_jpeg_corrupt, 1, NULL, NULL},
-    {"M-FILE-5", PXE_JPEG_CORRUPT, r_jpeg_cmyk, 1, NULL, NULL},
     {"V-FILE-4", PXE_JPEG_SCANS, r_jpeg_scans, 1, NULL, NULL},
     {"M-HDR-1", PXE_HEADER_SHORT, r_header_short, 2, NULL, NULL},
     {"M-HDR-2", PXE_BAD_MAGIC, r_magic, 1, NULL, NULL},

@@ -144,7 +144,7 @@ $(PXBATCH_OBJ): $(BUILD)/tools/%.o: tools/%.c $(CONFIG_STAMP)
 	$(if $(MPICC),$(MPICC) -DPXVM_HAVE_MPI,$(CC)) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 build/fuzz/fuzz_pxbatch: FUZZ_SRC := $(PXBATCH_FILES)
 build/fuzz/fuzz_pxbatch: $(PXBATCH_FILES) tools/pxbatch.h tools/pxbatch_files.h
-$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/pxrun_size.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
+$(BIN)/pxbatch: $(PXBATCH_OBJ) $(BUILD)/tools/args.o $(BUILD)/tools/pxrun_size.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a
 	@mkdir -p $(BIN)
 	$(or $(MPICC),$(CC)) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BIN)/pxasm: $(BUILD)/tools/pxasm.o $(BUILD)/tools/args.o $(TOOLS_OBJ) $(BUILD)/libpxvm.a

@@ -8,4 +8,8 @@
  * or -1 (the caller names the option). */
 int px_parse_u64(const char *s, uint64_t *v);
 
+/* What every tool's --version prints on stdout: "TOOL (pxvm) VERSION" and the executors built
+ * in, the lines a bug report wants. */
+void px_print_version(const char *tool);
+
 #endif

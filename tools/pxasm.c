@@ -20,6 +20,7 @@ static const char px__usage[] =
     "                                                    (--resolve SLOT=WxH for one of several)\n"
     "       pxasm --plan PLAN.json --overlay PHOTO -o OVERLAY.png\n"
     "                                                    only draw the plan's footprints over a photo\n"
+    "       pxasm --version                              the version and the executors built in\n"
     "options: --max-side N --max-memory BYTES --max-insns N   the limits a program (and a .data\n"
     "         file, a photo) is checked against, as pxrun's (default 16384, 1 GiB, 1048576)\n"
     "PHOTO is any image pxrun --in reads (PNG, JPEG). '-' is standard input (the source, the plan\n"
@@ -163,6 +164,9 @@ int main(int argc, char **argv)
         uint64_t n;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(px__usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            px_print_version("pxasm");
             return 0;
         } else if (!strcmp(argv[i], "-d") && i + 1 < argc) {
             dis = 1;

@@ -33,12 +33,14 @@
 #include "../vm/resize.h"
 #include "../vm/vm.h"
 #include "../executors/registry.h"
+#include "args.h"
 #include "pxbatch.h"
 #include "pxbatch_internal.h"
 
 static const char px__usage[] =
     "usage: pxbatch PROGRAM.pxi|PLAN.json (--in-list FILE | --in-dir DIR) --out DIR [options]\n"
     "       pxbatch --verify DIR\n"
+    "       pxbatch --version         the version and the executors built in\n"
     "  --shard-size N            images per shard, 1..4096 (default 64)\n"
     "  --executor cpu|cuda|auto  (default auto: cuda when it works here)\n"
     "  --devices N               CUDA devices to use without MPI, 1..64 (default: all); under\n"
@@ -442,8 +444,10 @@ int main(int argc, char **argv)
     char msg[4096];
     pxvm_program prog;
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            if (rank == 0)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") || !strcmp(argv[i], "--version")) {
+            if (rank == 0 && argv[i][2] == 'v')
+                px_print_version("pxbatch");
+            else if (rank == 0)
                 fputs(px__usage, stdout);
             goto end;
         }

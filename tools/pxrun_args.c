@@ -13,6 +13,7 @@
 
 static const char px__usage[] =
     "usage: pxrun PROGRAM.pxi|PLAN.json [options]\n"
+    "       pxrun --version           the version and the executors built in\n"
     "  (a plan, JSON as for pxasm --plan, is compiled first)\n"
     "  --in SLOT=FILE            bind an input slot to an image: any PNG or JPEG (baseline or\n"
     "                            progressive, grey or colour; decoded to RGBA8 on the host)\n"
@@ -260,6 +261,10 @@ int px__parse_args(int argc, char **argv, px_run_args *a, int *rc)
                 a->run_only = run_only[k];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(px__usage, stdout);
+            *rc = 0;
+            return -1;
+        } else if (!strcmp(o, "--version")) {
+            px_print_version("pxrun");
             *rc = 0;
             return -1;
         } else if (!strcmp(o, "--time")) {

@@ -6,16 +6,18 @@ else, and never a message the size of an image.
   an unknown keyword, where it used to be read as an input and refused for the wrong reason;
 - an image's bytes, or a file object, decode as its file does (load_image);
 - a .pxi or a missing file given as a plan, a .json plan given to Runner, a photo given as a
-  program: each says what the file is and which one."""
+  program: each says what the file is and which one;
+- each tool says its version, the library's, and the executors built in (--version)."""
 import io
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import pxvm
 from pxvm.errors import Malformed, PlanError, PxIOError, UsageError
-from conftest import ROOT
+from conftest import BIN, ROOT
 
 CHELSEA = os.path.join(ROOT, "programs", "data", "chelsea.png")
 FOVEATE = os.path.join(ROOT, "programs", "foveate273.pxi")
@@ -112,3 +114,14 @@ def test_no_image_is_named_as_what_was_given():
         r.patches(None)
     with pytest.raises(TypeError, match="images must be uint8 arrays, got float32"):
         r.patches(np.zeros((300, 451, 3), np.float32))
+
+
+@pytest.mark.parametrize("tool", ["pxrun", "pxbatch", "pxasm"])
+def test_version_names_the_tool_the_library_and_the_executors(tool):
+    r = subprocess.run([os.path.join(BIN, tool), "--version"], capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and r.stderr == "" and len(lines) == 2, (r.returncode, r.stdout, r.stderr)
+    assert lines[0] == "%s (pxvm) %s" % (tool, pxvm.__version__)
+    assert lines[1].startswith("executors: cpu")
+    h = subprocess.run([os.path.join(BIN, tool), "--help"], capture_output=True, text=True, timeout=60)
+    assert h.returncode == 0 and "--version" in h.stdout

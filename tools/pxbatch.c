@@ -125,10 +125,10 @@ static const char px__usage[] =
     "Finished shards of the same job are skipped on a rerun; another job's refuse (see --overwrite).\n"
     "Only regular files are read as inputs. DIR/.pxbatch.lock is held for the run. A program that\n"
     "samples relative to a fixation register is refused (pxbatch gives no fixation).\n"
-    "Exit status: 0 all images done, 1 i/o (an input failed: listed in a shard's errors, this run's\n"
-    "or an earlier one's; --out or a list not usable; a shard not written), 2 usage (options,\n"
-    "--max-memory, --out of another job or held by another run), 3 malformed (the program, a\n"
-    "marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable, 8 plan (as pxrun).\n"
+    "Exit status: 0 all images done, 9 done but inputs failed (each listed in its shard's errors,\n"
+    "this run's or an earlier one's), 1 i/o (--out or a list not usable, a shard not written),\n"
+    "2 usage (options, --max-memory, --out of another job or held by another run), 3 malformed\n"
+    "(the program, a marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable, 8 plan (as pxrun).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -743,12 +743,12 @@ int main(int argc, char **argv)
                 tot[4] == 1 ? "" : "s", extra,
                 (double)tot[2] / 1e6, (double)tot[3] / 1e6);
     }
-    rc = worst ? worst : (tot[1] ? 1 : 0);
+    rc = worst ? worst : (tot[1] ? PX_BATCH_EXIT_INPUTS_FAILED : 0);
 #ifdef PXVM_HAVE_MPI
     if (px_batch_mpi) { /* every rank exits with the job's status */
         uint64_t failed = tot[1];
         MPI_Bcast(&failed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-        rc = worst ? worst : (failed ? 1 : 0);
+        rc = worst ? worst : (failed ? PX_BATCH_EXIT_INPUTS_FAILED : 0);
     }
 #endif
     free(ws);

@@ -13,6 +13,11 @@
 #include "pxbatch.h"
 #include "pxrun_size.h"
 
+/* The exit status of a run that is done but whose inputs failed (each listed in its shard's
+ * errors, this run's or an earlier one's): apart from 1 (i/o), so that a script tells a dataset's
+ * bad files from a run that could not read its list or write its shards. */
+enum { PX_BATCH_EXIT_INPUTS_FAILED = 9 };
+
 /* What a worker's time went to (--stats), in seconds; decode summed over the decodes of its
  * shards' inputs (by the process's decode pool). */
 typedef struct {

@@ -139,7 +139,7 @@ def test_dynamic_refusals_and_failures(tmp_path):
     from PIL import Image
     Image.fromarray(wide).save(d / "c.png")
     r = pxbatch(PLAN, "--in-dir", str(d), "--out", str(tmp_path / "m"), "--policy", "dynamic", "--executor", EXECUTOR)
-    assert r.returncode == 1 and "1 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    assert r.returncode == 9 and "1 images" in r.stderr and "2 failed" in r.stderr, r.stderr
     m = json.load(open(tmp_path / "m" / "shard-00000.json"))
     assert [e["file"] for e in m["errors"]] == [str(d / "b.png"), str(d / "c.png")]
     assert "policy dynamic takes aspect ratios up to 200:1; this one is 300.00:1 (file '%s')" % (d / "c.png") \

@@ -39,7 +39,7 @@ def dataset(tmp_path_factory):
     return root
 
 
-def pxbatch(ds, out, *extra, mpi=0, check_rc=1):
+def pxbatch(ds, out, *extra, mpi=0, check_rc=9):
     cmd = [PXBATCH, str(ds / "p.pxi"), "--in-dir", str(ds / "img"), "--out", str(out), "--shard-size", "16",
            "--executor", "cpu", "--threads", "1", *extra]
     if mpi:
@@ -176,7 +176,7 @@ def test_progress_on_a_terminal_and_usage(dataset, tmp_path):
     lst.write_text("\n".join(sorted(glob.glob(str(dataset / "img" / "*")))) + "\n")
     r = subprocess.run([PXBATCH, str(dataset / "p.pxi"), "--in-list", str(lst), "--out", str(tmp_path / "l"),
                         "--shard-size", "16", "--executor", "cpu"], capture_output=True, text=True)
-    assert r.returncode == 1 and files(tmp_path / "l") == files(tmp_path / "o")
+    assert r.returncode == 9 and files(tmp_path / "l") == files(tmp_path / "o")
 
 
 STAT_PARTS = ("open_s", "decode_s", "input_wait_s", "executor_s", "write_s", "write_wait_s")

@@ -120,7 +120,7 @@ def damaged(tmp_path_factory, photos):
 def test_a_bad_file_is_named_and_the_rest_go_on(damaged, tmp_path):
     out = tmp_path / "strict"
     r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(out), "--policy", "dynamic", "--executor", EXECUTOR)
-    assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    assert r.returncode == 9 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
     for bad in ("b-junk.png", "c-cut.jpg"):
         assert "pxbatch: failed: malformed: '%s'" % (damaged / bad) in r.stderr, r.stderr
     rows, errors = shard_rows(out)
@@ -135,7 +135,7 @@ def test_a_bad_file_is_named_and_the_rest_go_on(damaged, tmp_path):
     one = tmp_path / "one"
     r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(one), "--policy", "dynamic", "--executor", EXECUTOR,
                 "--shard-size", "1")
-    assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+    assert r.returncode == 9 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
     assert np.load(one / "shard-00001.npy").shape == (0, P, P, 4) and np.load(one / "shard-00001.offsets.npy").tolist() == [0]
     assert [(f, t.tobytes()) for f, _, _, t in shard_rows(one)[0]] == [(f, t.tobytes()) for f, _, _, t in rows]
     assert pxbatch("--verify", str(one)).returncode == 0
@@ -146,7 +146,7 @@ def test_lenient_makes_the_cut_jpeg_a_row(damaged, tmp_path):
     r = pxbatch(PLAN, "--in-dir", str(damaged), "--out", str(out), "--policy", "dynamic", "--executor", EXECUTOR,
                 "--lenient")
     cut = damaged / "c-cut.jpg"
-    assert r.returncode == 1 and "5 images" in r.stderr and "1 failed" in r.stderr, r.stderr
+    assert r.returncode == 9 and "5 images" in r.stderr and "1 failed" in r.stderr, r.stderr
     assert "pxbatch: warning (--lenient): malformed: '%s': corrupt or unsupported JPEG (truncated" % cut \
         in r.stderr
     rows, errors = shard_rows(out)
@@ -211,7 +211,7 @@ def test_failed_inputs_and_a_lookahead_of_one_image_keep_the_files(damaged, tmp_
                                        "--shard-size", "2", "--executor", EXECUTOR,
                                        "--stats", str(tmp_path / (name + ".json")), *extra],
                            capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
-        assert r.returncode == 1 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
+        assert r.returncode == 9 and "4 images" in r.stderr and "2 failed" in r.stderr, r.stderr
         st = json.load(open(tmp_path / (name + ".json")))
         assert st["total"]["decoded"] == 6 and sum(p["decoded"] for p in st["pools"]) == 6
         got[name] = {f.name: f.read_bytes() for f in sorted(out.iterdir()) if f.name.startswith("shard-")}
@@ -254,7 +254,7 @@ def test_a_uniform_plan_without_a_policy_names_dynamic(photos, tmp_path):
     lst = tmp_path / "l.txt"
     lst.write_text(str(one) + "\n")
     r = pxbatch(PLAN, "--in-list", str(lst), "--out", str(tmp_path / "o"), "--executor", EXECUTOR)
-    assert r.returncode == 1, r.stderr  # an input failed
+    assert r.returncode == 9, r.stderr  # an input failed
     err = json.load(open(tmp_path / "o" / "shard-00000.json"))["errors"][0]["error"]
     assert err in r.stderr and err.endswith("(file '%s'; --policy stretch or fit resizes it, --policy dynamic takes it at a size of its own)"
                         % one), err

@@ -52,7 +52,7 @@ def marker(out):
 
 def test_pxbatch_reads_trailers_and_refuses_damage_without_lenient(small_set, tmp_path):
     r = pxbatch(small_set, tmp_path / "strict")
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 9, r.stderr
     m = marker(tmp_path / "strict")
     assert [row["file"].rsplit("/", 1)[1] for row in m["rows"]] == ["a.png", "b.jpg", "c-motion.jpg"]
     assert len(m["errors"]) == 1 and m["errors"][0]["file"].endswith("d-cut.jpg")

@@ -93,7 +93,7 @@ def test_an_image_outside_the_bounds_is_listed_and_the_others_go_on(photos, tmp_
     shutil.copytree(photos, d)
     Image.new("RGB", (10, 40), (9, 9, 9)).save(d / "coins-tiny.png")  # below the 16-pixel side
     out = tmp_path / "o"
-    r = run(d, out, rc=1)
+    r = run(d, out, rc=9)
     assert "6 images" in r.stderr and " 1 failed" in r.stderr, r.stderr
     ms = markers(out)
     errors = [e for m in ms for e in m["errors"]]

@@ -90,12 +90,12 @@ def test_a_rerun_with_another_policy_refuses_naming_the_field(photos, tmp_path):
 def test_a_marker_without_a_policy_is_exact(photos, tmp_path):
     """Outputs written before the field existed stay valid: a missing policy reads as exact."""
     out = tmp_path / "o"
-    run(photos, out, "--policy", "exact", rc=1)
+    run(photos, out, "--policy", "exact", rc=9)
     for f in glob.glob(str(out) + "/shard-*.json"):
         m = json.load(open(f))
         del m["job"]["policy"]
         open(f, "w").write(json.dumps(m))
-    r = run(photos, out, "--policy", "exact", rc=1)
+    r = run(photos, out, "--policy", "exact", rc=9)
     assert "3 finished shards skipped" in r.stderr, r.stderr
     r = run(photos, out, "--policy", "fit", rc=2)
     assert 'policy: "exact" -> "fit:bicubic:0,0,0,255"' in r.stderr, r.stderr
@@ -105,7 +105,7 @@ def test_a_marker_without_a_policy_is_exact(photos, tmp_path):
 
 def test_exact_lists_each_wrong_size_file_naming_it_and_the_sizes(photos, tmp_path):
     out = tmp_path / "o"
-    run(photos, out, rc=1)
+    run(photos, out, rc=9)
     ms = markers(out)
     assert all(m["job"]["policy"] == "exact" for m in ms)
     errors = {os.path.basename(e["file"]): e["error"] for m in ms for e in m["errors"]}

@@ -42,8 +42,8 @@ def ds(tmp_path_factory):
     return root
 
 
-def run(ds, out, *extra, prog="p.pxi", src=None, rc=1, timeout=60, **kw):
-    """pxbatch over ds/img (21 files, one corrupt: exit 1) in shards of 8 on the CPU executor."""
+def run(ds, out, *extra, prog="p.pxi", src=None, rc=9, timeout=60, **kw):
+    """pxbatch over ds/img (21 files, one corrupt: exit 9) in shards of 8 on the CPU executor."""
     # the defaults an extra option replaces (pxbatch refuses an option given twice)
     defaults = [a for o, v in (("--shard-size", "8"), ("--executor", "cpu"), ("--threads", "1")) if o not in extra
                 for a in (o, v)]
@@ -284,7 +284,7 @@ def test_file_names_that_are_not_utf8(ds, tmp_path):
     out = tmp_path / "o"
     cmd = [PXBATCH, str(ds / "p.pxi"), "--in-dir", raw, "--out", str(out), "--shard-size", "8", "--executor", "cpu"]
     r = subprocess.run(cmd, capture_output=True, timeout=60)
-    assert r.returncode == 1 and b"2 failed" in r.stderr
+    assert r.returncode == 9 and b"2 failed" in r.stderr
     m = markers(out)  # valid JSON, valid UTF-8
     entries = [e for x in m for e in x["rows"] + x["errors"]]
     named = {bytes.fromhex(e["file_bytes"]): e for e in entries if "file_bytes" in e}
@@ -299,7 +299,7 @@ def test_file_names_that_are_not_utf8(ds, tmp_path):
         pxvm.load_image(str(img / "000.png"))))
     # a rerun reads them back: everything skipped, the failures still counted; --verify agrees
     r = subprocess.run(cmd, capture_output=True, timeout=60)
-    assert r.returncode == 1 and b"3 finished shards skipped" in r.stderr and b"2 failed" in r.stderr
+    assert r.returncode == 9 and b"3 finished shards skipped" in r.stderr and b"2 failed" in r.stderr
     assert "3 good" in verify(out)
 
 
@@ -307,9 +307,9 @@ def test_out_is_checked_before_any_work(ds, tmp_path):
     fifo = tmp_path / "list.fifo"  # a list nobody writes: reading it would block, so nothing may read it
     os.mkfifo(fifo)
     (tmp_path / "file").write_text("x")
-    r = run(ds, tmp_path / "file", src=["--in-list", str(fifo)], timeout=20)
+    r = run(ds, tmp_path / "file", src=["--in-list", str(fifo)], rc=1, timeout=20)
     assert "--out '%s' is not a directory" % (tmp_path / "file") in r.stderr
-    r = run(ds, tmp_path / "no" / "such", src=["--in-list", str(fifo)], timeout=20)
+    r = run(ds, tmp_path / "no" / "such", src=["--in-list", str(fifo)], rc=1, timeout=20)
     assert "cannot create it: No such file or directory (pxbatch makes the last folder only: create the ones " \
         "above it first)" in r.stderr, r.stderr
     if os.geteuid() == 0:
@@ -317,7 +317,7 @@ def test_out_is_checked_before_any_work(ds, tmp_path):
     else:
         ro = tmp_path / "ro"
         os.mkdir(ro, 0o555)
-    r = run(ds, ro, src=["--in-list", str(fifo)], timeout=20)
+    r = run(ds, ro, src=["--in-list", str(fifo)], rc=1, timeout=20)
     assert "--out '%s' is not writable" % ro in r.stderr
     assert "images in" not in r.stderr
 
@@ -354,7 +354,7 @@ def test_a_second_run_on_the_same_out_refuses(ds, tmp_path):
     finally:
         a.kill()
         a.wait()
-    assert a.returncode == 1, err
+    assert a.returncode == 9, err
     assert files(out) == files(tmp_path / "ref") and "3 good" in verify(out)
 
 
@@ -378,7 +378,7 @@ def test_max_memory_bounds_the_batch_and_each_input(ds, tmp_path):
 def test_a_shard_that_is_not_written_is_not_counted(ds, tmp_path):
     out = tmp_path / "o"
     os.makedirs(out / "shard-00000.npy")  # the shard's file cannot be replaced
-    r = run(ds, out, "--shard-size", "64")
+    r = run(ds, out, "--shard-size", "64", rc=1)  # i/o: over the failed input's 9
     assert "cannot write" in r.stderr and "shard-00000.npy" in r.stderr
     assert "0 images in" in r.stderr and "1 shard not written" in r.stderr and "0.0 MB out" in r.stderr
     assert "nothing to run" not in r.stderr, r.stderr  # it ran: only the write failed
@@ -386,7 +386,7 @@ def test_a_shard_that_is_not_written_is_not_counted(ds, tmp_path):
     # fails, named; shard 0 stays written, shard 2 (run meanwhile) is not written
     out = tmp_path / "o2"
     os.makedirs(out / "shard-00001.npy")
-    r = run(ds, out)
+    r = run(ds, out, rc=1)
     assert "cannot write" in r.stderr and "shard-00001.npy" in r.stderr, r.stderr
     assert "8 images in" in r.stderr and "2 shards not written" in r.stderr
     assert sorted(n for n in os.listdir(out) if n.startswith("shard-")) == ["shard-00000.json", "shard-00000.npy",
@@ -428,7 +428,7 @@ def test_max_side_admits_a_panorama_the_default_refuses(tmp_path):
     plan = os.path.join(os.path.dirname(BIN), "programs", "uniform.json")
     cmd = [PXBATCH, plan, "--in-dir", str(tmp_path / "img"), "--policy", "dynamic", "--executor", "cpu"]
     r = subprocess.run(cmd + ["--out", str(tmp_path / "a")], capture_output=True, text=True, env=ENV, timeout=60)
-    assert r.returncode == 1 and "is 16400x100; sides must be 1..16384 (see --max-side)" in r.stderr, r.stderr
+    assert r.returncode == 9 and "is 16400x100; sides must be 1..16384 (see --max-side)" in r.stderr, r.stderr
     r = subprocess.run(cmd + ["--out", str(tmp_path / "b"), "--max-side", "16400"], capture_output=True, text=True,
                        env=ENV, timeout=60)
     assert r.returncode == 0 and "1 images" in r.stderr, r.stderr

@@ -191,7 +191,7 @@ def test_an_empty_image_file_says_it_is_empty(tmp_path):
     shutil.copy(PHOTO, d / "a.png")
     (d / "b.png").write_bytes(b"")
     r = pxbatch(FIXED, "--in-dir", str(d), "--out", str(tmp_path / "o"), "--executor", "cpu")
-    assert r.returncode == 1 and ("'%s' is empty (0 bytes)" % (d / "b.png")) in r.stderr, r.stderr
+    assert r.returncode == 9 and ("'%s' is empty (0 bytes)" % (d / "b.png")) in r.stderr, r.stderr
     r = pxrun(FIXED, "--in", "image=" + os.path.join(ROOT, "README.md"), check=False)  # not empty: as before
     assert r.returncode == 3 and "is neither a PNG nor a JPEG file (unknown signature)" in r.stderr
 

@@ -215,10 +215,10 @@ def test_loaders_refuse_what_would_be_an_empty_or_wrong_dataset(folder, tmp_path
 def test_pxbatch_names_each_failed_file_on_stderr(folder, tmp_path, program, policy):
     """pxbatch over the folder (native: each image at its size; dynamic: ragged shards): the
     photos are written, each bad file is in the marker's errors and named on stderr (the file,
-    then the classified error), the summary counts 3 failures and the exit status is 1."""
+    then the classified error), the summary counts 3 failures and the exit status is 9."""
     r = subprocess.run([os.path.join(BIN, "pxbatch"), program, "--in-dir", str(folder), "--out", str(tmp_path / "o"),
                         "--policy", policy, "--executor", "cpu", "--shard-size", "3"], capture_output=True, text=True)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 9, r.stderr
     assert "4 images" in r.stderr and ", 3 failed," in r.stderr
     errors = [e for m in sorted((tmp_path / "o").glob("shard-*.json")) for e in json.loads(m.read_text())["errors"]]
     assert [os.path.basename(e["file"]) for e in errors] == BAD

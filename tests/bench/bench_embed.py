@@ -83,6 +83,19 @@ def kernel_us(fn, reps):
     return out
 
 
+def cpu_embed_paths():
+    """The CPU EMBED paths (PXVM_CPU_EMBED values) this CPU's flags claim, widest first. AMX also
+    needs the kernel's leave: where it is refused the library takes the next path, and the "amx"
+    row then times that one."""
+    try:
+        flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
+    except (OSError, StopIteration):
+        flags = set()
+    paths = [("amx", {"amx_int8", "amx_tile", "avx512_vnni", "avx512bw"}), ("vnni", {"avx512_vnni", "avx512bw"}),
+             ("avx2", {"avx2"}), ("portable", set())]
+    return [p for p, need in paths if need <= flags]
+
+
 def bench_device(dev, args, d):
     m, k = args.batch * args.tokens, 768
     rng = np.random.default_rng(0)
@@ -103,6 +116,16 @@ def bench_device(dev, args, d):
     # CUDA: the kernels' own time (a difference of two walls of ~100 us is within the host's noise)
     res["pxvm_embed_s"] = res["pxvm_embed_kernels_s"] if dev == "cuda" else \
         max(times["pxvm_program"] - times["pxvm_no_embed"], 1e-9)
+    if dev == "cpu":  # each path the CPU's flags claim, named as set (PXVM_CPU_EMBED; the same bytes)
+        r = pxvm.Runner(atlas_program(q, args.tokens, True), executor=dev, threads=args.threads)
+        res["pxvm_embed_paths_s"] = {}
+        for path in cpu_embed_paths():
+            os.environ["PXVM_CPU_EMBED"] = path
+            try:
+                t = timed(lambda: r.run_batch(batch_in), max(3, args.reps // 5), sync)
+            finally:
+                del os.environ["PXVM_CPU_EMBED"]
+            res["pxvm_embed_paths_s"][path] = max(t - times["pxvm_no_embed"], 1e-9)
     res.update({f"{n}_s": v for n, v in times.items()})
     if dev == "cuda":  # the dp4a kernel too (PXVM_CUDA_EMBED=dp4a; the default is mma.sync)
         os.environ["PXVM_CUDA_EMBED"] = "dp4a"
@@ -137,7 +160,8 @@ def bench_device(dev, args, d):
         except Exception as e:  # noqa: BLE001
             res["torch_dynamic_int8_linear_error"] = str(e).splitlines()[0]
     ops = 2.0 * m * d * k
-    for key in [x for x in res if x.endswith("_s") and x not in ("pxvm_program_s", "pxvm_no_embed_s", "pxvm_embed_kernels_s")]:
+    for key in [x for x in res if x.endswith("_s") and isinstance(res[x], float)
+                and x not in ("pxvm_program_s", "pxvm_no_embed_s", "pxvm_embed_kernels_s")]:
         res[key[:-2] + "_tops"] = ops / res[key] / 1e12
     if dev == "cuda":
         t = res.get("pxvm_embed_kernels_s", res["pxvm_embed_s"])
@@ -158,7 +182,9 @@ def markdown(rows):
             if key + "_kernels_s" in r:  # the device's own time (profiler), then the wall time
                 s = f"kernels {r[key + '_kernels_s'] * 1e6:.1f} us ({r[key + '_kernels_tops']:.3g} TOPS); wall {s}"
             return s
-        other = f("torch_dynamic_int8_linear") if r["device"] == "cpu" else \
+        paths = ", ".join(f"{p} {t * 1e3:.2f} ms" for p, t in r.get("pxvm_embed_paths_s", {}).items())
+        other = f("torch_dynamic_int8_linear") + (f"; pxvm by PXVM_CPU_EMBED: {paths}" if paths else "") \
+            if r["device"] == "cpu" else \
             f"dp4a kernel {f('pxvm_embed_dp4a')}; CPU == CUDA bytes: {r.get('cpu_equals_cuda')}"
         if r["device"] == "cpu":
             pxvm_cell = f("pxvm_embed")

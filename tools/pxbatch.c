@@ -129,6 +129,7 @@ static const char px__usage[] =
     "this run's or an earlier one's), 1 i/o (--out or a list not usable, a shard not written),\n"
     "2 usage (options, --max-memory, --out of another job or held by another run), 3 malformed\n"
     "(the program, a marker), 4 invalid, 5 unlinkable, 6 trap, 7 unavailable, 8 plan (as pxrun).\n"
+    "Ctrl-C (SIGINT) or SIGTERM ends it after a line saying so, as the signal does (130, 143).\n"
     "--verify: 0 every shard good, 1 a shard corrupt, missing or orphaned, 2 a run holds DIR.\n";
 
 /* ---- the command ------------------------------------------------------------------------------ */

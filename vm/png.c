@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* ---- PNG decode ----------------------------------------------------------------------------- */
 
@@ -122,7 +123,9 @@ typedef struct {
     const pxvm_image_want *want;
     pxvm_image *img;
     pxvm_error *err;
+    int orientation;        /* EXIF's, applied after: the size checked is the oriented one */
     int interlaced, failed; /* failed: the size check refused (in *err) */
+    unsigned long long raw; /* the image data's bytes once inflated: every row, a filter byte each */
 } px__png_partial_state;
 
 static void px__png_partial_info(png_structp png, png_infop info)
@@ -132,8 +135,18 @@ static void px__png_partial_info(png_structp png, png_infop info)
     int depth, color, interlace;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
     st->interlaced = interlace != PNG_INTERLACE_NONE;
+    unsigned long long bits = (unsigned long long)png_get_channels(png, info) * (unsigned)depth;
+    for (int p = 0; p < (st->interlaced ? 7 : 1); p++) {
+        int x0 = st->interlaced ? px__adam7[p][0] : 0, y0 = st->interlaced ? px__adam7[p][1] : 0;
+        int dx = st->interlaced ? px__adam7[p][2] : 1, dy = st->interlaced ? px__adam7[p][3] : 1;
+        unsigned long long pw = w > (png_uint_32)x0 ? (w - (png_uint_32)x0 + (png_uint_32)dx - 1) / (png_uint_32)dx : 0;
+        unsigned long long ph = h > (png_uint_32)y0 ? (h - (png_uint_32)y0 + (png_uint_32)dy - 1) / (png_uint_32)dy : 0;
+        if (pw && ph)
+            st->raw += ph * (1u + (pw * bits + 7u) / 8u);
+    }
     unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (64u << 10);
     unsigned long ow = (unsigned long)w, oh = (unsigned long)h;
+    work += px_image_orient_plan(st->lim, st->orientation, &ow, &oh);
     if (px_image_check_size(st->name, st->lim, st->want, ow, oh, work, st->err) < 0) {
         st->failed = 1;
         png_error(png, "size");
@@ -170,15 +183,51 @@ static void px__png_partial_row(png_structp png, png_bytep row, png_uint_32 y, i
         memcpy(dst + (size_t)x * 4u, row + (size_t)x * 4u, 4);
 }
 
+/* Whether the IDAT chunks' compressed stream, as far as the data goes, ends (zlib's end of stream)
+ * before `raw` bytes: image data short of its last row, which the cut only hides (refused as a
+ * whole file's "Not enough image data" is). Corrupt data is not judged here. */
+static int px__png_stream_short(const uint8_t *d, size_t len, unsigned long long raw)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK)
+        return 0;
+    unsigned char out[16384];
+    unsigned long long total = 0;
+    int ret = Z_OK;
+    for (size_t pos = 8; ret == Z_OK && pos + 8 <= len;) {
+        size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 | d[pos + 3];
+        size_t at = pos + 8, have = n < len - at ? n : len - at;
+        if (!memcmp(d + pos + 4, "IDAT", 4)) {
+            z.next_in = (Bytef *)(uintptr_t)(d + at);
+            z.avail_in = (uInt)have;
+            while (ret == Z_OK && z.avail_in) {
+                z.next_out = out;
+                z.avail_out = sizeof out;
+                ret = inflate(&z, Z_NO_FLUSH);
+                total += sizeof out - z.avail_out;
+                if (ret == Z_BUF_ERROR)
+                    ret = Z_OK; /* no progress possible: more input needed */
+            }
+        }
+        if (have < n || n > len)
+            break;
+        pos = at + n + 4;
+    }
+    inflateEnd(&z);
+    return ret == Z_STREAM_END && total < raw;
+}
+
 /* Lenient, a PNG whose data ends inside its image data: every row that arrived whole (from all
  * the compressed bytes there are), the rest as Pillow leaves them (px__png_zero_pixel): 0, with
- * the truncation as the problem gone past; -1 when it ends before its image data (or libpng
- * finds other damage: the strict pass's error stands). */
+ * the truncation as the problem gone past; -1 when it ends before its image data, or with the
+ * damage libpng finds in the compressed bytes the strict pass did not reach (in `why`). */
 static int px__png_partial(const uint8_t *data, size_t len, const char *name, const pxvm_limits *lim,
-                           const pxvm_image_want *want, pxvm_image *img, pxvm_error *err)
+                           const pxvm_image_want *want, int orientation, pxvm_image *img, pxvm_error *err,
+                           char *why, size_t why_n)
 {
     px__png_io io = {.data = data, .len = len, .pos = 0, .strict = 0};
-    px__png_partial_state st = {&io, name, lim, want, img, err, 0, 0};
+    px__png_partial_state st = {&io, name, lim, want, img, err, orientation, 0, 0, 0};
     img->px = NULL;
     img->w = img->h = 0;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);
@@ -190,18 +239,25 @@ static int px__png_partial(const uint8_t *data, size_t len, const char *name, co
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         pxvm_image_free(img);
+        snprintf(why, why_n, "%s", io.msg); /* the damage found past the strict pass's end */
         return -1;
     }
     png_set_chunk_malloc_max(png, 1u << 22);
     png_set_chunk_cache_max(png, 64);
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
+    /* the progressive reader calls corrupt compressed data (a bad Adler-32, a stream that ends
+     * before the last row) a benign error, a warning on read: here it is damage, refused as the
+     * whole decode refuses it */
+    png_set_benign_errors(png, 0);
     png_set_progressive_read_fn(png, &st, px__png_partial_info, px__png_partial_row, NULL);
     png_process_data(png, info, (png_bytep)(uintptr_t)data, len);
     png_destroy_read_struct(&png, &info, NULL);
-    if (!img->px)
-        return -1;
-    return 0;
+    if (img->px && px__png_stream_short(data, len, st.raw)) {
+        snprintf(why, why_n, "Not enough image data");
+        pxvm_image_free(img);
+    }
+    return img->px ? 0 : -1;
 }
 
 /* The TIFF block of the last eXIf chunk before IEND (Pillow keeps the last), found by walking the
@@ -255,7 +311,7 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
         }
         pxvm_image_free(out);
         if (io.truncated && io.in_image && !io.strict) { /* lenient: the rows that arrived */
-            int r = px__png_partial(data, len, name, lim, want, out, err);
+            int r = px__png_partial(data, len, name, lim, want, orientation, out, err, io.msg, sizeof io.msg);
             if (r == 0 && px_image_orient(out, orientation, err) < 0)
                 return -1;
             if (r == 0) {

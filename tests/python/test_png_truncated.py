@@ -46,7 +46,7 @@ def _filtered(raw, bpp, f, prev):
     return bytes(out.astype(np.uint8))
 
 
-def png(a, color, depth=8, interlace=False, palette=None, trns=None):
+def png(a, color, depth=8, interlace=False, palette=None, trns=None, orientation=None):
     """a (h, w, channels) of samples (uint16 for depth 16, indices for colour type 3) as a PNG:
     filters 0..4 in turn, IDAT chunks of 700 bytes."""
     h, w, ch = a.shape
@@ -75,6 +75,8 @@ def png(a, color, depth=8, interlace=False, palette=None, trns=None):
         out += _chunk(b"PLTE", bytes(np.asarray(palette, np.uint8).reshape(-1)))
     if trns is not None:
         out += _chunk(b"tRNS", trns)
+    if orientation is not None:  # an eXIf chunk: a big-endian TIFF block of one entry, Orientation
+        out += _chunk(b"eXIf", b"MM\0*\0\0\0\x08\0\x01" + struct.pack(">HHIHH", 0x0112, 3, 1, orientation, 0) + b"\0" * 4)
     z = zlib.compress(data, 9)
     for i in range(0, len(z), 700):
         out += _chunk(b"IDAT", z[i:i + 700])
@@ -161,3 +163,45 @@ def test_pxbatch_lenient_row_of_a_truncated_png_is_pillows(tmp_path, monkeypatch
     (f, size, resized, tiles), = shard_rows(tmp_path / "o")[0]
     assert resized == [w, h] and tiles.shape == want.shape and int((tiles != want).sum()) == 0
     assert int((np.asarray(im)[-1] == 0).all())  # its last rows never arrived
+
+
+def test_damage_the_strict_pass_did_not_reach_is_refused(monkeypatch):
+    """Found by a red team: the bytes of a cut file that only the lenient pass inflates can hold
+    damage of their own. Corrupt compressed data before the cut is refused in both modes (as in the
+    whole file), and so is a compressed stream that ends before the last row (a whole file's "Not
+    enough image data"), which cutting IEND off used to hide; the same cut of a sound file decodes."""
+    photo = np.asarray(Image.open(f"{ROOT}/programs/data/chelsea.png").convert("RGB"))[:100, :120]
+    sound = png(photo, 2)
+    second = sound.index(b"IDAT", sound.index(b"IDAT") + 4) - 4  # the second IDAT chunk
+    bad = bytearray(sound)
+    bad[second + 8 + 100: second + 8 + 103] = bytes(x ^ 0xA5 for x in bad[second + 8 + 100: second + 8 + 103])
+    bad[second + 708: second + 712] = struct.pack(">I", zlib.crc32(bytes(bad[second + 4: second + 708])))
+    cut = second + 8 + 500
+    with pytest.warns(UserWarning, match="truncated"):
+        assert pxvm.load_image(sound[:cut], lenient=True).shape == (100, 120, 4)
+    for data in (bytes(bad), bytes(bad[:cut])):
+        for lenient in (False, True):
+            with pytest.raises(pxvm.Malformed) as e:
+                pxvm.load_image(data, lenient=lenient)
+            assert "decodes what is left" not in str(e.value)
+    rows = b"".join(b"\0" + photo[y].tobytes() for y in range(60))  # 60 of its 100 rows
+    short = sound[:33] + _chunk(b"IDAT", zlib.compress(rows)) + _chunk(b"IEND", b"")
+    for data in (short, short[:-12], short[:-6]):
+        with pytest.raises(pxvm.Malformed, match="Not enough image data"):
+            pxvm.load_image(data, lenient=True)
+
+
+def test_a_cut_rotated_png_binds_at_its_upright_size(tmp_path):
+    """Found by a red team: with --exif-transpose, a cut PNG stored sideways (orientation 6) binds
+    to a slot of its upright size, as the whole file does."""
+    import subprocess
+    from conftest import BIN
+    photo = np.asarray(Image.open(f"{ROOT}/programs/data/chelsea.png").convert("RGB"))
+    sideways = np.ascontiguousarray(np.rot90(photo, 1))  # 300 wide, 451 tall: upright it is 451x300
+    data = png(sideways, 2, orientation=6)
+    for name, d in (("whole.png", data), ("cut.png", data[:len(data) // 2])):
+        (tmp_path / name).write_bytes(d)
+        r = subprocess.run([f"{BIN}/pxrun", f"{ROOT}/programs/grid.pxi", "--in", f"image={tmp_path / name}",
+                            "--exif-transpose", "--lenient"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (name, r.stderr)
+        assert ("truncated" in r.stderr) == (name == "cut.png"), r.stderr

@@ -7,7 +7,7 @@ BIN     ?= bin
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes -Wformat=2
 CFLAGS  += -std=c11 $(OPT) -g $(WARN) -ffp-contract=off -fno-fast-math -pthread -fPIC -MMD -MP
-LDLIBS  += -lpng -lturbojpeg -ljansson -lm -pthread
+LDLIBS  += -lpng -lz -lturbojpeg -ljansson -lm -pthread
 # float-cast-overflow (a double beyond an integer type, converted) is not part of gcc's "undefined"
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
@@ -300,7 +300,7 @@ build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(LIB_SRC) $(wil
 	@mkdir -p build/fuzz
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined,float-cast-overflow \
 	    -fno-sanitize-recover=undefined,float-cast-overflow -ffp-contract=off \
-	    -pthread $< $(FUZZ_SRC) $(LIB_SRC) -lpng -lturbojpeg -ljansson -lm -o $@
+	    -pthread $< $(FUZZ_SRC) $(LIB_SRC) -lpng -lz -lturbojpeg -ljansson -lm -o $@
 # Regenerates the seed corpora (kept in git) from programs/ and the conformance generator.
 fuzz-corpus: all $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o
 	$(CC) $(LDFLAGS) $(BUILD)/tests/fuzz/make-corpus.o $(BUILD)/tests/conformance/cases.o $(BUILD)/tests/golden/golden.o \

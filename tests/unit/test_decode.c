@@ -472,12 +472,20 @@ TEST(decode_png_truncated_or_corrupt_is_malformed)
     if (!d)
         return;
     px__clean(d, len, "chelsea.png");
+    /* a cut inside the image data: lenient keeps the rows that arrived (tests/python/
+     * test_png_truncated.py: == Pillow's LOAD_TRUNCATED_IMAGES); inside IEND: the image is whole */
     for (int i = 1; i <= 32; i++) {
         size_t cut = i <= 30 ? len * (size_t)i / 31 : len - (size_t)(i - 30);
-        /* libpng cannot go on, but for a cut inside IEND (its last 12 bytes): the image data is
-         * whole, and lenient decodes it */
-        px__strict_lenient(d, cut, "chelsea.png", PXE_PNG_CORRUPT, cut >= len - 12, "PNG cut");
+        px__strict_lenient(d, cut, "chelsea.png", PXE_PNG_CORRUPT, 1, "PNG cut");
     }
+    /* the edge: the first IDAT chunk's length and type whole (its rows zero), or one byte short
+     * (no image data begun: refused in both modes) */
+    size_t first = 8;
+    while (first + 12 <= len && memcmp(d + first + 4, "IDAT", 4))
+        first += 12 + ((size_t)d[first] << 24 | (size_t)d[first + 1] << 16 | (size_t)d[first + 2] << 8 | d[first + 3]);
+    CHECK(first + 12 <= len);
+    px__strict_lenient(d, first + 7, "chelsea.png", PXE_PNG_CORRUPT, 0, "PNG cut in the first IDAT's header");
+    px__strict_lenient(d, first + 8, "chelsea.png", PXE_PNG_CORRUPT, 1, "PNG cut after the first IDAT's header");
     uint8_t *more = malloc(len + 100);
     pxvm_limits strict = px__lim(0);
     pxvm_image img;

@@ -195,13 +195,13 @@ static int px__png_stream_short(const uint8_t *d, size_t len, unsigned long long
     unsigned char out[16384];
     unsigned long long total = 0;
     int ret = Z_OK;
-    for (size_t pos = 8; ret == Z_OK && pos + 8 <= len;) {
+    for (size_t pos = 8; ret == Z_OK && total < raw && pos + 8 <= len;) {
         size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 | d[pos + 3];
         size_t at = pos + 8, have = n < len - at ? n : len - at;
         if (!memcmp(d + pos + 4, "IDAT", 4)) {
             z.next_in = (Bytef *)(uintptr_t)(d + at);
             z.avail_in = (uInt)have;
-            while (ret == Z_OK && z.avail_in) {
+            while (ret == Z_OK && z.avail_in && total < raw) { /* never past the rows: no bomb */
                 z.next_out = out;
                 z.avail_out = sizeof out;
                 ret = inflate(&z, Z_NO_FLUSH);

@@ -117,14 +117,13 @@ static const int px__adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2
                                     {0, 1, 1, 2}};
 
 typedef struct {
-    px__png_io *io;
     const char *name;
     const pxvm_limits *lim;
     const pxvm_image_want *want;
     pxvm_image *img;
     pxvm_error *err;
     int orientation;        /* EXIF's, applied after: the size checked is the oriented one */
-    int interlaced, failed; /* failed: the size check refused (in *err) */
+    int interlaced;
     unsigned long long raw; /* the image data's bytes once inflated: every row, a filter byte each */
 } px__png_partial_state;
 
@@ -147,16 +146,12 @@ static void px__png_partial_info(png_structp png, png_infop info)
     unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (64u << 10);
     unsigned long ow = (unsigned long)w, oh = (unsigned long)h;
     work += px_image_orient_plan(st->lim, st->orientation, &ow, &oh);
-    if (px_image_check_size(st->name, st->lim, st->want, ow, oh, work, st->err) < 0) {
-        st->failed = 1;
-        png_error(png, "size");
-    }
+    if (px_image_check_size(st->name, st->lim, st->want, ow, oh, work, st->err) < 0)
+        png_error(png, "size"); /* refused, in *err */
     uint32_t zero = px__png_zero_pixel(png, info, color);
     px__png_transforms(png, info, color, depth);
-    if (pxvm_image_alloc(st->img, (int)w, (int)h, st->err) < 0) {
-        st->failed = 1;
+    if (pxvm_image_alloc(st->img, (int)w, (int)h, st->err) < 0)
         png_error(png, "out of memory");
-    }
     for (size_t i = 0, n = (size_t)w * (size_t)h; i < n; i++) {
         uint8_t *p = st->img->px + i * 4u;
         p[0] = (uint8_t)zero, p[1] = (uint8_t)(zero >> 8), p[2] = (uint8_t)(zero >> 16), p[3] = (uint8_t)(zero >> 24);
@@ -227,7 +222,7 @@ static int px__png_partial(const uint8_t *data, size_t len, const char *name, co
                            char *why, size_t why_n)
 {
     px__png_io io = {.data = data, .len = len, .pos = 0, .strict = 0};
-    px__png_partial_state st = {&io, name, lim, want, img, err, orientation, 0, 0, 0};
+    px__png_partial_state st = {name, lim, want, img, err, orientation, 0, 0};
     img->px = NULL;
     img->w = img->h = 0;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, px__png_error, px__png_warning);

@@ -67,6 +67,28 @@ static void px__png_read(png_structp png, png_bytep dst, size_t n)
     io->pos += n;
 }
 
+/* Ancillary chunks cannot make us allocate or inflate much (zTXt/iCCP bombs), and those that
+ * change nothing we decode are skipped unread: the same for a whole decode and a partial one. */
+static void px__png_read_limits(png_structp png)
+{
+    png_set_chunk_malloc_max(png, 1u << 22);
+    png_set_chunk_cache_max(png, 64);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
+}
+
+/* The size a decode will have, checked from the header before anything is inflated: sides and
+ * memory once oriented (px_image_check_size), with libpng's buffers (two rows of up to 8 bytes
+ * a pixel, the row pointers, zlib's window). 0, or -1 with *err set. */
+static int px__png_check_size(const char *name, const pxvm_limits *lim, const pxvm_image_want *want, png_uint_32 w,
+                              png_uint_32 h, int orientation, pxvm_error *err)
+{
+    unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (unsigned long long)h * sizeof(png_bytep) + (64u << 10);
+    unsigned long ow = (unsigned long)w, oh = (unsigned long)h;
+    work += px_image_orient_plan(lim, orientation, &ow, &oh);
+    return px_image_check_size(name, lim, want, ow, oh, work, err);
+}
+
 /* libpng's transforms to RGBA8 (SPEC "PNG"), the same for a whole decode and a partial one. */
 static void px__png_transforms(png_structp png, png_infop info, int color, int depth)
 {
@@ -143,10 +165,7 @@ static void px__png_partial_info(png_structp png, png_infop info)
         if (pw && ph)
             st->raw += ph * (1u + (pw * bits + 7u) / 8u);
     }
-    unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (64u << 10);
-    unsigned long ow = (unsigned long)w, oh = (unsigned long)h;
-    work += px_image_orient_plan(st->lim, st->orientation, &ow, &oh);
-    if (px_image_check_size(st->name, st->lim, st->want, ow, oh, work, st->err) < 0)
+    if (px__png_check_size(st->name, st->lim, st->want, w, h, st->orientation, st->err) < 0)
         png_error(png, "size"); /* refused, in *err */
     uint32_t zero = px__png_zero_pixel(png, info, color);
     px__png_transforms(png, info, color, depth);
@@ -237,10 +256,7 @@ static int px__png_partial(const uint8_t *data, size_t len, const char *name, co
         snprintf(why, why_n, "%s", io.msg); /* the damage found past the strict pass's end */
         return -1;
     }
-    png_set_chunk_malloc_max(png, 1u << 22);
-    png_set_chunk_cache_max(png, 64);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
+    px__png_read_limits(png);
     /* the progressive reader calls corrupt compressed data (a bad Adler-32, a stream that ends
      * before the last row) a benign error, a warning on read: here it is damage, refused as the
      * whole decode refuses it */
@@ -315,27 +331,20 @@ int px_png_decode_want(const uint8_t *data, size_t len, const char *name, const 
             }
             if (err && err->code != PXE_NONE) /* its size check refused */
                 return -1;
+            return pxvm_fail(err, PXE_PNG_CORRUPT, -1, -1, name, io.msg); /* damage past the cut's rows */
         }
         if (io.refused_warning || io.image_done || (io.truncated && io.in_image))
             return px_image_damaged(err, PXE_PNG_CORRUPT, name, io.msg);
         return pxvm_fail(err, PXE_PNG_CORRUPT, -1, -1, name, io.msg);
     }
     png_set_read_fn(png, &io, px__png_read);
-    /* Ancillary chunks cannot make us allocate or inflate much (zTXt/iCCP bombs). */
-    png_set_chunk_malloc_max(png, 1u << 22);
-    png_set_chunk_cache_max(png, 64);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, px__png_skip, (int)(sizeof px__png_skip / 5));
+    px__png_read_limits(png);
     png_read_info(png, info);
 
     png_uint_32 w, h;
     int depth, color, interlace;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, NULL, NULL);
-    /* libpng's buffers: two rows of up to 8 bytes a pixel, the row pointers, zlib's window */
-    unsigned long long work = 2ull * ((unsigned long long)w * 8u + 64u) + (unsigned long long)h * sizeof(png_bytep) + (64u << 10);
-    unsigned long ow = (unsigned long)w, oh = (unsigned long)h; /* the size once oriented, checked */
-    work += px_image_orient_plan(lim, orientation, &ow, &oh);
-    if (px_image_check_size(name, lim, want, ow, oh, work, err) < 0) {
+    if (px__png_check_size(name, lim, want, w, h, orientation, err) < 0) {
         png_destroy_read_struct(&png, &info, NULL);
         return -1;
     }

@@ -25,6 +25,24 @@ static pxvm_limits px__lim(uint32_t flags)
     return lim;
 }
 
+/* w x h pixels of 4 bytes (format pf: TJPF_RGBA, TJPF_CMYK...) compressed by libjpeg-turbo, as
+ * malloc'd bytes (*len), or NULL (px NULL too). */
+static uint8_t *px__tj_compress(const uint8_t *px, int w, int h, int pf, int samp, int quality, int flags, size_t *len)
+{
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpeg = NULL;
+    unsigned long n = 0;
+    int rc = px && tj ? tjCompress2(tj, px, w, w * 4, h, pf, &jpeg, &n, samp, quality, flags) : -1;
+    uint8_t *out = rc == 0 ? malloc(n) : NULL;
+    if (out)
+        memcpy(out, jpeg, n);
+    *len = out ? n : 0;
+    tjFree(jpeg);
+    if (tj)
+        tjDestroy(tj);
+    return out;
+}
+
 /* The bundled photo as a JPEG (libjpeg-turbo, quality 90): 4:2:0 sequential or progressive. */
 static uint8_t *px__photo_jpeg(int progressive, size_t *len)
 {
@@ -34,20 +52,8 @@ static uint8_t *px__photo_jpeg(int progressive, size_t *len)
     *len = 0;
     if (pxvm_png_load("programs/data/chelsea.png", &lim, &photo, &err) < 0)
         return NULL;
-    tjhandle tj = tjInitCompress();
-    unsigned char *jpeg = NULL;
-    unsigned long n = 0;
-    int rc = tj ? tjCompress2(tj, photo.px, photo.w, photo.w * 4, photo.h, TJPF_RGBA, &jpeg, &n, TJSAMP_420, 90,
-                              progressive ? TJFLAG_PROGRESSIVE : 0)
-                : -1;
-    uint8_t *out = rc == 0 ? malloc(n) : NULL;
-    if (out) {
-        memcpy(out, jpeg, n);
-        *len = n;
-    }
-    tjFree(jpeg);
-    if (tj)
-        tjDestroy(tj);
+    uint8_t *out = px__tj_compress(photo.px, photo.w, photo.h, TJPF_RGBA, TJSAMP_420, 90,
+                                   progressive ? TJFLAG_PROGRESSIVE : 0, len);
     pxvm_image_free(&photo);
     return out;
 }
@@ -58,19 +64,7 @@ static uint8_t *px__small_jpeg(int w, int h, int progressive, size_t *len)
     uint8_t *px = malloc((size_t)w * (size_t)h * 4u);
     for (int i = 0; px && i < w * h * 4; i++)
         px[i] = (uint8_t)(i / (4 * w) * 4);
-    tjhandle tj = tjInitCompress();
-    unsigned char *jpeg = NULL;
-    unsigned long n = 0;
-    int rc = px && tj ? tjCompress2(tj, px, w, w * 4, h, TJPF_RGBA, &jpeg, &n, TJSAMP_420, 75,
-                                    progressive ? TJFLAG_PROGRESSIVE : 0)
-                      : -1;
-    uint8_t *out = rc == 0 ? malloc(n) : NULL;
-    if (out)
-        memcpy(out, jpeg, n);
-    *len = out ? n : 0;
-    tjFree(jpeg);
-    if (tj)
-        tjDestroy(tj);
+    uint8_t *out = px__tj_compress(px, w, h, TJPF_RGBA, TJSAMP_420, 75, progressive ? TJFLAG_PROGRESSIVE : 0, len);
     free(px);
     return out;
 }
@@ -877,23 +871,17 @@ static uint8_t *px__ycck_jpeg(int w, int h, int samp, int flags, size_t *len, ui
             p[0] = (uint8_t)(x * 255 / (w > 1 ? w - 1 : 1)), p[1] = (uint8_t)(y * 255 / (h > 1 ? h - 1 : 1));
             p[2] = (uint8_t)((x + y) * 3), p[3] = (uint8_t)(255 - (x * y) % 256);
         }
-    tjhandle tj = tjInitCompress(), td = tjInitDecompress();
-    unsigned char *jpeg = NULL;
-    unsigned long n = 0;
+    uint8_t *out = px__tj_compress(px, w, h, TJPF_CMYK, samp, 90, flags, len);
+    free(px);
+    tjhandle td = tjInitDecompress();
     *cmyk = malloc((size_t)w * (size_t)h * 4u);
-    int rc = px && tj && td && *cmyk ? tjCompress2(tj, px, w, w * 4, h, TJPF_CMYK, &jpeg, &n, samp, 90, flags) : -1;
-    if (rc == 0)
-        rc = tjDecompress2(td, jpeg, n, *cmyk, w, w * 4, h, TJPF_CMYK, 0);
-    uint8_t *out = rc == 0 ? malloc(n) : NULL;
-    if (out)
-        memcpy(out, jpeg, n);
-    *len = out ? n : 0;
-    tjFree(jpeg);
-    if (tj)
-        tjDestroy(tj);
+    if (!out || !td || !*cmyk || tjDecompress2(td, out, (unsigned long)*len, *cmyk, w, w * 4, h, TJPF_CMYK, 0) != 0) {
+        free(out);
+        out = NULL;
+        *len = 0;
+    }
     if (td)
         tjDestroy(td);
-    free(px);
     return out;
 }
 

@@ -2,6 +2,7 @@
  * operand by its kind as it is decoded, then each instruction against the header and its slots
  * (regions, masks, levels, read-only slots, the header and code never written); and which slots
  * an instruction reads, and its tile mask, for the plan and the executors. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "loader.h"
@@ -462,6 +463,35 @@ int pxvm_embed_fusion(const pxvm_program *prog, uint8_t *fused, pxvm_error *err)
         return pxvm_fail(err, PXE_FUSE_NO_EMBED, -1, -1);
     *err = why;
     return -1;
+}
+
+int pxvm_embed_tokens_covered(const pxvm_program *prog, uint32_t index)
+{
+    int src = PX_ARG(&prog->insns[index], EMBED, src);
+    const pxvm_slot *a = &prog->slots[src];
+    size_t n = (size_t)a->w * (size_t)a->h;
+    uint8_t *hit = calloc(n ? n : 1, 1);
+    if (!hit)
+        return 0;
+    for (uint32_t i = 0; i < prog->ninsns; i++) { /* fetches share SAMPLE's leading layout */
+        const pxi_insn *in = &prog->insns[i];
+        if (!px_vm_is_fetch(in) || in->a[PX_FI(SAMPLE, dst)] != src)
+            continue;
+        int x0 = in->a[PX_FI(SAMPLE, dst_x)], y0 = in->a[PX_FI(SAMPLE, dst_y)];
+        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
+        for (int y = y0 < 0 ? 0 : y0; y < y0 + h && y < a->h; y++)
+            for (int x = x0 < 0 ? 0 : x0; x < x0 + w && x < a->w; x++)
+                hit[(size_t)y * (size_t)a->w + (size_t)x] = 1;
+    }
+    int all = a->patch_w > 0 && a->patch_h > 0, cols = all ? a->w / a->patch_w : 1;
+    for (int t = 0; t < a->patch_count && all; t++) { /* token t: patch (t % cols, t / cols) */
+        int px0 = (t % cols) * a->patch_w, py0 = (t / cols) * a->patch_h;
+        for (int y = py0; y < py0 + a->patch_h && all; y++)
+            for (int x = px0; x < px0 + a->patch_w && all; x++)
+                all = x < a->w && y < a->h && hit[(size_t)y * (size_t)a->w + (size_t)x];
+    }
+    free(hit);
+    return all;
 }
 
 int px_vm_check_insn(const pxvm_program *prog, const pxi_insn *in, uint32_t index, pxvm_error *err)

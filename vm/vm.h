@@ -300,6 +300,11 @@ int pxvm_fetch_differs(const pxvm_program *a, const pxvm_program *b, uint32_t i)
  * fused[ninsns]; their count, or -1 with the first EMBED's reason (PXE_FUSE_NO_EMBED: none). */
 int pxvm_embed_fusable(const pxvm_program *prog, uint32_t index, pxvm_error *err);
 int pxvm_embed_fusion(const pxvm_program *prog, uint8_t *fused, pxvm_error *err);
+/* Whether the fetches that write fusable EMBED `index`'s atlas cover every texel of its tokens:
+ * 1, so every token byte is written each run (each such fetch writes its whole rectangle, a fused
+ * atlas being a scratch slot), and a fused run need not clear the staged rows first; 0 when not,
+ * or when it cannot tell (out of memory). */
+int pxvm_embed_tokens_covered(const pxvm_program *prog, uint32_t index);
 /* "SAMPLE src=1 dst=2 mode=0 dst_x=0 dst_y=0 w=16 h=16 cu=225.5 ..." (table-driven) */
 void pxvm_insn_format(const pxvm_program *prog, const pxi_insn *in, char *buf, size_t len);
 /* Decodes the instruction at stream index `pc` from raw pixels (no validation beyond layout). */

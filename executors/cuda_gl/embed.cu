@@ -524,38 +524,6 @@ int px_gpu_embed_fuse(pxvm_executor *ex, const uint8_t *fused, pxvm_error *err)
     return -1;
 }
 
-/* Whether the fetches that write a fused EMBED's atlas cover every texel of its tokens: each
- * writes its whole rectangle every run (a fused atlas is a scratch slot, never an incremental
- * fetch's, SPEC A-FUSE), so then every token byte of the staged rows is written each run. */
-static int px__fused_covered(const pxvm_program *prog, const px_gpu_embed *e)
-{
-    const pxvm_slot *a = &prog->slots[e->src];
-    size_t n = (size_t)a->w * (size_t)a->h;
-    uint8_t *hit = (uint8_t *)calloc(n ? n : 1, 1);
-    if (!hit)
-        return 0; /* not known: cleared, as before */
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        const pxi_insn *in = &prog->insns[i];
-        if ((in->op != PX_OP_SAMPLE && in->op != PX_OP_ANISO && in->op != PX_OP_GATHER) ||
-            in->a[PX_FI(SAMPLE, dst)] != e->src)
-            continue;
-        int x0 = in->a[PX_FI(SAMPLE, dst_x)], y0 = in->a[PX_FI(SAMPLE, dst_y)];
-        int w = in->a[PX_FI(SAMPLE, w)], h = in->a[PX_FI(SAMPLE, h)];
-        for (int y = y0 < 0 ? 0 : y0; y < y0 + h && y < a->h; y++)
-            for (int x = x0 < 0 ? 0 : x0; x < x0 + w && x < a->w; x++)
-                hit[(size_t)y * (size_t)a->w + (size_t)x] = 1;
-    }
-    int all = 1;
-    for (int t = 0; t < e->g.ntok && all; t++) { /* token t: atlas patch (t % cols, t / cols) */
-        int px0 = (t % e->g.cols) * e->g.pw, py0 = (t / e->g.cols) * e->g.ph;
-        for (int y = py0; y < py0 + e->g.ph && all; y++)
-            for (int x = px0; x < px0 + e->g.pw && all; x++)
-                all = x < a->w && y < a->h && hit[(size_t)y * (size_t)a->w + (size_t)x];
-    }
-    free(hit);
-    return all;
-}
-
 /* A fused EMBED's staged rows start each run as its atlas does, cleared, unless its fetches
  * write every token byte (the rows' padding stays zero from the allocation: nothing writes it). */
 int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)
@@ -565,7 +533,7 @@ int px_gpu_embed_fused_clear(pxvm_executor *ex, pxvm_error *err)
             continue;
         px_gpu_embed *e = ex->embed[i];
         if (e->covered < 0)
-            e->covered = px__fused_covered(ex->prog, e);
+            e->covered = pxvm_embed_tokens_covered(ex->prog, i);
         if (!e->covered)
             PX__CK(cudaMemsetAsync(e->d_tok, 0, (size_t)e->rows * (size_t)e->kb, ex->stream));
     }

@@ -709,3 +709,35 @@ TEST(fuse_cover_is_worked_out_again_after_a_retarget)
     }
     pxvm_image_free(&image);
 }
+
+/* The cover rule itself (pxvm_embed_tokens_covered, no GPU needed): the two 8x8 writers cover the
+ * atlas's two tokens (1); the second one row short leaves a row of token 1 unwritten (0). */
+TEST(fuse_tokens_covered_by_their_fetches_or_not)
+{
+    pxvm_limits lim;
+    pxvm_limits_default(&lim);
+    for (int g = 0; g < 2; g++) {
+        px_fvar v;
+        memset(&v, 0, sizeof v);
+        v.gap = g;
+        pxvm_image img;
+        pxvm_program prog;
+        pxvm_error err;
+        if (px__fimage(&v, &img))
+            return;
+        if (pxvm_program_from_copy(&img, &lim, &prog, &err) < 0) {
+            px_test_fail(__FILE__, __LINE__, "load gap %d: %s", g, err.msg);
+            pxvm_image_free(&img);
+            return;
+        }
+        int checked = 0;
+        for (uint32_t i = 0; i < prog.ninsns; i++)
+            if (prog.insns[i].op == PX_OP_EMBED) {
+                CHECK_EQ(pxvm_embed_tokens_covered(&prog, i), !g);
+                checked++;
+            }
+        CHECK_EQ(checked, 1);
+        pxvm_program_free(&prog);
+        pxvm_image_free(&img);
+    }
+}
